@@ -1,0 +1,32 @@
+"""The ``statemine`` command line: one sub-module per command group, each a thin layer
+over the library function of the same name."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import StatemineError
+
+
+class _Group(click.Group):
+    """A click group that turns :class:`StatemineError` into a one-line message, exit 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except StatemineError as exc:
+            click.echo(f"statemine: error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="statemine")
+def main() -> None:
+    """Infer the congestion-control state machine of a QUIC implementation from its
+    logs, see where the time goes, and what changed between two sets of traces."""
+
+
+# Each command module registers itself on ``main`` when imported.
+from . import infer  # noqa: E402,F401

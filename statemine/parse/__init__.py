@@ -1,0 +1,1 @@
+"""Parsers: from log files to :class:`statemine.traces.TraceSet`."""

@@ -1,0 +1,237 @@
+"""Event traces: the one data structure every parser produces and every analysis reads.
+
+A :class:`TraceSet` holds two tidy pandas DataFrames and a dict of labels.
+
+``events`` — one row per logged line, sorted by ``trace`` then ``seq``:
+
+========  =========  ===========================================================
+column    dtype      meaning
+========  =========  ===========================================================
+trace     str        trace id, unique within the set (one connection of one file)
+seq       int64      0, 1, 2, ... within the trace (log order)
+time      float64    seconds (any origin); non-decreasing within a trace
+kind      str        ``"state"`` (entering a state) or ``"event"`` (a point event)
+state     str        the state's name (kind ``state``) or the event's name (``event``)
+line      int64      1-based line (or record) number in the source file, -1 if none
+cwnd      float64    optional: congestion window, bytes
+inflight  float64    optional: bytes in flight, bytes
+ssthresh  float64    optional: slow-start threshold, bytes
+srtt      float64    optional: smoothed RTT, seconds
+fields    str        optional: other ``key=value`` pairs of the line, space separated
+========  =========  ===========================================================
+
+``traces`` — one row per trace: ``trace`` (str), ``source`` (file path), ``end``
+(float64 seconds: an explicit end of the trace, NaN when the log has none) and any
+labels (``conn``, ``role``, ``implementation``, ``version``, ``environment``, ...).
+
+``meta`` — labels for the whole set (str -> str), e.g. ``{"label": "desktop"}``.
+
+Invariants (checked by :meth:`TraceSet.validate`): every trace of ``events`` has a row
+in ``traces``; ``seq`` is 0..n-1 per trace; ``time`` is finite and non-decreasing per
+trace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+#: Columns every events frame has, in this order.
+EVENT_COLUMNS = ("trace", "seq", "time", "kind", "state", "line")
+#: Optional numeric columns and their units.
+NUMERIC_FIELDS = {"cwnd": "bytes", "inflight": "bytes", "ssthresh": "bytes", "srtt": "seconds"}
+#: Columns every traces frame has.
+TRACE_COLUMNS = ("trace", "source", "end")
+
+_PARQUET_META_KEY = b"statemine"
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TraceSet:
+    """Traces of one or more logs: ``events`` + per-trace ``traces`` + set ``meta``."""
+
+    events: pd.DataFrame
+    traces: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    # -- construction -----------------------------------------------------------------
+    @classmethod
+    def from_events(
+        cls,
+        events: pd.DataFrame,
+        traces: pd.DataFrame | None = None,
+        meta: Mapping[str, str] | None = None,
+    ) -> "TraceSet":
+        """Build a set from an events frame, filling defaults and checking invariants.
+
+        ``events`` needs at least ``trace``, ``time`` and ``state``; ``seq`` is derived
+        from row order when absent, ``kind`` defaults to ``"state"`` and ``line`` to -1.
+
+        >>> ts = TraceSet.from_events(pd.DataFrame(
+        ...     {"trace": ["a", "a"], "time": [0.0, 1.5], "state": ["SlowStart", "Recovery"]}))
+        >>> ts.events["seq"].tolist(), ts.n_traces
+        ([0, 1], 1)
+        """
+        ev = events.copy()
+        for col in ("trace", "time", "state"):
+            if col not in ev.columns:
+                raise ValueError(f"events frame lacks the column {col!r}")
+        ev["trace"] = ev["trace"].astype(str)
+        ev["state"] = ev["state"].astype(str)
+        if "kind" not in ev.columns:
+            ev["kind"] = "state"
+        ev["kind"] = ev["kind"].astype(str)
+        if "line" not in ev.columns:
+            ev["line"] = -1
+        ev["time"] = ev["time"].astype("float64")
+        ev["line"] = ev["line"].astype("int64")
+        for name in NUMERIC_FIELDS:
+            if name in ev.columns:
+                ev[name] = pd.to_numeric(ev[name], errors="coerce").astype("float64")
+        if "seq" not in ev.columns:
+            ev = ev.reset_index(drop=True)
+            ev["seq"] = ev.groupby("trace", sort=False).cumcount().astype("int64")
+        ev["seq"] = ev["seq"].astype("int64")
+        ev = ev.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
+        ordered = list(EVENT_COLUMNS) + [c for c in ev.columns if c not in EVENT_COLUMNS]
+        ev = ev[ordered]
+
+        ids = pd.unique(ev["trace"])
+        if traces is None:
+            tr = pd.DataFrame({"trace": ids})
+        else:
+            tr = traces.copy()
+            tr["trace"] = tr["trace"].astype(str)
+        if "source" not in tr.columns:
+            tr["source"] = ""
+        if "end" not in tr.columns:
+            tr["end"] = np.nan
+        tr["end"] = tr["end"].astype("float64")
+        tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
+        tr = tr.reset_index(drop=True)
+        ts = cls(events=ev, traces=tr, meta=dict(meta or {}))
+        ts.validate()
+        return ts
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def n_traces(self) -> int:
+        """Number of traces (rows of ``traces``)."""
+        return len(self.traces)
+
+    @property
+    def states(self) -> pd.DataFrame:
+        """The rows of ``events`` whose kind is ``state`` (a view for statistics)."""
+        return self.events[self.events["kind"] == "state"]
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` if an invariant of the module docstring is broken."""
+        ev = self.events
+        missing = [c for c in EVENT_COLUMNS if c not in ev.columns]
+        if missing:
+            raise ValueError(f"events frame lacks columns {missing}")
+        if not np.isfinite(ev["time"].to_numpy()).all():
+            raise ValueError("events frame has a non-finite time")
+        known = set(self.traces["trace"])
+        unknown = set(pd.unique(ev["trace"])) - known
+        if unknown:
+            raise ValueError(f"traces {sorted(unknown)[:5]} have no row in the traces frame")
+        if self.traces["trace"].duplicated().any():
+            raise ValueError("the traces frame names a trace twice")
+        if len(ev):
+            trace = ev["trace"].to_numpy()
+            same = trace[1:] == trace[:-1]
+            seq = ev["seq"].to_numpy()
+            if (seq[np.r_[True, ~same]] != 0).any() or (np.diff(seq)[same] != 1).any():
+                raise ValueError("seq must run 0, 1, 2, ... within each trace")
+            if (np.diff(ev["time"].to_numpy())[same] < 0).any():
+                raise ValueError("time goes backwards within a trace")
+
+    def with_labels(self, **labels: str) -> "TraceSet":
+        """A copy whose every trace carries the given labels as ``traces`` columns."""
+        tr = self.traces.copy()
+        for key, value in labels.items():
+            tr[key] = value
+        return TraceSet(self.events, tr, {**self.meta, **labels})
+
+
+def concat(sets: Iterable[TraceSet], meta: Mapping[str, str] | None = None) -> TraceSet:
+    """Join trace sets into one; trace ids must not collide (a ``ValueError`` if they do)."""
+    sets = list(sets)
+    if not sets:
+        raise ValueError("no trace sets to join")
+    events = pd.concat([s.events for s in sets], ignore_index=True)
+    traces = pd.concat([s.traces for s in sets], ignore_index=True)
+    merged: dict = {}
+    for s in sets:
+        merged.update(s.meta)
+    return TraceSet.from_events(events, traces, meta if meta is not None else merged)
+
+
+# -- Parquet ---------------------------------------------------------------------------
+def save(ts: TraceSet, path: str | os.PathLike) -> Path:
+    """Write ``ts`` to one Parquet file (events as rows; traces and meta in its metadata).
+
+    The file is written to a temporary name beside ``path`` and renamed, so a failed
+    write leaves no partial file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    table = pa.Table.from_pandas(ts.events, preserve_index=False)
+    extra = {
+        "format_version": _FORMAT_VERSION,
+        "traces": json.loads(ts.traces.to_json(orient="split", index=False)),
+        "meta": ts.meta,
+    }
+    schema_meta = dict(table.schema.metadata or {})
+    schema_meta[_PARQUET_META_KEY] = json.dumps(extra).encode()
+    table = table.replace_schema_metadata(schema_meta)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load(path: str | os.PathLike) -> TraceSet:
+    """Read a trace set written by :func:`save`; raises :class:`InputError` if it is not one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    raw = (table.schema.metadata or {}).get(_PARQUET_META_KEY)
+    if raw is None:
+        raise InputError(path, None, "a Parquet file, but not a statemine trace set")
+    try:
+        extra = json.loads(raw)
+        split = extra["traces"]
+        traces = pd.DataFrame(split["data"], columns=split["columns"])
+        meta = dict(extra.get("meta") or {})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(path, None, f"damaged statemine metadata: {exc}") from None
+    events = table.to_pandas()
+    try:
+        return TraceSet.from_events(events, traces, meta)
+    except ValueError as exc:
+        raise InputError(path, None, f"invalid trace set: {exc}") from None
