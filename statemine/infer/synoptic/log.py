@@ -1,0 +1,104 @@
+"""The engine's view of a trace set: integer-coded event types in flat numpy arrays.
+
+Invariants: ``codes[starts[k]:starts[k+1]]`` is trace ``k`` in order; every trace has at
+least one event; ``types[c]`` is the name of code ``c`` (codes in order of first appearance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...traces import TraceSet
+
+#: Names of the synthetic start and end events (never codes of real events).
+INITIAL = "INITIAL"
+TERMINAL = "TERMINAL"
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """Traces as flat arrays: ``codes`` (int64 type codes), ``starts`` (trace offsets,
+    length ``n_traces + 1``), ``times`` (float64 seconds) and per-event ``lines`` and
+    ``time_text`` (Synoptic's printed time) for ``model.json``."""
+
+    types: list[str]
+    codes: np.ndarray
+    starts: np.ndarray
+    times: np.ndarray
+    lines: np.ndarray
+    time_text: list[str] = field(repr=False)
+    trace_ids: list[str] = field(default_factory=list)
+
+    @property
+    def n_traces(self) -> int:
+        """Number of traces."""
+        return len(self.starts) - 1
+
+    @property
+    def n_events(self) -> int:
+        """Number of events (synthetic INITIAL/TERMINAL excluded)."""
+        return len(self.codes)
+
+    @property
+    def trace_of(self) -> np.ndarray:
+        """Trace index of every event (int64, length ``n_events``)."""
+        return np.repeat(np.arange(self.n_traces), np.diff(self.starts))
+
+    @property
+    def is_last(self) -> np.ndarray:
+        """Boolean mask of the events that end their trace."""
+        mask = np.zeros(self.n_events, dtype=bool)
+        mask[self.starts[1:] - 1] = True
+        return mask
+
+    def trace(self, k: int) -> list[str]:
+        """Event types of trace ``k`` in order."""
+        return [self.types[c] for c in self.codes[self.starts[k]:self.starts[k + 1]]]
+
+    @classmethod
+    def from_sequences(cls, traces: list[list[str]]) -> "EventLog":
+        """A log from lists of event types (logical time = position).
+
+        >>> EventLog.from_sequences([["a", "b"], ["b"]]).codes.tolist()
+        [0, 1, 1]
+        """
+        rows = [(str(k), i, float(i), t) for k, seq in enumerate(traces) for i, t in enumerate(seq)]
+        ev = pd.DataFrame(rows, columns=["trace", "seq", "time", "state"])
+        return cls.from_traceset(TraceSet.from_events(
+            ev, pd.DataFrame({"trace": [str(k) for k in range(len(traces))]})))
+
+    @classmethod
+    def from_traceset(cls, ts: TraceSet) -> "EventLog":
+        """Code the events of ``ts``; traces in ``synoptic_trace`` order when that column
+        exists (the Synoptic regex reader), else in the order of ``ts.traces``."""
+        ev = ts.events
+        if ev.empty:
+            raise InputError(None, None, "no events to infer a model from")
+        if "synoptic_trace" in ev.columns:
+            key = ev["synoptic_trace"].to_numpy(dtype=np.int64)
+            order_ids = np.unique(key)
+            ids = [str(i) for i in order_ids]
+            rank = np.searchsorted(order_ids, key)
+        else:
+            ids = [t for t in ts.traces["trace"].astype(str) if t]
+            pos = {t: i for i, t in enumerate(ids)}
+            rank = ev["trace"].astype(str).map(pos).to_numpy(dtype=np.int64)
+        order = np.lexsort((ev["seq"].to_numpy(), rank))
+        rank = rank[order]
+        names = ev["state"].astype(str).to_numpy(dtype=object)[order]
+        codes, uniques = pd.factorize(names, sort=False)
+        present = np.unique(rank)
+        counts = np.bincount(rank, minlength=len(ids))[present]
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        times = ev["time"].to_numpy(dtype=np.float64)[order]
+        lines = ev["line"].to_numpy(dtype=np.int64)[order]
+        if "synoptic_time" in ev.columns:
+            text = ev["synoptic_time"].astype(str).to_numpy(dtype=object)[order].tolist()
+        else:
+            text = [repr(float(t)) for t in times]
+        return cls([str(u) for u in uniques], codes.astype(np.int64), starts, times, lines,
+                   text, [ids[i] for i in present])
