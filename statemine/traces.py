@@ -86,11 +86,10 @@ class TraceSet:
         for col in ("trace", "time", "state"):
             if col not in ev.columns:
                 raise ValueError(f"events frame lacks the column {col!r}")
-        ev["trace"] = ev["trace"].astype(str)
-        ev["state"] = ev["state"].astype(str)
         if "kind" not in ev.columns:
             ev["kind"] = "state"
-        ev["kind"] = ev["kind"].astype(str)
+        for col in ("trace", "state", "kind"):
+            ev[col] = _as_text(ev[col])
         if "line" not in ev.columns:
             ev["line"] = -1
         ev["time"] = ev["time"].astype("float64")
@@ -102,7 +101,8 @@ class TraceSet:
             ev = ev.reset_index(drop=True)
             ev["seq"] = ev.groupby("trace", sort=False).cumcount().astype("int64")
         ev["seq"] = ev["seq"].astype("int64")
-        ev = ev.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
+        if not _in_trace_order(ev):
+            ev = ev.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
         ordered = list(EVENT_COLUMNS) + [c for c in ev.columns if c not in EVENT_COLUMNS]
         ev = ev[ordered]
 
@@ -149,11 +149,9 @@ class TraceSet:
         if self.traces["trace"].duplicated().any():
             raise ValueError("the traces frame names a trace twice")
         if len(ev):
-            trace = ev["trace"].to_numpy()
-            same = trace[1:] == trace[:-1]
-            seq = ev["seq"].to_numpy()
-            if (seq[np.r_[True, ~same]] != 0).any() or (np.diff(seq)[same] != 1).any():
-                raise ValueError("seq must run 0, 1, 2, ... within each trace")
+            if not _in_trace_order(ev):
+                raise ValueError("rows must be grouped by trace with seq 0, 1, 2, ... within each")
+            same = _same_trace_as_previous(ev)
             if (np.diff(ev["time"].to_numpy())[same] < 0).any():
                 raise ValueError("time goes backwards within a trace")
 
@@ -163,6 +161,42 @@ class TraceSet:
         for key, value in labels.items():
             tr[key] = value
         return TraceSet(self.events, tr, {**self.meta, **labels})
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """Keep a categorical column (with str categories) as is; make anything else str."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.rename_categories(column.cat.categories.astype(str))
+    return column.astype(str)
+
+
+def _trace_codes(events: pd.DataFrame) -> np.ndarray:
+    """Integer codes of ``events["trace"]`` (equal codes = same trace)."""
+    trace = events["trace"]
+    if isinstance(trace.dtype, pd.CategoricalDtype):
+        return trace.cat.codes.to_numpy()
+    return pd.factorize(trace, sort=False)[0]
+
+
+def _same_trace_as_previous(events: pd.DataFrame) -> np.ndarray:
+    """Boolean array, length n-1: row i+1 belongs to the same trace as row i."""
+    codes = _trace_codes(events)
+    return codes[1:] == codes[:-1]
+
+
+def _in_trace_order(events: pd.DataFrame) -> bool:
+    """True when each trace's rows are contiguous with seq 0, 1, 2, ..."""
+    if not len(events):
+        return True
+    codes = _trace_codes(events)
+    same = codes[1:] == codes[:-1]
+    seq = events["seq"].to_numpy()
+    runs = int((~same).sum()) + 1
+    return (
+        runs == len(np.unique(codes))
+        and not (seq[np.r_[True, ~same]] != 0).any()
+        and not (np.diff(seq)[same] != 1).any()
+    )
 
 
 def concat(sets: Iterable[TraceSet], meta: Mapping[str, str] | None = None) -> TraceSet:
