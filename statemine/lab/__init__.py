@@ -1,0 +1,7 @@
+"""The lab: real, instrumented QUIC implementations run in virtual time over an emulated
+path, producing statemine traces (``statemine lab run``).
+
+Modules: :mod:`.path` (the path model), :mod:`.scenario` (TOML grids), :mod:`.grid`
+(running a grid: parallel, resumable, results table and manifest), :mod:`.runners`
+(one runner per implementation).
+"""

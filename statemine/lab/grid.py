@@ -1,0 +1,328 @@
+"""Run a scenario's grid: every run once, in parallel, resumable, with a results table and
+a manifest.
+
+Layout of ``OUT``::
+
+    OUT/manifest.json                 versions, patch hashes, seeds, the command
+    OUT/results.csv, results.parquet  one row per run: scenario values, outcome, PLT, ...
+    OUT/runs/<run_id>/config.json     the run config (docs/lab-protocol.md)
+    OUT/runs/<run_id>/run.log         the raw statemine log (virtual timestamps)
+    OUT/runs/<run_id>/traces.parquet  the log parsed into a TraceSet (statemine.traces.save)
+    OUT/runs/<run_id>/result.json     the run result, plus ``run_id`` and the cell's values
+
+A run is prepared in ``OUT/runs/.tmp-<run_id>/`` and renamed to ``OUT/runs/<run_id>/``
+when complete (``os.replace`` of the directory), so an interrupted grid leaves no
+half-written run; a later call skips every run whose directory exists. Failed runs
+(a crash, a virtual-time limit, a build failure) are finished runs too: their
+``result.json`` says ``"ok": false`` and why; ``retry_failed=True`` runs them again.
+
+Each run executes in its own subprocess (the runners start one), so the pool is a
+thread pool of ``jobs`` workers: the parent only waits.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import platform
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
+
+import pandas as pd
+
+from ..errors import UsageError
+from .scenario import GRID_KEYS, Scenario, run_config, run_id
+
+RUNS_DIR = "runs"
+RESULT_COLUMNS = [
+    "run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", "retransmissions",
+    "packets_sent", "packets_dropped", "virtual_time_s", "wall_time_s", "seed",
+]
+
+
+class Runner(Protocol):
+    """What the grid needs of a runner module (statemine.lab.runners.*)."""
+
+    def build(self, version: str, cache_dir: Any) -> Any: ...
+    def run(self, config: dict) -> dict: ...
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the grid: its id, the cell's values (scenario units) and its config."""
+
+    run_id: str
+    cell: dict
+    config: dict
+
+
+def plan(scenario: Scenario, only: Mapping[str, str] | None = None) -> list[PlannedRun]:
+    """Every run of the scenario, in grid order; ``only`` keeps cells whose values, as
+    text, equal the given ones (``{"profile": "mobile"}``).
+
+    Raises :class:`UsageError` if ``only`` names a key that is not a grid key.
+    """
+    only = dict(only or {})
+    for key in only:
+        if key not in GRID_KEYS and key != "seed":
+            raise UsageError(f"--only {key}=...: not a grid key (known: {', '.join(GRID_KEYS)}, seed)")
+    runs = []
+    for cell in scenario.cells:
+        if any(key != "seed" and _text(cell[key]) != value for key, value in only.items()):
+            continue
+        for seed in scenario.runs_of(cell):
+            if "seed" in only and str(seed) != only["seed"]:
+                continue
+            config = run_config(cell, seed, scenario.time_limit_s)
+            runs.append(PlannedRun(run_id(config), cell, config))
+    return runs
+
+
+def _text(value: Any) -> str:
+    """A cell value as ``--only`` compares it: 50.0 -> '50', None -> 'default'."""
+    if value is None:
+        return "default"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _flat_cell(cell: dict) -> dict:
+    """A cell as table columns (lists/tables as JSON text, ``None`` kept)."""
+    return {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v
+            for k, v in cell.items()}
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _save_traces(log: Path, dest: Path, labels: dict[str, str]) -> str | None:
+    """Parse the run's log into ``dest`` (Parquet); returns an error text or None."""
+    from .. import parse, traces
+
+    try:
+        ts = parse.read([log])
+    except Exception as exc:  # a log the parser rejects makes the run fail, recorded
+        return f"cannot parse the run's log: {exc}"
+    if ts.n_traces == 0:
+        return "the run's log has no statemine line (is the implementation patched?)"
+    traces.save(ts.with_labels(**labels), dest)
+    return None
+
+
+def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str | None) -> dict:
+    """Run one planned run into ``out/runs/<run_id>`` atomically; returns its result row."""
+    final = out / RUNS_DIR / run.run_id
+    tmp = out / RUNS_DIR / f".tmp-{run.run_id}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    config = dict(run.config, log_path=str(tmp / "run.log"), result_path=str(tmp / "result.json"))
+    _write_json(tmp / "config.json", config)
+    if build_error is not None:
+        result = {"ok": False, "error": build_error}
+    else:
+        try:
+            result = dict(runner.run(config))
+        except Exception as exc:  # a runner bug must not stop the grid; it is recorded
+            result = {"ok": False, "error": f"runner raised {type(exc).__name__}: {exc}"}
+    log = tmp / "run.log"
+    if not log.exists():
+        log.write_text("", encoding="utf-8")
+    if result.get("ok"):
+        labels = {"run_id": run.run_id, "implementation": run.config["implementation"],
+                  "version": run.config["version"], "seed": str(run.config["seed"])}
+        labels.update({k: _text(v) for k, v in run.cell.items() if k != "stack"})
+        error = _save_traces(log, tmp / "traces.parquet", labels)
+        if error:
+            result.update(ok=False, error=error)
+    result.update(run_id=run.run_id, seed=run.config["seed"], cell=run.cell)
+    _write_json(tmp / "result.json", result)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return result
+
+
+def finished(out: Path, run_id_: str) -> dict | None:
+    """The stored result of a finished run, or None."""
+    path = out / RUNS_DIR / run_id_ / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def results_table(out: Path, runs: list[PlannedRun]) -> pd.DataFrame:
+    """One row per planned run that has finished: the cell's values then the outcome."""
+    rows = []
+    for run in runs:
+        res = finished(out, run.run_id)
+        if res is None:
+            continue
+        row = _flat_cell(run.cell)
+        row.update({c: res.get(c) for c in RESULT_COLUMNS})
+        rows.append(row)
+    columns = list(GRID_KEYS) + RESULT_COLUMNS
+    return pd.DataFrame(rows, columns=columns)
+
+
+def write_results(out: Path, table: pd.DataFrame) -> None:
+    """Write ``results.csv`` and ``results.parquet`` atomically."""
+    for name, writer in (("results.csv", lambda p: table.to_csv(p, index=False)),
+                         ("results.parquet", lambda p: table.to_parquet(p, index=False))):
+        tmp = out / f".{name}.tmp"
+        writer(tmp)
+        os.replace(tmp, out / name)
+
+
+def manifest(scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict],
+             command: list[str]) -> dict:
+    """What makes every run reproducible: versions, patch hashes, seeds, the command."""
+    from .. import __version__
+
+    return {
+        "statemine_version": __version__,
+        "command": command,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "scenario": {"name": scenario.name, "file": str(scenario.source), "sha256": scenario.sha256,
+                     "runs": scenario.runs, "seed": scenario.seed, "time_limit_s": scenario.time_limit_s,
+                     "axes": scenario.axes},
+        "stacks": builds,
+        "runs": {r.run_id: {"seed": r.config["seed"], "stack": r.cell["stack"], "config": r.config}
+                 for r in runs},
+    }
+
+
+def stack_info(impl: str, version: str, built: Any) -> dict:
+    """Provenance of a built stack: the patch's sha256 and the fetched source's record."""
+    from ..patch import registry
+
+    info: dict[str, Any] = {"implementation": impl, "version": version, "built": str(built) if built else None}
+    try:
+        info["patch_sha256"] = registry.sha256_file(registry.patch_path(impl, version))
+    except Exception:  # "installed" (unpatched) aioquic has no patch
+        info["patch_sha256"] = None
+    if built:
+        for parent in [Path(built), *Path(built).parents][:3]:
+            record = parent / ".statemine-source.json"
+            if record.is_file():
+                info["source"] = json.loads(record.read_text(encoding="utf-8"))
+                break
+    return info
+
+
+def default_runners() -> dict[str, Runner]:
+    """The runner module of each implementation."""
+    from .runners import runner_for
+
+    return {impl: runner_for(impl) for impl in ("aioquic", "quic-go")}
+
+
+def run_grid(
+    scenario: Scenario,
+    out: str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    only: Mapping[str, str] | None = None,
+    retry_failed: bool = False,
+    runners: Mapping[str, Runner] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    command: list[str] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run every unfinished run of ``scenario`` into ``out``; returns the results table.
+
+    Builds each (implementation, version) once first; a failed build fails its runs
+    (recorded) and the others go on. Rewrites ``manifest.json`` and the results table
+    after every run, so an interrupted grid leaves them consistent with ``runs/``.
+    """
+    out = Path(out)
+    (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    runs = plan(scenario, only)
+    runners = dict(runners) if runners is not None else None
+    todo = []
+    for r in runs:
+        res = finished(out, r.run_id)
+        if res is None or (retry_failed and not res.get("ok")):
+            todo.append(r)
+    stacks = sorted({r.cell["stack"] for r in todo})
+    if todo and runners is None:
+        runners = default_runners()
+    builds: dict[str, dict] = _previous_builds(out)
+    build_errors: dict[str, str] = {}
+    for stack in stacks:
+        impl, version = stack.split("@", 1)
+        try:
+            built = runners[impl].build(version, cache_dir)
+            builds[stack] = stack_info(impl, version, built)
+        except Exception as exc:  # recorded on each of its runs
+            build_errors[stack] = f"build of {stack} failed: {exc}"
+            builds[stack] = {"implementation": impl, "version": version, "error": build_errors[stack]}
+    command = command if command is not None else list(sys.argv)
+    _write_json(out / "manifest.json", manifest(scenario, runs, builds, command))
+
+    def one(r: PlannedRun) -> dict:
+        impl = r.config["implementation"]
+        return execute(r, out, runners[impl] if runners else None, build_errors.get(r.cell["stack"]))
+
+    jobs = jobs or os.cpu_count() or 1
+    with _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance:
+        with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(one, r) for r in todo]
+            try:
+                for fut in cf.as_completed(futures):
+                    res = fut.result()
+                    advance(res)
+                    write_results(out, results_table(out, runs))
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+    table = results_table(out, runs)
+    write_results(out, table)
+    return table
+
+
+def _previous_builds(out: Path) -> dict[str, dict]:
+    path = out / "manifest.json"
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")).get("stacks") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+class _progress:
+    """A rich progress bar over runs (or nothing), used as ``with ... as advance``."""
+
+    def __init__(self, enabled: bool, total: int, done: int, name: str) -> None:
+        self.enabled, self.total, self.done, self.name = enabled, total, done, name
+        self.failed = 0
+
+    def __enter__(self) -> Callable[[dict], None]:
+        if not self.enabled:
+            return lambda res: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
+                             TimeRemainingColumn(), transient=False)
+        self._bar.__enter__()
+        self._task = self._bar.add_task(self.name, total=self.total, completed=self.done, failed=0)
+
+        def advance(res: dict) -> None:
+            self.failed += 0 if res.get("ok") else 1
+            self._bar.update(self._task, advance=1, failed=self.failed)
+        return advance
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            self._bar.__exit__(*exc)
