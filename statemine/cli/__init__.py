@@ -30,3 +30,5 @@ def main() -> None:
 
 # Each command module registers itself on ``main`` when imported.
 from . import infer  # noqa: E402,F401
+from . import patch  # noqa: E402,F401
+from . import lab  # noqa: E402,F401

@@ -1,0 +1,18 @@
+"""Instrument patches: fetch a QUIC implementation's source, apply/check/revert/port the
+statemine logging patch (``instrument-patches/<impl>/<version>/statemine.patch``).
+
+The lab calls ``fetch(impl, version, dest)`` then ``apply(impl, version, dest)``; the
+patched package is importable from ``dest/<python_path>`` (aioquic: ``dest/src``).
+"""
+
+from __future__ import annotations
+
+from .apply import Outcome, apply, check, revert
+from .fetch import cache_dir, fetch
+from .port import PortReport, port
+from .registry import implementations, list_patches, load_impl, patch_path, versions
+
+__all__ = [
+    "Outcome", "PortReport", "apply", "cache_dir", "check", "fetch", "implementations",
+    "list_patches", "load_impl", "patch_path", "port", "revert", "versions",
+]

@@ -1,0 +1,131 @@
+"""Which instrument patches exist: ``instrument-patches/<impl>/<version>/statemine.patch``.
+
+The patches directory is ``$STATEMINE_PATCHES`` when set, else ``instrument-patches/``
+at the root of the statemine checkout (see ``instrument-patches/README.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import InputError, UsageError
+from .diff import read_patch
+
+PATCH_FILE = "statemine.patch"
+_FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module"}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+@dataclass(frozen=True)
+class Impl:
+    """An implementation's ``impl.toml``: how to fetch it.
+
+    ``fetch`` is ``"pypi-sdist"`` (``package`` is the PyPI project) or ``"go-module"``
+    (``module`` is the Go module path); ``python_path`` is the directory under the source
+    root to put on ``PYTHONPATH`` (``""`` when not a Python package).
+    """
+
+    name: str
+    fetch: str
+    package: str = ""
+    module: str = ""
+    python_path: str = ""
+
+
+def patches_root(root: str | Path | None = None) -> Path:
+    """The patches directory: ``root``, else ``$STATEMINE_PATCHES``, else the checkout's."""
+    if root is not None:
+        return Path(root)
+    env = os.environ.get("STATEMINE_PATCHES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "instrument-patches"
+
+
+def _checked_name(kind: str, value: str) -> str:
+    if not _NAME.match(value):
+        raise UsageError(f"invalid {kind} {value!r}")
+    return value
+
+
+def implementations(root: str | Path | None = None) -> list[str]:
+    """Names of the implementations that have an ``impl.toml``, sorted."""
+    base = patches_root(root)
+    return sorted(p.parent.name for p in base.glob("*/impl.toml"))
+
+
+def load_impl(name: str, root: str | Path | None = None) -> Impl:
+    """Read and check ``<root>/<name>/impl.toml``."""
+    _checked_name("implementation", name)
+    path = patches_root(root) / name / "impl.toml"
+    if not path.is_file():
+        known = ", ".join(implementations(root)) or "none"
+        raise UsageError(f"unknown implementation {name!r} (known: {known})")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"bad impl.toml: {exc}") from None
+    fetch = data.get("fetch")
+    if fetch not in _FETCH_KINDS:
+        raise InputError(path, None, f"fetch must be one of {sorted(_FETCH_KINDS)}, not {fetch!r}")
+    key = _FETCH_KINDS[fetch]
+    if not isinstance(data.get(key), str) or not data[key]:
+        raise InputError(path, None, f"fetch = {fetch!r} needs a {key!r} string")
+    fields = {k: str(data.get(k, "")) for k in ("package", "module", "python_path")}
+    return Impl(name=name, fetch=fetch, **fields)
+
+
+def versions(impl: str, root: str | Path | None = None) -> list[str]:
+    """The versions of ``impl`` that have a patch, in directory-name order."""
+    load_impl(impl, root)
+    base = patches_root(root) / impl
+    return sorted(p.parent.name for p in base.glob(f"*/{PATCH_FILE}"))
+
+
+def patch_path(impl: str, version: str, root: str | Path | None = None) -> Path:
+    """The patch file of ``impl`` ``version``; :class:`UsageError` when there is none."""
+    _checked_name("version", version)
+    path = patches_root(root) / impl / version / PATCH_FILE
+    if not path.is_file():
+        have = ", ".join(versions(impl, root)) or "none"
+        raise UsageError(f"no patch for {impl} {version} (patched versions: {have})")
+    return path
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def list_patches(root: str | Path | None = None) -> pd.DataFrame:
+    """One row per (implementation, version): the files the patch touches.
+
+    Columns: ``impl``, ``version``, ``files`` (space-separated paths), ``added``
+    (new files among them), ``lines_added``, ``lines_removed``, ``patch`` (path).
+    """
+    rows = []
+    for impl in implementations(root):
+        for version in versions(impl, root):
+            path = patch_path(impl, version, root)
+            fps = read_patch(path)
+            added = sum(h.added for fp in fps for h in fp.hunks)
+            removed = sum(h.removed for fp in fps for h in fp.hunks)
+            rows.append({
+                "impl": impl, "version": version,
+                "files": " ".join(fp.path for fp in fps),
+                "added": " ".join(fp.path for fp in fps if fp.created),
+                "lines_added": added, "lines_removed": removed, "patch": str(path),
+            })
+    cols = ["impl", "version", "files", "added", "lines_added", "lines_removed", "patch"]
+    return pd.DataFrame(rows, columns=cols)
