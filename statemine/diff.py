@@ -1,0 +1,441 @@
+"""What changed between two trace sets: per-state time fractions and per-edge transition
+probabilities, with tests that respect how the data were sampled.
+
+The unit of replication is the **trace** (one connection): states are compared on their
+pooled time fraction (seconds in the state / seconds of all traces of the side), with
+
+* a confidence interval of the difference ``B - A`` from a percentile bootstrap that
+  resamples whole traces of each side independently (Efron & Tibshirani 1993, ch. 13);
+* a two-sided p-value from a permutation test that shuffles the A/B labels of whole traces
+  (exact enumeration of every relabelling when there are few, else ``n_perm`` random
+  relabellings with the ``(k + 1) / (n + 1)`` estimate of Phipson & Smyth 2010);
+* Holm's step-down correction over the states (Holm 1979), which controls the family-wise
+  error rate without assuming independence between states.
+
+Transitions are compared per source state on the 2 x k table of destination counts
+(row A, row B): Pearson's chi-square (or the G-test, ``transition_test="g"``) when every
+expected count is at least 5 (Cochran's rule), else Fisher's exact test -- the
+hypergeometric test for 2 x 2 tables, and for 2 x k its Freeman-Halton extension with the
+p-value estimated from random tables with the observed margins (scipy's
+``MonteCarloMethod``, seeded). Fisher rather than Barnard because it conditions on both
+margins, like the chi-square test it replaces, and extends to k > 2. These tests treat the
+transitions as independent draws, which transitions of one trace are not: read their
+p-values as a screen. Holm's correction is applied over the tested source states.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .analyze import EndRule, trace_state_times, transition_stats, visits
+from .errors import UsageError
+from .traces import TraceSet
+
+TransitionTest = Literal["chi2", "g"]
+#: Smallest expected count for the chi-square / G approximation (Cochran's rule).
+MIN_EXPECTED = 5.0
+
+STATE_COLUMNS = ["state", "fraction_a", "fraction_b", "delta", "delta_lo", "delta_hi",
+                 "p_value", "significant", "p_holm", "time_a_s", "time_b_s",
+                 "traces_a", "traces_b", "presence"]
+TRANSITION_COLUMNS = ["src", "dst", "prob_a", "prob_b", "delta", "p_value", "significant",
+                      "p_holm", "count_a", "count_b", "test", "presence"]
+ONLY_COLUMNS = ["kind", "name", "src", "dst", "share", "count"]
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The comparison of side A with side B (every ``delta`` is B minus A).
+
+    ``states``: one row per state of either side (:data:`STATE_COLUMNS`; fractions in
+    [0, 1]). ``transitions``: one row per edge of either side (:data:`TRANSITION_COLUMNS`;
+    ``prob_x`` is NaN when the source state never occurs on side x). ``only_a`` /
+    ``only_b``: the states and edges seen on one side only (:data:`ONLY_COLUMNS`; ``share``
+    is the time fraction of a state or the probability of an edge). ``notes``: plain-English
+    warnings about the comparison (few traces, disjoint vocabularies, ...).
+    """
+
+    states: pd.DataFrame
+    transitions: pd.DataFrame
+    only_a: pd.DataFrame
+    only_b: pd.DataFrame
+    label_a: str = "A"
+    label_b: str = "B"
+    n_traces_a: int = 0
+    n_traces_b: int = 0
+    alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+
+    def ranking(self, top: int | None = 10) -> pd.DataFrame:
+        """The significant changes, largest ``|delta|`` first: ``kind, name, a, b, delta, p_holm``.
+
+        States and transitions are ranked together (both deltas are in [-1, 1]).
+        """
+        s = self.states[self.states["significant"]]
+        t = self.transitions[self.transitions["significant"]]
+        rows = pd.concat(
+            [
+                pd.DataFrame({"kind": "state", "name": s["state"], "a": s["fraction_a"],
+                              "b": s["fraction_b"], "delta": s["delta"], "p_holm": s["p_holm"]}),
+                pd.DataFrame({"kind": "transition", "name": t["src"] + " -> " + t["dst"],
+                              "a": t["prob_a"], "b": t["prob_b"], "delta": t["delta"],
+                              "p_holm": t["p_holm"]}),
+            ],
+            ignore_index=True,
+        )
+        rows = rows.assign(size=rows["delta"].abs()).sort_values(
+            ["size", "kind", "name"], ascending=[False, True, True], kind="stable")
+        rows = rows.drop(columns="size").reset_index(drop=True)
+        return rows if top is None else rows.head(top)
+
+
+def diff(
+    a: TraceSet,
+    b: TraceSet,
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    n_perm: int = 9999,
+    n_boot: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    transition_test: TransitionTest = "chi2",
+    collapse_repeats: bool = False,
+    end: EndRule = "close",
+) -> DiffResult:
+    """Compare trace sets ``a`` and ``b`` state by state and edge by edge (see the module doc).
+
+    Raises :class:`~statemine.errors.UsageError` when a side has no trace, no state line or
+    no time, or when an option is out of range. Results are reproducible for a given ``seed``.
+
+    >>> import pandas as pd
+    >>> def one(trace, times, states):
+    ...     return pd.DataFrame({"trace": trace, "time": times, "state": states})
+    >>> a = TraceSet.from_events(pd.concat([one(f"a{i}", [0, 1, 2], ["SlowStart", "Recovery", "SlowStart"])
+    ...                                     for i in range(3)]))
+    >>> b = TraceSet.from_events(pd.concat([one(f"b{i}", [0, 3, 4], ["SlowStart", "Recovery", "SlowStart"])
+    ...                                     for i in range(3)]))
+    >>> d = diff(a, b, n_perm=100, n_boot=0)
+    >>> d.states[["state", "fraction_a", "fraction_b", "delta", "p_value"]].values.tolist()
+    [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
+    """
+    _check_options(n_perm, n_boot, alpha, confidence, transition_test)
+    notes: list[str] = []
+    for ts, label in ((a, label_a), (b, label_b)):
+        _check_side(ts, label)
+    va = visits(a, collapse_repeats=collapse_repeats, end=end)
+    vb = visits(b, collapse_repeats=collapse_repeats, end=end)
+    ta, tb = trace_state_times(va, a), trace_state_times(vb, b)
+    for table, label in ((ta, label_a), (tb, label_b)):
+        if table.to_numpy().sum() <= 0:
+            raise UsageError(f"side {label} has no time in any state: every trace lasts 0 s "
+                             "(does the log have an end, e.g. an event=Close line?)")
+    states = _state_diff(ta, tb, va, vb, n_perm=n_perm, n_boot=n_boot, seed=seed,
+                         alpha=alpha, confidence=confidence, notes=notes,
+                         labels=(label_a, label_b))
+    trans = _transition_diff(
+        transition_stats(a, collapse_repeats=collapse_repeats, end=end, n_boot=0),
+        transition_stats(b, collapse_repeats=collapse_repeats, end=end, n_boot=0),
+        test=transition_test, alpha=alpha, seed=seed,
+    )
+    notes.extend(_vocabulary_notes(states, a, b, label_a, label_b))
+    return DiffResult(
+        states=states,
+        transitions=trans,
+        only_a=_only(states, trans, "only_a", "fraction_a", "prob_a", "count_a"),
+        only_b=_only(states, trans, "only_b", "fraction_b", "prob_b", "count_b"),
+        label_a=label_a,
+        label_b=label_b,
+        n_traces_a=a.n_traces,
+        n_traces_b=b.n_traces,
+        alpha=alpha,
+        notes=notes,
+    )
+
+
+# -- options and inputs ---------------------------------------------------------------
+def _check_options(n_perm: int, n_boot: int, alpha: float, confidence: float, test: str) -> None:
+    if n_perm < 1:
+        raise UsageError(f"n_perm must be at least 1, not {n_perm}")
+    if n_boot < 0:
+        raise UsageError(f"n_boot must be at least 0, not {n_boot}")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must be in (0, 1), not {alpha}")
+    if not 0 < confidence < 1:
+        raise UsageError(f"confidence must be in (0, 1), not {confidence}")
+    if test not in ("chi2", "g"):
+        raise UsageError(f"transition_test must be 'chi2' or 'g', not {test!r}")
+
+
+def _check_side(ts: TraceSet, label: str) -> None:
+    if ts.n_traces == 0:
+        raise UsageError(f"side {label} has no traces: nothing to compare")
+    if not (ts.events["kind"] == "state").any():
+        raise UsageError(f"side {label} has no state lines (only events): nothing to compare")
+
+
+# -- states ---------------------------------------------------------------------------
+def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame, *,
+                n_perm: int, n_boot: int, seed: int, alpha: float, confidence: float,
+                notes: list[str], labels: tuple[str, str]) -> pd.DataFrame:
+    """The states table from two traces x states matrices of seconds."""
+    names = sorted(set(ta.columns) | set(tb.columns))
+    ta, tb = ta.reindex(columns=names, fill_value=0.0), tb.reindex(columns=names, fill_value=0.0)
+    xa, xb = _nonzero_rows(ta.to_numpy(), labels[0], notes), _nonzero_rows(tb.to_numpy(), labels[1], notes)
+    fa, fb = pooled_fraction(xa), pooled_fraction(xb)
+    p = permutation_pvalues(xa, xb, n_perm=n_perm, seed=seed)
+    lo, hi = bootstrap_delta(xa, xb, n_boot=n_boot, confidence=confidence, seed=seed)
+    notes.extend(_sample_size_notes(len(xa), len(xb), n_perm, alpha, labels))
+    p_holm = holm(p)
+    traces_a = va.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
+    traces_b = vb.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
+    in_a, in_b = xa.sum(axis=0) > 0, xb.sum(axis=0) > 0
+    in_a |= traces_a.to_numpy() > 0
+    in_b |= traces_b.to_numpy() > 0
+    out = pd.DataFrame({
+        "state": pd.Series(names, dtype=str),
+        "fraction_a": fa, "fraction_b": fb, "delta": fb - fa,
+        "delta_lo": lo, "delta_hi": hi,
+        "p_value": p, "significant": p_holm < alpha, "p_holm": p_holm,
+        "time_a_s": xa.sum(axis=0), "time_b_s": xb.sum(axis=0),
+        "traces_a": traces_a.to_numpy().astype("int64"),
+        "traces_b": traces_b.to_numpy().astype("int64"),
+        "presence": _presence(in_a, in_b),
+    })
+    out = out.assign(size=out["delta"].abs()).sort_values(
+        ["size", "state"], ascending=[False, True], kind="stable")
+    return out[STATE_COLUMNS].reset_index(drop=True)
+
+
+def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
+    """Drop traces that last 0 s (they carry no time and would make a pooled 0/0)."""
+    keep = x.sum(axis=1) > 0
+    if not keep.all():
+        notes.append(f"{int((~keep).sum())} trace(s) of {label} last 0 s and were left out "
+                     "of the time-fraction comparison")
+    return x[keep]
+
+
+def pooled_fraction(x: np.ndarray) -> np.ndarray:
+    """Pooled time fraction per state: column sums of ``x`` (traces x states, seconds) over its total.
+
+    >>> pooled_fraction(np.array([[1.0, 3.0], [1.0, 0.0]])).tolist()
+    [0.4, 0.6]
+    """
+    return x.sum(axis=0) / x.sum()
+
+
+def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, n_perm: int = 9999, seed: int = 0) -> np.ndarray:
+    """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
+
+    Rows (traces) are relabelled between the sides, keeping the side sizes. When there are
+    at most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact
+    (the share of relabellings whose ``|delta|`` is at least the observed one, the observed
+    one included); otherwise ``n_perm`` random relabellings give ``(k + 1) / (n_perm + 1)``.
+
+    >>> xa = np.array([[1.0, 1.0], [2.0, 2.0]]); xb = np.array([[3.0, 1.0], [4.0, 0.0]])
+    >>> permutation_pvalues(xa, xb).round(3).tolist()   # 6 relabellings, 2 as extreme
+    [0.333, 0.333]
+    """
+    x = np.vstack([xa, xb])
+    n, n_a = len(x), len(xa)
+    total = x.sum(axis=1)
+    observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
+    tol = 1e-12 * np.maximum(observed, 1.0)
+    n_all = math.comb(n, n_a)
+    exact = n_all <= n_perm
+    count = np.zeros(x.shape[1])
+    for mask in _relabellings(n, n_a, exact=exact, n_perm=n_perm, seed=seed):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            in_a = mask.astype(float)
+            d = (1 - in_a) @ x / ((1 - in_a) @ total)[:, None] - in_a @ x / (in_a @ total)[:, None]
+        count += (np.abs(d) >= observed - tol).sum(axis=0)
+    return count / n_all if exact else (count + 1) / (n_perm + 1)
+
+
+def _relabellings(n: int, n_a: int, *, exact: bool, n_perm: int, seed: int, batch: int = 2000):
+    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i."""
+    if exact:
+        combos = itertools.combinations(range(n), n_a)
+        while True:
+            block = list(itertools.islice(combos, batch))
+            if not block:
+                return
+            mask = np.zeros((len(block), n), bool)
+            np.put_along_axis(mask, np.array(block, dtype=np.int64).reshape(len(block), n_a), True, axis=1)
+            yield mask
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_perm, batch):
+        k = min(batch, n_perm - start)
+        ranks = rng.random((k, n)).argsort(axis=1)
+        mask = np.zeros((k, n), bool)
+        np.put_along_axis(mask, ranks[:, :n_a], True, axis=1)
+        yield mask
+
+
+def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
+
+    Each side's traces (rows) are resampled with replacement, independently. NaN when a
+    side has fewer than two traces or ``n_boot`` is 0 (no interval can be formed).
+    """
+    k = xa.shape[1]
+    if len(xa) < 2 or len(xb) < 2 or n_boot <= 0:
+        return np.full(k, np.nan), np.full(k, np.nan)
+    rng = np.random.default_rng(seed)
+    ta, tb = xa.sum(axis=1), xb.sum(axis=1)
+    deltas = np.empty((n_boot, k))
+    batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
+    for start in range(0, n_boot, batch):
+        m = min(batch, n_boot - start)
+        wa = rng.multinomial(len(xa), np.full(len(xa), 1.0 / len(xa)), size=m).astype(float)
+        wb = rng.multinomial(len(xb), np.full(len(xb), 1.0 / len(xb)), size=m).astype(float)
+        deltas[start:start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
+    tail = (1.0 - confidence) / 2.0
+    return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not counted.
+
+    >>> holm(np.array([0.01, 0.04, 0.03, np.nan])).round(3).tolist()
+    [0.03, 0.06, 0.06, nan]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
+def _presence(in_a: np.ndarray, in_b: np.ndarray) -> np.ndarray:
+    return np.where(in_a & in_b, "both", np.where(in_a, "only_a", "only_b"))
+
+
+# -- transitions ----------------------------------------------------------------------
+def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest, alpha: float,
+                     seed: int) -> pd.DataFrame:
+    """The transitions table from two :func:`~statemine.analyze.transition_stats` tables."""
+    m = pd.merge(sa[["src", "dst", "count"]], sb[["src", "dst", "count"]], on=["src", "dst"],
+                 how="outer", suffixes=("_a", "_b"))
+    m["count_a"] = m["count_a"].fillna(0).astype("int64")
+    m["count_b"] = m["count_b"].fillna(0).astype("int64")
+    out_a = m.groupby("src")["count_a"].transform("sum")
+    out_b = m.groupby("src")["count_b"].transform("sum")
+    m["prob_a"] = (m["count_a"] / out_a).where(out_a > 0)
+    m["prob_b"] = (m["count_b"] / out_b).where(out_b > 0)
+    m["delta"] = m["prob_b"] - m["prob_a"]
+    rng = np.random.default_rng(seed)
+    per_src = {src: transition_test(np.vstack([g["count_a"], g["count_b"]]), test=test, rng=rng)
+               for src, g in m.groupby("src", sort=True)}
+    m["p_value"] = m["src"].map({s: r[0] for s, r in per_src.items()}).astype(float)
+    m["test"] = m["src"].map({s: r[1] for s, r in per_src.items()}).astype(str)
+    sources = sorted(per_src)
+    adjusted = dict(zip(sources, holm(np.array([per_src[s][0] for s in sources], dtype=float))))
+    m["p_holm"] = m["src"].map(adjusted).astype(float)
+    m["significant"] = (m["p_holm"] < alpha) & (m["delta"].abs() > 0)
+    m["presence"] = _presence((m["count_a"] > 0).to_numpy(), (m["count_b"] > 0).to_numpy())
+    m = m.assign(size=m["delta"].abs().fillna(-1.0)).sort_values(
+        ["size", "src", "dst"], ascending=[False, True, True], kind="stable")
+    m["src"] = m["src"].astype(str)
+    m["dst"] = m["dst"].astype(str)
+    return m[TRANSITION_COLUMNS].reset_index(drop=True)
+
+
+def transition_test(table: np.ndarray, *, test: TransitionTest = "chi2",
+                    rng: np.random.Generator | None = None, n_mc: int = 9999) -> tuple[float, str]:
+    """p-value and test name for a 2 x k table of destination counts (row A, row B).
+
+    ``"chi2"``/``"g"`` when every expected count is >= 5; else ``"fisher"`` (2 x 2, exact)
+    or ``"fisher-mc"`` (2 x k, Monte Carlo over tables with the observed margins,
+    ``n_mc`` draws). A side without transitions gives ``(nan, "only in A"/"only in B")``;
+    a single destination gives ``(1.0, "one destination")``.
+
+    >>> transition_test(np.array([[8, 2], [1, 5]]))
+    (0.034965034965034975, 'fisher')
+    """
+    table = np.asarray(table, dtype=np.int64)
+    rows = table.sum(axis=1)
+    if rows[0] == 0 or rows[1] == 0:
+        return math.nan, "only in B" if rows[0] == 0 else "only in A"
+    table = table[:, table.sum(axis=0) > 0]
+    if table.shape[1] < 2:
+        return 1.0, "one destination"
+    expected = stats.contingency.expected_freq(table)
+    if expected.min() >= MIN_EXPECTED:
+        lam = "log-likelihood" if test == "g" else None
+        return float(stats.chi2_contingency(table, correction=False, lambda_=lam).pvalue), test
+    if table.shape[1] == 2:
+        return float(stats.fisher_exact(table).pvalue), "fisher"
+    method = stats.MonteCarloMethod(n_resamples=n_mc, rng=rng if rng is not None else np.random.default_rng(0))
+    return float(stats.fisher_exact(table, method=method).pvalue), "fisher-mc"
+
+
+# -- one-sided items and notes ---------------------------------------------------------
+def _only(states: pd.DataFrame, trans: pd.DataFrame, presence: str, frac: str, prob: str,
+          count: str) -> pd.DataFrame:
+    s = states[states["presence"] == presence]
+    t = trans[trans["presence"] == presence]
+    visits_col = "traces_a" if presence == "only_a" else "traces_b"
+    out = pd.concat(
+        [
+            pd.DataFrame({"kind": "state", "name": s["state"], "src": "", "dst": "",
+                          "share": s[frac], "count": s[visits_col]}),
+            pd.DataFrame({"kind": "transition", "name": t["src"] + " -> " + t["dst"], "src": t["src"],
+                          "dst": t["dst"], "share": t[prob], "count": t[count]}),
+        ],
+        ignore_index=True,
+    )
+    out = out.astype({"kind": str, "name": str, "src": str, "dst": str, "share": float, "count": "int64"})
+    return out[ONLY_COLUMNS]
+
+
+def _sample_size_notes(n_a: int, n_b: int, n_perm: int, alpha: float, labels: tuple[str, str]) -> list[str]:
+    notes = []
+    if min(n_a, n_b) < 2:
+        notes.append(f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
+                     "traces on a side there is no confidence interval (delta_lo/hi are empty)")
+    n_all = math.comb(n_a + n_b, n_a)
+    smallest = 1.0 / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
+    if smallest >= alpha:
+        notes.append(f"with {n_a} + {n_b} traces the smallest possible p-value is {smallest:.3g} "
+                     f">= alpha = {alpha:g}: no state difference can be significant; collect more traces")
+    return notes
+
+
+def _vocabulary_notes(states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str) -> list[str]:
+    notes = []
+    shared = int((states["presence"] == "both").sum())
+    if shared == 0:
+        notes.append(f"{label_a} and {label_b} share no state name ({label_a}: "
+                     f"{', '.join(sorted(states.loc[states['presence'] == 'only_a', 'state']))}; {label_b}: "
+                     f"{', '.join(sorted(states.loc[states['presence'] == 'only_b', 'state']))}): every "
+                     "difference is a vocabulary difference; map names onto the common vocabulary "
+                     "(statemine.parse.statenames) before comparing")
+    impl_a, impl_b = _labels(a, "implementation"), _labels(b, "implementation")
+    if impl_a and impl_b and impl_a != impl_b:
+        notes.append(f"{label_a} comes from {', '.join(sorted(impl_a))} and {label_b} from "
+                     f"{', '.join(sorted(impl_b))}: state names are only comparable where both "
+                     "instrument patches use the common vocabulary")
+    return notes
+
+
+def _labels(ts: TraceSet, column: str) -> set[str]:
+    if column not in ts.traces.columns:
+        return set()
+    return {str(v) for v in ts.traces[column].dropna().unique() if str(v)}
+
+
+__all__ = ["DiffResult", "diff", "pooled_fraction", "permutation_pvalues", "bootstrap_delta",
+           "holm", "transition_test"]
