@@ -1,1 +1,188 @@
-"""Parsers: from log files to :class:`statemine.traces.TraceSet`."""
+"""Parsers: from log files to a :class:`statemine.traces.TraceSet`.
+
+:func:`read` is the one entry point: it expands folders, picks a parser per file
+(``--format auto`` looks at the content, not the name) and joins the results.
+
+=========  ==========================================================  ======================
+format     what                                                        module
+=========  ==========================================================  ======================
+statemine  lines ``STATEMINE t=... conn=... state=...`` after any prefix  :mod:`.statemine_log`
+qlog       .qlog JSON, .sqlog JSON-SEQ, NDJSON (optionally gzip)        :mod:`.qlog`
+regex      any text log, Synoptic's ``-r``/``-s``/``-m`` options        :mod:`.regex`
+parquet    a trace set saved by :func:`statemine.save`                  :mod:`statemine.traces`
+=========  ==========================================================  ======================
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from ..errors import InputError, UsageError
+from ..traces import TraceSet, concat, load
+from .lines import head_bytes
+
+FORMATS = ("auto", "statemine", "qlog", "regex", "parquet")
+#: File name endings a folder is searched for.
+LOG_SUFFIXES = (".log", ".txt", ".qlog", ".sqlog", ".json", ".ndjson", ".jsonl", ".gz", ".parquet")
+_PARQUET_MAGIC = b"PAR1"
+#: Inputs larger than this (bytes, all files together) get a progress bar.
+PROGRESS_MIN_BYTES = 4 << 20
+
+
+def read(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    format: str = "auto",
+    *,
+    regex: Sequence[str] | str | None = None,
+    separator: str | None = None,
+    mapping: str | None = None,
+    ignore_nonmatching: bool = False,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    labels: Mapping[str, str] | None = None,
+    progress: bool = False,
+) -> TraceSet:
+    """Read log files (or folders of them) into one :class:`TraceSet`.
+
+    ``format``: one of :data:`FORMATS`; ``auto`` decides per file from its content
+    (``regex`` when ``regex`` is given). ``regex``/``separator``/``mapping``/
+    ``ignore_nonmatching``: Synoptic's ``-r``/``-s``/``-m``/``-i``. ``names``: state-name
+    overrides for qlog (implementation name -> statemine name); ``implementation`` picks
+    the qlog name table; ``derive_states``: derive states from qlog metrics when a file
+    logs none. ``labels`` are added as columns of the ``traces`` frame (e.g.
+    ``{"environment": "mobile"}``). Raises :class:`InputError` naming the file (and line).
+    """
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    files = expand_paths(paths)
+    if format == "auto" and regex:
+        format = "regex"
+    if format == "regex":
+        from .regex import read_regex
+
+        ts = read_regex(files, regex, separator=separator, mapping=mapping, ignore_nonmatching=ignore_nonmatching)
+    else:
+        sources = _source_names(files)
+        total = sum(_size(f) for f in files)
+        with _progress(progress and total >= PROGRESS_MIN_BYTES, total) as advance:
+            sets = []
+            for f in files:
+                sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
+        ts = sets[0] if len(sets) == 1 else concat(sets)
+    return ts.with_labels(**labels) if labels else ts
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """The format of one file, from its first 64 KiB: statemine, qlog or parquet.
+
+    Raises :class:`InputError` for empty, binary or unrecognised files.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        if fh.read(4) == _PARQUET_MAGIC:
+            return "parquet"
+    head = head_bytes(path)
+    if not head.strip():
+        raise InputError(path, None, "the file is empty")
+    if b"STATEMINE t=" in head:
+        return "statemine"
+    from .qlog import sniff_qlog
+
+    if sniff_qlog(head):
+        return "qlog"
+    if b"\x00" in head:
+        raise InputError(path, None, "binary data, not a text log (no statemine lines, not qlog)")
+    raise InputError(
+        path, None,
+        "cannot tell the format: no 'STATEMINE t=' line in the first 64 KiB and not qlog; "
+        "give --format, or -r REGEX for another text log",
+    )
+
+
+def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """Files named by ``paths``; a folder stands for its log files (recursively, sorted)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(LOG_SUFFIXES))
+            if not found:
+                raise InputError(p, None, f"folder holds no log files ({', '.join(LOG_SUFFIXES)})")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(p, None, "no such file or folder")
+    if not files:
+        raise UsageError("no input files given")
+    return files
+
+
+def _read_one(path: Path, format: str, source: str, names, implementation, derive_states,
+              advance: Callable[[int], None]) -> TraceSet:
+    fmt = detect_format(path) if format == "auto" else format
+    if fmt == "parquet":
+        ts = load(path)
+    elif fmt == "statemine":
+        from .statemine_log import read_statemine_log
+
+        return read_statemine_log(path, source=source, on_progress=advance)
+    elif fmt == "qlog":
+        from .qlog import read_qlog
+
+        ts = read_qlog(path, names=names, implementation=implementation, derive_states=derive_states)
+    else:
+        raise UsageError(f"format {fmt!r} is not read per file")
+    advance(_size(path))
+    return ts
+
+
+def _source_names(files: Iterable[Path]) -> dict[Path, str]:
+    """Short, unique names for files in trace ids: the file name, or the path when two
+    inputs share a name."""
+    files = list(files)
+    clash = Counter(f.name for f in files)
+    return {f: (f.name if clash[f.name] == 1 else str(f)) for f in files}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _progress(enabled: bool, total: int):
+    """A context giving ``advance(bytes_done_in_current_file)``; a rich bar when enabled."""
+    if not enabled:
+        return nullcontext(lambda _done: None)
+    return _RichProgress(total)
+
+
+class _RichProgress:
+    def __init__(self, total: int) -> None:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        self._bar = Progress("reading", BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True)
+        self._task = self._bar.add_task("read", total=total)
+        self._base = 0
+        self._last = 0
+
+    def __enter__(self) -> Callable[[int], None]:
+        self._bar.__enter__()
+        return self._advance
+
+    def _advance(self, done_in_file: int) -> None:
+        if done_in_file < self._last:  # a new file started
+            self._base += self._last
+        self._last = done_in_file
+        self._bar.update(self._task, completed=self._base + done_in_file)
+
+    def __exit__(self, *exc) -> None:
+        self._bar.__exit__(*exc)

@@ -1,0 +1,177 @@
+"""``statemine infer`` and ``statemine read``: logs in; tables, model and diagram out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from . import main
+
+_INPUT_OPTIONS = [
+    click.option("--format", "fmt", type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet"]),
+                 default="auto", show_default=True, help="Input format; auto looks at each file's content."),
+    click.option("-r", "--regex", "regexes", multiple=True, metavar="REGEX",
+                 help="Synoptic-style line regex with named groups TYPE, DTIME/TIME/LTIME (repeatable)."),
+    click.option("-s", "--separator", metavar="REGEX", help="Synoptic trace separator line regex."),
+    click.option("-m", "--mapping", metavar="MAP", help=r"Synoptic partition mapping, e.g. '\k<conn>'."),
+    click.option("-i", "--ignore-nonmatching", is_flag=True, help="Skip lines no regex matches (Synoptic's -i)."),
+    click.option("--names", "names_file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="qlog state-name overrides: lines NAME=Canonical, or a JSON object."),
+    click.option("--implementation", metavar="NAME", help="qlog: which implementation's state names to use."),
+    click.option("--derive-states", is_flag=True,
+                 help="qlog without congestion_state_updated: derive states from cwnd/ssthresh (marked derived)."),
+]
+
+
+def _input_options(func):
+    for option in reversed(_INPUT_OPTIONS):
+        func = option(func)
+    return func
+
+
+def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                derive_states, labels=None):
+    """Read the CLI's inputs with :func:`statemine.parse.read` (shared by several commands)."""
+    from ..parse import read
+
+    names = None
+    if names_file is not None:
+        from ..parse.statenames import load_names
+
+        names = load_names(names_file)
+    return read(list(logs), fmt, regex=list(regexes) or None, separator=separator, mapping=mapping,
+                ignore_nonmatching=ignore_nonmatching, names=names, implementation=implementation,
+                derive_states=derive_states, labels=labels, progress=True)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("logs", nargs=-1, required=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write states.csv, transitions.csv, model.dot, model.json (and model.svg) here.")
+@_input_options
+@click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar"]), default="observed",
+              show_default=True, help="observed: one node per state (Fig. 13); synoptic: Synoptic's refinement.")
+@click.option("-o", "--output-prefix", "prefix", metavar="PREFIX",
+              help="Synoptic engines: write PREFIX.dot, PREFIX.invariants.txt, PREFIX.json.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap / Synoptic refinement.")
+@click.option("--synoptic-jar", type=click.Path(dir_okay=False, path_type=Path), envvar="STATEMINE_SYNOPTIC_JAR",
+              help="A real synoptic.jar, for --engine synoptic-jar.")
+@click.option("--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it.")
+@click.option("--end", "end_rule", type=click.Choice(["close", "last-state"]), default="close", show_default=True,
+              help="Where a trace's last state ends: its Close line / last line, or its own line.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(0), default=1000, show_default=True,
+              help="Bootstrap resamples for the confidence intervals (0: none).")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--svg/--no-svg", default=True, show_default=True, help="Also render model.svg (needs Graphviz).")
+@click.option("--title", help="Title drawn on the diagram.")
+@click.pass_context
+def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+          derive_states, engine, prefix, seed, synoptic_jar, collapse_repeats, end_rule, n_boot, confidence, svg,
+          title):
+    """Infer the state machine of LOG files (or folders) and report where the time goes.
+
+    Prints the per-state table; with --out DIR writes states.csv, transitions.csv,
+    model.dot, model.json and model.svg. With --engine synoptic it accepts Synoptic's
+    arguments (-r, -s, -m, -o PREFIX, --randomSeed=N, ...) and writes Synoptic's files.
+    """
+    extra = [a for a in list(logs) + ctx.args if a.startswith("-")]
+    logs = [a for a in logs if not a.startswith("-")]
+    if engine != "observed":
+        from .synoptic import run_synoptic_engine
+
+        run_synoptic_engine(logs, list(regexes), separator, mapping, prefix, seed, ignore_nonmatching, engine,
+                            synoptic_jar, extra)
+        return
+    if extra:
+        raise UsageError(f"unknown option(s) {' '.join(extra)} (Synoptic's flags need --engine synoptic)")
+    if prefix:
+        raise UsageError("-o PREFIX is for --engine synoptic; use --out DIR")
+    if not logs:
+        raise UsageError("no LOG given")
+
+    from ..analyze import state_stats, transition_stats
+    from ..infer.observed import model_from_stats, model_to_json
+    from ..render import dot_to, graphviz_available, to_dot
+
+    ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                     derive_states)
+    opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
+    states = state_stats(ts, **opts)
+    transitions = transition_stats(ts, **opts)
+    _print_states(states, ts.n_traces, len(ts.events), confidence)
+    if out_dir is None:
+        return
+    G = model_from_stats(states, transitions)
+    dot = to_dot(G, title=title)
+    outputs: dict[str, bytes | str] = {
+        "states.csv": states.to_csv(index=False),
+        "transitions.csv": transitions.to_csv(index=False),
+        "model.dot": dot,
+        "model.json": model_to_json(G),
+    }
+    if svg and graphviz_available():
+        outputs["model.svg"] = dot_to(dot, "svg")
+    elif svg:
+        click.echo("statemine: Graphviz's dot is not installed; model.svg not written", err=True)
+    _write_all(out_dir, outputs)
+    click.echo(f"wrote {', '.join(outputs)} to {out_dir}", err=True)
+
+
+@main.command("read")
+@click.argument("logs", nargs=-1, required=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The Parquet file to write.")
+@_input_options
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+              help="Label every trace (a column of the traces table), e.g. environment=mobile.")
+def read_command(logs, output, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                 derive_states, labels):
+    """Parse LOG files into one saved trace set (Parquet), for notebooks and `statemine diff`."""
+    from ..traces import save
+
+    pairs = {}
+    for item in labels:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
+        pairs[key] = value
+    ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                     derive_states, labels=pairs or None)
+    save(ts, output)
+    click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
+
+
+def _write_all(out_dir: Path, outputs: dict[str, bytes | str]) -> None:
+    """Write every output file atomically (all content was computed before)."""
+    from ..fileio import write_atomic
+
+    for name, data in outputs.items():
+        write_atomic(out_dir / name, data)
+
+
+def _print_states(states, n_traces: int, n_events: int, confidence: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Time per state ({n_traces} traces, {n_events} events)")
+    ci = f"{confidence:.0%} CI"
+    table.add_column("state", no_wrap=True)
+    for col in ("time", ci, "visits", "dwell mean", "dwell median", "dwell p95"):
+        table.add_column(col, justify="right")
+    for row in states.itertuples(index=False):
+        interval = "" if row.time_fraction_lo != row.time_fraction_lo else \
+            f"{row.time_fraction_lo:.1%}-{row.time_fraction_hi:.1%}"
+        table.add_row(row.state, f"{row.time_fraction:.1%}", interval, str(row.visits), _secs(row.dwell_mean),
+                      _secs(row.dwell_median), _secs(row.dwell_p95))
+    Console().print(table)
+
+
+def _secs(value: float) -> str:
+    """Seconds with a readable unit."""
+    if value != value:
+        return "n/a"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1e3:.1f} ms"

@@ -1,0 +1,119 @@
+"""Drawing state machines: DOT text, and SVG/PNG through Graphviz, in the style of
+Figure 13 of "Taking a Long Look at QUIC" (IMC 2017): each state shows its share of time
+in red under its name; each edge shows its transition probability in black.
+
+Every label is HTML-escaped (node ids are generated, never taken from input), so state
+names from untrusted logs cannot break the DOT or inject markup into the SVG.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import shutil
+from pathlib import Path
+
+import networkx as nx
+
+from .analyze import INITIAL, TERMINAL
+from .errors import StatemineError
+from .fileio import write_atomic
+
+FORMATS = ("dot", "svg", "png")
+
+
+def format_fraction(fraction: float | None) -> str:
+    """A time fraction as the figure prints it: whole percent, ``<1%`` for small non-zero.
+
+    >>> format_fraction(0.583), format_fraction(0.004), format_fraction(0.0)
+    ('58%', '<1%', '0%')
+    """
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
+        return "n/a"
+    if 0 < fraction < 0.005:
+        return "<1%"
+    return f"{round(fraction * 100):.0f}%"
+
+
+def format_probability(probability: float) -> str:
+    """An edge probability with two decimals (``<.01`` for small non-zero).
+
+    >>> format_probability(0.4349), format_probability(0.001), format_probability(1.0)
+    ('0.43', '<.01', '1.00')
+    """
+    if 0 < probability < 0.005:
+        return "<.01"
+    return f"{probability:.2f}"
+
+
+def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 0.0) -> str:
+    """The DOT text of a model graph (observed-state or Synoptic).
+
+    Node label: the ``label`` attribute (else the node name); a ``time_fraction``
+    attribute is shown in red under it. Edge label: ``probability`` (black), with the
+    count in grey when present. Edges below ``min_probability`` are left out.
+
+    >>> G = nx.DiGraph(); G.add_node("Recovery", time_fraction=0.25); G.add_edge("INITIAL", "Recovery", probability=1.0)
+    >>> 'color="red">25%' in to_dot(G)
+    True
+    """
+    ids = {node: f"n{i}" for i, node in enumerate(_ordered_nodes(G))}
+    lines = ["digraph statemine {", '  graph [rankdir=TB, fontname="Helvetica"];',
+             '  node [fontname="Helvetica", shape=box, style=rounded];', '  edge [fontname="Helvetica"];']
+    if title:
+        lines.append(f'  labelloc="t"; label=<{html.escape(title)}>;')
+    for node, nid in ids.items():
+        attrs = G.nodes[node]
+        name = html.escape(str(attrs.get("label", node)))
+        if node == INITIAL or attrs.get("kind") == "initial":
+            lines.append(f'  {nid} [label=<{name}>, shape=box, style="filled", fillcolor="#eeeeee"];')
+        elif node == TERMINAL or attrs.get("kind") == "terminal":
+            lines.append(f'  {nid} [label=<{name}>, shape=diamond, style=""];')
+        else:
+            extra = ""
+            if "time_fraction" in attrs:
+                extra = f'<br/><font color="red">{html.escape(format_fraction(attrs["time_fraction"]))}</font>'
+            lines.append(f"  {nid} [label=<<b>{name}</b>{extra}>];")
+    for src, dst, attrs in sorted(G.edges(data=True), key=lambda e: (ids[e[0]], ids[e[1]])):
+        p = attrs.get("probability")
+        if p is not None and p < min_probability:
+            continue
+        label = html.escape(format_probability(p)) if p is not None else ""
+        if "count" in attrs:
+            label += f'<br/><font point-size="9" color="gray40">n={int(attrs["count"])}</font>'
+        width = 1.0 + 2.0 * (p if p is not None else 0.0)
+        lines.append(f"  {ids[src]} -> {ids[dst]} [label=<{label}>, penwidth={width:.2f}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def graphviz_available() -> bool:
+    """Whether Graphviz's ``dot`` program is on PATH (needed for SVG/PNG)."""
+    return shutil.which("dot") is not None
+
+
+def dot_to(dot: str, fmt: str) -> bytes:
+    """Lay out DOT text with Graphviz into ``fmt`` (``svg`` or ``png``) bytes."""
+    if fmt not in ("svg", "png"):
+        raise ValueError(f"format must be svg or png, not {fmt!r}")
+    if not graphviz_available():
+        raise StatemineError("Graphviz's 'dot' program is not installed (apt-get install graphviz)")
+    import graphviz
+
+    return graphviz.Source(dot).pipe(format=fmt)
+
+
+def render(G: nx.DiGraph, path: str | Path, *, title: str | None = None, min_probability: float = 0.0) -> Path:
+    """Write the model to ``path``; the suffix (.dot, .svg, .png) chooses the format."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {path.suffix!r}; use one of {FORMATS}")
+    dot = to_dot(G, title=title, min_probability=min_probability)
+    return write_atomic(path, dot if fmt == "dot" else dot_to(dot, fmt))
+
+
+def _ordered_nodes(G: nx.DiGraph) -> list:
+    """INITIAL first, TERMINAL last, the rest by name (stable, reproducible output)."""
+    middle = sorted((n for n in G.nodes if n not in (INITIAL, TERMINAL)), key=str)
+    return ([INITIAL] if INITIAL in G else []) + middle + ([TERMINAL] if TERMINAL in G else [])

@@ -1,0 +1,101 @@
+"""`statemine infer` / `statemine read` end to end, and the observed model + rendering."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from statemine.cli import main
+from statemine.infer.observed import model_from_json, model_to_json, observed_model
+from statemine.render import graphviz_available, render, to_dot
+from statemine.traces import TraceSet, load
+
+LOG = "".join(
+    f"STATEMINE t={t} conn={c} role=server state={s}\n"
+    for c in ("a", "b")
+    for t, s in [(0.0, "SlowStart"), (1.0, "Recovery"), (1.5, "CongestionAvoidance"), (4.0, "ApplicationLimited")]
+) + "STATEMINE t=5.0 conn=a role=server event=Close\nSTATEMINE t=5.0 conn=b role=server event=Close\n"
+
+
+@pytest.fixture
+def log(tmp_path):
+    p = tmp_path / "run.log"
+    p.write_text(LOG)
+    return p
+
+
+def test_infer_writes_everything(tmp_path, log):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["infer", str(log), "--out", str(out), "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert "CongestionAvoidance" in res.output
+    states = pd.read_csv(out / "states.csv").set_index("state")
+    assert {"time_fraction", "time_fraction_lo", "time_fraction_hi", "visits"} <= set(states.columns)
+    # by hand: SlowStart 1/5, Recovery 0.5/5, CA 2.5/5, AppLimited 1/5
+    assert states.loc["CongestionAvoidance", "time_fraction"] == pytest.approx(0.5)
+    assert states.loc["Recovery", "time_fraction"] == pytest.approx(0.1)
+    trans = pd.read_csv(out / "transitions.csv")
+    assert list(trans.columns[:4]) == ["src", "dst", "count", "probability"]
+    G = model_from_json((out / "model.json").read_text())
+    assert G.edges["SlowStart", "Recovery"]["count"] == 2
+    assert "digraph" in (out / "model.dot").read_text()
+    if graphviz_available():
+        assert (out / "model.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+@pytest.mark.parametrize("content", ["", "STATEMINE t=1 conn=a state=A\nSTATEMINE t=0 conn=a state=B\n",
+                                     "\x00\x01garbage"])
+def test_bad_input_exit_2_no_partial_output(tmp_path, content):
+    bad = tmp_path / "bad.log"
+    bad.write_text(content)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["infer", str(bad), "--out", str(out)])
+    assert res.exit_code == 2
+    assert "bad.log" in res.output
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_unknown_format_and_synoptic_flag_without_engine(log):
+    res = CliRunner().invoke(main, ["infer", str(log), "--format", "nope"])
+    assert res.exit_code == 2
+    res = CliRunner().invoke(main, ["infer", str(log), "--outputJSON=true"])
+    assert res.exit_code == 2 and "engine synoptic" in res.output
+
+
+def test_read_command_round_trip(tmp_path, log):
+    out = tmp_path / "t.parquet"
+    res = CliRunner().invoke(main, ["read", str(log), "-o", str(out), "--label", "environment=mobile"])
+    assert res.exit_code == 0, res.output
+    ts = load(out)
+    assert ts.n_traces == 2 and set(ts.traces.environment) == {"mobile"}
+    # a saved set is an input like any log
+    res = CliRunner().invoke(main, ["infer", str(out)])
+    assert res.exit_code == 0 and "Recovery" in res.output
+
+
+def test_model_graph_and_json_round_trip():
+    ts = TraceSet.from_events(pd.DataFrame({"trace": ["a"] * 3, "time": [0.0, 1.0, 4.0],
+                                            "state": ["SlowStart", "Recovery", "SlowStart"]}))
+    G = observed_model(ts, n_boot=0)
+    assert set(G.nodes) == {"INITIAL", "SlowStart", "Recovery", "TERMINAL"}
+    assert G.nodes["Recovery"]["time_fraction"] == pytest.approx(0.75)
+    out_p = [d["probability"] for _, _, d in G.out_edges("SlowStart", data=True)]
+    assert sum(out_p) == pytest.approx(1.0)
+    H = model_from_json(model_to_json(G))
+    assert nx.utils.graphs_equal(G, H) or set(G.edges) == set(H.edges)
+    json.loads(model_to_json(G))  # NaN CIs are written as null: valid JSON
+
+
+def test_labels_are_escaped_in_dot_and_svg(tmp_path):
+    evil = 'Evil"];<script>alert(1)</script>'
+    ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "a"], "time": [0.0, 1.0], "state": [evil, "B"]}))
+    G = observed_model(ts, n_boot=0)
+    dot = to_dot(G)
+    assert "<script>" not in dot and "&lt;script&gt;" in dot
+    if graphviz_available():
+        svg = render(G, tmp_path / "m.svg").read_text()
+        assert "<script>" not in svg
