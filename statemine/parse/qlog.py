@@ -1,0 +1,815 @@
+"""qlog reader: congestion-state changes of QUIC connections from qlog files.
+
+Reads every qlog generation seen in the wild (see docs/qlog.md for the field-by-field
+mapping and the draft sections it follows):
+
+* ``.qlog`` -- one JSON document with a ``traces`` array (draft-00 and draft-01 with
+  array events and ``event_fields``; draft-02, 0.3 and 0.4 with object events; the
+  unversioned ``file_schema`` drafts, urn:ietf:params:qlog:file:contained). The document
+  is read whole, up to ``max_document_bytes``; a document cut off (a crashed logger) is
+  repaired by closing its open brackets after the last complete event, with a warning.
+* ``.sqlog`` -- JSON text sequences (RFC 7464, records led by 0x1E; qlog 0.3/0.4 and
+  urn:ietf:params:qlog:file:sequential) and NDJSON (draft-02 ``qlog_format: NDJSON``):
+  read record by record in bounded memory, each record at most ``max_record_bytes``.
+* any of them gzip-compressed (detected by the magic bytes, not the name).
+
+Each qlog trace (or each ``group_id`` within one) becomes one statemine trace with id
+``"<file name>#<trace index>"`` (``"...#<index>/<group_id>"`` when a trace mixes
+connections). State rows come from ``congestion_state_updated`` (draft-00
+``CC_STATE_UPDATE``, 0.4 ``quic:congestion_state_updated``) and from mvfst's
+``congestion_metric_update`` / ``app_limited_update``; names go through
+:mod:`statemine.parse.statenames`. ``packet_lost`` becomes a ``LossDetected`` event row.
+Metrics (``metrics_updated``, ``metric_update``, ``recovery_metrics_updated``) are not
+rows: their latest values (cwnd, bytes in flight, ssthresh in bytes; smoothed RTT in
+seconds) are carried onto each state row, so time fractions depend on state rows only.
+
+Problems that do not stop the read (a truncated tail, skipped records, unknown state
+names, traces without states) are listed in ``TraceSet.meta["warnings"]``, a JSON list
+of ``"FILE:LINE: reason"`` strings.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..traces import TraceSet
+from . import derive as _derive
+from .statenames import detect_implementation, implementation_key, resolve_state
+
+#: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
+DEFAULT_MAX_RECORD_BYTES = 64 << 20
+#: Largest ``.qlog`` JSON document accepted by default (bytes, after gunzip).
+DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
+
+_CHUNK_BYTES = 1 << 20
+_HEAD_BYTES = 1 << 16
+_GZIP_MAGIC = b"\x1f\x8b"
+_RS = b"\x1e"
+_BLANK = b"\xef\xbb\xbf \t\r\n"
+_MAX_LISTED = 20  # warnings of one kind listed one by one; the rest are counted
+
+# Event types (lower case, category stripped). draft-00: CC_STATE_UPDATE, METRIC_UPDATE;
+# draft-01..0.3: recovery:congestion_state_updated, recovery:metrics_updated;
+# 0.4 and later: quic:congestion_state_updated, quic:recovery_metrics_updated.
+_STATE_TYPES = frozenset({"congestion_state_updated", "cc_state_update"})
+_METRIC_TYPES = frozenset({"metrics_updated", "metric_update", "recovery_metrics_updated"})
+_MVFST_METRIC = "congestion_metric_update"  # mvfst: metrics plus its controller's "state"
+_MVFST_APP_LIMITED = "app_limited_update"  # mvfst: {"app_limited": "app limited"|"app unlimited"}
+_LOSS_TYPES = frozenset({"packet_lost"})
+
+# data fields -> statemine columns (qlog names; mvfst's current_cwnd; draft-00/01 cwnd).
+_CWND_KEYS = ("congestion_window", "cwnd", "current_cwnd")
+_INFLIGHT_KEYS = ("bytes_in_flight",)
+_SSTHRESH_KEYS = ("ssthresh",)
+_SRTT_KEYS = ("smoothed_rtt",)
+# packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
+_LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
+
+_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS = range(5)
+_NO_TIME_FIELDS = ("relative_time", "category", "event", "data")
+
+
+# -- public API ------------------------------------------------------------------------------
+def sniff_qlog(first_bytes: bytes) -> bool:
+    """True if ``first_bytes`` (the start of a file, gzip or not) look like qlog/sqlog/NDJSON qlog.
+
+    Looks for a JSON object or JSON-SEQ record whose first KiBs name a qlog header field
+    (``qlog_version``, ``qlog_format``, ``event_fields``, ``vantage_point``) or a qlog
+    schema URN. The qlog drafts ask writers to put ``qlog_version``/``qlog_format`` (or
+    ``file_schema``) in the first 256 bytes.
+
+    >>> sniff_qlog(b'{"qlog_version": "draft-01", "traces": []}')
+    True
+    >>> sniff_qlog(b"STATEMINE t=0.1 conn=1 state=SlowStart")
+    False
+    """
+    head = first_bytes
+    if head[:2] == _GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _HEAD_BYTES)
+        except zlib.error:
+            return False
+    head = head.lstrip(_BLANK)
+    if not head or head[:1] not in (b"{", _RS):
+        return False
+    return bool(
+        re.search(rb'"(?:qlog_version|qlog_format|event_fields|vantage_point)"\s*:', head[:8192])
+        or b"urn:ietf:params:qlog" in head[:8192]
+    )
+
+
+def read_qlog(
+    path: str | os.PathLike,
+    *,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+) -> TraceSet:
+    """Read one qlog file (any generation, JSON / JSON-SEQ / NDJSON, gzip or not).
+
+    ``names`` overrides state names (raw name -> statemine name, see
+    :func:`statemine.parse.statenames.load_names`); ``implementation`` forces the
+    state-name table (default: detected per trace from titles and vantage point names).
+    With ``derive_states`` a connection that logs metrics but no state events gets states
+    derived from cwnd/ssthresh (:mod:`statemine.parse.derive`), flagged ``derived=True``
+    in the traces frame. Times are seconds (qlog milliseconds, or microseconds where the
+    file says ``time_units: us``).
+
+    Raises :class:`InputError` (file, line, reason) when the file is not qlog, is empty,
+    has a record longer than ``max_record_bytes`` or a document longer than
+    ``max_document_bytes``, or holds no congestion state at all.
+    """
+    path = Path(path)
+    report = _Report(path)
+    overrides = dict(names) if names else None
+    forced = implementation
+    if forced is not None and implementation_key(forced) is None:
+        report.warn(None, f"no state-name table for implementation {forced!r}; using the common names")
+    with _open_binary(path) as fh:
+        head = _read(fh, _HEAD_BYTES, path, report)
+        layout = _layout(head, path)
+        if layout == "document":
+            raw_traces = _document_traces(path, fh, head, max_document_bytes, report)
+        else:
+            sep = _RS if layout == "seq" else b"\n"
+            raw_traces = _sequential_traces(path, fh, head, sep, max_record_bytes, report)
+        connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report)]
+    return _build(path, connections, overrides, derive_states, report)
+
+
+# -- warnings --------------------------------------------------------------------------------
+class _Report:
+    """Warnings of one read, each ``"FILE:LINE: reason"``; repeated kinds are counted."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.messages: list[str] = []
+        self._counts: Counter = Counter()
+
+    def warn(self, line: int | None, reason: str, kind: str | None = None) -> None:
+        """Add a warning; at most ``_MAX_LISTED`` of one ``kind`` are listed one by one."""
+        if kind is not None:
+            self._counts[kind] += 1
+            if self._counts[kind] > _MAX_LISTED:
+                return
+        where = f"{self.path}:{line}" if line is not None and line > 0 else str(self.path)
+        self.messages.append(f"{where}: {reason}")
+
+    def finish(self) -> list[str]:
+        """All warnings, with a count line for every kind that overflowed."""
+        extra = [
+            f"{self.path}: {n - _MAX_LISTED} more warnings like '{kind}' not listed"
+            for kind, n in self._counts.items()
+            if n > _MAX_LISTED
+        ]
+        return self.messages + extra
+
+
+# -- bytes in --------------------------------------------------------------------------------
+def _open_binary(path: Path) -> IO[bytes]:
+    """Open for reading bytes, gunzipping when the file starts with the gzip magic."""
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise InputError(path, None, f"cannot open: {exc.strerror or exc}") from None
+    if raw.peek(2)[:2] == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def _read(fh: IO[bytes], n: int, path: Path, report: _Report) -> bytes:
+    """Read up to ``n`` bytes; a gzip stream that ends early reads as its end, with a warning."""
+    try:
+        return fh.read(n)
+    except EOFError:
+        report.warn(None, "the gzip stream is cut off; read what it holds", kind="gzip cut")
+        return b""
+    except (OSError, zlib.error) as exc:
+        raise InputError(path, None, f"cannot read (damaged gzip?): {exc}") from None
+
+
+def _layout(head: bytes, path: Path) -> str:
+    """``"document"`` (.qlog JSON), ``"seq"`` (JSON-SEQ) or ``"ndjson"``, from the first bytes."""
+    text = head.lstrip(_BLANK)
+    if not text:
+        raise InputError(path, None, "empty file (no qlog header)")
+    if text[:1] == _RS:
+        return "seq"
+    if text[:1] != b"{":
+        raise InputError(path, 1, f"not a qlog file: it starts with {text[:16]!r}, not '{{' or 0x1E")
+    fmt = re.search(rb'"(?:qlog_format|serialization_format)"\s*:\s*"([^"]{0,64})"', text)
+    if fmt:
+        value = fmt.group(1).lower()
+        return "seq" if b"seq" in value else "ndjson" if b"ndjson" in value else "document"
+    if b'"traces"' in text:
+        return "document"
+    newline = text.find(b"\n")
+    if newline > 0:
+        try:
+            if isinstance(json.loads(text[:newline]), dict):
+                return "ndjson"
+        except ValueError:
+            pass
+    return "document"
+
+
+@dataclass
+class _RawTrace:
+    """One qlog trace: file header, trace header and its events ``(line, index, event)``."""
+
+    index: int
+    file_header: dict
+    header: dict
+    events: Iterable[tuple[int, int, object]]
+
+
+def _document_traces(
+    path: Path, fh: IO[bytes], head: bytes, limit: int, report: _Report
+) -> list[_RawTrace]:
+    """The traces of a ``.qlog`` JSON document (read whole, at most ``limit`` bytes)."""
+    parts = [head]
+    size = len(head)
+    while size <= limit:
+        block = _read(fh, min(_CHUNK_BYTES, limit + 1 - size), path, report)
+        if not block:
+            break
+        parts.append(block)
+        size += len(block)
+    if size > limit:
+        raise InputError(
+            path, None, f"the qlog JSON document is larger than {limit} bytes (max_document_bytes); "
+            "JSON documents are read whole: raise the limit or convert the file to JSON-SEQ"
+        )
+    data = b"".join(parts)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, line, f"not UTF-8 text (byte {exc.start}): not a qlog JSON file") from None
+    del data, parts
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        doc = _salvage_truncated(text, exc, path, report)
+    if not isinstance(doc, dict):
+        raise InputError(path, 1, "the JSON document is not an object with a 'traces' array")
+    traces = doc.get("traces")
+    if not isinstance(traces, list):
+        raise InputError(path, None, "the qlog JSON document has no 'traces' array")
+    file_header = {k: v for k, v in doc.items() if k != "traces"}
+    out = []
+    for index, trace in enumerate(traces):
+        if not isinstance(trace, dict):
+            report.warn(None, f"trace {index} is not an object; skipped")
+            continue
+        if "error_description" in trace and "events" not in trace:
+            report.warn(None, f"trace {index} is a TraceError ({trace.get('error_description')!r}); skipped")
+            continue
+        events = trace.get("events") or []
+        if not isinstance(events, list):
+            report.warn(None, f"trace {index}: 'events' is not an array; skipped")
+            continue
+        header = {k: v for k, v in trace.items() if k != "events"}
+        out.append(_RawTrace(index, file_header, header, ((-1, i, e) for i, e in enumerate(events))))
+    return out
+
+
+# Tokens of a JSON text outside strings: a whole string, a string cut off by the end of
+# the text, or one structural character.
+_JSON_TOKEN = re.compile(
+    r'(?P<str>"(?:[^"\\]|\\.)*")|(?P<cut>"(?:[^"\\]|\\.)*\\?\Z)|(?P<sym>[\[\]{},])', re.DOTALL
+)
+_EVENTS_DEPTH = 4  # {file -> traces [ -> {trace -> events [
+
+
+def _close_truncated(text: str) -> tuple[str, int] | None:
+    """Make a cut-off qlog document valid by dropping the partial tail and closing brackets.
+
+    Returns ``(repaired text, cut offset)``, or None when ``text`` is not a prefix of a
+    JSON document (brackets already balanced, mismatched or misplaced). The cut goes to
+    the last complete element of the innermost open container at most
+    ``_EVENTS_DEPTH`` deep (the events array), so a half-written event is dropped whole.
+
+    >>> _close_truncated('{"traces": [{"events": [[1, "a"], [2, "b"], [3, "c')
+    ('{"traces": [{"events": [[1, "a"], [2, "b"]]}]}', 35)
+    """
+    stack: list[list] = []  # [opening char, offset after it, offset of its last comma]
+    for match in _JSON_TOKEN.finditer(text):
+        if match.lastgroup == "cut":
+            break
+        if match.lastgroup == "str":
+            continue
+        char = match.group()
+        if char in "[{":
+            stack.append([char, match.end(), None])
+        elif char == ",":
+            if not stack:
+                return None
+            stack[-1][2] = match.start()
+        else:
+            if not stack or "[{"["]}".index(char)] != stack[-1][0]:
+                return None
+            stack.pop()
+            if not stack:
+                return None  # the document closed: whatever failed is not a cut-off tail
+    if not stack:
+        return None
+    keep = stack[: min(len(stack), _EVENTS_DEPTH)]
+    opener, after_open, last_comma = keep[-1]
+    cut = after_open if last_comma is None else last_comma
+    if opener == "[" and len(keep) == len(stack):
+        # keep a last element that is complete but not followed by "," or "]" yet
+        start = after_open if last_comma is None else last_comma + 1
+        while start < len(text) and text[start] in " \t\r\n":
+            start += 1
+        try:
+            _, end = json.JSONDecoder().raw_decode(text, start)
+        except ValueError:
+            end = None
+        if end is not None and not text[end:].strip():
+            cut = end
+    closers = "".join("]" if c == "[" else "}" for c, _, _ in reversed(keep))
+    return text[:cut] + closers, cut
+
+
+def _salvage_truncated(text: str, error: ValueError, path: Path, report: _Report) -> dict:
+    """Parse a cut-off qlog document up to its last complete event, or raise InputError."""
+    line = getattr(error, "lineno", None)
+    reason = f"not valid JSON: {getattr(error, 'msg', error)} (line {line}, column {getattr(error, 'colno', '?')})"
+    repaired = _close_truncated(text)
+    if repaired is None:
+        raise InputError(path, line, reason) from None
+    fixed, cut = repaired
+    try:
+        doc = json.loads(fixed)
+    except ValueError:
+        raise InputError(path, line, reason) from None
+    cut_line = text.count("\n", 0, cut) + 1
+    report.warn(
+        cut_line,
+        f"the JSON document is cut off after byte {len(text.encode())} (a crashed or "
+        f"unfinished log?); kept everything up to the last complete event (line {cut_line})",
+    )
+    return doc
+
+
+def _iter_records(
+    path: Path, fh: IO[bytes], head: bytes, sep: bytes, limit: int, report: _Report
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line, record)`` for each non-blank record separated by ``sep``.
+
+    Holds at most one partial record (``limit`` bytes) plus one block in memory; a
+    longer record raises :class:`InputError` naming the line where it starts.
+    """
+    space = _BLANK + _RS
+    newline_sep = sep == b"\n"
+    pending: list[bytes] = []
+    pending_len = 0
+    line = 1  # line on which the pending record starts
+
+    def too_long(start_line: int, record_head: bytes) -> InputError:
+        lead = len(record_head) - len(record_head.lstrip(space))
+        return InputError(
+            path, start_line + record_head.count(b"\n", 0, lead),
+            f"a record is longer than {limit} bytes (max_record_bytes): not a qlog record",
+        )
+
+    block = head
+    while True:
+        pieces = block.split(sep) if block else [b""]
+        if len(pieces) > 1 or not block:
+            pieces[0] = b"".join(pending) + pieces[0]
+            last = pieces.pop() if block else b""
+            for part in pieces:
+                if len(part) > limit:
+                    raise too_long(line, part)
+                body = part.lstrip(space)
+                if body.rstrip(space):
+                    yield line + part.count(b"\n", 0, len(part) - len(body)), body.rstrip(space)
+                line += part.count(b"\n") + newline_sep
+            pending, pending_len = ([last], len(last)) if last else ([], 0)
+        else:
+            pending.append(block)
+            pending_len += len(block)
+        if pending_len > limit:
+            raise too_long(line, pending[0])
+        if not block:
+            return
+        block = _read(fh, _CHUNK_BYTES, path, report)
+
+
+_HEADER_KEYS = frozenset({"qlog_version", "qlog_format", "file_schema", "serialization_format", "trace"})
+
+
+def _is_event(obj: dict) -> bool:
+    """True if a record is an event rather than a file header."""
+    return not (_HEADER_KEYS & obj.keys()) and ("name" in obj or "time" in obj)
+
+
+def _sequential_traces(
+    path: Path, fh: IO[bytes], head: bytes, sep: bytes, limit: int, report: _Report
+) -> list[_RawTrace]:
+    """The one trace of a JSON-SEQ / NDJSON file; its events are parsed lazily."""
+    records = _iter_records(path, fh, head, sep, limit, report)
+    first = next(records, None)
+    if first is None:
+        raise InputError(path, None, "empty file (no qlog header)")
+    first_line, body = first
+    try:
+        header = json.loads(body)
+    except ValueError as exc:
+        raise InputError(path, first_line, f"the first record is not valid JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise InputError(path, first_line, "the first record is not a JSON object")
+    leading: list[tuple[int, int, object]] = []
+    if _is_event(header):
+        report.warn(first_line, "no qlog header record; reading the events without one")
+        leading, header = [(first_line, 0, header)], {}
+    trace = header.get("trace") if isinstance(header.get("trace"), dict) else {}
+    file_header = {k: v for k, v in header.items() if k != "trace"}
+
+    def events() -> Iterator[tuple[int, int, object]]:
+        yield from leading
+        index = len(leading)
+        bad: tuple[int, str, int] | None = None
+        for line, record in records:
+            if bad is not None:
+                report.warn(bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record")
+                bad = None
+            try:
+                event = json.loads(record)
+            except ValueError as exc:
+                bad = (line, str(exc), len(record))
+                continue
+            yield line, index, event
+            index += 1
+        if bad is not None:
+            report.warn(bad[0], f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); ignored, the rest kept")
+
+    return [_RawTrace(0, file_header, trace, events())]
+
+
+# -- events --------------------------------------------------------------------------------
+def _num(value: object) -> float:
+    """A JSON number or numeric string as float; NaN for anything else (bools included)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def _first(data: dict, keys: tuple[str, ...]) -> float:
+    for key in keys:
+        if key in data:
+            return _num(data[key])
+    return math.nan
+
+
+def _token(value: object) -> str:
+    """A value for the ``fields`` column: no white space (replaced by ``_``)."""
+    return re.sub(r"\s+", "_", str(value).strip())
+
+
+@dataclass
+class _TraceContext:
+    """How to read one trace's events: field order, time unit and format, default group."""
+
+    fields: list[str] | None
+    per_second: float  # time units per second (1e3 for ms, 1e6 for us)
+    offset: float  # configuration.time_offset, in time units
+    time_format: str
+    group: str | None  # group_id shared by the trace's events
+    conn: str | None  # connection label: ODCID, else group_id
+
+    @classmethod
+    def of(cls, header: dict) -> "_TraceContext":
+        common = header.get("common_fields") if isinstance(header.get("common_fields"), dict) else {}
+        config = header.get("configuration") if isinstance(header.get("configuration"), dict) else {}
+        units = str(config.get("time_units") or common.get("time_units") or "ms").lower()
+        per_second = {"us": 1e6, "ns": 1e9, "s": 1.0}.get(units, 1e3)
+        offset = _num(config.get("time_offset"))
+        fields = header.get("event_fields")
+        if isinstance(fields, list):
+            fields = [str(f).lower() for f in fields]
+        else:
+            fields = None
+        group = common.get("group_id")
+        conn = next((common[k] for k in ("ODCID", "odcid", "group_id", "dcid") if common.get(k)), None)
+        return cls(
+            fields=fields,
+            per_second=per_second,
+            offset=0.0 if math.isnan(offset) else offset,
+            time_format=str(common.get("time_format") or "").lower(),
+            group=None if group is None else str(group),
+            conn=None if conn is None else str(conn),
+        )
+
+
+_DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+
+def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, str, dict, str | None] | None:
+    """``(time, is_delta, type, data, group)`` of an object or array event; None if empty."""
+    if isinstance(event, dict):
+        if not event:
+            return None  # draft-02 allows a closing "{}" after the last event
+        name = event.get("name")
+        if isinstance(name, str):
+            etype = name.rpartition(":")[2]
+        else:
+            etype = event.get("event") or event.get("event_type") or event.get("type") or ""
+        fmt = str(event.get("time_format") or ctx.time_format).lower()
+        group = event.get("group_id", ctx.group)
+        return _num(event.get("time")), fmt in _DELTA_FORMATS, str(etype).lower(), _data(event.get("data"), None), group
+    if isinstance(event, list):
+        fields = ctx.fields or (_NO_TIME_FIELDS if len(event) == 4 else ("relative_time", "category", "event", "trigger", "data"))
+        record = dict(zip(fields, event))
+        if "relative_time" in record:
+            raw_time, delta = record["relative_time"], False
+        elif "delta_time" in record:
+            raw_time, delta = record["delta_time"], True
+        else:
+            raw_time, delta = record.get("time"), ctx.time_format in _DELTA_FORMATS
+        etype = record.get("event_type") or record.get("event") or record.get("type") or ""
+        group = record.get("group_id", ctx.group)
+        return _num(raw_time), delta, str(etype).lower(), _data(record.get("data"), record.get("trigger")), group
+    return None
+
+
+def _data(data: object, trigger: object) -> dict:
+    data = data if isinstance(data, dict) else {}
+    if trigger is not None and "trigger" not in data:
+        data = {**data, "trigger": trigger}
+    return data
+
+
+def _code(etype: str) -> int | None:
+    if etype in _STATE_TYPES:
+        return _STATE
+    if etype in _METRIC_TYPES:
+        return _METRICS
+    if etype == _MVFST_METRIC:
+        return _MVFST
+    if etype == _MVFST_APP_LIMITED:
+        return _APP_LIMITED
+    if etype in _LOSS_TYPES:
+        return _LOSS
+    return None
+
+
+@dataclass
+class _Connection:
+    """Relevant events of one connection of one qlog trace, in log order."""
+
+    trace_index: int
+    group: str | None
+    labels: dict
+    per_second: float
+    items: list = field(default_factory=list)  # (time s, code, data, line, index)
+    end: float = -math.inf
+
+
+def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Connection]:
+    """Split a trace's events by connection (group_id), keeping the congestion-related ones."""
+    ctx = _TraceContext.of(raw.header)
+    vantage = raw.header.get("vantage_point") if isinstance(raw.header.get("vantage_point"), dict) else {}
+    implementation = forced or detect_implementation(
+        raw.file_header.get("title"), raw.file_header.get("description"),
+        raw.header.get("title"), raw.header.get("description"), vantage.get("name"),
+    )
+    version = raw.file_header.get("qlog_version") or raw.file_header.get("file_schema")
+    base = {
+        "role": vantage.get("type"),
+        "implementation": implementation,
+        "qlog_version": None if version is None else str(version),
+    }
+    connections: dict[str | None, _Connection] = {}
+    clock = 0.0
+    for line, index, event in raw.events:
+        decoded = _decode(event, ctx)
+        if decoded is None:
+            if event != {}:
+                report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped", kind="bad event")
+            continue
+        time, delta, etype, data, group = decoded
+        if math.isnan(time):
+            report.warn(line, f"trace {raw.index} event {index} has no numeric time; skipped", kind="bad time")
+            continue
+        if delta:
+            clock += time
+            time = clock
+        seconds = (time + ctx.offset) / ctx.per_second
+        group = None if group is None else str(group)
+        conn = connections.get(group)
+        if conn is None:
+            labels = {**base, "conn": group if group is not None and group != ctx.group else ctx.conn}
+            conn = connections[group] = _Connection(raw.index, group, labels, ctx.per_second)
+        if seconds > conn.end:
+            conn.end = seconds
+        code = _code(etype)
+        if code is not None:
+            conn.items.append((seconds, code, data, line, index))
+    if len(connections) == 1:
+        next(iter(connections.values())).group = None
+    return list(connections.values())
+
+
+def _app_limited(value: object) -> bool | None:
+    """mvfst's app_limited value ("app limited"/"app unlimited", or a bool/0/1) as a bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("app limited", "limited", "true", "yes", "1"):
+            return True
+        if word in ("app unlimited", "unlimited", "false", "no", "0"):
+            return False
+    return None
+
+
+def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.DataFrame:
+    """Rows (state, LossDetected and internal 'metrics' rows) of one connection, time-ordered."""
+    items = conn.items
+    times = np.fromiter((it[0] for it in items), float, len(items))
+    order = np.argsort(times, kind="stable")
+    if (np.diff(times) < 0).any():
+        report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
+    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", "cwnd", "inflight", "ssthresh", "srtt")}
+    nan = math.nan
+
+    def add(time, kind, name, line, fields, metrics=(nan, nan, nan, nan)):
+        rows["time"].append(time)
+        rows["kind"].append(kind)
+        rows["state"].append(name)
+        rows["line"].append(line)
+        rows["fields"].append(" ".join(f for f in fields if f))
+        for key, value in zip(("cwnd", "inflight", "ssthresh", "srtt"), metrics):
+            rows[key].append(value)
+
+    controller: str | None = None  # the controller's own last state (raw name)
+    app_limited = False
+    for i in order:
+        time, code, data, line, index = items[i]
+        ev = f"ev={index}"
+        if code in (_METRICS, _MVFST):
+            srtt = _first(data, _SRTT_KEYS) / conn.per_second
+            metrics = (_first(data, _CWND_KEYS), _first(data, _INFLIGHT_KEYS), _first(data, _SSTHRESH_KEYS), srtt)
+            add(time, "metrics", "", line, (), metrics)
+        if code == _STATE:
+            new = data.get("new", data.get("state"))
+            if new is None or isinstance(new, (dict, list)) or str(new) == "":
+                report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped", kind="no new")
+                continue
+            fields = (f"raw={_token(new)}", f"old={_token(data['old'])}" if "old" in data else "",
+                      f"trigger={_token(data['trigger'])}" if "trigger" in data else "", ev)
+            add(time, "state", str(new), line, fields)
+            controller, app_limited = str(new), False
+        elif code == _MVFST:
+            state = data.get("state")
+            if isinstance(state, str) and state and state != controller:
+                add(time, "state", state, line, (f"raw={_token(state)}", f"trigger={_token(data.get('congestion_event', ''))}", ev))
+                controller, app_limited = state, False
+        elif code == _APP_LIMITED:
+            limited = _app_limited(data.get("app_limited"))
+            if limited is None:
+                report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} not understood; skipped", kind="app_limited value")
+            elif limited and not app_limited:
+                add(time, "state", "app_limited", line, ("raw=app_limited", ev))
+                app_limited = True
+            elif not limited and app_limited:
+                app_limited = False
+                if controller is None:
+                    report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown", kind="app_limited end")
+                else:
+                    add(time, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev))
+        elif code == _LOSS:
+            trigger = data.get("trigger")
+            header = data.get("header") if isinstance(data.get("header"), dict) else {}
+            pn = header.get("packet_number", data.get("packet_number"))
+            rule = _LOSS_RULES.get(str(trigger).lower(), _token(trigger)) if trigger is not None else ""
+            add(time, "event", "LossDetected", line, (f"rule={rule}" if rule else "", f"pn={_token(pn)}" if pn is not None else "", ev))
+    frame = pd.DataFrame(rows)
+    frame["line"] = frame["line"].astype("int64")
+    frame[["cwnd", "inflight", "ssthresh", "srtt"]] = frame[["cwnd", "inflight", "ssthresh", "srtt"]].astype(float)
+    return frame
+
+
+def _canonical_states(
+    frame: pd.DataFrame, implementation: str | None, overrides: Mapping[str, str] | None,
+    trace_id: str, report: _Report,
+) -> pd.DataFrame:
+    """Rename raw state names to statemine's; drop repeats of the state already in force."""
+    is_state = frame["kind"] == "state"
+    raw = frame.loc[is_state, "state"]
+    mapping = {}
+    for name in pd.unique(raw):
+        canonical, known = resolve_state(name, implementation, overrides)
+        mapping[name] = canonical
+        if not known:
+            table = f"the {implementation} table" if implementation_key(implementation) else "the common names"
+            report.warn(
+                None, f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
+                f"kept as is ({int((raw == name).sum())} times)",
+            )
+    frame.loc[is_state, "state"] = raw.map(mapping)
+    states = frame.loc[is_state, "state"]
+    repeated = states.index[states.eq(states.shift()).to_numpy()]
+    return frame.drop(index=repeated).reset_index(drop=True)
+
+
+def _derived_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """State rows derived from the metrics rows of ``frame`` (see statemine.parse.derive)."""
+    metrics = frame.loc[frame["kind"] == "metrics", ["time", "line", "cwnd", "inflight", "ssthresh", "srtt"]]
+    derived = _derive.derive_states(metrics.reset_index(drop=True))
+    inferred = derived.pop("ssthresh_inferred")
+    derived["fields"] = [
+        "derived=1" + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
+    ]
+    derived["kind"] = "state"
+    return derived
+
+
+def _connection_events(
+    conn: _Connection, trace_id: str, overrides: Mapping[str, str] | None,
+    derive: bool, report: _Report,
+) -> tuple[pd.DataFrame | None, bool]:
+    """The events frame of one connection and whether its states are derived; None if it has none."""
+    frame = _connection_rows(conn, trace_id, report) if conn.items else None
+    if frame is None or frame.empty:
+        report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
+        return None, False
+    metric_cols = ["cwnd", "inflight", "ssthresh", "srtt"]
+    has_states = (frame["kind"] == "state").any()
+    derived = False
+    if has_states:
+        frame[metric_cols] = frame[metric_cols].ffill()
+        frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
+    elif derive:
+        states = _derived_rows(frame)
+        if states.empty:
+            report.warn(None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out")
+            return None, False
+        report.warn(None, f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh (marked derived)")
+        frame = pd.concat([states, frame.loc[frame["kind"] == "event"]], ignore_index=True)
+        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
+        frame[metric_cols] = frame[metric_cols].ffill()
+        derived = True
+    else:
+        n_metrics = int((frame["kind"] == "metrics").sum())
+        report.warn(
+            None, f"trace {trace_id}: no congestion_state_updated events (only {n_metrics} metrics updates); "
+            "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
+        )
+        return None, False
+    frame = frame.loc[frame["kind"] != "metrics"].reset_index(drop=True)
+    if not (frame["kind"] == "state").any():
+        return None, False
+    return frame, derived
+
+
+def _build(
+    path: Path, connections: list[_Connection], overrides: Mapping[str, str] | None,
+    derive: bool, report: _Report,
+) -> TraceSet:
+    """Assemble the TraceSet of a file from its connections."""
+    frames = []
+    rows = []
+    for conn in connections:
+        trace_id = f"{path.name}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
+        events, derived = _connection_events(conn, trace_id, overrides, derive, report)
+        if events is None:
+            continue
+        events.insert(0, "trace", trace_id)
+        frames.append(events)
+        rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels, "derived": derived})
+    warnings = report.finish()
+    if not frames:
+        hint = "; ".join(warnings[-3:]) if warnings else "no qlog events"
+        raise InputError(path, None, f"no congestion state in any trace ({hint})")
+    events = pd.concat(frames, ignore_index=True)
+    traces = pd.DataFrame(rows)
+    traces["derived"] = traces["derived"].astype(bool)
+    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)})
