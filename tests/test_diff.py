@@ -1,0 +1,253 @@
+"""statemine.diff: statistics checked against scipy and brute force, power and false positives."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from test_diff_data import make_set, one_trace
+from statemine.analyze import state_stats, trace_state_times, visits
+from statemine.diff import (STATE_COLUMNS, TRANSITION_COLUMNS, bootstrap_delta, diff, holm,
+                            permutation_pvalues, pooled_fraction, transition_test)
+from statemine.errors import UsageError
+from statemine.traces import TraceSet
+
+
+def matrix(ts: TraceSet) -> np.ndarray:
+    return trace_state_times(visits(ts), ts).to_numpy()
+
+
+# -- a known difference is found; none is not -------------------------------------------
+def test_known_difference_is_significant():
+    a = make_set("a", 30, seed=1)
+    b = make_set("b", 30, seed=2, recovery_mean=0.5)
+    d = diff(a, b, label_a="desktop", label_b="mobile", n_perm=999, n_boot=1000)
+    assert list(d.states.columns) == STATE_COLUMNS
+    assert list(d.transitions.columns) == TRANSITION_COLUMNS
+    rec = d.states.set_index("state").loc["Recovery"]
+    assert rec["significant"] and rec["delta"] > 0.1
+    assert rec["delta_lo"] > 0 and rec["delta_hi"] > rec["delta"] > rec["delta_lo"]
+    assert d.ranking().iloc[0]["name"] == "Recovery"
+    assert d.notes == []
+
+
+def test_fractions_match_state_stats():
+    a, b = make_set("a", 10, seed=3), make_set("b", 12, seed=4, recovery_mean=0.3)
+    d = diff(a, b, n_perm=50, n_boot=0).states.set_index("state")
+    for ts, col in ((a, "fraction_a"), (b, "fraction_b")):
+        ref = state_stats(ts, n_boot=0).set_index("state")["time_fraction"]
+        pd.testing.assert_series_equal(d[col].reindex(ref.index), ref, check_names=False)
+    assert np.allclose(d["delta"], d["fraction_b"] - d["fraction_a"])
+    assert math.isclose(d["fraction_a"].sum(), 1.0) and math.isclose(d["fraction_b"].sum(), 1.0)
+
+
+def test_false_positive_rate_near_alpha():
+    """No difference: per-state rejections near alpha, Holm family-wise error at most alpha."""
+    reps, n, alpha = 400, 8, 0.05
+    pool = matrix(make_set("p", 2 * n * reps, seed=11))
+    pvals = np.array([
+        permutation_pvalues(pool[2 * n * r:2 * n * r + n], pool[2 * n * r + n:2 * n * (r + 1)],
+                            n_perm=199, seed=r)
+        for r in range(reps)
+    ])
+    rate = (pvals <= alpha).mean(axis=0)
+    sd = math.sqrt(alpha * (1 - alpha) / reps)
+    assert (rate < alpha + 3.5 * sd).all() and (rate > alpha - 3.5 * sd).all(), rate
+    fwer = np.mean([(holm(p) < alpha).any() for p in pvals])
+    assert fwer < alpha + 3.5 * sd, fwer
+
+
+def test_transition_false_positive_rate():
+    reps, alpha = 300, 0.05
+    rng = np.random.default_rng(5)
+    rejections = 0
+    for _ in range(reps):
+        n = rng.integers(10, 60, size=2)
+        table = np.vstack([rng.multinomial(k, [0.7, 0.2, 0.1]) for k in n])
+        rejections += transition_test(table, rng=rng, n_mc=999)[0] < alpha
+    sd = math.sqrt(alpha * (1 - alpha) / reps)
+    assert abs(rejections / reps - alpha) < 3.5 * sd
+
+
+def test_full_diff_false_positives_rare():
+    alpha, reps = 0.05, 30
+    hits = 0
+    for r in range(reps):
+        d = diff(make_set("a", 10, seed=100 + r), make_set("b", 10, seed=500 + r),
+                 n_perm=199, n_boot=0, alpha=alpha, seed=r)
+        hits += bool(d.states["significant"].any())
+    assert hits <= 6  # binomial(30, <=0.05): P(X > 6) < 0.001
+
+
+# -- p-values and intervals against scipy ---------------------------------------------------
+def test_permutation_matches_scipy_exact():
+    xa = matrix(make_set("a", 4, seed=21))
+    xb = matrix(make_set("b", 5, seed=22, recovery_mean=0.4))
+    xa, xb = xa[:, :], xb[:, :]
+    x = np.vstack([xa, xb])
+    ours = permutation_pvalues(xa, xb, n_perm=10_000)  # C(9, 4) = 126 <= 10000: exact
+    for j in range(x.shape[1]):
+        def stat(ia, ib, j=j):
+            fa = x[ia.astype(int), j].sum() / x[ia.astype(int)].sum()
+            fb = x[ib.astype(int), j].sum() / x[ib.astype(int)].sum()
+            return abs(fb - fa)
+        ref = stats.permutation_test((np.arange(4.0), np.arange(4.0, 9.0)), stat, vectorized=False,
+                                     permutation_type="independent", alternative="greater",
+                                     n_resamples=10_000)
+        assert ours[j] == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_random_permutation_close_to_exact():
+    xa, xb = matrix(make_set("a", 7, seed=31)), matrix(make_set("b", 7, seed=32, recovery_mean=0.25))
+    exact = permutation_pvalues(xa, xb, n_perm=5000)  # C(14, 7) = 3432: exact
+    approx = permutation_pvalues(xa, xb, n_perm=3000, seed=1)  # random
+    assert np.abs(exact - approx).max() < 0.03
+    assert (approx > 0).all()
+
+
+def test_bootstrap_matches_scipy_bootstrap():
+    xa, xb = matrix(make_set("a", 15, seed=41)), matrix(make_set("b", 20, seed=42, recovery_mean=0.3))
+    lo, hi = bootstrap_delta(xa, xb, n_boot=4000, seed=3)
+    j = 3  # any state column
+    def stat(ia, ib):
+        ia, ib = ia.astype(int), ib.astype(int)
+        return xb[ib, j].sum() / xb[ib].sum() - xa[ia, j].sum() / xa[ia].sum()
+    ref = stats.bootstrap((np.arange(15.0), np.arange(20.0)), stat, vectorized=False, paired=False,
+                          method="percentile", n_resamples=4000, rng=np.random.default_rng(9))
+    width = hi[j] - lo[j]
+    assert abs(lo[j] - ref.confidence_interval.low) < 0.1 * width
+    assert abs(hi[j] - ref.confidence_interval.high) < 0.1 * width
+    assert lo[j] < pooled_fraction(xb)[j] - pooled_fraction(xa)[j] < hi[j]
+
+
+def test_holm_matches_definition():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        p = rng.random(rng.integers(1, 8)) ** 2
+        m = len(p)
+        order = np.argsort(p)
+        ref = np.empty(m)
+        for rank, i in enumerate(order):
+            ref[i] = min(1.0, max((m - r) * p[order[r]] for r in range(rank + 1)))
+        assert np.allclose(holm(p), ref)
+
+
+def test_transition_tests_against_formulas():
+    big = np.array([[40, 30, 30], [20, 50, 30]])
+    e = big.sum(1, keepdims=True) * big.sum(0) / big.sum()
+    chi2 = ((big - e) ** 2 / e).sum()
+    assert transition_test(big) == (pytest.approx(stats.chi2.sf(chi2, 2)), "chi2")
+    g = 2 * (big * np.log(big / e)).sum()
+    assert transition_test(big, test="g") == (pytest.approx(stats.chi2.sf(g, 2)), "g")
+    small = np.array([[6, 1], [2, 5]])
+    # Fisher by hand: hypergeometric tables at most as likely as the observed one.
+    dist = stats.hypergeom(small.sum(), small[:, 0].sum(), small[0].sum())
+    probs = dist.pmf(np.arange(0, 9))
+    ref = probs[probs <= dist.pmf(small[0, 0]) * (1 + 1e-7)].sum()
+    assert transition_test(small) == (pytest.approx(ref), "fisher")
+    p, name = transition_test(np.array([[5, 1, 0], [1, 4, 3]]), rng=np.random.default_rng(0))
+    assert name == "fisher-mc" and 0 < p < 0.2
+    assert transition_test(np.array([[4, 0], [6, 0]])) == (1.0, "one destination")
+    assert transition_test(np.array([[0, 0], [6, 1]]))[1] == "only in B"
+
+
+def test_transitions_table():
+    a = make_set("a", 40, seed=51, p_rto=0.05)
+    b = make_set("b", 40, seed=52, p_rto=0.5)
+    t = diff(a, b, n_perm=99, n_boot=0).transitions.set_index(["src", "dst"])
+    row = t.loc[("CongestionAvoidance", "RetransmissionTimeout")]
+    assert row["significant"] and row["delta"] > 0.2 and row["test"] == "chi2"
+    ca = t.loc["CongestionAvoidance"]
+    assert math.isclose(ca["prob_a"].sum(), 1.0) and math.isclose(ca["prob_b"].sum(), 1.0)
+    # counts by hand
+    v = visits(a)
+    hand = ((v["state"] == "CongestionAvoidance") & (v["next"] == "RetransmissionTimeout")).sum()
+    assert row["count_a"] == hand
+    assert not t.loc[("SlowStart", "CongestionAvoidance"), "significant"]
+
+
+# -- bad and odd input ------------------------------------------------------------------------
+def test_disjoint_vocabularies_are_labelled():
+    a = TraceSet.from_events(pd.concat([one_trace(f"a{i}", [0, 1, 2 + i], ["slow_start", "recovery", "slow_start"])
+                                        for i in range(3)]))
+    b = TraceSet.from_events(pd.concat([one_trace(f"b{i}", [0, 1, 3 + i], ["SlowStart", "Recovery", "SlowStart"])
+                                        for i in range(3)]))
+    d = diff(a, b, n_perm=99, n_boot=50)
+    assert set(d.states["presence"]) == {"only_a", "only_b"}
+    assert any("share no state name" in n for n in d.notes)
+    assert set(d.only_a["name"]) >= {"slow_start", "recovery", "slow_start -> recovery"}
+    assert set(d.only_b.loc[d.only_b["kind"] == "state", "name"]) == {"SlowStart", "Recovery"}
+    assert not d.transitions["p_value"].loc[d.transitions["src"] != "INITIAL"].notna().any()
+    assert (d.transitions.loc[d.transitions["src"] == "recovery", "test"] == "only in A").all()
+    assert not d.states["fraction_a"].isna().any()
+
+
+def test_one_trace_per_side_is_labelled():
+    a = TraceSet.from_events(one_trace("a", [0, 1, 3], ["SlowStart", "Recovery", "SlowStart"]))
+    b = TraceSet.from_events(one_trace("b", [0, 2, 3], ["SlowStart", "Recovery", "SlowStart"]))
+    d = diff(a, b)
+    assert d.states["delta_lo"].isna().all()
+    assert (d.states["p_value"] == 1.0).all() and not d.states["significant"].any()
+    assert any("no confidence interval" in n for n in d.notes)
+    assert any("smallest possible p-value" in n for n in d.notes)
+
+
+def test_empty_side_is_a_usage_error():
+    a = make_set("a", 3, seed=1)
+    empty = TraceSet.from_events(pd.DataFrame({"trace": [], "time": [], "state": []}))
+    with pytest.raises(UsageError, match="side mobile has no traces"):
+        diff(a, empty, label_b="mobile")
+    events_only = TraceSet.from_events(pd.DataFrame({"trace": ["x"], "time": [0.0], "state": ["Close"],
+                                                     "kind": ["event"]}))
+    with pytest.raises(UsageError, match="no state lines"):
+        diff(events_only, a)
+    zero = TraceSet.from_events(one_trace("z", [0.0], ["SlowStart"]))
+    with pytest.raises(UsageError, match="no time in any state"):
+        diff(a, zero)
+
+
+def test_zero_length_traces_are_dropped_with_a_note():
+    a = make_set("a", 5, seed=1)
+    b = TraceSet.from_events(pd.concat([one_trace("z", [0.0], ["SlowStart"]),
+                                        one_trace("y", [0.0, 1.0], ["SlowStart", "Recovery"])]))
+    d = diff(a, b, n_perm=99)
+    assert any("last 0 s" in n for n in d.notes)
+
+
+def test_different_implementations_note():
+    a = make_set("a", 4, seed=1, implementation="quic-go")
+    b = make_set("b", 4, seed=2, implementation="aioquic")
+    assert any("quic-go" in n and "aioquic" in n for n in diff(a, b, n_perm=50).notes)
+
+
+def test_bad_options():
+    a = make_set("a", 3, seed=1)
+    for kwargs in ({"alpha": 0}, {"n_perm": 0}, {"transition_test": "x"}, {"n_boot": -1}):
+        with pytest.raises(UsageError):
+            diff(a, a, **kwargs)
+
+
+def test_reproducible():
+    a, b = make_set("a", 12, seed=1), make_set("b", 12, seed=2)
+    d1, d2 = diff(a, b, seed=7, n_perm=500), diff(a, b, seed=7, n_perm=500)
+    pd.testing.assert_frame_equal(d1.states, d2.states)
+    pd.testing.assert_frame_equal(d1.transitions, d2.transitions)
+
+
+def test_exact_enumeration_counts_every_relabelling():
+    xa = np.array([[1.0, 0.0], [0.0, 1.0]])
+    xb = np.array([[2.0, 0.0], [1.0, 1.0], [0.5, 0.5]])
+    n_all = 0
+    count = np.zeros(2)
+    obs = abs(pooled_fraction(xb) - pooled_fraction(xa))
+    x = np.vstack([xa, xb])
+    for ia in itertools.combinations(range(5), 2):
+        ib = [i for i in range(5) if i not in ia]
+        count += np.abs(pooled_fraction(x[ib]) - pooled_fraction(x[list(ia)])) >= obs - 1e-12
+        n_all += 1
+    assert np.allclose(permutation_pvalues(xa, xb), count / n_all)
