@@ -1,0 +1,174 @@
+"""The partition graph: Synoptic's model, one node per set of event instances.
+
+A :class:`PartitionModel` assigns every event of an :class:`EventLog` to a node.  Node 0
+is the synthetic ``INITIAL`` (one instance per trace, before its first event), node 1 the
+synthetic ``TERMINAL``; nodes 2.. hold events of one type each.  Edge ``u -> v`` exists
+when some instance in ``u`` is directly followed in its trace by an instance in ``v``;
+its count is the number of such instances (from ``INITIAL``: traces starting in ``v``).
+
+Invariants: every real node is non-empty and holds events of one type; node ids are dense.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from .invariants import java_key
+from .log import INITIAL, TERMINAL, EventLog
+
+INIT_NODE = 0
+TERM_NODE = 1
+
+
+@dataclass
+class PartitionModel:
+    """``part[i]`` is the node of event ``i`` of ``log``; ``node_type[n]`` the type code of
+    node ``n`` (-1 for INITIAL/TERMINAL)."""
+
+    log: EventLog
+    part: np.ndarray
+    node_type: np.ndarray
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def initial(cls, log: EventLog) -> "PartitionModel":
+        """Synoptic's initial partition graph: one node per event type.
+
+        >>> m = PartitionModel.initial(EventLog.from_sequences([["a", "b", "a"]]))
+        >>> m.n_nodes, m.part.tolist()
+        (4, [2, 3, 2])
+        """
+        n_types = len(log.types)
+        node_type = np.concatenate([[-1, -1], np.arange(n_types)]).astype(np.int64)
+        return cls(log, log.codes + 2, node_type)
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes, INITIAL and TERMINAL included."""
+        return len(self.node_type)
+
+    def labels(self) -> list[str]:
+        """The label of every node."""
+        names = self.log.types
+        return [INITIAL if n == INIT_NODE else TERMINAL if n == TERM_NODE
+                else names[t] for n, t in enumerate(self.node_type)]
+
+    # -- structure -----------------------------------------------------------------------
+    def successor_nodes(self) -> np.ndarray:
+        """Node of each event's successor (TERMINAL for the last event of a trace)."""
+        nxt = np.empty_like(self.part)
+        nxt[:-1] = self.part[1:]
+        nxt[self.log.is_last] = TERM_NODE
+        return nxt
+
+    def predecessor_nodes(self) -> np.ndarray:
+        """Node of each event's predecessor (INITIAL for the first event of a trace)."""
+        prv = np.empty_like(self.part)
+        prv[1:] = self.part[:-1]
+        prv[self.log.starts[:-1]] = INIT_NODE
+        return prv
+
+    def edge_counts(self) -> np.ndarray:
+        """Dense ``n x n`` int64 matrix of edge counts."""
+        n = self.n_nodes
+        src = np.concatenate([np.full(self.log.n_traces, INIT_NODE), self.part])
+        dst = np.concatenate([self.part[self.log.starts[:-1]], self.successor_nodes()])
+        return np.bincount(src * n + dst, minlength=n * n).reshape(n, n).astype(np.int64)
+
+    def node_sizes(self) -> np.ndarray:
+        """Instances per node (INITIAL and TERMINAL: the number of traces)."""
+        sizes = np.bincount(self.part, minlength=self.n_nodes).astype(np.int64)
+        sizes[INIT_NODE] = sizes[TERM_NODE] = self.log.n_traces
+        return sizes
+
+    def compact(self) -> "PartitionModel":
+        """The same model with empty nodes dropped and ids renumbered densely."""
+        used = np.zeros(self.n_nodes, dtype=bool)
+        used[[INIT_NODE, TERM_NODE]] = True
+        used[self.part] = True
+        if used.all():
+            return self
+        new_id = np.cumsum(used) - 1
+        return PartitionModel(self.log, new_id[self.part], self.node_type[used])
+
+    # -- presentation ----------------------------------------------------------------------
+    def dot_order(self) -> np.ndarray:
+        """Node ids in Synoptic's dot order: real nodes by label (Java string order, ties
+        by first event), then TERMINAL, then INITIAL.  ``order[k]`` is the node of dot id k."""
+        labels = self.labels()
+        first = np.full(self.n_nodes, np.iinfo(np.int64).max)
+        np.minimum.at(first, self.part, np.arange(len(self.part)))
+        real = sorted(range(2, self.n_nodes), key=lambda n: (java_key(labels[n]), first[n]))
+        return np.array(real + [TERM_NODE, INIT_NODE], dtype=np.int64)
+
+    def edges(self) -> pd.DataFrame:
+        """One row per edge, in dot order: ``src, dst`` (dot ids), ``src_label``,
+        ``dst_label``, ``count``, ``probability`` (count / instances of src), ``p_text``
+        (Synoptic's two-decimal half-up text) and ``time_min/median/max`` (seconds between
+        the two events; NaN on INITIAL/TERMINAL edges)."""
+        order = self.dot_order()
+        dot_id = np.empty(self.n_nodes, dtype=np.int64)
+        dot_id[order] = np.arange(self.n_nodes)
+        labels = self.labels()
+        counts = self.edge_counts()
+        sizes = self.node_sizes()
+        src, dst = np.nonzero(counts)
+        frame = pd.DataFrame({"node_src": src, "node_dst": dst, "count": counts[src, dst]})
+        frame["src"] = dot_id[src]
+        frame["dst"] = dot_id[dst]
+        frame["src_label"] = [labels[s] for s in src]
+        frame["dst_label"] = [labels[d] for d in dst]
+        frame["probability"] = frame["count"] / sizes[src]
+        frame["p_text"] = [probability_text(c, s) for c, s in zip(frame["count"], sizes[src])]
+        frame = frame.join(self._edge_times(), on=["node_src", "node_dst"])
+        keys = [(s, java_key(lab), d) for s, lab, d in
+                zip(frame["src"], frame["dst_label"], frame["dst"])]
+        frame = frame.iloc[sorted(range(len(frame)), key=keys.__getitem__)]
+        return frame.reset_index(drop=True)
+
+    def _edge_times(self) -> pd.DataFrame:
+        """min/median/max of the time between consecutive events, per (src, dst) node."""
+        log = self.log
+        inner = ~log.is_last
+        if not inner.any():
+            return pd.DataFrame(columns=["time_min", "time_median", "time_max"],
+                                index=pd.MultiIndex.from_arrays([[], []],
+                                                                names=["node_src", "node_dst"]))
+        idx = np.nonzero(inner)[0]
+        frame = pd.DataFrame({"node_src": self.part[idx], "node_dst": self.part[idx + 1],
+                              "dt": log.times[idx + 1] - log.times[idx]})
+        stats = frame.groupby(["node_src", "node_dst"])["dt"].agg(["min", "median", "max"])
+        return stats.rename(columns=lambda c: f"time_{c}")
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The model as a DiGraph: nodes are dot ids with ``label`` and ``state`` (the event
+        type; None for INITIAL/TERMINAL) and ``size``; edges carry ``count``,
+        ``probability`` and ``time_min``/``time_median``/``time_max`` (seconds)."""
+        order = self.dot_order()
+        labels = self.labels()
+        sizes = self.node_sizes()
+        g = nx.DiGraph(engine="synoptic")
+        for k, n in enumerate(order):
+            g.add_node(int(k), label=labels[n], size=int(sizes[n]),
+                       state=None if n in (INIT_NODE, TERM_NODE) else labels[n])
+        for row in self.edges().itertuples(index=False):
+            g.add_edge(int(row.src), int(row.dst), count=int(row.count),
+                       probability=float(row.probability), time_min=float(row.time_min),
+                       time_median=float(row.time_median), time_max=float(row.time_max))
+        return g
+
+
+def probability_text(count: int, total: int) -> str:
+    """``count/total`` with two decimals rounded half up from the shortest decimal form of
+    the double (as Java's ``%.2f`` does).
+
+    >>> probability_text(1, 8), probability_text(2, 3), probability_text(29, 200)
+    ('0.13', '0.67', '0.15')
+    """
+    value = Decimal(repr(count / total))
+    return str(value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
