@@ -107,7 +107,8 @@ class PartitionModel:
         return np.array(real + [TERM_NODE, INIT_NODE], dtype=np.int64)
 
     def edges(self) -> pd.DataFrame:
-        """One row per edge, in dot order: ``src, dst`` (dot ids), ``src_label``,
+        """One row per edge, sorted by dot ids ``src, dst`` (target ids follow the
+        target labels, as in Synoptic's files), ``src_label``,
         ``dst_label``, ``count``, ``probability`` (count / instances of src), ``p_text``
         (Synoptic's two-decimal half-up text) and ``time_min/median/max`` (seconds between
         the two events; NaN on INITIAL/TERMINAL edges)."""
@@ -126,10 +127,7 @@ class PartitionModel:
         frame["probability"] = frame["count"] / sizes[src]
         frame["p_text"] = [probability_text(c, s) for c, s in zip(frame["count"], sizes[src])]
         frame = frame.join(self._edge_times(), on=["node_src", "node_dst"])
-        keys = [(s, java_key(lab), d) for s, lab, d in
-                zip(frame["src"], frame["dst_label"], frame["dst"])]
-        frame = frame.iloc[sorted(range(len(frame)), key=keys.__getitem__)]
-        return frame.reset_index(drop=True)
+        return frame.sort_values(["src", "dst"]).reset_index(drop=True)
 
     def _edge_times(self) -> pd.DataFrame:
         """min/median/max of the time between consecutive events, per (src, dst) node."""
@@ -170,5 +168,5 @@ def probability_text(count: int, total: int) -> str:
     >>> probability_text(1, 8), probability_text(2, 3), probability_text(29, 200)
     ('0.13', '0.67', '0.15')
     """
-    value = Decimal(repr(count / total))
+    value = Decimal(repr(float(count) / float(total)))
     return str(value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))

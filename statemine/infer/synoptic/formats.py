@@ -1,0 +1,221 @@
+"""Synoptic's output formats: ``model.dot``, ``model.invariants.txt``, ``model.json``.
+
+Writers reproduce Synoptic's text byte for byte where its order is defined (see
+``tests/data/synoptic_oracle/README.md``): dot node ids sort real nodes by label (Java
+string order) then TERMINAL then INITIAL; edges grouped by source id and sorted by target
+label; ``P`` has two decimals rounded half up; invariants sorted in Java string order with
+a tab and ``support count N``.  ``model.json`` is compact JSON with the parsed ``log``,
+one ``partitions`` entry per real node (in dot order; Synoptic's own order is a hash
+order) and the ``invariants`` (sorted).  Readers parse the same files back (for models
+written by a real ``synoptic.jar``).  :func:`write_outputs` writes all three atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from .invariants import KINDS, invariant_text, sort_invariants
+from .log import INITIAL, TERMINAL, EventLog
+from .model import PartitionModel
+
+
+def dot_escape(label: str) -> str:
+    r"""Escape a label for a double-quoted DOT string as Synoptic does.
+
+    >>> dot_escape('a"b\\c')
+    'a\\"b\\\\c'
+    """
+    return label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def to_dot(model: PartitionModel) -> str:
+    """The model in Synoptic's ``model.dot`` format (``P:`` and ``Cnt:`` edge labels)."""
+    labels = model.labels()
+    out = ["digraph G {"]
+    for k, n in enumerate(model.dot_order()):
+        lab = dot_escape(labels[n])
+        if labels[n] == TERMINAL and n == 1:
+            out.append(f'  {k} [label="{lab}",shape=diamond];')
+        elif labels[n] == INITIAL and n == 0:
+            out.append(f'  {k} [label="{lab}",shape=box];')
+        else:
+            out.append(f'  {k} [label="{lab}"];')
+    for row in model.edges().itertuples(index=False):
+        out.append(f'{row.src}->{row.dst} [label="P: {row.p_text}, Cnt: {row.count}"];')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def to_invariants_txt(invariants: pd.DataFrame) -> str:
+    """Synoptic's ``model.invariants.txt``: sorted lines ``text<TAB>support count N``."""
+    inv = sort_invariants(invariants)
+    lines = invariant_text(inv) + "\tsupport count " + inv["support"].astype(str)
+    return "".join(line + "\n" for line in lines)
+
+
+def _json_number(text: str) -> str:
+    """A time text as a JSON number (Synoptic prints times unquoted)."""
+    if re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", text):
+        return text
+    return json.dumps(float(text))
+
+
+def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
+    """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``."""
+    log = model.log
+    dumps = json.dumps
+    parts = []
+    for k in range(log.n_traces):
+        s, e = int(log.starts[k]), int(log.starts[k + 1])
+        evs = ",".join(
+            f'{{"eventIndex":{i},"eventType":{dumps(log.types[log.codes[s + i]])},'
+            f'"logLine":{int(log.lines[s + i])},"timestamp":{_json_number(log.time_text[s + i])}}}'
+            for i in range(e - s))
+        parts.append(f'{{"traceID":{k},"events":[{evs}]}}')
+    trace_of = log.trace_of
+    index = np.arange(log.n_events) - log.starts[trace_of]
+    labels = model.labels()
+    order = np.argsort(model.part, kind="stable")
+    bounds = np.searchsorted(model.part[order], np.arange(model.n_nodes + 1))
+    partitions = []
+    for n in model.dot_order():
+        if n < 2:
+            continue
+        members = order[bounds[n]:bounds[n + 1]]
+        evs = ",".join(f'{{"traceID":{int(trace_of[i])},"eventIndex":{int(index[i])}}}'
+                       for i in members)
+        partitions.append(f'{{"eventType":{dumps(labels[n])},"events":[{evs}]}}')
+    inv = sort_invariants(invariants)
+    invs = ",".join(f'{{"invariantType":{dumps(k)},"predicates":[{dumps(a)},{dumps(b)}]}}'
+                    for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
+    return (f'{{"log":[{",".join(parts)}],"partitions":[{",".join(partitions)}],'
+            f'"invariants":[{invs}]}}')
+
+
+def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
+                  prefix: str | os.PathLike) -> list[Path]:
+    """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json``; each goes to a
+    temporary file in the target directory first, so no half-written file is left."""
+    prefix = Path(prefix)
+    texts = {prefix.with_name(prefix.name + ".dot"): to_dot(model),
+             prefix.with_name(prefix.name + ".invariants.txt"): to_invariants_txt(invariants),
+             prefix.with_name(prefix.name + ".json"): to_json(model, invariants)}
+    target_dir = prefix.parent if str(prefix.parent) else Path(".")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    tmps = []
+    try:
+        for path, text in texts.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            tmps.append((tmp, path))
+        for tmp, path in tmps:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in tmps:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    return list(texts)
+
+
+# -- readers ------------------------------------------------------------------------------
+_DOT_NODE = re.compile(r'^\s*(\d+) \[label="((?:[^"\\]|\\.)*)"(?:,shape=(\w+))?\];\s*$')
+_DOT_EDGE = re.compile(
+    r'^\s*(\d+)->(\d+) \[label="(?:P: ([0-9.]+))?(?:, )?(?:Cnt: (\d+))?"\];\s*$')
+_INV_LINE = re.compile(r"^(.*) (" + "|".join(KINDS) + r")\(t\) (.*?)(?:\tsupport count (\d+))?$")
+
+
+def _dot_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
+
+
+def read_dot(path: str | os.PathLike) -> nx.DiGraph:
+    """A Synoptic ``model.dot`` as a DiGraph: node attrs ``label``, ``state`` (None for
+    INITIAL/TERMINAL), ``shape``; edge attrs ``count`` and ``probability`` (NaN/-1 when
+    the file has no such label).  :class:`InputError` on a line it does not understand."""
+    path = Path(path)
+    g = nx.DiGraph(engine="synoptic")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("digraph"):
+        raise InputError(path, 1, "not a Synoptic dot file (no 'digraph' header)")
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip() or line.strip() == "}":
+            continue
+        m = _DOT_NODE.match(line)
+        if m:
+            label = _dot_unescape(m.group(2))
+            shape = m.group(3)
+            synthetic = (label == INITIAL and shape == "box") or (label == TERMINAL
+                                                                 and shape == "diamond")
+            g.add_node(int(m.group(1)), label=label, shape=shape,
+                       state=None if synthetic else label)
+            continue
+        m = _DOT_EDGE.match(line)
+        if m:
+            g.add_edge(int(m.group(1)), int(m.group(2)),
+                       probability=float(m.group(3)) if m.group(3) else float("nan"),
+                       count=int(m.group(4)) if m.group(4) else -1)
+            continue
+        raise InputError(path, no, f"not a Synoptic dot node or edge line: {line[:80]!r}")
+    missing = [n for n in g.nodes if "label" not in g.nodes[n]]
+    if missing:
+        raise InputError(path, None, f"edges name undeclared nodes {missing[:5]}")
+    return g
+
+
+def read_invariants_txt(path: str | os.PathLike) -> pd.DataFrame:
+    """A ``model.invariants.txt`` as a frame ``kind, first, second, support`` (support
+    -1 when the file has none)."""
+    path = Path(path)
+    rows = []
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        m = _INV_LINE.match(line)
+        if not m:
+            raise InputError(path, no, f"not a Synoptic invariant: {line[:80]!r}")
+        rows.append((m.group(2), m.group(1), m.group(3), int(m.group(4) or -1)))
+    frame = pd.DataFrame(rows, columns=["kind", "first", "second", "support"])
+    frame["support"] = frame["support"].astype("int64")
+    return frame
+
+
+def model_from_json(path: str | os.PathLike, log: EventLog | None = None) -> PartitionModel:
+    """Rebuild a :class:`PartitionModel` from a Synoptic ``model.json`` (its ``log`` and
+    ``partitions``); with ``log`` given, the json's traces must be that log's."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        traces = data["log"]
+        partitions = data["partitions"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(path, None, f"not a Synoptic model.json: {exc}") from None
+    if log is None:
+        log = EventLog.from_sequences([[e["eventType"] for e in t["events"]] for t in traces])
+    if [[e["eventType"] for e in t["events"]] for t in traces] != \
+            [log.trace(k) for k in range(log.n_traces)]:
+        raise InputError(path, None, "its traces differ from the parsed log")
+    type_code = {t: i for i, t in enumerate(log.types)}
+    part = np.full(log.n_events, -1, dtype=np.int64)
+    node_type = [-1, -1]
+    for n, p in enumerate(partitions, start=2):
+        idx = np.array([log.starts[e["traceID"]] + e["eventIndex"] for e in p["events"]],
+                       dtype=np.int64)
+        part[idx] = n
+        node_type.append(type_code[p["eventType"]])
+    if (part < 0).any():
+        raise InputError(path, None, "some events belong to no partition")
+    return PartitionModel(log, part, np.array(node_type, dtype=np.int64))
