@@ -251,3 +251,19 @@ def test_exact_enumeration_counts_every_relabelling():
         count += np.abs(pooled_fraction(x[ib]) - pooled_fraction(x[list(ia)])) >= obs - 1e-12
         n_all += 1
     assert np.allclose(permutation_pvalues(xa, xb), count / n_all)
+
+
+def test_adjusted_residuals_by_hand():
+    a = make_set("a", 40, seed=51, p_rto=0.05)
+    b = make_set("b", 40, seed=52, p_rto=0.5)
+    t = diff(a, b, n_perm=99, n_boot=0).transitions
+    ca = t[t["src"] == "CongestionAvoidance"].sort_values("dst")
+    table = np.vstack([ca["count_a"], ca["count_b"]]).astype(float)
+    e = stats.contingency.expected_freq(table)
+    n = table.sum()
+    rows, cols = table.sum(1, keepdims=True) / n, table.sum(0) / n
+    ref = ((table - e) / np.sqrt(e * (1 - rows) * (1 - cols)))[1]
+    assert np.allclose(ca["residual"], ref)
+    # the flag needs both the source's Holm p and the edge's own residual
+    z = stats.norm.isf(0.05 / 2)
+    assert (ca["significant"] == ((ca["p_holm"] < 0.05) & (ca["residual"].abs() > z))).all()

@@ -1,0 +1,124 @@
+"""The two-sided diagram of a :class:`~statemine.diff.DiffResult`: one state machine whose
+nodes and edges carry both sides' Figure-13 numbers (time fraction in red under the state
+name, edge probability in black, each written ``A | B``), coloured and widened by change.
+
+Only significant changes are emphasised: a significant increase (B more than A) is red, a
+decrease blue, with the line width growing with ``|delta|``; everything else is thin grey.
+States and edges seen on one side only are dashed (only in A) or dotted (only in B).
+Node ids are generated and every label is HTML-escaped, so names from logs cannot break
+the DOT or inject markup into the SVG.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .analyze import INITIAL, TERMINAL
+from .fileio import write_atomic
+from .render import dot_to, format_fraction, format_probability
+
+UP, DOWN, NEUTRAL = "#b2182b", "#2166ac", "gray55"
+UP_FILL, DOWN_FILL = "#fbe3de", "#dde9f5"
+STYLE_OF_PRESENCE = {"both": "", "only_a": "dashed", "only_b": "dotted"}
+
+
+def diff_to_dot(result, *, title: str | None = None) -> str:
+    """DOT text of the two-sided diagram of ``result`` (a :class:`~statemine.diff.DiffResult`).
+
+    >>> import numpy as np, pandas as pd
+    >>> from statemine.diff import diff
+    >>> from statemine.traces import TraceSet
+    >>> ev = lambda p, d: pd.DataFrame({"trace": [f"{p}{i}" for i in range(4) for _ in range(2)],
+    ...     "time": [t for i in range(4) for t in (0.0, d + i)], "state": ["SlowStart", "Recovery"] * 4})
+    >>> dot = diff_to_dot(diff(TraceSet.from_events(ev("a", 1)), TraceSet.from_events(ev("b", 9)), n_perm=50))
+    >>> dot.startswith("digraph statemine_diff {") and "SlowStart" in dot
+    True
+    """
+    states, trans = result.states, result.transitions
+    names = sorted(set(states["state"]))
+    ids = {INITIAL: "init", TERMINAL: "term", **{name: f"s{i}" for i, name in enumerate(names)}}
+    max_state = _max_significant(states)
+    max_edge = _max_significant(trans)
+    lines = ["digraph statemine_diff {",
+             '  graph [rankdir=TB, fontname="Helvetica", labelloc="b"];',
+             '  node [fontname="Helvetica", shape=box, style="rounded"];',
+             '  edge [fontname="Helvetica", fontsize=10];']
+    lines.append(f"  label=<{_legend(result, title)}>;")
+    used = set(trans["src"]) | set(trans["dst"])
+    if INITIAL in used:
+        lines.append(f'  {ids[INITIAL]} [label=<{INITIAL}>, style="filled", fillcolor="#eeeeee"];')
+    if TERMINAL in used:
+        lines.append(f'  {ids[TERMINAL]} [label=<{TERMINAL}>, shape=diamond, style=""];')
+    for row in states.sort_values("state").itertuples(index=False):
+        numbers = f"{format_fraction(row.fraction_a)} | {format_fraction(row.fraction_b)}"
+        colour, width = _emphasis(row.delta, row.significant, max_state)
+        fill = (UP_FILL if row.delta > 0 else DOWN_FILL) if row.significant else "white"
+        style = ",".join(["rounded", "filled"] + ([STYLE_OF_PRESENCE[row.presence]] if row.presence != "both" else []))
+        lines.append(
+            f'  {ids[row.state]} [label=<<b>{_esc(row.state)}</b><br/><font color="red">{_esc(numbers)}</font>>, '
+            f'color="{colour}", penwidth={width:.2f}, style="{style}", fillcolor="{fill}"];'
+        )
+    for row in trans.sort_values(["src", "dst"]).itertuples(index=False):
+        numbers = f"{_probability(row.prob_a)} | {_probability(row.prob_b)}"
+        delta = row.delta if not _isnan(row.delta) else 0.0
+        colour, width = _emphasis(delta, row.significant, max_edge)
+        style = STYLE_OF_PRESENCE[row.presence]
+        attrs = f'label=<{_esc(numbers)}>, color="{colour}", fontcolor="black", penwidth={width:.2f}'
+        if style:
+            attrs += f', style="{style}"'
+        lines.append(f"  {ids[row.src]} -> {ids[row.dst]} [{attrs}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_diff(result, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the two-sided diagram to ``path`` (.dot, or .svg/.png through Graphviz), atomically."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in ("dot", "svg", "png"):
+        raise ValueError(f"unknown diagram format {path.suffix!r}; use .dot, .svg or .png")
+    dot = diff_to_dot(result, title=title)
+    return write_atomic(path, dot if fmt == "dot" else dot_to(dot, fmt))
+
+
+def _emphasis(delta: float, significant: bool, max_delta: float) -> tuple[str, float]:
+    """Colour and pen width: red/blue and 1.5-6 pt by ``|delta|`` when significant, else grey 1 pt."""
+    if not significant or max_delta <= 0:
+        return NEUTRAL, 1.0
+    return (UP if delta > 0 else DOWN), 1.5 + 4.5 * abs(delta) / max_delta
+
+
+def _max_significant(table: pd.DataFrame) -> float:
+    sig = table.loc[table["significant"], "delta"].abs()
+    return float(sig.max()) if len(sig) else 0.0
+
+
+def _legend(result, title: str | None) -> str:
+    a, b = _esc(result.label_a), _esc(result.label_b)
+    parts = [f"<b>{_esc(title)}</b><br/>" if title else "",
+             f"numbers: {a} | {b} (time share in red, transition probability in black)<br/>",
+             f'<font color="{UP}">red</font>: significantly more in {b}, ',
+             f'<font color="{DOWN}">blue</font>: significantly less (Holm, alpha={result.alpha:g}); ',
+             f"width: size of the change<br/>dashed: only in {a}; dotted: only in {b}"]
+    return "".join(parts)
+
+
+def _probability(p: float) -> str:
+    return "-" if _isnan(p) else format_probability(float(p))
+
+
+def _isnan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _esc(text: object) -> str:
+    """HTML-escape for a Graphviz HTML-like label; control characters become '?'."""
+    cleaned = "".join(c if c.isprintable() else "?" for c in str(text))
+    return html.escape(cleaned, quote=False)
+
+
+__all__ = ["diff_to_dot", "render_diff"]
