@@ -32,3 +32,4 @@ def main() -> None:
 from . import infer  # noqa: E402,F401
 from . import patch  # noqa: E402,F401
 from . import lab  # noqa: E402,F401
+from . import diff  # noqa: E402,F401

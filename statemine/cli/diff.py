@@ -1,0 +1,123 @@
+"""``statemine diff`` and ``statemine report``: compare two sets of traces; one HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import main
+from .infer import _input_options, read_inputs
+
+_STAT_OPTIONS = [
+    click.option("--label-a", help="Name of side A in tables and diagrams (default: A's file name)."),
+    click.option("--label-b", help="Name of side B (default: B's file name)."),
+    click.option("--permutations", "n_perm", type=click.IntRange(1), default=9999, show_default=True,
+                 help="Random relabellings of the permutation test (all of them when there are fewer)."),
+    click.option("--bootstrap", "n_boot", type=click.IntRange(0), default=2000, show_default=True,
+                 help="Bootstrap resamples for the intervals of the differences (0: none)."),
+    click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+                 show_default=True, help="Family-wise error rate (Holm) of the state and transition tests."),
+    click.option("--test", "transition_test", type=click.Choice(["chi2", "g"]), default="chi2", show_default=True,
+                 help="Large-count test of the transitions (small counts use Fisher's exact test)."),
+    click.option("--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."),
+    click.option("--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."),
+    click.option("--end", "end_rule", type=click.Choice(["close", "last-state"]), default="close",
+                 show_default=True, help="Where a trace's last state ends."),
+]
+
+
+def _stat_options(func):
+    for option in reversed(_STAT_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _read_side(path: str, read_args: dict):
+    return read_inputs([path], labels=None, **read_args)
+
+
+def _label(given: str | None, path: str) -> str:
+    return given if given else (Path(path).stem or str(path))
+
+
+@main.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Write states_diff.csv, transitions_diff.csv, one_sided.csv, notes.txt, diff.dot, diff.svg here.")
+@_stat_options
+@_input_options
+@click.option("--svg/--no-svg", default=True, show_default=True, help="Also render diff.svg (needs Graphviz).")
+@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Changes listed in the summary.")
+@click.option("--title", help="Title drawn on the diagram.")
+def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, collapse_repeats,
+                 end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                 derive_states, svg, top, title):
+    """Compare traces A with traces B (log files, folders or saved .parquet trace sets).
+
+    Per state: pooled time fractions, their difference with a bootstrap interval over
+    traces, a permutation-test p-value over traces and Holm's correction. Per edge:
+    probabilities and a per-source chi-square/G or Fisher test. Prints the largest
+    significant changes.
+    """
+    from ..diff import diff
+    from ..fileio import write_atomic
+    from ..render import dot_to
+    from ..render_diff import diff_to_dot
+
+    read_args = dict(fmt=fmt, regexes=regexes, separator=separator, mapping=mapping,
+                     ignore_nonmatching=ignore_nonmatching, names_file=names_file,
+                     implementation=implementation, derive_states=derive_states)
+    label_a, label_b = _label(label_a, a), _label(label_b, b)
+    result = diff(_read_side(a, read_args), _read_side(b, read_args), label_a=label_a, label_b=label_b,
+                  n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, transition_test=transition_test,
+                  collapse_repeats=collapse_repeats, end=end_rule)
+    dot = diff_to_dot(result, title=title)
+    files = {
+        "states_diff.csv": result.states.to_csv(index=False),
+        "transitions_diff.csv": result.transitions.to_csv(index=False),
+        "one_sided.csv": one_sided(result).to_csv(index=False),
+        "notes.txt": "".join(f"{note}\n" for note in result.notes),
+        "diff.dot": dot,
+    }
+    if svg:
+        files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
+    for name, data in files.items():
+        write_atomic(out_dir / name, data)
+    print_summary(result, top=top)
+    click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
+
+
+def one_sided(result):
+    """The states and edges seen on one side only, with a ``side`` column (the side's label)."""
+    import pandas as pd
+
+    return pd.concat([result.only_a.assign(side=result.label_a), result.only_b.assign(side=result.label_b)],
+                     ignore_index=True)
+
+
+def print_summary(result, *, top: int = 10) -> None:
+    """Print the ranking of the largest significant changes and the notes (rich table)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    ranking = result.ranking(top)
+    header = (f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
+              f"({result.n_traces_b} traces): {len(result.ranking(None))} significant change(s) "
+              f"(Holm, alpha={result.alpha:g})")
+    table = Table(title=header, title_justify="left")
+    for column, justify in (("kind", "left"), ("name", "left"), (result.label_a, "right"),
+                            (result.label_b, "right"), ("delta", "right"), ("p (Holm)", "right")):
+        table.add_column(escape(column), justify=justify)
+    for row in ranking.itertuples(index=False):
+        share = (lambda x: f"{x:.1%}") if row.kind == "state" else (lambda x: f"{x:.2f}")
+        table.add_row(row.kind, escape(row.name), share(row.a), share(row.b), f"{row.delta:+.3f}", f"{row.p_holm:.2g}")
+    if len(ranking):
+        console.print(table)
+    else:
+        console.print(header)
+    for note in result.notes:
+        console.print(f"note: {escape(note)}")
