@@ -33,3 +33,4 @@ from . import infer  # noqa: E402,F401
 from . import patch  # noqa: E402,F401
 from . import lab  # noqa: E402,F401
 from . import diff  # noqa: E402,F401
+from . import synoptic  # noqa: E402,F401

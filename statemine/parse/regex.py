@@ -61,6 +61,9 @@ _EMPTY_GROUP = re.compile(r"\(\?<((?:\w|\*|-)*)>\)")
 _JAVA_NAMED = re.compile(r"(?<!\\)\(\?<([A-Za-z][A-Za-z0-9_]*)>")
 _JAVA_BACKREF = re.compile(r"\\k<([A-Za-z][A-Za-z0-9_]*)>")
 _SUBST_REF = re.compile(r"\\k<(\w+)>")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: Event types that would clash with Synoptic's synthetic start and end nodes.
+RESERVED_TYPES = ("INITIAL", "TERMINAL")
 
 
 @dataclass
@@ -317,6 +320,10 @@ def _parse_line(line: str, line_no: int, compiled: list[LineRegex], counters: di
         etype = values.get("TYPE")
         if etype is None:
             etype = line
+        if etype in RESERVED_TYPES or _CONTROL.search(etype):
+            raise InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
+                             "synthetic nodes or has control characters (it would break the "
+                             "model files); change the TYPE group")
         try:
             t, t_text = _parse_time(time_kind, values.get(time_kind) if time_kind else None,
                                     line_no)

@@ -16,11 +16,11 @@ import pandas as pd
 
 from ...traces import TraceSet
 from .check import InvariantCodes, violated
-from .coarsen import coarsen
+from .coarsen import coarsen as coarsen_model
 from .invariants import mine
 from .log import EventLog
 from .model import PartitionModel
-from .refine import refine
+from .refine import refine as refine_model
 
 __all__ = ["SynopticResult", "infer_synoptic", "infer_log"]
 
@@ -42,9 +42,10 @@ class SynopticResult:
         return self.model.to_networkx()
 
 
-def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None
-              ) -> SynopticResult:
-    """Mine invariants (unless given), refine and coarsen; deterministic for a seed.
+def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None,
+              refine: bool = True, coarsen: bool = True) -> SynopticResult:
+    """Mine invariants (unless given), refine and coarsen (each can be switched off, as
+    Synoptic's ``--noRefinement``/``--noCoarsening``); deterministic for a seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
@@ -54,9 +55,11 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     rng = np.random.default_rng(seed)
     model = PartitionModel.initial(log)
-    if violated(model.edge_counts() > 0, model.node_type, codes, len(log.types)).any():
-        model = refine(model, codes, rng)
-        model = coarsen(model, codes, rng)
+    if refine and violated(model.edge_counts() > 0, model.node_type, codes,
+                           len(log.types)).any():
+        model = refine_model(model, codes, rng)
+        if coarsen:
+            model = coarsen_model(model, codes, rng)
     return SynopticResult(model, inv)
 
 

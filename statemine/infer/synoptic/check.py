@@ -206,3 +206,49 @@ def rejected_traces(adj: np.ndarray, node_labels: list[str], traces: list[list[s
         if not cur or not any(adj[v, term] for v in cur):
             bad.append(k)
     return bad
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_model` found: ``rejected`` (indices of traces the model does not
+    accept) and ``violated`` (the invariants that fail on the model, a frame)."""
+
+    rejected: list[int]
+    violated: pd.DataFrame
+    n_traces: int
+    n_invariants: int
+
+    @property
+    def ok(self) -> bool:
+        """True when every trace is accepted and every invariant holds."""
+        return not self.rejected and self.violated.empty
+
+
+def check_model(graph, log, invariants: pd.DataFrame) -> CheckReport:
+    """Check a model (a DiGraph whose nodes carry ``label`` and ``state``, None for the
+    synthetic INITIAL/TERMINAL, as :meth:`~.model.PartitionModel.to_networkx` and
+    :func:`~.formats.read_dot` give) against the traces of ``log`` (an
+    :class:`~.log.EventLog`) and ``invariants`` (a frame of :func:`~.invariants.mine`)."""
+    from ...errors import InputError
+
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    labels = [graph.nodes[n].get("label", "") for n in nodes]
+    states = [graph.nodes[n].get("state") for n in nodes]
+    synthetic = {lab: i for i, (lab, st) in enumerate(zip(labels, states)) if st is None}
+    if "INITIAL" not in synthetic or "TERMINAL" not in synthetic:
+        raise InputError(None, None, "the model has no INITIAL or no TERMINAL node")
+    init, term = synthetic["INITIAL"], synthetic["TERMINAL"]
+    adj = np.zeros((len(nodes), len(nodes)), dtype=bool)
+    for u, v in graph.edges:
+        adj[index[u], index[v]] = True
+    type_code = {t: i for i, t in enumerate(log.types)}
+    codes = InvariantCodes.from_frame(invariants, type_code)
+    node_type = np.array([-1 if st is None else type_code.setdefault(st, len(type_code))
+                          for st in states], dtype=np.int64)
+    bad = violated(adj, node_type, codes, len(type_code), init, term)
+    node_labels = [lab if st is not None else f"\0{lab}" for lab, st in zip(labels, states)]
+    rejected = rejected_traces(adj, node_labels, [log.trace(k) for k in range(log.n_traces)],
+                               init, term)
+    return CheckReport(rejected, invariants[bad].reset_index(drop=True), log.n_traces,
+                       len(invariants))

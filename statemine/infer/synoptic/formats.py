@@ -103,28 +103,34 @@ def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
 
 def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
                   prefix: str | os.PathLike) -> list[Path]:
-    """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json``; each goes to a
-    temporary file in the target directory first, so no half-written file is left."""
+    """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json`` atomically."""
+    return write_texts(prefix, {".dot": to_dot(model),
+                                ".invariants.txt": to_invariants_txt(invariants),
+                                ".json": to_json(model, invariants)})
+
+
+def write_texts(prefix: str | os.PathLike, texts: dict[str, str]) -> list[Path]:
+    """Write ``PREFIX + suffix`` for each (suffix, text); every file goes to a temporary
+    name in the target directory first and is renamed only when all are written, so a
+    failure leaves no half-written file."""
     prefix = Path(prefix)
-    texts = {prefix.with_name(prefix.name + ".dot"): to_dot(model),
-             prefix.with_name(prefix.name + ".invariants.txt"): to_invariants_txt(invariants),
-             prefix.with_name(prefix.name + ".json"): to_json(model, invariants)}
-    target_dir = prefix.parent if str(prefix.parent) else Path(".")
+    target_dir = prefix.parent
     target_dir.mkdir(parents=True, exist_ok=True)
-    tmps = []
+    done: list[tuple[str, Path]] = []
     try:
-        for path, text in texts.items():
+        for suffix, text in texts.items():
+            path = prefix.with_name(prefix.name + suffix)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
+            done.append((tmp, path))
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
-            tmps.append((tmp, path))
-        for tmp, path in tmps:
+        for tmp, path in done:
             os.replace(tmp, path)
     except BaseException:
-        for tmp, _ in tmps:
+        for tmp, _ in done:
             Path(tmp).unlink(missing_ok=True)
         raise
-    return list(texts)
+    return [path for _, path in done]
 
 
 # -- readers ------------------------------------------------------------------------------
