@@ -1,0 +1,80 @@
+"""``statemine diff`` end to end: files written, tables consistent with the library, bad input."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from test_diff_data import make_set
+from statemine.cli import main
+from statemine.diff import STATE_COLUMNS, TRANSITION_COLUMNS, diff
+from statemine.traces import TraceSet, save
+
+
+def write_log(ts: TraceSet, path) -> None:
+    """Write ``ts`` as a statemine log (docs/log-format.md)."""
+    lines = []
+    for row in ts.events.itertuples(index=False):
+        key = "state" if row.kind == "state" else "event"
+        lines.append(f"INFO:quic:STATEMINE t={row.time:.9f} conn={row.trace} {key}={row.state}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def sides(tmp_path):
+    a, b = make_set("a", 15, seed=1), make_set("b", 15, seed=2, recovery_mean=0.5)
+    (tmp_path / "desk").mkdir()
+    write_log(a, tmp_path / "desk" / "run1.log")
+    save(b, tmp_path / "mobile.parquet")
+    return tmp_path, a, b
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+def test_diff_writes_tables_and_diagram(sides):
+    tmp, a, b = sides
+    out = tmp / "out"
+    res = CliRunner().invoke(main, ["diff", str(tmp / "desk"), str(tmp / "mobile.parquet"), "--out", str(out),
+                                    "--label-a", "desktop", "--permutations", "999", "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    assert {p.name for p in out.iterdir()} == {"states_diff.csv", "transitions_diff.csv", "one_sided.csv",
+                                              "notes.txt", "diff.dot", "diff.svg"}
+    states = pd.read_csv(out / "states_diff.csv")
+    assert list(states.columns) == STATE_COLUMNS
+    assert list(pd.read_csv(out / "transitions_diff.csv").columns) == TRANSITION_COLUMNS
+    ref = diff(a, b, n_perm=999, n_boot=200, label_a="desktop", label_b="mobile").states
+    merged = states.merge(ref, on="state", suffixes=("", "_ref"))
+    assert len(merged) == len(ref)
+    for col in ("fraction_a", "fraction_b", "p_value", "delta_lo"):
+        assert (merged[col] - merged[f"{col}_ref"]).abs().max() < 1e-6
+    assert "Recovery" in res.output and "desktop" in res.output and "mobile" in res.output
+
+
+def test_diff_bad_input_exit_2(sides, tmp_path):
+    tmp, _, _ = sides
+    res = CliRunner().invoke(main, ["diff", str(tmp / "missing.log"), str(tmp / "mobile.parquet"),
+                                    "--out", str(tmp / "o"), "--no-svg"])
+    assert res.exit_code == 2 and "error" in res.output
+    empty = tmp / "empty.log"
+    empty.write_text("no statemine lines here\n")
+    res = CliRunner().invoke(main, ["diff", str(empty), str(tmp / "mobile.parquet"), "--out", str(tmp / "o"),
+                                    "--no-svg", "--format", "statemine"])
+    assert res.exit_code == 2 and "empty.log" in res.output
+    save(TraceSet.from_events(pd.DataFrame({"trace": [], "time": [], "state": []})), tmp / "none.parquet")
+    res = CliRunner().invoke(main, ["diff", str(tmp / "none.parquet"), str(tmp / "mobile.parquet"),
+                                    "--out", str(tmp / "o"), "--no-svg"])
+    assert res.exit_code == 2 and "side none has no traces" in res.output
+    assert not (tmp / "o").exists()
+
+
+def test_diff_one_trace_per_side_notes(tmp_path):
+    for name, seed in (("x", 1), ("y", 2)):
+        write_log(make_set(name, 1, seed=seed), tmp_path / f"{name}.log")
+    res = CliRunner().invoke(main, ["diff", str(tmp_path / "x.log"), str(tmp_path / "y.log"),
+                                    "--out", str(tmp_path / "o"), "--no-svg"])
+    assert res.exit_code == 0, res.output
+    assert "smallest possible p-value" in (tmp_path / "o" / "notes.txt").read_text()
+    assert "note:" in res.output
+    assert not (tmp_path / "o" / "diff.svg").exists()
