@@ -91,15 +91,14 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     if not logs:
         raise UsageError("no LOG given")
 
-    from ..analyze import state_stats, transition_stats
+    from ..analyze import summarize
     from ..infer.observed import model_from_stats, model_to_json
     from ..render import dot_to, graphviz_available, to_dot
 
     ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
                      derive_states)
     opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
-    states = state_stats(ts, **opts)
-    transitions = transition_stats(ts, **opts)
+    states, transitions = summarize(ts, **opts)
     _print_states(states, ts.n_traces, len(ts.events), confidence)
     if out_dir is None:
         return

@@ -16,7 +16,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
-from ..analyze import INITIAL, TERMINAL, EndRule, state_stats, transition_stats
+from ..analyze import INITIAL, TERMINAL, EndRule, summarize
 from ..traces import TraceSet
 
 
@@ -37,7 +37,7 @@ def observed_model(
     (['Recovery', 'TERMINAL'], 0.5)
     """
     opts = dict(collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed)
-    return model_from_stats(state_stats(traces, **opts), transition_stats(traces, **opts))
+    return model_from_stats(*summarize(traces, **opts))
 
 
 def model_from_stats(states: pd.DataFrame, transitions: pd.DataFrame) -> nx.DiGraph:
