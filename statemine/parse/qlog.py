@@ -74,6 +74,8 @@ _LOSS_TYPES = frozenset({"packet_lost"})
 _CWND_KEYS = ("congestion_window", "cwnd", "current_cwnd")
 _INFLIGHT_KEYS = ("bytes_in_flight",)
 _SSTHRESH_KEYS = ("ssthresh",)
+# quiche and neqo log u64::MAX as the initial ssthresh ("no threshold yet"): read as inf.
+_NO_THRESHOLD = 2.0**62
 _SRTT_KEYS = ("smoothed_rtt",)
 # packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
@@ -119,6 +121,7 @@ def read_qlog(
     derive_states: bool = False,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    source: str | None = None,
 ) -> TraceSet:
     """Read one qlog file (any generation, JSON / JSON-SEQ / NDJSON, gzip or not).
 
@@ -127,7 +130,8 @@ def read_qlog(
     state-name table (default: detected per trace from titles and vantage point names).
     With ``derive_states`` a connection that logs metrics but no state events gets states
     derived from cwnd/ssthresh (:mod:`statemine.parse.derive`), flagged ``derived=True``
-    in the traces frame. Times are seconds (qlog milliseconds, or microseconds where the
+    in the traces frame. ``source`` names the file in trace ids ``"<source>#<trace
+    index>"`` (default: the file name). Times are seconds (qlog milliseconds, or microseconds where the
     file says ``time_units: us``).
 
     Raises :class:`InputError` (file, line, reason) when the file is not qlog, is empty,
@@ -141,15 +145,16 @@ def read_qlog(
     if forced is not None and implementation_key(forced) is None:
         report.warn(None, f"no state-name table for implementation {forced!r}; using the common names")
     with _open_binary(path) as fh:
-        head = _read(fh, _HEAD_BYTES, path, report)
+        reader = _Reader(fh, path, report)
+        head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
         if layout == "document":
-            raw_traces = _document_traces(path, fh, head, max_document_bytes, report)
+            raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
         else:
             sep = _RS if layout == "seq" else b"\n"
-            raw_traces = _sequential_traces(path, fh, head, sep, max_record_bytes, report)
+            raw_traces = _sequential_traces(path, reader, head, sep, max_record_bytes, report)
         connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report)]
-    return _build(path, connections, overrides, derive_states, report)
+    return _build(path, source or path.name, connections, overrides, derive_states, report)
 
 
 # -- warnings --------------------------------------------------------------------------------
@@ -192,15 +197,33 @@ def _open_binary(path: Path) -> IO[bytes]:
     return raw
 
 
-def _read(fh: IO[bytes], n: int, path: Path, report: _Report) -> bytes:
-    """Read up to ``n`` bytes; a gzip stream that ends early reads as its end, with a warning."""
-    try:
-        return fh.read(n)
-    except EOFError:
-        report.warn(None, "the gzip stream is cut off; read what it holds", kind="gzip cut")
-        return b""
-    except (OSError, zlib.error) as exc:
-        raise InputError(path, None, f"cannot read (damaged gzip?): {exc}") from None
+class _Reader:
+    """Reads a (possibly gzip) stream in blocks; a gzip stream that ends early reads as its end.
+
+    ``read1`` (one raw read per call) is used so that the data decompressed before a
+    cut-off gzip stream raises ``EOFError`` is never lost.
+    """
+
+    def __init__(self, fh: IO[bytes], path: Path, report: _Report) -> None:
+        self.fh, self.path, self.report = fh, path, report
+        self.ended = False
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes (fewer only at the end of the stream)."""
+        parts, size = [], 0
+        while size < n and not self.ended:
+            try:
+                block = self.fh.read1(n - size)
+            except EOFError:
+                self.report.warn(None, "the gzip stream is cut off; read what it holds")
+                block = b""
+            except (OSError, zlib.error) as exc:
+                raise InputError(self.path, None, f"cannot read (damaged gzip?): {exc}") from None
+            if not block:
+                self.ended = True
+            parts.append(block)
+            size += len(block)
+        return b"".join(parts)
 
 
 def _layout(head: bytes, path: Path) -> str:
@@ -239,13 +262,13 @@ class _RawTrace:
 
 
 def _document_traces(
-    path: Path, fh: IO[bytes], head: bytes, limit: int, report: _Report
+    path: Path, reader: _Reader, head: bytes, limit: int, report: _Report
 ) -> list[_RawTrace]:
     """The traces of a ``.qlog`` JSON document (read whole, at most ``limit`` bytes)."""
     parts = [head]
     size = len(head)
     while size <= limit:
-        block = _read(fh, min(_CHUNK_BYTES, limit + 1 - size), path, report)
+        block = reader.read(min(_CHUNK_BYTES, limit + 1 - size))
         if not block:
             break
         parts.append(block)
@@ -306,7 +329,7 @@ def _close_truncated(text: str) -> tuple[str, int] | None:
     ``_EVENTS_DEPTH`` deep (the events array), so a half-written event is dropped whole.
 
     >>> _close_truncated('{"traces": [{"events": [[1, "a"], [2, "b"], [3, "c')
-    ('{"traces": [{"events": [[1, "a"], [2, "b"]]}]}', 35)
+    ('{"traces": [{"events": [[1, "a"], [2, "b"]]}]}', 42)
     """
     stack: list[list] = []  # [opening char, offset after it, offset of its last comma]
     for match in _JSON_TOKEN.finditer(text):
@@ -362,14 +385,14 @@ def _salvage_truncated(text: str, error: ValueError, path: Path, report: _Report
     cut_line = text.count("\n", 0, cut) + 1
     report.warn(
         cut_line,
-        f"the JSON document is cut off after byte {len(text.encode())} (a crashed or "
-        f"unfinished log?); kept everything up to the last complete event (line {cut_line})",
+        f"the JSON document ends before it is complete (after byte {len(text.encode())}: a crashed "
+        f"or unfinished log?); kept the events up to the last complete one (line {cut_line})",
     )
     return doc
 
 
 def _iter_records(
-    path: Path, fh: IO[bytes], head: bytes, sep: bytes, limit: int, report: _Report
+    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int
 ) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line, record)`` for each non-blank record separated by ``sep``.
 
@@ -410,7 +433,7 @@ def _iter_records(
             raise too_long(line, pending[0])
         if not block:
             return
-        block = _read(fh, _CHUNK_BYTES, path, report)
+        block = reader.read(_CHUNK_BYTES)
 
 
 _HEADER_KEYS = frozenset({"qlog_version", "qlog_format", "file_schema", "serialization_format", "trace"})
@@ -422,10 +445,10 @@ def _is_event(obj: dict) -> bool:
 
 
 def _sequential_traces(
-    path: Path, fh: IO[bytes], head: bytes, sep: bytes, limit: int, report: _Report
+    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int, report: _Report
 ) -> list[_RawTrace]:
     """The one trace of a JSON-SEQ / NDJSON file; its events are parsed lazily."""
-    records = _iter_records(path, fh, head, sep, limit, report)
+    records = _iter_records(path, reader, head, sep, limit)
     first = next(records, None)
     if first is None:
         raise InputError(path, None, "empty file (no qlog header)")
@@ -489,6 +512,14 @@ def _first(data: dict, keys: tuple[str, ...]) -> float:
 def _token(value: object) -> str:
     """A value for the ``fields`` column: no white space (replaced by ``_``)."""
     return re.sub(r"\s+", "_", str(value).strip())
+
+
+def _field(key: str, value: object) -> str:
+    """``key=value`` for the ``fields`` column, or ``""`` when the value is missing or empty."""
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    token = _token(value)
+    return f"{key}={token}" if token else ""
 
 
 @dataclass
@@ -599,8 +630,9 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
         raw.header.get("title"), raw.header.get("description"), vantage.get("name"),
     )
     version = raw.file_header.get("qlog_version") or raw.file_header.get("file_schema")
+    role = vantage.get("type")
     base = {
-        "role": vantage.get("type"),
+        "role": role.lower() if isinstance(role, str) else None,
         "implementation": implementation,
         "qlog_version": None if version is None else str(version),
     }
@@ -676,21 +708,23 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         ev = f"ev={index}"
         if code in (_METRICS, _MVFST):
             srtt = _first(data, _SRTT_KEYS) / conn.per_second
-            metrics = (_first(data, _CWND_KEYS), _first(data, _INFLIGHT_KEYS), _first(data, _SSTHRESH_KEYS), srtt)
+            ssthresh = _first(data, _SSTHRESH_KEYS)
+            if ssthresh >= _NO_THRESHOLD:
+                ssthresh = math.inf
+            metrics = (_first(data, _CWND_KEYS), _first(data, _INFLIGHT_KEYS), ssthresh, srtt)
             add(time, "metrics", "", line, (), metrics)
         if code == _STATE:
             new = data.get("new", data.get("state"))
             if new is None or isinstance(new, (dict, list)) or str(new) == "":
                 report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped", kind="no new")
                 continue
-            fields = (f"raw={_token(new)}", f"old={_token(data['old'])}" if "old" in data else "",
-                      f"trigger={_token(data['trigger'])}" if "trigger" in data else "", ev)
+            fields = (f"raw={_token(new)}", _field("old", data.get("old")), _field("trigger", data.get("trigger")), ev)
             add(time, "state", str(new), line, fields)
             controller, app_limited = str(new), False
         elif code == _MVFST:
             state = data.get("state")
             if isinstance(state, str) and state and state != controller:
-                add(time, "state", state, line, (f"raw={_token(state)}", f"trigger={_token(data.get('congestion_event', ''))}", ev))
+                add(time, "state", state, line, (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev))
                 controller, app_limited = state, False
         elif code == _APP_LIMITED:
             limited = _app_limited(data.get("app_limited"))
@@ -709,8 +743,8 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             trigger = data.get("trigger")
             header = data.get("header") if isinstance(data.get("header"), dict) else {}
             pn = header.get("packet_number", data.get("packet_number"))
-            rule = _LOSS_RULES.get(str(trigger).lower(), _token(trigger)) if trigger is not None else ""
-            add(time, "event", "LossDetected", line, (f"rule={rule}" if rule else "", f"pn={_token(pn)}" if pn is not None else "", ev))
+            rule = None if trigger is None else _LOSS_RULES.get(str(trigger).lower(), trigger)
+            add(time, "event", "LossDetected", line, (_field("rule", rule), _field("pn", pn), ev))
     frame = pd.DataFrame(rows)
     frame["line"] = frame["line"].astype("int64")
     frame[["cwnd", "inflight", "ssthresh", "srtt"]] = frame[["cwnd", "inflight", "ssthresh", "srtt"]].astype(float)
@@ -721,7 +755,7 @@ def _canonical_states(
     frame: pd.DataFrame, implementation: str | None, overrides: Mapping[str, str] | None,
     trace_id: str, report: _Report,
 ) -> pd.DataFrame:
-    """Rename raw state names to statemine's; drop repeats of the state already in force."""
+    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``)."""
     is_state = frame["kind"] == "state"
     raw = frame.loc[is_state, "state"]
     mapping = {}
@@ -735,9 +769,7 @@ def _canonical_states(
                 f"kept as is ({int((raw == name).sum())} times)",
             )
     frame.loc[is_state, "state"] = raw.map(mapping)
-    states = frame.loc[is_state, "state"]
-    repeated = states.index[states.eq(states.shift()).to_numpy()]
-    return frame.drop(index=repeated).reset_index(drop=True)
+    return frame
 
 
 def _derived_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -791,14 +823,14 @@ def _connection_events(
 
 
 def _build(
-    path: Path, connections: list[_Connection], overrides: Mapping[str, str] | None,
+    path: Path, source: str, connections: list[_Connection], overrides: Mapping[str, str] | None,
     derive: bool, report: _Report,
 ) -> TraceSet:
     """Assemble the TraceSet of a file from its connections."""
     frames = []
     rows = []
     for conn in connections:
-        trace_id = f"{path.name}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
+        trace_id = f"{source}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
         events, derived = _connection_events(conn, trace_id, overrides, derive, report)
         if events is None:
             continue
