@@ -1,0 +1,236 @@
+"""Outcome metrics (page-load time, throughput) compared per scenario cell, as the paper did:
+the percent difference of the means and Welch's unequal-variance t-test (Welch 1947), a
+difference counting as significant when p < 0.01; and heatmaps in the paper's style (rows
+the bottleneck rate, columns the object size or count, colour the percent difference,
+white where it is not significant).
+
+The input is a results table with one row per run (``statemine lab``'s ``results.csv`` /
+``results.parquet``, or a trace set's ``traces`` frame when it carries the metrics): a
+column telling the two sides apart (``profile``, ``stack``, ...), scenario columns, and
+the metric columns.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .errors import InputError, UsageError
+
+#: Columns of a results table that are outcomes or bookkeeping, never scenario values.
+OUTCOME_COLUMNS = ("run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", "retransmissions",
+                   "packets_sent", "packets_dropped", "virtual_time_s", "wall_time_s", "seed",
+                   "trace", "source", "end", "conn", "role")
+#: The metrics statemine knows, with their units.
+METRICS = {"plt_s": "s", "throughput_bps": "bit/s", "retransmissions": "packets"}
+OUTCOME_TABLE_COLUMNS = ["n_a", "n_b", "mean_a", "mean_b", "pct_diff", "t", "p_value", "significant", "note"]
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """Read a results table (.csv or .parquet); :class:`InputError` when unreadable or empty."""
+    path = Path(path)
+    try:
+        if path.suffix.lower() == ".parquet":
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise InputError(path, None, f"not a readable results table: {exc}") from None
+    if table.empty:
+        raise InputError(path, None, "the results table has no rows")
+    if not any(m in table.columns for m in METRICS):
+        raise InputError(path, None, f"the results table has none of the metric columns {sorted(METRICS)}")
+    return table
+
+
+def compare_outcomes(
+    results: pd.DataFrame,
+    *,
+    by: str,
+    a: object,
+    b: object,
+    cells: Sequence[str] | None = None,
+    metric: str = "plt_s",
+    alpha: float = 0.01,
+) -> pd.DataFrame:
+    """Per scenario cell: runs, means, percent difference ``100 (mean_b - mean_a) / mean_a``
+    and Welch's t-test of ``metric`` between the rows with ``by == a`` and ``by == b``.
+
+    ``cells``: the scenario columns defining a cell (default: every non-outcome column
+    that varies, except ``by``). Failed runs (``ok`` false) and rows without the metric
+    are left out. Columns: ``cells..., n_a, n_b, mean_a, mean_b, pct_diff, t, p_value,
+    significant, note`` -- ``note`` says why a p-value is missing (fewer than two runs on a
+    side, no variance) and ``significant`` is then False.
+
+    >>> r = pd.DataFrame({"profile": ["d"] * 3 + ["m"] * 3, "rate": 10,
+    ...                   "plt_s": [1.0, 1.1, 0.9, 2.0, 2.2, 1.8]})
+    >>> compare_outcomes(r, by="profile", a="d", b="m", cells=["rate"])[["rate", "pct_diff", "significant"]].values.tolist()
+    [[10, 100.0, True]]
+    """
+    for column in (by, metric):
+        if column not in results.columns:
+            raise UsageError(f"the results table has no column {column!r} (columns: {', '.join(map(str, results.columns))})")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must be in (0, 1), not {alpha}")
+    rows = results
+    if "ok" in rows.columns:
+        rows = rows[rows["ok"].astype("boolean").fillna(False).astype(bool)]
+    rows = rows[pd.to_numeric(rows[metric], errors="coerce").notna()]
+    side = rows[by].astype(str)
+    rows_a, rows_b = rows[side == str(a)], rows[side == str(b)]
+    for part, value in ((rows_a, a), (rows_b, b)):
+        if part.empty:
+            found = ", ".join(sorted(side.unique())) or "none"
+            raise UsageError(f"no successful run has {by} = {value!r} (values: {found})")
+    if cells is None:
+        cells = [c for c in results.columns if c not in OUTCOME_COLUMNS and c != by
+                 and results[c].astype(str).nunique() > 1]
+    cells = list(cells)
+    missing = [c for c in cells if c not in results.columns]
+    if missing:
+        raise UsageError(f"the results table has no column(s) {missing}")
+    out = []
+    keys = _cell_keys(rows, cells)
+    for key in keys:
+        xa = _values(rows_a, cells, key, metric)
+        xb = _values(rows_b, cells, key, metric)
+        out.append({**dict(zip(cells, key)), **welch_cell(xa, xb, alpha=alpha)})
+    columns = cells + OUTCOME_TABLE_COLUMNS
+    return pd.DataFrame(out, columns=columns)
+
+
+def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
+    """Runs, means, percent difference and Welch's t-test (two-sided) of one cell.
+
+    >>> welch_cell(np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0]))["pct_diff"]
+    50.0
+    """
+    n_a, n_b = len(xa), len(xb)
+    mean_a = float(np.mean(xa)) if n_a else math.nan
+    mean_b = float(np.mean(xb)) if n_b else math.nan
+    pct = 100.0 * (mean_b - mean_a) / mean_a if n_a and n_b and mean_a != 0 else math.nan
+    t = p = math.nan
+    note = ""
+    if n_a < 2 or n_b < 2:
+        note = f"fewer than 2 runs on a side ({n_a} vs {n_b}): no test"
+    elif np.var(xa) == 0 and np.var(xb) == 0:
+        note = "no variance on either side: no test"
+    else:
+        with warnings.catch_warnings():  # one side's identical values make scipy warn needlessly
+            warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
+            res = stats.ttest_ind(xb, xa, equal_var=False)
+        t, p = float(res.statistic), float(res.pvalue)
+    if n_a and n_b and mean_a == 0:
+        note = (note + "; " if note else "") + "mean_a is 0: no percent difference"
+    return {"n_a": n_a, "n_b": n_b, "mean_a": mean_a, "mean_b": mean_b, "pct_diff": pct, "t": t,
+            "p_value": p, "significant": bool(p < alpha) if not math.isnan(p) else False, "note": note}
+
+
+def heatmap(
+    table: pd.DataFrame,
+    *,
+    rows: str,
+    cols: str,
+    value: str = "pct_diff",
+    title: str | None = None,
+    label: str = "% difference",
+    cmap: str = "RdBu_r",
+    ax=None,
+):
+    """The paper's heatmap of a :func:`compare_outcomes` table: one cell per (``rows``,
+    ``cols``) pair, coloured by ``value`` (diverging, centred on 0) when significant, white
+    with "n.s." when not, grey with "no data" where the grid has no such cell. Returns a
+    matplotlib Figure made without pyplot (no window, no global figure state); draws into
+    ``ax`` instead when given.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    for column in (rows, cols, value, "significant"):
+        if column not in table.columns:
+            raise UsageError(f"the outcome table has no column {column!r}")
+    dup = table.duplicated([rows, cols], keep=False)
+    if dup.any():
+        other = [c for c in table.columns if c not in (rows, cols) and c not in OUTCOME_TABLE_COLUMNS]
+        raise UsageError(f"several cells share a ({rows}, {cols}) pair; select one value of {other or 'the other columns'} first")
+    row_values = sorted(table[rows].unique(), reverse=True)  # largest rate on top, as in the paper
+    col_values = sorted(table[cols].unique())
+    grid = table.set_index([rows, cols])
+    values = np.full((len(row_values), len(col_values)), np.nan)
+    sig = np.zeros_like(values, dtype=bool)
+    present = np.zeros_like(values, dtype=bool)
+    for i, r in enumerate(row_values):
+        for j, c in enumerate(col_values):
+            if (r, c) in grid.index:
+                present[i, j] = True
+                values[i, j] = grid.loc[(r, c), value]
+                sig[i, j] = bool(grid.loc[(r, c), "significant"])
+    shown = np.where(sig, values, np.nan)
+    limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
+    limit = limit if limit > 0 else 1.0
+    if ax is None:
+        fig = Figure(figsize=(2.0 + 1.1 * len(col_values), 1.2 + 0.6 * len(row_values)), layout="tight")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    ax.set_facecolor("white")
+    mesh = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    for i in range(len(row_values)):
+        for j in range(len(col_values)):
+            if not present[i, j]:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#dddddd", hatch="//", edgecolor="white"))
+                text = "no data"
+            elif sig[i, j]:
+                text = f"{values[i, j]:+.0f}%"
+            else:
+                text = "n.s." if np.isfinite(values[i, j]) else "n/a"
+            dark = sig[i, j] and abs(values[i, j]) > 0.6 * limit
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    ax.set_xticks(range(len(col_values)), [_tick(v) for v in col_values])
+    ax.set_yticks(range(len(row_values)), [_tick(v) for v in row_values])
+    ax.set_xlabel(cols)
+    ax.set_ylabel(rows)
+    if title:
+        ax.set_title(title)
+    fig.colorbar(mesh, ax=ax, label=label)
+    return fig
+
+
+def _tick(value: object) -> str:
+    if isinstance(value, (int, float, np.integer, np.floating)) and float(value).is_integer():
+        v = int(value)
+        for unit, size in (("M", 1_000_000), ("k", 1_000)):
+            if v >= size and v % size == 0:
+                return f"{v // size}{unit}"
+        return str(v)
+    return str(value)
+
+
+def _cell_keys(rows: pd.DataFrame, cells: list[str]) -> list[tuple]:
+    if not cells:
+        return [()]
+    keys = rows[cells].drop_duplicates()
+    return [tuple(k) for k in keys.sort_values(cells).itertuples(index=False)]
+
+
+def _values(rows: pd.DataFrame, cells: list[str], key: tuple, metric: str) -> np.ndarray:
+    mask = np.ones(len(rows), dtype=bool)
+    for column, value in zip(cells, key):
+        mask &= (rows[column] == value).to_numpy() if not _isnan(value) else rows[column].isna().to_numpy()
+    return pd.to_numeric(rows.loc[mask, metric]).to_numpy(dtype=float)
+
+
+def _isnan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+__all__ = ["read_results", "compare_outcomes", "welch_cell", "heatmap", "METRICS", "OUTCOME_COLUMNS"]

@@ -1,0 +1,113 @@
+"""Outcome comparison per scenario cell: Welch's test by hand, percent difference, heatmap."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from statemine.errors import InputError, UsageError
+from statemine.outcomes import compare_outcomes, heatmap, read_results, welch_cell
+
+
+def results(seed: int = 0, runs: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for rate in (1, 10, 100):
+        for size in (10_000, 1_000_000):
+            for profile in ("desktop", "mobile"):
+                slow = 1.5 if profile == "mobile" and size == 1_000_000 else 1.0
+                for s in range(runs):
+                    base = size * 8 / (rate * 1e6) + 0.05
+                    rows.append({"stack": "aioquic@1.7.2", "profile": profile, "rate_mbps": rate,
+                                 "object_size_bytes": size, "seed": s, "ok": True,
+                                 "plt_s": base * slow * (1 + 0.03 * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+def welch_by_hand(xa, xb):
+    va, vb = np.var(xa, ddof=1) / len(xa), np.var(xb, ddof=1) / len(xb)
+    t = (np.mean(xb) - np.mean(xa)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1))
+    return t, 2 * stats.t.sf(abs(t), df)
+
+
+def test_cells_match_hand_computation():
+    r = results()
+    table = compare_outcomes(r, by="profile", a="desktop", b="mobile")
+    assert list(table.columns[:2]) == ["rate_mbps", "object_size_bytes"]  # the varying scenario columns
+    assert len(table) == 6
+    for row in table.itertuples(index=False):
+        cell = r[(r.rate_mbps == row.rate_mbps) & (r.object_size_bytes == row.object_size_bytes)]
+        xa = cell.loc[cell.profile == "desktop", "plt_s"].to_numpy()
+        xb = cell.loc[cell.profile == "mobile", "plt_s"].to_numpy()
+        t, p = welch_by_hand(xa, xb)
+        assert row.t == pytest.approx(t) and row.p_value == pytest.approx(p)
+        assert row.pct_diff == pytest.approx(100 * (xb.mean() - xa.mean()) / xa.mean())
+        assert row.significant == (p < 0.01)
+        assert row.significant == (row.object_size_bytes == 1_000_000)
+
+
+def test_failed_runs_and_small_cells_are_labelled():
+    r = results(runs=3)
+    r.loc[(r.profile == "mobile") & (r.rate_mbps == 1) & (r.object_size_bytes == 10_000) & (r.seed > 0), "ok"] = False
+    r.loc[(r.rate_mbps == 10) & (r.object_size_bytes == 10_000), "plt_s"] = 2.0
+    table = compare_outcomes(r, by="profile", a="desktop", b="mobile").set_index(["rate_mbps", "object_size_bytes"])
+    few = table.loc[(1, 10_000)]
+    assert few["n_b"] == 1 and math.isnan(few["p_value"]) and not few["significant"]
+    assert "fewer than 2 runs" in few["note"]
+    flat = table.loc[(10, 10_000)]
+    assert "no variance" in flat["note"] and not flat["significant"] and flat["pct_diff"] == 0
+
+
+def test_bad_arguments():
+    r = results(runs=2)
+    with pytest.raises(UsageError, match="no column 'phone'"):
+        compare_outcomes(r, by="phone", a="x", b="y")
+    with pytest.raises(UsageError, match="profile = 'tablet'"):
+        compare_outcomes(r, by="profile", a="desktop", b="tablet")
+
+
+def test_read_results(tmp_path):
+    r = results(runs=2)
+    r.to_csv(tmp_path / "results.csv", index=False)
+    r.to_parquet(tmp_path / "results.parquet", index=False)
+    pd.testing.assert_frame_equal(read_results(tmp_path / "results.parquet"), r)
+    assert len(read_results(tmp_path / "results.csv")) == len(r)
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="metric columns"):
+        read_results(tmp_path / "bad.csv")
+    with pytest.raises(InputError, match="no such file"):
+        read_results(tmp_path / "nope.csv")
+
+
+def test_welch_cell_one_side_zero_variance():
+    out = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.2, 1.4, 1.3]))
+    t, p = welch_by_hand(np.array([1.0, 1.0, 1.0]), np.array([1.2, 1.4, 1.3]))
+    assert out["p_value"] == pytest.approx(p) and out["note"] == ""
+
+
+def test_heatmap_colours_only_significant_cells():
+    table = compare_outcomes(results(), by="profile", a="desktop", b="mobile")
+    fig = heatmap(table, rows="rate_mbps", cols="object_size_bytes")
+    ax = fig.axes[0]
+    data = ax.images[0].get_array()
+    # rows: rate descending (100, 10, 1); columns: size ascending
+    assert data.mask[:, 0].all() and not data.mask[:, 1].any()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("n.s.") == 3 and all(t.endswith("%") for t in texts if t != "n.s.")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["100", "10", "1"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10k", "1M"]
+    sig = table[table.significant].sort_values("rate_mbps", ascending=False)["pct_diff"].to_numpy()
+    assert np.allclose(data[:, 1].compressed(), sig)
+
+
+def test_heatmap_needs_one_cell_per_pair():
+    r = results(runs=3)
+    r2 = r.assign(stack="quic-go@v0.65.0")
+    table = compare_outcomes(pd.concat([r, r2]), by="profile", a="desktop", b="mobile")
+    with pytest.raises(UsageError, match="stack"):
+        heatmap(table, rows="rate_mbps", cols="object_size_bytes")
