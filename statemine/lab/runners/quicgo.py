@@ -1,0 +1,239 @@
+"""The quic-go runner of the lab (docs/lab-protocol.md).
+
+quic-go runs in virtual time through a small Go harness (``statemine/lab/quicgo``): an
+in-memory ``net.PacketConn`` pair on the Go twin of the path model, inside a
+``testing/synctest`` bubble. synctest only runs in tests, so the harness is that
+package's test binary (``go test -c``), started as ``harness CONFIG.json``.
+
+:func:`build` fetches quic-go ``version`` from the Go module proxy, applies the
+instrument patch (:mod:`statemine.patch`), and builds the harness against it through a
+``replace`` directive in a temporary copy of the harness module. Both steps are cached
+under ``$STATEMINE_CACHE/quic-go`` (default ``~/.cache/statemine``); the binary's name
+carries a hash of the patch, the harness sources, the lab certificate and the Go
+version, so a change of any of them rebuilds it. Go's module downloads go to
+``$STATEMINE_CACHE/gomod`` (as for ``statemine patch fetch``); the build cache is Go's own.
+
+:func:`run` runs one config in a subprocess and returns the run result. Determinism: the
+harness seeds crypto/rand (``testing/cryptotest.SetGlobalRandom``) and the path model
+from the config's seed and runs on one thread, so one config gives one log, byte for
+byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ...errors import StatemineError
+
+IMPL = "quic-go"
+#: The Go harness module (sources) and the lab's test TLS identity.
+HARNESS_DIR = Path(__file__).resolve().parents[1] / "quicgo"
+CERT_DIR = Path(__file__).resolve().parents[1] / "data"
+#: quic-go versions before this one have no qlog.DefaultConnectionTracer.
+_QLOG_DEFAULT_SINCE = (0, 48, 0)
+
+
+def cache_dir() -> Path:
+    """``$STATEMINE_CACHE`` or ``~/.cache/statemine``."""
+    return Path(os.environ.get("STATEMINE_CACHE") or Path.home() / ".cache" / "statemine")
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``"v0.48.2"`` -> ``(0, 48, 2)``; :class:`StatemineError` for anything else.
+
+    >>> parse_version("v0.65.0")
+    (0, 65, 0)
+    """
+    m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", version)
+    if not m:
+        raise StatemineError(f"quic-go version must look like v0.48.2, not {version!r}")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def qlog_tag(version: str) -> str | None:
+    """The harness build tag for ``version``'s qlog API (None: the default file).
+
+    >>> qlog_tag("v0.37.5"), qlog_tag("v0.48.2")
+    ('quicgo_legacy_qlog', None)
+    """
+    return "quicgo_legacy_qlog" if parse_version(version) < _QLOG_DEFAULT_SINCE else None
+
+
+def go_env(cache: Path) -> dict[str, str]:
+    """The environment of the ``go`` commands: module cache under ``cache``, no
+    workspace, the installed toolchain only."""
+    return {**os.environ, "GOMODCACHE": str(cache / "gomod"), "GOFLAGS": "-modcacherw",
+            "GOWORK": "off", "GOTOOLCHAIN": "local", "GO111MODULE": "on"}
+
+
+def _go(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    try:
+        proc = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    except FileNotFoundError:
+        raise StatemineError("`go` not found: the quic-go runner needs Go >= 1.25") from None
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-12:])
+        raise StatemineError(f"`go {' '.join(args)}` failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout
+
+
+def harness_files() -> list[Path]:
+    """The files the harness binary is built from (sources, go.mod, the certificate)."""
+    files = sorted(p for p in HARNESS_DIR.iterdir() if p.suffix == ".go" or p.name == "go.mod")
+    return files + [CERT_DIR / "cert.pem", CERT_DIR / "key.pem"]
+
+
+def build_key(version: str, patch_file: Path, env: dict[str, str]) -> str:
+    """A hash of everything the harness binary of ``version`` depends on."""
+    h = hashlib.sha256()
+    h.update(version.encode())
+    h.update(patch_file.read_bytes())
+    for f in harness_files():
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    h.update(_go(["env", "GOVERSION"], HARNESS_DIR, env).encode())
+    return h.hexdigest()[:16]
+
+
+def patched_source(version: str, cache: Path) -> Path:
+    """The fetched and patched quic-go tree of ``version`` (cached, keyed by the patch)."""
+    from ... import patch as sm_patch
+
+    psha = hashlib.sha256(sm_patch.patch_path(IMPL, version).read_bytes()).hexdigest()[:16]
+    dest = cache / "quic-go" / version / f"src-{psha}"
+    if (dest / ".statemine-patch.json").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=dest.parent))
+    try:
+        sm_patch.fetch(IMPL, version, tmp / "src")
+        sm_patch.apply(IMPL, version, tmp / "src")
+        try:
+            os.replace(tmp / "src", dest)
+        except OSError:  # built concurrently by another process
+            if not (dest / ".statemine-patch.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def build(version: str, cache: str | os.PathLike | None = None) -> Path:
+    """The harness binary for quic-go ``version``, built once and cached.
+
+    Fetches and patches quic-go (see :func:`patched_source`), copies the harness module
+    to a temporary directory with the lab certificate, points its ``replace`` directive at
+    the patched tree and runs ``go test -c -trimpath``. Raises :class:`StatemineError`
+    when a step fails (quoting Go's message).
+    """
+    from ... import patch as sm_patch
+
+    tag = qlog_tag(version)
+    cache = Path(cache or cache_dir())
+    env = go_env(cache)
+    key = build_key(version, sm_patch.patch_path(IMPL, version), env)
+    binary = cache / "quic-go" / version / f"harness-{key}"
+    if binary.is_file():
+        return binary
+    src = patched_source(version, cache)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=binary.parent))
+    try:
+        mod = work / "harness"
+        mod.mkdir()
+        unused = "qlog.go" if tag else "qlog_legacy.go"
+        for f in harness_files():
+            if f.parent == HARNESS_DIR and f.name != unused:
+                shutil.copy2(f, mod / f.name)
+        (mod / "testdata").mkdir()
+        for f in ("cert.pem", "key.pem"):
+            shutil.copy2(CERT_DIR / f, mod / "testdata" / f)
+        _go(["mod", "edit", f"-replace=github.com/quic-go/quic-go={src}"], mod, env)
+        _go(["mod", "tidy"], mod, env)
+        args = ["test", "-c", "-trimpath", "-o", str(work / "harness.bin")]
+        if tag:
+            args[2:2] = ["-tags", tag]
+        _go(args, mod, env)
+        os.replace(work / "harness.bin", binary)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return binary
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    """Write ``obj`` to ``path`` atomically (temporary file in the same directory)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def config_path_for(result_path: Path) -> Path:
+    """Where :func:`run` writes the config: beside the result, ``X.config.json``."""
+    return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
+
+
+def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: float | None = None,
+        qlog_dir: str | os.PathLike | None = None) -> dict:
+    """Run one config (docs/lab-protocol.md) in the harness subprocess.
+
+    Writes the config beside ``result_path``, runs the harness, and returns the result
+    dict the harness wrote to ``result_path``. A harness that fails without a result
+    (bad config, crash, wall-clock limit ``wall_limit_s``) gives, and leaves in
+    ``result_path``, ``{"ok": False, "error": ...}``. With ``qlog_dir``, quic-go also
+    writes a qlog per connection there. Build failures raise :class:`StatemineError`.
+    """
+    binary = build(config["version"], cache)
+    result_path = Path(config["result_path"])
+    config_path = config_path_for(result_path)
+    _write_json(config_path, config)
+    result_path.unlink(missing_ok=True)
+    base = {"implementation": config.get("implementation", IMPL), "version": config["version"]}
+    env = {k: v for k, v in os.environ.items() if k != "QLOGDIR"}
+    if qlog_dir is not None:
+        env["QLOGDIR"] = str(qlog_dir)
+    try:
+        proc = subprocess.run([str(binary), str(config_path)], capture_output=True, text=True,
+                              timeout=wall_limit_s, env=env)
+    except subprocess.TimeoutExpired:
+        result = {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)", **base}
+        _write_json(result_path, result)
+        return result
+    if proc.returncode != 0 or not result_path.exists():
+        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
+        result = {"ok": False, "error": f"quic-go harness exited with status {proc.returncode}: {tail}", **base}
+        _write_json(result_path, result)
+        return result
+    with open(result_path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m statemine.lab.runners.quicgo CONFIG.json``: the runner protocol."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m statemine.lab.runners.quicgo CONFIG.json", file=sys.stderr)
+        return 2
+    with open(argv[0], encoding="utf-8") as f:
+        config = json.load(f)
+    try:
+        run(config)
+    except StatemineError as exc:
+        print(f"statemine: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
