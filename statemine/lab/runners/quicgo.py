@@ -125,6 +125,23 @@ def patched_source(version: str, cache: Path) -> Path:
     return dest
 
 
+def prepare_module(version: str, src: Path, dest: Path, env: dict[str, str]) -> list[str]:
+    """Copy the harness module into the empty directory ``dest`` with the lab certificate,
+    point it at the quic-go tree ``src`` and tidy it; returns the ``go`` build flags
+    (tags) that ``version`` needs."""
+    tag = qlog_tag(version)
+    unused = "qlog.go" if tag else "qlog_legacy.go"
+    for f in harness_files():
+        if f.parent == HARNESS_DIR and f.name != unused:
+            shutil.copy2(f, dest / f.name)
+    (dest / "testdata").mkdir()
+    for f in ("cert.pem", "key.pem"):
+        shutil.copy2(CERT_DIR / f, dest / "testdata" / f)
+    _go(["mod", "edit", f"-replace=github.com/quic-go/quic-go={src}"], dest, env)
+    _go(["mod", "tidy"], dest, env)
+    return ["-tags", tag] if tag else []
+
+
 def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     """The harness binary for quic-go ``version``, built once and cached.
 
@@ -135,7 +152,6 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     """
     from ... import patch as sm_patch
 
-    tag = qlog_tag(version)
     cache = Path(cache or cache_dir())
     env = go_env(cache)
     key = build_key(version, sm_patch.patch_path(IMPL, version), env)
@@ -147,19 +163,8 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     try:
         mod = work / "harness"
         mod.mkdir()
-        unused = "qlog.go" if tag else "qlog_legacy.go"
-        for f in harness_files():
-            if f.parent == HARNESS_DIR and f.name != unused:
-                shutil.copy2(f, mod / f.name)
-        (mod / "testdata").mkdir()
-        for f in ("cert.pem", "key.pem"):
-            shutil.copy2(CERT_DIR / f, mod / "testdata" / f)
-        _go(["mod", "edit", f"-replace=github.com/quic-go/quic-go={src}"], mod, env)
-        _go(["mod", "tidy"], mod, env)
-        args = ["test", "-c", "-trimpath", "-o", str(work / "harness.bin")]
-        if tag:
-            args[2:2] = ["-tags", tag]
-        _go(args, mod, env)
+        tags = prepare_module(version, src, mod, env)
+        _go(["test", "-c", "-trimpath", *tags, "-o", str(work / "harness.bin")], mod, env)
         os.replace(work / "harness.bin", binary)
     finally:
         shutil.rmtree(work, ignore_errors=True)
