@@ -131,6 +131,8 @@ def diff(
     [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
     """
     _check_options(n_perm, n_boot, alpha, confidence, transition_test)
+    if str(label_a) == str(label_b):
+        raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
     notes: list[str] = []
     for ts, label in ((a, label_a), (b, label_b)):
         _check_side(ts, label)

@@ -37,8 +37,13 @@ def _read_side(path: str, read_args: dict):
     return read_inputs([path], labels=None, **read_args)
 
 
-def _label(given: str | None, path: str) -> str:
-    return given if given else (Path(path).stem or str(path))
+def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
+    """Side labels: as given, else the inputs' file names (suffixed when they collide)."""
+    la = label_a or Path(a).stem or str(a)
+    lb = label_b or (Path(b).stem if b else "") or "B"
+    if la == lb and not (label_a and label_b):
+        la, lb = (la, f"{lb} (B)") if label_a else ((f"{la} (A)", lb) if label_b else (f"{la} (A)", f"{lb} (B)"))
+    return la, lb
 
 
 @main.command("diff")
@@ -69,7 +74,7 @@ def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transit
     read_args = dict(fmt=fmt, regexes=regexes, separator=separator, mapping=mapping,
                      ignore_nonmatching=ignore_nonmatching, names_file=names_file,
                      implementation=implementation, derive_states=derive_states)
-    label_a, label_b = _label(label_a, a), _label(label_b, b)
+    label_a, label_b = _labels(label_a, label_b, a, b)
     result = diff(_read_side(a, read_args), _read_side(b, read_args), label_a=label_a, label_b=label_b,
                   n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, transition_test=transition_test,
                   collapse_repeats=collapse_repeats, end=end_rule)
@@ -121,3 +126,55 @@ def print_summary(result, *, top: int = 10) -> None:
         console.print(header)
     for note in result.notes:
         console.print(f"note: {escape(note)}")
+
+
+@main.command("report")
+@click.argument("a")
+@click.argument("b", required=False)
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The HTML file to write (self-contained: reads offline).")
+@click.option("--title", help="Title of the page.")
+@_stat_options
+@_input_options
+@click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A results table (results.csv/.parquet of 'statemine lab') to compare outcomes per cell.")
+@click.option("--by", help="Results column telling the sides apart (e.g. profile, stack).")
+@click.option("--values", metavar="VA,VB", help="Values of --by for side A and B (default: the side labels).")
+@click.option("--metric", default="plt_s", show_default=True, help="Outcome metric column (plt_s, throughput_bps, ...).")
+@click.option("--rows", default="rate_mbps", show_default=True, help="Heatmap rows (a scenario column).")
+@click.option("--cols", default="object_size_bytes", show_default=True, help="Heatmap columns (a scenario column).")
+@click.option("--outcome-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
+              show_default=True, help="Significance threshold of Welch's test per cell (the paper's 0.01).")
+def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed,
+                   collapse_repeats, end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file,
+                   implementation, derive_states, results_path, by, values, metric, rows, cols, outcome_alpha):
+    """Write one self-contained HTML page about traces A, or comparing A with B: tables,
+    state machine (or the two-sided diff diagram), cwnd timelines and, with --results,
+    outcome heatmaps (Welch's t-test per scenario cell)."""
+    from ..errors import UsageError
+    from ..report import Outcomes, write_report
+
+    read_args = dict(fmt=fmt, regexes=regexes, separator=separator, mapping=mapping,
+                     ignore_nonmatching=ignore_nonmatching, names_file=names_file,
+                     implementation=implementation, derive_states=derive_states)
+    label_a, label_b = _labels(label_a, label_b, a, b)
+    outcomes = None
+    if results_path is not None:
+        from ..outcomes import read_results
+
+        if not by:
+            raise UsageError("--results needs --by COLUMN (the results column telling the sides apart)")
+        value_a, value_b = (label_a, label_b)
+        if values:
+            parts = values.split(",")
+            if len(parts) != 2 or not all(parts):
+                raise UsageError(f"--values wants two comma-separated values, not {values!r}")
+            value_a, value_b = parts
+        outcomes = Outcomes(read_results(results_path), by=by, value_a=value_a, value_b=value_b, metric=metric,
+                            rows=rows, cols=cols, alpha=outcome_alpha)
+    ts_a = _read_side(a, read_args)
+    ts_b = _read_side(b, read_args) if b else None
+    path = write_report(out_file, ts_a, ts_b, label_a=label_a, label_b=label_b, title=title, outcomes=outcomes,
+                        n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, end=end_rule,
+                        collapse_repeats=collapse_repeats, transition_test=transition_test)
+    click.echo(f"wrote {path}", err=True)
