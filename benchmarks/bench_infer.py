@@ -1,0 +1,117 @@
+"""Benchmark: `statemine infer` on a generated statemine log (issue 2's speed target).
+
+Generates (once, cached) a log of N events over N/100 connections in the format of
+docs/log-format.md, then measures:
+
+* end to end: `statemine infer LOG --out DIR` as a subprocess (wall time, peak RSS);
+* in process: parse, statistics without and with the bootstrap, model + DOT.
+
+Run:  python benchmarks/bench_infer.py [--events 1000000] [--repeat 3]
+Prints one line per measurement; nothing here is asserted (targets live in the README
+and the closing notes, not in unit tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited", "CongestionAvoidanceMaxed"]
+
+
+def generate(path: Path, events: int, seed: int = 1) -> None:
+    """A log of ``events`` lines, 100 per connection, connections interleaved."""
+    rng = np.random.default_rng(seed)
+    conns = max(1, events // 100)
+    conn = np.tile(np.arange(conns), events // conns + 1)[:events]
+    step = rng.exponential(0.01, events)
+    times = _grouped_cumsum(step, conn)
+    state = rng.integers(0, len(STATES), events)
+    cwnd = rng.integers(10_000, 1_000_000, events)
+    inflight = rng.integers(0, 1_000_000, events)
+    with open(path, "w") as fh:
+        for i in range(0, events, 100_000):
+            sl = slice(i, i + 100_000)
+            fh.writelines(
+                f"STATEMINE t={t:.6f} conn={c} role=server state={STATES[s]} cwnd={w} inflight={b}\n"
+                for t, c, s, w, b in zip(times[sl], conn[sl], state[sl], cwnd[sl], inflight[sl])
+            )
+
+
+def _grouped_cumsum(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Running sum of ``values`` within each group, in the original order."""
+    order = np.argsort(groups, kind="stable")
+    v = values[order]
+    g = groups[order]
+    c = np.cumsum(v)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    out = np.empty_like(c)
+    out[order] = c - np.repeat(c[starts] - v[starts], np.diff(np.r_[starts, len(v)]))
+    return out
+
+
+def end_to_end(log: Path, extra: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of one `statemine infer` subprocess."""
+    with tempfile.TemporaryDirectory() as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "statemine", "infer", str(log), "--out", out, *extra],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser())
+    args = ap.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    log = args.cache / f"bench-{args.events}.log"
+    if not log.exists():
+        generate(log, args.events)
+    size = log.stat().st_size / 1e6
+    print(f"log: {log} ({args.events} events, {size:.0f} MB, {args.events // 100} traces)")
+
+    from statemine.analyze import summarize
+    from statemine.infer.observed import model_from_stats
+    from statemine.parse import read
+    from statemine.render import to_dot
+
+    for label, fn in [
+        ("parse", lambda: read(log)),
+    ]:
+        best = min(_timed(fn) for _ in range(args.repeat))
+        print(f"{label:<28} {best:7.3f} s  ({args.events / best / 1e6:.2f} M events/s)")
+    ts = read(log)
+    for n_boot in (0, 1000):
+        best = min(_timed(lambda: summarize(ts, n_boot=n_boot)) for _ in range(args.repeat))
+        print(f"{'statistics, bootstrap=' + str(n_boot):<28} {best:7.3f} s")
+    states, transitions = summarize(ts, n_boot=0)
+    best = min(_timed(lambda: to_dot(model_from_stats(states, transitions))) for _ in range(args.repeat))
+    print(f"{'model + DOT':<28} {best:7.3f} s")
+    for extra in ([], ["--bootstrap", "0", "--no-svg"]):
+        runs = [end_to_end(log, extra) for _ in range(args.repeat)]
+        wall = min(r[0] for r in runs)
+        rss = max(r[1] for r in runs)
+        print(f"{'end to end ' + ' '.join(extra):<28} {wall:7.3f} s  peak RSS {rss:.0f} MiB")
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()

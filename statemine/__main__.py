@@ -1,0 +1,5 @@
+"""``python -m statemine`` is the ``statemine`` command."""
+
+from .cli import main
+
+main(prog_name="statemine")
