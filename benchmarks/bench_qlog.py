@@ -1,0 +1,96 @@
+"""Speed and memory of statemine.parse.qlog.read_qlog on synthetic qlog files.
+
+Writes one quic-go-like connection of N events (default 1,000,000: 1 % state changes,
+20 % metrics updates, the rest packet events) as JSON-SEQ (.sqlog), as a contained JSON
+document (.qlog) and gzip'ed JSON-SEQ, then times read_qlog on each in a fresh process
+and reports wall time, events/s, MB/s and the process's peak RSS.
+
+    python benchmarks/bench_qlog.py [--events N] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_STATES = ("slow_start", "recovery", "congestion_avoidance", "application_limited")
+
+
+def events(n: int):
+    """n qlog 0.3 events of one connection, times in ms."""
+    cwnd = 12000
+    for i in range(n):
+        t = i * 0.05
+        if i % 100 == 0:
+            yield {"time": t, "name": "recovery:congestion_state_updated", "data": {"new": _STATES[(i // 100) % 4]}}
+        elif i % 5 == 0:
+            cwnd = cwnd + 1200 if (i // 5) % 50 else cwnd // 2
+            yield {"time": t, "name": "recovery:metrics_updated",
+                   "data": {"congestion_window": cwnd, "bytes_in_flight": cwnd // 2, "smoothed_rtt": 20.5}}
+        else:
+            yield {"time": t, "name": "transport:packet_sent",
+                   "data": {"header": {"packet_type": "1RTT", "packet_number": i}, "raw": {"length": 1252},
+                            "frames": [{"frame_type": "stream", "stream_id": 0, "offset": i * 1200, "length": 1200}]}}
+
+
+def write_files(n: int, folder: Path) -> dict[str, Path]:
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog",
+              "trace": {"vantage_point": {"type": "server"},
+                        "common_fields": {"ODCID": "abcd", "time_format": "relative", "reference_time": 0}}}
+    seq = folder / "bench.sqlog"
+    with open(seq, "w") as fh:
+        fh.write("\x1e" + json.dumps(header) + "\n")
+        for ev in events(n):
+            fh.write("\x1e" + json.dumps(ev) + "\n")
+    doc = folder / "bench.qlog"
+    with open(doc, "w") as fh:
+        fh.write('{"qlog_version": "0.3", "qlog_format": "JSON", "title": "quic-go qlog", "traces": [{'
+                 '"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd", "time_format": "relative"},'
+                 ' "events": [')
+        for i, ev in enumerate(events(n)):
+            fh.write(("," if i else "") + json.dumps(ev))
+        fh.write("]}]}")
+    gz = folder / "bench.sqlog.gz"
+    with open(seq, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+        dst.write(src.read())
+    return {"json-seq": seq, "json document": doc, "gzip json-seq": gz}
+
+
+_CHILD = """
+import resource, sys, time
+from statemine.parse.qlog import read_qlog
+t0 = time.perf_counter()
+ts = read_qlog(sys.argv[1])
+dt = time.perf_counter() - t0
+print(dt, len(ts.events), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--dir", type=Path, default=None)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        t0 = time.perf_counter()
+        files = write_files(args.events, Path(tmp))
+        print(f"wrote {args.events:,} events per file in {time.perf_counter() - t0:.1f} s")
+        for label, path in files.items():
+            out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
+                                 check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+            seconds, rows, rss_kib = out.stdout.split()
+            size = path.stat().st_size / 2**20
+            seconds = float(seconds)
+            print(f"{label:15s} {size:8.1f} MB  {seconds:6.2f} s  {args.events / seconds / 1e3:7.0f} k events/s  "
+                  f"{size / seconds:6.1f} MB/s  {int(rows):,} rows  peak RSS {int(rss_kib) / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
