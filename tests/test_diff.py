@@ -267,3 +267,9 @@ def test_adjusted_residuals_by_hand():
     # the flag needs both the source's Holm p and the edge's own residual
     z = stats.norm.isf(0.05 / 2)
     assert (ca["significant"] == ((ca["p_holm"] < 0.05) & (ca["residual"].abs() > z))).all()
+
+
+def test_same_labels_refused():
+    a = make_set("a", 3, seed=1)
+    with pytest.raises(UsageError, match="different labels"):
+        diff(a, a, label_a="x", label_b="x")

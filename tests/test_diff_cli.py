@@ -78,3 +78,12 @@ def test_diff_one_trace_per_side_notes(tmp_path):
     assert "smallest possible p-value" in (tmp_path / "o" / "notes.txt").read_text()
     assert "note:" in res.output
     assert not (tmp_path / "o" / "diff.svg").exists()
+
+
+def test_side_labels_default_to_file_names():
+    from statemine.cli.diff import _labels
+
+    assert _labels(None, None, "runs/desktop", "x/mobile.parquet") == ("desktop", "mobile")
+    assert _labels(None, None, "a/traces", "b/traces") == ("traces (A)", "traces (B)")
+    assert _labels("traces", None, "a/traces", "b/traces") == ("traces", "traces (B)")
+    assert _labels("d", "m", "a/traces", "b/traces") == ("d", "m")

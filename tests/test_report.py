@@ -1,0 +1,115 @@
+"""statemine report: self-contained, escaped HTML with the expected sections."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from test_diff_data import make_set
+from statemine.cli import main
+from statemine.errors import UsageError
+from statemine.report import Outcomes, build_report
+from statemine.traces import TraceSet, save
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+EVIL = '<script>alert("x")</script>'
+
+
+class Collect(HTMLParser):
+    """Tags, attributes and text of a page (to check what a browser would see)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page: str) -> Collect:
+    c = Collect()
+    c.feed(page)
+    return c
+
+
+def evil_set(prefix: str, n: int, seed: int) -> TraceSet:
+    ts = make_set(prefix, n, seed=seed, cwnd=True)
+    ev = ts.events.copy()
+    ev["state"] = ev["state"].astype(str).replace({"RetransmissionTimeout": EVIL})
+    return TraceSet.from_events(ev, ts.traces.assign(implementation='q&"go'))
+
+
+def results() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [{"stack": stack, "profile": prof, "rate_mbps": rate, "object_size_bytes": size, "ok": True,
+             "plt_s": (size * 8 / rate / 1e6 + 0.05) * (1.4 if prof == "mobile" and size > 10_000 else 1)
+             * (1 + 0.03 * rng.standard_normal())}
+            for stack in ("s1", "s2") for rate in (1, 10) for size in (10_000, 1_000_000)
+            for prof in ("desktop", "mobile") for _ in range(4)]
+    return pd.DataFrame(rows)
+
+
+def test_two_sided_report_is_self_contained_and_escaped():
+    page = build_report(evil_set("a", 12, 1), evil_set("b", 12, 2), label_a="<b>desk</b>", label_b="mob&ile",
+                        n_perm=199, n_boot=100,
+                        outcomes=Outcomes(results(), by="profile", value_a="desktop", value_b="mobile"))
+    doc = parse(page)
+    tags = [t for t, _ in doc.tags]
+    assert "script" not in tags and "link" not in tags and "iframe" not in tags
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    text = "".join(doc.text)
+    assert EVIL in text and "<b>desk</b>" in text and "mob&ile" in text and 'q&"go' in text  # shown as text
+    assert EVIL not in page and "<b>desk</b>" not in page
+    images = [a["src"] for t, a in doc.tags if t == "img"]
+    # diff diagram + 2 x (cwnd timeline) + 2 heatmaps (one per stack)
+    assert len(images) == 5
+    for src in images:
+        assert src.startswith("data:image/svg+xml;base64,")
+        svg = base64.b64decode(src.split(",", 1)[1]).decode()
+        assert "<svg" in svg and "<script" not in svg
+    for heading in ("Inputs", "What changed", "Timelines", "Outcomes: plt_s"):
+        assert heading in text
+
+
+def test_one_sided_report_has_model_and_tables():
+    page = build_report(make_set("a", 5, seed=1), label_a="desktop")
+    doc = parse(page)
+    text = "".join(doc.text)
+    assert "State machine" in text and "Transitions" in text and "What changed" not in text
+    assert "the traces log no cwnd" in text
+    assert sum(1 for t, _ in doc.tags if t == "img") == 1
+
+
+def test_report_without_states_is_refused():
+    ev = pd.DataFrame({"trace": ["x"], "time": [0.0], "state": ["Close"], "kind": ["event"]})
+    with pytest.raises(UsageError, match="no state lines"):
+        build_report(TraceSet.from_events(ev))
+
+
+def test_report_cli(tmp_path):
+    save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
+    save(make_set("b", 6, seed=2, cwnd=True), tmp_path / "mobile.parquet")
+    results().to_csv(tmp_path / "results.csv", index=False)
+    out = tmp_path / "r" / "report.html"
+    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), str(tmp_path / "mobile.parquet"),
+                                    "--out", str(out), "--permutations", "99", "--bootstrap", "50",
+                                    "--results", str(tmp_path / "results.csv"), "--by", "profile"])
+    assert res.exit_code == 0, res.output
+    assert "Outcomes: plt_s" in out.read_text()
+    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "x.html"),
+                                    "--results", str(tmp_path / "results.csv")])
+    assert res.exit_code == 2 and "--by" in res.output and not (tmp_path / "x.html").exists()
+    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "x.html"),
+                                    "--results", str(tmp_path / "results.csv"), "--by", "profile",
+                                    "--values", "desktop,tablet"])
+    assert res.exit_code == 2 and "tablet" in res.output and not (tmp_path / "x.html").exists()
