@@ -108,7 +108,7 @@ def _save_traces(log: Path, dest: Path, labels: dict[str, str]) -> str | None:
     from .. import parse, traces
 
     try:
-        ts = parse.read([log])
+        ts = parse.read([log], format="statemine")
     except Exception as exc:  # a log the parser rejects makes the run fail, recorded
         return f"cannot parse the run's log: {exc}"
     if ts.n_traces == 0:
@@ -142,6 +142,8 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
         error = _save_traces(log, tmp / "traces.parquet", labels)
         if error:
             result.update(ok=False, error=error)
+    if result.get("error"):  # name the run's final folder, not the temporary one
+        result["error"] = str(result["error"]).replace(str(tmp), str(final))
     result.update(run_id=run.run_id, seed=run.config["seed"], cell=run.cell)
     _write_json(tmp / "result.json", result)
     shutil.rmtree(final, ignore_errors=True)
@@ -220,13 +222,6 @@ def stack_info(impl: str, version: str, built: Any) -> dict:
     return info
 
 
-def default_runners() -> dict[str, Runner]:
-    """The runner module of each implementation."""
-    from .runners import runner_for
-
-    return {impl: runner_for(impl) for impl in ("aioquic", "quic-go")}
-
-
 def run_grid(
     scenario: Scenario,
     out: str | os.PathLike,
@@ -248,20 +243,22 @@ def run_grid(
     out = Path(out)
     (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     runs = plan(scenario, only)
-    runners = dict(runners) if runners is not None else None
+    runners = dict(runners) if runners is not None else {}
     todo = []
     for r in runs:
         res = finished(out, r.run_id)
         if res is None or (retry_failed and not res.get("ok")):
             todo.append(r)
     stacks = sorted({r.cell["stack"] for r in todo})
-    if todo and runners is None:
-        runners = default_runners()
     builds: dict[str, dict] = _previous_builds(out)
     build_errors: dict[str, str] = {}
     for stack in stacks:
         impl, version = stack.split("@", 1)
         try:
+            if impl not in runners:
+                from .runners import runner_for
+
+                runners[impl] = runner_for(impl)
             built = runners[impl].build(version, cache_dir)
             builds[stack] = stack_info(impl, version, built)
         except Exception as exc:  # recorded on each of its runs
@@ -272,7 +269,7 @@ def run_grid(
 
     def one(r: PlannedRun) -> dict:
         impl = r.config["implementation"]
-        return execute(r, out, runners[impl] if runners else None, build_errors.get(r.cell["stack"]))
+        return execute(r, out, runners.get(impl), build_errors.get(r.cell["stack"]))
 
     jobs = jobs or os.cpu_count() or 1
     with _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance:

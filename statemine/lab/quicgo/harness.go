@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,13 +127,14 @@ func fetchObject(s io.ReadWriteCloser, size int, app *appReader, got *atomic.Int
 
 // Outcome is what Transfer measured.
 type Outcome struct {
-	PLT      time.Duration // client's first packet to the last byte of the last object
+	PLT      time.Duration // client's first packet (the dial) to the last byte of the last object
 	Received int64         // bytes of object data the client read
 }
 
-// Transfer runs the client/server transfer of cfg over p and tears everything down
-// (connections, transports, p) before returning.
-func Transfer(cfg *Config, p *Path, serverTLS, clientTLS *tls.Config) (Outcome, error) {
+// Transfer runs the client/server transfer of cfg between the packet connections
+// server and client (the client dials server.LocalAddr()) and tears everything down
+// (connections, transports, both packet connections) before returning.
+func Transfer(cfg *Config, server, client net.PacketConn, serverTLS, clientTLS *tls.Config) (Outcome, error) {
 	var out Outcome
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeLimitS*1e9))
 	defer cancel()
@@ -141,13 +143,14 @@ func Transfer(cfg *Config, p *Path, serverTLS, clientTLS *tls.Config) (Outcome, 
 	enableQlog(serverConf)
 	enableQlog(clientConf)
 
-	serverTr := &quic.Transport{Conn: p.Server}
-	clientTr := &quic.Transport{Conn: p.Client}
+	serverTr := &quic.Transport{Conn: server}
+	clientTr := &quic.Transport{Conn: client}
 	var wg sync.WaitGroup
 	defer func() {
 		serverTr.Close()
 		clientTr.Close()
-		p.Close()
+		server.Close()
+		client.Close()
 		wg.Wait()
 	}()
 	ln, err := serverTr.Listen(serverTLS, serverConf)
@@ -177,7 +180,8 @@ func Transfer(cfg *Config, p *Path, serverTLS, clientTLS *tls.Config) (Outcome, 
 		}
 	}()
 
-	conn, err := clientTr.Dial(ctx, p.Server.LocalAddr(), clientTLS, clientConf)
+	dialed := time.Now()
+	conn, err := clientTr.Dial(ctx, server.LocalAddr(), clientTLS, clientConf)
 	if err != nil {
 		if ctx.Err() != nil {
 			return out, ErrTimeLimit
@@ -229,9 +233,7 @@ func Transfer(cfg *Config, p *Path, serverTLS, clientTLS *tls.Config) (Outcome, 
 		conn.CloseWithError(1, "failed")
 		return out, firstErr
 	}
-	p.Client.mu.Lock()
-	out.PLT = last.Sub(p.Client.firstSend)
-	p.Client.mu.Unlock()
+	out.PLT = last.Sub(dialed)
 	conn.CloseWithError(0, "done")
 	// Let the server see the CONNECTION_CLOSE (it may be lost: then the transport's
 	// close below ends the server's connection).

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	_ "embed"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -127,7 +128,8 @@ func TestLab(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		p := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed, time.Duration(cfg.Client.PerPacketCPU_S*1e9))
-		out, err := Transfer(cfg, p, serverTLS, clientTLS)
+		out, err := Transfer(cfg, p.Server, p.Client, serverTLS, clientTLS)
+		p.Close()
 		res.VirtualTimeS = time.Since(start).Seconds()
 		res.PacketsSent = p.Sent()
 		res.PacketsDropped = p.Dropped()
@@ -152,5 +154,33 @@ func TestLab(t *testing.T) {
 	res.Retransmissions = losses
 	if err := WriteJSON(cfg.ResultPath, res); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoopback runs a small transfer in real time over UDP on 127.0.0.1 when
+// $STATEMINE_LOOPBACK is set (the patched quic-go outside the emulation; the statemine
+// log goes to $STATEMINE_LOG as usual).
+func TestLoopback(t *testing.T) {
+	if os.Getenv("STATEMINE_LOOPBACK") == "" {
+		t.Skip("set STATEMINE_LOOPBACK=1 to run a real transfer over UDP loopback")
+	}
+	cfg := &Config{Objects: Objects{Count: 3, SizeBytes: 300_000}, Client: Client{Profile: "desktop"}, TimeLimitS: 30}
+	serverTLS, clientTLS, err := TLSConfigs(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func() net.PacketConn {
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	out, err := Transfer(cfg, listen(), listen(), serverTLS, clientTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Received != 900_000 || out.PLT <= 0 {
+		t.Fatalf("received %d bytes in %v", out.Received, out.PLT)
 	}
 }

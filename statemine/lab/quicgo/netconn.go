@@ -138,7 +138,6 @@ type Endpoint struct {
 	isClosed  bool
 	deadline  chan struct{} // closed when the read deadline passes
 	dlTimer   *time.Timer
-	firstSend time.Time
 	sent      int
 	rxDropped int
 }
@@ -197,9 +196,6 @@ func (e *Endpoint) WriteTo(p []byte, _ net.Addr) (int, error) {
 	if e.isClosed {
 		e.mu.Unlock()
 		return 0, net.ErrClosed
-	}
-	if e.sent == 0 {
-		e.firstSend = time.Now()
 	}
 	e.sent++
 	e.mu.Unlock()

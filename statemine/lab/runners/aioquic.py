@@ -52,6 +52,10 @@ from ..path import Path as NetPath
 DEFAULT_SOCKET_BUFFER_BYTES = 212_992
 #: Virtual seconds the loop keeps running after the transfer to let both ends close.
 CLOSE_GRACE_S = 5.0
+#: A timer that asks again for the instant it just fired at runs this much later, s.
+TIMER_RESOLUTION_S = 1e-6
+#: Wall-clock limit of one run subprocess unless the config gives ``wall_limit_s``, s.
+DEFAULT_WALL_LIMIT_S = 1800.0
 #: Hash seed of every run subprocess (dict/set order never depends on the run).
 PYTHONHASHSEED = "0"
 ALPN = "statemine-lab"
@@ -105,6 +109,7 @@ class Endpoint:
     conn: Any = None
     timer_at: float | None = None
     _timer_gen: int = 0
+    _fired_at: float = -1.0
 
     def flush(self) -> None:
         """Hand every datagram the connection wants to send to the link; re-arm the timer."""
@@ -118,6 +123,12 @@ class Endpoint:
     def arm_timer(self) -> None:
         """Schedule the connection's timer (stale ones are ignored by generation)."""
         t = self.conn.get_timer()
+        if t is not None and t <= self._fired_at:
+            # The timer fired at _fired_at and still asks for that instant: aioquic's
+            # loss time (sent_time + delay) minus the delay can round below sent_time,
+            # so nothing is declared lost and the same deadline comes back. A real clock
+            # has moved on by then; move virtual time on by the timer resolution.
+            t = self._fired_at + TIMER_RESOLUTION_S
         if t == self.timer_at:
             return
         self.timer_at = t
@@ -130,6 +141,7 @@ class Endpoint:
         if gen != self._timer_gen:
             return
         self.timer_at = None
+        self._fired_at = self.loop.now
         self.on_timer()
 
     def on_timer(self) -> None:
@@ -434,15 +446,17 @@ def subprocess_env(tree: Path | None, config: dict) -> dict[str, str]:
     return env
 
 
-def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: float | None = None) -> dict:
+def run(config: dict, cache: str | os.PathLike | None = None) -> dict:
     """Run one config in a subprocess (the runner protocol); always returns a result dict.
 
-    The config JSON is written beside ``result_path``. A crash or a wall-clock timeout
-    (``wall_limit_s``) gives ``{"ok": False, "error": ...}``.
+    The config JSON is written beside ``result_path`` (``<stem>.config.json``). A crash
+    or the wall-clock limit (config ``wall_limit_s``, default :data:`DEFAULT_WALL_LIMIT_S`)
+    gives ``{"ok": False, "error": ...}``.
     """
     tree = build(config["version"], cache)
+    wall_limit_s = float(config.get("wall_limit_s") or DEFAULT_WALL_LIMIT_S)
     result_path = Path(config["result_path"])
-    config_path = result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
+    config_path = result_path.with_name(f"{result_path.stem}.config.json")
     _write_json(str(config_path), config)
     result_path.unlink(missing_ok=True)
     try:

@@ -1,0 +1,89 @@
+"""``statemine lab``: run instrumented QUIC implementations in virtual time over an
+emulated path (a thin layer over :mod:`statemine.lab`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UsageError
+from . import main
+
+SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+
+def _only(values: tuple[str, ...]) -> dict[str, str]:
+    only = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--only {item!r}: expected KEY=VALUE")
+        only[key.strip()] = value.strip()
+    return only
+
+
+@main.group()
+def lab() -> None:
+    """Run real, instrumented QUIC implementations in virtual time over an emulated
+    path (rate, tail-drop buffer, delay, loss, jitter, variable bandwidth) and collect
+    their statemine traces (see docs/lab.md)."""
+
+
+@lab.command("run")
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Output folder (runs/, results.csv/.parquet, manifest.json); reused to resume.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel runs (default: all cores).")
+@click.option("--only", multiple=True, metavar="KEY=VAL",
+              help="Run only the cells whose grid KEY equals VAL (repeatable), e.g. --only profile=mobile.")
+@click.option("--retry-failed", is_flag=True, help="Run again the runs that failed before.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def run_cmd(scenario: Path, out: Path, jobs: int | None, only: tuple[str, ...], retry_failed: bool,
+            no_progress: bool) -> None:
+    """Run every unfinished run of SCENARIO (a TOML grid) into --out."""
+    from ..lab import grid, scenario as sc
+
+    spec = sc.load(scenario)
+    table = grid.run_grid(spec, out, jobs=jobs, only=_only(only), retry_failed=retry_failed,
+                          command=["statemine", *sys.argv[1:]], progress=not no_progress)
+    ok = int(table["ok"].fillna(False).astype(bool).sum())
+    failed = len(table) - ok
+    click.echo(f"{len(table)} runs in {out}: {ok} ok, {failed} failed (results.csv, manifest.json)")
+    if failed:
+        for row in table[~table["ok"].fillna(False).astype(bool)].head(10).itertuples():
+            click.echo(f"  failed {row.run_id}: {row.error}", err=True)
+
+
+@lab.command("scenarios")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=SCENARIOS_DIR,
+              show_default=True, help="Folder of scenario files.")
+def scenarios_cmd(directory: Path) -> None:
+    """List the scenario files of a folder: name, runs, and the grid's axes."""
+    from ..lab import scenario as sc
+
+    table = Table(title=str(directory))
+    for col in ("file", "name", "cells", "runs", "axes"):
+        table.add_column(col)
+    for path in sorted(directory.glob("*.toml")):
+        spec = sc.load(path)
+        axes = escape(", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.axes.items() if len(v) > 1))
+        table.add_row(path.name, spec.name, str(len(spec.cells)), str(len(spec.cells) * spec.runs), axes)
+    Console().print(table)
+
+
+@lab.command("keys")
+def keys_cmd() -> None:
+    """List the grid keys a scenario may set, with units and defaults."""
+    from ..lab.scenario import GRID_KEYS
+
+    table = Table()
+    for col in ("key", "default", "meaning"):
+        table.add_column(col)
+    for key, spec in GRID_KEYS.items():
+        table.add_row(key, "-" if spec.default is None else escape(str(spec.default)), escape(spec.doc))
+    Console().print(table)
