@@ -447,9 +447,10 @@ def _iter_records(
             for part in pieces:
                 if len(part) > limit:
                     raise too_long(line, part)
-                body = part.lstrip(space)
-                if body.rstrip(space):
-                    yield line + part.count(b"\n", 0, len(part) - len(body)), body.rstrip(space)
+                body = part.strip(space)
+                if body:
+                    lead = part.find(body[:1])  # leading blank lines move the record's line
+                    yield (line + part.count(b"\n", 0, lead) if lead else line), body
                 line += part.count(b"\n") + newline_sep
             pending, pending_len = ([last], len(last)) if last else ([], 0)
         else:
@@ -516,11 +517,10 @@ def _sequential_traces(
 # -- events --------------------------------------------------------------------------------
 def _num(value: object) -> float:
     """A JSON number or numeric string as float; NaN for anything else (bools included)."""
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    if isinstance(value, (int, float)):
+    kind = type(value)
+    if kind is float or kind is int:
         return float(value)
-    if isinstance(value, str):
+    if kind is str:
         try:
             return float(value)
         except ValueError:
