@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import json
 import math
 import os
@@ -54,6 +53,7 @@ except ImportError:  # pragma: no cover - exercised only where orjson is missing
 from ..errors import InputError
 from ..traces import TraceSet
 from . import derive as _derive
+from .lines import open_binary
 from .statenames import detect_implementation, implementation_key, resolve_state
 
 #: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
@@ -63,7 +63,7 @@ DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
 
 _CHUNK_BYTES = 1 << 20
 _HEAD_BYTES = 1 << 16
-_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_MAGIC = b"\x1f\x8b"  # gzip member header (RFC 1952)
 _RS = b"\x1e"
 _BLANK = b"\xef\xbb\xbf \t\r\n"
 _MAX_LISTED = 20  # warnings of one kind listed one by one; the rest are counted
@@ -151,7 +151,7 @@ def read_qlog(
     forced = implementation
     if forced is not None and implementation_key(forced) is None:
         report.warn(None, f"no state-name table for implementation {forced!r}; using the common names")
-    with _open_binary(path) as fh, _gc_paused():
+    with open_binary(path) as fh, _gc_paused():
         reader = _Reader(fh, path, report)
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
@@ -209,17 +209,6 @@ class _Report:
 
 
 # -- bytes in --------------------------------------------------------------------------------
-def _open_binary(path: Path) -> IO[bytes]:
-    """Open for reading bytes, gunzipping when the file starts with the gzip magic."""
-    try:
-        raw = open(path, "rb")
-    except OSError as exc:
-        raise InputError(path, None, f"cannot open: {exc.strerror or exc}") from None
-    if raw.peek(2)[:2] == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
-
-
 class _Reader:
     """Reads a (possibly gzip) stream in blocks; a gzip stream that ends early reads as its end.
 
