@@ -338,12 +338,42 @@ def test_events_out_of_time_order_are_sorted_with_a_warning(tmp_path):
         '{"time":50,"name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
         '{"time":10,"name":"recovery:congestion_state_updated","data":{"new":"slow_start"}}',
         '{"time":"soon","name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
+        '{"time":"1e400","name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
     ]
     f.write_text("".join("\x1e" + r + "\n" for r in recs))
     ts = read_qlog(f)
     assert states(ts) == [(0.01, "SlowStart"), (0.05, "Recovery")]
     w = warnings_of(ts)
-    assert any("not in time order" in x for x in w) and any(":4: " in x and "no numeric time" in x for x in w)
+    assert any("not in time order" in x for x in w) and any(":4: " in x and "no finite numeric time" in x for x in w)
+    assert any(":5: " in x and "no finite numeric time" in x for x in w)
+
+
+def test_traces_without_congestion_events_are_left_out_with_a_warning(tmp_path):
+    doc = json.loads((DATA / "draft01.qlog").read_text())
+    doc["traces"].append({"vantage_point": {"type": "client"}, "events": []})
+    doc["traces"].append({"event_fields": ["relative_time", "category", "event_type", "data"],
+                          "events": [["1", "transport", "packet_sent", {}]]})
+    doc["traces"].append({"error_description": "File could not be found", "uri": "/x.qlog"})
+    f = tmp_path / "mixed.qlog"
+    f.write_text(json.dumps(doc))
+    ts = read_qlog(f)
+    assert ts.traces["trace"].tolist() == ["mixed.qlog#0", "mixed.qlog#1"]
+    w = warnings_of(ts)
+    assert any("trace 2 has no events" in x for x in w)
+    assert any("trace mixed.qlog#3: no congestion events at all" in x for x in w)
+    assert any("trace 4 is a TraceError ('File could not be found')" in x for x in w)
+
+
+def test_file_without_any_congestion_event_is_refused(tmp_path):
+    f = tmp_path / "packets.qlog"
+    f.write_text(json.dumps({"qlog_version": "draft-01", "traces": [{
+        "event_fields": ["relative_time", "category", "event_type", "data"],
+        "events": [["1", "transport", "packet_sent", {}]]}]}))
+    with pytest.raises(InputError, match="no congestion_state_updated / CC_STATE_UPDATE"):
+        read_qlog(f, derive_states=True)
+    f.write_text(json.dumps({"qlog_version": "draft-01", "traces": [{"events": []}]}))
+    with pytest.raises(InputError, match="the file has no qlog events"):
+        read_qlog(f)
 
 
 # -- real third-party files ----------------------------------------------------------------------
@@ -351,6 +381,7 @@ def test_real_aioquic_files_without_state_events_are_refused_clearly():
     with pytest.raises(InputError) as err:
         read_qlog(REAL / "doublevantage_100ms.qlog")
     assert "no congestion state" in err.value.reason and "derive_states=True" in err.value.reason
+    assert "1817 metrics updates" in err.value.reason
 
 
 def _reference_derivation(cwnds):

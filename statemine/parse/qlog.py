@@ -302,8 +302,9 @@ def _document_traces(
         except UnicodeDecodeError as bad:
             line = data.count(b"\n", 0, bad.start) + 1
             raise InputError(path, line, f"not UTF-8 text (byte {bad.start}): not a qlog JSON file") from None
+        size = len(data)
         del data
-        doc = _salvage_truncated(text, exc, path, report)
+        doc = _salvage_truncated(text, size, exc, path, report)
     if not isinstance(doc, dict):
         raise InputError(path, 1, "the JSON document is not an object with a 'traces' array")
     traces = doc.get("traces")
@@ -330,7 +331,8 @@ def _document_traces(
 # Tokens of a JSON text outside strings: a whole string, a string cut off by the end of
 # the text, or one structural character.
 _JSON_TOKEN = re.compile(
-    r'(?P<str>"(?:[^"\\]|\\.)*")|(?P<cut>"(?:[^"\\]|\\.)*\\?\Z)|(?P<sym>[\[\]{},])', re.DOTALL
+    r'(?P<str>"[^"\\]*(?:\\.[^"\\]*)*")|(?P<cut>"[^"\\]*(?:\\.[^"\\]*)*\\?\Z)|(?P<sym>[\[\]{},])',
+    re.DOTALL,
 )
 _EVENTS_DEPTH = 4  # {file -> traces [ -> {trace -> events [
 
@@ -385,8 +387,8 @@ def _close_truncated(text: str) -> tuple[str, int] | None:
     return text[:cut] + closers, cut
 
 
-def _salvage_truncated(text: str, error: ValueError, path: Path, report: _Report) -> dict:
-    """Parse a cut-off qlog document up to its last complete event, or raise InputError."""
+def _salvage_truncated(text: str, size: int, error: ValueError, path: Path, report: _Report) -> dict:
+    """Parse a cut-off qlog document (``size`` bytes) up to its last complete event, or raise."""
     line = getattr(error, "lineno", None)
     reason = f"not valid JSON: {getattr(error, 'msg', error)} (line {line}, column {getattr(error, 'colno', '?')})"
     repaired = _close_truncated(text)
@@ -400,7 +402,7 @@ def _salvage_truncated(text: str, error: ValueError, path: Path, report: _Report
     cut_line = text.count("\n", 0, cut) + 1
     report.warn(
         cut_line,
-        f"the JSON document ends before it is complete (after byte {len(text.encode())}: a crashed "
+        f"the JSON document ends before it is complete (after byte {size}: a crashed "
         f"or unfinished log?); kept the events up to the last complete one (line {cut_line})",
     )
     return doc
@@ -665,13 +667,14 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
                 report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped", kind="bad event")
             continue
         time, delta, code, data, group = decoded
-        if time != time:  # NaN
-            report.warn(line, f"trace {raw.index} event {index} has no numeric time; skipped", kind="bad time")
+        if delta:
+            time = clock + time
+        seconds = (time + ctx.offset) / ctx.per_second
+        if not math.isfinite(seconds):
+            report.warn(line, f"trace {raw.index} event {index} has no finite numeric time; skipped", kind="bad time")
             continue
         if delta:
-            clock += time
-            time = clock
-        seconds = (time + ctx.offset) / ctx.per_second
+            clock = time
         group = None if group is None else str(group)
         conn = connections.get(group)
         if conn is None:
@@ -681,7 +684,9 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
             conn.end = seconds
         if code is not None:
             conn.items.append((seconds, code, data, line, index))
-    if len(connections) == 1:
+    if not connections:
+        report.warn(None, f"trace {raw.index} has no events; left out")
+    elif len(connections) == 1:
         next(iter(connections.values())).group = None
     return list(connections.values())
 
@@ -835,10 +840,24 @@ def _connection_events(
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
-    frame = frame.loc[frame["kind"] != "metrics"].reset_index(drop=True)
-    if not (frame["kind"] == "state").any():
-        return None, False
-    return frame, derived
+    return frame.loc[frame["kind"] != "metrics"].reset_index(drop=True), derived
+
+
+def _why_no_states(connections: list[_Connection], derive: bool) -> str:
+    """The reason a file gave no state row at all, with what to do about it."""
+    if not connections:
+        return "no congestion state in any trace: the file has no qlog events"
+    n_metrics = sum(1 for conn in connections for item in conn.items if item[1] in (_METRICS, _MVFST))
+    if n_metrics and not derive:
+        return (
+            f"no congestion state in any trace: no congestion_state_updated events, only {n_metrics} "
+            "metrics updates. Pass derive_states=True (statemine --derive-states) to derive states "
+            "from cwnd/ssthresh (marked derived)"
+        )
+    return (
+        "no congestion state in any trace: no congestion_state_updated / CC_STATE_UPDATE / mvfst "
+        "congestion_metric_update events" + (" and no cwnd to derive states from" if derive else "")
+    )
 
 
 def _build(
@@ -856,10 +875,9 @@ def _build(
         events.insert(0, "trace", trace_id)
         frames.append(events)
         rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels, "derived": derived})
-    warnings = report.finish()
     if not frames:
-        hint = "; ".join(warnings[-3:]) if warnings else "no qlog events"
-        raise InputError(path, None, f"no congestion state in any trace ({hint})")
+        raise InputError(path, None, _why_no_states(connections, derive))
+    warnings = report.finish()
     events = pd.concat(frames, ignore_index=True)
     traces = pd.DataFrame(rows)
     traces["derived"] = traces["derived"].astype(bool)
