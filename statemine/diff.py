@@ -253,21 +253,28 @@ def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, n_perm: int = 9999, s
     x = np.vstack([xa, xb])
     n, n_a = len(x), len(xa)
     total = x.sum(axis=1)
+    sum_x, sum_total = x.sum(axis=0), total.sum()
     observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
     tol = 1e-12 * np.maximum(observed, 1.0)
     n_all = math.comb(n, n_a)
     exact = n_all <= n_perm
     count = np.zeros(x.shape[1])
     for mask in _relabellings(n, n_a, exact=exact, n_perm=n_perm, seed=seed):
+        in_a = mask.astype(np.float64)
+        state_a, total_a = in_a @ x, in_a @ total  # side B is the rest: sum - side A
         with np.errstate(invalid="ignore", divide="ignore"):
-            in_a = mask.astype(float)
-            d = (1 - in_a) @ x / ((1 - in_a) @ total)[:, None] - in_a @ x / (in_a @ total)[:, None]
+            d = (sum_x - state_a) / (sum_total - total_a)[:, None] - state_a / total_a[:, None]
         count += (np.abs(d) >= observed - tol).sum(axis=0)
     return count / n_all if exact else (count + 1) / (n_perm + 1)
 
 
-def _relabellings(n: int, n_a: int, *, exact: bool, n_perm: int, seed: int, batch: int = 2000):
-    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i."""
+def _relabellings(n: int, n_a: int, *, exact: bool, n_perm: int, seed: int):
+    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i.
+
+    Blocks hold at most ~2 million cells, so memory stays bounded (~50 MB with the float
+    copies the caller makes) however many traces there are.
+    """
+    batch = max(1, min(2000, 2_000_000 // n))
     if exact:
         combos = itertools.combinations(range(n), n_a)
         while True:
@@ -280,10 +287,9 @@ def _relabellings(n: int, n_a: int, *, exact: bool, n_perm: int, seed: int, batc
     rng = np.random.default_rng(seed)
     for start in range(0, n_perm, batch):
         k = min(batch, n_perm - start)
-        ranks = rng.random((k, n)).argsort(axis=1)
-        mask = np.zeros((k, n), bool)
-        np.put_along_axis(mask, ranks[:, :n_a], True, axis=1)
-        yield mask
+        keys = rng.random((k, n))  # the n_a smallest keys of a row: a uniform n_a-subset
+        kth = np.partition(keys, n_a - 1, axis=1)[:, n_a - 1:n_a]
+        yield keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
 
 
 def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
