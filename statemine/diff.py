@@ -436,7 +436,8 @@ def _sample_size_notes(n_a: int, n_b: int, n_perm: int, alpha: float, labels: tu
         notes.append(f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
                      "traces on a side there is no confidence interval (delta_lo/hi are empty)")
     n_all = math.comb(n_a + n_b, n_a)
-    smallest = 1.0 / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
+    # equal sides: swapping the labels gives the same |delta|, so two relabellings tie at least
+    smallest = (2.0 if n_a == n_b else 1.0) / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
     if smallest >= alpha:
         notes.append(f"with {n_a} + {n_b} traces the smallest possible p-value is {smallest:.3g} "
                      f">= alpha = {alpha:g}: no state difference can be significant; collect more traces")

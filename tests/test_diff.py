@@ -273,3 +273,11 @@ def test_same_labels_refused():
     a = make_set("a", 3, seed=1)
     with pytest.raises(UsageError, match="different labels"):
         diff(a, a, label_a="x", label_b="x")
+
+
+def test_smallest_p_note_counts_the_label_swap():
+    big = make_set("b", 3, seed=2, recovery_mean=3.0)
+    d = diff(make_set("a", 3, seed=1), big, n_boot=0)
+    assert any("smallest possible p-value is 0.1 " in n for n in d.notes)
+    assert d.states["p_value"].min() >= 0.1  # C(6, 3) = 20 relabellings, two per extreme split
+    assert not any("smallest possible" in n for n in diff(make_set("a", 4, seed=1), big, n_boot=0).notes)
