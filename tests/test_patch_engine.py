@@ -3,6 +3,7 @@ atomicity, idempotence, byte-identical revert, version mismatch, port with fuzz.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -19,6 +20,7 @@ from statemine.errors import InputError, UsageError
 from statemine.patch import apply, check, list_patches, port, revert
 from statemine.patch.apply import RECORD, patch_lines, split_lines
 from statemine.patch.diff import parse_patch_text
+from statemine.patch.port import rejects_text
 
 ORIG = {
     "pkg/a.py": "".join(f"line {i}\n" for i in range(1, 41)),
@@ -76,11 +78,11 @@ def env(tmp_path):
 def test_list_patches(env):
     patches, _ = env
     frame = list_patches(patches)
-    assert list(frame["impl"]) == ["demo"] and list(frame["version"]) == ["1.0"]
-    assert frame.loc[0, "files"] == "pkg/a.py pkg/b.py pkg/sub/helper.py"
-    assert frame.loc[0, "added"] == "pkg/sub/helper.py"
-    # +LOG five, +LINE THIRTY, +GAMMA, +delta(no newline), +2 helper lines; -line 30 -gamma -delta
-    assert (frame.loc[0, "lines_added"], frame.loc[0, "lines_removed"]) == (6, 3)
+    assert list(frame["impl"]) == ["demo"] * 3 and list(frame["version"]) == ["1.0"] * 3
+    assert list(frame["file"]) == ["pkg/a.py", "pkg/b.py", "pkg/sub/helper.py"]
+    assert list(frame["new"]) == [False, False, True]
+    # a: +LOG five +LINE THIRTY -line 30; b: +GAMMA +delta(no newline) -gamma -delta; helper: +2
+    assert list(frame["lines_added"]) == [2, 2, 2] and list(frame["lines_removed"]) == [1, 2, 0]
 
 
 def test_apply_matches_gnu_patch_and_reverts_byte_identical(env, tmp_path):
@@ -274,7 +276,9 @@ def test_port_writes_rejects_that_parse(env):
     assert set(report.needs_human["path"]) == {"pkg/b.py"}
     rej = parse_patch_text(report.rejects.read_text())
     assert [fp.path for fp in rej] == ["pkg/b.py"]
-    assert rej[0].hunks[0].new[-1] == "delta"  # the no-newline marker survives
+    original = parse_patch_text(full_patch())[1]
+    strip = lambda hunks: [dataclasses.replace(h, patch_line=0) for h in hunks]  # noqa: E731
+    assert strip(rej[0].hunks) == strip(original.hunks)  # line numbers, lines, no-newline marker
     assert (tree / "pkg/a.py").read_text() == EDITED["pkg/a.py"]
     assert (tree / "pkg/sub/helper.py").read_text() == EDITED["pkg/sub/helper.py"]
 
@@ -299,3 +303,13 @@ def test_patch_lines_reproduces_difflib_edits(lines, edits):
     assert got == new and all(r.status == "exact" for r in res)
     back, res = patch_lines(got, fps[0].reversed().hunks, "f")
     assert back == lines and all(r.status == "exact" for r in res)
+
+
+def test_rejects_text_round_trips_every_hunk(tmp_path):
+    orig = "".join(f"{i}\n" for i in range(30))
+    new = "head\n" + orig.replace("7\n", "seven\n").replace("20\n21\n", "") + "tail"
+    fps = parse_patch_text(udiff("f.txt", orig, new) + udiff("g.txt", None, "x\ny\n"))
+    failed = {(fp.path, i) for fp in fps for i in range(1, len(fp.hunks) + 1)}
+    assert parse_patch_text(rejects_text(fps, failed)) == fps
+    zero_context = parse_patch_text("--- a/f\n+++ b/f\n@@ -3,0 +4,2 @@\n+a\n+b\n")
+    assert parse_patch_text(rejects_text(zero_context, {("f", 1)})) == zero_context

@@ -39,13 +39,17 @@ def patch() -> None:
 def list_cmd(patches: Path | None) -> None:
     """List implementations, patched versions and the files each patch touches."""
     frame = lib.list_patches(patches)
-    table = Table()
-    for col in ("impl", "version", "files", "lines_added", "lines_removed"):
-        table.add_column(col, overflow="fold")
+    table = Table(box=None)
+    for col in ("impl", "version", "file", "added", "removed"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("added", "removed") else "left")
+    previous = None
     for row in frame.itertuples(index=False):
-        table.add_row(row.impl, row.version, row.files.replace(" ", "\n"), str(row.lines_added),
-                      str(row.lines_removed))
-    Console().print(table)
+        key = (row.impl, row.version)
+        name = row.file + (" (new)" if row.new else "")
+        table.add_row(*(key if key != previous else ("", "")), name, f"+{row.lines_added}",
+                      f"-{row.lines_removed}")
+        previous = key
+    Console(width=max(100, Console().width)).print(table)
 
 
 @patch.command()

@@ -34,7 +34,7 @@ class Hunk:
     empty ``old``: the index before which ``new`` is inserted). ``lead``/``trail`` count
     the context lines at the top and bottom, which fuzz may ignore. ``patch_line`` is the
     1-based line of the ``@@`` header in the patch file; ``added``/``removed`` count the
-    ``+``/``-`` lines.
+    ``+``/``-`` lines; ``body`` is the hunk as ``(" "|"+"|"-", line)`` pairs, in order.
     """
 
     old: tuple[str, ...]
@@ -46,11 +46,14 @@ class Hunk:
     patch_line: int
     added: int = 0
     removed: int = 0
+    body: tuple[tuple[str, str], ...] = ()
 
     def reversed(self) -> "Hunk":
         """The hunk that undoes this one."""
+        swap = {"+": "-", "-": "+", " ": " "}
         return Hunk(self.new, self.old, self.new_start, self.old_start, self.lead, self.trail,
-                    self.patch_line, self.removed, self.added)
+                    self.patch_line, self.removed, self.added,
+                    tuple((swap[k], v) for k, v in self.body))
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
     old: list[str] = []
     new: list[str] = []
     kinds: list[str] = []
+    body: list[tuple[str, str]] = []
     for i, ln in enumerate(lines):
         if ln.line_type == LINE_TYPE_NO_NEWLINE:
             continue
@@ -120,6 +124,7 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
         if ln.line_type in (unidiff.LINE_TYPE_CONTEXT, unidiff.LINE_TYPE_ADDED):
             new.append(value)
         kinds.append(ln.line_type)
+        body.append((ln.line_type, value))
     lead = next((i for i, k in enumerate(kinds) if k != unidiff.LINE_TYPE_CONTEXT), len(kinds))
     trail = next((i for i, k in enumerate(reversed(kinds)) if k != unidiff.LINE_TYPE_CONTEXT), len(kinds))
     first = next((ln.diff_line_no for ln in lines if ln.diff_line_no), None)
@@ -130,7 +135,7 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
     old_start = h.source_start - 1 if h.source_length else h.source_start
     new_start = h.target_start - 1 if h.target_length else h.target_start
     return Hunk(tuple(old), tuple(new), old_start, new_start, lead, trail, header or 0,
-                kinds.count(unidiff.LINE_TYPE_ADDED), kinds.count(unidiff.LINE_TYPE_REMOVED))
+                kinds.count(unidiff.LINE_TYPE_ADDED), kinds.count(unidiff.LINE_TYPE_REMOVED), tuple(body))
 
 
 def parse_patch_text(text: str, patch: str | Path = "<patch>") -> tuple[FilePatch, ...]:

@@ -48,32 +48,20 @@ class PortReport:
 
 def _hunk_text(h: Hunk) -> list[str]:
     """A hunk's ``@@`` header and lines in unified diff form."""
-    def emit(prefix: str, line: str) -> list[str]:
-        if line.endswith("\n"):
-            return [prefix + line]
-        return [prefix + line + "\n", "\\ No newline at end of file\n"]
-
-    out = [f"@@ -{h.old_start + 1},{len(h.old)} +{h.new_start + 1},{len(h.new)} @@\n"]
-    # context lines are the first `lead` and last `trail`; the middle is old then new
-    mid_old = h.old[h.lead:len(h.old) - h.trail]
-    mid_new = h.new[h.lead:len(h.new) - h.trail]
-    for line in h.old[:h.lead]:
-        out += emit(" ", line)
-    for line in mid_old:
-        out += emit("-", line)
-    for line in mid_new:
-        out += emit("+", line)
-    for line in h.old[len(h.old) - h.trail:]:
-        out += emit(" ", line)
+    old = h.old_start + 1 if h.old else h.old_start  # "-N,0": insert after line N
+    new = h.new_start + 1 if h.new else h.new_start
+    out = [f"@@ -{old},{len(h.old)} +{new},{len(h.new)} @@\n"]
+    for kind, line in h.body:
+        out.append(kind + line)
+        if not line.endswith("\n"):
+            out[-1] += "\n"
+            out.append("\\ No newline at end of file\n")
     return out
 
 
 def rejects_text(fps: tuple[FilePatch, ...], failed: set[tuple[str, int]]) -> str:
-    """A unified diff of the hunks ``failed`` (``(path, 1-based hunk)`` pairs).
-
-    Context between changes inside a hunk is shown as removed and re-added, so a reject is
-    always a valid diff even when simplified.
-    """
+    """A unified diff of the hunks ``failed`` (``(path, 1-based hunk)`` pairs), with the
+    line numbers of the version the patch was made for."""
     out: list[str] = []
     for fp in fps:
         hunks = [h for i, h in enumerate(fp.hunks, 1) if (fp.path, i) in failed]

@@ -109,23 +109,22 @@ def sha256_file(path: str | Path) -> str:
 
 
 def list_patches(root: str | Path | None = None) -> pd.DataFrame:
-    """One row per (implementation, version): the files the patch touches.
+    """One row per file each patch touches, sorted by implementation and version.
 
-    Columns: ``impl``, ``version``, ``files`` (space-separated paths), ``added``
-    (new files among them), ``lines_added``, ``lines_removed``, ``patch`` (path).
+    Columns: ``impl``, ``version``, ``file`` (path under the source root), ``new``
+    (the patch adds the file), ``lines_added``, ``lines_removed``, ``patch`` (its path).
     """
     rows = []
     for impl in implementations(root):
         for version in versions(impl, root):
             path = patch_path(impl, version, root)
-            fps = read_patch(path)
-            added = sum(h.added for fp in fps for h in fp.hunks)
-            removed = sum(h.removed for fp in fps for h in fp.hunks)
-            rows.append({
-                "impl": impl, "version": version,
-                "files": " ".join(fp.path for fp in fps),
-                "added": " ".join(fp.path for fp in fps if fp.created),
-                "lines_added": added, "lines_removed": removed, "patch": str(path),
-            })
-    cols = ["impl", "version", "files", "added", "lines_added", "lines_removed", "patch"]
-    return pd.DataFrame(rows, columns=cols)
+            for fp in read_patch(path):
+                rows.append({
+                    "impl": impl, "version": version, "file": fp.path, "new": fp.created,
+                    "lines_added": sum(h.added for h in fp.hunks),
+                    "lines_removed": sum(h.removed for h in fp.hunks),
+                    "patch": str(path),
+                })
+    cols = ["impl", "version", "file", "new", "lines_added", "lines_removed", "patch"]
+    return pd.DataFrame(rows, columns=cols).astype(
+        {"new": "bool", "lines_added": "int64", "lines_removed": "int64"})
