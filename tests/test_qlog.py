@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import statemine.parse.derive
 import statemine.parse.qlog
@@ -486,3 +488,72 @@ def test_sniff_refuses_other_content():
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+# -- robustness: whatever the content, a TraceSet or an InputError ------------------------------
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "0", "1", "2", "slow_start", "recovery", "Steady", "app limited", "app unlimited",
+                     "1e400", "nan", "delta", "relative_to_previous_event", "us"]),
+)
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["new", "old", "state", "cwnd", "x"]), inner, max_size=3)),
+    max_leaves=6)
+_names = st.sampled_from([
+    "recovery:congestion_state_updated", "quic:congestion_state_updated", "recovery:metrics_updated",
+    "quic:recovery_metrics_updated", "recovery:packet_lost", "transport:packet_sent", "metric_update:congestion_metric_update",
+    "APP_LIMITED_UPDATE:app_limited_update", "CC_STATE_UPDATE", "no_colon", "",
+])
+_data = st.fixed_dictionaries({}, optional={
+    "new": _values, "old": _values, "state": _values, "congestion_window": _values, "cwnd": _values,
+    "current_cwnd": _values, "ssthresh": _values, "smoothed_rtt": _values, "bytes_in_flight": _values,
+    "app_limited": _values, "trigger": _values, "header": _values,
+})
+_object_events = st.fixed_dictionaries(
+    {"name": st.one_of(_names, _values)},
+    optional={"time": st.one_of(st.floats(0, 1e6), _values), "data": st.one_of(_data, _values),
+              "group_id": st.one_of(st.sampled_from(["a", "b"]), _values), "time_format": _values},
+)
+_array_events = st.tuples(st.one_of(st.integers(0, 10**6).map(str), _values), _scalars, _names.map(lambda n: n.rpartition(":")[2]),
+                          st.one_of(_data, _values)).map(list)
+_headers = st.fixed_dictionaries({}, optional={
+    "vantage_point": st.one_of(st.fixed_dictionaries({"type": _values, "name": _values}), _values),
+    "common_fields": st.one_of(st.fixed_dictionaries({}, optional={
+        "time_format": _values, "group_id": _values, "ODCID": _values, "time_units": _values}), _values),
+    "configuration": st.one_of(st.fixed_dictionaries({}, optional={"time_units": _values, "time_offset": _values}), _values),
+    "title": _values, "event_fields": st.one_of(st.just(["relative_time", "category", "event_type", "data"]), _values),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(header=_headers, events=st.lists(st.one_of(_object_events, _array_events, _values), max_size=12),
+       layout=st.sampled_from(["document", "seq", "ndjson"]), derive=st.booleans(), cut=st.integers(0, 400))
+def test_any_qlog_shaped_content_gives_a_trace_set_or_an_input_error(tmp_path, header, events, layout, derive, cut):
+    f = tmp_path / "fuzz.qlog"
+    if layout == "document":
+        text = json.dumps({"qlog_version": "0.3", "traces": [{**header, "events": events}]})
+    else:
+        head = {"qlog_format": "JSON-SEQ" if layout == "seq" else "NDJSON", "qlog_version": "0.3", "trace": header}
+        sep = "\x1e" if layout == "seq" else ""
+        text = "".join(sep + json.dumps(r) + "\n" for r in [head, *events])
+    if cut and cut < len(text):
+        text = text[:-cut]
+    f.write_text(text)
+    try:
+        ts = read_qlog(f, derive_states=derive)
+    except InputError as err:
+        assert err.file == str(f) and err.reason
+        return
+    ts.validate()
+    assert set(ts.events["kind"]) <= {"state", "event"}
+    assert np.isfinite(ts.events["time"]).all()
+    assert isinstance(json.loads(ts.meta["warnings"]), list)
+
+
+@pytest.mark.parametrize("name", ["draft00.qlog", "v03_truncated.sqlog", "truncated.qlog", "bad_middle.ndjson"])
+def test_standard_library_json_fallback_reads_the_same(monkeypatch, name):
+    fast = read_qlog(DATA / name)
+    monkeypatch.setattr(statemine.parse.qlog, "_loads", json.loads)
+    slow = read_qlog(DATA / name)
+    _same_rows(slow, fast)
+    assert len(warnings_of(slow)) == len(warnings_of(fast))

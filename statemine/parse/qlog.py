@@ -509,8 +509,10 @@ def _sequential_traces(
 def _num(value: object) -> float:
     """A JSON number or numeric string as float; NaN for anything else (bools included)."""
     kind = type(value)
-    if kind is float or kind is int:
-        return float(value)
+    if kind is float:
+        return value
+    if kind is int:
+        return float(value) if -(2**1000) < value < 2**1000 else math.copysign(math.inf, value)
     if kind is str:
         try:
             return float(value)
