@@ -87,7 +87,7 @@ def test_each_run_has_log_traces_config_result(spec, tmp_path):
     out = tmp_path / "out"
     table = run(spec, out, FakeRunner())
     d = out / "runs" / table["run_id"].iloc[0]
-    assert {p.name for p in d.iterdir()} >= {"run.log", "traces.parquet", "config.json", "result.json"}
+    assert {p.name for p in d.iterdir()} >= {"run.log.gz", "traces.parquet", "config.json", "result.json"}
     ts = traces.load(d / "traces.parquet")
     assert ts.events["state"].tolist() == ["SlowStart", "Recovery", "Close"]
     assert ts.traces["rtt_ms"].iloc[0] in {"20", "40", "80"}

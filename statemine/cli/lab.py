@@ -73,7 +73,7 @@ def scenarios_cmd(directory: Path) -> None:
         spec = sc.load(path)
         axes = escape(", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.axes.items() if len(v) > 1))
         table.add_row(path.name, spec.name, str(len(spec.cells)), str(len(spec.cells) * spec.runs), axes)
-    Console().print(table)
+    Console(width=200).print(table)
 
 
 @lab.command("keys")
@@ -87,3 +87,29 @@ def keys_cmd() -> None:
     for key, spec in GRID_KEYS.items():
         table.add_row(key, "-" if spec.default is None else escape(str(spec.default)), escape(spec.doc))
     Console().print(table)
+
+
+@lab.command("findings")
+@click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the table as CSV.")
+def findings_cmd(root: Path, csv_path: Path | None) -> None:
+    """Measure the paper's findings on lab traces under ROOT (default traces/): the
+    server's share of time in the finding's state per condition, next to the paper's."""
+    from ..lab import findings
+
+    table = findings.evaluate(root)
+    if table.empty:
+        raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
+    out = Table(title=f"findings on {root}")
+    for col in ("finding", "stack", "condition", "state", "share", "paper", "s/run", "runs", "plt_s",
+                "declared_lost", "path_dropped"):
+        out.add_column(col, justify="right" if col not in ("finding", "stack", "condition", "state") else "left")
+    for row in table.itertuples(index=False):
+        out.add_row(row.finding, row.stack, escape(row.condition), row.state, f"{row.share:.1%}", row.paper or "-",
+                    f"{row.seconds_per_run:.2f}", str(row.runs), f"{row.plt_s:.2f}", str(row.declared_lost), str(row.path_dropped))
+    Console(width=200).print(out)
+    if csv_path is not None:
+        tmp = csv_path.with_name(f".{csv_path.name}.tmp")
+        table.to_csv(tmp, index=False)
+        tmp.replace(csv_path)

@@ -6,7 +6,7 @@ Layout of ``OUT``::
     OUT/manifest.json                 versions, patch hashes, seeds, the command
     OUT/results.csv, results.parquet  one row per run: scenario values, outcome, PLT, ...
     OUT/runs/<run_id>/config.json     the run config (docs/lab-protocol.md)
-    OUT/runs/<run_id>/run.log         the raw statemine log (virtual timestamps)
+    OUT/runs/<run_id>/run.log.gz      the raw statemine log (virtual timestamps), gzipped
     OUT/runs/<run_id>/traces.parquet  the log parsed into a TraceSet (statemine.traces.save)
     OUT/runs/<run_id>/result.json     the run result, plus ``run_id`` and the cell's values
 
@@ -23,6 +23,7 @@ thread pool of ``jobs`` workers: the parent only waits.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gzip
 import json
 import os
 import platform
@@ -103,8 +104,13 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def _save_traces(log: Path, dest: Path, labels: dict[str, str]) -> str | None:
-    """Parse the run's log into ``dest`` (Parquet); returns an error text or None."""
+def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) -> str | None:
+    """Parse the run's log into ``dest`` (Parquet); returns an error text or None.
+
+    Trace ids become ``<run_id>#<conn>/<role>`` and ``source`` the log's path inside the
+    output folder (``runs/<run_id>/run.log.gz``), so the runs of a grid join without
+    collisions and name their final files.
+    """
     from .. import parse, traces
 
     try:
@@ -113,8 +119,21 @@ def _save_traces(log: Path, dest: Path, labels: dict[str, str]) -> str | None:
         return f"cannot parse the run's log: {exc}"
     if ts.n_traces == 0:
         return "the run's log has no statemine line (is the implementation patched?)"
-    traces.save(ts.with_labels(**labels), dest)
+    ids = {t: f"{run_id_}#{t.split('#', 1)[-1]}" for t in ts.traces["trace"]}
+    events = ts.events.assign(trace=ts.events["trace"].map(ids))
+    tr = ts.traces.assign(trace=ts.traces["trace"].map(ids), source=f"{RUNS_DIR}/{run_id_}/{log.name}.gz")
+    traces.save(traces.TraceSet.from_events(events, tr, ts.meta).with_labels(**labels), dest)
     return None
+
+
+def _gzip(path: Path) -> Path:
+    """Replace ``path`` by ``path.gz`` (byte-reproducible: no name or time in the header)."""
+    dest = path.with_name(path.name + ".gz")
+    with open(path, "rb") as src, open(dest, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            shutil.copyfileobj(src, gz, 1 << 20)
+    path.unlink()
+    return dest
 
 
 def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str | None) -> dict:
@@ -132,6 +151,7 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
             result = dict(runner.run(config))
         except Exception as exc:  # a runner bug must not stop the grid; it is recorded
             result = {"ok": False, "error": f"runner raised {type(exc).__name__}: {exc}"}
+    (tmp / "result.config.json").unlink(missing_ok=True)  # the runner's copy of config.json
     log = tmp / "run.log"
     if not log.exists():
         log.write_text("", encoding="utf-8")
@@ -139,9 +159,10 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
         labels = {"run_id": run.run_id, "implementation": run.config["implementation"],
                   "version": run.config["version"], "seed": str(run.config["seed"])}
         labels.update({k: _text(v) for k, v in run.cell.items() if k != "stack"})
-        error = _save_traces(log, tmp / "traces.parquet", labels)
+        error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels)
         if error:
             result.update(ok=False, error=error)
+    _gzip(log)
     if result.get("error"):  # name the run's final folder, not the temporary one
         result["error"] = str(result["error"]).replace(str(tmp), str(final))
     result.update(run_id=run.run_id, seed=run.config["seed"], cell=run.cell)

@@ -1,0 +1,137 @@
+"""The aioquic runner: its event loop (fast), and real short runs of the patched aioquic
+(slow: fetches aioquic from PyPI once into $STATEMINE_CACHE and builds it)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from statemine.lab.runners import aioquic as runner
+from statemine.lab.runners.aioquic import EventLoop, VirtualTimeLimit
+
+VERSION = "1.7.2"
+
+
+def test_event_loop_orders_by_time_then_push_order():
+    loop, seen = EventLoop(), []
+    for t, name in [(0.3, "c"), (0.1, "a"), (0.3, "d"), (0.2, "b")]:
+        loop.at(t, lambda n=name: seen.append((loop.now, n)))
+    loop.run(until=lambda: False, limit_s=1.0)
+    assert seen == [(0.1, "a"), (0.2, "b"), (0.3, "c"), (0.3, "d")]
+
+
+def test_event_loop_never_goes_back_in_time_and_enforces_the_limit():
+    loop, seen = EventLoop(), []
+    loop.at(0.5, lambda: loop.at(0.1, lambda: seen.append(loop.now)))  # past -> now
+    loop.run(until=lambda: False, limit_s=1.0)
+    assert seen == [0.5]
+    loop.at(2.0, lambda: None)
+    with pytest.raises(VirtualTimeLimit):
+        loop.run(until=lambda: False, limit_s=1.0)
+    loop2 = EventLoop()
+    loop2.at(2.0, lambda: seen.append("late"))
+    loop2.run(until=lambda: False, limit_s=1.0, strict=False)
+    assert "late" not in seen and loop2.now == 1.0
+
+
+def base_config(tmp: Path, **over) -> dict:
+    link = {"rate_bps": 10e6, "buffer_bytes": 10**7, "delay_s": 0.018, "jitter_s": 0.0, "loss": 0.0,
+            "gilbert": None, "rate_schedule": None}
+    cfg = {"seed": 1, "implementation": "aioquic", "version": VERSION,
+           "objects": {"count": 2, "size_bytes": 100_000},
+           "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
+           "path": {"down": dict(link), "up": dict(link)},
+           "reordering_threshold": None, "time_threshold": None, "time_limit_s": 30.0,
+           "log_path": str(tmp / "run.log"), "result_path": str(tmp / "run.result.json")}
+    for key, value in over.items():
+        cfg[key] = value
+    return cfg
+
+
+def server_losses(log: Path) -> int:
+    return sum(1 for line in log.read_text().splitlines()
+               if "role=server" in line and "event=LossDetected" in line)
+
+
+
+@pytest.mark.slow
+def test_clean_path_transfer_is_timed_right(tmp_path):
+    cfg = base_config(tmp_path)
+    res = runner.run(cfg)
+    assert res["ok"], res
+    size = 2 * 100_000
+    assert res["bytes"] == size
+    # lower bound: one RTT for the handshake plus the bytes at the bottleneck rate
+    assert res["plt_s"] > 0.036 + 8 * size / 10e6
+    assert res["throughput_bps"] == pytest.approx(8 * size / res["plt_s"])
+    assert res["retransmissions"] == 0 and res["packets_dropped"] == 0
+    assert res["packets_sent"] > size / 1500
+    log = Path(cfg["log_path"]).read_text()
+    assert re.search(r"STATEMINE t=\S+ conn=\S+ role=server state=SlowStart", log)
+    assert "role=client" in log
+
+
+@pytest.mark.slow
+def test_runs_are_deterministic_and_losses_match_the_log(tmp_path):
+    down = {"rate_bps": 10e6, "buffer_bytes": 30_000, "delay_s": 0.056, "jitter_s": 0.01, "loss": 0.01,
+            "gilbert": None, "rate_schedule": None}
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    results = []
+    for d in (a, b):
+        cfg = base_config(d)
+        cfg["path"]["down"] = dict(down)
+        results.append(runner.run(cfg))
+    ra, rb = results
+    assert ra["ok"] and rb["ok"]
+    for key in ("plt_s", "retransmissions", "packets_sent", "packets_dropped", "virtual_time_s"):
+        assert ra[key] == rb[key], key
+    assert (a / "run.log").read_bytes() == (b / "run.log").read_bytes()
+    # the recovery hook and the patch's LossDetected lines count the same losses
+    assert ra["retransmissions"] == server_losses(a / "run.log") > 0
+    # another seed, another run
+    c = tmp_path / "c"
+    c.mkdir()
+    cfg = base_config(c, seed=2)
+    cfg["path"]["down"] = dict(down)
+    assert runner.run(cfg)["plt_s"] != ra["plt_s"]
+
+
+@pytest.mark.slow
+def test_virtual_time_limit_fails_the_run(tmp_path):
+    res = runner.run(base_config(tmp_path, time_limit_s=0.05))
+    assert not res["ok"] and res["error"].startswith("virtual time limit reached")
+    assert json.loads(Path(tmp_path / "run.result.json").read_text())["ok"] is False
+
+
+@pytest.mark.slow
+def test_mobile_client_is_limited_by_its_read_rate(tmp_path):
+    read = 2e6
+    cfg = base_config(tmp_path, client={"profile": "mobile", "read_rate_bps": read, "per_packet_cpu_s": 0.0002})
+    res = runner.run(cfg)
+    assert res["ok"], res
+    # the application cannot have consumed 200 KB faster than 2 Mbit/s allows
+    assert res["plt_s"] >= 8 * 200_000 / read
+    (tmp_path / "desk").mkdir()
+    desk = runner.run(base_config(tmp_path / "desk"))
+    assert res["plt_s"] > 2 * desk["plt_s"]
+
+
+@pytest.mark.slow
+def test_loss_thresholds_reach_the_patched_stack(tmp_path):
+    jittery = {"rate_bps": 10e6, "buffer_bytes": 10**7, "delay_s": 0.056, "jitter_s": 0.01, "loss": 0.0,
+               "gilbert": None, "rate_schedule": None}
+    runs = {}
+    for name, rt, tt in (("default", None, None), ("loose", 1000, 10.0)):
+        d = tmp_path / name
+        d.mkdir()
+        cfg = base_config(d, reordering_threshold=rt, time_threshold=tt)
+        cfg["path"]["down"] = dict(jittery)
+        runs[name] = runner.run(cfg)
+    # no packet is ever dropped; every declared loss is spurious reordering
+    assert runs["default"]["packets_dropped"] == runs["loose"]["packets_dropped"] == 0
+    assert runs["default"]["retransmissions"] > 0
+    assert runs["loose"]["retransmissions"] == 0
