@@ -42,17 +42,19 @@ func TestMain(m *testing.M) {
 // variables set from cfg.
 func runEnv(cfg *Config, configPath string) []string {
 	drop := map[string]bool{"STATEMINE_LOG": true, "STATEMINE_REORDERING_THRESHOLD": true,
-		"STATEMINE_TIME_THRESHOLD": true, envConfig: true, "GOMAXPROCS": true,
-		"QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING": true}
+		"STATEMINE_TIME_THRESHOLD": true, envConfig: true, "GOMAXPROCS": true, "GOGC": true,
+		"GOMEMLIMIT": true, "QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING": true}
 	var env []string
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
 			env = append(env, kv)
 		}
 	}
-	// quic-go warns that the in-memory connection has no socket buffers to enlarge.
+	// One thread, and the garbage collector only near a memory limit: GC cycles are
+	// paced by wall-clock time and reorder goroutines, so fewer of them make runs repeat
+	// more exactly. quic-go warns that the in-memory connection has no socket buffers.
 	env = append(env, "STATEMINE_LOG="+cfg.LogPath, envConfig+"="+configPath, "GOMAXPROCS=1",
-		"QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING=true")
+		"GOGC=off", "GOMEMLIMIT=1GiB", "QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING=true")
 	if cfg.ReorderingThreshold != nil {
 		env = append(env, "STATEMINE_REORDERING_THRESHOLD="+strconv.Itoa(*cfg.ReorderingThreshold))
 	}

@@ -17,11 +17,12 @@ version, so a change of any of them rebuilds it. Go's module downloads go to
 
 Determinism: the harness seeds crypto/rand (``testing/cryptotest.SetGlobalRandom``: TLS,
 connection IDs, packet-number skipping) and the path model (math/rand/v2 PCG) from the
-config's seed, uses a fixed RSA certificate, and runs on one thread (GOMAXPROCS=1). What no
-seed reaches is Go's runtime: the choice among ready ``select`` cases, map iteration order
-and time-sliced preemption. Runs with a few streams repeat byte for byte (10 of 10 repeats
-for every version with 4 objects); with 200 concurrent streams, repeats of one config
-differ now and then (2 to 5 distinct logs in 10 repeats were measured).
+config's seed, uses a fixed RSA certificate, runs on one thread (GOMAXPROCS=1) and
+collects garbage only near a memory limit (GOGC=off, GOMEMLIMIT=1GiB: GC pacing is
+wall-clock driven and reorders goroutines). What no setting reaches is Go's runtime: the
+choice among ready ``select`` cases, map iteration order and time-sliced preemption. Runs
+with a few streams repeat byte for byte (10 of 10 repeats for every version with 4
+objects); with 200 concurrent streams about 1 repeat in 10 differs.
 """
 
 from __future__ import annotations
