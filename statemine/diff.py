@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -113,8 +113,13 @@ def diff(
     transition_test: TransitionTest = "chi2",
     collapse_repeats: bool = False,
     end: EndRule = "close",
+    strata: str | Sequence[str] | None = None,
 ) -> DiffResult:
     """Compare trace sets ``a`` and ``b`` state by state and edge by edge (see the module doc).
+
+    ``strata``: trace label column(s) (e.g. ``"implementation"``): the permutation test then
+    relabels traces only within each stratum and the bootstrap resamples within strata, so
+    a comparison pooled over, say, two implementations is not confounded by them.
 
     Raises :class:`~statemine.errors.UsageError` when a side has no trace, no state line or
     no time, or when an option is out of range. Results are reproducible for a given ``seed``.
@@ -143,7 +148,8 @@ def diff(
         if table.to_numpy().sum() <= 0:
             raise UsageError(f"side {label} has no time in any state: every trace lasts 0 s "
                              "(does the log have an end, e.g. an event=Close line?)")
-    states = _state_diff(ta, tb, va, vb, n_perm=n_perm, n_boot=n_boot, seed=seed,
+    ga, gb = _strata_labels(a, strata, label_a), _strata_labels(b, strata, label_b)
+    states = _state_diff(ta, tb, va, vb, ga, gb, n_perm=n_perm, n_boot=n_boot, seed=seed,
                          alpha=alpha, confidence=confidence, notes=notes,
                          labels=(label_a, label_b))
     trans = _transition_diff(
@@ -180,6 +186,18 @@ def _check_options(n_perm: int, n_boot: int, alpha: float, confidence: float, te
         raise UsageError(f"transition_test must be 'chi2' or 'g', not {test!r}")
 
 
+def _strata_labels(ts: TraceSet, strata: str | Sequence[str] | None, label: str) -> np.ndarray | None:
+    """One stratum label per trace (``traces`` order), joining the ``strata`` columns; None without."""
+    if strata is None:
+        return None
+    columns = [strata] if isinstance(strata, str) else list(strata)
+    missing = [c for c in columns if c not in ts.traces.columns]
+    if missing:
+        raise UsageError(f"side {label} has no trace label {missing[0]!r} to stratify by "
+                         f"(labels: {', '.join(c for c in ts.traces.columns if c not in ('trace', 'source', 'end'))})")
+    return ts.traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
+
+
 def _check_side(ts: TraceSet, label: str) -> None:
     if ts.n_traces == 0:
         raise UsageError(f"side {label} has no traces: nothing to compare")
@@ -188,17 +206,20 @@ def _check_side(ts: TraceSet, label: str) -> None:
 
 
 # -- states ---------------------------------------------------------------------------
-def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame, *,
+def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame,
+                ga: np.ndarray | None, gb: np.ndarray | None, *,
                 n_perm: int, n_boot: int, seed: int, alpha: float, confidence: float,
                 notes: list[str], labels: tuple[str, str]) -> pd.DataFrame:
-    """The states table from two traces x states matrices of seconds."""
+    """The states table from two traces x states matrices of seconds (and stratum labels)."""
     names = sorted(set(ta.columns) | set(tb.columns))
     ta, tb = ta.reindex(columns=names, fill_value=0.0), tb.reindex(columns=names, fill_value=0.0)
-    xa, xb = _nonzero_rows(ta.to_numpy(), labels[0], notes), _nonzero_rows(tb.to_numpy(), labels[1], notes)
+    keep_a, keep_b = _nonzero_rows(ta.to_numpy(), labels[0], notes), _nonzero_rows(tb.to_numpy(), labels[1], notes)
+    xa, xb = ta.to_numpy()[keep_a], tb.to_numpy()[keep_b]
+    ga, gb = (None, None) if ga is None else (ga[keep_a], gb[keep_b])
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
-    p = permutation_pvalues(xa, xb, n_perm=n_perm, seed=seed)
-    lo, hi = bootstrap_delta(xa, xb, n_boot=n_boot, confidence=confidence, seed=seed)
-    notes.extend(_sample_size_notes(len(xa), len(xb), n_perm, alpha, labels))
+    p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
+    lo, hi = bootstrap_delta(xa, xb, strata_a=ga, strata_b=gb, n_boot=n_boot, confidence=confidence, seed=seed)
+    notes.extend(_sample_size_notes(len(xa), len(xb), ga, gb, n_perm, alpha, labels))
     p_holm = holm(p)
     traces_a = va.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
     traces_b = vb.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
@@ -221,12 +242,12 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
 
 
 def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
-    """Drop traces that last 0 s (they carry no time and would make a pooled 0/0)."""
+    """Rows to keep: traces that last 0 s carry no time and would make a pooled 0/0."""
     keep = x.sum(axis=1) > 0
     if not keep.all():
         notes.append(f"{int((~keep).sum())} trace(s) of {label} last 0 s and were left out "
                      "of the time-fraction comparison")
-    return x[keep]
+    return keep
 
 
 def pooled_fraction(x: np.ndarray) -> np.ndarray:
@@ -238,28 +259,30 @@ def pooled_fraction(x: np.ndarray) -> np.ndarray:
     return x.sum(axis=0) / x.sum()
 
 
-def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, n_perm: int = 9999, seed: int = 0) -> np.ndarray:
+def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, strata_a: np.ndarray | None = None,
+                        strata_b: np.ndarray | None = None, n_perm: int = 9999, seed: int = 0) -> np.ndarray:
     """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
 
-    Rows (traces) are relabelled between the sides, keeping the side sizes. When there are
-    at most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact
-    (the share of relabellings whose ``|delta|`` is at least the observed one, the observed
-    one included); otherwise ``n_perm`` random relabellings give ``(k + 1) / (n_perm + 1)``.
+    Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
+    stratum when ``strata_a``/``strata_b`` (one label per row) are given. When there are at
+    most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact (the
+    share of relabellings whose ``|delta|`` is at least the observed one, the observed one
+    included); otherwise ``n_perm`` random relabellings give ``(k + 1) / (n_perm + 1)``.
 
     >>> xa = np.array([[1.0, 1.0], [2.0, 2.0]]); xb = np.array([[3.0, 1.0], [4.0, 0.0]])
     >>> permutation_pvalues(xa, xb).round(3).tolist()   # 6 relabellings, 2 as extreme
     [0.333, 0.333]
     """
     x = np.vstack([xa, xb])
-    n, n_a = len(x), len(xa)
     total = x.sum(axis=1)
     sum_x, sum_total = x.sum(axis=0), total.sum()
     observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
     tol = 1e-12 * np.maximum(observed, 1.0)
-    n_all = math.comb(n, n_a)
+    groups = _strata(strata_a, strata_b, len(xa), len(xb))
+    n_all = _n_relabellings(groups)
     exact = n_all <= n_perm
     count = np.zeros(x.shape[1])
-    for mask in _relabellings(n, n_a, exact=exact, n_perm=n_perm, seed=seed):
+    for mask in _relabellings(groups, len(x), exact=exact, n_perm=n_perm, seed=seed):
         in_a = mask.astype(np.float64)
         state_a, total_a = in_a @ x, in_a @ total  # side B is the rest: sum - side A
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -268,36 +291,59 @@ def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, n_perm: int = 9999, s
     return count / n_all if exact else (count + 1) / (n_perm + 1)
 
 
-def _relabellings(n: int, n_a: int, *, exact: bool, n_perm: int, seed: int):
-    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i.
+def _strata(strata_a, strata_b, n_a: int, n_b: int) -> list[tuple[np.ndarray, int]]:
+    """Per stratum: the positions of its rows in ``vstack([xa, xb])`` and how many are A's."""
+    if strata_a is None:
+        return [(np.arange(n_a + n_b), n_a)]
+    codes, _ = pd.factorize(np.concatenate([np.asarray(strata_a, dtype=object), np.asarray(strata_b, dtype=object)]))
+    return [(np.flatnonzero(codes == c), int((codes[:n_a] == c).sum())) for c in range(codes.max() + 1)]
+
+
+def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
+    """Distinct relabellings: the product over strata of C(stratum size, its A count)."""
+    return math.prod(math.comb(len(rows), m) for rows, m in groups)
+
+
+def _relabellings(groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int):
+    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i
+    (each stratum keeps its count of A rows).
 
     Blocks hold at most ~2 million cells, so memory stays bounded (~50 MB with the float
     copies the caller makes) however many traces there are.
     """
     batch = max(1, min(2000, 2_000_000 // n))
     if exact:
-        combos = itertools.combinations(range(n), n_a)
+        choices = itertools.product(*(itertools.combinations(rows, m) for rows, m in groups))
         while True:
-            block = list(itertools.islice(combos, batch))
+            block = list(itertools.islice(choices, batch))
             if not block:
                 return
+            chosen = np.array([np.concatenate([np.asarray(c, dtype=np.int64) for c in combo]) for combo in block],
+                              dtype=np.int64).reshape(len(block), -1)
             mask = np.zeros((len(block), n), bool)
-            np.put_along_axis(mask, np.array(block, dtype=np.int64).reshape(len(block), n_a), True, axis=1)
+            np.put_along_axis(mask, chosen, True, axis=1)
             yield mask
     rng = np.random.default_rng(seed)
     for start in range(0, n_perm, batch):
         k = min(batch, n_perm - start)
-        keys = rng.random((k, n))  # the n_a smallest keys of a row: a uniform n_a-subset
-        kth = np.partition(keys, n_a - 1, axis=1)[:, n_a - 1:n_a]
-        yield keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
+        mask = np.zeros((k, n), bool)
+        for rows, m in groups:
+            if m == 0:
+                continue
+            keys = rng.random((k, len(rows)))  # the m smallest keys of a row: a uniform m-subset
+            kth = np.partition(keys, m - 1, axis=1)[:, m - 1:m]
+            mask[:, rows] = keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
+        yield mask
 
 
-def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, n_boot: int = 2000, confidence: float = 0.95,
+def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, strata_a: np.ndarray | None = None,
+                    strata_b: np.ndarray | None = None, n_boot: int = 2000, confidence: float = 0.95,
                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
 
-    Each side's traces (rows) are resampled with replacement, independently. NaN when a
-    side has fewer than two traces or ``n_boot`` is 0 (no interval can be formed).
+    Each side's traces (rows) are resampled with replacement, independently (and within
+    each stratum when ``strata_a``/``strata_b`` are given). NaN when a side has fewer than
+    two traces or ``n_boot`` is 0 (no interval can be formed).
     """
     k = xa.shape[1]
     if len(xa) < 2 or len(xb) < 2 or n_boot <= 0:
@@ -308,11 +354,22 @@ def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, n_boot: int = 2000, confi
     batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
     for start in range(0, n_boot, batch):
         m = min(batch, n_boot - start)
-        wa = rng.multinomial(len(xa), np.full(len(xa), 1.0 / len(xa)), size=m).astype(float)
-        wb = rng.multinomial(len(xb), np.full(len(xb), 1.0 / len(xb)), size=m).astype(float)
+        wa, wb = _resample_weights(rng, strata_a, len(xa), m), _resample_weights(rng, strata_b, len(xb), m)
         deltas[start:start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
     tail = (1.0 - confidence) / 2.0
     return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
+
+
+def _resample_weights(rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int) -> np.ndarray:
+    """``m x n`` bootstrap weights: how often each row is drawn, each stratum keeping its size."""
+    if strata is None:
+        return rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)
+    weights = np.zeros((m, n))
+    codes, _ = pd.factorize(np.asarray(strata, dtype=object))
+    for c in range(codes.max() + 1):
+        rows = np.flatnonzero(codes == c)
+        weights[:, rows] = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), size=m)
+    return weights
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -430,17 +487,25 @@ def _only(states: pd.DataFrame, trans: pd.DataFrame, presence: str, frac: str, p
     return out[ONLY_COLUMNS]
 
 
-def _sample_size_notes(n_a: int, n_b: int, n_perm: int, alpha: float, labels: tuple[str, str]) -> list[str]:
+def _sample_size_notes(n_a: int, n_b: int, ga, gb, n_perm: int, alpha: float,
+                       labels: tuple[str, str]) -> list[str]:
     notes = []
     if min(n_a, n_b) < 2:
         notes.append(f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
                      "traces on a side there is no confidence interval (delta_lo/hi are empty)")
-    n_all = math.comb(n_a + n_b, n_a)
-    # equal sides: swapping the labels gives the same |delta|, so two relabellings tie at least
-    smallest = (2.0 if n_a == n_b else 1.0) / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
+    groups = _strata(ga, gb, n_a, n_b)
+    n_all = _n_relabellings(groups)
+    # balanced strata: swapping the labels gives the same |delta|, so two relabellings tie at least
+    balanced = all(2 * m == len(rows) for rows, m in groups)
+    smallest = (2.0 if balanced else 1.0) / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
     if smallest >= alpha:
-        notes.append(f"with {n_a} + {n_b} traces the smallest possible p-value is {smallest:.3g} "
+        within = " (relabelled within strata)" if ga is not None else ""
+        notes.append(f"with {n_a} + {n_b} traces{within} the smallest possible p-value is {smallest:.3g} "
                      f">= alpha = {alpha:g}: no state difference can be significant; collect more traces")
+    if ga is not None:
+        one_sided = sorted(set(ga) ^ set(gb))
+        if one_sided:
+            notes.append(f"strata seen on one side only take no part in the test: {', '.join(one_sided)}")
     return notes
 
 

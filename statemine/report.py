@@ -66,6 +66,7 @@ def build_report(
     end: EndRule = "close",
     collapse_repeats: bool = False,
     transition_test: str = "chi2",
+    strata: str | Sequence[str] | None = None,
 ) -> str:
     """The HTML text of the report on ``a`` (and its comparison with ``b`` when given).
 
@@ -80,7 +81,7 @@ def build_report(
         parts.append(_single_section(a, label_a, n_boot=n_boot, seed=seed, **opts))
     else:
         parts.append(_diff_section(a, b, label_a, label_b, n_perm=n_perm, n_boot=n_boot, seed=seed,
-                                   alpha=alpha, transition_test=transition_test, **opts))
+                                   alpha=alpha, transition_test=transition_test, strata=strata, **opts))
     parts.append(_timeline_section([(label_a, a)] + ([(label_b, b)] if b is not None else []), end=end))
     if outcomes is not None:
         parts.append(_outcome_section(outcomes))

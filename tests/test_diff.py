@@ -15,7 +15,7 @@ from statemine.analyze import state_stats, trace_state_times, visits
 from statemine.diff import (STATE_COLUMNS, TRANSITION_COLUMNS, bootstrap_delta, diff, holm,
                             permutation_pvalues, pooled_fraction, transition_test)
 from statemine.errors import UsageError
-from statemine.traces import TraceSet
+from statemine.traces import TraceSet, concat
 
 
 def matrix(ts: TraceSet) -> np.ndarray:
@@ -281,3 +281,64 @@ def test_smallest_p_note_counts_the_label_swap():
     assert any("smallest possible p-value is 0.1 " in n for n in d.notes)
     assert d.states["p_value"].min() >= 0.1  # C(6, 3) = 20 relabellings, two per extreme split
     assert not any("smallest possible" in n for n in diff(make_set("a", 4, seed=1), big, n_boot=0).notes)
+
+
+# -- stratified comparison ----------------------------------------------------------------
+def test_stratified_permutation_by_brute_force():
+    xa = np.vstack([matrix(make_set("a", 2, seed=61)), matrix(make_set("c", 2, seed=62, recovery_mean=0.4))])
+    xb = np.vstack([matrix(make_set("b", 2, seed=63)), matrix(make_set("d", 3, seed=64, recovery_mean=0.4))])
+    ga, gb = np.array(["s1", "s1", "s2", "s2"], object), np.array(["s1", "s1", "s2", "s2", "s2"], object)
+    x, g = np.vstack([xa, xb]), np.concatenate([ga, gb])
+    obs = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
+    s1, s2 = np.flatnonzero(g == "s1"), np.flatnonzero(g == "s2")
+    count, n_all = np.zeros(x.shape[1]), 0
+    for c1 in itertools.combinations(s1, 2):
+        for c2 in itertools.combinations(s2, 2):
+            in_a = np.zeros(len(x), bool)
+            in_a[list(c1) + list(c2)] = True
+            count += np.abs(pooled_fraction(x[~in_a]) - pooled_fraction(x[in_a])) >= obs - 1e-12
+            n_all += 1
+    assert n_all == 60
+    ours = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=100)
+    assert np.allclose(ours, count / n_all)
+    approx = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=59, seed=2)  # random within strata
+    assert np.abs(approx - count / n_all).max() < 0.25 and (approx > 0).all()
+
+
+def test_stratified_diff_pools_implementations():
+    a = concat([make_set("a", 3, seed=1, implementation="x"), make_set("c", 3, seed=2, implementation="y", recovery_mean=1.0)])
+    b = concat([make_set("b", 3, seed=3, implementation="x", recovery_mean=0.8),
+                make_set("d", 3, seed=4, implementation="y", recovery_mean=3.0)])
+    plain = diff(a, b, n_boot=0)
+    strat = diff(a, b, n_boot=0, strata="implementation")
+    assert np.allclose(plain.states["delta"], strat.states["delta"])  # same fractions, other test
+    # 3 + 3 per stratum: C(6, 3)^2 = 400 relabellings, smallest p 2/400
+    assert strat.states["p_value"].min() >= 2 / 400 - 1e-12
+    assert not any("smallest possible" in n for n in strat.notes)
+    with pytest.raises(UsageError, match="no trace label 'stack'"):
+        diff(a, b, strata="stack")
+    lonely = diff(a, concat([make_set("e", 3, seed=5, implementation="z")]), strata="implementation", n_boot=0)
+    assert any("one side only" in n for n in lonely.notes)
+
+
+def test_stratified_false_positive_rate():
+    reps, n, alpha = 300, 6, 0.05
+    fast = matrix(make_set("p", n * reps * 2, seed=71))
+    slow = matrix(make_set("q", n * reps * 2, seed=72, recovery_mean=1.0))
+    ga = gb = np.array(["fast"] * n + ["slow"] * n, object)
+    hits = np.zeros(fast.shape[1])
+    for r in range(reps):
+        lo = 2 * n * r
+        xa = np.vstack([fast[lo:lo + n], slow[lo:lo + n]])
+        xb = np.vstack([fast[lo + n:lo + 2 * n], slow[lo + n:lo + 2 * n]])
+        hits += permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=199, seed=r) <= alpha
+    sd = math.sqrt(alpha * (1 - alpha) / reps)
+    assert (np.abs(hits / reps - alpha) < 3.5 * sd).all(), hits / reps
+
+
+def test_one_stratum_is_the_plain_bootstrap():
+    xa, xb = matrix(make_set("a", 8, seed=81)), matrix(make_set("b", 9, seed=82))
+    same_a, same_b = np.array(["s"] * 8, object), np.array(["s"] * 9, object)
+    plain = bootstrap_delta(xa, xb, n_boot=300, seed=4)
+    strat = bootstrap_delta(xa, xb, strata_a=same_a, strata_b=same_b, n_boot=300, seed=4)
+    assert np.allclose(plain, strat)

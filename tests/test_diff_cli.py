@@ -87,3 +87,15 @@ def test_side_labels_default_to_file_names():
     assert _labels(None, None, "a/traces", "b/traces") == ("traces (A)", "traces (B)")
     assert _labels("traces", None, "a/traces", "b/traces") == ("traces", "traces (B)")
     assert _labels("d", "m", "a/traces", "b/traces") == ("d", "m")
+
+
+def test_diff_strata_option(tmp_path):
+    save(make_set("a", 4, seed=1, implementation="x"), tmp_path / "a.parquet")
+    save(make_set("b", 4, seed=2, implementation="x"), tmp_path / "b.parquet")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
+                                    "--no-svg", "--strata", "implementation"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
+                                    "--no-svg", "--strata", "stack"])
+    assert res.exit_code == 2 and "no trace label 'stack'" in res.output

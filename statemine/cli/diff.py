@@ -21,6 +21,9 @@ _STAT_OPTIONS = [
     click.option("--test", "transition_test", type=click.Choice(["chi2", "g"]), default="chi2", show_default=True,
                  help="Large-count test of the transitions (small counts use Fisher's exact test)."),
     click.option("--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."),
+    click.option("--strata", multiple=True, metavar="LABEL",
+                 help="Trace label to stratify by (repeatable), e.g. implementation: relabel and resample "
+                      "only within each stratum."),
     click.option("--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."),
     click.option("--end", "end_rule", type=click.Choice(["close", "last-state"]), default="close",
                  show_default=True, help="Where a trace's last state ends."),
@@ -56,7 +59,8 @@ def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> 
 @click.option("--svg/--no-svg", default=True, show_default=True, help="Also render diff.svg (needs Graphviz).")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Changes listed in the summary.")
 @click.option("--title", help="Title drawn on the diagram.")
-def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, collapse_repeats,
+def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, strata,
+                 collapse_repeats,
                  end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
                  derive_states, svg, top, title):
     """Compare traces A with traces B (log files, folders or saved .parquet trace sets).
@@ -77,7 +81,7 @@ def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transit
     label_a, label_b = _labels(label_a, label_b, a, b)
     result = diff(_read_side(a, read_args), _read_side(b, read_args), label_a=label_a, label_b=label_b,
                   n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, transition_test=transition_test,
-                  collapse_repeats=collapse_repeats, end=end_rule)
+                  collapse_repeats=collapse_repeats, end=end_rule, strata=list(strata) or None)
     dot = diff_to_dot(result, title=title)
     files = {
         "states_diff.csv": result.states.to_csv(index=False),
@@ -145,7 +149,7 @@ def print_summary(result, *, top: int = 10) -> None:
 @click.option("--cols", default="object_size_bytes", show_default=True, help="Heatmap columns (a scenario column).")
 @click.option("--outcome-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold of Welch's test per cell (the paper's 0.01).")
-def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed,
+def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, strata,
                    collapse_repeats, end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file,
                    implementation, derive_states, results_path, by, values, metric, rows, cols, outcome_alpha):
     """Write one self-contained HTML page about traces A, or comparing A with B: tables,
@@ -176,5 +180,6 @@ def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alph
     ts_b = _read_side(b, read_args) if b else None
     path = write_report(out_file, ts_a, ts_b, label_a=label_a, label_b=label_b, title=title, outcomes=outcomes,
                         n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, end=end_rule,
-                        collapse_repeats=collapse_repeats, transition_test=transition_test)
+                        collapse_repeats=collapse_repeats, transition_test=transition_test,
+                        strata=list(strata) or None)
     click.echo(f"wrote {path}", err=True)
