@@ -1,0 +1,201 @@
+"""The aioquic instrument patches, end to end (slow: PyPI downloads, C extension builds).
+
+For each patched version: fetch the sdist from PyPI (cached under $STATEMINE_CACHE), check,
+apply, apply again (idempotent), run an in-process sans-IO transfer in virtual time
+(tests/data/aioquic/transfer.py) with the patched package, parse its log with
+statemine.parse.read and check the traces; then revert to byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from statemine.parse import read
+from statemine.patch import apply, check, fetch, port, revert, versions
+
+pytestmark = pytest.mark.slow
+
+TRANSFER = Path(__file__).parent / "data" / "aioquic" / "transfer.py"
+SIZE = 2_000_000
+VERSIONS = ["0.9.20", "0.9.25", "1.5.0", "1.7.2"]
+CC_STATES = {"SlowStart", "CongestionAvoidance"}
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every source file (not statemine's records, not bytecode caches)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".statemine-") and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """version -> (fetched tree, its hashes); fetched once per test session."""
+    cache: dict[str, tuple[Path, dict[str, str]]] = {}
+
+    def get(version: str) -> tuple[Path, dict[str, str]]:
+        if version not in cache:
+            root = fetch("aioquic", version, tmp_path_factory.mktemp(f"aioquic-{version}") / "src")
+            cache[version] = (root, tree_hashes(root))
+        return cache[version]
+
+    return get
+
+
+def transfer(root: Path, log: Path, seed: int = 1, algorithm: str | None = None, **knobs) -> dict:
+    """Run the transfer fixture against the tree ``root``; returns its JSON summary."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STATEMINE_")}
+    env.update({k: str(v) for k, v in knobs.items()})
+    record = json.loads((root / ".statemine-source.json").read_text())
+    env["PYTHONPATH"] = str(root / record["python_path"])
+    cmd = [sys.executable, str(TRANSFER), str(log), str(SIZE), str(seed)] + ([algorithm] if algorithm else [])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def check_traces(log: Path) -> dict[str, pd.DataFrame]:
+    """The sanity checks every patched version's log must pass; returns role -> events."""
+    ts = read(log)
+    ev = ts.events
+    roles = dict(zip(ts.traces["trace"], ts.traces["role"]))
+    assert sorted(roles.values()) == ["client", "server"]
+    out = {}
+    for trace, e in ev.groupby("trace", sort=False):
+        e = e.reset_index(drop=True)
+        states = e[e["kind"] == "state"]
+        assert list(states["state"][:2]) == ["Init", "SlowStart"], states.head()
+        assert e["time"].is_monotonic_increasing and (e["time"] >= 0).all()
+        assert (e["time"] <= e["time"].iloc[0] + 60).all()
+        assert (e["state"].iloc[-1], e["kind"].iloc[-1]) == ("Close", "event")
+        # a state line is printed only when the state changes
+        assert (states["state"].to_numpy()[1:] != states["state"].to_numpy()[:-1]).all()
+        # the labels agree with the numbers the line carries (RFC 9002 section 7.3.1)
+        ss = states[states["state"] == "SlowStart"]
+        assert ((ss["ssthresh"] == np.inf) | (ss["cwnd"] < ss["ssthresh"])).all()
+        ca = states[states["state"] == "CongestionAvoidance"]
+        assert (ca["cwnd"] >= ca["ssthresh"]).all()
+        al = states[states["state"] == "ApplicationLimited"]
+        assert (al["cwnd"] - al["inflight"] >= 1200).all()
+        for col in ("cwnd", "inflight"):
+            assert (e[col] >= 0).all() and e[col].notna().all()
+        loss = e[e["state"] == "LossDetected"]
+        assert loss["fields"].str.fullmatch(r"rule=(packet|time) pn=\d+").all()
+        out[roles[trace]] = e
+    return out
+
+
+def recovery_cuts(e: pd.DataFrame) -> list[tuple[float, float, float]]:
+    """(cwnd before, cwnd after, ssthresh after) of each Recovery entered right after a
+    LossDetected line of the same time (the cwnd before is that line's)."""
+    cuts = []
+    for i in np.flatnonzero((e["state"] == "Recovery").to_numpy()):
+        prev = e.iloc[i - 1]
+        if prev["state"] == "LossDetected" and prev["time"] == e["time"].iloc[i]:
+            cuts.append((prev["cwnd"], e["cwnd"].iloc[i], e["ssthresh"].iloc[i]))
+    return cuts
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fetch_apply_transfer_revert(version, pristine, tmp_path):
+    assert version in versions("aioquic")
+    root, hashes = pristine(version)
+    assert check("aioquic", version, root).status == "would apply"
+    assert apply("aioquic", version, root).status == "applied"
+    try:
+        assert apply("aioquic", version, root).status == "already applied"
+        summary = transfer(root, tmp_path / "run.log")
+        assert summary["received"] == SIZE and summary["dropped"] > 0
+        by_role = check_traces(tmp_path / "run.log")
+        server = by_role["server"]
+        seen = set(server["state"])
+        assert {"LossDetected", "Recovery", "CongestionAvoidance", "ProbeTimeout", "Close"} <= seen
+        # NewReno halves cwnd on a congestion event and sets ssthresh to it (aioquic's
+        # K_LOSS_REDUCTION_FACTOR = 0.5, floor: 2 datagrams of 1280 (0.9.20) / 1200 bytes)
+        floor = 2 * (1280 if version == "0.9.20" else 1200)
+        cuts = recovery_cuts(server)
+        assert cuts
+        for before, after, ssthresh in cuts:
+            assert after == max(int(before * 0.5), floor)
+            assert ssthresh == after
+        # the data sender leaves Recovery for CongestionAvoidance (cwnd == ssthresh after it)
+        states = server[server["kind"] == "state"]["state"].tolist()
+        assert any(a == "Recovery" and b == "CongestionAvoidance" for a, b in zip(states, states[1:]))
+        # the client only sends ACKs and a request: application limited after the handshake
+        client_states = by_role["client"].query("kind == 'state'")["state"].tolist()
+        assert client_states[:3] == ["Init", "SlowStart", "ApplicationLimited"]
+        if tuple(map(int, version.split("."))) >= (1, 6, 0):
+            assert "PersistentCongestion" in seen  # the 600 ms blackout is long enough
+    finally:
+        assert revert("aioquic", version, root).status == "reverted"
+    assert tree_hashes(root) == hashes
+    assert not (root / ".statemine-patch.json").exists()
+
+
+@pytest.mark.parametrize("version", ["0.9.20", "1.7.2"])
+def test_threshold_knobs(version, pristine, tmp_path):
+    """A huge reordering threshold leaves only time-threshold losses, a huge time
+    threshold only packet-threshold ones; bad values fail at import with the name."""
+    root, _ = pristine(version)
+    apply("aioquic", version, root)
+    try:
+        rules = {}
+        for name, knobs in {"default": {}, "no-packet": {"STATEMINE_REORDERING_THRESHOLD": 10**9},
+                            "no-time": {"STATEMINE_TIME_THRESHOLD": 1000.0}}.items():
+            log = tmp_path / f"{name}.log"
+            assert transfer(root, log, **knobs)["received"] == SIZE
+            fields = check_traces(log)["server"].query("state == 'LossDetected'")["fields"]
+            rules[name] = set(fields.str.extract(r"rule=(\w+)")[0])
+        assert rules["default"] == {"packet", "time"}
+        assert rules["no-packet"] == {"time"}
+        assert rules["no-time"] == {"packet"}
+        env = {**os.environ, "PYTHONPATH": str(root / "src"), "STATEMINE_TIME_THRESHOLD": "fast"}
+        proc = subprocess.run([sys.executable, "-c", "import aioquic.quic.recovery"], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode != 0 and "STATEMINE_TIME_THRESHOLD='fast' is not a valid float" in proc.stderr
+    finally:
+        revert("aioquic", version, root)
+
+
+@pytest.mark.parametrize("version", ["0.9.25", "1.7.2"])
+def test_cubic(version, pristine, tmp_path):
+    root, _ = pristine(version)
+    apply("aioquic", version, root)
+    try:
+        assert transfer(root, tmp_path / "cubic.log", algorithm="cubic")["received"] == SIZE
+        server = check_traces(tmp_path / "cubic.log")["server"]
+        assert {"Recovery", "CongestionAvoidance", "LossDetected"} <= set(server["state"])
+    finally:
+        revert("aioquic", version, root)
+
+
+def test_port_between_real_versions(pristine, tmp_path):
+    """0.9.25's patch ported to 1.5.0 applies (with offsets) and gives exactly the files of
+    1.5.0's own patch; 0.9.20's on 1.7.2 leaves hunks for a human and changes nothing else."""
+    root, hashes = pristine("1.5.0")
+    report = port("aioquic", "0.9.25", "1.5.0", root)
+    try:
+        assert len(report.needs_human) == 0 and report.rejects is None
+        assert set(report.hunks["status"]) <= {"exact", "offset"}
+        ported = tree_hashes(root)
+    finally:
+        revert("aioquic", "1.5.0", root)
+    assert tree_hashes(root) == hashes
+    apply("aioquic", "1.5.0", root)
+    try:
+        assert tree_hashes(root) == ported
+    finally:
+        revert("aioquic", "1.5.0", root)
+
+    root, hashes = pristine("1.7.2")
+    report = port("aioquic", "0.9.20", "1.7.2", root, dry_run=True)
+    assert len(report.needs_human) > 0 and tree_hashes(root) == hashes
