@@ -291,3 +291,31 @@ def test_bad_config_is_a_failed_run(binaries, tmp_path):
     res = quicgo.run(cfg)
     assert not res["ok"] and "path.down.loss" in res["error"]
     assert json.loads(Path(cfg["result_path"]).read_text()) == res
+
+
+def recovery_share(events) -> float:
+    """The share of a trace's time (first state line to its last line) spent in Recovery."""
+    st = events[events["kind"] == "state"]
+    ends = np.append(st["time"].to_numpy()[1:], events["time"].iloc[-1])
+    dwell = ends - st["time"].to_numpy()
+    return float(dwell[(st["state"] == "Recovery").to_numpy()].sum() / dwell.sum())
+
+
+@pytest.mark.slow
+def test_adaptive_reordering_spends_less_time_in_recovery(binaries, tmp_path):
+    """The lab finding: under jitter (reordering, no loss) v0.65.0's adaptive reordering
+    keeps the server out of Recovery far more than v0.63.0 does."""
+    share, spurious = {}, {}
+    for version in ("v0.63.0", "v0.65.0"):
+        harness(binaries, version)
+        cfg = make_config(tmp_path, version, name=version, count=1, size=1_000_000,
+                          down=link(jitter_s=0.004, buffer_bytes=10_000_000))
+        res = quicgo.run(cfg)
+        assert res["ok"], res["error"]
+        ts = read(cfg["log_path"])
+        ev = ts.events.merge(ts.traces[["trace", "role"]], on="trace")
+        server = ev[ev["role"] == "server"]
+        share[version] = recovery_share(server)
+        spurious[version] = int((server["state"] == "SpuriousLoss").sum())
+    assert spurious["v0.63.0"] > 0 and spurious["v0.65.0"] > 0
+    assert share["v0.65.0"] < share["v0.63.0"] / 2, share
