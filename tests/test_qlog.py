@@ -492,16 +492,19 @@ def test_doctests(module):
 
 # -- robustness: whatever the content, a TraceSet or an InputError ------------------------------
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(), st.booleans(), st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from(["", "0", "1", "2", "slow_start", "recovery", "Steady", "app limited", "app unlimited",
                      "1e400", "nan", "delta", "relative_to_previous_event", "us"]),
 )
 _values = st.recursive(_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["new", "old", "state", "cwnd", "x"]), inner, max_size=3)),
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["new", "old", "state", "cwnd", "x"]), inner, max_size=3)),
     max_leaves=6)
 _names = st.sampled_from([
     "recovery:congestion_state_updated", "quic:congestion_state_updated", "recovery:metrics_updated",
-    "quic:recovery_metrics_updated", "recovery:packet_lost", "transport:packet_sent", "metric_update:congestion_metric_update",
+    "quic:recovery_metrics_updated", "recovery:packet_lost", "transport:packet_sent",
+    "metric_update:congestion_metric_update",
     "APP_LIMITED_UPDATE:app_limited_update", "CC_STATE_UPDATE", "no_colon", "",
 ])
 _data = st.fixed_dictionaries({}, optional={
@@ -514,13 +517,16 @@ _object_events = st.fixed_dictionaries(
     optional={"time": st.one_of(st.floats(0, 1e6), _values), "data": st.one_of(_data, _values),
               "group_id": st.one_of(st.sampled_from(["a", "b"]), _values), "time_format": _values},
 )
-_array_events = st.tuples(st.one_of(st.integers(0, 10**6).map(str), _values), _scalars, _names.map(lambda n: n.rpartition(":")[2]),
-                          st.one_of(_data, _values)).map(list)
+_array_events = st.tuples(
+    st.one_of(st.integers(0, 10**6).map(str), _values), _scalars, _names.map(lambda n: n.rpartition(":")[2]),
+    st.one_of(_data, _values),
+).map(list)
 _headers = st.fixed_dictionaries({}, optional={
     "vantage_point": st.one_of(st.fixed_dictionaries({"type": _values, "name": _values}), _values),
     "common_fields": st.one_of(st.fixed_dictionaries({}, optional={
         "time_format": _values, "group_id": _values, "ODCID": _values, "time_units": _values}), _values),
-    "configuration": st.one_of(st.fixed_dictionaries({}, optional={"time_units": _values, "time_offset": _values}), _values),
+    "configuration": st.one_of(
+        st.fixed_dictionaries({}, optional={"time_units": _values, "time_offset": _values}), _values),
     "title": _values, "event_fields": st.one_of(st.just(["relative_time", "category", "event_type", "data"]), _values),
 })
 

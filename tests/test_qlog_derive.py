@@ -50,7 +50,8 @@ def changes(states):
 def test_reduction_recovery_then_avoidance_with_inferred_threshold():
     m = pd.DataFrame({"time": [0.0, 1, 2, 3, 4, 5, 6], "cwnd": [10.0, 20, 40, 20, np.nan, 20, 22]})
     out = derive_states(m)
-    assert out[["time", "state"]].values.tolist() == [[0.0, "SlowStart"], [3.0, "Recovery"], [6.0, "CongestionAvoidance"]]
+    assert out[["time", "state"]].values.tolist() == [
+        [0.0, "SlowStart"], [3.0, "Recovery"], [6.0, "CongestionAvoidance"]]
     assert out["ssthresh_inferred"].tolist() == [math.inf, 20, 20]
 
 

@@ -88,7 +88,10 @@ _SRTT_KEYS = ("smoothed_rtt",)
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
 
 _STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS = range(5)
+_METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt")
+# event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
 _NO_TIME_FIELDS = ("relative_time", "category", "event", "data")
+_NO_TIME_FIELDS_TRIGGER = ("relative_time", "category", "event", "trigger", "data")
 
 
 # -- public API ------------------------------------------------------------------------------
@@ -137,9 +140,10 @@ def read_qlog(
     state-name table (default: detected per trace from titles and vantage point names).
     With ``derive_states`` a connection that logs metrics but no state events gets states
     derived from cwnd/ssthresh (:mod:`statemine.parse.derive`), flagged ``derived=True``
-    in the traces frame. ``source`` names the file in trace ids ``"<source>#<trace
-    index>"`` (default: the file name). Times are seconds (qlog milliseconds, or microseconds where the
-    file says ``time_units: us``).
+    in the traces frame. ``source`` names the file in trace ids
+    ``"<source>#<trace index>"`` (default: the file name). Times are seconds (qlog
+    milliseconds, or microseconds where the file says ``time_units: us``). Non-fatal
+    problems are listed in ``meta["warnings"]`` (a JSON list of ``"FILE:LINE: reason"``).
 
     Raises :class:`InputError` (file, line, reason) when the file is not qlog, is empty,
     has a record longer than ``max_record_bytes`` or a document longer than
@@ -500,7 +504,8 @@ def _sequential_traces(
             yield line, index, event
             index += 1
         if bad is not None:
-            report.warn(bad[0], f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); ignored, the rest kept")
+            report.warn(bad[0], f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); "
+                        "ignored, the rest kept")
 
     return [_RawTrace(0, file_header, trace, events())]
 
@@ -599,7 +604,7 @@ def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None,
         data = _data(event.get("data"), None) if code is not None else _NO_DATA
         return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group)
     if type(event) is list:
-        fields = ctx.fields or (_NO_TIME_FIELDS if len(event) == 4 else ("relative_time", "category", "event", "trigger", "data"))
+        fields = ctx.fields or (_NO_TIME_FIELDS if len(event) == 4 else _NO_TIME_FIELDS_TRIGGER)
         record = dict(zip(fields, event))
         if "relative_time" in record:
             raw_time, delta = record["relative_time"], False
@@ -666,7 +671,8 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
         decoded = _decode(event, ctx)
         if decoded is None:
             if event != {}:
-                report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped", kind="bad event")
+                report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped",
+                            kind="bad event")
             continue
         time, delta, code, data, group = decoded
         if delta:
@@ -715,7 +721,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     order = np.argsort(times, kind="stable")
     if (np.diff(times) < 0).any():
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
-    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", "cwnd", "inflight", "ssthresh", "srtt")}
+    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", *_METRIC_COLUMNS)}
     nan = math.nan
 
     def add(time, kind, name, line, fields, metrics=(nan, nan, nan, nan)):
@@ -724,7 +730,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         rows["state"].append(name)
         rows["line"].append(line)
         rows["fields"].append(" ".join(f for f in fields if f))
-        for key, value in zip(("cwnd", "inflight", "ssthresh", "srtt"), metrics):
+        for key, value in zip(_METRIC_COLUMNS, metrics):
             rows[key].append(value)
 
     controller: str | None = None  # the controller's own last state (raw name)
@@ -742,7 +748,8 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         if code == _STATE:
             new = data.get("new", data.get("state"))
             if new is None or isinstance(new, (dict, list)) or str(new) == "":
-                report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped", kind="no new")
+                report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
+                            kind="no new")
                 continue
             fields = (f"raw={_token(new)}", _field("old", data.get("old")), _field("trigger", data.get("trigger")), ev)
             add(time, "state", str(new), line, fields)
@@ -750,19 +757,22 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         elif code == _MVFST:
             state = data.get("state")
             if isinstance(state, str) and state and state != controller:
-                add(time, "state", state, line, (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev))
+                fields = (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev)
+                add(time, "state", state, line, fields)
                 controller, app_limited = state, False
         elif code == _APP_LIMITED:
             limited = _app_limited(data.get("app_limited"))
             if limited is None:
-                report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} not understood; skipped", kind="app_limited value")
+                report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
+                            "not understood; skipped", kind="app_limited value")
             elif limited and not app_limited:
                 add(time, "state", "app_limited", line, ("raw=app_limited", ev))
                 app_limited = True
             elif not limited and app_limited:
                 app_limited = False
                 if controller is None:
-                    report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown", kind="app_limited end")
+                    report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
+                                kind="app_limited end")
                 else:
                     add(time, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev))
         elif code == _LOSS:
@@ -773,7 +783,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             add(time, "event", "LossDetected", line, (_field("rule", rule), _field("pn", pn), ev))
     frame = pd.DataFrame(rows)
     frame["line"] = frame["line"].astype("int64")
-    frame[["cwnd", "inflight", "ssthresh", "srtt"]] = frame[["cwnd", "inflight", "ssthresh", "srtt"]].astype(float)
+    frame[list(_METRIC_COLUMNS)] = frame[list(_METRIC_COLUMNS)].astype(float)
     return frame
 
 
@@ -800,7 +810,7 @@ def _canonical_states(
 
 def _derived_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """State rows derived from the metrics rows of ``frame`` (see statemine.parse.derive)."""
-    metrics = frame.loc[frame["kind"] == "metrics", ["time", "line", "cwnd", "inflight", "ssthresh", "srtt"]]
+    metrics = frame.loc[frame["kind"] == "metrics", ["time", "line", *_METRIC_COLUMNS]]
     derived = _derive.derive_states(metrics.reset_index(drop=True))
     inferred = derived.pop("ssthresh_inferred")
     derived["fields"] = [
@@ -819,7 +829,7 @@ def _connection_events(
     if frame is None or frame.empty:
         report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
         return None, False
-    metric_cols = ["cwnd", "inflight", "ssthresh", "srtt"]
+    metric_cols = list(_METRIC_COLUMNS)
     has_states = (frame["kind"] == "state").any()
     derived = False
     if has_states:
@@ -830,7 +840,8 @@ def _connection_events(
         if states.empty:
             report.warn(None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out")
             return None, False
-        report.warn(None, f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh (marked derived)")
+        report.warn(None, f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
+                    "(marked derived)")
         frame = pd.concat([states, frame.loc[frame["kind"] == "event"]], ignore_index=True)
         frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
         frame[metric_cols] = frame[metric_cols].ffill()
