@@ -114,9 +114,10 @@ def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> 
     if last < lo:
         return None
     expected = min(max(expected, lo), last)
+    first = needle[0]
     for d in range(0, max(expected - lo, last - expected) + 1):
         for pos in (expected - d, expected + d) if d else (expected,):
-            if lo <= pos <= last and tuple(lines[pos:pos + n]) == needle:
+            if lo <= pos <= last and lines[pos] == first and tuple(lines[pos:pos + n]) == needle:
                 return pos
     return None
 
