@@ -206,10 +206,26 @@ def concat(sets: Iterable[TraceSet], meta: Mapping[str, str] | None = None) -> T
         raise ValueError("no trace sets to join")
     events = pd.concat([s.events for s in sets], ignore_index=True)
     traces = pd.concat([s.traces for s in sets], ignore_index=True)
+    return TraceSet.from_events(events, traces, meta if meta is not None else merge_meta(s.meta for s in sets))
+
+
+def merge_meta(metas: Iterable[Mapping[str, str]]) -> dict:
+    """Join sets' labels: later values win, except ``warnings`` (JSON lists), which add up.
+
+    >>> merge_meta([{"warnings": '["a"]', "x": "1"}, {"warnings": '["b"]', "x": "2"}])
+    {'warnings': '["a", "b"]', 'x': '2'}
+    """
     merged: dict = {}
-    for s in sets:
-        merged.update(s.meta)
-    return TraceSet.from_events(events, traces, meta if meta is not None else merged)
+    warnings: list[str] = []
+    for meta in metas:
+        for key, value in meta.items():
+            if key == "warnings":
+                warnings.extend(json.loads(value) if isinstance(value, str) else list(value))
+            else:
+                merged[key] = value
+    if warnings:
+        merged = {"warnings": json.dumps(warnings), **merged}
+    return merged
 
 
 # -- Parquet ---------------------------------------------------------------------------

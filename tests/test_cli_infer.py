@@ -99,3 +99,24 @@ def test_labels_are_escaped_in_dot_and_svg(tmp_path):
     if graphviz_available():
         svg = render(G, tmp_path / "m.svg").read_text()
         assert "<script>" not in svg
+
+
+def test_concat_keeps_every_files_warnings():
+    from statemine.traces import concat
+
+    a = TraceSet.from_events(pd.DataFrame({"trace": ["a"], "time": [0.0], "state": ["X"]}), meta={"warnings": '["f1:3: cut"]'})
+    b = TraceSet.from_events(pd.DataFrame({"trace": ["b"], "time": [0.0], "state": ["X"]}), meta={"warnings": '["f2:9: cut"]'})
+    assert json.loads(concat([a, b]).meta["warnings"]) == ["f1:3: cut", "f2:9: cut"]
+
+
+def test_qlog_files_with_the_same_name_in_two_folders(tmp_path):
+    from statemine.parse import read
+
+    doc = ('{"qlog_version": "0.3", "traces": [{"vantage_point": {"type": "server"}, "events": ['
+           '{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},'
+           '{"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}}]}]}')
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "c.qlog").write_text(doc)
+    ts = read([tmp_path / "x" / "c.qlog", tmp_path / "y" / "c.qlog"])
+    assert ts.n_traces == 2

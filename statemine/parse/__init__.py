@@ -136,7 +136,7 @@ def _read_one(path: Path, format: str, source: str, names, implementation, deriv
     elif fmt == "qlog":
         from .qlog import read_qlog
 
-        ts = read_qlog(path, names=names, implementation=implementation, derive_states=derive_states)
+        ts = read_qlog(path, names=names, implementation=implementation, derive_states=derive_states, source=source)
     else:
         raise UsageError(f"format {fmt!r} is not read per file")
     advance(_size(path))
