@@ -37,7 +37,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ... import patch as sm_patch
 from ...errors import StatemineError
+from ...patch import cache_dir  # $STATEMINE_CACHE or ~/.cache/statemine
 
 IMPL = "quic-go"
 #: The Go harness module (sources) and the lab's test TLS identity.
@@ -45,11 +47,6 @@ HARNESS_DIR = Path(__file__).resolve().parents[1] / "quicgo"
 CERT_DIR = Path(__file__).resolve().parents[1] / "data"
 #: quic-go versions before this one have no qlog.DefaultConnectionTracer.
 _QLOG_DEFAULT_SINCE = (0, 48, 0)
-
-
-def cache_dir() -> Path:
-    """``$STATEMINE_CACHE`` or ``~/.cache/statemine``."""
-    return Path(os.environ.get("STATEMINE_CACHE") or Path.home() / ".cache" / "statemine")
 
 
 def parse_version(version: str) -> tuple[int, int, int]:
@@ -110,8 +107,6 @@ def build_key(version: str, patch_file: Path, env: dict[str, str]) -> str:
 
 def patched_source(version: str, cache: Path) -> Path:
     """The fetched and patched quic-go tree of ``version`` (cached, keyed by the patch)."""
-    from ... import patch as sm_patch
-
     psha = hashlib.sha256(sm_patch.patch_path(IMPL, version).read_bytes()).hexdigest()[:16]
     dest = cache / "quic-go" / version / f"src-{psha}"
     if (dest / ".statemine-patch.json").is_file():
@@ -156,8 +151,6 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     the patched tree and runs ``go test -c -trimpath``. Raises :class:`StatemineError`
     when a step fails (quoting Go's message).
     """
-    from ... import patch as sm_patch
-
     cache = Path(cache or cache_dir())
     env = go_env(cache)
     key = build_key(version, sm_patch.patch_path(IMPL, version), env)
