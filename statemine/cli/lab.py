@@ -102,13 +102,15 @@ def findings_cmd(root: Path, csv_path: Path | None) -> None:
     if table.empty:
         raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
     out = Table(title=f"findings on {root}")
-    for col in ("finding", "stack", "condition", "state", "share", "paper", "s/run", "runs", "plt_s",
-                "declared_lost", "path_dropped"):
-        out.add_column(col, justify="right" if col not in ("finding", "stack", "condition", "state") else "left")
+    headers = ("finding", "stack", "condition", "state", "share", "paper", "s/run", "runs", "PLT s",
+               "declared lost", "path dropped", "by packet rule", "by time rule")
+    for col in headers:
+        out.add_column(col, justify="right" if col not in headers[:4] else "left")
     for row in table.itertuples(index=False):
         out.add_row(row.finding, row.stack, escape(row.condition), row.state, f"{row.share:.1%}", row.paper or "-",
-                    f"{row.seconds_per_run:.2f}", str(row.runs), f"{row.plt_s:.2f}", str(row.declared_lost), str(row.path_dropped))
-    Console(width=200).print(out)
+                    f"{row.seconds_per_run:.2f}", str(row.runs), f"{row.plt_s:.2f}", str(row.declared_lost), str(row.path_dropped),
+                    str(row.lost_by_packet_rule), str(row.lost_by_time_rule))
+    Console(width=240).print(out)
     if csv_path is not None:
         tmp = csv_path.with_name(f".{csv_path.name}.tmp")
         table.to_csv(tmp, index=False)

@@ -115,10 +115,21 @@ def state_time(ts: traces.TraceSet, state: str) -> tuple[float, float]:
     return float(st.at[state, "time_fraction"]), float(st.at[state, "time_s"])
 
 
+def loss_rules(ts: traces.TraceSet) -> tuple[int, int]:
+    """``(by_packet, by_time)``: the ``LossDetected`` events of ``ts`` declared by the
+    packet-threshold rule and by the time-threshold rule (their ``rule=`` field)."""
+    ev = ts.events
+    fields = ev.loc[(ev["kind"] == "event") & (ev["state"] == "LossDetected"), "fields"].astype(str)
+    rule = fields.str.extract(r"(?:^|\s)rule=(\w+)", expand=False)
+    return int((rule == "packet").sum()), int((rule == "time").sum())
+
+
 def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.DataFrame:
     """One row per (finding, stack, condition): ``share`` of the finding's state,
     ``seconds_per_run`` in it (server traces, mean over runs), ``runs``,
-    ``plt_s`` (mean), ``declared_lost`` and ``path_dropped`` (sums), ``paper``.
+    ``plt_s`` (mean), ``declared_lost`` and ``path_dropped`` (sums over the runs' results),
+    ``lost_by_packet_rule`` / ``lost_by_time_rule`` (the server's ``LossDetected`` lines by
+    rule), ``paper``.
 
     ``root`` holds one folder per scenario (``traces/``); findings whose folder is
     absent are left out.
@@ -139,6 +150,7 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.D
                 run_ids = sorted(set(sub.traces["run_id"])) if sub.n_traces else []
                 res = results.loc[[r for r in run_ids if r in results.index]]
                 share, seconds = state_time(sub, f.state)
+                by_packet, by_time = loss_rules(sub)
                 rows.append({
                     "finding": f.name, "stack": "all" if stack is None else f"{stack[0]}@{stack[1]}",
                     "condition": cond.label, "state": f.state, "share": share,
@@ -146,8 +158,10 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.D
                     "runs": len(run_ids), "plt_s": float(res["plt_s"].mean()) if len(res) else float("nan"),
                     "declared_lost": int(res["retransmissions"].sum()) if len(res) else 0,
                     "path_dropped": int(res["packets_dropped"].sum()) if len(res) else 0,
+                    "lost_by_packet_rule": by_packet, "lost_by_time_rule": by_time,
                     "paper": cond.paper,
                 })
     return pd.DataFrame(rows, columns=["finding", "stack", "condition", "state", "share", "seconds_per_run",
                                        "runs", "plt_s",
-                                       "declared_lost", "path_dropped", "paper"])
+                                       "declared_lost", "path_dropped", "lost_by_packet_rule",
+                                       "lost_by_time_rule", "paper"])

@@ -235,10 +235,16 @@ def stack_info(impl: str, version: str, built: Any) -> dict:
     except Exception:  # "installed" (unpatched) aioquic has no patch
         info["patch_sha256"] = None
     if built:
+        # the fetched tree's record: beside the build (aioquic: DIR/src -> DIR) or in the
+        # patched tree next to it (quic-go: VERSION/harness-* -> VERSION/src-<patch sha>)
+        psha = (info["patch_sha256"] or "")[:16]
         for parent in [Path(built), *Path(built).parents][:3]:
-            record = parent / ".statemine-source.json"
-            if record.is_file():
-                info["source"] = json.loads(record.read_text(encoding="utf-8"))
+            candidates = [parent / ".statemine-source.json"]
+            if psha:
+                candidates.append(parent / f"src-{psha}" / ".statemine-source.json")
+            found = next((c for c in candidates if c.is_file()), None)
+            if found is not None:
+                info["source"] = json.loads(found.read_text(encoding="utf-8"))
                 break
     return info
 
