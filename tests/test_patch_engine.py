@@ -313,3 +313,16 @@ def test_rejects_text_round_trips_every_hunk(tmp_path):
     assert parse_patch_text(rejects_text(fps, failed)) == fps
     zero_context = parse_patch_text("--- a/f\n+++ b/f\n@@ -3,0 +4,2 @@\n+a\n+b\n")
     assert parse_patch_text(rejects_text(zero_context, {("f", 1)})) == zero_context
+
+
+def test_find_prefers_the_nearest_then_the_lower_position():
+    from statemine.patch.apply import _find
+
+    lines = [f"{i}\n" for i in range(20000)]
+    for at in (100, 106, 9000):
+        lines[at:at + 2] = ["A\n", "B\n"]
+    assert _find(lines, ("A\n", "B\n"), 103, 0) == 100  # tie at distance 3: the lower
+    assert _find(lines, ("A\n", "B\n"), 104, 0) == 106
+    assert _find(lines, ("A\n", "B\n"), 104, 101) == 106  # not before lo
+    assert _find(lines, ("A\n", "B\n"), 19990, 200) == 9000  # far away: the window grows
+    assert _find(lines, ("A\n", "C\n"), 100, 0) is None
