@@ -21,6 +21,7 @@ from .invariants import mine
 from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
+from .refine import refine_by_history
 
 __all__ = ["SynopticResult", "infer_synoptic", "infer_log"]
 
@@ -42,10 +43,21 @@ class SynopticResult:
         return self.model.to_networkx()
 
 
+#: Counterexample-guided split steps before the history split finishes refinement.
+MAX_SPLIT_STEPS = 60
+#: Logs up to this many events get several refinement attempts (the smallest model wins).
+SMALL_LOG_EVENTS = 20_000
+
+
 def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None,
               refine: bool = True, coarsen: bool = True) -> SynopticResult:
-    """Mine invariants (unless given), refine and coarsen (each can be switched off, as
-    Synoptic's ``--noRefinement``/``--noCoarsening``); deterministic for a seed.
+    """Mine invariants (unless given), refine until they all hold, coarsen (each step can
+    be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
+
+    Refinement is tried several ways -- counterexample-guided splitting (Synoptic's) with
+    a few seeds derived from ``seed``, and the one-shot history split -- each followed by
+    coarsening; the model with the fewest nodes wins (ties: the first).  Deterministic
+    for a given seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
@@ -53,14 +65,25 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     """
     inv = mine(log) if invariants is None else invariants
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
-    rng = np.random.default_rng(seed)
-    model = PartitionModel.initial(log)
-    if refine and violated(model.edge_counts() > 0, model.node_type, codes,
-                           len(log.types)).any():
-        model = refine_model(model, codes, rng)
+    initial = PartitionModel.initial(log)
+    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types))
+    if not refine or not bad.any():
+        return SynopticResult(initial, inv)
+    small = log.n_events <= SMALL_LOG_EVENTS
+    seeds = np.random.SeedSequence(seed).spawn(3 if small else 1)
+    best: PartitionModel | None = None
+    attempts = [("split", s) for s in seeds] + [("history", seeds[0])]
+    for how, sub_seed in attempts:
+        rng = np.random.default_rng(sub_seed)
+        if how == "split":
+            model = refine_model(initial, codes, rng, max_steps=MAX_SPLIT_STEPS)
+        else:
+            model = refine_by_history(initial, codes, bad)
         if coarsen:
             model = coarsen_model(model, codes, rng)
-    return SynopticResult(model, inv)
+        if best is None or model.n_nodes < best.n_nodes:
+            best = model
+    return SynopticResult(best, inv)
 
 
 def infer_synoptic(ts: TraceSet, seed: int = 0) -> SynopticResult:

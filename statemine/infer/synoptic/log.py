@@ -7,6 +7,7 @@ least one event; ``types[c]`` is the name of code ``c`` (codes in order of first
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -43,12 +44,12 @@ class EventLog:
         """Number of events (synthetic INITIAL/TERMINAL excluded)."""
         return len(self.codes)
 
-    @property
+    @cached_property
     def trace_of(self) -> np.ndarray:
         """Trace index of every event (int64, length ``n_events``)."""
         return np.repeat(np.arange(self.n_traces), np.diff(self.starts))
 
-    @property
+    @cached_property
     def is_last(self) -> np.ndarray:
         """Boolean mask of the events that end their trace."""
         mask = np.zeros(self.n_events, dtype=bool)

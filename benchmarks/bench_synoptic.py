@@ -1,0 +1,163 @@
+"""Speed of statemine's Synoptic engine (``--engine synoptic``).
+
+Generates, with a fixed seed, congestion-control logs in the oracle's format
+(``<microseconds> <Type>`` lines, ``--`` between traces, parsed with
+``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
+
+* *state logs*: one line per state change, from a Markov chain over the CC states;
+* *event logs*: states interleaved with point events (ack, loss, tlp, rto, close,
+  timeout), whose invariants (``rto AlwaysFollowedBy RetransmissionTimeout``,
+  ``close NeverFollowedBy x``, ...) fail on the initial one-node-per-type graph, so the
+  engine has to refine;
+* synthetic Markov logs with 4..64 state types, for the growth with the number of types.
+
+Prints, per log: events, parse time, inference time (mining + refinement + coarsening),
+output time (dot, invariants, json), nodes.  Run: ``python benchmarks/bench_synoptic.py``
+(``--quick`` skips the 1e6-event log).  Reference: the real Synoptic took 24.5 s on a
+1e5-event state log, > 600 s on 1e6, and 6.2 s on a 1e4-event event log needing refinement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from statemine.infer.synoptic import infer_log  # noqa: E402
+from statemine.infer.synoptic.formats import write_outputs  # noqa: E402
+from statemine.infer.synoptic.log import EventLog  # noqa: E402
+from statemine.parse.regex import read_regex  # noqa: E402
+
+REGEX = "^(?<DTIME>)(?<TYPE>)$"
+SEPARATOR = "^--$"
+
+STATES = ["SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed", "Recovery",
+          "ApplicationLimited", "TailLossProbe", "RetransmissionTimeout"]
+# Transition weights between the CC states (rows: from, columns: to), Init -> SlowStart.
+_W = np.array([
+    # SS   CA   CAM  Rec  AL   TLP  RTO
+    [0.0, 0.45, 0.0, 0.30, 0.15, 0.05, 0.05],   # SlowStart
+    [0.0, 0.0, 0.10, 0.50, 0.25, 0.10, 0.05],   # CongestionAvoidance
+    [0.0, 0.30, 0.0, 0.40, 0.20, 0.05, 0.05],   # CongestionAvoidanceMaxed
+    [0.0, 0.70, 0.0, 0.0, 0.15, 0.10, 0.05],    # Recovery
+    [0.40, 0.40, 0.0, 0.10, 0.0, 0.05, 0.05],   # ApplicationLimited
+    [0.0, 0.40, 0.0, 0.50, 0.0, 0.0, 0.10],     # TailLossProbe
+    [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],        # RetransmissionTimeout
+])
+
+
+def _markov(rng: np.random.Generator, weights: np.ndarray, length: int) -> list[int]:
+    p = weights / weights.sum(axis=1, keepdims=True)
+    cur, out = 0, [0]
+    for _ in range(length - 1):
+        cur = int(rng.choice(len(p), p=p[cur]))
+        out.append(cur)
+    return out
+
+
+def state_log(n_events: int, rng: np.random.Generator) -> list[list[str]]:
+    """Traces of CC states (Init then a Markov walk), about ``n_events`` in all."""
+    traces, total = [], 0
+    while total < n_events:
+        n = int(rng.integers(3, 30))
+        trace = ["Init"] + [STATES[i] for i in _markov(rng, _W, n - 1)]
+        traces.append(trace)
+        total += len(trace)
+    return traces
+
+
+def event_log(n_events: int, rng: np.random.Generator) -> list[list[str]]:
+    """Traces of CC states with point events: loss before Recovery, tlp before
+    TailLossProbe, rto before RetransmissionTimeout, acks, and close/timeout at the end."""
+    traces, total = [], 0
+    while total < n_events:
+        n = int(rng.integers(3, 14))
+        walk = [STATES[i] for i in _markov(rng, _W, n)]
+        trace = ["Init"]
+        for state in walk:
+            if state == "Recovery":
+                trace.append("loss")
+            elif state == "TailLossProbe":
+                trace.append("tlp")
+            elif state == "RetransmissionTimeout":
+                trace.append("rto")
+            trace.append(state)
+            trace += ["ack"] * int(rng.integers(0, 3))
+        trace.append("timeout" if trace[-1] == "RetransmissionTimeout" else "close")
+        traces.append(trace)
+        total += len(trace)
+    return traces
+
+
+def markov_log(n_events: int, n_types: int, rng: np.random.Generator) -> list[list[str]]:
+    """Traces of a random sparse Markov chain over ``n_types`` states S0..S{n-1}."""
+    weights = rng.random((n_types, n_types)) * (rng.random((n_types, n_types)) < 0.3)
+    weights[np.arange(n_types), (np.arange(n_types) + 1) % n_types] += 0.5
+    traces, total = [], 0
+    while total < n_events:
+        n = int(rng.integers(5, 40))
+        traces.append([f"S{i}" for i in _markov(rng, weights, n)])
+        total += n
+    return traces
+
+
+def write_log(traces: list[list[str]], path: Path, rng: np.random.Generator) -> int:
+    """Write traces in the oracle's format; returns the number of events."""
+    t = 1_700_000_000_000_000
+    lines = []
+    for trace in traces:
+        for ev in trace:
+            t += int(rng.integers(1, 200_000))
+            lines.append(f"{t} {ev}")
+        lines.append("--")
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    return sum(map(len, traces))
+
+
+def run(name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator) -> None:
+    path = tmp / f"{name}.log"
+    n = write_log(traces, path, rng)
+    t0 = time.perf_counter()
+    ts = read_regex([path], [REGEX], SEPARATOR)
+    log = EventLog.from_traceset(ts)
+    t1 = time.perf_counter()
+    res = infer_log(log, seed=1)
+    t2 = time.perf_counter()
+    write_outputs(res.model, res.invariants, tmp / name)
+    t3 = time.perf_counter()
+    print(f"{name:28s} {n:>9d} {len(log.types):>5d} {t1 - t0:>8.3f} {t2 - t1:>8.3f} "
+          f"{t3 - t2:>8.3f} {res.model.n_nodes:>6d}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="skip the 1e6-event log")
+    opts = parser.parse_args()
+    rng = np.random.default_rng(20261122)
+    print(f"{'log':28s} {'events':>9s} {'types':>5s} {'parse s':>8s} {'infer s':>8s} "
+          f"{'write s':>8s} {'nodes':>6s}")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        run("event-log-1e4 (target 0.1)", event_log(10_000, rng), tmp, rng)
+        run("state-log-1e5 (target 0.25)", state_log(100_000, rng), tmp, rng)
+        if not opts.quick:
+            run("state-log-1e6 (target 3)", state_log(1_000_000, rng), tmp, rng)
+        print("-- growth with events (event logs)")
+        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+            run(f"event-log-{n}", event_log(n, rng), tmp, rng)
+        print("-- growth with events (state logs)")
+        for n in (10_000, 100_000, 300_000):
+            run(f"state-log-{n}", state_log(n, rng), tmp, rng)
+        print("-- growth with types (Markov logs, 1e5 events)")
+        for k in (4, 8, 16, 32, 64):
+            run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng)
+
+
+if __name__ == "__main__":
+    main()
