@@ -20,10 +20,12 @@ p-value estimated from random tables with the observed margins (scipy's
 ``MonteCarloMethod``, seeded). Fisher rather than Barnard because it conditions on both
 margins, like the chi-square test it replaces, and extends to k > 2. These tests treat the
 transitions as independent draws, which transitions of one trace are not: read their
-p-values as a screen. Holm's correction is applied over the tested source states; an edge
-is flagged significant when its source's test is and its own adjusted residual exceeds the
-normal quantile z(1 - alpha/2) (the usual post-hoc reading of a contingency table, Agresti
-2013, section 2.4.5), so a source's unchanged edges are not flagged with its changed ones.
+p-values as a screen. Holm's correction is applied over the tested source states. Which
+edges of a changed source moved? Each edge gets a post-hoc 2 x 2 test (this destination vs
+the source's other destinations, A vs B; chi-square or Fisher by the same rule), Holm-adjusted
+within its source (``p_edge``); an edge is flagged significant only when both its source's
+test and its own pass (a gatekeeping procedure), so unchanged edges of a changed source,
+and cells with one or two counts, are not flagged.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ STATE_COLUMNS = ["state", "fraction_a", "fraction_b", "delta", "delta_lo", "delt
                  "p_value", "significant", "p_holm", "time_a_s", "time_b_s",
                  "traces_a", "traces_b", "presence"]
 TRANSITION_COLUMNS = ["src", "dst", "prob_a", "prob_b", "delta", "p_value", "significant",
-                      "p_holm", "residual", "count_a", "count_b", "test", "presence"]
+                      "p_holm", "p_edge", "count_a", "count_b", "test", "presence"]
 ONLY_COLUMNS = ["kind", "name", "src", "dst", "share", "count"]
 
 
@@ -412,8 +414,8 @@ def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest
     sources = sorted(per_src)
     adjusted = dict(zip(sources, holm(np.array([per_src[s][0] for s in sources], dtype=float))))
     m["p_holm"] = m["src"].map(adjusted).astype(float)
-    m["residual"] = _adjusted_residuals(m)
-    m["significant"] = (m["p_holm"] < alpha) & (m["residual"].abs() > stats.norm.isf(alpha / 2))
+    m["p_edge"] = _edge_pvalues(m, test=test)
+    m["significant"] = (m["p_holm"] < alpha) & (m["p_edge"] < alpha)
     m["presence"] = _presence((m["count_a"] > 0).to_numpy(), (m["count_b"] > 0).to_numpy())
     m = m.assign(size=m["delta"].abs().fillna(-1.0)).sort_values(
         ["size", "src", "dst"], ascending=[False, True, True], kind="stable")
@@ -422,21 +424,19 @@ def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest
     return m[TRANSITION_COLUMNS].reset_index(drop=True)
 
 
-def _adjusted_residuals(m: pd.DataFrame) -> pd.Series:
-    """Adjusted (standardised) Pearson residual of each edge's B cell in its source's 2 x k table.
-
-    ``(O - E) / sqrt(E (1 - row/N) (1 - col/N))`` (Agresti, Categorical Data Analysis,
-    2013, section 2.4.5); about N(0, 1) under no change. NaN when the source is on one side only.
-    """
-    n_a = m.groupby("src")["count_a"].transform("sum").astype(float)
-    n_b = m.groupby("src")["count_b"].transform("sum").astype(float)
-    col = (m["count_a"] + m["count_b"]).astype(float)
-    total = n_a + n_b
-    expected = n_b * col / total
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (m["count_b"] - expected) / np.sqrt(expected * (1 - n_b / total) * (1 - col / total))
-    r = r.where(np.isfinite(r), 0.0)  # a lone destination: no change possible
-    return r.where((n_a > 0) & (n_b > 0))
+def _edge_pvalues(m: pd.DataFrame, *, test: TransitionTest) -> pd.Series:
+    """Post-hoc p-value of each edge: its 2 x 2 table (this destination vs the source's others,
+    row A, row B) through :func:`transition_test`, Holm-adjusted within the source. NaN when
+    the source is on one side only."""
+    out_a = m.groupby("src")["count_a"].transform("sum").to_numpy()
+    out_b = m.groupby("src")["count_b"].transform("sum").to_numpy()
+    ca, cb = m["count_a"].to_numpy(), m["count_b"].to_numpy()
+    raw = np.array([transition_test(np.array([[ca[i], out_a[i] - ca[i]], [cb[i], out_b[i] - cb[i]]]), test=test)[0]
+                    for i in range(len(m))], dtype=float)
+    adjusted = pd.Series(raw, index=m.index)
+    for _, rows in m.groupby("src").groups.items():
+        adjusted[rows] = holm(raw[m.index.get_indexer(rows)])
+    return adjusted
 
 
 def transition_test(table: np.ndarray, *, test: TransitionTest = "chi2",

@@ -121,8 +121,8 @@ def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
     note = ""
     if n_a < 2 or n_b < 2:
         note = f"fewer than 2 runs on a side ({n_a} vs {n_b}): no test"
-    elif np.var(xa) == 0 and np.var(xb) == 0:
-        note = "no variance on either side: no test"
+    elif _constant(xa) and _constant(xb):
+        note = "no variance on either side (identical runs): no test"
     else:
         with warnings.catch_warnings():  # one side's identical values make scipy warn needlessly
             warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
@@ -132,6 +132,11 @@ def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
         note = (note + "; " if note else "") + "mean_a is 0: no percent difference"
     return {"n_a": n_a, "n_b": n_b, "mean_a": mean_a, "mean_b": mean_b, "pct_diff": pct, "t": t,
             "p_value": p, "significant": bool(p < alpha) if not math.isnan(p) else False, "note": note}
+
+
+def _constant(x: np.ndarray) -> bool:
+    """All values equal up to floating-point rounding (relative 1e-9): a deterministic cell."""
+    return bool(np.ptp(x) <= 1e-9 * max(float(np.max(np.abs(x))), 1e-300))
 
 
 def heatmap(

@@ -253,20 +253,37 @@ def test_exact_enumeration_counts_every_relabelling():
     assert np.allclose(permutation_pvalues(xa, xb), count / n_all)
 
 
-def test_adjusted_residuals_by_hand():
+def test_edge_posthoc_tests_by_hand():
     a = make_set("a", 40, seed=51, p_rto=0.05)
     b = make_set("b", 40, seed=52, p_rto=0.5)
     t = diff(a, b, n_perm=99, n_boot=0).transitions
     ca = t[t["src"] == "CongestionAvoidance"].sort_values("dst")
-    table = np.vstack([ca["count_a"], ca["count_b"]]).astype(float)
-    e = stats.contingency.expected_freq(table)
-    n = table.sum()
-    rows, cols = table.sum(1, keepdims=True) / n, table.sum(0) / n
-    ref = ((table - e) / np.sqrt(e * (1 - rows) * (1 - cols)))[1]
-    assert np.allclose(ca["residual"], ref)
-    # the flag needs both the source's Holm p and the edge's own residual
-    z = stats.norm.isf(0.05 / 2)
-    assert (ca["significant"] == ((ca["p_holm"] < 0.05) & (ca["residual"].abs() > z))).all()
+    out_a, out_b = ca["count_a"].sum(), ca["count_b"].sum()
+    raw = []
+    for row in ca.itertuples():
+        table = np.array([[row.count_a, out_a - row.count_a], [row.count_b, out_b - row.count_b]])
+        if stats.contingency.expected_freq(table).min() >= 5:
+            raw.append(stats.chi2_contingency(table, correction=False).pvalue)
+        else:
+            raw.append(stats.fisher_exact(table).pvalue)
+    assert np.allclose(ca["p_edge"], holm(np.array(raw)))
+    # the flag needs both the source's Holm p and the edge's own
+    assert (ca["significant"] == ((ca["p_holm"] < 0.05) & (ca["p_edge"] < 0.05))).all()
+
+
+def test_one_count_cells_are_not_flagged():
+    """A changed source's rare edges (0 vs 1 transitions) are not flagged on their own."""
+    rows = []
+    for i in range(30):
+        rows.append(one_trace(f"a{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "CongestionAvoidance"]))
+    a = TraceSet.from_events(pd.concat(rows))
+    rows = [one_trace(f"b{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "SlowStart"]) for i in range(10)]
+    rows.append(one_trace("b10", [0, 1, 2], ["CongestionAvoidance", "Recovery", "ApplicationLimited"]))
+    b = TraceSet.from_events(pd.concat(rows))
+    t = diff(a, b, n_perm=99, n_boot=0).transitions.set_index(["src", "dst"])
+    assert t.loc[("Recovery", "SlowStart"), "significant"]
+    assert not t.loc[("Recovery", "ApplicationLimited"), "significant"]
+    assert t.loc[("Recovery", "ApplicationLimited"), "p_holm"] < 0.05
 
 
 def test_same_labels_refused():

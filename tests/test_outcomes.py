@@ -111,3 +111,13 @@ def test_heatmap_needs_one_cell_per_pair():
     table = compare_outcomes(pd.concat([r, r2]), by="profile", a="desktop", b="mobile")
     with pytest.raises(UsageError, match="stack"):
         heatmap(table, rows="rate_mbps", cols="object_size_bytes")
+
+
+def test_rounding_noise_is_no_variance():
+    """Deterministic runs that differ only by float rounding must not give a huge t."""
+    xa = np.array([1.7750000000000001, 1.775, 1.7750000000000004])
+    xb = np.array([1.7757, 1.7757000000000003, 1.7757])
+    out = welch_cell(xa, xb)
+    assert math.isnan(out["p_value"]) and "identical runs" in out["note"] and not out["significant"]
+    real = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.1, 1.2, 1.3]))
+    assert real["note"] == "" and real["p_value"] < 0.05
