@@ -326,3 +326,23 @@ def test_find_prefers_the_nearest_then_the_lower_position():
     assert _find(lines, ("A\n", "B\n"), 104, 101) == 106  # not before lo
     assert _find(lines, ("A\n", "B\n"), 19990, 200) == 9000  # far away: the window grows
     assert _find(lines, ("A\n", "C\n"), 100, 0) is None
+
+
+def test_revert_refuses_a_corrupt_record(env):
+    patches, tree = env
+    apply("demo", "1.0", tree, patches)
+    rec = json.loads((tree / RECORD).read_text())
+    rec["files"][0]["before_zlib_b64"] = "not base64!"
+    (tree / RECORD).write_text(json.dumps(rec))
+    snapshot = hashes(tree)
+    with pytest.raises(InputError, match="corrupt"):
+        revert("demo", "1.0", tree, patches)
+    rec["files"][0]["path"] = "../outside"
+    (tree / RECORD).write_text(json.dumps(rec))
+    with pytest.raises(InputError, match="'..' is not allowed"):
+        revert("demo", "1.0", tree, patches)
+    (tree / RECORD).write_text("[1, 2")
+    with pytest.raises(InputError, match="not valid JSON"):
+        revert("demo", "1.0", tree, patches)
+    assert {k: v for k, v in hashes(tree).items() if k != RECORD} == {
+        k: v for k, v in snapshot.items() if k != RECORD}

@@ -72,11 +72,13 @@ def _outcome(result: lib.Outcome, verbose: bool) -> None:
 _verbose = click.option("-v", "--verbose", is_flag=True, help="Show where each hunk went.")
 
 
+def _tree_options(fn):
+    """The options of apply/check/revert: --impl, --version, --patches, --verbose."""
+    return _impl(_version(_patches(_verbose(fn))))
+
+
 @patch.command()
-@_impl
-@_version
-@_patches
-@_verbose
+@_tree_options
 @_dir
 def apply(impl: str, version: str, patches: Path | None, verbose: bool, directory: Path) -> None:
     """Apply the IMPL VERSION patch to DIRECTORY (all hunks or nothing)."""
@@ -84,10 +86,7 @@ def apply(impl: str, version: str, patches: Path | None, verbose: bool, director
 
 
 @patch.command()
-@_impl
-@_version
-@_patches
-@_verbose
+@_tree_options
 @_dir
 def check(impl: str, version: str, patches: Path | None, verbose: bool, directory: Path) -> None:
     """Dry run of apply: say whether the patch would apply; change nothing."""
@@ -95,10 +94,7 @@ def check(impl: str, version: str, patches: Path | None, verbose: bool, director
 
 
 @patch.command()
-@_impl
-@_version
-@_patches
-@_verbose
+@_tree_options
 @click.option("--dry-run", is_flag=True, help="Say what would be reverted; change nothing.")
 @_dir
 def revert(impl: str, version: str, patches: Path | None, verbose: bool, dry_run: bool,

@@ -473,7 +473,10 @@ def revert(impl: str, version: str, dest: str | Path, patches: str | Path | None
         if _sha(current) != after_sha:
             raise InputError(root / rel, None, "changed since the patch was applied; "
                              "refusing to revert (re-fetch the source, or revert by hand)")
-        before = zlib.decompress(base64.b64decode(blob)) if blob is not None else None
+        try:
+            before = zlib.decompress(base64.b64decode(blob, validate=True)) if blob is not None else None
+        except (ValueError, TypeError, zlib.error) as exc:
+            raise InputError(root / RECORD, None, f"the saved original of {rel} is corrupt: {exc}") from None
         if _sha(before) != before_sha:
             raise InputError(root / RECORD, None, f"the saved original of {rel} does not match its sha256")
         writes[rel] = (current, before)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import StatemineError, UsageError
 from .apply import SOURCE_RECORD
+from .diff import check_relpath
 from .registry import Impl, load_impl, sha256_file
 
 
@@ -123,8 +124,8 @@ def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
     built = []
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
-            if name.endswith((".so", ".pyd")) and "/" in name and ".." not in name.split("/"):
-                target = pkg_root / name
+            if name.endswith((".so", ".pyd")) and "/" in name:
+                target = pkg_root / check_relpath(name, wheel, None)
                 if not target.parent.is_dir():
                     raise StatemineError(f"{wheel.name}: {name} has no source directory in the sdist")
                 target.write_bytes(zf.read(name))
