@@ -319,3 +319,21 @@ def test_adaptive_reordering_spends_less_time_in_recovery(binaries, tmp_path):
         spurious[version] = int((server["state"] == "SpuriousLoss").sum())
     assert spurious["v0.63.0"] > 0 and spurious["v0.65.0"] > 0
     assert share["v0.65.0"] < share["v0.63.0"] / 2, share
+
+
+@pytest.mark.slow
+def test_mobile_socket_buffer_and_windows(binaries, tmp_path):
+    """The mobile client's socket buffer overflows when small (drops on a lossless path);
+    the client's flow-control window keys are accepted, and checked."""
+    harness(binaries, LATEST)
+    mobile = {"profile": "mobile", "read_rate_bps": 50e6, "per_packet_cpu_s": 0.0005}
+    deep = link(buffer_bytes=10_000_000)  # no tail drop at the bottleneck
+    small = quicgo.run(make_config(tmp_path, name="small", count=1, size=500_000, down=deep,
+                                   client={**mobile, "socket_buffer_bytes": 4000}))
+    large = quicgo.run(make_config(tmp_path, name="large", count=1, size=500_000, down=deep,
+                                   client={**mobile, "socket_buffer_bytes": 10_000_000,
+                                           "max_data_bytes": 2_000_000, "max_stream_data_bytes": 1_000_000}))
+    assert small["ok"] and large["ok"], (small["error"], large["error"])
+    assert small["packets_dropped"] > 0 and large["packets_dropped"] == 0
+    bad = quicgo.run(make_config(tmp_path, name="bad", client={**mobile, "max_data_bytes": 0}))
+    assert not bad["ok"] and "client.max_data_bytes" in bad["error"]

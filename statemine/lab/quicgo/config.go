@@ -22,6 +22,26 @@ type Client struct {
 	Profile        string   `json:"profile"`          // "desktop" or "mobile"
 	ReadRateBps    *float64 `json:"read_rate_bps"`    // mobile: application read rate, bits/s
 	PerPacketCPU_S float64  `json:"per_packet_cpu_s"` // mobile: virtual CPU seconds per received packet
+	// mobile: the socket receive buffer, bytes (nil: DefaultSocketBuffer)
+	SocketBufferBytes *int `json:"socket_buffer_bytes"`
+	// the client's initial connection / stream flow-control windows, bytes (nil: quic-go's)
+	MaxDataBytes       *int64 `json:"max_data_bytes"`
+	MaxStreamDataBytes *int64 `json:"max_stream_data_bytes"`
+}
+
+// DefaultSocketBuffer is the mobile client's socket receive buffer unless the config
+// sets one: Linux's rmem_default, bytes.
+const DefaultSocketBuffer = 212992
+
+// SocketBuffer is the client's receive buffer in bytes (0: unlimited, the desktop profile).
+func (c *Client) SocketBuffer() int {
+	switch {
+	case c.Profile != "mobile":
+		return 0
+	case c.SocketBufferBytes != nil:
+		return *c.SocketBufferBytes
+	}
+	return DefaultSocketBuffer
 }
 
 // Config is one run.
@@ -78,6 +98,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("reordering_threshold: must be an integer in [1, 65535]")
 	case c.TimeThreshold != nil && !(*c.TimeThreshold >= 1 && *c.TimeThreshold <= 32):
 		return fmt.Errorf("time_threshold: must be in [1, 32]")
+	case c.Client.SocketBufferBytes != nil && *c.Client.SocketBufferBytes < 1:
+		return fmt.Errorf("client.socket_buffer_bytes: must be >= 1")
+	case c.Client.MaxDataBytes != nil && *c.Client.MaxDataBytes < 1:
+		return fmt.Errorf("client.max_data_bytes: must be >= 1")
+	case c.Client.MaxStreamDataBytes != nil && *c.Client.MaxStreamDataBytes < 1:
+		return fmt.Errorf("client.max_stream_data_bytes: must be >= 1")
 	case !(c.TimeLimitS > 0) || math.IsInf(c.TimeLimitS, 0):
 		return fmt.Errorf("time_limit_s: must be > 0, not %v", c.TimeLimitS)
 	case c.LogPath == "" || c.ResultPath == "":

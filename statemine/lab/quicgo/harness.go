@@ -15,6 +15,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"testing/synctest"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -52,15 +53,26 @@ func TLSConfigs(certPEM, keyPEM []byte) (server, client *tls.Config, err error) 
 // ErrTimeLimit is returned when the run has not finished within the virtual time limit.
 var ErrTimeLimit = errors.New("virtual time limit reached")
 
-// appReader models the application's consumption of stream data: nil reads as fast as
+// AppReader models the application's consumption of stream data: nil reads as fast as
 // data arrives (desktop); otherwise all streams together consume rate bits/s (mobile).
-type appReader struct {
+type AppReader struct {
 	mu   sync.Mutex
 	rate float64
 	free time.Time
 }
 
-func (a *appReader) consume(n int) {
+// wait returns when the data read so far has been consumed (the mobile client's thread
+// is free again). It first lets every other goroutine of the bubble settle, so the
+// transport has delivered, and the application has read, what the last packet carried.
+func (a *AppReader) wait() {
+	synctest.Wait()
+	a.mu.Lock()
+	until := a.free
+	a.mu.Unlock()
+	time.Sleep(time.Until(until))
+}
+
+func (a *AppReader) consume(n int) {
 	if a == nil || n == 0 {
 		return
 	}
@@ -97,7 +109,7 @@ func serveObject(s io.ReadWriteCloser) error {
 
 // fetchObject requests size bytes on stream s and reads them; it returns when the
 // server closed the stream, adding every byte read to got.
-func fetchObject(s io.ReadWriteCloser, size int, app *appReader, got *atomic.Int64) error {
+func fetchObject(s io.ReadWriteCloser, size int, app *AppReader, got *atomic.Int64) error {
 	var hdr [8]byte
 	binary.BigEndian.PutUint64(hdr[:], uint64(size))
 	if _, err := s.Write(hdr[:]); err != nil {
@@ -125,6 +137,34 @@ func fetchObject(s io.ReadWriteCloser, size int, app *appReader, got *atomic.Int
 	}
 }
 
+// quic-go's default maximum receive windows (auto-tuning grows the windows up to them).
+const (
+	defaultMaxStreamWindow = 6 << 20
+	defaultMaxConnWindow   = 15 << 20
+)
+
+// clientQUICConfig sets the client's initial flow-control windows from the profile.
+func clientQUICConfig(c *Client) *quic.Config {
+	conf := &quic.Config{}
+	if c.MaxStreamDataBytes != nil {
+		conf.InitialStreamReceiveWindow = uint64(*c.MaxStreamDataBytes)
+		conf.MaxStreamReceiveWindow = max(uint64(*c.MaxStreamDataBytes), defaultMaxStreamWindow)
+	}
+	if c.MaxDataBytes != nil {
+		conf.InitialConnectionReceiveWindow = uint64(*c.MaxDataBytes)
+		conf.MaxConnectionReceiveWindow = max(uint64(*c.MaxDataBytes), defaultMaxConnWindow)
+	}
+	return conf
+}
+
+// NewAppReader is the client application's reader for profile c (nil: desktop).
+func NewAppReader(c *Client) *AppReader {
+	if c.Profile != "mobile" {
+		return nil
+	}
+	return &AppReader{rate: *c.ReadRateBps}
+}
+
 // Outcome is what Transfer measured.
 type Outcome struct {
 	PLT      time.Duration // client's first packet (the dial) to the last byte of the last object
@@ -133,13 +173,14 @@ type Outcome struct {
 
 // Transfer runs the client/server transfer of cfg between the packet connections
 // server and client (the client dials server.LocalAddr()) and tears everything down
-// (connections, transports, both packet connections) before returning.
-func Transfer(cfg *Config, server, client net.PacketConn, serverTLS, clientTLS *tls.Config) (Outcome, error) {
+// (connections, transports, both packet connections) before returning. app is the
+// client application's reader (nil: it reads as fast as data arrives).
+func Transfer(cfg *Config, server, client net.PacketConn, app *AppReader, serverTLS, clientTLS *tls.Config) (Outcome, error) {
 	var out Outcome
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeLimitS*1e9))
 	defer cancel()
 	serverConf := &quic.Config{MaxIncomingStreams: int64(max(100, cfg.Objects.Count))}
-	clientConf := &quic.Config{}
+	clientConf := clientQUICConfig(&cfg.Client)
 	enableQlog(serverConf)
 	enableQlog(clientConf)
 
@@ -191,10 +232,6 @@ func Transfer(cfg *Config, server, client net.PacketConn, serverTLS, clientTLS *
 	// Reads do not take a context: closing the connection ends them at the time limit.
 	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(2, ErrTimeLimit.Error()) })
 	defer stop()
-	var app *appReader
-	if cfg.Client.Profile == "mobile" {
-		app = &appReader{rate: *cfg.Client.ReadRateBps}
-	}
 	var got atomic.Int64
 	type done struct {
 		err error

@@ -129,8 +129,12 @@ func TestLab(t *testing.T) {
 	wall := time.Now()
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		p := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed, time.Duration(cfg.Client.PerPacketCPU_S*1e9))
-		out, err := Transfer(cfg, p.Server, p.Client, serverTLS, clientTLS)
+		p := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed)
+		app := NewAppReader(&cfg.Client)
+		if app != nil {
+			p.Client.SetMobile(cfg.Client.SocketBuffer(), time.Duration(cfg.Client.PerPacketCPU_S*1e9), app.wait)
+		}
+		out, err := Transfer(cfg, p.Server, p.Client, app, serverTLS, clientTLS)
 		p.Close()
 		res.VirtualTimeS = time.Since(start).Seconds()
 		res.PacketsSent = p.Sent()
@@ -178,7 +182,7 @@ func TestLoopback(t *testing.T) {
 		}
 		return c
 	}
-	out, err := Transfer(cfg, listen(), listen(), serverTLS, clientTLS)
+	out, err := Transfer(cfg, listen(), listen(), nil, serverTLS, clientTLS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// inboxPackets is an endpoint's receive buffer, in packets; a packet that arrives when
-// it is full is dropped (as by a full socket buffer) and counted in RxDropped.
-const inboxPackets = 2048
+// inboxPackets bounds an endpoint's receive queue, in packets; a packet that arrives
+// when it (or the endpoint's byte limit, the mobile socket buffer) is full is dropped,
+// as by a full socket buffer, and counted in Dropped.
+const inboxPackets = 8192
 
 type datagram struct {
 	data []byte
@@ -130,8 +131,12 @@ type Endpoint struct {
 	addr  *net.UDPAddr
 	out   *wire
 	inbox chan datagram
-	// cpu is the virtual CPU time each received packet costs (the mobile profile).
-	cpu time.Duration
+	// The mobile profile's single client thread: the byte limit of the receive queue
+	// (0: none), the virtual CPU time each received packet costs, and busy, which
+	// blocks until the application has consumed what the last packet delivered.
+	bufBytes int
+	cpu      time.Duration
+	busy     func()
 
 	mu        sync.Mutex
 	closed    chan struct{}
@@ -140,23 +145,38 @@ type Endpoint struct {
 	dlTimer   *time.Timer
 	sent      int
 	rxDropped int
+	queued    int // bytes in inbox
 }
 
 var _ net.PacketConn = (*Endpoint)(nil)
 
-func newEndpoint(addr *net.UDPAddr, cpu time.Duration) *Endpoint {
-	return &Endpoint{addr: addr, cpu: cpu, inbox: make(chan datagram, inboxPackets),
+func newEndpoint(addr *net.UDPAddr) *Endpoint {
+	return &Endpoint{addr: addr, inbox: make(chan datagram, inboxPackets),
 		closed: make(chan struct{}), deadline: make(chan struct{})}
 }
 
 func (e *Endpoint) receive(d datagram) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.bufBytes > 0 && e.queued+len(d.data) > e.bufBytes {
+		e.rxDropped++
+		return
+	}
 	select {
 	case e.inbox <- d:
+		e.queued += len(d.data)
 	default:
-		e.mu.Lock()
 		e.rxDropped++
-		e.mu.Unlock()
 	}
+}
+
+// SetMobile makes the endpoint the mobile profile's single-threaded client: a receive
+// buffer of bufBytes, cpu of virtual time per packet taken, and busy called before
+// taking the next packet (it returns when the application has consumed the data).
+func (e *Endpoint) SetMobile(bufBytes int, cpu time.Duration, busy func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.bufBytes, e.cpu, e.busy = bufBytes, cpu, busy
 }
 
 type timeoutError struct{}
@@ -169,8 +189,11 @@ func (timeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
 // ReadFrom waits for the next packet, the read deadline or Close.
 func (e *Endpoint) ReadFrom(p []byte) (int, net.Addr, error) {
 	e.mu.Lock()
-	dl := e.deadline
+	dl, busy, cpu := e.deadline, e.busy, e.cpu
 	e.mu.Unlock()
+	if busy != nil {
+		busy()
+	}
 	select {
 	case <-e.closed:
 		return 0, nil, net.ErrClosed
@@ -178,8 +201,11 @@ func (e *Endpoint) ReadFrom(p []byte) (int, net.Addr, error) {
 	}
 	select {
 	case d := <-e.inbox:
-		if e.cpu > 0 {
-			time.Sleep(e.cpu)
+		e.mu.Lock()
+		e.queued -= len(d.data)
+		e.mu.Unlock()
+		if cpu > 0 {
+			time.Sleep(cpu)
 		}
 		return copy(p, d.data), d.from, nil
 	case <-dl:
@@ -259,11 +285,11 @@ type Path struct {
 }
 
 // NewPath builds the emulated path; time zero of the path model is now.
-func NewPath(down, up LinkConfig, seed int64, clientCPU time.Duration) *Path {
+func NewPath(down, up LinkConfig, seed int64) *Path {
 	start := time.Now()
 	p := &Path{
-		Server: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 443}, 0),
-		Client: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 50000}, clientCPU),
+		Server: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 443}),
+		Client: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 50000}),
 		Down:   NewLink(down, DirectionSeed(seed, true)),
 		Up:     NewLink(up, DirectionSeed(seed, false)),
 	}

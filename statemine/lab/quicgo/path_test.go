@@ -258,7 +258,7 @@ func TestPathDeliversAtModelTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := LinkConfig{RateBps: 8e6, BufferBytes: 1e6, DelayS: 0.02, JitterS: 0.004}
 		up := LinkConfig{RateBps: 8e6, BufferBytes: 1e6, DelayS: 0.02}
-		p := NewPath(down, up, 42, 0)
+		p := NewPath(down, up, 42)
 		defer p.Close()
 		start := time.Now()
 		type arrival struct {
@@ -309,7 +309,7 @@ func TestPathDeliversAtModelTimes(t *testing.T) {
 func TestEndpointDeadlineAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e6, BufferBytes: 1e6, DelayS: 0.01}
-		p := NewPath(cfg, cfg, 1, 0)
+		p := NewPath(cfg, cfg, 1)
 		start := time.Now()
 		p.Client.SetReadDeadline(start.Add(time.Second))
 		_, _, err := p.Client.ReadFrom(make([]byte, 10))
@@ -335,8 +335,9 @@ func TestEndpointDeadlineAndClose(t *testing.T) {
 func TestEndpointCPUCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e9, BufferBytes: 1e6}
-		p := NewPath(cfg, cfg, 1, 5*time.Millisecond)
+		p := NewPath(cfg, cfg, 1)
 		defer p.Close()
+		p.Client.SetMobile(0, 5*time.Millisecond, nil)
 		start := time.Now()
 		for i := 0; i < 4; i++ {
 			p.Server.WriteTo([]byte{1}, nil)
@@ -346,6 +347,31 @@ func TestEndpointCPUCost(t *testing.T) {
 		}
 		if d := time.Since(start); d < 20*time.Millisecond || d > 21*time.Millisecond {
 			t.Fatalf("4 packets at 5 ms each took %v", d)
+		}
+	})
+}
+
+// The mobile socket buffer drops what does not fit, counted as dropped.
+func TestEndpointSocketBuffer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := LinkConfig{RateBps: 1e12, BufferBytes: 1e6}
+		p := NewPath(cfg, cfg, 1)
+		defer p.Close()
+		p.Client.SetMobile(3000, 0, nil)
+		for i := 0; i < 4; i++ {
+			p.Server.WriteTo(make([]byte, 1000), nil)
+		}
+		time.Sleep(time.Millisecond)
+		if p.Dropped() != 1 {
+			t.Fatalf("dropped %d, want 1 of 4 packets of 1000 bytes into 3000", p.Dropped())
+		}
+		for i := 0; i < 3; i++ {
+			p.Client.ReadFrom(make([]byte, 2000))
+		}
+		p.Server.WriteTo(make([]byte, 1000), nil) // room again
+		time.Sleep(time.Millisecond)
+		if n, _, err := p.Client.ReadFrom(make([]byte, 2000)); n != 1000 || err != nil || p.Dropped() != 1 {
+			t.Fatalf("read %d %v, dropped %d", n, err, p.Dropped())
 		}
 	})
 }
