@@ -115,3 +115,31 @@ def test_shipped_scenarios_are_valid():
     for f in files:
         s = sc.load(f)
         assert s.cells and s.name
+
+
+def test_cli_reports_a_bad_scenario_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    p = write(tmp_path, HEAD + '[grid]\nstack = "aioquic@1.7.2"\nloss = 2\n')
+    res = CliRunner().invoke(main, ["lab", "run", str(p), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2
+    assert f"{p}:5: grid.loss: is a probability" in res.output
+    assert not (tmp_path / "out").exists()           # nothing written for a bad scenario
+    res = CliRunner().invoke(main, ["lab", "run", str(EXAMPLES / "mobile.toml"), "--out",
+                                    str(tmp_path / "o2"), "--only", "colour=red"])
+    assert res.exit_code == 2 and "not a grid key" in res.output
+    assert not (tmp_path / "o2").exists()
+
+
+def test_cli_lists_scenarios_and_keys():
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    res = CliRunner().invoke(main, ["lab", "scenarios"])
+    assert res.exit_code == 0 and "jitter.toml" in res.output and "mobile" in res.output
+    res = CliRunner().invoke(main, ["lab", "keys"])
+    assert res.exit_code == 0
+    assert all(key in res.output for key in ("rate_mbps", "jitter_ms", "reordering_threshold"))

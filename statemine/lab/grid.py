@@ -268,8 +268,8 @@ def run_grid(
     after every run, so an interrupted grid leaves them consistent with ``runs/``.
     """
     out = Path(out)
-    (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     runs = plan(scenario, only)
+    (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     runners = dict(runners) if runners is not None else {}
     todo = []
     for r in runs:
