@@ -15,6 +15,15 @@ version, so a change of any of them rebuilds it. Go's module downloads go to
 
 :func:`run` runs one config in a subprocess and returns the run result.
 
+Client profiles: ``desktop`` reads stream data as it arrives. ``mobile`` models the
+client's single thread on its receive path: datagrams wait in a socket buffer
+(``socket_buffer_bytes``, default 212992; overflow is dropped and counted in
+``packets_dropped``), taking one costs ``per_packet_cpu_s`` of virtual time, and the next
+one is taken only after the application has consumed, at ``read_rate_bps``, the data the
+previous one delivered. quic-go's connection goroutine still runs its timers meanwhile.
+``max_data_bytes`` / ``max_stream_data_bytes`` set the client's initial flow-control
+windows (quic-go's auto-tuning may grow them, up to 15 MiB / 6 MiB or the value if larger).
+
 Determinism: the harness seeds crypto/rand (``testing/cryptotest.SetGlobalRandom``: TLS,
 connection IDs, packet-number skipping) and the path model (math/rand/v2 PCG) from the
 config's seed, uses a fixed RSA certificate, runs on one thread (GOMAXPROCS=1) and
