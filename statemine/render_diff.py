@@ -15,7 +15,6 @@ import html
 import math
 from pathlib import Path
 
-import pandas as pd
 
 from .analyze import INITIAL, TERMINAL
 from .fileio import write_atomic
@@ -41,8 +40,6 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
     states, trans = result.states, result.transitions
     names = sorted(set(states["state"]))
     ids = {INITIAL: "init", TERMINAL: "term", **{name: f"s{i}" for i, name in enumerate(names)}}
-    max_state = _max_significant(states)
-    max_edge = _max_significant(trans)
     lines = ["digraph statemine_diff {",
              '  graph [rankdir=TB, fontname="Helvetica", labelloc="b"];',
              '  node [fontname="Helvetica", shape=box, style="rounded"];',
@@ -55,7 +52,7 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
         lines.append(f'  {ids[TERMINAL]} [label=<{TERMINAL}>, shape=diamond, style=""];')
     for row in states.sort_values("state").itertuples(index=False):
         numbers = f"{format_fraction(row.fraction_a)} | {format_fraction(row.fraction_b)}"
-        colour, width = _emphasis(row.delta, row.significant, max_state)
+        colour, width = _emphasis(row.delta, row.significant)
         fill = (UP_FILL if row.delta > 0 else DOWN_FILL) if row.significant else "white"
         style = ",".join(["rounded", "filled"] + ([STYLE_OF_PRESENCE[row.presence]] if row.presence != "both" else []))
         lines.append(
@@ -65,7 +62,7 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
     for row in trans.sort_values(["src", "dst"]).itertuples(index=False):
         numbers = f"{_probability(row.prob_a)} | {_probability(row.prob_b)}"
         delta = row.delta if not _isnan(row.delta) else 0.0
-        colour, width = _emphasis(delta, row.significant, max_edge)
+        colour, width = _emphasis(delta, row.significant)
         style = STYLE_OF_PRESENCE[row.presence]
         attrs = f'label=<{_esc(numbers)}>, color="{colour}", fontcolor="black", penwidth={width:.2f}'
         if style:
@@ -85,16 +82,12 @@ def render_diff(result, path: str | Path, *, title: str | None = None) -> Path:
     return write_atomic(path, dot if fmt == "dot" else dot_to(dot, fmt))
 
 
-def _emphasis(delta: float, significant: bool, max_delta: float) -> tuple[str, float]:
-    """Colour and pen width: red/blue and 1.5-6 pt by ``|delta|`` when significant, else grey 1 pt."""
-    if not significant or max_delta <= 0:
+def _emphasis(delta: float, significant: bool) -> tuple[str, float]:
+    """Colour and pen width: when significant red (up) or blue (down), 1.5 pt plus 9 pt per
+    unit of ``|delta|`` (an absolute scale, so diagrams compare; at most 6 pt); else grey 1 pt."""
+    if not significant:
         return NEUTRAL, 1.0
-    return (UP if delta > 0 else DOWN), 1.5 + 4.5 * abs(delta) / max_delta
-
-
-def _max_significant(table: pd.DataFrame) -> float:
-    sig = table.loc[table["significant"], "delta"].abs()
-    return float(sig.max()) if len(sig) else 0.0
+    return (UP if delta > 0 else DOWN), min(6.0, 1.5 + 9.0 * abs(delta))
 
 
 def _legend(result, title: str | None) -> str:
