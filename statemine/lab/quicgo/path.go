@@ -37,27 +37,41 @@ type LinkConfig struct {
 	RateSchedule *RateSchedule `json:"rate_schedule"`
 }
 
-// Validate reports the first impossible parameter, naming its key.
-func (c *LinkConfig) Validate() error {
-	finite := func(key string, v float64) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%s: must be finite, not %v", key, v)
-		}
-		return nil
-	}
-	prob := func(key string, v float64) error {
-		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("%s: is a probability and must be in [0, 1], not %v", key, v)
-		}
-		return nil
-	}
-	for _, kv := range []struct {
-		k string
-		v float64
-	}{{"rate_bps", c.RateBps}, {"buffer_bytes", c.BufferBytes}, {"delay_s", c.DelayS}, {"jitter_s", c.JitterS}} {
-		if err := finite(kv.k, kv.v); err != nil {
+// param is a named parameter value, for validation.
+type param struct {
+	key   string
+	value float64
+}
+
+// firstError is the first error check reports for the parameters, or nil.
+func firstError(check func(key string, v float64) error, ps ...param) error {
+	for _, p := range ps {
+		if err := check(p.key, p.value); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func finite(key string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%s: must be finite, not %v", key, v)
+	}
+	return nil
+}
+
+func probability(key string, v float64) error {
+	if !(v >= 0 && v <= 1) {
+		return fmt.Errorf("%s: is a probability and must be in [0, 1], not %v", key, v)
+	}
+	return nil
+}
+
+// Validate reports the first impossible parameter, naming its key.
+func (c *LinkConfig) Validate() error {
+	if err := firstError(finite, param{"rate_bps", c.RateBps}, param{"buffer_bytes", c.BufferBytes},
+		param{"delay_s", c.DelayS}, param{"jitter_s", c.JitterS}); err != nil {
+		return err
 	}
 	switch {
 	case !(c.RateBps > 0):
@@ -69,17 +83,13 @@ func (c *LinkConfig) Validate() error {
 	case c.JitterS < 0:
 		return fmt.Errorf("jitter_s: must be >= 0, not %v", c.JitterS)
 	}
-	if err := prob("loss", c.Loss); err != nil {
+	if err := probability("loss", c.Loss); err != nil {
 		return err
 	}
 	if g := c.Gilbert; g != nil {
-		for _, kv := range []struct {
-			k string
-			v float64
-		}{{"gilbert.p_gb", g.PGB}, {"gilbert.p_bg", g.PBG}, {"gilbert.loss_good", g.LossGood}, {"gilbert.loss_bad", g.LossBad}} {
-			if err := prob(kv.k, kv.v); err != nil {
-				return err
-			}
+		if err := firstError(probability, param{"gilbert.p_gb", g.PGB}, param{"gilbert.p_bg", g.PBG},
+			param{"gilbert.loss_good", g.LossGood}, param{"gilbert.loss_bad", g.LossBad}); err != nil {
+			return err
 		}
 	}
 	if s := c.RateSchedule; s != nil {
