@@ -123,6 +123,7 @@ def test_interrupted_run_leaves_no_finished_folder(spec, tmp_path):
     done = [p for p in (out / "runs").iterdir() if not p.name.startswith(".")]
     assert len(done) == 1                             # the first run only, complete
     assert (done[0] / "result.json").is_file()
+    assert len(pd.read_csv(out / "results.csv")) == 1  # the table matches what finished
     again = FakeRunner()
     table = run(spec, out, again)
     assert len(again.calls) == 5 and len(table) == 6 and table["ok"].all()

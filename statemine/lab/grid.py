@@ -29,6 +29,7 @@ import os
 import platform
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
@@ -39,6 +40,8 @@ from ..errors import UsageError
 from .scenario import GRID_KEYS, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
+#: The results table is rewritten at most this often while a grid runs (and at its end), s.
+RESULTS_EVERY_S = 5.0
 RESULT_COLUMNS = [
     "run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", "retransmissions",
     "packets_sent", "packets_dropped", "virtual_time_s", "wall_time_s", "seed",
@@ -183,11 +186,16 @@ def finished(out: Path, run_id_: str) -> dict | None:
         return None
 
 
-def results_table(out: Path, runs: list[PlannedRun]) -> pd.DataFrame:
-    """One row per planned run that has finished: the cell's values then the outcome."""
+def results_table(out: Path, runs: list[PlannedRun], known: Mapping[str, dict] | None = None) -> pd.DataFrame:
+    """One row per planned run that has finished: the cell's values then the outcome.
+
+    ``known`` maps run ids to results already in memory (read from disk otherwise).
+    """
     rows = []
     for run in runs:
-        res = finished(out, run.run_id)
+        res = known.get(run.run_id) if known else None
+        if res is None:
+            res = finished(out, run.run_id)
         if res is None:
             continue
         row = _flat_cell(run.cell)
@@ -264,8 +272,9 @@ def run_grid(
     """Run every unfinished run of ``scenario`` into ``out``; returns the results table.
 
     Builds each (implementation, version) once first; a failed build fails its runs
-    (recorded) and the others go on. Rewrites ``manifest.json`` and the results table
-    after every run, so an interrupted grid leaves them consistent with ``runs/``.
+    (recorded) and the others go on. Writes ``manifest.json`` first and the results table
+    every :data:`RESULTS_EVERY_S` and at the end, also when interrupted (Ctrl-C finishes
+    the runs in progress, then stops), so the table matches ``runs/``.
     """
     out = Path(out)
     runs = plan(scenario, only)
@@ -299,20 +308,27 @@ def run_grid(
         return execute(r, out, runners.get(impl), build_errors.get(r.cell["stack"]))
 
     jobs = jobs or os.cpu_count() or 1
-    with _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance:
-        with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(one, r) for r in todo]
-            try:
-                for fut in cf.as_completed(futures):
-                    res = fut.result()
-                    advance(res)
-                    write_results(out, results_table(out, runs))
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-    table = results_table(out, runs)
-    write_results(out, table)
+    known = {r.run_id: res for r in runs if (res := finished(out, r.run_id)) is not None}
+    last_write = time.monotonic()
+    try:
+        with _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance:
+            with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(one, r) for r in todo]
+                try:
+                    for fut in cf.as_completed(futures):
+                        res = fut.result()
+                        known[res["run_id"]] = res
+                        advance(res)
+                        if time.monotonic() - last_write > RESULTS_EVERY_S:
+                            write_results(out, results_table(out, runs, known))
+                            last_write = time.monotonic()
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    finally:  # also after an interruption: the table matches the finished runs
+        table = results_table(out, runs, known)
+        write_results(out, table)
     return table
 
 
