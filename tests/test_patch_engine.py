@@ -255,7 +255,7 @@ def test_offset_then_port_with_fuzz(tmp_path):
     # version 2: 7 lines inserted at the top (offset), a context line near hunk 2 changed (fuzz)
     v2 = "".join(f"new {i}\n" for i in range(7)) + orig.replace("line 27\n", "line 27 changed\n")
     tree = make_tree(tmp_path / "t", {"pkg/a.py": v2})
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="another version"):
         apply("demo", "1.0", tree, patches)
     before = hashes(tree)
     report = port("demo", "1.0", "2.0", tree, fuzz=0, dry_run=True, patches=patches)
@@ -299,10 +299,11 @@ def test_patch_lines_reproduces_difflib_edits(lines, edits):
     fps = parse_patch_text(udiff("f", "".join(lines), "".join(new))) if lines else None
     if fps is None:
         return
-    got, res = patch_lines(lines, fps[0].hunks, "f")
-    assert got == new and all(r.status == "exact" for r in res)
-    back, res = patch_lines(got, fps[0].reversed().hunks, "f")
-    assert back == lines and all(r.status == "exact" for r in res)
+    for shift in (False, True):
+        got, res = patch_lines(lines, fps[0].hunks, "f", shift=shift)
+        assert got == new and all(r.status == "exact" for r in res)
+        back, res = patch_lines(got, fps[0].reversed().hunks, "f", shift=shift)
+        assert back == lines and all(r.status == "exact" for r in res)
 
 
 def test_rejects_text_round_trips_every_hunk(tmp_path):
@@ -346,3 +347,16 @@ def test_revert_refuses_a_corrupt_record(env):
         revert("demo", "1.0", tree, patches)
     assert {k: v for k, v in hashes(tree).items() if k != RECORD} == {
         k: v for k, v in snapshot.items() if k != RECORD}
+
+
+def test_apply_refuses_a_shifted_tree_that_port_accepts(env):
+    """A patch belongs to one version: apply wants every hunk at its line."""
+    patches, tree = env
+    (tree / "pkg/a.py").write_text("# one more line\n" + ORIG["pkg/a.py"])
+    before = hashes(tree)
+    with pytest.raises(InputError, match="hunk 1 for pkg/a.py .*applies only at an offset"):
+        check("demo", "1.0", tree, patches)
+    assert hashes(tree) == before
+    report = port("demo", "1.0", "1.0-shifted", tree, patches=patches)
+    assert list(report.hunks["status"]) == ["offset", "offset", "exact", "exact"]
+    assert list(report.hunks["offset"]) == [1, 1, 0, 0]

@@ -4,9 +4,10 @@ The engine is pure Python (no GNU ``patch``): every path is validated first (see
 :mod:`statemine.patch.diff`; symlinks anywhere below DIR are refused), all hunks are
 applied in memory, and only when every hunk of every file applies are the files written
 (each to a temp file next to it, then ``os.replace``; a failure part way restores the
-files already replaced). A hunk is located at its line number, else at the nearest offset
-where its lines match (like ``git apply``); ``fuzz`` (used by ``port``) also lets up to
-that many context lines at each end of a hunk mismatch (like GNU ``patch --fuzz``).
+files already replaced). ``apply``/``check``/``revert`` place every hunk exactly at its
+line number, since a patch belongs to one version; ``port`` (``shift=True``) also takes the
+nearest offset where the lines match (like ``git apply``) and lets up to ``fuzz`` context
+lines at each end of a hunk mismatch (like GNU ``patch --fuzz``).
 
 ``DIR/.statemine-patch.json`` records what ``apply`` changed: the sha256 of each file
 before and after, and the original bytes (zlib + base64), so ``revert`` restores
@@ -140,9 +141,12 @@ def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> 
         radius *= 16
 
 
-def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int = 0
-                ) -> tuple[list[str], tuple[HunkResult, ...]]:
+def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int = 0,
+                shift: bool = False) -> tuple[list[str], tuple[HunkResult, ...]]:
     """Apply ``hunks`` in order to ``lines``; failed hunks are skipped and reported.
+
+    Each hunk must match at its line number (shifted by what earlier hunks added), or with
+    ``shift`` at the nearest offset; ``fuzz`` context lines at each end may mismatch.
 
     >>> h = Hunk(("a\\n", "b\\n"), ("a\\n", "c\\n"), 0, 0, 1, 0, 3, 1, 1)
     >>> patch_lines(["x\\n", "a\\n", "b\\n"], (h,), "f")[0]
@@ -163,8 +167,11 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
                 if h.old or f:
                     continue
                 pos = min(max(expected, lo), len(out))  # pure insertion
-            else:
+            elif shift:
                 pos = _find(out, needle, expected + top, lo)
+            else:
+                at = expected + top
+                pos = at if at >= lo and tuple(out[at:at + len(needle)]) == needle else None
             if pos is not None:
                 placed = (pos, top, bottom, f)
                 break
@@ -230,8 +237,9 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0) -> list[FileChange]:
-    """Apply every file patch in memory (reads files, writes nothing)."""
+def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = False) -> list[FileChange]:
+    """Apply every file patch in memory (reads files, writes nothing); ``fuzz`` and
+    ``shift`` as for :func:`patch_lines`."""
     changes = []
     for fp in fps:
         before = _read(root, fp.path)
@@ -245,7 +253,7 @@ def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0) -> list[FileChan
             res = tuple(HunkResult(fp.path, i, h.patch_line, "failed") for i, h in enumerate(fp.hunks, 1))
             changes.append(FileChange(fp.path, None, None, res))
             continue
-        lines, res = patch_lines(split_lines(_decode(before)), fp.hunks, fp.path, fuzz)
+        lines, res = patch_lines(split_lines(_decode(before)), fp.hunks, fp.path, fuzz, shift)
         after = _encode("".join(lines))
         if fp.deleted:  # reverse of a created file: it must now be empty
             ok = not lines and all(r.status != "failed" for r in res)
@@ -405,8 +413,10 @@ def _apply(impl: str, version: str, dest: str | Path, dry_run: bool, patches: st
     if all(c.ok for c in back):
         return Outcome(action, impl, version, "already applied", (), hunk_report(back))
     bad = _first_failure(fwd)
+    shifted = plan(root, fps, shift=True)
+    where = ("it applies only at an offset: " if all(c.ok for c in shifted) else "")
     raise InputError(ppath, bad.patch_line,
-                     f"hunk {bad.hunk} for {bad.path} does not apply to {root}: another version "
+                     f"hunk {bad.hunk} for {bad.path} does not apply to {root}: {where}another version "
                      f"of {impl}, or a modified or partly patched tree (nothing was changed); "
                      f"try `statemine patch port --impl {impl} --from {version} --to <its version> {root}`")
 

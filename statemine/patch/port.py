@@ -92,7 +92,7 @@ def port(impl: str, from_version: str, to_version: str, dest: str | Path, fuzz: 
         raise UsageError(f"{root} already carries a patch (see {RECORD}): revert it first")
     ppath = patch_path(impl, from_version, patches)
     fps = read_patch(ppath)
-    changes = plan(root, fps, fuzz=fuzz)
+    changes = plan(root, fps, fuzz=fuzz, shift=True)
     report = hunk_report(changes)
     failed = {(r.path, r.hunk) for c in changes for r in c.results if r.status == "failed"}
     rej = root / REJECTS if failed else None
