@@ -60,18 +60,21 @@ def _num(v: Any) -> float:
     return float(v)
 
 
-def _positive(v: Any) -> float:
-    v = _num(v)
-    if v <= 0:
-        raise _Bad(f"must be > 0, not {v:g}")
-    return v
+def _at_least(bound: float, strict: bool = False, what: str = "") -> Callable[[Any], float]:
+    """A check: a finite number ``> bound`` (``strict``) or ``>= bound``."""
+    op = ">" if strict else ">="
+
+    def check(v: Any) -> float:
+        v = _num(v)
+        if v < bound or (strict and v == bound):
+            raise _Bad(f"{what}must be {op} {bound:g}, not {v:g}")
+        return v
+    return check
 
 
-def _nonneg(v: Any) -> float:
-    v = _num(v)
-    if v < 0:
-        raise _Bad(f"must be >= 0, not {v:g}")
-    return v
+_positive = _at_least(0, strict=True)
+_nonneg = _at_least(0)
+_time_threshold = _at_least(1, what="is a multiple of the RTT and ")
 
 
 def _prob(v: Any) -> float:
@@ -102,13 +105,6 @@ def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _profile(v: Any) -> str:
     if v not in PROFILES:
         raise _Bad(f"must be one of {', '.join(PROFILES)}, not {v!r}")
-    return v
-
-
-def _time_threshold(v: Any) -> float:
-    v = _num(v)
-    if v < 1:
-        raise _Bad(f"is a multiple of the RTT and must be >= 1, not {v:g}")
     return v
 
 
