@@ -15,7 +15,6 @@ import html
 import math
 from pathlib import Path
 
-
 from .analyze import INITIAL, TERMINAL
 from .fileio import write_atomic
 from .render import dot_to, format_fraction, format_probability

@@ -99,3 +99,27 @@ def test_diff_strata_option(tmp_path):
     res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
                                     "--no-svg", "--strata", "stack"])
     assert res.exit_code == 2 and "no trace label 'stack'" in res.output
+
+
+def test_diff_lab_folder_with_selections(tmp_path):
+    """A 'statemine lab' output folder, conditions picked by trace labels."""
+    lab = tmp_path / "mobile"
+    for i, (profile, seed, rec) in enumerate((("desktop", 1, 0.1), ("mobile", 2, 0.6))):
+        run = lab / "runs" / f"run{i}"
+        run.mkdir(parents=True)
+        ts = make_set(f"r{i}-", 12, seed=seed, recovery_mean=rec, profile=profile, role="server")
+        save(ts, run / "traces.parquet")
+    (lab / "manifest.json").write_text("{}")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select", "role=server",
+                                    "--select-a", "profile=desktop", "--select-b", "profile=mobile",
+                                    "--label-a", "desktop", "--label-b", "mobile", "--out", str(out), "--no-svg"])
+    assert res.exit_code == 0, res.output
+    states = pd.read_csv(out / "states_diff.csv").set_index("state")
+    assert states.loc["Recovery", "significant"] and states.loc["Recovery", "delta"] > 0
+    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "profile=tablet", "--out", str(out)])
+    assert res.exit_code == 2 and "no trace matches profile=tablet" in res.output
+    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "phone", "--out", str(out)])
+    assert res.exit_code == 2 and "LABEL=VALUE" in res.output
+    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "os=ios", "--out", str(out)])
+    assert res.exit_code == 2 and "no label 'os'" in res.output

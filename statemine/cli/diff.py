@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import UsageError
 from . import main
 from .infer import _input_options, read_inputs
 
@@ -36,8 +37,70 @@ def _stat_options(func):
     return func
 
 
-def _read_side(path: str, read_args: dict):
-    return read_inputs([path], labels=None, **read_args)
+_SELECT_OPTIONS = [
+    click.option("--select", "select_both", multiple=True, metavar="LABEL=VALUE",
+                 help="Keep only traces with this label value, on both sides (repeatable), e.g. role=server."),
+    click.option("--select-a", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side A only."),
+    click.option("--select-b", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side B only."),
+]
+_READ_KEYS = ("fmt", "regexes", "separator", "mapping", "ignore_nonmatching", "names_file", "implementation",
+              "derive_states")
+
+
+def _select_options(func):
+    for option in reversed(_SELECT_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _read_sides(a: str, b: str | None, opts: dict):
+    """Both sides' trace sets (B None when not given), read and filtered by the options."""
+    read_args = {k: opts[k] for k in _READ_KEYS}
+    ts_a = _read_side(a, read_args, opts["select_both"] + opts["select_a"])
+    ts_b = _read_side(b, read_args, opts["select_both"] + opts["select_b"]) if b else None
+    return ts_a, ts_b
+
+
+def _read_side(path: str, read_args: dict, selections: tuple[str, ...] = ()):
+    """Read one side: a ``statemine lab`` output folder (its runs' trace sets) or any input
+    :func:`statemine.parse.read` takes; then keep the traces matching ``selections``."""
+    folder = Path(path)
+    if folder.is_dir() and (folder / "runs").is_dir() and (folder / "manifest.json").is_file():
+        from ..lab.findings import load_runs
+
+        ts = load_runs(folder)
+    else:
+        ts = read_inputs([path], labels=None, **read_args)
+    return _keep(ts, selections, path)
+
+
+def _keep(ts, selections: tuple[str, ...], path: str):
+    """The traces whose labels match every ``LABEL=VALUE`` (values compared as text)."""
+    if not selections:
+        return ts
+    from ..lab.findings import select
+
+    where = {}
+    for item in selections:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
+        if key not in ts.traces.columns:
+            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
+            raise UsageError(f"{path}: the traces have no label {key!r} (labels: {labels or 'none'})")
+        where[key] = value
+    kept = select(ts, where)
+    if kept.n_traces == 0:
+        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in where}
+        raise UsageError(f"{path}: no trace matches {' '.join(selections)} (values: {values})")
+    return kept
+
+
+def _diff_options(opts: dict) -> dict:
+    """The keyword arguments of :func:`statemine.diff.diff` from the CLI options."""
+    return dict(n_perm=opts["n_perm"], n_boot=opts["n_boot"], seed=opts["seed"], alpha=opts["alpha"],
+                transition_test=opts["transition_test"], collapse_repeats=opts["collapse_repeats"],
+                end=opts["end_rule"], strata=list(opts["strata"]) or None)
 
 
 def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
@@ -55,15 +118,14 @@ def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> 
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Write states_diff.csv, transitions_diff.csv, one_sided.csv, notes.txt, diff.dot, diff.svg here.")
 @_stat_options
+@_select_options
 @_input_options
 @click.option("--svg/--no-svg", default=True, show_default=True, help="Also render diff.svg (needs Graphviz).")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Changes listed in the summary.")
 @click.option("--title", help="Title drawn on the diagram.")
-def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, strata,
-                 collapse_repeats,
-                 end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                 derive_states, svg, top, title):
-    """Compare traces A with traces B (log files, folders or saved .parquet trace sets).
+def diff_command(a, b, out_dir, svg, top, title, **opts):
+    """Compare traces A with traces B: log files, folders, saved .parquet trace sets, or
+    'statemine lab' output folders (pick conditions with --select-a/--select-b).
 
     Per state: pooled time fractions, their difference with a bootstrap interval over
     traces, a permutation-test p-value over traces and Holm's correction. Per edge:
@@ -75,13 +137,9 @@ def diff_command(a, b, out_dir, label_a, label_b, n_perm, n_boot, alpha, transit
     from ..render import dot_to
     from ..render_diff import diff_to_dot
 
-    read_args = dict(fmt=fmt, regexes=regexes, separator=separator, mapping=mapping,
-                     ignore_nonmatching=ignore_nonmatching, names_file=names_file,
-                     implementation=implementation, derive_states=derive_states)
-    label_a, label_b = _labels(label_a, label_b, a, b)
-    result = diff(_read_side(a, read_args), _read_side(b, read_args), label_a=label_a, label_b=label_b,
-                  n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, transition_test=transition_test,
-                  collapse_repeats=collapse_repeats, end=end_rule, strata=list(strata) or None)
+    label_a, label_b = _labels(opts["label_a"], opts["label_b"], a, b)
+    ts_a, ts_b = _read_sides(a, b, opts)
+    result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **_diff_options(opts))
     dot = diff_to_dot(result, title=title)
     files = {
         "states_diff.csv": result.states.to_csv(index=False),
@@ -139,6 +197,7 @@ def print_summary(result, *, top: int = 10) -> None:
               help="The HTML file to write (self-contained: reads offline).")
 @click.option("--title", help="Title of the page.")
 @_stat_options
+@_select_options
 @_input_options
 @click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A results table (results.csv/.parquet of 'statemine lab') to compare outcomes per cell.")
@@ -149,19 +208,13 @@ def print_summary(result, *, top: int = 10) -> None:
 @click.option("--cols", default="object_size_bytes", show_default=True, help="Heatmap columns (a scenario column).")
 @click.option("--outcome-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
               show_default=True, help="Significance threshold of Welch's test per cell (the paper's 0.01).")
-def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alpha, transition_test, seed, strata,
-                   collapse_repeats, end_rule, fmt, regexes, separator, mapping, ignore_nonmatching, names_file,
-                   implementation, derive_states, results_path, by, values, metric, rows, cols, outcome_alpha):
+def report_command(a, b, out_file, title, results_path, by, values, metric, rows, cols, outcome_alpha, **opts):
     """Write one self-contained HTML page about traces A, or comparing A with B: tables,
     state machine (or the two-sided diff diagram), cwnd timelines and, with --results,
     outcome heatmaps (Welch's t-test per scenario cell)."""
-    from ..errors import UsageError
     from ..report import Outcomes, write_report
 
-    read_args = dict(fmt=fmt, regexes=regexes, separator=separator, mapping=mapping,
-                     ignore_nonmatching=ignore_nonmatching, names_file=names_file,
-                     implementation=implementation, derive_states=derive_states)
-    label_a, label_b = _labels(label_a, label_b, a, b)
+    label_a, label_b = _labels(opts["label_a"], opts["label_b"], a, b)
     outcomes = None
     if results_path is not None:
         from ..outcomes import read_results
@@ -176,10 +229,7 @@ def report_command(a, b, out_file, title, label_a, label_b, n_perm, n_boot, alph
             value_a, value_b = parts
         outcomes = Outcomes(read_results(results_path), by=by, value_a=value_a, value_b=value_b, metric=metric,
                             rows=rows, cols=cols, alpha=outcome_alpha)
-    ts_a = _read_side(a, read_args)
-    ts_b = _read_side(b, read_args) if b else None
+    ts_a, ts_b = _read_sides(a, b, opts)
     path = write_report(out_file, ts_a, ts_b, label_a=label_a, label_b=label_b, title=title, outcomes=outcomes,
-                        n_perm=n_perm, n_boot=n_boot, seed=seed, alpha=alpha, end=end_rule,
-                        collapse_repeats=collapse_repeats, transition_test=transition_test,
-                        strata=list(strata) or None)
+                        **_diff_options(opts))
     click.echo(f"wrote {path}", err=True)
