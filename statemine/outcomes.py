@@ -152,7 +152,8 @@ def heatmap(
 ):
     """The paper's heatmap of a :func:`compare_outcomes` table: one cell per (``rows``,
     ``cols``) pair, coloured by ``value`` (diverging, centred on 0) when significant, white
-    with "n.s." when not, grey with "no data" where the grid has no such cell. Returns a
+    with "n.s." when not ("no test" when the cell has no p-value, e.g. identical runs), grey
+    with "no data" where the grid has no such cell. Returns a
     matplotlib Figure made without pyplot (no window, no global figure state); draws into
     ``ax`` instead when given.
     """
@@ -173,12 +174,15 @@ def heatmap(
     values = np.full((len(row_values), len(col_values)), np.nan)
     sig = np.zeros_like(values, dtype=bool)
     present = np.zeros_like(values, dtype=bool)
+    tested = np.ones_like(values, dtype=bool)
     for i, r in enumerate(row_values):
         for j, c in enumerate(col_values):
             if (r, c) in grid.index:
                 present[i, j] = True
                 values[i, j] = grid.loc[(r, c), value]
                 sig[i, j] = bool(grid.loc[(r, c), "significant"])
+                if "p_value" in grid.columns:
+                    tested[i, j] = bool(np.isfinite(grid.loc[(r, c), "p_value"]))
     shown = np.where(sig, values, np.nan)
     limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
     limit = limit if limit > 0 else 1.0
@@ -197,7 +201,7 @@ def heatmap(
             elif sig[i, j]:
                 text = f"{values[i, j]:+.0f}%"
             else:
-                text = "n.s." if np.isfinite(values[i, j]) else "n/a"
+                text = "n/a" if not np.isfinite(values[i, j]) else ("n.s." if tested[i, j] else "no test")
             dark = sig[i, j] and abs(values[i, j]) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(len(col_values)), [_tick(v) for v in col_values])

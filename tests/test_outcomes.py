@@ -121,3 +121,11 @@ def test_rounding_noise_is_no_variance():
     assert math.isnan(out["p_value"]) and "identical runs" in out["note"] and not out["significant"]
     real = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.1, 1.12, 1.14]))
     assert real["note"] == "" and real["p_value"] < 0.05
+
+
+def test_heatmap_says_no_test_for_untested_cells():
+    r = results(runs=3)
+    r.loc[(r.rate_mbps == 10) & (r.object_size_bytes == 10_000), "plt_s"] = 2.0  # identical runs
+    table = compare_outcomes(r, by="profile", a="desktop", b="mobile")
+    texts = [t.get_text() for t in heatmap(table, rows="rate_mbps", cols="object_size_bytes").axes[0].texts]
+    assert texts.count("no test") == 1 and texts.count("n.s.") == 2
