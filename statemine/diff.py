@@ -160,6 +160,7 @@ def diff(
         test=transition_test, alpha=alpha, seed=seed,
     )
     notes.extend(_vocabulary_notes(states, a, b, label_a, label_b))
+    notes.extend(_mixing_notes(a, b, strata))
     return DiffResult(
         states=states,
         transitions=trans,
@@ -524,6 +525,18 @@ def _vocabulary_notes(states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: s
                      f"{', '.join(sorted(impl_b))}: state names are only comparable where both "
                      "instrument patches use the common vocabulary")
     return notes
+
+
+def _mixing_notes(a: TraceSet, b: TraceSet, strata) -> list[str]:
+    """Suggest strata when both sides mix implementations (or versions) and none are given."""
+    if strata is not None:
+        return []
+    for column in ("implementation", "version"):
+        mixed = _labels(a, column) | _labels(b, column)
+        if len(mixed) > 1 and _labels(a, column) == _labels(b, column):
+            return [f"both sides mix {column}s ({', '.join(sorted(mixed))}): the test pools them; "
+                    f"strata={column!r} (--strata {column}) compares each with itself"]
+    return []
 
 
 def _labels(ts: TraceSet, column: str) -> set[str]:

@@ -359,3 +359,10 @@ def test_one_stratum_is_the_plain_bootstrap():
     plain = bootstrap_delta(xa, xb, n_boot=300, seed=4)
     strat = bootstrap_delta(xa, xb, strata_a=same_a, strata_b=same_b, n_boot=300, seed=4)
     assert np.allclose(plain, strat)
+
+
+def test_mixed_implementations_suggest_strata():
+    a = concat([make_set("a", 3, seed=1, implementation="x"), make_set("c", 3, seed=2, implementation="y")])
+    b = concat([make_set("b", 3, seed=3, implementation="x"), make_set("d", 3, seed=4, implementation="y")])
+    assert any("--strata implementation" in n for n in diff(a, b, n_boot=0).notes)
+    assert not any("--strata" in n for n in diff(a, b, n_boot=0, strata="implementation").notes)

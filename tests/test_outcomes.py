@@ -129,3 +129,11 @@ def test_heatmap_says_no_test_for_untested_cells():
     table = compare_outcomes(r, by="profile", a="desktop", b="mobile")
     texts = [t.get_text() for t in heatmap(table, rows="rate_mbps", cols="object_size_bytes").axes[0].texts]
     assert texts.count("no test") == 1 and texts.count("n.s.") == 2
+
+
+def test_side_values_match_numbers_given_as_text():
+    r = results(runs=3).assign(rtt_ms=lambda t: np.where(t.profile == "desktop", 36.0, 112.0))
+    by_text = compare_outcomes(r, by="rtt_ms", a="36", b="112", cells=["rate_mbps", "object_size_bytes"])
+    by_number = compare_outcomes(r, by="rtt_ms", a=36, b=112.0, cells=["rate_mbps", "object_size_bytes"])
+    pd.testing.assert_frame_equal(by_text, by_number)
+    assert (by_text["n_a"] == 3).all()
