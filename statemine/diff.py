@@ -10,7 +10,10 @@ pooled time fraction (seconds in the state / seconds of all traces of the side),
   (exact enumeration of every relabelling when there are few, else ``n_perm`` random
   relabellings with the ``(k + 1) / (n + 1)`` estimate of Phipson & Smyth 2010);
 * Holm's step-down correction over the states (Holm 1979), which controls the family-wise
-  error rate without assuming independence between states.
+  error rate without assuming independence between states;
+* optionally ``strata`` (trace labels such as the implementation): labels are shuffled and
+  traces resampled only within each stratum (a stratified permutation test), so pooling
+  several implementations or scenario cells does not confound the comparison.
 
 Transitions are compared per source state on the 2 x k table of destination counts
 (row A, row B): Pearson's chi-square (or the G-test, ``transition_test="g"``) when every
