@@ -46,7 +46,7 @@ class SynopticResult:
 #: Counterexample-guided split steps before the history split finishes refinement.
 MAX_SPLIT_STEPS = 60
 #: Logs up to this many events get several refinement attempts (the smallest model wins).
-SMALL_LOG_EVENTS = 20_000
+SMALL_LOG_EVENTS = 5_000
 
 
 def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None,
@@ -72,7 +72,7 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     small = log.n_events <= SMALL_LOG_EVENTS
     seeds = np.random.SeedSequence(seed).spawn(3 if small else 1)
     best: PartitionModel | None = None
-    attempts = [("split", s) for s in seeds] + [("history", seeds[0])]
+    attempts = [("split", s) for s in seeds] + ([("history", seeds[0])] if small else [])
     for how, sub_seed in attempts:
         rng = np.random.default_rng(sub_seed)
         if how == "split":

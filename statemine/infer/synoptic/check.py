@@ -2,8 +2,8 @@
 
 An invariant holds on a model when it holds on every path from INITIAL to TERMINAL (the
 finite-trace semantics of Synoptic's model checker, FSE 2011 section 4).  All invariants
-are checked at once with boolean matrix fix-points over the node x type matrices (a few
-BLAS products per check), which keeps refinement and coarsening fast:
+are checked at once by propagating per-node bitsets of types along the edge list to a
+fix-point (a few vectorized passes per check), which keeps refinement and coarsening fast:
 
 * ``a NFby b`` fails iff a ``b`` node is reachable (>= 1 step) from an ``a`` node;
 * ``a AFby b`` fails iff from a successor of an ``a`` node, TERMINAL is reachable through
@@ -56,70 +56,115 @@ class InvariantCodes:
 
 def _trim(adj: np.ndarray, init: int, term: int) -> np.ndarray:
     """Nodes on some init -> term path (bool mask)."""
-    n = len(adj)
-    fwd = np.zeros(n, dtype=bool)
-    fwd[init] = True
-    bwd = np.zeros(n, dtype=bool)
-    bwd[term] = True
-    a = adj.astype(np.float32)
-    while True:
-        nf = fwd | ((fwd.astype(np.float32) @ a) > 0)
-        nb = bwd | ((a @ bwd.astype(np.float32)) > 0)
-        if (nf == fwd).all() and (nb == bwd).all():
-            return fwd & bwd
-        fwd, nb_ = nf, nb
-        bwd = nb_
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+
+    graph = csr_matrix(adj)
+    keep = np.zeros(len(adj), dtype=bool)
+    keep[breadth_first_order(graph, init, return_predecessors=False)] = True
+    back = np.zeros(len(adj), dtype=bool)
+    back[breadth_first_order(graph.T.tocsr(), term, return_predecessors=False)] = True
+    return keep & back
 
 
-def _fix(step: np.ndarray, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Least X with X >= start and X >= (step @ X) & allowed (float32 0/1 matrices)."""
+class _Edges:
+    """Edges grouped by one end, for OR-propagation of per-node bitsets along them."""
+
+    def __init__(self, frm: np.ndarray, to: np.ndarray, n: int):
+        order = np.argsort(to, kind="stable")
+        self.frm = frm[order]
+        to = to[order]
+        self.heads, self.starts = np.unique(to, return_index=True)
+        self.n = n
+
+    def gather(self, x: np.ndarray) -> np.ndarray:
+        """out[v] = OR of x[u] over edges u -> v (rows of uint64 words)."""
+        out = np.zeros_like(x)
+        if len(self.frm):
+            out[self.heads] = np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
+        return out
+
+
+def _fix(edges: _Edges, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Least X with X >= start and X >= gather(X) & allowed (uint64 bitset rows)."""
     x = start.copy()
     while True:
-        nxt = np.maximum(start, ((step @ x) > 0) * allowed)
+        nxt = start | (edges.gather(x) & allowed)
         if np.array_equal(nxt, x):
             return x
         x = nxt
 
 
-def violated(adj: np.ndarray, node_type: np.ndarray, inv: InvariantCodes,
-             n_types: int, init: int = 0, term: int = 1) -> np.ndarray:
-    """Bool per invariant: does it fail on the model (``adj[u, v]``: edge u->v;
-    ``node_type``: type code per node, -1 for INITIAL/TERMINAL)?"""
-    keep = _trim(adj, init, term)
-    a = (adj & keep[:, None] & keep[None, :]).astype(np.float32)
-    n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1)
-    lab = np.zeros((len(adj), n_codes), dtype=np.float32)
-    real = (node_type >= 0) & keep
-    lab[np.nonzero(real)[0], node_type[real]] = 1.0
-    out = np.zeros(len(inv), dtype=bool)
-    not_lab = 1.0 - lab
+def _or_by_label(values: np.ndarray, node_type: np.ndarray, n_codes: int) -> np.ndarray:
+    """out[t] = OR of values[v] over the nodes v of type t."""
+    out = np.zeros((n_codes, values.shape[1]), dtype=np.uint64)
+    real = node_type >= 0
+    np.bitwise_or.at(out, node_type[real], values[real])
+    return out
 
-    # NFby: D[v, a] = v reachable in >= 1 step from an a-node.
-    d = _fix(a.T, (a.T @ lab > 0).astype(np.float32), np.ones_like(lab))
-    nfby = (lab.T @ d).T > 0  # [a, b]
-    # AFby: E[v, b] = v is not a b-node and reaches TERMINAL avoiding b-nodes.
+
+def _has_bit(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """words[rows[i]] has bit bits[i] set (bitsets of uint64 words)."""
+    w = words[rows, bits // 64]
+    return ((w >> (bits % 64).astype(np.uint64)) & np.uint64(1)).astype(bool)
+
+
+def violated(adj: np.ndarray, node_type: np.ndarray, inv: InvariantCodes,
+             n_types: int, init: int = 0, term: int = 1, trim: bool = True) -> np.ndarray:
+    """Bool per invariant: does it fail on the model (``adj[u, v]``: edge u->v;
+    ``node_type``: type code per node, negative for INITIAL/TERMINAL and unused nodes)?
+    ``trim=False`` skips dropping nodes that are on no INITIAL -> TERMINAL path (safe when
+    every node is, as in models built from traces)."""
+    node_type = np.asarray(node_type)
+    if trim:
+        keep = _trim(adj, init, term)
+        adj = adj & keep[:, None] & keep[None, :]
+        node_type = np.where(keep, node_type, -2)
+    src, dst = np.nonzero(adj)
+    return violated_edges(len(adj), src, dst, node_type, inv, n_types, init, term)
+
+
+def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarray,
+                   inv: InvariantCodes, n_types: int, init: int = 0,
+                   term: int = 1) -> np.ndarray:
+    """:func:`violated` on an edge list (``src[i] -> dst[i]``, no duplicates needed) of a
+    model whose every node is on an INITIAL -> TERMINAL path.  Per node, sets of types are
+    bitsets (uint64 words) propagated along the edges until they stop changing."""
+    n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
+    words = (n_codes + 63) // 64
+    lab = np.zeros((n, words), dtype=np.uint64)
+    real = np.nonzero(node_type >= 0)[0]
+    t = node_type[real]
+    lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
+    allowed = ~lab
+    full = np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64)
+    forward = _Edges(src, dst, n)    # gather over predecessors
+    backward = _Edges(dst, src, n)   # gather over successors
+
+    # NFby: D[v] = types a with v reachable in >= 1 step from an a-node.
+    d = _fix(forward, forward.gather(lab), np.broadcast_to(full, lab.shape))
+    nfby = _or_by_label(d, node_type, n_codes)            # [b] -> set of a
+    # AFby: E[v] = types b such that v is no b-node and reaches TERMINAL avoiding b-nodes.
     start = np.zeros_like(lab)
-    start[term] = 1.0
-    e = _fix(a, start, not_lab)
-    succ_e = (a @ e) > 0  # [u, b]: some successor of u starts a b-free path to the end
-    afby = (lab.T @ succ_e.astype(np.float32)) > 0  # [a, b]
-    # AP: G[v, a] = v reachable from INITIAL through nodes that are not a-nodes.
+    start[term] = full
+    succ_e = backward.gather(_fix(backward, start, allowed))  # [u] -> set of b
+    afby = _or_by_label(succ_e, node_type, n_codes)       # [a] -> set of b
+    # AP: G[v] = types a such that v is reachable from INITIAL through no a-node.
     start = np.zeros_like(lab)
-    start[init] = 1.0
-    g = _fix(a.T, start, not_lab)
-    pred_g = (a.T @ g) > 0  # [v, a]
-    ap = ((lab.T @ pred_g.astype(np.float32)) > 0).T  # [a, b]
+    start[init] = full
+    pred_g = forward.gather(_fix(forward, start, allowed))  # [v] -> set of a
+    ap = _or_by_label(pred_g, node_type, n_codes)         # [b] -> set of a
 
     k, x, y = inv.kind, inv.a, inv.b
-    is_init = x < 0
-    sel = (k == 0) & is_init
-    out[sel] = succ_e[init, y[sel]]
-    sel = (k == 0) & ~is_init
-    out[sel] = afby[x[sel], y[sel]]
+    out = np.zeros(len(inv), dtype=bool)
+    sel = (k == 0) & (x < 0)
+    out[sel] = _has_bit(succ_e, np.full(sel.sum(), init), y[sel])
+    sel = (k == 0) & (x >= 0)
+    out[sel] = _has_bit(afby, x[sel], y[sel])
     sel = k == 1
-    out[sel] = nfby[x[sel], y[sel]]
+    out[sel] = _has_bit(nfby, y[sel], x[sel])
     sel = k == 2
-    out[sel] = ap[x[sel], y[sel]]
+    out[sel] = _has_bit(ap, y[sel], x[sel])
     return out
 
 

@@ -78,11 +78,12 @@ def refine(model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator,
     limit = max_steps if max_steps is not None else model.log.n_events + 2
     while True:
         adj = model.edge_counts() > 0
-        bad = np.nonzero(violated(adj, model.node_type, inv, n_types))[0]
+        bad = np.nonzero(violated(adj, model.node_type, inv, n_types, trim=False))[0]
         if bad.size == 0:
             return model
         if steps >= limit:
-            return refine_by_history(model, inv, violated(adj, model.node_type, inv, n_types))
+            return refine_by_history(model, inv, violated(adj, model.node_type, inv, n_types,
+                                                          trim=False))
         i = int(bad[rng.integers(bad.size)])
         path = counterexample(adj, model.node_type, int(inv.kind[i]), int(inv.a[i]),
                               int(inv.b[i]), INIT_NODE, TERM_NODE)
