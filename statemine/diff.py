@@ -81,6 +81,11 @@ class DiffResult:
     alpha: float = 0.05
     notes: list[str] = field(default_factory=list)
 
+    def one_sided(self) -> pd.DataFrame:
+        """``only_a`` and ``only_b`` in one frame, with a ``side`` column (the side's label)."""
+        return pd.concat([self.only_a.assign(side=self.label_a), self.only_b.assign(side=self.label_b)],
+                         ignore_index=True)
+
     def ranking(self, top: int | None = 10) -> pd.DataFrame:
         """The significant changes, largest ``|delta|`` first: ``kind, name, a, b, delta, p_holm``.
 

@@ -143,7 +143,7 @@ def _diff_section(a: TraceSet, b: TraceSet, label_a: str, label_b: str, **option
            if len(ranking) else "<p>No significant change.</p>")
     states = result.states.rename(columns={"fraction_a": f"fraction {label_a}", "fraction_b": f"fraction {label_b}"})
     trans = result.transitions.rename(columns={"prob_a": f"prob {label_a}", "prob_b": f"prob {label_b}"})
-    one_sided = pd.concat([result.only_a.assign(side=label_a), result.only_b.assign(side=label_b)], ignore_index=True)
+    one_sided = result.one_sided()
     return ("<h2>What changed</h2>" + notes
             + f"<p>{_e(label_a)}: {result.n_traces_a} traces; {_e(label_b)}: {result.n_traces_b} traces. "
             f"Differences are {_e(label_b)} minus {_e(label_a)}; significant at family-wise "

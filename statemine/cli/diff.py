@@ -144,7 +144,7 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     files = {
         "states_diff.csv": result.states.to_csv(index=False),
         "transitions_diff.csv": result.transitions.to_csv(index=False),
-        "one_sided.csv": one_sided(result).to_csv(index=False),
+        "one_sided.csv": result.one_sided().to_csv(index=False),
         "notes.txt": "".join(f"{note}\n" for note in result.notes),
         "diff.dot": dot,
     }
@@ -154,14 +154,6 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
         write_atomic(out_dir / name, data)
     print_summary(result, top=top)
     click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
-
-
-def one_sided(result):
-    """The states and edges seen on one side only, with a ``side`` column (the side's label)."""
-    import pandas as pd
-
-    return pd.concat([result.only_a.assign(side=result.label_a), result.only_b.assign(side=result.label_b)],
-                     ignore_index=True)
 
 
 def print_summary(result, *, top: int = 10) -> None:
