@@ -80,6 +80,17 @@ def test_diff_one_trace_per_side_notes(tmp_path):
     assert not (tmp_path / "o" / "diff.svg").exists()
 
 
+def test_no_svg_removes_a_stale_diagram(sides):
+    tmp, _, _ = sides
+    out = tmp / "out"
+    out.mkdir()
+    (out / "diff.svg").write_text("<svg>old</svg>")
+    res = CliRunner().invoke(main, ["diff", str(tmp / "desk"), str(tmp / "mobile.parquet"), "--out", str(out),
+                                    "--no-svg", "--permutations", "99", "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    assert not (out / "diff.svg").exists() and (out / "diff.dot").exists()
+
+
 def test_side_labels_default_to_file_names():
     from statemine.cli.diff import _labels
 

@@ -152,6 +152,8 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
         files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
     for name, data in files.items():
         write_atomic(out_dir / name, data)
+    if not svg:
+        (out_dir / "diff.svg").unlink(missing_ok=True)  # a diagram of an earlier run would mislead
     print_summary(result, top=top)
     click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
 
