@@ -199,3 +199,34 @@ def test_port_between_real_versions(pristine, tmp_path):
     root, hashes = pristine("1.7.2")
     report = port("aioquic", "0.9.20", "1.7.2", root, dry_run=True)
     assert len(report.needs_human) > 0 and tree_hashes(root) == hashes
+
+
+@pytest.mark.parametrize("version, modules", [
+    ("0.9.20", ["tests.test_recovery", "tests.test_connection"]),
+    ("0.9.25", ["tests.test_recovery"]),
+    ("1.5.0", ["tests.test_recovery"]),
+    ("1.7.2", ["tests.test_recovery", "tests.test_connection"]),
+])
+def test_patched_aioquic_passes_its_own_tests(version, modules, pristine):
+    """The hooks change no behaviour: aioquic's own unit tests (shipped in the sdist) pass
+    on the patched tree, with the statemine lines enabled."""
+    root, _ = pristine(version)
+    apply("aioquic", version, root)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STATEMINE_")}
+        env["PYTHONPATH"] = str(root / "src")
+        code = ("import io, logging, sys, unittest\n"
+                "out = io.StringIO()\n"
+                "logging.getLogger('quic').setLevel(logging.INFO)\n"
+                "logging.getLogger('quic').addHandler(logging.StreamHandler(out))\n"
+                f"ok = unittest.main(module=None, argv=['t', *{modules!r}], exit=False).result.wasSuccessful()\n"
+                "print(out.getvalue().count('STATEMINE t='))\n"
+                "sys.exit(not ok)\n")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "\nOK" in proc.stderr
+        if "tests.test_connection" in modules:  # real connections: the lines were formatted
+            assert int(proc.stdout.strip().splitlines()[-1]) > 100
+    finally:
+        revert("aioquic", version, root)
