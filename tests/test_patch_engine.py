@@ -360,3 +360,14 @@ def test_apply_refuses_a_shifted_tree_that_port_accepts(env):
     report = port("demo", "1.0", "1.0-shifted", tree, patches=patches)
     assert list(report.hunks["status"]) == ["offset", "offset", "exact", "exact"]
     assert list(report.hunks["offset"]) == [1, 1, 0, 0]
+
+
+def test_list_patches_agrees_with_git_numstat():
+    """Every shipped patch parses, and its per-file counts match `git apply --numstat`."""
+    frame = list_patches()
+    assert {"aioquic"} <= set(frame["impl"])
+    for path, rows in frame.groupby("patch"):
+        out = subprocess.run(["git", "apply", "--numstat", path], capture_output=True, text=True, check=True)
+        numstat = sorted(tuple(line.split("\t")) for line in out.stdout.splitlines())
+        ours = sorted((str(a), str(r), f) for a, r, f in zip(rows["lines_added"], rows["lines_removed"], rows["file"]))
+        assert ours == numstat, path
