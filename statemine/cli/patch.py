@@ -61,6 +61,9 @@ def fetch(impl: str, version: str, patches: Path | None, directory: Path) -> Non
     """Fetch the pristine source of IMPL VERSION from its package registry into DIRECTORY."""
     root = lib.fetch(impl, version, directory, patches)
     click.echo(f"fetched {impl} {version} into {root}")
+    python_path = lib.load_impl(impl, patches).python_path
+    if python_path:
+        click.echo(f"import it with PYTHONPATH={root / python_path}")
 
 
 def _outcome(result: lib.Outcome, verbose: bool) -> None:
