@@ -60,15 +60,19 @@ def bench_runner(impl: str, version: str, size: int, repeat: int) -> dict:
     return best
 
 
-def bench_grid(path: Path, jobs: int | None) -> dict:
+def bench_grid(path: Path, jobs: int | None, keep: Path | None) -> dict:
     spec = scenario.load(path)
     with tempfile.TemporaryDirectory() as d:
+        out = keep or Path(d)
+        if keep is not None and keep.exists() and any(keep.iterdir()):
+            raise SystemExit(f"{keep}: not empty (a resumed grid would not be timed whole)")
         t0 = time.perf_counter()
-        table = grid.run_grid(spec, d, jobs=jobs, progress=True, command=["bench_lab.py"])
+        table = grid.run_grid(spec, out, jobs=jobs, progress=True, command=["bench_lab.py"])
         wall = time.perf_counter() - t0
     ok = table["ok"].astype(bool)
+    errors = table.loc[~ok, "error"].astype(str).str.replace(r"\(.*", "", regex=True).value_counts()
     return {"scenario": spec.name, "runs": len(table), "ok": int(ok.sum()), "failed": int((~ok).sum()),
-            "wall_s": wall, "packets": int(table["packets_sent"].fillna(0).sum()),
+            "errors": errors.to_dict(), "wall_s": wall, "packets": int(table["packets_sent"].fillna(0).sum()),
             "run_wall_s_sum": float(table["wall_time_s"].fillna(0).sum())}
 
 
@@ -80,9 +84,11 @@ def main() -> None:
     ap.add_argument("--quic-go", dest="quicgo", default="v0.65.0")
     ap.add_argument("--grid", type=Path, default=None, help="also time this scenario's whole grid")
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="write the grid's output here (default: a temporary folder)")
+    ap.add_argument("--no-speed", action="store_true", help="skip the per-runner speed runs")
     args = ap.parse_args()
-    rows = [bench_runner("aioquic", args.aioquic, args.size, args.repeat),
-            bench_runner("quic-go", args.quicgo, args.size, args.repeat)]
+    rows = [] if args.no_speed else [bench_runner("aioquic", args.aioquic, args.size, args.repeat),
+                                     bench_runner("quic-go", args.quicgo, args.size, args.repeat)]
     for r in rows:
         verdict = "ok" if r["pps"] >= r["target"] else "BELOW TARGET"
         cpu = f", {r['cpu_s']:.3f} s CPU" if r.get("cpu_s") else ""
@@ -90,9 +96,11 @@ def main() -> None:
               f"{r['pps']:9.0f} packets/s per core (target {r['target']}: {verdict}); "
               f"{r['pps_with_startup']:.0f}/s including process start-up ({r['process_s']:.2f} s)")
     if args.grid:
-        g = bench_grid(args.grid, args.jobs)
+        g = bench_grid(args.grid, args.jobs, args.keep)
         print(f"grid {g['scenario']}: {g['runs']} runs ({g['ok']} ok, {g['failed']} failed) in {g['wall_s']:.1f} s "
               f"wall; {g['packets']} packets; sum of per-run simulation time {g['run_wall_s_sum']:.1f} s")
+        for error, n in g["errors"].items():
+            print(f"  {n} failed: {error}")
         rows.append(g)
     print(json.dumps(rows))
 

@@ -133,6 +133,19 @@ def test_cli_prints_the_table(tmp_path):
     assert len(pd.read_csv(out)) == len(findings.evaluate(TRACES))
 
 
+def test_cli_one_finding():
+    res = CliRunner().invoke(main, ["lab", "findings", str(TRACES), "--finding", "jitter-recovery"])
+    assert res.exit_code == 0, res.output
+    assert "jitter-recovery" in res.output and "mobile-vs-desktop" not in res.output
+
+
+def test_finding_names_match_the_cli_choices():
+    from statemine.cli.lab import findings_cmd
+
+    option = next(p for p in findings_cmd.params if p.name == "names")
+    assert list(option.type.choices) == [f.name for f in findings.FINDINGS]
+
+
 def test_cli_on_a_folder_without_traces(tmp_path):
     res = CliRunner().invoke(main, ["lab", "findings", str(tmp_path)])
     assert res.exit_code == 2 and "no scenario folder" in res.output

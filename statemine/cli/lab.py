@@ -91,14 +91,18 @@ def keys_cmd() -> None:
 
 @lab.command("findings")
 @click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
+@click.option("--finding", "names", multiple=True,
+              type=click.Choice(["mobile-vs-desktop", "jitter-recovery", "quic-go-adaptive-reordering"]),
+              help="Only this finding (repeatable; default: all).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the table as CSV.")
-def findings_cmd(root: Path, csv_path: Path | None) -> None:
+def findings_cmd(root: Path, names: tuple[str, ...], csv_path: Path | None) -> None:
     """Measure the paper's findings on lab traces under ROOT (default traces/): the
     server's share of time in the finding's state per condition, next to the paper's."""
     from ..lab import findings
 
-    table = findings.evaluate(root)
+    chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
+    table = findings.evaluate(root, chosen)
     if table.empty:
         raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
     out = Table(title=f"findings on {root}")
