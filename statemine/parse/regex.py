@@ -33,9 +33,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -153,14 +153,8 @@ def compile_regex(source: str) -> LineRegex:
                      times[0] if times and not hidden else None)
 
 
-@dataclass
-class _Event:
-    trace: int
-    etype: str
-    line: int
-    time: float
-    time_text: str
-    source: str
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
 def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float, str]:
@@ -171,25 +165,29 @@ def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float
         raise ValueError("no time")
     text = text.strip()
     if kind in ("TIME", "LTIME"):
-        value = int(text, 10)
+        if not _INTEGER.fullmatch(text):
+            raise ValueError("not an integer")
+        value = int(text)
         bits = 31 if kind == "TIME" else 63
         if not -(1 << bits) <= value < (1 << bits):
             raise ValueError("time out of range")
         return float(value), str(value)
-    try:
-        dec = Decimal(text)
-    except InvalidOperation:
-        raise ValueError("not a number") from None
-    if not dec.is_finite():
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError("not a number")
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
         raise ValueError("not finite")
-    return float(dec), _decimal_text(text, dec)
+    return value, _decimal_text(text, Decimal(text))
 
 
 def _decimal_text(text: str, dec: Decimal) -> str:
     """Java ``BigDecimal.toString`` of a parsed decimal: plain text kept, exponents kept."""
-    if re.fullmatch(r"[+-]?\d+(\.\d+)?", text):
+    if _PLAIN_DECIMAL.fullmatch(text):
         return text.lstrip("+")
     return str(dec).replace("e", "E")
+
+
+_PLAIN_DECIMAL = re.compile(r"[+-]?\d+(\.\d+)?")
 
 
 def read_regex(
@@ -232,134 +230,378 @@ def read_regex(
     by_file = mapping == DEFAULT_MAPPING or (separator is not None
                                              and mapping == DEFAULT_MAPPING + r"\k<SEPCOUNT>")
 
-    trace_ids: dict[str, int] = {}
-    partitions: list[str] = []
-    trace_source: list[str] = []
-    events: list[_Event] = []
+    acc = _Accumulator()
+    template = _split_template(mapping)
     for path in paths:
-        _read_file(Path(path), compiled, mapping, time_kind, by_file, ignore_nonmatching,
-                   encoding, trace_ids, partitions, trace_source, events)
-    if not events:
+        if not _read_file_fast(Path(path), compiled, template, time_kind, by_file,
+                               ignore_nonmatching, encoding, acc):
+            _read_file(Path(path), compiled, template, time_kind, by_file, ignore_nonmatching,
+                       encoding, acc)
+    if not acc.n_events:
         raise InputError(", ".join(str(p) for p in paths) or None, None,
                          "no events parsed (empty input, or every line hidden/ignored)")
-    return _to_traceset(events, partitions, trace_source, time_scale)
+    return acc.to_traceset(time_scale)
 
 
-def _read_file(path: Path, compiled: list[LineRegex], mapping: str, time_kind: str | None,
-               by_file: bool, ignore: bool, encoding: str, trace_ids: dict[str, int],
-               partitions: list[str], trace_source: list[str], events: list[_Event]) -> None:
-    """Parse one file, appending its events (and new traces) to the accumulators."""
+def _split_template(template: str) -> list[tuple[str, str | None]]:
+    r"""A mapping as (literal, group name or None) parts: ``\k<a>-x`` -> [("", "a"), ("-x", None)]."""
+    parts: list[tuple[str, str | None]] = []
+    pos = 0
+    for m in _SUBST_REF.finditer(template):
+        parts.append((template[pos:m.start()], m.group(1)))
+        pos = m.end()
+    parts.append((template[pos:], None))
+    return parts
+
+
+@dataclass
+class _Accumulator:
+    """Parsed events as per-file chunks of parallel arrays, plus the traces seen so far."""
+
+    chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
+    trace_ids: dict[str, int] = field(default_factory=dict)
+    partitions: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def n_events(self) -> int:
+        return sum(len(c["line"]) for c in self.chunks)
+
+    def trace_id(self, name: str, source: str) -> int:
+        """The id of trace ``name`` (new ids in order of first appearance)."""
+        tid = self.trace_ids.get(name)
+        if tid is None:
+            tid = self.trace_ids[name] = len(self.partitions)
+            self.partitions.append(name)
+            self.sources.append(source)
+        return tid
+
+    def add(self, names: Sequence[str], source: str, types: Sequence[str], lines, times,
+            texts) -> None:
+        """Append one file's events (in line order) with their trace names."""
+        inverse, uniq = pd.factorize(np.asarray(names, dtype=object), sort=False)
+        ids = np.array([self.trace_id(str(u), source) for u in uniq], dtype=np.int64)
+        self.chunks.append({
+            "trace": ids[inverse] if len(uniq) else np.zeros(0, dtype=np.int64),
+            "type": np.asarray(types, dtype=object),
+            "line": np.asarray(lines, dtype=np.int64),
+            "time": np.asarray(times, dtype=np.float64),
+            "text": np.asarray(texts, dtype=object)})
+
+    def to_traceset(self, time_scale: float) -> TraceSet:
+        """The events as a TraceSet, each trace ordered by time (stable: ties keep line
+        order)."""
+        cat = {k: np.concatenate([c[k] for c in self.chunks]) for k in self.chunks[0]}
+        n = len(cat["line"])
+        order = np.lexsort((np.arange(n), cat["time"], cat["trace"]))
+        ev = pd.DataFrame({
+            "synoptic_trace": cat["trace"][order],
+            "time": cat["time"][order] * time_scale,
+            "state": cat["type"][order],
+            "line": cat["line"][order],
+            "synoptic_time": cat["text"][order],
+        })
+        ev.insert(0, "trace", ev["synoptic_trace"].astype(str))
+        ev["kind"] = "state"
+        ev["seq"] = ev.groupby("synoptic_trace", sort=False).cumcount().astype("int64")
+        traces = pd.DataFrame({"trace": [str(i) for i in range(len(self.partitions))],
+                               "source": self.sources, "partition": self.partitions})
+        return TraceSet.from_events(ev, traces, {"format": "synoptic-regex"})
+
+
+def _check_type(etype: str, path: Path, line_no: int) -> None:
+    if etype in RESERVED_TYPES or _CONTROL.search(etype):
+        raise InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
+                         "synthetic nodes or has control characters (it would break the "
+                         "model files); change the TYPE group")
+
+
+def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, str | None]],
+               time_kind: str | None, by_file: bool, ignore: bool, encoding: str,
+               acc: _Accumulator) -> None:
+    """Parse one file, appending its events (and new traces) to ``acc``."""
     file_name = str(path.resolve())
+    source = str(path)
     counters: dict[str, int] = {}
     for r in compiled:
         for name in r.pre_inc + r.post_inc:
             counters[name] = 0
+    # Plain regexes (no constants or counters) take a fast path: no dict per line.
+    plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
     bad: list[tuple[int, str]] = []
+    seen_types: set[str] = set()
     try:
         fh = open(path, encoding=encoding, errors="replace", newline=None)
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    names: list[str] = []
+    types: list[str] = []
+    lines: list[int] = []
+    times: list[float] = []
+    texts: list[str] = []
+    append_name, append_type = names.append, types.append
+    append_line, append_time, append_text = lines.append, times.append, texts.append
     with fh:
         for line_no, raw in enumerate(fh, start=1):
-            line = raw.rstrip("\n")
+            line = raw[:-1] if raw.endswith("\n") else raw
             if len(line) > MAX_LINE_CHARS:
                 if not ignore:
-                    bad.append((line_no, f"line of {len(line)} characters is too long"))
+                    bad.append((line_no, f"<line of {len(line)} characters: too long>"))
                 continue
-            ev = _parse_line(line, line_no, compiled, counters, time_kind, ignore, path)
-            if ev is None:
-                continue
-            if ev is _NO_MATCH:
+            for k, r in enumerate(compiled):
+                m = r.pattern.fullmatch(line)
+                if m is None:
+                    continue
+                if plain[k]:
+                    etype = m.group("TYPE") if "TYPE" in r.pattern.groupindex else None
+                    tval = m.group(time_kind) if time_kind else None
+                    values = None
+                else:
+                    values = _apply_extras(r, m, counters)
+                    if values is None:
+                        break  # hidden line
+                    etype = values.get("TYPE")
+                    tval = values.get(time_kind) if time_kind else None
+                if etype is None:
+                    etype = line
+                if etype not in seen_types:
+                    _check_type(etype, path, line_no)
+                    seen_types.add(etype)
+                try:
+                    t, t_text = _parse_time(time_kind, tval, line_no)
+                except ValueError:
+                    if ignore:
+                        continue
+                    raise InputError(path, line_no, f"cannot parse the {time_kind} time "
+                                     f"{tval!r} (use -i to skip such lines)") from None
+                if values is not None:
+                    for name in r.post_inc:
+                        counters[name] += 1
+                append_name("".join(
+                    lit + (_value(ref, m, values, counters, file_name if by_file else None)
+                           if ref else "") for lit, ref in template))
+                append_type(etype)
+                append_line(line_no)
+                append_time(t)
+                append_text(t_text)
+                break
+            else:
                 if not ignore:
                     bad.append((line_no, line))
                     if len(bad) >= MAX_LISTED_LINES:
                         break
-                continue
-            values, etype, t, t_text = ev
-            if by_file:
-                values["FILE"] = file_name
-            pname = substitute(mapping, values)
-            tid = trace_ids.get(pname)
-            if tid is None:
-                tid = trace_ids[pname] = len(partitions)
-                partitions.append(pname)
-                trace_source.append(str(path))
-            events.append(_Event(tid, etype, line_no, t, t_text, str(path)))
+    _raise_nonmatching(path, bad)
+    acc.add(names, source, types, lines, times, texts)
+
+
+def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
+    """InputError listing the first few lines no regex matched (if any)."""
     if bad:
-        listed = "; ".join(f"line {n}: {text[:80]!r}" for n, text in bad)
+        listed = "; ".join(f"line {n}: {text[:80]!r}" for n, text in bad[:MAX_LISTED_LINES])
         more = " (and maybe more)" if len(bad) >= MAX_LISTED_LINES else ""
         raise InputError(path, bad[0][0],
                          f"lines match none of the regexes{more}: {listed} "
                          f"(use -i to ignore non-matching lines)")
 
 
-_NO_MATCH = object()
+#: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
+FAST_MAX_BYTES = 256 << 20
 
 
-def _parse_line(line: str, line_no: int, compiled: list[LineRegex], counters: dict[str, int],
-                time_kind: str | None, ignore: bool, path: Path):
-    """One line: ``None`` (hidden/skipped), ``_NO_MATCH``, or (values, type, time, text)."""
-    for r in compiled:
-        m = r.pattern.fullmatch(line)
-        if m is None:
-            continue
-        values: dict[str, str | None] = m.groupdict()
-        for name in r.pre_inc:
-            counters[name] += 1
-        for name, value in counters.items():
-            values[name] = str(value)
-        for name, template in r.constants.items():
-            filled = substitute(template, values)
-            if name in counters:
-                counters[name] = int(filled) if re.fullmatch(r"-?\d+", filled) else 0
-            values.setdefault(name, filled)
-        if values.get("HIDE") is not None:
-            for name in r.post_inc:
-                counters[name] += 1
-            return None
-        etype = values.get("TYPE")
-        if etype is None:
-            etype = line
-        if etype in RESERVED_TYPES or _CONTROL.search(etype):
-            raise InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
-                             "synthetic nodes or has control characters (it would break the "
-                             "model files); change the TYPE group")
-        try:
-            t, t_text = _parse_time(time_kind, values.get(time_kind) if time_kind else None,
-                                    line_no)
-        except ValueError:
-            if ignore:
+def _is_separator(r: LineRegex) -> bool:
+    return r.hidden and set(r.constants) == {"HIDE"} and not r.pre_inc \
+        and r.post_inc in ([], ["SEPCOUNT"])
+
+
+def _read_file_fast(path: Path, compiled: list[LineRegex],
+                    template: list[tuple[str, str | None]], time_kind: str | None,
+                    by_file: bool, ignore: bool, encoding: str, acc: _Accumulator) -> bool:
+    """Parse one file with pyarrow.compute (RE2, vectorized) when the regexes allow it:
+    plain regexes, hidden ones and the separator only.  Returns False (nothing done) when
+    they do not, when RE2 rejects a pattern, or when a group needed is empty (RE2 cannot
+    tell an empty match from a group that did not take part); the line loop then runs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if any(not (r.hidden and _is_separator(r)) and (r.constants or r.pre_inc or r.post_inc)
+           and not (r.hidden and not r.pre_inc and not r.post_inc) for r in compiled):
+        return False
+    try:
+        if path.stat().st_size > FAST_MAX_BYTES:
+            return False
+        text = path.read_text(encoding=encoding, errors="replace")
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    if not text:
+        return True
+    if text.endswith("\n"):
+        text = text[:-1]
+    lines = pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
+    n = len(lines)
+    claimed = np.zeros(n, dtype=bool)
+    sep_line = np.zeros(n, dtype=bool)
+    parts = []  # (line index array, {group: values}) per plain regex
+    try:
+        for r in compiled:
+            anchored = f"^(?:{r.pattern.pattern})$"
+            ok = pc.match_substring_regex(lines, anchored).to_numpy(zero_copy_only=False)
+            ok &= ~claimed
+            if r.hidden:
+                claimed |= ok
+                if r.post_inc:
+                    sep_line |= ok
                 continue
-            raise InputError(path, line_no, f"cannot parse the {time_kind} time "
-                             f"{values.get(time_kind)!r} (use -i to skip such lines)") from None
+            idx = np.nonzero(ok)[0]
+            if not idx.size:
+                continue
+            found = pc.extract_regex(lines.take(pa.array(idx)), anchored)
+            groups = {f.name: found.field(f.name) for f in found.type}
+            if time_kind:
+                tval = pc.utf8_trim_whitespace(groups[time_kind])
+                good = _arrow_time_ok(time_kind, tval)
+                if not good.all():
+                    if not ignore:
+                        k = int(np.argmin(good))
+                        raise InputError(path, int(idx[k]) + 1,
+                                         f"cannot parse the {time_kind} time "
+                                         f"{tval[k].as_py()!r} (use -i to skip such lines)")
+                    keep = pa.array(np.nonzero(good)[0])
+                    idx = idx[good]
+                    groups = {g: v.take(keep) for g, v in groups.items()}
+                    tval = tval.take(keep)
+                groups[time_kind] = tval
+            claimed[idx] = True
+            parts.append((r, idx, groups))
+    except pa.ArrowInvalid:
+        return False
+    needed = {ref for _, ref in template if ref} | {"TYPE"} | ({time_kind} if time_kind else set())
+    for r, idx, groups in parts:
+        for g in needed & set(groups):
+            if pc.any(pc.equal(groups[g], "")).as_py():
+                return False
+    if not ignore and not claimed.all():
+        miss = np.nonzero(~claimed)[0][:MAX_LISTED_LINES]
+        _raise_nonmatching(path, [(int(i) + 1, lines[int(i)].as_py()) for i in miss])
+    if not parts:
+        return True
+    sepcount = np.cumsum(sep_line) - sep_line  # separators strictly before each line
+    file_name = str(path.resolve())
+    idx_all, types, names, tvals = [], [], [], []
+    for r, idx, groups in parts:
+        etype = groups["TYPE"] if "TYPE" in groups else lines.take(pa.array(idx))
+        pieces: list = []
+        for lit, ref in template:
+            if lit:
+                pieces.append(lit)
+            if ref == "FILE" and by_file:
+                pieces.append(file_name)
+            elif ref == "SEPCOUNT":
+                pieces.append(pc.cast(pa.array(sepcount[idx]), pa.string()))
+            elif ref and ref in groups:
+                pieces.append(groups[ref])
+        if any(not isinstance(p, str) for p in pieces):
+            name = pc.binary_join_element_wise(
+                *[pa.scalar(p) if isinstance(p, str) else p.cast(pa.string()) for p in pieces],
+                "")
+        else:
+            name = pa.array(["".join(pieces)] * len(idx))
+        idx_all.append(idx)
+        types.append(etype.cast(pa.large_string()))
+        names.append(name.cast(pa.large_string()))
+        tvals.append(groups[time_kind].cast(pa.large_string()) if time_kind else None)
+    idx = np.concatenate(idx_all)
+    order_np = np.argsort(idx, kind="stable")
+    order = pa.array(order_np)
+    idx = idx[order_np]
+    types = pa.concat_arrays(types).take(order).to_numpy(zero_copy_only=False)
+    for t in pd.unique(types):
+        _check_type(t, path, int(idx[np.argmax(types == t)]) + 1)
+    line_no = idx + 1
+    if time_kind:
+        times, texts = _arrow_times(time_kind, pa.concat_arrays(tvals).take(order))
+    else:
+        times, texts = line_no.astype(np.float64), line_no.astype(str).astype(object)
+    names = pa.concat_arrays(names).take(order).to_numpy(zero_copy_only=False)
+    acc.add(names, str(path), types, line_no, times, texts)
+    return True
+
+
+_ARROW_DECIMAL = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
+_ARROW_PLAIN = r"^[+-]?\d+(?:\.\d+)?$"
+
+
+def _arrow_time_ok(kind: str, text) -> np.ndarray:
+    """Which time texts (a pyarrow string array) parse as Synoptic would for ``kind``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind in ("TIME", "LTIME"):
+        ok = pc.match_substring_regex(text, r"^[+-]?\d{1,19}$").to_numpy(zero_copy_only=False)
+        if ok.any():
+            bits = 31 if kind == "TIME" else 63
+            sel = np.nonzero(ok)[0]
+            vals = [int(t) for t in text.take(pa.array(sel)).to_pylist()]
+            ok[sel] = [-(1 << bits) <= v < (1 << bits) for v in vals]
+        return ok
+    ok = pc.match_substring_regex(text, _ARROW_DECIMAL).to_numpy(zero_copy_only=False)
+    if ok.any():
+        sel = np.nonzero(ok)[0]
+        vals = pc.cast(pc.utf8_ltrim(text.take(pa.array(sel)), "+"), pa.float64())
+        ok[sel] = np.isfinite(vals.to_numpy(zero_copy_only=False))
+    return ok
+
+
+def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray]:
+    """(values, Synoptic's printed texts) of valid time texts (a pyarrow string array)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unsigned = pc.utf8_ltrim(text, "+")
+    if kind in ("TIME", "LTIME"):
+        ints = pc.cast(unsigned, pa.int64())
+        return (ints.to_numpy(zero_copy_only=False).astype(np.float64),
+                pc.cast(ints, pa.string()).to_numpy(zero_copy_only=False))
+    values = pc.cast(unsigned, pa.float64()).to_numpy(zero_copy_only=False)
+    texts = unsigned.to_numpy(zero_copy_only=False)
+    plain = pc.match_substring_regex(text, _ARROW_PLAIN).to_numpy(zero_copy_only=False)
+    raw = text.to_pylist() if not plain.all() else None
+    for i in np.nonzero(~plain)[0]:
+        texts[i] = _decimal_text(raw[i], Decimal(raw[i]))
+    return values, texts
+
+
+def _value(ref: str, m: re.Match, values: dict | None, counters: dict[str, int],
+           file_name: str | None) -> str:
+    """The value of mapping reference ``ref`` for the current line ('' when unset)."""
+    if ref == "FILE" and file_name is not None:
+        return file_name
+    if values is not None:
+        return values.get(ref) or ""
+    if ref in counters:
+        return str(counters[ref])
+    if ref in m.re.groupindex:
+        return m.group(ref) or ""
+    return ""
+
+
+def _apply_extras(r: LineRegex, m: re.Match, counters: dict[str, int]) -> dict | None:
+    """Counters and constants of a matched line: its values, or None for a hidden line
+    (whose post-increments are then applied)."""
+    values: dict[str, str | None] = m.groupdict()
+    for name in r.pre_inc:
+        counters[name] += 1
+    for name, value in counters.items():
+        values[name] = str(value)
+    for name, template in r.constants.items():
+        filled = substitute(template, values)
+        if name in counters:
+            counters[name] = int(filled) if _INTEGER.fullmatch(filled) else 0
+        values.setdefault(name, filled)
+    if values.get("HIDE") is not None:
         for name in r.post_inc:
             counters[name] += 1
-        return values, etype, t, t_text
-    return _NO_MATCH
-
-
-def _to_traceset(events: list[_Event], partitions: list[str], sources: list[str],
-                 time_scale: float) -> TraceSet:
-    """Assemble the parsed events into a TraceSet (per-trace time order, stable)."""
-    n = len(events)
-    trace = np.fromiter((e.trace for e in events), dtype=np.int64, count=n)
-    time = np.fromiter((e.time for e in events), dtype=np.float64, count=n)
-    order = np.lexsort((np.arange(n), time, trace))
-    ev = pd.DataFrame({
-        "synoptic_trace": trace[order],
-        "time": time[order] * time_scale,
-        "state": np.array([e.etype for e in events], dtype=object)[order],
-        "line": np.fromiter((e.line for e in events), dtype=np.int64, count=n)[order],
-        "synoptic_time": np.array([e.time_text for e in events], dtype=object)[order],
-    })
-    ev.insert(0, "trace", ev["synoptic_trace"].astype(str))
-    ev["kind"] = "state"
-    ev["seq"] = ev.groupby("synoptic_trace", sort=False).cumcount().astype("int64")
-    traces = pd.DataFrame({"trace": [str(i) for i in range(len(partitions))],
-                           "source": sources, "partition": partitions})
-    # traces frame in trace-id order (ids are strings; keep numeric order explicit)
-    ts = TraceSet.from_events(ev, traces, {"format": "synoptic-regex"})
-    return ts
+        return None
+    return values
 
 
 def synoptic_traces(ts: TraceSet) -> list[pd.DataFrame]:
