@@ -40,7 +40,6 @@ from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .analyze import EndRule, trace_state_times, transition_stats, visits
 from .errors import UsageError
@@ -467,6 +466,8 @@ def transition_test(table: np.ndarray, *, test: TransitionTest = "chi2",
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[1] < 2:
         return 1.0, "one destination"
+    from scipy import stats  # imported here: scipy.stats takes ~1 s to import, keep the CLI quick
+
     expected = stats.contingency.expected_freq(table)
     if expected.min() >= MIN_EXPECTED:
         lam = "log-likelihood" if test == "g" else None

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -44,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .fileio import atomic_path
 
 #: Columns every events frame has, in this order.
 EVENT_COLUMNS = ("trace", "seq", "time", "kind", "state", "line")
@@ -248,15 +248,8 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
     schema_meta = dict(table.schema.metadata or {})
     schema_meta[_PARQUET_META_KEY] = json.dumps(extra).encode()
     table = table.replace_schema_metadata(schema_meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 
