@@ -131,7 +131,7 @@ def compile_regex(source: str) -> LineRegex:
 
     regex = _EMPTY_GROUP.sub(fill, regex)
     try:
-        pattern = re.compile(_java_to_python(regex))
+        pattern = re.compile(_java_to_python(regex), re.ASCII)
     except (re.error, OverflowError, RecursionError) as exc:
         raise UsageError(f"regex {source!r} does not compile: {exc}") from None
     groups = set(pattern.groupindex)

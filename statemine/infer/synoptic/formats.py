@@ -62,43 +62,75 @@ def to_invariants_txt(invariants: pd.DataFrame) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _json_number(text: str) -> str:
-    """A time text as a JSON number (Synoptic prints times unquoted)."""
-    if re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", text):
-        return text
-    return json.dumps(float(text))
+_JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
+
+
+def _join_groups(items, first: np.ndarray, last: np.ndarray, heads, tail: str) -> str:
+    """Concatenate per-item JSON strings (a pyarrow string array) with "," between items
+    of a group, ``heads[g]`` before group g's first item and ``tail`` after its last;
+    groups separated by ",".  ``first``/``last`` flag group boundaries."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(first)
+    prefix = np.full(n, "", dtype=object)
+    starts = np.nonzero(first)[0]
+    prefix[starts] = [("," if g else "") + h for g, h in enumerate(heads)]
+    suffix = np.where(last, tail, ",").astype(object)
+    joined = pc.binary_join_element_wise(pa.array(prefix, pa.large_string()),
+                                         items.cast(pa.large_string()),
+                                         pa.array(suffix, pa.large_string()),
+                                         pa.scalar("", pa.large_string()))
+    whole = pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), joined)
+    return pc.binary_join(whole, pa.scalar("", pa.large_string()))[0].as_py()
 
 
 def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
-    """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``."""
+    """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``.
+    Built with Arrow string kernels, so a million events take about a second."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     log = model.log
-    dumps = json.dumps
-    parts = []
-    for k in range(log.n_traces):
-        s, e = int(log.starts[k]), int(log.starts[k + 1])
-        evs = ",".join(
-            f'{{"eventIndex":{i},"eventType":{dumps(log.types[log.codes[s + i]])},'
-            f'"logLine":{int(log.lines[s + i])},"timestamp":{_json_number(log.time_text[s + i])}}}'
-            for i in range(e - s))
-        parts.append(f'{{"traceID":{k},"events":[{evs}]}}')
+    n = log.n_events
     trace_of = log.trace_of
-    index = np.arange(log.n_events) - log.starts[trace_of]
+    index = np.arange(n) - log.starts[trace_of]
+    s = lambda a: pc.cast(pa.array(a), pa.string())  # noqa: E731
+    type_json = np.array([json.dumps(t) for t in log.types], dtype=object)
+    stamps = pa.array(log.time_text, pa.string())
+    valid = pc.match_substring_regex(stamps, _JSON_NUMBER).to_numpy(zero_copy_only=False)
+    if not valid.all():
+        fixed = np.array(log.time_text, dtype=object)
+        for i in np.nonzero(~valid)[0]:
+            fixed[i] = json.dumps(float(fixed[i]))
+        stamps = pa.array(fixed, pa.string())
+    events = pc.binary_join_element_wise(
+        pa.scalar('{"eventIndex":'), s(index), pa.scalar(',"eventType":'),
+        pa.array(type_json[log.codes], pa.string()), pa.scalar(',"logLine":'), s(log.lines),
+        pa.scalar(',"timestamp":'), stamps, pa.scalar("}"), "")
+    is_first = np.zeros(n, dtype=bool)
+    is_first[log.starts[:-1]] = True
+    log_json = _join_groups(events, is_first, log.is_last,
+                            [f'{{"traceID":{k},"events":[' for k in range(log.n_traces)], "]}")
+
     labels = model.labels()
-    order = np.argsort(model.part, kind="stable")
-    bounds = np.searchsorted(model.part[order], np.arange(model.n_nodes + 1))
-    partitions = []
-    for n in model.dot_order():
-        if n < 2:
-            continue
-        members = order[bounds[n]:bounds[n + 1]]
-        evs = ",".join(f'{{"traceID":{int(trace_of[i])},"eventIndex":{int(index[i])}}}'
-                       for i in members)
-        partitions.append(f'{{"eventType":{dumps(labels[n])},"events":[{evs}]}}')
+    dot_rank = np.empty(model.n_nodes, dtype=np.int64)
+    dot_rank[model.dot_order()] = np.arange(model.n_nodes)
+    order = np.lexsort((np.arange(n), dot_rank[model.part]))
+    part = model.part[order]
+    members = pc.binary_join_element_wise(
+        pa.scalar('{"traceID":'), s(trace_of[order]), pa.scalar(',"eventIndex":'),
+        s(index[order]), pa.scalar("}"), "")
+    p_first = np.r_[True, part[1:] != part[:-1]] if n else np.zeros(0, dtype=bool)
+    p_last = np.r_[part[1:] != part[:-1], True] if n else np.zeros(0, dtype=bool)
+    heads = [f'{{"eventType":{json.dumps(labels[p])},"events":[' for p in part[p_first]]
+    parts_json = _join_groups(members, p_first, p_last, heads, "]}")
+
     inv = sort_invariants(invariants)
-    invs = ",".join(f'{{"invariantType":{dumps(k)},"predicates":[{dumps(a)},{dumps(b)}]}}'
+    invs = ",".join(f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},'
+                    f'{json.dumps(b)}]}}'
                     for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
-    return (f'{{"log":[{",".join(parts)}],"partitions":[{",".join(partitions)}],'
-            f'"invariants":[{invs}]}}')
+    return f'{{"log":[{log_json}],"partitions":[{parts_json}],"invariants":[{invs}]}}'
 
 
 def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
