@@ -26,17 +26,16 @@ def _infeasible_step(model: PartitionModel, path: list[int]) -> int:
     log = model.log
     part = model.part
     is_last = log.is_last
-    hot = log.starts[:-1]  # successors of INITIAL: first events
+    hot = log.starts[:-1]  # instances that may realise path[1]: first events
+    cur = hot[:0]
     for j in range(1, len(path)):
         node = path[j]
         if node == TERM_NODE:
-            if not is_last[hot].any():
-                return j
-            return -1
-        hot = hot[part[hot] == node]
-        if hot.size == 0:
+            return -1 if is_last[cur].any() else j
+        cur = hot[part[hot] == node]
+        if cur.size == 0:
             return j
-        hot = hot[~is_last[hot]] + 1
+        hot = cur[~is_last[cur]] + 1
     return -1
 
 

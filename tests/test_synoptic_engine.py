@@ -1,0 +1,118 @@
+"""The native Synoptic engine on its own: invariants from their definitions, models that
+accept every trace and satisfy every invariant (checked by an independent networkx
+reference), edge statistics, and the model checker finding broken models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statemine.infer.synoptic import infer_log, infer_synoptic
+from statemine.infer.synoptic.check import check_model
+from statemine.infer.synoptic.coarsen import coarsen
+from statemine.infer.synoptic.check import InvariantCodes
+from statemine.infer.synoptic.invariants import mine
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel, probability_text
+from statemine.infer.synoptic.refine import refine, refine_by_history
+from statemine.traces import TraceSet
+
+from synoptic_reference import accepts, brute_invariants, invariant_holds
+
+traces_strategy = st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=9),
+                           min_size=1, max_size=7)
+
+
+def as_set(inv: pd.DataFrame) -> set:
+    return set(zip(inv["kind"], inv["first"], inv["second"], inv["support"].astype(int)))
+
+
+def assert_sound(model: PartitionModel, inv: pd.DataFrame, traces: list[list[str]]) -> None:
+    g = model.to_networkx()
+    for tr in traces:
+        assert accepts(g, tr), tr
+    for row in inv.itertuples(index=False):
+        assert invariant_holds(g, row.kind, row.first, row.second), row
+
+
+@settings(max_examples=150, deadline=None)
+@given(traces_strategy)
+def test_mined_invariants_match_their_definitions(traces):
+    assert as_set(mine(EventLog.from_sequences(traces))) == brute_invariants(traces)
+
+
+@settings(max_examples=120, deadline=None)
+@given(traces_strategy, st.integers(0, 3))
+def test_inferred_model_accepts_traces_and_satisfies_invariants(traces, seed):
+    log = EventLog.from_sequences(traces)
+    res = infer_log(log, seed=seed)
+    assert_sound(res.model, res.invariants, traces)
+    assert check_model(res.to_networkx(), log, res.invariants).ok
+    # never more nodes than the one-shot history refinement alone gives
+    codes = InvariantCodes.from_frame(res.invariants, {t: i for i, t in enumerate(log.types)})
+    assert res.model.n_nodes <= refine_by_history(
+        PartitionModel.initial(log), codes, np.ones(len(codes), dtype=bool)).n_nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy)
+def test_each_refinement_then_coarsening_is_sound(traces):
+    log = EventLog.from_sequences(traces)
+    inv = mine(log)
+    codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
+    initial = PartitionModel.initial(log)
+    everything = np.ones(len(codes), dtype=bool)
+    for model in (refine(initial, codes, np.random.default_rng(0), max_steps=3),
+                  refine_by_history(initial, codes, everything)):
+        assert_sound(model, inv, traces)
+        assert_sound(coarsen(model, codes, np.random.default_rng(1)), inv, traces)
+
+
+def test_same_seed_same_model():
+    traces = [list("abcab"), list("acbd"), list("dcab"), list("abd")]
+    one = infer_log(EventLog.from_sequences(traces), seed=5)
+    two = infer_log(EventLog.from_sequences(traces), seed=5)
+    assert one.model.part.tolist() == two.model.part.tolist()
+
+
+def test_edge_counts_probabilities_and_times():
+    ev = pd.DataFrame({"trace": ["t1"] * 4 + ["t2"] * 2,
+                       "time": [0.0, 1.0, 4.0, 4.5, 10.0, 10.5],
+                       "state": ["A", "B", "A", "B", "A", "B"]})
+    res = infer_synoptic(TraceSet.from_events(ev))
+    g = res.to_networkx()
+    by_label = {d["label"]: n for n, d in g.nodes(data=True)}
+    a, b = by_label["A"], by_label["B"]
+    ab = g.edges[a, b]
+    assert ab["count"] == 3 and ab["probability"] == 1.0
+    assert (ab["time_min"], ab["time_median"], ab["time_max"]) == (0.5, 0.5, 1.0)
+    ba = g.edges[b, a]
+    assert (ba["count"], ba["probability"], ba["time_min"], ba["time_max"]) == (1, 1 / 3, 3.0, 3.0)
+    init = by_label["INITIAL"]
+    assert g.edges[init, a]["count"] == 2 and np.isnan(g.edges[init, a]["time_min"])
+    assert g.nodes[a]["state"] == "A" and g.nodes[init]["state"] is None
+
+
+@pytest.mark.parametrize("count,total,text", [(1, 8, "0.13"), (3, 8, "0.38"), (1, 3, "0.33"),
+                                              (2, 3, "0.67"), (29, 200, "0.15"),
+                                              (1, 1, "1.00"), (1, 200, "0.01")])
+def test_probability_text_rounds_like_java(count, total, text):
+    assert probability_text(count, total) == text
+
+
+def test_checker_finds_broken_invariants_and_rejected_traces():
+    traces = [["a", "b", "c"], ["x", "b", "d"]]
+    log = EventLog.from_sequences(traces)
+    inv = mine(log)
+    initial = PartitionModel.initial(log)  # one node per type: a b d is a path
+    report = check_model(initial.to_networkx(), log, inv)
+    assert not report.ok and not report.rejected
+    broken = set(zip(report.violated["first"], report.violated["kind"], report.violated["second"]))
+    assert ("a", "NeverFollowedBy", "d") in broken and ("x", "NeverFollowedBy", "c") in broken
+    g = infer_log(log).to_networkx()
+    g.remove_edges_from([(u, v) for u, v in list(g.edges)
+                         if g.nodes[u]["label"] == "x"])
+    assert check_model(g, log, inv).rejected == [1]
