@@ -1,0 +1,125 @@
+"""``statemine infer --engine synoptic|synoptic-jar`` and ``statemine check-model``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from statemine.cli import main
+from statemine.cli.synoptic import parse_extra_args
+from statemine.errors import UsageError
+
+from test_synoptic_oracle import ORACLE
+
+CASE = "repo-osx-login"
+STATE_CASE = "repo-simple-email"  # one node per type: our files equal Synoptic's
+
+
+def case_args(case: str) -> list[str]:
+    return json.loads((ORACLE / case / "case.json").read_text())["args"]
+
+
+@pytest.fixture
+def in_case(tmp_path, monkeypatch):
+    """Work in a copy of an oracle case folder."""
+    def enter(case: str):
+        work = tmp_path / case
+        shutil.copytree(ORACLE / case, work)
+        for name in ("model.dot", "model.json", "model.invariants.txt"):
+            (work / name).rename(work / f"synoptic.{name}")
+        monkeypatch.chdir(work)
+        return work
+    return enter
+
+
+def test_synoptic_arguments_run_unchanged_and_give_synoptics_files(in_case):
+    work = in_case(STATE_CASE)
+    result = CliRunner().invoke(main, ["infer", "--engine", "synoptic", *case_args(STATE_CASE)])
+    assert result.exit_code == 0, result.output
+    for name in ("model.dot", "model.invariants.txt"):
+        assert (work / name).read_text() == (work / f"synoptic.{name}").read_text()
+    ours, theirs = (json.loads((work / n).read_text()) for n in ("model.json", "synoptic.model.json"))
+    assert ours["log"] == theirs["log"]
+    key = lambda p: json.dumps(p, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, ours["partitions"])) == sorted(map(key, theirs["partitions"]))
+
+
+def test_check_model_accepts_good_models_and_rejects_broken_ones(in_case):
+    work = in_case(CASE)
+    args = case_args(CASE)
+    runner = CliRunner()
+    assert runner.invoke(main, ["infer", "--engine", "synoptic", *args]).exit_code == 0
+    opts = ["-r", args[args.index("-r") + 1], "-s", args[args.index("-s") + 1]]
+    for model in ("model.dot", "synoptic.model.dot", "model.json"):
+        res = runner.invoke(main, ["check-model", model, "trace.txt", *opts])
+        assert res.exit_code == 0, res.output
+        assert "5/5 traces accepted; 16/16 invariants hold" in res.output
+    # drop one edge: a trace is rejected; the initial graph: invariants fail
+    lines = (work / "model.dot").read_text().splitlines()
+    edge = next(i for i, line in enumerate(lines) if "->" in line)
+    (work / "broken.dot").write_text("\n".join(lines[:edge] + lines[edge + 1:]) + "\n")
+    res = runner.invoke(main, ["check-model", "broken.dot", "trace.txt", *opts])
+    assert res.exit_code == 1 and "rejected trace" in res.output
+    assert runner.invoke(main, ["infer", "--engine", "synoptic", *args,
+                                "--noRefinement=true", "-o", "flat"]).exit_code == 0
+    res = runner.invoke(main, ["check-model", "flat.dot", "trace.txt", *opts])
+    assert res.exit_code == 1 and "violated:" in res.output
+
+
+def test_bad_input_writes_nothing(in_case):
+    work = in_case(CASE)
+    (work / "bad.txt").write_text("login attempt\n\n--\n")
+    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>\\w+)$",
+                                    "-o", "out", "bad.txt"])
+    assert res.exit_code == 2
+    assert "bad.txt:1: lines match none of the regexes" in res.output
+    assert not list(work.glob("out*")) and not list(work.glob(".out*"))
+    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>",
+                                    "-o", "out", "trace.txt"])
+    assert res.exit_code == 2 and "does not compile" in res.output
+
+
+def test_extra_synoptic_flags():
+    assert parse_extra_args(["--randomSeed=3", "--outputJSON=true", "--dumpInvariants=true",
+                             "-i"]) == {"randomSeed": "3", "dumpInvariants": "true",
+                                        "ignoreNonMatchingLines": "true"}
+    with pytest.raises(UsageError, match="--useTransitiveClosureMining"):
+        parse_extra_args(["--useTransitiveClosureMining=true"])
+
+
+def test_synoptic_jar_engine_runs_java_and_reads_its_files(in_case, tmp_path, monkeypatch):
+    """A stand-in ``java`` on PATH plays Synoptic: it records its arguments and writes the
+    oracle's files to the -o prefix, which statemine copies and reads back."""
+    work = in_case(CASE)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    java = bindir / "java"
+    java.write_text(
+        "#!/bin/sh\n"
+        'printf "%s\\n" "$@" > "$FAKE_SYNOPTIC/args.txt"\n'
+        'prev=""; for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+        'for f in dot json invariants.txt; do cp "$FAKE_SYNOPTIC/synoptic.model.$f" "$out.$f"; done\n')
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    jar = tmp_path / "synoptic.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SYNOPTIC", str(work))
+    monkeypatch.setenv("STATEMINE_SYNOPTIC_JAR", str(jar))
+    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic-jar", *case_args(CASE)])
+    assert res.exit_code == 0, res.output
+    assert (work / "model.dot").read_text() == (work / "synoptic.model.dot").read_text()
+    sent = (work / "args.txt").read_text().splitlines()
+    assert sent[:2] == ["-jar", str(jar.resolve())]
+    assert "(?<TYPE>.+)" in sent and "--randomSeed=1" in sent and "--outputJSON=true" in sent
+
+
+def test_synoptic_jar_without_a_jar_is_a_usage_error(in_case, monkeypatch):
+    in_case(CASE)
+    monkeypatch.delenv("STATEMINE_SYNOPTIC_JAR", raising=False)
+    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic-jar", *case_args(CASE)])
+    assert res.exit_code == 2 and "STATEMINE_SYNOPTIC_JAR" in res.output
