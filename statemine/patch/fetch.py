@@ -24,6 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -86,14 +87,29 @@ def _one(paths: list[Path], what: str) -> Path:
     return paths[0]
 
 
-def _sdist(impl: Impl, version: str) -> Path:
-    d = _pip_cache(impl, version)
-    found = sorted(d.glob("*.tar.gz"))
+def _cached(d: Path, pattern: str, what: str, produce) -> Path:
+    """The one file matching ``pattern`` in the cache directory ``d``; when there is none,
+    ``produce(tmp)`` writes it into a private temp dir first and it is moved in, so that
+    concurrent fetches never see a partial file."""
+    found = sorted(d.glob(pattern))
     if not found:
-        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-              "--disable-pip-version-check", f"{impl.package}=={version}", "-d", str(d)], cwd=d)
-        found = sorted(d.glob("*.tar.gz"))
-    return _one(found, f"sdist of {impl.package} {version} in {d}")
+        tmp = Path(tempfile.mkdtemp(dir=d, prefix=".tmp-"))
+        try:
+            produce(tmp)
+            made = _one(sorted(tmp.glob(pattern)), what)
+            os.replace(made, d / made.name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        found = sorted(d.glob(pattern))
+    return _one(found, f"{what} in {d}")
+
+
+def _sdist(impl: Impl, version: str) -> Path:
+    """The sdist of ``impl.package`` ``version`` (cached)."""
+    return _cached(_pip_cache(impl, version), "*.tar.gz", f"sdist of {impl.package} {version}",
+                   lambda tmp: _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+                                     ":all:", "--disable-pip-version-check", f"{impl.package}=={version}",
+                                     "-d", str(tmp)], cwd=tmp))
 
 
 def _built_wheel(impl: Impl, version: str, sdist: Path) -> Path:
@@ -101,12 +117,9 @@ def _built_wheel(impl: Impl, version: str, sdist: Path) -> Path:
     tag = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
     d = _pip_cache(impl, version) / "wheel" / tag
     d.mkdir(parents=True, exist_ok=True)
-    found = sorted(d.glob("*.whl"))
-    if not found:
-        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
-              "-w", str(d), str(sdist)], cwd=d)
-        found = sorted(d.glob("*.whl"))
-    return _one(found, f"wheel built from {sdist.name} in {d}")
+    return _cached(d, "*.whl", f"wheel built from {sdist.name}",
+                   lambda tmp: _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                                     "--disable-pip-version-check", "-w", str(tmp), str(sdist)], cwd=tmp))
 
 
 def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
