@@ -114,7 +114,8 @@ def test_synoptic_jar_engine_runs_java_and_reads_its_files(in_case, tmp_path, mo
     assert res.exit_code == 0, res.output
     assert (work / "model.dot").read_text() == (work / "synoptic.model.dot").read_text()
     sent = (work / "args.txt").read_text().splitlines()
-    assert sent[:2] == ["-jar", str(jar.resolve())]
+    assert sent[:4] == ["-ea", "-cp", f"{jar.resolve()}{os.pathsep}{jar.resolve().parent}/*",
+                        "synoptic.main.SynopticMain"]
     assert "(?<TYPE>.+)" in sent and "--randomSeed=1" in sent and "--outputJSON=true" in sent
 
 

@@ -1,8 +1,9 @@
 """Running a real Synoptic (``synoptic.jar``) and reading its outputs back.
 
-Synoptic is not on any package registry: build it from ModelInference/synoptic (``ant``
-in the repository root makes ``lib/synoptic.jar``; see docs/synoptic-engine.md, which
-also notes the patch it needs to run on JDK 17).  The jar is found from the argument, or
+Synoptic is not on any package registry: build it from ModelInference/synoptic
+(``ant synoptic`` in the repository root makes ``lib/synoptic.jar``; see
+docs/synoptic-engine.md, which also notes the patch it needs to run on JDK 17).  It runs
+as ``java -ea -cp lib/synoptic.jar:lib/* synoptic.main.SynopticMain ...``.  The jar is found from the argument, or
 the environment variable ``STATEMINE_SYNOPTIC_JAR``; ``java`` must be on PATH.  Synoptic
 runs in a temporary directory with ``-o <tmp>/model`` plus the flags that make it write
 ``model.invariants.txt`` and ``model.json``; the model is rebuilt from its ``model.json``
@@ -29,6 +30,9 @@ from .model import PartitionModel
 
 #: Environment variable naming the jar.
 JAR_ENV = "STATEMINE_SYNOPTIC_JAR"
+#: Synoptic's entry point; the jar's directory (``lib/`` of the Synoptic checkout, with
+#: plume.jar and the other dependencies) is on the class path too.
+MAIN_CLASS = "synoptic.main.SynopticMain"
 #: Flags always given so that Synoptic writes every file statemine reads.
 OUTPUT_FLAGS = ("--outputInvariantsToFile=true", "--outputJSON=true",
                 "--outputSupportCount=true", "--outputProbLabels=true",
@@ -85,7 +89,9 @@ def run_jar(jar: str | os.PathLike | None, logs: Sequence[str | os.PathLike],
     jar_path = find_jar(jar)
     with tempfile.TemporaryDirectory(prefix="statemine-synoptic-") as tmp:
         prefix = Path(tmp) / "model"
-        cmd = ["java", "-jar", str(jar_path.resolve()),
+        classpath = os.pathsep.join([str(jar_path.resolve()),
+                                     str(jar_path.resolve().parent / "*")])
+        cmd = ["java", "-ea", "-cp", classpath, MAIN_CLASS,
                *synoptic_args(regexes, separator, mapping, ignore_nonmatching, seed, extra),
                "-o", str(prefix), *[str(Path(p).resolve()) for p in logs]]
         try:
