@@ -104,6 +104,7 @@ def test_runs_are_deterministic_and_losses_match_the_log(tmp_path):
 def test_virtual_time_limit_fails_the_run(tmp_path):
     res = runner.run(base_config(tmp_path, time_limit_s=0.05))
     assert not res["ok"] and res["error"].startswith("virtual time limit reached")
+    assert res["virtual_time_s"] == 0.05 and res["packets_sent"] > 0 and res["bytes"] < 200_000
     assert json.loads(Path(tmp_path / "run.result.json").read_text())["ok"] is False
 
 
