@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -214,6 +215,21 @@ def write_results(out: Path, table: pd.DataFrame) -> None:
         os.replace(tmp, out / name)
 
 
+def source_revision() -> str | None:
+    """The git commit of the statemine checkout running (``+dirty`` when its tracked files
+    differ from it), or None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "statemine"],
+                               cwd=root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def manifest(scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict],
              command: list[str]) -> dict:
     """What makes every run reproducible: versions, patch hashes, seeds, the command."""
@@ -221,6 +237,7 @@ def manifest(scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict]
 
     return {
         "statemine_version": __version__,
+        "statemine_revision": source_revision(),
         "command": command,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
