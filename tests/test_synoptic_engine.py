@@ -17,7 +17,7 @@ from statemine.infer.synoptic.check import InvariantCodes
 from statemine.infer.synoptic.invariants import mine
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel, probability_text
-from statemine.infer.synoptic.refine import refine, refine_by_history
+from statemine.infer.synoptic.refine import refine, refine_by_history, refine_targeted
 from statemine.traces import TraceSet
 
 from synoptic_reference import accepts, brute_invariants, invariant_holds
@@ -66,7 +66,10 @@ def test_each_refinement_then_coarsening_is_sound(traces):
     initial = PartitionModel.initial(log)
     everything = np.ones(len(codes), dtype=bool)
     for model in (refine(initial, codes, np.random.default_rng(0), max_steps=3),
-                  refine_by_history(initial, codes, everything)):
+                  refine(initial, codes, np.random.default_rng(0), max_steps=2,
+                         finish="history"),
+                  refine_by_history(initial, codes, everything),
+                  refine_targeted(initial, codes, everything)):
         assert_sound(model, inv, traces)
         assert_sound(coarsen(model, codes, np.random.default_rng(1)), inv, traces)
 

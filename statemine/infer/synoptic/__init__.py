@@ -21,7 +21,7 @@ from .invariants import mine
 from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
-from .refine import refine_by_history
+from .refine import refine_by_history, refine_targeted
 
 __all__ = ["SynopticResult", "infer_synoptic", "infer_log"]
 
@@ -54,10 +54,11 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     """Mine invariants (unless given), refine until they all hold, coarsen (each step can
     be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
 
-    Refinement is tried several ways -- counterexample-guided splitting (Synoptic's) with
-    a few seeds derived from ``seed``, and the one-shot history split -- each followed by
-    coarsening; the model with the fewest nodes wins (ties: the first).  Deterministic
-    for a given seed.
+    Refinement: the targeted history split (one vectorized pass); on logs of at most
+    ``SMALL_LOG_EVENTS`` events also counterexample-guided splitting (Synoptic's) with
+    three seeds derived from ``seed`` (finished by either history split after
+    ``MAX_SPLIT_STEPS`` steps) and the global history split.  Each is coarsened and
+    the model with the fewest nodes wins (ties: the first).  Deterministic for a seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
@@ -70,13 +71,19 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
     small = log.n_events <= SMALL_LOG_EVENTS
-    seeds = np.random.SeedSequence(seed).spawn(3 if small else 1)
+    seeds = np.random.SeedSequence(seed).spawn(3)
+    attempts = [("targeted", seeds[0])]
+    if small:
+        attempts += [(f"split-{finish}", s) for finish in ("history", "targeted")
+                     for s in seeds] + [("history", seeds[0])]
     best: PartitionModel | None = None
-    attempts = [("split", s) for s in seeds] + ([("history", seeds[0])] if small else [])
     for how, sub_seed in attempts:
         rng = np.random.default_rng(sub_seed)
-        if how == "split":
-            model = refine_model(initial, codes, rng, max_steps=MAX_SPLIT_STEPS)
+        if how == "targeted":
+            model = refine_targeted(initial, codes, bad)
+        elif how.startswith("split-"):
+            model = refine_model(initial, codes, rng, max_steps=MAX_SPLIT_STEPS,
+                                 finish=how.split("-", 1)[1])
         else:
             model = refine_by_history(initial, codes, bad)
         if coarsen:
