@@ -408,9 +408,12 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
 FAST_MAX_BYTES = 256 << 20
 
 
-def _is_separator(r: LineRegex) -> bool:
-    return r.hidden and set(r.constants) == {"HIDE"} and not r.pre_inc \
-        and r.post_inc in ([], ["SEPCOUNT"])
+def _fast_eligible(r: LineRegex) -> bool:
+    """Can the vectorized path run this regex: a plain one (no constants or counters), or
+    a hidden one whose only constant is HIDE and only counter SEPCOUNT (the separator)?"""
+    if not r.hidden:
+        return not (r.constants or r.pre_inc or r.post_inc)
+    return set(r.constants) == {"HIDE"} and not r.pre_inc and r.post_inc in ([], ["SEPCOUNT"])
 
 
 def _read_file_fast(path: Path, compiled: list[LineRegex],
@@ -423,8 +426,7 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if any(not (r.hidden and _is_separator(r)) and (r.constants or r.pre_inc or r.post_inc)
-           and not (r.hidden and not r.pre_inc and not r.post_inc) for r in compiled):
+    if not all(_fast_eligible(r) for r in compiled):
         return False
     try:
         if path.stat().st_size > FAST_MAX_BYTES:
@@ -603,14 +605,3 @@ def _apply_extras(r: LineRegex, m: re.Match, counters: dict[str, int]) -> dict |
         return None
     return values
 
-
-def synoptic_traces(ts: TraceSet) -> list[pd.DataFrame]:
-    """The traces of ``ts`` in Synoptic trace-id order (``synoptic_trace`` when present)."""
-    ev = ts.events
-    key = ev["synoptic_trace"] if "synoptic_trace" in ev.columns else ev["trace"]
-    return [g for _, g in ev.groupby(key, sort=True)]
-
-
-def iter_types(ts: TraceSet) -> Iterable[str]:
-    """Event types of ``ts`` in order of first appearance."""
-    return pd.unique(ts.events["state"])

@@ -1,4 +1,8 @@
-"""Refinement: split partitions along counterexample paths until every invariant holds.
+"""Refinement: split partitions until every invariant holds.
+
+Three ways, all ending with every invariant satisfied: counterexample-guided splitting
+(:func:`refine`, Synoptic's), the global history split (:func:`refine_by_history`) and the
+targeted history split (:func:`refine_targeted`, only nodes on violating paths).
 
 Synoptic's ``Bisimulation.splitUntilAllInvsSatisfied`` (FSE 2011, section 4.2), as
 re-implemented here: while some invariant fails on the model, take a shortest
