@@ -119,3 +119,10 @@ def test_checker_finds_broken_invariants_and_rejected_traces():
     g.remove_edges_from([(u, v) for u, v in list(g.edges)
                          if g.nodes[u]["label"] == "x"])
     assert check_model(g, log, inv).rejected == [1]
+
+
+def test_types_named_like_the_synthetic_nodes_are_refused():
+    from statemine.errors import InputError
+
+    with pytest.raises(InputError, match="'INITIAL' clashes"):
+        EventLog.from_sequences([["a", "INITIAL"]])

@@ -92,6 +92,11 @@ class EventLog:
         rank = rank[order]
         names = ev["state"].astype(str).to_numpy(dtype=object)[order]
         codes, uniques = pd.factorize(names, sort=False)
+        for name in (INITIAL, TERMINAL):
+            if name in set(uniques):
+                at = ev["line"].to_numpy()[order][names == name][0]
+                raise InputError(None, int(at) if at >= 0 else None,
+                                 f"event type {name!r} clashes with Synoptic's synthetic node")
         present = np.unique(rank)
         counts = np.bincount(rank, minlength=len(ids))[present]
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
