@@ -67,7 +67,8 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     inv = mine(log) if invariants is None else invariants
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
-    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types))
+    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types),
+                   trim=False)
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
     small = log.n_events <= SMALL_LOG_EVENTS
