@@ -21,7 +21,7 @@ from .invariants import mine
 from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
-from .refine import refine_by_history, refine_targeted
+from .refine import refine_targeted
 
 __all__ = ["SynopticResult", "infer_synoptic", "infer_log"]
 
@@ -56,8 +56,8 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
 
     Refinement: the targeted history split (one vectorized pass); on logs of at most
     ``SMALL_LOG_EVENTS`` events also counterexample-guided splitting (Synoptic's) with
-    three seeds derived from ``seed`` (finished by either history split after
-    ``MAX_SPLIT_STEPS`` steps) and the global history split.  Each is coarsened and
+    three seeds derived from ``seed``, each finished either way after
+    ``MAX_SPLIT_STEPS`` steps (global or targeted history split).  Each is coarsened and
     the model with the fewest nodes wins (ties: the first).  Deterministic for a seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
@@ -76,17 +76,15 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     attempts = [("targeted", seeds[0])]
     if small:
         attempts += [(f"split-{finish}", s) for finish in ("history", "targeted")
-                     for s in seeds] + [("history", seeds[0])]
+                     for s in seeds]
     best: PartitionModel | None = None
     for how, sub_seed in attempts:
         rng = np.random.default_rng(sub_seed)
         if how == "targeted":
             model = refine_targeted(initial, codes, bad)
-        elif how.startswith("split-"):
+        else:
             model = refine_model(initial, codes, rng, max_steps=MAX_SPLIT_STEPS,
                                  finish=how.split("-", 1)[1])
-        else:
-            model = refine_by_history(initial, codes, bad)
         if coarsen:
             model = coarsen_model(model, codes, rng)
         if best is None or model.n_nodes < best.n_nodes:
