@@ -3,8 +3,9 @@
 Synoptic is not on any package registry: build it from ModelInference/synoptic
 (``ant synoptic`` in the repository root makes ``lib/synoptic.jar``; see
 docs/synoptic-engine.md, which also notes the patch it needs to run on JDK 17).  It runs
-as ``java -ea -cp lib/synoptic.jar:lib/* synoptic.main.SynopticMain ...``.  The jar is found from the argument, or
-the environment variable ``STATEMINE_SYNOPTIC_JAR``; ``java`` must be on PATH.  Synoptic
+as ``java -ea -cp lib/synoptic.jar:lib/* synoptic.main.SynopticMain ...``.  The jar is
+found from the argument, or the environment variable ``STATEMINE_SYNOPTIC_JAR``; ``java``
+must be on PATH.  Synoptic
 runs in a temporary directory with ``-o <tmp>/model`` plus the flags that make it write
 ``model.invariants.txt`` and ``model.json``; the model is rebuilt from its ``model.json``
 partitions over statemine's own parse of the same logs (which must agree with Synoptic's
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ...errors import InputError, UsageError
 import pandas as pd
 
+from ...errors import InputError, UsageError
 from .formats import model_from_json, read_invariants_txt
 from .log import EventLog
 from .model import PartitionModel
@@ -76,7 +77,8 @@ def synoptic_args(regexes: Sequence[str], separator: str | None, mapping: str | 
     if ignore_nonmatching:
         args.append("-i")
     args.append(f"--randomSeed={seed}")
-    keep = [a for a in extra if not a.startswith(("--randomSeed", "--output"))]
+    keep = [a for a in extra
+            if not a.startswith(("--randomSeed", "--output")) and a != "-i"]
     return args + keep + list(OUTPUT_FLAGS)
 
 
