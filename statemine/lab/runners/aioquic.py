@@ -21,13 +21,16 @@ Client profiles (seconds, bits per second, bytes):
 
 * ``desktop``: every datagram is processed the moment it arrives; the application takes
   stream data as fast as it comes.
-* ``mobile``: the client is one thread. Arriving datagrams wait in a socket receive buffer
-  of ``socket_buffer_bytes`` (default 212992, Linux's ``rmem_default``; overflow is
-  dropped). Taking a datagram costs ``per_packet_cpu_s`` of CPU, after which the transport
-  processes it (and may send ACK / MAX_DATA); the application then consumes the stream
-  bytes it delivered at ``read_rate_bps`` before the thread reads the next datagram. The
-  thread is the bottleneck, so ACKs and flow-control credit return slowly. Optional
-  ``max_data_bytes`` / ``max_stream_data_bytes`` set aioquic's initial flow-control windows.
+* ``mobile``: a phone. Its **network thread** takes arriving datagrams from a socket
+  receive buffer of ``socket_buffer_bytes`` (default 212992, Linux's ``rmem_default``;
+  overflow is dropped) and spends ``per_packet_cpu_s`` of CPU on each before the
+  transport processes it (and may send ACK / MAX_DATA); timers wait for the thread. The
+  **application** consumes the delivered stream bytes at ``read_rate_bps``; the page is
+  loaded (PLT) when it has consumed the last byte. Flow-control credit returns however
+  the implementation returns it: aioquic grants it when data reaches the transport, not
+  when the application reads (it has no read API), so the read rate cannot hold an
+  aioquic sender back. Optional ``max_data_bytes`` / ``max_stream_data_bytes`` set
+  aioquic's initial flow-control windows.
 """
 
 from __future__ import annotations
@@ -151,14 +154,18 @@ class Endpoint:
 
 
 @dataclass
-class ClientThread:
-    """The mobile client's single thread: socket buffer -> CPU -> transport -> app read."""
+class NetworkThread:
+    """The mobile client's network thread: socket buffer -> per-packet CPU -> transport.
+
+    Datagrams wait in a socket receive buffer of ``socket_buffer_bytes`` (overflow is
+    dropped and counted); taking one costs ``cpu_s`` of CPU during which the thread does
+    nothing else, not even timers (they run when it is free).
+    """
 
     ep: Endpoint
     cpu_s: float
-    read_rate_bps: float | None
     socket_buffer_bytes: int
-    on_packet: Callable[[bytes], int]  # process a datagram now; returns app bytes delivered
+    on_packet: Callable[[bytes], None]  # the transport processes a datagram now
     socket: deque = field(default_factory=deque)
     socket_bytes: int = 0
     busy: bool = False
@@ -175,11 +182,11 @@ class ClientThread:
             self._next()
 
     def _next(self) -> None:
+        if self.timer_due:  # a timer that came due while the CPU was busy runs now
+            self.timer_due = False
+            Endpoint.on_timer(self.ep)
         if not self.socket:
             self.busy = False
-            if self.timer_due:
-                self.timer_due = False
-                Endpoint.on_timer(self.ep)
             return
         self.busy = True
         data = self.socket.popleft()
@@ -187,18 +194,29 @@ class ClientThread:
         self.ep.loop.at(self.ep.loop.now + self.cpu_s, lambda: self._process(data))
 
     def _process(self, data: bytes) -> None:
-        delivered = self.on_packet(data)
-        if self.timer_due:  # a timer that came due while the CPU was busy runs now
-            self.timer_due = False
-            Endpoint.on_timer(self.ep)
-        read_s = 8.0 * delivered / self.read_rate_bps if self.read_rate_bps else 0.0
-        self.ep.loop.at(self.ep.loop.now + read_s, self._next)
+        self.on_packet(data)
+        self._next()
 
     def on_timer(self) -> None:
         if self.busy:
             self.timer_due = True
         else:
             Endpoint.on_timer(self.ep)
+
+
+@dataclass
+class AppReader:
+    """The client application: consumes delivered stream bytes at ``rate_bps`` (None:
+    at once), in arrival order. ``free_at`` is when it will have consumed all so far."""
+
+    rate_bps: float | None = None
+    free_at: float = 0.0
+
+    def deliver(self, now: float, nbytes: int) -> float:
+        """Queue ``nbytes`` delivered at ``now``; returns when they will be consumed."""
+        start = now if now > self.free_at else self.free_at
+        self.free_at = start + (8.0 * nbytes / self.rate_bps if self.rate_bps else 0.0)
+        return self.free_at
 
 
 # -- the transfer ------------------------------------------------------------------------------
@@ -261,7 +279,7 @@ def simulate(config: dict) -> dict:
     count = int(config["objects"]["count"])
     size = int(config["objects"]["size_bytes"])
     total = count * size
-    received = {"bytes": 0, "done": 0, "last": None}
+    received = {"bytes": 0, "done": 0, "closing": False, "last": None}
     server_losses = [0]
     requests: dict[int, bytearray] = {}
 
@@ -287,8 +305,19 @@ def simulate(config: dict) -> dict:
                     server.conn.send_stream_data(ev.stream_id, bytes(n), end_stream=True)
         server.flush()
 
-    def client_packet(data: bytes) -> int:
-        """Process one datagram at the client now; returns the stream bytes it delivered."""
+    prof = config["client"]
+    mobile = prof.get("profile", "desktop") == "mobile"
+    app = AppReader(float(prof["read_rate_bps"]) if mobile and prof.get("read_rate_bps") else None)
+
+    def finish() -> None:
+        """The application has consumed the last byte: the page is loaded; close."""
+        received["last"] = loop.now
+        client.conn.close(error_code=0, reason_phrase="done")
+        client.flush()
+
+    def client_packet(data: bytes) -> None:
+        """The client's transport processes one datagram now; the application is handed
+        what it delivered and the client closes once the application has consumed all."""
         client.conn.receive_datagram(data, SERVER_ADDR, now=loop.now)
         delivered = 0
         while (ev := client.conn.next_event()) is not None:
@@ -299,19 +328,17 @@ def simulate(config: dict) -> dict:
             elif isinstance(ev, events.ConnectionTerminated) and received["done"] < count:
                 raise RuntimeError(f"connection closed early: {ev.reason_phrase or ev.error_code}")
         received["bytes"] += delivered
-        if received["done"] == count and received["last"] is None:
-            received["last"] = loop.now
-            client.conn.close(error_code=0, reason_phrase="done")
+        consumed_at = app.deliver(loop.now, delivered)
         client.flush()
-        return delivered
+        if received["done"] == count and not received["closing"]:
+            received["closing"] = True
+            loop.at(consumed_at, finish)
 
-    prof = config["client"]
-    thread: ClientThread | None = None
-    if prof.get("profile", "desktop") == "mobile":
-        thread = ClientThread(
+    thread: NetworkThread | None = None
+    if mobile:
+        thread = NetworkThread(
             client,
             cpu_s=float(prof.get("per_packet_cpu_s") or 0.0),
-            read_rate_bps=float(prof["read_rate_bps"]) if prof.get("read_rate_bps") else None,
             socket_buffer_bytes=int(prof.get("socket_buffer_bytes") or DEFAULT_SOCKET_BUFFER_BYTES),
             on_packet=client_packet,
         )
