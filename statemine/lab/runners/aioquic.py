@@ -26,7 +26,8 @@ Client profiles (seconds, bits per second, bytes):
   overflow is dropped) and spends ``per_packet_cpu_s`` of CPU on each before the
   transport processes it (and may send ACK / MAX_DATA); timers wait for the thread. The
   **application** consumes the delivered stream bytes at ``read_rate_bps``; the page is
-  loaded (PLT) when it has consumed the last byte. Flow-control credit returns however
+  loaded (PLT) when it has consumed the last byte (the client closes the connection as
+  soon as its transport has every byte). Flow-control credit returns however
   the implementation returns it: aioquic grants it when data reaches the transport, not
   when the application reads (it has no read API), so the read rate cannot hold an
   aioquic sender back. Optional ``max_data_bytes`` / ``max_stream_data_bytes`` set
@@ -279,7 +280,7 @@ def simulate(config: dict) -> dict:
     count = int(config["objects"]["count"])
     size = int(config["objects"]["size_bytes"])
     total = count * size
-    received = {"bytes": 0, "done": 0, "closing": False, "last": None}
+    received = {"bytes": 0, "done": 0, "last": None, "plt": 0.0}
     server_losses = [0]
     requests: dict[int, bytearray] = {}
 
@@ -309,15 +310,11 @@ def simulate(config: dict) -> dict:
     mobile = prof.get("profile", "desktop") == "mobile"
     app = AppReader(float(prof["read_rate_bps"]) if mobile and prof.get("read_rate_bps") else None)
 
-    def finish() -> None:
-        """The application has consumed the last byte: the page is loaded; close."""
-        received["last"] = loop.now
-        client.conn.close(error_code=0, reason_phrase="done")
-        client.flush()
-
     def client_packet(data: bytes) -> None:
-        """The client's transport processes one datagram now; the application is handed
-        what it delivered and the client closes once the application has consumed all."""
+        """The client's transport processes one datagram now and hands what it delivered
+        to the application. Once the transport has every byte the client closes the
+        connection (the transfer is over for the server); the page is loaded when the
+        application has also consumed them all (``plt``)."""
         client.conn.receive_datagram(data, SERVER_ADDR, now=loop.now)
         delivered = 0
         while (ev := client.conn.next_event()) is not None:
@@ -328,11 +325,11 @@ def simulate(config: dict) -> dict:
             elif isinstance(ev, events.ConnectionTerminated) and received["done"] < count:
                 raise RuntimeError(f"connection closed early: {ev.reason_phrase or ev.error_code}")
         received["bytes"] += delivered
-        consumed_at = app.deliver(loop.now, delivered)
+        received["plt"] = app.deliver(loop.now, delivered)
+        if received["done"] == count and received["last"] is None:
+            received["last"] = loop.now
+            client.conn.close(error_code=0, reason_phrase="done")
         client.flush()
-        if received["done"] == count and not received["closing"]:
-            received["closing"] = True
-            loop.at(consumed_at, finish)
 
     thread: NetworkThread | None = None
     if mobile:
@@ -369,7 +366,7 @@ def simulate(config: dict) -> dict:
     grace_end = min(limit, received["last"] + CLOSE_GRACE_S)
     loop.run(until=lambda: False, limit_s=grace_end, strict=False)
 
-    plt = received["last"]
+    plt = max(received["last"], received["plt"])
     if received["bytes"] != total:
         raise RuntimeError(f"received {received['bytes']} bytes, expected {total}")
     return {"ok": True, "error": None, "plt_s": plt, "bytes": total,
