@@ -425,11 +425,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # -- the parent side -----------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """The download/patch cache: ``$STATEMINE_CACHE`` or ``~/.cache/statemine``."""
-    return Path(os.environ.get("STATEMINE_CACHE") or Path.home() / ".cache" / "statemine")
-
-
 def build(version: str, cache: str | os.PathLike | None = None) -> Path | None:
     """Fetch and patch aioquic ``version`` once (cached under ``cache``/aioquic/VERSION);
     returns the directory to put on ``PYTHONPATH``. ``version == "installed"`` returns
@@ -438,7 +433,7 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path | None:
         return None
     from ... import patch as sm_patch  # statemine.patch: fetch/apply instrument patches
 
-    dest = Path(cache or cache_dir()) / "aioquic" / version
+    dest = Path(cache or sm_patch.cache_dir()) / "aioquic" / version
     if not (dest / ".statemine-patch.json").is_file():
         tmp = dest.with_name(f".tmp-{version}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
