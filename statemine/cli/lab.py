@@ -66,13 +66,13 @@ def scenarios_cmd(directory: Path) -> None:
     """List the scenario files of a folder: name, runs, and the grid's axes."""
     from ..lab import scenario as sc
 
-    table = Table(title=str(directory))
+    table = Table(title=escape(str(directory)))
     for col in ("file", "name", "cells", "runs", "axes"):
         table.add_column(col)
     for path in sorted(directory.glob("*.toml")):
         spec = sc.load(path)
         axes = escape(", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.axes.items() if len(v) > 1))
-        table.add_row(path.name, spec.name, str(len(spec.cells)), str(len(spec.cells) * spec.runs), axes)
+        table.add_row(escape(path.name), escape(spec.name), str(len(spec.cells)), str(len(spec.cells) * spec.runs), axes)
     Console(width=200).print(table)
 
 
@@ -111,7 +111,7 @@ def findings_cmd(root: Path, names: tuple[str, ...], csv_path: Path | None) -> N
     for col in headers:
         out.add_column(col, justify="right" if col not in headers[:4] else "left")
     for row in table.itertuples(index=False):
-        out.add_row(row.finding, row.stack, escape(row.condition), row.state, f"{row.share:.1%}", row.paper or "-",
+        out.add_row(row.finding, escape(row.stack), escape(row.condition), row.state, f"{row.share:.1%}", row.paper or "-",
                     f"{row.seconds_per_run:.2f}", str(row.runs), f"{row.plt_s:.2f}", str(row.declared_lost), str(row.path_dropped),
                     str(row.lost_by_packet_rule), str(row.lost_by_time_rule))
     Console(width=240).print(out)
