@@ -34,20 +34,25 @@ def test_every_finding_has_its_traces(table):
     assert set(table["finding"]) == {f.name for f in findings.FINDINGS}
 
 
-def test_mobile_server_is_application_limited_far_more_with_quic_go(table):
-    desk = row(table, "mobile-vs-desktop", "quic-go@v0.65.0", "desktop")
-    mob = row(table, "mobile-vs-desktop", "quic-go@v0.65.0", "mobile")
-    assert mob["share"] > 3 * desk["share"]
-    assert mob["share"] > 0.4                      # the paper: 58% (vs 7%)
-
-
 def test_mobile_does_not_limit_an_aioquic_sender_through_flow_control(table):
     # docs/findings.md: aioquic returns flow-control credit on arrival, so the slow
-    # mobile reader does not make its server ApplicationLimited (not reproduced)
+    # mobile reader does not make its server ApplicationLimited (not reproducible)
     desk = row(table, "mobile-vs-desktop", "aioquic@1.7.2", "desktop")
     mob = row(table, "mobile-vs-desktop", "aioquic@1.7.2", "mobile")
     assert mob["share"] < 2 * desk["share"]
-    assert mob["plt_s"] > desk["plt_s"]            # but the mobile client is slower
+    # the application's reading still shows: 5 MB at 20 Mbit/s takes at least 2 s
+    assert mob["plt_s"] >= 8 * 5_000_000 / 20e6 > 1.5 * desk["plt_s"]
+
+
+def test_mobile_with_the_one_thread_quic_go_harness_is_not_flow_control_limited(table):
+    # docs/findings.md: the shipped quic-go harness reads on the network thread (one
+    # thread), so unread data never piles up and the finding is not reproduced; this
+    # test pins that statement to the shipped traces (it fails once the harness models
+    # the protocol's two threads and traces/mobile is regenerated: update both then)
+    desk = row(table, "mobile-vs-desktop", "quic-go@v0.65.0", "desktop")
+    mob = row(table, "mobile-vs-desktop", "quic-go@v0.65.0", "mobile")
+    assert mob["share"] < desk["share"]
+    assert mob["plt_s"] >= 8 * 5_000_000 / 20e6
 
 
 @pytest.mark.parametrize("stack", ["aioquic@1.7.2", "quic-go@v0.63.0"])
