@@ -155,6 +155,26 @@ class TraceSet:
             if (np.diff(ev["time"].to_numpy())[same] < 0).any():
                 raise ValueError("time goes backwards within a trace")
 
+    def select(self, where: Mapping[str, object]) -> "TraceSet":
+        """The traces whose labels (``traces`` columns) equal ``where``, compared as text.
+
+        A label the traces do not carry matches nothing.
+
+        >>> ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "b"], "time": [0.0, 0.0], "state": ["X", "Y"]}),
+        ...                           pd.DataFrame({"trace": ["a", "b"], "role": ["server", "client"]}))
+        >>> ts.select({"role": "server"}).events["state"].tolist()
+        ['X']
+        """
+        mask = np.ones(len(self.traces), bool)
+        for key, value in where.items():
+            if key not in self.traces.columns:
+                mask[:] = False
+                break
+            mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
+        keep = self.traces[mask].reset_index(drop=True)
+        events = self.events[self.events["trace"].astype(str).isin(keep["trace"].astype(str))]
+        return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta)
+
     def with_labels(self, **labels: str) -> "TraceSet":
         """A copy whose every trace carries the given labels as ``traces`` columns."""
         tr = self.traces.copy()

@@ -62,38 +62,9 @@ def _read_sides(a: str, b: str | None, opts: dict):
 
 
 def _read_side(path: str, read_args: dict, selections: tuple[str, ...] = ()):
-    """Read one side: a ``statemine lab`` output folder (its runs' trace sets) or any input
-    :func:`statemine.parse.read` takes; then keep the traces matching ``selections``."""
-    folder = Path(path)
-    if folder.is_dir() and (folder / "runs").is_dir() and (folder / "manifest.json").is_file():
-        from ..lab.findings import load_runs
-
-        ts = load_runs(folder)
-    else:
-        ts = read_inputs([path], labels=None, **read_args)
-    return _keep(ts, selections, path)
-
-
-def _keep(ts, selections: tuple[str, ...], path: str):
-    """The traces whose labels match every ``LABEL=VALUE`` (values compared as text)."""
-    if not selections:
-        return ts
-    from ..lab.findings import select
-
-    where = {}
-    for item in selections:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
-        if key not in ts.traces.columns:
-            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
-            raise UsageError(f"{path}: the traces have no label {key!r} (labels: {labels or 'none'})")
-        where[key] = value
-    kept = select(ts, where)
-    if kept.n_traces == 0:
-        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in where}
-        raise UsageError(f"{path}: no trace matches {' '.join(selections)} (values: {values})")
-    return kept
+    """Read one side (any input :func:`statemine.parse.read` takes, including a
+    ``statemine lab`` output folder) and keep the traces matching ``selections``."""
+    return read_inputs([path], labels=None, selections=selections, **read_args)
 
 
 def _diff_options(opts: dict) -> dict:

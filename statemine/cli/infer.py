@@ -31,9 +31,15 @@ def _input_options(func):
     return func
 
 
+_SELECT_OPTION = click.option(
+    "--select", "selections", multiple=True, metavar="LABEL=VALUE",
+    help="Keep only traces with this label value (repeatable), e.g. role=server profile=mobile.")
+
+
 def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                derive_states, labels=None):
-    """Read the CLI's inputs with :func:`statemine.parse.read` (shared by several commands)."""
+                derive_states, labels=None, selections=()):
+    """Read the CLI's inputs with :func:`statemine.parse.read` (shared by several commands),
+    then keep the traces matching every ``LABEL=VALUE`` of ``selections``."""
     from ..parse import read
 
     names = None
@@ -41,9 +47,31 @@ def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, name
         from ..parse.statenames import load_names
 
         names = load_names(names_file)
-    return read(list(logs), fmt, regex=list(regexes) or None, separator=separator, mapping=mapping,
-                ignore_nonmatching=ignore_nonmatching, names=names, implementation=implementation,
-                derive_states=derive_states, labels=labels, progress=True)
+    ts = read(list(logs), fmt, regex=list(regexes) or None, separator=separator, mapping=mapping,
+              ignore_nonmatching=ignore_nonmatching, names=names, implementation=implementation,
+              derive_states=derive_states, labels=labels, progress=True)
+    return select_traces(ts, selections, " ".join(map(str, logs)))
+
+
+def select_traces(ts, selections, where: str):
+    """``ts.select`` for ``LABEL=VALUE`` strings, with a clear error for an unknown label
+    or when nothing matches (``where`` names the input in the message)."""
+    if not selections:
+        return ts
+    wanted = {}
+    for item in selections:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
+        if key not in ts.traces.columns:
+            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
+            raise UsageError(f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})")
+        wanted[key] = value
+    kept = ts.select(wanted)
+    if kept.n_traces == 0:
+        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
+        raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
+    return kept
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -66,10 +94,11 @@ def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, name
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
 @click.option("--svg/--no-svg", default=True, show_default=True, help="Also render model.svg (needs Graphviz).")
 @click.option("--title", help="Title drawn on the diagram.")
+@_SELECT_OPTION
 @click.pass_context
 def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
           derive_states, engine, prefix, seed, synoptic_jar, collapse_repeats, end_rule, n_boot, confidence, svg,
-          title):
+          title, selections):
     """Infer the state machine of LOG files (or folders) and report where the time goes.
 
     Prints the per-state table; with --out DIR writes states.csv, transitions.csv,
@@ -96,7 +125,7 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     from ..render import dot_to, graphviz_available, to_dot
 
     ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                     derive_states)
+                     derive_states, selections=selections)
     opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
     states, transitions = summarize(ts, **opts)
     _print_states(states, ts.n_traces, len(ts.events), confidence)
@@ -125,8 +154,9 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
 @_input_options
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
               help="Label every trace (a column of the traces table), e.g. environment=mobile.")
+@_SELECT_OPTION
 def read_command(logs, output, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                 derive_states, labels):
+                 derive_states, labels, selections):
     """Parse LOG files into one saved trace set (Parquet), for notebooks and `statemine diff`."""
     from ..traces import save
 
@@ -137,7 +167,7 @@ def read_command(logs, output, fmt, regexes, separator, mapping, ignore_nonmatch
             raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
         pairs[key] = value
     ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                     derive_states, labels=pairs or None)
+                     derive_states, labels=pairs or None, selections=selections)
     save(ts, output)
     click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
 
@@ -164,7 +194,10 @@ def _print_states(states, n_traces: int, n_events: int, confidence: float) -> No
             f"{row.time_fraction_lo:.1%}-{row.time_fraction_hi:.1%}"
         table.add_row(row.state, f"{row.time_fraction:.1%}", interval, str(row.visits), _secs(row.dwell_mean),
                       _secs(row.dwell_median), _secs(row.dwell_p95))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # files and pipes: no terminal width to respect
+        console = Console(width=120)
+    console.print(table)
 
 
 def _secs(value: float) -> str:

@@ -45,6 +45,7 @@ def read(
     implementation: str | None = None,
     derive_states: bool = False,
     labels: Mapping[str, str] | None = None,
+    select: Mapping[str, str] | None = None,
     progress: bool = False,
 ) -> TraceSet:
     """Read log files (or folders of them) into one :class:`TraceSet`.
@@ -55,7 +56,9 @@ def read(
     overrides for qlog (implementation name -> statemine name); ``implementation`` picks
     the qlog name table; ``derive_states``: derive states from qlog metrics when a file
     logs none. ``labels`` are added as columns of the ``traces`` frame (e.g.
-    ``{"environment": "mobile"}``). Raises :class:`InputError` naming the file (and line).
+    ``{"environment": "mobile"}``); ``select`` keeps the traces whose labels equal it
+    (:meth:`TraceSet.select`). A folder written by ``statemine lab run`` stands for its
+    runs' trace sets. Raises :class:`InputError` naming the file (and line).
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -74,7 +77,9 @@ def read(
             for f in files:
                 sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
         ts = sets[0] if len(sets) == 1 else concat(sets)
-    return ts.with_labels(**labels) if labels else ts
+    if labels:
+        ts = ts.with_labels(**labels)
+    return ts.select(select) if select else ts
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -105,13 +110,15 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """Files named by ``paths``; a folder stands for its log files (recursively, sorted)."""
+    """Files named by ``paths``; a folder stands for its log files (recursively, sorted),
+    and a ``statemine lab`` output folder for its runs' ``traces.parquet`` files (not
+    their raw logs, which hold the same events)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(LOG_SUFFIXES))
+            found = _folder_files(p)
             if not found:
                 raise InputError(p, None, f"folder holds no log files ({', '.join(LOG_SUFFIXES)})")
             files.extend(found)
@@ -121,6 +128,23 @@ def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list
             raise InputError(p, None, "no such file or folder")
     if not files:
         raise UsageError("no input files given")
+    return files
+
+
+def is_lab_output(folder: Path) -> bool:
+    """Whether ``folder`` was written by ``statemine lab run`` (a manifest and runs/)."""
+    return (folder / "manifest.json").is_file() and (folder / "runs").is_dir()
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    if is_lab_output(folder):
+        return sorted((folder / "runs").glob("*/traces.parquet"))
+    files: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir():
+            files.extend(_folder_files(entry))
+        elif entry.is_file() and entry.name.lower().endswith(LOG_SUFFIXES):
+            files.append(entry)
     return files
 
 
