@@ -45,8 +45,9 @@ class SynopticResult:
 
 #: Counterexample-guided split steps before the history split finishes refinement.
 MAX_SPLIT_STEPS = 60
-#: Logs up to this many events get several refinement attempts (the smallest model wins).
-SMALL_LOG_EVENTS = 5_000
+#: Logs up to this many events get several refinement attempts (the smallest model wins):
+#: (max events, number of counterexample-splitting seeds).
+ATTEMPTS_BY_SIZE = ((1_000, 5), (5_000, 3))
 
 
 def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None,
@@ -54,10 +55,10 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     """Mine invariants (unless given), refine until they all hold, coarsen (each step can
     be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
 
-    Refinement: the targeted history split (one vectorized pass); on logs of at most
-    ``SMALL_LOG_EVENTS`` events also counterexample-guided splitting (Synoptic's) with
-    three seeds derived from ``seed``, each finished either way after
-    ``MAX_SPLIT_STEPS`` steps (global or targeted history split).  Each is coarsened and
+    Refinement: the targeted history split (one vectorized pass); on small logs (see
+    ``ATTEMPTS_BY_SIZE``) also counterexample-guided splitting (Synoptic's) with five or
+    three seeds derived from ``seed``, each finished either way after ``MAX_SPLIT_STEPS``
+    steps (global or targeted history split).  Each is coarsened and
     the model with the fewest nodes wins (ties: the first).  Deterministic for a seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
@@ -71,12 +72,11 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
                    trim=False)
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
-    small = log.n_events <= SMALL_LOG_EVENTS
-    seeds = np.random.SeedSequence(seed).spawn(3)
+    n_seeds = next((k for limit, k in ATTEMPTS_BY_SIZE if log.n_events <= limit), 0)
+    seeds = np.random.SeedSequence(seed).spawn(max(n_seeds, 1))
     attempts = [("targeted", seeds[0])]
-    if small:
-        attempts += [(f"split-{finish}", s) for finish in ("history", "targeted")
-                     for s in seeds]
+    attempts += [(f"split-{finish}", s) for finish in ("history", "targeted")
+                 for s in seeds[:n_seeds]]
     best: PartitionModel | None = None
     for how, sub_seed in attempts:
         rng = np.random.default_rng(sub_seed)
