@@ -129,3 +129,17 @@ def test_synoptic_model_read_back_is_the_same_graph(case):
     assert check_model(theirs, log, res.invariants).ok
     back = read_invariants_txt(ORACLE / case / "model.invariants.txt")
     assert back.values.tolist() == res.invariants.values.tolist()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_array_path_codes_the_same_log(case):
+    """The CLI's path (arrays, no TraceSet) codes exactly the log of the TraceSet path."""
+    from statemine.parse.regex import read_regex_arrays
+
+    _, log, _ = parsed(case)
+    a = synoptic_args(case)
+    direct = EventLog.from_regex_events(read_regex_arrays(
+        a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"]))
+    assert direct.types == log.types and direct.time_text == log.time_text
+    for name in ("codes", "starts", "times", "lines"):
+        assert getattr(direct, name).tolist() == getattr(log, name).tolist(), name

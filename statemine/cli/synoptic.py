@@ -78,7 +78,7 @@ def run_synoptic_engine(logs: Sequence[str], regexes: Sequence[str], separator: 
     from ..infer.synoptic.invariants import invariant_text
     from ..infer.synoptic.log import EventLog
     from ..infer.synoptic.model import PartitionModel
-    from ..parse.regex import read_regex
+    from ..parse.regex import read_regex_arrays
 
     flags = parse_extra_args(extra_args)
     if "randomSeed" in flags:
@@ -89,8 +89,8 @@ def run_synoptic_engine(logs: Sequence[str], regexes: Sequence[str], separator: 
     ignore_nonmatching = ignore_nonmatching or _true(flags.get("ignoreNonMatchingLines"))
     if not logs:
         raise UsageError("no LOG given")
-    ts = read_regex(list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching)
-    log = EventLog.from_traceset(ts)
+    log = EventLog.from_regex_events(read_regex_arrays(
+        list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching))
     if engine == "synoptic-jar":
         from ..infer.synoptic.jar import run_jar
 

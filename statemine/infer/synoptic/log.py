@@ -73,6 +73,20 @@ class EventLog:
             ev, pd.DataFrame({"trace": [str(k) for k in range(len(traces))]})))
 
     @classmethod
+    def from_regex_events(cls, ev) -> "EventLog":
+        """Code the sorted arrays of :func:`statemine.parse.regex.read_regex_arrays`
+        (the same log as ``from_traceset(ev.to_traceset())``, without pandas frames)."""
+        if not len(ev.trace):
+            raise InputError(None, None, "no events to infer a model from")
+        codes, uniques = pd.factorize(ev.types, sort=False)
+        _refuse_synthetic(uniques, ev.types, ev.lines)
+        present, counts = np.unique(ev.trace, return_counts=True)
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return cls([str(u) for u in uniques], codes.astype(np.int64), starts,
+                   np.asarray(ev.times, dtype=np.float64), np.asarray(ev.lines, dtype=np.int64),
+                   list(ev.time_text), [str(i) for i in present])
+
+    @classmethod
     def from_traceset(cls, ts: TraceSet) -> "EventLog":
         """Code the events of ``ts``; traces in ``synoptic_trace`` order when that column
         exists (the Synoptic regex reader), else in the order of ``ts.traces``."""
@@ -92,11 +106,7 @@ class EventLog:
         rank = rank[order]
         names = ev["state"].astype(str).to_numpy(dtype=object)[order]
         codes, uniques = pd.factorize(names, sort=False)
-        for name in (INITIAL, TERMINAL):
-            if name in set(uniques):
-                at = ev["line"].to_numpy()[order][names == name][0]
-                raise InputError(None, int(at) if at >= 0 else None,
-                                 f"event type {name!r} clashes with Synoptic's synthetic node")
+        _refuse_synthetic(uniques, names, ev["line"].to_numpy()[order])
         present = np.unique(rank)
         counts = np.bincount(rank, minlength=len(ids))[present]
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -108,3 +118,12 @@ class EventLog:
             text = [repr(float(t)) for t in times]
         return cls([str(u) for u in uniques], codes.astype(np.int64), starts, times, lines,
                    text, [ids[i] for i in present])
+
+
+def _refuse_synthetic(uniques, names: np.ndarray, lines: np.ndarray) -> None:
+    """InputError if an event type is named like a synthetic node (INITIAL/TERMINAL)."""
+    for name in (INITIAL, TERMINAL):
+        if name in set(uniques):
+            at = int(lines[np.asarray(names == name)][0])
+            raise InputError(None, at if at >= 0 else None,
+                             f"event type {name!r} clashes with Synoptic's synthetic node")
