@@ -65,10 +65,11 @@ def to_invariants_txt(invariants: pd.DataFrame) -> str:
 _JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 
 
-def _join_groups(items, first: np.ndarray, last: np.ndarray, heads, tail: str) -> str:
+def _join_groups(items, first: np.ndarray, last: np.ndarray, heads, tail: str):
     """Concatenate per-item JSON strings (a pyarrow string array) with "," between items
     of a group, ``heads[g]`` before group g's first item and ``tail`` after its last;
-    groups separated by ",".  ``first``/``last`` flag group boundaries."""
+    groups separated by ",".  ``first``/``last`` flag group boundaries.  Returns the UTF-8
+    bytes as an Arrow buffer (no Python string of the whole text is made)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -82,12 +83,17 @@ def _join_groups(items, first: np.ndarray, last: np.ndarray, heads, tail: str) -
                                          pa.array(suffix, pa.large_string()),
                                          pa.scalar("", pa.large_string()))
     whole = pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), joined)
-    return pc.binary_join(whole, pa.scalar("", pa.large_string()))[0].as_py()
+    return pc.binary_join(whole, pa.scalar("", pa.large_string()))[0].as_buffer()
 
 
 def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
-    """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``.
-    Built with Arrow string kernels, so a million events take about a second."""
+    """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``."""
+    return b"".join(bytes(p) for p in _json_pieces(model, invariants)).decode("utf-8")
+
+
+def _json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> list:
+    """``model.json`` as a list of UTF-8 byte pieces (bytes or Arrow buffers), built with
+    Arrow string kernels, so a million events take about a second."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -130,7 +136,8 @@ def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
     invs = ",".join(f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},'
                     f'{json.dumps(b)}]}}'
                     for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
-    return f'{{"log":[{log_json}],"partitions":[{parts_json}],"invariants":[{invs}]}}'
+    return [b'{"log":[', log_json, b'],"partitions":[', parts_json,
+            f'],"invariants":[{invs}]}}'.encode("utf-8")]
 
 
 def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
@@ -138,13 +145,13 @@ def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
     """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json`` atomically."""
     return write_texts(prefix, {".dot": to_dot(model),
                                 ".invariants.txt": to_invariants_txt(invariants),
-                                ".json": to_json(model, invariants)})
+                                ".json": _json_pieces(model, invariants)})
 
 
-def write_texts(prefix: str | os.PathLike, texts: dict[str, str]) -> list[Path]:
-    """Write ``PREFIX + suffix`` for each (suffix, text); every file goes to a temporary
-    name in the target directory first and is renamed only when all are written, so a
-    failure leaves no half-written file."""
+def write_texts(prefix: str | os.PathLike, texts: dict[str, str | list]) -> list[Path]:
+    """Write ``PREFIX + suffix`` for each (suffix, text: a str, or a list of UTF-8 byte
+    pieces); every file goes to a temporary name in the target directory first and is
+    renamed only when all are written, so a failure leaves no half-written file."""
     prefix = Path(prefix)
     target_dir = prefix.parent
     target_dir.mkdir(parents=True, exist_ok=True)
@@ -154,8 +161,9 @@ def write_texts(prefix: str | os.PathLike, texts: dict[str, str]) -> list[Path]:
             path = prefix.with_name(prefix.name + suffix)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
             done.append((tmp, path))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
+            with os.fdopen(fd, "wb") as fh:
+                for piece in ([text.encode("utf-8")] if isinstance(text, str) else text):
+                    fh.write(memoryview(piece))
         for tmp, path in done:
             os.replace(tmp, path)
     except BaseException:
