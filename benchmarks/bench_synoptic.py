@@ -11,7 +11,8 @@ Generates, with a fixed seed, congestion-control logs in the oracle's format
   engine has to refine;
 * synthetic Markov logs with 4..64 state types, for the growth with the number of types.
 
-Prints, per log: events, types, parse time (regex reader + coding the traces), inference
+Prints, per log: events, types, parse time (regex reader + coding the traces, the path
+``statemine infer --engine synoptic`` takes), inference
 time (mining + refinement + coarsening), output time (dot, invariants, json written to
 disk), nodes.  One warm-up run first: Python's lazy imports are paid once per process.  Run: ``python benchmarks/bench_synoptic.py``
 (``--quick`` skips the 1e6-event log).  Reference: the real Synoptic took 24.5 s on a
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from statemine.infer.synoptic import infer_log  # noqa: E402
 from statemine.infer.synoptic.formats import write_outputs  # noqa: E402
 from statemine.infer.synoptic.log import EventLog  # noqa: E402
-from statemine.parse.regex import read_regex  # noqa: E402
+from statemine.parse.regex import read_regex, read_regex_arrays  # noqa: E402
 
 REGEX = "^(?<DTIME>)(?<TYPE>)$"
 SEPARATOR = "^--$"
@@ -125,8 +126,7 @@ def run(name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator)
     path = tmp / f"{name}.log"
     n = write_log(traces, path, rng)
     t0 = time.perf_counter()
-    ts = read_regex([path], [REGEX], SEPARATOR)
-    log = EventLog.from_traceset(ts)
+    log = EventLog.from_regex_events(read_regex_arrays([path], [REGEX], SEPARATOR))
     t1 = time.perf_counter()
     res = infer_log(log, seed=1)
     t2 = time.perf_counter()
