@@ -136,3 +136,44 @@ def test_loss_thresholds_reach_the_patched_stack(tmp_path):
     assert runs["default"]["packets_dropped"] == runs["loose"]["packets_dropped"] == 0
     assert runs["default"]["retransmissions"] > 0
     assert runs["loose"]["retransmissions"] == 0
+
+
+def test_app_reader_consumes_in_order_at_its_rate():
+    from statemine.lab.runners.aioquic import AppReader
+
+    app = AppReader(rate_bps=8e6)                 # 1 byte per microsecond
+    assert app.deliver(0.0, 1000) == pytest.approx(0.001)
+    assert app.deliver(0.0005, 1000) == pytest.approx(0.002)   # queued behind the first
+    assert app.deliver(1.0, 500) == pytest.approx(1.0005)       # idle reader starts at once
+    assert AppReader().deliver(3.0, 10**9) == 3.0               # desktop: no reading time
+
+
+class _FakeEndpoint:
+    """Stands for an Endpoint: its loop, and the times its timer ran (recorded by the
+    monkeypatched Endpoint.on_timer)."""
+
+    def __init__(self, loop):
+        self.loop, self.timers = loop, []
+
+
+def test_network_thread_serialises_cpu_drops_overflow_and_defers_timers(monkeypatch):
+    from statemine.lab.runners import aioquic as mod
+
+    monkeypatch.setattr(mod.Endpoint, "on_timer", lambda ep: ep.timers.append(ep.loop.now))
+    loop = EventLoop()
+    ep = _FakeEndpoint(loop)
+    processed = []
+    thread = mod.NetworkThread(ep, cpu_s=0.001, socket_buffer_bytes=2500,
+                               on_packet=lambda d: processed.append((loop.now, d)))
+    loop.at(0.0, lambda: [thread.arrive(b"a" * 1000), thread.arrive(b"b" * 1000),
+                          thread.arrive(b"c" * 1000), thread.arrive(b"d" * 500)])
+    loop.at(0.0005, thread.on_timer)              # falls due while the CPU is busy
+    loop.run(until=lambda: False, limit_s=1.0)
+    # "a" was taken at once, so b + c (2000 bytes) + d (500) fit a 2500-byte buffer
+    assert [d[:1] for _, d in processed] == [b"a", b"b", b"c", b"d"]
+    assert [t for t, _ in processed] == pytest.approx([0.001, 0.002, 0.003, 0.004])
+    assert thread.dropped == 0
+    assert ep.timers == pytest.approx([0.001])    # run once the first packet is done
+    loop.at(1.0, lambda: [thread.arrive(b"x" * 2000), thread.arrive(b"y" * 2000), thread.arrive(b"z" * 600)])
+    loop.run(until=lambda: False, limit_s=2.0)
+    assert thread.dropped == 1                    # y fits (x is on the CPU), z does not
