@@ -177,3 +177,28 @@ def test_network_thread_serialises_cpu_drops_overflow_and_defers_timers(monkeypa
     loop.at(1.0, lambda: [thread.arrive(b"x" * 2000), thread.arrive(b"y" * 2000), thread.arrive(b"z" * 600)])
     loop.run(until=lambda: False, limit_s=2.0)
     assert thread.dropped == 1                    # y fits (x is on the CPU), z does not
+
+
+@pytest.mark.slow
+def test_cli_grid_end_to_end_with_real_aioquic(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine import load
+    from statemine.cli import main
+
+    scen = tmp_path / "tiny.toml"
+    scen.write_text('[scenario]\nname = "tiny"\ntime_limit_s = 30\n[grid]\nstack = "aioquic@1.7.2"\n'
+                    'rate_mbps = 10\nrtt_ms = 36\njitter_ms = [0, 5]\nobject_size_bytes = 100000\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["lab", "run", str(scen), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "2 runs" in res.output and "2 ok" in res.output
+    table = json.loads((out / "manifest.json").read_text())
+    assert table["stacks"]["aioquic@1.7.2"]["patch_sha256"]
+    for run_dir in (out / "runs").iterdir():
+        ts = load(run_dir / "traces.parquet")
+        assert set(ts.traces["role"]) == {"client", "server"}
+        assert (ts.traces["jitter_ms"].isin(["0", "5"])).all()
+        assert "SlowStart" in set(ts.events["state"])
+    again = CliRunner().invoke(main, ["lab", "run", str(scen), "--out", str(out), "--no-progress"])
+    assert again.exit_code == 0 and "2 runs" in again.output
