@@ -155,7 +155,8 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
             result = dict(runner.run(config))
         except Exception as exc:  # a runner bug must not stop the grid; it is recorded
             result = {"ok": False, "error": f"runner raised {type(exc).__name__}: {exc}"}
-    (tmp / "result.config.json").unlink(missing_ok=True)  # the runner's copy of config.json
+    for copy in tmp.glob("*.config.json"):  # a runner's own copy of config.json
+        copy.unlink()
     log = tmp / "run.log"
     if not log.exists():
         log.write_text("", encoding="utf-8")
