@@ -478,18 +478,20 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
     try:
         for r in compiled:
             anchored = f"^(?:{r.pattern.pattern})$"
-            ok = pc.match_substring_regex(lines, anchored).to_numpy(zero_copy_only=False)
-            ok &= ~claimed
             if r.hidden:
+                ok = pc.match_substring_regex(lines, anchored).to_numpy(zero_copy_only=False)
+                ok &= ~claimed
                 claimed |= ok
                 if r.post_inc:
                     sep_line |= ok
                 continue
+            found = pc.extract_regex(lines, anchored)  # null where the line does not match
+            ok = found.is_valid().to_numpy(zero_copy_only=False) & ~claimed
             idx = np.nonzero(ok)[0]
             if not idx.size:
                 continue
-            found = pc.extract_regex(lines.take(pa.array(idx)), anchored)
-            groups = {f.name: found.field(f.name) for f in found.type}
+            keep_ok = pa.array(ok)
+            groups = {f.name: found.field(f.name).filter(keep_ok) for f in found.type}
             if time_kind:
                 tval = pc.utf8_trim_whitespace(groups[time_kind])
                 good = _arrow_time_ok(time_kind, tval)
