@@ -68,6 +68,9 @@ CLIENT_ADDR = ("10.0.0.1", 4433)
 SERVER_ADDR = ("10.0.0.2", 4433)
 
 
+_NO_ARG = object()  # EventLoop.at without an argument
+
+
 class VirtualTimeLimit(Exception):
     """The run did not finish within ``time_limit_s`` virtual seconds."""
 
@@ -75,16 +78,18 @@ class VirtualTimeLimit(Exception):
 # -- the event loop -----------------------------------------------------------------------
 @dataclass
 class EventLoop:
-    """A heap of ``(time, seq, action)``; ``run`` pops in time order, ties in push order."""
+    """A heap of ``(time, seq, action, arg)``; ``run`` pops in time order, ties in push
+    order, and calls ``action()`` or ``action(arg)``."""
 
     now: float = 0.0
     _heap: list = field(default_factory=list)
     _seq: int = 0
 
-    def at(self, t: float, action: Callable[[], None]) -> None:
-        """Schedule ``action`` at virtual time ``t`` (seconds, >= now)."""
+    def at(self, t: float, action: Callable[..., None], arg: Any = _NO_ARG) -> None:
+        """Schedule ``action`` (called with ``arg`` when given) at virtual time ``t``
+        (seconds; a time in the past means now)."""
         self._seq += 1
-        heapq.heappush(self._heap, (t if t > self.now else self.now, self._seq, action))
+        heapq.heappush(self._heap, (t if t > self.now else self.now, self._seq, action, arg))
 
     def run(self, until: Callable[[], bool], limit_s: float, strict: bool = True) -> None:
         """Run actions until ``until()`` or the heap empties. An action due after
@@ -97,9 +102,12 @@ class EventLoop:
                     raise VirtualTimeLimit(f"virtual time limit reached ({limit_s} s)")
                 self.now = limit_s
                 return
-            t, _, action = heapq.heappop(heap)
+            t, _, action, arg = heapq.heappop(heap)
             self.now = t
-            action()
+            if arg is _NO_ARG:
+                action()
+            else:
+                action(arg)
 
 
 # -- endpoints -----------------------------------------------------------------------------
@@ -118,10 +126,11 @@ class Endpoint:
     def flush(self) -> None:
         """Hand every datagram the connection wants to send to the link; re-arm the timer."""
         now = self.loop.now
+        send, at, deliver = self.link.send, self.loop.at, self.deliver
         for data, _addr in self.conn.datagrams_to_send(now=now):
-            arrival = self.link.send(now, len(data))
+            arrival = send(now, len(data))
             if arrival is not None:
-                self.loop.at(arrival, lambda d=data: self.deliver(d))
+                at(arrival, deliver, data)
         self.arm_timer()
 
     def arm_timer(self) -> None:
@@ -139,7 +148,7 @@ class Endpoint:
         self._timer_gen += 1
         if t is not None:
             gen = self._timer_gen
-            self.loop.at(t, lambda: self._fire(gen))
+            self.loop.at(t, self._fire, gen)
 
     def _fire(self, gen: int) -> None:
         if gen != self._timer_gen:
@@ -192,7 +201,7 @@ class NetworkThread:
         self.busy = True
         data = self.socket.popleft()
         self.socket_bytes -= len(data)
-        self.ep.loop.at(self.ep.loop.now + self.cpu_s, lambda: self._process(data))
+        self.ep.loop.at(self.ep.loop.now + self.cpu_s, self._process, data)
 
     def _process(self, data: bytes) -> None:
         self.on_packet(data)
