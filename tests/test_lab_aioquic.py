@@ -202,3 +202,29 @@ def test_cli_grid_end_to_end_with_real_aioquic(tmp_path):
         assert "SlowStart" in set(ts.events["state"])
     again = CliRunner().invoke(main, ["lab", "run", str(scen), "--out", str(out), "--no-progress"])
     assert again.exit_code == 0 and "2 runs" in again.output
+
+
+@pytest.mark.slow
+def test_rerun_reproduces_a_shipped_log_byte_for_byte(tmp_path):
+    import gzip
+
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    runs = Path(__file__).resolve().parents[1] / "traces" / "jitter" / "runs"
+    run_dir = next(d for d in sorted(runs.iterdir()) if d.name.startswith("aioquic-1.7.2"))
+    res = CliRunner().invoke(main, ["lab", "rerun", str(run_dir / "config.json"), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "run.log").read_bytes() == gzip.open(run_dir / "run.log.gz").read()
+
+
+def test_rerun_rejects_a_file_that_is_not_a_config(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    bad = tmp_path / "x.json"
+    bad.write_text("[1, 2]")
+    res = CliRunner().invoke(main, ["lab", "rerun", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "not a run config" in res.output

@@ -119,3 +119,30 @@ def findings_cmd(root: Path, names: tuple[str, ...], csv_path: Path | None) -> N
         tmp = csv_path.with_name(f".{csv_path.name}.tmp")
         table.to_csv(tmp, index=False)
         tmp.replace(csv_path)
+
+
+@lab.command("rerun")
+@click.argument("config", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for run.log and result.json.")
+def rerun_cmd(config: Path, out: Path) -> None:
+    """Run one run config again (e.g. traces/jitter/runs/<run_id>/config.json): the same
+    stack version gives the same log, byte for byte."""
+    import json
+
+    from ..errors import InputError
+    from ..lab.runners import runner_for
+
+    try:
+        cfg = json.loads(config.read_text(encoding="utf-8"))
+        impl = cfg["implementation"]
+        runner = runner_for(impl)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(config, None, f"not a run config: {exc}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = dict(cfg, log_path=str(out.resolve() / "run.log"), result_path=str(out.resolve() / "result.json"))
+    result = runner.run(cfg)
+    click.echo(json.dumps({k: result.get(k) for k in ("ok", "error", "plt_s", "retransmissions",
+                                                      "packets_sent", "packets_dropped")}))
+    if not result.get("ok"):
+        sys.exit(1)
