@@ -79,29 +79,25 @@ FINDINGS: tuple[Finding, ...] = (
 
 
 def load_runs(folder: str | Path) -> traces.TraceSet:
-    """Every run's ``traces.parquet`` under ``folder/runs/`` joined into one set."""
+    """Every run's trace set of a ``statemine lab run`` output folder, joined into one
+    (:func:`statemine.parse.read` of the folder)."""
+    from ..parse import is_lab_output, read
+
     folder = Path(folder)
-    files = sorted((folder / "runs").glob("*/traces.parquet"))
-    if not files:
-        raise InputError(folder, None, "no runs/*/traces.parquet here (run `statemine lab run` first)")
-    return traces.concat([traces.load(f) for f in files])
+    if not is_lab_output(folder):
+        raise InputError(folder, None, "not a statemine lab output folder (run `statemine lab run` first)")
+    return read(folder)
 
 
 def server_only(ts: traces.TraceSet) -> traces.TraceSet:
     """The traces whose ``role`` label is ``server`` (the data sender)."""
-    keep = ts.traces[ts.traces["role"].astype(str) == "server"]
-    return traces.TraceSet.from_events(ts.events[ts.events["trace"].isin(keep["trace"])], keep, ts.meta)
+    return ts.select({"role": "server"})
 
 
 def select(ts: traces.TraceSet, where: dict[str, str]) -> traces.TraceSet:
-    """The traces whose labels equal ``where`` (values compared as text)."""
-    mask = pd.Series(True, index=ts.traces.index)
-    for key, value in where.items():
-        if key not in ts.traces.columns:
-            return traces.TraceSet.from_events(ts.events.iloc[:0], ts.traces.iloc[:0], ts.meta)
-        mask &= ts.traces[key].astype(str) == value
-    keep = ts.traces[mask]
-    return traces.TraceSet.from_events(ts.events[ts.events["trace"].isin(keep["trace"])], keep, ts.meta)
+    """The traces whose labels equal ``where`` (values compared as text); see
+    :meth:`statemine.traces.TraceSet.select`."""
+    return ts.select(where)
 
 
 def state_time(ts: traces.TraceSet, state: str) -> tuple[float, float]:
