@@ -62,7 +62,8 @@ def test_parse_version_and_qlog_tag():
         quicgo.parse_version("0.48.2")
     assert quicgo.qlog_tag("v0.37.5") == "quicgo_legacy_qlog"
     assert quicgo.qlog_tag("v0.47.9") == "quicgo_legacy_qlog"
-    assert quicgo.qlog_tag("v0.48.0") is None and quicgo.qlog_tag(LATEST) is None
+    assert quicgo.qlog_tag("v0.48.0") == quicgo.qlog_tag("v0.54.9") == "quicgo_logging_qlog"
+    assert quicgo.qlog_tag("v0.55.0") is None and quicgo.qlog_tag(LATEST) is None
 
 
 def test_config_path_beside_result(tmp_path):
@@ -200,7 +201,7 @@ def test_threshold_knobs_reach_quic_go(binaries, tmp_path):
 # -- the lab harness -------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_go_path_model_unit_tests(binaries, tmp_path):
-    """`go test` of the Go path model and in-memory path (statemine/lab/quicgo/path_test.go)."""
+    """`go test` of the Go path model, in-memory path and mobile client (path_test.go, arrivals_test.go)."""
     harness(binaries, LATEST)
     cache = quicgo.cache_dir()
     env = quicgo.go_env(cache)
@@ -208,10 +209,10 @@ def test_go_path_model_unit_tests(binaries, tmp_path):
     mod = tmp_path / "mod"
     mod.mkdir()
     tags = quicgo.prepare_module(LATEST, src, mod, env)
-    proc = subprocess.run(["go", "test", *tags, "-count=1", "-run", "TestLink|TestPath|TestEndpoint", "-v", "."],
+    proc = subprocess.run(["go", "test", *tags, "-count=1", "-run", "TestLink|TestPath|TestEndpoint|TestAddRange|TestArrivals|TestAppReader", "-v", "."],
                           cwd=mod, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("--- PASS") >= 13 and "--- FAIL" not in proc.stdout
+    assert proc.stdout.count("--- PASS") >= 16 and "--- FAIL" not in proc.stdout
 
 
 def _without_wall(res: dict) -> dict:

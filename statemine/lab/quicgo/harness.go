@@ -15,7 +15,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"testing/synctest"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -53,25 +52,31 @@ func TLSConfigs(certPEM, keyPEM []byte) (server, client *tls.Config, err error) 
 // ErrTimeLimit is returned when the run has not finished within the virtual time limit.
 var ErrTimeLimit = errors.New("virtual time limit reached")
 
-// AppReader models the application's consumption of stream data: nil reads as fast as
-// data arrives (desktop); otherwise all streams together consume rate bits/s (mobile).
+// AppReader is the mobile client's application (docs/lab-protocol.md): its own thread,
+// it reads the streams' data from quic-go and consumes it at rate bits/s, all streams
+// together in the order read. quic-go returns flow-control credit for data read, so
+// unread data holds the sender back. Once the transport has every byte (transport
+// closed) the application takes the rest at once (credit no longer matters, and the
+// connection is about to close) and only accounts for the time consuming it takes.
+// A nil *AppReader reads as fast as data arrives (desktop).
 type AppReader struct {
-	mu   sync.Mutex
-	rate float64
-	free time.Time
+	mu        sync.Mutex
+	rate      float64
+	free      time.Time       // when the application will have consumed all it read
+	transport <-chan struct{} // closed when the transport has every byte
 }
 
-// wait returns when the data read so far has been consumed (the mobile client's thread
-// is free again). It first lets every other goroutine of the bubble settle, so the
-// transport has delivered, and the application has read, what the last packet carried.
-func (a *AppReader) wait() {
-	synctest.Wait()
-	a.mu.Lock()
-	until := a.free
-	a.mu.Unlock()
-	time.Sleep(time.Until(until))
+// NewAppReader is the client application for profile c (nil: desktop); transport is
+// closed when the client's transport has received every byte.
+func NewAppReader(c *Client, transport <-chan struct{}) *AppReader {
+	if c.Profile != "mobile" {
+		return nil
+	}
+	return &AppReader{rate: *c.ReadRateBps, transport: transport}
 }
 
+// consume takes n bytes just read: it returns when the application has consumed them
+// (or at once when the transport has every byte).
 func (a *AppReader) consume(n int) {
 	if a == nil || n == 0 {
 		return
@@ -83,7 +88,19 @@ func (a *AppReader) consume(n int) {
 	a.free = a.free.Add(time.Duration(8 * float64(n) / a.rate * 1e9))
 	until := a.free
 	a.mu.Unlock()
-	time.Sleep(time.Until(until))
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-a.transport:
+	}
+}
+
+// finished is when the application has consumed everything it read.
+func (a *AppReader) finished() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.free
 }
 
 // serveObject answers one request on stream s.
@@ -157,14 +174,6 @@ func clientQUICConfig(c *Client) *quic.Config {
 	return conf
 }
 
-// NewAppReader is the client application's reader for profile c (nil: desktop).
-func NewAppReader(c *Client) *AppReader {
-	if c.Profile != "mobile" {
-		return nil
-	}
-	return &AppReader{rate: *c.ReadRateBps}
-}
-
 // Outcome is what Transfer measured.
 type Outcome struct {
 	PLT      time.Duration // client's first packet (the dial) to the last byte of the last object
@@ -173,16 +182,24 @@ type Outcome struct {
 
 // Transfer runs the client/server transfer of cfg between the packet connections
 // server and client (the client dials server.LocalAddr()) and tears everything down
-// (connections, transports, both packet connections) before returning. app is the
-// client application's reader (nil: it reads as fast as data arrives).
-func Transfer(cfg *Config, server, client net.PacketConn, app *AppReader, serverTLS, clientTLS *tls.Config) (Outcome, error) {
+// (connections, transports, both packet connections) before returning. The mobile
+// client's application reads at cfg.Client.ReadRateBps (see AppReader) and the client
+// closes the connection as soon as its transport has every byte; the desktop client
+// reads as data arrives and closes when it has read everything.
+func Transfer(cfg *Config, server, client net.PacketConn, serverTLS, clientTLS *tls.Config) (Outcome, error) {
 	var out Outcome
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeLimitS*1e9))
 	defer cancel()
 	serverConf := &quic.Config{MaxIncomingStreams: int64(max(100, cfg.Objects.Count))}
 	clientConf := clientQUICConfig(&cfg.Client)
-	enableQlog(serverConf)
-	enableQlog(clientConf)
+	var rx *Arrivals
+	var app *AppReader
+	if cfg.Client.Profile == "mobile" {
+		rx = NewArrivals(int64(cfg.Objects.Count) * int64(cfg.Objects.SizeBytes))
+		app = NewAppReader(&cfg.Client, rx.Done())
+	}
+	setTracer(serverConf, nil)
+	setTracer(clientConf, rx)
 
 	serverTr := &quic.Transport{Conn: server}
 	clientTr := &quic.Transport{Conn: client}
@@ -269,6 +286,9 @@ func Transfer(cfg *Config, server, client net.PacketConn, app *AppReader, server
 	if firstErr != nil {
 		conn.CloseWithError(1, "failed")
 		return out, firstErr
+	}
+	if app != nil && app.finished().After(last) {
+		last = app.finished() // the application is still consuming what it read
 	}
 	out.PLT = last.Sub(dialed)
 	conn.CloseWithError(0, "done")

@@ -130,11 +130,10 @@ func TestLab(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		p := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed)
-		app := NewAppReader(&cfg.Client)
-		if app != nil {
-			p.Client.SetMobile(cfg.Client.SocketBuffer(), time.Duration(cfg.Client.PerPacketCPU_S*1e9), app.wait)
+		if cfg.Client.Profile == "mobile" {
+			p.Client.SetMobile(cfg.Client.SocketBuffer(), time.Duration(cfg.Client.PerPacketCPU_S*1e9))
 		}
-		out, err := Transfer(cfg, p.Server, p.Client, app, serverTLS, clientTLS)
+		out, err := Transfer(cfg, p.Server, p.Client, serverTLS, clientTLS)
 		p.Close()
 		res.VirtualTimeS = time.Since(start).Seconds()
 		res.PacketsSent = p.Sent()
@@ -182,7 +181,7 @@ func TestLoopback(t *testing.T) {
 		}
 		return c
 	}
-	out, err := Transfer(cfg, listen(), listen(), nil, serverTLS, clientTLS)
+	out, err := Transfer(cfg, listen(), listen(), serverTLS, clientTLS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,12 +131,10 @@ type Endpoint struct {
 	addr  *net.UDPAddr
 	out   *wire
 	inbox chan datagram
-	// The mobile profile's single client thread: the byte limit of the receive queue
-	// (0: none), the virtual CPU time each received packet costs, and busy, which
-	// blocks until the application has consumed what the last packet delivered.
+	// The mobile profile's network thread: the byte limit of the receive queue (the
+	// socket buffer; 0: none) and the virtual CPU time each received packet costs.
 	bufBytes int
 	cpu      time.Duration
-	busy     func()
 
 	mu        sync.Mutex
 	closed    chan struct{}
@@ -170,13 +168,14 @@ func (e *Endpoint) receive(d datagram) {
 	}
 }
 
-// SetMobile makes the endpoint the mobile profile's single-threaded client: a receive
-// buffer of bufBytes, cpu of virtual time per packet taken, and busy called before
-// taking the next packet (it returns when the application has consumed the data).
-func (e *Endpoint) SetMobile(bufBytes int, cpu time.Duration, busy func()) {
+// SetMobile makes the endpoint the mobile profile's network thread: a socket receive
+// buffer of bufBytes (0: unlimited) and cpu of virtual time per packet taken, during
+// which the reader (quic-go's receive loop) takes no other packet. The application
+// reads on its own (AppReader).
+func (e *Endpoint) SetMobile(bufBytes int, cpu time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.bufBytes, e.cpu, e.busy = bufBytes, cpu, busy
+	e.bufBytes, e.cpu = bufBytes, cpu
 }
 
 type timeoutError struct{}
@@ -189,11 +188,8 @@ func (timeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
 // ReadFrom waits for the next packet, the read deadline or Close.
 func (e *Endpoint) ReadFrom(p []byte) (int, net.Addr, error) {
 	e.mu.Lock()
-	dl, busy, cpu := e.deadline, e.busy, e.cpu
+	dl, cpu := e.deadline, e.cpu
 	e.mu.Unlock()
-	if busy != nil {
-		busy()
-	}
 	select {
 	case <-e.closed:
 		return 0, nil, net.ErrClosed

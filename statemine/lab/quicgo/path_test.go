@@ -337,7 +337,7 @@ func TestEndpointCPUCost(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e9, BufferBytes: 1e6}
 		p := NewPath(cfg, cfg, 1)
 		defer p.Close()
-		p.Client.SetMobile(0, 5*time.Millisecond, nil)
+		p.Client.SetMobile(0, 5*time.Millisecond)
 		start := time.Now()
 		for i := 0; i < 4; i++ {
 			p.Server.WriteTo([]byte{1}, nil)
@@ -357,7 +357,7 @@ func TestEndpointSocketBuffer(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e12, BufferBytes: 1e6}
 		p := NewPath(cfg, cfg, 1)
 		defer p.Close()
-		p.Client.SetMobile(3000, 0, nil)
+		p.Client.SetMobile(3000, 0)
 		for i := 0; i < 4; i++ {
 			p.Server.WriteTo(make([]byte, 1000), nil)
 		}

@@ -54,8 +54,13 @@ IMPL = "quic-go"
 #: The Go harness module (sources) and the lab's test TLS identity.
 HARNESS_DIR = Path(__file__).resolve().parents[1] / "quicgo"
 CERT_DIR = Path(__file__).resolve().parents[1] / "data"
-#: quic-go versions before this one have no qlog.DefaultConnectionTracer.
+#: quic-go versions before this one have no qlog.DefaultConnectionTracer (and a
+#: logging.ConnectionTracer interface, not a struct of callbacks).
 _QLOG_DEFAULT_SINCE = (0, 48, 0)
+#: quic-go versions from this one on trace through qlogwriter, not the logging package.
+_QLOGWRITER_SINCE = (0, 55, 0)
+#: The harness file holding each tracer API's code (one per build tag, None = no tag).
+_TRACER_FILES = {"quicgo_legacy_qlog": "qlog_legacy.go", "quicgo_logging_qlog": "qlog_logging.go", None: "qlog.go"}
 
 
 def parse_version(version: str) -> tuple[int, int, int]:
@@ -71,12 +76,15 @@ def parse_version(version: str) -> tuple[int, int, int]:
 
 
 def qlog_tag(version: str) -> str | None:
-    """The harness build tag for ``version``'s qlog API (None: the default file).
+    """The harness build tag for ``version``'s tracer API (None: the qlogwriter file).
 
-    >>> qlog_tag("v0.37.5"), qlog_tag("v0.48.2")
-    ('quicgo_legacy_qlog', None)
+    >>> qlog_tag("v0.37.5"), qlog_tag("v0.48.2"), qlog_tag("v0.65.0")
+    ('quicgo_legacy_qlog', 'quicgo_logging_qlog', None)
     """
-    return "quicgo_legacy_qlog" if parse_version(version) < _QLOG_DEFAULT_SINCE else None
+    v = parse_version(version)
+    if v < _QLOG_DEFAULT_SINCE:
+        return "quicgo_legacy_qlog"
+    return "quicgo_logging_qlog" if v < _QLOGWRITER_SINCE else None
 
 
 def go_env(cache: Path) -> dict[str, str]:
@@ -140,9 +148,9 @@ def prepare_module(version: str, src: Path, dest: Path, env: dict[str, str]) -> 
     point it at the quic-go tree ``src`` and tidy it; returns the ``go`` build flags
     (tags) that ``version`` needs."""
     tag = qlog_tag(version)
-    unused = "qlog.go" if tag else "qlog_legacy.go"
+    unused = set(_TRACER_FILES.values()) - {_TRACER_FILES[tag]}  # `go mod tidy` ignores tags
     for f in harness_files():
-        if f.parent == HARNESS_DIR and f.name != unused:
+        if f.parent == HARNESS_DIR and f.name not in unused:
             shutil.copy2(f, dest / f.name)
     (dest / "testdata").mkdir()
     for f in ("cert.pem", "key.pem"):
