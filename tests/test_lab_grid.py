@@ -20,14 +20,17 @@ class FakeRunner:
     def __init__(self, fail_rtt: float | None = None, raise_rtt: float | None = None) -> None:
         self.calls: list[dict] = []
         self.built: list[str] = []
+        self.caches: list = []  # the cache_dir of each build and run call
         self.fail_rtt, self.raise_rtt = fail_rtt, raise_rtt
 
     def build(self, version, cache_dir):
         self.built.append(version)
+        self.caches.append(cache_dir)
         return None
 
-    def run(self, config):
+    def run(self, config, cache_dir=None):
         self.calls.append(config)
+        self.caches.append(cache_dir)
         rtt = round(config["path"]["down"]["delay_s"] * 2000)
         if rtt == self.raise_rtt:
             raise RuntimeError("boom")
@@ -113,10 +116,10 @@ def test_interrupted_run_leaves_no_finished_folder(spec, tmp_path):
     out = tmp_path / "out"
 
     class Interrupting(FakeRunner):
-        def run(self, config):
+        def run(self, config, cache_dir=None):
             if len(self.calls) == 1:
                 raise KeyboardInterrupt
-            return super().run(config)
+            return super().run(config, cache_dir)
 
     with pytest.raises(KeyboardInterrupt):
         grid.run_grid(spec, out, runners={"aioquic": Interrupting()}, progress=False, jobs=1)
@@ -147,14 +150,24 @@ def test_failures_are_recorded_and_the_rest_kept(spec, tmp_path):
 
 def test_unpatched_log_fails_the_run(spec, tmp_path):
     class Silent(FakeRunner):
-        def run(self, config):
-            res = super().run(config)
+        def run(self, config, cache_dir=None):
+            res = super().run(config, cache_dir)
             Path(config["log_path"]).write_text("no statemine line here\n")
             return res
 
     table = run(spec, tmp_path / "out", Silent(), only={"rtt_ms": "20"})
     assert not table["ok"].any()
     assert table["error"].str.contains("no statemine line").all()
+
+
+def test_runs_use_the_cache_they_were_built_in(spec, tmp_path):
+    runner = FakeRunner()
+    run(spec, tmp_path / "out", runner, cache_dir=tmp_path / "cache")
+    assert len(runner.built) == 1 and len(runner.calls) == 6
+    assert runner.caches == [tmp_path / "cache"] * 7  # the build, then every run
+    default = FakeRunner()
+    run(spec, tmp_path / "out2", default, only={"rtt_ms": "20"})
+    assert default.caches == [None] * 3
 
 
 def test_build_failure_fails_its_runs(spec, tmp_path):

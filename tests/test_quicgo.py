@@ -70,6 +70,20 @@ def test_config_path_beside_result(tmp_path):
     assert quicgo.config_path_for(tmp_path / "a.result.json") == tmp_path / "a.config.json"
 
 
+def test_run_builds_in_the_given_cache(tmp_path, monkeypatch):
+    """The grid passes its cache_dir to run(); the harness is looked up there."""
+    seen = []
+
+    def fake_build(version, cache=None):
+        seen.append((version, cache))
+        raise StatemineError("stop here")
+
+    monkeypatch.setattr(quicgo, "build", fake_build)
+    with pytest.raises(StatemineError, match="stop here"):
+        quicgo.run(make_config(tmp_path), tmp_path / "cache")
+    assert seen == [(LATEST, tmp_path / "cache")]
+
+
 def test_every_version_has_a_patch():
     from statemine import patch
 

@@ -53,7 +53,7 @@ class Runner(Protocol):
     """What the grid needs of a runner module (statemine.lab.runners.*)."""
 
     def build(self, version: str, cache_dir: Any) -> Any: ...
-    def run(self, config: dict) -> dict: ...
+    def run(self, config: dict, cache_dir: Any = None) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -140,8 +140,10 @@ def _gzip(path: Path) -> Path:
     return dest
 
 
-def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str | None) -> dict:
-    """Run one planned run into ``out/runs/<run_id>`` atomically; returns its result row."""
+def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str | None,
+            cache_dir: str | os.PathLike | None = None) -> dict:
+    """Run one planned run into ``out/runs/<run_id>`` atomically; returns its result row.
+    ``cache_dir`` is the build cache the runner was built in (None: its default)."""
     final = out / RUNS_DIR / run.run_id
     tmp = out / RUNS_DIR / f".tmp-{run.run_id}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -152,7 +154,7 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
         result = {"ok": False, "error": build_error}
     else:
         try:
-            result = dict(runner.run(config))
+            result = dict(runner.run(config, cache_dir))
         except Exception as exc:  # a runner bug must not stop the grid; it is recorded
             result = {"ok": False, "error": f"runner raised {type(exc).__name__}: {exc}"}
     for copy in tmp.glob("*.config.json"):  # a runner's own copy of config.json
@@ -323,7 +325,7 @@ def run_grid(
 
     def one(r: PlannedRun) -> dict:
         impl = r.config["implementation"]
-        return execute(r, out, runners.get(impl), build_errors.get(r.cell["stack"]))
+        return execute(r, out, runners.get(impl), build_errors.get(r.cell["stack"]), cache_dir)
 
     jobs = jobs or os.cpu_count() or 1
     known = {r.run_id: res for r in runs if (res := finished(out, r.run_id)) is not None}
