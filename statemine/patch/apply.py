@@ -148,7 +148,7 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
     Each hunk must match at its line number (shifted by what earlier hunks added), or with
     ``shift`` at the nearest offset; ``fuzz`` context lines at each end may mismatch.
 
-    >>> h = Hunk(("a\\n", "b\\n"), ("a\\n", "c\\n"), 0, 0, 1, 0, 3, 1, 1)
+    >>> h = Hunk(("a\\n", "b\\n"), ("a\\n", "c\\n"), 1, 1, 1, 0, 3, 1, 1)  # "b" -> "c" at index 2
     >>> patch_lines(["x\\n", "a\\n", "b\\n"], (h,), "f")[0]
     ['x\\n', 'a\\n', 'c\\n']
     """
