@@ -308,12 +308,12 @@ def test_bad_config_is_a_failed_run(binaries, tmp_path):
     assert json.loads(Path(cfg["result_path"]).read_text()) == res
 
 
-def recovery_share(events) -> float:
-    """The share of a trace's time (first state line to its last line) spent in Recovery."""
+def recovery_share(events, state: str = "Recovery") -> float:
+    """The share of a trace's time (first state line to its last line) spent in ``state``."""
     st = events[events["kind"] == "state"]
     ends = np.append(st["time"].to_numpy()[1:], events["time"].iloc[-1])
     dwell = ends - st["time"].to_numpy()
-    return float(dwell[(st["state"] == "Recovery").to_numpy()].sum() / dwell.sum())
+    return float(dwell[(st["state"] == state).to_numpy()].sum() / dwell.sum())
 
 
 @pytest.mark.slow
@@ -341,7 +341,8 @@ def test_mobile_socket_buffer_and_windows(binaries, tmp_path):
     """The mobile client's socket buffer overflows when small (drops on a lossless path);
     the client's flow-control window keys are accepted, and checked."""
     harness(binaries, LATEST)
-    mobile = {"profile": "mobile", "read_rate_bps": 50e6, "per_packet_cpu_s": 0.0005}
+    # 2 ms per packet: the network thread takes ~7 Mbit/s of the 20 Mbit/s path
+    mobile = {"profile": "mobile", "read_rate_bps": 50e6, "per_packet_cpu_s": 0.002}
     deep = link(buffer_bytes=10_000_000)  # no tail drop at the bottleneck
     small = quicgo.run(make_config(tmp_path, name="small", count=1, size=500_000, down=deep,
                                    client={**mobile, "socket_buffer_bytes": 4000}))
@@ -352,3 +353,29 @@ def test_mobile_socket_buffer_and_windows(binaries, tmp_path):
     assert small["packets_dropped"] > 0 and large["packets_dropped"] == 0
     bad = quicgo.run(make_config(tmp_path, name="bad", client={**mobile, "max_data_bytes": 0}))
     assert not bad["ok"] and "client.max_data_bytes" in bad["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_mobile_reader_holds_the_sender_back_through_flow_control(version, binaries, tmp_path):
+    """The two-thread mobile client: the application reads 4 Mbit/s of a 20 Mbit/s path,
+    quic-go returns credit as it reads, so the server is mostly ApplicationLimited (a
+    desktop client: far less); the client closes when its transport has every byte,
+    while its application still reads the last window (PLT counts that)."""
+    harness(binaries, version)
+    size, read_bps = 2_000_000, 4e6
+    out = {}
+    for prof in ("desktop", "mobile"):
+        cfg = make_config(tmp_path, version, name=prof, count=1, size=size,
+                          client={"profile": prof, "read_rate_bps": read_bps, "per_packet_cpu_s": 0.0001})
+        res = quicgo.run(cfg)
+        assert res["ok"], res["error"]
+        ts = read(cfg["log_path"])
+        ev = ts.events.merge(ts.traces[["trace", "role"]], on="trace")
+        out[prof] = res, recovery_share(ev[ev["role"] == "server"], "ApplicationLimited")
+    (desk, desk_al), (mob, mob_al) = out["desktop"], out["mobile"]
+    assert mob_al > 0.6 and mob_al > 3 * desk_al, (mob_al, desk_al)
+    assert mob["plt_s"] >= 8 * size / read_bps > 2 * desk["plt_s"]
+    # the transport had every byte (and the connection closed) well before the
+    # application had read the last one: at least 100 kB were still unread
+    assert mob["virtual_time_s"] < mob["plt_s"] - 8 * 100_000 / read_bps
