@@ -249,6 +249,19 @@ def test_runs_are_deterministic(binaries, tmp_path):
 
 
 @pytest.mark.slow
+def test_mobile_runs_are_deterministic(binaries, tmp_path):
+    """The two-thread mobile client (two goroutines, a tracer) repeats byte for byte too."""
+    harness(binaries, LATEST)
+    mobile = {"profile": "mobile", "read_rate_bps": 8e6, "per_packet_cpu_s": 0.0003}
+    runs = [make_config(tmp_path, name=f"m{i}", seed=3, count=4, down=link(loss=0.01), client=mobile)
+            for i in range(3)]
+    results = [quicgo.run(x) for x in runs]
+    assert all(r["ok"] for r in results), [r["error"] for r in results]
+    logs = {Path(x["log_path"]).read_bytes() for x in runs}
+    assert len(logs) == 1 and len({json.dumps(_without_wall(r), sort_keys=True) for r in results}) == 1
+
+
+@pytest.mark.slow
 def test_plt_respects_the_path(binaries, tmp_path):
     """A clean path: nothing dropped, PLT at least the serialisation time of all bytes
     plus the handshake and request round trips, and not far above it."""
