@@ -12,8 +12,11 @@ meaning.
 
 from __future__ import annotations
 
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -44,6 +47,7 @@ def read_statemine_log(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
 ) -> TraceSet:
     """Read one log file of statemine lines into a :class:`TraceSet`.
 
@@ -53,19 +57,32 @@ def read_statemine_log(
     line, NaN when there is none). Raises :class:`InputError` naming the line for a
     malformed statemine line, a non-numeric number, time going backwards within a
     connection, a line over ``max_line_bytes``, or a file with no statemine line.
+    Blocks of ``chunk_bytes`` are parsed on ``workers`` threads (default: one per CPU;
+    Arrow's kernels release the GIL), at most ``workers + 1`` blocks in memory at once.
     """
     path = Path(path)
     source = source or path.name
-    parts = [
-        _parse_block(path, block, first)
-        for first, block in iter_chunks(
-            path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress
-        )
-    ]
+    blocks = iter_chunks(path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress)
+    parts = _parse_blocks(path, blocks, workers or os.cpu_count() or 1)
     table = pa.concat_tables(parts) if parts else None
     if table is None or table.num_rows == 0:
         raise InputError(path, None, "no statemine lines ('STATEMINE t=...') found; is this the right --format?")
     return _to_traceset(path, source, table)
+
+
+def _parse_blocks(path: Path, blocks: Iterable[tuple[int, bytes]], workers: int) -> list[pa.Table]:
+    """Parse blocks in order on a thread pool; the first error (in file order) is raised."""
+    if workers <= 1:
+        return [_parse_block(path, block, first) for first, block in blocks]
+    parts: list[pa.Table] = []
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque = deque()
+        for first, block in blocks:
+            pending.append(pool.submit(_parse_block, path, block, first))
+            if len(pending) > workers:
+                parts.append(pending.popleft().result())
+        parts.extend(future.result() for future in pending)
+    return parts
 
 
 def _parse_block(path: Path, block: bytes, first_line: int) -> pa.Table:
