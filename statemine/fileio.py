@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 
 @contextmanager
@@ -42,3 +43,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_bytes(payload)
     return Path(path)
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, sort_keys: bool = False) -> Path:
+    """``obj`` as indented JSON with a final newline (values JSON lacks as ``str``),
+    written through :func:`atomic_path`."""
+    return write_atomic(path, json.dumps(obj, indent=1, sort_keys=sort_keys, default=str) + "\n")

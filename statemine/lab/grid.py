@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping, Protocol
 import pandas as pd
 
 from ..errors import UsageError
+from ..fileio import write_json
 from .scenario import GRID_KEYS, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
@@ -103,9 +104,7 @@ def _flat_cell(cell: dict) -> dict:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, obj, sort_keys=True)
 
 
 def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) -> str | None:

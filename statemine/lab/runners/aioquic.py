@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ...fileio import write_json
 from ..path import Path as NetPath
 
 #: Linux's default UDP receive buffer (net.core.rmem_default), bytes.
@@ -396,13 +397,6 @@ def _log_handler(path: str) -> logging.Handler:
     return handler
 
 
-def _write_json(path: str, obj: dict) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the config file named by ``argv[0]`` (the runner protocol); exit status 0 if a
     result was written (``ok`` true or false), 1 if even that failed."""
@@ -429,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update(base, wall_time_s=time.perf_counter() - started,
                   cpu_time_s=time.process_time() - cpu_started)
     logging.shutdown()
-    _write_json(config["result_path"], result)
+    write_json(config["result_path"], result)
     return 0
 
 
@@ -484,7 +478,7 @@ def run(config: dict, cache: str | os.PathLike | None = None) -> dict:
     wall_limit_s = float(config.get("wall_limit_s") or DEFAULT_WALL_LIMIT_S)
     result_path = Path(config["result_path"])
     config_path = result_path.with_name(f"{result_path.stem}.config.json")
-    _write_json(str(config_path), config)
+    write_json(str(config_path), config)
     result_path.unlink(missing_ok=True)
     try:
         proc = subprocess.run(

@@ -58,6 +58,7 @@ from pathlib import Path
 
 from ... import patch as sm_patch
 from ...errors import StatemineError
+from ...fileio import write_json
 from ...patch import cache_dir  # $STATEMINE_CACHE or ~/.cache/statemine
 
 IMPL = "quic-go"
@@ -197,19 +198,6 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     return binary
 
 
-def _write_json(path: Path, obj: dict) -> None:
-    """Write ``obj`` to ``path`` atomically (temporary file in the same directory)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def config_path_for(result_path: Path) -> Path:
     """Where :func:`run` writes the config: beside the result, ``X.config.json``."""
     return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
@@ -228,7 +216,7 @@ def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: floa
     binary = build(config["version"], cache)
     result_path = Path(config["result_path"])
     config_path = config_path_for(result_path)
-    _write_json(config_path, config)
+    write_json(config_path, config)
     result_path.unlink(missing_ok=True)
     base = {"implementation": config.get("implementation", IMPL), "version": config["version"]}
     env = {k: v for k, v in os.environ.items() if k != "QLOGDIR"}
@@ -239,12 +227,12 @@ def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: floa
                               timeout=wall_limit_s, env=env)
     except subprocess.TimeoutExpired:
         result = {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)", **base}
-        _write_json(result_path, result)
+        write_json(result_path, result)
         return result
     if proc.returncode != 0 or not result_path.exists():
         tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
         result = {"ok": False, "error": f"quic-go harness exited with status {proc.returncode}: {tail}", **base}
-        _write_json(result_path, result)
+        write_json(result_path, result)
         return result
     with open(result_path, encoding="utf-8") as f:
         return json.load(f)
