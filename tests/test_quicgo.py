@@ -392,3 +392,16 @@ def test_mobile_reader_holds_the_sender_back_through_flow_control(version, binar
     # the transport had every byte (and the connection closed) well before the
     # application had read the last one: at least 100 kB were still unread
     assert mob["virtual_time_s"] < mob["plt_s"] - 8 * 100_000 / read_bps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_patched_quic_go_passes_its_own_tests(version):
+    """The patch keeps quic-go's own congestion and loss-detection tests building and
+    passing (with the lines switched on, so the logging paths run too)."""
+    cache = quicgo.cache_dir()
+    src = quicgo.patched_source(version, cache)
+    env = {**quicgo.go_env(cache), "STATEMINE_LOG": os.devnull}
+    proc = subprocess.run(["go", "test", "-count=1", "./internal/ackhandler/", "./internal/congestion/"],
+                          cwd=src, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
