@@ -120,3 +120,14 @@ def test_qlog_files_with_the_same_name_in_two_folders(tmp_path):
         (tmp_path / folder / "c.qlog").write_text(doc)
     ts = read([tmp_path / "x" / "c.qlog", tmp_path / "y" / "c.qlog"])
     assert ts.n_traces == 2
+
+
+def test_reader_warnings_and_zero_duration_are_reported(tmp_path):
+    cut = tmp_path / "cut.sqlog"
+    cut.write_text('\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "server"}}}\n'
+                   '\x1e{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}}\n'
+                   '\x1e{"time": 5, "name": "recovery:congestion_state_upd')
+    res = CliRunner().invoke(main, ["infer", str(cut)])
+    assert res.exit_code == 0, res.output
+    assert "warning" in res.output and "cut.sqlog" in res.output
+    assert "n/a" in res.output and "time fractions are undefined" in res.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -50,7 +51,19 @@ def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, name
     ts = read(list(logs), fmt, regex=list(regexes) or None, separator=separator, mapping=mapping,
               ignore_nonmatching=ignore_nonmatching, names=names, implementation=implementation,
               derive_states=derive_states, labels=labels, progress=True)
+    _print_warnings(ts.meta.get("warnings"))
     return select_traces(ts, selections, " ".join(map(str, logs)))
+
+
+def _print_warnings(warnings: str | None, limit: int = 10) -> None:
+    """Show the readers' warnings (a JSON list in ``TraceSet.meta``) on stderr."""
+    if not warnings:
+        return
+    items = json.loads(warnings)
+    for item in items[:limit]:
+        click.echo(f"statemine: warning: {item}", err=True)
+    if len(items) > limit:
+        click.echo(f"statemine: warning: ... and {len(items) - limit} more", err=True)
 
 
 def select_traces(ts, selections, where: str):
@@ -129,6 +142,9 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
     states, transitions = summarize(ts, **opts)
     _print_states(states, ts.n_traces, len(ts.events), confidence)
+    if not states["time_s"].sum() > 0:
+        click.echo("statemine: note: the traces last no time (one state line each, or all at one "
+                   "instant), so time fractions are undefined (n/a); visits and transitions stand", err=True)
     if out_dir is None:
         return
     G = model_from_stats(states, transitions)
@@ -192,7 +208,8 @@ def _print_states(states, n_traces: int, n_events: int, confidence: float) -> No
     for row in states.itertuples(index=False):
         interval = "" if row.time_fraction_lo != row.time_fraction_lo else \
             f"{row.time_fraction_lo:.1%}-{row.time_fraction_hi:.1%}"
-        table.add_row(row.state, f"{row.time_fraction:.1%}", interval, str(row.visits), _secs(row.dwell_mean),
+        share = "n/a" if row.time_fraction != row.time_fraction else f"{row.time_fraction:.1%}"
+        table.add_row(row.state, share, interval, str(row.visits), _secs(row.dwell_mean),
                       _secs(row.dwell_median), _secs(row.dwell_p95))
     console = Console()
     if not console.is_terminal:  # files and pipes: no terminal width to respect
