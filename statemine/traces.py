@@ -82,7 +82,7 @@ class TraceSet:
         >>> ts.events["seq"].tolist(), ts.n_traces
         ([0, 1], 1)
         """
-        ev = events.copy()
+        ev = events.copy(deep=False)  # columns are replaced whole below, never written into
         for col in ("trace", "time", "state"):
             if col not in ev.columns:
                 raise ValueError(f"events frame lacks the column {col!r}")

@@ -245,7 +245,8 @@ def _to_traceset(path: Path, source: str, table: pa.Table) -> TraceSet:
             "kind": _categorical(table.column("kind"), order),
             "state": _categorical(table.column("state"), order),
             "line": line,
-        }
+        },
+        copy=False,
     )
     for k in NUMERIC_FIELDS:
         values = table.column(k).to_numpy()[order]
