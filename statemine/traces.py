@@ -101,7 +101,7 @@ class TraceSet:
             ev = ev.reset_index(drop=True)
             ev["seq"] = ev.groupby("trace", sort=False).cumcount().astype("int64")
         ev["seq"] = ev["seq"].astype("int64")
-        if not _in_trace_order(ev):
+        if not _in_trace_order(_trace_codes(ev), ev["seq"].to_numpy()):
             ev = ev.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
         ordered = list(EVENT_COLUMNS) + [c for c in ev.columns if c not in EVENT_COLUMNS]
         ev = ev[ordered]
@@ -149,9 +149,10 @@ class TraceSet:
         if self.traces["trace"].duplicated().any():
             raise ValueError("the traces frame names a trace twice")
         if len(ev):
-            if not _in_trace_order(ev):
+            codes = _trace_codes(ev)
+            if not _in_trace_order(codes, ev["seq"].to_numpy()):
                 raise ValueError("rows must be grouped by trace with seq 0, 1, 2, ... within each")
-            same = _same_trace_as_previous(ev)
+            same = codes[1:] == codes[:-1]
             if (np.diff(ev["time"].to_numpy())[same] < 0).any():
                 raise ValueError("time goes backwards within a trace")
 
@@ -172,7 +173,7 @@ class TraceSet:
                 break
             mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
         keep = self.traces[mask].reset_index(drop=True)
-        events = self.events[self.events["trace"].astype(str).isin(keep["trace"].astype(str))]
+        events = self.events[self.events["trace"].isin(keep["trace"])]  # both text by invariant
         return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta)
 
     def with_labels(self, **labels: str) -> "TraceSet":
@@ -198,19 +199,11 @@ def _trace_codes(events: pd.DataFrame) -> np.ndarray:
     return pd.factorize(trace, sort=False)[0]
 
 
-def _same_trace_as_previous(events: pd.DataFrame) -> np.ndarray:
-    """Boolean array, length n-1: row i+1 belongs to the same trace as row i."""
-    codes = _trace_codes(events)
-    return codes[1:] == codes[:-1]
-
-
-def _in_trace_order(events: pd.DataFrame) -> bool:
-    """True when each trace's rows are contiguous with seq 0, 1, 2, ..."""
-    if not len(events):
+def _in_trace_order(codes: np.ndarray, seq: np.ndarray) -> bool:
+    """True when each trace's rows (equal ``codes``) are contiguous with ``seq`` 0, 1, 2, ..."""
+    if not len(codes):
         return True
-    codes = _trace_codes(events)
     same = codes[1:] == codes[:-1]
-    seq = events["seq"].to_numpy()
     runs = int((~same).sum()) + 1
     return (
         runs == len(np.unique(codes))
