@@ -136,15 +136,16 @@ def test_folder_input_and_labels(tmp_path):
     assert ts.n_traces == 4 and set(ts.traces["environment"]) == {"desktop"}
 
 
-def test_parallel_blocks_equal_serial_and_report_the_first_error(tmp_path):
-    lines = [f"STATEMINE t={i * 0.1:.1f} conn={i % 7} state={('A', 'B', 'C')[i % 3]}\n" for i in range(3000)]
+def test_small_blocks_equal_one_block_and_report_the_first_error(tmp_path):
+    lines = [f"STATEMINE t={i * 0.1:.1f} conn={i % 7} state={('A', 'B', 'C')[i % 3]} x{i}=1\n" for i in range(3000)]
     p = write(tmp_path, "".join(lines))
-    serial = read_statemine_log(p, workers=1, chunk_bytes=4096).events
-    parallel = read_statemine_log(p, workers=4, chunk_bytes=4096).events
-    assert serial.astype(str).equals(parallel.astype(str))
+    whole = read_statemine_log(p).events
+    small = read_statemine_log(p, chunk_bytes=4096).events
+    assert whole.astype(str).equals(small.astype(str))
+    assert whole["fields"].iloc[1] == "x7=1"  # trace of conn 0: lines 1, 8, 15, ...
     lines[500] = "STATEMINE t=x conn=1 state=A\n"
     lines[2500] = "STATEMINE t=y conn=1 state=A\n"
     p = write(tmp_path, "".join(lines), "bad.log")
     with pytest.raises(InputError) as err:
-        read_statemine_log(p, workers=4, chunk_bytes=4096)
+        read_statemine_log(p, chunk_bytes=4096)
     assert err.value.line == 501

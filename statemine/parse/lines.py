@@ -1,8 +1,8 @@
 """Reading untrusted text files in bounded memory.
 
-:func:`iter_chunks` yields blocks of whole lines, never holding more than one block plus
-one line (at most ``max_line_bytes``) in memory, so a 100 MB line or an endless line is
-reported as an error instead of exhausting memory. Gzip input is detected by its magic
+:func:`iter_blocks` yields blocks of whole lines from one reused buffer of a block plus
+one line (at most ``max_line_bytes``), so a 100 MB line or an endless line is reported
+as an error instead of exhausting memory. Gzip input is detected by its magic
 bytes and decompressed on the fly.
 """
 
@@ -13,7 +13,6 @@ import io
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
-import numpy as np
 
 from ..errors import InputError
 
@@ -46,49 +45,49 @@ def head_bytes(path: str | Path, n: int = 65536) -> bytes:
             raise InputError(path, None, f"cannot read: {exc}") from None
 
 
-def iter_chunks(
+def iter_blocks(
     path: str | Path,
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_progress: Callable[[int], None] | None = None,
-) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(first_line_number, block)`` where ``block`` holds whole lines.
+    line_number: Callable[[], int] = lambda: 0,
+) -> Iterator[memoryview]:
+    """Yield the file as blocks of whole lines: views into one reused buffer.
 
-    Line numbers are 1-based. Every block but possibly the last ends with ``b"\\n"``.
-    ``on_progress`` is called with the number of raw bytes read after each block.
-    Raises :class:`InputError` naming the line when a line exceeds ``max_line_bytes``.
+    Each view is valid until the next one is asked for. Every block but possibly the last
+    ends with ``b"\\n"``. Memory: one buffer of ``chunk_bytes + max_line_bytes``.
+    ``on_progress`` is called with the number of raw bytes read after each read. A line
+    that does not fit in a block and is longer than ``max_line_bytes`` raises
+    :class:`InputError` at ``line_number()`` (the caller's count of the lines it has
+    consumed, plus one); the caller checks the lines inside blocks itself.
     """
     path = Path(path)
+    buf = bytearray(chunk_bytes + max_line_bytes + 1)
+    view = memoryview(buf)
     with open_binary(path) as fh:
         raw = getattr(fh, "fileobj", None) or fh
-        carry = b""
-        line_no = 1
+        keep = 0  # bytes of an unfinished line at the front of buf
         while True:
             try:
-                block = fh.read(chunk_bytes)
+                n = fh.readinto(view[keep:keep + chunk_bytes])
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                raise InputError(path, line_no, f"cannot read (damaged or truncated file?): {exc}") from None
+                raise InputError(path, line_number(), f"cannot read (damaged or truncated file?): {exc}") from None
             if on_progress is not None:
                 on_progress(_tell(raw))
-            if not block:
-                break
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                if len(data) > max_line_bytes:
-                    raise InputError(path, line_no, f"line longer than {max_line_bytes} bytes")
-                carry = data
-                continue
-            whole, carry = data[:cut], data[cut:]
-            _check_line_lengths(path, whole, line_no, max_line_bytes)
-            if len(carry) > max_line_bytes:
-                raise InputError(path, line_no + whole.count(b"\n"), f"line longer than {max_line_bytes} bytes")
-            yield line_no, whole
-            line_no += whole.count(b"\n")
-        if carry:
-            _check_line_lengths(path, carry, line_no, max_line_bytes)
-            yield line_no, carry
+            if not n:
+                if keep:
+                    yield view[:keep]
+                return
+            end = keep + n
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut:
+                yield view[:cut]
+            keep = end - cut
+            if keep > max_line_bytes:
+                raise InputError(path, line_number(), f"line longer than {max_line_bytes} bytes")
+            if cut:
+                buf[:keep] = view[cut:end]
 
 
 def _tell(fh: io.IOBase) -> int:
@@ -96,14 +95,3 @@ def _tell(fh: io.IOBase) -> int:
         return fh.tell()
     except (OSError, ValueError):
         return 0
-
-
-def _check_line_lengths(path: Path, block: bytes, first_line: int, limit: int) -> None:
-    """Raise if any line of ``block`` is longer than ``limit`` bytes."""
-    if len(block) <= limit:
-        return
-    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-    bounds = np.concatenate(([-1], ends, [len(block)]))
-    too_long = np.flatnonzero(np.diff(bounds) - 1 > limit)
-    if too_long.size:
-        raise InputError(path, first_line + int(too_long[0]), f"line longer than {limit} bytes")

@@ -1,0 +1,851 @@
+/*
+ * statemine.parse._linescan: the tokenizer of statemine log lines (docs/log-format.md).
+ *
+ *     STATEMINE t=<s> conn=<id> [role=<r>] state=<Name>|event=<Name> [key=value ...]
+ *
+ * found anywhere in a line, after any prefix. A Scanner reads blocks of whole lines in
+ * file order and turns each into columns (line, time, trace code, kind, name code, the
+ * four numeric fields, extra key=value text). It keeps, across blocks, the tables that
+ * give traces (conn, role) and names their dense integer codes (first-seen order) and,
+ * per trace, the last time, its line and the time of an event=Close line, so time order
+ * is checked while streaming. The scan loop runs without the GIL; it touches no Python
+ * object. It validates and reports the first bad line as an error code; the Python side
+ * (statemine/parse/statemine_log.py) words the message.
+ *
+ * Written for statemine; no code taken from elsewhere. The exact decimal fast path is
+ * Clinger's (W. D. Clinger, "How to Read Floating Point Numbers Accurately", PLDI 1990):
+ * a mantissa below 2^53 divided by an exact power of ten <= 1e22 is correctly rounded.
+ */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
+#include <Python.h>
+#include <structmember.h>
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Error codes (mirrored in statemine_log.py). */
+enum {
+    E_NONE = 0,
+    E_NOMEM,
+    E_LONG_LINE,     /* a line longer than max_line_bytes */
+    E_NOT_UTF8,      /* the statemine line is not UTF-8 */
+    E_MALFORMED,     /* the fixed head (t, conn, role, state|event) is not there */
+    E_NUMBER,        /* key= holds no number: token = the value */
+    E_TIME_FINITE,   /* t= is inf or nan */
+    E_BACKWARDS,     /* time goes backwards within a trace: a = t, b = previous t, line2 */
+    E_TWICE,         /* a numeric key given twice */
+    E_OUT_OF_PLACE,  /* t/conn/role/state/event among the trailing fields */
+    E_NOT_KV,        /* a trailing token that is not key=value */
+};
+
+#define N_NUMERIC 4
+static const char *const NUMERIC_KEYS[N_NUMERIC] = {"cwnd", "inflight", "ssthresh", "srtt"};
+static const size_t NUMERIC_LEN[N_NUMERIC] = {4, 8, 8, 4};
+
+/* ---- growable buffers ---------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra)
+{
+    if (b->len + extra <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t n)
+{
+    if (buf_reserve(b, n))
+        return -1;
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_free(Buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- the rows of one block, column by column ---------------------------------------- */
+
+typedef struct {
+    int64_t *line;
+    double *time;
+    int32_t *trace;
+    uint8_t *kind;
+    int32_t *name;
+    double *num[N_NUMERIC];
+    size_t n, cap;
+} Rows;
+
+#define GROW(field, cap)                                                   \
+    do {                                                                   \
+        void *p_ = realloc((field), (cap) * sizeof(*(field)));             \
+        if (!p_)                                                           \
+            return -1;                                                     \
+        (field) = p_;                                                      \
+    } while (0)
+
+/* Room for one more row. */
+static int rows_reserve(Rows *r)
+{
+    if (r->n < r->cap)
+        return 0;
+    size_t cap = r->cap ? r->cap * 2 : 4096;
+    GROW(r->line, cap);
+    GROW(r->time, cap);
+    GROW(r->trace, cap);
+    GROW(r->kind, cap);
+    GROW(r->name, cap);
+    for (int i = 0; i < N_NUMERIC; i++)
+        GROW(r->num[i], cap);
+    r->cap = cap;
+    return 0;
+}
+
+static void rows_free(Rows *r)
+{
+    free(r->line);
+    free(r->time);
+    free(r->trace);
+    free(r->kind);
+    free(r->name);
+    for (int i = 0; i < N_NUMERIC; i++)
+        free(r->num[i]);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- interning: byte strings -> codes 0, 1, 2, ... in first-seen order --------------- */
+
+typedef struct {
+    Buf keys;          /* key bytes back to back */
+    Buf offsets;       /* size_t per code: start in keys; one more entry at the end */
+    int32_t *slots;    /* open addressing, -1 = empty; n_slots is a power of two */
+    uint64_t *hashes;  /* per slot, the hash of the key it holds */
+    size_t n, n_slots;
+} Intern;
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    /* 8 bytes a step, each word mixed by a multiply-xorshift (a 64-bit variant of the
+     * classic multiplicative hash); the tail word is zero padded. */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+        s += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ w) * 0x94D049BB133111EBULL;
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
+}
+
+static size_t intern_offset(const Intern *t, size_t code)
+{
+    return ((const size_t *)t->offsets.data)[code];
+}
+
+static int intern_init(Intern *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->n_slots = 1024;
+    t->slots = malloc(t->n_slots * sizeof(int32_t));
+    t->hashes = malloc(t->n_slots * sizeof(uint64_t));
+    size_t zero = 0;
+    if (!t->slots || !t->hashes || buf_put(&t->offsets, &zero, sizeof zero))
+        return -1;
+    memset(t->slots, 0xff, t->n_slots * sizeof(int32_t));
+    return 0;
+}
+
+static void intern_free(Intern *t)
+{
+    buf_free(&t->keys);
+    buf_free(&t->offsets);
+    free(t->slots);
+    free(t->hashes);
+    t->slots = NULL;
+    t->hashes = NULL;
+}
+
+static int intern_grow(Intern *t)
+{
+    size_t n_slots = t->n_slots * 2;
+    int32_t *slots = malloc(n_slots * sizeof(int32_t));
+    uint64_t *hashes = malloc(n_slots * sizeof(uint64_t));
+    if (!slots || !hashes) {
+        free(slots);
+        free(hashes);
+        return -1;
+    }
+    memset(slots, 0xff, n_slots * sizeof(int32_t));
+    for (size_t i = 0; i < t->n_slots; i++) {
+        if (t->slots[i] < 0)
+            continue;
+        size_t j = t->hashes[i] & (n_slots - 1);
+        while (slots[j] >= 0)
+            j = (j + 1) & (n_slots - 1);
+        slots[j] = t->slots[i];
+        hashes[j] = t->hashes[i];
+    }
+    free(t->slots);
+    free(t->hashes);
+    t->slots = slots;
+    t->hashes = hashes;
+    t->n_slots = n_slots;
+    return 0;
+}
+
+/* The code of key[0:n], added when new; -1 when out of memory. *added tells which. */
+static int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
+{
+    uint64_t h = hash_bytes(key, n);
+    size_t j = h & (t->n_slots - 1);
+    *added = 0;
+    for (;;) {
+        int32_t code = t->slots[j];
+        if (code < 0)
+            break;
+        if (t->hashes[j] == h) {
+            size_t start = intern_offset(t, code), end = intern_offset(t, code + 1);
+            if (end - start == n && memcmp(t->keys.data + start, key, n) == 0)
+                return code;
+        }
+        j = (j + 1) & (t->n_slots - 1);
+    }
+    if (t->n >= INT32_MAX - 1)
+        return -1;
+    int32_t code = (int32_t)t->n;
+    if (buf_put(&t->keys, key, n))
+        return -1;
+    size_t end = t->keys.len;
+    if (buf_put(&t->offsets, &end, sizeof end))
+        return -1;
+    t->slots[j] = code;
+    t->hashes[j] = h;
+    t->n++;
+    *added = 1;
+    if (t->n * 2 > t->n_slots && intern_grow(t))
+        return -1;
+    return code;
+}
+
+/* ---- lexing helpers ------------------------------------------------------------------ */
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* End of the value starting at p: the next ' ' or '\r', or e. */
+static const char *value_end(const char *p, const char *e)
+{
+    while (p < e && *p != ' ' && *p != '\r')
+        p++;
+    return p;
+}
+
+static int starts_with(const char *p, const char *e, const char *lit, size_t n)
+{
+    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+/* 1 when s[0:n] is valid UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) { /* ASCII fast path, a word at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            k = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            k = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            if (c == 0xED)
+                hi = 0x9F;
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            k = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            if (c == 0xF4)
+                hi = 0x8F;
+        }
+        else
+            return 0;
+        if (i + k >= n)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t j = 2; j <= k; j++)
+            if (s[i + j] < 0x80 || s[i + j] > 0xBF)
+                return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Parse s[0:n] as a whole decimal number (as Python's float() and Arrow's cast accept:
+ * sign, digits, point, exponent, inf, nan; no hex, no spaces). 0 on failure. */
+static int parse_number(const char *s, size_t n, locale_t c_locale, double *out)
+{
+    if (n == 0)
+        return 0;
+    /* Fast path: [-+]digits[.digits], mantissa < 2^53, at most 22 decimals. */
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-' || s[0] == '+') {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    uint64_t m = 0;
+    int digits = 0, frac = -1, ok = i < n;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            if (m > (UINT64_MAX - 9) / 10) {
+                ok = 0;
+                break;
+            }
+            m = m * 10 + (uint64_t)(c - '0');
+            digits++;
+            if (frac >= 0)
+                frac++;
+        }
+        else if (c == '.' && frac < 0)
+            frac = 0;
+        else {
+            ok = 0;
+            break;
+        }
+    }
+    if (ok && digits > 0 && m <= (1ULL << 53) && frac <= 22) {
+        double v = (double)m;
+        if (frac > 0)
+            v /= POW10[frac];
+        *out = neg ? -v : v;
+        return 1;
+    }
+    /* General path: strtod in the C locale on a NUL-terminated copy. */
+    char tmp[128];
+    if (n >= sizeof tmp)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        if (s[k] == 'x' || s[k] == 'X' || is_space(s[k]) || s[k] == '\0')
+            return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    char *end;
+    double v = strtod_l(tmp, &end, c_locale);
+    if (end != tmp + n)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* ---- per-trace carry ----------------------------------------------------------------- */
+
+typedef struct {
+    double last_time;   /* time of its last line */
+    double close_time;  /* latest event=Close time, NaN if none */
+    int64_t last_line;
+    int64_t n_events;
+} TraceInfo;
+
+/* ---- the Scanner object --------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    Intern traces;  /* key: u32 len(conn), conn, u8 has_role, role */
+    Intern names;
+    Buf info;       /* TraceInfo per trace code */
+    int32_t close_code; /* code of the name "Close", -1 until seen */
+    locale_t c_locale;
+    int busy;
+    int64_t next_line; /* 1-based number of the next block's first line */
+    /* per-block output */
+    Rows rows;
+    Buf extra_row, extra_off; /* int64 row, int64 start/len pairs in extra_text */
+    Buf extra_text;
+    Buf key; /* scratch */
+    /* first error */
+    int err;
+    int64_t err_line, err_line2;
+    size_t err_tok, err_tok_len; /* token position in the block */
+    int err_key;                 /* index in NUMERIC_KEYS or -1 */
+    double err_a, err_b;
+} Scanner;
+
+static TraceInfo *trace_info(Scanner *self)
+{
+    return (TraceInfo *)self->info.data;
+}
+
+static void set_err(Scanner *self, int code, int64_t line, const char *block, const char *tok, size_t tok_len)
+{
+    self->err = code;
+    self->err_line = line;
+    self->err_tok = tok ? (size_t)(tok - block) : 0;
+    self->err_tok_len = tok ? tok_len : 0;
+}
+
+/* Parse one statemine line; p points after "STATEMINE t=", e at the line's end (no \n).
+ * 0 on success; on error self->err is set. */
+static int scan_line(Scanner *self, const char *block, const char *p, const char *e, int64_t line_no)
+{
+    const char *q = value_end(p, e);
+    double t;
+    if (!parse_number(p, (size_t)(q - p), self->c_locale, &t)) {
+        set_err(self, E_NUMBER, line_no, block, p, (size_t)(q - p));
+        self->err_key = -2; /* t */
+        return -1;
+    }
+    if (!isfinite(t)) {
+        set_err(self, E_TIME_FINITE, line_no, block, p, (size_t)(q - p));
+        return -1;
+    }
+    p = q;
+    if (!starts_with(p, e, " conn=", 6))
+        goto malformed;
+    const char *conn = p + 6, *conn_end = value_end(conn, e);
+    if (conn_end == conn)
+        goto malformed;
+    p = conn_end;
+    const char *role = NULL, *role_end = NULL;
+    if (starts_with(p, e, " role=", 6)) {
+        role = p + 6;
+        role_end = value_end(role, e);
+        if (role_end == role)
+            goto malformed;
+        p = role_end;
+    }
+    uint8_t kind;
+    if (starts_with(p, e, " state=", 7))
+        kind = 0;
+    else if (starts_with(p, e, " event=", 7))
+        kind = 1;
+    else
+        goto malformed;
+    const char *name = p + 7, *name_end = value_end(name, e);
+    if (name_end == name)
+        goto malformed;
+    p = name_end;
+
+    /* trailing key=value tokens */
+    double nums[N_NUMERIC];
+    int have[N_NUMERIC] = {0, 0, 0, 0};
+    size_t extra_start = self->extra_text.len;
+    int n_extra = 0;
+    while (p < e) {
+        while (p < e && is_space(*p))
+            p++;
+        if (p >= e)
+            break;
+        const char *tok = p;
+        while (p < e && !is_space(*p))
+            p++;
+        const char *eq = memchr(tok, '=', (size_t)(p - tok));
+        int key_ok = eq != NULL && eq > tok;
+        for (const char *k = tok; key_ok && k < eq; k++)
+            key_ok = (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_';
+        if (!key_ok) {
+            set_err(self, E_NOT_KV, line_no, block, tok, (size_t)(p - tok));
+            return -1;
+        }
+        size_t klen = (size_t)(eq - tok);
+        int which = -1;
+        for (int i = 0; i < N_NUMERIC; i++)
+            if (NUMERIC_LEN[i] == klen && memcmp(NUMERIC_KEYS[i], tok, klen) == 0)
+                which = i;
+        if (which >= 0) {
+            if (have[which]) {
+                set_err(self, E_TWICE, line_no, block, tok, klen);
+                return -1;
+            }
+            if (!parse_number(eq + 1, (size_t)(p - eq - 1), self->c_locale, &nums[which])) {
+                set_err(self, E_NUMBER, line_no, block, eq + 1, (size_t)(p - eq - 1));
+                self->err_key = which;
+                return -1;
+            }
+            have[which] = 1;
+            continue;
+        }
+        static const char *const FIXED[] = {"t", "conn", "role", "state", "event"};
+        for (int i = 0; i < 5; i++)
+            if (strlen(FIXED[i]) == klen && memcmp(FIXED[i], tok, klen) == 0) {
+                set_err(self, E_OUT_OF_PLACE, line_no, block, tok, klen);
+                return -1;
+            }
+        if ((n_extra && buf_put(&self->extra_text, " ", 1)) || buf_put(&self->extra_text, tok, (size_t)(p - tok)))
+            goto nomem;
+        n_extra++;
+    }
+
+    /* the trace and its carry */
+    uint32_t clen = (uint32_t)(conn_end - conn);
+    uint8_t has_role = role != NULL;
+    size_t rlen = role ? (size_t)(role_end - role) : 0;
+    self->key.len = 0;
+    if (buf_reserve(&self->key, 5 + clen + rlen))
+        goto nomem;
+    char *k = self->key.data;
+    memcpy(k, &clen, 4);
+    memcpy(k + 4, conn, clen);
+    k[4 + clen] = (char)has_role;
+    if (rlen)
+        memcpy(k + 5 + clen, role, rlen);
+    self->key.len = 5 + clen + rlen;
+    int added;
+    int32_t code = intern_get(&self->traces, self->key.data, self->key.len, &added);
+    if (code < 0)
+        goto nomem;
+    if (added) {
+        TraceInfo fresh = {t, NAN, line_no, 0};
+        if (buf_put(&self->info, &fresh, sizeof fresh))
+            goto nomem;
+    }
+    TraceInfo *info = &trace_info(self)[code];
+    if (t < info->last_time) {
+        set_err(self, E_BACKWARDS, line_no, block, p, 0);
+        self->err_a = t;
+        self->err_b = info->last_time;
+        self->err_line2 = info->last_line;
+        return -1;
+    }
+    int32_t name_code = intern_get(&self->names, name, (size_t)(name_end - name), &added);
+    if (name_code < 0)
+        goto nomem;
+    if (added && name_end - name == 5 && memcmp(name, "Close", 5) == 0)
+        self->close_code = name_code;
+    info->last_time = t;
+    info->last_line = line_no;
+    info->n_events++;
+    if (kind == 1 && name_code == self->close_code && !(info->close_time >= t))
+        info->close_time = t;
+
+    /* the row */
+    if (rows_reserve(&self->rows))
+        goto nomem;
+    Rows *r = &self->rows;
+    int64_t row = (int64_t)r->n;
+    r->line[row] = line_no;
+    r->time[row] = t;
+    r->trace[row] = code;
+    r->kind[row] = kind;
+    r->name[row] = name_code;
+    for (int i = 0; i < N_NUMERIC; i++)
+        r->num[i][row] = have[i] ? nums[i] : NAN;
+    r->n++;
+    if (n_extra) {
+        int64_t span[2] = {(int64_t)extra_start, (int64_t)(self->extra_text.len - extra_start)};
+        if (buf_put(&self->extra_row, &row, sizeof row) || buf_put(&self->extra_off, span, sizeof span))
+            goto nomem;
+    }
+    return 0;
+
+malformed:
+    set_err(self, E_MALFORMED, line_no, block, NULL, 0);
+    return -1;
+nomem:
+    set_err(self, E_NOMEM, line_no, block, NULL, 0);
+    return -1;
+}
+
+/* Tokenize the lines of block[0:n]; the first is line self->next_line, which ends one past
+ * the block's last line (a last line without '\n' counts as a line). */
+static void scan_block(Scanner *self, const char *block, size_t n, size_t max_line)
+{
+    static const char MARKER[] = "STATEMINE t=";
+    const size_t mlen = sizeof MARKER - 1;
+    size_t pos = 0;
+    int64_t line_no = self->next_line;
+    while (pos < n) {
+        const char *start = block + pos;
+        const char *nl = memchr(start, '\n', n - pos);
+        const char *end = nl ? nl : block + n;
+        if ((size_t)(end - start) > max_line) {
+            set_err(self, E_LONG_LINE, line_no, block, NULL, 0);
+            return;
+        }
+        const char *m = starts_with(start, end, MARKER, mlen) ? start : memmem(start, (size_t)(end - start), MARKER, mlen);
+        if (m) {
+            const char *e = end;
+            if (e > start && e[-1] == '\r')
+                e--;
+            if (!valid_utf8((const unsigned char *)start, (size_t)(end - start))) {
+                set_err(self, E_NOT_UTF8, line_no, block, NULL, 0);
+                return;
+            }
+            if (scan_line(self, block, m + mlen, e, line_no)) {
+                /* keep the whole line (without \n) as the error's token for messages */
+                if (self->err == E_MALFORMED || self->err == E_NOT_UTF8) {
+                    self->err_tok = (size_t)(start - block);
+                    self->err_tok_len = (size_t)(end - start);
+                }
+                return;
+            }
+        }
+        pos = (size_t)(end - block) + 1;
+        line_no++;
+    }
+    self->next_line = line_no;
+}
+
+static void reset_block(Scanner *self)
+{
+    self->rows.n = 0;
+    self->extra_row.len = self->extra_off.len = self->extra_text.len = 0;
+    self->err = E_NONE;
+    self->err_key = -1;
+}
+
+static PyObject *bytes_of_array(const void *data, size_t n)
+{
+    return PyBytes_FromStringAndSize(n ? (const char *)data : "", (Py_ssize_t)n);
+}
+
+static PyObject *bytes_of(const Buf *b)
+{
+    return bytes_of_array(b->data, b->len);
+}
+
+/* Scanner.scan(block, max_line_bytes) -> dict of columns, or a dict describing an error. */
+static PyObject *Scanner_scan(Scanner *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t max_line;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &max_line))
+        return NULL;
+    if (self->busy) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "Scanner.scan is not reentrant");
+        return NULL;
+    }
+    self->busy = 1;
+    reset_block(self);
+    Py_BEGIN_ALLOW_THREADS
+    scan_block(self, (const char *)view.buf, (size_t)view.len, max_line < 0 ? (size_t)-1 : (size_t)max_line);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+
+    PyObject *result = NULL;
+    if (self->err == E_NOMEM) {
+        PyErr_NoMemory();
+    }
+    else if (self->err != E_NONE) {
+        PyObject *tok = PyBytes_FromStringAndSize((const char *)view.buf + self->err_tok,
+                                                  (Py_ssize_t)self->err_tok_len);
+        if (tok)
+            result = Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
+                                   (long long)self->err_line, "token", tok, "key", self->err_key, "time",
+                                   self->err_a, "previous_time", self->err_b, "previous_line",
+                                   (long long)self->err_line2);
+    }
+    else {
+        Py_ssize_t n_extra = (Py_ssize_t)(self->extra_row.len / sizeof(int64_t));
+        PyObject *texts = PyList_New(n_extra);
+        const int64_t *span = (const int64_t *)self->extra_off.data;
+        for (Py_ssize_t i = 0; texts && i < n_extra; i++) {
+            PyObject *s = PyUnicode_DecodeUTF8(self->extra_text.data + span[2 * i], (Py_ssize_t)span[2 * i + 1],
+                                               "strict");
+            if (!s) {
+                Py_CLEAR(texts);
+                break;
+            }
+            PyList_SET_ITEM(texts, i, s);
+        }
+        if (texts)
+        {
+            const Rows *r = &self->rows;
+            result = Py_BuildValue(
+                "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "line", bytes_of_array(r->line, r->n * 8), "time",
+                bytes_of_array(r->time, r->n * 8), "trace", bytes_of_array(r->trace, r->n * 4), "kind",
+                bytes_of_array(r->kind, r->n), "name", bytes_of_array(r->name, r->n * 4), "cwnd",
+                bytes_of_array(r->num[0], r->n * 8), "inflight", bytes_of_array(r->num[1], r->n * 8), "ssthresh",
+                bytes_of_array(r->num[2], r->n * 8), "srtt", bytes_of_array(r->num[3], r->n * 8), "extra_row",
+                bytes_of(&self->extra_row), "extra_text", texts);
+        }
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *decode_key(const Intern *t, size_t code, size_t skip, size_t n)
+{
+    return PyUnicode_DecodeUTF8(t->keys.data + intern_offset(t, code) + skip, (Py_ssize_t)n, "strict");
+}
+
+/* Scanner.names() -> list of str, index = name code. */
+static PyObject *Scanner_names(Scanner *self, PyObject *Py_UNUSED(unused))
+{
+    PyObject *out = PyList_New((Py_ssize_t)self->names.n);
+    for (size_t i = 0; out && i < self->names.n; i++) {
+        size_t len = intern_offset(&self->names, i + 1) - intern_offset(&self->names, i);
+        PyObject *s = decode_key(&self->names, i, 0, len);
+        if (!s) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, s);
+    }
+    return out;
+}
+
+/* Scanner.traces() -> (conns, roles, info bytes): roles hold None when the lines had none;
+ * info holds per trace (last_time f8, close_time f8, last_line i8, n_events i8). */
+static PyObject *Scanner_traces(Scanner *self, PyObject *Py_UNUSED(unused))
+{
+    Py_ssize_t n = (Py_ssize_t)self->traces.n;
+    PyObject *conns = PyList_New(n), *roles = PyList_New(n);
+    if (!conns || !roles)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *k = self->traces.keys.data + intern_offset(&self->traces, (size_t)i);
+        size_t total = intern_offset(&self->traces, (size_t)i + 1) - intern_offset(&self->traces, (size_t)i);
+        uint32_t clen;
+        memcpy(&clen, k, 4);
+        PyObject *c = decode_key(&self->traces, (size_t)i, 4, clen);
+        if (!c)
+            goto fail;
+        PyList_SET_ITEM(conns, i, c);
+        PyObject *r;
+        if (k[4 + clen]) {
+            r = decode_key(&self->traces, (size_t)i, 5 + clen, total - 5 - clen);
+            if (!r)
+                goto fail;
+        }
+        else {
+            r = Py_None;
+            Py_INCREF(r);
+        }
+        PyList_SET_ITEM(roles, i, r);
+    }
+    return Py_BuildValue("(NNN)", conns, roles, bytes_of(&self->info));
+fail:
+    Py_XDECREF(conns);
+    Py_XDECREF(roles);
+    return NULL;
+}
+
+static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
+        return -1;
+    if (intern_init(&self->traces) || intern_init(&self->names)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->close_code = -1;
+    self->next_line = 1;
+    self->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!self->c_locale) {
+        PyErr_SetString(PyExc_OSError, "cannot create the C locale");
+        return -1;
+    }
+    return 0;
+}
+
+static void Scanner_dealloc(Scanner *self)
+{
+    intern_free(&self->traces);
+    intern_free(&self->names);
+    Buf *bufs[] = {&self->info, &self->extra_row, &self->extra_off, &self->extra_text, &self->key};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        buf_free(bufs[i]);
+    rows_free(&self->rows);
+    if (self->c_locale)
+        freelocale(self->c_locale);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
+     "scan(block, max_line_bytes: int) -> dict\n\n"
+     "Columns of the statemine lines of the next block of whole lines (bytes of native\n"
+     "arrays), or a dict with an 'error' code for the first bad line."},
+    {"names", (PyCFunction)Scanner_names, METH_NOARGS, "names() -> list[str], indexed by name code."},
+    {"traces", (PyCFunction)Scanner_traces, METH_NOARGS,
+     "traces() -> (conns, roles, info): per trace code; info packs last_time, close_time, last_line, n_events."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Scanner_members[] = {
+    {"next_line", T_LONGLONG, offsetof(Scanner, next_line), READONLY,
+     "1-based number of the line the next block starts with."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "statemine.parse._linescan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Tokenizer of statemine log lines; feed it a file's blocks in order.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+    .tp_members = Scanner_members,
+};
+
+static struct PyModuleDef linescan_module = {
+    PyModuleDef_HEAD_INIT, "_linescan", "Tokenizer of statemine log lines (docs/log-format.md).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__linescan(void)
+{
+    if (PyType_Ready(&ScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&linescan_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
