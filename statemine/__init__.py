@@ -13,13 +13,34 @@ Data flows parse -> traces -> infer -> analyze/diff -> render; each step is a mo
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from .errors import InputError, StatemineError, UsageError
-from .traces import TraceSet, concat, load, save
-from .parse import read
-from .analyze import state_stats, summarize, transition_stats, visits
-from .infer import infer
-from .diff import DiffResult, diff
-from .render import render, to_dot
+
+#: Public name -> the module that defines it, imported on first use (PEP 562), so the
+#: command line starts without loading pandas and friends it may not need yet.
+_LAZY = {
+    "TraceSet": "traces", "concat": "traces", "load": "traces", "save": "traces",
+    "read": "parse",
+    "state_stats": "analyze", "summarize": "analyze", "transition_stats": "analyze", "visits": "analyze",
+    "summarize_logs": "stream",
+    "infer": "infer",
+    "DiffResult": "diff", "diff": "diff",
+    "render": "render", "to_dot": "render",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -39,6 +60,7 @@ __all__ = [
     "save",
     "state_stats",
     "summarize",
+    "summarize_logs",
     "to_dot",
     "transition_stats",
     "visits",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import click
@@ -133,15 +134,25 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     if not logs:
         raise UsageError("no LOG given")
 
-    from ..analyze import summarize
+    opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
+    files = _streamable(logs, fmt, regexes, selections)
+    if files:
+        states, transitions, n_traces, n_events = _summarize_streamed(files, opts)
+    else:
+        from ..analyze import summarize
+
+        ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
+                         derive_states, selections=selections)
+        states, transitions = summarize(ts, **opts)
+        n_traces, n_events = ts.n_traces, len(ts.events)
+
     from ..infer.observed import model_from_stats, model_to_json
     from ..render import dot_to, graphviz_available, to_dot
 
-    ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
-                     derive_states, selections=selections)
-    opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
-    states, transitions = summarize(ts, **opts)
-    _print_states(states, ts.n_traces, len(ts.events), confidence)
+    _print_states(states, n_traces, n_events, confidence)
+    if states.attrs.get("dwell_quantiles", "exact") != "exact":
+        click.echo(f"statemine: note: dwell medians and p95 are {states.attrs['dwell_quantiles']}: "
+                   "too many visits to keep every dwell time", err=True)
     if not states["time_s"].sum() > 0:
         click.echo("statemine: note: the traces last no time (one state line each, or all at one "
                    "instant), so time fractions are undefined (n/a); visits and transitions stand", err=True)
@@ -161,6 +172,43 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         click.echo("statemine: Graphviz's dot is not installed; model.svg not written", err=True)
     _write_all(out_dir, outputs)
     click.echo(f"wrote {', '.join(outputs)} to {out_dir}", err=True)
+
+
+def _streamable(logs, fmt: str, regexes, selections) -> list[Path]:
+    """The input files when they are all statemine logs that need no trace selection, so
+    the statistics can be streamed (:mod:`statemine.stream`); else an empty list."""
+    from ..parse import detect_format, expand_paths
+
+    if regexes or selections or fmt not in ("auto", "statemine"):
+        return []
+    files = expand_paths(list(logs))
+    if fmt == "auto" and any(detect_format(f) != "statemine" for f in files):
+        return []
+    return files
+
+
+def _summarize_streamed(files: list[Path], opts: dict):
+    """:func:`statemine.stream.summarize_logs`, with the scan started before the
+    statistics' libraries load, so the two overlap."""
+    from ..parse import progress_reporter
+    from ..parse.statemine_log import scan_files
+
+    with progress_reporter(files, True) as advance:
+        scanned = scan_files(files, advance)  # scanning starts now, on its own thread ...
+        from ..stream import summarize_scanned  # ... while pandas and the statistics load
+
+        # the output's libraries load while the statistics run in numpy (which mostly
+        # releases the GIL); the main thread finds them imported later
+        threading.Thread(target=_import_output_modules, daemon=True).start()
+        return summarize_scanned(scanned, **opts)
+
+
+def _import_output_modules() -> None:
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
+    from ..infer import observed  # noqa: F401
+    from .. import render  # noqa: F401
 
 
 @main.command("read")

@@ -7,9 +7,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..errors import UsageError
 from . import main
@@ -64,6 +61,10 @@ def run_cmd(scenario: Path, out: Path, jobs: int | None, only: tuple[str, ...], 
               show_default=True, help="Folder of scenario files.")
 def scenarios_cmd(directory: Path) -> None:
     """List the scenario files of a folder: name, runs, and the grid's axes."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     from ..lab import scenario as sc
 
     table = Table(title=escape(str(directory)))
@@ -79,6 +80,10 @@ def scenarios_cmd(directory: Path) -> None:
 @lab.command("keys")
 def keys_cmd() -> None:
     """List the grid keys a scenario may set, with units and defaults."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     from ..lab.scenario import GRID_KEYS
 
     table = Table()
@@ -99,6 +104,10 @@ def keys_cmd() -> None:
 def findings_cmd(root: Path, names: tuple[str, ...], csv_path: Path | None) -> None:
     """Measure the paper's findings on lab traces under ROOT (default traces/): the
     server's share of time in the finding's state per condition, next to the paper's."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     from ..lab import findings
 
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)

@@ -6,11 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from .. import patch as lib
 from . import main
+
+
+def _lib():
+    """:mod:`statemine.patch`, imported when a command runs (it loads pandas)."""
+    from .. import patch
+
+    return patch
+
+
+def _rich():
+    """rich's Console and Table, imported when a command prints one."""
+    from rich.console import Console
+    from rich.table import Table
+
+    return Console, Table
 
 _impl = click.option("--impl", required=True, help="Implementation, e.g. aioquic or quic-go.")
 _version = click.option("--version", "version", required=True, help="Version, e.g. 1.7.2 or v0.48.2.")
@@ -20,6 +32,7 @@ _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Pa
 
 
 def _print_hunks(frame, title: str) -> None:
+    Console, Table = _rich()
     table = Table(title=title)
     for col in frame.columns:
         table.add_column(col)
@@ -38,7 +51,8 @@ def patch() -> None:
 @_patches
 def list_cmd(patches: Path | None) -> None:
     """List implementations, patched versions and the files each patch touches."""
-    frame = lib.list_patches(patches)
+    frame = _lib().list_patches(patches)
+    Console, Table = _rich()
     table = Table(box=None)
     for col in ("impl", "version", "file", "added", "removed"):
         table.add_column(col, no_wrap=True, justify="right" if col in ("added", "removed") else "left")
@@ -59,14 +73,14 @@ def list_cmd(patches: Path | None) -> None:
 @_dir
 def fetch(impl: str, version: str, patches: Path | None, directory: Path) -> None:
     """Fetch the pristine source of IMPL VERSION from its package registry into DIRECTORY."""
-    root = lib.fetch(impl, version, directory, patches)
+    root = _lib().fetch(impl, version, directory, patches)
     click.echo(f"fetched {impl} {version} into {root}")
-    python_path = lib.load_impl(impl, patches).python_path
+    python_path = _lib().load_impl(impl, patches).python_path
     if python_path:
         click.echo(f"import it with PYTHONPATH={root / python_path}")
 
 
-def _outcome(result: lib.Outcome, verbose: bool) -> None:
+def _outcome(result, verbose: bool) -> None:
     click.echo(str(result))
     if verbose and len(result.hunks):
         _print_hunks(result.hunks, f"{result.action}: hunks")
@@ -85,7 +99,7 @@ def _tree_options(fn):
 @_dir
 def apply(impl: str, version: str, patches: Path | None, verbose: bool, directory: Path) -> None:
     """Apply the IMPL VERSION patch to DIRECTORY (all hunks or nothing)."""
-    _outcome(lib.apply(impl, version, directory, patches), verbose)
+    _outcome(_lib().apply(impl, version, directory, patches), verbose)
 
 
 @patch.command()
@@ -93,7 +107,7 @@ def apply(impl: str, version: str, patches: Path | None, verbose: bool, director
 @_dir
 def check(impl: str, version: str, patches: Path | None, verbose: bool, directory: Path) -> None:
     """Dry run of apply: say whether the patch would apply; change nothing."""
-    _outcome(lib.check(impl, version, directory, patches), verbose)
+    _outcome(_lib().check(impl, version, directory, patches), verbose)
 
 
 @patch.command()
@@ -103,7 +117,7 @@ def check(impl: str, version: str, patches: Path | None, verbose: bool, director
 def revert(impl: str, version: str, patches: Path | None, verbose: bool, dry_run: bool,
            directory: Path) -> None:
     """Undo the IMPL VERSION patch in DIRECTORY, restoring the original bytes."""
-    _outcome(lib.revert(impl, version, directory, patches, dry_run=dry_run), verbose)
+    _outcome(_lib().revert(impl, version, directory, patches, dry_run=dry_run), verbose)
 
 
 @patch.command()
@@ -119,7 +133,7 @@ def port(impl: str, from_version: str, to_version: str, fuzz: int, dry_run: bool
          patches: Path | None, directory: Path) -> None:
     """Try the patch of version FROM on DIRECTORY (version TO) with context fuzz: apply
     what fits, list what needs a human (saved in DIRECTORY/.statemine-port.rej)."""
-    report = lib.port(impl, from_version, to_version, directory, fuzz=fuzz, dry_run=dry_run,
+    report = _lib().port(impl, from_version, to_version, directory, fuzz=fuzz, dry_run=dry_run,
                       patches=patches)
     click.echo(str(report))
     _print_hunks(report.hunks, "hunks (offset in lines, fuzz in context lines)")

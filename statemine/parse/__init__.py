@@ -19,11 +19,13 @@ import os
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from ..errors import InputError, UsageError
-from ..traces import TraceSet, concat, load
 from .lines import head_bytes
+
+if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
+    from ..traces import TraceSet
 
 FORMATS = ("auto", "statemine", "qlog", "regex", "parquet")
 #: File name endings a folder is searched for.
@@ -71,12 +73,11 @@ def read(
         ts = read_regex(files, regex, separator=separator, mapping=mapping, ignore_nonmatching=ignore_nonmatching)
     else:
         sources = _source_names(files)
-        total = sum(_size(f) for f in files)
-        with _progress(progress and total >= PROGRESS_MIN_BYTES, total) as advance:
+        with progress_reporter(files, progress) as advance:
             sets = []
             for f in files:
                 sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
-        ts = sets[0] if len(sets) == 1 else concat(sets)
+        ts = sets[0] if len(sets) == 1 else _concat(sets)
     if labels:
         ts = ts.with_labels(**labels)
     return ts.select(select) if select else ts
@@ -152,6 +153,8 @@ def _read_one(path: Path, format: str, source: str, names, implementation, deriv
               advance: Callable[[int], None]) -> TraceSet:
     fmt = detect_format(path) if format == "auto" else format
     if fmt == "parquet":
+        from ..traces import load
+
         ts = load(path)
     elif fmt == "statemine":
         from .statemine_log import read_statemine_log
@@ -165,6 +168,12 @@ def _read_one(path: Path, format: str, source: str, names, implementation, deriv
         raise UsageError(f"format {fmt!r} is not read per file")
     advance(_size(path))
     return ts
+
+
+def _concat(sets: list[TraceSet]) -> TraceSet:
+    from ..traces import concat
+
+    return concat(sets)
 
 
 def _source_names(files: Iterable[Path]) -> dict[Path, str]:
@@ -182,9 +191,11 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _progress(enabled: bool, total: int):
-    """A context giving ``advance(bytes_done_in_current_file)``; a rich bar when enabled."""
-    if not enabled:
+def progress_reporter(files: Sequence[Path], enabled: bool):
+    """A context giving ``advance(bytes_done_in_current_file)``: a rich progress bar when
+    ``enabled`` and the files hold at least :data:`PROGRESS_MIN_BYTES`, else a no-op."""
+    total = sum(_size(f) for f in files)
+    if not enabled or total < PROGRESS_MIN_BYTES:
         return nullcontext(lambda _done: None)
     return _RichProgress(total)
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import gzip
 import io
+import queue
+import threading
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator, TypeVar
 
 
 from ..errors import InputError
+
+T = TypeVar("T")
 
 #: Longest line accepted by default (bytes). Real statemine/qlog lines are < 1 KiB.
 DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -95,3 +99,51 @@ def _tell(fh: io.IOBase) -> int:
         return fh.tell()
     except (OSError, ValueError):
         return 0
+
+
+def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Iterate ``items`` on a background thread, at most ``depth`` items ahead.
+
+    The thread starts at once. An exception raised while producing is raised to the
+    consumer in its place; closing (or dropping) the returned iterator stops the thread.
+
+    >>> list(read_ahead(iter(range(5))))
+    [0, 1, 2, 3, 4]
+    """
+    slots: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((None, item)):
+                    return
+            put((None, done))
+        except BaseException as exc:  # handed to the consumer, raised there
+            put((exc, None))
+
+    threading.Thread(target=produce, name="statemine-read-ahead", daemon=True).start()
+
+    def consume() -> Iterator[T]:
+        try:
+            while True:
+                error, item = slots.get()
+                if error is not None:
+                    raise error
+                if item is done:
+                    return
+                yield item
+        finally:
+            stop.set()
+
+    return consume()

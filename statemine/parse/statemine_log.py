@@ -14,21 +14,21 @@ statistics, :mod:`statemine.stream`); :func:`read_statemine_log` joins them into
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from ..errors import InputError
-from ..traces import NUMERIC_FIELDS
 from ._linescan import Scanner
-from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
+from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
 
 #: ``kind`` codes of :class:`ScannedBlock` and the names they stand for.
 KINDS = ("state", "event")
 #: Error codes of the scanner (statemine/parse/_linescan.c).
 _E_NOMEM, _E_LONG_LINE, _E_NOT_UTF8, _E_MALFORMED, _E_NUMBER, _E_TIME_FINITE, _E_BACKWARDS, _E_TWICE, \
     _E_OUT_OF_PLACE, _E_NOT_KV = range(1, 11)
-_NUMERIC_KEYS = tuple(NUMERIC_FIELDS)  # the scanner's order: cwnd, inflight, ssthresh, srtt
+#: The numeric fields in the scanner's order (= ``traces.NUMERIC_FIELDS``, which loads pandas).
+NUMERIC_KEYS = ("cwnd", "inflight", "ssthresh", "srtt")
 
 
 class ScannedBlock(NamedTuple):
@@ -38,7 +38,8 @@ class ScannedBlock(NamedTuple):
     :meth:`LogScan.traces`); ``kind``: index into :data:`KINDS`; ``name``: index into
     :meth:`LogScan.names`; ``numeric``: ``cwnd``, ``inflight``, ``ssthresh`` (bytes),
     ``srtt`` (seconds), NaN where absent; ``extra_rows``/``extra_text``: the rows that carry
-    other ``key=value`` pairs and those pairs, space separated.
+    other ``key=value`` pairs and those pairs, space separated; ``names``: the file's names
+    so far (codes never change, new names are appended).
     """
 
     line: np.ndarray
@@ -49,6 +50,7 @@ class ScannedBlock(NamedTuple):
     numeric: dict[str, np.ndarray]
     extra_rows: np.ndarray
     extra_text: list[str]
+    names: list[str]
 
 
 class TraceTable(NamedTuple):
@@ -99,9 +101,10 @@ class LogScan:
                 trace=np.frombuffer(out["trace"], np.int32),
                 kind=np.frombuffer(out["kind"], np.uint8),
                 name=np.frombuffer(out["name"], np.int32),
-                numeric={k: np.frombuffer(out[k], np.float64) for k in _NUMERIC_KEYS},
+                numeric={k: np.frombuffer(out[k], np.float64) for k in NUMERIC_KEYS},
                 extra_rows=np.frombuffer(out["extra_row"], np.int64),
                 extra_text=out["extra_text"],
+                names=self._scanner.names(),
             )
 
     def names(self) -> list[str]:
@@ -138,26 +141,49 @@ def read_statemine_log(
     return _to_traceset(Path(path), source or Path(path).name, blocks, scan.names(), scan.traces())
 
 
+class FileEnd(NamedTuple):
+    """End of one file in :func:`scan_files`: its traces and names."""
+
+    path: Path
+    traces: TraceTable
+    names: list[str]
+
+
+def scan_files(
+    files: Sequence[Path],
+    on_progress: Callable[[int], None] | None = None,
+    depth: int = 4,
+) -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
+    """``(file index, block)`` for each block of each file, then ``(index, FileEnd)``.
+
+    The files are scanned ahead on a background thread (the tokenizer runs without the
+    GIL), at most ``depth`` blocks ahead, so scanning overlaps whatever the caller does
+    with the blocks (or imports) and memory stays bounded. It starts at once.
+    """
+    def produce() -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
+        for i, path in enumerate(files):
+            scan = LogScan(path, on_progress=on_progress)
+            for block in scan:
+                yield i, block
+            yield i, FileEnd(Path(path), scan.traces(), scan.names())
+
+    return read_ahead(produce(), depth)
+
+
 def trace_ids(source: str, table: TraceTable) -> list[str]:
     """``"<source>#<conn>"`` plus ``"/<role>"`` when there is one, per trace code."""
     return [f"{source}#{c}" + (f"/{r}" if r is not None else "") for c, r in zip(table.conn, table.role)]
-
-
-def trace_order(codes: np.ndarray, n_traces: int) -> np.ndarray:
-    """The stable order that groups rows by trace code (radix sort for < 32768 traces)."""
-    small = codes.astype(np.int16) if n_traces < 2**15 else codes
-    return np.argsort(small, kind="stable")
 
 
 def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: list[str], table: TraceTable):
     """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
     import pandas as pd
 
-    from ..traces import TraceSet
+    from ..traces import TraceSet, group_order
 
     ids = trace_ids(source, table)
     codes = np.concatenate([b.trace for b in blocks])
-    order = trace_order(codes, len(ids))
+    order = group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     seq = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
@@ -174,7 +200,7 @@ def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: lis
         },
         copy=False,
     )
-    for k in _NUMERIC_KEYS:
+    for k in NUMERIC_KEYS:
         values = np.concatenate([b.numeric[k] for b in blocks])
         if not np.isnan(values).all():
             events[k] = values[order]
@@ -202,7 +228,7 @@ def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
     if code == _E_MALFORMED:
         return InputError(path, err["line"], f"malformed statemine line: {_show(token)}")
     if code == _E_NUMBER:
-        what = "time t=" if err["key"] < 0 else f"{_NUMERIC_KEYS[err['key']]}="
+        what = "time t=" if err["key"] < 0 else f"{NUMERIC_KEYS[err['key']]}="
         return InputError(path, err["line"], f"{what} is not a number: {_show(token)}")
     if code == _E_TIME_FINITE:
         return InputError(path, err["line"], f"time t= is not a finite number: {_show(token)}")

@@ -1,0 +1,96 @@
+"""From state lines to state visits, block by block (the rules of docs/log-format.md).
+
+A visit is one stay in a state: it starts at a state line and ends at the next state line
+of the same trace, or, for the trace's last state, at the trace's end. :class:`VisitFold`
+turns blocks of state lines (any interleaving of traces, log order within a trace) into
+closed visits, carrying each trace's open visit from one block to the next, so a log can be
+folded in bounded memory: the carry is two numbers per trace.
+
+Codes: traces and states are dense non-negative integers chosen by the caller; ``-1``
+stands for INITIAL (a source) and TERMINAL (a destination).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .traces import group_order
+
+#: Code of INITIAL (as a visit's predecessor) and TERMINAL (as its successor).
+OUTSIDE = -1
+
+
+class VisitChunk(NamedTuple):
+    """Closed visits (``trace, state, start, end, next``; seconds) and the traces that
+    began (``first_trace, first_state``: their INITIAL -> state transitions)."""
+
+    trace: np.ndarray
+    state: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    next: np.ndarray
+    first_trace: np.ndarray
+    first_state: np.ndarray
+
+
+class VisitFold:
+    """Fold state lines into visits; ``collapse_repeats`` merges a state logged again while
+    already in it into one visit.
+
+    >>> fold = VisitFold()
+    >>> a = fold.add(np.array([0, 0]), np.array([5, 7]), np.array([0.0, 1.0]))
+    >>> a.state.tolist(), a.end.tolist(), a.next.tolist()   # 5 lasted 0 -> 1, then 7
+    ([5], [1.0], [7])
+    >>> b = fold.finish(np.array([4.0]))                     # 7 lasts to the trace's end
+    >>> b.state.tolist(), b.start.tolist(), b.end.tolist(), b.next.tolist()
+    ([7], [1.0], [4.0], [-1])
+    """
+
+    def __init__(self, collapse_repeats: bool = False) -> None:
+        self.collapse_repeats = collapse_repeats
+        self._state = np.full(0, OUTSIDE, np.int64)  # per trace: the open visit's state
+        self._start = np.zeros(0)  # per trace: the open visit's start, seconds
+
+    def add(self, trace: np.ndarray, state: np.ndarray, time: np.ndarray) -> VisitChunk:
+        """Fold the state lines of one block (codes and seconds, log order within each
+        trace); returns the visits they close."""
+        if len(trace) and trace.max() >= len(self._state):
+            grow = int(trace.max()) + 1 - len(self._state)
+            self._state = np.r_[self._state, np.full(grow, OUTSIDE, np.int64)]
+            self._start = np.r_[self._start, np.zeros(grow)]
+        order = group_order(trace)
+        tr, st, tm = trace[order].astype(np.int64), state[order].astype(np.int64), time[order]
+        prev_state, prev_start, new = self._previous(tr, st, tm)
+        if self.collapse_repeats:
+            keep = st != prev_state
+            tr, st, tm = tr[keep], st[keep], tm[keep]
+            prev_state, prev_start, new = self._previous(tr, st, tm)
+        began = new & (prev_state == OUTSIDE)
+        closes = prev_state != OUTSIDE
+        last = np.r_[tr[1:] != tr[:-1], True] if len(tr) else np.zeros(0, bool)
+        self._state[tr[last]] = st[last]
+        self._start[tr[last]] = tm[last]
+        return VisitChunk(tr[closes], prev_state[closes], prev_start[closes], tm[closes], st[closes],
+                          tr[began], st[began])
+
+    def finish(self, trace_end: np.ndarray) -> VisitChunk:
+        """Close every open visit at its trace's end (seconds, indexed by trace code; a
+        visit never ends before it starts, so ``-inf`` ends it at its own line)."""
+        open_ = np.flatnonzero(self._state != OUTSIDE)
+        start = self._start[open_]
+        end = np.maximum(np.asarray(trace_end, float)[open_], start)
+        empty = np.zeros(0, np.int64)
+        return VisitChunk(open_, self._state[open_], start, end, np.full(len(open_), OUTSIDE), empty, empty)
+
+    def _previous(self, tr: np.ndarray, st: np.ndarray, tm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row (grouped by trace): the state and start of the visit it follows, and
+        whether the row is its trace's first in the block."""
+        new = np.r_[True, tr[1:] != tr[:-1]] if len(tr) else np.zeros(0, bool)
+        prev_state = np.empty_like(st)
+        prev_start = np.empty_like(tm)
+        prev_state[1:], prev_start[1:] = st[:-1], tm[:-1]
+        prev_state[new] = self._state[tr[new]]
+        prev_start[new] = self._start[tr[new]]
+        return prev_state, prev_start, new
