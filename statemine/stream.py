@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
 
 import numpy as np
-import pandas as pd
 
-from .analyze import END_RULES, EndRule, VisitStats
+from .visitstats import VisitStats
 from .errors import InputError
 from .parse import expand_paths, progress_reporter
 from .parse.statemine_log import KINDS, FileEnd, ScannedBlock, scan_files
-from .visitfold import VisitFold
+from .visitfold import END_RULES, EndRule, VisitFold
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class LogSummary(NamedTuple):
@@ -67,6 +69,16 @@ def summarize_logs(
                                  confidence=confidence, n_boot=n_boot, seed=seed, dwell_budget=dwell_budget)
 
 
+class FoldedLogs(NamedTuple):
+    """What :func:`fold_scanned` counted: the statistics, the state names their codes
+    index, and how many traces and lines (events) there were."""
+
+    stats: VisitStats
+    names: list[str]
+    n_traces: int
+    n_events: int
+
+
 def summarize_scanned(
     scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
     *,
@@ -79,6 +91,19 @@ def summarize_scanned(
 ) -> LogSummary:
     """:func:`summarize_logs` of the output of
     :func:`~statemine.parse.statemine_log.scan_files` (which may have started earlier)."""
+    folded = fold_scanned(scanned, collapse_repeats=collapse_repeats, end=end, dwell_budget=dwell_budget)
+    states, transitions = folded.stats.tables(folded.names, confidence=confidence, n_boot=n_boot, seed=seed)
+    return LogSummary(states, transitions, folded.n_traces, folded.n_events)
+
+
+def fold_scanned(
+    scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
+    *,
+    collapse_repeats: bool = False,
+    end: EndRule = "close",
+    dwell_budget: int | None = None,
+) -> FoldedLogs:
+    """Fold scanned blocks into visits and count them (numpy only, no pandas)."""
     if end not in END_RULES:
         raise ValueError(f"end must be one of {END_RULES}, not {end!r}")
     fold = VisitFold(collapse_repeats)
@@ -109,9 +134,7 @@ def summarize_scanned(
                          item.time[states])
         stats.add(chunk, n_traces + int(item.trace.max()) + 1, len(names))
     stats.add(fold.finish(np.concatenate(ends) if ends else np.zeros(0)), n_traces, len(names))
-    by_code = sorted(names, key=names.__getitem__)
-    states, transitions = stats.tables(by_code, confidence=confidence, n_boot=n_boot, seed=seed)
-    return LogSummary(states, transitions, n_traces, n_events)
+    return FoldedLogs(stats, sorted(names, key=names.__getitem__), n_traces, n_events)
 
 
 def _name_codes(local: list[str], names: dict[str, int]) -> np.ndarray:

@@ -199,18 +199,6 @@ def _trace_codes(events: pd.DataFrame) -> np.ndarray:
     return pd.factorize(trace, sort=False)[0]
 
 
-def group_order(codes: np.ndarray) -> np.ndarray:
-    """The stable order that groups equal integer codes, e.g. rows by trace (a radix sort
-    when the codes fit 16 bits).
-
-    >>> group_order(np.array([2, 0, 2, 1, 0])).tolist()
-    [1, 4, 3, 0, 2]
-    """
-    if len(codes) and 0 <= codes.min() and codes.max() < 2**15:
-        return np.argsort(codes.astype(np.int16), kind="stable")
-    return np.argsort(codes, kind="stable")
-
-
 def _in_trace_order(codes: np.ndarray, seq: np.ndarray) -> bool:
     """True when each trace's rows (equal ``codes``) are contiguous with ``seq`` 0, 1, 2, ..."""
     if not len(codes):

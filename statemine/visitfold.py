@@ -12,14 +12,16 @@ stands for INITIAL (a source) and TERMINAL (a destination).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .traces import group_order
 
 #: Code of INITIAL (as a visit's predecessor) and TERMINAL (as its successor).
 OUTSIDE = -1
+#: Where a trace's last state ends: its explicit end (a Close line) or last line, or its own line.
+EndRule = Literal["close", "last-state"]
+END_RULES = ("close", "last-state")
 
 
 class VisitChunk(NamedTuple):
@@ -33,6 +35,18 @@ class VisitChunk(NamedTuple):
     next: np.ndarray
     first_trace: np.ndarray
     first_state: np.ndarray
+
+
+def group_order(codes: np.ndarray) -> np.ndarray:
+    """The stable order that groups equal integer codes, e.g. rows by trace (a radix sort
+    when the codes fit 16 bits).
+
+    >>> group_order(np.array([2, 0, 2, 1, 0])).tolist()
+    [1, 4, 3, 0, 2]
+    """
+    if len(codes) and 0 <= codes.min() and codes.max() < 2**15:
+        return np.argsort(codes.astype(np.int16), kind="stable")
+    return np.argsort(codes, kind="stable")
 
 
 class VisitFold:

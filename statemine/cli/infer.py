@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import gc
 import json
-import threading
 from pathlib import Path
 
 import click
@@ -188,27 +188,35 @@ def _streamable(logs, fmt: str, regexes, selections) -> list[Path]:
 
 
 def _summarize_streamed(files: list[Path], opts: dict):
-    """:func:`statemine.stream.summarize_logs`, with the scan started before the
-    statistics' libraries load, so the two overlap."""
+    """:func:`statemine.stream.summarize_logs`, arranged so the work overlaps the imports:
+    the scan runs on one thread (C, without the GIL), the fold on another (numpy), while
+    this one loads pandas and the output's libraries."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..parse import progress_reporter
     from ..parse.statemine_log import scan_files
+    from ..stream import fold_scanned
 
-    with progress_reporter(files, True) as advance:
-        scanned = scan_files(files, advance)  # scanning starts now, on its own thread ...
-        from ..stream import summarize_scanned  # ... while pandas and the statistics load
-
-        # the output's libraries load while the statistics run in numpy (which mostly
-        # releases the GIL); the main thread finds them imported later
-        threading.Thread(target=_import_output_modules, daemon=True).start()
-        return summarize_scanned(scanned, **opts)
+    tables = {k: opts.pop(k) for k in ("confidence", "n_boot", "seed")}
+    gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
+    try:
+        with progress_reporter(files, True) as advance, ThreadPoolExecutor(1) as pool:
+            folding = pool.submit(fold_scanned, scan_files(files, advance), **opts)
+            _import_output_modules()
+            folded = folding.result()
+    finally:
+        gc.enable()
+    states, transitions = folded.stats.tables(folded.names, **tables)
+    return states, transitions, folded.n_traces, folded.n_events
 
 
 def _import_output_modules() -> None:
+    import pandas  # noqa: F401
     import rich.console  # noqa: F401
     import rich.table  # noqa: F401
 
-    from ..infer import observed  # noqa: F401
     from .. import render  # noqa: F401
+    from ..infer import observed  # noqa: F401
 
 
 @main.command("read")

@@ -179,7 +179,8 @@ def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: lis
     """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
     import pandas as pd
 
-    from ..traces import TraceSet, group_order
+    from ..traces import TraceSet
+    from ..visitfold import group_order
 
     ids = trace_ids(source, table)
     codes = np.concatenate([b.trace for b in blocks])
