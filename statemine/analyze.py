@@ -15,6 +15,10 @@ Rules (docs/log-format.md):
 * confidence intervals come from a percentile bootstrap over traces (whole traces are
   resampled with replacement), seeded and reproducible; they are NaN with fewer than two
   traces.
+
+The rules live in :mod:`statemine.visitfold` (lines -> visits) and the counting, tables and
+bootstrap in :mod:`statemine.visitstats`; :mod:`statemine.stream` runs the same two over
+logs block by block.
 """
 
 from __future__ import annotations

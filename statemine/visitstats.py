@@ -45,17 +45,14 @@ class VisitStats:
         """Add closed visits; codes are below ``n_traces`` and ``n_states``."""
         self._reserve(n_traces, n_states)
         duration = chunk.end - chunk.start
-        self.time[: self.n_traces, : self.n_states] += per_trace(chunk.trace, chunk.state, duration,
-                                                                   self.n_traces, self.n_states)
-        self.visits[: self.n_traces, : self.n_states] += per_trace(chunk.trace, chunk.state, None,
-                                                                     self.n_traces, self.n_states)
+        _accumulate(self.time, chunk.trace, chunk.state, duration, self.n_states)
+        _accumulate(self.visits, chunk.trace, chunk.state, None, self.n_states)
         self.dwell.add(chunk.state, duration)
         src = np.concatenate([np.full(len(chunk.first_trace), OUTSIDE), chunk.state])
         dst = np.concatenate([chunk.first_state, chunk.next])
         trace = np.concatenate([chunk.first_trace, chunk.trace])
         edge = self._edge_columns(src, dst)
-        n_edges = len(self.edge_src)
-        self.edges[: self.n_traces, :n_edges] += per_trace(trace, edge, None, self.n_traces, n_edges)
+        _accumulate(self.edges, trace, edge, None, len(self.edge_src))
 
     def tables(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -152,10 +149,10 @@ class VisitStats:
         return column
 
     def _reserve(self, n_traces: int, n_states: int) -> None:
-        """Room for ``n_traces`` x ``n_states`` (capacity doubles, so growth is amortized)."""
+        """Room for ``n_traces`` x ``n_states`` (capacity grows by half, so growth is amortized)."""
         self.n_traces, self.n_states = max(self.n_traces, n_traces), max(self.n_states, n_states)
-        rows = self.n_traces if self.n_traces <= self.time.shape[0] else 2 * self.n_traces
-        cols = self.n_states if self.n_states <= self.time.shape[1] else 2 * self.n_states
+        rows = self.n_traces if self.n_traces <= self.time.shape[0] else self.n_traces * 3 // 2
+        cols = self.n_states if self.n_states <= self.time.shape[1] else self.n_states * 3 // 2
         self.time = _grown(self.time, rows, cols)
         self.visits = _grown(self.visits, rows, cols)
         self.edges = _grown(self.edges, rows, self.edges.shape[1])
@@ -175,7 +172,7 @@ class DwellTimes:
     #: Durations below this (seconds, > 0) share the sketch's first bucket.
     FLOOR = 1e-9
 
-    def __init__(self, budget: int = 1 << 21) -> None:
+    def __init__(self, budget: int = 1 << 20) -> None:
         self.budget = budget
         self._states: list[np.ndarray] = []
         self._durations: list[np.ndarray] = []
@@ -193,7 +190,8 @@ class DwellTimes:
             self._durations.append(np.asarray(duration, float))
             self._n += len(state)
             if self._n > self.budget:
-                self._to_sketch(np.concatenate(self._states), np.concatenate(self._durations))
+                for part_state, part_duration in zip(self._states, self._durations):
+                    self._to_sketch(part_state, part_duration)
                 self._states, self._durations = [], []
         else:
             self._to_sketch(state, duration)
@@ -235,6 +233,17 @@ class DwellTimes:
             self._sketch = np.zeros((0, 1), np.int64)
         self._sketch = _grown(self._sketch, max(n_states, self._sketch.shape[0]), max(n_buckets, self._sketch.shape[1]))
         np.add.at(self._sketch, (state.astype(np.int64), bucket), 1)
+
+
+def _accumulate(matrix: np.ndarray, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray | None,
+                n_cols: int) -> None:
+    """``matrix[rows, cols] += weights`` (or += 1), repeated pairs adding up; ``cols`` are
+    below ``n_cols`` and ``rows`` below the traces so far."""
+    n_rows = int(rows.max()) + 1 if len(rows) else 0
+    if n_rows * n_cols <= 4 * len(rows):  # a dense bincount of the touched block is cheaper
+        matrix[:n_rows, :n_cols] += per_trace(rows, cols, weights, n_rows, n_cols)
+    else:
+        np.add.at(matrix, (rows, cols), 1.0 if weights is None else weights)
 
 
 def _grown(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
