@@ -144,3 +144,146 @@ def test_fast_path_and_line_loop_agree_on_the_oracle_logs(monkeypatch):
             loop = read_regex(*args)
         assert fast.events.equals(loop.events), case
         assert fast.traces.equals(loop.traces), case
+
+
+# -- the vectorized path against the line loop, on generated logs ------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TIMES = ["1", "2", "10", "3.25", "12", "0", "1.5", "77"]  # valid for every time kind
+_ODD_TIMES = ["007", "-3", "+4", "1e3", ".5", "5.", "x1", "-0", "99999999999999999999",
+              "2147483648", "nan", "-12.50", "1E+3"]
+_TYPES = ["a", "b", "SlowStart", "x-y", "é"]
+_ODD_TYPES = ["INITIAL", "a\x01b", "TERMINAL"]
+_SPACE = ["", " ", "  ", "\t", "\x0b", "\x0c"]
+_CONFIGS = [  # (regexes, separator, mapping)
+    (["^(?<DTIME>)(?<TYPE>)$"], "^--$", None),
+    (["^(?<TIME>)(?<TYPE>)$"], "^--$", None),
+    (["^(?<LTIME>)(?<TYPE>)$"], None, None),
+    (["^(?<TYPE>)$"], "--", None),
+    (["^(?<DTIME>\\d+(?:\\.\\d+)?) (?<TYPE>\\w+)$", "^#(?<HIDE=>true).*$"], "^--$", None),
+    (["^(?<TYPE>\\w+)\\s+(?<host>\\w+)$"], None, "\\k<host>"),
+    (["^(?<DTIME>)(?<host>)(?<TYPE>)$"], None, "\\k<host>-\\k<FILE>"),
+    (["(?<TYPE>.+)"], "^-+$", None),
+    (["^(?<DTIME>\\S+) (?<TYPE>[a-z]+)$", "^(?<TYPE>)(?<DTIME>)$"], None, None),
+    (["^\\s*(?<TYPE>\\S+)\\s*$"], "^--$", None),
+    (["^(?<DTIME>.+) (?<TYPE>\\w+)$"], "^--$", None),
+    (["^(?<TYPE>[^\\s]+)\\s(?<DTIME>\\d+)$"], "^--$", "\\k<SEPCOUNT>\\k<nope>"),
+]
+
+
+@st.composite
+def _log_line(draw):
+    kind = draw(st.sampled_from(["event"] * 12 + ["sep"] * 3 + ["other"]))
+    ws = st.sampled_from(_SPACE)
+    if kind == "sep":
+        return draw(st.sampled_from(["--", "---", " --"]))
+    if kind == "other":
+        return draw(st.sampled_from(["", "# comment", "a b c d", "h1", "1 a h1"]))
+    odd = draw(st.integers(0, 19))
+    parts = [draw(st.sampled_from(_ODD_TIMES if odd < 2 else _TIMES)),
+             draw(st.sampled_from(_ODD_TYPES if odd == 2 else _TYPES))]
+    if draw(st.integers(0, 9)) == 0:
+        parts.reverse()
+    if draw(st.integers(0, 3)) == 0:
+        parts.append(draw(st.sampled_from(["h1", "h2"])))
+    return draw(ws) + draw(st.sampled_from([" ", "\t", "  ", "\x0b"])).join(parts) + draw(ws)
+
+
+def _outcome(read):
+    try:
+        ts = read()
+    except (InputError, UsageError) as exc:
+        return type(exc).__name__, str(exc)
+    return ts.events.reset_index(drop=True), ts.traces.reset_index(drop=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=st.lists(st.lists(_log_line(), min_size=1, max_size=25), min_size=1, max_size=2),
+       config=st.sampled_from(_CONFIGS), ignore=st.booleans(),
+       block=st.sampled_from([1 << 21, 1, 30]), workers=st.sampled_from([1, 2]))
+def test_vectorized_path_and_line_loop_agree_on_generated_logs(files, config, ignore, block,
+                                                               workers):
+    import tempfile
+    from pathlib import Path
+
+    regexes, separator, mapping = config
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for k, lines in enumerate(files):
+            path = Path(tmp) / f"log{k}.txt"
+            path.write_text("".join(line + "\n" for line in lines))
+            paths.append(path)
+
+        def read():
+            return read_regex(paths, regexes, separator, mapping, ignore)
+
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(regex_mod, "BLOCK_CHARS", block)
+            m.setattr(regex_mod, "WORKERS", workers)
+            fast = _outcome(read)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
+            loop = _outcome(read)
+    if isinstance(loop[0], str):
+        assert fast == loop
+    else:
+        assert not isinstance(fast[0], str), fast
+        assert fast[0].equals(loop[0]) and fast[1].equals(loop[1])
+
+
+def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
+    """The generated-log test compares something: these regexes take the vectorized path."""
+    log = write(tmp_path, "a.log", "1 a\n--\n2 b\n")
+    for regexes, separator, _ in _CONFIGS[:2] + _CONFIGS[4:5]:
+        compiled = [regex_mod.compile_regex(r) for r in regexes]
+        assert all(regex_mod._fast_eligible(r) for r in compiled)
+        assert all(regex_mod._re2_pattern(r.pattern.pattern, r.pattern.flags) is not None
+                   for r in compiled)
+    calls = []
+    real = regex_mod._read_file_fast
+    monkeypatch.setattr(regex_mod, "_read_file_fast",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert len(read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], "^--$").events) == 2
+    assert calls
+
+
+def _fast_and_loop(monkeypatch, read, block=1 << 21):
+    with monkeypatch.context() as m:
+        m.setattr(regex_mod, "BLOCK_CHARS", block)
+        fast = _outcome(read)
+    with monkeypatch.context() as m:
+        m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
+        loop = _outcome(read)
+    return fast, loop
+
+
+@pytest.mark.parametrize("kind", ["DTIME", "TIME", "LTIME"])
+@pytest.mark.parametrize("ignore", [False, True])
+def test_every_time_form_reads_the_same_on_both_paths(tmp_path, monkeypatch, kind, ignore):
+    forms = _TIMES + _ODD_TIMES + ["9223372036854775807", "9223372036854775808",
+                                   "-2147483648", "-2147483649", "000", "1.000"]
+    logs = [write(tmp_path, "all.log", "".join(f"{t} e{k % 3}\n" for k, t in enumerate(forms)))]
+    logs += [write(tmp_path, f"{k}.log", f"1 e0\n{t} e1\n2 e2\n") for k, t in enumerate(forms)]
+    for log in logs:
+        for regex in (f"^(?<{kind}>)(?<TYPE>)$", f"^(?<{kind}>.+) (?<TYPE>e\\d)$"):
+            fast, loop = _fast_and_loop(monkeypatch, lambda: read_regex(
+                [log], [regex], ignore_nonmatching=ignore))
+            if isinstance(loop[0], str):
+                assert fast == loop
+            else:
+                assert fast[0].equals(loop[0]) and fast[1].equals(loop[1])
+
+
+@pytest.mark.parametrize("bad_at", [2, 6, 7, 12])
+@pytest.mark.parametrize("block", [1 << 21, 12])
+def test_errors_come_in_the_line_loops_order(tmp_path, monkeypatch, bad_at, block):
+    """A bad time (or reserved type) is reported unless five non-matching lines come first."""
+    lines = ["1 a", "junk x y", "2 b", "junk", "junk", "junk", "3 c", "junk", "4 d",
+             "5 e", "6 f", "7 g", "8 h"]
+    for bad in ("x1 a", "9 INITIAL"):
+        text = lines[:bad_at] + [bad] + lines[bad_at:]
+        log = write(tmp_path, "a.log", "\n".join(text) + "\n")
+        fast, loop = _fast_and_loop(
+            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block)
+        assert isinstance(loop[0], str) and fast == loop

@@ -30,12 +30,14 @@ and ``partition`` (the filled-in mapping string).
 
 from __future__ import annotations
 
+import collections
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,6 +60,7 @@ _ASSIGN = re.compile(r"\(\?<(\w*)=>([^)]*)\)")
 _PRE_INC = re.compile(r"\(\?<\+\+(\w*)>\)")
 _POST_INC = re.compile(r"\(\?<(\w*)\+\+>\)")
 _EMPTY_GROUP = re.compile(r"\(\?<((?:\w|\*|-)*)>\)")
+_TOKENS_ONLY = re.compile(r"\^?(?:\(\?<\w+>\))+\$?")
 _JAVA_NAMED = re.compile(r"(?<!\\)\(\?<([A-Za-z][A-Za-z0-9_]*)>")
 _JAVA_BACKREF = re.compile(r"\\k<([A-Za-z][A-Za-z0-9_]*)>")
 _SUBST_REF = re.compile(r"\\k<(\w+)>")
@@ -77,6 +80,9 @@ class LineRegex:
     post_inc: list[str] = field(default_factory=list)
     hidden: bool = False
     time_group: str | None = None
+    #: Names of the empty groups when the regex is nothing else (``^(?<A>)(?<B>)$``):
+    #: the line is then exactly that many whitespace-separated tokens.
+    tokens: tuple[str, ...] | None = None
 
 
 def substitute(template: str, values: dict[str, str | None]) -> str:
@@ -121,6 +127,7 @@ def compile_regex(source: str) -> LineRegex:
     post_inc = _POST_INC.findall(regex)
     regex = _POST_INC.sub("", regex)
 
+    tokens = tuple(_EMPTY_GROUP.findall(regex)) if _TOKENS_ONLY.fullmatch(regex) else None
     count = 0
 
     def fill(m: re.Match) -> str:
@@ -150,7 +157,7 @@ def compile_regex(source: str) -> LineRegex:
         if times and times[0] in ("VTIME", "DATETIME"):
             raise UsageError(f"regex {source!r}: {times[0]} (partial order/dates) is not supported")
     return LineRegex(source, pattern, constants, pre_inc, post_inc, hidden,
-                     times[0] if times and not hidden else None)
+                     times[0] if times and not hidden else None, tokens)
 
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -247,11 +254,13 @@ def read_regex_arrays(
 
     acc = _Accumulator()
     template = _split_template(mapping)
-    for path in paths:
-        if not _read_file_fast(Path(path), compiled, template, time_kind, by_file,
-                               ignore_nonmatching, encoding, acc):
-            _read_file(Path(path), compiled, template, time_kind, by_file, ignore_nonmatching,
-                       encoding, acc)
+    for path in map(Path, paths):
+        events = _read_file_fast(path, compiled, template, time_kind, by_file,
+                                 ignore_nonmatching, encoding)
+        if not events:  # not eligible for the vectorized path
+            events = _read_file(path, compiled, template, time_kind, by_file,
+                                ignore_nonmatching, encoding)
+        acc.add(events, str(path))
     if not acc.n_events:
         raise InputError(", ".join(str(p) for p in paths) or None, None,
                          "no events parsed (empty input, or every line hidden/ignored)")
@@ -270,69 +279,116 @@ def _split_template(template: str) -> list[tuple[str, str | None]]:
 
 
 @dataclass
-class _Accumulator:
-    """Parsed events as per-file chunks of parallel arrays, plus the traces seen so far."""
+class _FileEvents:
+    """One file's events in line order: ``trace_key`` / ``type_key`` (int64 indices into
+    ``names``, the filled-in mappings, and ``types``), ``lines`` (int64, 1-based),
+    ``times`` (float64, the log's unit) and ``texts`` (a pyarrow string array: the time as
+    Synoptic prints it)."""
 
-    chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
+    trace_key: np.ndarray
+    names: list[str]
+    type_key: np.ndarray
+    types: list[str]
+    lines: np.ndarray
+    times: np.ndarray
+    texts: object
+
+    @classmethod
+    def from_lists(cls, names: list[str], types: list[str], lines: list[int],
+                   times: list[float], texts: list[str]) -> "_FileEvents":
+        """From per-event Python lists (the line loop's output)."""
+        import pyarrow as pa
+
+        trace_key, uniq_names = pd.factorize(np.asarray(names, dtype=object), sort=False)
+        type_key, uniq_types = pd.factorize(np.asarray(types, dtype=object), sort=False)
+        return cls(trace_key.astype(np.int64), [str(u) for u in uniq_names],
+                   type_key.astype(np.int64), [str(u) for u in uniq_types],
+                   np.asarray(lines, dtype=np.int64), np.asarray(times, dtype=np.float64),
+                   pa.array(texts, pa.large_string()))
+
+
+@dataclass
+class _Accumulator:
+    """Parsed files as chunks of parallel arrays, with the traces and types seen so far."""
+
+    chunks: list[dict[str, object]] = field(default_factory=list)
     trace_ids: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    type_ids: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_events(self) -> int:
         return sum(len(c["line"]) for c in self.chunks)
 
-    def trace_id(self, name: str, source: str) -> int:
-        """The id of trace ``name`` (new ids in order of first appearance)."""
-        tid = self.trace_ids.get(name)
-        if tid is None:
-            tid = self.trace_ids[name] = len(self.partitions)
-            self.partitions.append(name)
-            self.sources.append(source)
-        return tid
-
-    def add(self, names: Sequence[str], source: str, types: Sequence[str], lines, times,
-            texts) -> None:
-        """Append one file's events (in line order) with their trace names."""
-        inverse, uniq = pd.factorize(np.asarray(names, dtype=object), sort=False)
-        ids = np.array([self.trace_id(str(u), source) for u in uniq], dtype=np.int64)
-        self.chunks.append({
-            "trace": ids[inverse] if len(uniq) else np.zeros(0, dtype=np.int64),
-            "type": np.asarray(types, dtype=object),
-            "line": np.asarray(lines, dtype=np.int64),
-            "time": np.asarray(times, dtype=np.float64),
-            "text": np.asarray(texts, dtype=object)})
+    def add(self, ev: _FileEvents, source: str) -> None:
+        """Append one file's events; its new traces get ids in order of first appearance
+        (a name seen in an earlier file joins that trace)."""
+        base = len(self.trace_ids)
+        ids = [self.trace_ids.setdefault(name, len(self.trace_ids)) for name in ev.names]
+        new = [name for name, i in zip(ev.names, ids) if i >= base]
+        self.partitions += new
+        self.sources += [source] * len(new)
+        types = [self.type_ids.setdefault(t, len(self.type_ids)) for t in ev.types]
+        self.chunks.append({"trace": np.asarray(ids, dtype=np.int64)[ev.trace_key],
+                            "type": np.asarray(types, dtype=np.int64)[ev.type_key],
+                            "line": ev.lines, "time": ev.times, "text": ev.texts})
 
     def sorted_events(self, time_scale: float) -> "RegexEvents":
-        """All events, each trace ordered by time (stable: ties keep line order)."""
-        cat = {k: np.concatenate([c[k] for c in self.chunks]) for k in self.chunks[0]}
-        n = len(cat["line"])
-        order = np.lexsort((np.arange(n), cat["time"], cat["trace"]))
-        return RegexEvents(cat["trace"][order], cat["type"][order],
-                           cat["time"][order] * time_scale, cat["line"][order],
-                           cat["text"][order], self.partitions, self.sources)
+        """All events, each trace ordered by time (stable: ties keep line order); type
+        codes renumbered in order of first appearance in that order."""
+        import pyarrow as pa
+
+        cat = {k: np.concatenate([c[k] for c in self.chunks])
+               for k in ("trace", "type", "line", "time")}
+        texts = self.chunks[0]["text"] if len(self.chunks) == 1 else pa.concat_arrays(
+            [c["text"].cast(pa.large_string()) for c in self.chunks])
+        trace, times = cat["trace"], cat["time"]
+        if not _sorted_by_trace_and_time(trace, times):
+            order = np.lexsort((np.arange(len(trace)), times, trace))
+            cat = {k: v[order] for k, v in cat.items()}
+            texts = texts.take(pa.array(order))
+        codes, first_types = pd.factorize(cat["type"], sort=False)
+        names = list(self.type_ids)
+        return RegexEvents(cat["trace"], codes.astype(np.int64),
+                           [names[t] for t in first_types], cat["time"] * time_scale,
+                           cat["line"], texts, self.partitions, self.sources)
+
+
+def _sorted_by_trace_and_time(trace: np.ndarray, times: np.ndarray) -> bool:
+    """Are the events already ordered by trace id, then time (no sort needed)?"""
+    same = trace[1:] == trace[:-1]
+    return bool(np.all(trace[1:] >= trace[:-1]) and np.all(times[1:][same] >= times[:-1][same]))
 
 
 @dataclass(frozen=True)
 class RegexEvents:
     """Parsed events sorted by trace id then time: ``trace`` (int64 Synoptic trace id),
-    ``types`` (object), ``times`` (float64, seconds after ``time_scale``), ``lines``
-    (int64, 1-based), ``time_text`` (object: the time as Synoptic prints it); per trace id:
-    ``partitions`` (the filled-in mapping) and ``sources`` (file of its first event)."""
+    ``type_codes`` (int64 index into ``type_names``, numbered in order of first
+    appearance), ``times`` (float64, seconds after ``time_scale``), ``lines`` (int64,
+    1-based), ``time_text`` (a pyarrow string array: the time as Synoptic prints it); per
+    trace id: ``partitions`` (the filled-in mapping) and ``sources`` (file of its first
+    event)."""
 
     trace: np.ndarray
-    types: np.ndarray
+    type_codes: np.ndarray
+    type_names: list[str]
     times: np.ndarray
     lines: np.ndarray
-    time_text: np.ndarray
+    time_text: object
     partitions: list[str]
     sources: list[str]
+
+    @property
+    def types(self) -> np.ndarray:
+        """The event type of every event (object array)."""
+        return np.asarray(self.type_names, dtype=object)[self.type_codes]
 
     def to_traceset(self) -> TraceSet:
         """The events as a :class:`TraceSet` (see the module docstring for its columns)."""
         ev = pd.DataFrame({"synoptic_trace": self.trace, "time": self.times,
                            "state": self.types, "line": self.lines,
-                           "synoptic_time": self.time_text})
+                           "synoptic_time": self.time_text.to_numpy(zero_copy_only=False)})
         ev.insert(0, "trace", ev["synoptic_trace"].astype(str))
         ev["kind"] = "state"
         ev["seq"] = ev.groupby("synoptic_trace", sort=False).cumcount().astype("int64")
@@ -341,19 +397,28 @@ class RegexEvents:
         return TraceSet.from_events(ev, traces, {"format": "synoptic-regex"})
 
 
+def _type_problem(etype: str) -> bool:
+    """Would this event type clash with the synthetic nodes or break the model files?"""
+    return etype in RESERVED_TYPES or bool(_CONTROL.search(etype))
+
+
+def _type_error(path: Path, line_no: int, etype: str) -> InputError:
+    """The error for a type :func:`_type_problem` refuses."""
+    return InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
+                      "synthetic nodes or has control characters (it would break the "
+                      "model files); change the TYPE group")
+
+
 def _check_type(etype: str, path: Path, line_no: int) -> None:
-    if etype in RESERVED_TYPES or _CONTROL.search(etype):
-        raise InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
-                         "synthetic nodes or has control characters (it would break the "
-                         "model files); change the TYPE group")
+    if _type_problem(etype):
+        raise _type_error(path, line_no, etype)
 
 
 def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, str | None]],
-               time_kind: str | None, by_file: bool, ignore: bool, encoding: str,
-               acc: _Accumulator) -> None:
-    """Parse one file, appending its events (and new traces) to ``acc``."""
+               time_kind: str | None, by_file: bool, ignore: bool,
+               encoding: str) -> "_FileEvents":
+    """Parse one file line by line with Python's ``re`` (any regex Synoptic accepts)."""
     file_name = str(path.resolve())
-    source = str(path)
     counters: dict[str, int] = {}
     for r in compiled:
         for name in r.pre_inc + r.post_inc:
@@ -423,7 +488,7 @@ def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, 
                     if len(bad) >= MAX_LISTED_LINES:
                         break
     _raise_nonmatching(path, bad)
-    acc.add(names, source, types, lines, times, texts)
+    return _FileEvents.from_lists(names, types, lines, times, texts)
 
 
 def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
@@ -438,6 +503,9 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
 
 #: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
 FAST_MAX_BYTES = 256 << 20
+#: What Java's and Python's (ASCII) ``\s`` match; RE2's ``\s`` lacks the vertical tab.
+_SPACE_CHARS = r"\t\n\x0b\f\r "
+_INLINE_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i")
 
 
 def _fast_eligible(r: LineRegex) -> bool:
@@ -448,162 +516,477 @@ def _fast_eligible(r: LineRegex) -> bool:
     return set(r.constants) == {"HIDE"} and not r.pre_inc and r.post_inc in ([], ["SEPCOUNT"])
 
 
+def _re2_pattern(pattern: str, flags: int) -> str | None:
+    r"""A Python (ASCII mode) pattern rewritten for RE2 with the same meaning: ``\s`` and
+    ``\S`` spelled out (RE2's ``\s`` lacks ``\v``); None when RE2 might match differently
+    (case folding, ``\S`` or a POSIX-looking ``[:`` inside a class).
+
+    >>> _re2_pattern(r"^\s*(\S+)[\s,]$", 0)
+    '^[\\t\\n\\x0b\\f\\r ]*([^\\t\\n\\x0b\\f\\r ]+)[\\t\\n\\x0b\\f\\r ,]$'
+    """
+    if flags & re.IGNORECASE or _INLINE_IGNORECASE.search(pattern):
+        return None
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    class_at = -1  # index just after the '[' (and '^') of the open class, -1 outside one
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e == "s":
+                out.append(_SPACE_CHARS if class_at >= 0 else f"[{_SPACE_CHARS}]")
+            elif e == "S":
+                if class_at >= 0:
+                    return None
+                out.append(f"[^{_SPACE_CHARS}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if class_at < 0 and c == "[":
+            class_at = i + 2 if pattern.startswith("[^", i) else i + 1
+            out.append(pattern[i:class_at])
+            i = class_at
+            continue
+        if class_at >= 0:
+            if c == "[" and pattern.startswith("[:", i):
+                return None
+            if c == "]" and i > class_at:
+                class_at = -1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def _read_file_fast(path: Path, compiled: list[LineRegex],
                     template: list[tuple[str, str | None]], time_kind: str | None,
-                    by_file: bool, ignore: bool, encoding: str, acc: _Accumulator) -> bool:
-    """Parse one file with pyarrow.compute (RE2, vectorized) when the regexes allow it:
-    plain regexes, hidden ones and the separator only.  Returns False (nothing done) when
-    they do not, when RE2 rejects a pattern, or when a group needed is empty (RE2 cannot
-    tell an empty match from a group that did not take part); the line loop then runs."""
+                    by_file: bool, ignore: bool, encoding: str) -> _FileEvents | None:
+    """Parse one file with pyarrow.compute (vectorized; RE2, or a whitespace split for
+    regexes made only of empty groups) when the regexes allow it: plain regexes, hidden
+    ones and the separator.  Same results and errors as :func:`_read_file`; the lines are
+    scanned in blocks of about ``BLOCK_CHARS`` characters, on ``WORKERS`` threads (Arrow
+    releases the GIL), and merged in file order.  Returns None (nothing done) when the
+    regexes are not eligible, RE2 rejects a pattern or might match differently, or a
+    group needed is empty (RE2 cannot tell an empty match from a group that did not take
+    part); the line loop then runs."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if not all(_fast_eligible(r) for r in compiled):
-        return False
+        return None
+    patterns = [_re2_pattern(r.pattern.pattern, r.pattern.flags) for r in compiled]
+    if any(p is None for p in patterns):
+        return None
     try:
         if path.stat().st_size > FAST_MAX_BYTES:
-            return False
+            return None
         text = path.read_text(encoding=encoding, errors="replace")
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    if not text:
-        return True
-    if text.endswith("\n"):
-        text = text[:-1]
-    lines = pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
-    n = len(lines)
-    claimed = np.zeros(n, dtype=bool)
-    sep_line = np.zeros(n, dtype=bool)
-    parts = []  # (line index array, {group: values}) per plain regex
+    has_sep = any(r.post_inc for r in compiled)
+    pieces = _name_pieces(template, compiled, by_file, has_sep, str(path.resolve()))
+    needed = ({"TYPE"} | ({time_kind} if time_kind else set())
+              | {p[1] for p in pieces if isinstance(p, tuple)})
+
+    def scan_block(span: tuple[int, int]) -> _Scan | None:
+        return _scan(_arrow_lines(text[span[0]:span[1]]), compiled, patterns, time_kind,
+                     ignore, needed)
+
+    blocks: list[_Block] = []
+    unmatched: list[tuple[int, str]] = []  # (line number, text) of the first few
+    first_line, seps_before = 0, 0
     try:
-        for r in compiled:
-            anchored = f"^(?:{r.pattern.pattern})$"
-            if r.hidden:
-                ok = pc.match_substring_regex(lines, anchored).to_numpy(zero_copy_only=False)
-                ok &= ~claimed
-                claimed |= ok
-                if r.post_inc:
-                    sep_line |= ok
-                continue
-            found = pc.extract_regex(lines, anchored)  # null where the line does not match
-            ok = found.is_valid().to_numpy(zero_copy_only=False) & ~claimed
-            idx = np.nonzero(ok)[0]
-            if not idx.size:
-                continue
-            keep_ok = pa.array(ok)
-            groups = {f.name: found.field(f.name).filter(keep_ok) for f in found.type}
-            if time_kind:
-                tval = pc.utf8_trim_whitespace(groups[time_kind])
-                good = _arrow_time_ok(time_kind, tval)
-                if not good.all():
-                    if not ignore:
-                        k = int(np.argmin(good))
-                        raise InputError(path, int(idx[k]) + 1,
-                                         f"cannot parse the {time_kind} time "
-                                         f"{tval[k].as_py()!r} (use -i to skip such lines)")
-                    keep = pa.array(np.nonzero(good)[0])
-                    idx = idx[good]
-                    groups = {g: v.take(keep) for g, v in groups.items()}
-                    tval = tval.take(keep)
-                groups[time_kind] = tval
-            claimed[idx] = True
-            parts.append((r, idx, groups))
+        for scan in _ordered_map(scan_block, _block_spans(text, BLOCK_CHARS), WORKERS):
+            if scan is None:
+                return None
+            if not ignore:
+                unmatched += [(first_line + i + 1, t) for i, t in scan.unmatched]
+            _raise_first_error(path, unmatched, scan.errors, first_line, time_kind)
+            if scan.parts:
+                blocks.append(_block_events(scan, pieces, time_kind, first_line, seps_before))
+            first_line += len(scan.sep_line)
+            seps_before += int(scan.sep_line.sum())
     except pa.ArrowInvalid:
-        return False
-    needed = {ref for _, ref in template if ref} | {"TYPE"} | ({time_kind} if time_kind else set())
-    for r, idx, groups in parts:
-        for g in needed & set(groups):
-            if pc.any(pc.equal(groups[g], "")).as_py():
-                return False
-    if not ignore and not claimed.all():
-        miss = np.nonzero(~claimed)[0][:MAX_LISTED_LINES]
-        _raise_nonmatching(path, [(int(i) + 1, lines[int(i)].as_py()) for i in miss])
-    if not parts:
-        return True
-    sepcount = np.cumsum(sep_line) - sep_line  # separators strictly before each line
-    file_name = str(path.resolve())
-    idx_all, types, names, tvals = [], [], [], []
-    for r, idx, groups in parts:
-        etype = groups["TYPE"] if "TYPE" in groups else lines.take(pa.array(idx))
-        pieces: list = []
-        for lit, ref in template:
-            if lit:
-                pieces.append(lit)
-            if ref == "FILE" and by_file:
-                pieces.append(file_name)
-            elif ref == "SEPCOUNT":
-                pieces.append(pc.cast(pa.array(sepcount[idx]), pa.string()))
-            elif ref and ref in groups:
-                pieces.append(groups[ref])
-        if any(not isinstance(p, str) for p in pieces):
-            name = pc.binary_join_element_wise(
-                *[pa.scalar(p) if isinstance(p, str) else p.cast(pa.string()) for p in pieces],
-                "")
+        return None
+    _raise_nonmatching(path, unmatched)
+    return _merge_blocks(blocks, pieces)
+
+
+def _name_pieces(template: list[tuple[str, str | None]], compiled: list[LineRegex],
+                 by_file: bool, has_sep: bool, file_name: str) -> list:
+    """The mapping as pieces: a str (literal, the file name, or '' for a reference that
+    is neither a counter nor a group), None (the separator count) or ("group", name) --
+    in the order the line loop's :func:`_value` resolves references."""
+    groups = {g for r in compiled if not r.hidden for g in r.pattern.groupindex}
+    pieces: list = []
+    for lit, ref in template:
+        pieces.append(lit)
+        if ref is None:
+            continue
+        if ref == "FILE" and by_file:
+            pieces.append(file_name)
+        elif ref == "SEPCOUNT" and has_sep:
+            pieces.append(None)
+        elif ref in groups:
+            pieces.append(("group", ref))
         else:
-            name = pa.array(["".join(pieces)] * len(idx))
-        idx_all.append(idx)
-        types.append(etype.cast(pa.large_string()))
-        names.append(name.cast(pa.large_string()))
-        tvals.append(groups[time_kind].cast(pa.large_string()) if time_kind else None)
-    idx = np.concatenate(idx_all)
-    order_np = np.argsort(idx, kind="stable")
-    order = pa.array(order_np)
-    idx = idx[order_np]
-    types = pa.concat_arrays(types).take(order).to_numpy(zero_copy_only=False)
-    for t in pd.unique(types):
-        _check_type(t, path, int(idx[np.argmax(types == t)]) + 1)
-    line_no = idx + 1
-    if time_kind:
-        times, texts = _arrow_times(time_kind, pa.concat_arrays(tvals).take(order))
-    else:
-        times, texts = line_no.astype(np.float64), line_no.astype(str).astype(object)
-    names = pa.concat_arrays(names).take(order).to_numpy(zero_copy_only=False)
-    acc.add(names, str(path), types, line_no, times, texts)
-    return True
+            pieces.append("")
+    return pieces
 
 
-_ARROW_DECIMAL = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"
-_ARROW_PLAIN = r"^[+-]?\d+(?:\.\d+)?$"
+#: Lines are scanned in blocks of about this many characters (bounded memory per block).
+BLOCK_CHARS = 1 << 21
+#: Threads scanning blocks (Arrow's kernels release the GIL).
+WORKERS = min(2, os.cpu_count() or 1)
 
 
-def _arrow_time_ok(kind: str, text) -> np.ndarray:
-    """Which time texts (a pyarrow string array) parse as Synoptic would for ``kind``."""
+def _block_spans(text: str, size: int) -> list[tuple[int, int]]:
+    r"""(start, end) offsets of consecutive blocks of whole lines, about ``size``
+    characters each.
+
+    >>> _block_spans("ab\ncd\nef", 4)
+    [(0, 6), (6, 8)]
+    """
+    spans = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        spans.append((start, end))
+        start = end
+    return spans
+
+
+def _ordered_map(fn, items: list, workers: int) -> Iterator:
+    """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
+    ``workers + 1`` items in flight; the rest is cancelled when the consumer stops."""
+    if workers <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        pending: collections.deque = collections.deque()
+        todo = iter(items)
+        try:
+            for item in itertools.islice(todo, workers + 1):
+                pending.append(pool.submit(fn, item))
+            while pending:
+                result = pending.popleft().result()
+                for item in itertools.islice(todo, 1):
+                    pending.append(pool.submit(fn, item))
+                yield result
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _arrow_lines(text: str):
+    """The lines of a file's text (universal newlines already applied) as a pyarrow
+    large_string array, without the line ends."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if kind in ("TIME", "LTIME"):
-        ok = pc.match_substring_regex(text, r"^[+-]?\d{1,19}$").to_numpy(zero_copy_only=False)
-        if ok.any():
-            bits = 31 if kind == "TIME" else 63
-            sel = np.nonzero(ok)[0]
-            vals = [int(t) for t in text.take(pa.array(sel)).to_pylist()]
-            ok[sel] = [-(1 << bits) <= v < (1 << bits) for v in vals]
-        return ok
-    ok = pc.match_substring_regex(text, _ARROW_DECIMAL).to_numpy(zero_copy_only=False)
-    if ok.any():
-        sel = np.nonzero(ok)[0]
-        vals = pc.cast(pc.utf8_ltrim(text.take(pa.array(sel)), "+"), pa.float64())
-        ok[sel] = np.isfinite(vals.to_numpy(zero_copy_only=False))
+    if not text:
+        return pa.array([], pa.large_string())
+    if text.endswith("\n"):
+        text = text[:-1]
+    return pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
+
+
+@dataclass
+class _Scan:
+    """What the regexes made of a block of lines: ``parts`` (per plain regex that matched:
+    line indices, the groups needed, and the times as (values, texts)), ``sep_line``
+    (bool per line: a separator), ``unmatched`` ((index, text) of the first few lines no
+    regex took; a too long line's text says so), ``errors`` ((line index, priority, text)
+    of lines that stop the parse: a reserved type (priority 0) or, without -i, a bad time
+    (1); the text is the type's or the time's)."""
+
+    parts: list[tuple[np.ndarray, dict, tuple | None]]
+    sep_line: np.ndarray
+    unmatched: list[tuple[int, str]]
+    errors: list[tuple[int, int, str]]
+
+
+def _scan(lines, compiled: list[LineRegex], patterns: list[str], time_kind: str | None,
+          ignore: bool, needed: set[str]) -> _Scan | None:
+    """Try the regexes in order on the lines not yet taken (as the line loop does, but a
+    regex at a time); None when a needed group captured an empty string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(lines)
+    too_long = pc.binary_length(lines).to_numpy(zero_copy_only=False) > MAX_LINE_CHARS
+    if too_long.any():
+        too_long &= pc.utf8_length(lines).to_numpy(zero_copy_only=False) > MAX_LINE_CHARS
+    done = too_long.copy()
+    sep_line = np.zeros(n, dtype=bool)
+    parts: list[tuple[np.ndarray, dict, tuple | None]] = []
+    errors: list[tuple[int, int, str]] = []
+    for r, pattern in zip(compiled, patterns):
+        if r.hidden:
+            literal = _literal_line(pattern)
+            ok = (pc.equal(lines, literal) if literal is not None else pc.match_substring_regex(
+                lines, f"^(?:{pattern})$")).to_numpy(zero_copy_only=False) & ~done
+            done |= ok
+            if r.post_inc:
+                sep_line |= ok
+            continue
+        idx, groups = _match(lines, r, pattern, ~done, needed)
+        if not idx.size:
+            continue
+        if not r.tokens:
+            for g in needed & set(groups):
+                if pc.any(pc.equal(groups[g], "")).as_py():
+                    return None
+        etype = groups["TYPE"] if "TYPE" in groups else lines.take(pa.array(idx))
+        encoded = pc.dictionary_encode(etype)
+        bad = [k for k, t in enumerate(encoded.dictionary.to_pylist()) if _type_problem(t)]
+        if bad:
+            k = int(np.argmax(np.isin(encoded.indices.to_numpy(zero_copy_only=False), bad)))
+            errors.append((int(idx[k]), 0, etype[k].as_py()))
+        groups["TYPE"] = etype
+        when = None
+        if time_kind:
+            good, values, texts = _arrow_times(time_kind, groups[time_kind])
+            if not good.all():
+                if not ignore:
+                    k = int(np.argmin(good))
+                    errors.append((int(idx[k]), 1, groups[time_kind][k].as_py()))
+                    done[idx[~good]] = True
+                keep = pa.array(np.nonzero(good)[0])
+                idx = idx[good]
+                groups = {g: v.take(keep) for g, v in groups.items()}
+            when = (values, texts)
+        done[idx] = True
+        parts.append((idx, groups, when))
+    unmatched = []
+    for i in map(int, np.nonzero(~done)[0][:MAX_LISTED_LINES]):
+        line = lines[i].as_py()
+        unmatched.append((i, f"<line of {len(line)} characters: too long>" if too_long[i]
+                          else line))
+    return _Scan(parts, sep_line, unmatched, errors)
+
+
+_LITERAL_LINE = re.compile(r"\^?([^.^$*+?{}\[\]\\|()]*)\$?")
+
+
+def _literal_line(pattern: str) -> str | None:
+    """The line a pattern matches when it is a plain literal (``^--$``), else None.
+
+    >>> _literal_line("^--$"), _literal_line("^-+$")
+    ('--', None)
+    """
+    m = _LITERAL_LINE.fullmatch(pattern)
+    return m.group(1) if m else None
+
+
+def _match(lines, r: LineRegex, pattern: str, open_: np.ndarray,
+           needed: set[str]) -> tuple[np.ndarray, dict]:
+    """Indices of the open lines ``r`` matches, and its needed groups' values there."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(lines)
+    subset = None
+    if open_.sum() < n // 2:  # few lines left: match only those
+        subset = np.nonzero(open_)[0]
+        lines = lines.take(pa.array(subset))
+        open_ = np.ones(len(subset), dtype=bool)
+    if r.tokens:
+        trimmed = pc.ascii_trim_whitespace(lines)
+        split = pc.ascii_split_whitespace(trimmed)
+        ok = (pc.list_value_length(split).to_numpy(zero_copy_only=False) == len(r.tokens))
+        ok &= pc.binary_length(trimmed).to_numpy(zero_copy_only=False) > 0
+        ok &= open_
+        idx = np.nonzero(ok)[0]
+        first = split.offsets.to_numpy(zero_copy_only=False)[idx]
+        groups = {name: split.values.take(pa.array(first + k))
+                  for k, name in enumerate(r.tokens) if name in needed}
+    else:
+        found = pc.extract_regex(lines, f"^(?:{pattern})$")  # null where no match
+        ok = found.is_valid().to_numpy(zero_copy_only=False) & open_
+        idx = np.nonzero(ok)[0]
+        keep = pa.array(ok)
+        groups = {f.name: found.field(f.name).filter(keep) for f in found.type
+                  if f.name in needed}
+    return (idx if subset is None else subset[idx]), groups
+
+
+def _raise_first_error(path: Path, unmatched: list[tuple[int, str]],
+                       errors: list[tuple[int, int, str]], first_line: int,
+                       time_kind: str | None) -> None:
+    """Raise what the line loop would, given the first few lines so far that matched
+    nothing (line numbers) and a block's ``errors`` (indices from ``first_line``): the
+    first line with a reserved type or a bad time, unless ``MAX_LISTED_LINES`` lines
+    matching nothing come before it (then those are listed)."""
+    if errors:
+        at, kind, text = min(errors)
+        line_no = first_line + at + 1
+        if len(unmatched) < MAX_LISTED_LINES or line_no < unmatched[MAX_LISTED_LINES - 1][0]:
+            if kind == 0:
+                raise _type_error(path, line_no, text)
+            raise InputError(path, line_no, f"cannot parse the {time_kind} time {text!r} "
+                             "(use -i to skip such lines)")
+    if len(unmatched) >= MAX_LISTED_LINES:
+        _raise_nonmatching(path, unmatched[:MAX_LISTED_LINES])
+
+
+@dataclass
+class _Block:
+    """A block's events in line order: ``lines`` (int64, 1-based), ``type_key`` (int64
+    index into ``types``), ``times`` (float64), ``texts`` (pyarrow strings: the time as
+    Synoptic prints it) and ``trace``: the separator count (int64) when the trace name
+    depends on nothing else, else the trace names (pyarrow strings)."""
+
+    lines: np.ndarray
+    type_key: np.ndarray
+    types: list[str]
+    times: np.ndarray
+    texts: object
+    trace: object
+
+
+def _block_events(scan: _Scan, pieces: list, time_kind: str | None, first_line: int,
+                  seps_before: int) -> _Block:
+    """A block's events from its scan (line ``first_line`` of the file is its first,
+    ``seps_before`` separators came before it): the regexes' parts merged in line order,
+    the types coded, the trace name (the mapping filled in) or its separator count."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(scan.parts) == 1:
+        idx, order = scan.parts[0][0], None
+    else:
+        idx = np.concatenate([p[0] for p in scan.parts])
+        order = np.argsort(idx, kind="stable")
+        idx = idx[order]
+    line_no = idx + (first_line + 1)
+
+    def column(get):
+        """One value per event from each part's arrays, in line order."""
+        if order is None:
+            return get(scan.parts[0])
+        return pa.concat_arrays([get(p).cast(pa.large_string()) for p in scan.parts]).take(
+            pa.array(order))
+
+    types = pc.dictionary_encode(column(lambda p: p[1]["TYPE"]))
+    if time_kind:
+        times = np.concatenate([p[2][0] for p in scan.parts])
+        times = times if order is None else times[order]
+        texts = column(lambda p: p[2][1])
+    else:
+        times = line_no.astype(np.float64)
+        texts = pc.cast(pa.array(line_no), pa.large_string())
+    trace = (np.cumsum(scan.sep_line) - scan.sep_line + seps_before)[idx]
+    if any(isinstance(p, tuple) for p in pieces):
+        count_text = pc.cast(pa.array(trace), pa.large_string())
+        args = [count_text if p is None
+                else column(lambda part, g=p[1]: part[1][g] if g in part[1]
+                            else pa.array([""] * len(part[0]), pa.large_string()))
+                if isinstance(p, tuple) else pa.scalar(p, pa.large_string()) for p in pieces]
+        trace = pc.binary_join_element_wise(
+            *[a if isinstance(a, pa.Scalar) else a.cast(pa.large_string()) for a in args],
+            pa.scalar("", pa.large_string()))
+    return _Block(line_no, types.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                  types.dictionary.to_pylist(), times, texts, trace)
+
+
+def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
+    """A file's events from its blocks: types and trace names coded once for the file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not blocks:
+        empty = np.zeros(0, dtype=np.int64)
+        return _FileEvents(empty, [], empty, [], empty, np.zeros(0),
+                           pa.array([], pa.large_string()))
+    type_ids: dict[str, int] = {}
+    type_key = np.concatenate([
+        np.array([type_ids.setdefault(t, len(type_ids)) for t in b.types],
+                 dtype=np.int64)[b.type_key] for b in blocks])
+    texts = [b.texts.cast(pa.large_string()) for b in blocks]
+    if isinstance(blocks[0].trace, np.ndarray):
+        trace_key, counts = pd.factorize(np.concatenate([b.trace for b in blocks]), sort=False)
+        names = _fill_counts(pieces, counts.tolist())
+    else:
+        encoded = pc.dictionary_encode(pa.concat_arrays([b.trace for b in blocks]))
+        trace_key = encoded.indices.to_numpy(zero_copy_only=False)
+        names = encoded.dictionary.to_pylist()
+    return _FileEvents(np.asarray(trace_key, dtype=np.int64), names, type_key,
+                       list(type_ids), np.concatenate([b.lines for b in blocks]),
+                       np.concatenate([b.times for b in blocks]),
+                       texts[0] if len(texts) == 1 else pa.concat_arrays(texts))
+
+
+def _fill_counts(pieces: list, counts: list[int]) -> list[str]:
+    """The mapping filled in for each separator count (``pieces`` has no groups).
+
+    >>> _fill_counts(["/a.log", None, ""], [0, 1])
+    ['/a.log0', '/a.log1']
+    """
+    if pieces.count(None) == 1:
+        k = pieces.index(None)
+        head, tail = "".join(pieces[:k]), "".join(pieces[k + 1:])
+        return [f"{head}{c}{tail}" for c in counts]
+    return ["".join(str(c) if p is None else p for p in pieces) for c in counts]
+
+
+#: Integer times the vectorized path converts (as printed by Synoptic: no sign, no
+#: leading zero, at most 18 digits); others go through :func:`_parse_time`.
+_ARROW_CANONICAL_INT = r"^(?:0|-?[1-9]\d{0,17})$"
+#: Decimal times printed as written (the rest, e.g. ``1e3``, ``+5``, go through Python).
+_ARROW_PLAIN_DECIMAL = r"^-?\d+(?:\.\d+)?$"
+
+
+def _all_digits(text, integer: bool) -> np.ndarray:
+    """Which texts are plain digit strings (the quick test before the regexes below;
+    for integers: without a leading zero and at most 18 digits)."""
+    import pyarrow.compute as pc
+
+    ok = pc.ascii_is_decimal(text).to_numpy(zero_copy_only=False)
+    if integer and ok.any():
+        size = pc.binary_length(text).to_numpy(zero_copy_only=False)
+        ok &= (size <= 18) & ((size == 1) | ~pc.starts_with(text, "0").to_numpy(
+            zero_copy_only=False))
     return ok
 
 
-def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray]:
-    """(values, Synoptic's printed texts) of valid time texts (a pyarrow string array)."""
+def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
+    """Parse time texts (a pyarrow string array) as Synoptic does: (good: bool per text,
+    values of the good ones (float64), their printed texts (a pyarrow string array)).
+    Common forms are converted with Arrow kernels, the rest with :func:`_parse_time`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    unsigned = pc.utf8_ltrim(text, "+")
-    if kind in ("TIME", "LTIME"):
-        ints = pc.cast(unsigned, pa.int64())
-        return (ints.to_numpy(zero_copy_only=False).astype(np.float64),
-                pc.cast(ints, pa.string()).to_numpy(zero_copy_only=False))
-    values = pc.cast(unsigned, pa.float64()).to_numpy(zero_copy_only=False)
-    texts = unsigned.to_numpy(zero_copy_only=False)
-    plain = pc.match_substring_regex(text, _ARROW_PLAIN).to_numpy(zero_copy_only=False)
-    raw = text.to_pylist() if not plain.all() else None
-    for i in np.nonzero(~plain)[0]:
-        texts[i] = _decimal_text(raw[i], Decimal(raw[i]))
-    return values, texts
+    integer = kind in ("TIME", "LTIME")
+    simple = _all_digits(text, integer)
+    if not simple.all():
+        simple = pc.match_substring_regex(
+            text, _ARROW_CANONICAL_INT if integer else _ARROW_PLAIN_DECIMAL).to_numpy(
+                zero_copy_only=False)
+    if simple.all():
+        if integer:
+            values = pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False)
+            bits = 31 if kind == "TIME" else 63
+            good = (values >= -(1 << bits)) & (values < (1 << bits))
+            values = values.astype(np.float64)
+        else:
+            values = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+            good = np.isfinite(values)
+        if good.all():
+            return good, values, text
+        return good, values[good], text.filter(pa.array(good))
+    good = np.ones(len(text), dtype=bool)
+    values = np.zeros(len(text))
+    texts = text.to_pylist()
+    for i, t in enumerate(texts):
+        try:
+            values[i], texts[i] = _parse_time(kind, t, 0)
+        except ValueError:
+            good[i] = False
+    return good, values[good], pa.array([t for t, g in zip(texts, good) if g],
+                                        pa.large_string())
 
 
 def _value(ref: str, m: re.Match, values: dict | None, counters: dict[str, int],

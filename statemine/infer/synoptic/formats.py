@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import networkx as nx
 import numpy as np
@@ -49,7 +50,7 @@ def to_dot(model: PartitionModel) -> str:
             out.append(f'  {k} [label="{lab}",shape=box];')
         else:
             out.append(f'  {k} [label="{lab}"];')
-    for row in model.edges().itertuples(index=False):
+    for row in model.edges(times=False).itertuples(index=False):
         out.append(f'{row.src}->{row.dst} [label="P: {row.p_text}, Cnt: {row.count}"];')
     out.append("}")
     return "\n".join(out) + "\n"
@@ -63,81 +64,124 @@ def to_invariants_txt(invariants: pd.DataFrame) -> str:
 
 
 _JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
-
-
-def _join_groups(items, first: np.ndarray, last: np.ndarray, heads, tail: str):
-    """Concatenate per-item JSON strings (a pyarrow string array) with "," between items
-    of a group, ``heads[g]`` before group g's first item and ``tail`` after its last;
-    groups separated by ",".  ``first``/``last`` flag group boundaries.  Returns the UTF-8
-    bytes as an Arrow buffer (no Python string of the whole text is made)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = len(first)
-    prefix = np.full(n, "", dtype=object)
-    starts = np.nonzero(first)[0]
-    prefix[starts] = [("," if g else "") + h for g, h in enumerate(heads)]
-    suffix = np.where(last, tail, ",").astype(object)
-    joined = pc.binary_join_element_wise(pa.array(prefix, pa.large_string()),
-                                         items.cast(pa.large_string()),
-                                         pa.array(suffix, pa.large_string()),
-                                         pa.scalar("", pa.large_string()))
-    whole = pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), joined)
-    return pc.binary_join(whole, pa.scalar("", pa.large_string()))[0].as_buffer()
+#: Events per block of ``model.json`` text built at once (bounded memory per block).
+JSON_BLOCK = 1 << 16
 
 
 def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
     """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``."""
-    return b"".join(bytes(p) for p in _json_pieces(model, invariants)).decode("utf-8")
+    return b"".join(bytes(p) for p in json_pieces(model, invariants)).decode("utf-8")
 
 
-def _json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> list:
-    """``model.json`` as a list of UTF-8 byte pieces (bytes or Arrow buffers), built with
-    Arrow string kernels, so a million events take about a second."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator:
+    """``model.json`` as UTF-8 byte pieces (bytes or Arrow buffers), made a block of
+    ``JSON_BLOCK`` events at a time with Arrow string kernels: each event's text is put
+    together from a few small lookup tables (per type, per trace, per index in the
+    trace) and its line and time texts, so memory stays bounded by the block."""
     log = model.log
-    n = log.n_events
     trace_of = log.trace_of
-    index = np.arange(n) - log.starts[trace_of]
-    s = lambda a: pc.cast(pa.array(a), pa.string())  # noqa: E731
-    type_json = np.array([json.dumps(t) for t in log.types], dtype=object)
-    stamps = pa.array(log.time_text, pa.string())
-    valid = pc.match_substring_regex(stamps, _JSON_NUMBER).to_numpy(zero_copy_only=False)
-    if not valid.all():
-        fixed = np.array(log.time_text, dtype=object)
-        for i in np.nonzero(~valid)[0]:
-            fixed[i] = json.dumps(float(fixed[i]))
-        stamps = pa.array(fixed, pa.string())
-    events = pc.binary_join_element_wise(
-        pa.scalar('{"eventIndex":'), s(index), pa.scalar(',"eventType":'),
-        pa.array(type_json[log.codes], pa.string()), pa.scalar(',"logLine":'), s(log.lines),
-        pa.scalar(',"timestamp":'), stamps, pa.scalar("}"), "")
-    is_first = np.zeros(n, dtype=bool)
-    is_first[log.starts[:-1]] = True
-    log_json = _join_groups(events, is_first, log.is_last,
-                            [f'{{"traceID":{k},"events":[' for k in range(log.n_traces)], "]}")
-
-    labels = model.labels()
-    dot_rank = np.empty(model.n_nodes, dtype=np.int64)
-    dot_rank[model.dot_order()] = np.arange(model.n_nodes)
-    order = np.lexsort((np.arange(n), dot_rank[model.part]))
-    part = model.part[order]
-    members = pc.binary_join_element_wise(
-        pa.scalar('{"traceID":'), s(trace_of[order]), pa.scalar(',"eventIndex":'),
-        s(index[order]), pa.scalar("}"), "")
-    p_first = np.r_[True, part[1:] != part[:-1]] if n else np.zeros(0, dtype=bool)
-    p_last = np.r_[part[1:] != part[:-1], True] if n else np.zeros(0, dtype=bool)
-    heads = [f'{{"eventType":{json.dumps(labels[p])},"events":[' for p in part[p_first]]
-    parts_json = _join_groups(members, p_first, p_last, heads, "]}")
-
+    index = np.arange(log.n_events) - log.starts[trace_of]
+    yield b'{"log":['
+    yield from _log_json(log, trace_of, index)
+    yield b'],"partitions":['
+    yield from _partitions_json(model, trace_of, index)
     inv = sort_invariants(invariants)
     invs = ",".join(f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},'
                     f'{json.dumps(b)}]}}'
                     for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
-    return [b'{"log":[', log_json, b'],"partitions":[', parts_json,
-            f'],"invariants":[{invs}]}}'.encode("utf-8")]
+    yield f'],"invariants":[{invs}]}}'.encode("utf-8")
+
+
+def _joined_bytes(*columns):
+    """The row-wise concatenation of string columns (pyarrow arrays or str), as one Arrow
+    buffer: the concatenated rows are the data buffer of the joined array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    args = [pa.scalar(c, pa.large_string()) if isinstance(c, str)
+            else c.cast(pa.large_string()) for c in columns]
+    joined = pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()))
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
+    start = offsets[joined.offset]
+    return joined.buffers()[2][start:offsets[joined.offset + len(joined)]]
+
+
+def _texts(prefix: str, numbers: np.ndarray, suffix: str):
+    """``prefix + str(k) + suffix`` for each k of ``numbers`` (a pyarrow string array)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(
+        pa.scalar(prefix, pa.large_string()),
+        pc.cast(pa.array(numbers, pa.int64()), pa.large_string()),
+        pa.scalar(suffix, pa.large_string()), pa.scalar("", pa.large_string()))
+
+
+def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterator:
+    """The ``log`` list of ``model.json``: per trace ``{"traceID":k,"events":[...]}``,
+    per event ``{"eventIndex":i,"eventType":"t","logLine":l,"timestamp":time}``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = log.n_events
+    longest = int(np.diff(log.starts).max())
+    # opening of event i of trace k: ',{"eventIndex":i' (i > 0), or the trace's head first
+    opening = pa.concat_arrays([
+        _texts(',{"eventIndex":', np.arange(1, longest), ""),
+        _texts(']},{"traceID":', np.arange(log.n_traces), ',"events":[{"eventIndex":0'),
+    ])
+    row_kind = np.where(index > 0, index - 1, longest - 1 + trace_of)
+    row_kind[0] = len(opening)
+    opening = pa.concat_arrays([opening, pa.array(['{"traceID":0,"events":[{"eventIndex":0'],
+                                                  pa.large_string())])
+    type_part = pa.array([f',"eventType":{json.dumps(t)},"logLine":' for t in log.types],
+                         pa.large_string())
+    stamps = log.time_text
+    for a in range(0, n, JSON_BLOCK):
+        b = min(a + JSON_BLOCK, n)
+        stamp = stamps[a:b]
+        valid = pc.match_substring_regex(stamp, _JSON_NUMBER).to_numpy(zero_copy_only=False)
+        if not valid.all():
+            fixed = stamp.to_pylist()
+            for i in np.nonzero(~valid)[0]:
+                fixed[i] = json.dumps(float(fixed[i]))
+            stamp = pa.array(fixed, pa.large_string())
+        yield _joined_bytes(opening.take(row_kind[a:b]), type_part.take(log.codes[a:b]),
+                            pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
+                            ',"timestamp":', stamp, "}")
+    yield b"]}"
+
+
+def _partitions_json(model: PartitionModel, trace_of: np.ndarray,
+                     index: np.ndarray) -> Iterator:
+    """The ``partitions`` list of ``model.json``: per real node in dot order
+    ``{"eventType":"t","events":[{"traceID":k,"eventIndex":i},...]}`` (events in log
+    order)."""
+    import pyarrow as pa
+
+    log = model.log
+    n = log.n_events
+    labels = model.labels()
+    dot_rank = np.empty(model.n_nodes, dtype=np.int64)
+    dot_rank[model.dot_order()] = np.arange(model.n_nodes)
+    rank = dot_rank[model.part]
+    small = np.int16 if model.n_nodes < (1 << 15) else np.int64  # int16: a radix sort
+    order = np.argsort(rank.astype(small), kind="stable")
+    rank = rank[order]
+    first = np.r_[True, rank[1:] != rank[:-1]]
+    heads = [("]}," if k else "") + f'{{"eventType":{json.dumps(labels[p])},"events":['
+             for k, p in enumerate(model.dot_order()[rank[first]])]
+    opening = pa.array([',{"traceID":'] + [h + '{"traceID":' for h in heads],
+                       pa.large_string())
+    kind = np.cumsum(first) * first
+    trace_part = _texts("", np.arange(log.n_traces), ',"eventIndex":')
+    index_part = _texts("", np.arange(int(index.max()) + 1), "}")
+    for a in range(0, n, JSON_BLOCK):
+        b = min(a + JSON_BLOCK, n)
+        sel = order[a:b]
+        yield _joined_bytes(opening.take(kind[a:b]), trace_part.take(trace_of[sel]),
+                            index_part.take(index[sel]))
+    yield b"]}"
 
 
 def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
@@ -145,12 +189,12 @@ def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
     """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json`` atomically."""
     return write_texts(prefix, {".dot": to_dot(model),
                                 ".invariants.txt": to_invariants_txt(invariants),
-                                ".json": _json_pieces(model, invariants)})
+                                ".json": json_pieces(model, invariants)})
 
 
-def write_texts(prefix: str | os.PathLike, texts: dict[str, str | list]) -> list[Path]:
-    """Write ``PREFIX + suffix`` for each (suffix, text: a str, or a list of UTF-8 byte
-    pieces); every file goes to a temporary name in the target directory first and is
+def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> list[Path]:
+    """Write ``PREFIX + suffix`` for each (suffix, text: a str, or an iterable of UTF-8
+    byte pieces, e.g. :func:`json_pieces`); every file goes to a temporary name in the target directory first and is
     renamed only when all are written, so a failure leaves no half-written file."""
     prefix = Path(prefix)
     target_dir = prefix.parent

@@ -24,14 +24,15 @@ TERMINAL = "TERMINAL"
 class EventLog:
     """Traces as flat arrays: ``codes`` (int64 type codes), ``starts`` (trace offsets,
     length ``n_traces + 1``), ``times`` (float64 seconds) and per-event ``lines`` and
-    ``time_text`` (Synoptic's printed time) for ``model.json``."""
+    ``time_text`` (Synoptic's printed time, a pyarrow large_string array) for
+    ``model.json``."""
 
     types: list[str]
     codes: np.ndarray
     starts: np.ndarray
     times: np.ndarray
     lines: np.ndarray
-    time_text: list[str] = field(repr=False)
+    time_text: object = field(repr=False)
     trace_ids: list[str] = field(default_factory=list)
 
     @property
@@ -74,17 +75,18 @@ class EventLog:
 
     @classmethod
     def from_regex_events(cls, ev) -> "EventLog":
-        """Code the sorted arrays of :func:`statemine.parse.regex.read_regex_arrays`
-        (the same log as ``from_traceset(ev.to_traceset())``, without pandas frames)."""
+        """The sorted arrays of :func:`statemine.parse.regex.read_regex_arrays` (already
+        coded: trace ids 0..T-1 in order, type codes in order of first appearance) as a
+        log: the same as ``from_traceset(ev.to_traceset())``, without pandas frames."""
         if not len(ev.trace):
             raise InputError(None, None, "no events to infer a model from")
-        codes, uniques = pd.factorize(ev.types, sort=False)
-        _refuse_synthetic(uniques, ev.types, ev.lines)
-        present, counts = np.unique(ev.trace, return_counts=True)
+        types = [str(t) for t in ev.type_names]
+        _refuse_synthetic(types, ev.type_codes, ev.lines)
+        counts = np.bincount(ev.trace)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return cls([str(u) for u in uniques], codes.astype(np.int64), starts,
+        return cls(types, np.asarray(ev.type_codes, dtype=np.int64), starts,
                    np.asarray(ev.times, dtype=np.float64), np.asarray(ev.lines, dtype=np.int64),
-                   list(ev.time_text), [str(i) for i in present])
+                   _text_array(ev.time_text), [str(i) for i in range(len(counts))])
 
     @classmethod
     def from_traceset(cls, ts: TraceSet) -> "EventLog":
@@ -106,24 +108,35 @@ class EventLog:
         rank = rank[order]
         names = ev["state"].astype(str).to_numpy(dtype=object)[order]
         codes, uniques = pd.factorize(names, sort=False)
-        _refuse_synthetic(uniques, names, ev["line"].to_numpy()[order])
+        _refuse_synthetic(uniques, codes, ev["line"].to_numpy()[order])
         present = np.unique(rank)
         counts = np.bincount(rank, minlength=len(ids))[present]
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         times = ev["time"].to_numpy(dtype=np.float64)[order]
         lines = ev["line"].to_numpy(dtype=np.int64)[order]
         if "synoptic_time" in ev.columns:
-            text = ev["synoptic_time"].astype(str).to_numpy(dtype=object)[order].tolist()
+            text = ev["synoptic_time"].astype(str).to_numpy(dtype=object)[order]
         else:
             text = [repr(float(t)) for t in times]
         return cls([str(u) for u in uniques], codes.astype(np.int64), starts, times, lines,
-                   text, [ids[i] for i in present])
+                   _text_array(text), [ids[i] for i in present])
 
 
-def _refuse_synthetic(uniques, names: np.ndarray, lines: np.ndarray) -> None:
-    """InputError if an event type is named like a synthetic node (INITIAL/TERMINAL)."""
+def _text_array(texts):
+    """Texts (a sequence of str or a pyarrow string array) as a pyarrow large_string
+    array."""
+    import pyarrow as pa
+
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        return texts.cast(pa.large_string())
+    return pa.array(texts, pa.large_string())
+
+
+def _refuse_synthetic(uniques, codes: np.ndarray, lines: np.ndarray) -> None:
+    """InputError if an event type (``uniques[codes[i]]`` for event i) is named like a
+    synthetic node (INITIAL/TERMINAL)."""
     for name in (INITIAL, TERMINAL):
         if name in set(uniques):
-            at = int(lines[np.asarray(names == name)][0])
+            at = int(lines[np.asarray(codes == list(uniques).index(name))][0])
             raise InputError(None, at if at >= 0 else None,
                              f"event type {name!r} clashes with Synoptic's synthetic node")

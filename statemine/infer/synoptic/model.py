@@ -106,12 +106,12 @@ class PartitionModel:
         real = sorted(range(2, self.n_nodes), key=lambda n: (java_key(labels[n]), first[n]))
         return np.array(real + [TERM_NODE, INIT_NODE], dtype=np.int64)
 
-    def edges(self) -> pd.DataFrame:
+    def edges(self, times: bool = True) -> pd.DataFrame:
         """One row per edge, sorted by dot ids ``src, dst`` (target ids follow the
         target labels, as in Synoptic's files), ``src_label``,
         ``dst_label``, ``count``, ``probability`` (count / instances of src), ``p_text``
-        (Synoptic's two-decimal half-up text) and ``time_min/median/max`` (seconds between
-        the two events; NaN on INITIAL/TERMINAL edges)."""
+        (Synoptic's two-decimal half-up text) and, with ``times``, ``time_min/median/max``
+        (seconds between the two events; NaN on INITIAL/TERMINAL edges)."""
         order = self.dot_order()
         dot_id = np.empty(self.n_nodes, dtype=np.int64)
         dot_id[order] = np.arange(self.n_nodes)
@@ -126,7 +126,8 @@ class PartitionModel:
         frame["dst_label"] = [labels[d] for d in dst]
         frame["probability"] = frame["count"] / sizes[src]
         frame["p_text"] = [probability_text(c, s) for c, s in zip(frame["count"], sizes[src])]
-        frame = frame.join(self._edge_times(), on=["node_src", "node_dst"])
+        if times:
+            frame = frame.join(self._edge_times(), on=["node_src", "node_dst"])
         return frame.sort_values(["src", "dst"]).reset_index(drop=True)
 
     def _edge_times(self) -> pd.DataFrame:
