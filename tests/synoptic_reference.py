@@ -79,3 +79,44 @@ def accepts(g: nx.DiGraph, trace: list[str]) -> bool:
     for ev in trace:
         cur = {w for v in cur for w in g.successors(v) if g.nodes[w].get("state") == ev}
     return any(g.has_edge(v, term) for v in cur)
+
+
+def coarsen_every_trial(model, codes, rng):
+    """The coarsening loop with every merge trial checked from scratch by
+    ``violated_edges`` on the relabelled model (what the engine's incremental
+    :class:`MergeCheck` and its skipping of known failures must reproduce exactly)."""
+    import numpy as np
+
+    from statemine.infer.synoptic.check import violated_edges
+    from statemine.infer.synoptic.model import INIT_NODE, TERM_NODE, PartitionModel
+
+    src, dst = np.nonzero(model.edge_counts())
+    group = np.arange(model.n_nodes)
+    n_types = len(model.log.types)
+
+    def holds(trial):
+        reps, dense = np.unique(trial, return_inverse=True)
+        return not violated_edges(len(reps), dense[src], dense[dst],
+                                  model.node_type[reps], codes, n_types,
+                                  int(dense[INIT_NODE]), int(dense[TERM_NODE])).any()
+
+    types = np.unique(model.node_type[model.node_type >= 0])
+    changed = True
+    while changed:
+        changed = False
+        pairs = []
+        for t in types:
+            reps = np.unique(group)
+            reps = reps[model.node_type[reps] == t]
+            pairs += [(int(p), int(q)) for i, p in enumerate(reps) for q in reps[i + 1:]]
+        if pairs:
+            pairs = [pairs[k] for k in rng.permutation(len(pairs))]
+        for p, q in pairs:
+            if group[p] != p or group[q] != q:
+                continue
+            trial = group.copy()
+            trial[group == max(p, q)] = min(p, q)
+            if holds(trial):
+                group = trial
+                changed = True
+    return PartitionModel(model.log, group[model.part], model.node_type.copy()).compact()

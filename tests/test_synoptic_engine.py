@@ -20,7 +20,8 @@ from statemine.infer.synoptic.model import PartitionModel, probability_text
 from statemine.infer.synoptic.refine import refine, refine_by_history, refine_targeted
 from statemine.traces import TraceSet
 
-from synoptic_reference import accepts, brute_invariants, invariant_holds
+from synoptic_reference import (accepts, brute_invariants, coarsen_every_trial,
+                                 invariant_holds)
 
 traces_strategy = st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=9),
                            min_size=1, max_size=7)
@@ -72,6 +73,25 @@ def test_each_refinement_then_coarsening_is_sound(traces):
                   refine_targeted(initial, codes, everything)):
         assert_sound(model, inv, traces)
         assert_sound(coarsen(model, codes, np.random.default_rng(1)), inv, traces)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=12), min_size=1,
+                max_size=9), st.integers(0, 5))
+def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
+    """Coarsening skips merges known to fail and checks the others incrementally; the
+    model is the one checking every trial from scratch gives."""
+    log = EventLog.from_sequences(traces)
+    inv = mine(log)
+    codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
+    initial = PartitionModel.initial(log)
+    everything = np.ones(len(codes), dtype=bool)
+    for model in (refine(initial, codes, np.random.default_rng(seed), max_steps=4),
+                  refine_by_history(initial, codes, everything)):
+        ours = coarsen(model, codes, np.random.default_rng(seed))
+        theirs = coarsen_every_trial(model, codes, np.random.default_rng(seed))
+        assert ours.part.tolist() == theirs.part.tolist()
+        assert ours.node_type.tolist() == theirs.node_type.tolist()
 
 
 def test_same_seed_same_model():

@@ -168,6 +168,131 @@ def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarr
     return out
 
 
+class MergeCheck:
+    """Coarsening's merge trials on a model with nodes ``0..n-1`` of types ``node_type``
+    and edges ``src[i] -> dst[i]``: does every invariant still hold once node ``gone`` is
+    merged into node ``keep``?  The answer is ``not violated_edges(...).any()`` on the
+    merged model (a merged-away node keeps its id, without edges: it is inert), but:
+
+    * the bitsets of forbidden types are made once, and NFby's and AP's forward
+      propagations run as one;
+    * each propagation starts from the fix-point of the current model (merging only adds
+      paths, so that is below the merged model's least fix-point, and iterating from it
+      reaches the same fix-point in a few steps);
+    * it stops at the first violation (the sets only grow while they propagate, so a
+      violation seen early is one of the fix-point).  A node's own type is never
+      forbidden to it (``a AP a`` and ``a AFby a`` fail on every trace with an ``a``, so
+      they are never mined), so a violation shows in ``start | gather(X) & allowed``.
+    """
+
+    def __init__(self, node_type: np.ndarray, inv: InvariantCodes, n_types: int,
+                 src: np.ndarray, dst: np.ndarray, init: int = 0, term: int = 1):
+        n = len(node_type)
+        n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
+        words = (n_codes + 63) // 64
+        lab = np.zeros((n + 1, words), dtype=np.uint64)  # row n: always empty
+        real = np.nonzero(node_type >= 0)[0]
+        t = node_type[real]
+        lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
+        full = np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64)
+
+        def forbid(at_type: np.ndarray, bit: np.ndarray) -> np.ndarray:
+            """Per real node of type at_type[i]: bit[i] (a violation when present)."""
+            by_type = np.zeros((n_codes, words), dtype=np.uint64)
+            np.bitwise_or.at(by_type, (at_type, bit // 64),
+                             np.uint64(1) << (bit % 64).astype(np.uint64))
+            out = np.zeros_like(lab)
+            out[real] = by_type[t]
+            return out
+
+        k, a, b = inv.kind, inv.a, inv.b
+        # forward: [D | X]; D = types reaching a node in >= 1 step (NFby: a at b-nodes),
+        # X = types a such that INITIAL reaches the node avoiding a-nodes (AP: a at the
+        # b-nodes of gather(X))
+        self.lab = lab
+        self.reach = np.zeros_like(lab)
+        self.reach[init] = full
+        self.fwd_allowed = np.hstack([np.broadcast_to(full, lab.shape), ~lab])
+        self.fwd_forbidden = np.hstack([forbid(b[k == 1], a[k == 1]),
+                                        forbid(b[k == 2], a[k == 2])])
+        # backward: E = types b such that the node reaches TERMINAL avoiding b-nodes
+        # (AFby: b at the a-nodes of gather(E); INITIAL AFby b: b at INITIAL)
+        self.bwd_allowed = ~lab
+        self.bwd_start = np.zeros_like(lab)
+        self.bwd_start[term] = full
+        sel = (k == 0) & (a >= 0)
+        self.bwd_forbidden = forbid(a[sel], b[sel])
+        init_b = b[(k == 0) & (a < 0)]
+        np.bitwise_or.at(self.bwd_forbidden[init], init_b // 64,
+                         np.uint64(1) << (init_b % 64).astype(np.uint64))
+        self.n = n
+        self.src, self.dst = np.asarray(src), np.asarray(dst)
+        #: fix-points of the current model (None: an invariant fails on it already)
+        self.fix = self._fix_points(self.src, self.dst, None)
+
+    def merge(self, keep: int, gone: int) -> bool:
+        """Does every invariant hold on the current model with ``gone`` merged into
+        ``keep``?  If so, that is the current model from now on."""
+        if self.fix is None:
+            return False  # merging only adds paths: a violation stays
+        src = np.where(self.src == gone, keep, self.src)
+        dst = np.where(self.dst == gone, keep, self.dst)
+        warm = []
+        for x in self.fix:
+            x = x.copy()
+            x[keep] |= x[gone]
+            x[gone] = 0
+            warm.append(x)
+        fix = self._fix_points(src, dst, warm)
+        if fix is None:
+            return False
+        self.src, self.dst, self.fix = src, dst, fix
+        return True
+
+    def _fix_points(self, src: np.ndarray, dst: np.ndarray,
+                    warm: list[np.ndarray] | None) -> list[np.ndarray] | None:
+        """The forward and backward fix-points of the model with these edges, None as
+        soon as an invariant fails on it (``warm``: fix-points below them to start from)."""
+        forward = _Gather(src, dst, self.n)
+        start = np.hstack([forward(self.lab), self.reach])
+        fwd = _grow(forward, start, start if warm is None else warm[0] | start,
+                    self.fwd_allowed, self.fwd_forbidden)
+        if fwd is None:
+            return None
+        start = self.bwd_start
+        bwd = _grow(_Gather(dst, src, self.n), start,
+                    start if warm is None else warm[1] | start, self.bwd_allowed,
+                    self.bwd_forbidden)
+        return None if bwd is None else [fwd, bwd]
+
+
+class _Gather:
+    """out[v] = OR of x[u] over edges u -> v, for bitset rows over nodes 0..n where row n
+    is always empty: every node also gathers row n, so one ``reduceat`` fills them all."""
+
+    def __init__(self, frm: np.ndarray, to: np.ndarray, n: int):
+        to = np.concatenate([to, np.arange(n + 1)])
+        order = np.argsort(to, kind="stable")
+        self.frm = np.concatenate([frm, np.full(n + 1, n)])[order]
+        self.starts = np.searchsorted(to[order], np.arange(n + 1))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
+
+
+def _grow(gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray,
+          forbidden: np.ndarray) -> np.ndarray | None:
+    """The least X >= start with X = start | (gather(X) & allowed), iterated from ``x``
+    (start <= x <= that fix-point); None as soon as X meets ``forbidden``."""
+    while True:
+        nxt = start | (gather(x) & allowed)
+        if (nxt & forbidden).any():
+            return None
+        if (nxt == x).all():
+            return x
+        x = nxt
+
+
 def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int,
                    init: int = 0, term: int = 1) -> list[int] | None:
     """A shortest node path from ``init`` that violates the invariant (for AFby and
