@@ -15,7 +15,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from .analyze import INITIAL, TERMINAL
+from .visitstats import INITIAL, TERMINAL
 from .errors import StatemineError
 from .fileio import write_atomic
 

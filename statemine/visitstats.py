@@ -3,7 +3,8 @@
 :class:`VisitStats` adds up closed visits (:mod:`statemine.visitfold`) into per-trace
 matrices and dwell times, chunk by chunk, so the same code serves a whole
 :class:`~statemine.traces.TraceSet` (:func:`statemine.summarize`) and a log streamed block
-by block (:mod:`statemine.stream`). Only :meth:`VisitStats.tables` needs pandas.
+by block (:mod:`statemine.stream`). :meth:`VisitStats.columns` gives the tables as numpy
+columns; only :meth:`VisitStats.tables` (DataFrames) needs pandas.
 """
 
 from __future__ import annotations
@@ -57,26 +58,38 @@ class VisitStats:
     def tables(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(states, transitions)`` as documented in :func:`statemine.analyze.state_stats`
-        and :func:`statemine.analyze.transition_stats`; ``names[code]`` names state ``code``. The states table's
-        ``attrs["dwell_quantiles"]`` says whether dwell quantiles are exact."""
+        and :func:`statemine.analyze.transition_stats`; ``names[code]`` names state
+        ``code``. The states table's ``attrs["dwell_quantiles"]`` is :attr:`DwellTimes.accuracy`."""
+        import pandas as pd
+
+        states, transitions = self.columns(names, confidence=confidence, n_boot=n_boot, seed=seed)
+        frames = []
+        for columns, text in ((states, ("state",)), (transitions, ("src", "dst"))):
+            frames.append(pd.DataFrame({k: pd.Series(v, dtype=str) if k in text else v for k, v in columns.items()}))
+        frames[0].attrs["dwell_quantiles"] = self.dwell.accuracy
+        return frames[0], frames[1]
+
+    def columns(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
+                seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The columns of :meth:`tables` as numpy arrays (names as object arrays of str),
+        rows filtered and sorted alike, without pandas."""
         self._reserve(self.n_traces, len(names))
-        states, s_num, s_den = self._state_table(names)
-        transitions, e_num, e_den = self._transition_table(names)
+        states, s_num, s_den = self._state_columns(names)
+        transitions, e_num, e_den = self._transition_columns(names)
         lo, hi = bootstrap_ratio(np.hstack([s_num, e_num]), np.hstack([np.broadcast_to(s_den, s_num.shape), e_den]),
                                  confidence=confidence, n_boot=n_boot, seed=seed)
         k = s_num.shape[1]
         states["time_fraction_lo"], states["time_fraction_hi"] = lo[:k], hi[:k]
         transitions["probability_lo"], transitions["probability_hi"] = lo[k:], hi[k:]
-        states = states[states["visits"] > 0]
-        states = states.sort_values(["time_fraction", "state"], ascending=[False, True], kind="stable")
-        transitions = transitions.sort_values(["src", "dst"], kind="stable")
-        states = states.reset_index(drop=True)
-        states.attrs["dwell_quantiles"] = self.dwell.accuracy
-        return states, transitions.reset_index(drop=True)
+        # states: most time first, then by name; states never entered are left out
+        kept = np.flatnonzero(states["visits"] > 0)
+        order = kept[np.lexsort((_ranks(states["state"][kept]), -states["time_fraction"][kept]))]
+        by_edge = np.lexsort((_ranks(transitions["dst"]), _ranks(transitions["src"])))
+        return ({c: v[order] for c, v in states.items()},
+                {c: v[by_edge] for c, v in transitions.items()})
 
-    def _state_table(self, names: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-        """The state table without intervals, and the (num, den) matrices of its fractions."""
-        import pandas as pd
+    def _state_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The state columns without intervals, and the (num, den) matrices of its fractions."""
         n_states = len(names)
         per_trace = self.time[: self.n_traces, :n_states]
         visits = self.visits[: self.n_traces, :n_states]
@@ -88,28 +101,24 @@ class VisitStats:
             own = per_trace[trace_totals > 0] / trace_totals[trace_totals > 0, None]
             dwell_mean = time_s / n_visits
         median, p95 = self.dwell.quantiles(n_states, (0.5, 0.95))
-        table = pd.DataFrame(
-            {
-                "state": pd.Series(names, dtype=str),
-                "time_s": time_s,
-                "time_fraction": fraction,
-                "time_fraction_lo": np.nan,
-                "time_fraction_hi": np.nan,
-                "mean_trace_fraction": own.mean(axis=0) if len(own) else np.full(n_states, np.nan),
-                "dwell_mean": dwell_mean,
-                "dwell_median": median,
-                "dwell_p95": p95,
-                "visits": n_visits.astype("int64"),
-                "traces": (visits > 0).sum(axis=0).astype("int64"),
-            }
-        )
-        return table, per_trace, trace_totals[:, None]
+        columns = {
+            "state": np.array(names, dtype=object),
+            "time_s": time_s,
+            "time_fraction": fraction,
+            "time_fraction_lo": np.full(n_states, np.nan),
+            "time_fraction_hi": np.full(n_states, np.nan),
+            "mean_trace_fraction": own.mean(axis=0) if len(own) else np.full(n_states, np.nan),
+            "dwell_mean": dwell_mean,
+            "dwell_median": median,
+            "dwell_p95": p95,
+            "visits": n_visits.astype("int64"),
+            "traces": (visits > 0).sum(axis=0).astype("int64"),
+        }
+        return columns, per_trace, trace_totals[:, None]
 
-    def _transition_table(self, names: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-        """The transition table without intervals, and the (num, den) matrices of its
+    def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The transition columns without intervals, and the (num, den) matrices of its
         probabilities (per trace: count of the edge, count out of its source)."""
-        import pandas as pd
-
         per_edge = self.edges[: self.n_traces, : len(self.edge_src)]
         _, src_group = np.unique(self.edge_src, return_inverse=True)
         out_of_src = np.zeros((self.n_traces, src_group.max() + 1 if len(src_group) else 0))
@@ -117,17 +126,16 @@ class VisitStats:
         denom = out_of_src[:, src_group]
         total = per_edge.sum(axis=0)
         label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
-        table = pd.DataFrame(
-            {
-                "src": pd.Series(label[np.where(self.edge_src == OUTSIDE, len(names), self.edge_src)], dtype=str),
-                "dst": pd.Series(label[np.where(self.edge_dst == OUTSIDE, len(names) + 1, self.edge_dst)], dtype=str),
-                "count": total.astype("int64"),
-                "probability": total / denom.sum(axis=0),
-                "probability_lo": np.nan,
-                "probability_hi": np.nan,
-            }
-        )
-        return table, per_edge, denom
+        n_edges = len(self.edge_src)
+        columns = {
+            "src": label[np.where(self.edge_src == OUTSIDE, len(names), self.edge_src)],
+            "dst": label[np.where(self.edge_dst == OUTSIDE, len(names) + 1, self.edge_dst)],
+            "count": total.astype("int64"),
+            "probability": total / denom.sum(axis=0),
+            "probability_lo": np.full(n_edges, np.nan),
+            "probability_hi": np.full(n_edges, np.nan),
+        }
+        return columns, per_edge, denom
 
     def _edge_columns(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """The transition column of each (src, dst) pair, adding columns for new pairs."""
@@ -233,6 +241,11 @@ class DwellTimes:
             self._sketch = np.zeros((0, 1), np.int64)
         self._sketch = _grown(self._sketch, max(n_states, self._sketch.shape[0]), max(n_buckets, self._sketch.shape[1]))
         np.add.at(self._sketch, (state.astype(np.int64), bucket), 1)
+
+
+def _ranks(text: np.ndarray) -> np.ndarray:
+    """Each string's rank in sorted order (equal strings, equal ranks), for np.lexsort."""
+    return np.unique(text, return_inverse=True)[1].reshape(-1) if len(text) else np.zeros(0, np.int64)
 
 
 def _accumulate(matrix: np.ndarray, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray | None,

@@ -187,3 +187,25 @@ def test_cli_streamed_and_in_memory_paths_write_the_same_tables(tmp_path):
     assert streamed.exit_code == 0 and in_memory.exit_code == 0, streamed.output + in_memory.output
     for name in ("states.csv", "transitions.csv", "model.dot", "model.json"):
         assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text(), name
+
+
+def test_cli_csv_writer_formats_as_pandas(tmp_path):
+    from statemine.cli.infer import to_csv
+
+    path = tmp_path / "run.log"
+    path.write_text(random_log(np.random.default_rng(11), 300, 5))
+    for frame in statemine.summarize(statemine.read(path)):
+        assert to_csv({c: frame[c].to_numpy() for c in frame.columns}) == frame.to_csv(index=False)
+
+
+def test_cli_streamed_infer_runs_without_pandas(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_text(random_log(np.random.default_rng(5), 200, 3))
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr))\n"
+            "from statemine.cli import main\n"
+            f"main(args=['infer', {str(path)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-svg'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "False"
+    assert (tmp_path / "out" / "states.csv").read_text().startswith("state,time_s,time_fraction,")

@@ -137,22 +137,23 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
     files = _streamable(logs, fmt, regexes, selections)
     if files:
-        states, transitions, n_traces, n_events = _summarize_streamed(files, opts)
+        states, transitions, dwell, n_traces, n_events = _summarize_streamed(files, opts)
     else:
         from ..analyze import summarize
 
         ts = read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
                          derive_states, selections=selections)
-        states, transitions = summarize(ts, **opts)
-        n_traces, n_events = ts.n_traces, len(ts.events)
+        frames = summarize(ts, **opts)
+        states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
+        dwell, n_traces, n_events = frames[0].attrs["dwell_quantiles"], ts.n_traces, len(ts.events)
 
     from ..infer.observed import model_from_stats, model_to_json
     from ..render import dot_to, graphviz_available, to_dot
 
     _print_states(states, n_traces, n_events, confidence)
-    if states.attrs.get("dwell_quantiles", "exact") != "exact":
-        click.echo(f"statemine: note: dwell medians and p95 are {states.attrs['dwell_quantiles']}: "
-                   "too many visits to keep every dwell time", err=True)
+    if dwell != "exact":
+        click.echo(f"statemine: note: dwell medians and p95 are {dwell}: too many visits to keep every "
+                   "dwell time", err=True)
     if not states["time_s"].sum() > 0:
         click.echo("statemine: note: the traces last no time (one state line each, or all at one "
                    "instant), so time fractions are undefined (n/a); visits and transitions stand", err=True)
@@ -161,8 +162,8 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     G = model_from_stats(states, transitions)
     dot = to_dot(G, title=title)
     outputs: dict[str, bytes | str] = {
-        "states.csv": states.to_csv(index=False),
-        "transitions.csv": transitions.to_csv(index=False),
+        "states.csv": to_csv(states),
+        "transitions.csv": to_csv(transitions),
         "model.dot": dot,
         "model.json": model_to_json(G),
     }
@@ -172,6 +173,26 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         click.echo("statemine: Graphviz's dot is not installed; model.svg not written", err=True)
     _write_all(out_dir, outputs)
     click.echo(f"wrote {', '.join(outputs)} to {out_dir}", err=True)
+
+
+def to_csv(columns: dict) -> str:
+    """A table given as columns (name -> array) as CSV text, formatted as pandas'
+    ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty."""
+    import csv
+    import io
+
+    import numpy as np
+
+    def cell(value) -> str:
+        if isinstance(value, (float, np.floating)):
+            return "" if value != value else repr(float(value))
+        return str(value)
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([cell(v) for v in row] for row in zip(*columns.values()))
+    return out.getvalue()
 
 
 def _streamable(logs, fmt: str, regexes, selections) -> list[Path]:
@@ -188,9 +209,9 @@ def _streamable(logs, fmt: str, regexes, selections) -> list[Path]:
 
 
 def _summarize_streamed(files: list[Path], opts: dict):
-    """:func:`statemine.stream.summarize_logs`, arranged so the work overlaps the imports:
-    the scan runs on one thread (C, without the GIL), the fold on another (numpy), while
-    this one loads pandas and the output's libraries."""
+    """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
+    overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
+    another (numpy), while this one loads the output's libraries."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..parse import progress_reporter
@@ -206,12 +227,11 @@ def _summarize_streamed(files: list[Path], opts: dict):
             folded = folding.result()
     finally:
         gc.enable()
-    states, transitions = folded.stats.tables(folded.names, **tables)
-    return states, transitions, folded.n_traces, folded.n_events
+    states, transitions = folded.stats.columns(folded.names, **tables)
+    return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
 
 
 def _import_output_modules() -> None:
-    import pandas  # noqa: F401
     import rich.console  # noqa: F401
     import rich.table  # noqa: F401
 
@@ -252,7 +272,8 @@ def _write_all(out_dir: Path, outputs: dict[str, bytes | str]) -> None:
         write_atomic(out_dir / name, data)
 
 
-def _print_states(states, n_traces: int, n_events: int, confidence: float) -> None:
+def _print_states(states: dict, n_traces: int, n_events: int, confidence: float) -> None:
+    """The states table (columns: name -> array) as a rich table on stdout."""
     from rich.console import Console
     from rich.table import Table
 
@@ -261,12 +282,12 @@ def _print_states(states, n_traces: int, n_events: int, confidence: float) -> No
     table.add_column("state", no_wrap=True)
     for col in ("time", ci, "visits", "dwell mean", "dwell median", "dwell p95"):
         table.add_column(col, justify="right")
-    for row in states.itertuples(index=False):
-        interval = "" if row.time_fraction_lo != row.time_fraction_lo else \
-            f"{row.time_fraction_lo:.1%}-{row.time_fraction_hi:.1%}"
-        share = "n/a" if row.time_fraction != row.time_fraction else f"{row.time_fraction:.1%}"
-        table.add_row(row.state, share, interval, str(row.visits), _secs(row.dwell_mean),
-                      _secs(row.dwell_median), _secs(row.dwell_p95))
+    columns = ("state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "visits", "dwell_mean",
+               "dwell_median", "dwell_p95")
+    for state, share, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns)):
+        interval = "" if lo != lo else f"{lo:.1%}-{hi:.1%}"
+        table.add_row(state, "n/a" if share != share else f"{share:.1%}", interval, str(visits), _secs(mean),
+                      _secs(median), _secs(p95))
     console = Console()
     if not console.is_terminal:  # files and pipes: no terminal width to respect
         console = Console(width=120)

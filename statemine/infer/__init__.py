@@ -6,9 +6,12 @@ Engines: ``observed`` (one node per state, the paper's Fig. 13 model, :mod:`.obs
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import networkx as nx
 
-from ..traces import TraceSet
+if TYPE_CHECKING:
+    from ..traces import TraceSet
 
 ENGINES = ("observed", "synoptic")
 
@@ -22,6 +25,7 @@ def infer(traces: TraceSet, engine: str = "observed", *, seed: int = 0, **option
     every invariant mined from the traces holds; point events count as events too.
 
     >>> import pandas as pd
+    >>> from statemine.traces import TraceSet
     >>> ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "a"], "time": [0.0, 1.0],
     ...                                         "state": ["SlowStart", "Recovery"]}))
     >>> sorted(infer(ts, n_boot=0).successors("SlowStart"))

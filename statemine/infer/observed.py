@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
 
 import networkx as nx
-import pandas as pd
+import numpy as np
 
-from ..analyze import INITIAL, TERMINAL, EndRule, summarize
-from ..traces import TraceSet
+from ..visitfold import EndRule
+from ..visitstats import INITIAL, TERMINAL
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..traces import TraceSet
+
+#: A table as a DataFrame or as columns (name -> array), e.g. from ``VisitStats.columns``.
+Table = Union["pd.DataFrame", Mapping[str, np.ndarray]]
 
 
 def observed_model(
@@ -30,42 +38,41 @@ def observed_model(
 ) -> nx.DiGraph:
     """Build the observed-state model of ``traces`` as a networkx DiGraph.
 
+    >>> import pandas as pd
+    >>> from statemine.traces import TraceSet
     >>> ts = TraceSet.from_events(pd.DataFrame({"trace": ["a"] * 3, "time": [0.0, 1.0, 4.0],
     ...                                         "state": ["SlowStart", "Recovery", "SlowStart"]}))
     >>> G = observed_model(ts, n_boot=0)
     >>> sorted(G.successors("SlowStart")), G.edges["SlowStart", "Recovery"]["probability"]
     (['Recovery', 'TERMINAL'], 0.5)
     """
+    from ..analyze import summarize
+
     opts = dict(collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed)
     return model_from_stats(*summarize(traces, **opts))
 
 
-def model_from_stats(states: pd.DataFrame, transitions: pd.DataFrame) -> nx.DiGraph:
+def model_from_stats(states: Table, transitions: Table) -> nx.DiGraph:
     """The model graph from :func:`~statemine.analyze.state_stats` and
-    :func:`~statemine.analyze.transition_stats` tables."""
+    :func:`~statemine.analyze.transition_stats` tables (DataFrames, or the same columns
+    as a mapping of arrays)."""
     G = nx.DiGraph(engine="observed")
     G.add_node(INITIAL, kind="initial")
-    for row in states.itertuples(index=False):
-        G.add_node(
-            row.state,
-            kind="state",
-            time_fraction=float(row.time_fraction),
-            time_fraction_lo=float(row.time_fraction_lo),
-            time_fraction_hi=float(row.time_fraction_hi),
-            time_s=float(row.time_s),
-            visits=int(row.visits),
-        )
+    for state, fraction, lo, hi, time_s, visits in _rows(
+            states, "state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "time_s", "visits"):
+        G.add_node(state, kind="state", time_fraction=float(fraction), time_fraction_lo=float(lo),
+                   time_fraction_hi=float(hi), time_s=float(time_s), visits=int(visits))
     G.add_node(TERMINAL, kind="terminal")
-    for row in transitions.itertuples(index=False):
-        G.add_edge(
-            row.src,
-            row.dst,
-            count=int(row.count),
-            probability=float(row.probability),
-            probability_lo=float(row.probability_lo),
-            probability_hi=float(row.probability_hi),
-        )
+    for src, dst, count, p, lo, hi in _rows(
+            transitions, "src", "dst", "count", "probability", "probability_lo", "probability_hi"):
+        G.add_edge(src, dst, count=int(count), probability=float(p), probability_lo=float(lo),
+                   probability_hi=float(hi))
     return G
+
+
+def _rows(table: Table, *columns: str) -> Iterator[tuple]:
+    """The rows of ``table`` (DataFrame or mapping of columns), restricted to ``columns``."""
+    return zip(*(table[c] for c in columns))
 
 
 def model_to_json(G: nx.DiGraph) -> str:
