@@ -120,3 +120,61 @@ def coarsen_every_trial(model, codes, rng):
                 group = trial
                 changed = True
     return PartitionModel(model.log, group[model.part], model.node_type.copy()).compact()
+
+
+def counterexample_queue(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int,
+                   init: int = 0, term: int = 1) -> list[int] | None:
+    """The engine's counterexample search as a plain first-in first-out queue over
+    (node, phase), one state at a time (the vectorized search must return its path)."""
+    from collections import deque
+
+    import numpy as np
+
+    succ = [np.nonzero(row)[0].tolist() for row in adj]
+
+    def step(phase: int, v: int) -> int | None:
+        """Automaton phase after entering node v; None = dead; 9 = accepting."""
+        t = node_type[v]
+        if kind == 0:  # AFby (a == -1: INITIAL, phase starts at 1)
+            if t == b and t >= 0:
+                return 0
+            if t == a and t >= 0:
+                return 1
+            if v == term:
+                return 9 if phase == 1 else None
+            return phase
+        if kind == 1:  # NFby
+            if phase == 1 and t == b:
+                return 9
+            if t == a:
+                return 1
+            return None if v == term else phase
+        # AP
+        if t == a:
+            return None
+        if t == b:
+            return 9
+        return None if v == term else phase
+
+    start = (init, 1 if (kind == 0 and a < 0) else 0)
+    parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        v, phase = queue.popleft()
+        for w in succ[v]:
+            nphase = step(phase, w)
+            if nphase is None:
+                continue
+            state = (w, nphase)
+            if state in parent:
+                continue
+            parent[state] = (v, phase)
+            if nphase == 9:
+                path = [w]
+                cur = (v, phase)
+                while cur is not None:
+                    path.append(cur[0])
+                    cur = parent[cur]
+                return path[::-1]
+            queue.append(state)
+    return None

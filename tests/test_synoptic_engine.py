@@ -21,7 +21,7 @@ from statemine.infer.synoptic.refine import refine, refine_by_history, refine_ta
 from statemine.traces import TraceSet
 
 from synoptic_reference import (accepts, brute_invariants, coarsen_every_trial,
-                                 invariant_holds)
+                                 counterexample_queue, invariant_holds)
 
 traces_strategy = st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=9),
                            min_size=1, max_size=7)
@@ -92,6 +92,25 @@ def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
         theirs = coarsen_every_trial(model, codes, np.random.default_rng(seed))
         assert ours.part.tolist() == theirs.part.tolist()
         assert ours.node_type.tolist() == theirs.node_type.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(3, 12).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
+    st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2))),
+    st.integers(0, 2), st.integers(-1, 3), st.integers(0, 3))
+def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
+    """The layer-at-a-time search returns the path a FIFO queue search finds first."""
+    from statemine.infer.synoptic.check import counterexample
+
+    rows, types = graph
+    adj = np.array(rows, dtype=bool)
+    adj[:, 0] = False  # nothing enters INITIAL, nothing leaves TERMINAL
+    adj[1, :] = False
+    node_type = np.array([-1, -1] + types)
+    a = a if kind == 0 else max(a, 0)
+    assert counterexample(adj, node_type, kind, a, b) == \
+        counterexample_queue(adj, node_type, kind, a, b)
 
 
 def test_same_seed_same_model():

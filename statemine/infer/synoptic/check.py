@@ -67,34 +67,6 @@ def _trim(adj: np.ndarray, init: int, term: int) -> np.ndarray:
     return keep & back
 
 
-class _Edges:
-    """Edges grouped by one end, for OR-propagation of per-node bitsets along them."""
-
-    def __init__(self, frm: np.ndarray, to: np.ndarray, n: int):
-        order = np.argsort(to, kind="stable")
-        self.frm = frm[order]
-        to = to[order]
-        self.heads, self.starts = np.unique(to, return_index=True)
-        self.n = n
-
-    def gather(self, x: np.ndarray) -> np.ndarray:
-        """out[v] = OR of x[u] over edges u -> v (rows of uint64 words)."""
-        out = np.zeros_like(x)
-        if len(self.frm):
-            out[self.heads] = np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
-        return out
-
-
-def _fix(edges: _Edges, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Least X with X >= start and X >= gather(X) & allowed (uint64 bitset rows)."""
-    x = start.copy()
-    while True:
-        nxt = start | (edges.gather(x) & allowed)
-        if np.array_equal(nxt, x):
-            return x
-        x = nxt
-
-
 def _or_by_label(values: np.ndarray, node_type: np.ndarray, n_codes: int) -> np.ndarray:
     """out[t] = OR of values[v] over the nodes v of type t."""
     out = np.zeros((n_codes, values.shape[1]), dtype=np.uint64)
@@ -132,28 +104,31 @@ def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarr
     bitsets (uint64 words) propagated along the edges until they stop changing."""
     n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
     words = (n_codes + 63) // 64
-    lab = np.zeros((n, words), dtype=np.uint64)
+    lab = np.zeros((n + 1, words), dtype=np.uint64)  # row n: always empty
     real = np.nonzero(node_type >= 0)[0]
     t = node_type[real]
     lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
     allowed = ~lab
-    full = np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64)
-    forward = _Edges(src, dst, n)    # gather over predecessors
-    backward = _Edges(dst, src, n)   # gather over successors
+    full = np.broadcast_to(np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64),
+                           lab.shape)
+    forward = _Gather(src, dst, n)    # over predecessors
+    backward = _Gather(dst, src, n)   # over successors
 
-    # NFby: D[v] = types a with v reachable in >= 1 step from an a-node.
-    d = _fix(forward, forward.gather(lab), np.broadcast_to(full, lab.shape))
-    nfby = _or_by_label(d, node_type, n_codes)            # [b] -> set of a
+    # NFby: D[v] = types a with v reachable in >= 1 step from an a-node; AP: G[v] = types a
+    # such that v is reachable from INITIAL through no a-node (one propagation).
+    start = np.zeros((n + 1, 2 * words), dtype=np.uint64)
+    start[:, :words] = forward(lab)
+    start[init, words:] = full[0]
+    fix = _grow(forward, start, start, np.hstack([full, allowed]))
+    node_type = np.append(node_type, -2)
+    nfby = _or_by_label(fix[:, :words], node_type, n_codes)     # [b] -> set of a
+    pred_g = forward(fix[:, words:])                             # [v] -> set of a
+    ap = _or_by_label(pred_g, node_type, n_codes)               # [b] -> set of a
     # AFby: E[v] = types b such that v is no b-node and reaches TERMINAL avoiding b-nodes.
     start = np.zeros_like(lab)
-    start[term] = full
-    succ_e = backward.gather(_fix(backward, start, allowed))  # [u] -> set of b
-    afby = _or_by_label(succ_e, node_type, n_codes)       # [a] -> set of b
-    # AP: G[v] = types a such that v is reachable from INITIAL through no a-node.
-    start = np.zeros_like(lab)
-    start[init] = full
-    pred_g = forward.gather(_fix(forward, start, allowed))  # [v] -> set of a
-    ap = _or_by_label(pred_g, node_type, n_codes)         # [b] -> set of a
+    start[term] = full[0]
+    succ_e = backward(_grow(backward, start, start, allowed))   # [u] -> set of b
+    afby = _or_by_label(succ_e, node_type, n_codes)             # [a] -> set of b
 
     k, x, y = inv.kind, inv.a, inv.b
     out = np.zeros(len(inv), dtype=bool)
@@ -281,12 +256,12 @@ class _Gather:
 
 
 def _grow(gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray,
-          forbidden: np.ndarray) -> np.ndarray | None:
+          forbidden: np.ndarray | None = None) -> np.ndarray | None:
     """The least X >= start with X = start | (gather(X) & allowed), iterated from ``x``
     (start <= x <= that fix-point); None as soon as X meets ``forbidden``."""
     while True:
         nxt = start | (gather(x) & allowed)
-        if (nxt & forbidden).any():
+        if forbidden is not None and (nxt & forbidden).any():
             return None
         if (nxt == x).all():
             return x
@@ -297,47 +272,33 @@ def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b:
                    init: int = 0, term: int = 1) -> list[int] | None:
     """A shortest node path from ``init`` that violates the invariant (for AFby and
     ``INITIAL AFby``: ending at ``term``; NFby: at the ``b`` node; AP: at the ``b`` node),
-    or None if it holds."""
-    succ = [np.nonzero(row)[0].tolist() for row in adj]
-
-    def step(phase: int, v: int) -> int | None:
-        """Automaton phase after entering node v; None = dead; 9 = accepting."""
-        t = node_type[v]
-        if kind == 0:  # AFby (a == -1: INITIAL, phase starts at 1)
-            if t == b and t >= 0:
-                return 0
-            if t == a and t >= 0:
-                return 1
-            if v == term:
-                return 9 if phase == 1 else None
-            return phase
-        if kind == 1:  # NFby
-            if phase == 1 and t == b:
-                return 9
-            if t == a:
-                return 1
-            return None if v == term else phase
-        # AP
-        if t == a:
-            return None
-        if t == b:
-            return 9
-        return None if v == term else phase
-
+    or None if it holds.  Breadth-first search over (node, automaton phase) with a
+    first-in first-out queue, successors in node order; the automaton's moves are
+    tabulated per (phase, node) first."""
+    n = len(adj)
+    src, dst = np.nonzero(adj)
+    bounds = np.searchsorted(src, np.arange(n + 1)).tolist()
+    targets = dst.tolist()
+    succ = [targets[bounds[v]:bounds[v + 1]] for v in range(n)]
+    nodes = np.arange(n)
+    types = np.asarray(node_type)
+    move = [_next_phase(kind, a, b, term, np.full(n, phase), nodes, types).tolist()
+            for phase in (0, 1)]
     start = (init, 1 if (kind == 0 and a < 0) else 0)
     parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
     queue = deque([start])
     while queue:
         v, phase = queue.popleft()
+        after = move[phase]
         for w in succ[v]:
-            nphase = step(phase, w)
-            if nphase is None:
+            nphase = after[w]
+            if nphase < 0:
                 continue
             state = (w, nphase)
             if state in parent:
                 continue
             parent[state] = (v, phase)
-            if nphase == 9:
+            if nphase == _ACCEPT:
                 path = [w]
                 cur = (v, phase)
                 while cur is not None:
@@ -346,6 +307,28 @@ def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b:
                 return path[::-1]
             queue.append(state)
     return None
+
+
+#: Automaton phase of a violation (the search's goal); -1: the path cannot violate.
+_ACCEPT = 9
+
+
+def _next_phase(kind: int, a: int, b: int, term: int, phase: np.ndarray, node: np.ndarray,
+                t: np.ndarray) -> np.ndarray:
+    """Phase of the violation automaton after entering ``node`` (of type ``t``) from
+    ``phase`` (0 watching, 1 armed), per element; ``_ACCEPT`` or -1 (dead)."""
+    at_term = node == term
+    if kind == 0:  # AFby (a == -1: INITIAL, the search starts armed)
+        out = np.where(at_term, np.where(phase == 1, _ACCEPT, -1), phase)
+        out = np.where((t == a) & (t >= 0), 1, out)
+        return np.where((t == b) & (t >= 0), 0, out)
+    if kind == 1:  # NFby
+        out = np.where(at_term, -1, phase)
+        out = np.where(t == a, 1, out)
+        return np.where((phase == 1) & (t == b), _ACCEPT, out)
+    out = np.where(at_term, -1, phase)  # AP
+    out = np.where(t == b, _ACCEPT, out)
+    return np.where(t == a, -1, out)
 
 
 def rejected_traces(adj: np.ndarray, node_labels: list[str], traces: list[list[str]],

@@ -84,11 +84,11 @@ def refine(model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator,
     limit = max_steps if max_steps is not None else model.log.n_events + 2
     while True:
         adj = model.edge_counts() > 0
-        bad = np.nonzero(violated(adj, model.node_type, inv, n_types, trim=False))[0]
+        still = violated(adj, model.node_type, inv, n_types, trim=False)
+        bad = np.nonzero(still)[0]
         if bad.size == 0:
             return model
         if steps >= limit:
-            still = violated(adj, model.node_type, inv, n_types, trim=False)
             if finish == "history":
                 return refine_by_history(model, inv, still)
             return refine_targeted(model, inv, still)
