@@ -212,8 +212,6 @@ def _summarize_streamed(files: list[Path], opts: dict):
     """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from ..parse import progress_reporter
     from ..parse.statemine_log import scan_files
     from ..stream import fold_scanned
@@ -221,14 +219,40 @@ def _summarize_streamed(files: list[Path], opts: dict):
     tables = {k: opts.pop(k) for k in ("confidence", "n_boot", "seed")}
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
-        with progress_reporter(files, True) as advance, ThreadPoolExecutor(1) as pool:
-            folding = pool.submit(fold_scanned, scan_files(files, advance), **opts)
+        with progress_reporter(files, True) as advance:
+            folded = _in_background(fold_scanned, scan_files(files, advance), **opts)
             _import_output_modules()
-            folded = folding.result()
+            folded = folded()
     finally:
         gc.enable()
     states, transitions = folded.stats.columns(folded.names, **tables)
     return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
+
+
+def _in_background(fn, *args, **kwargs):
+    """Start ``fn(*args, **kwargs)`` on a daemon thread (so Ctrl-C is not held up by it);
+    returns a function that waits for its result, or raises its exception."""
+    import threading
+
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="statemine-fold", daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
 
 
 def _import_output_modules() -> None:
