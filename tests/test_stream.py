@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import statemine
 from statemine.errors import InputError
 from statemine.parse.lines import read_ahead
-from statemine.parse.statemine_log import scan_files
+from statemine.parse.statemine_log import FileEnd, LogScan, scan_files
 from statemine.stream import summarize_logs, summarize_scanned
 from statemine.visitfold import VisitFold
 from statemine.visitstats import DwellTimes
@@ -56,17 +56,13 @@ def test_streamed_equals_in_memory(tmp_path_factory, seed, n_files, collapse, en
         files.append(path)
     opts = dict(collapse_repeats=collapse, end=end, n_boot=200, seed=seed)
     states, transitions = statemine.summarize(statemine.read(files), **opts)
-    import statemine.parse.statemine_log as sl
 
-    # small blocks: visits and traces cross block boundaries
-    from statemine.parse.statemine_log import LogScan
-
-    def produce():
+    def produce():  # small blocks: visits and traces cross block boundaries
         for i, f in enumerate(files):
             scan = LogScan(f, chunk_bytes=chunk)
             for block in scan:
                 yield i, block
-            yield i, sl.FileEnd(f, scan.traces(), scan.names())
+            yield i, FileEnd(f, scan.traces())
 
     streamed = summarize_scanned(produce(), **opts)
     assert_same_tables(streamed, states, transitions)

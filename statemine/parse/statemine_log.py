@@ -142,11 +142,10 @@ def read_statemine_log(
 
 
 class FileEnd(NamedTuple):
-    """End of one file in :func:`scan_files`: its traces and names."""
+    """End of one file in :func:`scan_files`: its traces."""
 
     path: Path
     traces: TraceTable
-    names: list[str]
 
 
 def scan_files(
@@ -165,7 +164,7 @@ def scan_files(
             scan = LogScan(path, on_progress=on_progress)
             for block in scan:
                 yield i, block
-            yield i, FileEnd(Path(path), scan.traces(), scan.names())
+            yield i, FileEnd(Path(path), scan.traces())
 
     return read_ahead(produce(), depth)
 
