@@ -720,6 +720,10 @@ static PyObject *decode_key(const Intern *t, size_t code, size_t skip, size_t n)
 /* Scanner.names() -> list of str, index = name code. */
 static PyObject *Scanner_names(Scanner *self, PyObject *Py_UNUSED(unused))
 {
+    if (self->busy) { /* another thread is inside scan(), without the GIL */
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return NULL;
+    }
     PyObject *out = PyList_New((Py_ssize_t)self->names.n);
     for (size_t i = 0; out && i < self->names.n; i++) {
         size_t len = intern_offset(&self->names, i + 1) - intern_offset(&self->names, i);
@@ -737,6 +741,10 @@ static PyObject *Scanner_names(Scanner *self, PyObject *Py_UNUSED(unused))
  * info holds per trace (last_time f8, close_time f8, last_line i8, n_events i8). */
 static PyObject *Scanner_traces(Scanner *self, PyObject *Py_UNUSED(unused))
 {
+    if (self->busy) { /* another thread is inside scan(), without the GIL */
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return NULL;
+    }
     Py_ssize_t n = (Py_ssize_t)self->traces.n;
     PyObject *conns = PyList_New(n), *roles = PyList_New(n);
     if (!conns || !roles)
@@ -774,6 +782,17 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
         return -1;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return -1;
+    }
+    /* __init__ may run twice: start from empty tables */
+    intern_free(&self->traces);
+    intern_free(&self->names);
+    self->info.len = 0;
+    if (self->c_locale)
+        freelocale(self->c_locale);
+    self->c_locale = (locale_t)0;
     if (intern_init(&self->traces) || intern_init(&self->names)) {
         PyErr_NoMemory();
         return -1;
