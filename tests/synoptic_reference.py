@@ -178,3 +178,47 @@ def counterexample_queue(adj: np.ndarray, node_type: np.ndarray, kind: int, a: i
                 return path[::-1]
             queue.append(state)
     return None
+
+
+def model_json_text(model, invariants) -> str:
+    """``model.json`` written event by event with ``json.dumps`` (what the engine's
+    block-wise Arrow writer must produce byte for byte)."""
+    import json
+
+    from statemine.infer.synoptic.invariants import sort_invariants
+
+    log = model.log
+    stamps = [str(s) for s in log.time_text.to_pylist()]
+
+    def number(text):
+        """The text when it is a JSON number (json.loads refuses 007, 00.5), else the
+        float's."""
+        try:
+            ok = not isinstance(json.loads(text), str) and text not in ("NaN", "Infinity",
+                                                                         "-Infinity")
+        except ValueError:
+            ok = False
+        return text if ok else json.dumps(float(text))
+
+    traces = []
+    for k in range(log.n_traces):
+        events = []
+        for i, e in enumerate(range(log.starts[k], log.starts[k + 1])):
+            events.append('{"eventIndex":%d,"eventType":%s,"logLine":%d,"timestamp":%s}' % (
+                i, json.dumps(log.types[log.codes[e]]), log.lines[e], number(stamps[e])))
+        traces.append('{"traceID":%d,"events":[%s]}' % (k, ",".join(events)))
+    labels = model.labels()
+    parts = []
+    for node in model.dot_order():
+        members = [e for e in range(log.n_events) if model.part[e] == node]
+        if not members:
+            continue
+        parts.append('{"eventType":%s,"events":[%s]}' % (json.dumps(labels[node]), ",".join(
+            '{"traceID":%d,"eventIndex":%d}' % (t, e - log.starts[t])
+            for e in members for t in [int(log.trace_of[e])])))
+    inv = sort_invariants(invariants)
+    invs = ",".join('{"invariantType":%s,"predicates":[%s,%s]}' % (
+        json.dumps(k), json.dumps(a), json.dumps(b))
+        for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
+    return '{"log":[%s],"partitions":[%s],"invariants":[%s]}' % (
+        ",".join(traces), ",".join(parts), invs)

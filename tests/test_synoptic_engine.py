@@ -21,7 +21,7 @@ from statemine.infer.synoptic.refine import refine, refine_by_history, refine_ta
 from statemine.traces import TraceSet
 
 from synoptic_reference import (accepts, brute_invariants, coarsen_every_trial,
-                                 counterexample_queue, invariant_holds)
+                                 counterexample_queue, invariant_holds, model_json_text)
 
 traces_strategy = st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=9),
                            min_size=1, max_size=7)
@@ -111,6 +111,29 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     a = a if kind == 0 else max(a, 0)
     assert counterexample(adj, node_type, kind, a, b) == \
         counterexample_queue(adj, node_type, kind, a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy, st.lists(st.sampled_from(["1", "443.139080", "007", "-0", "1E+3",
+                                                  "0.5", "12", "-3.25", "00.5"]),
+                                 min_size=1), st.sampled_from([1, 2, 3, 1 << 16]),
+       st.sampled_from([1, 2]))
+def test_model_json_is_the_event_by_event_text(traces, stamps, block, workers):
+    """The block-wise writer (Arrow kernels, blocks on threads) writes the same bytes as
+    an event-by-event json.dumps writer, odd time texts included."""
+    import statemine.infer.synoptic.formats as formats
+    from statemine.infer.synoptic.log import _text_array
+
+    log = EventLog.from_sequences(traces)
+    texts = [stamps[i % len(stamps)] for i in range(log.n_events)]
+    log = EventLog(log.types, log.codes, log.starts, log.times, log.lines,
+                   _text_array(texts), log.trace_ids)
+    res = infer_log(log)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(formats, "JSON_BLOCK", block)
+        m.setattr(formats, "WORKERS", workers)
+        text = formats.to_json(res.model, res.invariants)
+    assert text == model_json_text(res.model, res.invariants)
 
 
 def test_same_seed_same_model():

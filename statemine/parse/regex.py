@@ -595,7 +595,7 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
     unmatched: list[tuple[int, str]] = []  # (line number, text) of the first few
     first_line, seps_before = 0, 0
     try:
-        for scan in _ordered_map(scan_block, _block_spans(text, BLOCK_CHARS), WORKERS):
+        for scan in ordered_map(scan_block, _block_spans(text, BLOCK_CHARS), WORKERS):
             if scan is None:
                 return None
             if not ignore:
@@ -656,7 +656,7 @@ def _block_spans(text: str, size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _ordered_map(fn, items: list, workers: int) -> Iterator:
+def ordered_map(fn, items: Sequence, workers: int) -> Iterator:
     """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
     ``workers + 1`` items in flight; the rest is cancelled when the consumer stops."""
     if workers <= 1 or len(items) <= 1:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...parse.regex import WORKERS, ordered_map
 from .invariants import KINDS, invariant_text, sort_invariants
 from .log import INITIAL, TERMINAL, EventLog
 from .model import PartitionModel
@@ -117,6 +118,20 @@ def _texts(prefix: str, numbers: np.ndarray, suffix: str):
         pa.scalar(suffix, pa.large_string()), pa.scalar("", pa.large_string()))
 
 
+def _json_numbers(texts) -> np.ndarray:
+    """Which texts (pyarrow strings) are JSON numbers (plain digits checked first, then
+    the full grammar)."""
+    import pyarrow.compute as pc
+
+    ok = pc.ascii_is_decimal(texts).to_numpy(zero_copy_only=False)
+    if ok.all():
+        ok &= (pc.binary_length(texts).to_numpy(zero_copy_only=False) == 1) | ~pc.starts_with(
+            texts, "0").to_numpy(zero_copy_only=False)
+    if not ok.all():
+        ok = pc.match_substring_regex(texts, _JSON_NUMBER).to_numpy(zero_copy_only=False)
+    return ok
+
+
 def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterator:
     """The ``log`` list of ``model.json``: per trace ``{"traceID":k,"events":[...]}``,
     per event ``{"eventIndex":i,"eventType":"t","logLine":l,"timestamp":time}``."""
@@ -137,18 +152,22 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
     type_part = pa.array([f',"eventType":{json.dumps(t)},"logLine":' for t in log.types],
                          pa.large_string())
     stamps = log.time_text
-    for a in range(0, n, JSON_BLOCK):
+
+    def block(a: int):
+        """The text of events a .. a + JSON_BLOCK - 1."""
         b = min(a + JSON_BLOCK, n)
         stamp = stamps[a:b]
-        valid = pc.match_substring_regex(stamp, _JSON_NUMBER).to_numpy(zero_copy_only=False)
+        valid = _json_numbers(stamp)
         if not valid.all():
             fixed = stamp.to_pylist()
             for i in np.nonzero(~valid)[0]:
                 fixed[i] = json.dumps(float(fixed[i]))
             stamp = pa.array(fixed, pa.large_string())
-        yield _joined_bytes(opening.take(row_kind[a:b]), type_part.take(log.codes[a:b]),
-                            pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
-                            ',"timestamp":', stamp, "}")
+        return _joined_bytes(opening.take(row_kind[a:b]), type_part.take(log.codes[a:b]),
+                             pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
+                             ',"timestamp":', stamp, "}")
+
+    yield from ordered_map(block, range(0, n, JSON_BLOCK), WORKERS)
     yield b"]}"
 
 
@@ -176,11 +195,14 @@ def _partitions_json(model: PartitionModel, trace_of: np.ndarray,
     kind = np.cumsum(first) * first
     trace_part = _texts("", np.arange(log.n_traces), ',"eventIndex":')
     index_part = _texts("", np.arange(int(index.max()) + 1), "}")
-    for a in range(0, n, JSON_BLOCK):
+    def block(a: int):
+        """The text of the members a .. a + JSON_BLOCK - 1 (in partition order)."""
         b = min(a + JSON_BLOCK, n)
         sel = order[a:b]
-        yield _joined_bytes(opening.take(kind[a:b]), trace_part.take(trace_of[sel]),
-                            index_part.take(index[sel]))
+        return _joined_bytes(opening.take(kind[a:b]), trace_part.take(trace_of[sel]),
+                             index_part.take(index[sel]))
+
+    yield from ordered_map(block, range(0, n, JSON_BLOCK), WORKERS)
     yield b"]}"
 
 
