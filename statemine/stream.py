@@ -4,7 +4,7 @@
 files without building a :class:`~statemine.traces.TraceSet`: each block of lines is
 tokenized (:class:`~statemine.parse.statemine_log.LogScan`), its state lines folded into
 visits (:class:`~statemine.visitfold.VisitFold`) and counted
-(:class:`~statemine.analyze.VisitStats`), then dropped. Memory holds one block, a few
+(:class:`~statemine.visitstats.VisitStats`), then dropped. Memory holds one block, a few
 numbers per trace x state and trace x transition, and the dwell times (exact up to
 ``DwellTimes.budget`` visits, then a sketch within 0.1%); it does not grow with the
 number of lines per trace. ``statemine infer`` takes this path for statemine logs.
@@ -13,16 +13,15 @@ number of lines per trace. ``statemine infer`` takes this path for statemine log
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from .visitstats import VisitStats
 from .errors import InputError
 from .parse import expand_paths, progress_reporter
 from .parse.statemine_log import KINDS, FileEnd, ScannedBlock, scan_files
 from .visitfold import END_RULES, EndRule, VisitFold
+from .visitstats import VisitStats
 
 if TYPE_CHECKING:
     import pandas as pd
