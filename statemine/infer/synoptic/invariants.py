@@ -14,9 +14,11 @@ NFby, #b for AP, #x for ``INITIAL AFby x`` (what Synoptic prints with
 ``--outputSupportCount``).
 
 Per trace, #F(a,b) is the number of ``a`` before the *last* ``b`` and #P(a,b) the number
-of ``b`` after the *first* ``a``, so both are computed with binary searches over each
-type's sorted event positions: O(T * M log N) for T types, N events and M (trace, type)
-pairs present, with no per-event Python loop.
+of ``b`` after the *first* ``a``.  With C_a[p] the number of ``a`` among the first p
+events of the log (a running count), the ``a`` of trace t before position p number
+C_a[p] - C_a[start of t], so both are sums of differences of running counts at the
+first/last positions of the M (trace, type) pairs present: O(T * (N + M)) for T types
+and N events, one running count at a time, with no per-event Python loop.
 """
 
 from __future__ import annotations
@@ -44,28 +46,30 @@ def pair_counts(log: EventLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     """
     n_types = len(log.types)
     codes = log.codes
-    trace_of = log.trace_of
+    n = len(codes)
     count = np.bincount(codes, minlength=n_types).astype(np.int64)
-    # (trace, type) pairs present: first and last global position of each.
-    key = trace_of * n_types + codes
-    idx = np.arange(len(codes))
-    uniq, first = np.unique(key, return_index=True)
-    rev_uniq, rev_first = np.unique(key[::-1], return_index=True)
-    last = len(codes) - 1 - rev_first
-    pair_trace = uniq // n_types
-    pair_type = uniq % n_types
+    # (trace, type) pairs present, in (trace, type) order: first and last position of each.
+    key = log.trace_of * n_types + codes
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    head = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    first = order[head]
+    last = order[np.r_[head[1:], n] - 1]
+    pair_trace = key[head] // n_types
+    pair_type = key[head] % n_types
     start = log.starts[pair_trace]
     end = log.starts[pair_trace + 1]
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(n_types + 1))
     F = np.zeros((n_types, n_types), dtype=np.int64)
     P = np.zeros((n_types, n_types), dtype=np.int64)
+    is_x = np.empty(n, dtype=bool)
+    running = np.zeros(n + 1, dtype=np.int64)  # running[p]: events of type x before p
     for x in range(n_types):
-        pos = idx[order[bounds[x]:bounds[x + 1]]]  # sorted positions of type x
-        before_last = np.searchsorted(pos, last) - np.searchsorted(pos, start)
-        F[x] = np.bincount(pair_type, weights=before_last, minlength=n_types)
-        after_first = np.searchsorted(pos, end) - np.searchsorted(pos, first, side="right")
-        P[:, x] = np.bincount(pair_type, weights=after_first, minlength=n_types)
+        np.equal(codes, x, out=is_x)
+        np.cumsum(is_x, out=running[1:])
+        F[x] = np.bincount(pair_type, weights=running[last] - running[start],
+                           minlength=n_types)
+        P[:, x] = np.bincount(pair_type, weights=running[end] - running[first + 1],
+                              minlength=n_types)
     per_type_traces = np.bincount(pair_type, minlength=n_types)
     in_all = per_type_traces == log.n_traces
     return count, F, P, in_all
