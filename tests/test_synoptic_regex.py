@@ -201,9 +201,10 @@ def _outcome(read):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=st.lists(st.lists(_log_line(), min_size=1, max_size=25), min_size=1, max_size=2),
        config=st.sampled_from(_CONFIGS), ignore=st.booleans(),
-       block=st.sampled_from([1 << 21, 1, 30]), workers=st.sampled_from([1, 2]))
+       block=st.sampled_from([1 << 21, 1, 30]), workers=st.sampled_from([1, 2]),
+       longest=st.sampled_from([1 << 20, 1 << 20, 12]))
 def test_vectorized_path_and_line_loop_agree_on_generated_logs(files, config, ignore, block,
-                                                               workers):
+                                                               workers, longest):
     import tempfile
     from pathlib import Path
 
@@ -221,9 +222,11 @@ def test_vectorized_path_and_line_loop_agree_on_generated_logs(files, config, ig
         with pytest.MonkeyPatch.context() as m:
             m.setattr(regex_mod, "BLOCK_CHARS", block)
             m.setattr(regex_mod, "WORKERS", workers)
+            m.setattr(regex_mod, "MAX_LINE_CHARS", longest)
             fast = _outcome(read)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
+            m.setattr(regex_mod, "MAX_LINE_CHARS", longest)
             loop = _outcome(read)
     if isinstance(loop[0], str):
         assert fast == loop
@@ -287,3 +290,18 @@ def test_errors_come_in_the_line_loops_order(tmp_path, monkeypatch, bad_at, bloc
         fast, loop = _fast_and_loop(
             monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block)
         assert isinstance(loop[0], str) and fast == loop
+
+
+def test_too_long_lines_are_listed_as_not_matching(tmp_path, monkeypatch):
+    """Lines over MAX_LINE_CHARS are not matched; both paths list them the same way."""
+    monkeypatch.setattr(regex_mod, "MAX_LINE_CHARS", 8)
+    lines = ["1 a", "1 " + "x" * 20, "2 b", "3 " + "y" * 9, "x1 c"]
+    for extra in ([], ["1 " + "z" * 30] * 4):
+        log = write(tmp_path, "a.log", "\n".join(lines[:2] + extra + lines[2:]) + "\n")
+        fast, loop = _fast_and_loop(
+            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]))
+        assert isinstance(loop[0], str) and fast == loop
+        assert ("characters: too long>" in loop[1]) == bool(extra)  # else the bad time
+        fast, loop = _fast_and_loop(monkeypatch, lambda: read_regex(
+            [log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True))
+        assert fast[0].equals(loop[0]) and fast[0]["state"].tolist() == ["a", "b"]

@@ -444,6 +444,8 @@ def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, 
             if len(line) > MAX_LINE_CHARS:
                 if not ignore:
                     bad.append((line_no, f"<line of {len(line)} characters: too long>"))
+                    if len(bad) >= MAX_LISTED_LINES:
+                        break
                 continue
             for k, r in enumerate(compiled):
                 m = r.pattern.fullmatch(line)
@@ -761,7 +763,7 @@ def _scan(lines, compiled: list[LineRegex], patterns: list[str], time_kind: str 
         done[idx] = True
         parts.append((idx, groups, when))
     unmatched = []
-    for i in map(int, np.nonzero(~done)[0][:MAX_LISTED_LINES]):
+    for i in map(int, np.nonzero(~done | too_long)[0][:MAX_LISTED_LINES]):
         line = lines[i].as_py()
         unmatched.append((i, f"<line of {len(line)} characters: too long>" if too_long[i]
                           else line))
