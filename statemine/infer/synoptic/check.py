@@ -96,18 +96,26 @@ def violated(adj: np.ndarray, node_type: np.ndarray, inv: InvariantCodes,
     return violated_edges(len(adj), src, dst, node_type, inv, n_types, init, term)
 
 
+def _type_bits(n: int, node_type: np.ndarray, inv: InvariantCodes, n_types: int) -> tuple[np.ndarray, int]:
+    """Per node, the bitset (uint64 words) of its own event type; row ``n`` is an always
+    empty extra row. Returns ``(bits, number of type codes the bitsets cover)``."""
+    n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
+    words = (n_codes + 63) // 64
+    lab = np.zeros((n + 1, words), dtype=np.uint64)
+    real = np.nonzero(node_type >= 0)[0]
+    t = node_type[real]
+    lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
+    return lab, n_codes
+
+
 def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarray,
                    inv: InvariantCodes, n_types: int, init: int = 0,
                    term: int = 1) -> np.ndarray:
     """:func:`violated` on an edge list (``src[i] -> dst[i]``, no duplicates needed) of a
     model whose every node is on an INITIAL -> TERMINAL path.  Per node, sets of types are
     bitsets (uint64 words) propagated along the edges until they stop changing."""
-    n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
-    words = (n_codes + 63) // 64
-    lab = np.zeros((n + 1, words), dtype=np.uint64)  # row n: always empty
-    real = np.nonzero(node_type >= 0)[0]
-    t = node_type[real]
-    lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
+    lab, n_codes = _type_bits(n, node_type, inv, n_types)
+    words = lab.shape[1]
     allowed = ~lab
     full = np.broadcast_to(np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64),
                            lab.shape)
@@ -163,12 +171,10 @@ class MergeCheck:
     def __init__(self, node_type: np.ndarray, inv: InvariantCodes, n_types: int,
                  src: np.ndarray, dst: np.ndarray, init: int = 0, term: int = 1):
         n = len(node_type)
-        n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
-        words = (n_codes + 63) // 64
-        lab = np.zeros((n + 1, words), dtype=np.uint64)  # row n: always empty
+        lab, n_codes = _type_bits(n, node_type, inv, n_types)
+        words = lab.shape[1]
         real = np.nonzero(node_type >= 0)[0]
         t = node_type[real]
-        lab[real, t // 64] = np.uint64(1) << (t % 64).astype(np.uint64)
         full = np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64)
 
         def forbid(at_type: np.ndarray, bit: np.ndarray) -> np.ndarray:
