@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from .errors import InputError
 from .parse import expand_paths, progress_reporter
-from .parse.statemine_log import KINDS, FileEnd, ScannedBlock, scan_files
+from .parse.statemine_log import KINDS, FileEnd, ScannedBlock, no_lines_error, scan_files
 from .visitfold import END_RULES, EndRule, VisitFold
 from .visitstats import VisitStats
 
@@ -116,8 +115,7 @@ def fold_scanned(
         if isinstance(item, FileEnd):
             table = item.traces
             if not len(table.conn):
-                raise InputError(item.path, None, "no statemine lines ('STATEMINE t=...') found; "
-                                                  "is this the right --format?")
+                raise no_lines_error(item.path)
             n_traces += len(table.conn)
             ends.append(np.full(len(table.conn), -np.inf) if end == "last-state"
                         else np.where(np.isnan(table.close_time), table.last_time, table.close_time))

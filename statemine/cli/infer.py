@@ -216,11 +216,12 @@ def _summarize_streamed(files: list[Path], opts: dict):
     from ..parse.statemine_log import scan_files
     from ..stream import fold_scanned
 
-    tables = {k: opts.pop(k) for k in ("confidence", "n_boot", "seed")}
+    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end")}
+    tables = {k: v for k, v in opts.items() if k not in fold_opts}
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
         with progress_reporter(files, True) as advance:
-            folded = _in_background(fold_scanned, scan_files(files, advance), **opts)
+            folded = _in_background(fold_scanned, scan_files(files, advance), **fold_opts)
             _import_output_modules()
             folded = folded()
     finally:

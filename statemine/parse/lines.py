@@ -3,18 +3,20 @@
 :func:`iter_blocks` yields blocks of whole lines from one reused buffer of a block plus
 one line (at most ``max_line_bytes``), so a 100 MB line or an endless line is reported
 as an error instead of exhausting memory. Gzip input is detected by its magic
-bytes and decompressed on the fly.
+bytes and decompressed on the fly. :func:`read_ahead` and :func:`ordered_map` run reading
+or parsing on threads, in order and a bounded number of items ahead.
 """
 
 from __future__ import annotations
 
+import collections
 import gzip
 import io
+import itertools
 import queue
 import threading
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, TypeVar
-
+from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
 
 from ..errors import InputError
 
@@ -147,3 +149,27 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
             stop.set()
 
     return consume()
+
+
+def ordered_map(fn, items: Sequence, workers: int) -> Iterator:
+    """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
+    ``workers + 1`` items in flight; the rest is cancelled when the consumer stops."""
+    if workers <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        pending: collections.deque = collections.deque()
+        todo = iter(items)
+        try:
+            for item in itertools.islice(todo, workers + 1):
+                pending.append(pool.submit(fn, item))
+            while pending:
+                result = pending.popleft().result()
+                for item in itertools.islice(todo, 1):
+                    pending.append(pool.submit(fn, item))
+                yield result
+        finally:
+            for future in pending:
+                future.cancel()

@@ -30,8 +30,6 @@ and ``partition`` (the filled-in mapping string).
 
 from __future__ import annotations
 
-import collections
-import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,6 +42,7 @@ import pandas as pd
 
 from ..errors import InputError, UsageError
 from ..traces import TraceSet
+from .lines import ordered_map
 
 #: Synoptic's default partition mapping: one trace per input file.
 DEFAULT_MAPPING = r"\k<FILE>"
@@ -656,30 +655,6 @@ def _block_spans(text: str, size: int) -> list[tuple[int, int]]:
         spans.append((start, end))
         start = end
     return spans
-
-
-def ordered_map(fn, items: Sequence, workers: int) -> Iterator:
-    """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
-    ``workers + 1`` items in flight; the rest is cancelled when the consumer stops."""
-    if workers <= 1 or len(items) <= 1:
-        yield from map(fn, items)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as pool:
-        pending: collections.deque = collections.deque()
-        todo = iter(items)
-        try:
-            for item in itertools.islice(todo, workers + 1):
-                pending.append(pool.submit(fn, item))
-            while pending:
-                result = pending.popleft().result()
-                for item in itertools.islice(todo, 1):
-                    pending.append(pool.submit(fn, item))
-                yield result
-        finally:
-            for future in pending:
-                future.cancel()
 
 
 def _arrow_lines(text: str):

@@ -137,8 +137,13 @@ def read_statemine_log(
     scan = LogScan(path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress)
     blocks = list(scan)
     if not sum(len(b.time) for b in blocks):
-        raise InputError(path, None, "no statemine lines ('STATEMINE t=...') found; is this the right --format?")
+        raise no_lines_error(path)
     return _to_traceset(Path(path), source or Path(path).name, blocks, scan.names(), scan.traces())
+
+
+def no_lines_error(path: str | Path) -> InputError:
+    """The error for a file without a single statemine line."""
+    return InputError(path, None, "no statemine lines ('STATEMINE t=...') found; is this the right --format?")
 
 
 class FileEnd(NamedTuple):

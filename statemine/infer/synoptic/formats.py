@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...parse.regex import WORKERS, ordered_map
+from ...parse.lines import ordered_map
+from ...parse.regex import WORKERS
 from .invariants import KINDS, invariant_text, sort_invariants
 from .log import INITIAL, TERMINAL, EventLog
 from .model import PartitionModel
