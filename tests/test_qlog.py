@@ -16,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_data import shared
+
 import statemine.parse.derive
 import statemine.parse.qlog
 import statemine.parse.statenames
@@ -24,7 +26,6 @@ from statemine.parse.qlog import read_qlog, sniff_qlog
 from statemine.traces import load, save
 
 DATA = Path(__file__).parent / "data" / "qlog"
-REAL = DATA / "real"
 
 
 def states(ts, trace=None):
@@ -381,7 +382,7 @@ def test_file_without_any_congestion_event_is_refused(tmp_path):
 # -- real third-party files ----------------------------------------------------------------------
 def test_real_aioquic_files_without_state_events_are_refused_clearly():
     with pytest.raises(InputError) as err:
-        read_qlog(REAL / "doublevantage_100ms.qlog")
+        read_qlog(shared("real-qlog", "doublevantage_100ms.qlog"))
     assert "no congestion state" in err.value.reason and "derive_states=True" in err.value.reason
     assert "1817 metrics updates" in err.value.reason
 
@@ -401,8 +402,9 @@ def _reference_derivation(cwnds):
 
 @pytest.mark.parametrize("name", ["doublevantage_100ms.qlog", "parallel_10_50KB_f5.qlog"])
 def test_real_aioquic_files_with_derived_states(name):
-    ts = read_qlog(REAL / name, derive_states=True)
-    doc = json.loads((REAL / name).read_text())
+    path = shared("real-qlog", name)
+    ts = read_qlog(path, derive_states=True)
+    doc = json.loads(path.read_text())
     assert len(ts.traces) == len(doc["traces"])
     assert ts.traces["derived"].all() and (ts.traces["implementation"] == "aioquic").all()
     for i, trace in enumerate(doc["traces"]):
@@ -421,7 +423,9 @@ def test_real_aioquic_files_with_derived_states(name):
 
 
 def test_real_file_sniffs_as_qlog():
-    for f in REAL.glob("*.qlog"):
+    files = sorted(shared("real-qlog").glob("*.qlog"))
+    assert len(files) >= 2
+    for f in files:
         assert sniff_qlog(f.read_bytes()[:65536])
 
 
@@ -458,7 +462,7 @@ def test_only_state_and_event_rows_so_time_fractions_ignore_metrics():
     for f in ["draft00.qlog", "v03.sqlog", "draft00_mvfst.qlog"]:
         ts = read_qlog(DATA / f)
         assert set(ts.events["kind"]) <= {"state", "event"}
-    ts = read_qlog(REAL / "doublevantage_100ms.qlog", derive_states=True)
+    ts = read_qlog(shared("real-qlog", "doublevantage_100ms.qlog"), derive_states=True)
     assert set(ts.events["kind"]) == {"state"}
 
 
