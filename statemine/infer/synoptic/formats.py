@@ -1,7 +1,7 @@
 """Synoptic's output formats: ``model.dot``, ``model.invariants.txt``, ``model.json``.
 
 Writers reproduce Synoptic's text byte for byte where its order is defined (see
-``tests/data/synoptic_oracle/README.md``): dot node ids sort real nodes by label (Java
+``../shared/synoptic-oracle/README.md``): dot node ids sort real nodes by label (Java
 string order) then TERMINAL then INITIAL; edges grouped by source id and sorted by target
 label; ``P`` has two decimals rounded half up; invariants sorted in Java string order with
 a tab and ``support count N``.  ``model.json`` is compact JSON with the parsed ``log``,
