@@ -11,6 +11,12 @@ pooled time fraction (seconds in the state / seconds of all traces of the side),
   relabellings with the ``(k + 1) / (n + 1)`` estimate of Phipson & Smyth 2010);
 * Holm's step-down correction over the states (Holm 1979), which controls the family-wise
   error rate without assuming independence between states;
+* checks that the comparison can be evidence at all: **pseudo-replicates** (a side whose
+  traces give the same share of a state, within :data:`IDENTICAL_TOL`: copies, not
+  independent runs; such a state is never ``significant`` and its interval, collapsed to
+  a point, is flagged) and **power** (the smallest p-value the permutation test can reach
+  with these group sizes, times the number of Holm-corrected tests: when that is at least
+  ``alpha`` no state can be significant and the result is ``underpowered``);
 * optionally ``strata`` (trace labels such as the implementation): labels are shuffled and
   traces resampled only within each stratum (a stratified permutation test), so pooling
   several implementations or scenario cells does not confound the comparison.
@@ -51,7 +57,12 @@ MIN_EXPECTED = 5.0
 
 STATE_COLUMNS = ["state", "fraction_a", "fraction_b", "delta", "delta_lo", "delta_hi",
                  "p_value", "significant", "p_holm", "time_a_s", "time_b_s",
-                 "traces_a", "traces_b", "presence"]
+                 "traces_a", "traces_b", "presence", "sd_a", "sd_b", "pseudo_replicates",
+                 "interval_collapsed"]
+#: Per-trace shares of a state (fractions in [0, 1]) closer than this count as identical:
+#: 0.01 percentage points, ten times finer than any share statemine prints. Deterministic
+#: runs that differ only in float rounding or in a few microseconds fall under it.
+IDENTICAL_TOL = 1e-4
 TRANSITION_COLUMNS = ["src", "dst", "prob_a", "prob_b", "delta", "p_value", "significant",
                       "p_holm", "p_edge", "count_a", "count_b", "test", "presence"]
 ONLY_COLUMNS = ["kind", "name", "src", "dst", "share", "count"]
@@ -67,6 +78,14 @@ class DiffResult:
     ``only_b``: the states and edges seen on one side only (:data:`ONLY_COLUMNS`; ``share``
     is the time fraction of a state or the probability of an edge). ``notes``: plain-English
     warnings about the comparison (few traces, disjoint vocabularies, ...).
+
+    Evidence checks (see :func:`power` and :func:`identical_columns`): ``states`` columns
+    ``sd_a``/``sd_b`` (standard deviation over a side's traces of their own share of the
+    state), ``pseudo_replicates`` (a side's traces give the same share: never
+    ``significant``) and ``interval_collapsed`` (the bootstrap interval is a point while
+    the state occurs); ``min_p`` (the smallest p-value the permutation test can reach with
+    these traces and strata), ``min_p_holm`` (times the number of Holm-corrected states,
+    at most 1) and ``underpowered`` (``min_p_holm >= alpha``: no state can be significant).
     """
 
     states: pd.DataFrame
@@ -79,6 +98,14 @@ class DiffResult:
     n_traces_b: int = 0
     alpha: float = 0.05
     notes: list[str] = field(default_factory=list)
+    min_p: float = math.nan
+    min_p_holm: float = math.nan
+    underpowered: bool = False
+
+    @property
+    def pseudo_replicated(self) -> list[str]:
+        """The states whose traces are pseudo-replicates on at least one side (sorted)."""
+        return sorted(self.states.loc[self.states["pseudo_replicates"], "state"])
 
     def one_sided(self) -> pd.DataFrame:
         """``only_a`` and ``only_b`` in one frame, with a ``side`` column (the side's label)."""
@@ -158,9 +185,9 @@ def diff(
             raise UsageError(f"side {label} has no time in any state: every trace lasts 0 s "
                              "(does the log have an end, e.g. an event=Close line?)")
     ga, gb = _strata_labels(a, strata, label_a), _strata_labels(b, strata, label_b)
-    states = _state_diff(ta, tb, va, vb, ga, gb, n_perm=n_perm, n_boot=n_boot, seed=seed,
-                         alpha=alpha, confidence=confidence, notes=notes,
-                         labels=(label_a, label_b))
+    states, (min_p, min_p_holm) = _state_diff(ta, tb, va, vb, ga, gb, n_perm=n_perm, n_boot=n_boot, seed=seed,
+                                              alpha=alpha, confidence=confidence, notes=notes,
+                                              labels=(label_a, label_b))
     trans = _transition_diff(
         transition_stats(a, collapse_repeats=collapse_repeats, end=end, n_boot=0),
         transition_stats(b, collapse_repeats=collapse_repeats, end=end, n_boot=0),
@@ -179,6 +206,9 @@ def diff(
         n_traces_b=b.n_traces,
         alpha=alpha,
         notes=notes,
+        min_p=min_p,
+        min_p_holm=min_p_holm,
+        underpowered=bool(min_p_holm >= alpha),
     )
 
 
@@ -219,8 +249,9 @@ def _check_side(ts: TraceSet, label: str) -> None:
 def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame,
                 ga: np.ndarray | None, gb: np.ndarray | None, *,
                 n_perm: int, n_boot: int, seed: int, alpha: float, confidence: float,
-                notes: list[str], labels: tuple[str, str]) -> pd.DataFrame:
-    """The states table from two traces x states matrices of seconds (and stratum labels)."""
+                notes: list[str], labels: tuple[str, str]) -> tuple[pd.DataFrame, tuple[float, float]]:
+    """The states table from two traces x states matrices of seconds (and stratum labels),
+    and ``(min_p, min_p_holm)`` (see :func:`power`)."""
     names = sorted(set(ta.columns) | set(tb.columns))
     ta, tb = ta.reindex(columns=names, fill_value=0.0), tb.reindex(columns=names, fill_value=0.0)
     keep_a, keep_b = _nonzero_rows(ta.to_numpy(), labels[0], notes), _nonzero_rows(tb.to_numpy(), labels[1], notes)
@@ -229,7 +260,13 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
     p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
     lo, hi = bootstrap_delta(xa, xb, strata_a=ga, strata_b=gb, n_boot=n_boot, confidence=confidence, seed=seed)
-    notes.extend(_sample_size_notes(len(xa), len(xb), ga, gb, n_perm, alpha, labels))
+    n_tests = int(np.isfinite(p).sum())
+    min_p, min_p_holm = power(len(xa), len(xb), ga, gb, n_perm=n_perm, n_tests=n_tests)
+    notes.extend(_sample_size_notes(len(xa), len(xb), ga, gb, min_p, min_p_holm, n_tests, alpha, labels))
+    share_a, share_b = trace_shares(xa), trace_shares(xb)
+    pseudo = identical_columns(share_a, ga) | identical_columns(share_b, gb)
+    occurs = (fa > 0) | (fb > 0)
+    collapsed = occurs & ((hi - lo) <= IDENTICAL_TOL)
     p_holm = holm(p)
     traces_a = va.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
     traces_b = vb.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
@@ -240,15 +277,84 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
         "state": pd.Series(names, dtype=str),
         "fraction_a": fa, "fraction_b": fb, "delta": fb - fa,
         "delta_lo": lo, "delta_hi": hi,
-        "p_value": p, "significant": p_holm < alpha, "p_holm": p_holm,
+        "p_value": p, "significant": (p_holm < alpha) & ~pseudo, "p_holm": p_holm,
         "time_a_s": xa.sum(axis=0), "time_b_s": xb.sum(axis=0),
         "traces_a": traces_a.to_numpy().astype("int64"),
         "traces_b": traces_b.to_numpy().astype("int64"),
         "presence": _presence(in_a, in_b),
+        "sd_a": _sd(share_a), "sd_b": _sd(share_b),
+        "pseudo_replicates": pseudo, "interval_collapsed": collapsed,
     })
+    notes.extend(_pseudo_notes(out, share_a, share_b, ga, gb, labels))
     out = out.assign(size=out["delta"].abs()).sort_values(
         ["size", "state"], ascending=[False, True], kind="stable")
-    return out[STATE_COLUMNS].reset_index(drop=True)
+    return out[STATE_COLUMNS].reset_index(drop=True), (min_p, min_p_holm)
+
+
+def trace_shares(x: np.ndarray) -> np.ndarray:
+    """Each trace's own share of time per state: rows of ``x`` (traces x states, seconds,
+    every row total > 0) over their totals; rows sum to 1.
+
+    >>> trace_shares(np.array([[1.0, 3.0], [2.0, 0.0]])).tolist()
+    [[0.25, 0.75], [1.0, 0.0]]
+    """
+    return x / x.sum(axis=1, keepdims=True)
+
+
+def _sd(share: np.ndarray) -> np.ndarray:
+    """Sample standard deviation per column (NaN with fewer than two rows)."""
+    if len(share) < 2:
+        return np.full(share.shape[1], np.nan)
+    return share.std(axis=0, ddof=1)
+
+
+def identical_columns(share: np.ndarray, strata: np.ndarray | None = None, *,
+                      tol: float = IDENTICAL_TOL) -> np.ndarray:
+    """Per column (state) of ``share`` (traces x states, per-trace shares in [0, 1]): True
+    when the traces are pseudo-replicates -- within every stratum holding at least two
+    traces the values differ by at most ``tol`` (at least one such stratum), and the state
+    occurs (some value > 0). A state absent from every trace is a real constant, not a copy.
+
+    >>> identical_columns(np.array([[0.2, 0.0, 0.5], [0.2, 0.0, 0.7]])).tolist()
+    [True, False, False]
+    """
+    k = share.shape[1]
+    codes = np.zeros(len(share), np.int64) if strata is None else pd.factorize(np.asarray(strata, dtype=object))[0]
+    groups = [rows for rows in (np.flatnonzero(codes == c) for c in np.unique(codes)) if len(rows) >= 2]
+    if not groups:
+        return np.zeros(k, bool)
+    flat = np.ones(k, bool)
+    for rows in groups:
+        part = share[rows]
+        flat &= (part.max(axis=0) - part.min(axis=0)) <= tol
+    return flat & (share.max(axis=0) > 0)
+
+
+def power(n_a: int, n_b: int, strata_a: np.ndarray | None = None, strata_b: np.ndarray | None = None, *,
+          n_perm: int = 9999, n_tests: int = 1) -> tuple[float, float]:
+    """``(min_p, min_p_holm)``: the smallest p-value :func:`permutation_pvalues` can give
+    with ``n_a`` and ``n_b`` traces (relabelled within strata when given), and the smallest
+    Holm-adjusted one over ``n_tests`` tests (``min(1, n_tests * min_p)``: Holm multiplies
+    the smallest p-value by the number of tests).
+
+    Exact enumeration (at most ``n_perm`` relabellings, ``N`` of them): ``1 / N``, or
+    ``2 / N`` when every stratum is balanced (swapping all labels gives the same
+    ``|delta|``, so the observed labelling always ties with its mirror). Random
+    relabellings: ``1 / (n_perm + 1)``.
+
+    >>> power(3, 3)                      # C(6, 3) = 20 relabellings, two per extreme split
+    (0.1, 0.1)
+    >>> power(20, 20, n_perm=9999, n_tests=5)   # C(40, 20) > 9999: Monte Carlo floor
+    (0.0001, 0.0005)
+    """
+    groups = _strata(strata_a, strata_b, n_a, n_b)
+    n_all = _n_relabellings(groups)
+    if n_all <= n_perm:
+        balanced = all(2 * m == len(rows) for rows, m in groups)
+        min_p = min(1.0, (2.0 if balanced else 1.0) / n_all)
+    else:
+        min_p = 1.0 / (n_perm + 1)
+    return min_p, min(1.0, max(1, n_tests) * min_p)
 
 
 def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
@@ -497,25 +603,44 @@ def _only(states: pd.DataFrame, trans: pd.DataFrame, presence: str, frac: str, p
     return out[ONLY_COLUMNS]
 
 
-def _sample_size_notes(n_a: int, n_b: int, ga, gb, n_perm: int, alpha: float,
-                       labels: tuple[str, str]) -> list[str]:
+def _sample_size_notes(n_a: int, n_b: int, ga, gb, min_p: float, min_p_holm: float, n_tests: int,
+                       alpha: float, labels: tuple[str, str]) -> list[str]:
     notes = []
     if min(n_a, n_b) < 2:
         notes.append(f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
                      "traces on a side there is no confidence interval (delta_lo/hi are empty)")
-    groups = _strata(ga, gb, n_a, n_b)
-    n_all = _n_relabellings(groups)
-    # balanced strata: swapping the labels gives the same |delta|, so two relabellings tie at least
-    balanced = all(2 * m == len(rows) for rows, m in groups)
-    smallest = (2.0 if balanced else 1.0) / n_all if n_all <= n_perm else 1.0 / (n_perm + 1)
-    if smallest >= alpha:
+    if min_p_holm >= alpha:
         within = " (relabelled within strata)" if ga is not None else ""
-        notes.append(f"with {n_a} + {n_b} traces{within} the smallest possible p-value is {smallest:.3g} "
-                     f">= alpha = {alpha:g}: no state difference can be significant; collect more traces")
+        holm_part = (f"; with Holm over {n_tests} states the smallest adjusted p-value is {min_p_holm:.3g}"
+                     if n_tests > 1 else "")
+        notes.append(f"underpowered: with {n_a} + {n_b} traces{within} the smallest possible p-value is "
+                     f"{min_p:.3g}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
+                     "collect more traces")
     if ga is not None:
         one_sided = sorted(set(ga) ^ set(gb))
         if one_sided:
             notes.append(f"strata seen on one side only take no part in the test: {', '.join(one_sided)}")
+    return notes
+
+
+def _pseudo_notes(states: pd.DataFrame, share_a: np.ndarray, share_b: np.ndarray, ga, gb,
+                  labels: tuple[str, str]) -> list[str]:
+    """One note per side whose traces are pseudo-replicates for some state."""
+    notes = []
+    names = states["state"].to_numpy()
+    for share, strata, label in ((share_a, ga, labels[0]), (share_b, gb, labels[1])):
+        flat = identical_columns(share, strata)
+        if not flat.any():
+            continue
+        which = ", ".join(names[flat])
+        within = " within each stratum" if strata is not None else ""
+        notes.append(f"pseudo-replicates: the {len(share)} traces of {label} give the same share of {which}"
+                     f"{within} (within {IDENTICAL_TOL:g}): copies, not independent runs (is the run's seed "
+                     "used?); those states are not tested as significant and their intervals are not evidence")
+    collapsed = states.loc[states["interval_collapsed"], "state"].tolist()
+    if collapsed:
+        notes.append(f"the bootstrap interval of {', '.join(collapsed)} collapsed to a point "
+                     f"(width <= {IDENTICAL_TOL:g}): the resampled traces do not vary")
     return notes
 
 
@@ -555,4 +680,4 @@ def _labels(ts: TraceSet, column: str) -> set[str]:
 
 
 __all__ = ["DiffResult", "diff", "pooled_fraction", "permutation_pvalues", "bootstrap_delta",
-           "holm", "transition_test"]
+           "holm", "transition_test", "trace_shares", "identical_columns", "power", "IDENTICAL_TOL"]

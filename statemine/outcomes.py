@@ -29,7 +29,12 @@ OUTCOME_COLUMNS = ("run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", 
                    "trace", "source", "end", "conn", "role")
 #: The metrics statemine knows, with their units.
 METRICS = {"plt_s": "s", "throughput_bps": "bit/s", "retransmissions": "packets"}
-OUTCOME_TABLE_COLUMNS = ["n_a", "n_b", "mean_a", "mean_b", "pct_diff", "t", "p_value", "significant", "note"]
+OUTCOME_TABLE_COLUMNS = ["n_a", "n_b", "mean_a", "mean_b", "pct_diff", "t", "p_value", "significant",
+                         "identical_runs", "note"]
+#: Runs of a side whose metric values differ by at most this fraction of their magnitude
+#: (0.01%) are copies of one run (deterministic runs differing in float rounding or a few
+#: microseconds), not independent replicates: Welch's test would divide by ~0.
+IDENTICAL_RTOL = 1e-4
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
@@ -67,8 +72,8 @@ def compare_outcomes(
     ``cells``: the scenario columns defining a cell (default: every non-outcome column
     that varies, except ``by``). Failed runs (``ok`` false) and rows without the metric
     are left out. Columns: ``cells..., n_a, n_b, mean_a, mean_b, pct_diff, t, p_value,
-    significant, note`` -- ``note`` says why a p-value is missing (fewer than two runs on a
-    side, no variance) and ``significant`` is then False.
+    significant, identical_runs, note`` -- ``note`` says why a p-value is missing (fewer
+    than two runs on a side, identical runs, no variance) and ``significant`` is then False.
 
     >>> r = pd.DataFrame({"profile": ["d"] * 3 + ["m"] * 3, "rate": 10,
     ...                   "plt_s": [1.0, 1.1, 0.9, 2.0, 2.2, 1.8]})
@@ -123,8 +128,15 @@ def _matches(column: pd.Series, value: object) -> np.ndarray:
 def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
     """Runs, means, percent difference and Welch's t-test (two-sided) of one cell.
 
+    No test (``t``, ``p_value`` NaN, ``note`` says why) with fewer than two runs on a side,
+    or when a side's runs are copies (:func:`identical_runs`: ``identical_runs`` True) --
+    a Welch statistic from them would only measure float rounding -- or when neither
+    side varies.
+
     >>> welch_cell(np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0]))["pct_diff"]
     50.0
+    >>> welch_cell(np.array([0.987051, 0.987049, 0.987052]), np.array([2.09, 2.11, 2.10]))["note"]
+    'identical runs in A (3 runs within 0.01%): no test'
     """
     n_a, n_b = len(xa), len(xb)
     mean_a = float(np.mean(xa)) if n_a else math.nan
@@ -132,23 +144,42 @@ def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
     pct = 100.0 * (mean_b - mean_a) / mean_a if n_a and n_b and mean_a != 0 else math.nan
     t = p = math.nan
     note = ""
+    copies = [side for side, x in (("A", xa), ("B", xb)) if identical_runs(x)]
     if n_a < 2 or n_b < 2:
         note = f"fewer than 2 runs on a side ({n_a} vs {n_b}): no test"
+    elif copies:
+        note = "; ".join(f"identical runs in {side} ({len(x)} runs within {100 * IDENTICAL_RTOL:g}%)"
+                         for side, x in (("A", xa), ("B", xb)) if side in copies) + ": no test"
     elif _constant(xa) and _constant(xb):
-        note = "no variance on either side (identical runs): no test"
+        note = "no variance on either side: no test"
     else:
-        with warnings.catch_warnings():  # one side's identical values make scipy warn needlessly
+        with warnings.catch_warnings():  # one side's constant values make scipy warn needlessly
             warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
             res = stats.ttest_ind(xb, xa, equal_var=False)
         t, p = float(res.statistic), float(res.pvalue)
     if n_a and n_b and mean_a == 0:
         note = (note + "; " if note else "") + "mean_a is 0: no percent difference"
     return {"n_a": n_a, "n_b": n_b, "mean_a": mean_a, "mean_b": mean_b, "pct_diff": pct, "t": t,
-            "p_value": p, "significant": bool(p < alpha) if not math.isnan(p) else False, "note": note}
+            "p_value": p, "significant": bool(p < alpha) if not math.isnan(p) else False,
+            "identical_runs": bool(copies) and min(n_a, n_b) >= 2, "note": note}
+
+
+def identical_runs(x: np.ndarray) -> bool:
+    """At least two runs, not all 0, that differ by at most :data:`IDENTICAL_RTOL` of their
+    largest magnitude: copies of one run. (A metric that is 0 in every run, e.g. no
+    retransmission, is a real constant.)
+
+    >>> identical_runs(np.array([0.987051, 0.987049])), identical_runs(np.array([0.0, 0.0])), identical_runs(np.array([1.0, 1.1]))
+    (True, False, False)
+    """
+    if len(x) < 2:
+        return False
+    top = float(np.max(np.abs(x)))
+    return top > 0 and float(np.ptp(x)) <= IDENTICAL_RTOL * top
 
 
 def _constant(x: np.ndarray) -> bool:
-    """All values equal up to floating-point rounding (relative 1e-9): a deterministic cell."""
+    """All values equal (0 included) up to floating-point rounding (relative 1e-9)."""
     return bool(np.ptp(x) <= 1e-9 * max(float(np.max(np.abs(x))), 1e-300))
 
 
@@ -255,4 +286,5 @@ def _isnan(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-__all__ = ["read_results", "compare_outcomes", "welch_cell", "heatmap", "METRICS", "OUTCOME_COLUMNS"]
+__all__ = ["read_results", "compare_outcomes", "welch_cell", "identical_runs", "heatmap", "METRICS", "OUTCOME_COLUMNS",
+           "IDENTICAL_RTOL"]

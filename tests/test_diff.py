@@ -295,9 +295,14 @@ def test_same_labels_refused():
 def test_smallest_p_note_counts_the_label_swap():
     big = make_set("b", 3, seed=2, recovery_mean=3.0)
     d = diff(make_set("a", 3, seed=1), big, n_boot=0)
-    assert any("smallest possible p-value is 0.1 " in n for n in d.notes)
+    assert any("smallest possible p-value is 0.1;" in n for n in d.notes)
     assert d.states["p_value"].min() >= 0.1  # C(6, 3) = 20 relabellings, two per extreme split
-    assert not any("smallest possible" in n for n in diff(make_set("a", 4, seed=1), big, n_boot=0).notes)
+    assert d.underpowered and d.min_p == 0.1
+    # 4 + 4: 2 / C(8, 4) = 0.029 < 0.05, but Holm over the states multiplies it past alpha
+    four = diff(make_set("a", 4, seed=1), big, n_boot=0)
+    assert four.min_p == pytest.approx(2 / 70) and four.underpowered
+    assert four.min_p_holm == pytest.approx(min(1, len(four.states) * 2 / 70))
+    assert not diff(make_set("a", 8, seed=1), make_set("b", 8, seed=2), n_boot=0).underpowered
 
 
 # -- stratified comparison ----------------------------------------------------------------

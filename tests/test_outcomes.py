@@ -60,7 +60,10 @@ def test_failed_runs_and_small_cells_are_labelled():
     assert few["n_b"] == 1 and math.isnan(few["p_value"]) and not few["significant"]
     assert "fewer than 2 runs" in few["note"]
     flat = table.loc[(10, 10_000)]
-    assert "no variance" in flat["note"] and not flat["significant"] and flat["pct_diff"] == 0
+    assert "identical runs in A" in flat["note"] and "identical runs in B" in flat["note"]
+    assert flat["identical_runs"] and not flat["significant"] and flat["pct_diff"] == 0
+    assert math.isnan(flat["t"]) and math.isnan(flat["p_value"])
+    assert not table.drop(index=[(10, 10_000)])["identical_runs"].any()
 
 
 def test_bad_arguments():
@@ -84,10 +87,27 @@ def test_read_results(tmp_path):
         read_results(tmp_path / "nope.csv")
 
 
-def test_welch_cell_one_side_zero_variance():
+def test_welch_cell_one_side_constant_zero():
+    """A metric that is 0 in every run of a side (no retransmission) is a real constant: tested."""
+    out = welch_cell(np.array([0.0, 0.0, 0.0]), np.array([1.2, 1.4, 1.3]))
+    t, p = welch_by_hand(np.array([0.0, 0.0, 0.0]), np.array([1.2, 1.4, 1.3]))
+    assert out["t"] == pytest.approx(t) and out["p_value"] == pytest.approx(p)
+    assert out["note"] == "mean_a is 0: no percent difference"
+    assert not out["identical_runs"]
+
+
+def test_one_side_of_copies_gets_no_welch_statistic():
+    """3 + 3 runs, one side copies of one run: 'identical runs', no t, no p (issue 10)."""
     out = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.2, 1.4, 1.3]))
-    t, p = welch_by_hand(np.array([1.0, 1.0, 1.0]), np.array([1.2, 1.4, 1.3]))
-    assert out["p_value"] == pytest.approx(p) and out["note"] == ""
+    assert out["identical_runs"] and math.isnan(out["t"]) and math.isnan(out["p_value"])
+    assert out["note"] == "identical runs in A (3 runs within 0.01%): no test" and not out["significant"]
+    # the shipped quic-go desktop PLTs of the 3-seed grid, which differ in the 6th digit
+    old = welch_cell(np.array([0.987051, 0.987049, 0.987052]), np.array([2.096795, 2.096795, 2.096795]))
+    assert old["identical_runs"] and math.isnan(old["t"]) and "A" in old["note"] and "B" in old["note"]
+    # just above the tolerance: a test, equal to Welch by hand
+    xa = np.array([1.0, 1.0 + 2e-4, 1.0 - 1e-4])
+    ok = welch_cell(xa, np.array([1.2, 1.4, 1.3]))
+    assert not ok["identical_runs"] and ok["p_value"] == pytest.approx(welch_by_hand(xa, np.array([1.2, 1.4, 1.3]))[1])
 
 
 def test_heatmap_colours_only_significant_cells():
@@ -119,7 +139,7 @@ def test_rounding_noise_is_no_variance():
     xb = np.array([1.7757, 1.7757000000000003, 1.7757])
     out = welch_cell(xa, xb)
     assert math.isnan(out["p_value"]) and "identical runs" in out["note"] and not out["significant"]
-    real = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.1, 1.12, 1.14]))
+    real = welch_cell(np.array([1.0, 1.02, 0.99]), np.array([1.1, 1.12, 1.14]))
     assert real["note"] == "" and real["p_value"] < 0.05
 
 
