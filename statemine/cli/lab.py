@@ -99,35 +99,89 @@ def keys_cmd() -> None:
 @click.option("--finding", "names", multiple=True,
               type=click.Choice(["mobile-vs-desktop", "jitter-recovery", "quic-go-adaptive-reordering"]),
               help="Only this finding (repeatable; default: all).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
+              help="A finding is reproduced when its Holm-adjusted p-value is below this (the paper's 0.01).")
+@click.option("--permutations", "n_perm", type=click.IntRange(1), default=9999, show_default=True,
+              help="Random relabellings of the permutation test.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(1), default=2000, show_default=True,
+              help="Bootstrap resamples for the interval of each difference.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table as CSV.")
-def findings_cmd(root: Path, names: tuple[str, ...], csv_path: Path | None) -> None:
-    """Measure the paper's findings on lab traces under ROOT (default traces/): the
-    server's share of time in the finding's state per condition, next to the paper's."""
+              help="Also write the comparisons table (one row per finding, stack and comparison) as CSV.")
+def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, n_boot: int, seed: int,
+                 csv_path: Path | None) -> None:
+    """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
+    own diff: per stack, the server's share of time in the finding's state under both
+    conditions, the difference with its bootstrap interval, the permutation p-value (Holm)
+    and whether it is reproduced (p < alpha in the paper's direction, no evidence flag);
+    then each condition's shares, page-load times and losses."""
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
+    from ..fileio import write_atomic
     from ..lab import findings
 
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
-    table = findings.evaluate(root, chosen)
-    if table.empty:
+    verdicts = findings.assess(root, chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed)
+    if verdicts.empty:
         raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
-    out = Table(title=f"findings on {root}")
-    headers = ("finding", "stack", "condition", "state", "share", "paper", "s/run", "runs", "PLT s",
-               "declared lost", "path dropped", "by packet rule", "by time rule")
-    for col in headers:
-        out.add_column(col, justify="right" if col not in headers[:4] else "left")
-    for row in table.itertuples(index=False):
-        out.add_row(row.finding, escape(row.stack), escape(row.condition), row.state, f"{row.share:.1%}", row.paper or "-",
-                    f"{row.seconds_per_run:.2f}", str(row.runs), f"{row.plt_s:.2f}", str(row.declared_lost), str(row.path_dropped),
-                    str(row.lost_by_packet_rule), str(row.lost_by_time_rule))
-    Console(width=240).print(out)
+    conditions = findings.evaluate(root, chosen)
     if csv_path is not None:
-        tmp = csv_path.with_name(f".{csv_path.name}.tmp")
-        table.to_csv(tmp, index=False)
-        tmp.replace(csv_path)
+        write_atomic(csv_path, verdicts.to_csv(index=False))
+    console = Console()
+    console.print(f"statemine lab findings {root}: the server's share of time in a state, compared between "
+                  f"conditions with statemine.diff (permutation p-value, Holm over the states; {n_boot} bootstrap "
+                  f"resamples for the 95% interval of B - A in percentage points); reproduced when p < {alpha:g} "
+                  "in the paper's direction with no evidence flag", markup=False, highlight=False)
+    for f in chosen:
+        rows = verdicts[verdicts["finding"] == f.name]
+        if rows.empty:
+            continue
+        console.print()
+        console.print(f"{f.name}: {f.claim} ({f.state})", markup=False, highlight=False, style="bold")
+        console.print(_verdict_table(rows))
+        console.print(_condition_table(conditions[conditions["finding"] == f.name]))
+        for i, r in enumerate(rows.itertuples(index=False)):
+            if r.known:
+                console.print(f"[{i + 1}] {r.stack}: known cause: {r.known}", markup=False, highlight=False)
+    ok = int(verdicts["reproduced"].sum())
+    console.print(f"\n{ok} of {len(verdicts)} comparisons reproduced at p < {alpha:g} in the paper's direction; "
+                  f"{int((~verdicts['reproduced'] & (verdicts['known'] != '')).sum())} not reproduced for a "
+                  "documented cause", markup=False, highlight=False)
+
+
+def _verdict_table(rows):
+    """Comparisons of :func:`statemine.lab.findings.assess` (one finding) as a rich table."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table()
+    for col, justify in (("stack", "left"), ("A -> B", "left"), ("A", "right"), ("B", "right"),
+                         ("B - A [95% CI] pp", "right"), ("p (Holm)", "right"), ("runs (distinct)", "right"),
+                         ("verdict", "left")):
+        table.add_column(col, justify=justify, no_wrap=col in ("A", "B", "p (Holm)"), overflow="fold")
+    for i, r in enumerate(rows.itertuples(index=False)):
+        table.add_row(escape(r.stack), escape(f"{r.a} -> {r.b} ({r.direction})"), f"{r.share_a:.1%}",
+                      f"{r.share_b:.1%}", f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
+                      f"{r.p_holm:.2g}", f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
+                      escape(r.verdict + (f" [{i + 1}]" if r.known else "")))
+    return table
+
+
+def _condition_table(conditions):
+    """Conditions of :func:`statemine.lab.findings.evaluate` (one finding) as a rich table."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table()
+    headers = ("stack", "condition", "share", "paper", "s/run", "runs", "PLT s", "declared", "dropped",
+               "pkt rule", "time rule")
+    for col in headers:
+        table.add_column(col, justify="left" if col in headers[:2] else "right", overflow="fold")
+    for r in conditions.itertuples(index=False):
+        table.add_row(escape(r.stack), escape(r.condition), f"{r.share:.1%}", escape(r.paper or "-"),
+                      f"{r.seconds_per_run:.2f}", str(r.runs), f"{r.plt_s:.2f}", str(r.declared_lost),
+                      str(r.path_dropped), str(r.lost_by_packet_rule), str(r.lost_by_time_rule))
+    return table
 
 
 @lab.command("rerun")

@@ -10,16 +10,27 @@ grid writes (a cell's values as text: ``"mobile"``, ``"10"``, ``"default"``).
 Next to each share: the losses the server declared (``LossDetected``) and the packets
 the path actually dropped, summed over the same runs; declared minus dropped is a lower
 bound on the spurious losses (a drop of an ACK or of a client packet is counted too).
+
+Whether a finding is reproduced is decided by statemine's own statistics
+(:func:`assess`): each :class:`Comparison` of two conditions goes through
+:func:`statemine.diff.diff` (permutation test over runs with Holm's correction over the
+states, bootstrap interval of the difference), and counts as reproduced only when the
+Holm-adjusted p-value is below ``alpha`` (0.01, the paper's threshold), the difference
+has the paper's sign, and the diff raises no evidence flag (pseudo-replicates,
+underpowered).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from .. import analyze, traces
+from ..diff import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 
 
@@ -33,16 +44,29 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """Condition ``a`` vs condition ``b`` (labels of the finding's conditions) and the
+    paper's direction of ``b - a``. ``known``: implementation -> why the finding is not
+    expected to reproduce on that stack (documented in docs/findings.md)."""
+
+    a: str
+    b: str
+    direction: Literal["up", "down"]
+    known: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One comparison of the server's time share in ``state`` across ``conditions``."""
+    """One comparison of the server's time share in ``state`` across ``conditions``;
+    ``comparisons`` are the pairs whose difference the paper claims."""
 
     name: str
     scenario: str
     state: str
     claim: str
     conditions: tuple[Condition, ...]
+    comparisons: tuple[Comparison, ...] = ()
     per_stack: bool = True  # evaluate separately for each implementation@version
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -51,6 +75,9 @@ FINDINGS: tuple[Finding, ...] = (
         "the server is ApplicationLimited far more often with a mobile client",
         (Condition("desktop", {"profile": "desktop"}, "7%"),
          Condition("mobile", {"profile": "mobile"}, "58%")),
+        (Comparison("desktop", "mobile", "up", known={
+            "aioquic": "aioquic grants flow-control credit when data arrives (it has no read API), "
+                       "so a slow reader never holds its sender back"}),),
     ),
     Finding(
         "jitter-recovery", "jitter", "Recovery",
@@ -64,6 +91,10 @@ FINDINGS: tuple[Finding, ...] = (
                    {"rtt_ms": "112", "jitter_ms": "10", "reordering_threshold": "10", "time_threshold": "default"}),
          Condition("10 ms jitter, reordering 10 + time threshold 1.5",
                    {"rtt_ms": "112", "jitter_ms": "10", "reordering_threshold": "10", "time_threshold": "1.5"})),
+        (Comparison("no jitter, reordering threshold 3", "10 ms jitter, reordering threshold 3", "up"),
+         Comparison("10 ms jitter, reordering threshold 3", "10 ms jitter, reordering threshold 10", "down"),
+         Comparison("10 ms jitter, reordering threshold 3", "10 ms jitter, reordering 10 + time threshold 1.5",
+                    "down")),
     ),
     Finding(
         "quic-go-adaptive-reordering", "quic-go-versions", "Recovery",
@@ -73,6 +104,7 @@ FINDINGS: tuple[Finding, ...] = (
          Condition("v0.63.0, 10 ms jitter", {"version": "v0.63.0", "jitter_ms": "10"}),
          Condition("v0.65.0, no jitter", {"version": "v0.65.0", "jitter_ms": "0"}),
          Condition("v0.65.0, 10 ms jitter", {"version": "v0.65.0", "jitter_ms": "10"})),
+        (Comparison("v0.63.0, 10 ms jitter", "v0.65.0, 10 ms jitter", "down"),),
         per_stack=False,
     ),
 )
@@ -161,3 +193,117 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.D
                                        "runs", "plt_s",
                                        "declared_lost", "path_dropped", "lost_by_packet_rule",
                                        "lost_by_time_rule", "paper"])
+
+
+ASSESS_COLUMNS = ["finding", "stack", "state", "a", "b", "direction", "runs_a", "runs_b", "distinct_a",
+                  "distinct_b", "share_a", "share_b", "delta", "delta_lo", "delta_hi", "p_value", "p_holm",
+                  "min_p_holm", "pseudo_replicates", "interval_collapsed", "underpowered", "reproduced",
+                  "verdict", "known", "paper_a", "paper_b"]
+
+
+def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha: float = 0.01,
+           n_perm: int = 9999, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """One row per (finding, stack, comparison): the finding's state compared between two
+    conditions' server traces with :func:`statemine.diff.diff` (``alpha`` is its Holm
+    family-wise level; the other options are its own).
+
+    Columns (:data:`ASSESS_COLUMNS`): ``share_a``/``share_b`` pooled shares (0..1),
+    ``delta`` = b - a with its bootstrap interval ``delta_lo``/``delta_hi`` (``confidence``),
+    ``p_value`` (permutation) and ``p_holm`` (Holm over the comparison's states),
+    ``min_p_holm`` (the smallest ``p_holm`` these group sizes allow), the diff's evidence
+    flags, ``runs_a``/``runs_b`` and ``distinct_a``/``distinct_b`` (runs whose state-share
+    profiles differ, see :func:`distinct_runs`), ``reproduced`` (``p_holm < alpha``, the
+    paper's sign, no flag), ``verdict`` (why not) and ``known`` (the documented reason
+    when the comparison names one for the stack, else ""). ``root`` holds one folder per scenario; findings
+    whose folder is absent are left out.
+    """
+    rows = []
+    for f in findings:
+        folder = Path(root) / f.scenario
+        if not (folder / "runs").is_dir():
+            continue
+        ts = server_only(load_runs(folder))
+        conditions = {c.label: c for c in f.conditions}
+        for stack, base in _stacks(ts, f.per_stack):
+            for comp in f.comparisons:
+                ca, cb = conditions[comp.a], conditions[comp.b]
+                sa, sb = select(base, ca.where), select(base, cb.where)
+                if sa.n_traces == 0 or sb.n_traces == 0:
+                    continue
+                d = diff(sa, sb, label_a=comp.a, label_b=comp.b, n_perm=n_perm, n_boot=n_boot, seed=seed,
+                         alpha=alpha, confidence=confidence)
+                st = d.states.set_index("state")
+                r = st.loc[f.state] if f.state in st.index else None
+                impl = stack.split("@")[0] if stack != "all" else ""
+                row = {
+                    "finding": f.name, "stack": stack, "state": f.state, "a": comp.a, "b": comp.b,
+                    "direction": comp.direction, "runs_a": _runs(sa), "runs_b": _runs(sb),
+                    "distinct_a": distinct_runs(sa), "distinct_b": distinct_runs(sb),
+                    "share_a": 0.0 if r is None else float(r["fraction_a"]),
+                    "share_b": 0.0 if r is None else float(r["fraction_b"]),
+                    "delta": 0.0 if r is None else float(r["delta"]),
+                    "delta_lo": np.nan if r is None else float(r["delta_lo"]),
+                    "delta_hi": np.nan if r is None else float(r["delta_hi"]),
+                    "p_value": np.nan if r is None else float(r["p_value"]),
+                    "p_holm": np.nan if r is None else float(r["p_holm"]),
+                    "min_p_holm": d.min_p_holm,
+                    "pseudo_replicates": False if r is None else bool(r["pseudo_replicates"]),
+                    "interval_collapsed": False if r is None else bool(r["interval_collapsed"]),
+                    "underpowered": d.underpowered, "paper_a": ca.paper, "paper_b": cb.paper,
+                }
+                row["reproduced"], row["verdict"] = verdict(row, alpha=alpha)
+                row["known"] = "" if row["reproduced"] else comp.known.get(impl, "")
+                rows.append(row)
+    return pd.DataFrame(rows, columns=ASSESS_COLUMNS)
+
+
+def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
+    """``(reproduced, text)`` for one :func:`assess` row: reproduced when ``p_holm < alpha``,
+    ``delta`` has the sign of ``direction`` and neither evidence flag is raised; else the
+    text lists every reason.
+
+    >>> verdict({"p_holm": 1e-4, "delta": 0.3, "direction": "up", "pseudo_replicates": False,
+    ...          "underpowered": False, "min_p_holm": 1e-4}, alpha=0.01)
+    (True, 'reproduced')
+    >>> verdict({"p_holm": 0.4, "delta": -0.01, "direction": "up", "pseudo_replicates": True,
+    ...          "underpowered": True, "min_p_holm": 0.2}, alpha=0.01)[1]
+    'not reproduced: identical runs; underpowered (p >= 0.2); p 0.4 >= 0.01; opposite direction'
+    """
+    reasons = []
+    if row["pseudo_replicates"]:
+        reasons.append("identical runs")
+    if row["underpowered"]:
+        reasons.append(f"underpowered (p >= {row['min_p_holm']:.2g})")
+    p = row["p_holm"]
+    if not (p < alpha):
+        reasons.append(f"p {p:.2g} >= {alpha:g}" if np.isfinite(p) else "no test")
+    if np.sign(row["delta"]) != (1 if row["direction"] == "up" else -1):
+        reasons.append("opposite direction" if row["delta"] != 0 else "no difference")
+    if not reasons:
+        return True, "reproduced"
+    return False, "not reproduced: " + "; ".join(reasons)
+
+
+def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
+    """How many of the runs of ``ts`` differ: distinct per-run state-share profiles (each
+    run's server traces pooled; shares in 0..1 compared on a grid of ``tol``)."""
+    if ts.n_traces == 0:
+        return 0
+    times = analyze.trace_state_times(analyze.visits(ts), ts)
+    per_run = times.groupby(ts.traces.set_index("trace")["run_id"].reindex(times.index).to_numpy()).sum()
+    per_run = per_run[per_run.sum(axis=1) > 0]
+    grid = np.round(trace_shares(per_run.to_numpy()) / tol).astype(np.int64)
+    return int(len(np.unique(grid, axis=0)))
+
+
+def _runs(ts: traces.TraceSet) -> int:
+    return int(ts.traces["run_id"].nunique())
+
+
+def _stacks(ts: traces.TraceSet, per_stack: bool):
+    """``(stack label, its traces)``: one per implementation@version, or ``("all", ts)``."""
+    if not per_stack:
+        yield "all", ts
+        return
+    for impl, version in sorted(set(zip(ts.traces["implementation"], ts.traces["version"]))):
+        yield f"{impl}@{version}", select(ts, {"implementation": impl, "version": version})
