@@ -113,7 +113,9 @@ class DiffResult:
                          ignore_index=True)
 
     def ranking(self, top: int | None = 10) -> pd.DataFrame:
-        """The significant changes, largest ``|delta|`` first: ``kind, name, a, b, delta, p_holm``.
+        """The significant changes, largest ``|delta|`` first: ``kind, name, a, b, delta,
+        delta_lo, delta_hi, p_holm`` (the interval is the states' bootstrap one; NaN for
+        transitions).
 
         States and transitions are ranked together (both deltas are in [-1, 1]).
         """
@@ -122,10 +124,11 @@ class DiffResult:
         rows = pd.concat(
             [
                 pd.DataFrame({"kind": "state", "name": s["state"], "a": s["fraction_a"],
-                              "b": s["fraction_b"], "delta": s["delta"], "p_holm": s["p_holm"]}),
+                              "b": s["fraction_b"], "delta": s["delta"], "delta_lo": s["delta_lo"],
+                              "delta_hi": s["delta_hi"], "p_holm": s["p_holm"]}),
                 pd.DataFrame({"kind": "transition", "name": t["src"] + " -> " + t["dst"],
                               "a": t["prob_a"], "b": t["prob_b"], "delta": t["delta"],
-                              "p_holm": t["p_holm"]}),
+                              "delta_lo": np.nan, "delta_hi": np.nan, "p_holm": t["p_holm"]}),
             ],
             ignore_index=True,
         )
@@ -311,23 +314,23 @@ def _sd(share: np.ndarray) -> np.ndarray:
 def identical_columns(share: np.ndarray, strata: np.ndarray | None = None, *,
                       tol: float = IDENTICAL_TOL) -> np.ndarray:
     """Per column (state) of ``share`` (traces x states, per-trace shares in [0, 1]): True
-    when the traces are pseudo-replicates -- within every stratum holding at least two
-    traces the values differ by at most ``tol`` (at least one such stratum), and the state
-    occurs (some value > 0). A state absent from every trace is a real constant, not a copy.
+    when the traces are pseudo-replicates -- in some stratum holding at least two traces
+    (the whole side without ``strata``) the values differ by at most ``tol`` and the state
+    occurs there (a value > 0). A state absent from every trace of a stratum is a real
+    constant, not a copy; one stratum of copies is enough to inflate a stratified test.
 
     >>> identical_columns(np.array([[0.2, 0.0, 0.5], [0.2, 0.0, 0.7]])).tolist()
     [True, False, False]
+    >>> identical_columns(np.array([[0.2], [0.2], [0.1], [0.3]]), np.array(["x", "x", "y", "y"])).tolist()
+    [True]
     """
-    k = share.shape[1]
     codes = np.zeros(len(share), np.int64) if strata is None else pd.factorize(np.asarray(strata, dtype=object))[0]
-    groups = [rows for rows in (np.flatnonzero(codes == c) for c in np.unique(codes)) if len(rows) >= 2]
-    if not groups:
-        return np.zeros(k, bool)
-    flat = np.ones(k, bool)
-    for rows in groups:
-        part = share[rows]
-        flat &= (part.max(axis=0) - part.min(axis=0)) <= tol
-    return flat & (share.max(axis=0) > 0)
+    flat = np.zeros(share.shape[1], bool)
+    for c in np.unique(codes):
+        part = share[codes == c]
+        if len(part) >= 2:
+            flat |= ((part.max(axis=0) - part.min(axis=0)) <= tol) & (part.max(axis=0) > 0)
+    return flat
 
 
 def power(n_a: int, n_b: int, strata_a: np.ndarray | None = None, strata_b: np.ndarray | None = None, *,
@@ -633,8 +636,8 @@ def _pseudo_notes(states: pd.DataFrame, share_a: np.ndarray, share_b: np.ndarray
         if not flat.any():
             continue
         which = ", ".join(names[flat])
-        within = " within each stratum" if strata is not None else ""
-        notes.append(f"pseudo-replicates: the {len(share)} traces of {label} give the same share of {which}"
+        within = " within a stratum" if strata is not None else ""
+        notes.append(f"pseudo-replicates: the traces of {label} give the same share of {which}"
                      f"{within} (within {IDENTICAL_TOL:g}): copies, not independent runs (is the run's seed "
                      "used?); those states are not tested as significant and their intervals are not evidence")
     collapsed = states.loc[states["interval_collapsed"], "state"].tolist()

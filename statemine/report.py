@@ -28,7 +28,7 @@ h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;margin-top:2
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:right}
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 img{max-width:100%;height:auto;border:0}.note{background:#fff7e0;border-left:4px solid #e6a700;padding:.4em .8em;margin:.3em 0}
-.muted{color:#777;font-size:.85em}
+.muted{color:#777;font-size:.85em}.evidence{background:#eef4fb;border-left:4px solid #2166ac;padding:.4em .8em}
 """
 
 #: Most heatmap facets drawn (one per value of the scenario columns that are not rows/cols).
@@ -79,10 +79,15 @@ def build_report(
     opts = dict(end=end, collapse_repeats=collapse_repeats)
     if b is None:
         parts.append(_single_section(a, label_a, n_boot=n_boot, seed=seed, **opts))
+        parts.append(_timeline_section([(label_a, a)], end=end))
     else:
-        parts.append(_diff_section(a, b, label_a, label_b, n_perm=n_perm, n_boot=n_boot, seed=seed,
-                                   alpha=alpha, transition_test=transition_test, strata=strata, **opts))
-    parts.append(_timeline_section([(label_a, a)] + ([(label_b, b)] if b is not None else []), end=end))
+        from .diff import diff
+
+        result = diff(a, b, label_a=label_a, label_b=label_b, n_perm=n_perm, n_boot=n_boot, seed=seed,
+                      alpha=alpha, transition_test=transition_test, strata=strata, **opts)
+        parts.append(_diff_section(result))
+        parts.append(_timeline_section([(label_a, a), (label_b, b)], end=end, state=reported_state(result),
+                                       strata=strata))
     if outcomes is not None:
         parts.append(_outcome_section(outcomes))
     body = "\n".join(parts)
@@ -130,12 +135,11 @@ def _single_section(ts: TraceSet, label: str, *, n_boot: int, seed: int, end: En
             + "<h2>Transitions</h2>" + _table(trans))
 
 
-def _diff_section(a: TraceSet, b: TraceSet, label_a: str, label_b: str, **options) -> str:
-    from .diff import diff
+def _diff_section(result) -> str:
     from .render import dot_to
     from .render_diff import diff_to_dot
 
-    result = diff(a, b, label_a=label_a, label_b=label_b, **options)
+    label_a, label_b = result.label_a, result.label_b
     svg = dot_to(diff_to_dot(result), "svg")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in result.notes)
     ranking = result.ranking(None)
@@ -147,37 +151,81 @@ def _diff_section(a: TraceSet, b: TraceSet, label_a: str, label_b: str, **option
     return ("<h2>What changed</h2>" + notes
             + f"<p>{_e(label_a)}: {result.n_traces_a} traces; {_e(label_b)}: {result.n_traces_b} traces. "
             f"Differences are {_e(label_b)} minus {_e(label_a)}; significant at family-wise "
-            f"alpha = {result.alpha:g} (Holm).</p>"
+            f"alpha = {result.alpha:g} (Holm).</p>" + _evidence(result)
             + "<h3>Largest significant changes</h3>" + top
             + "<h3>Two-sided state machine</h3>" + _img(svg, "image/svg+xml", "diff diagram")
             + "<h3>States</h3>" + _table(states, percent=(f"fraction {label_a}", f"fraction {label_b}", "delta",
-                                                          "delta_lo", "delta_hi"))
+                                                          "delta_lo", "delta_hi", "sd_a", "sd_b"))
             + "<h3>Transitions</h3>" + _table(trans)
             + ("<h3>Seen on one side only</h3>" + _table(one_sided) if len(one_sided) else ""))
 
 
-def _timeline_section(sides: Sequence[tuple[str, TraceSet]], *, end: EndRule) -> str:
-    from .timeline import pick_trace, plot_cwnd, plot_throughput
+def _evidence(result) -> str:
+    """The power and pseudo-replicate verdicts of a diff, as one paragraph."""
+    power = (f"Power: the smallest p-value these traces allow is {result.min_p:.3g}, "
+             f"{result.min_p_holm:.3g} after Holm over the states: ")
+    power += ("<b>underpowered</b>, no state can be significant." if result.underpowered
+              else f"below alpha = {result.alpha:g}, a significant change is possible.")
+    pseudo = result.pseudo_replicated
+    copies = (f" <b>Pseudo-replicates</b> (a side's traces give identical shares): {_e(', '.join(pseudo))}; "
+              "not tested as significant." if pseudo else " No pseudo-replicates (every tested state varies "
+              "between the traces of each side).")
+    return f'<p class="evidence">{power}{copies}</p>'
 
-    out = ["<h2>Timelines</h2><p>One connection per side (the trace of median length): congestion "
-           "window and bytes in flight, background shaded by state.</p>"]
-    for label, ts in sides:
+
+def reported_state(result) -> str:
+    """The state a diff is about: its largest significant state change, else its largest
+    state change (``states`` is sorted by ``|delta|``)."""
+    ranked = result.ranking(None)
+    ranked = ranked[ranked["kind"] == "state"]
+    return str(ranked["name"].iloc[0] if len(ranked) else result.states["state"].iloc[0])
+
+
+def _timeline_section(sides: Sequence[tuple[str, TraceSet]], *, end: EndRule, state: str | None = None,
+                      strata: str | Sequence[str] | None = None) -> str:
+    """cwnd (and throughput) timelines: one trace per side (and per stratum) -- the trace of
+    median length, or with ``state``, the trace whose share of ``state`` is its group's median."""
+    from .timeline import pick_trace, plot_cwnd, plot_throughput, representative_trace
+
+    how = (f"the trace whose share of time in {_e(state)} is the median of its side"
+           + (" and stratum" if strata else "") if state else "the trace of median length")
+    out = [f"<h2>Timelines</h2><p>One connection per side{' and stratum' if strata else ''} ({how}): "
+           "congestion window and bytes in flight, background shaded by state.</p>"]
+    for label, group, ts in _groups(sides, strata):
         if ts.n_traces == 0:
             continue
-        trace = pick_trace(ts)
+        if state is None:
+            trace, caption = pick_trace(ts), ""
+        else:
+            trace, share = representative_trace(ts, state, end=end)
+            caption = f" ({state} {share:.1%} of its time, median of {ts.n_traces} traces)"
+        name = f"{label}{' / ' + group if group else ''}"
         if "cwnd" not in ts.events.columns or ts.events["cwnd"].notna().sum() == 0:
-            out.append(f'<p class="note">{_e(label)}: the traces log no cwnd; no window timeline.</p>')
+            out.append(f'<p class="note">{_e(name)}: the traces log no cwnd; no window timeline.</p>')
             continue
-        out.append(f"<h3>{_e(label)}: trace {_e(trace)}</h3>")
-        out.append(_img(_figure_svg(plot_cwnd(ts, trace, end=end, title=f"{label}: {trace}")), "image/svg+xml",
-                        f"cwnd timeline of {label}"))
+        out.append(f"<h3>{_e(name)}: trace {_e(trace)}{_e(caption)}</h3>")
+        out.append(_img(_figure_svg(plot_cwnd(ts, trace, end=end, title=f"{name}: {trace}")), "image/svg+xml",
+                        f"cwnd timeline of {name}"))
         try:
-            fig = plot_throughput(ts, trace, end=end, title=f"{label}: {trace}")
+            fig = plot_throughput(ts, trace, end=end, title=f"{name}: {trace}")
         except UsageError as exc:
             out.append(f'<p class="muted">No throughput timeline: {_e(exc)}</p>')
         else:
-            out.append(_img(_figure_svg(fig), "image/svg+xml", f"throughput timeline of {label}"))
+            out.append(_img(_figure_svg(fig), "image/svg+xml", f"throughput timeline of {name}"))
     return "\n".join(out)
+
+
+def _groups(sides: Sequence[tuple[str, TraceSet]], strata: str | Sequence[str] | None):
+    """``(side label, stratum text or "", traces)`` per side, and per stratum when given."""
+    columns = [] if strata is None else ([strata] if isinstance(strata, str) else list(strata))
+    for label, ts in sides:
+        if not columns:
+            yield label, "", ts
+            continue
+        keys = ts.traces[columns].astype(str).drop_duplicates().sort_values(columns)
+        for key in keys.itertuples(index=False):
+            where = dict(zip(columns, key))
+            yield label, ", ".join(f"{c}={v}" for c, v in where.items()), ts.select(where)
 
 
 def _outcome_section(o: Outcomes) -> str:
@@ -186,7 +234,8 @@ def _outcome_section(o: Outcomes) -> str:
     table = compare_outcomes(o.results, by=o.by, a=o.value_a, b=o.value_b, metric=o.metric, alpha=o.alpha)
     out = [f"<h2>Outcomes: {_e(o.metric)}</h2><p>Per scenario cell: percent difference of the mean "
            f"({_e(o.value_b)} vs {_e(o.value_a)}) and Welch's t-test; coloured when p &lt; {o.alpha:g}, "
-           "white (n.s.) otherwise.</p>"]
+           "white (n.s.) otherwise. A cell whose runs on a side are identical (copies of one run, "
+           "<code>identical_runs</code>) gets no test (\"no test\").</p>"]
     facets = [c for c in table.columns if c not in (o.rows, o.cols) and c in o.results.columns and c != o.by]
     if o.rows in table.columns and o.cols in table.columns:
         groups = list(table.groupby(facets, sort=True, dropna=False)) if facets else [((), table)]
@@ -232,4 +281,4 @@ def _figure_svg(fig) -> bytes:
     return buf.getvalue()
 
 
-__all__ = ["Outcomes", "build_report", "write_report"]
+__all__ = ["Outcomes", "build_report", "write_report", "reported_state"]

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .analyze import EndRule, visits
+from .analyze import EndRule, trace_state_times, visits
 from .errors import UsageError
 from .traces import TraceSet
 
@@ -59,6 +59,31 @@ def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> s
     if rule != "median":
         raise UsageError(f"rule must be 'median' or 'longest', not {rule!r}")
     return str(span.index[(len(span) - 1) // 2])
+
+
+def representative_trace(ts: TraceSet, state: str, *, end: EndRule = "close") -> tuple[str, float]:
+    """``(trace id, its share)``: the trace whose own share of time in ``state`` (0..1) is
+    the median of ``ts``'s traces (the lower median for an even count; ties by trace id),
+    so a timeline of it shows what a typical trace of the set does in that state. Traces
+    lasting 0 s are left out.
+
+    >>> ts = TraceSet.from_events(pd.DataFrame({"trace": list("aabbcc"), "time": [0, 1, 0, 3, 0, 1.0],
+    ...     "state": ["Recovery", "SlowStart", "Recovery", "SlowStart", "SlowStart", "Recovery"]}))
+    >>> representative_trace(ts, "Recovery")   # shares a 1.0, b 1.0, c 0.0
+    ('a', 1.0)
+    """
+    if ts.n_traces == 0:
+        raise UsageError("the trace set is empty: no trace to plot")
+    times = trace_state_times(visits(ts, end=end), ts)
+    total = times.sum(axis=1)
+    times = times[total > 0]
+    if times.empty:
+        raise UsageError("every trace lasts 0 s: no trace to plot")
+    share = (times[state] if state in times.columns else pd.Series(0.0, index=times.index)) / total[total > 0]
+    order = pd.DataFrame({"share": share.to_numpy(), "trace": share.index.astype(str)}).sort_values(
+        ["share", "trace"], kind="stable")
+    pick = order.iloc[(len(order) - 1) // 2]
+    return str(pick["trace"]), float(pick["share"])
 
 
 def _one(ts: TraceSet, trace: str) -> TraceSet:
@@ -225,5 +250,5 @@ def _mark_events(ax, ts: TraceSet, trace: str) -> None:
                 transform=ax.get_xaxis_transform(), label="events", clip_on=False)
 
 
-__all__ = ["pick_trace", "state_spans", "metric_series", "throughput_series", "plot_cwnd", "plot_throughput",
+__all__ = ["pick_trace", "representative_trace", "state_spans", "metric_series", "throughput_series", "plot_cwnd", "plot_throughput",
            "STATE_COLOURS", "state_colour"]

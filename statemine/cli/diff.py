@@ -130,7 +130,8 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
 
 
 def print_summary(result, *, top: int = 10) -> None:
-    """Print the ranking of the largest significant changes and the notes (rich table)."""
+    """Print the ranking of the largest significant changes (with the states' bootstrap
+    intervals), the evidence verdict (power, pseudo-replicates) and the notes (rich)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -142,17 +143,28 @@ def print_summary(result, *, top: int = 10) -> None:
               f"(Holm, alpha={result.alpha:g})")
     table = Table(title=header, title_justify="left")
     for column, justify in (("kind", "left"), ("name", "left"), (result.label_a, "right"),
-                            (result.label_b, "right"), ("delta", "right"), ("p (Holm)", "right")):
-        table.add_column(escape(column), justify=justify)
+                            (result.label_b, "right"), ("delta [95% CI]", "right"), ("p (Holm)", "right")):
+        table.add_column(escape(column), justify=justify, overflow="fold")
     for row in ranking.itertuples(index=False):
-        share = (lambda x: f"{x:.1%}") if row.kind == "state" else (lambda x: f"{x:.2f}")
-        table.add_row(row.kind, escape(row.name), share(row.a), share(row.b), f"{row.delta:+.3f}", f"{row.p_holm:.2g}")
+        if row.kind == "state":
+            share = lambda x: f"{x:.1%}"  # noqa: E731
+            delta = f"{row.delta:+.3f}" + ("" if row.delta_lo != row.delta_lo else
+                                           f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]")
+        else:
+            share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"  # noqa: E731
+        table.add_row(row.kind, escape(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}")
     if len(ranking):
         console.print(table)
     else:
         console.print(header)
+    console.print(f"power: smallest possible p {result.min_p:.3g}, {result.min_p_holm:.3g} after Holm over the "
+                  "states" + (": UNDERPOWERED, no state can be significant" if result.underpowered else ""),
+                  markup=False, highlight=False)
+    if result.pseudo_replicated:
+        console.print(f"pseudo-replicates (identical runs, never significant): {', '.join(result.pseudo_replicated)}",
+                      markup=False, highlight=False)
     for note in result.notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {note}", markup=False, highlight=False)
 
 
 @main.command("report")
