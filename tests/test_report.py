@@ -16,7 +16,7 @@ from test_diff_data import make_set
 from statemine.cli import main
 from statemine.errors import UsageError
 from statemine.report import Outcomes, build_report
-from statemine.traces import TraceSet, save
+from statemine.traces import TraceSet, concat, save
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
 EVIL = '<script>alert("x")</script>'
@@ -113,3 +113,30 @@ def test_report_cli(tmp_path):
                                     "--results", str(tmp_path / "results.csv"), "--by", "profile",
                                     "--values", "desktop,tablet"])
     assert res.exit_code == 2 and "tablet" in res.output and not (tmp_path / "x.html").exists()
+
+
+def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
+    """3 copies a side: the page says underpowered and pseudo-replicates; the timelines
+    show, per side and stratum, the trace whose share of the reported state is the median."""
+    from test_diff_evidence import FAST, SLOW, copies
+
+    from statemine.timeline import representative_trace
+
+    a = concat([copies("a", 3, FAST, implementation="x"), make_set("c", 5, seed=3, cwnd=True, implementation="y")])
+    b = concat([copies("b", 3, SLOW, implementation="x"), make_set("d", 5, seed=4, cwnd=True, implementation="y",
+                                                                   recovery_mean=0.6)])
+    for ts in (a, b):  # give the copies a cwnd so every group gets a timeline
+        ts.events["cwnd"] = ts.events["cwnd"].fillna(10_000.0)
+    page = build_report(a, b, label_a="desk", label_b="mob", n_perm=99, n_boot=50, strata="implementation")
+    text = " ".join("".join(parse(page).text).split())
+    assert "Pseudo-replicates (a side's traces give identical shares): CongestionAvoidance, Recovery, SlowStart" in text
+    # C(6, 3) C(10, 5) = 5040 relabellings > 99: the Monte Carlo floor 1 / 100, times the states
+    n_states = len(set(a.events.loc[a.events["kind"] == "state", "state"]) | set(b.events.loc[b.events["kind"] == "state", "state"]))
+    assert f"smallest p-value these traces allow is {1 / 100:.3g}, {min(1.0, n_states / 100):.3g} after Holm" in text
+    assert ("underpowered, no state can be significant" in text) == (n_states / 100 >= 0.05)
+    headings = re.findall(r"<h3>([^<]*): trace ([^<]*?) \(Recovery ([0-9.]+)% of its time", page)
+    assert [h[0] for h in headings] == ["desk / implementation=x", "desk / implementation=y",
+                                        "mob / implementation=x", "mob / implementation=y"]
+    for (group, trace, share), (ts, impl) in zip(headings, [(a, "x"), (a, "y"), (b, "x"), (b, "y")]):
+        expected = representative_trace(ts.select({"implementation": impl}), "Recovery")
+        assert trace == expected[0] and float(share) == pytest.approx(100 * expected[1], abs=0.05)

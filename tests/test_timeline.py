@@ -96,3 +96,21 @@ def _rgb(hex_colour: str):
     from matplotlib.colors import to_rgb
 
     return to_rgb(hex_colour)
+
+
+def test_representative_trace_is_the_median_share_by_hand():
+    from statemine.timeline import representative_trace
+
+    ts = make_set("a", 9, seed=4)
+    shares = {}
+    for trace, ev in ts.events.groupby("trace", observed=True):
+        st = ev[ev["kind"] == "state"]
+        times = np.r_[st["time"].to_numpy(), ev["time"].max()]
+        durations = np.diff(times)
+        shares[trace] = durations[(st["state"] == "Recovery").to_numpy()].sum() / durations.sum()
+    trace, share = representative_trace(ts, "Recovery")
+    assert share == pytest.approx(sorted(shares.values())[4]) and shares[trace] == pytest.approx(share)
+    # a state no trace visits: every share is 0, ties broken by trace id
+    assert representative_trace(ts, "Nowhere") == (sorted(shares)[4], 0.0)
+    with pytest.raises(UsageError, match="empty"):
+        representative_trace(ts.select({"role": "none"}), "Recovery")
