@@ -7,19 +7,140 @@ import gzip
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from statemine.cli import main
+from statemine.diff import diff
 from statemine.lab import findings
+from statemine.traces import TraceSet, load, save
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
+MOBILE = tuple(f for f in findings.FINDINGS if f.name == "mobile-vs-desktop")
+
+
+# -- constructed lab folders: every printed number against a value computed another way ----
+def lab_folder(root: Path, runs: int, *, noise: float, seed: int = 0) -> Path:
+    """A ``statemine lab run``-shaped folder for the mobile scenario: per stack and profile,
+    ``runs`` runs of one server trace SlowStart -> CongestionAvoidance -> ApplicationLimited.
+    quic-go's mobile server is ApplicationLimited 60% of the time (desktop 10%); aioquic's
+    10% on both. Each duration is scaled by ``1 + noise * U(-1, 1)`` (0: identical runs)."""
+    rng = np.random.default_rng(seed)
+    folder = root / "mobile"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "manifest.json").write_text("{}")
+    results = []
+    for impl, version in (("aioquic", "1.7.2"), ("quic-go", "v0.65.0")):
+        for profile in ("desktop", "mobile"):
+            limited = 0.6 if impl == "quic-go" and profile == "mobile" else 0.1
+            for i in range(runs):
+                run_id = f"{impl}-{profile}-{i}"
+                d = {"SlowStart": 0.2, "CongestionAvoidance": 0.8 - limited, "ApplicationLimited": limited}
+                t, rows = 0.0, []
+                for state, seconds in d.items():
+                    rows.append({"trace": f"{run_id}#1/server", "time": t, "kind": "state", "state": state})
+                    t += seconds * (1 + noise * rng.uniform(-1, 1))
+                rows.append({"trace": f"{run_id}#1/server", "time": t, "kind": "event", "state": "Close"})
+                labels = pd.DataFrame({"trace": [f"{run_id}#1/server"], "role": "server", "run_id": run_id,
+                                       "implementation": impl, "version": version, "profile": profile})
+                (folder / "runs" / run_id).mkdir()
+                save(TraceSet.from_events(pd.DataFrame(rows), labels), folder / "runs" / run_id / "traces.parquet")
+                results.append({"run_id": run_id, "plt_s": t, "retransmissions": 0, "packets_dropped": 0,
+                                "limited_s": t - (rows[2]["time"]), "impl": impl, "profile": profile})
+    pd.DataFrame(results).to_csv(folder / "results.csv", index=False)
+    return root
+
+
+def pooled_share(root: Path, impl: str, profile: str) -> float:
+    """The pooled ApplicationLimited share from the generator's own numbers (results.csv):
+    seconds limited over seconds in all, summed over the runs."""
+    r = pd.read_csv(root / "mobile" / "results.csv")
+    r = r[(r["impl"] == impl) & (r["profile"] == profile)]
+    return r["limited_s"].sum() / r["plt_s"].sum()
 
 
 @pytest.fixture(scope="module")
-def table() -> pd.DataFrame:
-    return findings.evaluate(TRACES)
+def varied(tmp_path_factory) -> tuple[Path, dict]:
+    """20 varied runs per stack and profile (built and read once: 80 small trace sets)."""
+    root = lab_folder(tmp_path_factory.mktemp("lab"), 20, noise=0.3)
+    return root, findings.load_scenarios(root, MOBILE)
+
+
+def test_assess_reproduces_with_varied_runs_and_names_the_known_cause(varied):
+    root, loaded = varied
+    table = findings.assess(root, MOBILE, n_perm=999, n_boot=500, loaded=loaded).set_index("stack")
+    assert list(table.columns) == [c for c in findings.ASSESS_COLUMNS if c != "stack"]
+    qg, aq = table.loc["quic-go@v0.65.0"], table.loc["aioquic@1.7.2"]
+    for row, impl in ((qg, "quic-go"), (aq, "aioquic")):
+        assert row["share_a"] == pytest.approx(pooled_share(root, impl, "desktop"))
+        assert row["share_b"] == pytest.approx(pooled_share(root, impl, "mobile"))
+        assert row["delta"] == pytest.approx(row["share_b"] - row["share_a"])
+        assert row["runs_a"] == row["runs_b"] == 20 and row["distinct_a"] == row["distinct_b"] == 20
+        assert not row["pseudo_replicates"] and not row["underpowered"]
+        assert row["min_p_holm"] == pytest.approx(3 / 1000)  # Monte Carlo floor 1 / (999 + 1), 3 states
+        assert row["delta_lo"] <= row["delta"] <= row["delta_hi"]
+    # quic-go: perfectly separated sides, so no random relabelling is as extreme: p = 1 / 1000
+    assert qg["p_value"] == pytest.approx(1 / 1000) and qg["p_holm"] < 0.01
+    assert qg["reproduced"] and qg["verdict"] == "reproduced" and qg["known"] == ""
+    assert not aq["reproduced"] and aq["p_holm"] >= 0.01 and aq["known"].startswith("aioquic grants")
+    # the same numbers as statemine.diff on the same selections
+    qgo = findings.select(loaded["mobile"][0], {"implementation": "quic-go"})
+    d = diff(findings.select(qgo, {"profile": "desktop"}), findings.select(qgo, {"profile": "mobile"}),
+             label_a="desktop", label_b="mobile", n_perm=999, n_boot=500, alpha=0.01).states.set_index("state")
+    al = d.loc["ApplicationLimited"]
+    assert (al["delta_lo"], al["delta_hi"], al["p_holm"]) == pytest.approx((qg["delta_lo"], qg["delta_hi"], qg["p_holm"]))
+
+
+def test_assess_refuses_identical_runs(tmp_path):
+    root = lab_folder(tmp_path, 3, noise=0.0)
+    table = findings.assess(root, MOBILE, n_perm=999, n_boot=100).set_index("stack")
+    qg = table.loc["quic-go@v0.65.0"]
+    assert qg["delta"] == pytest.approx(0.5) and qg["pseudo_replicates"] and qg["interval_collapsed"]
+    assert qg["underpowered"] and qg["min_p_holm"] == pytest.approx(min(1, 3 * 2 / 20))
+    assert qg["distinct_a"] == qg["distinct_b"] == 1 and not qg["reproduced"]
+    assert qg["verdict"] == "not reproduced: identical runs; underpowered (p >= 0.3); p 0.3 >= 0.01"
+
+
+def test_cli_prints_each_number_of_the_table(varied, tmp_path):
+    root, loaded = varied
+    out = tmp_path / "f.csv"
+    res = CliRunner().invoke(main, ["lab", "findings", str(root), "--csv", str(out), "--permutations", "999",
+                                    "--bootstrap", "300"], env={"COLUMNS": "220"})
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(out, keep_default_na=False)
+    ref = findings.assess(root, MOBILE, n_perm=999, n_boot=300, loaded=loaded)
+    assert np.allclose(table["p_holm"], ref["p_holm"]) and list(table["verdict"]) == list(ref["verdict"])
+    for r in ref.itertuples():
+        line = next(l for l in res.output.splitlines() if l.startswith(f"│ {r.stack}") and "->" in l)
+        for text in (f"{r.share_a:.1%}", f"{r.share_b:.1%}", f"{r.p_holm:.2g}",
+                     f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
+                     f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})"):
+            assert text in line, (text, line)
+    assert "quic-go@v0.65.0: known cause" not in res.output
+    assert "aioquic@1.7.2: known cause: aioquic grants flow-control credit" in " ".join(res.output.split())
+    assert "1 of 2 comparisons reproduced at p < 0.01 in the paper's direction; 1 not reproduced for a " \
+           "documented cause" in " ".join(res.output.split())
+
+
+def test_verdict_reasons():
+    base = {"p_holm": 1e-3, "delta": 0.2, "direction": "up", "pseudo_replicates": False, "underpowered": False,
+            "min_p_holm": 1e-4}
+    assert findings.verdict(base, alpha=0.01) == (True, "reproduced")
+    assert findings.verdict({**base, "direction": "down"}, alpha=0.01) == (False, "not reproduced: opposite direction")
+    assert findings.verdict({**base, "p_holm": 0.01}, alpha=0.01) == (False, "not reproduced: p 0.01 >= 0.01")
+    assert not findings.verdict({**base, "pseudo_replicates": True}, alpha=0.01)[0]
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return findings.load_scenarios(TRACES)
+
+
+@pytest.fixture(scope="module")
+def table(loaded) -> pd.DataFrame:
+    return findings.evaluate(TRACES, loaded=loaded)
 
 
 def row(table, finding, stack, condition) -> pd.Series:
@@ -131,18 +252,13 @@ def test_findings_arithmetic_matches_the_raw_logs():
     assert declared == pick["retransmissions"].sum()   # the runners' own counts agree
 
 
-def test_cli_prints_the_table(tmp_path):
+def test_cli_one_finding_on_the_shipped_traces(tmp_path):
     out = tmp_path / "f.csv"
-    res = CliRunner().invoke(main, ["lab", "findings", str(TRACES), "--csv", str(out)])
+    res = CliRunner().invoke(main, ["lab", "findings", str(TRACES), "--finding", "quic-go-adaptive-reordering",
+                                    "--csv", str(out), "--permutations", "999", "--bootstrap", "200"])
     assert res.exit_code == 0, res.output
-    assert "mobile-vs-desktop" in res.output and "ApplicationLimited" in res.output
-    assert len(pd.read_csv(out)) == len(findings.evaluate(TRACES))
-
-
-def test_cli_one_finding():
-    res = CliRunner().invoke(main, ["lab", "findings", str(TRACES), "--finding", "jitter-recovery"])
-    assert res.exit_code == 0, res.output
-    assert "jitter-recovery" in res.output and "mobile-vs-desktop" not in res.output
+    assert "quic-go-adaptive-reordering" in res.output and "mobile-vs-desktop" not in res.output
+    assert list(pd.read_csv(out)["finding"]) == ["quic-go-adaptive-reordering"]
 
 
 def test_finding_names_match_the_cli_choices():

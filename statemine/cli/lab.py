@@ -121,10 +121,9 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
     from ..lab import findings
 
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
-    verdicts = findings.assess(root, chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed)
+    verdicts, conditions = findings.measure(root, chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed)
     if verdicts.empty:
         raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
-    conditions = findings.evaluate(root, chosen)
     if csv_path is not None:
         write_atomic(csv_path, verdicts.to_csv(index=False))
     console = Console()

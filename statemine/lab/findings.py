@@ -147,12 +147,36 @@ def loss_rules(ts: traces.TraceSet) -> tuple[int, int]:
     """``(by_packet, by_time)``: the ``LossDetected`` events of ``ts`` declared by the
     packet-threshold rule and by the time-threshold rule (their ``rule=`` field)."""
     ev = ts.events
+    if "fields" not in ev.columns:
+        return 0, 0
     fields = ev.loc[(ev["kind"] == "event") & (ev["state"] == "LossDetected"), "fields"].astype(str)
     rule = fields.str.extract(r"(?:^|\s)rule=(\w+)", expand=False)
     return int((rule == "packet").sum()), int((rule == "time").sum())
 
 
-def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.DataFrame:
+def load_scenarios(root: str | Path, findings: tuple[Finding, ...] = FINDINGS
+                   ) -> dict[str, tuple[traces.TraceSet, pd.DataFrame]]:
+    """Per scenario of ``findings`` whose folder ``root/<scenario>`` holds runs: its server
+    traces and its results table (indexed by ``run_id``), each read once."""
+    out = {}
+    for f in findings:
+        folder = Path(root) / f.scenario
+        if f.scenario not in out and (folder / "runs").is_dir():
+            out[f.scenario] = (server_only(load_runs(folder)),
+                               pd.read_csv(folder / "results.csv").set_index("run_id"))
+    return out
+
+
+def measure(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(assess(...), evaluate(...))`` of the traces under ``root``, read once;
+    ``options`` go to :func:`assess`."""
+    loaded = load_scenarios(root, findings)
+    return assess(root, findings, loaded=loaded, **options), evaluate(root, findings, loaded=loaded)
+
+
+def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *,
+             loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None) -> pd.DataFrame:
     """One row per (finding, stack, condition): ``share`` of the finding's state,
     ``seconds_per_run`` in it (server traces, mean over runs), ``runs``,
     ``plt_s`` (mean), ``declared_lost`` and ``path_dropped`` (sums over the runs' results),
@@ -160,16 +184,14 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS) -> pd.D
     rule), ``paper``.
 
     ``root`` holds one folder per scenario (``traces/``); findings whose folder is
-    absent are left out.
+    absent are left out. ``loaded``: :func:`load_scenarios` of ``root``, when already read.
     """
-    root = Path(root)
+    loaded = load_scenarios(root, findings) if loaded is None else loaded
     rows = []
     for f in findings:
-        folder = root / f.scenario
-        if not (folder / "runs").is_dir():
+        if f.scenario not in loaded:
             continue
-        ts = server_only(load_runs(folder))
-        results = pd.read_csv(folder / "results.csv").set_index("run_id")
+        ts, results = loaded[f.scenario]
         stacks = sorted(set(zip(ts.traces["implementation"], ts.traces["version"]))) if f.per_stack else [None]
         for stack in stacks:
             base = ts if stack is None else select(ts, {"implementation": stack[0], "version": stack[1]})
@@ -202,7 +224,8 @@ ASSESS_COLUMNS = ["finding", "stack", "state", "a", "b", "direction", "runs_a", 
 
 
 def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha: float = 0.01,
-           n_perm: int = 9999, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+           n_perm: int = 9999, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
+           loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
     conditions' server traces with :func:`statemine.diff.diff` (``alpha`` is its Holm
     family-wise level; the other options are its own).
@@ -214,15 +237,16 @@ def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha:
     flags, ``runs_a``/``runs_b`` and ``distinct_a``/``distinct_b`` (runs whose state-share
     profiles differ, see :func:`distinct_runs`), ``reproduced`` (``p_holm < alpha``, the
     paper's sign, no flag), ``verdict`` (why not) and ``known`` (the documented reason
-    when the comparison names one for the stack, else ""). ``root`` holds one folder per scenario; findings
-    whose folder is absent are left out.
+    when the comparison names one for the stack, else ""). ``root`` holds one folder per
+    scenario; findings whose folder is absent are left out. ``loaded``:
+    :func:`load_scenarios` of ``root``, when already read.
     """
+    loaded = load_scenarios(root, findings) if loaded is None else loaded
     rows = []
     for f in findings:
-        folder = Path(root) / f.scenario
-        if not (folder / "runs").is_dir():
+        if f.scenario not in loaded:
             continue
-        ts = server_only(load_runs(folder))
+        ts = loaded[f.scenario][0]
         conditions = {c.label: c for c in f.conditions}
         for stack, base in _stacks(ts, f.per_stack):
             for comp in f.comparisons:
