@@ -85,7 +85,7 @@ def test_draft01_picoquic_numeric_states_and_microseconds():
     ts = read_qlog(DATA / "draft01_picoquic.qlog")
     assert states(ts) == [(0.0, "SlowStart"), (0.2, "Recovery"), (0.35, "CongestionAvoidance")]
     row = trace_row(ts, "draft01_picoquic.qlog#0")
-    assert (row["implementation"], row["end"], row["role"]) == ("picoquic", 0.5, "client")
+    assert (row["implementation"], row["end"], row["role"]) == ("picoquic-cubic", 0.5, "client")
     assert row["conn"] is None or pd.isna(row["conn"])
     st = ts.events[ts.events["kind"] == "state"]
     assert st["srtt"].iloc[1] == pytest.approx(0.025)  # 25000 us

@@ -9,12 +9,17 @@ from statemine.parse.statenames import (
     CANONICAL,
     IMPLEMENTATIONS,
     canonical_state,
+    detect_by_names,
     detect_implementation,
     implementation_key,
     load_names,
     name_key,
+    picoquic_bbr_state,
+    picoquic_controller,
     resolve_state,
 )
+
+nan = float("nan")
 
 
 def test_every_table_maps_into_the_vocabulary():
@@ -45,9 +50,20 @@ def test_canonical_names_are_always_known():
         ("quiche", "bbr_probe_bw_cruise", "BBRProbeBW"),
         ("quiche", "bbr_probe_bw_refill", "BBRProbeBW"),
         ("quiche", "bbr_probe_rtt", "BBRProbeRTT"),
-        ("picoquic", 0, "SlowStart"),
-        ("picoquic", "1", "Recovery"),
-        ("picoquic", 2, "CongestionAvoidance"),
+        ("picoquic-cubic", 0, "SlowStart"),
+        ("picoquic-cubic", "1", "Recovery"),
+        ("picoquic-cubic", 2, "CongestionAvoidance"),
+        ("picoquic-newreno", "0", "SlowStart"),
+        ("picoquic-newreno", "1", "CongestionAvoidance"),
+        ("picoquic-bbr", "0", "BBRStartup"),
+        ("picoquic-bbr", "655360", "BBRStartup"),
+        ("picoquic-bbr", "721665", "BBRDrain"),
+        ("picoquic-bbr", 2, "BBRProbeBW"),
+        ("picoquic-bbr", 5, "BBRProbeBW"),
+        ("picoquic-bbr", 6, "BBRProbeRTT"),
+        ("picoquic-bbr", 8, "BBRStartup"),
+        ("picoquic-bbr1", 2, "BBRProbeBW"),
+        ("picoquic-bbr1", 3, "BBRProbeRTT"),
         ("mvfst", "Hystart", "SlowStart"),
         ("mvfst", "Steady", "CongestionAvoidance"),
         ("mvfst", "Recovery", "Recovery"),
@@ -130,3 +146,41 @@ def test_load_names_errors(tmp_path, text, line, reason):
 def test_load_names_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read state names"):
         load_names(tmp_path / "nope.txt")
+
+
+def test_picoquic_without_controller_has_no_meaning_for_numbers():
+    # the numbers mean nothing until a controller is chosen
+    assert resolve_state("1", "picoquic") == ("1", False)
+    assert resolve_state("3", "picoquic-newreno") == ("3", False)
+    assert resolve_state("9", "picoquic-bbr") == ("9", False)
+
+
+def test_picoquic_bbr_state_is_the_low_byte():
+    for value in (0, 1, 655360, 721665, 2**40 + 6):
+        state, flags = picoquic_bbr_state(value)
+        assert state == value % 256 and flags == value // 256
+
+
+@pytest.mark.parametrize(
+    "changes, table, ambiguous",
+    [
+        ([("0", 0, nan), ("1", 7680, 7680)], "picoquic-newreno", False),  # cc_param = new cwnd = ssthresh
+        ([("0", 0, nan), ("1", 15360, 10752)], "picoquic-newreno", True),  # no hint: picoquic's default
+        ([("0", 0, nan), ("1", 15360, 10752), ("2", 15360, nan)], "picoquic-cubic", True),
+        ([("655360", 10, nan)], "picoquic-bbr", False),
+        ([("0", 0, nan), ("1", 0, nan), ("2", 0, nan), ("3", 0, nan)], "picoquic-bbr", False),
+        ([("42", 0, nan)], "picoquic-newreno", True),
+        ([], "picoquic-newreno", True),
+    ],
+)
+def test_picoquic_controller_hints(changes, table, ambiguous):
+    chosen, reason, flag = picoquic_controller(changes)
+    assert (chosen, flag) == (table, ambiguous) and reason
+
+
+def test_detect_by_names_uses_only_names_of_one_implementation():
+    assert detect_by_names(["bbr_probe_bw_refill"]) == "quiche"
+    assert detect_by_names(["slow_start", "conservative_slow_start"]) == "quiche"
+    assert detect_by_names(["Hystart", "Steady"]) == "mvfst"
+    assert detect_by_names(["slow_start", "recovery", "congestion_avoidance"]) is None
+    assert detect_by_names([]) is None

@@ -54,7 +54,14 @@ from ..errors import InputError
 from ..traces import TraceSet
 from . import derive as _derive
 from .lines import open_binary
-from .statenames import detect_implementation, implementation_key, resolve_state
+from .statenames import (
+    PICOQUIC_TABLES,
+    detect_by_names,
+    detect_implementation,
+    implementation_key,
+    picoquic_controller,
+    resolve_state,
+)
 
 #: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
@@ -76,6 +83,12 @@ _METRIC_TYPES = frozenset({"metrics_updated", "metric_update", "recovery_metrics
 _MVFST_METRIC = "congestion_metric_update"  # mvfst: metrics plus its controller's "state"
 _MVFST_APP_LIMITED = "app_limited_update"  # mvfst: {"app_limited": "app limited"|"app unlimited"}
 _LOSS_TYPES = frozenset({"packet_lost"})
+_SPURIOUS_TYPES = frozenset({"spurious_loss"})  # quic-go: a lost packet acknowledged after all
+# loss_timer_updated {timer_type, event_type: set|expired|cancelled} (draft-01 and later);
+# draft-00 LOSS_ALARM_FIRED / loss_timer_expired. Only a fired PTO timer is a ProbeTimeout.
+_TIMER_TYPES = frozenset({"loss_timer_updated", "loss_timer_expired", "loss_alarm_fired"})
+# quictrace-to-qlog (Chromium traces converted by qvis's tool): the sender became app limited
+_CHROMIUM_APP_LIMITED = "custom_cc_application_limited"
 
 # data fields -> statemine columns (qlog names; mvfst's current_cwnd; draft-00/01 cwnd).
 _CWND_KEYS = ("congestion_window", "cwnd", "current_cwnd")
@@ -84,11 +97,15 @@ _SSTHRESH_KEYS = ("ssthresh",)
 # quiche and neqo log u64::MAX as the initial ssthresh ("no threshold yet"): read as inf.
 _NO_THRESHOLD = 2.0**62
 _SRTT_KEYS = ("smoothed_rtt",)
+# pacing rate and bandwidth estimate, kept as logged (the qlog drafts give pacing_rate in
+# bits per second; picoquic and converters may differ). quiche: delivery_rate.
+_PACING_KEYS = ("pacing_rate",)
+_BANDWIDTH_KEYS = ("bandwidth", "delivery_rate", "estimated_bandwidth", "bw", "btl_bw", "max_bandwidth")
 # packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
 
-_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS = range(5)
-_METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt")
+_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL = range(8)
+_METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
 # event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
 _NO_TIME_FIELDS = ("relative_time", "category", "event", "data")
 _NO_TIME_FIELDS_TRIGGER = ("relative_time", "category", "event", "trigger", "data")
@@ -526,13 +543,6 @@ def _num(value: object) -> float:
     return math.nan
 
 
-def _first(data: dict, keys: tuple[str, ...]) -> float:
-    for key in keys:
-        if key in data:
-            return _num(data[key])
-    return math.nan
-
-
 def _token(value: object) -> str:
     """A value for the ``fields`` column: no white space (replaced by ``_``)."""
     return re.sub(r"\s+", "_", str(value).strip())
@@ -584,8 +594,11 @@ class _TraceContext:
         )
 
 
-def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None, dict, object] | None:
-    """``(time, is_delta, code, data, group)`` of an object or array event; None if empty.
+def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None, dict, object, object] | None:
+    """``(time, is_delta, code, data, group, path)`` of an object or array event; None if empty.
+
+    ``path`` is the event's ``path_id`` (picoquic's ``event_fields`` column; ``path_id`` or
+    ``path`` of an object event), None where it has none.
 
     ``code`` says which kind of congestion event it is (None: another event, whose
     ``data`` is then not looked at).
@@ -602,7 +615,8 @@ def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None,
         fmt = event.get("time_format")
         delta = ctx.delta if fmt is None else str(fmt).lower() in _DELTA_FORMATS
         data = _data(event.get("data"), None) if code is not None else _NO_DATA
-        return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group)
+        path = event.get("path_id", event.get("path"))
+        return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group), path
     if type(event) is list:
         fields = ctx.fields or (_NO_TIME_FIELDS if len(event) == 4 else _NO_TIME_FIELDS_TRIGGER)
         record = dict(zip(fields, event))
@@ -615,7 +629,7 @@ def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None,
         etype = record.get("event_type") or record.get("event") or record.get("type") or ""
         code = _CODES.get(str(etype).lower())
         data = _data(record.get("data"), record.get("trigger")) if code is not None else _NO_DATA
-        return _num(raw_time), delta, code, data, record.get("group_id", ctx.group)
+        return _num(raw_time), delta, code, data, record.get("group_id", ctx.group), record.get("path_id")
     return None
 
 
@@ -635,6 +649,9 @@ _CODES: dict[str, int] = {
     _MVFST_METRIC: _MVFST,
     _MVFST_APP_LIMITED: _APP_LIMITED,
     **{t: _LOSS for t in _LOSS_TYPES},
+    **{t: _SPURIOUS for t in _SPURIOUS_TYPES},
+    **{t: _TIMER for t in _TIMER_TYPES},
+    _CHROMIUM_APP_LIMITED: _CHROMIUM_AL,
 }
 
 
@@ -648,24 +665,57 @@ class _Connection:
     per_second: float
     items: list = field(default_factory=list)  # (time s, code, data, line, index)
     end: float = -math.inf
+    start: float = math.inf  # time of the connection's first event of any kind (seconds)
+    path: str | None = None  # path_id, when the trace has more than one path
+    n_events: int = 0  # the file's events of this connection and path, of any kind
+
+
+def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
+    """A path_id as text: integers (or integer strings) as their decimal form, None if absent.
+
+    Anything else (a fraction, a bool, an object) is read as its text, with a warning.
+    """
+    if value is None:
+        return None
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and value.strip().isdigit():
+        return str(int(value))
+    report.warn(line, f"trace {trace_index}: path_id {value!r} ({type(value).__name__}) is not a "
+                "path number; its text is used as the path's label", kind="path_id type")
+    return _token(json.dumps(value) if isinstance(value, (dict, list)) else value)
+
+
+def _version_label(file_header: dict) -> str | None:
+    """The schema label: ``file_schema`` where the header has one, else ``qlog_version``.
+
+    quic-go v0.65 writes both ``file_schema`` (the newer, unversioned schema it follows)
+    and ``qlog_version: "0.3"``; the schema URN says what the file is.
+    """
+    schema = file_header.get("file_schema")
+    version = file_header.get("qlog_version")
+    if schema is not None:
+        return str(schema)
+    return None if version is None else str(version)
 
 
 def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Connection]:
-    """Split a trace's events by connection (group_id), keeping the congestion-related ones."""
+    """Split a trace's events by connection (group_id) and path (path_id), keeping the
+    congestion-related ones."""
     ctx = _TraceContext.of(raw.header)
     vantage = raw.header.get("vantage_point") if isinstance(raw.header.get("vantage_point"), dict) else {}
     implementation = forced or detect_implementation(
         raw.file_header.get("title"), raw.file_header.get("description"),
         raw.header.get("title"), raw.header.get("description"), vantage.get("name"),
     )
-    version = raw.file_header.get("qlog_version") or raw.file_header.get("file_schema")
+    version = _version_label(raw.file_header)
     role = vantage.get("type")
     base = {
         "role": role.lower() if isinstance(role, str) else None,
         "implementation": implementation,
         "qlog_version": None if version is None else str(version),
     }
-    connections: dict[str | None, _Connection] = {}
+    connections: dict[tuple[str | None, str | None], _Connection] = {}
     clock = 0.0
     for line, index, event in raw.events:
         decoded = _decode(event, ctx)
@@ -674,7 +724,7 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
                 report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped",
                             kind="bad event")
             continue
-        time, delta, code, data, group = decoded
+        time, delta, code, data, group, path = decoded
         if delta:
             time = clock + time
         seconds = (time + ctx.offset) / ctx.per_second
@@ -684,18 +734,27 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
         if delta:
             clock = time
         group = None if group is None else str(group)
-        conn = connections.get(group)
+        if path is not None:
+            path = _path_label(path, line, raw.index, report)
+        conn = connections.get((group, path))
         if conn is None:
-            labels = {**base, "conn": group if group is not None and group != ctx.group else ctx.conn}
-            conn = connections[group] = _Connection(raw.index, group, labels, ctx.per_second)
+            labels = {**base, "conn": group if group is not None and group != ctx.group else ctx.conn, "path": path}
+            conn = connections[(group, path)] = _Connection(raw.index, group, labels, ctx.per_second, path=path)
         if seconds > conn.end:
             conn.end = seconds
+        if seconds < conn.start:
+            conn.start = seconds
+        conn.n_events += 1
         if code is not None:
             conn.items.append((seconds, code, data, line, index))
     if not connections:
         report.warn(None, f"trace {raw.index} has no events; left out")
-    elif len(connections) == 1:
-        next(iter(connections.values())).group = None
+    if len({group for group, _ in connections}) == 1:
+        for conn in connections.values():
+            conn.group = None
+    if len({path for _, path in connections}) == 1:
+        for conn in connections.values():
+            conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
 
 
@@ -715,16 +774,25 @@ def _app_limited(value: object) -> bool | None:
 
 
 def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.DataFrame:
-    """Rows (state, LossDetected and internal 'metrics' rows) of one connection, time-ordered."""
+    """Rows (state, event and internal 'metrics' rows) of one connection, time-ordered.
+
+    Besides the logged states: the first state event's ``old`` is the state from the
+    connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
+    ``ProbeTimeout`` until the next metrics update or state event (quic-go logs metrics on
+    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement), then the
+    controller's state again (``after=pto``).
+    """
     items = conn.items
     times = np.fromiter((it[0] for it in items), float, len(items))
     order = np.argsort(times, kind="stable")
     if (np.diff(times) < 0).any():
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
-    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", *_METRIC_COLUMNS)}
+    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", "mark", *_METRIC_COLUMNS)}
     nan = math.nan
+    no_metrics = (nan,) * len(_METRIC_COLUMNS)
 
-    def add(time, kind, name, line, fields, metrics=(nan, nan, nan, nan)):
+    def add(time, kind, name, line, fields, metrics=no_metrics, mark=False):
+        rows["mark"].append(mark)  # a state the file marks outside congestion_state_updated
         rows["time"].append(time)
         rows["kind"].append(kind)
         rows["state"].append(name)
@@ -735,23 +803,33 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
 
     controller: str | None = None  # the controller's own last state (raw name)
     app_limited = False
+    in_pto = False
+    from_old = False  # a starting state was added from the first event's 'old'
     for i in order:
         time, code, data, line, index = items[i]
         ev = f"ev={index}"
+        if in_pto and code in (_METRICS, _MVFST, _STATE):
+            in_pto = False
+            if code != _STATE and controller is not None:
+                add(time, "state", controller, line, (f"raw={_token(controller)}", "after=pto", ev), mark=True)
         if code in (_METRICS, _MVFST):
-            srtt = _first(data, _SRTT_KEYS) / conn.per_second
-            ssthresh = _first(data, _SSTHRESH_KEYS)
-            if ssthresh >= _NO_THRESHOLD:
-                ssthresh = math.inf
-            metrics = (_first(data, _CWND_KEYS), _first(data, _INFLIGHT_KEYS), ssthresh, srtt)
-            add(time, "metrics", "", line, (), metrics)
+            add(time, "metrics", "", line, (), _metrics(data, conn.per_second, line, trace_id, report))
         if code == _STATE:
             new = data.get("new", data.get("state"))
             if new is None or isinstance(new, (dict, list)) or str(new) == "":
                 report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
                             kind="no new")
                 continue
-            fields = (f"raw={_token(new)}", _field("old", data.get("old")), _field("trigger", data.get("trigger")), ev)
+            old = data.get("old")
+            if old is not None and not isinstance(old, (dict, list)) and str(old) != "":
+                if controller is None and conn.start < time and str(old) != str(new) and "state" not in rows["kind"]:
+                    add(conn.start, "state", str(old), line, (f"raw={_token(old)}", "start=old", ev))
+                    from_old = True
+                elif controller is not None and str(old) != controller:
+                    report.warn(line, f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
+                                f"state event entered {controller!r}; kept the logged 'new'", kind="old chain")
+            fields = (f"raw={_token(new)}", _field("old", old), _field("trigger", data.get("trigger")),
+                      _field("cc_param", data.get("cc_param")), ev)
             add(time, "state", str(new), line, fields)
             controller, app_limited = str(new), False
         elif code == _MVFST:
@@ -760,13 +838,13 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                 fields = (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev)
                 add(time, "state", state, line, fields)
                 controller, app_limited = state, False
-        elif code == _APP_LIMITED:
-            limited = _app_limited(data.get("app_limited"))
+        elif code in (_APP_LIMITED, _CHROMIUM_AL):
+            limited = True if code == _CHROMIUM_AL else _app_limited(data.get("app_limited"))
             if limited is None:
                 report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
                             "not understood; skipped", kind="app_limited value")
             elif limited and not app_limited:
-                add(time, "state", "app_limited", line, ("raw=app_limited", ev))
+                add(time, "state", "app_limited", line, ("raw=app_limited", ev), mark=True)
                 app_limited = True
             elif not limited and app_limited:
                 app_limited = False
@@ -774,17 +852,57 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                     report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
                                 kind="app_limited end")
                 else:
-                    add(time, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev))
+                    add(time, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev),
+                        mark=True)
         elif code == _LOSS:
             trigger = data.get("trigger")
-            header = data.get("header") if isinstance(data.get("header"), dict) else {}
-            pn = header.get("packet_number", data.get("packet_number"))
             rule = None if trigger is None else _LOSS_RULES.get(str(trigger).lower(), trigger)
-            add(time, "event", "LossDetected", line, (_field("rule", rule), _field("pn", pn), ev))
+            add(time, "event", "LossDetected", line, (_field("rule", rule), _field("pn", _packet_number(data)), ev))
+        elif code == _SPURIOUS:
+            add(time, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
+        elif code == _TIMER and _pto_fired(data):
+            add(time, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
+            in_pto = True
     frame = pd.DataFrame(rows)
     frame["line"] = frame["line"].astype("int64")
     frame[list(_METRIC_COLUMNS)] = frame[list(_METRIC_COLUMNS)].astype(float)
+    if from_old:
+        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)  # the start row goes first
     return frame
+
+
+def _packet_number(data: dict) -> object:
+    """The packet number of a packet_lost / spurious_loss event (in its header or at the top)."""
+    header = data.get("header") if isinstance(data.get("header"), dict) else {}
+    return header.get("packet_number", data.get("packet_number"))
+
+
+def _pto_fired(data: dict) -> bool:
+    """True for a loss timer event that says a PTO timer expired.
+
+    draft-01 and later: ``loss_timer_updated {timer_type: "pto", event_type: "expired"}``;
+    draft-00 ``LOSS_ALARM_FIRED`` / ``loss_timer_expired`` name the timer in ``timer_type``
+    (or ``type``) without an ``event_type``.
+    """
+    timer = str(data.get("timer_type", data.get("type", ""))).lower()
+    action = str(data.get("event_type", "expired")).lower()
+    return timer == "pto" and action in ("expired", "fired")
+
+
+def _metrics(data: dict, per_second: float, line: int, trace_id: str, report: _Report) -> tuple[float, ...]:
+    """The metric columns of a metrics event (NaN where not logged); non-numeric values warned about."""
+    values = []
+    for keys in (_CWND_KEYS, _INFLIGHT_KEYS, _SSTHRESH_KEYS, _SRTT_KEYS, _PACING_KEYS, _BANDWIDTH_KEYS):
+        key = next((k for k in keys if k in data), None)
+        value = math.nan if key is None else _num(data[key])
+        if key is not None and math.isnan(value) and data[key] is not None:
+            report.warn(line, f"trace {trace_id}: metric {key} = {data[key]!r} is not a number; read as "
+                        "not logged", kind="metric not numeric")
+        values.append(value)
+    cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
+    if ssthresh >= _NO_THRESHOLD:
+        ssthresh = math.inf
+    return cwnd, inflight, ssthresh, srtt / per_second, pacing, bandwidth
 
 
 def _canonical_states(
@@ -830,10 +948,14 @@ def _connection_events(
         report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
         return None, False
     metric_cols = list(_METRIC_COLUMNS)
-    has_states = (frame["kind"] == "state").any()
+    has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
     derived = False
     if has_states:
         frame[metric_cols] = frame[metric_cols].ffill()
+        if conn.labels["implementation"] is None:  # no name in titles: the state vocabulary may tell
+            conn.labels["implementation"] = detect_by_names(pd.unique(frame.loc[frame["kind"] == "state", "state"]))
+        if implementation_key(conn.labels["implementation"]) == "picoquic":
+            conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
         frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
     elif derive:
         states = _derived_rows(frame)
@@ -842,7 +964,12 @@ def _connection_events(
             return None, False
         report.warn(None, f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
                     "(marked derived)")
-        frame = pd.concat([states, frame.loc[frame["kind"] == "event"]], ignore_index=True)
+        # states the file marks without congestion_state_updated (app limited, a fired PTO)
+        # stay as event rows: the derived states are the trace's states
+        marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
+        marks = marks.assign(kind="event")
+        marks["state"] = marks["state"].map(lambda name: resolve_state(name, None, overrides)[0])
+        frame = pd.concat([states, frame.loc[frame["kind"].isin(("event", "metrics"))], marks], ignore_index=True)
         frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
         frame[metric_cols] = frame[metric_cols].ffill()
         derived = True
@@ -853,7 +980,30 @@ def _connection_events(
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
-    return frame.loc[frame["kind"] != "metrics"].reset_index(drop=True), derived
+    return frame.loc[frame["kind"] != "metrics"].drop(columns="mark").reset_index(drop=True), derived
+
+
+def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
+    """The picoquic controller table for a connection (statenames.picoquic_controller), with
+    a warning that says which one was chosen and why (and how to choose another)."""
+    changes = []
+    items = sorted(conn.items, key=lambda it: it[0])
+    for k, (time, code, data, _, _) in enumerate(items):
+        if code != _STATE:
+            continue
+        cwnd = next((_num(d.get("cwnd", d.get("congestion_window"))) for t, c, d, _, _ in items[k + 1:]
+                     if t > time or c == _METRICS and ("cwnd" in d or "congestion_window" in d)), math.nan)
+        changes.append((data.get("new"), _num(data.get("cc_param")), cwnd))
+    table, reason, ambiguous = picoquic_controller(changes)
+    others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
+    if ambiguous:
+        report.warn(None, f"trace {trace_id}: picoquic's state numbers depend on its congestion controller, "
+                    f"which the file does not name; the meaning is ambiguous ({reason}): read as {table}. "
+                    f"Choose with --implementation ({table}, {others})")
+    else:
+        report.warn(None, f"trace {trace_id}: picoquic's controller read as {table} ({reason}); "
+                    f"another can be forced with --implementation ({others})")
+    return table
 
 
 def _why_no_states(connections: list[_Connection], derive: bool) -> str:
@@ -881,13 +1031,15 @@ def _build(
     frames = []
     rows = []
     for conn in connections:
-        trace_id = f"{source}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
+        trace_id = (f"{source}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
+                    + ("" if conn.path is None else f"/path{conn.path}"))
         events, derived = _connection_events(conn, trace_id, overrides, derive, report)
         if events is None:
             continue
         events.insert(0, "trace", trace_id)
         frames.append(events)
-        rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels, "derived": derived})
+        rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels,
+                     "file_events": conn.n_events, "derived": derived})
     if not frames:
         raise InputError(path, None, _why_no_states(connections, derive))
     warnings = report.finish()

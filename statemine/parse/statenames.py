@@ -17,8 +17,10 @@ unknown (never dropped).
 'SlowStart'
 >>> canonical_state("Hystart", "mvfst")
 'SlowStart'
->>> canonical_state("1", "picoquic")
-'Recovery'
+>>> canonical_state("1", "picoquic-cubic"), canonical_state("1", "picoquic-newreno")
+('Recovery', 'CongestionAvoidance')
+>>> canonical_state("721665", "picoquic-bbr")
+'BBRDrain'
 >>> canonical_state("warp_speed")
 'warp_speed'
 """
@@ -120,15 +122,36 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
         "bbrprobebwrefill": "BBRProbeBW",
         "bbrprobertt": "BBRProbeRTT",
     },
-    # picoquic logs the controller's state number: picoquic/cubic.c (and newreno.c before
-    # 2021) picoquic_*_alg_state_t = {slow_start = 0, recovery = 1,
-    # congestion_avoidance = 2}. Newer newreno.c has only {slow_start = 0,
-    # congestion_avoidance = 1}: override "1" for such traces.
-    "picoquic": {
-        "0": "SlowStart",
-        "1": "Recovery",
-        "2": "CongestionAvoidance",
+    # picoquic logs the number its controller's ``observe`` function returns
+    # (picoquic/*.c, ``picoquic_*_observe``: ``*cc_state = alg_state``), so a number's meaning
+    # depends on the controller, which the qlog file does not name. Tables per controller,
+    # learnt from picoquic's sources (private-octopus/picoquic):
+    # * cubic.c ``picoquic_cubic_alg_state_t``: slow_start = 0, recovery, congestion_avoidance;
+    # * newreno.c / cc_common.h ``picoquic_newreno_alg_state_t``: slow_start = 0,
+    #   congestion_avoidance (1). Picoquic's default controller
+    #   (PICOQUIC_DEFAULT_CONGESTION_ALGORITHM) is newreno;
+    # * bbr.c (BBRv3) ``picoquic_bbr_alg_state_t``: startup = 0, drain, probe_bw_down,
+    #   probe_bw_cruise, probe_bw_refill, probe_bw_up, probe_rtt, startup_long_rtt,
+    #   startup_resume (8); the logged value carries further bits above the low byte
+    #   (e.g. 655360, 721665): the state is the low byte (:func:`picoquic_bbr_state`);
+    # * bbr1.c (BBRv1) ``picoquic_bbr1_alg_state_t``: startup = 0, drain, probe_bw, probe_rtt,
+    #   startup_long_rtt (4).
+    # "picoquic" without a controller is resolved per trace (:func:`picoquic_controller`).
+    "picoquic-newreno": {"0": "SlowStart", "1": "CongestionAvoidance"},
+    "picoquic-cubic": {"0": "SlowStart", "1": "Recovery", "2": "CongestionAvoidance"},
+    "picoquic-bbr": {
+        "0": "BBRStartup",
+        "1": "BBRDrain",
+        "2": "BBRProbeBW",  # probe_bw_down
+        "3": "BBRProbeBW",  # probe_bw_cruise
+        "4": "BBRProbeBW",  # probe_bw_refill
+        "5": "BBRProbeBW",  # probe_bw_up
+        "6": "BBRProbeRTT",
+        "7": "BBRStartup",  # startup_long_rtt (Hystart-like startup on long RTT paths)
+        "8": "BBRStartup",  # startup_resume (careful resume from a BDP seed)
     },
+    "picoquic-bbr1": {"0": "BBRStartup", "1": "BBRDrain", "2": "BBRProbeBW", "3": "BBRProbeRTT", "4": "BBRStartup"},
+    "picoquic": {},
     # mvfst: congestion_metric_update's "state" field. quic/congestion_control/QuicCubic.cpp
     # cubicStateToString(): Hystart, Steady, Recovery (FastRecovery in the enum);
     # Bbr.cpp bbrStateToString(): Startup, Drain, ProbeBw, ProbeRtt. Application-limited
@@ -202,6 +225,91 @@ def detect_implementation(*texts: object) -> str | None:
     return None
 
 
+_PACKED = frozenset({"picoquic-bbr", "picoquic-bbr1"})
+#: The picoquic tables a user can force (``--implementation picoquic-newreno`` ...).
+PICOQUIC_TABLES = ("picoquic-newreno", "picoquic-cubic", "picoquic-bbr", "picoquic-bbr1")
+_PICOQUIC_DEFAULT = "picoquic-newreno"  # PICOQUIC_DEFAULT_CONGESTION_ALGORITHM
+
+
+def picoquic_bbr_state(value: int) -> tuple[int, int]:
+    """``(state, flags)`` of a value logged by picoquic's BBR: the state is the low byte.
+
+    >>> picoquic_bbr_state(721665), picoquic_bbr_state(655360)
+    ((1, 2819), (0, 2560))
+    """
+    return value & 0xFF, value >> 8
+
+
+def picoquic_controller(changes: list[tuple[object, float, float]]) -> tuple[str, str, bool]:
+    """Which picoquic controller wrote a trace's state numbers: ``(table, reason, ambiguous)``.
+
+    ``changes`` holds, per congestion_state_updated event in log order, ``(new, cc_param,
+    cwnd)``: the logged number, the event's ``cc_param`` and the first cwnd logged at the
+    same time after it (NaN where absent). The file never names the controller; the hints
+    are what each controller's ``observe`` reports (picoquic sources, see the tables):
+
+    * a value above 255 (flag bits above the low byte) or between 3 and 8: only BBR;
+    * ``cc_param`` equal to the window logged right after entering state 1: newreno (its
+      ``cc_param`` is ssthresh, and entering congestion avoidance after a loss sets the
+      window to ssthresh; cubic reports W_max, the window *before* the cut);
+    * a 2 without such a hint: cubic (newreno has no state 2; BBR reaches 2 only through
+      1 with bandwidth-sized ``cc_param``) -- ambiguous with BBR.
+
+    Without any hint the answer is picoquic's default controller, newreno, flagged ambiguous.
+
+    >>> picoquic_controller([("0", 0.0, float("nan")), ("1", 7680.0, 7680.0)])[0]
+    'picoquic-newreno'
+    >>> picoquic_controller([("655360", 0.0, float("nan"))])[0]
+    'picoquic-bbr'
+    """
+    values = []
+    for new, _, _ in changes:
+        try:
+            values.append(int(str(new).strip()))
+        except ValueError:
+            continue
+    if any(v > 255 for v in values):
+        return "picoquic-bbr", "state values above 255 carry flag bits, as only picoquic's bbr logs them", False
+    if any(3 <= v <= 8 for v in values):
+        return "picoquic-bbr", "state values between 3 and 8 exist only in picoquic's bbr", False
+    if any(v > 8 for v in values):
+        return _PICOQUIC_DEFAULT, f"state values {sorted(set(values))} fit none of picoquic's tables", True
+    for new, param, cwnd in changes:
+        if str(new).strip() == "1" and param > 0 and param == cwnd:
+            return (
+                "picoquic-newreno", "cc_param equals the window logged after entering state 1 "
+                "(newreno reports ssthresh there; cubic would report the window before the cut)", False,
+            )
+    if 2 in values:
+        return "picoquic-cubic", "state 2 exists in cubic (congestion avoidance) and bbr (probe_bw_down)", True
+    return _PICOQUIC_DEFAULT, "states 0/1 only and no cc_param hint; newreno is picoquic's default", True
+
+
+# State names only one implementation writes (keys as name_key gives them): quiche's
+# HyStart++ CSS and BBR phase names (recovery/congestion/*.rs and gcongestion/bbr2/*.rs
+# state_str()), mvfst's cubic names. Shared names (slow_start, recovery) identify nobody.
+_OWN_NAMES = {
+    "quiche": frozenset({
+        "conservativeslowstart", "bbrstartup", "bbrdrain", "bbrprobebw", "bbrprobebwup",
+        "bbrprobebwdown", "bbrprobebwcruise", "bbrprobebwrefill", "bbrprobertt",
+    }),
+    "mvfst": frozenset({"hystart", "steady"}),
+}
+
+
+def detect_by_names(names: object) -> str | None:
+    """The implementation whose own state names appear among ``names`` (None: no such name).
+
+    >>> detect_by_names(["slow_start", "bbr_probe_bw_cruise"]), detect_by_names(["recovery"])
+    ('quiche', None)
+    """
+    keys = {name_key(n) for n in names}
+    for implementation, own in _OWN_NAMES.items():
+        if keys & own:
+            return implementation
+    return None
+
+
 def resolve_state(
     name: object,
     implementation: str | None = None,
@@ -224,7 +332,10 @@ def resolve_state(
         for user_name, canonical in overrides.items():
             if name_key(user_name) == key:
                 return canonical, True
-    table = IMPLEMENTATIONS.get(implementation_key(implementation) or "", {})
+    table_name = implementation_key(implementation) or ""
+    table = IMPLEMENTATIONS.get(table_name, {})
+    if table_name in _PACKED and key.isdigit():
+        key = str(picoquic_bbr_state(int(key))[0])
     if key in table:
         return table[key], True
     if key in _COMMON:

@@ -1,0 +1,207 @@
+"""qlog written by real stacks (../shared/real-qlog, read in place), read as their authors
+meant: picoquic's per-controller numbers, the starting state from ``old``, one trace per
+path. Every figure is checked against a plain loop over the file's JSON."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import json
+
+import pytest
+from shared_data import shared
+
+from statemine.analyze import state_stats
+from statemine.parse.qlog import read_qlog
+
+NEWRENO = {"0": "SlowStart", "1": "CongestionAvoidance"}
+
+
+def warnings_of(ts):
+    return json.loads(ts.meta["warnings"])
+
+
+def picoquic_events(path):
+    """[(time s, path_id, event name, data)] of a picoquic draft-00 text qlog, by a plain loop."""
+    doc = json.loads(path.read_text())
+    trace = doc["traces"][0]
+    fields = trace["event_fields"]
+    per_second = 1e6 if trace["configuration"]["time_units"] == "us" else 1e3
+    out = []
+    for event in trace["events"]:
+        record = dict(zip(fields, event))
+        out.append((record["relative_time"] / per_second, record.get("path_id"), record["event"], record["data"]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["qlog_trace_ref.txt", "qlog_trace_ecn_ref.txt"])
+def test_picoquic_reference_trace_is_newreno_from_its_cc_param_and_starts_in_old(name):
+    path = shared("real-qlog", "picoquic", name)
+    events = picoquic_events(path)
+    # the loop: the first state event's old is the state from the first event on
+    changes = [(t, d) for t, _, e, d in events if e == "congestion_state_updated"]
+    start, end = events[0][0], max(t for t, *_ in events)
+    expected = [(start, NEWRENO[changes[0][1]["old"]])] + [(t, NEWRENO[d["new"]]) for t, d in changes]
+
+    ts = read_qlog(path)
+    rows = ts.events[ts.events["kind"] == "state"]
+    assert [(round(t, 9), s) for t, s in zip(rows["time"], rows["state"])] == [(round(t, 9), s) for t, s in expected]
+    row = ts.traces.iloc[0]
+    assert row["implementation"] == "picoquic-newreno" and row["end"] == pytest.approx(end, abs=1e-12)
+    assert row["file_events"] == len(events)
+    assert any("picoquic's controller read as picoquic-newreno" in w and "cc_param" in w for w in warnings_of(ts))
+    # no time unattributed: fractions over [first event, end] from the loop's change times
+    fractions = state_stats(ts).set_index("state")["time_fraction"]
+    spans = {}
+    bounds = [t for t, _ in expected] + [end]
+    for (t0, state), t1 in zip(expected, bounds[1:]):
+        spans[state] = spans.get(state, 0.0) + (t1 - t0)
+    total = end - start
+    for state, span in spans.items():
+        assert fractions[state] == pytest.approx(span / total, abs=1e-9)
+    assert fractions.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_picoquic_reference_trace_forced_cubic_reads_recovery():
+    ts = read_qlog(shared("real-qlog", "picoquic", "qlog_trace_ref.txt"), implementation="picoquic-cubic")
+    assert ts.events.loc[ts.events["kind"] == "state", "state"].tolist() == ["SlowStart", "Recovery"]
+    assert ts.traces["implementation"].tolist() == ["picoquic-cubic"]
+
+
+def test_picoquic_multipath_one_trace_per_path_with_its_own_metrics():
+    path = shared("real-qlog", "picoquic", "multipath_qlog_ref.txt")
+    events = picoquic_events(path)
+    per_path: dict[int, list] = {}
+    for t, p, e, d in events:
+        per_path.setdefault(p, []).append((t, e, d))
+    ts = read_qlog(path, derive_states=True)
+    traces = ts.traces.set_index("path")
+    assert sorted(traces.index) == sorted(str(p) for p in per_path)
+    for p, evs in per_path.items():
+        row = traces.loc[str(p)]
+        assert row["trace"].endswith(f"/path{p}")
+        assert row["file_events"] == len(evs)
+        assert row["end"] == pytest.approx(max(t for t, *_ in evs), abs=1e-12)
+        cwnds = {d["cwnd"] for _, e, d in evs if e == "metrics_updated" and "cwnd" in d}
+        mine = ts.events.loc[ts.events["trace"] == row["trace"], "cwnd"].dropna()
+        assert set(mine) <= cwnds  # never another path's window
+    # path 1 follows path 0's window nowhere: its derived states have no Recovery
+    one = ts.events[(ts.events["trace"] == traces.loc["1", "trace"]) & (ts.events["kind"] == "state")]
+    assert "Recovery" not in set(one["state"])
+
+
+def test_chromium_trace_app_limited_pacing_and_losses():
+    path = shared("real-qlog", "qvis", "quictrace_example_github.qlog.gz")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    trace = doc["traces"][0]
+    fields = [f.lower() for f in trace["event_fields"]]
+    records = [dict(zip(fields, e)) for e in trace["events"]]
+    lost = sum(1 for r in records if str(r.get("event_type")).upper() == "PACKET_LOST")
+    limited = [float(r["relative_time"]) / 1e6 for r in records
+               if str(r.get("event_type")).upper() == "CUSTOM_CC_APPLICATION_LIMITED"]
+    last_pacing = [r["data"]["pacing_rate"] for r in records
+                   if str(r.get("event_type")).upper() == "METRIC_UPDATE" and "pacing_rate" in r["data"]][-1]
+    ts = read_qlog(path, derive_states=True)
+    ev = ts.events
+    assert (ev["state"] == "LossDetected").sum() == lost == 238
+    app = ev[ev["state"] == "ApplicationLimited"]
+    assert app["time"].tolist() == pytest.approx(limited) and len(limited) == 1
+    assert ev["pacing_rate"].dropna().iloc[-1] == last_pacing
+    assert ts.traces["file_events"].tolist() == [len([r for r in records if r.get("event_type")])]
+
+
+# -- hand-written: quic-go v0.65 vocabulary, quiche by its names, bad input ---------------------
+def seq(tmp_path, header: dict, events: list[dict], name="t.sqlog"):
+    path = tmp_path / name
+    path.write_bytes(b"".join(b"\x1e" + json.dumps(r).encode() + b"\n" for r in [header, *events]))
+    return path
+
+
+V065 = {"file_schema": "urn:ietf:params:qlog:file:sequential", "serialization_format": "application/qlog+json-seq",
+        "title": "quic-go qlog", "trace": {"vantage_point": {"type": "server"}, "common_fields": {"group_id": "ab"}},
+        "qlog_format": "JSON-SEQ", "qlog_version": "0.3"}
+
+
+def test_quicgo_v065_header_spurious_loss_pto_and_loss_triggers(tmp_path):
+    events = [
+        {"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+        {"time": 1, "name": "recovery:metrics_updated", "data": {"congestion_window": 40960, "pacing_rate": 8e6}},
+        {"time": 2, "name": "recovery:loss_timer_updated", "data": {"event_type": "set", "timer_type": "pto"}},
+        {"time": 3, "name": "recovery:loss_timer_updated",
+         "data": {"event_type": "expired", "timer_type": "ack", "packet_number_space": "application_data"}},
+        {"time": 3, "name": "recovery:packet_lost", "data": {"header": {"packet_number": 7}, "trigger": "time_threshold"}},
+        {"time": 4, "name": "recovery:packet_lost",
+         "data": {"header": {"packet_number": 8}, "trigger": "reordering_threshold"}},
+        {"time": 5, "name": "recovery:spurious_loss", "data": {"packet_number": 7, "reordering_packets": 5}},
+        {"time": 10, "name": "recovery:loss_timer_updated", "data": {"event_type": "expired", "timer_type": "pto"}},
+        {"time": 12, "name": "transport:packet_sent", "data": {}},
+        {"time": 14, "name": "recovery:metrics_updated", "data": {"bytes_in_flight": 100}},
+        {"time": 20, "name": "transport:packet_received", "data": {}},
+    ]
+    ts = read_qlog(seq(tmp_path, V065, events))
+    ev = ts.events
+    got = [(round(t * 1e3, 6), k, s, f) for t, k, s, f in zip(ev["time"], ev["kind"], ev["state"], ev["fields"])]
+    assert got == [
+        (0.0, "state", "SlowStart", "raw=slow_start ev=0"),
+        (3.0, "event", "LossDetected", "rule=time pn=7 ev=4"),
+        (4.0, "event", "LossDetected", "rule=packet pn=8 ev=5"),
+        (5.0, "event", "SpuriousLoss", "pn=7 ev=6"),
+        (10.0, "state", "ProbeTimeout", "raw=pto_expired ev=7"),  # only a fired PTO timer
+        (14.0, "state", "SlowStart", "raw=slow_start after=pto ev=9"),  # the next metrics update (an ACK)
+    ]
+    assert math.isnan(ev["pacing_rate"].iloc[0]) and ev["pacing_rate"].iloc[1:].tolist() == [8e6] * 5
+    row = ts.traces.iloc[0]
+    assert row["qlog_version"] == "urn:ietf:params:qlog:file:sequential"  # the newer schema, not "0.3"
+    assert row["file_events"] == len(events) and row["end"] == 0.02
+
+
+def test_quiche_recognised_by_its_state_names_whatever_the_title(tmp_path):
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "my app", "trace": {}}
+    names = ["bbr_startup", "bbr_drain", "bbr_probe_bw_down", "bbr_probe_bw_cruise", "bbr_probe_bw_refill",
+             "bbr_probe_bw_up", "bbr_probe_rtt", "conservative_slow_start"]
+    events = [{"time": i, "name": "recovery:congestion_state_updated", "data": {"new": n}} for i, n in enumerate(names)]
+    ts = read_qlog(seq(tmp_path, header, events))
+    assert ts.traces["implementation"].tolist() == ["quiche"]
+    st = ts.events
+    assert st["state"].tolist() == ["BBRStartup", "BBRDrain"] + ["BBRProbeBW"] * 4 + ["BBRProbeRTT",
+                                                                                      "ConservativeSlowStart"]
+    # the ProbeBW sub-phases stay available
+    assert st["fields"].str.extract(r"raw=(\S+)")[0].tolist() == names
+    assert warnings_of(ts) == []
+
+
+def test_bad_input_is_warned_about_with_what_was_assumed(tmp_path):
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog", "trace": {}}
+    events = [
+        {"time": 0, "name": "recovery:congestion_state_updated", "data": {"old": "slow_start", "new": "recovery"}},
+        {"time": 1, "name": "recovery:metrics_updated", "data": {"congestion_window": "lots"}},
+        {"time": 2, "name": "recovery:congestion_state_updated",
+         "data": {"old": "slow_start", "new": "congestion_avoidance"}},  # old contradicts the chain
+        {"time": 3, "name": "recovery:metrics_updated", "path_id": 1.5, "data": {"congestion_window": 10}},
+    ]
+    ts = read_qlog(seq(tmp_path, header, events))
+    w = warnings_of(ts)
+    assert any(":3:" in x and "'lots' is not a number; read as not logged" in x for x in w)
+    assert any(":4:" in x and "'old' is 'slow_start' but the previous state event entered 'recovery'" in x for x in w)
+    assert any(":5:" in x and "path_id 1.5 (float) is not a path number" in x for x in w)
+    # the path's own connection has metrics only: left out, said so
+    assert any("t.sqlog#0/path1.5: no congestion_state_updated events" in x for x in w)
+    assert ts.traces["trace"].tolist() == ["t.sqlog#0"]
+
+
+def test_picoquic_numbers_without_hint_say_they_are_ambiguous(tmp_path):
+    doc = {"qlog_version": "draft-01", "title": "picoquic", "traces": [{
+        "vantage_point": {"type": "server"}, "event_fields": ["relative_time", "path_id", "category", "event", "data"],
+        "configuration": {"time_units": "us"},
+        "events": [[0, 0, "transport", "packet_sent", {}],
+                   [100, 0, "recovery", "congestion_state_updated", {"old": "0", "new": "1"}],
+                   [200, 0, "transport", "packet_sent", {}]]}]}
+    path = tmp_path / "p.qlog"
+    path.write_text(json.dumps(doc))
+    ts = read_qlog(path)
+    (w,) = [x for x in warnings_of(ts) if "picoquic" in x]
+    assert "ambiguous" in w and "picoquic-newreno" in w and "--implementation" in w and "picoquic-cubic" in w
+    assert ts.events["state"].tolist() == ["SlowStart", "CongestionAvoidance"]
+    ts = read_qlog(path, implementation="picoquic-bbr")
+    assert ts.events["state"].tolist() == ["BBRStartup", "BBRDrain"]
+    assert not [x for x in warnings_of(ts) if "picoquic" in x]
