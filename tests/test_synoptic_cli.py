@@ -11,8 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from statemine.cli import main
-from statemine.cli.synoptic import parse_extra_args
-from statemine.errors import UsageError
 
 from shared_data import shared
 from synoptic_reference import generated_event_log
@@ -95,7 +93,9 @@ def test_generated_log_end_to_end(generated):
     work, traces = generated
     runner = CliRunner()
     res = runner.invoke(main, ["infer", "--engine", "synoptic", "-r", REGEX, "-s", SEP,
-                               "-o", "model", "--randomSeed=2", "cc.log"])
+                               "-o", "model", "--randomSeed=2", "--outputCountLabels=true",
+                               "--outputInvariantsToFile=true", "--outputSupportCount=true",
+                               "-j", "cc.log"])
     assert res.exit_code == 0, res.output
     expected = infer_log(EventLog.from_sequences(traces), seed=2)
     assert (work / "model.dot").read_text() == to_dot(expected.model)
@@ -122,14 +122,6 @@ def test_bad_input_writes_nothing(generated):
     res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>",
                                     "-o", "out", "cc.log"])
     assert res.exit_code == 2 and "does not compile" in res.output
-
-
-def test_extra_synoptic_flags():
-    assert parse_extra_args(["--randomSeed=3", "--outputJSON=true", "--dumpInvariants=true",
-                             "-i"]) == {"randomSeed": "3", "dumpInvariants": "true",
-                                        "ignoreNonMatchingLines": "true"}
-    with pytest.raises(UsageError, match="--useTransitiveClosureMining"):
-        parse_extra_args(["--useTransitiveClosureMining=true"])
 
 
 def test_synoptic_jar_engine_runs_java_and_reads_its_files(in_case, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import click
 
 from ..errors import UsageError
 from . import main
+from .synoptic import ToolCommand, run_synoptic_engine
 
 _INPUT_OPTIONS = [
     click.option("--format", "fmt", type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet"]),
@@ -88,13 +89,17 @@ def select_traces(ts, selections, where: str):
     return kept
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@main.command(cls=ToolCommand,
+              context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("logs", nargs=-1, required=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write states.csv, transitions.csv, model.dot, model.json (and model.svg) here.")
 @_input_options
-@click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar"]), default="observed",
-              show_default=True, help="observed: one node per state (Fig. 13); synoptic: Synoptic's refinement.")
+@click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar", "ktails"]),
+              default="observed", show_default=True,
+              help="observed: one node per state (Fig. 13); synoptic: Synoptic's refinement; "
+                   "synoptic-jar: a real synoptic.jar; ktails: k-tails. The last three take the "
+                   "original tool's command line (see docs/synoptic-engine.md).")
 @click.option("-o", "--output-prefix", "prefix", metavar="PREFIX",
               help="Synoptic engines: write PREFIX.dot, PREFIX.invariants.txt, PREFIX.json.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap / Synoptic refinement.")
@@ -119,14 +124,11 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     model.dot, model.json and model.svg. With --engine synoptic it accepts Synoptic's
     arguments (-r, -s, -m, -o PREFIX, --randomSeed=N, ...) and writes Synoptic's files.
     """
+    if "tool_args" in ctx.meta:
+        run_synoptic_engine(engine, ctx.meta["tool_args"], synoptic_jar)
+        return
     extra = [a for a in list(logs) + ctx.args if a.startswith("-")]
     logs = [a for a in logs if not a.startswith("-")]
-    if engine != "observed":
-        from .synoptic import run_synoptic_engine
-
-        run_synoptic_engine(logs, list(regexes), separator, mapping, prefix, seed, ignore_nonmatching, engine,
-                            synoptic_jar, extra)
-        return
     if extra:
         raise UsageError(f"unknown option(s) {' '.join(extra)} (Synoptic's flags need --engine synoptic)")
     if prefix:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -13,122 +12,86 @@ import click
 from ..errors import UsageError
 from . import main
 
-#: Synoptic flags accepted and ignored: statemine always writes these outputs/labels.
-IGNORED_FLAGS = ("outputProbLabels", "outputCountLabels", "outputInvariantsToFile",
-                 "outputSupportCount", "outputJSON", "outputPathToTraces",
-                 "outputEdgeLabels", "useFSMChecker", "internCommonStrings",
-                 "logLvlQuiet", "logLvlVerbose", "logLvlExtraVerbose", "showInitialNode",
-                 "showTerminalNode", "doBenchmarking", "runAllTests", "runTests",
-                 "performExtraChecks", "exportAsGML", "dotExecutablePath", "outputFormat")
-#: Synoptic flags statemine honours (``--name=value``).
-HONOURED_FLAGS = ("randomSeed", "dumpInvariants", "onlyMineInvariants", "noRefinement",
-                  "noCoarsening", "ignoreNonMatchingLines")
-_FLAG = re.compile(r"^--?([A-Za-z]+)(?:=(.*))?$")
-_SHORT_IGNORED = ("-q", "-v", "--quiet", "--verbose")
+#: Engines whose command line is the original tool's (parsed by :mod:`..options`).
+TOOL_OF_ENGINE = {"synoptic": "synoptic", "synoptic-jar": "synoptic", "ktails": "ktails"}
 
 
-def parse_extra_args(extra: Sequence[str]) -> dict[str, str]:
-    """Synoptic-only flags from ``extra``: {name: value} for honoured ones (ignored ones
-    dropped); UsageError naming any flag statemine cannot honour.
-
-    >>> parse_extra_args(["--randomSeed=7", "--outputJSON=true", "-i"])
-    {'randomSeed': '7', 'ignoreNonMatchingLines': 'true'}
-    """
-    honoured: dict[str, str] = {}
-    unknown = []
-    for arg in extra:
-        if arg == "-i":
-            honoured["ignoreNonMatchingLines"] = "true"
-            continue
-        if arg in _SHORT_IGNORED:
-            continue
-        m = _FLAG.match(arg)
-        if not m:
-            unknown.append(arg)
-            continue
-        name, value = m.group(1), m.group(2)
-        if name in IGNORED_FLAGS:
-            continue
-        if name in HONOURED_FLAGS:
-            honoured[name] = "true" if value is None else value
-        else:
-            unknown.append(arg)
-    if unknown:
-        raise UsageError(f"Synoptic option(s) statemine does not support: {' '.join(unknown)}"
-                         f" (supported: {', '.join(HONOURED_FLAGS)}; ignored: output flags)")
-    return honoured
+def engine_in(args: Sequence[str]) -> str | None:
+    """The value of ``--engine`` in raw ``args`` (``--engine X`` or ``--engine=X``)."""
+    for k, arg in enumerate(args):
+        if arg == "--engine" and k + 1 < len(args):
+            return args[k + 1]
+        if arg.startswith("--engine="):
+            return arg.split("=", 1)[1]
+    return None
 
 
-def _true(value: str | None) -> bool:
-    return (value or "false").lower() in ("true", "1", "yes")
+def without_engine(args: Sequence[str]) -> list[str]:
+    """``args`` without its ``--engine X`` / ``--engine=X``."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--engine":
+            skip = True
+        elif not arg.startswith("--engine="):
+            out.append(arg)
+    return out
 
 
-def run_synoptic_engine(logs: Sequence[str], regexes: Sequence[str], separator: str | None,
-                        mapping: str | None, prefix: str | None, seed: int,
-                        ignore_nonmatching: bool, engine: str,
-                        synoptic_jar: str | Path | None, extra_args: Sequence[str]):
-    """Run ``--engine synoptic`` (statemine's implementation) or ``synoptic-jar`` (a real
-    Synoptic) on LOG files with Synoptic's -r/-s/-m/-i options; write ``PREFIX.dot``,
-    ``PREFIX.invariants.txt`` and ``PREFIX.json`` when ``prefix`` is given, else print the
-    dot model.  ``extra_args``: Synoptic-only flags (``--randomSeed=N`` overrides
-    ``seed``).  Returns the :class:`~statemine.infer.synoptic.SynopticResult`."""
-    from ..infer.synoptic import SynopticResult, infer_log
-    from ..infer.synoptic.formats import (to_dot, to_invariants_txt, write_outputs,
-                                          write_texts)
-    from ..infer.synoptic.invariants import invariant_text
-    from ..infer.synoptic.log import EventLog
-    from ..infer.synoptic.model import PartitionModel
-    from ..parse.regex import read_regex_arrays
+class ToolCommand(click.Command):
+    """A click command that hands its whole argument list, untouched, to the original
+    tool's option parser when ``--engine`` names a Synoptic-family engine (their options,
+    e.g. ``-i=true``, ``--randomSeed 5``, ``-c FILE``, are not click's)."""
 
-    flags = parse_extra_args(extra_args)
-    if "randomSeed" in flags:
-        try:
-            seed = int(flags["randomSeed"])
-        except ValueError:
-            raise UsageError(f"--randomSeed takes an integer, not {flags['randomSeed']!r}")
-    ignore_nonmatching = ignore_nonmatching or _true(flags.get("ignoreNonMatchingLines"))
-    if not logs:
-        raise UsageError("no LOG given")
-    log = EventLog.from_regex_events(read_regex_arrays(
-        list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching))
-    if engine == "synoptic-jar":
-        from ..infer.synoptic.jar import run_jar
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        engine = engine_in(args)
+        if engine in TOOL_OF_ENGINE:
+            ctx.meta["tool_args"] = without_engine(args)
+            args = ["--engine", engine, "--", "-"]
+        return super().parse_args(ctx, args)
 
-        run = run_jar(synoptic_jar, logs, log, list(regexes), separator, mapping,
-                      ignore_nonmatching, seed, list(extra_args))
-        result = SynopticResult(run.model, run.invariants)
-        if prefix:
-            write_texts(prefix, {".dot": run.texts["model.dot"],
-                                 ".invariants.txt": run.texts["model.invariants.txt"],
-                                 ".json": run.texts["model.json"]})
-    elif engine == "synoptic":
-        if _true(flags.get("onlyMineInvariants")):
-            from ..infer.synoptic.invariants import mine
 
-            inv = mine(log)
-            result = SynopticResult(PartitionModel.initial(log), inv)
-            if prefix:
-                write_texts(prefix, {".invariants.txt": to_invariants_txt(inv)})
-            else:
-                click.echo(to_invariants_txt(inv), nl=False)
-            return result
-        result = infer_log(log, seed, refine=not _true(flags.get("noRefinement")),
-                           coarsen=not _true(flags.get("noCoarsening")))
-        if prefix:
-            write_outputs(result.model, result.invariants, prefix)
-    else:
+def run_synoptic_engine(engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None):
+    """``statemine infer --engine synoptic|synoptic-jar|ktails ARGS``: ARGS is the
+    original tool's command line (Synoptic's, or ``KTailsMain``'s plus ``-k N``); every
+    option is honoured or refused (:mod:`statemine.infer.synoptic.options`).  Writes the
+    files the options ask for beside ``-o PREFIX`` (all or none), or prints the dot
+    model.  Returns the :class:`~statemine.infer.synoptic.run.ToolRun`."""
+    from ..infer.synoptic.formats import write_texts
+    from ..infer.synoptic.options import parse_args, usage
+    from ..infer.synoptic.run import run_tool
+
+    if engine not in TOOL_OF_ENGINE:
         raise UsageError(f"unknown Synoptic engine {engine!r}")
-    if _true(flags.get("dumpInvariants")):
-        click.echo("Mined invariants:", err=True)
-        for line in invariant_text(result.invariants):
-            click.echo(line, err=True)
-    if prefix:
-        click.echo(f"{engine}: {log.n_traces} traces, {log.n_events} events, "
-                   f"{len(result.invariants)} invariants, {result.model.n_nodes} nodes; "
-                   f"wrote {prefix}.dot, {prefix}.invariants.txt, {prefix}.json", err=True)
-    else:
-        click.echo(to_dot(result.model), nl=False)
-    return result
+    tool = TOOL_OF_ENGINE[engine]
+    parsed = parse_args(args, tool)
+    if parsed["help"] or parsed["allHelp"]:
+        click.echo(usage(tool, every=parsed["allHelp"]), nl=False)
+        return None
+    if parsed["version"]:
+        from importlib.metadata import version
+
+        click.echo(f"statemine {version('statemine')} ({tool} engine)")
+        return None
+    if parsed["synopticJar"] is None:
+        parsed.values["synopticJar"] = synoptic_jar
+    run = run_tool(parsed, engine)
+    prefix = parsed["outputPathPrefix"]
+    written = []
+    if prefix is not None and run.files:
+        written = write_texts(prefix, run.files)
+    elif prefix is None and ".dot" in run.files:
+        run.stdout = run.stdout or run.files[".dot"]
+    if run.stdout:
+        click.echo(run.stdout, nl=False)
+    verbose = parsed["logLvlVerbose"] or parsed["logLvlExtraVerbose"]
+    for line in run.stderr[:-1] if not verbose else run.stderr:
+        click.echo(line, err=True)
+    if written and not parsed["logLvlQuiet"]:
+        tail = run.stderr[-1] + "; " if run.stderr and not verbose else ""
+        click.echo(f"{tail}wrote {', '.join(str(p) for p in written)}", err=True)
+    return run
 
 
 @main.command("check-model")

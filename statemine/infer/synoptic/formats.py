@@ -28,7 +28,7 @@ from ...parse.lines import ordered_map
 from ...parse.regex import WORKERS
 from .invariants import KINDS, invariant_text, sort_invariants
 from .log import INITIAL, TERMINAL, EventLog
-from .model import PartitionModel
+from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 
 def dot_escape(label: str) -> str:
@@ -40,28 +40,119 @@ def dot_escape(label: str) -> str:
     return label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def to_dot(model: PartitionModel) -> str:
-    """The model in Synoptic's ``model.dot`` format (``P:`` and ``Cnt:`` edge labels)."""
+def edge_label(p_text: str, count: int, prob: bool = True, cnt: bool = True) -> str:
+    """Synoptic's edge label text: ``P: 0.43, Cnt: 12``, or only the part asked for
+    (``--outputProbLabels`` / ``--outputCountLabels``), or empty."""
+    return ", ".join(([f"P: {p_text}"] if prob else []) + ([f"Cnt: {count}"] if cnt else []))
+
+
+def _shown_nodes(model: PartitionModel, show_initial: bool, show_terminal: bool) -> list[int]:
+    """Nodes in dot order, without INITIAL/TERMINAL when they are hidden."""
+    hidden = ({INIT_NODE} if not show_initial else set()) | (
+        {TERM_NODE} if not show_terminal else set())
+    return [int(n) for n in model.dot_order() if int(n) not in hidden]
+
+
+def to_dot(model: PartitionModel, prob: bool = True, count: bool = True,
+           show_initial: bool = True, show_terminal: bool = True) -> str:
+    """The model in Synoptic's ``model.dot`` format: ``P:``/``Cnt:`` edge labels (each
+    can be left out; no label at all: ``label=""``); INITIAL/TERMINAL and their edges can
+    be hidden (the other nodes keep consecutive ids in dot order)."""
     labels = model.labels()
+    shown = _shown_nodes(model, show_initial, show_terminal)
+    ident = {n: k for k, n in enumerate(shown)}
     out = ["digraph G {"]
-    for k, n in enumerate(model.dot_order()):
+    for k, n in enumerate(shown):
         lab = dot_escape(labels[n])
-        if labels[n] == TERMINAL and n == 1:
+        if n == TERM_NODE:
             out.append(f'  {k} [label="{lab}",shape=diamond];')
-        elif labels[n] == INITIAL and n == 0:
+        elif n == INIT_NODE:
             out.append(f'  {k} [label="{lab}",shape=box];')
         else:
             out.append(f'  {k} [label="{lab}"];')
     for row in model.edges(times=False).itertuples(index=False):
-        out.append(f'{row.src}->{row.dst} [label="P: {row.p_text}, Cnt: {row.count}"];')
+        if row.node_src in ident and row.node_dst in ident:
+            text = edge_label(row.p_text, row.count, prob, count)
+            out.append(f'{ident[row.node_src]}->{ident[row.node_dst]} [label="{text}"];')
     out.append("}")
     return "\n".join(out) + "\n"
 
 
-def to_invariants_txt(invariants: pd.DataFrame) -> str:
-    """Synoptic's ``model.invariants.txt``: sorted lines ``text<TAB>support count N``."""
+def _gml_string(text: str) -> str:
+    """A GML string body: ``&``, ``"`` and characters outside printable ASCII as
+    HTML entities (GML's escape), so no label can end the string or the file."""
+    return "".join(c if 32 <= ord(c) < 127 and c not in '&"' else f"&#{ord(c)};" for c in text)
+
+
+def to_gml(model: PartitionModel, prob: bool = True, count: bool = True,
+           show_initial: bool = True, show_terminal: bool = True) -> str:
+    """The model as GML (``--exportAsGML``): the nodes and edges of :func:`to_dot` (same
+    ids, labels and edge label text), INITIAL drawn as a rectangle, TERMINAL as a rhombus,
+    others as ovals, as Synoptic's GML export does."""
+    labels = model.labels()
+    shown = _shown_nodes(model, show_initial, show_terminal)
+    ident = {n: k for k, n in enumerate(shown)}
+    out = ["graph [", "  directed 1"]
+    for k, n in enumerate(shown):
+        shape = "rectangle" if n == INIT_NODE else "rhombus" if n == TERM_NODE else "oval"
+        out += ["  node [", f"    id {k}", f'    label "{_gml_string(labels[n])}"',
+                f'    graphics [ type "{shape}" ]', "  ]"]
+    for row in model.edges(times=False).itertuples(index=False):
+        if row.node_src in ident and row.node_dst in ident:
+            text = _gml_string(edge_label(row.p_text, row.count, prob, count))
+            out += ["  edge [", f"    source {ident[row.node_src]}",
+                    f"    target {ident[row.node_dst]}", f'    label "{text}"', "  ]"]
+    out.append("]")
+    return "\n".join(out) + "\n"
+
+
+def to_lts(model: PartitionModel) -> str:
+    """The model as an FSP labelled transition system (``--outputLTS``), the layout of
+    Synoptic's LTS export: state ``S0`` is INITIAL, every other non-TERMINAL node is a
+    state ``S<i>`` (numbered 1, 2, ... in the order of the node's first event in the
+    log), blocks in breadth-first order from S0; a block lists its transitions
+    ``<label of target> -> S<j>`` in the order the targets are first met going through
+    the node's events, or is ``STOP`` when the node only ends traces.  Edges into
+    TERMINAL are not written."""
+    log = model.log
+    labels = model.labels()
+    first = np.full(model.n_nodes, np.iinfo(np.int64).max)
+    np.minimum.at(first, model.part, np.arange(len(model.part)))
+    real = sorted((n for n in range(model.n_nodes) if n not in (INIT_NODE, TERM_NODE)
+                   and first[n] < len(model.part)), key=lambda n: first[n])
+    state = {INIT_NODE: 0, **{n: k + 1 for k, n in enumerate(real)}}
+    succ = model.successor_nodes()
+    targets: dict[int, list[int]] = {n: [] for n in state}
+    seen: dict[int, set] = {n: set() for n in state}
+    starts = model.part[log.starts[:-1]]
+    for src, dst in [(INIT_NODE, int(d)) for d in starts] + list(
+            zip(model.part.tolist(), succ.tolist())):
+        if dst != TERM_NODE and dst not in seen[src]:
+            seen[src].add(dst)
+            targets[src].append(dst)
+    order, queue, queued = [], [INIT_NODE], {INIT_NODE}
+    while queue:
+        n = queue.pop(0)
+        order.append(n)
+        for d in targets[n]:
+            if d not in queued:
+                queued.add(d)
+                queue.append(d)
+    blocks = []
+    for n in order:
+        alts = [f"{labels[d]} -> S{state[d]}" for d in targets[n]]
+        body = "(" + "\n\t\t| ".join(alts) + ")" if alts else "STOP"
+        blocks.append(f"S{state[n]} = {body}")
+    return "Synoptic = S0,\n\n" + ",\n\n".join(blocks) + ".\n\n||MTS_Synoptic = (Synoptic).\n"
+
+
+def to_invariants_txt(invariants: pd.DataFrame, support: bool = True) -> str:
+    """Synoptic's ``model.invariants.txt``: sorted lines ``text<TAB>support count N``
+    (``support=False``: the text alone, ``--outputSupportCount=false``)."""
     inv = sort_invariants(invariants)
-    lines = invariant_text(inv) + "\tsupport count " + inv["support"].astype(str)
+    lines = invariant_text(inv)
+    if support:
+        lines = lines + "\tsupport count " + inv["support"].astype(str)
     return "".join(line + "\n" for line in lines)
 
 

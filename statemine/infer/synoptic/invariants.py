@@ -116,3 +116,24 @@ def sort_invariants(frame: pd.DataFrame) -> pd.DataFrame:
     text = invariant_text(frame)
     order = sorted(range(len(frame)), key=lambda i: java_key(text.iat[i]))
     return frame.iloc[order].reset_index(drop=True)
+
+
+def filter_invariants(frame: pd.DataFrame, support_above: int = 0, drop_nfby: bool = False,
+                      ignore_types: str | None = None) -> pd.DataFrame:
+    """Synoptic's invariant filters, applied after mining and before refinement:
+    keep invariants whose support count is greater than ``support_above``
+    (``--supportCountThreshold``); drop NeverFollowedBy (``--ignoreNFbyInvs``); drop an
+    invariant when every one of its event types (INITIAL included) is in the
+    ``;``-separated ``ignore_types`` (``--ignoreInvsOverETypeSet``).
+
+    >>> inv = mine(EventLog.from_sequences([["a", "b"], ["a"]]))
+    >>> len(inv), len(filter_invariants(inv, support_above=1)), len(filter_invariants(inv, drop_nfby=True))
+    (5, 2, 2)
+    """
+    keep = frame["support"].to_numpy() > support_above
+    if drop_nfby:
+        keep &= (frame["kind"] != NFBY).to_numpy()
+    if ignore_types is not None:
+        ignored = set(ignore_types.split(";"))
+        keep &= ~(frame["first"].isin(ignored) & frame["second"].isin(ignored)).to_numpy()
+    return frame[keep].reset_index(drop=True)

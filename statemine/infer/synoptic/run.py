@@ -1,0 +1,161 @@
+"""One run of a Synoptic-family tool from its parsed command line: read the logs, mine and
+filter invariants, build the model (Synoptic's refinement, k-tails, or a real
+``synoptic.jar``), render the files the options ask for.  No file is written here: the
+caller writes :attr:`ToolRun.files` atomically (all or none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from .options import ParsedArgs
+
+
+@dataclass
+class ToolRun:
+    """``files``: suffix -> text (or JSON byte pieces) to write beside ``prefix``;
+    ``stdout``/``stderr``: what to print; ``result``: the model and invariants."""
+
+    files: dict = field(default_factory=dict)
+    stdout: str = ""
+    stderr: list[str] = field(default_factory=list)
+    result: object = None
+
+
+def _check_order(log, keep_order: bool) -> None:
+    """``--keepOrder=true`` keeps file order; statemine's reader orders each trace by time,
+    which is the same order unless a trace's times decrease in the file.  That case is
+    refused (naming the line), not silently reordered."""
+    if not keep_order or log.n_events < 2:
+        return
+    inner = ~log.is_last
+    idx = np.nonzero(inner)[0]
+    bad = idx[log.lines[idx + 1] < log.lines[idx]]
+    if len(bad):
+        raise InputError(None, int(log.lines[bad[0]]),
+                         "--keepOrder=true (Perfume's default) on a trace whose times "
+                         "decrease in the file is not supported: statemine orders events "
+                         "by time (give --keepOrder=false)")
+
+
+def read_log(a: ParsedArgs):
+    """The coded event log of the run's log files under its -r/-s/-m/-i options."""
+    from ...parse.regex import read_regex_arrays
+    from .log import EventLog
+
+    if not a.logs:
+        raise InputError(None, None, "no log file given")
+    log = EventLog.from_regex_events(read_regex_arrays(
+        list(a.logs), a["regExps"] or None, a["separatorRegExp"],
+        a["partitionRegExp"] if "partitionRegExp" in a.given else None,
+        a["ignoreNonMatchingLines"]))
+    _check_order(log, a["keepOrder"])
+    return log
+
+
+def mined_invariants(a: ParsedArgs, log) -> pd.DataFrame:
+    """Mined invariants after the run's filters (support threshold, NFby, type set)."""
+    from .invariants import filter_invariants, mine
+
+    return filter_invariants(mine(log), a["supportCountThreshold"], a["ignoreNFbyInvs"],
+                             a["ignoreInvsOverETypeSet"])
+
+
+def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
+    """Suffix -> text of the model files the options ask for."""
+    from .formats import json_pieces, to_dot, to_gml, to_lts
+
+    labels = a.values.get("outputEdgeLabels", True)
+    style = dict(prob=labels and a["outputProbLabels"], count=labels and a["outputCountLabels"],
+                 show_initial=a["showInitialNode"], show_terminal=a["showTerminalNode"])
+    files: dict = {}
+    if not a["noModelOutput"]:
+        if a["exportAsGML"]:
+            files[".gml"] = to_gml(model, **style)
+        else:
+            files[".dot"] = to_dot(model, **style)
+    if a["outputJSON"]:
+        inv = invariants if invariants is not None else pd.DataFrame(
+            {"kind": [], "first": [], "second": [], "support": []})
+        files[".json"] = json_pieces(model, inv)
+    if a.values.get("outputLTS"):
+        files[".lts"] = to_lts(model)
+    return files
+
+
+def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
+    """Run ``engine`` (synoptic, synoptic-jar, ktails) as the parsed command line asks."""
+    from . import SynopticResult, infer_log
+    from .formats import to_dot, to_invariants_txt
+    from .invariants import invariant_text
+    from .model import PartitionModel
+
+    out = ToolRun()
+    log = read_log(a)
+    seed = a["randomSeed"] if a["randomSeed"] is not None else 0
+    if engine == "ktails":
+        from .ktails import ktails
+
+        model = ktails(log, a["kTailsK"])
+        out.result = SynopticResult(model, None)
+        out.files = model_files(a, model, None)
+        out.stderr.append(f"ktails: {log.n_traces} traces, {log.n_events} events, "
+                          f"k={a['kTailsK']}, {model.n_nodes} nodes")
+        return out
+    if engine == "synoptic-jar":
+        from .jar import run_jar
+
+        extra = [f"--{name}={_java(a[name])}" for name in sorted(a.given)
+                 if name not in _JAR_OWN]
+        run = run_jar(a["synopticJar"], a.logs, log, a["regExps"] or [],
+                      a["separatorRegExp"], a["partitionRegExp"] if "partitionRegExp"
+                      in a.given else None, a["ignoreNonMatchingLines"], seed, extra)
+        out.result = SynopticResult(run.model, run.invariants)
+        if not a["noModelOutput"]:
+            out.files[".dot"] = run.texts["model.dot"]
+        if a["outputInvariantsToFile"]:
+            out.files[".invariants.txt"] = run.texts["model.invariants.txt"]
+        if a["outputJSON"]:
+            out.files[".json"] = run.texts["model.json"]
+        return out
+    inv = mined_invariants(a, log)
+    if a["dumpInvariants"]:
+        out.stderr += ["Mined invariants:", *invariant_text(inv)]
+    if a["outputInvariantsToFile"]:
+        out.files[".invariants.txt"] = to_invariants_txt(inv, a["outputSupportCount"])
+    if a["onlyMineInvariants"]:
+        out.result = SynopticResult(PartitionModel.initial(log), inv)
+        if a["outputPathPrefix"] is None:
+            out.stdout = to_invariants_txt(inv, a["outputSupportCount"])
+        return out
+    if a["dumpInitialPartitionGraph"]:
+        out.files[".condensed.dot"] = to_dot(PartitionModel.initial(log))
+    result = infer_log(log, seed, invariants=inv, refine=not a["noRefinement"],
+                       coarsen=not a["noCoarsening"])
+    out.result = result
+    if a["performExtraChecks"]:
+        from .check import check_model
+
+        report = check_model(result.to_networkx(), log, inv)
+        if not report.ok:
+            raise InputError(None, None, f"--performExtraChecks: the model rejects "
+                             f"{len(report.rejected)} traces and violates "
+                             f"{len(report.violated)} invariants")
+        out.stderr.append(f"checked: {report.n_traces} traces accepted, "
+                          f"{report.n_invariants} invariants hold")
+    out.files.update(model_files(a, result.model, inv))
+    out.stderr.append(f"synoptic: {log.n_traces} traces, {log.n_events} events, "
+                      f"{len(inv)} invariants, {result.model.n_nodes} nodes")
+    return out
+
+
+#: Options statemine passes to ``synoptic.jar`` itself (not re-sent as ``--name=value``).
+_JAR_OWN = {"regExps", "separatorRegExp", "partitionRegExp", "ignoreNonMatchingLines",
+            "randomSeed", "outputPathPrefix", "argsFilename", "synopticJar"}
+
+
+def _java(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
