@@ -1,0 +1,92 @@
+"""k-tails (``--engine ktails``) against its definition (brute-force k-equivalence) and
+against the real k-tails' outputs (``../shared/synoptic-oracle/ktails-*``, read in place)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statemine.cli import main
+from statemine.infer.synoptic.formats import read_dot, to_lts
+from statemine.infer.synoptic.ktails import ktails
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
+
+from shared_data import shared
+from synoptic_reference import accepts
+from test_synoptic_oracle import oracle_cases
+
+traces_strategy = st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=8),
+                           min_size=1, max_size=6)
+
+
+def brute_k_classes(traces: list[list[str]], k: int) -> list[tuple]:
+    """Per event, in log order: the set of label strings of length <= k that start at it
+    in its trace's chain (TERMINAL included), with its label: k-tails' equivalence."""
+    out = []
+    for tr in traces:
+        chain = tr + ["TERMINAL"]
+        for i, label in enumerate(tr):
+            strings = {tuple(chain[i:i + n]) for n in range(1, k + 1)}
+            out.append((label, frozenset(strings)))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(traces_strategy, st.integers(0, 4))
+def test_ktails_partition_is_k_equivalence(traces, k):
+    model = ktails(EventLog.from_sequences(traces), k)
+    classes = brute_k_classes(traces, k)
+    part = model.part.tolist()
+    for i in range(len(part)):
+        for j in range(len(part)):
+            assert (part[i] == part[j]) == (classes[i] == classes[j])
+    g = model.to_networkx()
+    assert all(accepts(g, tr) for tr in traces)
+
+
+def test_k_one_is_the_initial_graph():
+    log = EventLog.from_sequences([["a", "b", "a"], ["b", "c"]])
+    assert ktails(log, 1).part.tolist() == PartitionModel.initial(log).part.tolist()
+    with pytest.raises(ValueError):
+        ktails(log, -1)
+
+
+@pytest.mark.parametrize("case", oracle_cases("ktails"))
+def test_ktails_gives_the_real_ktails_files(case, tmp_path, monkeypatch):
+    src = shared("synoptic-oracle", case)
+    work = tmp_path / case
+    shutil.copytree(src, work)
+    for name in ("model.dot", "model.lts"):
+        (work / name).rename(work / f"ktails.{name}")
+    monkeypatch.chdir(work)
+    args = json.loads((work / "case.json").read_text())["args"]
+    res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *args])
+    assert res.exit_code == 0, res.output
+    assert (work / "model.lts").read_text() == (work / "ktails.model.lts").read_text()
+    ours, theirs = read_dot(work / "model.dot"), read_dot(work / "ktails.model.dot")
+    assert ours.number_of_nodes() == theirs.number_of_nodes()
+    assert nx.is_isomorphic(
+        ours, theirs, node_match=lambda x, y: x["label"] == y["label"],
+        edge_match=lambda x, y: x["count"] == y["count"]
+        and abs(x["probability"] - y["probability"]) < 1e-9)
+
+
+def test_ktails_bad_k_and_invariant_options(tmp_path, monkeypatch):
+    (tmp_path / "a.log").write_text("x\ny\n")
+    monkeypatch.chdir(tmp_path)
+    for args, needle in ((["-k", "-1"], "must be 0 or more"), (["-k", "two"], "integer"),
+                         (["--outputInvariantsToFile=true"], "option of synoptic")):
+        res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *args, "a.log"])
+        assert res.exit_code == 2 and needle in res.output, res.output
+    res = CliRunner().invoke(main, ["infer", "--engine", "ktails", "-k", "1", "--outputLTS",
+                                    "-o", "m", "a.log"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "m.lts").read_text() == to_lts(
+        ktails(EventLog.from_sequences([["x", "y"]]), 1))
