@@ -97,7 +97,8 @@ def keys_cmd() -> None:
 @lab.command("findings")
 @click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
 @click.option("--finding", "names", multiple=True,
-              type=click.Choice(["mobile-vs-desktop", "jitter-recovery", "quic-go-adaptive-reordering"]),
+              type=click.Choice(["mobile-vs-desktop", "jitter-recovery", "quic-go-adaptive-reordering",
+                                 "cellular-mobile-vs-desktop"]),
               help="Only this finding (repeatable; default: all).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
               help="A finding is reproduced when its Holm-adjusted p-value is below this (the paper's 0.01).")
@@ -142,10 +143,12 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
         for i, r in enumerate(rows.itertuples(index=False)):
             if r.known:
                 console.print(f"[{i + 1}] {r.stack}: known cause: {r.known}", markup=False, highlight=False)
-    ok = int(verdicts["reproduced"].sum())
-    console.print(f"\n{ok} of {len(verdicts)} comparisons reproduced at p < {alpha:g} in the paper's direction; "
-                  f"{int((~verdicts['reproduced'] & (verdicts['known'] != '')).sum())} not reproduced for a "
-                  "documented cause", markup=False, highlight=False)
+    claims = verdicts[verdicts["direction"] != "either"]
+    console.print(f"\n{int(claims['reproduced'].sum())} of {len(claims)} comparisons reproduced at p < {alpha:g} in the "
+                  f"paper's direction; {int((~claims['reproduced'] & (claims['known'] != '')).sum())} not reproduced "
+                  "for a documented cause", markup=False, highlight=False)
+    for r in verdicts[verdicts["direction"] == "either"].itertuples(index=False):
+        console.print(f"{r.finding} / {r.stack}: {r.verdict}", markup=False, highlight=False)
 
 
 def _verdict_table(rows):

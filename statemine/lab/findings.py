@@ -46,12 +46,13 @@ class Condition:
 @dataclass(frozen=True)
 class Comparison:
     """Condition ``a`` vs condition ``b`` (labels of the finding's conditions) and the
-    paper's direction of ``b - a``. ``known``: implementation -> why the finding is not
-    expected to reproduce on that stack (documented in docs/findings.md)."""
+    paper's direction of ``b - a`` (``"either"`` for a question no paper answered: any
+    significant difference is a finding, none is "no effect"). ``known``: implementation ->
+    why the finding is not expected to reproduce on that stack (docs/findings.md)."""
 
     a: str
     b: str
-    direction: Literal["up", "down"]
+    direction: Literal["up", "down", "either"]
     known: dict[str, str] = field(default_factory=dict)
 
 
@@ -107,6 +108,13 @@ FINDINGS: tuple[Finding, ...] = (
         (Comparison("v0.63.0, 10 ms jitter", "v0.65.0, 10 ms jitter", "down"),),
         per_stack=False,
     ),
+    Finding(
+        "cellular-mobile-vs-desktop", "cellular", "ApplicationLimited",
+        "no paper: over a cellular (LTE-like) link, does a mobile client change how often the "
+        "server is ApplicationLimited?",
+        (Condition("desktop", {"profile": "desktop"}), Condition("mobile", {"profile": "mobile"})),
+        (Comparison("desktop", "mobile", "either"),),
+    ),
 )
 
 
@@ -156,15 +164,30 @@ def loss_rules(ts: traces.TraceSet) -> tuple[int, int]:
 
 def load_scenarios(root: str | Path, findings: tuple[Finding, ...] = FINDINGS
                    ) -> dict[str, tuple[traces.TraceSet, pd.DataFrame]]:
-    """Per scenario of ``findings`` whose folder ``root/<scenario>`` holds runs: its server
-    traces and its results table (indexed by ``run_id``), each read once."""
+    """Per scenario of ``findings`` whose folder ``root/<scenario>`` holds runs: the server
+    traces of its successful runs and its results table (indexed by ``run_id``), each
+    read once. A failed run (``ok`` false in results.csv) is left out: its trace is cut."""
     out = {}
     for f in findings:
         folder = Path(root) / f.scenario
-        if f.scenario not in out and (folder / "runs").is_dir():
-            out[f.scenario] = (server_only(load_runs(folder)),
-                               pd.read_csv(folder / "results.csv").set_index("run_id"))
+        if f.scenario in out or not (folder / "runs").is_dir():
+            continue
+        results = pd.read_csv(folder / "results.csv").set_index("run_id")
+        ts = server_only(load_runs(folder))
+        if "ok" in results.columns:
+            ok = results.index[results["ok"].astype("boolean").fillna(False).astype(bool)]
+            ts = _keep(ts, ts.traces["run_id"].astype(str).isin(ok.astype(str)).to_numpy())
+        out[f.scenario] = (ts, results)
     return out
+
+
+def _keep(ts: traces.TraceSet, mask) -> traces.TraceSet:
+    """The traces of ``ts`` where ``mask`` (one bool per ``ts.traces`` row) is True."""
+    if mask.all():
+        return ts
+    keep = ts.traces[mask].reset_index(drop=True)
+    return traces.TraceSet.from_events(ts.events[ts.events["trace"].isin(keep["trace"])].reset_index(drop=True),
+                                       keep, ts.meta)
 
 
 def measure(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
@@ -202,7 +225,9 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *,
                 share, seconds = state_time(sub, f.state)
                 by_packet, by_time = loss_rules(sub)
                 rows.append({
-                    "finding": f.name, "stack": "all" if stack is None else f"{stack[0]}@{stack[1]}",
+                    "finding": f.name,
+                    "stack": "+".join(sorted(set(ts.traces["implementation"].astype(str)))) if stack is None
+                    else f"{stack[0]}@{stack[1]}",
                     "condition": cond.label, "state": f.state, "share": share,
                     "seconds_per_run": seconds / len(run_ids) if run_ids else float("nan"),
                     "runs": len(run_ids), "plt_s": float(res["plt_s"].mean()) if len(res) else float("nan"),
@@ -258,7 +283,7 @@ def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha:
                          alpha=alpha, confidence=confidence)
                 st = d.states.set_index("state")
                 r = st.loc[f.state] if f.state in st.index else None
-                impl = stack.split("@")[0] if stack != "all" else ""
+                impl = stack.split("@")[0]
                 row = {
                     "finding": f.name, "stack": stack, "state": f.state, "a": comp.a, "b": comp.b,
                     "direction": comp.direction, "runs_a": _runs(sa), "runs_b": _runs(sb),
@@ -284,7 +309,8 @@ def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha:
 def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     """``(reproduced, text)`` for one :func:`assess` row: reproduced when ``p_holm < alpha``,
     ``delta`` has the sign of ``direction`` and neither evidence flag is raised; else the
-    text lists every reason.
+    text lists every reason. With ``direction == "either"`` the text is ``effect: up`` /
+    ``effect: down`` or ``no effect: ...`` (the reasons).
 
     >>> verdict({"p_holm": 1e-4, "delta": 0.3, "direction": "up", "pseudo_replicates": False,
     ...          "underpowered": False, "min_p_holm": 1e-4}, alpha=0.01)
@@ -292,6 +318,9 @@ def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     >>> verdict({"p_holm": 0.4, "delta": -0.01, "direction": "up", "pseudo_replicates": True,
     ...          "underpowered": True, "min_p_holm": 0.2}, alpha=0.01)[1]
     'not reproduced: identical runs; underpowered (p >= 0.2); p 0.4 >= 0.01; opposite direction'
+    >>> verdict({"p_holm": 0.003, "delta": -0.2, "direction": "either", "pseudo_replicates": False,
+    ...          "underpowered": False, "min_p_holm": 1e-4}, alpha=0.01)
+    (True, 'effect: down')
     """
     reasons = []
     if row["pseudo_replicates"]:
@@ -301,11 +330,12 @@ def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     p = row["p_holm"]
     if not (p < alpha):
         reasons.append(f"p {p:.2g} >= {alpha:g}" if np.isfinite(p) else "no test")
-    if np.sign(row["delta"]) != (1 if row["direction"] == "up" else -1):
+    either = row["direction"] == "either"
+    if not either and np.sign(row["delta"]) != (1 if row["direction"] == "up" else -1):
         reasons.append("opposite direction" if row["delta"] != 0 else "no difference")
     if not reasons:
-        return True, "reproduced"
-    return False, "not reproduced: " + "; ".join(reasons)
+        return True, ("effect: " + ("up" if row["delta"] > 0 else "down")) if either else "reproduced"
+    return False, ("no effect: " if either else "not reproduced: ") + "; ".join(reasons)
 
 
 def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
@@ -325,9 +355,10 @@ def _runs(ts: traces.TraceSet) -> int:
 
 
 def _stacks(ts: traces.TraceSet, per_stack: bool):
-    """``(stack label, its traces)``: one per implementation@version, or ``("all", ts)``."""
+    """``(stack label, its traces)``: one per implementation@version, or all traces under
+    the implementations' names (``"quic-go"``) when the finding compares versions."""
     if not per_stack:
-        yield "all", ts
+        yield "+".join(sorted(set(ts.traces["implementation"].astype(str)))), ts
         return
     for impl, version in sorted(set(zip(ts.traces["implementation"], ts.traces["version"]))):
         yield f"{impl}@{version}", select(ts, {"implementation": impl, "version": version})
