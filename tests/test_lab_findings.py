@@ -204,8 +204,8 @@ def test_larger_thresholds_bring_recovery_back_down(table, stack):
 
 
 def test_quic_go_v065_spends_far_less_time_in_recovery_under_jitter(table):
-    old = row(table, "quic-go-adaptive-reordering", "all", "v0.63.0, 10 ms jitter")
-    new = row(table, "quic-go-adaptive-reordering", "all", "v0.65.0, 10 ms jitter")
+    old = row(table, "quic-go-adaptive-reordering", "quic-go", "v0.63.0, 10 ms jitter")
+    new = row(table, "quic-go-adaptive-reordering", "quic-go", "v0.65.0, 10 ms jitter")
     assert new["share"] < old["share"] / 3
     assert new["seconds_per_run"] < old["seconds_per_run"] / 10
     assert new["plt_s"] < old["plt_s"] / 3
