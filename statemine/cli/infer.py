@@ -95,11 +95,11 @@ def select_traces(ts, selections, where: str):
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write states.csv, transitions.csv, model.dot, model.json (and model.svg) here.")
 @_input_options
-@click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar", "ktails"]),
+@click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar", "ktails", "perfume"]),
               default="observed", show_default=True,
               help="observed: one node per state (Fig. 13); synoptic: Synoptic's refinement; "
-                   "synoptic-jar: a real synoptic.jar; ktails: k-tails. The last three take the "
-                   "original tool's command line (see docs/synoptic-engine.md).")
+                   "synoptic-jar: a real synoptic.jar; ktails: k-tails; perfume: Perfume's "
+                   "invariant mining. These take the original tool's command line (see docs/synoptic-engine.md).")
 @click.option("-o", "--output-prefix", "prefix", metavar="PREFIX",
               help="Synoptic engines: write PREFIX.dot, PREFIX.invariants.txt, PREFIX.json.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap / Synoptic refinement.")

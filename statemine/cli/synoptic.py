@@ -13,7 +13,8 @@ from ..errors import UsageError
 from . import main
 
 #: Engines whose command line is the original tool's (parsed by :mod:`..options`).
-TOOL_OF_ENGINE = {"synoptic": "synoptic", "synoptic-jar": "synoptic", "ktails": "ktails"}
+TOOL_OF_ENGINE = {"synoptic": "synoptic", "synoptic-jar": "synoptic", "ktails": "ktails",
+                  "perfume": "perfume"}
 
 
 def engine_in(args: Sequence[str]) -> str | None:

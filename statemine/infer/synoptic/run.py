@@ -25,7 +25,7 @@ class ToolRun:
     result: object = None
 
 
-def _check_order(log, keep_order: bool) -> None:
+def _check_order(log, keep_order: bool, where: str | None) -> None:
     """``--keepOrder=true`` keeps file order; statemine's reader orders each trace by time,
     which is the same order unless a trace's times decrease in the file.  That case is
     refused (naming the line), not silently reordered."""
@@ -35,7 +35,7 @@ def _check_order(log, keep_order: bool) -> None:
     idx = np.nonzero(inner)[0]
     bad = idx[log.lines[idx + 1] < log.lines[idx]]
     if len(bad):
-        raise InputError(None, int(log.lines[bad[0]]),
+        raise InputError(where, int(log.lines[bad[0]]),
                          "--keepOrder=true (Perfume's default) on a trace whose times "
                          "decrease in the file is not supported: statemine orders events "
                          "by time (give --keepOrder=false)")
@@ -52,7 +52,7 @@ def read_log(a: ParsedArgs):
         list(a.logs), a["regExps"] or None, a["separatorRegExp"],
         a["partitionRegExp"] if "partitionRegExp" in a.given else None,
         a["ignoreNonMatchingLines"]))
-    _check_order(log, a["keepOrder"])
+    _check_order(log, a["keepOrder"], a.logs[0] if len(a.logs) == 1 else None)
     return log
 
 
@@ -105,6 +105,8 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         out.stderr.append(f"ktails: {log.n_traces} traces, {log.n_events} events, "
                           f"k={a['kTailsK']}, {model.n_nodes} nodes")
         return out
+    if engine == "perfume":
+        return _run_perfume(a, log, out)
     if engine == "synoptic-jar":
         from .jar import run_jar
 
@@ -149,6 +151,31 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     out.files.update(model_files(a, result.model, inv))
     out.stderr.append(f"synoptic: {log.n_traces} traces, {log.n_events} events, "
                       f"{len(inv)} invariants, {result.model.n_nodes} nodes")
+    return out
+
+
+def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
+    """Perfume's mining (:mod:`.perfume`); its time-constrained refinement is not
+    implemented, so only ``--onlyMineInvariants=true`` runs (anything else is refused)."""
+    from ...errors import UsageError
+    from .perfume import constrained_invariants_txt, constrained_text, mine_constrained
+
+    if not a["onlyMineInvariants"]:
+        raise UsageError("--engine perfume: Perfume's time-constrained refinement is not "
+                         "implemented in statemine; give --onlyMineInvariants=true to mine "
+                         "and write its performance-constrained invariants")
+    inv = mine_constrained(log, a["supportCountThreshold"], a["ignoreNFbyInvs"],
+                           a["ignoreIntrByInvs"], a["ignoreInvsOverETypeSet"])
+    text = constrained_invariants_txt(inv, a["outputSupportCount"])
+    if a["dumpInvariants"]:
+        out.stderr += ["Mined invariants:", *constrained_text(inv)]
+    if a["outputInvariantsToFile"]:
+        out.files[".invariants.txt"] = text
+    if a["outputPathPrefix"] is None:
+        out.stdout = text
+    out.result = inv
+    out.stderr.append(f"perfume: {log.n_traces} traces, {log.n_events} events, "
+                      f"{len(inv)} constrained invariants")
     return out
 
 
