@@ -140,12 +140,25 @@ def test_loss_thresholds_reach_the_patched_stack(tmp_path):
 
 def test_app_reader_consumes_in_order_at_its_rate():
     from statemine.lab.runners.aioquic import AppReader
+    from statemine.lab.variability import ReadRate
 
-    app = AppReader(rate_bps=8e6)                 # 1 byte per microsecond
+    app = AppReader(ReadRate(8e6, 0.0, 0.1, 1))   # 1 byte per microsecond
     assert app.deliver(0.0, 1000) == pytest.approx(0.001)
     assert app.deliver(0.0005, 1000) == pytest.approx(0.002)   # queued behind the first
     assert app.deliver(1.0, 500) == pytest.approx(1.0005)       # idle reader starts at once
     assert AppReader().deliver(3.0, 10**9) == 3.0               # desktop: no reading time
+
+
+def test_app_reader_uses_the_rate_in_force_when_a_chunk_starts():
+    from statemine.lab.runners.aioquic import AppReader
+    from statemine.lab.variability import ReadRate
+
+    rate = ReadRate(8e6, 0.5, 0.1, 7)
+    app = AppReader(rate)
+    r0, r1 = rate.at(0.0), rate.at(0.1)
+    assert r0 != r1 and rate.at(0.0999) == r0
+    assert app.deliver(0.0, 1000) == pytest.approx(8000 / r0)
+    assert app.deliver(0.1, 1000) == pytest.approx(0.1 + 8000 / r1)
 
 
 class _FakeEndpoint:
@@ -163,7 +176,7 @@ def test_network_thread_serialises_cpu_drops_overflow_and_defers_timers(monkeypa
     loop = EventLoop()
     ep = _FakeEndpoint(loop)
     processed = []
-    thread = mod.NetworkThread(ep, cpu_s=0.001, socket_buffer_bytes=2500,
+    thread = mod.NetworkThread(ep, cpu=lambda: 0.001, socket_buffer_bytes=2500,
                                on_packet=lambda d: processed.append((loop.now, d)))
     loop.at(0.0, lambda: [thread.arrive(b"a" * 1000), thread.arrive(b"b" * 1000),
                           thread.arrive(b"c" * 1000), thread.arrive(b"d" * 500)])

@@ -141,10 +141,14 @@ def test_jitter_is_clamped_so_delay_never_goes_negative():
 def test_rate_schedule_redraws_every_interval_within_bounds():
     sched = RateSchedule(lo_bps=1e6, hi_bps=5e6, interval_s=1.0)
     lk = link(rate_schedule=sched)
-    rates = [lk.rate_at(k + 0.5) for k in range(200)]
+    phi = lk.phase_s
+    assert 0 <= phi < 1.0
+    # interval k covers [k - phi, k + 1 - phi)
+    rates = [lk.rate_at(k + 0.5 - phi) for k in range(1, 201)]
     assert all(1e6 <= r <= 5e6 for r in rates)
     assert len(set(rates)) == 200                           # a fresh draw each second
-    assert lk.rate_at(3.0) == lk.rate_at(3.999) == rates[3]  # constant within a second
+    assert lk.rate_at(3.0 - phi) == lk.rate_at(3.999 - phi) == rates[2]  # constant within a second
+    assert lk.rate_at(4.0 - phi) != rates[2]
     assert stats.kstest(rates, stats.uniform(loc=1e6, scale=4e6).cdf).pvalue > 1e-4
 
 

@@ -223,10 +223,11 @@ def test_go_path_model_unit_tests(binaries, tmp_path):
     mod = tmp_path / "mod"
     mod.mkdir()
     tags = quicgo.prepare_module(LATEST, src, mod, env)
-    proc = subprocess.run(["go", "test", *tags, "-count=1", "-run", "TestLink|TestPath|TestEndpoint|TestAddRange|TestArrivals|TestAppReader", "-v", "."],
+    proc = subprocess.run(["go", "test", *tags, "-count=1", "-run", "TestLink|TestPath|TestEndpoint|TestAddRange|TestArrivals|TestAppReader|TestVectors", "-v", "."],
                           cwd=mod, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("--- PASS") >= 16 and "--- FAIL" not in proc.stdout
+    assert proc.stdout.count("--- PASS") >= 19 and "--- FAIL" not in proc.stdout
+    assert "TestVectorsStatistical" in proc.stdout and "TestVectorsDeterministic" in proc.stdout
 
 
 def _without_wall(res: dict) -> dict:

@@ -196,6 +196,7 @@ def rerun_cmd(config: Path, out: Path) -> None:
     import json
 
     from ..errors import InputError
+    from ..lab.grid import resolve_link_traces
     from ..lab.runners import runner_for
 
     try:
@@ -204,6 +205,9 @@ def rerun_cmd(config: Path, out: Path) -> None:
         runner = runner_for(impl)
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(config, None, f"not a run config: {exc}") from None
+    if not isinstance(cfg.get("path"), dict):
+        raise InputError(config, None, "not a run config: no path table")
+    cfg = resolve_link_traces(cfg, config.resolve().parent, config)
     out.mkdir(parents=True, exist_ok=True)
     cfg = dict(cfg, log_path=str(out.resolve() / "run.log"), result_path=str(out.resolve() / "result.json"))
     result = runner.run(cfg)

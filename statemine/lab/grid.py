@@ -9,6 +9,7 @@ Layout of ``OUT``::
     OUT/runs/<run_id>/run.log.gz      the raw statemine log (virtual timestamps), gzipped
     OUT/runs/<run_id>/traces.parquet  the log parsed into a TraceSet (statemine.traces.save)
     OUT/runs/<run_id>/result.json     the run result, plus ``run_id`` and the cell's values
+OUT/link-traces/<sha>.trace       the link traces the runs use (mahimahi, content-addressed)
 
 A run is prepared in ``OUT/runs/.tmp-<run_id>/`` and renamed to ``OUT/runs/<run_id>/``
 when complete (``os.replace`` of the directory), so an interrupted grid leaves no
@@ -37,9 +38,9 @@ from typing import Any, Callable, Mapping, Protocol
 
 import pandas as pd
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from ..fileio import write_json
-from .scenario import GRID_KEYS, Scenario, run_config, run_id
+from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
 #: The results table is rewritten at most this often while a grid runs (and at its end), s.
@@ -83,7 +84,7 @@ def plan(scenario: Scenario, only: Mapping[str, str] | None = None) -> list[Plan
         for seed in scenario.runs_of(cell):
             if "seed" in only and str(seed) != only["seed"]:
                 continue
-            config = run_config(cell, seed, scenario.time_limit_s)
+            config = run_config(cell, seed, scenario.time_limit_s, scenario.link_traces)
             runs.append(PlannedRun(run_id(config), cell, config))
     return runs
 
@@ -95,6 +96,51 @@ def _text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def resolve_link_traces(config: dict, base: Path, source: Path | None = None) -> dict:
+    """``config`` with each relative ``link_trace.file`` made absolute against ``base``
+    (the run's folder); checks the file exists and has the recorded sha256.
+
+    Raises :class:`InputError` naming ``source`` (the config file) when a trace is
+    missing or differs from the one the run was planned with.
+    """
+    import hashlib
+
+    out = dict(config)
+    path = dict(config.get("path") or {})
+    for direction in ("down", "up"):
+        link = path.get(direction)
+        ref = link.get("link_trace") if isinstance(link, dict) else None
+        if not ref:
+            continue
+        if not isinstance(ref, dict) or not isinstance(ref.get("file"), str):
+            raise InputError(source, None, f"path.{direction}.link_trace: must be a table with a file")
+        file = Path(ref["file"])
+        file = file if file.is_absolute() else (base / file).resolve()
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise InputError(source, None, f"path.{direction}.link_trace: cannot read {file}: {exc.strerror}") from None
+        if ref.get("sha256") and hashlib.sha256(data).hexdigest() != ref["sha256"]:
+            raise InputError(source, None, f"path.{direction}.link_trace: {file} is not the trace the run used (sha256 differs)")
+        path[direction] = dict(link, link_trace=dict(ref, file=str(file)))
+    out["path"] = path
+    return out
+
+
+def write_link_traces(scenario: Scenario, out: Path) -> None:
+    """Write the scenario's link traces to ``out/link-traces/`` (once, atomically)."""
+    if not scenario.link_traces:
+        return
+    d = out / LINK_TRACES_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    for trace in scenario.link_traces.values():
+        dest = d / trace.file_name
+        if not dest.is_file():
+            tmp = d / f".{trace.file_name}.tmp"
+            tmp.write_bytes(trace.text)
+            os.replace(tmp, dest)
 
 
 def _flat_cell(cell: dict) -> dict:
@@ -149,6 +195,10 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
     tmp.mkdir(parents=True)
     config = dict(run.config, log_path=str(tmp / "run.log"), result_path=str(tmp / "result.json"))
     _write_json(tmp / "config.json", config)
+    try:
+        config = resolve_link_traces(config, final)
+    except InputError as exc:
+        build_error = build_error or str(exc)
     if build_error is not None:
         result = {"ok": False, "error": build_error}
     else:
@@ -298,6 +348,7 @@ def run_grid(
     out = Path(out)
     runs = plan(scenario, only)
     (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    write_link_traces(scenario, out)
     runners = dict(runners) if runners is not None else {}
     todo = []
     for r in runs:

@@ -13,13 +13,26 @@ Units everywhere: rates in **bits per second**, sizes in **bytes**, times in **s
    per packet (netem's default jitter). Every packet is released at its own time, so two
    packets reorder exactly when their jitter differs by more than their spacing;
 4. with ``rate_schedule``, the bottleneck rate is redrawn uniformly in ``[lo_bps, hi_bps]``
-   every ``interval_s`` seconds from t=0; a packet is serialised at the rate of the
-   interval in which its serialisation starts.
+   every ``interval_s`` seconds; the schedule's phase ``phi`` is drawn uniformly in
+   ``[0, interval_s)`` from the seed (interval ``k`` covers ``[k*interval_s - phi,
+   (k+1)*interval_s - phi)``); a packet is serialised at the rate of the interval in
+   which its serialisation starts;
+5. with ``link_trace`` (a mahimahi trace, :mod:`statemine.lab.cellular`) the bottleneck
+   serves bytes only at the trace's delivery opportunities, 1500 bytes each, in FIFO
+   order; the trace starts at ``offset_ms`` (drawn uniformly among the whole ms of one
+   period from the seed unless given); capacity unused when the queue is empty is lost.
+   A packet departs at the opportunity that carries its last byte;
+6. with ``cross_traffic`` (``load`` > 0), packets of ``packet_bytes`` from other flows
+   arrive at the bottleneck as a Poisson process of ``load * rate_bps / (8 *
+   packet_bytes)`` packets per second (with ``mean_off_s`` > 0: only in the ON periods of
+   an ON/OFF process of exponential periods, at a rate raised so the mean load is still
+   ``load``). They share the FIFO queue and buffer with the path's own packets (tail
+   drop included) but not its loss or delay, and are then discarded.
 
 Determinism: loss and jitter draws come from one ``random.Random`` per direction, seeded
-with :func:`direction_seed`; the rate schedule comes from a second generator of the same
-seed so that it does not depend on the traffic. The same config, seed and sequence of
-``send`` calls always give the same deliveries.
+with :func:`direction_seed`; the rate schedule, the trace offset and the cross traffic
+come from their own generators of the same seed, so they do not depend on the traffic.
+The same config, seed and sequence of ``send`` calls always give the same deliveries.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ import random
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
+
+from .cellular import OPPORTUNITY_BYTES, LinkTrace
 
 #: The paper's fairness bottleneck (section 5.1): 5 Mbps with a 30 KB buffer.
 PAPER_RATE_BPS = 5e6
@@ -130,6 +145,74 @@ class RateSchedule:
 
 
 @dataclass(frozen=True)
+class CrossTraffic:
+    """Other flows at the bottleneck: ``load`` (a fraction of ``rate_bps``, in [0, 1)),
+    packets of ``packet_bytes``; Poisson arrivals, or ON/OFF with exponential periods of
+    means ``mean_on_s`` / ``mean_off_s`` (seconds) when ``mean_off_s`` > 0."""
+
+    load: float
+    packet_bytes: int = 1500
+    mean_on_s: float = 0.0
+    mean_off_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.load < 1.0:
+            raise PathValueError("cross_traffic.load", f"is a fraction of the link rate and must be in [0, 1), not {self.load}")
+        if not 1 <= self.packet_bytes <= 65_535 or self.packet_bytes != int(self.packet_bytes):
+            raise PathValueError("cross_traffic.packet_bytes", f"must be a whole number in [1, 65535], not {self.packet_bytes}")
+        if self.mean_on_s < 0 or self.mean_off_s < 0:
+            raise PathValueError("cross_traffic.mean_on_s", "ON/OFF means must be >= 0")
+        if self.mean_off_s > 0 and not self.mean_on_s > 0:
+            raise PathValueError("cross_traffic.mean_on_s", "must be > 0 when mean_off_s is > 0")
+
+    KEYS = ("load", "packet_bytes", "mean_on_s", "mean_off_s")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CrossTraffic":
+        """Build from ``{"load": .., "packet_bytes": 1500, "mean_on_s": 0, "mean_off_s": 0}``."""
+        if not isinstance(d, Mapping):
+            raise PathValueError("cross_traffic", "must be a table of load, packet_bytes, mean_on_s, mean_off_s")
+        _unknown(d, set(cls.KEYS), "cross_traffic.")
+        if "load" not in d:
+            raise PathValueError("cross_traffic.load", "is required")
+        v = {k: _number(d, k, "cross_traffic.") for k in d}
+        if "packet_bytes" in v:
+            if v["packet_bytes"] != int(v["packet_bytes"]):
+                raise PathValueError("cross_traffic.packet_bytes", f"must be a whole number, not {v['packet_bytes']}")
+            v["packet_bytes"] = int(v["packet_bytes"])
+        return cls(**v)
+
+
+@dataclass(frozen=True)
+class LinkTraceRef:
+    """A link trace file (absolute path once a runner gets it) and an optional fixed
+    start offset in ms (None: drawn from the seed)."""
+
+    file: str
+    offset_ms: int | None = None
+    sha256: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LinkTraceRef":
+        """Build from ``{"file": "/abs/x.down", "offset_ms": null, "sha256": ".."}``."""
+        if not isinstance(d, Mapping):
+            raise PathValueError("link_trace", "must be a table of file, offset_ms, sha256")
+        _unknown(d, {"file", "offset_ms", "sha256"}, "link_trace.")
+        if not isinstance(d.get("file"), str) or not d["file"]:
+            raise PathValueError("link_trace.file", "is required (a file name)")
+        offset = d.get("offset_ms")
+        if offset is not None:
+            offset = _number(d, "offset_ms", "link_trace.")
+            if offset < 0 or offset != int(offset):
+                raise PathValueError("link_trace.offset_ms", f"must be a whole number >= 0, not {offset}")
+            offset = int(offset)
+        sha = d.get("sha256")
+        if sha is not None and not isinstance(sha, str):
+            raise PathValueError("link_trace.sha256", "must be a string")
+        return cls(d["file"], offset, sha)
+
+
+@dataclass(frozen=True)
 class LinkConfig:
     """One direction of the path. See the module docstring for the semantics and units."""
 
@@ -140,6 +223,8 @@ class LinkConfig:
     loss: float = 0.0
     gilbert: Gilbert | None = None
     rate_schedule: RateSchedule | None = None
+    cross_traffic: CrossTraffic | None = None
+    link_trace: LinkTraceRef | None = None
 
     def __post_init__(self) -> None:
         if not self.rate_bps > 0:
@@ -151,8 +236,11 @@ class LinkConfig:
         if self.jitter_s < 0:
             raise PathValueError("jitter_s", f"must be >= 0, not {self.jitter_s}")
         _probability(self.loss, "loss")
+        if self.link_trace is not None and self.rate_schedule is not None:
+            raise PathValueError("link_trace", "cannot be combined with rate_schedule (both set the rate)")
 
-    KEYS = ("rate_bps", "buffer_bytes", "delay_s", "jitter_s", "loss", "gilbert", "rate_schedule")
+    KEYS = ("rate_bps", "buffer_bytes", "delay_s", "jitter_s", "loss", "gilbert", "rate_schedule",
+            "cross_traffic", "link_trace")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "LinkConfig":
@@ -171,6 +259,8 @@ class LinkConfig:
             raise PathValueError("buffer_bytes", f"must be a whole number of bytes, not {buffer}")
         gilbert = d.get("gilbert")
         schedule = d.get("rate_schedule")
+        cross = d.get("cross_traffic")
+        trace = d.get("link_trace")
         return cls(
             rate_bps=_number(d, "rate_bps"),
             buffer_bytes=int(buffer),
@@ -179,6 +269,8 @@ class LinkConfig:
             loss=_number(d, "loss") if d.get("loss") is not None else 0.0,
             gilbert=Gilbert.from_dict(gilbert) if gilbert is not None else None,
             rate_schedule=RateSchedule.from_dict(schedule) if schedule is not None else None,
+            cross_traffic=CrossTraffic.from_dict(cross) if cross is not None else None,
+            link_trace=LinkTraceRef.from_dict(trace) if trace is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,24 +293,70 @@ def direction_seed(seed: int, direction: str) -> int:
 
 @dataclass
 class LinkStats:
-    """Counters of one link: packets offered, dropped by random loss, tail-dropped, delivered."""
+    """Counters of one link: packets offered, dropped by random loss, tail-dropped,
+    delivered; and the cross traffic's packets offered, tail-dropped and bytes served."""
 
     sent: int = 0
     lost: int = 0
     tail_dropped: int = 0
     delivered_bytes: int = 0
+    cross_sent: int = 0
+    cross_dropped: int = 0
+    cross_bytes: int = 0
 
     @property
     def dropped(self) -> int:
-        """All packets the link dropped (random loss + tail drop)."""
+        """All packets of the path's own the link dropped (random loss + tail drop)."""
         return self.lost + self.tail_dropped
+
+
+class CrossArrivals:
+    """The arrival times (seconds) of cross-traffic packets, in order (see :class:`CrossTraffic`).
+
+    Poisson at ``lam`` = load * rate / (8 * packet_bytes) per second; ON/OFF: the chain
+    starts ON with probability mean_on/(mean_on + mean_off), each period lasts an
+    exponential time of its mean, and arrivals are Poisson at ``lam * (on + off) / on``
+    within ON periods only.
+    """
+
+    def __init__(self, cfg: CrossTraffic, rate_bps: float, rng: random.Random) -> None:
+        self._rng = rng
+        lam = cfg.load * rate_bps / (8.0 * cfg.packet_bytes)
+        self._on_off = cfg.mean_off_s > 0
+        if self._on_off:
+            on, off = cfg.mean_on_s, cfg.mean_off_s
+            self._lam = lam * (on + off) / on
+            self._means = (off, on)  # indexed by the state: 0 OFF, 1 ON
+            self._on = rng.random() < on / (on + off)
+            self._end = rng.expovariate(1.0 / self._means[self._on])
+        else:
+            self._lam = lam
+        self._t = 0.0
+
+    def next(self) -> float:
+        """The next arrival time."""
+        rng = self._rng
+        if not self._on_off:
+            self._t += rng.expovariate(self._lam)
+            return self._t
+        while True:
+            if self._on:
+                t = self._t + rng.expovariate(self._lam)
+                if t <= self._end:
+                    self._t = t
+                    return t
+            # the current period ends (an ON period without a further arrival, or OFF)
+            self._t = self._end
+            self._on = not self._on
+            self._end += rng.expovariate(1.0 / self._means[self._on])
 
 
 @dataclass
 class Link:
     """A stateful one-direction link; :meth:`send` tells when (or whether) a packet arrives.
 
-    ``send`` must be called with non-decreasing ``t``.
+    ``send`` must be called with non-decreasing ``t``. ``trace`` is the parsed link trace
+    when the config has ``link_trace`` (read from its file when not given).
 
     >>> link = Link(LinkConfig(rate_bps=8e6, buffer_bytes=3000, delay_s=0.01), seed=1)
     >>> link.send(0.0, 1000), link.send(0.0, 1000)   # 1 ms serialisation each
@@ -227,17 +365,36 @@ class Link:
 
     config: LinkConfig
     seed: int
+    trace: LinkTrace | None = None
     stats: LinkStats = field(default_factory=LinkStats)
 
     def __post_init__(self) -> None:
+        cfg = self.config
         self._rng = random.Random(self.seed)
         self._schedule_rng = random.Random(f"rate-schedule/{self.seed}")
+        sched = cfg.rate_schedule
+        self._phase = self._schedule_rng.uniform(0.0, sched.interval_s) if sched else 0.0
         self._rates: list[float] = []
         self._link_free = 0.0
         self._queue: deque[tuple[float, int]] = deque()  # (depart time, bytes), FIFO
         self._queued = 0
         self._bad = False  # Gilbert-Elliott state
         self._last_t = -math.inf
+        self._pos = 0  # link trace: bytes of opportunities used or lost so far
+        self._offset_ms = 0
+        if cfg.link_trace is not None:
+            if self.trace is None:
+                self.trace = LinkTrace.read(cfg.link_trace.file)
+            offset = cfg.link_trace.offset_ms
+            if offset is None:
+                offset = random.Random(f"link-trace/{self.seed}").randrange(self.trace.period_ms)
+            self._offset_ms = offset
+        self._cross = None
+        self._cross_next = math.inf
+        ct = cfg.cross_traffic
+        if ct is not None and ct.load > 0:
+            self._cross = CrossArrivals(ct, cfg.rate_bps, random.Random(f"cross-traffic/{self.seed}"))
+            self._cross_next = self._cross.next()
 
     # -- pieces, each one step of the model ------------------------------------------
     def _lose(self) -> bool:
@@ -252,14 +409,24 @@ class Link:
         return p > 0 and self._rng.random() < p
 
     def rate_at(self, t: float) -> float:
-        """The bottleneck rate (bits/s) in force at time ``t`` (seconds)."""
+        """The bottleneck rate (bits/s) in force at time ``t`` (seconds; without a link trace)."""
         sched = self.config.rate_schedule
         if sched is None:
             return self.config.rate_bps
-        k = int(t // sched.interval_s)
+        k = math.floor((t + self._phase) / sched.interval_s)
         while len(self._rates) <= k:
             self._rates.append(self._schedule_rng.uniform(sched.lo_bps, sched.hi_bps))
         return self._rates[k]
+
+    @property
+    def phase_s(self) -> float:
+        """The rate schedule's phase (seconds; 0 without a schedule)."""
+        return self._phase
+
+    @property
+    def offset_ms(self) -> int:
+        """The link trace's start offset (ms; 0 without a trace)."""
+        return self._offset_ms
 
     def queued_bytes(self, t: float) -> int:
         """Bytes at the bottleneck not yet fully serialised at time ``t``."""
@@ -273,24 +440,57 @@ class Link:
         extra = self.config.delay_s + (self._rng.uniform(-j, j) if j > 0 else 0.0)
         return extra if extra > 0 else 0.0
 
+    def _serialise(self, t: float, nbytes: int) -> float | None:
+        """Queue ``nbytes`` arriving at the bottleneck at ``t``: its departure time, or
+        None when the buffer is full (tail drop)."""
+        if self.queued_bytes(t) + nbytes > self.config.buffer_bytes:
+            return None
+        trace = self.trace
+        if trace is None:
+            start = t if t > self._link_free else self._link_free
+            depart = start + 8.0 * nbytes / self.rate_at(start)
+        else:
+            before = OPPORTUNITY_BYTES * trace.opportunities_before(t * 1000.0 + self._offset_ms)
+            pos = self._pos if self._pos > before else before
+            self._pos = pos + nbytes
+            last = (self._pos - 1) // OPPORTUNITY_BYTES
+            depart = (trace.opportunity_ms(last) - self._offset_ms) / 1000.0
+            if depart < t:  # rounding: an opportunity at t ms is not before t
+                depart = t
+        self._link_free = depart
+        self._queue.append((depart, nbytes))
+        self._queued += nbytes
+        return depart
+
+    def advance(self, t: float) -> None:
+        """Let the cross traffic that arrives up to time ``t`` into the queue."""
+        if self._cross is None:
+            return
+        size = self.config.cross_traffic.packet_bytes
+        st = self.stats
+        while self._cross_next <= t:
+            st.cross_sent += 1
+            if self._serialise(self._cross_next, size) is None:
+                st.cross_dropped += 1
+            else:
+                st.cross_bytes += size
+            self._cross_next = self._cross.next()
+
     # -- the model ----------------------------------------------------------------------
     def send(self, t: float, nbytes: int) -> float | None:
         """Offer a packet of ``nbytes`` at time ``t``; its arrival time, or None if dropped."""
         if t < self._last_t:
             raise ValueError(f"send times must not decrease ({t} < {self._last_t})")
         self._last_t = t
+        self.advance(t)
         self.stats.sent += 1
         if self._lose():
             self.stats.lost += 1
             return None
-        if self.queued_bytes(t) + nbytes > self.config.buffer_bytes:
+        depart = self._serialise(t, nbytes)
+        if depart is None:
             self.stats.tail_dropped += 1
             return None
-        start = t if t > self._link_free else self._link_free
-        depart = start + 8.0 * nbytes / self.rate_at(start)
-        self._link_free = depart
-        self._queue.append((depart, nbytes))
-        self._queued += nbytes
         self.stats.delivered_bytes += nbytes
         return depart + self._jitter()
 

@@ -66,7 +66,7 @@ func TestAppReaderPacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rate := 8e6 // 1 MB/s
 		transport := make(chan struct{})
-		app := NewAppReader(&Client{Profile: "mobile", ReadRateBps: &rate}, transport)
+		app := NewAppReader(&Client{Profile: "mobile", ReadRateBps: &rate}, 1, transport)
 		start := time.Now()
 		app.consume(1000)
 		app.consume(3000)
@@ -81,7 +81,7 @@ func TestAppReaderPacing(t *testing.T) {
 		if got := app.finished().Sub(start); got != 14*time.Millisecond {
 			t.Fatalf("finished after %v, want 14ms", got)
 		}
-		if NewAppReader(&Client{Profile: "desktop"}, transport) != nil {
+		if NewAppReader(&Client{Profile: "desktop"}, 1, transport) != nil {
 			t.Fatal("the desktop client has no paced application")
 		}
 	})

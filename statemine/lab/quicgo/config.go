@@ -21,7 +21,12 @@ type Objects struct {
 type Client struct {
 	Profile        string   `json:"profile"`          // "desktop" or "mobile"
 	ReadRateBps    *float64 `json:"read_rate_bps"`    // mobile: application read rate, bits/s
-	PerPacketCPU_S float64  `json:"per_packet_cpu_s"` // mobile: virtual CPU seconds per received packet
+	PerPacketCPU_S float64  `json:"per_packet_cpu_s"` // mobile: mean virtual CPU seconds per received packet
+	// mobile: coefficient of variation of the (lognormal) per-packet CPU time (0: constant)
+	PerPacketCPUCV float64 `json:"per_packet_cpu_cv"`
+	// mobile: coefficient of variation of the read rate, redrawn every ReadRateIntervalS
+	ReadRateCV        float64 `json:"read_rate_cv"`
+	ReadRateIntervalS float64 `json:"read_rate_interval_s"`
 	// mobile: the socket receive buffer, bytes (nil: DefaultSocketBuffer)
 	SocketBufferBytes *int `json:"socket_buffer_bytes"`
 	// the client's initial connection / stream flow-control windows, bytes (nil: quic-go's)
@@ -94,6 +99,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("client.read_rate_bps: the mobile profile needs a rate > 0")
 	case !(c.Client.PerPacketCPU_S >= 0) || c.Client.PerPacketCPU_S > 1:
 		return fmt.Errorf("client.per_packet_cpu_s: must be in [0, 1], not %v", c.Client.PerPacketCPU_S)
+	case !(c.Client.PerPacketCPUCV >= 0 && c.Client.PerPacketCPUCV <= 10):
+		return fmt.Errorf("client.per_packet_cpu_cv: must be in [0, 10], not %v", c.Client.PerPacketCPUCV)
+	case !(c.Client.ReadRateCV >= 0 && c.Client.ReadRateCV <= 10):
+		return fmt.Errorf("client.read_rate_cv: must be in [0, 10], not %v", c.Client.ReadRateCV)
+	case c.Client.ReadRateCV > 0 && !(c.Client.ReadRateIntervalS > 0 && c.Client.ReadRateIntervalS <= 3600):
+		return fmt.Errorf("client.read_rate_interval_s: must be in (0, 3600] with read_rate_cv, not %v", c.Client.ReadRateIntervalS)
 	case c.ReorderingThreshold != nil && (*c.ReorderingThreshold < 1 || *c.ReorderingThreshold > 65535):
 		return fmt.Errorf("reordering_threshold: must be an integer in [1, 65535]")
 	case c.TimeThreshold != nil && !(*c.TimeThreshold >= 1 && *c.TimeThreshold <= 32):

@@ -61,18 +61,29 @@ var ErrTimeLimit = errors.New("virtual time limit reached")
 // A nil *AppReader reads as fast as data arrives (desktop).
 type AppReader struct {
 	mu        sync.Mutex
-	rate      float64
+	rate      *ReadRate
+	start     time.Time       // time 0 of the read-rate schedule
 	free      time.Time       // when the application will have consumed all it read
 	transport <-chan struct{} // closed when the transport has every byte
 }
 
-// NewAppReader is the client application for profile c (nil: desktop); transport is
-// closed when the client's transport has received every byte.
-func NewAppReader(c *Client, transport <-chan struct{}) *AppReader {
+// DefaultReadInterval is how often the read rate is redrawn unless the config says, s.
+const DefaultReadInterval = 0.1
+
+// NewAppReader is the client application for profile c of run seed (nil: desktop);
+// transport is closed when the client's transport has received every byte. Its read
+// rate (see ReadRate) starts now.
+func NewAppReader(c *Client, seed int64, transport <-chan struct{}) *AppReader {
 	if c.Profile != "mobile" {
 		return nil
 	}
-	return &AppReader{rate: *c.ReadRateBps, transport: transport}
+	interval := c.ReadRateIntervalS
+	if interval == 0 {
+		interval = DefaultReadInterval
+	}
+	now := time.Now()
+	return &AppReader{rate: NewReadRate(*c.ReadRateBps, c.ReadRateCV, interval, seed), start: now, free: now,
+		transport: transport}
 }
 
 // consume takes n bytes just read: it returns when the application has consumed them
@@ -85,7 +96,8 @@ func (a *AppReader) consume(n int) {
 	if now := time.Now(); a.free.Before(now) {
 		a.free = now
 	}
-	a.free = a.free.Add(time.Duration(8 * float64(n) / a.rate * 1e9))
+	rate := a.rate.At(a.free.Sub(a.start).Seconds()) // the rate in force when reading starts
+	a.free = a.free.Add(time.Duration(8 * float64(n) / rate * 1e9))
 	until := a.free
 	a.mu.Unlock()
 	t := time.NewTimer(time.Until(until))
@@ -196,7 +208,7 @@ func Transfer(cfg *Config, server, client net.PacketConn, serverTLS, clientTLS *
 	var app *AppReader
 	if cfg.Client.Profile == "mobile" {
 		rx = NewArrivals(int64(cfg.Objects.Count) * int64(cfg.Objects.SizeBytes))
-		app = NewAppReader(&cfg.Client, rx.Done())
+		app = NewAppReader(&cfg.Client, cfg.Seed, rx.Done())
 	}
 	setTracer(serverConf, nil)
 	setTracer(clientConf, rx)

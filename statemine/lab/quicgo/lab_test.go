@@ -129,9 +129,13 @@ func TestLab(t *testing.T) {
 	wall := time.Now()
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		p := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed)
+		p, err := NewPath(cfg.Path.Down, cfg.Path.Up, cfg.Seed)
+		if err != nil {
+			res.Fail(err.Error())
+			return
+		}
 		if cfg.Client.Profile == "mobile" {
-			p.Client.SetMobile(cfg.Client.SocketBuffer(), time.Duration(cfg.Client.PerPacketCPU_S*1e9))
+			p.Client.SetMobile(cfg.Client.SocketBuffer(), NewCPUTime(cfg.Client.PerPacketCPU_S, cfg.Client.PerPacketCPUCV, cfg.Seed).Draw)
 		}
 		out, err := Transfer(cfg, p.Server, p.Client, serverTLS, clientTLS)
 		p.Close()

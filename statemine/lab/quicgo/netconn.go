@@ -6,6 +6,7 @@ package quicgo
 
 import (
 	"container/heap"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -134,7 +135,7 @@ type Endpoint struct {
 	// The mobile profile's network thread: the byte limit of the receive queue (the
 	// socket buffer; 0: none) and the virtual CPU time each received packet costs.
 	bufBytes int
-	cpu      time.Duration
+	cpu      func() time.Duration // nil: no CPU cost
 
 	mu        sync.Mutex
 	closed    chan struct{}
@@ -169,10 +170,10 @@ func (e *Endpoint) receive(d datagram) {
 }
 
 // SetMobile makes the endpoint the mobile profile's network thread: a socket receive
-// buffer of bufBytes (0: unlimited) and cpu of virtual time per packet taken, during
-// which the reader (quic-go's receive loop) takes no other packet. The application
-// reads on its own (AppReader).
-func (e *Endpoint) SetMobile(bufBytes int, cpu time.Duration) {
+// buffer of bufBytes (0: unlimited) and cpu() of virtual time per packet taken (one
+// call per packet, in the order taken), during which the reader (quic-go's receive
+// loop) takes no other packet. The application reads on its own (AppReader).
+func (e *Endpoint) SetMobile(bufBytes int, cpu func() time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.bufBytes, e.cpu = bufBytes, cpu
@@ -200,8 +201,10 @@ func (e *Endpoint) ReadFrom(p []byte) (int, net.Addr, error) {
 		e.mu.Lock()
 		e.queued -= len(d.data)
 		e.mu.Unlock()
-		if cpu > 0 {
-			time.Sleep(cpu)
+		if cpu != nil {
+			if c := cpu(); c > 0 {
+				time.Sleep(c)
+			}
 		}
 		return copy(p, d.data), d.from, nil
 	case <-dl:
@@ -280,19 +283,28 @@ type Path struct {
 	down, up       *wire
 }
 
-// NewPath builds the emulated path; time zero of the path model is now.
-func NewPath(down, up LinkConfig, seed int64) *Path {
+// NewPath builds the emulated path; time zero of the path model is now. It fails when
+// a link trace cannot be read.
+func NewPath(down, up LinkConfig, seed int64) (*Path, error) {
 	start := time.Now()
+	dl, err := NewLinkWithTrace(down, DirectionSeed(seed, true), nil)
+	if err != nil {
+		return nil, fmt.Errorf("path.down.%v", err)
+	}
+	ul, err := NewLinkWithTrace(up, DirectionSeed(seed, false), nil)
+	if err != nil {
+		return nil, fmt.Errorf("path.up.%v", err)
+	}
 	p := &Path{
 		Server: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 443}),
 		Client: newEndpoint(&net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 50000}),
-		Down:   NewLink(down, DirectionSeed(seed, true)),
-		Up:     NewLink(up, DirectionSeed(seed, false)),
+		Down:   dl,
+		Up:     ul,
 	}
 	p.down = newWire(start, p.Down, p.Client)
 	p.up = newWire(start, p.Up, p.Server)
 	p.Server.out, p.Client.out = p.down, p.up
-	return p
+	return p, nil
 }
 
 // Close closes both endpoints and stops the wires' goroutines.

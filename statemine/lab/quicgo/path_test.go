@@ -14,6 +14,13 @@ func link(cfg LinkConfig, seed uint64) *Link {
 	return NewLink(cfg, seed)
 }
 
+func mustPath(p *Path, err error) *Path {
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 func TestLinkSerialisation(t *testing.T) {
@@ -161,17 +168,22 @@ func TestLinkRateSchedule(t *testing.T) {
 	a := link(LinkConfig{RateBps: 1, BufferBytes: 1e12, RateSchedule: s}, 9)
 	b := link(LinkConfig{RateBps: 1, BufferBytes: 1e12, RateSchedule: s, Loss: 0.5}, 9)
 	distinct := map[float64]bool{}
-	for k := 0; k < 40; k++ {
-		r := a.RateAt(float64(k)*0.5 + 0.25)
+	ph := a.Phase() // interval k covers [k*0.5 - ph, (k+1)*0.5 - ph)
+	if ph < 0 || ph >= s.IntervalS || b.Phase() != ph {
+		t.Fatalf("phase %v outside [0, %v) or not seeded", ph, s.IntervalS)
+	}
+	for k := 1; k < 41; k++ {
+		t0 := float64(k)*0.5 - ph
+		r := a.RateAt(t0 + 0.25)
 		if r < s.LoBps || r > s.HiBps {
 			t.Fatalf("rate %v outside the schedule", r)
 		}
-		if a.RateAt(float64(k)*0.5) != r || a.RateAt(float64(k)*0.5+0.49) != r {
+		if a.RateAt(t0+1e-9) != r || a.RateAt(t0+0.49) != r {
 			t.Fatal("the rate changed within an interval")
 		}
 		// the schedule does not depend on the traffic (b draws losses in between)
-		b.Send(float64(k)*0.5, 100)
-		if b.RateAt(float64(k)*0.5+0.1) != r {
+		b.Send(t0, 100)
+		if b.RateAt(t0+0.1) != r {
 			t.Fatal("same seed, different schedule")
 		}
 		distinct[r] = true
@@ -258,7 +270,7 @@ func TestPathDeliversAtModelTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := LinkConfig{RateBps: 8e6, BufferBytes: 1e6, DelayS: 0.02, JitterS: 0.004}
 		up := LinkConfig{RateBps: 8e6, BufferBytes: 1e6, DelayS: 0.02}
-		p := NewPath(down, up, 42)
+		p := mustPath(NewPath(down, up, 42))
 		defer p.Close()
 		start := time.Now()
 		type arrival struct {
@@ -309,7 +321,7 @@ func TestPathDeliversAtModelTimes(t *testing.T) {
 func TestEndpointDeadlineAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e6, BufferBytes: 1e6, DelayS: 0.01}
-		p := NewPath(cfg, cfg, 1)
+		p := mustPath(NewPath(cfg, cfg, 1))
 		start := time.Now()
 		p.Client.SetReadDeadline(start.Add(time.Second))
 		_, _, err := p.Client.ReadFrom(make([]byte, 10))
@@ -335,9 +347,9 @@ func TestEndpointDeadlineAndClose(t *testing.T) {
 func TestEndpointCPUCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e9, BufferBytes: 1e6}
-		p := NewPath(cfg, cfg, 1)
+		p := mustPath(NewPath(cfg, cfg, 1))
 		defer p.Close()
-		p.Client.SetMobile(0, 5*time.Millisecond)
+		p.Client.SetMobile(0, func() time.Duration { return 5 * time.Millisecond })
 		start := time.Now()
 		for i := 0; i < 4; i++ {
 			p.Server.WriteTo([]byte{1}, nil)
@@ -355,9 +367,9 @@ func TestEndpointCPUCost(t *testing.T) {
 func TestEndpointSocketBuffer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{RateBps: 1e12, BufferBytes: 1e6}
-		p := NewPath(cfg, cfg, 1)
+		p := mustPath(NewPath(cfg, cfg, 1))
 		defer p.Close()
-		p.Client.SetMobile(3000, 0)
+		p.Client.SetMobile(3000, nil)
 		for i := 0; i < 4; i++ {
 			p.Server.WriteTo(make([]byte, 1000), nil)
 		}

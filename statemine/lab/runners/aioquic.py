@@ -23,9 +23,12 @@ Client profiles (seconds, bits per second, bytes):
   stream data as fast as it comes.
 * ``mobile``: a phone. Its **network thread** takes arriving datagrams from a socket
   receive buffer of ``socket_buffer_bytes`` (default 212992, Linux's ``rmem_default``;
-  overflow is dropped) and spends ``per_packet_cpu_s`` of CPU on each before the
+  overflow is dropped) and spends a CPU time on each (lognormal, mean ``per_packet_cpu_s``,
+  coefficient of variation ``per_packet_cpu_cv``) before the
   transport processes it (and may send ACK / MAX_DATA); timers wait for the thread. The
-  **application** consumes the delivered stream bytes at ``read_rate_bps``; the page is
+  **application** consumes the delivered stream bytes at ``read_rate_bps`` (times a
+  lognormal factor of mean 1 and CV ``read_rate_cv`` redrawn every
+  ``read_rate_interval_s``, :class:`statemine.lab.variability.ReadRate`); the page is
   loaded (PLT) when it has consumed the last byte (the client closes the connection as
   soon as its transport has every byte). Flow-control credit returns however
   the implementation returns it: aioquic grants it when data reaches the transport, not
@@ -52,7 +55,10 @@ from typing import Any, Callable
 
 from ...fileio import write_json
 from ..path import Path as NetPath
+from ..variability import CpuTime, ReadRate
 
+#: How often the mobile application's read rate is redrawn unless the config says, s.
+DEFAULT_READ_INTERVAL_S = 0.1
 #: Linux's default UDP receive buffer (net.core.rmem_default), bytes.
 DEFAULT_SOCKET_BUFFER_BYTES = 212_992
 #: Virtual seconds the loop keeps running after the transfer to let both ends close.
@@ -174,7 +180,7 @@ class NetworkThread:
     """
 
     ep: Endpoint
-    cpu_s: float
+    cpu: Callable[[], float]  # the CPU time of the next packet, seconds
     socket_buffer_bytes: int
     on_packet: Callable[[bytes], None]  # the transport processes a datagram now
     socket: deque = field(default_factory=deque)
@@ -202,7 +208,7 @@ class NetworkThread:
         self.busy = True
         data = self.socket.popleft()
         self.socket_bytes -= len(data)
-        self.ep.loop.at(self.ep.loop.now + self.cpu_s, self._process, data)
+        self.ep.loop.at(self.ep.loop.now + self.cpu(), self._process, data)
 
     def _process(self, data: bytes) -> None:
         self.on_packet(data)
@@ -217,16 +223,17 @@ class NetworkThread:
 
 @dataclass
 class AppReader:
-    """The client application: consumes delivered stream bytes at ``rate_bps`` (None:
-    at once), in arrival order. ``free_at`` is when it will have consumed all so far."""
+    """The client application: consumes delivered stream bytes at ``rate.at(t)`` bits/s
+    (None: at once), in arrival order, each chunk at the rate in force when its reading
+    starts. ``free_at`` is when it will have consumed all so far."""
 
-    rate_bps: float | None = None
+    rate: ReadRate | None = None
     free_at: float = 0.0
 
     def deliver(self, now: float, nbytes: int) -> float:
         """Queue ``nbytes`` delivered at ``now``; returns when they will be consumed."""
         start = now if now > self.free_at else self.free_at
-        self.free_at = start + (8.0 * nbytes / self.rate_bps if self.rate_bps else 0.0)
+        self.free_at = start + (8.0 * nbytes / self.rate.at(start) if self.rate and nbytes else 0.0)
         return self.free_at
 
 
@@ -255,6 +262,12 @@ def _parse_request(data: bytes) -> int:
     if not (data.startswith(b"GET ") and data.endswith(b"\n")):
         raise ValueError(f"bad request {data[:40]!r}")
     return int(data[4:-1])
+
+
+def read_rate(prof: dict, seed: int) -> ReadRate:
+    """The mobile application's read rate from the client profile (docs/lab-protocol.md)."""
+    return ReadRate(float(prof["read_rate_bps"]), float(prof.get("read_rate_cv") or 0.0),
+                    float(prof.get("read_rate_interval_s") or DEFAULT_READ_INTERVAL_S), seed)
 
 
 def _count_losses(conn: Any, counter: list[int]) -> None:
@@ -318,7 +331,7 @@ def simulate(config: dict) -> dict:
 
     prof = config["client"]
     mobile = prof.get("profile", "desktop") == "mobile"
-    app = AppReader(float(prof["read_rate_bps"]) if mobile and prof.get("read_rate_bps") else None)
+    app = AppReader(read_rate(prof, int(config["seed"])) if mobile and prof.get("read_rate_bps") else None)
 
     def client_packet(data: bytes) -> None:
         """The client's transport processes one datagram now and hands what it delivered
@@ -343,9 +356,11 @@ def simulate(config: dict) -> dict:
 
     thread: NetworkThread | None = None
     if mobile:
+        cpu = CpuTime(float(prof.get("per_packet_cpu_s") or 0.0), float(prof.get("per_packet_cpu_cv") or 0.0),
+                      int(config["seed"]))
         thread = NetworkThread(
             client,
-            cpu_s=float(prof.get("per_packet_cpu_s") or 0.0),
+            cpu=cpu.draw,
             socket_buffer_bytes=int(prof.get("socket_buffer_bytes") or DEFAULT_SOCKET_BUFFER_BYTES),
             on_packet=client_packet,
         )

@@ -65,6 +65,8 @@ IMPL = "quic-go"
 #: The Go harness module (sources) and the lab's test TLS identity.
 HARNESS_DIR = Path(__file__).resolve().parents[1] / "quicgo"
 CERT_DIR = Path(__file__).resolve().parents[1] / "data"
+#: The path model's test vectors (shared with tests/test_lab_vectors.py), in data/.
+VECTORS = "path-vectors.json"
 #: quic-go versions before this one have no qlog.DefaultConnectionTracer (and a
 #: logging.ConnectionTracer interface, not a struct of callbacks).
 _QLOG_DEFAULT_SINCE = (0, 48, 0)
@@ -119,7 +121,7 @@ def _go(args: list[str], cwd: Path, env: dict[str, str]) -> str:
 def harness_files() -> list[Path]:
     """The files the harness binary is built from (sources, go.mod, the certificate)."""
     files = sorted(p for p in HARNESS_DIR.iterdir() if p.suffix == ".go" or p.name == "go.mod")
-    return files + [CERT_DIR / "cert.pem", CERT_DIR / "key.pem"]
+    return files + [CERT_DIR / "cert.pem", CERT_DIR / "key.pem", CERT_DIR / VECTORS]
 
 
 def build_key(version: str, patch_file: Path, env: dict[str, str]) -> str:
@@ -164,7 +166,7 @@ def prepare_module(version: str, src: Path, dest: Path, env: dict[str, str]) -> 
         if f.parent == HARNESS_DIR and f.name not in unused:
             shutil.copy2(f, dest / f.name)
     (dest / "testdata").mkdir()
-    for f in ("cert.pem", "key.pem"):
+    for f in ("cert.pem", "key.pem", VECTORS):
         shutil.copy2(CERT_DIR / f, dest / "testdata" / f)
     _go(["mod", "edit", f"-replace=github.com/quic-go/quic-go={src}"], dest, env)
     _go(["mod", "tidy"], dest, env)
