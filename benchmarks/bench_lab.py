@@ -1,7 +1,13 @@
 """Lab speed: emulated packets per second per core for each runner, and a grid's wall time.
 
-    python benchmarks/bench_lab.py                      # runner speeds only
+    python benchmarks/bench_lab.py                      # runner speeds, plain and every random source on
     python benchmarks/bench_lab.py --grid examples/scenarios/full.toml --jobs 2
+    python benchmarks/bench_lab.py --path-only          # the Python path model alone (link-trace cost)
+
+"Every random source on" (issue 10): random loss and jitter both ways, a synthetic LTE
+link trace down (seeded offset) with ON/OFF cross traffic at 20% load, a variable rate up
+(seeded phase), and the mobile client with lognormal per-packet CPU time (CV 0.5) and a
+jittery read rate (CV 0.3).
 
 Packets per second = ``packets_sent`` (both endpoints, handed to the path) / the run's
 ``cpu_time_s`` when the runner reports it (aioquic), else its ``wall_time_s``; both are
@@ -21,7 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from statemine.lab import grid, scenario  # noqa: E402
+from statemine.lab import cellular, grid, scenario  # noqa: E402
+from statemine.lab.cellular import LinkTrace  # noqa: E402
+from statemine.lab.path import Link, LinkConfig  # noqa: E402
 from statemine.lab.runners import runner_for  # noqa: E402
 
 TARGETS = {"aioquic": 10_000, "quic-go": 50_000}
@@ -38,14 +46,56 @@ def config(impl: str, version: str, size: int, tmp: Path) -> dict:
             "log_path": str(tmp / f"{impl}.log"), "result_path": str(tmp / f"{impl}.result.json")}
 
 
-def bench_runner(impl: str, version: str, size: int, repeat: int) -> dict:
+def all_sources_config(impl: str, version: str, size: int, tmp: Path) -> dict:
+    """:func:`config` with every random source of the lab on (see the module docstring)."""
+    trace = tmp / "lte.down"
+    if not trace.exists():
+        trace.write_text(cellular.format_trace(cellular.synthesize(cellular.PROFILES["tmobile-lte-down"], 120.0, 1)))
+    c = config(impl, version, size, tmp)
+    c["path"]["down"].update(loss=0.002, jitter_s=0.001, rate_bps=16.7e6,
+                             link_trace={"file": str(trace), "offset_ms": None},
+                             cross_traffic={"load": 0.2, "packet_bytes": 1500, "mean_on_s": 0.1, "mean_off_s": 0.2})
+    c["path"]["up"].update(loss=0.001, jitter_s=0.0005,
+                           rate_schedule={"lo_bps": 20e6, "hi_bps": 50e6, "interval_s": 1.0})
+    c["client"] = {"profile": "mobile", "read_rate_bps": 30e6, "read_rate_cv": 0.3, "read_rate_interval_s": 0.1,
+                   "per_packet_cpu_s": 0.00005, "per_packet_cpu_cv": 0.5}
+    return c
+
+
+def bench_path(packets: int = 300_000) -> list[dict]:
+    """The Python path model alone: sends per second with each source, and with link
+    traces of 10 s and 3600 s periods (equal cost: O(1) per packet)."""
+    rows = []
+    base = {"rate_bps": 50e6, "buffer_bytes": 10**9, "delay_s": 0.018}
+    traces = {p: LinkTrace.from_times(cellular.synthesize(cellular.PROFILES["tmobile-lte-down"], p, 1))
+              for p in (10.0, 3600.0)}
+    cases = {
+        "plain": (base, None),
+        "loss+jitter": ({**base, "loss": 0.01, "jitter_s": 0.002}, None),
+        "gilbert": ({**base, "gilbert": {"p_gb": 0.01, "p_bg": 0.3}}, None),
+        "rate schedule": ({**base, "rate_schedule": {"lo_bps": 5e6, "hi_bps": 50e6}}, None),
+        "cross traffic 0.3 on/off": ({**base, "cross_traffic": {"load": 0.3, "mean_on_s": 0.1, "mean_off_s": 0.1}}, None),
+        "link trace, 10 s period": ({**base, "link_trace": {"file": "-", "offset_ms": 0}}, traces[10.0]),
+        "link trace, 3600 s period": ({**base, "link_trace": {"file": "-", "offset_ms": 0}}, traces[3600.0]),
+    }
+    for name, (cfg, trace) in cases.items():
+        link = Link(LinkConfig.from_dict(cfg), 1, trace=trace)
+        t0 = time.perf_counter()
+        for i in range(packets):
+            link.send(i * 1e-4, 1200)
+        dt = time.perf_counter() - t0
+        rows.append({"path": name, "packets": packets, "s": dt, "sends_per_s": packets / dt})
+    return rows
+
+
+def bench_runner(impl: str, version: str, size: int, repeat: int, make=config) -> dict:
     mod = runner_for(impl)
     mod.build(version, None)
     best = None
     with tempfile.TemporaryDirectory() as d:
         for _ in range(repeat):
             t0 = time.perf_counter()
-            res = mod.run(config(impl, version, size, Path(d)))
+            res = mod.run(make(impl, version, size, Path(d)))
             total = time.perf_counter() - t0
             if not res.get("ok"):
                 raise SystemExit(f"{impl} {version} run failed: {res.get('error')}")
@@ -54,7 +104,8 @@ def bench_runner(impl: str, version: str, size: int, repeat: int) -> dict:
             busy = res.get("cpu_time_s") or res["wall_time_s"]
             pps = res["packets_sent"] / busy
             if best is None or pps > best["pps"]:
-                best = {"impl": impl, "version": version, "bytes": size, "packets": res["packets_sent"],
+                best = {"impl": impl, "version": version, "sources": "all" if make is all_sources_config else "none",
+                        "bytes": size, "packets": res["packets_sent"],
                         "wall_s": res["wall_time_s"], "cpu_s": res.get("cpu_time_s"), "process_s": total, "pps": pps,
                         "pps_with_startup": res["packets_sent"] / total, "target": TARGETS[impl]}
     return best
@@ -86,13 +137,22 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="write the grid's output here (default: a temporary folder)")
     ap.add_argument("--no-speed", action="store_true", help="skip the per-runner speed runs")
+    ap.add_argument("--path-only", action="store_true", help="only the Python path model's sends per second")
     args = ap.parse_args()
-    rows = [] if args.no_speed else [bench_runner("aioquic", args.aioquic, args.size, args.repeat),
-                                     bench_runner("quic-go", args.quicgo, args.size, args.repeat)]
+    if args.path_only:
+        rows = bench_path()
+        for r in rows:
+            print(f"path model, {r['path']:28s}: {r['sends_per_s']:10.0f} sends/s")
+        print(json.dumps(rows))
+        return
+    rows = [] if args.no_speed else [
+        bench_runner(impl, version, args.size, args.repeat, make)
+        for make in (config, all_sources_config)
+        for impl, version in (("aioquic", args.aioquic), ("quic-go", args.quicgo))]
     for r in rows:
         verdict = "ok" if r["pps"] >= r["target"] else "BELOW TARGET"
         cpu = f", {r['cpu_s']:.3f} s CPU" if r.get("cpu_s") else ""
-        print(f"{r['impl']:8s} {r['version']:8s} {r['packets']:7d} packets in {r['wall_s']:.3f} s wall{cpu}: "
+        print(f"{r['impl']:8s} {r['version']:8s} sources={r['sources']:4s} {r['packets']:7d} packets in {r['wall_s']:.3f} s wall{cpu}: "
               f"{r['pps']:9.0f} packets/s per core (target {r['target']}: {verdict}); "
               f"{r['pps_with_startup']:.0f}/s including process start-up ({r['process_s']:.2f} s)")
     if args.grid:

@@ -444,16 +444,22 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- the parent side -----------------------------------------------------------------------------
 def build(version: str, cache: str | os.PathLike | None = None) -> Path | None:
-    """Fetch and patch aioquic ``version`` once (cached under ``cache``/aioquic/VERSION);
-    returns the directory to put on ``PYTHONPATH``. ``version == "installed"`` returns
-    None: the aioquic already importable, unpatched (to develop without the patch)."""
+    """Fetch and patch aioquic ``version`` once (cached under
+    ``cache``/aioquic/VERSION/patch-<sha256 of the patch>, so a patch from another
+    ``$STATEMINE_PATCHES`` folder gets its own tree); returns the directory to put on
+    ``PYTHONPATH``. ``version == "installed"`` returns None: the aioquic already
+    importable, unpatched (to develop without the patch)."""
     if version == "installed":
         return None
+    import hashlib
+
     from ... import patch as sm_patch  # statemine.patch: fetch/apply instrument patches
 
-    dest = Path(cache or sm_patch.cache_dir()) / "aioquic" / version
+    psha = hashlib.sha256(sm_patch.patch_path("aioquic", version).read_bytes()).hexdigest()[:16]
+    dest = Path(cache or sm_patch.cache_dir()) / "aioquic" / version / f"patch-{psha}"
     if not (dest / ".statemine-patch.json").is_file():
-        tmp = dest.with_name(f".tmp-{version}-{os.getpid()}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".tmp-{psha}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             sm_patch.fetch("aioquic", version, tmp)
