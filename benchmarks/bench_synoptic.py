@@ -22,7 +22,8 @@ run first: Python's lazy imports are paid once per process.  ``--cli`` also time
 command line on the 1e5-event state log in fresh processes (imports included; best of
 ``--repeat``, with its user + system CPU time).  The load average is printed first.
 
-Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli]`` (``--quick``
+Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli] [--readers]``
+(``--readers``: only the regex reader, per path, on a 1e6-event state log; ``--quick``
 skips the 1e6-event log).  Reference: the real Synoptic took 24.5 s on a 1e5-event
 state log, > 600 s on 1e6, and 6.2 s on a 1e4-event event log needing refinement.
 """
@@ -182,11 +183,35 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
           "imports included)", flush=True)
 
 
+#: The regex reader's three paths on one state log: a whitespace split (regexes made of
+#: empty groups), Arrow's RE2 (other plain regexes) and the line loop (constants/counters).
+READERS = [("tokens (whitespace split)", ["^(?<DTIME>)(?<TYPE>)$"]),
+           ("RE2, vectorized (Arrow)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)$"]),
+           ("line loop (a constant)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)(?<src=>log)$"])]
+
+
+def run_readers(path: Path, repeat: int) -> None:
+    """Time the regex reader alone (``read_regex_arrays``) on ``path`` with each of
+    :data:`READERS` (best of ``repeat``, wall and CPU seconds)."""
+    for name, regexes in READERS:
+        best = None
+        for _ in range(repeat):
+            c0, t0 = time.process_time(), time.perf_counter()
+            events = read_regex_arrays([path], regexes, SEPARATOR)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if best is None or wall < best[0]:
+                best = (wall, cpu)
+        print(f"reader {name:28s} {len(events.lines):>9d} events {best[0]:>8.3f} s "
+              f"(cpu {best[1]:.3f} s)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1e6-event log")
     parser.add_argument("--repeat", type=int, default=3, help="runs per log (best shown)")
     parser.add_argument("--cli", action="store_true", help="also time the command line")
+    parser.add_argument("--readers", action="store_true",
+                        help="only time the regex reader's three paths on the 1e6 state log")
     opts = parser.parse_args()
     rng = np.random.default_rng(20261122)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -199,6 +224,11 @@ def main() -> None:
         write_log(event_log(500, np.random.default_rng(0)), path, rng)
         infer_log(EventLog.from_traceset(read_regex([path], [REGEX], SEPARATOR)))
         r = opts.repeat
+        if opts.readers:
+            path = tmp / "readers.log"
+            write_log(state_log(1_000_000, rng), path, rng)
+            run_readers(path, r)
+            return
         run("event-log-1e4 (target 0.1)", event_log(10_000, rng), tmp, rng, r)
         state_1e5 = run("state-log-1e5 (target 0.25)", state_log(100_000, rng), tmp, rng, r)
         if not opts.quick:

@@ -4,7 +4,9 @@ The rules follow Synoptic's ``TraceParser`` (Beschastnikh et al., FSE 2011; the 
 documentation of its ``-r``, ``-s``, ``-m`` and ``-i`` options), re-implemented here:
 
 * A regex must match the **whole** line; several regexes are tried in order, the first
-  that matches wins.  Java named groups ``(?<NAME>...)`` are accepted.
+  that matches wins.  Java named groups ``(?<NAME>...)`` are accepted.  Regexes run on RE2
+  (linear time) with Java's meaning; what RE2 cannot do as Java does is refused
+  (:mod:`statemine.parse.re2line`).
 * An *empty* group ``(?<NAME>)`` stands for a whitespace-delimited token: the first empty
   group of a regex becomes ``(?:\\s*(?<NAME>\\S+)\\s*)``, every later one
   ``(?:\\s+(?<NAME>\\S+)\\s*)``.
@@ -43,6 +45,7 @@ import pandas as pd
 from ..errors import InputError, UsageError
 from ..traces import TraceSet
 from .lines import ordered_map
+from .re2line import Re2Line, translate
 
 #: Synoptic's default partition mapping: one trace per input file.
 DEFAULT_MAPPING = r"\k<FILE>"
@@ -73,7 +76,8 @@ class LineRegex:
     """One compiled ``-r`` (or separator) regex with its Synoptic extras."""
 
     source: str
-    pattern: re.Pattern
+    #: The regex in RE2's syntax, compiled (``pattern.pattern`` is its text).
+    pattern: Re2Line
     constants: dict[str, str] = field(default_factory=dict)
     pre_inc: list[str] = field(default_factory=list)
     post_inc: list[str] = field(default_factory=list)
@@ -99,26 +103,32 @@ def _java_to_python(regex: str) -> str:
     return _JAVA_BACKREF.sub(lambda m: f"(?P={m.group(1)})", regex)
 
 
-def compile_regex(source: str) -> LineRegex:
-    r"""Compile one Synoptic line regex (see the module docstring for the extra syntax).
+def compile_regex(source: str, option: str = "-r", suffix: str = "") -> LineRegex:
+    r"""Compile one Synoptic line regex (see the module docstring for the extra syntax),
+    given to the command-line ``option`` (named in errors); ``suffix`` is appended to it
+    unseen (the separator's hidden counter).
 
-    Raises :class:`UsageError` if it does not compile, has neither a ``TYPE`` group nor
+    The regex runs on RE2 (linear time in the line, whatever the pattern): raises
+    :class:`UsageError` if it does not compile, needs a backtracking engine
+    (back-references, look-around) or would capture differently from Java
+    (:func:`statemine.parse.re2line.translate`), has neither a ``TYPE`` group nor
     ``HIDE``, uses ``RELATION``/``STATE`` groups (not supported) or two time groups.
 
     >>> r = compile_regex("^(?<DTIME>)(?<TYPE>)$")
-    >>> r.pattern.fullmatch("12.5 SlowStart").group("TYPE"), r.time_group
+    >>> r.pattern.fullmatch("12.5 SlowStart")["TYPE"], r.time_group
     ('SlowStart', 'DTIME')
     """
-    regex = source.replace(r"\;\;", ";;")
+    where = f"{option} regex {source!r}"
+    regex = (source + suffix).replace(r"\;\;", ";;")
     constants: dict[str, str] = {}
     for m in _ASSIGN.finditer(regex):
         name, value = m.group(1), m.group(2)
         if name in constants:
-            raise UsageError(f"regex {source!r}: the field {name} is assigned twice")
+            raise UsageError(f"{where}: the field {name} is assigned twice")
         if name in TIME_GROUPS:
-            raise UsageError(f"regex {source!r}: the time field {name} cannot be assigned")
+            raise UsageError(f"{where}: the time field {name} cannot be assigned")
         if name == "HIDE" and value != "true":
-            raise UsageError(f"regex {source!r}: HIDE can only be assigned 'true'")
+            raise UsageError(f"{where}: HIDE can only be assigned 'true'")
         constants[name] = value
     regex = _ASSIGN.sub("", regex)
     pre_inc = _PRE_INC.findall(regex)
@@ -136,25 +146,22 @@ def compile_regex(source: str) -> LineRegex:
         return f"(?:{lead}(?<{m.group(1)}>\\S+)\\s*)"
 
     regex = _EMPTY_GROUP.sub(fill, regex)
-    try:
-        pattern = re.compile(_java_to_python(regex), re.ASCII)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise UsageError(f"regex {source!r} does not compile: {exc}") from None
+    pattern = Re2Line(translate(_java_to_python(regex), where), where)
     groups = set(pattern.groupindex)
     odd = sorted(g for g in groups | set(constants) if g.startswith(("RELATION", "STATE")))
     if odd:
-        raise UsageError(f"regex {source!r}: groups {odd} are not supported")
+        raise UsageError(f"{where}: groups {odd} are not supported")
     if "LOGTIME" in groups:
-        raise UsageError(f"regex {source!r}: LOGTIME cannot be a capture group")
+        raise UsageError(f"{where}: LOGTIME cannot be a capture group")
     hidden = constants.get("HIDE") == "true"
     times = [g for g in TIME_GROUPS if g in groups]
     if not hidden:
         if "TYPE" not in groups and "TYPE" not in constants:
-            raise UsageError(f"regex {source!r} has no TYPE group (e.g. (?<TYPE>\\w+))")
+            raise UsageError(f"{where} has no TYPE group (e.g. (?<TYPE>\\w+))")
         if len(times) > 1:
-            raise UsageError(f"regex {source!r} has several time groups: {times}")
+            raise UsageError(f"{where} has several time groups: {times}")
         if times and times[0] in ("VTIME", "DATETIME"):
-            raise UsageError(f"regex {source!r}: {times[0]} (partial order/dates) is not supported")
+            raise UsageError(f"{where}: {times[0]} (partial order/dates) is not supported")
     return LineRegex(source, pattern, constants, pre_inc, post_inc, hidden,
                      times[0] if times and not hidden else None, tokens)
 
@@ -240,9 +247,10 @@ def read_regex_arrays(
     if isinstance(regexes, str):
         regexes = [regexes]
     compiled = [compile_regex(r) for r in (regexes or [DEFAULT_REGEX])]
-    mapping = DEFAULT_MAPPING if mapping is None else mapping
     if separator is not None:
-        compiled.insert(0, compile_regex(separator + "(?<SEPCOUNT++>)(?<HIDE=>true)"))
+        compiled.insert(0, compile_regex(separator, "-s", "(?<SEPCOUNT++>)(?<HIDE=>true)"))
+    mapping = DEFAULT_MAPPING if mapping is None else _check_mapping(mapping, compiled)
+    if separator is not None:
         mapping = mapping + r"\k<SEPCOUNT>"
     kinds = {r.time_group for r in compiled if not r.hidden}
     if len(kinds) > 1:
@@ -264,6 +272,20 @@ def read_regex_arrays(
         raise InputError(", ".join(str(p) for p in paths) or None, None,
                          "no events parsed (empty input, or every line hidden/ignored)")
     return acc.sorted_events(time_scale)
+
+
+def _check_mapping(mapping: str, compiled: list[LineRegex]) -> str:
+    r"""``mapping`` when every ``\k<name>`` in it is ``FILE`` or a group, constant or
+    counter some regex defines; else :class:`UsageError` naming ``-m`` and the name (a
+    misspelt name would otherwise put every event in one trace, silently)."""
+    known = {"FILE"}
+    for r in compiled:
+        known |= set(r.pattern.groupindex) | set(r.constants) | set(r.pre_inc) | set(r.post_inc)
+    for name in _SUBST_REF.findall(mapping):
+        if name not in known:
+            raise UsageError(f"-m '{mapping}': \\k<{name}> names no group, constant or "
+                             "counter of the regexes (-r, -s), nor FILE")
+    return mapping
 
 
 def _split_template(template: str) -> list[tuple[str, str | None]]:
@@ -416,7 +438,8 @@ def _check_type(etype: str, path: Path, line_no: int) -> None:
 def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, str | None]],
                time_kind: str | None, by_file: bool, ignore: bool,
                encoding: str) -> "_FileEvents":
-    """Parse one file line by line with Python's ``re`` (any regex Synoptic accepts)."""
+    """Parse one file line by line (RE2 through google-re2; any regex, counters and
+    constants)."""
     file_name = str(path.resolve())
     counters: dict[str, int] = {}
     for r in compiled:
@@ -451,8 +474,8 @@ def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, 
                 if m is None:
                     continue
                 if plain[k]:
-                    etype = m.group("TYPE") if "TYPE" in r.pattern.groupindex else None
-                    tval = m.group(time_kind) if time_kind else None
+                    etype = m.get("TYPE")
+                    tval = m.get(time_kind) if time_kind else None
                     values = None
                 else:
                     values = _apply_extras(r, m, counters)
@@ -504,59 +527,12 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
 
 #: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
 FAST_MAX_BYTES = 256 << 20
-#: What Java's and Python's (ASCII) ``\s`` match; RE2's ``\s`` lacks the vertical tab.
-_SPACE_CHARS = r"\t\n\x0b\f\r "
-_INLINE_IGNORECASE = re.compile(r"\(\?[a-zA-Z]*i")
-
-
 def _fast_eligible(r: LineRegex) -> bool:
     """Can the vectorized path run this regex: a plain one (no constants or counters), or
     a hidden one whose only constant is HIDE and only counter SEPCOUNT (the separator)?"""
     if not r.hidden:
         return not (r.constants or r.pre_inc or r.post_inc)
     return set(r.constants) == {"HIDE"} and not r.pre_inc and r.post_inc in ([], ["SEPCOUNT"])
-
-
-def _re2_pattern(pattern: str, flags: int) -> str | None:
-    r"""A Python (ASCII mode) pattern rewritten for RE2 with the same meaning: ``\s`` and
-    ``\S`` spelled out (RE2's ``\s`` lacks ``\v``); None when RE2 might match differently
-    (case folding, ``\S`` or a POSIX-looking ``[:`` inside a class).
-
-    >>> _re2_pattern(r"^\s*(\S+)[\s,]$", 0)
-    '^[\\t\\n\\x0b\\f\\r ]*([^\\t\\n\\x0b\\f\\r ]+)[\\t\\n\\x0b\\f\\r ,]$'
-    """
-    if flags & re.IGNORECASE or _INLINE_IGNORECASE.search(pattern):
-        return None
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    class_at = -1  # index just after the '[' (and '^') of the open class, -1 outside one
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            e = pattern[i + 1]
-            if e == "s":
-                out.append(_SPACE_CHARS if class_at >= 0 else f"[{_SPACE_CHARS}]")
-            elif e == "S":
-                if class_at >= 0:
-                    return None
-                out.append(f"[^{_SPACE_CHARS}]")
-            else:
-                out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if class_at < 0 and c == "[":
-            class_at = i + 2 if pattern.startswith("[^", i) else i + 1
-            out.append(pattern[i:class_at])
-            i = class_at
-            continue
-        if class_at >= 0:
-            if c == "[" and pattern.startswith("[:", i):
-                return None
-            if c == "]" and i > class_at:
-                class_at = -1
-        out.append(c)
-        i += 1
-    return "".join(out)
 
 
 def _read_file_fast(path: Path, compiled: list[LineRegex],
@@ -567,16 +543,14 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
     ones and the separator.  Same results and errors as :func:`_read_file`; the lines are
     scanned in blocks of about ``BLOCK_CHARS`` characters, on ``WORKERS`` threads (Arrow
     releases the GIL), and merged in file order.  Returns None (nothing done) when the
-    regexes are not eligible, RE2 rejects a pattern or might match differently, or a
-    group needed is empty (RE2 cannot tell an empty match from a group that did not take
-    part); the line loop then runs."""
+    regexes are not eligible, Arrow's RE2 rejects a pattern, or a group needed is empty
+    (Arrow cannot tell an empty match from a group that did not take part); the line
+    loop then runs (the same RE2 semantics)."""
     import pyarrow as pa
 
     if not all(_fast_eligible(r) for r in compiled):
         return None
-    patterns = [_re2_pattern(r.pattern.pattern, r.pattern.flags) for r in compiled]
-    if any(p is None for p in patterns):
-        return None
+    patterns = [r.pattern.pattern for r in compiled]
     try:
         if path.stat().st_size > FAST_MAX_BYTES:
             return None
@@ -966,24 +940,24 @@ def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
                                         pa.large_string())
 
 
-def _value(ref: str, m: re.Match, values: dict | None, counters: dict[str, int],
-           file_name: str | None) -> str:
-    """The value of mapping reference ``ref`` for the current line ('' when unset)."""
+def _value(ref: str, m: dict[str, str | None], values: dict | None,
+           counters: dict[str, int], file_name: str | None) -> str:
+    """The value of mapping reference ``ref`` for the current line ('' when unset), given
+    the line's groups ``m`` and (when the regex has extras) its ``values``."""
     if ref == "FILE" and file_name is not None:
         return file_name
     if values is not None:
         return values.get(ref) or ""
     if ref in counters:
         return str(counters[ref])
-    if ref in m.re.groupindex:
-        return m.group(ref) or ""
-    return ""
+    return m.get(ref) or ""
 
 
-def _apply_extras(r: LineRegex, m: re.Match, counters: dict[str, int]) -> dict | None:
-    """Counters and constants of a matched line: its values, or None for a hidden line
-    (whose post-increments are then applied)."""
-    values: dict[str, str | None] = m.groupdict()
+def _apply_extras(r: LineRegex, m: dict[str, str | None],
+                  counters: dict[str, int]) -> dict | None:
+    """Counters and constants of a matched line (``m``: its groups): its values, or None
+    for a hidden line (whose post-increments are then applied)."""
+    values: dict[str, str | None] = dict(m)
     for name in r.pre_inc:
         counters[name] += 1
     for name, value in counters.items():
