@@ -124,6 +124,17 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
            "documented cause" in " ".join(res.output.split())
 
 
+def test_cli_markdown_is_the_library_markdown_unwrapped(varied):
+    root, loaded = varied
+    res = CliRunner().invoke(main, ["lab", "findings", str(root), "--markdown", "--permutations", "999",
+                                    "--bootstrap", "300"], env={"COLUMNS": "60"})
+    assert res.exit_code == 0, res.output
+    verdicts, conditions = findings.measure(root, MOBILE, n_perm=999, n_boot=300)
+    block = findings.markdown(verdicts, conditions, "mobile-vs-desktop")
+    assert block in res.output and "| quic-go@v0.65.0 | desktop -> mobile (up) |" in block
+    assert block.count("\n[1] aioquic@1.7.2: known cause: aioquic grants") == 1
+
+
 def test_verdict_reasons():
     base = {"p_holm": 1e-3, "delta": 0.2, "direction": "up", "pseudo_replicates": False, "underpowered": False,
             "min_p_holm": 1e-4}
@@ -206,7 +217,7 @@ def test_larger_thresholds_bring_recovery_back_down(table, stack):
 def test_quic_go_v065_spends_far_less_time_in_recovery_under_jitter(table):
     old = row(table, "quic-go-adaptive-reordering", "quic-go", "v0.63.0, 10 ms jitter")
     new = row(table, "quic-go-adaptive-reordering", "quic-go", "v0.65.0, 10 ms jitter")
-    assert new["share"] < old["share"] / 3
+    assert new["share"] < old["share"] / 2
     assert new["seconds_per_run"] < old["seconds_per_run"] / 10
     assert new["plt_s"] < old["plt_s"] / 3
 

@@ -109,8 +109,9 @@ def keys_cmd() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the comparisons table (one row per finding, stack and comparison) as CSV.")
+@click.option("--markdown", is_flag=True, help="Print the tables as Markdown (as in docs/findings.md).")
 def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, n_boot: int, seed: int,
-                 csv_path: Path | None) -> None:
+                 csv_path: Path | None, markdown: bool) -> None:
     """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
     own diff: per stack, the server's share of time in the finding's state under both
     conditions, the difference with its bootstrap interval, the permutation p-value (Holm)
@@ -128,61 +129,43 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
     if csv_path is not None:
         write_atomic(csv_path, verdicts.to_csv(index=False))
     console = Console()
-    console.print(f"statemine lab findings {root}: the server's share of time in a state, compared between "
-                  f"conditions with statemine.diff (permutation p-value, Holm over the states; {n_boot} bootstrap "
-                  f"resamples for the 95% interval of B - A in percentage points); reproduced when p < {alpha:g} "
-                  "in the paper's direction with no evidence flag", markup=False, highlight=False)
+    say = lambda text, **kw: console.print(text, markup=False, highlight=False, **kw)  # noqa: E731
+    say(f"statemine lab findings {root}: the server's share of time in a state, compared between conditions with "
+        f"statemine.diff (permutation p-value, Holm over the states; {n_boot} bootstrap resamples for the 95% "
+        f"interval of B - A in percentage points); reproduced when p < {alpha:g} in the paper's direction with no "
+        "evidence flag")
     for f in chosen:
         rows = verdicts[verdicts["finding"] == f.name]
         if rows.empty:
             continue
-        console.print()
-        console.print(f"{f.name}: {f.claim} ({f.state})", markup=False, highlight=False, style="bold")
-        console.print(_verdict_table(rows))
-        console.print(_condition_table(conditions[conditions["finding"] == f.name]))
-        for i, r in enumerate(rows.itertuples(index=False)):
-            if r.known:
-                console.print(f"[{i + 1}] {r.stack}: known cause: {r.known}", markup=False, highlight=False)
+        say("")
+        say(f"{f.name}: {f.claim} ({f.state})", style="bold")
+        if markdown:  # unwrapped, to paste into docs/findings.md
+            click.echo("\n" + findings.markdown(verdicts, conditions, f.name))
+            continue
+        console.print(_table(findings.VERDICT_HEADERS, findings.verdict_cells(rows), left=(0, 1, 7)))
+        console.print(_table(findings.CONDITION_HEADERS,
+                             findings.condition_cells(conditions[conditions["finding"] == f.name]), left=(0, 1)))
+        for note in findings.known_notes(rows):
+            say(note)
     claims = verdicts[verdicts["direction"] != "either"]
-    console.print(f"\n{int(claims['reproduced'].sum())} of {len(claims)} comparisons reproduced at p < {alpha:g} in the "
-                  f"paper's direction; {int((~claims['reproduced'] & (claims['known'] != '')).sum())} not reproduced "
-                  "for a documented cause", markup=False, highlight=False)
+    say(f"\n{int(claims['reproduced'].sum())} of {len(claims)} comparisons reproduced at p < {alpha:g} in the "
+        f"paper's direction; {int((~claims['reproduced'] & (claims['known'] != '')).sum())} not reproduced "
+        "for a documented cause")
     for r in verdicts[verdicts["direction"] == "either"].itertuples(index=False):
-        console.print(f"{r.finding} / {r.stack}: {r.verdict}", markup=False, highlight=False)
+        say(f"{r.finding} / {r.stack}: {r.verdict}")
 
 
-def _verdict_table(rows):
-    """Comparisons of :func:`statemine.lab.findings.assess` (one finding) as a rich table."""
+def _table(headers: tuple[str, ...], cells: list[tuple[str, ...]], *, left: tuple[int, ...]):
+    """A rich table of text cells (escaped); columns ``left`` left-aligned, the rest right."""
     from rich.markup import escape
     from rich.table import Table
 
     table = Table()
-    for col, justify in (("stack", "left"), ("A -> B", "left"), ("A", "right"), ("B", "right"),
-                         ("B - A [95% CI] pp", "right"), ("p (Holm)", "right"), ("runs (distinct)", "right"),
-                         ("verdict", "left")):
-        table.add_column(col, justify=justify, no_wrap=col in ("A", "B", "p (Holm)"), overflow="fold")
-    for i, r in enumerate(rows.itertuples(index=False)):
-        table.add_row(escape(r.stack), escape(f"{r.a} -> {r.b} ({r.direction})"), f"{r.share_a:.1%}",
-                      f"{r.share_b:.1%}", f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
-                      f"{r.p_holm:.2g}", f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
-                      escape(r.verdict + (f" [{i + 1}]" if r.known else "")))
-    return table
-
-
-def _condition_table(conditions):
-    """Conditions of :func:`statemine.lab.findings.evaluate` (one finding) as a rich table."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table()
-    headers = ("stack", "condition", "share", "paper", "s/run", "runs", "PLT s", "declared", "dropped",
-               "pkt rule", "time rule")
-    for col in headers:
-        table.add_column(col, justify="left" if col in headers[:2] else "right", overflow="fold")
-    for r in conditions.itertuples(index=False):
-        table.add_row(escape(r.stack), escape(r.condition), f"{r.share:.1%}", escape(r.paper or "-"),
-                      f"{r.seconds_per_run:.2f}", str(r.runs), f"{r.plt_s:.2f}", str(r.declared_lost),
-                      str(r.path_dropped), str(r.lost_by_packet_rule), str(r.lost_by_time_rule))
+    for i, col in enumerate(headers):
+        table.add_column(col, justify="left" if i in left else "right", overflow="fold")
+    for row in cells:
+        table.add_row(*(escape(c) for c in row))
     return table
 
 

@@ -362,3 +362,49 @@ def _stacks(ts: traces.TraceSet, per_stack: bool):
         return
     for impl, version in sorted(set(zip(ts.traces["implementation"], ts.traces["version"]))):
         yield f"{impl}@{version}", select(ts, {"implementation": impl, "version": version})
+
+
+# -- the tables as text (terminal and docs/findings.md share these cells) --------------------
+VERDICT_HEADERS = ("stack", "A -> B", "A", "B", "B - A [95% CI] pp", "p (Holm)", "runs (distinct)", "verdict")
+CONDITION_HEADERS = ("stack", "condition", "share", "paper", "s/run", "runs", "PLT s", "declared", "dropped",
+                     "pkt rule", "time rule")
+
+
+def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
+    """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`): shares in %, the
+    difference and its interval in percentage points, p (Holm), runs (distinct runs), the
+    verdict, marked ``[i]`` when a documented cause is listed as note ``i`` (1-based row)."""
+    return [(r.stack, f"{r.a} -> {r.b} ({r.direction})", f"{r.share_a:.1%}", f"{r.share_b:.1%}",
+             f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]", f"{r.p_holm:.2g}",
+             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
+             r.verdict + (f" [{i + 1}]" if r.known else ""))
+            for i, r in enumerate(rows.itertuples(index=False))]
+
+
+def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
+    """One text row per :func:`evaluate` row (:data:`CONDITION_HEADERS`)."""
+    return [(r.stack, r.condition, f"{r.share:.1%}", r.paper or "-", f"{r.seconds_per_run:.2f}", str(r.runs),
+             f"{r.plt_s:.2f}", str(r.declared_lost), str(r.path_dropped), str(r.lost_by_packet_rule),
+             str(r.lost_by_time_rule))
+            for r in rows.itertuples(index=False)]
+
+
+def known_notes(rows: pd.DataFrame) -> list[str]:
+    """``[i] stack: known cause: ...`` for the rows of :func:`assess` with a documented cause."""
+    return [f"[{i + 1}] {r.stack}: known cause: {r.known}" for i, r in enumerate(rows.itertuples(index=False))
+            if r.known]
+
+
+def markdown(verdicts: pd.DataFrame, conditions: pd.DataFrame, finding: str) -> str:
+    """One finding's two tables (and documented causes) as Markdown, the cells of
+    :func:`verdict_cells` and :func:`condition_cells` (``|`` escaped)."""
+    def table(headers, cells):
+        esc = lambda text: str(text).replace("|", "\\|")  # noqa: E731
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
+        return "\n".join(lines)
+
+    rows = verdicts[verdicts["finding"] == finding]
+    notes = "".join(f"\n{n}\n" for n in known_notes(rows))
+    return (table(VERDICT_HEADERS, verdict_cells(rows)) + "\n" + notes + "\n"
+            + table(CONDITION_HEADERS, condition_cells(conditions[conditions["finding"] == finding])) + "\n")
