@@ -205,3 +205,32 @@ def test_picoquic_numbers_without_hint_say_they_are_ambiguous(tmp_path):
     ts = read_qlog(path, implementation="picoquic-bbr")
     assert ts.events["state"].tolist() == ["BBRStartup", "BBRDrain"]
     assert not [x for x in warnings_of(ts) if "picoquic" in x]
+
+
+# -- a folder with a dead connection ------------------------------------------------------------
+def test_folder_skips_a_file_without_congestion_data_unless_strict(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+    from statemine.parse import read
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog", "trace": {}}
+    good = [{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+            {"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}}]
+    dead = [{"time": 0, "name": "transport:packet_sent", "data": {}}]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    seq(folder, header, good, "a.sqlog")
+    seq(folder, header, dead, "b.sqlog")
+    ts = read(folder)
+    assert ts.n_traces == 1
+    (w,) = [x for x in warnings_of(ts) if "b.sqlog" in x]
+    assert "no congestion state" in w and "file skipped" in w and "--strict" in w
+    res = CliRunner().invoke(main, ["infer", str(folder)])
+    assert res.exit_code == 0 and "b.sqlog" in res.output
+    res = CliRunner().invoke(main, ["infer", "--strict", str(folder)])
+    assert res.exit_code == 2 and "b.sqlog" in res.output and "Traceback" not in res.output
+    (folder / "a.sqlog").unlink()
+    seq(folder, header, dead, "c.sqlog")
+    res = CliRunner().invoke(main, ["infer", str(folder)])
+    assert res.exit_code == 2 and "none of the 2 files has congestion data" in res.output

@@ -25,6 +25,8 @@ _INPUT_OPTIONS = [
     click.option("--implementation", metavar="NAME", help="qlog: which implementation's state names to use."),
     click.option("--derive-states", is_flag=True,
                  help="qlog without congestion_state_updated: derive states from cwnd/ssthresh (marked derived)."),
+    click.option("--strict", is_flag=True, expose_value=False, callback=lambda ctx, _, v: ctx.meta.update(strict=v),
+                 help="Fail on a qlog file without congestion data instead of skipping it with a warning."),
 ]
 
 
@@ -52,7 +54,8 @@ def read_inputs(logs, fmt, regexes, separator, mapping, ignore_nonmatching, name
         names = load_names(names_file)
     ts = read(list(logs), fmt, regex=list(regexes) or None, separator=separator, mapping=mapping,
               ignore_nonmatching=ignore_nonmatching, names=names, implementation=implementation,
-              derive_states=derive_states, labels=labels, progress=True)
+              derive_states=derive_states, labels=labels, progress=True,
+              strict=click.get_current_context().meta.get("strict", False))
     _print_warnings(ts.meta.get("warnings"))
     return select_traces(ts, selections, " ".join(map(str, logs)))
 

@@ -49,6 +49,7 @@ def read(
     labels: Mapping[str, str] | None = None,
     select: Mapping[str, str] | None = None,
     progress: bool = False,
+    strict: bool = False,
 ) -> TraceSet:
     """Read log files (or folders of them) into one :class:`TraceSet`.
 
@@ -60,7 +61,9 @@ def read(
     logs none. ``labels`` are added as columns of the ``traces`` frame (e.g.
     ``{"environment": "mobile"}``); ``select`` keeps the traces whose labels equal it
     (:meth:`TraceSet.select`). A folder written by ``statemine lab run`` stands for its
-    runs' trace sets. Raises :class:`InputError` naming the file (and line).
+    runs' trace sets. Raises :class:`InputError` naming the file (and line). Of several
+    files, a qlog file without congestion data (a dead connection) is skipped with a
+    warning naming it, unless ``strict``; nothing usable at all is an error.
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -74,10 +77,18 @@ def read(
     else:
         sources = _source_names(files)
         with progress_reporter(files, progress) as advance:
-            sets = []
+            sets, skipped = [], []
             for f in files:
-                sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
-        ts = sets[0] if len(sets) == 1 else _concat(sets)
+                try:
+                    sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
+                except InputError as exc:
+                    if strict or len(files) == 1 or not _no_congestion_data(exc):
+                        raise
+                    skipped.append(f"{exc}; file skipped (--strict makes this an error)")
+        if not sets:
+            raise InputError(None, None, f"none of the {len(files)} files has congestion data "
+                             f"(first: {skipped[0]})")
+        ts = sets[0] if len(sets) == 1 and not skipped else _concat(sets, skipped)
     if labels:
         ts = ts.with_labels(**labels)
     return ts.select(select) if select else ts
@@ -170,10 +181,20 @@ def _read_one(path: Path, format: str, source: str, names, implementation, deriv
     return ts
 
 
-def _concat(sets: list[TraceSet]) -> TraceSet:
-    from ..traces import concat
+def _concat(sets: list[TraceSet], warnings: list[str] = ()) -> TraceSet:
+    """One set of ``sets``, with ``warnings`` added to their own."""
+    import json
 
-    return concat(sets)
+    from ..traces import concat, merge_meta
+
+    return concat(sets, merge_meta([*(s.meta for s in sets), {"warnings": json.dumps(list(warnings))}]))
+
+
+def _no_congestion_data(exc: InputError) -> bool:
+    """True for a qlog file that reads but holds no usable congestion state."""
+    from .qlog import NoCongestionData
+
+    return isinstance(exc, NoCongestionData)
 
 
 def _source_names(files: Iterable[Path]) -> dict[Path, str]:

@@ -112,6 +112,10 @@ _NO_TIME_FIELDS_TRIGGER = ("relative_time", "category", "event", "trigger", "dat
 
 
 # -- public API ------------------------------------------------------------------------------
+class NoCongestionData(InputError):
+    """A readable qlog file without any usable congestion state (a folder may skip it)."""
+
+
 def sniff_qlog(first_bytes: bytes) -> bool:
     """True if ``first_bytes`` (the start of a file, gzip or not) look like qlog/sqlog/NDJSON qlog.
 
@@ -1041,7 +1045,7 @@ def _build(
         rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels,
                      "file_events": conn.n_events, "derived": derived})
     if not frames:
-        raise InputError(path, None, _why_no_states(connections, derive))
+        raise NoCongestionData(path, None, _why_no_states(connections, derive))
     warnings = report.finish()
     events = pd.concat(frames, ignore_index=True)
     traces = pd.DataFrame(rows)
