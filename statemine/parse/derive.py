@@ -36,7 +36,7 @@ def _last_index_where(mask: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(idx) if idx.size else idx
 
 
-def _ffill(values: np.ndarray) -> np.ndarray:
+def ffill(values: np.ndarray) -> np.ndarray:
     """Forward-fill NaNs of a float array (leading NaNs stay NaN)."""
     last = _last_index_where(~np.isnan(values))
     out = np.full(values.shape, np.nan)
@@ -59,7 +59,7 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
     >>> derive_states(m)[["time", "state"]].to_records(index=False).tolist()
     [(0.0, 'SlowStart'), (3.0, 'Recovery'), (5.0, 'CongestionAvoidance')]
     """
-    cwnd = _ffill(pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float))
+    cwnd = ffill(pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float))
     known = ~np.isnan(cwnd)
     rows = metrics.loc[known].copy()
     cwnd = cwnd[known]
@@ -72,10 +72,10 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
     grew = step > 0
     in_recovery = _last_index_where(reduced) > _last_index_where(grew)
 
-    inferred = _ffill(np.where(reduced, cwnd, np.nan))
+    inferred = ffill(np.where(reduced, cwnd, np.nan))
     inferred[np.isnan(inferred)] = np.inf
     if "ssthresh" in rows.columns:
-        logged = _ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[known]
+        logged = ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[known]
     else:
         logged = np.full(cwnd.shape, np.nan)
     threshold = np.where(np.isnan(logged), inferred, logged)

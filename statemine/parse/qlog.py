@@ -37,6 +37,7 @@ import math
 import os
 import re
 import zlib
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,11 +102,13 @@ _SRTT_KEYS = ("smoothed_rtt",)
 # bits per second; picoquic and converters may differ). quiche: delivery_rate.
 _PACING_KEYS = ("pacing_rate",)
 _BANDWIDTH_KEYS = ("bandwidth", "delivery_rate", "estimated_bandwidth", "bw", "btl_bw", "max_bandwidth")
+_METRIC_KEYS = (_CWND_KEYS, _INFLIGHT_KEYS, _SSTHRESH_KEYS, _SRTT_KEYS, _PACING_KEYS, _BANDWIDTH_KEYS)
 # packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
 
 _STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL = range(8)
 _METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
+_METRIC_STRIDE = 3 + len(_METRIC_COLUMNS)
 # event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
 _NO_TIME_FIELDS = ("relative_time", "category", "event", "data")
 _NO_TIME_FIELDS_TRIGGER = ("relative_time", "category", "event", "trigger", "data")
@@ -296,6 +299,27 @@ class _RawTrace:
     file_header: dict
     header: dict
     events: Iterable[tuple[int, int, object]]
+    skipped: "_Skipped | None" = None  # events not parsed (filled while ``events`` is read)
+
+
+@dataclass
+class _Skipped:
+    """Events of a sequential trace read for their time only (no congestion data, no
+    group_id or path_id, so they belong to the trace's own connection): count and the
+    earliest and latest time, in the file's time units."""
+
+    count: int = 0
+    first: float = math.inf
+    last: float = -math.inf
+
+
+# A JSON-SEQ / NDJSON record that starts {"time": T, "name": "category:type"} (quic-go's and
+# quiche's order) with a type statemine does not read, and names no group_id, path or time
+# format of its own, is only counted and timed (packet events: most of a file); any other
+# record is parsed whole.
+_TIMED_NAME = re.compile(
+    rb'\{\s*"time"\s*:\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*,\s*"name"\s*:\s*"(?:[^":]*:)?([^"]*)"'
+)
 
 
 def _document_traces(
@@ -509,6 +533,8 @@ def _sequential_traces(
     trace = header.get("trace") if isinstance(header.get("trace"), dict) else {}
     file_header = {k: v for k, v in header.items() if k != "trace"}
 
+    skipped = None if _TraceContext.of(trace).delta else _Skipped()
+
     def events() -> Iterator[tuple[int, int, object]]:
         yield from leading
         index = len(leading)
@@ -517,6 +543,15 @@ def _sequential_traces(
             if bad is not None:
                 report.warn(bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record")
                 bad = None
+            timed = _TIMED_NAME.match(record) if skipped is not None and record[-1:] == b"}" else None
+            if (timed is not None and timed.group(2) not in _CODE_WORDS and b'"group_id"' not in record
+                    and b'"path' not in record and b'"time_format"' not in record):
+                time = float(timed.group(1))  # an event statemine only counts: its time is enough
+                skipped.count += 1
+                skipped.first = min(skipped.first, time)
+                skipped.last = max(skipped.last, time)
+                index += 1
+                continue
             try:
                 event = _loads(record)
             except ValueError as exc:
@@ -528,7 +563,7 @@ def _sequential_traces(
             report.warn(bad[0], f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); "
                         "ignored, the rest kept")
 
-    return [_RawTrace(0, file_header, trace, events())]
+    return [_RawTrace(0, file_header, trace, events(), skipped)]
 
 
 # -- events --------------------------------------------------------------------------------
@@ -657,6 +692,8 @@ _CODES: dict[str, int] = {
     **{t: _TIMER for t in _TIMER_TYPES},
     _CHROMIUM_APP_LIMITED: _CHROMIUM_AL,
 }
+#: The event types statemine reads, as bytes in lower and upper case (the sequential fast path).
+_CODE_WORDS = frozenset(w.encode() for t in _CODES for w in (t, t.upper()))
 
 
 @dataclass
@@ -667,11 +704,18 @@ class _Connection:
     group: str | None
     labels: dict
     per_second: float
-    items: list = field(default_factory=list)  # (time s, code, data, line, index)
+    items: list = field(default_factory=list)  # non-metrics events: (time s, code, data, line, index, seq)
+    # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
+    metrics: array = field(default_factory=lambda: array("d"))
     end: float = -math.inf
     start: float = math.inf  # time of the connection's first event of any kind (seconds)
     path: str | None = None  # path_id, when the trace has more than one path
-    n_events: int = 0  # the file's events of this connection and path, of any kind
+    n_events: int = 0  # the file's events of this connection and path, of any kind (also the seq counter)
+
+    def metric_rows(self) -> np.ndarray:
+        """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
+        return np.frombuffer(self.metrics, dtype=float).reshape(-1, _METRIC_STRIDE) if self.metrics else \
+            np.empty((0, _METRIC_STRIDE))
 
 
 def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
@@ -749,8 +793,21 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
         if seconds < conn.start:
             conn.start = seconds
         conn.n_events += 1
-        if code is not None:
-            conn.items.append((seconds, code, data, line, index))
+        if code == _METRICS or code == _MVFST:
+            conn.metrics.extend((seconds, conn.n_events, line,
+                                 *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report)))
+        if code is not None and code != _METRICS:
+            if code == _MVFST:
+                data = {"state": data.get("state"), "congestion_event": data.get("congestion_event")}
+            conn.items.append((seconds, code, data, line, index, conn.n_events))
+    if raw.skipped is not None and raw.skipped.count:
+        conn = connections.get((ctx.group, None))
+        if conn is None:
+            labels = {**base, "conn": ctx.conn, "path": None}
+            conn = connections[(ctx.group, None)] = _Connection(raw.index, ctx.group, labels, ctx.per_second)
+        conn.n_events += raw.skipped.count
+        conn.start = min(conn.start, (raw.skipped.first + ctx.offset) / ctx.per_second)
+        conn.end = max(conn.end, (raw.skipped.last + ctx.offset) / ctx.per_second)
     if not connections:
         report.warn(None, f"trace {raw.index} has no events; left out")
     if len({group for group, _ in connections}) == 1:
@@ -778,7 +835,8 @@ def _app_limited(value: object) -> bool | None:
 
 
 def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.DataFrame:
-    """Rows (state, event and internal 'metrics' rows) of one connection, time-ordered.
+    """Rows (state, event and internal 'metrics' rows) of one connection, time-ordered
+    (log order among equal times).
 
     Besides the logged states: the first state event's ``old`` is the state from the
     connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
@@ -787,37 +845,45 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     controller's state again (``after=pto``).
     """
     items = conn.items
-    times = np.fromiter((it[0] for it in items), float, len(items))
-    order = np.argsort(times, kind="stable")
-    if (np.diff(times) < 0).any():
+    metrics = conn.metric_rows()
+    log_times = np.concatenate([np.fromiter((it[0] for it in items), float, len(items)), metrics[:, 0]])
+    log_seq = np.concatenate([np.fromiter((it[5] for it in items), float, len(items)), metrics[:, 1]])
+    if (np.diff(log_times[np.argsort(log_seq, kind="stable")]) < 0).any():
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
-    rows: dict[str, list] = {k: [] for k in ("time", "kind", "state", "line", "fields", "mark", *_METRIC_COLUMNS)}
-    nan = math.nan
-    no_metrics = (nan,) * len(_METRIC_COLUMNS)
+    by_time = np.lexsort((metrics[:, 1], metrics[:, 0]))
+    m_time, m_seq, m_line = metrics[by_time, 0], metrics[by_time, 1], metrics[by_time, 2]
 
-    def add(time, kind, name, line, fields, metrics=no_metrics, mark=False):
+    def next_metrics(time: float, seq: float) -> int:
+        """Index (in time order) of the first metrics update after (time, seq); len if none."""
+        k = int(np.searchsorted(m_time, time, side="left"))
+        while k < len(m_time) and m_time[k] == time and m_seq[k] <= seq:
+            k += 1
+        return k
+
+    rows: dict[str, list] = {k: [] for k in ("time", "seq", "kind", "state", "line", "fields", "mark")}
+
+    def add(time, seq, kind, name, line, fields, mark=False):
         rows["mark"].append(mark)  # a state the file marks outside congestion_state_updated
         rows["time"].append(time)
+        rows["seq"].append(seq)
         rows["kind"].append(kind)
         rows["state"].append(name)
         rows["line"].append(line)
         rows["fields"].append(" ".join(f for f in fields if f))
-        for key, value in zip(_METRIC_COLUMNS, metrics):
-            rows[key].append(value)
 
     controller: str | None = None  # the controller's own last state (raw name)
     app_limited = False
-    in_pto = False
-    from_old = False  # a starting state was added from the first event's 'old'
-    for i in order:
-        time, code, data, line, index = items[i]
+    pto_end: int | None = None  # metrics update (time-order index) that ends a fired PTO
+    for time, code, data, line, index, seq in sorted(items, key=lambda it: (it[0], it[5])):
         ev = f"ev={index}"
-        if in_pto and code in (_METRICS, _MVFST, _STATE):
-            in_pto = False
-            if code != _STATE and controller is not None:
-                add(time, "state", controller, line, (f"raw={_token(controller)}", "after=pto", ev), mark=True)
-        if code in (_METRICS, _MVFST):
-            add(time, "metrics", "", line, (), _metrics(data, conn.per_second, line, trace_id, report))
+        if pto_end is not None:
+            if pto_end < len(m_time) and (m_time[pto_end], m_seq[pto_end]) <= (time, seq):
+                if controller is not None:
+                    add(m_time[pto_end], m_seq[pto_end], "state", controller, int(m_line[pto_end]),
+                        (f"raw={_token(controller)}", "after=pto"), mark=True)
+                pto_end = None
+            elif code == _STATE:
+                pto_end = None  # the controller's own state event ends it
         if code == _STATE:
             new = data.get("new", data.get("state"))
             if new is None or isinstance(new, (dict, list)) or str(new) == "":
@@ -827,20 +893,19 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             old = data.get("old")
             if old is not None and not isinstance(old, (dict, list)) and str(old) != "":
                 if controller is None and conn.start < time and str(old) != str(new) and "state" not in rows["kind"]:
-                    add(conn.start, "state", str(old), line, (f"raw={_token(old)}", "start=old", ev))
-                    from_old = True
+                    add(conn.start, -1, "state", str(old), line, (f"raw={_token(old)}", "start=old", ev))
                 elif controller is not None and str(old) != controller:
                     report.warn(line, f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
                                 f"state event entered {controller!r}; kept the logged 'new'", kind="old chain")
             fields = (f"raw={_token(new)}", _field("old", old), _field("trigger", data.get("trigger")),
                       _field("cc_param", data.get("cc_param")), ev)
-            add(time, "state", str(new), line, fields)
+            add(time, seq, "state", str(new), line, fields)
             controller, app_limited = str(new), False
         elif code == _MVFST:
             state = data.get("state")
             if isinstance(state, str) and state and state != controller:
                 fields = (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev)
-                add(time, "state", state, line, fields)
+                add(time, seq, "state", state, line, fields)
                 controller, app_limited = state, False
         elif code in (_APP_LIMITED, _CHROMIUM_AL):
             limited = True if code == _CHROMIUM_AL else _app_limited(data.get("app_limited"))
@@ -848,7 +913,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                 report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
                             "not understood; skipped", kind="app_limited value")
             elif limited and not app_limited:
-                add(time, "state", "app_limited", line, ("raw=app_limited", ev), mark=True)
+                add(time, seq, "state", "app_limited", line, ("raw=app_limited", ev), mark=True)
                 app_limited = True
             elif not limited and app_limited:
                 app_limited = False
@@ -856,22 +921,56 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                     report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
                                 kind="app_limited end")
                 else:
-                    add(time, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev),
+                    add(time, seq, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev),
                         mark=True)
         elif code == _LOSS:
             trigger = data.get("trigger")
             rule = None if trigger is None else _LOSS_RULES.get(str(trigger).lower(), trigger)
-            add(time, "event", "LossDetected", line, (_field("rule", rule), _field("pn", _packet_number(data)), ev))
+            add(time, seq, "event", "LossDetected", line,
+                (_field("rule", rule), _field("pn", _packet_number(data)), ev))
         elif code == _SPURIOUS:
-            add(time, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
+            add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
         elif code == _TIMER and _pto_fired(data):
-            add(time, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
-            in_pto = True
+            add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
+            pto_end = next_metrics(time, seq)
+    if pto_end is not None and pto_end < len(m_time) and controller is not None:
+        add(m_time[pto_end], m_seq[pto_end], "state", controller, int(m_line[pto_end]),
+            (f"raw={_token(controller)}", "after=pto"), mark=True)
     frame = pd.DataFrame(rows)
+    frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
+    # each row carries the latest value of each metric logged at or before it (log order among
+    # equal times; an mvfst event's own metrics come before its state)
+    known = np.column_stack([_derive.ffill(metrics[by_time, 3 + k]) for k in range(len(_METRIC_COLUMNS))]) \
+        if len(metrics) else np.empty((0, len(_METRIC_COLUMNS)))
+    seen = _metrics_seen(m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float))
+    values = np.full((len(frame), len(_METRIC_COLUMNS)), np.nan)
+    values[seen > 0] = known[seen[seen > 0] - 1]
+    frame = frame.drop(columns="seq").reset_index(drop=True)
+    frame[list(_METRIC_COLUMNS)] = values
     frame["line"] = frame["line"].astype("int64")
-    frame[list(_METRIC_COLUMNS)] = frame[list(_METRIC_COLUMNS)].astype(float)
-    if from_old:
-        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)  # the start row goes first
+    frame["mark"] = frame["mark"].astype(bool)
+    return frame
+
+
+def _metrics_seen(m_time: np.ndarray, m_seq: np.ndarray, time: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """For each row (time, seq), how many metrics updates (sorted by (m_time, m_seq)) come
+    at or before it."""
+    lo = np.searchsorted(m_time, time, side="left")
+    hi = np.searchsorted(m_time, time, side="right")
+    out = hi.copy()
+    for i in np.flatnonzero(hi > lo):  # ties in time: order by seq
+        out[i] = lo[i] + np.searchsorted(m_seq[lo[i]:hi[i]], seq[i], side="right")
+    return out
+
+
+def _metrics_frame(conn: _Connection) -> pd.DataFrame:
+    """The connection's metrics updates, time-ordered (log order among equal times):
+    ``time``, ``line`` and the metric columns."""
+    metrics = conn.metric_rows()
+    metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
+    frame = pd.DataFrame(metrics[:, 3:], columns=list(_METRIC_COLUMNS))
+    frame.insert(0, "time", metrics[:, 0])
+    frame.insert(1, "line", metrics[:, 2].astype("int64"))
     return frame
 
 
@@ -893,15 +992,20 @@ def _pto_fired(data: dict) -> bool:
     return timer == "pto" and action in ("expired", "fired")
 
 
-def _metrics(data: dict, per_second: float, line: int, trace_id: str, report: _Report) -> tuple[float, ...]:
+def _metrics(data: dict, per_second: float, line: int, where: str, report: _Report) -> tuple[float, ...]:
     """The metric columns of a metrics event (NaN where not logged); non-numeric values warned about."""
     values = []
-    for keys in (_CWND_KEYS, _INFLIGHT_KEYS, _SSTHRESH_KEYS, _SRTT_KEYS, _PACING_KEYS, _BANDWIDTH_KEYS):
-        key = next((k for k in keys if k in data), None)
-        value = math.nan if key is None else _num(data[key])
-        if key is not None and math.isnan(value) and data[key] is not None:
-            report.warn(line, f"trace {trace_id}: metric {key} = {data[key]!r} is not a number; read as "
-                        "not logged", kind="metric not numeric")
+    for keys in _METRIC_KEYS:
+        for key in keys:
+            if key in data:
+                raw = data[key]
+                value = raw if type(raw) is float else _num(raw)
+                if value != value and raw is not None:
+                    report.warn(line, f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
+                                kind="metric not numeric")
+                break
+        else:
+            value = math.nan
         values.append(value)
     cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
@@ -930,10 +1034,9 @@ def _canonical_states(
     return frame
 
 
-def _derived_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """State rows derived from the metrics rows of ``frame`` (see statemine.parse.derive)."""
-    metrics = frame.loc[frame["kind"] == "metrics", ["time", "line", *_METRIC_COLUMNS]]
-    derived = _derive.derive_states(metrics.reset_index(drop=True))
+def _derived_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """State rows derived from a connection's metrics updates (see statemine.parse.derive)."""
+    derived = _derive.derive_states(metrics)
     inferred = derived.pop("ssthresh_inferred")
     derived["fields"] = [
         "derived=1" + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
@@ -947,22 +1050,22 @@ def _connection_events(
     derive: bool, report: _Report,
 ) -> tuple[pd.DataFrame | None, bool]:
     """The events frame of one connection and whether its states are derived; None if it has none."""
-    frame = _connection_rows(conn, trace_id, report) if conn.items else None
-    if frame is None or frame.empty:
+    if not conn.items and not conn.metrics:
         report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
         return None, False
-    metric_cols = list(_METRIC_COLUMNS)
+    frame = _connection_rows(conn, trace_id, report)
     has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
     derived = False
     if has_states:
-        frame[metric_cols] = frame[metric_cols].ffill()
         if conn.labels["implementation"] is None:  # no name in titles: the state vocabulary may tell
             conn.labels["implementation"] = detect_by_names(pd.unique(frame.loc[frame["kind"] == "state", "state"]))
         if implementation_key(conn.labels["implementation"]) == "picoquic":
             conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
         frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
     elif derive:
-        states = _derived_rows(frame)
+        metrics = _metrics_frame(conn)
+        metrics[list(_METRIC_COLUMNS)] = metrics[list(_METRIC_COLUMNS)].ffill()  # latest known values
+        states = _derived_rows(metrics)
         if states.empty:
             report.warn(None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out")
             return None, False
@@ -973,31 +1076,29 @@ def _connection_events(
         marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
         marks = marks.assign(kind="event")
         marks["state"] = marks["state"].map(lambda name: resolve_state(name, None, overrides)[0])
-        frame = pd.concat([states, frame.loc[frame["kind"].isin(("event", "metrics"))], marks], ignore_index=True)
+        frame = pd.concat([states, frame.loc[frame["kind"] == "event"], marks], ignore_index=True)
         frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
-        frame[metric_cols] = frame[metric_cols].ffill()
         derived = True
     else:
-        n_metrics = int((frame["kind"] == "metrics").sum())
+        n_metrics = len(conn.metric_rows())
         report.warn(
             None, f"trace {trace_id}: no congestion_state_updated events (only {n_metrics} metrics updates); "
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
-    return frame.loc[frame["kind"] != "metrics"].drop(columns="mark").reset_index(drop=True), derived
+    return frame.drop(columns="mark"), derived
 
 
 def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
     """The picoquic controller table for a connection (statenames.picoquic_controller), with
     a warning that says which one was chosen and why (and how to choose another)."""
+    metrics = conn.metric_rows()
     changes = []
-    items = sorted(conn.items, key=lambda it: it[0])
-    for k, (time, code, data, _, _) in enumerate(items):
+    for time, code, data, _, _, seq in conn.items:
         if code != _STATE:
             continue
-        cwnd = next((_num(d.get("cwnd", d.get("congestion_window"))) for t, c, d, _, _ in items[k + 1:]
-                     if t > time or c == _METRICS and ("cwnd" in d or "congestion_window" in d)), math.nan)
-        changes.append((data.get("new"), _num(data.get("cc_param")), cwnd))
+        after = metrics[(metrics[:, 0] == time) & (metrics[:, 1] > seq) & ~np.isnan(metrics[:, 3])]
+        changes.append((data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan))
     table, reason, ambiguous = picoquic_controller(changes)
     others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
     if ambiguous:
@@ -1014,7 +1115,7 @@ def _why_no_states(connections: list[_Connection], derive: bool) -> str:
     """The reason a file gave no state row at all, with what to do about it."""
     if not connections:
         return "no congestion state in any trace: the file has no qlog events"
-    n_metrics = sum(1 for conn in connections for item in conn.items if item[1] in (_METRICS, _MVFST))
+    n_metrics = sum(len(conn.metric_rows()) for conn in connections)
     if n_metrics and not derive:
         return (
             f"no congestion state in any trace: no congestion_state_updated events, only {n_metrics} "
