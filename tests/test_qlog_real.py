@@ -234,3 +234,33 @@ def test_folder_skips_a_file_without_congestion_data_unless_strict(tmp_path):
     seq(folder, header, dead, "c.sqlog")
     res = CliRunner().invoke(main, ["infer", str(folder)])
     assert res.exit_code == 2 and "none of the 2 files has congestion data" in res.output
+
+
+# -- documents streamed (two ijson passes) read as documents read whole ----------------------------
+DATA = __import__("pathlib").Path(__file__).parent / "data" / "qlog"
+
+
+@pytest.mark.parametrize("name", ["draft00.qlog", "draft00_mvfst.qlog", "draft01.qlog", "draft01_picoquic.qlog",
+                                  "draft02.qlog", "v04.qlog", "file_schema.qlog"])
+def test_streamed_document_reads_like_the_whole_document(name, monkeypatch):
+    import statemine.parse.qlog as q
+
+    whole = read_qlog(DATA / name, derive_states=True)
+    monkeypatch.setattr(q, "_STREAM_MIN_BYTES", 0)
+    seen = []
+    real = q._streamed_document_traces
+    monkeypatch.setattr(q, "_streamed_document_traces", lambda *a: seen.append(1) or real(*a))
+    streamed = read_qlog(DATA / name, derive_states=True)
+    assert seen == [1]
+    pd_testing = __import__("pandas").testing
+    pd_testing.assert_frame_equal(streamed.events, whole.events)
+    pd_testing.assert_frame_equal(streamed.traces, whole.traces)
+    assert warnings_of(streamed) == warnings_of(whole)
+
+
+def test_cut_off_document_is_not_streamed_but_repaired(monkeypatch):
+    import statemine.parse.qlog as q
+
+    monkeypatch.setattr(q, "_STREAM_MIN_BYTES", 0)
+    ts = read_qlog(DATA / "truncated.qlog")
+    assert any("ends before it is complete" in w for w in warnings_of(ts))

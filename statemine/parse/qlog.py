@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import gzip
 import json
 import math
 import os
@@ -70,6 +71,9 @@ DEFAULT_MAX_RECORD_BYTES = 64 << 20
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
 
 _CHUNK_BYTES = 1 << 20
+#: ``.qlog`` documents larger than this (bytes on disk) are streamed (two passes, ijson)
+#: instead of parsed whole (about 10 bytes of memory per byte of JSON).
+_STREAM_MIN_BYTES = 16 << 20
 _HEAD_BYTES = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"  # gzip member header (RFC 1952)
 _RS = b"\x1e"
@@ -183,9 +187,11 @@ def read_qlog(
         reader = _Reader(fh, path, report)
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
-        if layout == "document":
+        streamed = layout == "document" and _worth_streaming(path, reader)
+        raw_traces = _streamed_document_traces(path, report) if streamed else None
+        if layout == "document" and raw_traces is None:  # small, cut off, invalid, or no ijson
             raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
-        else:
+        elif layout != "document":
             sep = _RS if layout == "seq" else b"\n"
             raw_traces = _sequential_traces(path, reader, head, sep, max_record_bytes, report)
         connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report)]
@@ -320,6 +326,123 @@ class _Skipped:
 _TIMED_NAME = re.compile(
     rb'\{\s*"time"\s*:\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*,\s*"name"\s*:\s*"(?:[^":]*:)?([^"]*)"'
 )
+
+
+def _worth_streaming(path: Path, reader: _Reader) -> bool:
+    """Whether a ``.qlog`` document is read in two streamed passes rather than whole: gzip
+    documents (size unknown) and files over ``_STREAM_MIN_BYTES`` that end with ``}`` (a
+    cut-off document goes to the whole-document reader, which repairs or refuses it)."""
+    if isinstance(reader.fh, gzip.GzipFile):
+        return True
+    try:
+        size = path.stat().st_size
+        if size <= _STREAM_MIN_BYTES:
+            return False
+        with open(path, "rb") as fh:
+            fh.seek(size - 64)
+            return fh.read().rstrip(_BLANK).endswith(b"}")
+    except OSError:
+        return False
+
+
+def _document_headers(path: Path) -> tuple[dict, list[dict], list[int]] | None:
+    """First pass over a ``.qlog`` document (streamed by ijson, never held whole): the file
+    header, each trace's header (everything but ``events``) and its number of events.
+
+    None when ijson is not installed or the document is not complete, valid JSON of that
+    shape (the whole-document reader then reports or repairs it).
+    """
+    try:
+        import ijson
+        from ijson.common import ObjectBuilder
+    except ImportError:  # pragma: no cover - ijson is a dependency; the fallback reads whole
+        return None
+    file_header: dict = {}
+    headers: list[dict] = []
+    counts: list[int] = []
+    builders: dict[tuple[int, str], ObjectBuilder] = {}
+    top = key = None
+    saw_traces = False
+    try:
+        with open_binary(path) as fh:
+            for prefix, event, value in ijson.parse(fh, use_float=True):
+                if prefix.startswith("traces.item.events"):
+                    if prefix == "traces.item.events.item" and (event == "start_map" or event == "start_array"):
+                        counts[-1] += 1
+                    continue
+                if prefix == "":
+                    if event == "map_key":
+                        top = value
+                        saw_traces = saw_traces or value == "traces"
+                    elif event != "start_map" and event != "end_map":
+                        return None  # not an object
+                    continue
+                if top == "traces":
+                    if prefix == "traces":
+                        if event == "start_array" or event == "end_array":
+                            continue
+                        return None  # traces is not an array
+                    if prefix == "traces.item":
+                        if event == "start_map":
+                            headers.append({})
+                            counts.append(0)
+                        elif event == "map_key":
+                            key = value
+                        elif event != "end_map":
+                            headers.append(value)  # not an object: reported as such later
+                            counts.append(0)
+                        continue
+                    if key == "events":
+                        return None  # events is not an array
+                    owner = len(headers) - 1
+                else:
+                    owner, key = -1, top
+                builder = builders.get((owner, key))
+                if builder is None:
+                    builder = builders[(owner, key)] = ObjectBuilder()
+                builder.event(event, value)
+    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, ValueError, EOFError, OSError, zlib.error):
+        return None
+    if not saw_traces:
+        return None
+    for (owner, name), builder in builders.items():
+        if owner < 0:
+            file_header[name] = builder.value
+        elif isinstance(headers[owner], dict):
+            headers[owner][name] = builder.value
+    return file_header, headers, counts
+
+
+def _streamed_document_traces(path: Path, report: _Report) -> list[_RawTrace] | None:
+    """The traces of a ``.qlog`` JSON document, read in two streamed passes (ijson): the
+    headers first, then the events one by one, so memory does not grow with the file.
+    None where :func:`_document_headers` gives up."""
+    found = _document_headers(path)
+    if found is None:
+        return None
+    import itertools
+
+    import ijson
+
+    file_header, headers, counts = found
+    stream = _streamed_events(path, ijson)
+    out = []
+    for index, (header, count) in enumerate(zip(headers, counts)):
+        if not isinstance(header, dict):
+            report.warn(None, f"trace {index} is not an object; skipped")
+            continue
+        if "error_description" in header and "events" not in header and not count:
+            report.warn(None, f"trace {index} is a TraceError ({header.get('error_description')!r}); skipped")
+            continue
+        events = ((-1, i, e) for i, e in enumerate(itertools.islice(stream, count)))
+        out.append(_RawTrace(index, file_header, header, events))
+    return out
+
+
+def _streamed_events(path: Path, ijson) -> Iterator[object]:
+    """Every event of every trace of a document, in order (second streamed pass)."""
+    with open_binary(path) as fh:
+        yield from ijson.items(fh, "traces.item.events.item", use_float=True)
 
 
 def _document_traces(
@@ -711,6 +834,8 @@ class _Connection:
     start: float = math.inf  # time of the connection's first event of any kind (seconds)
     path: str | None = None  # path_id, when the trace has more than one path
     n_events: int = 0  # the file's events of this connection and path, of any kind (also the seq counter)
+    last: float = -math.inf  # time of the latest event read
+    unordered: bool = False  # an event came earlier than one logged before it
 
     def metric_rows(self) -> np.ndarray:
         """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
@@ -792,6 +917,10 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
             conn.end = seconds
         if seconds < conn.start:
             conn.start = seconds
+        if code is not None:
+            if seconds < conn.last:
+                conn.unordered = True
+            conn.last = seconds
         conn.n_events += 1
         if code == _METRICS or code == _MVFST:
             conn.metrics.extend((seconds, conn.n_events, line,
@@ -846,12 +975,10 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     """
     items = conn.items
     metrics = conn.metric_rows()
-    log_times = np.concatenate([np.fromiter((it[0] for it in items), float, len(items)), metrics[:, 0]])
-    log_seq = np.concatenate([np.fromiter((it[5] for it in items), float, len(items)), metrics[:, 1]])
-    if (np.diff(log_times[np.argsort(log_seq, kind="stable")]) < 0).any():
+    if conn.unordered:
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
-    by_time = np.lexsort((metrics[:, 1], metrics[:, 0]))
-    m_time, m_seq, m_line = metrics[by_time, 0], metrics[by_time, 1], metrics[by_time, 2]
+        metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]  # else already in (time, seq) order
+    m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
 
     def next_metrics(time: float, seq: float) -> int:
         """Index (in time order) of the first metrics update after (time, seq); len if none."""
@@ -940,13 +1067,13 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
     # each row carries the latest value of each metric logged at or before it (log order among
     # equal times; an mvfst event's own metrics come before its state)
-    known = np.column_stack([_derive.ffill(metrics[by_time, 3 + k]) for k in range(len(_METRIC_COLUMNS))]) \
-        if len(metrics) else np.empty((0, len(_METRIC_COLUMNS)))
     seen = _metrics_seen(m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float))
-    values = np.full((len(frame), len(_METRIC_COLUMNS)), np.nan)
-    values[seen > 0] = known[seen[seen > 0] - 1]
     frame = frame.drop(columns="seq").reset_index(drop=True)
-    frame[list(_METRIC_COLUMNS)] = values
+    for k, column in enumerate(_METRIC_COLUMNS):  # one column at a time: memory stays small
+        values = np.full(len(frame), np.nan)
+        if len(metrics):
+            values[seen > 0] = _derive.ffill(metrics[:, 3 + k])[seen[seen > 0] - 1]
+        frame[column] = values
     frame["line"] = frame["line"].astype("int64")
     frame["mark"] = frame["mark"].astype(bool)
     return frame
