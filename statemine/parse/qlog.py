@@ -5,9 +5,10 @@ mapping and the draft sections it follows):
 
 * ``.qlog`` -- one JSON document with a ``traces`` array (draft-00 and draft-01 with
   array events and ``event_fields``; draft-02, 0.3 and 0.4 with object events; the
-  unversioned ``file_schema`` drafts, urn:ietf:params:qlog:file:contained). The document
-  is read whole, up to ``max_document_bytes``; a document cut off (a crashed logger) is
-  repaired by closing its open brackets after the last complete event, with a warning.
+  unversioned ``file_schema`` drafts, urn:ietf:params:qlog:file:contained). A document
+  over 16 MiB (or gzip'ed) is streamed (ijson, two passes); a smaller one is read whole, up
+  to ``max_document_bytes``; a document cut off (a crashed logger) is repaired by closing
+  its open brackets after the last complete event, with a warning.
 * ``.sqlog`` -- JSON text sequences (RFC 7464, records led by 0x1E; qlog 0.3/0.4 and
   urn:ietf:params:qlog:file:sequential) and NDJSON (draft-02 ``qlog_format: NDJSON``):
   read record by record in bounded memory, each record at most ``max_record_bytes``.
@@ -21,7 +22,10 @@ connections). State rows come from ``congestion_state_updated`` (draft-00
 :mod:`statemine.parse.statenames`. ``packet_lost`` becomes a ``LossDetected`` event row.
 Metrics (``metrics_updated``, ``metric_update``, ``recovery_metrics_updated``) are not
 rows: their latest values (cwnd, bytes in flight, ssthresh in bytes; smoothed RTT in
-seconds) are carried onto each state row, so time fractions depend on state rows only.
+seconds; pacing rate and bandwidth estimate as logged) are carried onto each row, so time
+fractions depend on state rows only. picoquic's numeric states are read with the table of
+the controller the file's hints point to (:func:`statemine.parse.statenames.picoquic_controller`);
+a trace with several ``path_id`` values becomes one trace per path.
 
 Problems that do not stop the read (a truncated tail, skipped records, unknown state
 names, traces without states) are listed in ``TraceSet.meta["warnings"]``, a JSON list
