@@ -2,24 +2,33 @@
 Figure 13 of "Taking a Long Look at QUIC" (IMC 2017): each state shows its share of time
 in red under its name; each edge shows its transition probability in black.
 
-Every label is HTML-escaped (node ids are generated, never taken from input), so state
-names from untrusted logs cannot break the DOT or inject markup into the SVG.
+Every label is the HTML-escaped display form of the name (:mod:`statemine.escape`:
+control characters made visible, shortened past 80 characters; node ids are generated,
+never taken from input), so any state name from an untrusted log -- empty, NUL, escape
+sequences, 200 KB -- renders and cannot break the DOT or inject markup into the SVG.
+Graphviz failures are :class:`StatemineError` (one line), never a traceback.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import shutil
+import subprocess
 from pathlib import Path
 
 import networkx as nx
 
+from .escape import DISPLAY_CHARS
 from .visitstats import INITIAL, TERMINAL
 from .errors import StatemineError
+from .escape import html_text, one_line
 from .fileio import write_atomic
 
 FORMATS = ("dot", "svg", "png")
+#: Longest shown title (characters).
+TITLE_CHARS = 200
+#: Longest time Graphviz may take to lay out one diagram (seconds).
+GRAPHVIZ_TIMEOUT_S = 300.0
 
 
 def format_fraction(fraction: float | None) -> str:
@@ -61,10 +70,10 @@ def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 
     lines = ["digraph statemine {", '  graph [rankdir=TB, fontname="Helvetica"];',
              '  node [fontname="Helvetica", shape=box, style=rounded];', '  edge [fontname="Helvetica"];']
     if title:
-        lines.append(f'  labelloc="t"; label=<{html.escape(title)}>;')
+        lines.append(f'  labelloc="t"; label=<{html_text(title, TITLE_CHARS)}>;')
     for node, nid in ids.items():
         attrs = G.nodes[node]
-        name = html.escape(str(attrs.get("label", node)))
+        name = html_text(attrs.get("label", node), DISPLAY_CHARS)
         if node == INITIAL or attrs.get("kind") == "initial":
             lines.append(f'  {nid} [label=<{name}>, shape=box, style="filled", fillcolor="#eeeeee"];')
         elif node == TERMINAL or attrs.get("kind") == "terminal":
@@ -72,13 +81,13 @@ def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 
         else:
             extra = ""
             if "time_fraction" in attrs:
-                extra = f'<br/><font color="red">{html.escape(format_fraction(attrs["time_fraction"]))}</font>'
+                extra = f'<br/><font color="red">{html_text(format_fraction(attrs["time_fraction"]))}</font>'
             lines.append(f"  {nid} [label=<<b>{name}</b>{extra}>];")
     for src, dst, attrs in sorted(G.edges(data=True), key=lambda e: (ids[e[0]], ids[e[1]])):
         p = attrs.get("probability")
         if p is not None and p < min_probability:
             continue
-        label = html.escape(format_probability(p)) if p is not None else ""
+        label = html_text(format_probability(p)) if p is not None else ""
         if "count" in attrs:
             label += f'<br/><font point-size="9" color="gray40">n={int(attrs["count"])}</font>'
         width = 1.0 + 2.0 * (p if p is not None else 0.0)
@@ -92,15 +101,30 @@ def graphviz_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def dot_to(dot: str, fmt: str) -> bytes:
-    """Lay out DOT text with Graphviz into ``fmt`` (``svg`` or ``png``) bytes."""
+def dot_to(dot: str, fmt: str, *, timeout_s: float = GRAPHVIZ_TIMEOUT_S) -> bytes:
+    """Lay out DOT text with Graphviz into ``fmt`` (``svg`` or ``png``) bytes.
+
+    Raises :class:`StatemineError` with one line (Graphviz's last message) when Graphviz
+    is missing, fails, or takes longer than ``timeout_s`` seconds.
+    """
     if fmt not in ("svg", "png"):
         raise ValueError(f"format must be svg or png, not {fmt!r}")
-    if not graphviz_available():
+    dot_program = shutil.which("dot")
+    if dot_program is None:
         raise StatemineError("Graphviz's 'dot' program is not installed (apt-get install graphviz)")
-    import graphviz
-
-    return graphviz.Source(dot).pipe(format=fmt)
+    try:
+        done = subprocess.run([dot_program, f"-T{fmt}"], input=dot.encode("utf-8"), capture_output=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise StatemineError(f"Graphviz took longer than {timeout_s:g} s to lay out the diagram "
+                             "(too many states?); use --no-svg") from None
+    except OSError as exc:
+        raise StatemineError(f"cannot run Graphviz's dot: {exc.strerror or exc}") from None
+    if done.returncode != 0 or not done.stdout:
+        said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        reason = one_line(said[-1].strip()[:300]) if said else f"exit status {done.returncode}"
+        raise StatemineError(f"Graphviz failed to lay out the diagram: {reason}")
+    return done.stdout
 
 
 def render(G: nx.DiGraph, path: str | Path, *, title: str | None = None, min_probability: float = 0.0) -> Path:

@@ -5,17 +5,17 @@ name, edge probability in black, each written ``A | B``), coloured and widened b
 Only significant changes are emphasised: a significant increase (B more than A) is red, a
 decrease blue, with the line width growing with ``|delta|``; everything else is thin grey.
 States and edges seen on one side only are dashed (only in A) or dotted (only in B).
-Node ids are generated and every label is HTML-escaped, so names from logs cannot break
-the DOT or inject markup into the SVG.
+Node ids are generated and every label is the HTML-escaped display form of the name
+(:mod:`statemine.escape`), so names from logs cannot break the DOT or inject markup.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 
 from .analyze import INITIAL, TERMINAL
+from .escape import DISPLAY_CHARS, html_text
 from .fileio import write_atomic
 from .render import dot_to, format_fraction, format_probability
 
@@ -108,9 +108,9 @@ def _isnan(x) -> bool:
 
 
 def _esc(text: object) -> str:
-    """HTML-escape for a Graphviz HTML-like label; control characters become '?'."""
-    cleaned = "".join(c if c.isprintable() else "?" for c in str(text))
-    return html.escape(cleaned, quote=False)
+    """The escaped display form for a Graphviz HTML-like label (control characters made
+    visible, shortened past :data:`~statemine.escape.DISPLAY_CHARS`)."""
+    return html_text(text, DISPLAY_CHARS)
 
 
 __all__ = ["diff_to_dot", "render_diff"]

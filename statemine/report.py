@@ -9,7 +9,6 @@ from the input (state names, trace ids, side labels, table cells) is HTML-escape
 from __future__ import annotations
 
 import base64
-import html
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 
 from .analyze import EndRule, state_stats, transition_stats
 from .errors import UsageError
+from .escape import html_text
 from .fileio import write_atomic
 from .traces import TraceSet
 
@@ -256,7 +256,7 @@ def _outcome_section(o: Outcomes) -> str:
 
 # -- helpers -----------------------------------------------------------------------------
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def _table(df: pd.DataFrame, *, percent: Sequence[str] = ()) -> str:

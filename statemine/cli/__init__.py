@@ -17,14 +17,36 @@ from ..errors import StatemineError  # noqa: E402
 
 
 class _Group(click.Group):
-    """A click group that turns :class:`StatemineError` into a one-line message, exit 2."""
+    """A click group that turns :class:`StatemineError` and OS errors (a file that
+    cannot be read or written, a full disk) into a one-line message, exit 2; control
+    characters in the message are made visible. A closed stdout (``| head``) ends the
+    command quietly."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except StatemineError as exc:
-            click.echo(f"statemine: error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except BrokenPipeError:
+            _quiet_exit()
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            _fail(f"{where}{exc.strerror or exc}")
+
+
+def _fail(message: str) -> None:
+    from ..escape import one_line
+
+    click.echo(f"statemine: error: {one_line(message)}", err=True)
+    sys.exit(2)
+
+
+def _quiet_exit() -> None:
+    """stdout was closed by its reader: drop what is left to print and exit 1 (Python's
+    advice for SIGPIPE), without a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

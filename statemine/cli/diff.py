@@ -8,6 +8,9 @@ import click
 
 from ..errors import UsageError
 from . import main
+
+#: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
+DIFF_OUTPUTS = ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt", "diff.dot", "diff.svg")
 from .infer import _input_options, read_inputs
 
 _STAT_OPTIONS = [
@@ -104,7 +107,8 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     significant changes.
     """
     from ..diff import diff
-    from ..fileio import write_atomic
+    from ..escape import frame_csv
+    from ..fileio import write_set
     from ..render import dot_to
     from ..render_diff import diff_to_dot
 
@@ -113,18 +117,15 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **_diff_options(opts))
     dot = diff_to_dot(result, title=title)
     files = {
-        "states_diff.csv": result.states.to_csv(index=False),
-        "transitions_diff.csv": result.transitions.to_csv(index=False),
-        "one_sided.csv": result.one_sided().to_csv(index=False),
+        "states_diff.csv": frame_csv(result.states),
+        "transitions_diff.csv": frame_csv(result.transitions),
+        "one_sided.csv": frame_csv(result.one_sided()),
         "notes.txt": "".join(f"{note}\n" for note in result.notes),
         "diff.dot": dot,
     }
     if svg:
         files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
-    for name, data in files.items():
-        write_atomic(out_dir / name, data)
-    if not svg:
-        (out_dir / "diff.svg").unlink(missing_ok=True)  # a diagram of an earlier run would mislead
+    write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no diagram of an earlier run stays
     print_summary(result, top=top)
     click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
 
@@ -133,10 +134,12 @@ def print_summary(result, *, top: int = 10) -> None:
     """Print the ranking of the largest significant changes (with the states' bootstrap
     intervals), the evidence verdict (power, pseudo-replicates) and the notes (rich)."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    from ..escape import markup_text as escape
+    from ..escape import rich_cell
+
+    console = Console(emoji=False)
     ranking = result.ranking(top)
     header = (f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
               f"({result.n_traces_b} traces): {len(result.ranking(None))} significant change(s) "
@@ -152,7 +155,7 @@ def print_summary(result, *, top: int = 10) -> None:
                                            f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]")
         else:
             share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"  # noqa: E731
-        table.add_row(row.kind, escape(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}")
+        table.add_row(row.kind, rich_cell(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}")
     if len(ranking):
         console.print(table)
     else:

@@ -12,6 +12,9 @@ from ..errors import UsageError
 from . import main
 from .synoptic import ToolCommand, run_synoptic_engine
 
+#: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
+INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+
 _INPUT_OPTIONS = [
     click.option("--format", "fmt", type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet"]),
                  default="auto", show_default=True, help="Input format; auto looks at each file's content."),
@@ -65,8 +68,10 @@ def _print_warnings(warnings: str | None, limit: int = 10) -> None:
     if not warnings:
         return
     items = json.loads(warnings)
+    from ..escape import one_line
+
     for item in items[:limit]:
-        click.echo(f"statemine: warning: {item}", err=True)
+        click.echo(f"statemine: warning: {one_line(item)}", err=True)
     if len(items) > limit:
         click.echo(f"statemine: warning: ... and {len(items) - limit} more", err=True)
 
@@ -152,6 +157,7 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
         dwell, n_traces, n_events = frames[0].attrs["dwell_quantiles"], ts.n_traces, len(ts.events)
 
+    from ..fileio import write_set
     from ..infer.observed import model_from_stats, model_to_json
     from ..render import dot_to, graphviz_available, to_dot
 
@@ -176,21 +182,27 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         outputs["model.svg"] = dot_to(dot, "svg")
     elif svg:
         click.echo("statemine: Graphviz's dot is not installed; model.svg not written", err=True)
-    _write_all(out_dir, outputs)
+    write_set(out_dir, outputs, owned=INFER_OUTPUTS)
     click.echo(f"wrote {', '.join(outputs)} to {out_dir}", err=True)
 
 
 def to_csv(columns: dict) -> str:
     """A table given as columns (name -> array) as CSV text, formatted as pandas'
-    ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty."""
+    ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty;
+    text cells a spreadsheet would run as a formula get a leading ``'``
+    (:func:`statemine.escape.csv_cell`)."""
     import csv
     import io
 
     import numpy as np
 
+    from ..escape import csv_cell
+
     def cell(value) -> str:
         if isinstance(value, (float, np.floating)):
             return "" if value != value else repr(float(value))
+        if isinstance(value, str):
+            return csv_cell(value)
         return str(value)
 
     out = io.StringIO()
@@ -294,18 +306,12 @@ def read_command(logs, output, fmt, regexes, separator, mapping, ignore_nonmatch
     click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
 
 
-def _write_all(out_dir: Path, outputs: dict[str, bytes | str]) -> None:
-    """Write every output file atomically (all content was computed before)."""
-    from ..fileio import write_atomic
-
-    for name, data in outputs.items():
-        write_atomic(out_dir / name, data)
-
-
 def _print_states(states: dict, n_traces: int, n_events: int, confidence: float) -> None:
     """The states table (columns: name -> array) as a rich table on stdout."""
     from rich.console import Console
     from rich.table import Table
+
+    from ..escape import rich_cell
 
     table = Table(title=f"Time per state ({n_traces} traces, {n_events} events)")
     ci = f"{confidence:.0%} CI"
@@ -316,11 +322,11 @@ def _print_states(states: dict, n_traces: int, n_events: int, confidence: float)
                "dwell_median", "dwell_p95")
     for state, share, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns)):
         interval = "" if lo != lo else f"{lo:.1%}-{hi:.1%}"
-        table.add_row(state, "n/a" if share != share else f"{share:.1%}", interval, str(visits), _secs(mean),
+        table.add_row(rich_cell(state), "n/a" if share != share else f"{share:.1%}", interval, str(visits), _secs(mean),
                       _secs(median), _secs(p95))
-    console = Console()
+    console = Console(emoji=False)
     if not console.is_terminal:  # files and pipes: no terminal width to respect
-        console = Console(width=120)
+        console = Console(width=120, emoji=False)
     console.print(table)
 
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Sequence
 
 import click
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from . import main
 
 #: Engines whose command line is the original tool's (parsed by :mod:`..options`).
@@ -95,6 +96,17 @@ def run_synoptic_engine(engine: str, args: Sequence[str], synoptic_jar: str | Pa
     return run
 
 
+@contextlib.contextmanager
+def _naming(path):
+    """Give an :class:`InputError` raised without a file the name ``path``."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.file is not None:
+            raise
+        raise InputError(path, exc.line, exc.reason) from None
+
+
 @main.command("check-model")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("logs", nargs=-1, required=True,
@@ -110,26 +122,28 @@ def check_model_command(model, logs, regexes, separator, mapping, ignore_nonmatc
     """Check that MODEL (a Synoptic/statemine model.dot or model.json) accepts every trace
     of LOG files and that every invariant mined from them holds on it.  Exit status 0 when
     it does, 1 when it does not (the failures are listed), 2 on bad input."""
+    from ..escape import one_line
     from ..infer.synoptic.check import check_model
     from ..infer.synoptic.formats import model_from_json, read_dot, read_invariants_txt
     from ..infer.synoptic.invariants import invariant_text, mine
     from ..infer.synoptic.log import EventLog
     from ..parse.regex import read_regex
 
-    ts = read_regex(list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching)
-    log = EventLog.from_traceset(ts)
-    if model.suffix == ".json":
-        graph = model_from_json(model).to_networkx()
-    else:
-        graph = read_dot(model)
+    where = " ".join(map(str, logs))
+    with _naming(where):
+        ts = read_regex(list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching)
+        log = EventLog.from_traceset(ts)
+    with _naming(model):
+        graph = model_from_json(model).to_networkx() if model.suffix == ".json" else read_dot(model)
     invariants = read_invariants_txt(inv_file) if inv_file else mine(log)
-    report = check_model(graph, log, invariants)
+    with _naming(model):
+        report = check_model(graph, log, invariants)
     click.echo(f"{model}: {graph.number_of_nodes()} nodes; "
                f"{report.n_traces - len(report.rejected)}/{report.n_traces} traces accepted; "
                f"{report.n_invariants - len(report.violated)}/{report.n_invariants} "
                f"invariants hold")
     for k in report.rejected[:20]:
-        click.echo(f"  rejected trace {k}: {' '.join(log.trace(k))[:200]}")
+        click.echo(f"  rejected trace {k}: {one_line(' '.join(log.trace(k))[:200])}")
     for line in invariant_text(report.violated).head(50):
-        click.echo(f"  violated: {line}")
+        click.echo(f"  violated: {one_line(line)}")
     sys.exit(0 if report.ok else 1)

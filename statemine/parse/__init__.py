@@ -16,13 +16,14 @@ parquet    a trace set saved by :func:`statemine.save`                  :mod:`st
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import InputError, UsageError
-from .lines import head_bytes
+from .lines import head_bytes, read_error
 
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
     from ..traces import TraceSet
@@ -100,9 +101,12 @@ def detect_format(path: str | os.PathLike) -> str:
     Raises :class:`InputError` for empty, binary or unrecognised files.
     """
     path = Path(path)
-    with open(path, "rb") as fh:
-        if fh.read(4) == _PARQUET_MAGIC:
-            return "parquet"
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(4) == _PARQUET_MAGIC:
+                return "parquet"
+    except OSError as exc:
+        raise read_error(path, exc) from None
     head = head_bytes(path)
     if not head.strip():
         raise InputError(path, None, "the file is empty")
@@ -124,23 +128,51 @@ def detect_format(path: str | os.PathLike) -> str:
 def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
     """Files named by ``paths``; a folder stands for its log files (recursively, sorted),
     and a ``statemine lab`` output folder for its runs' ``traces.parquet`` files (not
-    their raw logs, which hold the same events)."""
+    their raw logs, which hold the same events).
+
+    Symbolic links to folders are followed, but every folder is walked once and every file
+    listed once (both known by ``(st_dev, st_ino)``), so a link loop cannot repeat files
+    or hang. Only regular files are read: a named pipe or device (which could block or
+    never end) is an :class:`InputError`.
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
     for p in map(Path, paths):
-        if p.is_dir():
-            found = _folder_files(p)
+        st = _stat(p)
+        if stat.S_ISDIR(st.st_mode):
+            found = _folder_files(p, seen)
             if not found:
                 raise InputError(p, None, f"folder holds no log files ({', '.join(LOG_SUFFIXES)})")
             files.extend(found)
-        elif p.is_file():
-            files.append(p)
+        elif stat.S_ISREG(st.st_mode):
+            if _first_time(st, seen):
+                files.append(p)
         else:
-            raise InputError(p, None, "no such file or folder")
+            raise InputError(p, None, "not a regular file or folder (a pipe or device cannot be read as a log)")
     if not files:
         raise UsageError("no input files given")
     return files
+
+
+def _stat(path: Path) -> os.stat_result:
+    """``os.stat`` (links followed) with errors as :class:`InputError`."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file or folder") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _first_time(st: os.stat_result, seen: set[tuple[int, int]]) -> bool:
+    """Whether the file or folder ``st`` describes is met for the first time (then noted)."""
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def is_lab_output(folder: Path) -> bool:
@@ -148,15 +180,40 @@ def is_lab_output(folder: Path) -> bool:
     return (folder / "manifest.json").is_file() and (folder / "runs").is_dir()
 
 
-def _folder_files(folder: Path) -> list[Path]:
-    if is_lab_output(folder):
-        return sorted((folder / "runs").glob("*/traces.parquet"))
+def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
+    """The log files under ``top``, depth first in sorted name order, each folder walked
+    once (an explicit stack: no recursion limit), each file listed once."""
     files: list[Path] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.is_dir():
-            files.extend(_folder_files(entry))
-        elif entry.is_file() and entry.name.lower().endswith(LOG_SUFFIXES):
-            files.append(entry)
+    stack: list[Iterator[os.DirEntry]] = []
+
+    def enter(folder: Path, st: os.stat_result) -> None:
+        if not _first_time(st, seen):
+            return
+        if is_lab_output(folder):
+            files.extend(f for f in sorted((folder / "runs").glob("*/traces.parquet"))
+                         if _first_time(_stat(f), seen))
+            return
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            raise InputError(folder, None, f"cannot list the folder: {exc.strerror or exc}") from None
+        stack.append(iter(entries))
+
+    enter(top, _stat(top))
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        try:
+            st = entry.stat()  # follows links
+        except OSError:
+            continue  # a dangling link, or a file gone meanwhile
+        if stat.S_ISDIR(st.st_mode):
+            enter(Path(entry.path), st)
+        elif stat.S_ISREG(st.st_mode) and entry.name.lower().endswith(LOG_SUFFIXES) and _first_time(st, seen):
+            files.append(Path(entry.path))
     return files
 
 

@@ -15,6 +15,7 @@ import io
 import itertools
 import queue
 import threading
+import zlib
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
 
@@ -36,10 +37,30 @@ def open_binary(path: str | Path) -> BinaryIO:
     try:
         raw = open(path, "rb")
     except OSError as exc:
-        raise InputError(path, None, f"cannot open: {exc.strerror or exc}") from None
-    if raw.peek(2)[:2] == _GZIP_MAGIC:
+        raise read_error(path, exc, doing="cannot open") from None
+    try:
+        magic = raw.peek(2)[:2]
+    except OSError as exc:
+        raw.close()
+        raise read_error(path, exc) from None
+    if magic == _GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
+
+
+def read_error(path: str | Path, exc: BaseException, line: int | None = None, doing: str = "cannot read"
+               ) -> InputError:
+    """The one message for a file that cannot be read: a cut-off gzip stream (refused
+    whole, under every format: what it holds is not known to be a prefix of the log),
+    damaged gzip data, or an OS error."""
+    if isinstance(exc, EOFError):
+        return InputError(path, line, "the gzip stream is cut off (a truncated .gz file); "
+                                      "not read (decompress what it holds with zcat to read that)")
+    if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
+        return InputError(path, line, f"damaged gzip data: {exc}")
+    if isinstance(exc, OSError):
+        return InputError(path, line, f"{doing}: {exc.strerror or exc}")
+    return InputError(path, line, f"{doing}: {exc}")
 
 
 def head_bytes(path: str | Path, n: int = 65536) -> bytes:
@@ -47,8 +68,8 @@ def head_bytes(path: str | Path, n: int = 65536) -> bytes:
     with open_binary(path) as fh:
         try:
             return fh.read(n)
-        except (OSError, EOFError) as exc:
-            raise InputError(path, None, f"cannot read: {exc}") from None
+        except (OSError, EOFError, zlib.error) as exc:
+            raise read_error(path, exc) from None
 
 
 def iter_blocks(
@@ -77,8 +98,8 @@ def iter_blocks(
         while True:
             try:
                 n = fh.readinto(view[keep:keep + chunk_bytes])
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                raise InputError(path, line_number(), f"cannot read (damaged or truncated file?): {exc}") from None
+            except (OSError, EOFError, zlib.error) as exc:
+                raise read_error(path, exc, line_number()) from None
             if on_progress is not None:
                 on_progress(_tell(raw))
             if not n:

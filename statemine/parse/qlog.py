@@ -59,7 +59,7 @@ except ImportError:  # pragma: no cover - exercised only where orjson is missing
 from ..errors import InputError
 from ..traces import TraceSet
 from . import derive as _derive
-from .lines import open_binary
+from .lines import open_binary, read_error
 from .statenames import (
     PICOQUIC_TABLES,
     detect_by_names,
@@ -188,7 +188,7 @@ def read_qlog(
     if forced is not None and implementation_key(forced) is None:
         report.warn(None, f"no state-name table for implementation {forced!r}; using the common names")
     with open_binary(path) as fh, _gc_paused():
-        reader = _Reader(fh, path, report)
+        reader = _Reader(fh, path)
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
         streamed = layout == "document" and _worth_streaming(path, reader)
@@ -248,15 +248,19 @@ class _Report:
 
 # -- bytes in --------------------------------------------------------------------------------
 class _Reader:
-    """Reads a (possibly gzip) stream in blocks; a gzip stream that ends early reads as its end.
+    """Reads a (possibly gzip) stream in blocks of at most ``n`` bytes (gzip decompressed
+    piece by piece, never more than asked for). A gzip stream that is cut off or damaged
+    is an :class:`InputError` (:func:`statemine.parse.lines.read_error`), as under every
+    ``--format``."""
 
-    ``read1`` (one raw read per call) is used so that the data decompressed before a
-    cut-off gzip stream raises ``EOFError`` is never lost.
-    """
-
-    def __init__(self, fh: IO[bytes], path: Path, report: _Report) -> None:
-        self.fh, self.path, self.report = fh, path, report
+    def __init__(self, fh: IO[bytes], path: Path) -> None:
+        self.fh, self.path = fh, path
         self.ended = False
+
+    @property
+    def gzip(self) -> bool:
+        """Whether the stream is gzip-compressed."""
+        return isinstance(self.fh, gzip.GzipFile)
 
     def read(self, n: int) -> bytes:
         """Up to ``n`` bytes (fewer only at the end of the stream)."""
@@ -264,11 +268,8 @@ class _Reader:
         while size < n and not self.ended:
             try:
                 block = self.fh.read1(n - size)
-            except EOFError:
-                self.report.warn(None, "the gzip stream is cut off; read what it holds")
-                block = b""
-            except (OSError, zlib.error) as exc:
-                raise InputError(self.path, None, f"cannot read (damaged gzip?): {exc}") from None
+            except (OSError, EOFError, zlib.error) as exc:
+                raise read_error(self.path, exc) from None
             if not block:
                 self.ended = True
             parts.append(block)
@@ -453,6 +454,8 @@ def _document_traces(
     path: Path, reader: _Reader, head: bytes, limit: int, report: _Report
 ) -> list[_RawTrace]:
     """The traces of a ``.qlog`` JSON document (read whole, at most ``limit`` bytes)."""
+    if reader.gzip:
+        _check_gunzipped_size(path, limit)
     parts = [head]
     size = len(head)
     while size <= limit:
@@ -502,6 +505,32 @@ def _document_traces(
         header = {k: v for k, v in trace.items() if k != "events"}
         out.append(_RawTrace(index, file_header, header, ((-1, i, e) for i, e in enumerate(events))))
     return out
+
+
+def _check_gunzipped_size(path: Path, limit: int) -> None:
+    """Refuse a gzip file that decompresses to more than ``limit`` bytes before any of it
+    is kept: first by the size its last member's trailer states (RFC 1952 ISIZE, the size
+    modulo 2**32, so a stated size above ``limit`` is a real one), then by decompressing in
+    :data:`_CHUNK_BYTES` pieces into one reused buffer, stopping at ``limit``. A gzip bomb
+    is so refused with about two chunks of memory, not ``limit`` bytes."""
+    too_big = InputError(path, None, f"decompresses to more than {limit} bytes (max_document_bytes; "
+                         "a gzip bomb?); JSON documents are read whole: raise the limit or use JSON-SEQ")
+    try:
+        with open(path, "rb") as raw:
+            if raw.seek(0, os.SEEK_END) >= 18:  # smallest gzip member: 10 header + 8 trailer bytes
+                raw.seek(-4, os.SEEK_END)
+                if int.from_bytes(raw.read(4), "little") > limit:
+                    raise too_big
+            raw.seek(0)
+            buf = memoryview(bytearray(_CHUNK_BYTES))
+            size = 0
+            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                while n := fh.readinto(buf):
+                    size += n
+                    if size > limit:
+                        raise too_big
+    except (OSError, EOFError, zlib.error) as exc:
+        raise read_error(path, exc) from None
 
 
 # Tokens of a JSON text outside strings: a whole string, a string cut off by the end of

@@ -342,17 +342,27 @@ def _dot_unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
 
 
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of a model file; :class:`InputError` naming the file (and the line
+    of a byte that is not UTF-8) when it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = data.count(b"\n", 0, bad.start) + 1
+        raise InputError(path, line, f"not UTF-8 text (byte {bad.start}): not a Synoptic model file") from None
+
+
 def read_dot(path: str | os.PathLike) -> nx.DiGraph:
     """A Synoptic ``model.dot`` as a DiGraph: node attrs ``label``, ``state`` (None for
     INITIAL/TERMINAL), ``shape``; edge attrs ``count`` and ``probability`` (NaN/-1 when
     the file has no such label).  :class:`InputError` on a line it does not understand."""
     path = Path(path)
     g = nx.DiGraph(engine="synoptic")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    lines = text.splitlines()
+    lines = _read_text(path).splitlines()
     if not lines or not lines[0].startswith("digraph"):
         raise InputError(path, 1, "not a Synoptic dot file (no 'digraph' header)")
     for no, line in enumerate(lines[1:], start=2):
@@ -385,7 +395,7 @@ def read_invariants_txt(path: str | os.PathLike) -> pd.DataFrame:
     -1 when the file has none)."""
     path = Path(path)
     rows = []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for no, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         m = _INV_LINE.match(line)
@@ -402,24 +412,27 @@ def model_from_json(path: str | os.PathLike, log: EventLog | None = None) -> Par
     ``partitions``); with ``log`` given, the json's traces must be that log's."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_text(path))
         traces = data["log"]
         partitions = data["partitions"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(path, None, f"not a Synoptic model.json: {exc}") from None
+        sequences = [[e["eventType"] for e in t["events"]] for t in traces]
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise InputError(path, None, f"not a Synoptic model.json: {type(exc).__name__} {exc}") from None
     if log is None:
-        log = EventLog.from_sequences([[e["eventType"] for e in t["events"]] for t in traces])
-    if [[e["eventType"] for e in t["events"]] for t in traces] != \
-            [log.trace(k) for k in range(log.n_traces)]:
+        log = EventLog.from_sequences(sequences)
+    if sequences != [log.trace(k) for k in range(log.n_traces)]:
         raise InputError(path, None, "its traces differ from the parsed log")
     type_code = {t: i for i, t in enumerate(log.types)}
     part = np.full(log.n_events, -1, dtype=np.int64)
     node_type = [-1, -1]
-    for n, p in enumerate(partitions, start=2):
-        idx = np.array([log.starts[e["traceID"]] + e["eventIndex"] for e in p["events"]],
-                       dtype=np.int64)
-        part[idx] = n
-        node_type.append(type_code[p["eventType"]])
+    try:
+        for n, p in enumerate(partitions, start=2):
+            idx = np.array([log.starts[e["traceID"]] + e["eventIndex"] for e in p["events"]],
+                           dtype=np.int64)
+            part[idx] = n
+            node_type.append(type_code[p["eventType"]])
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
+        raise InputError(path, None, f"not a Synoptic model.json: bad partition: {type(exc).__name__} {exc}") from None
     if (part < 0).any():
         raise InputError(path, None, "some events belong to no partition")
     return PartitionModel(log, part, np.array(node_type, dtype=np.int64))
