@@ -113,7 +113,7 @@ def frame_csv(frame) -> str:
     text cells (numbers, including negative ones, are left as they are)."""
     safe = frame.copy()
     for column in safe.columns:
-        if safe[column].dtype == object:
+        if safe[column].dtype.kind not in "biufcmM":  # text (object or string dtype)
             safe[column] = safe[column].map(lambda v: csv_cell(v) if isinstance(v, str) else v)
     return safe.to_csv(index=False)
 

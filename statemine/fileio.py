@@ -150,11 +150,8 @@ def write_set(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *,
     followed. Raises :class:`StatemineError` (one line) on OS errors; nothing partial is
     left behind.
     """
-    out = Path(out_dir)
-    if out.is_symlink():
-        out = Path(os.path.realpath(out))
+    out = check_out_dir(out_dir, set(owned) | set(files))
     allowed = set(owned) | set(files)
-    _check_replaceable(out, allowed)
     parent = out.parent
     with cleanup_on_signals():
         try:
@@ -176,6 +173,17 @@ def write_set(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *,
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    return out
+
+
+def check_out_dir(out_dir: str | os.PathLike, owned: Iterable[str]) -> Path:
+    """The folder :func:`write_set` will replace (a symlink followed), after checking it
+    can: missing, or a folder holding only ``owned`` names. Call it before the work, to
+    fail early; :func:`write_set` checks again."""
+    out = Path(out_dir)
+    if out.is_symlink():
+        out = Path(os.path.realpath(out))
+    _check_replaceable(out, set(owned))
     return out
 
 

@@ -89,7 +89,7 @@ def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> 
 @main.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
               help="Write states_diff.csv, transitions_diff.csv, one_sided.csv, notes.txt, diff.dot, diff.svg here.")
 @_stat_options
 @_select_options
@@ -108,10 +108,11 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     """
     from ..diff import diff
     from ..escape import frame_csv
-    from ..fileio import write_set
+    from ..fileio import check_out_dir, write_set
     from ..render import dot_to
     from ..render_diff import diff_to_dot
 
+    check_out_dir(out_dir, DIFF_OUTPUTS)
     label_a, label_b = _labels(opts["label_a"], opts["label_b"], a, b)
     ts_a, ts_b = _read_sides(a, b, opts)
     result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **_diff_options(opts))
@@ -173,7 +174,7 @@ def print_summary(result, *, top: int = 10) -> None:
 @main.command("report")
 @click.argument("a")
 @click.argument("b", required=False)
-@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "out_file", required=True, type=click.Path(path_type=Path),
               help="The HTML file to write (self-contained: reads offline).")
 @click.option("--title", help="Title of the page.")
 @_stat_options

@@ -100,8 +100,9 @@ def select_traces(ts, selections, where: str):
 @main.command(cls=ToolCommand,
               context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("logs", nargs=-1, required=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write states.csv, transitions.csv, model.dot, model.json (and model.svg) here.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Write states.csv, transitions.csv, model.dot, model.json (and model.svg) here "
+                   "(the folder is replaced as a whole).")
 @_input_options
 @click.option("--engine", type=click.Choice(["observed", "synoptic", "synoptic-jar", "ktails", "perfume"]),
               default="observed", show_default=True,
@@ -144,6 +145,10 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
     if not logs:
         raise UsageError("no LOG given")
 
+    if out_dir is not None:
+        from ..fileio import check_out_dir
+
+        check_out_dir(out_dir, INFER_OUTPUTS)
     opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
     files = _streamable(logs, fmt, regexes, selections)
     if files:
@@ -283,7 +288,7 @@ def _import_output_modules() -> None:
 
 @main.command("read")
 @click.argument("logs", nargs=-1, required=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="The Parquet file to write.")
 @_input_options
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
