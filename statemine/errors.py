@@ -28,9 +28,9 @@ class InputError(StatemineError):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = self.file or "<input>"
-        if self.line is not None:
-            where = f"{where}:{self.line}"
+        if self.file is None:  # callers that know the file re-raise with it (check-model does)
+            return self.reason if self.line is None else f"line {self.line}: {self.reason}"
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
         return f"{where}: {self.reason}"
 
 

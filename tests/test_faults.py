@@ -80,7 +80,7 @@ def statemine(*argv: str, **kwargs) -> subprocess.CompletedProcess:
 
 # -- signals ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("signum, after", [
-    (signal.SIGTERM, 1), (signal.SIGINT, 1),
+    (signal.SIGTERM, 1), pytest.param(signal.SIGINT, 1, marks=pytest.mark.slow),
     pytest.param(signal.SIGHUP, 1, marks=pytest.mark.slow), pytest.param(signal.SIGTERM, 4, marks=pytest.mark.slow),
     pytest.param(signal.SIGINT, 5, marks=pytest.mark.slow)])
 def test_signal_while_writing_keeps_the_old_set_and_no_temporary(tmp_path, signum, after):
@@ -109,6 +109,7 @@ def test_signal_during_the_swap_is_deferred_until_the_new_set_is_in(tmp_path, si
     no_temporaries(tmp_path, "out")
 
 
+@pytest.mark.slow
 def test_a_temporary_of_a_killed_writer_is_swept_by_the_next_one(tmp_path):
     out = tmp_path / "out"
     proc = child(out, "killed", pause=2.0)
@@ -211,6 +212,7 @@ def big_log(tmp_path: Path) -> Path:
     return log
 
 
+@pytest.mark.slow
 def test_full_disk_infer_leaves_nothing_and_keeps_the_old_set(tmp_path, small_disk):
     good = tmp_path / "good.log"
     good.write_text(GOOD)

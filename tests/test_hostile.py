@@ -239,7 +239,7 @@ def _err(name: str, line: int | None = None) -> str:
 
 CASES = [
     # -- statemine logs -------------------------------------------------------------------
-    Case("sm-good", _infer("good.log", "--out", "{out}"), True, stdout="(2 traces", outputs=INFER_SET, fast=True),
+    Case("sm-good", _infer("good.log", "--out", "{out}"), True, stdout="(2 traces", outputs=INFER_SET),
     Case("sm-empty", _infer("empty.log"), False, _err("empty.log")),
     Case("sm-blank", _infer("blank.log"), False, _err("blank.log")),
     Case("sm-binary", _infer("random.bin"), False, _err("random.bin")),
@@ -262,7 +262,7 @@ CASES = [
     Case("sm-50k-fields", _infer("many_fields.log"), True, stdout="(1 traces"),
     Case("sm-20k-conns", _infer("many_conns.log", "--bootstrap", "0"), True, stdout="(20000 traces"),
     Case("sm-gzip", _infer("good.log.gz"), True, stdout="(2000 traces"),
-    Case("sm-gzip-cut-small", _infer("cut_small.log.gz"), False, _err("cut_small.log.gz"), fast=True),
+    Case("sm-gzip-cut-small", _infer("cut_small.log.gz"), False, _err("cut_small.log.gz")),
     Case("sm-gzip-cut-small-forced", _infer("cut_small.log.gz", "--format", "statemine"), False,
          _err("cut_small.log.gz")),
     Case("sm-gzip-cut-large", _infer("cut_large.log.gz"), False, _err("cut_large.log.gz")),

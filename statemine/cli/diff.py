@@ -137,8 +137,8 @@ def print_summary(result, *, top: int = 10) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..escape import TERMINAL_CHARS, display_name, one_line, rich_cell
     from ..escape import markup_text as escape
-    from ..escape import rich_cell
 
     console = Console(emoji=False)
     ranking = result.ranking(top)
@@ -165,10 +165,11 @@ def print_summary(result, *, top: int = 10) -> None:
                   "states" + (": UNDERPOWERED, no state can be significant" if result.underpowered else ""),
                   markup=False, highlight=False)
     if result.pseudo_replicated:
-        console.print(f"pseudo-replicates (identical runs, never significant): {', '.join(result.pseudo_replicated)}",
-                      markup=False, highlight=False)
+        names = ", ".join(display_name(n, TERMINAL_CHARS) for n in result.pseudo_replicated)
+        console.print(f"pseudo-replicates (identical runs, never significant): {names}", markup=False,
+                      highlight=False)
     for note in result.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(f"note: {one_line(note)}", markup=False, highlight=False)
 
 
 @main.command("report")

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...fileio import cleanup_on_signals
 from ...parse.lines import ordered_map
 from ...parse.regex import WORKERS
 from .invariants import KINDS, invariant_text, sort_invariants
@@ -309,25 +310,26 @@ def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
 def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> list[Path]:
     """Write ``PREFIX + suffix`` for each (suffix, text: a str, or an iterable of UTF-8
     byte pieces, e.g. :func:`json_pieces`); every file goes to a temporary name in the target directory first and is
-    renamed only when all are written, so a failure leaves no half-written file."""
+    renamed only when all are written, so a failure (or a signal) leaves no half-written file."""
     prefix = Path(prefix)
     target_dir = prefix.parent
     target_dir.mkdir(parents=True, exist_ok=True)
     done: list[tuple[str, Path]] = []
-    try:
-        for suffix, text in texts.items():
-            path = prefix.with_name(prefix.name + suffix)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
-            done.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                for piece in ([text.encode("utf-8")] if isinstance(text, str) else text):
-                    fh.write(memoryview(piece))
-        for tmp, path in done:
-            os.replace(tmp, path)
-    except BaseException:
-        for tmp, _ in done:
-            Path(tmp).unlink(missing_ok=True)
-        raise
+    with cleanup_on_signals():  # SIGTERM/SIGHUP also remove the temporaries
+        try:
+            for suffix, text in texts.items():
+                path = prefix.with_name(prefix.name + suffix)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
+                done.append((tmp, path))
+                with os.fdopen(fd, "wb") as fh:
+                    for piece in ([text.encode("utf-8")] if isinstance(text, str) else text):
+                        fh.write(memoryview(piece))
+            for tmp, path in done:
+                os.replace(tmp, path)
+        except BaseException:
+            for tmp, _ in done:
+                Path(tmp).unlink(missing_ok=True)
+            raise
     return [path for _, path in done]
 
 
