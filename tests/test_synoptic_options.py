@@ -283,3 +283,65 @@ def test_only_mine_and_initial_graph_dump(work):
     assert (folder / "out.condensed.dot").read_text() == to_dot(
         __import__("statemine.infer.synoptic.model", fromlist=["PartitionModel"])
         .PartitionModel.initial(EventLog.from_sequences(traces)))
+
+
+# -- DATETIME groups and --dateFormat ------------------------------------------------------
+from datetime import datetime, timedelta, timezone  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from statemine.infer.synoptic.javadate import compile_date_format  # noqa: E402
+
+_PATTERNS = [  # (Java pattern, strftime equivalent)
+    ("dd/MMM/yyyy:HH:mm:ss", "%d/%b/%Y:%H:%M:%S"),
+    ("yyyy-MM-dd'T'HH:mm:ss", "%Y-%m-%dT%H:%M:%S"),
+    ("EEE, d MMMM yyyy hh:mm:ss a", "%a, %-d %B %Y %I:%M:%S %p"),
+    ("yyyyDDD HHmmss", "%Y%j %H%M%S"),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31)),
+       st.sampled_from(_PATTERNS), st.integers(-720, 720))
+def test_java_date_patterns_against_python_datetime(when, pattern, offset_min):
+    when = when.replace(microsecond=0)
+    java, fmt = pattern
+    expected = int(when.replace(tzinfo=timezone.utc).timestamp()) * 1000
+    assert compile_date_format(java)(when.strftime(fmt)) == expected
+    zone = timezone(timedelta(minutes=offset_min))
+    text = when.strftime("%Y-%m-%d %H:%M:%S") + when.replace(tzinfo=zone).strftime(" %z")
+    assert compile_date_format("yyyy-MM-dd HH:mm:ss Z")(text) == int(
+        when.replace(tzinfo=zone).timestamp()) * 1000
+
+
+@pytest.mark.parametrize("pattern,text", [("yyyy-MM-dd", "2020-13-01"), ("yyyy-MM-dd", "2020-1-x"),
+                                          ("dd/MMM/yyyy", "01/Foo/2020"), ("HH:mm", "1:2:3")])
+def test_bad_dates_are_value_errors(pattern, text):
+    with pytest.raises(ValueError, match="date"):
+        compile_date_format(pattern)(text)
+    with pytest.raises(ValueError, match="not supported"):
+        compile_date_format("yyyy-ww")
+
+
+def test_datetime_groups_order_events_by_date(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.log").write_text(
+        "10/Oct/2000:13:55:36 login\n10/Oct/2000:13:55:30 start\n10/Oct/2000:13:56:00 logout\n"
+        "--\n11/Oct/2000:01:00:05 login\n11/Oct/2000:01:00:00 start\n")
+    args = ["-r", r"^(?<DATETIME>\S+) (?<TYPE>\w+)$", "-s", SEP, "-o", "m", "-j"]
+    res = run(args + ["d.log"])
+    assert res.exit_code == 0, res.output
+    log = json.loads((tmp_path / "m.json").read_text())["log"]
+    assert [[e["eventType"] for e in t["events"]] for t in log] == [
+        ["start", "login", "logout"], ["start", "login"]]
+    stamp = int(datetime(2000, 10, 10, 13, 55, 30, tzinfo=timezone.utc).timestamp() * 1000)
+    assert log[0]["events"][0]["timestamp"] == stamp and log[0]["events"][0]["logLine"] == 2
+    (tmp_path / "bad.log").write_text("10/Oct/2000:13:55:36 login\n32/Oct/2000:13:55:30 start\n")
+    res = run(args + ["bad.log"])
+    assert res.exit_code == 2 and "bad.log:2: DATETIME" in res.output
+    assert not list(tmp_path.glob("m.*")) or (tmp_path / "m.json").exists()
+    res = run(args + ["-i", "bad.log"])
+    assert res.exit_code == 0
+    res = run(args + ["--dateFormat=yyyy-MM-dd", "d.log"])
+    assert res.exit_code == 2 and "does not match the date format" in res.output

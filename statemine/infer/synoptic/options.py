@@ -88,7 +88,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("debugParse", "bool", False, aliases=("debugParse",),
         refuse_reason="parser debugging output is not implemented"),
     Opt("dateFormat", "str", "dd/MMM/yyyy:HH:mm:ss", aliases=("dateFormat",),
-        help="Java SimpleDateFormat pattern of DATETIME groups"),
+        help="Java SimpleDateFormat pattern of DATETIME groups (see javadate.py)"),
     # Input
     Opt("argsFilename", "str", None, "c", ("argsfile",), help="read arguments from a file"),
     # Output

@@ -5,6 +5,7 @@ caller writes :attr:`ToolRun.files` atomically (all or none)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,19 +42,79 @@ def _check_order(log, keep_order: bool, where: str | None) -> None:
                          "by time (give --keepOrder=false)")
 
 
+_DATETIME = re.compile(r"\(\?<DATETIME(=?)>")
+_TYPE = re.compile(r"\(\?<TYPE(=?)>|\\k<TYPE>")
+
+
 def read_log(a: ParsedArgs):
-    """The coded event log of the run's log files under its -r/-s/-m/-i options."""
+    """The coded event log of the run's log files under its -r/-s/-m/-i options
+    (``DATETIME`` groups read with ``--dateFormat``, see :func:`_read_datetime`)."""
     from ...parse.regex import read_regex_arrays
     from .log import EventLog
 
     if not a.logs:
         raise InputError(None, None, "no log file given")
-    log = EventLog.from_regex_events(read_regex_arrays(
-        list(a.logs), a["regExps"] or None, a["separatorRegExp"],
-        a["partitionRegExp"] if "partitionRegExp" in a.given else None,
-        a["ignoreNonMatchingLines"]))
+    regexes = a["regExps"] or None
+    mapping = a["partitionRegExp"] if "partitionRegExp" in a.given else None
+
+    def read(rx):
+        return read_regex_arrays(list(a.logs), rx, a["separatorRegExp"], mapping,
+                                 a["ignoreNonMatchingLines"])
+
+    if regexes and any(_DATETIME.search(r) for r in regexes):
+        ev = _read_datetime(read, regexes, a["dateFormat"], a["ignoreNonMatchingLines"])
+    else:
+        ev = read(regexes)
+    log = EventLog.from_regex_events(ev)
     _check_order(log, a["keepOrder"], a.logs[0] if len(a.logs) == 1 else None)
     return log
+
+
+def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
+    """Events of regexes with ``DATETIME`` groups, their times parsed with the Java
+    ``date_format`` (:mod:`.javadate`, milliseconds since the epoch).  The regex reader has
+    no date times, so the logs are read twice with the groups renamed: once with the
+    DATETIME group as the type (giving each event's date text), once with it as a plain
+    field (giving the types); both reads order events by line, so they align.  Events are
+    then ordered by date within each trace (ties keep line order).  A date that does not
+    parse is an error naming its file and line (skipped with ``-i``, as Synoptic does for
+    bad times)."""
+    from types import SimpleNamespace
+
+    from .javadate import compile_date_format
+
+    try:
+        parse = compile_date_format(date_format)
+    except ValueError as exc:
+        raise InputError(None, None, f"--dateFormat: {exc}") from None
+
+    def as_dates(r):
+        return _DATETIME.sub(r"(?<TYPE\1>", _TYPE.sub(
+            lambda m: "\\k<SMTYPEX>" if m.group(0).startswith("\\") else
+            f"(?<SMTYPEX{m.group(1)}>", r))
+
+    dates = read([as_dates(r) for r in regexes])
+    types = read([_DATETIME.sub(r"(?<SMDATETIMEX\1>", r) for r in regexes])
+    texts = np.asarray(dates.type_names, dtype=object)[dates.type_codes]
+    millis = np.zeros(len(texts), dtype=np.int64)
+    keep = np.ones(len(texts), dtype=bool)
+    for k, text in enumerate(texts):
+        try:
+            millis[k] = parse(str(text))
+        except ValueError as exc:
+            if not ignore:
+                raise InputError(types.sources[types.trace[k]], int(types.lines[k]),
+                                 f"DATETIME: {exc}") from None
+            keep[k] = False
+    idx = np.nonzero(keep)[0]
+    order = idx[np.lexsort((types.lines[idx], millis[idx], types.trace[idx]))]
+    trace, _ = pd.factorize(types.trace[order], sort=True)
+    names = np.asarray(types.type_names, dtype=object)[types.type_codes[order]]
+    codes, uniques = pd.factorize(names, sort=False)
+    return SimpleNamespace(trace=trace.astype(np.int64), type_codes=codes.astype(np.int64),
+                           type_names=[str(u) for u in uniques],
+                           times=millis[order].astype(np.float64), lines=types.lines[order],
+                           time_text=[str(int(x)) for x in millis[order]])
 
 
 def mined_invariants(a: ParsedArgs, log) -> pd.DataFrame:
