@@ -191,6 +191,8 @@ def read_qlog(
         reader = _Reader(fh, path)
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
+        if layout == "document" and reader.gzip:  # a gzip bomb is refused before it is parsed
+            _check_gunzipped_size(path, max_document_bytes)
         streamed = layout == "document" and _worth_streaming(path, reader)
         raw_traces = _streamed_document_traces(path, report) if streamed else None
         if layout == "document" and raw_traces is None:  # small, cut off, invalid, or no ijson
@@ -454,8 +456,6 @@ def _document_traces(
     path: Path, reader: _Reader, head: bytes, limit: int, report: _Report
 ) -> list[_RawTrace]:
     """The traces of a ``.qlog`` JSON document (read whole, at most ``limit`` bytes)."""
-    if reader.gzip:
-        _check_gunzipped_size(path, limit)
     parts = [head]
     size = len(head)
     while size <= limit:
@@ -514,7 +514,7 @@ def _check_gunzipped_size(path: Path, limit: int) -> None:
     :data:`_CHUNK_BYTES` pieces into one reused buffer, stopping at ``limit``. A gzip bomb
     is so refused with about two chunks of memory, not ``limit`` bytes."""
     too_big = InputError(path, None, f"decompresses to more than {limit} bytes (max_document_bytes; "
-                         "a gzip bomb?); JSON documents are read whole: raise the limit or use JSON-SEQ")
+                         "a gzip bomb?): raise the limit, or use JSON-SEQ")
     try:
         with open(path, "rb") as raw:
             if raw.seek(0, os.SEEK_END) >= 18:  # smallest gzip member: 10 header + 8 trailer bytes
