@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,12 @@ import pandas as pd
 import pytest
 
 from statemine.parse import read
-from statemine.patch import apply, check, fetch, port, revert, versions
+from statemine.patch import PortFailed, apply, check, fetch, port, pristine as pristine_source, revert, versions
+from statemine.patch.functions import enclosing_function
 
 pytestmark = pytest.mark.slow
 
+PATCHES = Path(__file__).resolve().parents[1] / "instrument-patches" / "aioquic"
 TRANSFER = Path(__file__).parent / "data" / "aioquic" / "transfer.py"
 SIZE = 2_000_000
 VERSIONS = ["0.9.20", "0.9.25", "1.5.0", "1.7.2"]
@@ -184,7 +187,7 @@ def test_port_between_real_versions(pristine, tmp_path):
     root, hashes = pristine("1.5.0")
     report = port("aioquic", "0.9.25", "1.5.0", root)
     try:
-        assert len(report.needs_human) == 0 and report.rejects is None
+        assert len(report.needs_human) == 0 and report.rejects == ""
         assert set(report.hunks["status"]) <= {"exact", "offset"}
         ported = tree_hashes(root)
     finally:
@@ -197,8 +200,58 @@ def test_port_between_real_versions(pristine, tmp_path):
         revert("aioquic", "1.5.0", root)
 
     root, hashes = pristine("1.7.2")
-    report = port("aioquic", "0.9.20", "1.7.2", root, dry_run=True)
-    assert len(report.needs_human) > 0 and tree_hashes(root) == hashes
+    with pytest.raises(PortFailed) as err:
+        port("aioquic", "0.9.20", "1.7.2", root, dry_run=True)
+    assert len(err.value.report.needs_human) > 0 and tree_hashes(root) == hashes
+
+
+def _hook_functions(root: Path, files: list[str], hooks: set[str]) -> list[tuple[str, str, str]]:
+    """(file, hook line, enclosing function) of every line of ``hooks`` in ``root``."""
+    out = []
+    for rel in files:
+        lines = (root / rel).read_text().splitlines(True)
+        out += [(rel, line.strip(), enclosing_function(rel, lines, i))
+                for i, line in enumerate(lines) if line.strip() in hooks]
+    return sorted(out)
+
+
+def test_port_1_7_2_to_1_6_0_keeps_hooks_in_their_functions(tmp_path):
+    """The issue's case: 1.7.2's ApplicationLimited hook went 704 lines away into
+    ``_consume_peer_cid`` (where ``now`` is undefined) and the port said "0 failed".
+    Now that hunk is refused (nothing written); without it, every hook lands in the
+    function it is in on 1.7.2, and the ported tree compiles."""
+    old, new = pristine_source("aioquic", "1.7.2"), pristine_source("aioquic", "1.6.0")
+    tree = tmp_path / "1.6.0"
+    shutil.copytree(new, tree)
+    before = tree_hashes(tree)
+    for max_offset in (500, 10_000):  # the offset bound, then the function rule alone
+        with pytest.raises(PortFailed) as err:
+            port("aioquic", "1.7.2", "1.6.0", tree, old_root=old, max_offset=max_offset)
+        bad = err.value.report.needs_human
+        assert bad[["path", "hunk"]].values.tolist() == [["src/aioquic/quic/connection.py", 2]]
+        assert tree_hashes(tree) == before
+    assert "only in function _consume_peer_cid, not in function datagrams_to_send" in str(err.value)
+
+    # the same patch without that hunk: ported, each hook in its 1.7.2 function
+    text = (PATCHES / "1.7.2" / "statemine.patch").read_text()
+    start = text.index("@@ -616,6 +617,7 @@")
+    without = text[:start] + text[text.index("@@ -1459,6 +1461,7 @@"):]
+    mine = tmp_path / "patches" / "aioquic"
+    (mine / "1.7.2").mkdir(parents=True)
+    shutil.copy(PATCHES / "impl.toml", mine / "impl.toml")
+    (mine / "1.7.2" / "statemine.patch").write_text(without)
+    report = port("aioquic", "1.7.2", "1.6.0", tree, old_root=old, patches=mine.parent)
+    assert len(report.needs_human) == 0
+    patched_old = tmp_path / "1.7.2"
+    shutil.copytree(old, patched_old)
+    apply("aioquic", "1.7.2", patched_old, mine.parent)
+    files = ["src/aioquic/quic/connection.py", "src/aioquic/quic/recovery.py"]
+    hooks = {line[1:].strip() for line in without.splitlines()
+             if line.startswith("+") and not line.startswith("+++") and "_statemine" in line}
+    got = _hook_functions(tree, files, hooks)
+    assert got == _hook_functions(patched_old, files, hooks) and len(got) == len(hooks)
+    for rel in files + ["src/aioquic/quic/statemine.py"]:
+        compile((tree / rel).read_text(), rel, "exec")
 
 
 @pytest.mark.parametrize("version, modules", [

@@ -45,10 +45,24 @@ def test_cli_errors_exit_2_with_one_line(tmp_path):
     assert res.exit_code == 2 and "not an empty directory" in res.stderr
 
 
-def test_cli_port_reports_hunks_needing_a_human(tmp_path):
+def test_cli_port_fails_whole_listing_the_rejects(tmp_path):
     patches = make_patches(tmp_path / "p", {"1.0": full_patch()})
     tree = make_tree(tmp_path / "t", {**ORIG, "pkg/b.py": "changed\n"})
-    res = run("port", "--impl", "demo", "--from", "1.0", "--to", "2.0", "--patches", patches, tree)
-    assert res.exit_code == 0, res.output
-    assert "4 hunks: 3 exact, 0 offset, 0 fuzz, 1 failed" in res.output
-    assert "1 hunks need a human" in res.output and (tree / ".statemine-port.rej").is_file()
+    old = make_tree(tmp_path / "old", ORIG)
+    before = hashes(tree)
+    args = ["port", "--impl", "demo", "--from", "1.0", "--to", "2.0", "--patches", patches,
+            "--from-source", old]
+    res = run(*args, tree)
+    assert res.exit_code == 2, res.output
+    assert "4 hunks: 3 exact, 0 offset, 0 fuzz, 1 failed" in res.stdout
+    assert "+GAMMA" in res.stdout  # the rejected hunk, as a diff
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(
+        "statemine: error: port demo 1.0 -> 2.0: 1 of 4 hunks failed, nothing was changed: "
+        "pkg/b.py hunk 1 (patch line ")
+    assert hashes(tree) == before
+    res = run(*args, "--rejects", tmp_path / "out.rej", tree)
+    assert res.exit_code == 2 and "+GAMMA" in (tmp_path / "out.rej").read_text()
+    assert hashes(tree) == before
+    (tree / "pkg/b.py").write_text(ORIG["pkg/b.py"])
+    res = run(*args, tree)
+    assert res.exit_code == 0 and "4 hunks: 4 exact" in res.stdout

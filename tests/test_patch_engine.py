@@ -19,7 +19,7 @@ from statemine.errors import InputError, UsageError
 from statemine.patch import apply, check, list_patches, port, revert
 from statemine.patch.apply import RECORD, patch_lines, split_lines
 from statemine.patch.diff import parse_patch_text
-from statemine.patch.port import rejects_text
+from statemine.patch.port import PortFailed, rejects_text
 
 ORIG = {
     "pkg/a.py": "".join(f"line {i}\n" for i in range(1, 41)),
@@ -257,29 +257,35 @@ def test_offset_then_port_with_fuzz(tmp_path):
     with pytest.raises(InputError, match="another version"):
         apply("demo", "1.0", tree, patches)
     before = hashes(tree)
-    report = port("demo", "1.0", "2.0", tree, fuzz=0, dry_run=True, patches=patches)
-    assert list(report.hunks["status"]) == ["offset", "failed"] and hashes(tree) == before
+    for dry_run in (True, False):
+        with pytest.raises(PortFailed, match=r"1 of 2 hunks failed, nothing was changed: "
+                                             r"pkg/a.py hunk 2 \(patch line \d+\): its lines") as err:
+            port("demo", "1.0", "2.0", tree, fuzz=0, dry_run=dry_run, patches=patches)
+        assert list(err.value.report.hunks["status"]) == ["offset", "failed"]
+        assert hashes(tree) == before
     report = port("demo", "1.0", "2.0", tree, fuzz=3, patches=patches)
     assert list(report.hunks["status"]) == ["offset", "fuzz"]
-    assert list(report.hunks["offset"]) == [7, 7] and report.rejects is None
+    assert list(report.hunks["offset"]) == [7, 7] and report.rejects == "" and report.written
     assert (tree / "pkg/a.py").read_text() == v2.replace("line 5\n", "line 5\nLOG five\n").replace(
         "line 30\n", "LINE THIRTY\n")
     assert revert("demo", "2.0", tree, patches).status == "reverted"
     assert hashes(tree) == before
 
 
-def test_port_writes_rejects_that_parse(env):
+def test_port_is_all_or_nothing_and_its_rejects_parse(env):
     patches, tree = env
     (tree / "pkg/b.py").write_text("totally\ndifferent\n")
-    report = port("demo", "1.0", "2.0", tree, patches=patches)
+    before = hashes(tree)
+    with pytest.raises(PortFailed) as err:
+        port("demo", "1.0", "2.0", tree, patches=patches)
+    report = err.value.report
+    assert hashes(tree) == before and not report.written  # the other hunks fit: not written
     assert set(report.needs_human["path"]) == {"pkg/b.py"}
-    rej = parse_patch_text(report.rejects.read_text())
+    rej = parse_patch_text(report.rejects)
     assert [fp.path for fp in rej] == ["pkg/b.py"]
     original = parse_patch_text(full_patch())[1]
     strip = lambda hunks: [dataclasses.replace(h, patch_line=0) for h in hunks]  # noqa: E731
     assert strip(rej[0].hunks) == strip(original.hunks)  # line numbers, lines, no-newline marker
-    assert (tree / "pkg/a.py").read_text() == EDITED["pkg/a.py"]
-    assert (tree / "pkg/sub/helper.py").read_text() == EDITED["pkg/sub/helper.py"]
 
 
 @settings(max_examples=60, deadline=None)

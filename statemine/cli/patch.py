@@ -32,13 +32,21 @@ _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Pa
 
 
 def _print_hunks(frame, title: str) -> None:
+    from rich.markup import escape
+
     Console, Table = _rich()
     table = Table(title=title)
     for col in frame.columns:
         table.add_column(col)
     for row in frame.itertuples(index=False):
-        table.add_row(*(str(v) for v in row))
-    Console().print(table)
+        table.add_row(*(escape(_visible(str(v))) for v in row))
+    Console(width=max(140, Console().width)).print(table)
+
+
+def _visible(text: str, keep: str = "") -> str:
+    """``text`` with control characters (but those in ``keep``) shown as ``\\xNN``."""
+    return "".join(f"\\x{ord(c):02x}" if (ord(c) < 32 or ord(c) == 127) and c not in keep
+                   else c for c in text)
 
 
 @main.group()
@@ -126,17 +134,38 @@ def revert(impl: str, version: str, patches: Path | None, verbose: bool, dry_run
 @click.option("--to", "to_version", required=True, help="The version DIRECTORY holds.")
 @click.option("--fuzz", type=click.IntRange(0, 10), default=2, show_default=True,
               help="Context lines a hunk may ignore at each end.")
+@click.option("--max-offset", type=click.IntRange(0, None), default=500, show_default=True,
+              help="Lines a hunk may move from where the hunks before it put it.")
+@click.option("--from-source", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              default=None, help="The pristine FROM tree (tells which function each hunk is "
+              "in; default: fetched into the cache).")
+@click.option("--rejects", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the hunks that did not fit here (a unified diff) instead of printing them.")
 @click.option("--dry-run", is_flag=True, help="Report only; change nothing.")
 @_patches
 @_dir
-def port(impl: str, from_version: str, to_version: str, fuzz: int, dry_run: bool,
-         patches: Path | None, directory: Path) -> None:
-    """Try the patch of version FROM on DIRECTORY (version TO) with context fuzz: apply
-    what fits, list what needs a human (saved in DIRECTORY/.statemine-port.rej)."""
-    report = _lib().port(impl, from_version, to_version, directory, fuzz=fuzz, dry_run=dry_run,
-                      patches=patches)
+def port(impl: str, from_version: str, to_version: str, fuzz: int, max_offset: int,
+         from_source: Path | None, rejects: Path | None, dry_run: bool, patches: Path | None,
+         directory: Path) -> None:
+    """Port the patch of version FROM to DIRECTORY (version TO): every hunk placed, with
+    offset and context fuzz but inside the function its context names, or nothing
+    changed and a non-zero exit listing the hunks that need a human."""
+    lib = _lib()
+    old = from_source if from_source is not None else lib.pristine(impl, from_version, patches)
+    try:
+        report = lib.port(impl, from_version, to_version, directory, fuzz=fuzz,
+                          dry_run=dry_run, patches=patches, old_root=old, max_offset=max_offset)
+    except lib.PortFailed as exc:
+        click.echo(str(exc.report))
+        _print_hunks(exc.report.hunks, "hunks (offset in lines, fuzz in context lines)")
+        if rejects is not None:
+            from ..fileio import write_atomic
+
+            write_atomic(rejects, exc.report.rejects.encode("utf-8"))
+            click.echo(f"the hunks that need a human: {rejects}")
+        else:
+            click.echo("the hunks that need a human (line numbers of " + from_version + "):")
+            click.echo(_visible(exc.report.rejects, "\n\t"), nl=False)
+        raise
     click.echo(str(report))
     _print_hunks(report.hunks, "hunks (offset in lines, fuzz in context lines)")
-    if len(report.needs_human):
-        where = report.rejects if report.written else "(dry run: not written)"
-        click.echo(f"{len(report.needs_human)} hunks need a human: {where}")

@@ -8,11 +8,12 @@ patched package is importable from ``dest/<python_path>`` (aioquic: ``dest/src``
 from __future__ import annotations
 
 from .apply import Outcome, apply, check, revert
-from .fetch import cache_dir, fetch
-from .port import PortReport, port
+from .fetch import cache_dir, fetch, pristine
+from .port import PortFailed, PortReport, port
 from .registry import implementations, list_patches, load_impl, patch_path, versions
 
 __all__ = [
-    "Outcome", "PortReport", "apply", "cache_dir", "check", "fetch", "implementations",
-    "list_patches", "load_impl", "patch_path", "port", "revert", "versions",
+    "Outcome", "PortFailed", "PortReport", "apply", "cache_dir", "check", "fetch",
+    "implementations", "list_patches", "load_impl", "patch_path", "port", "pristine", "revert",
+    "versions",
 ]

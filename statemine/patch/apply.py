@@ -21,11 +21,13 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -37,7 +39,7 @@ RECORD = ".statemine-patch.json"
 SOURCE_RECORD = ".statemine-source.json"
 
 #: The columns of a hunk report (:func:`hunk_report`).
-HUNK_COLUMNS = ["path", "hunk", "patch_line", "status", "offset", "fuzz"]
+HUNK_COLUMNS = ["path", "hunk", "patch_line", "status", "offset", "fuzz", "reason"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class HunkResult:
     status: str
     offset: int = 0
     fuzz: int = 0
+    #: Why a hunk failed ("" otherwise).
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,20 +113,24 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> int | None:
-    """The position >= ``lo`` nearest ``expected`` (the lower on a tie) where ``needle``
-    matches, else None.
+def _matches(lines: list[str], needle: tuple[str, ...], expected: int, lo: int,
+             radius_max: int | None = None) -> Iterator[int]:
+    """The positions >= ``lo`` where ``needle`` matches, nearest ``expected`` first (the
+    lower on a tie), at most ``radius_max`` away (None: anywhere).
 
     Windows of growing radius around ``expected`` are scanned for the needle's first line
     with ``list.index`` (C speed); a match within radius r is nearer than any outside it.
     """
     n, last = len(needle), len(lines) - len(needle)
     if last < lo:
-        return None
+        return
     expected = min(max(expected, lo), last)
     first = needle[0]
     radius = 64
+    seen: set[int] = set()
     while True:
+        if radius_max is not None:
+            radius = min(radius, radius_max)
         start, stop = max(lo, expected - radius), min(last, expected + radius)
         candidates = []
         pos = start - 1
@@ -131,22 +139,38 @@ def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> 
                 pos = lines.index(first, pos + 1, stop + 1)
             except ValueError:
                 break
-            candidates.append(pos)
+            if pos not in seen:
+                candidates.append(pos)
         candidates.sort(key=lambda p: (abs(p - expected), p))
         for pos in candidates:
+            seen.add(pos)
             if tuple(lines[pos:pos + n]) == needle:
-                return pos
-        if start == lo and stop == last:
-            return None
+                yield pos
+        if (start == lo and stop == last) or radius == radius_max:
+            return
         radius *= 16
 
 
+def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> int | None:
+    """The position >= ``lo`` nearest ``expected`` (the lower on a tie) where ``needle``
+    matches, else None."""
+    return next(_matches(lines, needle, expected, lo), None)
+
+
+#: ``accept(hunk, start, lines)``: None when the hunk may start at ``lines[start]``, else
+#: the reason it may not (see :func:`patch_lines`).
+Accept = Callable[[Hunk, int, list[str]], "str | None"]
+
+
 def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int = 0,
-                shift: bool = False) -> tuple[list[str], tuple[HunkResult, ...]]:
+                shift: bool = False, max_offset: int | None = None,
+                accept: Accept | None = None) -> tuple[list[str], tuple[HunkResult, ...]]:
     """Apply ``hunks`` in order to ``lines``; failed hunks are skipped and reported.
 
     Each hunk must match at its line number (shifted by what earlier hunks added), or with
-    ``shift`` at the nearest offset; ``fuzz`` context lines at each end may mismatch.
+    ``shift`` at the nearest offset, at most ``max_offset`` lines from where the previous
+    hunks put it (None: anywhere), where ``accept`` (if given) allows it; ``fuzz``
+    context lines at each end may mismatch.
 
     >>> h = Hunk(("a\\n", "b\\n"), ("a\\n", "c\\n"), 1, 1, 1, 0, 3, 1, 1)  # "b" -> "c" at index 2
     >>> patch_lines(["x\\n", "a\\n", "b\\n"], (h,), "f")[0]
@@ -158,6 +182,7 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
     for i, h in enumerate(hunks, 1):
         expected = h.old_start + growth + drift
         placed = None
+        refused = ""
         for f in range(0, fuzz + 1):
             top, bottom = min(f, h.lead), min(f, h.trail)
             if f and top == 0 and bottom == 0:
@@ -166,17 +191,25 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
             if not needle:
                 if h.old or f:
                     continue
-                pos = min(max(expected, lo), len(out))  # pure insertion
+                candidates: Iterator[int] = iter([min(max(expected, lo), len(out))])  # insertion
             elif shift:
-                pos = _find(out, needle, expected + top, lo)
+                candidates = _matches(out, needle, expected + top, lo, max_offset)
             else:
                 at = expected + top
-                pos = at if at >= lo and tuple(out[at:at + len(needle)]) == needle else None
-            if pos is not None:
-                placed = (pos, top, bottom, f)
+                candidates = iter([at] if at >= lo and tuple(out[at:at + len(needle)]) == needle
+                                  else [])
+            for pos in candidates:
+                why = accept(h, pos - top, out) if accept is not None else None
+                if why is None:
+                    placed = (pos, top, bottom, f)
+                    break
+                refused = refused or f"{why}, {abs(pos - top - expected)} lines away"
+            if placed is not None:
                 break
         if placed is None:
-            results.append(HunkResult(path, i, h.patch_line, "failed"))
+            within = f" within {max_offset} lines" if shift and max_offset is not None else ""
+            results.append(HunkResult(path, i, h.patch_line, "failed", reason=refused or (
+                f"its lines are not found{within}" if shift else "its lines are not at its line number")))
             continue
         pos, top, bottom, f = placed
         replacement = list(h.new[top:len(h.new) - bottom])
@@ -237,9 +270,12 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = False) -> list[FileChange]:
-    """Apply every file patch in memory (reads files, writes nothing); ``fuzz`` and
-    ``shift`` as for :func:`patch_lines`."""
+def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = False,
+         max_offset: int | None = None,
+         accept: Callable[[FilePatch], Accept | None] | None = None) -> list[FileChange]:
+    """Apply every file patch in memory (reads files, writes nothing); ``fuzz``, ``shift``
+    and ``max_offset`` as for :func:`patch_lines`, ``accept(file_patch)`` gives its
+    ``accept``."""
     changes = []
     for fp in fps:
         before = _read(root, fp.path)
@@ -253,7 +289,8 @@ def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = Fa
             res = tuple(HunkResult(fp.path, i, h.patch_line, "failed") for i, h in enumerate(fp.hunks, 1))
             changes.append(FileChange(fp.path, None, None, res))
             continue
-        lines, res = patch_lines(split_lines(_decode(before)), fp.hunks, fp.path, fuzz, shift)
+        lines, res = patch_lines(split_lines(_decode(before)), fp.hunks, fp.path, fuzz, shift,
+                                 max_offset, accept(fp) if accept is not None else None)
         after = _encode("".join(lines))
         if fp.deleted:  # reverse of a created file: it must now be empty
             ok = not lines and all(r.status != "failed" for r in res)
@@ -357,6 +394,68 @@ def read_json(root: Path, name: str) -> dict | None:
     return data
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """One file of ``.statemine-patch.json``: its ``path`` (relative), the sha256 of its
+    bytes before and after the patch (None: absent), the original bytes (zlib + base64
+    text, None when the file was added)."""
+
+    path: str
+    before_sha256: str | None
+    after_sha256: str | None
+    before_zlib_b64: str | None
+
+
+def read_record(root: Path) -> dict | None:
+    """``root/.statemine-patch.json`` checked field by field (None when absent): ``impl``,
+    ``version``, ``patch_sha256`` strings, ``files`` a list of :class:`RecordFile`.
+    :class:`InputError` naming the file and the field for anything else (the record sits
+    in a tree a user may have edited)."""
+    rec = read_json(root, RECORD)
+    if rec is None:
+        return None
+    path = root / RECORD
+
+    def bad(what: str) -> InputError:
+        return InputError(path, None, f"malformed record: {what}; revert by hand or re-fetch "
+                                      "the source")
+
+    for key in ("impl", "version", "patch_sha256"):
+        if not isinstance(rec.get(key), str):
+            raise bad(f"{key} must be a string, not {rec.get(key)!r:.60}")
+    if "ported_from" in rec and not isinstance(rec["ported_from"], str):
+        raise bad("ported_from must be a string")
+    if not isinstance(rec.get("files"), list):
+        raise bad("files must be a list")
+    files = []
+    for k, f in enumerate(rec["files"]):
+        if not isinstance(f, dict):
+            raise bad(f"files[{k}] must be an object")
+        rel = f.get("path")
+        if not isinstance(rel, str):
+            raise bad(f"files[{k}].path must be a string")
+        try:
+            check_relpath(rel, path, None)
+        except InputError as exc:
+            raise bad(f"files[{k}].path: {exc.reason}") from None
+        for key in ("before_sha256", "after_sha256"):
+            v = f.get(key)
+            if v is not None and not (isinstance(v, str) and _SHA256.fullmatch(v)):
+                raise bad(f"files[{k}].{key} must be a sha256 (64 hex digits) or null")
+        blob = f.get("before_zlib_b64")
+        if blob is not None and not isinstance(blob, str):
+            raise bad(f"files[{k}].before_zlib_b64 must be a string or null")
+        if (blob is None) != (f.get("before_sha256") is None):
+            raise bad(f"files[{k}]: before_sha256 and before_zlib_b64 must both be set or null")
+        files.append(RecordFile(rel, f.get("before_sha256"), f.get("after_sha256"), blob))
+    if len({f.path for f in files}) != len(files):
+        raise bad("a file is listed twice")
+    return {**rec, "files": files}
+
+
 def make_record(impl: str, version: str, patch_sha: str, changes: list[FileChange], **extra) -> bytes:
     """The bytes of ``.statemine-patch.json`` for ``changes`` just applied."""
     files = [{
@@ -382,6 +481,19 @@ def _check_source(root: Path, impl: str, version: str) -> None:
             f"`statemine patch port --impl {impl} --from {version} --to {src.get('version')} {root}`")
 
 
+#: The most bytes a saved original may inflate to (bounded memory on a hostile record).
+MAX_ORIGINAL_BYTES = 256 << 20
+
+
+def _inflate(data: bytes) -> bytes:
+    """zlib-decompress at most :data:`MAX_ORIGINAL_BYTES` (``ValueError`` past that)."""
+    d = zlib.decompressobj()
+    out = d.decompress(data, MAX_ORIGINAL_BYTES)
+    if d.unconsumed_tail or not d.eof:
+        raise ValueError("truncated, or larger than 256 MiB inflated")
+    return out
+
+
 def _first_failure(changes: list[FileChange]) -> HunkResult:
     return next(r for c in changes for r in c.results if r.status == "failed")
 
@@ -396,7 +508,7 @@ def _apply(impl: str, version: str, dest: str | Path, dry_run: bool, patches: st
     psha = sha256_file(ppath)
     action = "check" if dry_run else "apply"
     _check_source(root, impl, version)
-    rec = read_json(root, RECORD)
+    rec = read_record(root)
     if rec is not None and (rec.get("impl"), rec.get("version"), rec.get("patch_sha256")) != (impl, version, psha):
         raise UsageError(f"{root} carries another patch ({rec.get('impl')} {rec.get('version')}, "
                          f"see {RECORD}): revert it first")
@@ -449,7 +561,7 @@ def revert(impl: str, version: str, dest: str | Path, patches: str | Path | None
     """
     root = source_root(dest)
     action = "revert"
-    rec = read_json(root, RECORD)
+    rec = read_record(root)
     if rec is None:
         _check_source(root, impl, version)
         ppath = patch_path(impl, version, patches)
@@ -473,18 +585,16 @@ def revert(impl: str, version: str, dest: str | Path, patches: str | Path | None
         raise UsageError(f"{root} carries the {rec.get('impl')} {rec.get('version')} patch "
                          f"(see {RECORD}), not {impl} {version}")
     writes: dict[str, tuple[bytes | None, bytes | None]] = {}
-    try:
-        entries = [(f["path"], f["before_sha256"], f["after_sha256"], f["before_zlib_b64"]) for f in rec["files"]]
-    except (KeyError, TypeError) as exc:
-        raise InputError(root / RECORD, None, f"malformed record: {exc!r}") from None
-    for rel, before_sha, after_sha, blob in entries:
-        check_relpath(rel, root / RECORD, None)
+    for rel, before_sha, after_sha, blob in (
+            (f.path, f.before_sha256, f.after_sha256, f.before_zlib_b64) for f in rec["files"]):
+        if rel == RECORD:
+            raise InputError(root / RECORD, None, "malformed record: it lists itself")
         current = _read(root, rel)
         if _sha(current) != after_sha:
             raise InputError(root / rel, None, "changed since the patch was applied; "
                              "refusing to revert (re-fetch the source, or revert by hand)")
         try:
-            before = zlib.decompress(base64.b64decode(blob, validate=True)) if blob is not None else None
+            before = _inflate(base64.b64decode(blob, validate=True)) if blob is not None else None
         except (ValueError, TypeError, zlib.error) as exc:
             raise InputError(root / RECORD, None, f"the saved original of {rel} is corrupt: {exc}") from None
         if _sha(before) != before_sha:

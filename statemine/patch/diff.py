@@ -34,7 +34,8 @@ class Hunk:
     empty ``old``: the index before which ``new`` is inserted). ``lead``/``trail`` count
     the context lines at the top and bottom, which fuzz may ignore. ``patch_line`` is the
     1-based line of the ``@@`` header in the patch file; ``added``/``removed`` count the
-    ``+``/``-`` lines; ``body`` is the hunk as ``(" "|"+"|"-", line)`` pairs, in order.
+    ``+``/``-`` lines; ``body`` is the hunk as ``(" "|"+"|"-", line)`` pairs, in order;
+    ``section`` the text after the ``@@ ... @@`` header (git's enclosing-function hint).
     """
 
     old: tuple[str, ...]
@@ -47,13 +48,14 @@ class Hunk:
     added: int = 0
     removed: int = 0
     body: tuple[tuple[str, str], ...] = ()
+    section: str = ""
 
     def reversed(self) -> "Hunk":
         """The hunk that undoes this one."""
         swap = {"+": "-", "-": "+", " ": " "}
         return Hunk(self.new, self.old, self.new_start, self.old_start, self.lead, self.trail,
                     self.patch_line, self.removed, self.added,
-                    tuple((swap[k], v) for k, v in self.body))
+                    tuple((swap[k], v) for k, v in self.body), self.section)
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,8 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
     old_start = h.source_start - 1 if h.source_length else h.source_start
     new_start = h.target_start - 1 if h.target_length else h.target_start
     return Hunk(tuple(old), tuple(new), old_start, new_start, lead, trail, header or 0,
-                kinds.count(unidiff.LINE_TYPE_ADDED), kinds.count(unidiff.LINE_TYPE_REMOVED), tuple(body))
+                kinds.count(unidiff.LINE_TYPE_ADDED), kinds.count(unidiff.LINE_TYPE_REMOVED), tuple(body),
+                (h.section_header or "").strip())
 
 
 def parse_patch_text(text: str, patch: str | Path = "<patch>") -> tuple[FilePatch, ...]:

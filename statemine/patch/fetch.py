@@ -29,9 +29,9 @@ import zipfile
 from pathlib import Path
 
 from ..errors import StatemineError, UsageError
-from .apply import SOURCE_RECORD
+from .apply import SOURCE_RECORD, safe_target
 from .diff import check_relpath
-from .registry import Impl, load_impl, sha256_file
+from .registry import Impl, checked_name, load_impl, sha256_file
 
 
 def cache_dir() -> Path:
@@ -60,8 +60,8 @@ def _make_writable(root: Path) -> None:
     root.chmod(root.stat().st_mode | stat.S_IWUSR)
 
 
-def _fetch_go(impl: Impl, version: str, work: Path) -> dict:
-    """Copy the module root of ``impl.module@version`` into ``work``."""
+def _go_download(impl: Impl, version: str) -> dict:
+    """``go mod download -json`` of ``impl.module@version`` into the cache: its JSON."""
     cache = cache_dir() / "gomod"
     cache.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GOMODCACHE": str(cache), "GOFLAGS": "-modcacherw", "GO111MODULE": "on"}
@@ -69,6 +69,12 @@ def _fetch_go(impl: Impl, version: str, work: Path) -> dict:
     info = json.loads(out)
     if info.get("Error"):
         raise StatemineError(f"go mod download {impl.module}@{version}: {info['Error']}")
+    return info
+
+
+def _fetch_go(impl: Impl, version: str, work: Path) -> dict:
+    """Copy the module root of ``impl.module@version`` into ``work``."""
+    info = _go_download(impl, version)
     shutil.copytree(info["Dir"], work, dirs_exist_ok=True, symlinks=True)
     _make_writable(work)
     return {"source": f"go:{impl.module}@{info['Version']}", "sha256": sha256_file(info["Zip"]),
@@ -122,9 +128,8 @@ def _built_wheel(impl: Impl, version: str, sdist: Path) -> Path:
                                      "--disable-pip-version-check", "-w", str(tmp), str(sdist)], cwd=tmp))
 
 
-def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
-    """Unpack the sdist's top directory into ``work`` and add the compiled extensions."""
-    sdist = _sdist(impl, version)
+def _unpack_sdist(sdist: Path, work: Path) -> None:
+    """The sdist's top directory's entries, moved into ``work``."""
     unpack = work / ".statemine-unpack"
     with tarfile.open(sdist) as tf:
         tf.extractall(unpack, filter="data")
@@ -132,13 +137,21 @@ def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
     for entry in top.iterdir():
         os.replace(entry, work / entry.name)
     shutil.rmtree(unpack)
+
+
+def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
+    """Unpack the sdist's top directory into ``work`` and add the compiled extensions."""
+    sdist = _sdist(impl, version)
+    _unpack_sdist(sdist, work)
     wheel = _built_wheel(impl, version, sdist)
-    pkg_root = work / impl.python_path if impl.python_path else work
     built = []
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
             if name.endswith((".so", ".pyd")) and "/" in name:
-                target = pkg_root / check_relpath(name, wheel, None)
+                rel = check_relpath(name, wheel, None)
+                # no symlink below DEST (the sdist's own ones included) is followed
+                target = safe_target(work, f"{impl.python_path}/{rel}" if impl.python_path
+                                     else rel)
                 if not target.parent.is_dir():
                     raise StatemineError(f"{wheel.name}: {name} has no source directory in the sdist")
                 target.write_bytes(zf.read(name))
@@ -155,6 +168,7 @@ def fetch(impl: str, version: str, dest: str | Path, patches: str | Path | None 
     registry tool fails (its message is quoted).
     """
     info = load_impl(impl, patches)
+    checked_name("version", version)
     root = Path(dest)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(f"{dest}: exists and is not an empty directory")
@@ -175,3 +189,28 @@ def fetch(impl: str, version: str, dest: str | Path, patches: str | Path | None 
                     entry.unlink()
         raise
     return root
+
+
+def pristine(impl: str, version: str, patches: str | Path | None = None) -> Path:
+    """A read-only view of the pristine source of ``impl`` ``version`` (what ``port``
+    reads to know which function each hunk was in): the Go module cache's copy, or the
+    sdist unpacked once under the cache (no extension built)."""
+    info = load_impl(impl, patches)
+    checked_name("version", version)
+    if info.fetch == "go-module":
+        return Path(_go_download(info, version)["Dir"])
+    d = cache_dir() / "pristine" / impl / version
+    if not d.is_dir():
+        sdist = _sdist(info, version)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=".tmp-"))
+        try:
+            _unpack_sdist(sdist, tmp)
+            try:
+                os.rename(tmp, d)
+            except OSError:  # another process unpacked it first
+                if not d.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return d

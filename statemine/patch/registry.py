@@ -16,11 +16,16 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from .diff import read_patch
+from .diff import check_relpath, read_patch
 
 PATCH_FILE = "statemine.patch"
 _FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+#: A PyPI project name (PEP 508) and a Go module path: what impl.toml may name.
+_PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_MODULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*(/[A-Za-z0-9._~-]+)*$")
+#: The keys an impl.toml may have.
+_KEYS = ("name", "fetch", "package", "module", "python_path")
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,37 @@ def patches_root(root: str | Path | None = None) -> Path:
     return Path(__file__).resolve().parents[2] / "instrument-patches"
 
 
-def _checked_name(kind: str, value: str) -> str:
+def checked_name(kind: str, value: str) -> str:
+    """``value`` when it is a safe implementation or version name (one path component,
+    no leading dot or dash), else :class:`UsageError`."""
     if not _NAME.match(value):
         raise UsageError(f"invalid {kind} {value!r}")
+    return value
+
+
+def inside(base: Path, path: Path) -> Path:
+    """``path`` when it resolves inside ``base`` (symlinks followed), else
+    :class:`InputError` naming it: a user's patches folder must not lead elsewhere."""
+    real = path.resolve()
+    if not real.is_relative_to(base.resolve()):
+        raise InputError(path, None, f"leads outside the patches folder {base} (a symlink "
+                         f"to {real}); refusing to read it")
+    return path
+
+
+def _checked_key(path: Path, key: str, value: object, pattern: re.Pattern | None) -> str:
+    """impl.toml's ``key``: a string matching ``pattern`` (a safe relative path when
+    ``pattern`` is None); :class:`InputError` naming the file and key otherwise."""
+    if not isinstance(value, str):
+        raise InputError(path, None, f"{key} must be a string, not {value!r}")
+    if pattern is None:
+        if value:
+            try:
+                check_relpath(value, path, None)
+            except InputError as exc:
+                raise InputError(path, None, f"{key}: {exc.reason}") from None
+    elif not pattern.match(value):
+        raise InputError(path, None, f"{key} {value!r} is not a valid name")
     return value
 
 
@@ -63,22 +96,35 @@ def implementations(root: str | Path | None = None) -> list[str]:
 
 def load_impl(name: str, root: str | Path | None = None) -> Impl:
     """Read and check ``<root>/<name>/impl.toml``."""
-    _checked_name("implementation", name)
-    path = patches_root(root) / name / "impl.toml"
+    checked_name("implementation", name)
+    base = patches_root(root)
+    path = base / name / "impl.toml"
     if not path.is_file():
         known = ", ".join(implementations(root)) or "none"
         raise UsageError(f"unknown implementation {name!r} (known: {known})")
+    inside(base, path)
     try:
+        if path.stat().st_size > 1 << 16:
+            raise InputError(path, None, "larger than 64 KiB: not an impl.toml")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"bad impl.toml: {exc}") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise InputError(path, None, f"unknown keys {unknown} (known: {list(_KEYS)})")
     fetch = data.get("fetch")
     if fetch not in _FETCH_KINDS:
         raise InputError(path, None, f"fetch must be one of {sorted(_FETCH_KINDS)}, not {fetch!r}")
     key = _FETCH_KINDS[fetch]
     if not isinstance(data.get(key), str) or not data[key]:
         raise InputError(path, None, f"fetch = {fetch!r} needs a {key!r} string")
-    fields = {k: str(data.get(k, "")) for k in ("package", "module", "python_path")}
+    fields = {k: _checked_key(path, k, data.get(k, ""), pattern) for k, pattern in
+              (("package", _PACKAGE), ("module", _MODULE), ("python_path", None))
+              if k in data or k == "python_path"}
+    if "name" in data and data["name"] != name:
+        raise InputError(path, None, f"name {data['name']!r} is not the folder's name {name!r}")
     return Impl(name=name, fetch=fetch, **fields)
 
 
@@ -91,12 +137,12 @@ def versions(impl: str, root: str | Path | None = None) -> list[str]:
 
 def patch_path(impl: str, version: str, root: str | Path | None = None) -> Path:
     """The patch file of ``impl`` ``version``; :class:`UsageError` when there is none."""
-    _checked_name("version", version)
+    checked_name("version", version)
     path = patches_root(root) / impl / version / PATCH_FILE
     if not path.is_file():
         have = ", ".join(versions(impl, root)) or "none"
         raise UsageError(f"no patch for {impl} {version} (patched versions: {have})")
-    return path
+    return inside(patches_root(root), path)
 
 
 def sha256_file(path: str | Path) -> str:
