@@ -32,21 +32,24 @@ _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Pa
 
 
 def _print_hunks(frame, title: str) -> None:
-    from rich.markup import escape
+    from ..escape import rich_cell
 
     Console, Table = _rich()
     table = Table(title=title)
     for col in frame.columns:
         table.add_column(col)
     for row in frame.itertuples(index=False):
-        table.add_row(*(escape(_visible(str(v))) for v in row))
+        table.add_row(*(rich_cell(v, None) for v in row))
     Console(width=max(140, Console().width)).print(table)
 
 
-def _visible(text: str, keep: str = "") -> str:
-    """``text`` with control characters (but those in ``keep``) shown as ``\\xNN``."""
-    return "".join(f"\\x{ord(c):02x}" if (ord(c) < 32 or ord(c) == 127) and c not in keep
-                   else c for c in text)
+def _visible_diff(text: str) -> str:
+    """A diff from an untrusted patch, safe for a terminal: controls other than newline
+    and tab shown as escapes."""
+    from ..escape import visible
+
+    return "\n".join("\t".join(visible(part, backslash=False) for part in line.split("\t"))
+                     for line in text.split("\n"))
 
 
 @main.group()
@@ -165,7 +168,7 @@ def port(impl: str, from_version: str, to_version: str, fuzz: int, max_offset: i
             click.echo(f"the hunks that need a human: {rejects}")
         else:
             click.echo("the hunks that need a human (line numbers of " + from_version + "):")
-            click.echo(_visible(exc.report.rejects, "\n\t"), nl=False)
+            click.echo(_visible_diff(exc.report.rejects), nl=False)
         raise
     click.echo(str(report))
     _print_hunks(report.hunks, "hunks (offset in lines, fuzz in context lines)")
