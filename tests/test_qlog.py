@@ -413,13 +413,110 @@ def test_real_aioquic_files_with_derived_states(name):
         assert row["role"] == trace["vantage_point"]["type"]
         assert row["conn"] == trace["common_fields"]["ODCID"]
         assert row["end"] == max(float(e[0]) for e in trace["events"]) / 1000
+        expected = _reference_rfc9002(trace["events"])
+        assert states(ts, tid) == [(round(t, 6), s) for t, s in expected]
+    assert any("states derived from cwnd/ssthresh" in w for w in warnings_of(ts))
+    # without packet events the window-only rule applies (checked on the same files)
+    for i, trace in enumerate(doc["traces"]):
         metric = [(float(e[0]) / 1000, e[3]["cwnd"]) for e in trace["events"]
                   if e[1] == "recovery" and "cwnd" in e[3]]
         expected_states = _reference_derivation([c for _, c in metric])
         expected = [(round(t, 6), s) for (t, _), s, before in
                     zip(metric, expected_states, [None] + expected_states[:-1]) if s != before]
-        assert states(ts, tid) == expected
-    assert any("states derived from cwnd/ssthresh" in w for w in warnings_of(ts))
+        kept = [e for e in trace["events"] if e[2] not in ("packet_sent", "packet_received")]
+        only = read_qlog(_with_events(path, doc, i, kept), derive_states=True)
+        assert states(only) == expected
+
+
+def _with_events(path, doc, index, events):
+    """A copy of trace ``index`` of ``doc`` with ``events``, written beside the test's tmp files."""
+    import tempfile
+
+    one = {**doc, "traces": [{**doc["traces"][index], "events": events}]}
+    out = Path(tempfile.mkdtemp()) / path.name
+    out.write_text(json.dumps(one))
+    return out
+
+
+def _reference_rfc9002(events, slack=3 * 1280.0):
+    """[(time s, state)] by plain loops over draft-01 array events: RFC 9002 recovery
+    periods (a loss of a packet sent after the latest period's start -- or, without
+    packet_lost events, a window cut -- starts one outside a period; it ends at the first
+    ACK whose largest acknowledged reaches the first packet sent after its start, or when
+    that loss proves spurious); ApplicationLimited at an ACK (in flight fell) whose prior
+    in flight was more than 3 packets below cwnd (and at most half of it in slow start),
+    kept until the next ACK; else SlowStart / CongestionAvoidance against the inferred
+    ssthresh (cuts in undone periods do not count)."""
+    sends, acks, losses, spurious, metrics = [], [], [], [], []
+    for e in events:
+        t, kind, d = float(e[0]) / 1000, e[2], e[3]
+        space = str(d.get("packet_type", d.get("header", {}).get("packet_type", ""))).lower()
+        if kind == "packet_sent" and space not in ("initial", "handshake"):
+            sends.append((t, float(d["header"]["packet_number"])))
+        elif kind == "packet_received" and space not in ("initial", "handshake"):
+            tops = [float(r[-1]) for f in d.get("frames", []) if f.get("frame_type") == "ack"
+                    for r in f.get("acked_ranges", [])]
+            if tops:
+                acks.append((t, max(tops)))
+        elif kind == "packet_lost":
+            losses.append((t, float(d.get("header", d).get("packet_number"))))
+        elif kind == "spurious_loss":
+            spurious.append((t, float(d["packet_number"])))
+        elif e[1] == "recovery":
+            metrics.append((t, d.get("cwnd"), d.get("bytes_in_flight")))
+    events_ = []
+    for t, pn in losses:
+        sent_t = [st for st, spn in sends if spn == pn]
+        events_.append((t, sent_t[-1] if sent_t else t, pn))
+    if not losses:
+        last = None
+        for t, c, _ in metrics:
+            if c is not None:
+                if last is not None and c < last:
+                    events_.append((t, t, None))
+                last = c
+    periods, start, end = [], -math.inf, -math.inf
+    for now, sent_t, pn in sorted(events_, key=lambda x: x[0]):
+        if sent_t <= start or now < end:
+            continue
+        start = now
+        after = [spn for st, spn in sends if st > start]
+        end, best = math.inf, -math.inf
+        if after:
+            for t, largest in acks:
+                best = max(best, largest)
+                if t > start and best >= after[0]:
+                    end = t
+                    break
+        undone = [t for t, spn in spurious if spn == pn and start < t < end]
+        if undone:
+            end = min(undone)
+        periods.append((start, end, bool(undone)))
+    points = [(t, c, f) for t, c, f in metrics]
+    points += [(b, None, None) for p in periods for b in p[:2] if b != math.inf]
+    points.sort(key=lambda x: x[0])  # stable: metrics before period bounds at equal times
+    out, cwnd, inflight, prior, prev_cwnd, ssthresh, limited = [], None, None, None, None, math.inf, False
+    for t, c, f in points:
+        cwnd = c if c is not None else cwnd
+        prior, inflight = inflight, (f if f is not None else inflight)
+        if cwnd is None:
+            continue
+        undone_here = any(a <= t <= b for a, b, u in periods if u)
+        if prev_cwnd is not None and cwnd < prev_cwnd and not undone_here:
+            ssthresh = cwnd
+        prev_cwnd = cwnd
+        slow = cwnd < ssthresh
+        if inflight is not None and prior is not None and inflight < prior:  # an ACK
+            limited = not (prior >= cwnd - slack or (slow and prior > cwnd / 2))
+        if any(a <= t < b for a, b, _ in periods):
+            state = "Recovery"
+        elif limited:
+            state = "ApplicationLimited"
+        else:
+            state = "SlowStart" if slow else "CongestionAvoidance"
+        if not out or out[-1][1] != state:
+            out.append((t, state))
+    return out
 
 
 def test_real_file_sniffs_as_qlog():

@@ -114,7 +114,7 @@ _METRIC_KEYS = (_CWND_KEYS, _INFLIGHT_KEYS, _SSTHRESH_KEYS, _SRTT_KEYS, _PACING_
 # packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
 
-_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL = range(8)
+_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL, _SENT, _RECEIVED = range(10)
 _METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
 _METRIC_STRIDE = 3 + len(_METRIC_COLUMNS)
 # event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
@@ -199,8 +199,9 @@ def read_qlog(
             raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
         elif layout != "document":
             sep = _RS if layout == "seq" else b"\n"
-            raw_traces = _sequential_traces(path, reader, head, sep, max_record_bytes, report)
-        connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report)]
+            raw_traces = _sequential_traces(path, reader, head, sep, max_record_bytes, report,
+                                            time_only=not derive_states)
+        connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report, packets=derive_states)]
     return _build(path, source or path.name, connections, overrides, derive_states, report)
 
 
@@ -668,7 +669,7 @@ def _is_event(obj: dict) -> bool:
 
 
 def _sequential_traces(
-    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int, report: _Report
+    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int, report: _Report, time_only: bool = True,
 ) -> list[_RawTrace]:
     """The one trace of a JSON-SEQ / NDJSON file; its events are parsed lazily."""
     records = _iter_records(path, reader, head, sep, limit)
@@ -689,7 +690,7 @@ def _sequential_traces(
     trace = header.get("trace") if isinstance(header.get("trace"), dict) else {}
     file_header = {k: v for k, v in header.items() if k != "trace"}
 
-    skipped = None if _TraceContext.of(trace).delta else _Skipped()
+    skipped = None if _TraceContext.of(trace).delta or not time_only else _Skipped()
 
     def events() -> Iterator[tuple[int, int, object]]:
         yield from leading
@@ -850,6 +851,9 @@ _CODES: dict[str, int] = {
 }
 #: The event types statemine reads, as bytes in lower and upper case (the sequential fast path).
 _CODE_WORDS = frozenset(w.encode() for t in _CODES for w in (t, t.upper()))
+# packet events: read only to derive states (RFC 9002 recovery periods need sends and ACKs)
+_CODES.update({"packet_sent": _SENT, "packet_received": _RECEIVED})
+_OTHER_SPACES = frozenset({"initial", "handshake", "retry", "version_negotiation", "stateless_reset"})
 
 
 @dataclass
@@ -863,6 +867,8 @@ class _Connection:
     items: list = field(default_factory=list)  # non-metrics events: (time s, code, data, line, index, seq)
     # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
     metrics: array = field(default_factory=lambda: array("d"))
+    sent: array = field(default_factory=lambda: array("d"))  # application-space packets sent: time, number
+    acks: array = field(default_factory=lambda: array("d"))  # ACKs received: time, largest acknowledged
     end: float = -math.inf
     start: float = math.inf  # time of the connection's first event of any kind (seconds)
     path: str | None = None  # path_id, when the trace has more than one path
@@ -905,7 +911,7 @@ def _version_label(file_header: dict) -> str | None:
     return None if version is None else str(version)
 
 
-def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Connection]:
+def _extract(raw: _RawTrace, forced: str | None, report: _Report, packets: bool = False) -> list[_Connection]:
     """Split a trace's events by connection (group_id) and path (path_id), keeping the
     congestion-related ones."""
     ctx = _TraceContext.of(raw.header)
@@ -950,6 +956,10 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
             conn.end = seconds
         if seconds < conn.start:
             conn.start = seconds
+        if code == _SENT or code == _RECEIVED:
+            if packets:
+                _record_packet(conn, code, data, seconds)
+            code = None
         if code is not None:
             if seconds < conn.last:
                 conn.unordered = True
@@ -979,6 +989,29 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report) -> list[_Conne
         for conn in connections.values():
             conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
+
+
+def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
+    """Keep an application-space packet sent (time, number) or an ACK received (time,
+    largest acknowledged number) for the RFC 9002 recovery periods."""
+    header = data.get("header") if isinstance(data.get("header"), dict) else {}
+    space = str(header.get("packet_type", data.get("packet_type", ""))).lower()
+    if space in _OTHER_SPACES:
+        return
+    if code == _SENT:
+        number = _num(header.get("packet_number", data.get("packet_number")))
+        if number == number:
+            conn.sent.extend((seconds, number))
+        return
+    largest = math.nan
+    for frame in data.get("frames") or ():
+        if isinstance(frame, dict) and str(frame.get("frame_type", "")).lower() == "ack":
+            for ack_range in frame.get("acked_ranges") or ():
+                if isinstance(ack_range, list) and ack_range:
+                    top = _num(ack_range[-1])
+                    largest = top if largest != largest or top > largest else largest
+    if largest == largest:
+        conn.acks.extend((seconds, largest))
 
 
 def _app_limited(value: object) -> bool | None:
@@ -1194,12 +1227,41 @@ def _canonical_states(
     return frame
 
 
-def _derived_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """State rows derived from a connection's metrics updates (see statemine.parse.derive)."""
-    derived = _derive.derive_states(metrics)
+def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float]]:
+    """RFC 9002 recovery periods of a connection with packet events. Congestion events are
+    the losses declared (with the send time of the lost packet, from the packets sent), or,
+    in a log without packet_lost events, the window reductions; a spurious loss ends a
+    period (quic-go restores the window)."""
+    sent = np.frombuffer(conn.sent, dtype=float).reshape(-1, 2)
+    acks = np.frombuffer(conn.acks, dtype=float).reshape(-1, 2)
+    sent = sent[np.argsort(sent[:, 0], kind="stable")]
+    acks = acks[np.argsort(acks[:, 0], kind="stable")]
+    sent_at = dict(zip(sent[:, 1].tolist(), sent[:, 0].tolist()))  # packet number -> (last) send time
+    losses = [(it[0], sent_at.get(pn, math.nan), pn) for it in conn.items if it[1] == _LOSS
+              for pn in (_num(_packet_number(it[2])),)]
+    if not losses:
+        cwnd = metrics["cwnd"].to_numpy(float)
+        cut = np.r_[False, np.diff(cwnd) < 0] if cwnd.size else np.zeros(0, bool)
+        losses = [(t, math.nan, math.nan) for t in metrics["time"].to_numpy(float)[cut]]
+    undo = np.array([(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _SPURIOUS], float)
+    undo = undo.reshape(-1, 2)
+    loss = np.array(losses, float).reshape(-1, 3)
+    return _derive.recovery_periods(loss[:, 0], loss[:, 1], sent[:, 0], sent[:, 1], acks[:, 0], acks[:, 1],
+                                    loss[:, 2], undo[:, 0], undo[:, 1])
+
+
+def _derived_rows(metrics: pd.DataFrame, periods: list[tuple[float, float]] | None = None) -> pd.DataFrame:
+    """State rows derived from a connection's metrics updates (see statemine.parse.derive):
+    with RFC 9002 recovery periods where packet events gave them, else from cwnd alone."""
+    if periods is None:
+        derived = _derive.derive_states(metrics)
+    else:
+        derived = _derive.derive_states_rfc9002(metrics, periods)
+        derived["line"] = derived["line"].fillna(-1).astype("int64")  # a period's end is no metrics line
     inferred = derived.pop("ssthresh_inferred")
     derived["fields"] = [
-        "derived=1" + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
+        ("derived=1" if periods is None else "derived=rfc9002")
+        + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
     ]
     derived["kind"] = "state"
     return derived
@@ -1225,7 +1287,8 @@ def _connection_events(
     elif derive:
         metrics = _metrics_frame(conn)
         metrics[list(_METRIC_COLUMNS)] = metrics[list(_METRIC_COLUMNS)].ffill()  # latest known values
-        states = _derived_rows(metrics)
+        periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
+        states = _derived_rows(metrics, periods)
         if states.empty:
             report.warn(None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out")
             return None, False
