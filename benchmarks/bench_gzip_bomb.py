@@ -1,8 +1,8 @@
 """Peak memory and time of `statemine infer` refusing gzip decompression bombs (issue 11).
 
 Writes, in a temporary folder, gzip files that decompress to more than the readers'
-limits, and runs the command on each in a fresh process; reports the exit status, wall
-time and the child's peak RSS (getrusage). The bombs:
+limits, and runs the command on each in a fresh process; reports the exit status, wall and CPU
+time and the child's peak RSS (wait4). The bombs:
 
 * qlog document, one member (its trailer states the size: refused before decompressing);
 * qlog document, two members (the trailer of the last one is small: refused while
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -44,18 +43,19 @@ def gz(*pieces: tuple[bytes, int]) -> bytes:
     return b"".join(out) + c.flush()
 
 
-def run(args: list[str]) -> tuple[int, float, float]:
-    """Exit status, wall seconds and peak RSS (MiB) of ``python -m statemine args``."""
-    start = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    done = subprocess.run([sys.executable, "-m", "statemine", *args], capture_output=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print("  (peak RSS below an earlier child's: run each bomb alone for its figure)")
-    print("  " + done.stderr.decode(errors="replace").strip().splitlines()[-1][:160])
-    return done.returncode, wall, peak / 1024
+def run(args: list[str]) -> tuple[int, float, float, float]:
+    """Exit status, wall seconds, CPU seconds and peak RSS (MiB) of ``python -m statemine
+    args`` (the child's own figures, from wait4)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "statemine", *args], stdout=subprocess.DEVNULL, stderr=err,
+                                cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        err.seek(0)
+        print("  " + err.read().decode(errors="replace").strip().splitlines()[-1][:160])
+    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -76,8 +76,8 @@ def main() -> None:
             path = Path(tmp) / name
             path.write_bytes(data)
             print(f"{name}: {len(data) / 1e6:.2f} MB compressed")
-            code, wall, peak = run(["infer", str(path), *extra])
-            print(f"  exit {code}, {wall:.2f} s, peak RSS {peak:.0f} MiB")
+            code, wall, cpu, peak = run(["infer", str(path), *extra])
+            print(f"  exit {code}, {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
