@@ -414,14 +414,14 @@ def test_real_aioquic_files_with_derived_states(name):
         assert row["conn"] == trace["common_fields"]["ODCID"]
         assert row["end"] == max(float(e[0]) for e in trace["events"]) / 1000
         expected = _reference_rfc9002(trace["events"])
-        assert states(ts, tid) == [(round(t, 6), s) for t, s in expected]
+        assert states(ts, tid) == [(round(t, 6), s + " (derived)") for t, s in expected]
     assert any("states derived from cwnd/ssthresh" in w for w in warnings_of(ts))
     # without packet events the window-only rule applies (checked on the same files)
     for i, trace in enumerate(doc["traces"]):
         metric = [(float(e[0]) / 1000, e[3]["cwnd"]) for e in trace["events"]
                   if e[1] == "recovery" and "cwnd" in e[3]]
         expected_states = _reference_derivation([c for _, c in metric])
-        expected = [(round(t, 6), s) for (t, _), s, before in
+        expected = [(round(t, 6), s + " (derived)") for (t, _), s, before in
                     zip(metric, expected_states, [None] + expected_states[:-1]) if s != before]
         kept = [e for e in trace["events"] if e[2] not in ("packet_sent", "packet_received")]
         only = read_qlog(_with_events(path, doc, i, kept), derive_states=True)

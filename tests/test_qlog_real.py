@@ -296,6 +296,41 @@ def test_derived_states_agree_with_quic_gos_logged_states(version, tmp_path):
     assert (derived.events.loc[derived.events["kind"] == "state", "fields"].str.startswith("derived=rfc9002")).all()
     a = state_stats(logged).set_index("state")["time_fraction"]
     b = state_stats(derived).set_index("state")["time_fraction"]
+    assert all(name.endswith(" (derived)") for name in b.index)  # marked, never pooled with logged states
+    b.index = [name.removesuffix(" (derived)") for name in b.index]
     for state in set(a.index) | set(b.index):
         assert abs(a.get(state, 0.0) - b.get(state, 0.0)) < 0.03, (state, a.get(state), b.get(state))
     assert a.get("Recovery", 0) > 0.05  # the lossy path gave recovery periods to compare
+
+
+def test_derived_states_are_marked_in_every_output(tmp_path):
+    """A derived trace's states carry ' (derived)' in the printed table, states.csv,
+    transitions.csv, model.json and the diagram; pooled with logged traces they stay apart."""
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog", "trace": {}}
+    logged = [{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+              {"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}},
+              {"time": 20, "name": "transport:packet_sent", "data": {}}]
+    metrics = [{"time": t, "name": "recovery:metrics_updated", "data": {"congestion_window": c}}
+               for t, c in [(0, 10000), (5, 20000), (10, 10000), (15, 10000), (20, 12000)]]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    seq(folder, header, logged, "a.sqlog")
+    seq(folder, header, metrics, "b.sqlog")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["infer", "--derive-states", "--no-svg", "--out", str(out), str(folder)])
+    assert res.exit_code == 0, res.output
+    assert "Recovery (derived)" in res.output and "SlowStart (derived)" in res.output
+    states = __import__("pandas").read_csv(out / "states.csv")
+    names = set(states["state"])
+    assert {"SlowStart", "Recovery", "SlowStart (derived)", "Recovery (derived)"} <= names
+    # each kept apart: the logged ones' time from a.sqlog only (10 ms SlowStart, 10 ms Recovery)
+    t = states.set_index("state")["time_s"]
+    assert t["SlowStart"] == pytest.approx(0.010) and t["Recovery"] == pytest.approx(0.010)
+    assert t["SlowStart (derived)"] == pytest.approx(0.010) and t["Recovery (derived)"] == pytest.approx(0.010)
+    assert "(derived)" in (out / "transitions.csv").read_text()
+    assert "Recovery (derived)" in (out / "model.json").read_text()
+    assert "Recovery (derived)" in (out / "model.dot").read_text()

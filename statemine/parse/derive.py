@@ -25,6 +25,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+#: Appended to every derived state's name by the qlog reader, so that derived states are
+#: marked in every output (tables, CSV, model.json, diagrams, reports) and never pool
+#: with logged states of the same name.
+DERIVED_MARK = " (derived)"
+
 SLOW_START = "SlowStart"
 CONGESTION_AVOIDANCE = "CongestionAvoidance"
 RECOVERY = "Recovery"

@@ -1264,6 +1264,7 @@ def _derived_rows(metrics: pd.DataFrame, periods: list[tuple[float, float]] | No
         + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
     ]
     derived["kind"] = "state"
+    derived["state"] = derived["state"] + _derive.DERIVED_MARK
     return derived
 
 
