@@ -187,10 +187,10 @@ def _timeline_section(sides: Sequence[tuple[str, TraceSet]], *, end: EndRule, st
     median length, or with ``state``, the trace whose share of ``state`` is its group's median."""
     from .timeline import pick_trace, plot_cwnd, plot_throughput, representative_trace
 
-    how = (f"the trace whose share of time in {_e(state)} is the median of its side"
-           + (" and stratum" if strata else "") if state else "the trace of median length")
-    out = [f"<h2>Timelines</h2><p>One connection per side{' and stratum' if strata else ''} ({how}): "
-           "congestion window and bytes in flight, background shaded by state.</p>"]
+    how = (f"the trace whose share of time in {_e(state)} is the median of its group" if state
+           else "the trace of median length")
+    out = [f"<h2>Timelines</h2><p>One connection per side, and per stratum (or implementation, when a side "
+           f"mixes several) ({how}): congestion window and bytes in flight, background shaded by state.</p>"]
     for label, group, ts in _groups(sides, strata):
         if ts.n_traces == 0:
             continue
@@ -216,10 +216,14 @@ def _timeline_section(sides: Sequence[tuple[str, TraceSet]], *, end: EndRule, st
 
 
 def _groups(sides: Sequence[tuple[str, TraceSet]], strata: str | Sequence[str] | None):
-    """``(side label, stratum text or "", traces)`` per side, and per stratum when given."""
+    """``(side label, stratum text or "", traces)`` per side, and per stratum when given --
+    or per implementation when a side mixes several (one stack's trace would hide another's)."""
     columns = [] if strata is None else ([strata] if isinstance(strata, str) else list(strata))
+    if not columns and any(ts.traces.get("implementation", pd.Series(dtype=str)).astype(str).nunique() > 1
+                           for _, ts in sides):
+        columns = ["implementation"]
     for label, ts in sides:
-        if not columns:
+        if not columns or any(c not in ts.traces.columns for c in columns):
             yield label, "", ts
             continue
         keys = ts.traces[columns].astype(str).drop_duplicates().sort_values(columns)

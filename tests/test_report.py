@@ -140,3 +140,11 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
     for (group, trace, share), (ts, impl) in zip(headings, [(a, "x"), (a, "y"), (b, "x"), (b, "y")]):
         expected = representative_trace(ts.select({"implementation": impl}), "Recovery")
         assert trace == expected[0] and float(share) == pytest.approx(100 * expected[1], abs=0.05)
+
+
+def test_timelines_per_implementation_when_a_side_mixes_them():
+    a = concat([make_set("a", 3, seed=1, cwnd=True, implementation="x"), make_set("c", 3, seed=2, cwnd=True, implementation="y")])
+    b = concat([make_set("b", 3, seed=3, cwnd=True, implementation="x"), make_set("d", 3, seed=4, cwnd=True, implementation="y")])
+    page = build_report(a, b, label_a="A", label_b="B", n_perm=99, n_boot=20)
+    assert re.findall(r"<h3>([^<:]*): trace", page) == ["A / implementation=x", "A / implementation=y",
+                                                         "B / implementation=x", "B / implementation=y"]
