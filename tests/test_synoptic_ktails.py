@@ -90,3 +90,54 @@ def test_ktails_bad_k_and_invariant_options(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "m.lts").read_text() == to_lts(
         ktails(EventLog.from_sequences([["x", "y"]]), 1))
+
+
+#: k-tails' documented options (``KTailsOptions`` of ModelInference/synoptic, with
+#: ``kTailsK``): name -> non-default value to try.  Written independently of statemine's
+#: table, so an option missing there fails.
+KTAILS_DOCUMENTED = {
+    "help": "true", "allHelp": "true", "version": "true", "logLvlQuiet": "true",
+    "logLvlVerbose": "true", "randomSeed": "7", "separatorRegExp": "^c$",
+    "regExps": "^(?<TYPE>.+)$", "partitionRegExp": r"\k<TYPE>", "ignoreNonMatchingLines": "true",
+    "keepOrder": "true", "recoverFromParseErrors": "true", "debugParse": "true",
+    "dateFormat": "yyyy", "argsFilename": "args.txt", "outputPathPrefix": "other",
+    "noModelOutput": "true", "exportAsGML": "true", "outputLTS": "true",
+    "dotExecutablePath": "/usr/bin/dot", "outputProbLabels": "false",
+    "outputCountLabels": "true", "showTerminalNode": "false", "showInitialNode": "false",
+    "outputJSON": "true", "dumpTraceGraphDotFile": "true", "dumpTraceGraphPngFile": "true",
+    "dumpInitialPartitionGraph": "true", "dumpIntermediateStages": "true",
+    "logLvlExtraVerbose": "true", "doBenchmarking": "true", "internCommonStrings": "false",
+    "runTests": "true", "runAllTests": "true", "performExtraChecks": "true", "kTailsK": "3",
+}
+#: Accepted options with no visible effect on this log, and why.
+KTAILS_NO_EFFECT = {"randomSeed": "k-tails does not use it", "internCommonStrings":
+                    "a Java memory optimisation", "dateFormat": "no DATETIME group here",
+                    "keepOrder": "the log is in file order", "regExps": "same events",
+                    "ignoreNonMatchingLines": "every line matches the default regex"}
+
+
+@pytest.mark.parametrize("name", sorted(KTAILS_DOCUMENTED))
+def test_every_ktails_option_is_honoured_or_refused(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.log").write_text("a\nb\nc\nb\nd\n==\na\nb\nd\n")
+    (tmp_path / "noise.log").write_text("a\n")
+    (tmp_path / "args.txt").write_text("--kTailsK=1\n")
+    base = ["-s", "^==$", "-o", "out"]
+
+    def run_files(extra):
+        res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *base, *extra, "k.log"])
+        files = {p.name: p.read_bytes() for p in sorted(tmp_path.glob("out*"))}
+        files.update({p.name: p.read_bytes() for p in sorted(tmp_path.glob("other*"))})
+        for p in [*tmp_path.glob("out*"), *tmp_path.glob("other*")]:
+            p.unlink()
+        return res, files
+
+    before, before_files = run_files([])
+    assert before.exit_code == 0, before.output
+    res, files = run_files([f"--{name}={KTAILS_DOCUMENTED[name]}"])
+    if res.exit_code == 2:
+        assert f"--{name}" in res.output and "not supported" in res.output, res.output
+        assert not files
+        return
+    assert res.exit_code == 0, res.output
+    assert files != before_files or res.output != before.output or name in KTAILS_NO_EFFECT

@@ -162,7 +162,11 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
 
         model = ktails(log, a["kTailsK"])
         out.result = SynopticResult(model, None)
-        out.files = model_files(a, model, None)
+        if a["dumpInitialPartitionGraph"]:
+            out.files[".condensed.dot"] = to_dot(PartitionModel.initial(log))
+        if a["performExtraChecks"]:
+            _extra_checks(model, log, None, out)
+        out.files.update(model_files(a, model, None))
         out.stderr.append(f"ktails: {log.n_traces} traces, {log.n_events} events, "
                           f"k={a['kTailsK']}, {model.n_nodes} nodes")
         return out
@@ -200,15 +204,7 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
                        coarsen=not a["noCoarsening"])
     out.result = result
     if a["performExtraChecks"]:
-        from .check import check_model
-
-        report = check_model(result.to_networkx(), log, inv)
-        if not report.ok:
-            raise InputError(None, None, f"--performExtraChecks: the model rejects "
-                             f"{len(report.rejected)} traces and violates "
-                             f"{len(report.violated)} invariants")
-        out.stderr.append(f"checked: {report.n_traces} traces accepted, "
-                          f"{report.n_invariants} invariants hold")
+        _extra_checks(result.model, log, inv, out)
     out.files.update(model_files(a, result.model, inv))
     out.stderr.append(f"synoptic: {log.n_traces} traces, {log.n_events} events, "
                       f"{len(inv)} invariants, {result.model.n_nodes} nodes")
@@ -238,6 +234,25 @@ def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
     out.stderr.append(f"perfume: {log.n_traces} traces, {log.n_events} events, "
                       f"{len(inv)} constrained invariants")
     return out
+
+
+def _extra_checks(model, log, invariants: pd.DataFrame | None, out: ToolRun) -> None:
+    """``--performExtraChecks``: the model must accept every trace and satisfy every
+    invariant (none for k-tails); InputError if it does not."""
+    from .check import check_model
+
+    if invariants is None:
+        invariants = pd.DataFrame({"kind": pd.Series([], dtype=object),
+                                   "first": pd.Series([], dtype=object),
+                                   "second": pd.Series([], dtype=object),
+                                   "support": pd.Series([], dtype="int64")})
+    report = check_model(model.to_networkx(), log, invariants)
+    if not report.ok:
+        raise InputError(None, None, f"--performExtraChecks: the model rejects "
+                         f"{len(report.rejected)} traces and violates "
+                         f"{len(report.violated)} invariants")
+    out.stderr.append(f"checked: {report.n_traces} traces accepted, "
+                      f"{report.n_invariants} invariants hold")
 
 
 #: Options statemine passes to ``synoptic.jar`` itself (not re-sent as ``--name=value``).
