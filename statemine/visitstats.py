@@ -1,18 +1,24 @@
 """Sufficient statistics of state visits and the tables computed from them.
 
-:class:`VisitStats` adds up closed visits (:mod:`statemine.visitfold`) into per-trace
-matrices and dwell times, chunk by chunk, so the same code serves a whole
+:class:`VisitStats` adds up closed visits (:mod:`statemine.visitfold`) into sparse
+per-trace sums and dwell times, chunk by chunk, so the same code serves a whole
 :class:`~statemine.traces.TraceSet` (:func:`statemine.summarize`) and a log streamed block
 by block (:mod:`statemine.stream`). :meth:`VisitStats.columns` gives the tables as numpy
 columns; only :meth:`VisitStats.tables` (DataFrames) needs pandas.
+
+Memory is proportional to the distinct (trace, state) pairs, the distinct (trace,
+transition) pairs and the distinct states: nothing is allocated per trace x state, per
+trace x transition or per state x state, so one trace of 20,000 states or 40,000 traces
+of one new state each cost a few megabytes, not gigabytes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import numpy as np
 
+from .errors import UsageError
 from .visitfold import OUTSIDE, VisitChunk, group_order
 
 if TYPE_CHECKING:
@@ -20,6 +26,117 @@ if TYPE_CHECKING:
 
 INITIAL = "INITIAL"
 TERMINAL = "TERMINAL"
+#: Default cap on distinct state names (``max_states``): past it the state field is almost
+#: surely an id (a connection id, a timestamp), and the tables, model and diagram would be
+#: unreadable anyway. Adjustable (``statemine infer --max-states N``).
+MAX_STATES = 100_000
+#: A pair key is ``row << 32 | column``: rows (traces) and columns below 2**31.
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+#: Cells of the bootstrap's statistics (resamples x columns) computed at a time (8 bytes each).
+_STAT_CELLS = 1 << 21
+#: A column group's per-trace sums are made dense (a matrix product) when they fit this many cells.
+_DENSE_CELLS = 1 << 21
+
+
+def too_many_states(max_states: int) -> str:
+    """The reason given when a log has more than ``max_states`` distinct state names."""
+    return (f"more than {max_states} distinct state names: this looks like an id in the state field "
+            f"(raise the cap with --max-states if the states are real)")
+
+
+def check_max_states(max_states: int) -> None:
+    """Reject a cap that is not a positive integer below 2**31."""
+    if not 0 < max_states < 2**31:
+        raise UsageError(f"max_states must be between 1 and {2**31 - 1}, not {max_states}")
+
+
+class Coo(NamedTuple):
+    """A sparse ``n_rows x n_cols`` matrix as coordinates (one entry per distinct cell)."""
+
+    row: np.ndarray
+    col: np.ndarray
+    val: np.ndarray
+    n_rows: int
+    n_cols: int
+
+    @classmethod
+    def from_dense(cls, matrix: np.ndarray) -> "Coo":
+        row, col = np.nonzero(matrix)
+        return cls(row, col, matrix[row, col].astype(float), matrix.shape[0], matrix.shape[1])
+
+    @classmethod
+    def summed(cls, row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int) -> "Coo":
+        """Entries with equal (row, col) added up (in input order), sorted by row then column."""
+        keys, sums = unique_sums(row, col, [val])
+        return cls(keys >> _SHIFT, keys & _LOW, sums[0], n_rows, n_cols)
+
+
+class KeyedSums:
+    """Running sums of a few values per (row, column) pair, for pairs arriving chunk by
+    chunk; rows and columns are non-negative and below 2**31.
+
+    Each chunk becomes a sorted run of distinct keys; runs are merged whenever the newest
+    is at least half the size of the one before (as a binary counter), so adding ``n``
+    keys costs O(n log n) time in all and memory stays within about twice the distinct
+    keys. Sums of a key add up in arrival order within a chunk.
+    """
+
+    def __init__(self, n_values: int) -> None:
+        self.n_values = n_values
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (keys, n_values x keys)
+
+    def add(self, row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None]) -> None:
+        """Add ``values[i][j]`` to value ``i`` of the pair ``(row[j], col[j])`` (None adds 1)."""
+        if not len(row):
+            return
+        run_keys, sums = unique_sums(row, col, values)
+        self._runs.append((run_keys, sums))
+        while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
+            self._runs[-2:] = [_merged(*self._runs[-2:])]
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, sums)``: distinct pair keys (``row << 32 | col``) ascending and their
+        ``n_values x keys`` sums."""
+        while len(self._runs) > 1:
+            self._runs[-2:] = [_merged(*self._runs[-2:])]
+        if not self._runs:
+            return np.zeros(0, np.int64), np.zeros((self.n_values, 0))
+        return self._runs[0]
+
+
+def unique_sums(row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (row, col) pairs as ascending pair keys (``row << 32 | col``) and, per value
+    array, the sums of its entries by pair (None counts them), each sum in input order."""
+    row, col = np.asarray(row, np.int64), np.asarray(col, np.int64)
+    if not len(row):
+        return np.zeros(0, np.int64), np.zeros((len(values), 0))
+    first, n_cols = int(row.min()), int(col.max()) + 1
+    span = (int(row.max()) - first + 1) * n_cols
+    if span <= 4 * len(row):  # a bincount over the touched block is cheaper than a sort
+        code = (row - first) * n_cols + col
+        count = np.bincount(code, minlength=span)
+        where = np.flatnonzero(count)
+        sums = [count[where] if v is None else np.bincount(code, weights=v, minlength=span)[where] for v in values]
+        return _pair_keys(where // n_cols + first, where % n_cols), np.array(sums, float).reshape(len(values), -1)
+    distinct, inverse = np.unique(_pair_keys(row, col), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    sums = [np.bincount(inverse, weights=v, minlength=len(distinct)) for v in values]
+    return distinct, np.array(sums, float).reshape(len(values), len(distinct))
+
+
+def _merged(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted runs as one (sums of equal keys: ``a``'s first)."""
+    keys = np.concatenate([a[0], b[0]])
+    order = np.argsort(keys, kind="stable")  # two sorted runs: timsort merges them in linear time
+    keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sums = np.array([np.add.reduceat(np.concatenate([x, y])[order], starts) for x, y in zip(a[1], b[1])], float)
+    return keys[starts], sums.reshape(len(a[1]), len(starts))
+
+
+def _pair_keys(row: np.ndarray, col: np.ndarray) -> np.ndarray:
+    return (np.asarray(row, np.int64) << _SHIFT) | np.asarray(col, np.int64)
 
 
 class VisitStats:
@@ -27,33 +144,33 @@ class VisitStats:
     :mod:`statemine.visitfold`), from which :meth:`tables` computes every number of the
     state and transition tables and their bootstrap intervals.
 
-    Memory: traces x states and traces x transitions matrices plus the dwell times
-    (:class:`DwellTimes`, bounded); nothing grows with the number of lines per trace.
+    Memory: per distinct (trace, state) pair its seconds and visits, per distinct (trace,
+    transition) pair its count, per distinct transition its ends, plus the dwell times
+    (:class:`DwellTimes`, bounded); nothing grows with the number of lines per trace, and
+    nothing is allocated per trace x state or state x state.
     """
 
     def __init__(self, dwell_budget: int | None = None) -> None:
         self.n_traces = 0
         self.n_states = 0
-        self.time = np.zeros((0, 0))  # traces x states, seconds (capacity; see n_traces/n_states)
-        self.visits = np.zeros((0, 0))  # traces x states, visit counts
-        self.edges = np.zeros((0, 0))  # traces x transitions, counts
-        self.edge_src = np.zeros(0, np.int64)  # per transition column: source state or OUTSIDE (INITIAL)
+        self.state_sums = KeyedSums(2)  # (trace, state) -> seconds, visits
+        self.edge_sums = KeyedSums(1)  # (trace, transition) -> count
+        self.edge_src = np.zeros(0, np.int64)  # per transition: source state or OUTSIDE (INITIAL)
         self.edge_dst = np.zeros(0, np.int64)  # ... destination state or OUTSIDE (TERMINAL)
-        self._edge_of = np.full((1, 1), -1, np.int64)  # [src + 1, dst + 1] -> transition column
+        self._edge_keys = np.zeros(0, np.int64)  # (src + 1, dst + 1) pair keys, ascending ...
+        self._edge_ids = np.zeros(0, np.int64)  # ... and their transition numbers
         self.dwell = DwellTimes() if dwell_budget is None else DwellTimes(dwell_budget)
 
     def add(self, chunk: VisitChunk, n_traces: int, n_states: int) -> None:
-        """Add closed visits; codes are below ``n_traces`` and ``n_states``."""
-        self._reserve(n_traces, n_states)
+        """Add closed visits; codes are below ``n_traces`` and ``n_states`` (both below 2**31)."""
+        self.n_traces, self.n_states = max(self.n_traces, n_traces), max(self.n_states, n_states)
         duration = chunk.end - chunk.start
-        _accumulate(self.time, chunk.trace, chunk.state, duration, self.n_states)
-        _accumulate(self.visits, chunk.trace, chunk.state, None, self.n_states)
+        self.state_sums.add(chunk.trace, chunk.state, [duration, None])
         self.dwell.add(chunk.state, duration)
         src = np.concatenate([np.full(len(chunk.first_trace), OUTSIDE), chunk.state])
         dst = np.concatenate([chunk.first_state, chunk.next])
         trace = np.concatenate([chunk.first_trace, chunk.trace])
-        edge = self._edge_columns(src, dst)
-        _accumulate(self.edges, trace, edge, None, len(self.edge_src))
+        self.edge_sums.add(trace, self._edge_numbers(src, dst), [None])
 
     def tables(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,12 +190,15 @@ class VisitStats:
                 seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The columns of :meth:`tables` as numpy arrays (names as object arrays of str),
         rows filtered and sorted alike, without pandas."""
-        self._reserve(self.n_traces, len(names))
         states, s_num, s_den = self._state_columns(names)
-        transitions, e_num, e_den = self._transition_columns(names)
-        lo, hi = bootstrap_ratio(np.hstack([s_num, e_num]), np.hstack([np.broadcast_to(s_den, s_num.shape), e_den]),
-                                 confidence=confidence, n_boot=n_boot, seed=seed)
-        k = s_num.shape[1]
+        transitions, e_num, e_den, e_den_of = self._transition_columns(names)
+        k = s_num.n_cols
+        num = Coo(np.r_[s_num.row, e_num.row], np.r_[s_num.col, e_num.col + k], np.r_[s_num.val, e_num.val],
+                  self.n_traces, k + e_num.n_cols)
+        den = Coo(np.r_[s_den.row, e_den.row], np.r_[s_den.col, e_den.col + 1], np.r_[s_den.val, e_den.val],
+                  self.n_traces, 1 + e_den.n_cols)
+        lo, hi = bootstrap_ratio_sparse(num, den, np.r_[np.zeros(k, np.int64), e_den_of + 1],
+                                        confidence=confidence, n_boot=n_boot, seed=seed)
         states["time_fraction_lo"], states["time_fraction_hi"] = lo[:k], hi[:k]
         transitions["probability_lo"], transitions["probability_hi"] = lo[k:], hi[k:]
         # states: most time first, then by name; states never entered are left out
@@ -88,82 +208,82 @@ class VisitStats:
         return ({c: v[order] for c, v in states.items()},
                 {c: v[by_edge] for c, v in transitions.items()})
 
-    def _state_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """The state columns without intervals, and the (num, den) matrices of its fractions."""
-        n_states = len(names)
-        per_trace = self.time[: self.n_traces, :n_states]
-        visits = self.visits[: self.n_traces, :n_states]
-        time_s = per_trace.sum(axis=0)
-        trace_totals = per_trace.sum(axis=1)
-        n_visits = visits.sum(axis=0)
+    def _state_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], Coo, Coo]:
+        """The state columns without intervals, and the per-trace (num, den) of its
+        fractions: seconds per (trace, state) and per trace (one column)."""
+        n_states = max(len(names), self.n_states)
+        keys, (seconds, n_visits) = self.state_sums.result()
+        trace, state = keys >> _SHIFT, keys & _LOW
+        time_s = np.bincount(state, weights=seconds, minlength=n_states)[: len(names)]
+        trace_totals = np.bincount(trace, weights=seconds, minlength=self.n_traces)
+        visits = np.bincount(state, weights=n_visits, minlength=n_states)[: len(names)]
+        timed = trace_totals[trace] > 0
+        n_timed = int(np.count_nonzero(trace_totals > 0))
+        own = np.bincount(state[timed], weights=seconds[timed] / trace_totals[trace[timed]], minlength=n_states)
         with np.errstate(invalid="ignore", divide="ignore"):
             fraction = time_s / time_s.sum()
-            own = per_trace[trace_totals > 0] / trace_totals[trace_totals > 0, None]
-            dwell_mean = time_s / n_visits
-        median, p95 = self.dwell.quantiles(n_states, (0.5, 0.95))
+            dwell_mean = time_s / visits
+        median, p95 = self.dwell.quantiles(len(names), (0.5, 0.95))
         columns = {
             "state": np.array(names, dtype=object),
             "time_s": time_s,
             "time_fraction": fraction,
-            "time_fraction_lo": np.full(n_states, np.nan),
-            "time_fraction_hi": np.full(n_states, np.nan),
-            "mean_trace_fraction": own.mean(axis=0) if len(own) else np.full(n_states, np.nan),
+            "time_fraction_lo": np.full(len(names), np.nan),
+            "time_fraction_hi": np.full(len(names), np.nan),
+            "mean_trace_fraction": own[: len(names)] / n_timed if n_timed else np.full(len(names), np.nan),
             "dwell_mean": dwell_mean,
             "dwell_median": median,
             "dwell_p95": p95,
-            "visits": n_visits.astype("int64"),
-            "traces": (visits > 0).sum(axis=0).astype("int64"),
+            "visits": visits.astype("int64"),
+            "traces": np.bincount(state[n_visits > 0], minlength=n_states)[: len(names)].astype("int64"),
         }
-        return columns, per_trace, trace_totals[:, None]
+        with_time = np.flatnonzero(trace_totals)
+        per_trace = Coo(trace, state, seconds, self.n_traces, len(names))
+        totals = Coo(with_time, np.zeros(len(with_time), np.int64), trace_totals[with_time], self.n_traces, 1)
+        return columns, per_trace, totals
 
-    def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """The transition columns without intervals, and the (num, den) matrices of its
-        probabilities (per trace: count of the edge, count out of its source)."""
-        per_edge = self.edges[: self.n_traces, : len(self.edge_src)]
-        _, src_group = np.unique(self.edge_src, return_inverse=True)
-        out_of_src = np.zeros((self.n_traces, src_group.max() + 1 if len(src_group) else 0))
-        np.add.at(out_of_src.T, src_group, per_edge.T)
-        denom = out_of_src[:, src_group]
-        total = per_edge.sum(axis=0)
-        label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
+    def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], Coo, Coo, np.ndarray]:
+        """The transition columns without intervals, and the per-trace (num, den) of its
+        probabilities: count per (trace, transition), count out of each source per (trace,
+        source), and the source column of each transition."""
+        keys, (count,) = self.edge_sums.result()
+        trace, edge = keys >> _SHIFT, keys & _LOW
         n_edges = len(self.edge_src)
+        _, src_group = np.unique(self.edge_src, return_inverse=True)
+        src_group = src_group.reshape(-1)
+        n_groups = int(src_group.max()) + 1 if n_edges else 0
+        total = np.bincount(edge, weights=count, minlength=n_edges)
+        out_of_src = np.bincount(src_group[edge], weights=count, minlength=n_groups)
+        label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
         columns = {
             "src": label[np.where(self.edge_src == OUTSIDE, len(names), self.edge_src)],
             "dst": label[np.where(self.edge_dst == OUTSIDE, len(names) + 1, self.edge_dst)],
             "count": total.astype("int64"),
-            "probability": total / denom.sum(axis=0),
+            "probability": total / out_of_src[src_group],
             "probability_lo": np.full(n_edges, np.nan),
             "probability_hi": np.full(n_edges, np.nan),
         }
-        return columns, per_edge, denom
+        per_trace = Coo(trace, edge, count, self.n_traces, n_edges)
+        out_per_trace = Coo.summed(trace, src_group[edge], count, self.n_traces, n_groups)
+        return columns, per_trace, out_per_trace, src_group
 
-    def _edge_columns(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """The transition column of each (src, dst) pair, adding columns for new pairs."""
-        size = self.n_states + 1
-        if self._edge_of.shape[0] < size:
-            grown = np.full((size, size), -1, np.int64)
-            grown[: self._edge_of.shape[0], : self._edge_of.shape[1]] = self._edge_of
-            self._edge_of = grown
-        column = self._edge_of[src + 1, dst + 1]
-        new = column < 0
-        if new.any():
-            keys = np.flatnonzero(np.bincount((src[new] + 1) * size + dst[new] + 1))
+    def _edge_numbers(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The transition number of each (src, dst) pair, numbering new pairs."""
+        keys = _pair_keys(src + 1, dst + 1)
+        pos = np.searchsorted(self._edge_keys, keys)
+        found = pos < len(self._edge_keys)
+        found[found] = self._edge_keys[pos[found]] == keys[found]
+        if not found.all():
+            new = np.unique(keys[~found])
             start = len(self.edge_src)
-            self._edge_of[keys // size, keys % size] = np.arange(start, start + len(keys))
-            self.edge_src = np.r_[self.edge_src, keys // size - 1]
-            self.edge_dst = np.r_[self.edge_dst, keys % size - 1]
-            self.edges = _grown(self.edges, self.edges.shape[0], len(self.edge_src))
-            column = self._edge_of[src + 1, dst + 1]
-        return column
-
-    def _reserve(self, n_traces: int, n_states: int) -> None:
-        """Room for ``n_traces`` x ``n_states`` (capacity grows by half, so growth is amortized)."""
-        self.n_traces, self.n_states = max(self.n_traces, n_traces), max(self.n_states, n_states)
-        rows = self.n_traces if self.n_traces <= self.time.shape[0] else self.n_traces * 3 // 2
-        cols = self.n_states if self.n_states <= self.time.shape[1] else self.n_states * 3 // 2
-        self.time = _grown(self.time, rows, cols)
-        self.visits = _grown(self.visits, rows, cols)
-        self.edges = _grown(self.edges, rows, self.edges.shape[1])
+            self.edge_src = np.r_[self.edge_src, (new >> _SHIFT) - 1]
+            self.edge_dst = np.r_[self.edge_dst, (new & _LOW) - 1]
+            all_keys = np.r_[self._edge_keys, new]
+            order = np.argsort(all_keys, kind="stable")
+            self._edge_keys = all_keys[order]
+            self._edge_ids = np.r_[self._edge_ids, np.arange(start, start + len(new))][order]
+            pos = np.searchsorted(self._edge_keys, keys)
+        return self._edge_ids[pos]
 
 
 class DwellTimes:
@@ -186,7 +306,7 @@ class DwellTimes:
         self._durations: list[np.ndarray] = []
         self._n = 0
         self._gamma = (1 + self.ALPHA) / (1 - self.ALPHA)
-        self._sketch: np.ndarray | None = None  # states x buckets counts; bucket 0 holds zeros
+        self._sketch: KeyedSums | None = None  # (state, bucket) -> count; bucket 0 holds zeros
 
     @property
     def accuracy(self) -> str:
@@ -210,24 +330,25 @@ class DwellTimes:
             state = np.concatenate(self._states) if self._states else np.zeros(0, np.int32)
             values = np.concatenate(self._durations) if self._durations else np.zeros(0)
             return _group_quantiles(state, values, n_states, qs)
+        keys, (counts,) = self._sketch.result()
+        state, bucket = keys >> _SHIFT, keys & _LOW
+        inside = state < n_states
+        state, bucket, cum = state[inside], bucket[inside], np.cumsum(counts[inside])
+        first = np.flatnonzero(np.r_[True, state[1:] != state[:-1]]) if len(state) else np.zeros(0, np.int64)
+        last = np.r_[first[1:], len(state)] - 1
+        before = np.where(first > 0, cum[first - 1], 0.0)  # visits of the states ahead in key order
         out = np.full((len(qs), n_states), np.nan)
-        counts = self._sketch
-        for g in range(min(n_states, counts.shape[0])):
-            cum = np.cumsum(counts[g])
-            if not cum[-1]:
-                continue
-            for i, q in enumerate(qs):
-                h = (cum[-1] - 1) * q
-                lo, hi = self._value(cum, int(np.floor(h))), self._value(cum, int(np.ceil(h)))
-                out[i, g] = lo + (h - np.floor(h)) * (hi - lo)
+        for i, q in enumerate(qs):
+            h = (cum[last] - before - 1) * q
+            lo, hi = self._value(cum, bucket, before + np.floor(h)), self._value(cum, bucket, before + np.ceil(h))
+            out[i, state[first]] = lo + (h - np.floor(h)) * (hi - lo)
         return list(out)
 
-    def _value(self, cum: np.ndarray, rank: int) -> float:
-        """The sketch's value of the ``rank``-th smallest time (0-based)."""
-        bucket = int(np.searchsorted(cum, rank, side="right"))
-        if bucket == 0:
-            return 0.0
-        return 2 * self.FLOOR * self._gamma ** (bucket - 1) / (self._gamma + 1)
+    def _value(self, cum: np.ndarray, bucket: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The sketch's values of the ``rank``-th smallest times (0-based, counted over the
+        (state, bucket) cells in key order, whose running counts are ``cum``)."""
+        b = bucket[np.searchsorted(cum, rank, side="right")]
+        return np.where(b == 0, 0.0, 2 * self.FLOOR * self._gamma ** (b - 1.0) / (self._gamma + 1))
 
     def _to_sketch(self, state: np.ndarray, duration: np.ndarray) -> None:
         d = np.asarray(duration, float)
@@ -235,37 +356,14 @@ class DwellTimes:
         pos = d > 0
         # bucket k + 1 holds (FLOOR * gamma**(k-1), FLOOR * gamma**k]; bucket 1 also (0, FLOOR]
         bucket[pos] = 1 + np.maximum(0, np.ceil(np.log(d[pos] / self.FLOOR) / np.log(self._gamma))).astype(np.int64)
-        n_states = int(state.max()) + 1 if len(state) else 0
-        n_buckets = int(bucket.max()) + 1 if len(bucket) else 1
         if self._sketch is None:
-            self._sketch = np.zeros((0, 1), np.int64)
-        self._sketch = _grown(self._sketch, max(n_states, self._sketch.shape[0]), max(n_buckets, self._sketch.shape[1]))
-        np.add.at(self._sketch, (state.astype(np.int64), bucket), 1)
+            self._sketch = KeyedSums(1)
+        self._sketch.add(state, bucket, [None])
 
 
 def _ranks(text: np.ndarray) -> np.ndarray:
     """Each string's rank in sorted order (equal strings, equal ranks), for np.lexsort."""
     return np.unique(text, return_inverse=True)[1].reshape(-1) if len(text) else np.zeros(0, np.int64)
-
-
-def _accumulate(matrix: np.ndarray, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray | None,
-                n_cols: int) -> None:
-    """``matrix[rows, cols] += weights`` (or += 1), repeated pairs adding up; ``cols`` are
-    below ``n_cols`` and ``rows`` below the traces so far."""
-    n_rows = int(rows.max()) + 1 if len(rows) else 0
-    if n_rows * n_cols <= 4 * len(rows):  # a dense bincount of the touched block is cheaper
-        matrix[:n_rows, :n_cols] += per_trace(rows, cols, weights, n_rows, n_cols)
-    else:
-        np.add.at(matrix, (rows, cols), 1.0 if weights is None else weights)
-
-
-def _grown(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """``matrix`` zero-padded to at least ``rows`` x ``cols`` (itself when it is that big)."""
-    if matrix.shape[0] >= rows and matrix.shape[1] >= cols:
-        return matrix
-    out = np.zeros((max(rows, matrix.shape[0]), max(cols, matrix.shape[1])), matrix.dtype)
-    out[: matrix.shape[0], : matrix.shape[1]] = matrix
-    return out
 
 
 def bootstrap_ratio(
@@ -280,16 +378,57 @@ def bootstrap_ratio(
 
     ``num`` is ``rows x k`` and ``den`` is ``rows x k`` or ``rows x 1``: each row is one
     trace, resampled whole. Returns ``(lo, hi)``, arrays of length ``k``; NaN when there are
-    fewer than two rows or ``n_boot`` is 0. The same ``seed`` gives the same interval.
+    fewer than two rows or ``n_boot`` is 0. The same ``seed`` gives the same interval
+    (that of :func:`bootstrap_ratio_sparse` on the same numbers).
     """
-    rows, k = num.shape
-    if rows < 2 or n_boot <= 0:
-        nan = np.full(k, np.nan)
-        return nan, nan.copy()
-    rng = np.random.default_rng(seed)
+    den_of = np.arange(num.shape[1]) if den.shape[1] == num.shape[1] else np.zeros(num.shape[1], np.int64)
+    return bootstrap_ratio_sparse(Coo.from_dense(num), Coo.from_dense(den), den_of,
+                                  confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence: float = 0.95,
+                           n_boot: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``sum(num[:, j]) / sum(den[:, den_of[j]])`` per
+    column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`.
+
+    Memory is bounded whatever the numbers of rows and columns: the columns are taken in
+    groups whose resampled statistics fit ``_STAT_CELLS`` cells, each group's per-row sums
+    as a dense matrix when small or dense enough and as a sparse one (scipy) otherwise.
+    Every group sees the same resamples (the generator restarts from ``seed``), so the
+    interval does not depend on the grouping.
+    """
+    rows, k = num.n_rows, num.n_cols
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    if rows < 2 or n_boot <= 0 or k == 0:
+        return lo, hi
     alpha = (1.0 - confidence) / 2.0
-    stats = np.empty((n_boot, k))
-    batch = max(1, min(n_boot, 2_000_000 // rows))  # bound the weights matrix to ~16 MB
+    width = max(1, _STAT_CELLS // n_boot)
+    num_order, den_order = np.argsort(num.col, kind="stable"), np.argsort(den.col, kind="stable")
+    num_col, den_col = num.col[num_order], den.col[den_order]
+    for c0 in range(0, k, width):
+        c1 = min(k, c0 + width)
+        a, b = np.searchsorted(num_col, [c0, c1])
+        part = num_order[a:b]
+        den_cols, den_index = np.unique(den_of[c0:c1], return_inverse=True)
+        den_part = den_order[np.isin(den_col, den_cols)]
+        num_m = _operand(num.row[part], num.col[part] - c0, num.val[part], rows, c1 - c0)
+        den_m = _operand(den.row[den_part], np.searchsorted(den_cols, den.col[den_part]), den.val[den_part],
+                         rows, len(den_cols))
+        stats = np.empty((n_boot, c1 - c0))
+        for start, weights in _resampled_weights(rows, n_boot, seed):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                stats[start:start + len(weights)] = _times(weights, num_m) / _times(weights, den_m)[:, den_index.reshape(-1)]
+        if np.isfinite(stats).any():
+            lo[c0:c1] = np.nanquantile(stats, alpha, axis=0)
+            hi[c0:c1] = np.nanquantile(stats, 1.0 - alpha, axis=0)
+    return lo, hi
+
+
+def _resampled_weights(rows: int, n_boot: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first resample, weights)`` blocks of the ``n_boot x rows`` resampling weights
+    (how often each row is drawn), at most ~16 MB at a time; the same for a ``seed``."""
+    rng = np.random.default_rng(seed)
+    batch = max(1, min(n_boot, 2_000_000 // rows))
     weights = np.empty((batch, rows))
     for start in range(0, n_boot, batch):
         b = min(batch, n_boot - start)
@@ -298,11 +437,27 @@ def bootstrap_ratio(
         picks = rng.integers(0, rows, size=(b, rows), dtype=np.int32)
         for i in range(b):
             weights[i] = np.bincount(picks[i], minlength=rows)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            stats[start:start + b] = (weights[:b] @ num) / (weights[:b] @ den)
-    lo = np.nanquantile(stats, alpha, axis=0) if np.isfinite(stats).any() else np.full(k, np.nan)
-    hi = np.nanquantile(stats, 1.0 - alpha, axis=0) if np.isfinite(stats).any() else np.full(k, np.nan)
-    return lo, hi
+        yield start, weights[:b]
+
+
+def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int):
+    """Distinct entries as a dense ``n_rows x n_cols`` matrix when that is small (or at
+    least a quarter full and not big), else as the sparse (CSR) transpose."""
+    cells = n_rows * n_cols
+    if cells <= _DENSE_CELLS or (cells <= 8 * _DENSE_CELLS and cells <= 4 * len(val)):
+        matrix = np.zeros((n_rows, n_cols))
+        matrix[row, col] = val
+        return matrix
+    import scipy.sparse
+
+    return scipy.sparse.csr_matrix((val, (col, row)), shape=(n_cols, n_rows))
+
+
+def _times(weights: np.ndarray, operand) -> np.ndarray:
+    """``weights @ matrix`` for an :func:`_operand` (dense, or the sparse transpose)."""
+    if isinstance(operand, np.ndarray):
+        return weights @ operand
+    return (operand @ weights.T).T
 
 
 def per_trace(trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_traces: int, n_cols: int) -> np.ndarray:
