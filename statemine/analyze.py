@@ -28,15 +28,18 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
 from .traces import TraceSet
 from .visitfold import END_RULES, OUTSIDE, EndRule, VisitChunk, VisitFold, group_order
-from .visitstats import INITIAL, TERMINAL, VisitStats, bootstrap_ratio, per_trace
+from .visitstats import (INITIAL, MAX_STATES, TERMINAL, VisitStats, bootstrap_ratio, check_max_states, per_trace,
+                         too_many_states)
 
-__all__ = ["END_RULES", "INITIAL", "TERMINAL", "EndRule", "bootstrap_ratio", "state_stats", "summarize",
-           "trace_state_times", "transition_stats", "visits"]
+__all__ = ["END_RULES", "INITIAL", "MAX_STATES", "TERMINAL", "EndRule", "bootstrap_ratio", "state_stats",
+           "summarize", "trace_state_times", "transition_stats", "visits"]
 
 
-def visits(traces: TraceSet, *, collapse_repeats: bool = False, end: EndRule = "close") -> pd.DataFrame:
+def visits(traces: TraceSet, *, collapse_repeats: bool = False, end: EndRule = "close",
+           max_states: int = MAX_STATES) -> pd.DataFrame:
     """One row per state visit: ``trace, visit, state, start, end, duration, next``.
 
     Times in seconds; ``next`` is the following state of the trace or ``TERMINAL``;
@@ -47,7 +50,7 @@ def visits(traces: TraceSet, *, collapse_repeats: bool = False, end: EndRule = "
     >>> visits(ts)[["state", "duration", "next"]].astype(object).values.tolist()
     [['SlowStart', 1.0, 'Recovery'], ['Recovery', 3.0, 'SlowStart'], ['SlowStart', 0.0, 'TERMINAL']]
     """
-    c = _coded_visits(traces, collapse_repeats, end)
+    c = _coded_visits(traces, collapse_repeats, end, max_states)
     trace_ids = pd.Index(traces.traces["trace"].astype(str))
     names = pd.Index(list(c.names) + [TERMINAL], dtype=str)
     return pd.DataFrame(
@@ -71,12 +74,18 @@ def summarize(
     confidence: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    max_states: int = MAX_STATES,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(state_stats(traces), transition_stats(traces))`` computed together: one pass over
-    the visits and one bootstrap, whose resampled trace sets are shared by both tables."""
+    the visits and one bootstrap, whose resampled trace sets are shared by both tables.
+
+    Memory grows with the distinct (trace, state) and (trace, transition) pairs, not with
+    traces x states. More than ``max_states`` distinct state names raise
+    :class:`~statemine.errors.InputError` naming the file and line of the first name past
+    the cap (in trace order)."""
     if end not in END_RULES:
         raise ValueError(f"end must be one of {END_RULES}, not {end!r}")
-    names, chunk = _traceset_visits(traces, collapse_repeats, end)
+    names, chunk = _traceset_visits(traces, collapse_repeats, end, max_states)
     stats = VisitStats()
     stats.add(chunk, traces.n_traces, len(names))
     return stats.tables(names, confidence=confidence, n_boot=n_boot, seed=seed)
@@ -147,15 +156,19 @@ class _CodedVisits(NamedTuple):
     end: np.ndarray
 
 
-def _traceset_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule) -> tuple[list[str], VisitChunk]:
+def _traceset_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule,
+                     max_states: int) -> tuple[list[str], VisitChunk]:
     """Every visit of a trace set (one block through :class:`VisitFold`), with state codes
     into the returned names (sorted) and trace codes = rows of ``traces.traces``."""
     if end not in END_RULES:
         raise ValueError(f"end must be one of {END_RULES}, not {end!r}")
+    check_max_states(max_states)
     ev = traces.events
     codes_all = _codes(ev["trace"], traces.traces["trace"])
     is_state = (ev["kind"] == "state").to_numpy()
     state, names = _state_codes(ev["state"][is_state])
+    if len(names) > max_states:
+        raise _too_many_states(traces, np.flatnonzero(is_state), state, max_states)
     fold = VisitFold(collapse_repeats)
     closed = fold.add(codes_all[is_state], state, ev["time"].to_numpy()[is_state])
     last = fold.finish(_trace_ends(traces, codes_all, end))
@@ -164,8 +177,8 @@ def _traceset_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule) -> 
     return names, both
 
 
-def _coded_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule) -> _CodedVisits:
-    names, v = _traceset_visits(traces, collapse_repeats, end)
+def _coded_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule, max_states: int) -> _CodedVisits:
+    names, v = _traceset_visits(traces, collapse_repeats, end, max_states)
     order = group_order(v.trace)  # stable: a trace's visits stay in time order, its last one last
     trace = v.trace[order]
     n = len(trace)
@@ -174,6 +187,18 @@ def _coded_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule) -> _Co
     nxt = v.next[order]
     return _CodedVisits(names, trace, v.state[order], np.where(nxt == OUTSIDE, len(names), nxt),
                         visit.astype(np.int64), v.start[order], v.end[order])
+
+
+def _too_many_states(traces: TraceSet, rows: np.ndarray, state: np.ndarray, max_states: int) -> InputError:
+    """The error for more than ``max_states`` state names, at the first state line (events
+    order: by trace, then log order) of the first name past the cap."""
+    _, first = np.unique(state, return_index=True)
+    row = rows[np.sort(first)[max_states]]
+    event = traces.events.iloc[row]
+    trace = traces.traces.set_index(traces.traces["trace"].astype(str)).loc[str(event["trace"])]
+    line, source = int(event["line"]), trace.get("source")
+    return InputError(source if isinstance(source, str) else None, line if line > 0 else None,
+                      too_many_states(max_states))
 
 
 def _state_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:

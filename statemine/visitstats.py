@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 import numpy as np
 
 from .errors import UsageError
-from .visitfold import OUTSIDE, VisitChunk, group_order
+from .visitfold import OUTSIDE, VisitChunk
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -418,10 +418,32 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
         for start, weights in _resampled_weights(rows, n_boot, seed):
             with np.errstate(invalid="ignore", divide="ignore"):
                 stats[start:start + len(weights)] = _times(weights, num_m) / _times(weights, den_m)[:, den_index.reshape(-1)]
-        if np.isfinite(stats).any():
-            lo[c0:c1] = np.nanquantile(stats, alpha, axis=0)
-            hi[c0:c1] = np.nanquantile(stats, 1.0 - alpha, axis=0)
+        stats.sort(axis=0)  # NaN (0 / 0: a resample without the source or any time) sorts last
+        stats = stats.T.ravel()
+        valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
+        start = np.arange(c1 - c0) * n_boot
+        lo[c0:c1], hi[c0:c1] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
     return lo, hi
+
+
+def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
+    """The ``q``-quantile of each segment ``values[start[i]:start[i] + n[i]]`` (each sorted
+    ascending), by numpy's default method (linear interpolation, computed as
+    ``np.quantile`` computes it); NaN for empty segments."""
+    n = np.asarray(n)
+    virtual = (n - 1) * q
+    below = np.floor(virtual)
+    gamma = virtual - below
+    if not len(values):
+        return np.full(len(n), np.nan)
+    last = np.maximum(n - 1, 0)
+    top = len(values) - 1  # an empty segment may start past the end
+    a = values[np.minimum(start + np.minimum(below, last).astype(np.int64), top)]
+    b = values[np.minimum(start + np.minimum(below + 1, last).astype(np.int64), top)]
+    d = b - a
+    with np.errstate(invalid="ignore"):
+        out = np.where(gamma >= 0.5, b - d * (1 - gamma), a + d * gamma)
+    return np.where(n > 0, out, np.nan)
 
 
 def _resampled_weights(rows: int, n_boot: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -469,12 +491,7 @@ def per_trace(trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_
 def _group_quantiles(group: np.ndarray, values: np.ndarray, n_groups: int, qs: tuple[float, ...]) -> list[np.ndarray]:
     """Per-group quantiles of ``values`` (numpy's default linear interpolation); NaN for
     empty groups."""
-    order = group_order(group)
+    order = np.lexsort((values, group))
     counts = np.bincount(group, minlength=n_groups)
-    bounds = np.r_[0, np.cumsum(counts)]
-    out = np.full((len(qs), n_groups), np.nan)
-    for g in np.flatnonzero(counts):
-        out[:, g] = np.quantile(values[order[bounds[g]:bounds[g + 1]]], qs)
-    return list(out)
-
-
+    start = np.r_[0, np.cumsum(counts)[:-1]] if n_groups else np.zeros(0, np.int64)
+    return [linear_quantiles(values[order], start, counts, q) for q in qs]

@@ -122,11 +122,13 @@ def select_traces(ts, selections, where: str):
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
 @click.option("--svg/--no-svg", default=True, show_default=True, help="Also render model.svg (needs Graphviz).")
 @click.option("--title", help="Title drawn on the diagram.")
+@click.option("--max-states", type=click.IntRange(1, 2**31 - 1), default=100_000, show_default=True,
+              help="Most distinct state names accepted (more look like an id in the state field).")
 @_SELECT_OPTION
 @click.pass_context
 def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatching, names_file, implementation,
           derive_states, engine, prefix, seed, synoptic_jar, collapse_repeats, end_rule, n_boot, confidence, svg,
-          title, selections):
+          title, max_states, selections):
     """Infer the state machine of LOG files (or folders) and report where the time goes.
 
     Prints the per-state table; with --out DIR writes states.csv, transitions.csv,
@@ -149,7 +151,8 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         from ..fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
-    opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence)
+    opts = dict(collapse_repeats=collapse_repeats, end=end_rule, n_boot=n_boot, seed=seed, confidence=confidence,
+                max_states=max_states)
     files = _streamable(logs, fmt, regexes, selections)
     if files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(files, opts)
@@ -238,12 +241,12 @@ def _summarize_streamed(files: list[Path], opts: dict):
     from ..parse.statemine_log import scan_files
     from ..stream import fold_scanned
 
-    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end")}
+    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end", "max_states")}
     tables = {k: v for k, v in opts.items() if k not in fold_opts}
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
         with progress_reporter(files, True) as advance:
-            folded = _in_background(fold_scanned, scan_files(files, advance), **fold_opts)
+            folded = _in_background(fold_scanned, scan_files(files, advance), files=files, **fold_opts)
             _import_output_modules()
             folded = folded()
     finally:
