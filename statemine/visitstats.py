@@ -37,6 +37,8 @@ _LOW = (1 << _SHIFT) - 1
 _STAT_CELLS = 1 << 21
 #: A column group's per-trace sums are made dense (a matrix product) when they fit this many cells.
 _DENSE_CELLS = 1 << 21
+#: The bootstrap's resampling weights are kept (not drawn again per column group) up to this size.
+_WEIGHT_BYTES = 1 << 27
 
 
 def too_many_states(max_states: int) -> str:
@@ -393,9 +395,9 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
 
     Memory is bounded whatever the numbers of rows and columns: the columns are taken in
     groups whose resampled statistics fit ``_STAT_CELLS`` cells, each group's per-row sums
-    as a dense matrix when small or dense enough and as a sparse one (scipy) otherwise.
-    Every group sees the same resamples (the generator restarts from ``seed``), so the
-    interval does not depend on the grouping.
+    as a dense matrix when small (or dense) enough and as gathered entries otherwise.
+    Every group sees the same resamples (kept when they fit ``_WEIGHT_BYTES``, else drawn
+    again from ``seed``), so the interval does not depend on the grouping.
     """
     rows, k = num.n_rows, num.n_cols
     lo, hi = np.full(k, np.nan), np.full(k, np.nan)
@@ -403,26 +405,38 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
         return lo, hi
     alpha = (1.0 - confidence) / 2.0
     width = max(1, _STAT_CELLS // n_boot)
-    num_order, den_order = np.argsort(num.col, kind="stable"), np.argsort(den.col, kind="stable")
-    num_col, den_col = num.col[num_order], den.col[den_order]
+    resamples = _Resamples(rows, n_boot, seed, keep=k > width)
+    by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
+    position = np.empty(k, np.int64)
+    position[by_den] = np.arange(k)
+    num_order = np.argsort(position[num.col], kind="stable")
+    num_col = position[num.col[num_order]]
+    den_order = np.argsort(den.col, kind="stable")
+    den_col = den.col[den_order]
+    kept_cols, kept_sums = np.zeros(0, np.int64), np.zeros((n_boot, 0))  # the previous group's denominators
     for c0 in range(0, k, width):
         c1 = min(k, c0 + width)
         a, b = np.searchsorted(num_col, [c0, c1])
-        part = num_order[a:b]
-        den_cols, den_index = np.unique(den_of[c0:c1], return_inverse=True)
-        den_part = den_order[np.isin(den_col, den_cols)]
-        num_m = _operand(num.row[part], num.col[part] - c0, num.val[part], rows, c1 - c0)
-        den_m = _operand(den.row[den_part], np.searchsorted(den_cols, den.col[den_part]), den.val[den_part],
-                         rows, len(den_cols))
-        stats = np.empty((n_boot, c1 - c0))
-        for start, weights in _resampled_weights(rows, n_boot, seed):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                stats[start:start + len(weights)] = _times(weights, num_m) / _times(weights, den_m)[:, den_index.reshape(-1)]
+        num_m = _operand(num.row[num_order[a:b]], num_col[a:b] - c0, num.val[num_order[a:b]], rows, c1 - c0)
+        den_cols, den_index = np.unique(den_of[by_den[c0:c1]], return_inverse=True)
+        reused = np.isin(den_cols, kept_cols)
+        den_part = den_order[np.isin(den_col, den_cols[~reused])]
+        den_m = _operand(den.row[den_part], np.searchsorted(den_cols[~reused], den.col[den_part]),
+                         den.val[den_part], rows, int(np.count_nonzero(~reused)))
+        num_sums, den_sums = np.empty((n_boot, c1 - c0)), np.empty((n_boot, len(den_cols)))
+        den_sums[:, reused] = kept_sums[:, np.searchsorted(kept_cols, den_cols[reused])]
+        for start, weights in resamples:
+            num_sums[start:start + len(weights)] = _times(weights, num_m)
+            den_sums[start:start + len(weights), ~reused] = _times(weights, den_m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats = num_sums / den_sums[:, den_index.reshape(-1)]
+        kept_cols, kept_sums = den_cols, den_sums
         stats.sort(axis=0)  # NaN (0 / 0: a resample without the source or any time) sorts last
         stats = stats.T.ravel()
         valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
         start = np.arange(c1 - c0) * n_boot
-        lo[c0:c1], hi[c0:c1] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
+        cols = by_den[c0:c1]
+        lo[cols], hi[cols] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
     return lo, hi
 
 
@@ -446,40 +460,73 @@ def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: fl
     return np.where(n > 0, out, np.nan)
 
 
-def _resampled_weights(rows: int, n_boot: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first resample, weights)`` blocks of the ``n_boot x rows`` resampling weights
-    (how often each row is drawn), at most ~16 MB at a time; the same for a ``seed``."""
-    rng = np.random.default_rng(seed)
-    batch = max(1, min(n_boot, 2_000_000 // rows))
-    weights = np.empty((batch, rows))
-    for start in range(0, n_boot, batch):
-        b = min(batch, n_boot - start)
-        # Resampling rows with replacement = multinomial counts per row, drawn exactly
-        # (and much faster than rng.multinomial) by counting uniform row picks.
-        picks = rng.integers(0, rows, size=(b, rows), dtype=np.int32)
-        for i in range(b):
-            weights[i] = np.bincount(picks[i], minlength=rows)
-        yield start, weights[:b]
+class _Resamples:
+    """The ``n_boot x rows`` resampling weights (how often each row is drawn), iterated as
+    ``(first resample, weights)`` blocks of at most ~16 MB; every iteration gives the same
+    weights: kept (as small integers, exact) when ``keep`` and they fit ``_WEIGHT_BYTES``,
+    else drawn again from ``seed``."""
+
+    def __init__(self, rows: int, n_boot: int, seed: int, keep: bool) -> None:
+        self.rows, self.n_boot, self.seed = rows, n_boot, seed
+        self.batch = max(1, min(n_boot, 2_000_000 // rows))
+        dtype = np.uint16 if rows < 2**16 else np.uint32  # a count is at most ``rows``
+        fits = n_boot * rows * np.dtype(dtype).itemsize <= _WEIGHT_BYTES
+        self._kept = np.concatenate([w.astype(dtype) for _, w in self._drawn()]) if keep and fits else None
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        if self._kept is None:
+            yield from self._drawn()
+            return
+        for start in range(0, self.n_boot, self.batch):
+            yield start, self._kept[start:start + self.batch].astype(float)
+
+    def _drawn(self) -> Iterator[tuple[int, np.ndarray]]:
+        rng = np.random.default_rng(self.seed)
+        weights = np.empty((self.batch, self.rows))
+        for start in range(0, self.n_boot, self.batch):
+            b = min(self.batch, self.n_boot - start)
+            # Resampling rows with replacement = multinomial counts per row, drawn exactly
+            # (and much faster than rng.multinomial) by counting uniform row picks.
+            picks = rng.integers(0, self.rows, size=(b, self.rows), dtype=np.int32)
+            for i in range(b):
+                weights[i] = np.bincount(picks[i], minlength=self.rows)
+            yield start, weights[:b]
 
 
-def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int):
+class _Entries(NamedTuple):
+    """A sparse operand of :func:`_times`: entries sorted by column, and the number of columns."""
+
+    row: np.ndarray
+    col: np.ndarray
+    val: np.ndarray
+    n_cols: int
+
+
+def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray | _Entries:
     """Distinct entries as a dense ``n_rows x n_cols`` matrix when that is small (or at
-    least a quarter full and not big), else as the sparse (CSR) transpose."""
+    least a quarter full and not big), else as :class:`_Entries`."""
     cells = n_rows * n_cols
     if cells <= _DENSE_CELLS or (cells <= 8 * _DENSE_CELLS and cells <= 4 * len(val)):
         matrix = np.zeros((n_rows, n_cols))
         matrix[row, col] = val
         return matrix
-    import scipy.sparse
+    order = np.argsort(col, kind="stable")
+    return _Entries(row[order], col[order], val[order], n_cols)
 
-    return scipy.sparse.csr_matrix((val, (col, row)), shape=(n_cols, n_rows))
 
-
-def _times(weights: np.ndarray, operand) -> np.ndarray:
-    """``weights @ matrix`` for an :func:`_operand` (dense, or the sparse transpose)."""
+def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
+    """``weights @ matrix`` for an :func:`_operand`; sparse entries are gathered in pieces
+    of at most ``_STAT_CELLS`` products, each summed per column in entry order."""
     if isinstance(operand, np.ndarray):
         return weights @ operand
-    return (operand @ weights.T).T
+    out = np.zeros((len(weights), operand.n_cols))
+    step = max(1, _STAT_CELLS // len(weights))
+    for a in range(0, len(operand.row), step):
+        col = operand.col[a:a + step]
+        first = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        products = weights[:, operand.row[a:a + step]] * operand.val[a:a + step]
+        out[:, col[first]] += np.add.reduceat(products, first, axis=1)
+    return out
 
 
 def per_trace(trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_traces: int, n_cols: int) -> np.ndarray:

@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from ..visitfold import EndRule
-from ..visitstats import INITIAL, TERMINAL
+from ..visitstats import INITIAL, MAX_STATES, TERMINAL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,8 +35,10 @@ def observed_model(
     end: EndRule = "close",
     n_boot: int = 1000,
     seed: int = 0,
+    max_states: int = MAX_STATES,
 ) -> nx.DiGraph:
-    """Build the observed-state model of ``traces`` as a networkx DiGraph.
+    """Build the observed-state model of ``traces`` as a networkx DiGraph (one node per
+    state: at most ``max_states``, as :func:`statemine.analyze.summarize`).
 
     >>> import pandas as pd
     >>> from statemine.traces import TraceSet
@@ -48,7 +50,7 @@ def observed_model(
     """
     from ..analyze import summarize
 
-    opts = dict(collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed)
+    opts = dict(collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed, max_states=max_states)
     return model_from_stats(*summarize(traces, **opts))
 
 
