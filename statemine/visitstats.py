@@ -420,7 +420,7 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
         num_m = _operand(num.row[num_order[a:b]], num_col[a:b] - c0, num.val[num_order[a:b]], rows, c1 - c0)
         den_cols, den_index = np.unique(den_of[by_den[c0:c1]], return_inverse=True)
         reused = np.isin(den_cols, kept_cols)
-        den_part = den_order[np.isin(den_col, den_cols[~reused])]
+        den_part = den_order[_positions(den_col, den_cols[~reused])]
         den_m = _operand(den.row[den_part], np.searchsorted(den_cols[~reused], den.col[den_part]),
                          den.val[den_part], rows, int(np.count_nonzero(~reused)))
         num_sums, den_sums = np.empty((n_boot, c1 - c0)), np.empty((n_boot, len(den_cols)))
@@ -438,6 +438,13 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
         cols = by_den[c0:c1]
         lo[cols], hi[cols] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
     return lo, hi
+
+
+def _positions(sorted_values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The positions in ``sorted_values`` of the entries equal to one of ``wanted`` (ascending)."""
+    first, end = np.searchsorted(sorted_values, wanted, "left"), np.searchsorted(sorted_values, wanted, "right")
+    size = end - first
+    return np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
 
 
 def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
@@ -463,8 +470,8 @@ def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: fl
 class _Resamples:
     """The ``n_boot x rows`` resampling weights (how often each row is drawn), iterated as
     ``(first resample, weights)`` blocks of at most ~16 MB; every iteration gives the same
-    weights: kept (as small integers, exact) when ``keep`` and they fit ``_WEIGHT_BYTES``,
-    else drawn again from ``seed``."""
+    weights: kept (as unsigned integers, exact, given as such) when ``keep`` and they fit
+    ``_WEIGHT_BYTES``, else drawn again from ``seed`` (as floats)."""
 
     def __init__(self, rows: int, n_boot: int, seed: int, keep: bool) -> None:
         self.rows, self.n_boot, self.seed = rows, n_boot, seed
@@ -478,7 +485,7 @@ class _Resamples:
             yield from self._drawn()
             return
         for start in range(0, self.n_boot, self.batch):
-            yield start, self._kept[start:start + self.batch].astype(float)
+            yield start, self._kept[start:start + self.batch]
 
     def _drawn(self) -> Iterator[tuple[int, np.ndarray]]:
         rng = np.random.default_rng(self.seed)
@@ -516,9 +523,10 @@ def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_c
 
 def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
     """``weights @ matrix`` for an :func:`_operand`; sparse entries are gathered in pieces
-    of at most ``_STAT_CELLS`` products, each summed per column in entry order."""
+    of at most ``_STAT_CELLS`` products, each summed per column in entry order (so only
+    the gathered weights are read, whatever the number of rows)."""
     if isinstance(operand, np.ndarray):
-        return weights @ operand
+        return weights.astype(float, copy=False) @ operand
     out = np.zeros((len(weights), operand.n_cols))
     step = max(1, _STAT_CELLS // len(weights))
     for a in range(0, len(operand.row), step):

@@ -1,0 +1,84 @@
+"""Benchmark: peak memory of `statemine infer` on large and hostile statemine logs (issue 11).
+
+Each case is a generated log (cached beside bench_infer's); `statemine infer LOG --out DIR
+--no-svg` runs as a subprocess that reports its own peak RSS (VmHWM, as bench_infer.py),
+with the default 1000 bootstrap resamples. Cases and targets:
+
+* ``1e7-lines-1e6-traces``: 1e7 lines over 1e6 connections of 10 lines (target: 1 GB);
+* ``1e5-states``: 1e5 distinct state names (under the 100,000 cap) over 1e6 lines and
+  1e4 connections (target: 500 MB);
+* ``ids-10k``: 10,000 lines, each a new connection and a new state (was > 9 GiB);
+* ``ids-40k``: the same with 40,000 (was MemoryError at 26.8 GiB);
+* ``one-trace-20k-states``: one connection through 20,000 distinct states (was 3 GiB);
+  the hostile ones: target a few hundred MB.
+
+Run:  python benchmarks/bench_memory.py [--case NAME ...] [--repeat 1]
+Prints one line per case; nothing is asserted (targets live in docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+
+from bench_infer import end_to_end, generate
+
+
+def ids(path: Path, n: int) -> None:
+    """``n`` lines, each a new connection and a new state."""
+    with open(path, "w") as fh:
+        fh.writelines(f"STATEMINE t={i} conn=c{i} state=S{i}\n" for i in range(n))
+
+
+def one_trace(path: Path, n: int) -> None:
+    """One connection through ``n`` distinct states, one second each."""
+    with open(path, "w") as fh:
+        fh.writelines(f"STATEMINE t={i} conn=a state=S{i}\n" for i in range(n))
+
+
+def many_states(path: Path, events: int, n_states: int, n_conns: int, seed: int = 1) -> None:
+    """``events`` lines over ``n_conns`` interleaved connections, states drawn uniformly
+    from ``n_states`` names (every name used), times increasing per connection."""
+    rng = np.random.default_rng(seed)
+    conn = np.arange(events) % n_conns
+    state = rng.permutation(np.resize(np.arange(n_states), events))
+    times = np.arange(events) // n_conns + rng.random(events) * 0.5
+    with open(path, "w") as fh:
+        for i in range(0, events, 100_000):
+            sl = slice(i, i + 100_000)
+            fh.writelines(f"STATEMINE t={t:.6f} conn={c} state=S{s}\n" for t, c, s in zip(times[sl], conn[sl], state[sl]))
+
+
+CASES = {
+    "1e6-lines (bench_infer)": ("bench-1000000.log", lambda p: generate(p, 1_000_000)),
+    "1e7-lines-1e6-traces": ("bench-10000000-10.log", lambda p: generate(p, 10_000_000, trace_lines=10)),
+    "1e5-states": ("states-100000.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000)),
+    "ids-10k": ("ids-10000.log", lambda p: ids(p, 10_000)),
+    "ids-40k": ("ids-40000.log", lambda p: ids(p, 40_000)),
+    "one-trace-20k-states": ("one-trace-20000.log", lambda p: one_trace(p, 20_000)),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="run only these (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser())
+    args = ap.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    for name in args.case or list(CASES):
+        filename, make = CASES[name]
+        log = args.cache / filename
+        if not log.exists():
+            make(log)
+        runs = [end_to_end(log, ["--no-svg"]) for _ in range(args.repeat)]
+        wall, cpu, rss = min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
+        print(f"{name:<26} {log.stat().st_size / 1e6:7.1f} MB  {wall:7.2f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
