@@ -168,8 +168,10 @@ def build_inputs(d: Path) -> None:
     w("m_no_initial.dot", "digraph {\n}\n")
     # qlog state-name files
     w("names_bad.txt", "no equals sign here\n")
-    # lab scenarios
+    # lab scenarios and run configs; a source tree the patch was never applied to
     w("scenario_bad.toml", "[grid\nrate_mbps = ")
+    (d / "src").mkdir()
+    (d / "src" / "connection.py").write_text("pass\n")
 
 
 _NDJSON_HEAD = b'{"qlog_version": "draft-02", "qlog_format": "NDJSON", "title": "x"}\n'
@@ -359,6 +361,13 @@ CASES = [
     Case("lab-scenario-binary", ["lab", "run", "{d}/random.bin", "--out", "{out}"], False, _err("random.bin")),
     Case("lab-scenario-bad-toml", ["lab", "run", "{d}/scenario_bad.toml", "--out", "{out}"], False,
          _err("scenario_bad.toml")),
+    Case("lab-rerun-binary-config", ["lab", "rerun", "{d}/random.bin", "--out", "{out}"], False, _err("random.bin")),
+    Case("lab-scenarios-bad-toml-in-folder", ["lab", "scenarios", "--dir", "{d}"], False, _err("scenario_bad.toml")),
+    # -- patch ----------------------------------------------------------------------------------
+    Case("patch-apply-missing-dir", ["patch", "apply", "--impl", "aioquic", "--version", "1.7.2", "{d}/no-src"], False,
+         _err("no-src")),
+    Case("patch-revert-not-applied", ["patch", "revert", "--impl", "aioquic", "--version", "1.7.2", "{d}/src"],
+         False, "aioquic/1.7.2/statemine.patch:"),
 ]
 
 

@@ -52,8 +52,10 @@ def run_cmd(scenario: Path, out: Path, jobs: int | None, only: tuple[str, ...], 
     failed = len(table) - ok
     click.echo(f"{len(table)} runs in {out}: {ok} ok, {failed} failed (results.csv, manifest.json)")
     if failed:
+        from ..escape import one_line
+
         for row in table[~table["ok"].fillna(False).astype(bool)].head(10).itertuples():
-            click.echo(f"  failed {row.run_id}: {row.error}", err=True)
+            click.echo(f"  failed {row.run_id}: {one_line(row.error)}", err=True)
 
 
 @lab.command("scenarios")
