@@ -166,7 +166,8 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
     """Time ``python -m statemine infer --engine synoptic`` on ``path`` in fresh
     processes: best wall time of ``repeat``, with that run's user + system CPU time."""
     cmd = [sys.executable, "-m", "statemine", "infer", "--engine", "synoptic", "-r", REGEX,
-           "-s", SEPARATOR, "-o", str(tmp / "cli"), str(path)]
+           "-s", SEPARATOR, "-o", str(tmp / "cli"), "--outputInvariantsToFile=true",
+           "--outputSupportCount=true", "--outputCountLabels=true", "-j", str(path)]
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     best = None
