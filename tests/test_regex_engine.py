@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import statemine.parse.regex as regex_mod
 from statemine.errors import InputError, UsageError
 from statemine.parse.regex import compile_regex, read_regex
+from test_synoptic_regex import _fast_and_loop
 
 EXAMPLES = int(os.environ.get("STATEMINE_FUZZ_EXAMPLES", "50"))
 NAMES = ("TYPE", "A", "B")
@@ -100,14 +101,6 @@ def test_re2_captures_what_a_backtracking_engine_captures(pattern, texts):
         assert r.pattern.fullmatch(text) == _python_groups(pattern, text), (pattern, text)
 
 
-def _outcome(read):
-    try:
-        ts = read()
-    except (InputError, UsageError) as exc:
-        return type(exc).__name__, str(exc)
-    return ts.events.reset_index(drop=True), ts.traces.reset_index(drop=True)
-
-
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=patterns(), texts=st.lists(lines, min_size=1, max_size=12),
        ignore=st.booleans(), block=st.sampled_from([1 << 21, 7]))
@@ -121,12 +114,7 @@ def test_vectorized_reader_and_line_loop_agree_on_random_patterns(tmp_path_facto
     def read():
         return read_regex([path], [pattern], ignore_nonmatching=ignore)
 
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(regex_mod, "BLOCK_CHARS", block)
-        fast = _outcome(read)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
-        loop = _outcome(read)
+    fast, loop = _fast_and_loop(pytest.MonkeyPatch, read, block)
     if isinstance(loop[0], str):
         assert fast == loop
     else:
