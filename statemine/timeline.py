@@ -93,7 +93,9 @@ def _one(ts: TraceSet, trace: str) -> TraceSet:
     if not (known == trace).any():
         raise UsageError(f"no trace {trace!r} in the set (e.g. {', '.join(known.head(5))})")
     ev = ts.events[ts.events["trace"].astype(str) == trace]
-    return TraceSet(ev.reset_index(drop=True), ts.traces[known == trace].reset_index(drop=True), ts.meta)
+    metrics = None if ts.metrics is None else \
+        ts.metrics[ts.metrics["trace"].astype(str) == trace].reset_index(drop=True)
+    return TraceSet(ev.reset_index(drop=True), ts.traces[known == trace].reset_index(drop=True), ts.meta, metrics)
 
 
 def _origin(one: TraceSet) -> float:
@@ -116,9 +118,13 @@ def state_spans(ts: TraceSet, trace: str, *, end: EndRule = "close") -> pd.DataF
 
 def metric_series(ts: TraceSet, trace: str, column: str) -> pd.DataFrame:
     """``time`` (seconds from the trace's first line) and ``value`` of a numeric column
-    (``cwnd``, ``inflight``, ``ssthresh`` in bytes; ``srtt`` in seconds) where logged.
-    Empty when the trace never logs it."""
+    (``cwnd``, ``inflight``, ``ssthresh`` in bytes; ``srtt`` in seconds) where logged: every
+    metrics update from the set's metrics table where it has one (qlog), else the values
+    carried on the trace's rows. Empty when the trace never logs it."""
     one = _one(ts, trace)
+    if one.metrics is not None and column in one.metrics.columns and len(one.metrics):
+        m = one.metrics[one.metrics[column].notna() & np.isfinite(one.metrics[column])]
+        return pd.DataFrame({"time": (m["time"] - _origin(one)).to_numpy(), "value": m[column].to_numpy(dtype=float)})
     if column not in one.events.columns:
         return pd.DataFrame({"time": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
     ev = one.events[one.events[column].notna() & np.isfinite(one.events[column])]

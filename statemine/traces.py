@@ -26,6 +26,14 @@ labels (``conn``, ``role``, ``implementation``, ``version``, ``environment``, ..
 
 ``meta`` — labels for the whole set (str -> str), e.g. ``{"label": "desktop"}``.
 
+``metrics`` — optional (None when the source logs none, e.g. statemine lines): every
+metrics update at full resolution, one row each, sorted by ``trace`` then ``time``:
+``trace`` (category), ``time`` (seconds, the events' origin), ``cwnd``, ``inflight``,
+``ssthresh`` (bytes), ``srtt`` (seconds), ``pacing_rate``, ``bandwidth`` (as logged); NaN
+where an update does not log a value. The events carry only the latest values at each
+row. Written by the qlog reader; kept by ``select``, ``with_labels`` and ``concat``; not
+saved to Parquet.
+
 Invariants (checked by :meth:`TraceSet.validate`): every trace of ``events`` has a row
 in ``traces``; ``seq`` is 0..n-1 per trace; ``time`` is finite and non-decreasing per
 trace.
@@ -63,6 +71,7 @@ class TraceSet:
     events: pd.DataFrame
     traces: pd.DataFrame
     meta: dict = field(default_factory=dict)
+    metrics: pd.DataFrame | None = None
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -71,6 +80,7 @@ class TraceSet:
         events: pd.DataFrame,
         traces: pd.DataFrame | None = None,
         meta: Mapping[str, str] | None = None,
+        metrics: pd.DataFrame | None = None,
     ) -> "TraceSet":
         """Build a set from an events frame, filling defaults and checking invariants.
 
@@ -119,7 +129,7 @@ class TraceSet:
         tr["end"] = tr["end"].astype("float64")
         tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
         tr = tr.reset_index(drop=True)
-        ts = cls(events=ev, traces=tr, meta=dict(meta or {}))
+        ts = cls(events=ev, traces=tr, meta=dict(meta or {}), metrics=metrics)
         ts.validate()
         return ts
 
@@ -174,14 +184,16 @@ class TraceSet:
             mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
         keep = self.traces[mask].reset_index(drop=True)
         events = self.events[self.events["trace"].isin(keep["trace"])]  # both text by invariant
-        return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta)
+        metrics = None if self.metrics is None else \
+            self.metrics[self.metrics["trace"].astype(str).isin(keep["trace"])].reset_index(drop=True)
+        return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta, metrics)
 
     def with_labels(self, **labels: str) -> "TraceSet":
         """A copy whose every trace carries the given labels as ``traces`` columns."""
         tr = self.traces.copy()
         for key, value in labels.items():
             tr[key] = value
-        return TraceSet(self.events, tr, {**self.meta, **labels})
+        return TraceSet(self.events, tr, {**self.meta, **labels}, self.metrics)
 
 
 def _as_text(column: pd.Series) -> pd.Series:
@@ -219,7 +231,10 @@ def concat(sets: Iterable[TraceSet], meta: Mapping[str, str] | None = None) -> T
         raise ValueError("no trace sets to join")
     events = pd.concat([s.events for s in sets], ignore_index=True)
     traces = pd.concat([s.traces for s in sets], ignore_index=True)
-    return TraceSet.from_events(events, traces, meta if meta is not None else merge_meta(s.meta for s in sets))
+    parts = [s.metrics.astype({"trace": str}) for s in sets if s.metrics is not None]
+    metrics = pd.concat(parts, ignore_index=True).astype({"trace": "category"}) if parts else None
+    return TraceSet.from_events(events, traces, meta if meta is not None else merge_meta(s.meta for s in sets),
+                                metrics)
 
 
 def merge_meta(metas: Iterable[Mapping[str, str]]) -> dict:

@@ -334,3 +334,33 @@ def test_derived_states_are_marked_in_every_output(tmp_path):
     assert "(derived)" in (out / "transitions.csv").read_text()
     assert "Recovery (derived)" in (out / "model.json").read_text()
     assert "Recovery (derived)" in (out / "model.dot").read_text()
+
+
+def test_metrics_table_keeps_every_update_and_timelines_draw_from_it():
+    from statemine.timeline import metric_series
+
+    path = shared("real-qlog", "qvis", "quictrace_example_github.qlog.gz")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    trace = doc["traces"][0]
+    fields = [f.lower() for f in trace["event_fields"]]
+    updates = [(float(r["relative_time"]) / 1e6, r["data"]) for r in (dict(zip(fields, e)) for e in trace["events"])
+               if str(r.get("event_type")).upper() == "METRIC_UPDATE"]
+    ts = read_qlog(path, derive_states=True)
+    m = ts.metrics
+    assert len(m) == len(updates) == 3679
+    assert m["time"].tolist() == pytest.approx([t for t, _ in updates], abs=1e-12)
+    cwnd = [(t, d["cwnd"]) for t, d in updates if "cwnd" in d]
+    series = metric_series(ts, ts.traces["trace"].iloc[0], "cwnd")
+    origin = ts.events["time"].min()
+    assert len(series) == len(cwnd) > 10 * (ts.events["kind"] == "state").sum()  # full resolution
+    assert series["value"].tolist() == [c for _, c in cwnd]
+    assert series["time"].tolist() == pytest.approx([t - origin for t, _ in cwnd], abs=1e-9)
+    pacing = [d["pacing_rate"] for _, d in updates if "pacing_rate" in d]
+    assert m["pacing_rate"].dropna().tolist() == pacing
+    # kept through select and concat
+    assert len(ts.select({"role": "server"}).metrics) == 3679
+    from statemine.traces import concat
+
+    other = read_qlog(shared("real-qlog", "picoquic", "qlog_trace_ref.txt"))
+    both = concat([ts, other])
+    assert len(both.metrics) == 3679 + len(other.metrics) and set(both.metrics["trace"]) == set(both.traces["trace"])

@@ -1160,9 +1160,10 @@ def _metrics_frame(conn: _Connection) -> pd.DataFrame:
     """The connection's metrics updates, time-ordered (log order among equal times):
     ``time``, ``line`` and the metric columns."""
     metrics = conn.metric_rows()
-    metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
-    frame = pd.DataFrame(metrics[:, 3:], columns=list(_METRIC_COLUMNS))
-    frame.insert(0, "time", metrics[:, 0])
+    if conn.unordered:
+        metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
+    columns = [0, *range(3, _METRIC_STRIDE)]
+    frame = pd.DataFrame(metrics[:, columns], columns=["time", *_METRIC_COLUMNS], copy=False)  # one copy
     frame.insert(1, "line", metrics[:, 2].astype("int64"))
     return frame
 
@@ -1358,6 +1359,7 @@ def _build(
 ) -> TraceSet:
     """Assemble the TraceSet of a file from its connections."""
     frames = []
+    tables = []
     rows = []
     for conn in connections:
         trace_id = (f"{source}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
@@ -1367,6 +1369,12 @@ def _build(
             continue
         events.insert(0, "trace", trace_id)
         frames.append(events)
+        if conn.metrics:
+            table = _metrics_frame(conn)
+            conn.metrics = array("d")  # the table holds them now
+            del table["line"]
+            table.insert(0, "trace", pd.Categorical.from_codes(np.zeros(len(table), np.int8), categories=[trace_id]))
+            tables.append(table)
         rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels,
                      "file_events": conn.n_events, "derived": derived})
     if not frames:
@@ -1375,4 +1383,8 @@ def _build(
     events = pd.concat(frames, ignore_index=True)
     traces = pd.DataFrame(rows)
     traces["derived"] = traces["derived"].astype(bool)
-    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)})
+    metrics = None
+    if tables:
+        metrics = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+        metrics["trace"] = metrics["trace"].astype("category")
+    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)}, metrics)
