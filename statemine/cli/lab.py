@@ -121,6 +121,7 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
     then each condition's shares, page-load times and losses."""
     from rich.console import Console
 
+    from ..escape import frame_csv, one_line, visible
     from ..fileio import write_atomic
     from ..lab import findings
 
@@ -129,9 +130,9 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
     if verdicts.empty:
         raise UsageError(f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})")
     if csv_path is not None:
-        write_atomic(csv_path, verdicts.to_csv(index=False))
-    console = Console()
-    say = lambda text, **kw: console.print(text, markup=False, highlight=False, **kw)  # noqa: E731
+        write_atomic(csv_path, frame_csv(verdicts))
+    console = Console(emoji=False)
+    say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
     say(f"statemine lab findings {root}: the server's share of time in a state, compared between conditions with "
         f"statemine.diff (permutation p-value, Holm over the states; {n_boot} bootstrap resamples for the 95% "
         f"interval of B - A in percentage points); reproduced when p < {alpha:g} in the paper's direction with no "
@@ -143,7 +144,8 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
         say("")
         say(f"{f.name}: {f.claim} ({f.state})", style="bold")
         if markdown:  # unwrapped, to paste into docs/findings.md
-            click.echo("\n" + findings.markdown(verdicts, conditions, f.name))
+            click.echo("\n" + "\n".join(visible(line, backslash=False)
+                                         for line in findings.markdown(verdicts, conditions, f.name).split("\n")))
             continue
         console.print(_table(findings.VERDICT_HEADERS, findings.verdict_cells(rows), left=(0, 1, 7)))
         console.print(_table(findings.CONDITION_HEADERS,
@@ -159,15 +161,17 @@ def findings_cmd(root: Path, names: tuple[str, ...], alpha: float, n_perm: int, 
 
 
 def _table(headers: tuple[str, ...], cells: list[tuple[str, ...]], *, left: tuple[int, ...]):
-    """A rich table of text cells (escaped); columns ``left`` left-aligned, the rest right."""
-    from rich.markup import escape
+    """A rich table of text cells (shown literally, controls made visible); columns ``left``
+    left-aligned, the rest right."""
     from rich.table import Table
+
+    from ..escape import rich_cell
 
     table = Table()
     for i, col in enumerate(headers):
         table.add_column(col, justify="left" if i in left else "right", overflow="fold")
     for row in cells:
-        table.add_row(*(escape(c) for c in row))
+        table.add_row(*(rich_cell(c, None) for c in row))
     return table
 
 
