@@ -100,7 +100,7 @@ def test_signal_while_writing_keeps_the_old_set_and_no_temporary(tmp_path, signu
 def test_signal_during_the_swap_is_deferred_until_the_new_set_is_in(tmp_path, signum):
     out = tmp_path / "out"
     assert child(out, "old").wait(30) == 0
-    proc = child(out, "new", swap_pause=1.0)
+    proc = child(out, "new", swap_pause=2.0)
     wait_for(proc, "swapping")
     proc.send_signal(signum)
     code = proc.wait(30)
