@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import io
 import json
-import os
 import tarfile
 import zipfile
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemine.errors import InputError, StatemineError, UsageError
+from statemine.errors import InputError, UsageError
 from statemine.patch import PortFailed, apply, fetch, load_impl, port, revert
 from statemine.patch.apply import RECORD
 from statemine.patch.functions import enclosing_function

@@ -165,6 +165,7 @@ def test_catastrophic_pattern_runs_in_linear_time(tmp_path):
     ("-r", r"^(?<TYPE>[a-z&&[^b]])$", r"inside a character class"),
     ("-r", r"^(?<TYPE>[^\S,])$", r"negated class"),
     ("-r", r"^(?<TYPE>\Z)$", r"cannot run on RE2: invalid escape"),
+    ("-r", r"^(?<TYPE>a{,3})$", r"write \{0,n\}"),
     ("-r", r"^(?<TYPE>a{1000}){1000}$", r"cannot run on RE2"),
     ("-s", r"^(?=-)--$", r"^-s regex '\^\(\?=-\)--\$': look-ahead"),
 ])

@@ -20,7 +20,9 @@ rewritten) and returns it in RE2's syntax with Java's meaning, or refuses it (a 
   U+2029 (RE2's ``.`` only ``\n``), except under ``(?s)``;
 * ``[:``, ``[`` or ``&&`` inside a character class: Java reads a nested class, union or
   intersection there, RE2 a POSIX class or literals: refused (escape them);
-* ``\S`` in a negated class (``[^\S,]``) has no RE2 spelling: refused.
+* ``\S`` in a negated class (``[^\S,]``) has no RE2 spelling: refused;
+* ``{,n}`` (a repetition for Python's parser, literal text for RE2, an error in Java):
+  refused.
 
 Differences that remain (documented in docs/synoptic-engine.md): ``(?i)`` folds case with
 Unicode's simple folding in RE2 (Java: ASCII only unless ``(?u)``), so ``(?i)k`` also
@@ -34,10 +36,8 @@ import re
 import warnings
 
 try:  # Python >= 3.11
-    import re._constants as _sre
     import re._parser as _sre_parse
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre  # type: ignore[no-redef]
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 import re2
@@ -162,6 +162,9 @@ def _rewrite(pattern: str, where: str, dotall: bool) -> str:
         elif c == "[":
             text, i = _rewrite_class(pattern, i, where)
             out.append(text)
+        elif pattern.startswith("{,", i):
+            raise UsageError(f"{where}: '{{,n}}' is a repetition in Python but literal text in "
+                             "RE2 and an error in Java; write {0,n}")
         elif c == "." and not dotall:
             out.append(JAVA_DOT)
             i += 1

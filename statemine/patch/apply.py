@@ -207,9 +207,9 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
             if placed is not None:
                 break
         if placed is None:
-            within = f" within {max_offset} lines" if shift and max_offset is not None else ""
-            results.append(HunkResult(path, i, h.patch_line, "failed", reason=refused or (
-                f"its lines are not found{within}" if shift else "its lines are not at its line number")))
+            reason = refused or (_beyond(out, h, expected, lo, fuzz, max_offset, accept)
+                                 if shift else "its lines are not at its line number")
+            results.append(HunkResult(path, i, h.patch_line, "failed", reason=reason))
             continue
         pos, top, bottom, f = placed
         replacement = list(h.new[top:len(h.new) - bottom])
@@ -222,6 +222,23 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
         status = "fuzz" if f else ("offset" if offset else "exact")
         results.append(HunkResult(path, i, h.patch_line, status, offset, f))
     return out, tuple(results)
+
+
+def _beyond(lines: list[str], h: Hunk, expected: int, lo: int, fuzz: int,
+            max_offset: int | None, accept: Accept | None) -> str:
+    """Why a shifted hunk found no place: not found at all, or only farther than
+    ``max_offset`` (how far, and in which function when ``accept`` objects there)."""
+    if max_offset is None:
+        return "its lines are not found"
+    for f in range(fuzz + 1):
+        top, bottom = min(f, h.lead), min(f, h.trail)
+        needle = h.old[top:len(h.old) - bottom]
+        pos = _find(lines, needle, expected + top, lo) if needle else None
+        if pos is not None:
+            why = accept(h, pos - top, lines) if accept is not None else None
+            return (f"its lines are not found within {max_offset} lines (the nearest match is "
+                    f"{abs(pos - top - expected)} lines away{'; ' + why if why else ''})")
+    return "its lines are not found"
 
 
 def hunk_report(changes: list[FileChange]) -> pd.DataFrame:
