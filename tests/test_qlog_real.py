@@ -364,3 +364,16 @@ def test_metrics_table_keeps_every_update_and_timelines_draw_from_it():
     other = read_qlog(shared("real-qlog", "picoquic", "qlog_trace_ref.txt"))
     both = concat([ts, other])
     assert len(both.metrics) == 3679 + len(other.metrics) and set(both.metrics["trace"]) == set(both.traces["trace"])
+
+
+def test_printed_table_counts_the_files_events_and_statemine_rows():
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    path = shared("real-qlog", "picoquic", "qlog_trace_ref.txt")
+    n_file = len(picoquic_events(path))
+    ts = read_qlog(path)
+    res = CliRunner().invoke(main, ["infer", str(path)])
+    assert res.exit_code == 0, res.output
+    assert f"1 traces, {len(ts.events)} rows from {n_file} events in the files" in " ".join(res.output.split())

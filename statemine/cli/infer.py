@@ -169,6 +169,9 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
         frames = summarize(ts, **opts)
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
         dwell, n_traces, n_events = frames[0].attrs["dwell_quantiles"], ts.n_traces, len(ts.events)
+        file_events = ts.traces.get("file_events")  # qlog: the files' own events, of any kind
+        if file_events is not None and file_events.notna().all():
+            n_events = (n_events, int(file_events.sum()))
 
     from ..fileio import write_set
     from ..infer.observed import model_from_stats, model_to_json
@@ -326,14 +329,20 @@ def read_command(logs, output, fmt, regexes, separator, mapping, ignore_nonmatch
     click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
 
 
-def _print_states(states: dict, n_traces: int, n_events: int, confidence: float) -> None:
-    """The states table (columns: name -> array) as a rich table on stdout."""
+def _print_states(states: dict, n_traces: int, n_events: int | tuple[int, int], confidence: float) -> None:
+    """The states table (columns: name -> array) as a rich table on stdout. ``n_events``:
+    the rows read, or (rows, events in the files) for qlog, whose files log far more
+    events (packets) than statemine keeps as rows."""
     from rich.console import Console
     from rich.table import Table
 
     from ..escape import rich_cell
 
-    table = Table(title=f"Time per state ({n_traces} traces, {n_events} events)")
+    if isinstance(n_events, tuple):
+        counted = f"{n_events[0]} rows from {n_events[1]} events in the files"
+    else:
+        counted = f"{n_events} events"
+    table = Table(title=f"Time per state ({n_traces} traces, {counted})")
     ci = f"{confidence:.0%} CI"
     table.add_column("state", no_wrap=True)
     for col in ("time", ci, "visits", "dwell mean", "dwell median", "dwell p95"):
