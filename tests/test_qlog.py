@@ -7,7 +7,6 @@ import gzip
 import json
 import math
 import tracemalloc
-import zlib
 from pathlib import Path
 
 import numpy as np
