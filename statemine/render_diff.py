@@ -4,6 +4,8 @@ name, edge probability in black, each written ``A | B``), coloured and widened b
 
 Only significant changes are emphasised: a significant increase (B more than A) is red, a
 decrease blue, with the line width growing with ``|delta|``; everything else is thin grey.
+States whose traces are pseudo-replicates say "identical runs"; the legend says when the
+comparison is underpowered.
 States and edges seen on one side only are dashed (only in A) or dotted (only in B).
 Node ids are generated and every label is the HTML-escaped display form of the name
 (:mod:`statemine.escape`), so names from logs cannot break the DOT or inject markup.
@@ -54,8 +56,9 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
         colour, width = _emphasis(row.delta, row.significant)
         fill = (UP_FILL if row.delta > 0 else DOWN_FILL) if row.significant else "white"
         style = ",".join(["rounded", "filled"] + ([STYLE_OF_PRESENCE[row.presence]] if row.presence != "both" else []))
+        copies = f'<br/><font color="{NEUTRAL}" point-size="9">identical runs</font>' if row.pseudo_replicates else ""
         lines.append(
-            f'  {ids[row.state]} [label=<<b>{_esc(row.state)}</b><br/><font color="red">{_esc(numbers)}</font>>, '
+            f'  {ids[row.state]} [label=<<b>{_esc(row.state)}</b><br/><font color="red">{_esc(numbers)}</font>{copies}>, '
             f'color="{colour}", penwidth={width:.2f}, style="{style}", fillcolor="{fill}"];'
         )
     for row in trans.sort_values(["src", "dst"]).itertuples(index=False):
@@ -96,6 +99,11 @@ def _legend(result, title: str | None) -> str:
              f'<font color="{UP}">red</font>: significantly more in {b}, ',
              f'<font color="{DOWN}">blue</font>: significantly less (Holm, alpha={result.alpha:g}); ',
              f"width: size of the change<br/>dashed: only in {a}; dotted: only in {b}"]
+    if result.underpowered:
+        parts.append(f"<br/>underpowered: the smallest possible p is {result.min_p_holm:.2g} after Holm "
+                     f"(&gt;= alpha): no change can be significant")
+    if len(result.pseudo_replicated):
+        parts.append("<br/>identical runs: a side's traces are copies for the states so marked (never significant)")
     return "".join(parts)
 
 

@@ -57,3 +57,25 @@ def test_render_svg_and_dot(tmp_path):
     with pytest.raises(ValueError):
         render_diff(d, tmp_path / "diff.txt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["diff.dot", "diff.svg"]
+
+
+def test_copies_and_power_are_marked():
+    from test_diff_evidence import FAST, SLOW, copies
+
+    d = diff(copies("a", 3, FAST), copies("b", 3, SLOW), n_perm=99, n_boot=0)
+    dot = diff_to_dot(d)
+    for state in ("SlowStart", "Recovery", "CongestionAvoidance"):
+        line = next(line for line in dot.splitlines() if f"<b>{state}</b>" in line)
+        assert "identical runs</font>" in line and f'color="{NEUTRAL}"' in line
+    assert f"underpowered: the smallest possible p is {d.min_p_holm:.2g} after Holm" in dot
+    real = diff(make_set("a", 30, seed=1), make_set("b", 30, seed=2, recovery_mean=0.5), n_perm=299, n_boot=0)
+    assert "identical runs" not in diff_to_dot(real) and "underpowered" not in diff_to_dot(real)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+def test_marked_diagram_renders(tmp_path):
+    from test_diff_evidence import FAST, SLOW, copies
+
+    svg = render_diff(diff(copies("a", 3, FAST), copies("b", 3, SLOW), n_perm=99, n_boot=0), tmp_path / "d.svg")
+    text = svg.read_text()
+    assert "identical runs" in text and "underpowered" in text
