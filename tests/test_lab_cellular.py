@@ -104,13 +104,20 @@ def test_fitted_facts_match_the_real_traces(name):
 
 @pytest.mark.parametrize("name", sorted(cellular.PROFILES))
 def test_generator_reproduces_the_fitted_targets(name):
+    """Half an hour of synthetic trace: mean within 6%, CV within 15%, lag-1 within 0.2;
+    outage rate and length within 3 standard errors of a Poisson count of outages
+    (exponential lengths above the 200 ms floor), plus 50 ms for the gap's edges.
+    (These bounds held for 160 of 160 (seed, profile) pairs when they were set.)"""
     facts = cellular.MEASURED[name][1]
-    got = cellular.summarize(cellular.synthesize(cellular.PROFILES[name], 3600.0, 11))
+    duration_s = 1800.0
+    got = cellular.summarize(cellular.synthesize(cellular.PROFILES[name], duration_s, 11))
+    minutes = duration_s / 60
+    count = facts.outages_per_min * minutes
     assert got.mean_mbps == pytest.approx(facts.mean_mbps, rel=0.06)
     assert got.cv == pytest.approx(facts.cv, rel=0.15)
     assert got.lag1 == pytest.approx(facts.lag1, abs=0.2)
-    assert got.outages_per_min == pytest.approx(facts.outages_per_min, rel=0.35)
-    assert got.outage_ms == pytest.approx(facts.outage_ms, rel=0.3)
+    assert got.outages_per_min == pytest.approx(facts.outages_per_min, abs=3 * count ** 0.5 / minutes)
+    assert got.outage_ms == pytest.approx(facts.outage_ms, abs=3 * (facts.outage_ms - cellular.OUTAGE_MS) / count ** 0.5 + 50)
 
 
 def test_generated_trace_is_a_valid_trace_and_deterministic(tmp_path):

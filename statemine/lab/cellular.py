@@ -198,7 +198,9 @@ class Profile:
     ``step_ms``: ``x' = mu + rho*(x - mu) + sqrt(1 - rho^2)*sigma*z``, ``z ~ N(0, 1)``;
     its stationary law is lognormal with mean ``mean_mbps`` and coefficient of variation
     ``cv`` (``sigma^2 = ln(1 + cv^2)``, ``mu = ln(mean_mbps) - sigma^2/2``). Outages start
-    at rate ``outages_per_min`` (a Poisson process over live time) and last
+    at rate ``outages_per_min`` per minute of live time (a Poisson process; the fitted
+    profiles divide the measured rate by the live share, so that the rate per minute of
+    trace matches) and last
     :data:`OUTAGE_MS` plus an exponential time, ``outage_ms`` on average (so that every
     outage is one by :func:`summarize`'s definition).
     """
@@ -273,7 +275,7 @@ def _fitted() -> dict[str, Profile]:
     out = {}
     for name, (_, s) in MEASURED.items():
         live_share = max(1e-3, 1.0 - s.outages_per_min * s.outage_ms / 60_000.0)
-        out[name] = Profile(s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min, s.outage_ms)
+        out[name] = Profile(s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min / live_share, s.outage_ms)
     return out
 
 
