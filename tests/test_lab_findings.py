@@ -118,6 +118,14 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
                      f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
                      f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})"):
             assert text in line, (text, line)
+    # the condition table: shares from the generator's numbers, PLT the mean of results.csv by hand
+    results = pd.read_csv(root / "mobile" / "results.csv")
+    for impl, stack in (("aioquic", "aioquic@1.7.2"), ("quic-go", "quic-go@v0.65.0")):
+        for profile in ("desktop", "mobile"):
+            line = next(l for l in res.output.splitlines() if l.startswith(f"│ {stack}") and f"│ {profile} " in l
+                        and "->" not in l)
+            plt = results.loc[(results["impl"] == impl) & (results["profile"] == profile), "plt_s"]
+            assert f"{pooled_share(root, impl, profile):.1%}" in line and f"{sum(plt) / len(plt):.2f}" in line, line
     assert "quic-go@v0.65.0: known cause" not in res.output
     assert "aioquic@1.7.2: known cause: aioquic grants flow-control credit" in " ".join(res.output.split())
     assert "1 of 2 comparisons reproduced at p < 0.01 in the paper's direction; 1 not reproduced for a " \
