@@ -6,7 +6,10 @@ with the default 1000 bootstrap resamples. Cases and targets:
 
 * ``1e7-lines-1e6-traces``: 1e7 lines over 1e6 connections of 10 lines (target: 1 GB);
 * ``1e5-states``: 1e5 distinct state names (under the 100,000 cap) over 1e6 lines and
-  1e4 connections (target: 500 MB);
+  1e4 connections, each connection walking through 100 consecutive names, so ~1e5
+  distinct transitions (target: 500 MB);
+* ``1e5-states-random``: the same names drawn at random, so ~1e6 distinct transitions:
+  the tables, model.dot and model.json are then hundreds of MB themselves;
 * ``ids-10k``: 10,000 lines, each a new connection and a new state (was > 9 GiB);
 * ``ids-40k``: the same with 40,000 (was MemoryError at 26.8 GiB);
 * ``one-trace-20k-states``: one connection through 20,000 distinct states (was 3 GiB);
@@ -39,13 +42,16 @@ def one_trace(path: Path, n: int) -> None:
         fh.writelines(f"STATEMINE t={i} conn=a state=S{i}\n" for i in range(n))
 
 
-def many_states(path: Path, events: int, n_states: int, n_conns: int, seed: int = 1) -> None:
-    """``events`` lines over ``n_conns`` interleaved connections, states drawn uniformly
-    from ``n_states`` names (every name used), times increasing per connection."""
+def many_states(path: Path, events: int, n_states: int, n_conns: int, walk: bool, seed: int = 1) -> None:
+    """``events`` lines over ``n_conns`` interleaved connections and ``n_states`` names
+    (every name used), times increasing per connection: with ``walk`` each connection goes
+    through consecutive names, else the names are drawn at random."""
     rng = np.random.default_rng(seed)
     conn = np.arange(events) % n_conns
-    state = rng.permutation(np.resize(np.arange(n_states), events))
-    times = np.arange(events) // n_conns + rng.random(events) * 0.5
+    step = np.arange(events) // n_conns
+    state = ((conn * (events // n_conns) + step) % n_states if walk
+             else rng.permutation(np.resize(np.arange(n_states), events)))
+    times = step + rng.random(events) * 0.5
     with open(path, "w") as fh:
         for i in range(0, events, 100_000):
             sl = slice(i, i + 100_000)
@@ -55,7 +61,8 @@ def many_states(path: Path, events: int, n_states: int, n_conns: int, seed: int 
 CASES = {
     "1e6-lines (bench_infer)": ("bench-1000000.log", lambda p: generate(p, 1_000_000)),
     "1e7-lines-1e6-traces": ("bench-10000000-10.log", lambda p: generate(p, 10_000_000, trace_lines=10)),
-    "1e5-states": ("states-100000.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000)),
+    "1e5-states": ("states-100000-walk.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000, True)),
+    "1e5-states-random": ("states-100000.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000, False)),
     "ids-10k": ("ids-10000.log", lambda p: ids(p, 10_000)),
     "ids-40k": ("ids-40000.log", lambda p: ids(p, 40_000)),
     "one-trace-20k-states": ("one-trace-20000.log", lambda p: one_trace(p, 20_000)),

@@ -71,7 +71,7 @@ class Coo(NamedTuple):
     def summed(cls, row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int) -> "Coo":
         """Entries with equal (row, col) added up (in input order), sorted by row then column."""
         keys, sums = unique_sums(row, col, [val])
-        return cls(keys >> _SHIFT, keys & _LOW, sums[0], n_rows, n_cols)
+        return cls(*_split(keys), sums[0], n_rows, n_cols)
 
 
 class KeyedSums:
@@ -135,6 +135,11 @@ def _merged(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) 
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     sums = np.array([np.add.reduceat(np.concatenate([x, y])[order], starts) for x, y in zip(a[1], b[1])], float)
     return keys[starts], sums.reshape(len(a[1]), len(starts))
+
+
+def _split(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns (int32: both are below 2**31) of pair keys."""
+    return (keys >> _SHIFT).astype(np.int32), (keys & _LOW).astype(np.int32)
 
 
 def _pair_keys(row: np.ndarray, col: np.ndarray) -> np.ndarray:
@@ -214,8 +219,8 @@ class VisitStats:
         """The state columns without intervals, and the per-trace (num, den) of its
         fractions: seconds per (trace, state) and per trace (one column)."""
         n_states = max(len(names), self.n_states)
-        keys, (seconds, n_visits) = self.state_sums.result()
-        trace, state = keys >> _SHIFT, keys & _LOW
+        trace, state = _split(self.state_sums.result()[0])
+        seconds, n_visits = self.state_sums.result()[1]
         time_s = np.bincount(state, weights=seconds, minlength=n_states)[: len(names)]
         trace_totals = np.bincount(trace, weights=seconds, minlength=self.n_traces)
         visits = np.bincount(state, weights=n_visits, minlength=n_states)[: len(names)]
@@ -239,17 +244,17 @@ class VisitStats:
             "visits": visits.astype("int64"),
             "traces": np.bincount(state[n_visits > 0], minlength=n_states)[: len(names)].astype("int64"),
         }
-        with_time = np.flatnonzero(trace_totals)
+        with_time = np.flatnonzero(trace_totals).astype(np.int32)
         per_trace = Coo(trace, state, seconds, self.n_traces, len(names))
-        totals = Coo(with_time, np.zeros(len(with_time), np.int64), trace_totals[with_time], self.n_traces, 1)
+        totals = Coo(with_time, np.zeros(len(with_time), np.int32), trace_totals[with_time], self.n_traces, 1)
         return columns, per_trace, totals
 
     def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], Coo, Coo, np.ndarray]:
         """The transition columns without intervals, and the per-trace (num, den) of its
         probabilities: count per (trace, transition), count out of each source per (trace,
         source), and the source column of each transition."""
-        keys, (count,) = self.edge_sums.result()
-        trace, edge = keys >> _SHIFT, keys & _LOW
+        trace, edge = _split(self.edge_sums.result()[0])
+        (count,) = self.edge_sums.result()[1]
         n_edges = len(self.edge_src)
         _, src_group = np.unique(self.edge_src, return_inverse=True)
         src_group = src_group.reshape(-1)

@@ -278,3 +278,19 @@ def test_ten_thousand_new_connections_and_states_within_500_mb(tmp_path):
     transitions = pd.read_csv(out / "transitions.csv")
     assert len(transitions) == 20_000 and (transitions["count"] == 1).all()
     assert "more states (least time) not printed" in done.stderr
+
+
+def test_model_json_is_the_node_link_dump_written_piece_by_piece():
+    """model_to_json writes node by node; the text is json.dumps of networkx's node-link
+    data (NaN as null), byte for byte."""
+    import json
+
+    import networkx as nx
+
+    from statemine.infer.observed import _nan_to_none, model_to_json, observed_model
+
+    rows = [("a", 0.0, "SlowStart"), ("a", 1.0, 'x"\\\n\u00e9'), ("a", 3.0, "SlowStart"), ("b", 0.0, "Recovery")]
+    G = observed_model(TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"])), n_boot=10)
+    for graph in (G, nx.DiGraph()):
+        want = json.dumps(_nan_to_none(nx.node_link_data(graph, edges="edges")), indent=1, sort_keys=True)
+        assert model_to_json(graph) == want

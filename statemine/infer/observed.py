@@ -78,9 +78,33 @@ def _rows(table: Table, *columns: str) -> Iterator[tuple]:
 
 
 def model_to_json(G: nx.DiGraph) -> str:
-    """Serialise a model graph as JSON (networkx node-link form; NaN written as null)."""
-    data = nx.node_link_data(G, edges="edges")
-    return json.dumps(_nan_to_none(data), indent=1, sort_keys=True)
+    """Serialise a model graph as JSON (networkx node-link form; NaN written as null).
+
+    The text of ``json.dumps(node_link_data(G), indent=1, sort_keys=True)``, written one
+    node and one edge at a time, so a model of 1e5 states needs a few times the text's
+    size, not the ~10x that the whole node-link dict and its copy take."""
+    if G.is_multigraph():
+        raise ValueError("model_to_json writes simple graphs (the observed-state model)")
+    nodes = ({**attrs, "id": node} for node, attrs in G.nodes(data=True))
+    edges = ({**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True))
+    fields = {"directed": G.is_directed(), "edges": edges, "graph": G.graph, "multigraph": False, "nodes": nodes}
+    parts = []
+    for key, value in fields.items():  # in sorted key order, as sort_keys=True writes them
+        text = _json_list(value) if key in ("nodes", "edges") else _json_item(value, 1)
+        parts.append(f' {json.dumps(key)}: {text}')
+    return "{\n" + ",\n".join(parts) + "\n}"
+
+
+def _json_list(items: Iterator[dict]) -> str:
+    """A list as ``json.dumps(..., indent=1)`` writes it one level down, item by item."""
+    texts = [_json_item(item, 2) for item in items]
+    return "[\n  " + ",\n  ".join(texts) + "\n ]" if texts else "[]"
+
+
+def _json_item(value: Any, depth: int) -> str:
+    """``json.dumps(value, indent=1, sort_keys=True)`` as it reads ``depth`` levels down
+    (JSON text has no raw newline inside strings, so indenting every line is safe)."""
+    return json.dumps(_nan_to_none(value), indent=1, sort_keys=True).replace("\n", "\n" + " " * depth)
 
 
 def model_from_json(text: str) -> nx.DiGraph:
