@@ -204,6 +204,7 @@ class VisitStats:
                   self.n_traces, k + e_num.n_cols)
         den = Coo(np.r_[s_den.row, e_den.row], np.r_[s_den.col, e_den.col + 1], np.r_[s_den.val, e_den.val],
                   self.n_traces, 1 + e_den.n_cols)
+        del s_num, s_den, e_num, e_den  # one copy of the per-trace sums while the bootstrap runs
         lo, hi = bootstrap_ratio_sparse(num, den, np.r_[np.zeros(k, np.int64), e_den_of + 1],
                                         confidence=confidence, n_boot=n_boot, seed=seed)
         states["time_fraction_lo"], states["time_fraction_hi"] = lo[:k], hi[:k]
@@ -412,17 +413,20 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
     width = max(1, _STAT_CELLS // n_boot)
     resamples = _Resamples(rows, n_boot, seed, keep=k > width)
     by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
-    position = np.empty(k, np.int64)
+    position = np.empty(k, np.int32 if k < 2**31 else np.int64)
     position[by_den] = np.arange(k)
-    num_order = np.argsort(position[num.col], kind="stable")
-    num_col = position[num.col[num_order]]
+    num_col = position[num.col]
+    num_order = np.argsort(num_col, kind="stable")
+    col_start = np.r_[0, np.cumsum(np.bincount(num_col, minlength=k))]
+    num_row, num_val, num_col = num.row[num_order], num.val[num_order], num_col[num_order]
+    del num_order
     den_order = np.argsort(den.col, kind="stable")
     den_col = den.col[den_order]
     kept_cols, kept_sums = np.zeros(0, np.int64), np.zeros((n_boot, 0))  # the previous group's denominators
     for c0 in range(0, k, width):
         c1 = min(k, c0 + width)
-        a, b = np.searchsorted(num_col, [c0, c1])
-        num_m = _operand(num.row[num_order[a:b]], num_col[a:b] - c0, num.val[num_order[a:b]], rows, c1 - c0)
+        a, b = col_start[c0], col_start[c1]
+        num_m = _operand(num_row[a:b], num_col[a:b] - c0, num_val[a:b], rows, c1 - c0)
         den_cols, den_index = np.unique(den_of[by_den[c0:c1]], return_inverse=True)
         reused = np.isin(den_cols, kept_cols)
         den_part = den_order[_positions(den_col, den_cols[~reused])]
@@ -522,8 +526,10 @@ def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_c
         matrix = np.zeros((n_rows, n_cols))
         matrix[row, col] = val
         return matrix
-    order = np.argsort(col, kind="stable")
-    return _Entries(row[order], col[order], val[order], n_cols)
+    if len(col) > 1 and (col[1:] < col[:-1]).any():
+        order = np.argsort(col, kind="stable")
+        row, col, val = row[order], col[order], val[order]
+    return _Entries(row, col, val, n_cols)
 
 
 def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
