@@ -37,6 +37,8 @@ _LOW = (1 << _SHIFT) - 1
 _STAT_CELLS = 1 << 21
 #: A column group's per-trace sums are made dense (a matrix product) when they fit this many cells.
 _DENSE_CELLS = 1 << 21
+#: Transitions are numbered through a dense (states + 1)^2 table up to this many cells.
+_EDGE_TABLE_CELLS = 1 << 20
 #: The bootstrap's resampling weights are kept (not drawn again per column group) up to this size.
 _WEIGHT_BYTES = 1 << 27
 
@@ -166,6 +168,7 @@ class VisitStats:
         self.edge_dst = np.zeros(0, np.int64)  # ... destination state or OUTSIDE (TERMINAL)
         self._edge_keys = np.zeros(0, np.int64)  # (src + 1, dst + 1) pair keys, ascending ...
         self._edge_ids = np.zeros(0, np.int64)  # ... and their transition numbers
+        self._edge_table: np.ndarray | None = None  # [src + 1, dst + 1] -> number, -1 if none (few states)
         self.dwell = DwellTimes() if dwell_budget is None else DwellTimes(dwell_budget)
 
     def add(self, chunk: VisitChunk, n_traces: int, n_states: int) -> None:
@@ -276,7 +279,25 @@ class VisitStats:
         return columns, per_trace, out_per_trace, src_group
 
     def _edge_numbers(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """The transition number of each (src, dst) pair, numbering new pairs."""
+        """The transition number of each (src, dst) pair, numbering new pairs: looked up in
+        a (states + 1)^2 table while that is small (``_EDGE_TABLE_CELLS``), else by binary
+        search in the sorted pair keys."""
+        size = self.n_states + 1
+        if size * size > _EDGE_TABLE_CELLS:
+            self._edge_table = None
+            return self._searched_edge_numbers(src, dst)
+        if self._edge_table is None or self._edge_table.shape[0] < size:
+            self._edge_table = np.full((size, size), -1, np.int64)
+            self._edge_table[self.edge_src + 1, self.edge_dst + 1] = np.arange(len(self.edge_src))
+        number = self._edge_table[src + 1, dst + 1]
+        new = number < 0
+        if new.any():
+            number[new] = self._searched_edge_numbers(src[new], dst[new])
+            self._edge_table[self.edge_src + 1, self.edge_dst + 1] = np.arange(len(self.edge_src))
+        return number
+
+    def _searched_edge_numbers(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """:meth:`_edge_numbers` by binary search in the sorted pair keys."""
         keys = _pair_keys(src + 1, dst + 1)
         pos = np.searchsorted(self._edge_keys, keys)
         found = pos < len(self._edge_keys)
@@ -556,8 +577,16 @@ def per_trace(trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_
 
 def _group_quantiles(group: np.ndarray, values: np.ndarray, n_groups: int, qs: tuple[float, ...]) -> list[np.ndarray]:
     """Per-group quantiles of ``values`` (numpy's default linear interpolation); NaN for
-    empty groups."""
-    order = np.lexsort((values, group))
+    empty groups. Few groups: ``np.quantile`` each (a partition); many: one sort for all."""
     counts = np.bincount(group, minlength=n_groups)
+    present = np.flatnonzero(counts)
+    if len(present) <= 64:
+        order = np.argsort(group, kind="stable")
+        bounds = np.r_[0, np.cumsum(counts)]
+        out = np.full((len(qs), n_groups), np.nan)
+        for g in present:
+            out[:, g] = np.quantile(values[order[bounds[g]:bounds[g + 1]]], qs)
+        return list(out)
+    order = np.lexsort((values, group))
     start = np.r_[0, np.cumsum(counts)[:-1]] if n_groups else np.zeros(0, np.int64)
     return [linear_quantiles(values[order], start, counts, q) for q in qs]

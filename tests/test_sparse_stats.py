@@ -99,6 +99,7 @@ def layout(request, monkeypatch):
     if request.param != "as configured":
         monkeypatch.setattr(visitstats, "_DENSE_CELLS", 1)
         monkeypatch.setattr(visitstats, "_STAT_CELLS", 700)
+        monkeypatch.setattr(visitstats, "_EDGE_TABLE_CELLS", 0)  # transitions numbered by binary search
     if request.param == "sparse, weights drawn again":
         monkeypatch.setattr(visitstats, "_WEIGHT_BYTES", 0)
     return request.param
