@@ -23,6 +23,7 @@ from .visitstats import INITIAL, TERMINAL
 from .errors import StatemineError
 from .escape import html_text, one_line
 from .fileio import write_atomic
+from .parse.statenames import DERIVED_MARK
 
 FORMATS = ("dot", "svg", "png")
 #: Longest shown title (characters).
@@ -82,7 +83,9 @@ def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 
             extra = ""
             if "time_fraction" in attrs:
                 extra = f'<br/><font color="red">{html_text(format_fraction(attrs["time_fraction"]))}</font>'
-            lines.append(f"  {nid} [label=<<b>{name}</b>{extra}>];")
+            # a state derived from metrics (qlog without state events): dashed outline
+            style = ', style="rounded,dashed"' if str(node).endswith(DERIVED_MARK) else ""
+            lines.append(f"  {nid} [label=<<b>{name}</b>{extra}>{style}];")
     for src, dst, attrs in sorted(G.edges(data=True), key=lambda e: (ids[e[0]], ids[e[1]])):
         p = attrs.get("probability")
         if p is not None and p < min_probability:

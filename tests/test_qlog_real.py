@@ -333,7 +333,11 @@ def test_derived_states_are_marked_in_every_output(tmp_path):
     assert t["SlowStart (derived)"] == pytest.approx(0.010) and t["Recovery (derived)"] == pytest.approx(0.010)
     assert "(derived)" in (out / "transitions.csv").read_text()
     assert "Recovery (derived)" in (out / "model.json").read_text()
-    assert "Recovery (derived)" in (out / "model.dot").read_text()
+    dot = (out / "model.dot").read_text()
+    assert "Recovery (derived)" in dot
+    # drawn dashed, the logged states not
+    lines = [line for line in dot.splitlines() if "<b>" in line]
+    assert all(("dashed" in line) == ("(derived)" in line) for line in lines) and len(lines) == len(names)
 
 
 def test_metrics_table_keeps_every_update_and_timelines_draw_from_it():

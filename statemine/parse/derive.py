@@ -25,10 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-#: Appended to every derived state's name by the qlog reader, so that derived states are
-#: marked in every output (tables, CSV, model.json, diagrams, reports) and never pool
-#: with logged states of the same name.
-DERIVED_MARK = " (derived)"
+from .statenames import DERIVED_MARK  # noqa: F401 (re-exported: the qlog reader's mark)
 
 SLOW_START = "SlowStart"
 CONGESTION_AVOIDANCE = "CongestionAvoidance"

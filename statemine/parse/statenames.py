@@ -35,6 +35,11 @@ from typing import Mapping
 
 from ..errors import InputError
 
+#: Appended to every derived state's name by the qlog reader (statemine.parse.derive), so
+#: that derived states are marked in every output (tables, CSV, model.json, diagrams,
+#: reports) and never pool with logged states of the same name.
+DERIVED_MARK = " (derived)"
+
 #: The statemine vocabulary (docs/log-format.md, plus BBR's four states).
 CANONICAL = (
     "Init",
