@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 import numpy as np
 
 from .errors import UsageError
-from .visitfold import OUTSIDE, VisitChunk
+from .visitfold import OUTSIDE, VisitChunk, group_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,6 +95,12 @@ class KeyedSums:
         if not len(row):
             return
         run_keys, sums = unique_sums(row, col, values)
+        if self._runs:  # only known keys (the usual case once every pair has been seen): add in place
+            keys, known = self._runs[-1]
+            at = np.searchsorted(keys, run_keys)
+            if at[-1] < len(keys) and np.array_equal(keys[at], run_keys):
+                known[:, at] += sums
+                return
         self._runs.append((run_keys, sums))
         while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
             self._runs[-2:] = [_merged(*self._runs[-2:])]
@@ -581,7 +587,7 @@ def _group_quantiles(group: np.ndarray, values: np.ndarray, n_groups: int, qs: t
     counts = np.bincount(group, minlength=n_groups)
     present = np.flatnonzero(counts)
     if len(present) <= 64:
-        order = np.argsort(group, kind="stable")
+        order = group_order(group)
         bounds = np.r_[0, np.cumsum(counts)]
         out = np.full((len(qs), n_groups), np.nan)
         for g in present:
