@@ -10,8 +10,9 @@ docs/log-format.md, then measures:
 
 Run:  python benchmarks/bench_infer.py [--events 1000000] [--repeat 3]
 (`--events 10000000 --trace-lines 1000` against the default shows that peak memory does not
-grow with the log's length; it grows with the number of traces, whose per-trace counts the
-bootstrap needs.)
+grow with the log's length; it grows with the distinct (trace, state) and (trace,
+transition) pairs, whose per-trace counts the bootstrap needs: benchmarks/bench_memory.py
+measures large and hostile cases.)
 Prints one line per measurement; nothing here is asserted (targets live in the README
 and the closing notes, not in unit tests).
 """
