@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Protocol
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from ..fileio import write_json
+from ..fileio import write_atomic, write_json
 from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
@@ -134,13 +134,10 @@ def write_link_traces(scenario: Scenario, out: Path) -> None:
     if not scenario.link_traces:
         return
     d = out / LINK_TRACES_DIR
-    d.mkdir(parents=True, exist_ok=True)
     for trace in scenario.link_traces.values():
         dest = d / trace.file_name
         if not dest.is_file():
-            tmp = d / f".{trace.file_name}.tmp"
-            tmp.write_bytes(trace.text)
-            os.replace(tmp, dest)
+            write_atomic(dest, trace.text)
 
 
 def _flat_cell(cell: dict) -> dict:
