@@ -267,7 +267,8 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
     min_p, min_p_holm = power(len(xa), len(xb), ga, gb, n_perm=n_perm, n_tests=n_tests)
     notes.extend(_sample_size_notes(len(xa), len(xb), ga, gb, min_p, min_p_holm, n_tests, alpha, labels))
     share_a, share_b = trace_shares(xa), trace_shares(xb)
-    pseudo = identical_columns(share_a, ga) | identical_columns(share_b, gb)
+    flat_a, flat_b = identical_columns(share_a, ga), identical_columns(share_b, gb)
+    pseudo = flat_a | flat_b
     occurs = (fa > 0) | (fb > 0)
     collapsed = occurs & ((hi - lo) <= IDENTICAL_TOL)
     p_holm = holm(p)
@@ -288,7 +289,7 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
         "sd_a": _sd(share_a), "sd_b": _sd(share_b),
         "pseudo_replicates": pseudo, "interval_collapsed": collapsed,
     })
-    notes.extend(_pseudo_notes(out, share_a, share_b, ga, gb, labels))
+    notes.extend(_pseudo_notes(out, flat_a, flat_b, ga is not None, labels))
     out = out.assign(size=out["delta"].abs()).sort_values(
         ["size", "state"], ascending=[False, True], kind="stable")
     return out[STATE_COLUMNS].reset_index(drop=True), (min_p, min_p_holm)
@@ -626,17 +627,17 @@ def _sample_size_notes(n_a: int, n_b: int, ga, gb, min_p: float, min_p_holm: flo
     return notes
 
 
-def _pseudo_notes(states: pd.DataFrame, share_a: np.ndarray, share_b: np.ndarray, ga, gb,
+def _pseudo_notes(states: pd.DataFrame, flat_a: np.ndarray, flat_b: np.ndarray, stratified: bool,
                   labels: tuple[str, str]) -> list[str]:
-    """One note per side whose traces are pseudo-replicates for some state."""
+    """One note per side whose traces are pseudo-replicates for some state (``flat_a``,
+    ``flat_b``: :func:`identical_columns` of each side, in the order of ``states``' rows)."""
     notes = []
     names = states["state"].to_numpy()
-    for share, strata, label in ((share_a, ga, labels[0]), (share_b, gb, labels[1])):
-        flat = identical_columns(share, strata)
+    within = " within a stratum" if stratified else ""
+    for flat, label in ((flat_a, labels[0]), (flat_b, labels[1])):
         if not flat.any():
             continue
         which = ", ".join(names[flat])
-        within = " within a stratum" if strata is not None else ""
         notes.append(f"pseudo-replicates: the traces of {label} give the same share of {which}"
                      f"{within} (within {IDENTICAL_TOL:g}): copies, not independent runs (is the run's seed "
                      "used?); those states are not tested as significant and their intervals are not evidence")
