@@ -14,7 +14,7 @@ of one new state each cost a few megabytes, not gigabytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -41,6 +41,8 @@ _DENSE_CELLS = 1 << 21
 _EDGE_TABLE_CELLS = 1 << 20
 #: The bootstrap's resampling weights are kept (not drawn again per column group) up to this size.
 _WEIGHT_BYTES = 1 << 27
+#: Stored pair sums are re-sorted by column or summed per source this many at a time (bounds the temporaries).
+_CHUNK = 1 << 20
 
 
 def too_many_states(max_states: int) -> str:
@@ -68,12 +70,6 @@ class Coo(NamedTuple):
     def from_dense(cls, matrix: np.ndarray) -> "Coo":
         row, col = np.nonzero(matrix)
         return cls(row, col, matrix[row, col].astype(float), matrix.shape[0], matrix.shape[1])
-
-    @classmethod
-    def summed(cls, row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int) -> "Coo":
-        """Entries with equal (row, col) added up (in input order), sorted by row then column."""
-        keys, sums = unique_sums(row, col, [val])
-        return cls(*_split(keys), sums[0], n_rows, n_cols)
 
 
 class KeyedSums:
@@ -206,16 +202,23 @@ class VisitStats:
                 seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The columns of :meth:`tables` as numpy arrays (names as object arrays of str),
         rows filtered and sorted alike, without pandas."""
-        states, s_num, s_den = self._state_columns(names)
-        transitions, e_num, e_den, e_den_of = self._transition_columns(names)
-        k = s_num.n_cols
-        num = Coo(np.r_[s_num.row, e_num.row], np.r_[s_num.col, e_num.col + k], np.r_[s_num.val, e_num.val],
-                  self.n_traces, k + e_num.n_cols)
-        den = Coo(np.r_[s_den.row, e_den.row], np.r_[s_den.col, e_den.col + 1], np.r_[s_den.val, e_den.val],
-                  self.n_traces, 1 + e_den.n_cols)
-        del s_num, s_den, e_num, e_den  # one copy of the per-trace sums while the bootstrap runs
-        lo, hi = bootstrap_ratio_sparse(num, den, np.r_[np.zeros(k, np.int64), e_den_of + 1],
-                                        confidence=confidence, n_boot=n_boot, seed=seed)
+        states, trace_totals = self._state_columns(names)
+        transitions, src_group = self._transition_columns(names)
+        k = len(names)
+        den_of = np.r_[np.zeros(k, np.int64), src_group + 1]
+        by_den = np.argsort(den_of, kind="stable")  # states first, then transitions by source
+        edge_position = np.empty(len(src_group), np.int64)
+        edge_position[by_den[k:] - k] = np.arange(k, len(by_den))
+        # the bootstrap's operands built straight from the stored sums, one copy each, by column
+        den = _by_column(*self._denominator_parts(trace_totals, src_group), 1 + int(den_of.max(initial=0)),
+                         self.n_traces)
+        num = _by_column(self._numerator_parts(edge_position), self._numerator_parts(edge_position),
+                         len(by_den), self.n_traces)
+        sorted_lo, sorted_hi = _bootstrap_by_column(num, den, den_of[by_den], confidence=confidence,
+                                                    n_boot=n_boot, seed=seed)
+        del num, den
+        lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
+        lo[by_den], hi[by_den] = sorted_lo, sorted_hi
         states["time_fraction_lo"], states["time_fraction_hi"] = lo[:k], hi[:k]
         transitions["probability_lo"], transitions["probability_hi"] = lo[k:], hi[k:]
         # states: most time first, then by name; states never entered are left out
@@ -225,9 +228,36 @@ class VisitStats:
         return ({c: v[order] for c, v in states.items()},
                 {c: v[by_edge] for c, v in transitions.items()})
 
-    def _state_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], Coo, Coo]:
-        """The state columns without intervals, and the per-trace (num, den) of its
-        fractions: seconds per (trace, state) and per trace (one column)."""
+    def _numerator_parts(self, edge_position: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The bootstrap's numerators as ``(trace, column, value)`` parts of at most
+        ``_CHUNK`` entries in stored order: seconds per (trace, state), column = state,
+        then count per (trace, transition), column = ``edge_position[transition]``."""
+        keys, (seconds, _) = self.state_sums.result()
+        for a in range(0, len(keys), _CHUNK):
+            part = keys[a:a + _CHUNK]
+            yield (part >> _SHIFT).astype(np.int32), part & _LOW, seconds[a:a + _CHUNK]
+        keys, (count,) = self.edge_sums.result()
+        for a in range(0, len(keys), _CHUNK):
+            part = keys[a:a + _CHUNK]
+            yield (part >> _SHIFT).astype(np.int32), edge_position[part & _LOW], count[a:a + _CHUNK]
+
+    def _denominator_parts(self, trace_totals: np.ndarray, src_group: np.ndarray) -> tuple[list, Iterator]:
+        """The bootstrap's denominators as ``(trace, column, value)`` parts, twice (a list,
+        and the same list emptied as it is read): seconds per trace (column 0), then the
+        count out of each source per (trace, source) (column ``1 + src_group``), summed
+        ``_CHUNK`` stored entries (whole traces) at a time."""
+        with_time = np.flatnonzero(trace_totals).astype(np.int32)
+        parts = [(with_time, np.zeros(len(with_time), np.int64), trace_totals[with_time])]
+        keys, (count,) = self.edge_sums.result()
+        for a, b in zip(*_trace_cuts(keys, _CHUNK)):
+            part = keys[a:b]
+            source_keys, (sums,) = unique_sums(part >> _SHIFT, src_group[part & _LOW], [count[a:b]])
+            parts.append(((source_keys >> _SHIFT).astype(np.int32), (source_keys & _LOW) + 1, sums))
+        return parts, _drained(parts)
+
+    def _state_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The state columns without intervals, and the seconds of each trace (the
+        denominator of its fractions)."""
         n_states = max(len(names), self.n_states)
         trace, state = _split(self.state_sums.result()[0])
         seconds, n_visits = self.state_sums.result()[1]
@@ -254,23 +284,20 @@ class VisitStats:
             "visits": visits.astype("int64"),
             "traces": np.bincount(state[n_visits > 0], minlength=n_states)[: len(names)].astype("int64"),
         }
-        with_time = np.flatnonzero(trace_totals).astype(np.int32)
-        per_trace = Coo(trace, state, seconds, self.n_traces, len(names))
-        totals = Coo(with_time, np.zeros(len(with_time), np.int32), trace_totals[with_time], self.n_traces, 1)
-        return columns, per_trace, totals
+        return columns, trace_totals
 
-    def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], Coo, Coo, np.ndarray]:
-        """The transition columns without intervals, and the per-trace (num, den) of its
-        probabilities: count per (trace, transition), count out of each source per (trace,
-        source), and the source column of each transition."""
-        trace, edge = _split(self.edge_sums.result()[0])
-        (count,) = self.edge_sums.result()[1]
+    def _transition_columns(self, names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The transition columns without intervals, and each transition's source group
+        (sources numbered in ascending order, INITIAL first)."""
+        keys, (count,) = self.edge_sums.result()
         n_edges = len(self.edge_src)
         _, src_group = np.unique(self.edge_src, return_inverse=True)
         src_group = src_group.reshape(-1)
         n_groups = int(src_group.max()) + 1 if n_edges else 0
-        total = np.bincount(edge, weights=count, minlength=n_edges)
-        out_of_src = np.bincount(src_group[edge], weights=count, minlength=n_groups)
+        total = np.zeros(n_edges)
+        for a in range(0, len(keys), _CHUNK):  # counts are whole numbers: the sums are exact in any order
+            total += np.bincount(keys[a:a + _CHUNK] & _LOW, weights=count[a:a + _CHUNK], minlength=n_edges)
+        out_of_src = np.bincount(src_group, weights=total, minlength=n_groups)
         label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
         columns = {
             "src": label[np.where(self.edge_src == OUTSIDE, len(names), self.edge_src)],
@@ -280,9 +307,7 @@ class VisitStats:
             "probability_lo": np.full(n_edges, np.nan),
             "probability_hi": np.full(n_edges, np.nan),
         }
-        per_trace = Coo(trace, edge, count, self.n_traces, n_edges)
-        out_per_trace = Coo.summed(trace, src_group[edge], count, self.n_traces, n_groups)
-        return columns, per_trace, out_per_trace, src_group
+        return columns, src_group
 
     def _edge_numbers(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """The transition number of each (src, dst) pair, numbering new pairs: looked up in
@@ -424,7 +449,81 @@ def bootstrap_ratio(
 def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence: float = 0.95,
                            n_boot: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of ``sum(num[:, j]) / sum(den[:, den_of[j]])`` per
-    column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`.
+    column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`
+    (see :func:`_bootstrap_by_column`)."""
+    by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
+    position = np.empty(len(by_den), np.int64)
+    position[by_den] = np.arange(len(by_den))
+    parts = [(num.row, position[num.col], num.val)]
+    sorted_lo, sorted_hi = _bootstrap_by_column(
+        _by_column(parts, parts, num.n_cols, num.n_rows),
+        _by_column([den[:3]], [den[:3]], den.n_cols, den.n_rows),
+        np.asarray(den_of)[by_den], confidence=confidence, n_boot=n_boot, seed=seed)
+    lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
+    lo[by_den], hi[by_den] = sorted_lo, sorted_hi
+    return lo, hi
+
+
+class ByColumn(NamedTuple):
+    """Sparse ``n_rows x (len(bounds) - 1)`` entries sorted by column, rows in input order
+    within a column: column ``j``'s are ``row[bounds[j]:bounds[j + 1]]`` (int32) and ``val[...]``."""
+
+    row: np.ndarray
+    val: np.ndarray
+    bounds: np.ndarray
+    n_rows: int
+
+
+def _by_column(parts: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+               again: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], n_cols: int, n_rows: int) -> ByColumn:
+    """The entries of ``(row, col, val)`` parts (``again``: the same parts, read a second
+    time) as :class:`ByColumn`, by a stable counting sort: the first reading counts the
+    columns, the second scatters each part, so only one part's temporaries exist at a time."""
+    counts = np.zeros(n_cols, np.int64)
+    for _, col, _ in parts:
+        counts += np.bincount(col, minlength=n_cols)
+    bounds = np.r_[0, np.cumsum(counts)]
+    row_out, val_out = np.empty(int(bounds[-1]), np.int32), np.empty(int(bounds[-1]))
+    fill = bounds[:-1].copy()  # where each column's next entry goes
+    for row, col, val in again:
+        if not len(col):
+            continue
+        order = np.argsort(col, kind="stable")
+        col = col[order]
+        first = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        size = np.diff(np.r_[first, len(col)])
+        at = np.repeat(fill[col[first]] - first, size) + np.arange(len(col))
+        row_out[at], val_out[at] = row[order], val[order]
+        fill[col[first]] += size
+    return ByColumn(row_out, val_out, bounds, n_rows)
+
+
+def _drained(parts: list) -> Iterator:
+    """The items of ``parts``, each removed from the list as it is given (freed once used)."""
+    parts.reverse()
+    while parts:
+        yield parts.pop()
+
+
+def _trace_cuts(keys: np.ndarray, step: int) -> tuple[list[int], list[int]]:
+    """``(starts, ends)`` of slices of ascending pair ``keys`` of about ``step`` entries
+    (at least one), each holding whole rows (traces)."""
+    cuts = [0]
+    while cuts[-1] < len(keys):
+        end = cuts[-1] + max(1, step)
+        if end < len(keys):
+            row = keys[end] >> _SHIFT
+            end = int(np.searchsorted(keys, row << _SHIFT))
+            if end <= cuts[-1]:  # one row longer than ``step``: take it whole
+                end = int(np.searchsorted(keys, (row + 1) << _SHIFT))
+        cuts.append(min(end, len(keys)))
+    return cuts[:-1], cuts[1:]
+
+
+def _bootstrap_by_column(num: ByColumn, den: ByColumn, den_of: np.ndarray, *, confidence: float,
+                         n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of :func:`bootstrap_ratio_sparse` for columns whose denominators
+    ``den_of`` ascend (columns sharing one side by side).
 
     Memory is bounded whatever the numbers of rows and columns: the columns are taken in
     groups whose resampled statistics fit ``_STAT_CELLS`` cells, each group's per-row sums
@@ -432,33 +531,20 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
     Every group sees the same resamples (kept when they fit ``_WEIGHT_BYTES``, else drawn
     again from ``seed``), so the interval does not depend on the grouping.
     """
-    rows, k = num.n_rows, num.n_cols
+    rows, k = num.n_rows, len(num.bounds) - 1
     lo, hi = np.full(k, np.nan), np.full(k, np.nan)
     if rows < 2 or n_boot <= 0 or k == 0:
         return lo, hi
     alpha = (1.0 - confidence) / 2.0
     width = max(1, _STAT_CELLS // n_boot)
     resamples = _Resamples(rows, n_boot, seed, keep=k > width)
-    by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
-    position = np.empty(k, np.int32 if k < 2**31 else np.int64)
-    position[by_den] = np.arange(k)
-    num_col = position[num.col]
-    num_order = np.argsort(num_col, kind="stable")
-    col_start = np.r_[0, np.cumsum(np.bincount(num_col, minlength=k))]
-    num_row, num_val, num_col = num.row[num_order], num.val[num_order], num_col[num_order]
-    del num_order
-    den_order = np.argsort(den.col, kind="stable")
-    den_col = den.col[den_order]
     kept_cols, kept_sums = np.zeros(0, np.int64), np.zeros((n_boot, 0))  # the previous group's denominators
     for c0 in range(0, k, width):
         c1 = min(k, c0 + width)
-        a, b = col_start[c0], col_start[c1]
-        num_m = _operand(num_row[a:b], num_col[a:b] - c0, num_val[a:b], rows, c1 - c0)
-        den_cols, den_index = np.unique(den_of[by_den[c0:c1]], return_inverse=True)
+        num_m = _operand(num.row, num.val, num.bounds[c0:c1 + 1], rows)
+        den_cols, den_index = np.unique(den_of[c0:c1], return_inverse=True)
         reused = np.isin(den_cols, kept_cols)
-        den_part = den_order[_positions(den_col, den_cols[~reused])]
-        den_m = _operand(den.row[den_part], np.searchsorted(den_cols[~reused], den.col[den_part]),
-                         den.val[den_part], rows, int(np.count_nonzero(~reused)))
+        den_m = _operand(*_columns(den, den_cols[~reused]), rows)
         num_sums, den_sums = np.empty((n_boot, c1 - c0)), np.empty((n_boot, len(den_cols)))
         den_sums[:, reused] = kept_sums[:, np.searchsorted(kept_cols, den_cols[reused])]
         for start, weights in resamples:
@@ -471,16 +557,18 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
         stats = stats.T.ravel()
         valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
         start = np.arange(c1 - c0) * n_boot
-        cols = by_den[c0:c1]
-        lo[cols], hi[cols] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
+        lo[c0:c1], hi[c0:c1] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
     return lo, hi
 
 
-def _positions(sorted_values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The positions in ``sorted_values`` of the entries equal to one of ``wanted`` (ascending)."""
-    first, end = np.searchsorted(sorted_values, wanted, "left"), np.searchsorted(sorted_values, wanted, "right")
-    size = end - first
-    return np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
+def _columns(entries: ByColumn, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, val, bounds)`` of the columns ``cols`` (ascending) of ``entries``: views
+    when the columns are consecutive, else gathered."""
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):
+        return entries.row, entries.val, entries.bounds[cols[0]:cols[-1] + 2]
+    first, size = entries.bounds[cols], entries.bounds[cols + 1] - entries.bounds[cols]
+    at = np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
+    return entries.row[at], entries.val[at], np.r_[0, np.cumsum(size)]
 
 
 def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
@@ -537,26 +625,26 @@ class _Resamples:
 
 
 class _Entries(NamedTuple):
-    """A sparse operand of :func:`_times`: entries sorted by column, and the number of columns."""
+    """A sparse operand of :func:`_times`: column ``j``'s entries are ``row[bounds[j]:bounds[j + 1]]``."""
 
     row: np.ndarray
-    col: np.ndarray
     val: np.ndarray
+    bounds: np.ndarray
     n_cols: int
 
 
-def _operand(row: np.ndarray, col: np.ndarray, val: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray | _Entries:
-    """Distinct entries as a dense ``n_rows x n_cols`` matrix when that is small (or at
-    least a quarter full and not big), else as :class:`_Entries`."""
+def _operand(row: np.ndarray, val: np.ndarray, bounds: np.ndarray, n_rows: int) -> np.ndarray | _Entries:
+    """The columns whose entries are ``row[bounds[j]:bounds[j + 1]]`` (distinct rows) as a
+    dense ``n_rows x columns`` matrix when that is small (or at least a quarter full and
+    not big), else as :class:`_Entries` (views, not copies)."""
+    n_cols = len(bounds) - 1
+    row, val, bounds = row[bounds[0]:bounds[-1]], val[bounds[0]:bounds[-1]], bounds - bounds[0]
     cells = n_rows * n_cols
     if cells <= _DENSE_CELLS or (cells <= 8 * _DENSE_CELLS and cells <= 4 * len(val)):
         matrix = np.zeros((n_rows, n_cols))
-        matrix[row, col] = val
+        matrix[row, np.repeat(np.arange(n_cols, dtype=np.int32), np.diff(bounds))] = val
         return matrix
-    if len(col) > 1 and (col[1:] < col[:-1]).any():
-        order = np.argsort(col, kind="stable")
-        row, col, val = row[order], col[order], val[order]
-    return _Entries(row, col, val, n_cols)
+    return _Entries(row, val, bounds, n_cols)
 
 
 def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
@@ -567,11 +655,15 @@ def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
         return weights.astype(float, copy=False) @ operand
     out = np.zeros((len(weights), operand.n_cols))
     step = max(1, _STAT_CELLS // len(weights))
+    bounds = operand.bounds
     for a in range(0, len(operand.row), step):
-        col = operand.col[a:a + step]
-        first = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-        products = weights[:, operand.row[a:a + step]] * operand.val[a:a + step]
-        out[:, col[first]] += np.add.reduceat(products, first, axis=1)
+        b = min(a + step, len(operand.row))
+        # the columns with entries in [a, b) and where each starts there
+        cols = np.arange(np.searchsorted(bounds, a, "right") - 1, np.searchsorted(bounds, b - 1, "right"))
+        first = np.maximum(bounds[cols], a) - a
+        has = np.minimum(bounds[cols + 1], b) - a > first
+        products = weights[:, operand.row[a:b]] * operand.val[a:b]
+        out[:, cols[has]] += np.add.reduceat(products, first[has], axis=1)
     return out
 
 
