@@ -132,13 +132,15 @@ def unique_sums(row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None
 
 
 def _merged(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Two sorted runs as one (sums of equal keys: ``a``'s first)."""
-    keys = np.concatenate([a[0], b[0]])
-    order = np.argsort(keys, kind="stable")  # two sorted runs: timsort merges them in linear time
-    keys = keys[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sums = np.array([np.add.reduceat(np.concatenate([x, y])[order], starts) for x, y in zip(a[1], b[1])], float)
-    return keys[starts], sums.reshape(len(a[1]), len(starts))
+    """Two sorted runs as one (sums of equal keys: ``a``'s plus ``b``'s). ``a``'s sums are
+    added to in place; besides the merged arrays only ``b``-sized indices are allocated."""
+    (a_keys, a_sums), (b_keys, b_sums) = a, b
+    at = np.searchsorted(a_keys, b_keys)
+    known = at < len(a_keys)
+    known[known] = a_keys[at[known]] == b_keys[known]
+    a_sums[:, at[known]] += b_sums[:, known]
+    new = ~known  # inserted before ``a_keys[at]``, in ascending order
+    return np.insert(a_keys, at[new], b_keys[new]), np.insert(a_sums, at[new], b_sums[:, new], axis=1)
 
 
 def _split(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

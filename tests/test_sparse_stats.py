@@ -140,6 +140,32 @@ def test_sparse_tables_equal_a_dense_computation(layout, seed, n_traces, n_state
         assert close(lo, r["lo"]) and close(hi, r["hi"])
 
 
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10**6), n_traces=st.integers(1, 30), n_states=st.integers(1, 7),
+       n_lines=st.integers(1, 300), chunk=st.integers(1, 9))
+def test_tables_do_not_depend_on_the_chunk_size(seed, n_traces, n_states, n_lines, chunk):
+    """The stored sums are re-sorted by column and summed per source ``_CHUNK`` entries
+    (whole traces) at a time: every chunk size gives the same numbers, bit for bit, in the
+    dense and in the sparse (gathered, small groups) layout of the bootstrap."""
+    rng = np.random.default_rng(seed)
+    stats = VisitStats()
+    for c in random_chunks(rng, n_traces, n_states, n_lines, 3):
+        stats.add(c, n_traces, n_states)
+    names = [f"s{i}" for i in range(n_states)]
+    with pytest.MonkeyPatch.context() as mp:
+        for sparse in (False, True):
+            if sparse:
+                mp.setattr(visitstats, "_DENSE_CELLS", 1)
+                mp.setattr(visitstats, "_STAT_CELLS", 300)
+            mp.setattr(visitstats, "_CHUNK", 1 << 20)
+            whole = stats.columns(names, n_boot=50, seed=seed)
+            mp.setattr(visitstats, "_CHUNK", chunk)
+            for a, b in zip(whole, stats.columns(names, n_boot=50, seed=seed)):
+                assert a.keys() == b.keys()
+                for name in a:
+                    assert np.array_equal(a[name], b[name], equal_nan=a[name].dtype != object), name
+
+
 def test_bootstrap_of_dense_and_sparse_arguments_agree(layout):
     rng = np.random.default_rng(5)
     num = rng.exponential(1.0, (50, 30)) * (rng.random((50, 30)) < 0.2)
