@@ -135,6 +135,7 @@ def fold_scanned(
             ends.append(np.full(len(table.conn), -np.inf) if end == "last-state"
                         else np.where(np.isnan(table.close_time), table.last_time, table.close_time))
             to_global = np.zeros(0, np.int64)
+            del item, table  # the connection names (a str each) are not needed: free them before the last fold
             continue
         if not len(item.time):
             continue
