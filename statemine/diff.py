@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .analyze import EndRule, trace_state_times, transition_stats, visits
-from .errors import UsageError
+from .errors import InputError, UsageError
 from .traces import TraceSet
 
 TransitionTest = Literal["chi2", "g"]
@@ -63,6 +63,15 @@ STATE_COLUMNS = ["state", "fraction_a", "fraction_b", "delta", "delta_lo", "delt
 #: 0.01 percentage points, ten times finer than any share statemine prints. Deterministic
 #: runs that differ only in float rounding or in a few microseconds fall under it.
 IDENTICAL_TOL = 1e-4
+#: Limits of what :func:`diff` compares. Its statistics hold dense traces x states tables
+#: (seconds, per-trace shares, relabelled sums) and an ``n_boot x states`` table of
+#: bootstrap differences, so both are bounded: at most ``MAX_STATES`` distinct states over
+#: both sides, and at most ``MAX_CELLS`` (traces of both sides) x states cells, i.e. about
+#: 32 MiB per float64 table and ~65 MiB of bootstrap differences at the default n_boot.
+#: Congestion-control logs have tens of states; thousands look like an id in the state
+#: field. (Sparse versions of these statistics are an open part of issue 11.)
+MAX_STATES = 4096
+MAX_CELLS = 1 << 22
 TRANSITION_COLUMNS = ["src", "dst", "prob_a", "prob_b", "delta", "p_value", "significant",
                       "p_holm", "p_edge", "count_a", "count_b", "test", "presence"]
 ONLY_COLUMNS = ["kind", "name", "src", "dst", "share", "count"]
@@ -182,6 +191,9 @@ def diff(
         _check_side(ts, label)
     va = visits(a, collapse_repeats=collapse_repeats, end=end)
     vb = visits(b, collapse_repeats=collapse_repeats, end=end)
+    states_a, states_b = set(va["state"].unique()), set(vb["state"].unique())
+    check_size(a.n_traces + b.n_traces, len(states_a | states_b),
+               _first_source(a if len(states_a) >= len(states_b) else b))
     ta, tb = trace_state_times(va, a), trace_state_times(vb, b)
     for table, label in ((ta, label_a), (tb, label_b)):
         if table.to_numpy().sum() <= 0:
@@ -239,6 +251,33 @@ def _strata_labels(ts: TraceSet, strata: str | Sequence[str] | None, label: str)
         raise UsageError(f"side {label} has no trace label {missing[0]!r} to stratify by "
                          f"(labels: {', '.join(c for c in ts.traces.columns if c not in ('trace', 'source', 'end'))})")
     return ts.traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
+
+
+def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
+    """Refuse a comparison past :data:`MAX_STATES` distinct states or :data:`MAX_CELLS`
+    traces x states cells, before any table of that size is built; ``source`` (an input
+    file, the side with more states) is named in the error.
+
+    >>> check_size(40, 6)
+    >>> check_size(10_000, 10_000, "ids.log")
+    Traceback (most recent call last):
+    ...
+    statemine.errors.InputError: ids.log: 10000 distinct states: diff compares at most 4096 (a dense traces x states table); so many states looks like an id in the state field: narrow the input with --select, or fix the log's state field
+    """
+    if n_states > MAX_STATES:
+        raise InputError(source, None, f"{n_states} distinct states: diff compares at most {MAX_STATES} (a dense "
+                         "traces x states table); so many states looks like an id in the state field: narrow "
+                         "the input with --select, or fix the log's state field")
+    if n_traces * n_states > MAX_CELLS:
+        raise InputError(source, None, f"{n_traces} traces x {n_states} states = {n_traces * n_states:,} cells: "
+                         f"diff holds at most {MAX_CELLS:,} (a dense traces x states table); narrow the input "
+                         "with --select")
+
+
+def _first_source(ts: TraceSet) -> str | None:
+    """The first input file of a trace set (for messages), None when it names none."""
+    sources = ts.traces["source"] if "source" in ts.traces.columns else []
+    return str(sources.iloc[0]) if len(sources) else None
 
 
 def _check_side(ts: TraceSet, label: str) -> None:
@@ -684,4 +723,5 @@ def _labels(ts: TraceSet, column: str) -> set[str]:
 
 
 __all__ = ["DiffResult", "diff", "pooled_fraction", "permutation_pvalues", "bootstrap_delta",
-           "holm", "transition_test", "trace_shares", "identical_columns", "power", "IDENTICAL_TOL"]
+           "holm", "transition_test", "trace_shares", "identical_columns", "power", "check_size",
+           "IDENTICAL_TOL", "MAX_STATES", "MAX_CELLS"]

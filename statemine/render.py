@@ -27,6 +27,9 @@ from .visitstats import INITIAL, TERMINAL
 FORMATS = ("dot", "svg", "png")
 #: Longest shown title (characters).
 TITLE_CHARS = 200
+#: Most states drawn as a diagram (Graphviz's layout time grows faster than the graph:
+#: ~3 s at 1,000 states here, more than 8 minutes at 10,000); larger models get DOT only.
+DRAWN_STATES = 1000
 #: Longest time Graphviz may take to lay out one diagram (seconds).
 GRAPHVIZ_TIMEOUT_S = 300.0
 

@@ -119,18 +119,22 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
 def _single_section(ts: TraceSet, label: str, *, n_boot: int, seed: int, end: EndRule,
                     collapse_repeats: bool) -> str:
     from .infer.observed import model_from_stats
-    from .render import dot_to, to_dot
+    from .render import DRAWN_STATES, dot_to, to_dot
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
     opts = dict(end=end, collapse_repeats=collapse_repeats, n_boot=n_boot, seed=seed)
     states, trans = state_stats(ts, **opts), transition_stats(ts, **opts)
-    model = model_from_stats(states, trans)
-    svg = dot_to(to_dot(model, title=label), "svg")
+    if len(states) > DRAWN_STATES:
+        figure = (f'<p class="note">Not drawn: {len(states)} states are more than Graphviz lays out in '
+                  f'reasonable time ({DRAWN_STATES}); the tables below have every state.</p>')
+    else:
+        svg = dot_to(to_dot(model_from_stats(states, trans), title=label), "svg")
+        figure = _img(svg, "image/svg+xml", f"state machine of {label}")
     shown = states[["state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "dwell_mean",
                     "dwell_median", "visits", "traces"]]
     return ("<h2>State machine</h2><p>Figure-13 style: share of time in red under each state, "
-            "transition probability on each edge.</p>" + _img(svg, "image/svg+xml", f"state machine of {label}")
+            "transition probability on each edge.</p>" + figure
             + "<h2>States</h2>" + _table(shown, percent=("time_fraction", "time_fraction_lo", "time_fraction_hi"))
             + "<h2>Transitions</h2>" + _table(trans))
 

@@ -97,6 +97,9 @@ def build_inputs(d: Path) -> None:
     w("many_fields.log", "STATEMINE t=0 conn=a state=SlowStart " + " ".join(f"k{i}=v" for i in range(50_000))
       + "\nSTATEMINE t=1 conn=a state=Recovery\n")
     w("many_conns.log", "".join(f"STATEMINE t={i} conn=c{i} state=SlowStart\n" for i in range(20_000)))
+    # an id in the state field: every connection a new state (past diff's and the diagram's limits)
+    w("ids.log", "".join(f"STATEMINE t={i} conn=c{i} state=S{i}\nSTATEMINE t={i + 0.5} conn=c{i} event=Close\n"
+                         for i in range(5000)))
     packed = gzip.compress("".join(sm_lines(["SlowStart", "Recovery"], conn=f"c{i}") for i in range(2000)).encode())
     w("good.log.gz", packed)
     w("cut_small.log.gz", packed[:40])
@@ -227,6 +230,12 @@ def _html_escaped(out: Path) -> None:
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+def _not_drawn(out: Path, n_states: int) -> None:
+    page = out.read_text(encoding="utf-8")
+    assert f"Not drawn: {n_states} states" in page and page.count("<tr>") > n_states
+    assert 'alt="state machine of' not in page  # the diagram is left out, the tables are whole
+
+
 INFER_SET = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
 DIFF_SET = ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt", "diff.dot", "diff.svg")
 
@@ -355,6 +364,9 @@ CASES = [
          _err("foreign")),
     Case("report-hostile-names", ["report", "{d}/hostile.log", "--out", "{out}", "--bootstrap", "20"], True,
          check=_html_escaped),
+    Case("diff-ids-as-states", ["diff", "{d}/ids.log", "{d}/good.log", "--out", "{out}"], False, _err("ids.log")),
+    Case("report-ids-as-states", ["report", "{d}/ids.log", "--out", "{out}", "--bootstrap", "20"], True,
+         check=lambda out: _not_drawn(out, 5000)),
     Case("report-out-is-a-folder", ["report", "{d}/good.log", "--out", "{d}/nologs"], False, _err("nologs")),
     Case("report-gzip-cut", ["report", "{d}/cut_small.log.gz", "--out", "{out}"], False, _err("cut_small.log.gz")),
     # -- lab --------------------------------------------------------------------------------

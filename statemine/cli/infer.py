@@ -16,9 +16,6 @@ from .synoptic import ToolCommand, run_synoptic_engine
 INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
 #: Rows of the states table printed on the terminal (the CSV has every state).
 PRINTED_STATES = 200
-#: Most states drawn as model.svg (Graphviz's layout time grows faster than the graph:
-#: ~3 s at 1,000 states here, more than 8 minutes at 10,000).
-DRAWN_STATES = 1000
 
 _INPUT_OPTIONS = [
     click.option("--format", "fmt", type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet"]),
@@ -175,7 +172,7 @@ def infer(ctx, logs, out_dir, fmt, regexes, separator, mapping, ignore_nonmatchi
 
     from ..fileio import write_set
     from ..infer.observed import model_from_stats, model_to_json
-    from ..render import dot_to, graphviz_available, to_dot
+    from ..render import DRAWN_STATES, dot_to, graphviz_available, to_dot
 
     shown = {c: v[:PRINTED_STATES] for c, v in states.items()}
     _print_states(shown, n_traces, n_events, confidence)
