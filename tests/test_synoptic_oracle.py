@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import json
 import re
-from pathlib import Path
 
 import networkx as nx
 import pytest

@@ -25,8 +25,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .statenames import DERIVED_MARK  # noqa: F401 (re-exported: the qlog reader's mark)
-
 SLOW_START = "SlowStart"
 CONGESTION_AVOIDANCE = "CongestionAvoidance"
 RECOVERY = "Recovery"

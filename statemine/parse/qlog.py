@@ -61,6 +61,7 @@ from ..traces import TraceSet
 from . import derive as _derive
 from .lines import open_binary, read_error
 from .statenames import (
+    DERIVED_MARK,
     PICOQUIC_TABLES,
     detect_by_names,
     detect_implementation,
@@ -1265,7 +1266,7 @@ def _derived_rows(metrics: pd.DataFrame, periods: list[tuple[float, float]] | No
         + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
     ]
     derived["kind"] = "state"
-    derived["state"] = derived["state"] + _derive.DERIVED_MARK
+    derived["state"] = derived["state"] + DERIVED_MARK
     return derived
 
 

@@ -35,7 +35,7 @@ from typing import Mapping
 
 from ..errors import InputError
 
-#: Appended to every derived state's name by the qlog reader (statemine.parse.derive), so
+#: Appended to every derived state's name by the qlog reader (states from statemine.parse.derive), so
 #: that derived states are marked in every output (tables, CSV, model.json, diagrams,
 #: reports) and never pool with logged states of the same name.
 DERIVED_MARK = " (derived)"
