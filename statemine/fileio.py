@@ -150,8 +150,8 @@ def write_set(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *,
     followed. Raises :class:`StatemineError` (one line) on OS errors; nothing partial is
     left behind.
     """
-    out = check_out_dir(out_dir, set(owned) | set(files))
     allowed = set(owned) | set(files)
+    out = check_out_dir(out_dir, allowed)
     parent = out.parent
     with cleanup_on_signals():
         try:
