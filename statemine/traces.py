@@ -182,6 +182,11 @@ class TraceSet:
                 mask[:] = False
                 break
             mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
+        return self.subset(mask)
+
+    def subset(self, mask: np.ndarray) -> "TraceSet":
+        """The traces where ``mask`` (one bool per ``traces`` row) is True, with their
+        events and metrics."""
         keep = self.traces[mask].reset_index(drop=True)
         events = self.events[self.events["trace"].isin(keep["trace"])]  # both text by invariant
         metrics = None if self.metrics is None else \

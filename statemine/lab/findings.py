@@ -183,11 +183,7 @@ def load_scenarios(root: str | Path, findings: tuple[Finding, ...] = FINDINGS
 
 def _keep(ts: traces.TraceSet, mask) -> traces.TraceSet:
     """The traces of ``ts`` where ``mask`` (one bool per ``ts.traces`` row) is True."""
-    if mask.all():
-        return ts
-    keep = ts.traces[mask].reset_index(drop=True)
-    return traces.TraceSet.from_events(ts.events[ts.events["trace"].isin(keep["trace"])].reset_index(drop=True),
-                                       keep, ts.meta)
+    return ts if mask.all() else ts.subset(mask)
 
 
 def measure(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
