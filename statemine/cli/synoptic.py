@@ -1,5 +1,5 @@
-"""The Synoptic engines behind ``statemine infer --engine synoptic|synoptic-jar`` and the
-``statemine check-model`` command."""
+"""The Synoptic-family engines behind ``statemine infer --engine
+synoptic|synoptic-jar|ktails|perfume`` and the ``statemine check-model`` command."""
 
 from __future__ import annotations
 
@@ -55,11 +55,11 @@ class ToolCommand(click.Command):
 
 
 def run_synoptic_engine(engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None):
-    """``statemine infer --engine synoptic|synoptic-jar|ktails ARGS``: ARGS is the
-    original tool's command line (Synoptic's, or ``KTailsMain``'s plus ``-k N``); every
-    option is honoured or refused (:mod:`statemine.infer.synoptic.options`).  Writes the
-    files the options ask for beside ``-o PREFIX`` (all or none), or prints the dot
-    model.  Returns the :class:`~statemine.infer.synoptic.run.ToolRun`."""
+    """``statemine infer --engine synoptic|synoptic-jar|ktails|perfume ARGS``: ARGS is the
+    original tool's command line (Synoptic's or Perfume's, or ``KTailsMain``'s plus
+    ``-k N``); every option is honoured or refused (:mod:`statemine.infer.synoptic.options`).
+    Writes the files the options ask for beside ``-o PREFIX`` (all or none), or prints the
+    dot model.  Returns the :class:`~statemine.infer.synoptic.run.ToolRun`."""
     from ..infer.synoptic.formats import write_texts
     from ..infer.synoptic.options import parse_args, usage
     from ..infer.synoptic.run import run_tool

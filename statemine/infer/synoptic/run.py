@@ -148,7 +148,7 @@ def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
 
 
 def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
-    """Run ``engine`` (synoptic, synoptic-jar, ktails) as the parsed command line asks."""
+    """Run ``engine`` (synoptic, synoptic-jar, ktails, perfume) as the parsed command line asks."""
     from . import SynopticResult, infer_log
     from .formats import to_dot, to_invariants_txt
     from .invariants import invariant_text
