@@ -527,6 +527,8 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
 
 #: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
 FAST_MAX_BYTES = 256 << 20
+
+
 def _fast_eligible(r: LineRegex) -> bool:
     """Can the vectorized path run this regex: a plain one (no constants or counters), or
     a hidden one whose only constant is HIDE and only counter SEPCOUNT (the separator)?"""
