@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Protocol
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from ..fileio import write_atomic, write_json
+from ..fileio import atomic_path, write_atomic, write_json
 from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
@@ -259,9 +259,8 @@ def write_results(out: Path, table: pd.DataFrame) -> None:
     """Write ``results.csv`` and ``results.parquet`` atomically."""
     for name, writer in (("results.csv", lambda p: table.to_csv(p, index=False)),
                          ("results.parquet", lambda p: table.to_parquet(p, index=False))):
-        tmp = out / f".{name}.tmp"
-        writer(tmp)
-        os.replace(tmp, out / name)
+        with atomic_path(out / name) as tmp:
+            writer(tmp)
 
 
 def source_revision() -> str | None:
