@@ -14,7 +14,7 @@ from statemine.errors import InputError
 from statemine.lab import cellular
 from statemine.lab.cellular import LinkTrace
 from statemine.lab.path import Link, LinkConfig
-from tests.shared_data import shared
+from shared_data import shared
 
 
 def brute_times(times: list[int], loops: int) -> list[int]:
@@ -63,6 +63,23 @@ def test_missing_and_binary_traces(tmp_path):
     with pytest.raises(InputError) as info:
         LinkTrace.read(p)
     assert info.value.line == 3
+
+
+def test_pipes_and_devices_are_refused_without_blocking(tmp_path):
+    """A named pipe would block the reader until someone writes; a device never ends."""
+    import os
+
+    from statemine.lab.grid import resolve_link_traces
+
+    fifo = tmp_path / "fifo.down"
+    os.mkfifo(fifo)
+    for p in (fifo, "/dev/zero"):
+        with pytest.raises(InputError, match="not a regular file"):
+            LinkTrace.read(p)
+    config = {"path": {"down": {"link_trace": {"file": "fifo.down"}}}}
+    with pytest.raises(InputError, match=r"path\.down\.link_trace: .*fifo\.down: not a regular file") as info:
+        resolve_link_traces(config, tmp_path, source=tmp_path / "config.json")
+    assert info.value.file == str(tmp_path / "config.json")
 
 
 def test_saturated_link_delivers_the_trace_mean_rate():

@@ -18,7 +18,9 @@ time. :data:`PROFILES` holds profiles fitted to summary statistics of real trace
 from __future__ import annotations
 
 import math
+import os
 import random
+import stat
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,16 +131,26 @@ class LinkTrace:
         return self.times_ms[i] + r * self.period_ms
 
 
-def read_times(path: str | Path) -> np.ndarray:
-    """The timestamps of a trace file (see :func:`parse_times`); errors name the file."""
+def read_trace_bytes(path: str | Path) -> bytes:
+    """The bytes of a link-trace file: a regular file (not a pipe or a device, which could
+    block or never end) of at most ``MAX_FILE_BYTES``; errors name the file."""
     path = Path(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(path, None, "not a regular file (a link trace is a text file)")
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(path, None, f"cannot read the link trace: {exc.strerror}") from None
     if len(data) > MAX_FILE_BYTES:
         raise InputError(path, None, f"link trace larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def read_times(path: str | Path) -> np.ndarray:
+    """The timestamps of a trace file (see :func:`parse_times`); errors name the file."""
+    path = Path(path)
+    data = read_trace_bytes(path)
     try:
         return parse_times(data.decode("ascii"))
     except UnicodeDecodeError as exc:

@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import InputError, UsageError
 from ..fileio import atomic_path, write_atomic, write_json
+from .cellular import read_trace_bytes
 from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 
 RUNS_DIR = "runs"
@@ -119,9 +120,9 @@ def resolve_link_traces(config: dict, base: Path, source: Path | None = None) ->
         file = Path(ref["file"])
         file = file if file.is_absolute() else (base / file).resolve()
         try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise InputError(source, None, f"path.{direction}.link_trace: cannot read {file}: {exc.strerror}") from None
+            data = read_trace_bytes(file)
+        except InputError as exc:
+            raise InputError(source, None, f"path.{direction}.link_trace: {exc}") from None
         if ref.get("sha256") and hashlib.sha256(data).hexdigest() != ref["sha256"]:
             raise InputError(source, None, f"path.{direction}.link_trace: {file} is not the trace the run used (sha256 differs)")
         path[direction] = dict(link, link_trace=dict(ref, file=str(file)))
