@@ -7,7 +7,13 @@ setup(
         Extension(
             "statemine.parse._linescan",
             ["statemine/parse/_linescan.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
+            extra_compile_args=[
+                "-O2",
+                "-std=c11",
+                "-Wall",
+                "-Wextra",
+                "-Wno-missing-field-initializers",
+            ],
         )
     ]
 )

@@ -23,8 +23,14 @@ from statemine.render import dot_to
 from statemine.render_diff import diff_to_dot
 from statemine.traces import TraceSet
 
-STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "RetransmissionTimeout", "ApplicationLimited",
-          "TailLossProbe"]
+STATES = [
+    "SlowStart",
+    "CongestionAvoidance",
+    "Recovery",
+    "RetransmissionTimeout",
+    "ApplicationLimited",
+    "TailLossProbe",
+]
 
 
 def generated(prefix: str, n: int, seed: int, recovery_scale: float) -> TraceSet:
@@ -36,8 +42,13 @@ def generated(prefix: str, n: int, seed: int, recovery_scale: float) -> TraceSet
     scale = np.where(states == "Recovery", 0.1 * recovery_scale, 0.2)
     times = np.cumsum(rng.exponential(scale), axis=1)
     times[:, 0] = 0.0
-    events = pd.DataFrame({"trace": np.repeat([f"{prefix}{i}" for i in range(n)], per),
-                           "time": times.ravel(), "state": states.ravel()})
+    events = pd.DataFrame(
+        {
+            "trace": np.repeat([f"{prefix}{i}" for i in range(n)], per),
+            "time": times.ravel(),
+            "state": states.ravel(),
+        }
+    )
     return TraceSet.from_events(events)
 
 

@@ -48,8 +48,13 @@ def run(args: list[str]) -> tuple[int, float, float, float]:
     args`` (the child's own figures, from wait4)."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "statemine", *args], stdout=subprocess.DEVNULL, stderr=err,
-                                cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "statemine", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
@@ -60,14 +65,21 @@ def run(args: list[str]) -> tuple[int, float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mib", type=int, default=1100, help="decompressed size of the document bombs")
+    parser.add_argument(
+        "--size-mib", type=int, default=1100, help="decompressed size of the document bombs"
+    )
     opts = parser.parse_args()
     doc = b'{"qlog_version": "0.3", "traces": ['
     ndjson = b'{"qlog_version": "draft-02", "qlog_format": "NDJSON", "title": "x"}\n'
     bombs = {
-        "document-one-member.qlog.gz": (gz((doc, 1), (b" ", opts.size_mib << 20)), ["--format", "qlog"]),
-        "document-two-members.qlog.gz": (gz((doc, 1), (b" ", opts.size_mib << 20)) + gzip.compress(b"]}"),
-                                         ["--format", "qlog"]),
+        "document-one-member.qlog.gz": (
+            gz((doc, 1), (b" ", opts.size_mib << 20)),
+            ["--format", "qlog"],
+        ),
+        "document-two-members.qlog.gz": (
+            gz((doc, 1), (b" ", opts.size_mib << 20)) + gzip.compress(b"]}"),
+            ["--format", "qlog"],
+        ),
         "record.ndjson.gz": (gz((ndjson, 1), (b"a", 100 << 20)), ["--format", "qlog"]),
         "zeros.log.gz": (gz((b"\0", 300 << 20)), ["--format", "statemine"]),
     }

@@ -30,7 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited", "CongestionAvoidanceMaxed"]
+STATES = [
+    "SlowStart",
+    "CongestionAvoidance",
+    "Recovery",
+    "ApplicationLimited",
+    "CongestionAvoidanceMaxed",
+]
 
 
 def generate(path: Path, events: int, trace_lines: int = 100, seed: int = 1) -> None:
@@ -83,12 +89,19 @@ def end_to_end(log: Path, extra: list[str]) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", _CLI_WITH_PEAK, "infer", str(log), "--out", out, *extra],
-                              check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _CLI_WITH_PEAK, "infer", str(log), "--out", out, *extra],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    peak_kb = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("VmHWM ")]
+    peak_kb = [
+        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("VmHWM ")
+    ]
     return wall, cpu, (peak_kb[-1] / 1024 if peak_kb else float("nan"))
 
 
@@ -97,7 +110,11 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace-lines", type=int, default=100, help="lines per connection (trace)")
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser())
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser(),
+    )
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.trace_lines == 100 else f"-{args.trace_lines}"
@@ -105,14 +122,18 @@ def main() -> None:
     if not log.exists():
         generate(log, args.events, args.trace_lines)
     size = log.stat().st_size / 1e6
-    print(f"log: {log} ({args.events} events, {size:.0f} MB, {args.events // args.trace_lines} traces)")
+    print(
+        f"log: {log} ({args.events} events, {size:.0f} MB, {args.events // args.trace_lines} traces)"
+    )
 
     for extra in ([], ["--bootstrap", "0", "--no-svg"]):
         runs = [end_to_end(log, extra) for _ in range(args.repeat)]
         wall = min(r[0] for r in runs)
         cpu = min(r[1] for r in runs)
         rss = max(r[2] for r in runs)
-        print(f"{'end to end ' + ' '.join(extra):<28} {wall:7.3f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB")
+        print(
+            f"{'end to end ' + ' '.join(extra):<28} {wall:7.3f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB"
+        )
 
     from statemine.analyze import summarize
     from statemine.infer.observed import model_from_stats
@@ -131,7 +152,9 @@ def main() -> None:
         best = min(_timed(lambda: summarize(ts, n_boot=n_boot)) for _ in range(args.repeat))
         print(f"{'statistics, bootstrap=' + str(n_boot):<28} {best:7.3f} s")
     states, transitions = summarize(ts, n_boot=0)
-    best = min(_timed(lambda: to_dot(model_from_stats(states, transitions))) for _ in range(args.repeat))
+    best = min(
+        _timed(lambda: to_dot(model_from_stats(states, transitions))) for _ in range(args.repeat)
+    )
     print(f"{'model + DOT':<28} {best:7.3f} s")
 
 

@@ -42,27 +42,44 @@ def one_trace(path: Path, n: int) -> None:
         fh.writelines(f"STATEMINE t={i} conn=a state=S{i}\n" for i in range(n))
 
 
-def many_states(path: Path, events: int, n_states: int, n_conns: int, walk: bool, seed: int = 1) -> None:
+def many_states(
+    path: Path, events: int, n_states: int, n_conns: int, walk: bool, seed: int = 1
+) -> None:
     """``events`` lines over ``n_conns`` interleaved connections and ``n_states`` names
     (every name used), times increasing per connection: with ``walk`` each connection goes
     through consecutive names, else the names are drawn at random."""
     rng = np.random.default_rng(seed)
     conn = np.arange(events) % n_conns
     step = np.arange(events) // n_conns
-    state = ((conn * (events // n_conns) + step) % n_states if walk
-             else rng.permutation(np.resize(np.arange(n_states), events)))
+    state = (
+        (conn * (events // n_conns) + step) % n_states
+        if walk
+        else rng.permutation(np.resize(np.arange(n_states), events))
+    )
     times = step + rng.random(events) * 0.5
     with open(path, "w") as fh:
         for i in range(0, events, 100_000):
             sl = slice(i, i + 100_000)
-            fh.writelines(f"STATEMINE t={t:.6f} conn={c} state=S{s}\n" for t, c, s in zip(times[sl], conn[sl], state[sl]))
+            fh.writelines(
+                f"STATEMINE t={t:.6f} conn={c} state=S{s}\n"
+                for t, c, s in zip(times[sl], conn[sl], state[sl])
+            )
 
 
 CASES = {
     "1e6-lines (bench_infer)": ("bench-1000000.log", lambda p: generate(p, 1_000_000)),
-    "1e7-lines-1e6-traces": ("bench-10000000-10.log", lambda p: generate(p, 10_000_000, trace_lines=10)),
-    "1e5-states": ("states-100000-walk.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000, True)),
-    "1e5-states-random": ("states-100000.log", lambda p: many_states(p, 1_000_000, 100_000, 10_000, False)),
+    "1e7-lines-1e6-traces": (
+        "bench-10000000-10.log",
+        lambda p: generate(p, 10_000_000, trace_lines=10),
+    ),
+    "1e5-states": (
+        "states-100000-walk.log",
+        lambda p: many_states(p, 1_000_000, 100_000, 10_000, True),
+    ),
+    "1e5-states-random": (
+        "states-100000.log",
+        lambda p: many_states(p, 1_000_000, 100_000, 10_000, False),
+    ),
     "ids-10k": ("ids-10000.log", lambda p: ids(p, 10_000)),
     "ids-40k": ("ids-40000.log", lambda p: ids(p, 40_000)),
     "one-trace-20k-states": ("one-trace-20000.log", lambda p: one_trace(p, 20_000)),
@@ -71,9 +88,15 @@ CASES = {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", choices=sorted(CASES), help="run only these (repeatable)")
+    ap.add_argument(
+        "--case", action="append", choices=sorted(CASES), help="run only these (repeatable)"
+    )
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser())
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser(),
+    )
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     for name in args.case or list(CASES):
@@ -83,8 +106,10 @@ def main() -> None:
             make(log)
         runs = [end_to_end(log, ["--no-svg"]) for _ in range(args.repeat)]
         wall, cpu, rss = min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
-        print(f"{name:<26} {log.stat().st_size / 1e6:7.1f} MB  {wall:7.2f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB",
-              flush=True)
+        print(
+            f"{name:<26} {log.stat().st_size / 1e6:7.1f} MB  {wall:7.2f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

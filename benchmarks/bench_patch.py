@@ -39,10 +39,12 @@ def generated(work: Path, lines: int, hunks: int, seed: int = 1) -> tuple[Path, 
     orig = [f"line {i} {rng.random():.6f}\n" for i in range(lines)]
     new = list(orig)
     for pos in sorted(rng.sample(range(10, lines - 10), hunks), reverse=True):
-        new[pos:pos + 1] = [f"LOG {pos}\n", new[pos].upper()]
+        new[pos : pos + 1] = [f"LOG {pos}\n", new[pos].upper()]
     patches = work / "patches"
     (patches / "gen" / "1").mkdir(parents=True)
-    (patches / "gen" / "impl.toml").write_text('name = "gen"\nfetch = "pypi-sdist"\npackage = "gen"\n')
+    (patches / "gen" / "impl.toml").write_text(
+        'name = "gen"\nfetch = "pypi-sdist"\npackage = "gen"\n'
+    )
     diff = difflib.unified_diff(orig, new, "a/big.txt", "b/big.txt")
     (patches / "gen" / "1" / "statemine.patch").write_text("".join(diff))
     tree = work / "tree"
@@ -70,18 +72,21 @@ def main() -> None:
             if line.startswith("line ") and int(line.split()[1]) % 2 == 0 and i % 7 == 0:
                 shifted[i] = "changed\n"
         (tree / "big.txt").write_text("".join(shifted))
+
         def port_report():
             """The port's report (it fails: nothing written, the report says why)."""
             try:
-                return port("gen", "1", "2", tree, fuzz=2, patches=patches,
-                            max_offset=len(shifted))
+                return port("gen", "1", "2", tree, fuzz=2, patches=patches, max_offset=len(shifted))
             except PortFailed as exc:
                 return exc.report
 
         report = timed("port (fuzz 2, shifted, some contexts broken)", port_report)
         print(f"  {report}")
         if args.aioquic:
-            src = timed(f"fetch aioquic {args.aioquic} (cached)", lambda: fetch("aioquic", args.aioquic, work / "aq"))
+            src = timed(
+                f"fetch aioquic {args.aioquic} (cached)",
+                lambda: fetch("aioquic", args.aioquic, work / "aq"),
+            )
             timed("apply aioquic", lambda: apply("aioquic", args.aioquic, src))
             timed("revert aioquic", lambda: revert("aioquic", args.aioquic, src))
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")

@@ -31,21 +31,46 @@ def events(n: int):
     for i in range(n):
         t = i * 0.05
         if i % 100 == 0:
-            yield {"time": t, "name": "recovery:congestion_state_updated", "data": {"new": _STATES[(i // 100) % 4]}}
+            yield {
+                "time": t,
+                "name": "recovery:congestion_state_updated",
+                "data": {"new": _STATES[(i // 100) % 4]},
+            }
         elif i % 5 == 0:
             cwnd = cwnd + 1200 if (i // 5) % 50 else cwnd // 2
-            yield {"time": t, "name": "recovery:metrics_updated",
-                   "data": {"congestion_window": cwnd, "bytes_in_flight": cwnd // 2, "smoothed_rtt": 20.5}}
+            yield {
+                "time": t,
+                "name": "recovery:metrics_updated",
+                "data": {
+                    "congestion_window": cwnd,
+                    "bytes_in_flight": cwnd // 2,
+                    "smoothed_rtt": 20.5,
+                },
+            }
         else:
-            yield {"time": t, "name": "transport:packet_sent",
-                   "data": {"header": {"packet_type": "1RTT", "packet_number": i}, "raw": {"length": 1252},
-                            "frames": [{"frame_type": "stream", "stream_id": 0, "offset": i * 1200, "length": 1200}]}}
+            yield {
+                "time": t,
+                "name": "transport:packet_sent",
+                "data": {
+                    "header": {"packet_type": "1RTT", "packet_number": i},
+                    "raw": {"length": 1252},
+                    "frames": [
+                        {"frame_type": "stream", "stream_id": 0, "offset": i * 1200, "length": 1200}
+                    ],
+                },
+            }
 
 
 def write_files(n: int, folder: Path) -> dict[str, Path]:
-    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog",
-              "trace": {"vantage_point": {"type": "server"},
-                        "common_fields": {"ODCID": "abcd", "time_format": "relative", "reference_time": 0}}}
+    header = {
+        "qlog_format": "JSON-SEQ",
+        "qlog_version": "0.3",
+        "title": "quic-go qlog",
+        "trace": {
+            "vantage_point": {"type": "server"},
+            "common_fields": {"ODCID": "abcd", "time_format": "relative", "reference_time": 0},
+        },
+    }
     seq = folder / "bench.sqlog"
     with open(seq, "w") as fh:
         fh.write("\x1e" + json.dumps(header) + "\n")
@@ -53,9 +78,11 @@ def write_files(n: int, folder: Path) -> dict[str, Path]:
             fh.write("\x1e" + json.dumps(ev) + "\n")
     doc = folder / "bench.qlog"
     with open(doc, "w") as fh:
-        fh.write('{"qlog_version": "0.3", "qlog_format": "JSON", "title": "quic-go qlog", "traces": [{'
-                 '"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd", "time_format": "relative"},'
-                 ' "events": [')
+        fh.write(
+            '{"qlog_version": "0.3", "qlog_format": "JSON", "title": "quic-go qlog", "traces": [{'
+            '"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd", "time_format": "relative"},'
+            ' "events": ['
+        )
         for i, ev in enumerate(events(n)):
             fh.write(("," if i else "") + json.dumps(ev))
         fh.write("]}]}")
@@ -85,15 +112,24 @@ def main() -> None:
         files = write_files(args.events, Path(tmp))
         print(f"wrote {args.events:,} events per file in {time.perf_counter() - t0:.1f} s")
         for label, path in files.items():
-            out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
-                                 check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+            out = subprocess.run(
+                [sys.executable, "-c", _CHILD, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+            )
             seconds, cpu, rows, rss_kib = out.stdout.split()
             size = path.stat().st_size / 2**20
             seconds, cpu = float(seconds), float(cpu)
-            print(f"{label:15s} {size:8.1f} MB  {seconds:6.2f} s wall  {cpu:6.2f} s CPU  "
-                  f"{args.events / cpu / 1e3:7.0f} k events/CPU-s  {size / cpu:6.1f} MB/CPU-s  {int(rows):,} rows  "
-                  f"peak RSS {int(rss_kib) / 1024:.0f} MiB")
-        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time includes waiting for a core)")
+            print(
+                f"{label:15s} {size:8.1f} MB  {seconds:6.2f} s wall  {cpu:6.2f} s CPU  "
+                f"{args.events / cpu / 1e3:7.0f} k events/CPU-s  {size / cpu:6.1f} MB/CPU-s  {int(rows):,} rows  "
+                f"peak RSS {int(rss_kib) / 1024:.0f} MiB"
+            )
+        print(
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time includes waiting for a core)"
+        )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,15 @@ from statemine.lab.runners import quicgo
 
 
 def link(rate_bps: float, **kw) -> dict:
-    d = {"rate_bps": rate_bps, "buffer_bytes": 60000, "delay_s": 0.018, "jitter_s": 0.0, "loss": 0.0,
-         "gilbert": None, "rate_schedule": None}
+    d = {
+        "rate_bps": rate_bps,
+        "buffer_bytes": 60000,
+        "delay_s": 0.018,
+        "jitter_s": 0.0,
+        "loss": 0.0,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
     d.update(kw)
     return d
 
@@ -31,16 +38,27 @@ def link(rate_bps: float, **kw) -> dict:
 SCENARIOS = {
     "1x10MB 50Mbps": ({"count": 1, "size_bytes": 10_000_000}, link(50e6)),
     "200x50KB 50Mbps": ({"count": 200, "size_bytes": 50_000}, link(50e6)),
-    "1x10MB 20Mbps loss1% jitter2ms": ({"count": 1, "size_bytes": 10_000_000}, link(20e6, loss=0.01, jitter_s=0.002)),
+    "1x10MB 20Mbps loss1% jitter2ms": (
+        {"count": 1, "size_bytes": 10_000_000},
+        link(20e6, loss=0.01, jitter_s=0.002),
+    ),
 }
 
 
 def config(tmp: Path, version: str, name: str, objects: dict, down: dict, seed: int) -> dict:
-    return {"seed": seed, "implementation": "quic-go", "version": version, "objects": objects,
-            "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
-            "path": {"down": down, "up": link(50e6)}, "reordering_threshold": None, "time_threshold": None,
-            "time_limit_s": 300.0, "log_path": str(tmp / f"{name}.log"),
-            "result_path": str(tmp / f"{name}.result.json")}
+    return {
+        "seed": seed,
+        "implementation": "quic-go",
+        "version": version,
+        "objects": objects,
+        "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
+        "path": {"down": down, "up": link(50e6)},
+        "reordering_threshold": None,
+        "time_threshold": None,
+        "time_limit_s": 300.0,
+        "log_path": str(tmp / f"{name}.log"),
+        "result_path": str(tmp / f"{name}.result.json"),
+    }
 
 
 def children_cpu() -> float:
@@ -53,8 +71,10 @@ def main() -> None:
     ap.add_argument("--versions", default="v0.37.5,v0.48.2,v0.63.0,v0.65.0")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print(f"{'version':9} {'scenario':32} {'packets':>8} {'virt s':>7} {'wall s':>7} {'cpu s':>7} "
-          f"{'pkt/s wall':>11} {'pkt/cpu-s':>10}")
+    print(
+        f"{'version':9} {'scenario':32} {'packets':>8} {'virt s':>7} {'wall s':>7} {'cpu s':>7} "
+        f"{'pkt/s wall':>11} {'pkt/cpu-s':>10}"
+    )
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for version in args.versions.split(","):
@@ -71,8 +91,11 @@ def main() -> None:
                     wall += res["wall_time_s"]
                     virt += res["virtual_time_s"]
                 n = args.repeat
-                print(f"{version:9} {name:32} {packets / n:8.0f} {virt / n:7.2f} {wall / n:7.3f} {cpu / n:7.3f} "
-                      f"{packets / wall:11.0f} {packets / cpu:10.0f}", flush=True)
+                print(
+                    f"{version:9} {name:32} {packets / n:8.0f} {virt / n:7.2f} {wall / n:7.3f} {cpu / n:7.3f} "
+                    f"{packets / wall:11.0f} {packets / cpu:10.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

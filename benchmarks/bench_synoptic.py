@@ -51,19 +51,28 @@ from statemine.parse.regex import read_regex, read_regex_arrays  # noqa: E402
 REGEX = "^(?<DTIME>)(?<TYPE>)$"
 SEPARATOR = "^--$"
 
-STATES = ["SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed", "Recovery",
-          "ApplicationLimited", "TailLossProbe", "RetransmissionTimeout"]
+STATES = [
+    "SlowStart",
+    "CongestionAvoidance",
+    "CongestionAvoidanceMaxed",
+    "Recovery",
+    "ApplicationLimited",
+    "TailLossProbe",
+    "RetransmissionTimeout",
+]
 # Transition weights between the CC states (rows: from, columns: to), Init -> SlowStart.
-_W = np.array([
-    # SS   CA   CAM  Rec  AL   TLP  RTO
-    [0.0, 0.45, 0.0, 0.30, 0.15, 0.05, 0.05],   # SlowStart
-    [0.0, 0.0, 0.10, 0.50, 0.25, 0.10, 0.05],   # CongestionAvoidance
-    [0.0, 0.30, 0.0, 0.40, 0.20, 0.05, 0.05],   # CongestionAvoidanceMaxed
-    [0.0, 0.70, 0.0, 0.0, 0.15, 0.10, 0.05],    # Recovery
-    [0.40, 0.40, 0.0, 0.10, 0.0, 0.05, 0.05],   # ApplicationLimited
-    [0.0, 0.40, 0.0, 0.50, 0.0, 0.0, 0.10],     # TailLossProbe
-    [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],        # RetransmissionTimeout
-])
+_W = np.array(
+    [
+        # SS   CA   CAM  Rec  AL   TLP  RTO
+        [0.0, 0.45, 0.0, 0.30, 0.15, 0.05, 0.05],  # SlowStart
+        [0.0, 0.0, 0.10, 0.50, 0.25, 0.10, 0.05],  # CongestionAvoidance
+        [0.0, 0.30, 0.0, 0.40, 0.20, 0.05, 0.05],  # CongestionAvoidanceMaxed
+        [0.0, 0.70, 0.0, 0.0, 0.15, 0.10, 0.05],  # Recovery
+        [0.40, 0.40, 0.0, 0.10, 0.0, 0.05, 0.05],  # ApplicationLimited
+        [0.0, 0.40, 0.0, 0.50, 0.0, 0.0, 0.10],  # TailLossProbe
+        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],  # RetransmissionTimeout
+    ]
+)
 
 
 def _markov(rng: np.random.Generator, weights: np.ndarray, length: int) -> list[int]:
@@ -134,8 +143,9 @@ def write_log(traces: list[list[str]], path: Path, rng: np.random.Generator) -> 
     return sum(map(len, traces))
 
 
-def run(name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator,
-        repeat: int) -> Path:
+def run(
+    name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator, repeat: int
+) -> Path:
     """Time parse, inference and output of one log (best of ``repeat`` runs by total);
     returns the log's path."""
     path = tmp / f"{name.split()[0]}.log"
@@ -157,17 +167,36 @@ def run(name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator,
         for old in tmp.glob(f"{name.split()[0]}-{k}.*"):
             old.unlink()
     parse, infer, write, total, cpu = best
-    print(f"{name:28s} {n:>9d} {len(log.types):>5d} {parse:>8.3f} {infer:>8.3f} "
-          f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {res.model.n_nodes:>6d}", flush=True)
+    print(
+        f"{name:28s} {n:>9d} {len(log.types):>5d} {parse:>8.3f} {infer:>8.3f} "
+        f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {res.model.n_nodes:>6d}",
+        flush=True,
+    )
     return path
 
 
 def run_cli(path: Path, tmp: Path, repeat: int) -> None:
     """Time ``python -m statemine infer --engine synoptic`` on ``path`` in fresh
     processes: best wall time of ``repeat``, with that run's user + system CPU time."""
-    cmd = [sys.executable, "-m", "statemine", "infer", "--engine", "synoptic", "-r", REGEX,
-           "-s", SEPARATOR, "-o", str(tmp / "cli"), "--outputInvariantsToFile=true",
-           "--outputSupportCount=true", "--outputCountLabels=true", "-j", str(path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "statemine",
+        "infer",
+        "--engine",
+        "synoptic",
+        "-r",
+        REGEX,
+        "-s",
+        SEPARATOR,
+        "-o",
+        str(tmp / "cli"),
+        "--outputInvariantsToFile=true",
+        "--outputSupportCount=true",
+        "--outputCountLabels=true",
+        "-j",
+        str(path),
+    ]
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     best = None
@@ -180,15 +209,20 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if best is None or wall < best[0]:
             best = (wall, cpu)
-    print(f"CLI on {path.name}: {best[0]:.2f} s wall, {best[1]:.2f} s CPU (best of {repeat}; "
-          "imports included)", flush=True)
+    print(
+        f"CLI on {path.name}: {best[0]:.2f} s wall, {best[1]:.2f} s CPU (best of {repeat}; "
+        "imports included)",
+        flush=True,
+    )
 
 
 #: The regex reader's three paths on one state log: a whitespace split (regexes made of
 #: empty groups), Arrow's RE2 (other plain regexes) and the line loop (constants/counters).
-READERS = [("tokens (whitespace split)", ["^(?<DTIME>)(?<TYPE>)$"]),
-           ("RE2, vectorized (Arrow)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)$"]),
-           ("line loop (a constant)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)(?<src=>log)$"])]
+READERS = [
+    ("tokens (whitespace split)", ["^(?<DTIME>)(?<TYPE>)$"]),
+    ("RE2, vectorized (Arrow)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)$"]),
+    ("line loop (a constant)", [r"^(?<DTIME>\S+)\s+(?<TYPE>\w+)(?<src=>log)$"]),
+]
 
 
 def run_readers(path: Path, repeat: int) -> None:
@@ -202,8 +236,11 @@ def run_readers(path: Path, repeat: int) -> None:
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             if best is None or wall < best[0]:
                 best = (wall, cpu)
-        print(f"reader {name:28s} {len(events.lines):>9d} events {best[0]:>8.3f} s "
-              f"(cpu {best[1]:.3f} s)", flush=True)
+        print(
+            f"reader {name:28s} {len(events.lines):>9d} events {best[0]:>8.3f} s "
+            f"(cpu {best[1]:.3f} s)",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -211,13 +248,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 1e6-event log")
     parser.add_argument("--repeat", type=int, default=3, help="runs per log (best shown)")
     parser.add_argument("--cli", action="store_true", help="also time the command line")
-    parser.add_argument("--readers", action="store_true",
-                        help="only time the regex reader's three paths on the 1e6 state log")
+    parser.add_argument(
+        "--readers",
+        action="store_true",
+        help="only time the regex reader's three paths on the 1e6 state log",
+    )
     opts = parser.parse_args()
     rng = np.random.default_rng(20261122)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"{'log':28s} {'events':>9s} {'types':>5s} {'parse s':>8s} {'infer s':>8s} "
-          f"{'write s':>8s} {'total s':>8s} {'cpu s':>8s} {'nodes':>6s}")
+    print(
+        f"{'log':28s} {'events':>9s} {'types':>5s} {'parse s':>8s} {'infer s':>8s} "
+        f"{'write s':>8s} {'total s':>8s} {'cpu s':>8s} {'nodes':>6s}"
+    )
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         # warm-up: lazy imports and first-call costs are paid once per process, not per log

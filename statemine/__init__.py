@@ -20,13 +20,21 @@ from .errors import InputError, StatemineError, UsageError
 #: Public name -> the module that defines it, imported on first use (PEP 562), so the
 #: command line starts without loading pandas and friends it may not need yet.
 _LAZY = {
-    "TraceSet": "traces", "concat": "traces", "load": "traces", "save": "traces",
+    "TraceSet": "traces",
+    "concat": "traces",
+    "load": "traces",
+    "save": "traces",
     "read": "parse",
-    "state_stats": "analyze", "summarize": "analyze", "transition_stats": "analyze", "visits": "analyze",
+    "state_stats": "analyze",
+    "summarize": "analyze",
+    "transition_stats": "analyze",
+    "visits": "analyze",
     "summarize_logs": "stream",
     "infer": "infer",
-    "DiffResult": "diff", "diff": "diff",
-    "render": "render", "to_dot": "render",
+    "DiffResult": "diff",
+    "diff": "diff",
+    "render": "render",
+    "to_dot": "render",
 }
 
 

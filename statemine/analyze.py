@@ -31,15 +31,39 @@ import pandas as pd
 from .errors import InputError
 from .traces import TraceSet
 from .visitfold import END_RULES, OUTSIDE, EndRule, VisitChunk, VisitFold, group_order
-from .visitstats import (INITIAL, MAX_STATES, TERMINAL, VisitStats, bootstrap_ratio, check_max_states, per_trace,
-                         too_many_states)
+from .visitstats import (
+    INITIAL,
+    MAX_STATES,
+    TERMINAL,
+    VisitStats,
+    bootstrap_ratio,
+    check_max_states,
+    per_trace,
+    too_many_states,
+)
 
-__all__ = ["END_RULES", "INITIAL", "MAX_STATES", "TERMINAL", "EndRule", "bootstrap_ratio", "state_stats",
-           "summarize", "trace_state_times", "transition_stats", "visits"]
+__all__ = [
+    "END_RULES",
+    "INITIAL",
+    "MAX_STATES",
+    "TERMINAL",
+    "EndRule",
+    "bootstrap_ratio",
+    "state_stats",
+    "summarize",
+    "trace_state_times",
+    "transition_stats",
+    "visits",
+]
 
 
-def visits(traces: TraceSet, *, collapse_repeats: bool = False, end: EndRule = "close",
-           max_states: int = MAX_STATES) -> pd.DataFrame:
+def visits(
+    traces: TraceSet,
+    *,
+    collapse_repeats: bool = False,
+    end: EndRule = "close",
+    max_states: int = MAX_STATES,
+) -> pd.DataFrame:
     """One row per state visit: ``trace, visit, state, start, end, duration, next``.
 
     Times in seconds; ``next`` is the following state of the trace or ``TERMINAL``;
@@ -136,7 +160,9 @@ def trace_state_times(v: pd.DataFrame, traces: TraceSet) -> pd.DataFrame:
     rows = _codes(v["trace"], traces.traces["trace"])
     cols, names = _state_codes(v["state"])
     matrix = per_trace(rows, cols, v["duration"].to_numpy(float), len(trace_ids), len(names))
-    return pd.DataFrame(matrix, index=pd.Index(trace_ids, name="trace"), columns=pd.Index(names, name="state"))
+    return pd.DataFrame(
+        matrix, index=pd.Index(trace_ids, name="trace"), columns=pd.Index(names, name="state")
+    )
 
 
 class _CodedVisits(NamedTuple):
@@ -156,8 +182,9 @@ class _CodedVisits(NamedTuple):
     end: np.ndarray
 
 
-def _traceset_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule,
-                     max_states: int) -> tuple[list[str], VisitChunk]:
+def _traceset_visits(
+    traces: TraceSet, collapse_repeats: bool, end: EndRule, max_states: int
+) -> tuple[list[str], VisitChunk]:
     """Every visit of a trace set (one block through :class:`VisitFold`), with state codes
     into the returned names (sorted) and trace codes = rows of ``traces.traces``."""
     if end not in END_RULES:
@@ -172,24 +199,40 @@ def _traceset_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule,
     fold = VisitFold(collapse_repeats)
     closed = fold.add(codes_all[is_state], state, ev["time"].to_numpy()[is_state])
     last = fold.finish(_trace_ends(traces, codes_all, end))
-    both = VisitChunk(*(np.concatenate([a, b]) for a, b in zip(closed[:5], last[:5])),
-                      closed.first_trace, closed.first_state)
+    both = VisitChunk(
+        *(np.concatenate([a, b]) for a, b in zip(closed[:5], last[:5])),
+        closed.first_trace,
+        closed.first_state,
+    )
     return names, both
 
 
-def _coded_visits(traces: TraceSet, collapse_repeats: bool, end: EndRule, max_states: int) -> _CodedVisits:
+def _coded_visits(
+    traces: TraceSet, collapse_repeats: bool, end: EndRule, max_states: int
+) -> _CodedVisits:
     names, v = _traceset_visits(traces, collapse_repeats, end, max_states)
     order = group_order(v.trace)  # stable: a trace's visits stay in time order, its last one last
     trace = v.trace[order]
     n = len(trace)
     starts = np.flatnonzero(np.r_[True, trace[1:] != trace[:-1]]) if n else np.zeros(0, np.int64)
-    visit = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) if n else np.zeros(0, np.int64)
+    visit = (
+        np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n])) if n else np.zeros(0, np.int64)
+    )
     nxt = v.next[order]
-    return _CodedVisits(names, trace, v.state[order], np.where(nxt == OUTSIDE, len(names), nxt),
-                        visit.astype(np.int64), v.start[order], v.end[order])
+    return _CodedVisits(
+        names,
+        trace,
+        v.state[order],
+        np.where(nxt == OUTSIDE, len(names), nxt),
+        visit.astype(np.int64),
+        v.start[order],
+        v.end[order],
+    )
 
 
-def _too_many_states(traces: TraceSet, rows: np.ndarray, state: np.ndarray, max_states: int) -> InputError:
+def _too_many_states(
+    traces: TraceSet, rows: np.ndarray, state: np.ndarray, max_states: int
+) -> InputError:
     """The error for more than ``max_states`` state names, at the first state line (events
     order: by trace, then log order) of the first name past the cap."""
     _, first = np.unique(state, return_index=True)
@@ -197,8 +240,11 @@ def _too_many_states(traces: TraceSet, rows: np.ndarray, state: np.ndarray, max_
     event = traces.events.iloc[row]
     trace = traces.traces.set_index(traces.traces["trace"].astype(str)).loc[str(event["trace"])]
     line, source = int(event["line"]), trace.get("source")
-    return InputError(source if isinstance(source, str) else None, line if line > 0 else None,
-                      too_many_states(max_states))
+    return InputError(
+        source if isinstance(source, str) else None,
+        line if line > 0 else None,
+        too_many_states(max_states),
+    )
 
 
 def _state_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:

@@ -55,10 +55,26 @@ TransitionTest = Literal["chi2", "g"]
 #: Smallest expected count for the chi-square / G approximation (Cochran's rule).
 MIN_EXPECTED = 5.0
 
-STATE_COLUMNS = ["state", "fraction_a", "fraction_b", "delta", "delta_lo", "delta_hi",
-                 "p_value", "significant", "p_holm", "time_a_s", "time_b_s",
-                 "traces_a", "traces_b", "presence", "sd_a", "sd_b", "pseudo_replicates",
-                 "interval_collapsed"]
+STATE_COLUMNS = [
+    "state",
+    "fraction_a",
+    "fraction_b",
+    "delta",
+    "delta_lo",
+    "delta_hi",
+    "p_value",
+    "significant",
+    "p_holm",
+    "time_a_s",
+    "time_b_s",
+    "traces_a",
+    "traces_b",
+    "presence",
+    "sd_a",
+    "sd_b",
+    "pseudo_replicates",
+    "interval_collapsed",
+]
 #: Per-trace shares of a state (fractions in [0, 1]) closer than this count as identical:
 #: 0.01 percentage points, ten times finer than any share statemine prints. Deterministic
 #: runs that differ only in float rounding or in a few microseconds fall under it.
@@ -72,8 +88,21 @@ IDENTICAL_TOL = 1e-4
 #: field. (Sparse versions of these statistics are an open part of issue 11.)
 MAX_STATES = 4096
 MAX_CELLS = 1 << 22
-TRANSITION_COLUMNS = ["src", "dst", "prob_a", "prob_b", "delta", "p_value", "significant",
-                      "p_holm", "p_edge", "count_a", "count_b", "test", "presence"]
+TRANSITION_COLUMNS = [
+    "src",
+    "dst",
+    "prob_a",
+    "prob_b",
+    "delta",
+    "p_value",
+    "significant",
+    "p_holm",
+    "p_edge",
+    "count_a",
+    "count_b",
+    "test",
+    "presence",
+]
 ONLY_COLUMNS = ["kind", "name", "src", "dst", "share", "count"]
 
 
@@ -118,8 +147,10 @@ class DiffResult:
 
     def one_sided(self) -> pd.DataFrame:
         """``only_a`` and ``only_b`` in one frame, with a ``side`` column (the side's label)."""
-        return pd.concat([self.only_a.assign(side=self.label_a), self.only_b.assign(side=self.label_b)],
-                         ignore_index=True)
+        return pd.concat(
+            [self.only_a.assign(side=self.label_a), self.only_b.assign(side=self.label_b)],
+            ignore_index=True,
+        )
 
     def ranking(self, top: int | None = 10) -> pd.DataFrame:
         """The significant changes, largest ``|delta|`` first: ``kind, name, a, b, delta,
@@ -132,17 +163,36 @@ class DiffResult:
         t = self.transitions[self.transitions["significant"]]
         rows = pd.concat(
             [
-                pd.DataFrame({"kind": "state", "name": s["state"], "a": s["fraction_a"],
-                              "b": s["fraction_b"], "delta": s["delta"], "delta_lo": s["delta_lo"],
-                              "delta_hi": s["delta_hi"], "p_holm": s["p_holm"]}),
-                pd.DataFrame({"kind": "transition", "name": t["src"] + " -> " + t["dst"],
-                              "a": t["prob_a"], "b": t["prob_b"], "delta": t["delta"],
-                              "delta_lo": np.nan, "delta_hi": np.nan, "p_holm": t["p_holm"]}),
+                pd.DataFrame(
+                    {
+                        "kind": "state",
+                        "name": s["state"],
+                        "a": s["fraction_a"],
+                        "b": s["fraction_b"],
+                        "delta": s["delta"],
+                        "delta_lo": s["delta_lo"],
+                        "delta_hi": s["delta_hi"],
+                        "p_holm": s["p_holm"],
+                    }
+                ),
+                pd.DataFrame(
+                    {
+                        "kind": "transition",
+                        "name": t["src"] + " -> " + t["dst"],
+                        "a": t["prob_a"],
+                        "b": t["prob_b"],
+                        "delta": t["delta"],
+                        "delta_lo": np.nan,
+                        "delta_hi": np.nan,
+                        "p_holm": t["p_holm"],
+                    }
+                ),
             ],
             ignore_index=True,
         )
         rows = rows.assign(size=rows["delta"].abs()).sort_values(
-            ["size", "kind", "name"], ascending=[False, True, True], kind="stable")
+            ["size", "kind", "name"], ascending=[False, True, True], kind="stable"
+        )
         rows = rows.drop(columns="size").reset_index(drop=True)
         return rows if top is None else rows.head(top)
 
@@ -192,21 +242,40 @@ def diff(
     va = visits(a, collapse_repeats=collapse_repeats, end=end)
     vb = visits(b, collapse_repeats=collapse_repeats, end=end)
     states_a, states_b = set(va["state"].unique()), set(vb["state"].unique())
-    check_size(a.n_traces + b.n_traces, len(states_a | states_b),
-               _first_source(a if len(states_a) >= len(states_b) else b))
+    check_size(
+        a.n_traces + b.n_traces,
+        len(states_a | states_b),
+        _first_source(a if len(states_a) >= len(states_b) else b),
+    )
     ta, tb = trace_state_times(va, a), trace_state_times(vb, b)
     for table, label in ((ta, label_a), (tb, label_b)):
         if table.to_numpy().sum() <= 0:
-            raise UsageError(f"side {label} has no time in any state: every trace lasts 0 s "
-                             "(does the log have an end, e.g. an event=Close line?)")
+            raise UsageError(
+                f"side {label} has no time in any state: every trace lasts 0 s "
+                "(does the log have an end, e.g. an event=Close line?)"
+            )
     ga, gb = _strata_labels(a, strata, label_a), _strata_labels(b, strata, label_b)
-    states, (min_p, min_p_holm) = _state_diff(ta, tb, va, vb, ga, gb, n_perm=n_perm, n_boot=n_boot, seed=seed,
-                                              alpha=alpha, confidence=confidence, notes=notes,
-                                              labels=(label_a, label_b))
+    states, (min_p, min_p_holm) = _state_diff(
+        ta,
+        tb,
+        va,
+        vb,
+        ga,
+        gb,
+        n_perm=n_perm,
+        n_boot=n_boot,
+        seed=seed,
+        alpha=alpha,
+        confidence=confidence,
+        notes=notes,
+        labels=(label_a, label_b),
+    )
     trans = _transition_diff(
         transition_stats(a, collapse_repeats=collapse_repeats, end=end, n_boot=0),
         transition_stats(b, collapse_repeats=collapse_repeats, end=end, n_boot=0),
-        test=transition_test, alpha=alpha, seed=seed,
+        test=transition_test,
+        alpha=alpha,
+        seed=seed,
     )
     notes.extend(_vocabulary_notes(states, a, b, label_a, label_b))
     notes.extend(_mixing_notes(a, b, strata))
@@ -241,15 +310,19 @@ def _check_options(n_perm: int, n_boot: int, alpha: float, confidence: float, te
         raise UsageError(f"transition_test must be 'chi2' or 'g', not {test!r}")
 
 
-def _strata_labels(ts: TraceSet, strata: str | Sequence[str] | None, label: str) -> np.ndarray | None:
+def _strata_labels(
+    ts: TraceSet, strata: str | Sequence[str] | None, label: str
+) -> np.ndarray | None:
     """One stratum label per trace (``traces`` order), joining the ``strata`` columns; None without."""
     if strata is None:
         return None
     columns = [strata] if isinstance(strata, str) else list(strata)
     missing = [c for c in columns if c not in ts.traces.columns]
     if missing:
-        raise UsageError(f"side {label} has no trace label {missing[0]!r} to stratify by "
-                         f"(labels: {', '.join(c for c in ts.traces.columns if c not in ('trace', 'source', 'end'))})")
+        raise UsageError(
+            f"side {label} has no trace label {missing[0]!r} to stratify by "
+            f"(labels: {', '.join(c for c in ts.traces.columns if c not in ('trace', 'source', 'end'))})"
+        )
     return ts.traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
 
 
@@ -265,13 +338,21 @@ def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
     statemine.errors.InputError: ids.log: 10000 distinct states: diff compares at most 4096 (a dense traces x states table); so many states looks like an id in the state field: narrow the input with --select, or fix the log's state field
     """
     if n_states > MAX_STATES:
-        raise InputError(source, None, f"{n_states} distinct states: diff compares at most {MAX_STATES} (a dense "
-                         "traces x states table); so many states looks like an id in the state field: narrow "
-                         "the input with --select, or fix the log's state field")
+        raise InputError(
+            source,
+            None,
+            f"{n_states} distinct states: diff compares at most {MAX_STATES} (a dense "
+            "traces x states table); so many states looks like an id in the state field: narrow "
+            "the input with --select, or fix the log's state field",
+        )
     if n_traces * n_states > MAX_CELLS:
-        raise InputError(source, None, f"{n_traces} traces x {n_states} states = {n_traces * n_states:,} cells: "
-                         f"diff holds at most {MAX_CELLS:,} (a dense traces x states table); narrow the input "
-                         "with --select")
+        raise InputError(
+            source,
+            None,
+            f"{n_traces} traces x {n_states} states = {n_traces * n_states:,} cells: "
+            f"diff holds at most {MAX_CELLS:,} (a dense traces x states table); narrow the input "
+            "with --select",
+        )
 
 
 def _first_source(ts: TraceSet) -> str | None:
@@ -288,23 +369,42 @@ def _check_side(ts: TraceSet, label: str) -> None:
 
 
 # -- states ---------------------------------------------------------------------------
-def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame,
-                ga: np.ndarray | None, gb: np.ndarray | None, *,
-                n_perm: int, n_boot: int, seed: int, alpha: float, confidence: float,
-                notes: list[str], labels: tuple[str, str]) -> tuple[pd.DataFrame, tuple[float, float]]:
+def _state_diff(
+    ta: pd.DataFrame,
+    tb: pd.DataFrame,
+    va: pd.DataFrame,
+    vb: pd.DataFrame,
+    ga: np.ndarray | None,
+    gb: np.ndarray | None,
+    *,
+    n_perm: int,
+    n_boot: int,
+    seed: int,
+    alpha: float,
+    confidence: float,
+    notes: list[str],
+    labels: tuple[str, str],
+) -> tuple[pd.DataFrame, tuple[float, float]]:
     """The states table from two traces x states matrices of seconds (and stratum labels),
     and ``(min_p, min_p_holm)`` (see :func:`power`)."""
     names = sorted(set(ta.columns) | set(tb.columns))
     ta, tb = ta.reindex(columns=names, fill_value=0.0), tb.reindex(columns=names, fill_value=0.0)
-    keep_a, keep_b = _nonzero_rows(ta.to_numpy(), labels[0], notes), _nonzero_rows(tb.to_numpy(), labels[1], notes)
+    keep_a, keep_b = (
+        _nonzero_rows(ta.to_numpy(), labels[0], notes),
+        _nonzero_rows(tb.to_numpy(), labels[1], notes),
+    )
     xa, xb = ta.to_numpy()[keep_a], tb.to_numpy()[keep_b]
     ga, gb = (None, None) if ga is None else (ga[keep_a], gb[keep_b])
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
     p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
-    lo, hi = bootstrap_delta(xa, xb, strata_a=ga, strata_b=gb, n_boot=n_boot, confidence=confidence, seed=seed)
+    lo, hi = bootstrap_delta(
+        xa, xb, strata_a=ga, strata_b=gb, n_boot=n_boot, confidence=confidence, seed=seed
+    )
     n_tests = int(np.isfinite(p).sum())
     min_p, min_p_holm = power(len(xa), len(xb), ga, gb, n_perm=n_perm, n_tests=n_tests)
-    notes.extend(_sample_size_notes(len(xa), len(xb), ga, gb, min_p, min_p_holm, n_tests, alpha, labels))
+    notes.extend(
+        _sample_size_notes(len(xa), len(xb), ga, gb, min_p, min_p_holm, n_tests, alpha, labels)
+    )
     share_a, share_b = trace_shares(xa), trace_shares(xb)
     flat_a, flat_b = identical_columns(share_a, ga), identical_columns(share_b, gb)
     pseudo = flat_a | flat_b
@@ -316,21 +416,32 @@ def _state_diff(ta: pd.DataFrame, tb: pd.DataFrame, va: pd.DataFrame, vb: pd.Dat
     in_a, in_b = xa.sum(axis=0) > 0, xb.sum(axis=0) > 0
     in_a |= traces_a.to_numpy() > 0
     in_b |= traces_b.to_numpy() > 0
-    out = pd.DataFrame({
-        "state": pd.Series(names, dtype=str),
-        "fraction_a": fa, "fraction_b": fb, "delta": fb - fa,
-        "delta_lo": lo, "delta_hi": hi,
-        "p_value": p, "significant": (p_holm < alpha) & ~pseudo, "p_holm": p_holm,
-        "time_a_s": xa.sum(axis=0), "time_b_s": xb.sum(axis=0),
-        "traces_a": traces_a.to_numpy().astype("int64"),
-        "traces_b": traces_b.to_numpy().astype("int64"),
-        "presence": _presence(in_a, in_b),
-        "sd_a": _sd(share_a), "sd_b": _sd(share_b),
-        "pseudo_replicates": pseudo, "interval_collapsed": collapsed,
-    })
+    out = pd.DataFrame(
+        {
+            "state": pd.Series(names, dtype=str),
+            "fraction_a": fa,
+            "fraction_b": fb,
+            "delta": fb - fa,
+            "delta_lo": lo,
+            "delta_hi": hi,
+            "p_value": p,
+            "significant": (p_holm < alpha) & ~pseudo,
+            "p_holm": p_holm,
+            "time_a_s": xa.sum(axis=0),
+            "time_b_s": xb.sum(axis=0),
+            "traces_a": traces_a.to_numpy().astype("int64"),
+            "traces_b": traces_b.to_numpy().astype("int64"),
+            "presence": _presence(in_a, in_b),
+            "sd_a": _sd(share_a),
+            "sd_b": _sd(share_b),
+            "pseudo_replicates": pseudo,
+            "interval_collapsed": collapsed,
+        }
+    )
     notes.extend(_pseudo_notes(out, flat_a, flat_b, ga is not None, labels))
     out = out.assign(size=out["delta"].abs()).sort_values(
-        ["size", "state"], ascending=[False, True], kind="stable")
+        ["size", "state"], ascending=[False, True], kind="stable"
+    )
     return out[STATE_COLUMNS].reset_index(drop=True), (min_p, min_p_holm)
 
 
@@ -351,8 +462,9 @@ def _sd(share: np.ndarray) -> np.ndarray:
     return share.std(axis=0, ddof=1)
 
 
-def identical_columns(share: np.ndarray, strata: np.ndarray | None = None, *,
-                      tol: float = IDENTICAL_TOL) -> np.ndarray:
+def identical_columns(
+    share: np.ndarray, strata: np.ndarray | None = None, *, tol: float = IDENTICAL_TOL
+) -> np.ndarray:
     """Per column (state) of ``share`` (traces x states, per-trace shares in [0, 1]): True
     when the traces are pseudo-replicates -- in some stratum holding at least two traces
     (the whole side without ``strata``) the values differ by at most ``tol`` and the state
@@ -364,7 +476,11 @@ def identical_columns(share: np.ndarray, strata: np.ndarray | None = None, *,
     >>> identical_columns(np.array([[0.2], [0.2], [0.1], [0.3]]), np.array(["x", "x", "y", "y"])).tolist()
     [True]
     """
-    codes = np.zeros(len(share), np.int64) if strata is None else pd.factorize(np.asarray(strata, dtype=object))[0]
+    codes = (
+        np.zeros(len(share), np.int64)
+        if strata is None
+        else pd.factorize(np.asarray(strata, dtype=object))[0]
+    )
     flat = np.zeros(share.shape[1], bool)
     for c in np.unique(codes):
         part = share[codes == c]
@@ -373,8 +489,15 @@ def identical_columns(share: np.ndarray, strata: np.ndarray | None = None, *,
     return flat
 
 
-def power(n_a: int, n_b: int, strata_a: np.ndarray | None = None, strata_b: np.ndarray | None = None, *,
-          n_perm: int = 9999, n_tests: int = 1) -> tuple[float, float]:
+def power(
+    n_a: int,
+    n_b: int,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    *,
+    n_perm: int = 9999,
+    n_tests: int = 1,
+) -> tuple[float, float]:
     """``(min_p, min_p_holm)``: the smallest p-value :func:`permutation_pvalues` can give
     with ``n_a`` and ``n_b`` traces (relabelled within strata when given), and the smallest
     Holm-adjusted one over ``n_tests`` tests (``min(1, n_tests * min_p)``: Holm multiplies
@@ -404,8 +527,10 @@ def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
     """Rows to keep: traces that last 0 s carry no time and would make a pooled 0/0."""
     keep = x.sum(axis=1) > 0
     if not keep.all():
-        notes.append(f"{int((~keep).sum())} trace(s) of {label} last 0 s and were left out "
-                     "of the time-fraction comparison")
+        notes.append(
+            f"{int((~keep).sum())} trace(s) of {label} last 0 s and were left out "
+            "of the time-fraction comparison"
+        )
     return keep
 
 
@@ -418,8 +543,15 @@ def pooled_fraction(x: np.ndarray) -> np.ndarray:
     return x.sum(axis=0) / x.sum()
 
 
-def permutation_pvalues(xa: np.ndarray, xb: np.ndarray, *, strata_a: np.ndarray | None = None,
-                        strata_b: np.ndarray | None = None, n_perm: int = 9999, seed: int = 0) -> np.ndarray:
+def permutation_pvalues(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    *,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    n_perm: int = 9999,
+    seed: int = 0,
+) -> np.ndarray:
     """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
 
     Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
@@ -454,8 +586,12 @@ def _strata(strata_a, strata_b, n_a: int, n_b: int) -> list[tuple[np.ndarray, in
     """Per stratum: the positions of its rows in ``vstack([xa, xb])`` and how many are A's."""
     if strata_a is None:
         return [(np.arange(n_a + n_b), n_a)]
-    codes, _ = pd.factorize(np.concatenate([np.asarray(strata_a, dtype=object), np.asarray(strata_b, dtype=object)]))
-    return [(np.flatnonzero(codes == c), int((codes[:n_a] == c).sum())) for c in range(codes.max() + 1)]
+    codes, _ = pd.factorize(
+        np.concatenate([np.asarray(strata_a, dtype=object), np.asarray(strata_b, dtype=object)])
+    )
+    return [
+        (np.flatnonzero(codes == c), int((codes[:n_a] == c).sum())) for c in range(codes.max() + 1)
+    ]
 
 
 def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
@@ -463,7 +599,9 @@ def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
     return math.prod(math.comb(len(rows), m) for rows, m in groups)
 
 
-def _relabellings(groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int):
+def _relabellings(
+    groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int
+):
     """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i
     (each stratum keeps its count of A rows).
 
@@ -477,8 +615,10 @@ def _relabellings(groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, 
             block = list(itertools.islice(choices, batch))
             if not block:
                 return
-            chosen = np.array([np.concatenate([np.asarray(c, dtype=np.int64) for c in combo]) for combo in block],
-                              dtype=np.int64).reshape(len(block), -1)
+            chosen = np.array(
+                [np.concatenate([np.asarray(c, dtype=np.int64) for c in combo]) for combo in block],
+                dtype=np.int64,
+            ).reshape(len(block), -1)
             mask = np.zeros((len(block), n), bool)
             np.put_along_axis(mask, chosen, True, axis=1)
             yield mask
@@ -490,14 +630,21 @@ def _relabellings(groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, 
             if m == 0:
                 continue
             keys = rng.random((k, len(rows)))  # the m smallest keys of a row: a uniform m-subset
-            kth = np.partition(keys, m - 1, axis=1)[:, m - 1:m]
+            kth = np.partition(keys, m - 1, axis=1)[:, m - 1 : m]
             mask[:, rows] = keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
         yield mask
 
 
-def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, strata_a: np.ndarray | None = None,
-                    strata_b: np.ndarray | None = None, n_boot: int = 2000, confidence: float = 0.95,
-                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_delta(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    *,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
 
     Each side's traces (rows) are resampled with replacement, independently (and within
@@ -513,13 +660,18 @@ def bootstrap_delta(xa: np.ndarray, xb: np.ndarray, *, strata_a: np.ndarray | No
     batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
     for start in range(0, n_boot, batch):
         m = min(batch, n_boot - start)
-        wa, wb = _resample_weights(rng, strata_a, len(xa), m), _resample_weights(rng, strata_b, len(xb), m)
-        deltas[start:start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
+        wa, wb = (
+            _resample_weights(rng, strata_a, len(xa), m),
+            _resample_weights(rng, strata_b, len(xb), m),
+        )
+        deltas[start : start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
     tail = (1.0 - confidence) / 2.0
     return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
 
 
-def _resample_weights(rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int) -> np.ndarray:
+def _resample_weights(
+    rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int
+) -> np.ndarray:
     """``m x n`` bootstrap weights: how often each row is drawn, each stratum keeping its size."""
     if strata is None:
         return rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)
@@ -551,11 +703,17 @@ def _presence(in_a: np.ndarray, in_b: np.ndarray) -> np.ndarray:
 
 
 # -- transitions ----------------------------------------------------------------------
-def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest, alpha: float,
-                     seed: int) -> pd.DataFrame:
+def _transition_diff(
+    sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest, alpha: float, seed: int
+) -> pd.DataFrame:
     """The transitions table from two :func:`~statemine.analyze.transition_stats` tables."""
-    m = pd.merge(sa[["src", "dst", "count"]], sb[["src", "dst", "count"]], on=["src", "dst"],
-                 how="outer", suffixes=("_a", "_b"))
+    m = pd.merge(
+        sa[["src", "dst", "count"]],
+        sb[["src", "dst", "count"]],
+        on=["src", "dst"],
+        how="outer",
+        suffixes=("_a", "_b"),
+    )
     m["count_a"] = m["count_a"].fillna(0).astype("int64")
     m["count_b"] = m["count_b"].fillna(0).astype("int64")
     out_a = m.groupby("src")["count_a"].transform("sum")
@@ -564,8 +722,10 @@ def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest
     m["prob_b"] = (m["count_b"] / out_b).where(out_b > 0)
     m["delta"] = m["prob_b"] - m["prob_a"]
     rng = np.random.default_rng(seed)
-    per_src = {src: transition_test(np.vstack([g["count_a"], g["count_b"]]), test=test, rng=rng)
-               for src, g in m.groupby("src", sort=True)}
+    per_src = {
+        src: transition_test(np.vstack([g["count_a"], g["count_b"]]), test=test, rng=rng)
+        for src, g in m.groupby("src", sort=True)
+    }
     m["p_value"] = m["src"].map({s: r[0] for s, r in per_src.items()}).astype(float)
     m["test"] = m["src"].map({s: r[1] for s, r in per_src.items()}).astype(str)
     sources = sorted(per_src)
@@ -575,7 +735,8 @@ def _transition_diff(sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest
     m["significant"] = (m["p_holm"] < alpha) & (m["p_edge"] < alpha)
     m["presence"] = _presence((m["count_a"] > 0).to_numpy(), (m["count_b"] > 0).to_numpy())
     m = m.assign(size=m["delta"].abs().fillna(-1.0)).sort_values(
-        ["size", "src", "dst"], ascending=[False, True, True], kind="stable")
+        ["size", "src", "dst"], ascending=[False, True, True], kind="stable"
+    )
     m["src"] = m["src"].astype(str)
     m["dst"] = m["dst"].astype(str)
     return m[TRANSITION_COLUMNS].reset_index(drop=True)
@@ -588,16 +749,28 @@ def _edge_pvalues(m: pd.DataFrame, *, test: TransitionTest) -> pd.Series:
     out_a = m.groupby("src")["count_a"].transform("sum").to_numpy()
     out_b = m.groupby("src")["count_b"].transform("sum").to_numpy()
     ca, cb = m["count_a"].to_numpy(), m["count_b"].to_numpy()
-    raw = np.array([transition_test(np.array([[ca[i], out_a[i] - ca[i]], [cb[i], out_b[i] - cb[i]]]), test=test)[0]
-                    for i in range(len(m))], dtype=float)
+    raw = np.array(
+        [
+            transition_test(
+                np.array([[ca[i], out_a[i] - ca[i]], [cb[i], out_b[i] - cb[i]]]), test=test
+            )[0]
+            for i in range(len(m))
+        ],
+        dtype=float,
+    )
     adjusted = pd.Series(raw, index=m.index)
     for _, rows in m.groupby("src").groups.items():
         adjusted[rows] = holm(raw[m.index.get_indexer(rows)])
     return adjusted
 
 
-def transition_test(table: np.ndarray, *, test: TransitionTest = "chi2",
-                    rng: np.random.Generator | None = None, n_mc: int = 9999) -> tuple[float, str]:
+def transition_test(
+    table: np.ndarray,
+    *,
+    test: TransitionTest = "chi2",
+    rng: np.random.Generator | None = None,
+    n_mc: int = 9999,
+) -> tuple[float, str]:
     """p-value and test name for a 2 x k table of destination counts (row A, row B).
 
     ``"chi2"``/``"g"`` when every expected count is >= 5; else ``"fisher"`` (2 x 2, exact)
@@ -623,51 +796,95 @@ def transition_test(table: np.ndarray, *, test: TransitionTest = "chi2",
         return float(stats.chi2_contingency(table, correction=False, lambda_=lam).pvalue), test
     if table.shape[1] == 2:
         return float(stats.fisher_exact(table).pvalue), "fisher"
-    method = stats.MonteCarloMethod(n_resamples=n_mc, rng=rng if rng is not None else np.random.default_rng(0))
+    method = stats.MonteCarloMethod(
+        n_resamples=n_mc, rng=rng if rng is not None else np.random.default_rng(0)
+    )
     return float(stats.fisher_exact(table, method=method).pvalue), "fisher-mc"
 
 
 # -- one-sided items and notes ---------------------------------------------------------
-def _only(states: pd.DataFrame, trans: pd.DataFrame, presence: str, frac: str, prob: str,
-          count: str) -> pd.DataFrame:
+def _only(
+    states: pd.DataFrame, trans: pd.DataFrame, presence: str, frac: str, prob: str, count: str
+) -> pd.DataFrame:
     s = states[states["presence"] == presence]
     t = trans[trans["presence"] == presence]
     visits_col = "traces_a" if presence == "only_a" else "traces_b"
     out = pd.concat(
         [
-            pd.DataFrame({"kind": "state", "name": s["state"], "src": "", "dst": "",
-                          "share": s[frac], "count": s[visits_col]}),
-            pd.DataFrame({"kind": "transition", "name": t["src"] + " -> " + t["dst"], "src": t["src"],
-                          "dst": t["dst"], "share": t[prob], "count": t[count]}),
+            pd.DataFrame(
+                {
+                    "kind": "state",
+                    "name": s["state"],
+                    "src": "",
+                    "dst": "",
+                    "share": s[frac],
+                    "count": s[visits_col],
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "kind": "transition",
+                    "name": t["src"] + " -> " + t["dst"],
+                    "src": t["src"],
+                    "dst": t["dst"],
+                    "share": t[prob],
+                    "count": t[count],
+                }
+            ),
         ],
         ignore_index=True,
     )
-    out = out.astype({"kind": str, "name": str, "src": str, "dst": str, "share": float, "count": "int64"})
+    out = out.astype(
+        {"kind": str, "name": str, "src": str, "dst": str, "share": float, "count": "int64"}
+    )
     return out[ONLY_COLUMNS]
 
 
-def _sample_size_notes(n_a: int, n_b: int, ga, gb, min_p: float, min_p_holm: float, n_tests: int,
-                       alpha: float, labels: tuple[str, str]) -> list[str]:
+def _sample_size_notes(
+    n_a: int,
+    n_b: int,
+    ga,
+    gb,
+    min_p: float,
+    min_p_holm: float,
+    n_tests: int,
+    alpha: float,
+    labels: tuple[str, str],
+) -> list[str]:
     notes = []
     if min(n_a, n_b) < 2:
-        notes.append(f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
-                     "traces on a side there is no confidence interval (delta_lo/hi are empty)")
+        notes.append(
+            f"{labels[0]} has {n_a} and {labels[1]} {n_b} trace(s): with fewer than two "
+            "traces on a side there is no confidence interval (delta_lo/hi are empty)"
+        )
     if min_p_holm >= alpha:
         within = " (relabelled within strata)" if ga is not None else ""
-        holm_part = (f"; with Holm over {n_tests} states the smallest adjusted p-value is {min_p_holm:.3g}"
-                     if n_tests > 1 else "")
-        notes.append(f"underpowered: with {n_a} + {n_b} traces{within} the smallest possible p-value is "
-                     f"{min_p:.3g}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
-                     "collect more traces")
+        holm_part = (
+            f"; with Holm over {n_tests} states the smallest adjusted p-value is {min_p_holm:.3g}"
+            if n_tests > 1
+            else ""
+        )
+        notes.append(
+            f"underpowered: with {n_a} + {n_b} traces{within} the smallest possible p-value is "
+            f"{min_p:.3g}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
+            "collect more traces"
+        )
     if ga is not None:
         one_sided = sorted(set(ga) ^ set(gb))
         if one_sided:
-            notes.append(f"strata seen on one side only take no part in the test: {', '.join(one_sided)}")
+            notes.append(
+                f"strata seen on one side only take no part in the test: {', '.join(one_sided)}"
+            )
     return notes
 
 
-def _pseudo_notes(states: pd.DataFrame, flat_a: np.ndarray, flat_b: np.ndarray, stratified: bool,
-                  labels: tuple[str, str]) -> list[str]:
+def _pseudo_notes(
+    states: pd.DataFrame,
+    flat_a: np.ndarray,
+    flat_b: np.ndarray,
+    stratified: bool,
+    labels: tuple[str, str],
+) -> list[str]:
     """One note per side whose traces are pseudo-replicates for some state (``flat_a``,
     ``flat_b``: :func:`identical_columns` of each side, in the order of ``states``' rows)."""
     notes = []
@@ -677,30 +894,40 @@ def _pseudo_notes(states: pd.DataFrame, flat_a: np.ndarray, flat_b: np.ndarray, 
         if not flat.any():
             continue
         which = ", ".join(names[flat])
-        notes.append(f"pseudo-replicates: the traces of {label} give the same share of {which}"
-                     f"{within} (within {IDENTICAL_TOL:g}): copies, not independent runs (is the run's seed "
-                     "used?); those states are not tested as significant and their intervals are not evidence")
+        notes.append(
+            f"pseudo-replicates: the traces of {label} give the same share of {which}"
+            f"{within} (within {IDENTICAL_TOL:g}): copies, not independent runs (is the run's seed "
+            "used?); those states are not tested as significant and their intervals are not evidence"
+        )
     collapsed = states.loc[states["interval_collapsed"], "state"].tolist()
     if collapsed:
-        notes.append(f"the bootstrap interval of {', '.join(collapsed)} collapsed to a point "
-                     f"(width <= {IDENTICAL_TOL:g}): the resampled traces do not vary")
+        notes.append(
+            f"the bootstrap interval of {', '.join(collapsed)} collapsed to a point "
+            f"(width <= {IDENTICAL_TOL:g}): the resampled traces do not vary"
+        )
     return notes
 
 
-def _vocabulary_notes(states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str) -> list[str]:
+def _vocabulary_notes(
+    states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str
+) -> list[str]:
     notes = []
     shared = int((states["presence"] == "both").sum())
     if shared == 0:
-        notes.append(f"{label_a} and {label_b} share no state name ({label_a}: "
-                     f"{', '.join(sorted(states.loc[states['presence'] == 'only_a', 'state']))}; {label_b}: "
-                     f"{', '.join(sorted(states.loc[states['presence'] == 'only_b', 'state']))}): every "
-                     "difference is a vocabulary difference; map names onto the common vocabulary "
-                     "(statemine.parse.statenames) before comparing")
+        notes.append(
+            f"{label_a} and {label_b} share no state name ({label_a}: "
+            f"{', '.join(sorted(states.loc[states['presence'] == 'only_a', 'state']))}; {label_b}: "
+            f"{', '.join(sorted(states.loc[states['presence'] == 'only_b', 'state']))}): every "
+            "difference is a vocabulary difference; map names onto the common vocabulary "
+            "(statemine.parse.statenames) before comparing"
+        )
     impl_a, impl_b = _labels(a, "implementation"), _labels(b, "implementation")
     if impl_a and impl_b and impl_a != impl_b:
-        notes.append(f"{label_a} comes from {', '.join(sorted(impl_a))} and {label_b} from "
-                     f"{', '.join(sorted(impl_b))}: state names are only comparable where both "
-                     "instrument patches use the common vocabulary")
+        notes.append(
+            f"{label_a} comes from {', '.join(sorted(impl_a))} and {label_b} from "
+            f"{', '.join(sorted(impl_b))}: state names are only comparable where both "
+            "instrument patches use the common vocabulary"
+        )
     return notes
 
 
@@ -711,8 +938,10 @@ def _mixing_notes(a: TraceSet, b: TraceSet, strata) -> list[str]:
     for column in ("implementation", "version"):
         mixed = _labels(a, column) | _labels(b, column)
         if len(mixed) > 1 and _labels(a, column) == _labels(b, column):
-            return [f"both sides mix {column}s ({', '.join(sorted(mixed))}): the test pools them; "
-                    f"strata={column!r} (--strata {column}) compares each with itself"]
+            return [
+                f"both sides mix {column}s ({', '.join(sorted(mixed))}): the test pools them; "
+                f"strata={column!r} (--strata {column}) compares each with itself"
+            ]
     return []
 
 
@@ -722,6 +951,19 @@ def _labels(ts: TraceSet, column: str) -> set[str]:
     return {str(v) for v in ts.traces[column].dropna().unique() if str(v)}
 
 
-__all__ = ["DiffResult", "diff", "pooled_fraction", "permutation_pvalues", "bootstrap_delta",
-           "holm", "transition_test", "trace_shares", "identical_columns", "power", "check_size",
-           "IDENTICAL_TOL", "MAX_STATES", "MAX_CELLS"]
+__all__ = [
+    "DiffResult",
+    "diff",
+    "pooled_fraction",
+    "permutation_pvalues",
+    "bootstrap_delta",
+    "holm",
+    "transition_test",
+    "trace_shares",
+    "identical_columns",
+    "power",
+    "check_size",
+    "IDENTICAL_TOL",
+    "MAX_STATES",
+    "MAX_CELLS",
+]

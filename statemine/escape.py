@@ -128,5 +128,17 @@ def one_line(message: object) -> str:
     return visible(message, backslash=False)
 
 
-__all__ = ["DISPLAY_CHARS", "EMPTY", "FORMULA_STARTS", "csv_cell", "display_name", "frame_csv", "html_text",
-           "markup_text", "one_line", "rich_cell", "TERMINAL_CHARS", "visible"]
+__all__ = [
+    "DISPLAY_CHARS",
+    "EMPTY",
+    "FORMULA_STARTS",
+    "csv_cell",
+    "display_name",
+    "frame_csv",
+    "html_text",
+    "markup_text",
+    "one_line",
+    "rich_cell",
+    "TERMINAL_CHARS",
+    "visible",
+]

@@ -34,7 +34,9 @@ from .errors import StatemineError
 
 #: Signals that, while output is being written, remove the temporaries and then end the
 #: process (SIGINT raises KeyboardInterrupt as usual).
-_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_CLEANUP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 _DEFERRED_SIGNALS = (signal.SIGINT, *_CLEANUP_SIGNALS)
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
@@ -79,7 +81,10 @@ def _signals_deferred() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _frame: pending.append(signum)) for s in _DEFERRED_SIGNALS}
+    previous = {
+        s: signal.signal(s, lambda signum, _frame: pending.append(signum))
+        for s in _DEFERRED_SIGNALS
+    }
     try:
         yield
     finally:
@@ -139,8 +144,9 @@ def write_json(path: str | os.PathLike, obj: Any, *, sort_keys: bool = False) ->
     return write_atomic(path, json.dumps(obj, indent=1, sort_keys=sort_keys, default=str) + "\n")
 
 
-def write_set(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *,
-              owned: Iterable[str] = ()) -> Path:
+def write_set(
+    out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *, owned: Iterable[str] = ()
+) -> Path:
     """Make ``out_dir`` hold exactly ``files`` (name -> content, str as UTF-8), swapped
     in as one step; returns the folder.
 
@@ -157,7 +163,9 @@ def write_set(out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *,
         try:
             _sweep_stale(parent, out.name)
             parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(os.path.join(parent, f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"))
+            tmp = Path(
+                os.path.join(parent, f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+            )
             os.mkdir(tmp, 0o777)  # the umask applies, as for any new folder
         except OSError as exc:
             raise os_error(out, exc) from None
@@ -201,8 +209,10 @@ def _check_replaceable(out: Path, allowed: set[str]) -> None:
         raise os_error(out, exc, "cannot list") from None
     if foreign:
         shown = ", ".join(repr(name) for name in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
-        raise StatemineError(f"{out}: the folder holds files statemine did not write ({shown}); the output "
-                             "set replaces the whole folder, so give --out a new or empty folder")
+        raise StatemineError(
+            f"{out}: the folder holds files statemine did not write ({shown}); the output "
+            "set replaces the whole folder, so give --out a new or empty folder"
+        )
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -257,7 +267,13 @@ def _exchange(a: Path, b: Path) -> bool:
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     code = ctypes.get_errno()

@@ -24,13 +24,39 @@ from scipy import stats
 from .errors import InputError, UsageError
 
 #: Columns of a results table that are outcomes or bookkeeping, never scenario values.
-OUTCOME_COLUMNS = ("run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", "retransmissions",
-                   "packets_sent", "packets_dropped", "virtual_time_s", "wall_time_s", "seed",
-                   "trace", "source", "end", "conn", "role")
+OUTCOME_COLUMNS = (
+    "run_id",
+    "ok",
+    "error",
+    "plt_s",
+    "bytes",
+    "throughput_bps",
+    "retransmissions",
+    "packets_sent",
+    "packets_dropped",
+    "virtual_time_s",
+    "wall_time_s",
+    "seed",
+    "trace",
+    "source",
+    "end",
+    "conn",
+    "role",
+)
 #: The metrics statemine knows, with their units.
 METRICS = {"plt_s": "s", "throughput_bps": "bit/s", "retransmissions": "packets"}
-OUTCOME_TABLE_COLUMNS = ["n_a", "n_b", "mean_a", "mean_b", "pct_diff", "t", "p_value", "significant",
-                         "identical_runs", "note"]
+OUTCOME_TABLE_COLUMNS = [
+    "n_a",
+    "n_b",
+    "mean_a",
+    "mean_b",
+    "pct_diff",
+    "t",
+    "p_value",
+    "significant",
+    "identical_runs",
+    "note",
+]
 #: Runs of a side whose metric values differ by at most this fraction of their magnitude
 #: (0.01%) are copies of one run (deterministic runs differing in float rounding or a few
 #: microseconds), not independent replicates: Welch's test would divide by ~0.
@@ -52,7 +78,9 @@ def read_results(path: str | Path) -> pd.DataFrame:
     if table.empty:
         raise InputError(path, None, "the results table has no rows")
     if not any(m in table.columns for m in METRICS):
-        raise InputError(path, None, f"the results table has none of the metric columns {sorted(METRICS)}")
+        raise InputError(
+            path, None, f"the results table has none of the metric columns {sorted(METRICS)}"
+        )
     return table
 
 
@@ -82,7 +110,9 @@ def compare_outcomes(
     """
     for column in (by, metric):
         if column not in results.columns:
-            raise UsageError(f"the results table has no column {column!r} (columns: {', '.join(map(str, results.columns))})")
+            raise UsageError(
+                f"the results table has no column {column!r} (columns: {', '.join(map(str, results.columns))})"
+            )
     if not 0 < alpha < 1:
         raise UsageError(f"alpha must be in (0, 1), not {alpha}")
     rows = results
@@ -95,8 +125,11 @@ def compare_outcomes(
             found = ", ".join(sorted(rows[by].astype(str).unique())) or "none"
             raise UsageError(f"no successful run has {by} = {value!r} (values: {found})")
     if cells is None:
-        cells = [c for c in results.columns if c not in OUTCOME_COLUMNS and c != by
-                 and results[c].astype(str).nunique() > 1]
+        cells = [
+            c
+            for c in results.columns
+            if c not in OUTCOME_COLUMNS and c != by and results[c].astype(str).nunique() > 1
+        ]
     cells = list(cells)
     missing = [c for c in cells if c not in results.columns]
     if missing:
@@ -148,8 +181,14 @@ def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
     if n_a < 2 or n_b < 2:
         note = f"fewer than 2 runs on a side ({n_a} vs {n_b}): no test"
     elif copies:
-        note = "; ".join(f"identical runs in {side} ({len(x)} runs within {100 * IDENTICAL_RTOL:g}%)"
-                         for side, x in (("A", xa), ("B", xb)) if side in copies) + ": no test"
+        note = (
+            "; ".join(
+                f"identical runs in {side} ({len(x)} runs within {100 * IDENTICAL_RTOL:g}%)"
+                for side, x in (("A", xa), ("B", xb))
+                if side in copies
+            )
+            + ": no test"
+        )
     elif _constant(xa) and _constant(xb):
         note = "no variance on either side: no test"
     else:
@@ -159,9 +198,18 @@ def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:
         t, p = float(res.statistic), float(res.pvalue)
     if n_a and n_b and mean_a == 0:
         note = (note + "; " if note else "") + "mean_a is 0: no percent difference"
-    return {"n_a": n_a, "n_b": n_b, "mean_a": mean_a, "mean_b": mean_b, "pct_diff": pct, "t": t,
-            "p_value": p, "significant": bool(p < alpha) if not math.isnan(p) else False,
-            "identical_runs": bool(copies) and min(n_a, n_b) >= 2, "note": note}
+    return {
+        "n_a": n_a,
+        "n_b": n_b,
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "pct_diff": pct,
+        "t": t,
+        "p_value": p,
+        "significant": bool(p < alpha) if not math.isnan(p) else False,
+        "identical_runs": bool(copies) and min(n_a, n_b) >= 2,
+        "note": note,
+    }
 
 
 def identical_runs(x: np.ndarray) -> bool:
@@ -210,8 +258,12 @@ def heatmap(
             raise UsageError(f"the outcome table has no column {column!r}")
     dup = table.duplicated([rows, cols], keep=False)
     if dup.any():
-        other = [c for c in table.columns if c not in (rows, cols) and c not in OUTCOME_TABLE_COLUMNS]
-        raise UsageError(f"several cells share a ({rows}, {cols}) pair; select one value of {other or 'the other columns'} first")
+        other = [
+            c for c in table.columns if c not in (rows, cols) and c not in OUTCOME_TABLE_COLUMNS
+        ]
+        raise UsageError(
+            f"several cells share a ({rows}, {cols}) pair; select one value of {other or 'the other columns'} first"
+        )
     row_values = sorted(table[rows].unique(), reverse=True)  # largest rate on top, as in the paper
     col_values = sorted(table[cols].unique())
     grid = table.set_index([rows, cols])
@@ -231,23 +283,37 @@ def heatmap(
     limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
     limit = limit if limit > 0 else 1.0
     if ax is None:
-        fig = Figure(figsize=(2.0 + 1.1 * len(col_values), 1.2 + 0.6 * len(row_values)), layout="tight")
+        fig = Figure(
+            figsize=(2.0 + 1.1 * len(col_values), 1.2 + 0.6 * len(row_values)), layout="tight"
+        )
         ax = fig.add_subplot()
     else:
         fig = ax.figure
     ax.set_facecolor("white")
-    mesh = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    mesh = ax.imshow(
+        np.ma.masked_invalid(shown), cmap=cmap, norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto"
+    )
     for i in range(len(row_values)):
         for j in range(len(col_values)):
             if not present[i, j]:
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#dddddd", hatch="//", edgecolor="white"))
+                ax.add_patch(
+                    Rectangle(
+                        (j - 0.5, i - 0.5), 1, 1, facecolor="#dddddd", hatch="//", edgecolor="white"
+                    )
+                )
                 text = "no data"
             elif sig[i, j]:
                 text = f"{values[i, j]:+.0f}%"
             else:
-                text = "n/a" if not np.isfinite(values[i, j]) else ("n.s." if tested[i, j] else "no test")
+                text = (
+                    "n/a"
+                    if not np.isfinite(values[i, j])
+                    else ("n.s." if tested[i, j] else "no test")
+                )
             dark = sig[i, j] and abs(values[i, j]) > 0.6 * limit
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+            ax.text(
+                j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black"
+            )
     ax.set_xticks(range(len(col_values)), [_tick(v) for v in col_values])
     ax.set_yticks(range(len(row_values)), [_tick(v) for v in row_values])
     ax.set_xlabel(cols)
@@ -278,7 +344,11 @@ def _cell_keys(rows: pd.DataFrame, cells: list[str]) -> list[tuple]:
 def _values(rows: pd.DataFrame, cells: list[str], key: tuple, metric: str) -> np.ndarray:
     mask = np.ones(len(rows), dtype=bool)
     for column, value in zip(cells, key):
-        mask &= (rows[column] == value).to_numpy() if not _isnan(value) else rows[column].isna().to_numpy()
+        mask &= (
+            (rows[column] == value).to_numpy()
+            if not _isnan(value)
+            else rows[column].isna().to_numpy()
+        )
     return pd.to_numeric(rows.loc[mask, metric]).to_numpy(dtype=float)
 
 
@@ -286,5 +356,13 @@ def _isnan(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-__all__ = ["read_results", "compare_outcomes", "welch_cell", "identical_runs", "heatmap", "METRICS", "OUTCOME_COLUMNS",
-           "IDENTICAL_RTOL"]
+__all__ = [
+    "read_results",
+    "compare_outcomes",
+    "welch_cell",
+    "identical_runs",
+    "heatmap",
+    "METRICS",
+    "OUTCOME_COLUMNS",
+    "IDENTICAL_RTOL",
+]

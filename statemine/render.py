@@ -70,15 +70,21 @@ def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 
     True
     """
     ids = {node: f"n{i}" for i, node in enumerate(_ordered_nodes(G))}
-    lines = ["digraph statemine {", '  graph [rankdir=TB, fontname="Helvetica"];',
-             '  node [fontname="Helvetica", shape=box, style=rounded];', '  edge [fontname="Helvetica"];']
+    lines = [
+        "digraph statemine {",
+        '  graph [rankdir=TB, fontname="Helvetica"];',
+        '  node [fontname="Helvetica", shape=box, style=rounded];',
+        '  edge [fontname="Helvetica"];',
+    ]
     if title:
         lines.append(f'  labelloc="t"; label=<{html_text(title, TITLE_CHARS)}>;')
     for node, nid in ids.items():
         attrs = G.nodes[node]
         name = html_text(attrs.get("label", node), DISPLAY_CHARS)
         if node == INITIAL or attrs.get("kind") == "initial":
-            lines.append(f'  {nid} [label=<{name}>, shape=box, style="filled", fillcolor="#eeeeee"];')
+            lines.append(
+                f'  {nid} [label=<{name}>, shape=box, style="filled", fillcolor="#eeeeee"];'
+            )
         elif node == TERMINAL or attrs.get("kind") == "terminal":
             lines.append(f'  {nid} [label=<{name}>, shape=diamond, style=""];')
         else:
@@ -118,21 +124,31 @@ def dot_to(dot: str, fmt: str, *, timeout_s: float = GRAPHVIZ_TIMEOUT_S) -> byte
     if dot_program is None:
         raise StatemineError("Graphviz's 'dot' program is not installed (apt-get install graphviz)")
     try:
-        done = subprocess.run([dot_program, f"-T{fmt}"], input=dot.encode("utf-8"), capture_output=True,
-                              timeout=timeout_s)
+        done = subprocess.run(
+            [dot_program, f"-T{fmt}"],
+            input=dot.encode("utf-8"),
+            capture_output=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
-        raise StatemineError(f"Graphviz took longer than {timeout_s:g} s to lay out the diagram "
-                             "(too many states?); use --no-svg") from None
+        raise StatemineError(
+            f"Graphviz took longer than {timeout_s:g} s to lay out the diagram "
+            "(too many states?); use --no-svg"
+        ) from None
     except OSError as exc:
         raise StatemineError(f"cannot run Graphviz's dot: {exc.strerror or exc}") from None
     if done.returncode != 0 or not done.stdout:
-        said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        said = [
+            line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()
+        ]
         reason = one_line(said[-1].strip()[:300]) if said else f"exit status {done.returncode}"
         raise StatemineError(f"Graphviz failed to lay out the diagram: {reason}")
     return done.stdout
 
 
-def render(G: nx.DiGraph, path: str | Path, *, title: str | None = None, min_probability: float = 0.0) -> Path:
+def render(
+    G: nx.DiGraph, path: str | Path, *, title: str | None = None, min_probability: float = 0.0
+) -> Path:
     """Write the model to ``path``; the suffix (.dot, .svg, .png) chooses the format."""
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()

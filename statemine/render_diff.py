@@ -41,10 +41,12 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
     states, trans = result.states, result.transitions
     names = sorted(set(states["state"]))
     ids = {INITIAL: "init", TERMINAL: "term", **{name: f"s{i}" for i, name in enumerate(names)}}
-    lines = ["digraph statemine_diff {",
-             '  graph [rankdir=TB, fontname="Helvetica", labelloc="b"];',
-             '  node [fontname="Helvetica", shape=box, style="rounded"];',
-             '  edge [fontname="Helvetica", fontsize=10];']
+    lines = [
+        "digraph statemine_diff {",
+        '  graph [rankdir=TB, fontname="Helvetica", labelloc="b"];',
+        '  node [fontname="Helvetica", shape=box, style="rounded"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
     lines.append(f"  label=<{_legend(result, title)}>;")
     used = set(trans["src"]) | set(trans["dst"])
     if INITIAL in used:
@@ -55,8 +57,15 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
         numbers = f"{format_fraction(row.fraction_a)} | {format_fraction(row.fraction_b)}"
         colour, width = _emphasis(row.delta, row.significant)
         fill = (UP_FILL if row.delta > 0 else DOWN_FILL) if row.significant else "white"
-        style = ",".join(["rounded", "filled"] + ([STYLE_OF_PRESENCE[row.presence]] if row.presence != "both" else []))
-        copies = f'<br/><font color="{NEUTRAL}" point-size="9">identical runs</font>' if row.pseudo_replicates else ""
+        style = ",".join(
+            ["rounded", "filled"]
+            + ([STYLE_OF_PRESENCE[row.presence]] if row.presence != "both" else [])
+        )
+        copies = (
+            f'<br/><font color="{NEUTRAL}" point-size="9">identical runs</font>'
+            if row.pseudo_replicates
+            else ""
+        )
         lines.append(
             f'  {ids[row.state]} [label=<<b>{_esc(row.state)}</b><br/><font color="red">{_esc(numbers)}</font>{copies}>, '
             f'color="{colour}", penwidth={width:.2f}, style="{style}", fillcolor="{fill}"];'
@@ -66,7 +75,9 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
         delta = row.delta if not _isnan(row.delta) else 0.0
         colour, width = _emphasis(delta, row.significant)
         style = STYLE_OF_PRESENCE[row.presence]
-        attrs = f'label=<{_esc(numbers)}>, color="{colour}", fontcolor="black", penwidth={width:.2f}'
+        attrs = (
+            f'label=<{_esc(numbers)}>, color="{colour}", fontcolor="black", penwidth={width:.2f}'
+        )
         if style:
             attrs += f', style="{style}"'
         lines.append(f"  {ids[row.src]} -> {ids[row.dst]} [{attrs}];")
@@ -94,16 +105,22 @@ def _emphasis(delta: float, significant: bool) -> tuple[str, float]:
 
 def _legend(result, title: str | None) -> str:
     a, b = _esc(result.label_a), _esc(result.label_b)
-    parts = [f"<b>{_esc(title)}</b><br/>" if title else "",
-             f"numbers: {a} | {b} (time share in red, transition probability in black)<br/>",
-             f'<font color="{UP}">red</font>: significantly more in {b}, ',
-             f'<font color="{DOWN}">blue</font>: significantly less (Holm, alpha={result.alpha:g}); ',
-             f"width: size of the change<br/>dashed: only in {a}; dotted: only in {b}"]
+    parts = [
+        f"<b>{_esc(title)}</b><br/>" if title else "",
+        f"numbers: {a} | {b} (time share in red, transition probability in black)<br/>",
+        f'<font color="{UP}">red</font>: significantly more in {b}, ',
+        f'<font color="{DOWN}">blue</font>: significantly less (Holm, alpha={result.alpha:g}); ',
+        f"width: size of the change<br/>dashed: only in {a}; dotted: only in {b}",
+    ]
     if result.underpowered:
-        parts.append(f"<br/>underpowered: the smallest possible p is {result.min_p_holm:.2g} after Holm "
-                     f"(&gt;= alpha): no change can be significant")
+        parts.append(
+            f"<br/>underpowered: the smallest possible p is {result.min_p_holm:.2g} after Holm "
+            f"(&gt;= alpha): no change can be significant"
+        )
     if len(result.pseudo_replicated):
-        parts.append("<br/>identical runs: a side's traces are copies for the states so marked (never significant)")
+        parts.append(
+            "<br/>identical runs: a side's traces are copies for the states so marked (never significant)"
+        )
     return "".join(parts)
 
 

@@ -69,9 +69,17 @@ def summarize_logs(
     """
     files = expand_paths(paths)
     with progress_reporter(files, progress) as advance:
-        return summarize_scanned(scan_files(files, advance), collapse_repeats=collapse_repeats, end=end,
-                                 confidence=confidence, n_boot=n_boot, seed=seed, dwell_budget=dwell_budget,
-                                 files=files, max_states=max_states)
+        return summarize_scanned(
+            scan_files(files, advance),
+            collapse_repeats=collapse_repeats,
+            end=end,
+            confidence=confidence,
+            n_boot=n_boot,
+            seed=seed,
+            dwell_budget=dwell_budget,
+            files=files,
+            max_states=max_states,
+        )
 
 
 class FoldedLogs(NamedTuple):
@@ -99,9 +107,17 @@ def summarize_scanned(
     """:func:`summarize_logs` of the output of
     :func:`~statemine.parse.statemine_log.scan_files` (which may have started earlier);
     ``files`` are the scanned paths (to name them in errors)."""
-    folded = fold_scanned(scanned, collapse_repeats=collapse_repeats, end=end, dwell_budget=dwell_budget,
-                          files=files, max_states=max_states)
-    states, transitions = folded.stats.tables(folded.names, confidence=confidence, n_boot=n_boot, seed=seed)
+    folded = fold_scanned(
+        scanned,
+        collapse_repeats=collapse_repeats,
+        end=end,
+        dwell_budget=dwell_budget,
+        files=files,
+        max_states=max_states,
+    )
+    states, transitions = folded.stats.tables(
+        folded.names, confidence=confidence, n_boot=n_boot, seed=seed
+    )
     return LogSummary(states, transitions, folded.n_traces, folded.n_events)
 
 
@@ -122,7 +138,9 @@ def fold_scanned(
     fold = VisitFold(collapse_repeats)
     stats = VisitStats(dwell_budget)
     names: dict[str, int] = {}  # state name -> code
-    to_global = np.zeros(0, np.int64)  # the current file's name codes -> codes of ``names`` (-1: none yet)
+    to_global = np.zeros(
+        0, np.int64
+    )  # the current file's name codes -> codes of ``names`` (-1: none yet)
     ends: list[np.ndarray] = []
     n_traces = n_events = 0
     state_kind = KINDS.index("state")
@@ -132,10 +150,16 @@ def fold_scanned(
             if not len(table.conn):
                 raise no_lines_error(item.path)
             n_traces += len(table.conn)
-            ends.append(np.full(len(table.conn), -np.inf) if end == "last-state"
-                        else np.where(np.isnan(table.close_time), table.last_time, table.close_time))
+            ends.append(
+                np.full(len(table.conn), -np.inf)
+                if end == "last-state"
+                else np.where(np.isnan(table.close_time), table.last_time, table.close_time)
+            )
             to_global = np.zeros(0, np.int64)
-            del item, table  # the connection names (a str each) are not needed: free them before the last fold
+            del (
+                item,
+                table,
+            )  # the connection names (a str each) are not needed: free them before the last fold
             continue
         if not len(item.time):
             continue
@@ -146,14 +170,20 @@ def fold_scanned(
             to_global = _state_codes(local, item.names, to_global, names)
             if len(names) > max_states:
                 line = _crossing_line(local, to_global, item.line[states], max_states)
-                raise InputError(None if files is None else files[index], line, too_many_states(max_states))
-        chunk = fold.add(item.trace[states].astype(np.int64) + n_traces, to_global[local], item.time[states])
+                raise InputError(
+                    None if files is None else files[index], line, too_many_states(max_states)
+                )
+        chunk = fold.add(
+            item.trace[states].astype(np.int64) + n_traces, to_global[local], item.time[states]
+        )
         stats.add(chunk, n_traces + int(item.trace.max()) + 1, len(names))
     stats.add(fold.finish(np.concatenate(ends) if ends else np.zeros(0)), n_traces, len(names))
     return FoldedLogs(stats, sorted(names, key=names.__getitem__), n_traces, n_events)
 
 
-def _state_codes(local: np.ndarray, file_names: list[str], to_global: np.ndarray, names: dict[str, int]) -> np.ndarray:
+def _state_codes(
+    local: np.ndarray, file_names: list[str], to_global: np.ndarray, names: dict[str, int]
+) -> np.ndarray:
     """``to_global`` (a file's name codes -> state codes, -1 for names not seen on a state
     line) extended to the names of the state lines ``local`` (codes into ``file_names``);
     new state names join ``names`` in the order of their first line."""
@@ -165,6 +195,8 @@ def _state_codes(local: np.ndarray, file_names: list[str], to_global: np.ndarray
     return to_global
 
 
-def _crossing_line(local: np.ndarray, to_global: np.ndarray, lines: np.ndarray, max_states: int) -> int:
+def _crossing_line(
+    local: np.ndarray, to_global: np.ndarray, lines: np.ndarray, max_states: int
+) -> int:
     """The line of the first state line whose name got code ``max_states`` (the cap's first excess)."""
     return int(lines[np.argmax(to_global[local] == max_states)])

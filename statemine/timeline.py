@@ -20,10 +20,17 @@ from .traces import TraceSet
 
 #: Fixed colours of the common states, so every plot shades a state alike.
 STATE_COLOURS = {
-    "Init": "#bdbdbd", "SlowStart": "#a6cee3", "ConservativeSlowStart": "#cab2d6",
-    "CongestionAvoidance": "#b2df8a", "CongestionAvoidanceMaxed": "#33a02c",
-    "ApplicationLimited": "#fdbf6f", "Recovery": "#fb9a99", "RetransmissionTimeout": "#e31a1c",
-    "TailLossProbe": "#ff7f00", "ProbeTimeout": "#6a3d9a", "PersistentCongestion": "#b15928",
+    "Init": "#bdbdbd",
+    "SlowStart": "#a6cee3",
+    "ConservativeSlowStart": "#cab2d6",
+    "CongestionAvoidance": "#b2df8a",
+    "CongestionAvoidanceMaxed": "#33a02c",
+    "ApplicationLimited": "#fdbf6f",
+    "Recovery": "#fb9a99",
+    "RetransmissionTimeout": "#e31a1c",
+    "TailLossProbe": "#ff7f00",
+    "ProbeTimeout": "#6a3d9a",
+    "PersistentCongestion": "#b15928",
 }
 #: Keys of ``fields`` read as a cumulative count of bytes delivered/acknowledged.
 COUNTER_KEYS = ("delivered", "bytes_acked", "acked")
@@ -79,9 +86,12 @@ def representative_trace(ts: TraceSet, state: str, *, end: EndRule = "close") ->
     times = times[total > 0]
     if times.empty:
         raise UsageError("every trace lasts 0 s: no trace to plot")
-    share = (times[state] if state in times.columns else pd.Series(0.0, index=times.index)) / total[total > 0]
+    share = (times[state] if state in times.columns else pd.Series(0.0, index=times.index)) / total[
+        total > 0
+    ]
     order = pd.DataFrame({"share": share.to_numpy(), "trace": share.index.astype(str)}).sort_values(
-        ["share", "trace"], kind="stable")
+        ["share", "trace"], kind="stable"
+    )
     pick = order.iloc[(len(order) - 1) // 2]
     return str(pick["trace"]), float(pick["share"])
 
@@ -93,9 +103,17 @@ def _one(ts: TraceSet, trace: str) -> TraceSet:
     if not (known == trace).any():
         raise UsageError(f"no trace {trace!r} in the set (e.g. {', '.join(known.head(5))})")
     ev = ts.events[ts.events["trace"].astype(str) == trace]
-    metrics = None if ts.metrics is None else \
-        ts.metrics[ts.metrics["trace"].astype(str) == trace].reset_index(drop=True)
-    return TraceSet(ev.reset_index(drop=True), ts.traces[known == trace].reset_index(drop=True), ts.meta, metrics)
+    metrics = (
+        None
+        if ts.metrics is None
+        else ts.metrics[ts.metrics["trace"].astype(str) == trace].reset_index(drop=True)
+    )
+    return TraceSet(
+        ev.reset_index(drop=True),
+        ts.traces[known == trace].reset_index(drop=True),
+        ts.meta,
+        metrics,
+    )
 
 
 def _origin(one: TraceSet) -> float:
@@ -113,7 +131,9 @@ def state_spans(ts: TraceSet, trace: str, *, end: EndRule = "close") -> pd.DataF
     one = _one(ts, trace)
     v = visits(one, end=end)
     t0 = _origin(one)
-    return pd.DataFrame({"state": v["state"].astype(str), "start": v["start"] - t0, "end": v["end"] - t0})
+    return pd.DataFrame(
+        {"state": v["state"].astype(str), "start": v["start"] - t0, "end": v["end"] - t0}
+    )
 
 
 def metric_series(ts: TraceSet, trace: str, column: str) -> pd.DataFrame:
@@ -124,11 +144,18 @@ def metric_series(ts: TraceSet, trace: str, column: str) -> pd.DataFrame:
     one = _one(ts, trace)
     if one.metrics is not None and column in one.metrics.columns and len(one.metrics):
         m = one.metrics[one.metrics[column].notna() & np.isfinite(one.metrics[column])]
-        return pd.DataFrame({"time": (m["time"] - _origin(one)).to_numpy(), "value": m[column].to_numpy(dtype=float)})
+        return pd.DataFrame(
+            {
+                "time": (m["time"] - _origin(one)).to_numpy(),
+                "value": m[column].to_numpy(dtype=float),
+            }
+        )
     if column not in one.events.columns:
         return pd.DataFrame({"time": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
     ev = one.events[one.events[column].notna() & np.isfinite(one.events[column])]
-    return pd.DataFrame({"time": (ev["time"] - _origin(one)).to_numpy(), "value": ev[column].to_numpy(dtype=float)})
+    return pd.DataFrame(
+        {"time": (ev["time"] - _origin(one)).to_numpy(), "value": ev[column].to_numpy(dtype=float)}
+    )
 
 
 def throughput_series(ts: TraceSet, trace: str, *, bin_s: float = 0.1) -> tuple[pd.DataFrame, str]:
@@ -151,14 +178,20 @@ def throughput_series(ts: TraceSet, trace: str, *, bin_s: float = 0.1) -> tuple[
             value = pd.to_numeric(raw, errors="coerce")
             ok = value.notna()
             if ok.sum() >= 2:
-                return _binned_rate((ev["time"][ok] - t0).to_numpy(), value[ok].to_numpy(float), bin_s), key
+                return _binned_rate(
+                    (ev["time"][ok] - t0).to_numpy(), value[ok].to_numpy(float), bin_s
+                ), key
     cwnd, srtt = metric_series(ts, trace, "cwnd"), metric_series(ts, trace, "srtt")
     if len(cwnd) and len(srtt):
         both = pd.merge_asof(cwnd, srtt.rename(columns={"value": "srtt"}), on="time")
         both = both[both["srtt"] > 0]
-        return pd.DataFrame({"time": both["time"], "bps": 8 * both["value"] / both["srtt"]}), "cwnd/srtt"
-    raise UsageError(f"trace {trace!r} logs no byte counter ({', '.join(k + '=' for k in COUNTER_KEYS)}) "
-                     "and not both cwnd and srtt: no throughput over time")
+        return pd.DataFrame(
+            {"time": both["time"], "bps": 8 * both["value"] / both["srtt"]}
+        ), "cwnd/srtt"
+    raise UsageError(
+        f"trace {trace!r} logs no byte counter ({', '.join(k + '=' for k in COUNTER_KEYS)}) "
+        "and not both cwnd and srtt: no throughput over time"
+    )
 
 
 def _binned_rate(time: np.ndarray, counter: np.ndarray, bin_s: float) -> pd.DataFrame:
@@ -168,8 +201,17 @@ def _binned_rate(time: np.ndarray, counter: np.ndarray, bin_s: float) -> pd.Data
     return pd.DataFrame({"time": edges[:-1], "bps": 8 * np.diff(at_edges) / bin_s})
 
 
-def plot_cwnd(ts: TraceSet, trace: str | None = None, *, inflight: bool = True, ssthresh: bool = False,
-              events: bool = True, end: EndRule = "close", title: str | None = None, ax=None):
+def plot_cwnd(
+    ts: TraceSet,
+    trace: str | None = None,
+    *,
+    inflight: bool = True,
+    ssthresh: bool = False,
+    events: bool = True,
+    end: EndRule = "close",
+    title: str | None = None,
+    ax=None,
+):
     """Congestion window (kB) over time, background shaded by state, for one trace
     (default: :func:`pick_trace`). Bytes in flight and ssthresh when asked and logged;
     ``events`` marks point events (losses) under the curve. Returns the Figure."""
@@ -180,9 +222,11 @@ def plot_cwnd(ts: TraceSet, trace: str | None = None, *, inflight: bool = True, 
     spans = state_spans(ts, trace, end=end)
     handles = _shade(ax, spans)
     lines = []
-    for column, on, style in (("cwnd", True, {"color": "black", "lw": 1.4}),
-                              ("inflight", inflight, {"color": "#555555", "lw": 0.8, "ls": "--"}),
-                              ("ssthresh", ssthresh, {"color": "#8c510a", "lw": 0.8, "ls": ":"})):
+    for column, on, style in (
+        ("cwnd", True, {"color": "black", "lw": 1.4}),
+        ("inflight", inflight, {"color": "#555555", "lw": 0.8, "ls": "--"}),
+        ("ssthresh", ssthresh, {"color": "#8c510a", "lw": 0.8, "ls": ":"}),
+    ):
         s = metric_series(ts, trace, column)
         if on and len(s):
             end_t = max(float(spans["end"].max()) if len(spans) else 0.0, float(s["time"].max()))
@@ -198,13 +242,25 @@ def plot_cwnd(ts: TraceSet, trace: str | None = None, *, inflight: bool = True, 
     ax.set_ylim(bottom=0)
     ax.set_title(title if title is not None else f"trace {trace}")
     ax.set_xlim(0, max(float(spans["end"].max()) if len(spans) else 1.0, 1e-9))
-    ax.legend(handles=lines + [Patch(color=c, alpha=0.5, label=s) for s, c in handles],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(
+        handles=lines + [Patch(color=c, alpha=0.5, label=s) for s, c in handles],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     return fig
 
 
-def plot_throughput(ts: TraceSet, trace: str | None = None, *, bin_s: float = 0.1, title: str | None = None,
-                    end: EndRule = "close", ax=None):
+def plot_throughput(
+    ts: TraceSet,
+    trace: str | None = None,
+    *,
+    bin_s: float = 0.1,
+    title: str | None = None,
+    end: EndRule = "close",
+    ax=None,
+):
     """Throughput (Mbit/s) over time for one trace (see :func:`throughput_series`), over the
     same state shading as :func:`plot_cwnd`. Returns the Figure."""
     trace = pick_trace(ts) if trace is None else str(trace)
@@ -212,8 +268,11 @@ def plot_throughput(ts: TraceSet, trace: str | None = None, *, bin_s: float = 0.
     fig, ax = _axes(ax)
     _shade(ax, state_spans(ts, trace, end=end))
     ax.step(series["time"], series["bps"] / 1e6, where="post", color="black", lw=1.2)
-    ax.set_ylabel("cwnd/srtt (Mbit/s, estimate)" if method == "cwnd/srtt"
-                  else f"throughput (Mbit/s, {bin_s:g} s bins)")
+    ax.set_ylabel(
+        "cwnd/srtt (Mbit/s, estimate)"
+        if method == "cwnd/srtt"
+        else f"throughput (Mbit/s, {bin_s:g} s bins)"
+    )
     ax.set_xlabel("time (s)")
     ax.set_title(title if title is not None else f"trace {trace}")
     return fig
@@ -239,11 +298,27 @@ def _shade(ax, spans: pd.DataFrame) -> list[tuple[str, str]]:
     for state in order:
         part = spans[spans["state"] == state]
         x0, x1 = part["start"].to_numpy(), part["end"].to_numpy()
-        verts = np.stack([np.c_[x0, np.zeros_like(x0)], np.c_[x1, np.zeros_like(x1)],
-                          np.c_[x1, np.ones_like(x1)], np.c_[x0, np.ones_like(x0)]], axis=1)
+        verts = np.stack(
+            [
+                np.c_[x0, np.zeros_like(x0)],
+                np.c_[x1, np.zeros_like(x1)],
+                np.c_[x1, np.ones_like(x1)],
+                np.c_[x0, np.ones_like(x0)],
+            ],
+            axis=1,
+        )
         colour = state_colour(state, others)
-        ax.add_collection(PolyCollection(verts, facecolors=colour, edgecolors="none", alpha=0.5,
-                                         transform=ax.get_xaxis_transform(), zorder=0), autolim=False)
+        ax.add_collection(
+            PolyCollection(
+                verts,
+                facecolors=colour,
+                edgecolors="none",
+                alpha=0.5,
+                transform=ax.get_xaxis_transform(),
+                zorder=0,
+            ),
+            autolim=False,
+        )
         out.append((state, colour))
     return out
 
@@ -252,9 +327,26 @@ def _mark_events(ax, ts: TraceSet, trace: str) -> None:
     one = _one(ts, trace)
     ev = one.events[(one.events["kind"] == "event") & (one.events["state"] != "Close")]
     if len(ev):
-        ax.plot(ev["time"] - _origin(one), np.zeros(len(ev)), "|", color="#b2182b", ms=10,
-                transform=ax.get_xaxis_transform(), label="events", clip_on=False)
+        ax.plot(
+            ev["time"] - _origin(one),
+            np.zeros(len(ev)),
+            "|",
+            color="#b2182b",
+            ms=10,
+            transform=ax.get_xaxis_transform(),
+            label="events",
+            clip_on=False,
+        )
 
 
-__all__ = ["pick_trace", "representative_trace", "state_spans", "metric_series", "throughput_series", "plot_cwnd", "plot_throughput",
-           "STATE_COLOURS", "state_colour"]
+__all__ = [
+    "pick_trace",
+    "representative_trace",
+    "state_spans",
+    "metric_series",
+    "throughput_series",
+    "plot_cwnd",
+    "plot_throughput",
+    "STATE_COLOURS",
+    "state_colour",
+]

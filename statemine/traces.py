@@ -189,8 +189,13 @@ class TraceSet:
         events and metrics."""
         keep = self.traces[mask].reset_index(drop=True)
         events = self.events[self.events["trace"].isin(keep["trace"])]  # both text by invariant
-        metrics = None if self.metrics is None else \
-            self.metrics[self.metrics["trace"].astype(str).isin(keep["trace"])].reset_index(drop=True)
+        metrics = (
+            None
+            if self.metrics is None
+            else self.metrics[self.metrics["trace"].astype(str).isin(keep["trace"])].reset_index(
+                drop=True
+            )
+        )
         return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta, metrics)
 
     def with_labels(self, **labels: str) -> "TraceSet":
@@ -238,8 +243,9 @@ def concat(sets: Iterable[TraceSet], meta: Mapping[str, str] | None = None) -> T
     traces = pd.concat([s.traces for s in sets], ignore_index=True)
     parts = [s.metrics.astype({"trace": str}) for s in sets if s.metrics is not None]
     metrics = pd.concat(parts, ignore_index=True).astype({"trace": "category"}) if parts else None
-    return TraceSet.from_events(events, traces, meta if meta is not None else merge_meta(s.meta for s in sets),
-                                metrics)
+    return TraceSet.from_events(
+        events, traces, meta if meta is not None else merge_meta(s.meta for s in sets), metrics
+    )
 
 
 def merge_meta(metas: Iterable[Mapping[str, str]]) -> dict:

@@ -86,8 +86,15 @@ class VisitFold:
         last = np.r_[tr[1:] != tr[:-1], True] if len(tr) else np.zeros(0, bool)
         self._state[tr[last]] = st[last]
         self._start[tr[last]] = tm[last]
-        return VisitChunk(tr[closes], prev_state[closes], prev_start[closes], tm[closes], st[closes],
-                          tr[began], st[began])
+        return VisitChunk(
+            tr[closes],
+            prev_state[closes],
+            prev_start[closes],
+            tm[closes],
+            st[closes],
+            tr[began],
+            st[began],
+        )
 
     def finish(self, trace_end: np.ndarray) -> VisitChunk:
         """Close every open visit at its trace's end (seconds, indexed by trace code; a
@@ -96,9 +103,13 @@ class VisitFold:
         start = self._start[open_]
         end = np.maximum(np.asarray(trace_end, float)[open_], start)
         empty = np.zeros(0, np.int64)
-        return VisitChunk(open_, self._state[open_], start, end, np.full(len(open_), OUTSIDE), empty, empty)
+        return VisitChunk(
+            open_, self._state[open_], start, end, np.full(len(open_), OUTSIDE), empty, empty
+        )
 
-    def _previous(self, tr: np.ndarray, st: np.ndarray, tm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _previous(
+        self, tr: np.ndarray, st: np.ndarray, tm: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row (grouped by trace): the state and start of the visit it follows, and
         whether the row is its trace's first in the block."""
         new = np.r_[True, tr[1:] != tr[:-1]] if len(tr) else np.zeros(0, bool)

@@ -47,8 +47,10 @@ _CHUNK = 1 << 20
 
 def too_many_states(max_states: int) -> str:
     """The reason given when a log has more than ``max_states`` distinct state names."""
-    return (f"more than {max_states} distinct state names: this looks like an id in the state field "
-            f"(raise the cap with --max-states if the states are real)")
+    return (
+        f"more than {max_states} distinct state names: this looks like an id in the state field "
+        f"(raise the cap with --max-states if the states are real)"
+    )
 
 
 def check_max_states(max_states: int) -> None:
@@ -91,7 +93,9 @@ class KeyedSums:
         if not len(row):
             return
         run_keys, sums = unique_sums(row, col, values)
-        if self._runs:  # only known keys (the usual case once every pair has been seen): add in place
+        if (
+            self._runs
+        ):  # only known keys (the usual case once every pair has been seen): add in place
             keys, known = self._runs[-1]
             at = np.searchsorted(keys, run_keys)
             if at[-1] < len(keys) and np.array_equal(keys[at], run_keys):
@@ -111,7 +115,9 @@ class KeyedSums:
         return self._runs[0]
 
 
-def unique_sums(row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+def unique_sums(
+    row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None]
+) -> tuple[np.ndarray, np.ndarray]:
     """Distinct (row, col) pairs as ascending pair keys (``row << 32 | col``) and, per value
     array, the sums of its entries by pair (None counts them), each sum in input order."""
     row, col = np.asarray(row, np.int64), np.asarray(col, np.int64)
@@ -123,15 +129,22 @@ def unique_sums(row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None
         code = (row - first) * n_cols + col
         count = np.bincount(code, minlength=span)
         where = np.flatnonzero(count)
-        sums = [count[where] if v is None else np.bincount(code, weights=v, minlength=span)[where] for v in values]
-        return _pair_keys(where // n_cols + first, where % n_cols), np.array(sums, float).reshape(len(values), -1)
+        sums = [
+            count[where] if v is None else np.bincount(code, weights=v, minlength=span)[where]
+            for v in values
+        ]
+        return _pair_keys(where // n_cols + first, where % n_cols), np.array(sums, float).reshape(
+            len(values), -1
+        )
     distinct, inverse = np.unique(_pair_keys(row, col), return_inverse=True)
     inverse = inverse.reshape(-1)
     sums = [np.bincount(inverse, weights=v, minlength=len(distinct)) for v in values]
     return distinct, np.array(sums, float).reshape(len(values), len(distinct))
 
 
-def _merged(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _merged(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
     """Two sorted runs as one (sums of equal keys: ``a``'s plus ``b``'s). ``a``'s sums are
     added to in place; besides the merged arrays only ``b``-sized indices are allocated."""
     (a_keys, a_sums), (b_keys, b_sums) = a, b
@@ -140,7 +153,9 @@ def _merged(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) 
     known[known] = a_keys[at[known]] == b_keys[known]
     a_sums[:, at[known]] += b_sums[:, known]
     new = ~known  # inserted before ``a_keys[at]``, in ascending order
-    return np.insert(a_keys, at[new], b_keys[new]), np.insert(a_sums, at[new], b_sums[:, new], axis=1)
+    return np.insert(a_keys, at[new], b_keys[new]), np.insert(
+        a_sums, at[new], b_sums[:, new], axis=1
+    )
 
 
 def _split(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +187,9 @@ class VisitStats:
         self.edge_dst = np.zeros(0, np.int64)  # ... destination state or OUTSIDE (TERMINAL)
         self._edge_keys = np.zeros(0, np.int64)  # (src + 1, dst + 1) pair keys, ascending ...
         self._edge_ids = np.zeros(0, np.int64)  # ... and their transition numbers
-        self._edge_table: np.ndarray | None = None  # [src + 1, dst + 1] -> number, -1 if none (few states)
+        self._edge_table: np.ndarray | None = (
+            None  # [src + 1, dst + 1] -> number, -1 if none (few states)
+        )
         self.dwell = DwellTimes() if dwell_budget is None else DwellTimes(dwell_budget)
 
     def add(self, chunk: VisitChunk, n_traces: int, n_states: int) -> None:
@@ -186,8 +203,9 @@ class VisitStats:
         trace = np.concatenate([chunk.first_trace, chunk.trace])
         self.edge_sums.add(trace, self._edge_numbers(src, dst), [None])
 
-    def tables(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
-               seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def tables(
+        self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000, seed: int = 0
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """``(states, transitions)`` as documented in :func:`statemine.analyze.state_stats`
         and :func:`statemine.analyze.transition_stats`; ``names[code]`` names state
         ``code``. The states table's ``attrs["dwell_quantiles"]`` is :attr:`DwellTimes.accuracy`."""
@@ -196,12 +214,17 @@ class VisitStats:
         states, transitions = self.columns(names, confidence=confidence, n_boot=n_boot, seed=seed)
         frames = []
         for columns, text in ((states, ("state",)), (transitions, ("src", "dst"))):
-            frames.append(pd.DataFrame({k: pd.Series(v, dtype=str) if k in text else v for k, v in columns.items()}))
+            frames.append(
+                pd.DataFrame(
+                    {k: pd.Series(v, dtype=str) if k in text else v for k, v in columns.items()}
+                )
+            )
         frames[0].attrs["dwell_quantiles"] = self.dwell.accuracy
         return frames[0], frames[1]
 
-    def columns(self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000,
-                seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def columns(
+        self, names: list[str], *, confidence: float = 0.95, n_boot: int = 1000, seed: int = 0
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The columns of :meth:`tables` as numpy arrays (names as object arrays of str),
         rows filtered and sorted alike, without pandas."""
         states, trace_totals = self._state_columns(names)
@@ -212,12 +235,20 @@ class VisitStats:
         edge_position = np.empty(len(src_group), np.int64)
         edge_position[by_den[k:] - k] = np.arange(k, len(by_den))
         # the bootstrap's operands built straight from the stored sums, one copy each, by column
-        den = _by_column(*self._denominator_parts(trace_totals, src_group), 1 + int(den_of.max(initial=0)),
-                         self.n_traces)
-        num = _by_column(self._numerator_parts(edge_position), self._numerator_parts(edge_position),
-                         len(by_den), self.n_traces)
-        sorted_lo, sorted_hi = _bootstrap_by_column(num, den, den_of[by_den], confidence=confidence,
-                                                    n_boot=n_boot, seed=seed)
+        den = _by_column(
+            *self._denominator_parts(trace_totals, src_group),
+            1 + int(den_of.max(initial=0)),
+            self.n_traces,
+        )
+        num = _by_column(
+            self._numerator_parts(edge_position),
+            self._numerator_parts(edge_position),
+            len(by_den),
+            self.n_traces,
+        )
+        sorted_lo, sorted_hi = _bootstrap_by_column(
+            num, den, den_of[by_den], confidence=confidence, n_boot=n_boot, seed=seed
+        )
         del num, den
         lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
         lo[by_den], hi[by_den] = sorted_lo, sorted_hi
@@ -227,23 +258,33 @@ class VisitStats:
         kept = np.flatnonzero(states["visits"] > 0)
         order = kept[np.lexsort((_ranks(states["state"][kept]), -states["time_fraction"][kept]))]
         by_edge = np.lexsort((_ranks(transitions["dst"]), _ranks(transitions["src"])))
-        return ({c: v[order] for c, v in states.items()},
-                {c: v[by_edge] for c, v in transitions.items()})
+        return (
+            {c: v[order] for c, v in states.items()},
+            {c: v[by_edge] for c, v in transitions.items()},
+        )
 
-    def _numerator_parts(self, edge_position: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _numerator_parts(
+        self, edge_position: np.ndarray
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The bootstrap's numerators as ``(trace, column, value)`` parts of at most
         ``_CHUNK`` entries in stored order: seconds per (trace, state), column = state,
         then count per (trace, transition), column = ``edge_position[transition]``."""
         keys, (seconds, _) = self.state_sums.result()
         for a in range(0, len(keys), _CHUNK):
-            part = keys[a:a + _CHUNK]
-            yield (part >> _SHIFT).astype(np.int32), part & _LOW, seconds[a:a + _CHUNK]
+            part = keys[a : a + _CHUNK]
+            yield (part >> _SHIFT).astype(np.int32), part & _LOW, seconds[a : a + _CHUNK]
         keys, (count,) = self.edge_sums.result()
         for a in range(0, len(keys), _CHUNK):
-            part = keys[a:a + _CHUNK]
-            yield (part >> _SHIFT).astype(np.int32), edge_position[part & _LOW], count[a:a + _CHUNK]
+            part = keys[a : a + _CHUNK]
+            yield (
+                (part >> _SHIFT).astype(np.int32),
+                edge_position[part & _LOW],
+                count[a : a + _CHUNK],
+            )
 
-    def _denominator_parts(self, trace_totals: np.ndarray, src_group: np.ndarray) -> tuple[list, Iterator]:
+    def _denominator_parts(
+        self, trace_totals: np.ndarray, src_group: np.ndarray
+    ) -> tuple[list, Iterator]:
         """The bootstrap's denominators as ``(trace, column, value)`` parts, twice (a list,
         and the same list emptied as it is read): seconds per trace (column 0), then the
         count out of each source per (trace, source) (column ``1 + src_group``), summed
@@ -268,7 +309,9 @@ class VisitStats:
         visits = np.bincount(state, weights=n_visits, minlength=n_states)[: len(names)]
         timed = trace_totals[trace] > 0
         n_timed = int(np.count_nonzero(trace_totals > 0))
-        own = np.bincount(state[timed], weights=seconds[timed] / trace_totals[trace[timed]], minlength=n_states)
+        own = np.bincount(
+            state[timed], weights=seconds[timed] / trace_totals[trace[timed]], minlength=n_states
+        )
         with np.errstate(invalid="ignore", divide="ignore"):
             fraction = time_s / time_s.sum()
             dwell_mean = time_s / visits
@@ -279,12 +322,16 @@ class VisitStats:
             "time_fraction": fraction,
             "time_fraction_lo": np.full(len(names), np.nan),
             "time_fraction_hi": np.full(len(names), np.nan),
-            "mean_trace_fraction": own[: len(names)] / n_timed if n_timed else np.full(len(names), np.nan),
+            "mean_trace_fraction": own[: len(names)] / n_timed
+            if n_timed
+            else np.full(len(names), np.nan),
             "dwell_mean": dwell_mean,
             "dwell_median": median,
             "dwell_p95": p95,
             "visits": visits.astype("int64"),
-            "traces": np.bincount(state[n_visits > 0], minlength=n_states)[: len(names)].astype("int64"),
+            "traces": np.bincount(state[n_visits > 0], minlength=n_states)[: len(names)].astype(
+                "int64"
+            ),
         }
         return columns, trace_totals
 
@@ -297,8 +344,12 @@ class VisitStats:
         src_group = src_group.reshape(-1)
         n_groups = int(src_group.max()) + 1 if n_edges else 0
         total = np.zeros(n_edges)
-        for a in range(0, len(keys), _CHUNK):  # counts are whole numbers: the sums are exact in any order
-            total += np.bincount(keys[a:a + _CHUNK] & _LOW, weights=count[a:a + _CHUNK], minlength=n_edges)
+        for a in range(
+            0, len(keys), _CHUNK
+        ):  # counts are whole numbers: the sums are exact in any order
+            total += np.bincount(
+                keys[a : a + _CHUNK] & _LOW, weights=count[a : a + _CHUNK], minlength=n_edges
+            )
         out_of_src = np.bincount(src_group, weights=total, minlength=n_groups)
         label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
         columns = {
@@ -396,13 +447,20 @@ class DwellTimes:
         state, bucket = keys >> _SHIFT, keys & _LOW
         inside = state < n_states
         state, bucket, cum = state[inside], bucket[inside], np.cumsum(counts[inside])
-        first = np.flatnonzero(np.r_[True, state[1:] != state[:-1]]) if len(state) else np.zeros(0, np.int64)
+        first = (
+            np.flatnonzero(np.r_[True, state[1:] != state[:-1]])
+            if len(state)
+            else np.zeros(0, np.int64)
+        )
         last = np.r_[first[1:], len(state)] - 1
         before = np.where(first > 0, cum[first - 1], 0.0)  # visits of the states ahead in key order
         out = np.full((len(qs), n_states), np.nan)
         for i, q in enumerate(qs):
             h = (cum[last] - before - 1) * q
-            lo, hi = self._value(cum, bucket, before + np.floor(h)), self._value(cum, bucket, before + np.ceil(h))
+            lo, hi = (
+                self._value(cum, bucket, before + np.floor(h)),
+                self._value(cum, bucket, before + np.ceil(h)),
+            )
             out[i, state[first]] = lo + (h - np.floor(h)) * (hi - lo)
         return list(out)
 
@@ -417,7 +475,9 @@ class DwellTimes:
         bucket = np.zeros(len(d), np.int64)
         pos = d > 0
         # bucket k + 1 holds (FLOOR * gamma**(k-1), FLOOR * gamma**k]; bucket 1 also (0, FLOOR]
-        bucket[pos] = 1 + np.maximum(0, np.ceil(np.log(d[pos] / self.FLOOR) / np.log(self._gamma))).astype(np.int64)
+        bucket[pos] = 1 + np.maximum(
+            0, np.ceil(np.log(d[pos] / self.FLOOR) / np.log(self._gamma))
+        ).astype(np.int64)
         if self._sketch is None:
             self._sketch = KeyedSums(1)
         self._sketch.add(state, bucket, [None])
@@ -425,7 +485,9 @@ class DwellTimes:
 
 def _ranks(text: np.ndarray) -> np.ndarray:
     """Each string's rank in sorted order (equal strings, equal ranks), for np.lexsort."""
-    return np.unique(text, return_inverse=True)[1].reshape(-1) if len(text) else np.zeros(0, np.int64)
+    return (
+        np.unique(text, return_inverse=True)[1].reshape(-1) if len(text) else np.zeros(0, np.int64)
+    )
 
 
 def bootstrap_ratio(
@@ -443,13 +505,30 @@ def bootstrap_ratio(
     fewer than two rows or ``n_boot`` is 0. The same ``seed`` gives the same interval
     (that of :func:`bootstrap_ratio_sparse` on the same numbers).
     """
-    den_of = np.arange(num.shape[1]) if den.shape[1] == num.shape[1] else np.zeros(num.shape[1], np.int64)
-    return bootstrap_ratio_sparse(Coo.from_dense(num), Coo.from_dense(den), den_of,
-                                  confidence=confidence, n_boot=n_boot, seed=seed)
+    den_of = (
+        np.arange(num.shape[1])
+        if den.shape[1] == num.shape[1]
+        else np.zeros(num.shape[1], np.int64)
+    )
+    return bootstrap_ratio_sparse(
+        Coo.from_dense(num),
+        Coo.from_dense(den),
+        den_of,
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+    )
 
 
-def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence: float = 0.95,
-                           n_boot: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_ratio_sparse(
+    num: Coo,
+    den: Coo,
+    den_of: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of ``sum(num[:, j]) / sum(den[:, den_of[j]])`` per
     column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`
     (see :func:`_bootstrap_by_column`)."""
@@ -460,7 +539,11 @@ def bootstrap_ratio_sparse(num: Coo, den: Coo, den_of: np.ndarray, *, confidence
     sorted_lo, sorted_hi = _bootstrap_by_column(
         _by_column(parts, parts, num.n_cols, num.n_rows),
         _by_column([den[:3]], [den[:3]], den.n_cols, den.n_rows),
-        np.asarray(den_of)[by_den], confidence=confidence, n_boot=n_boot, seed=seed)
+        np.asarray(den_of)[by_den],
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+    )
     lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
     lo[by_den], hi[by_den] = sorted_lo, sorted_hi
     return lo, hi
@@ -476,8 +559,12 @@ class ByColumn(NamedTuple):
     n_rows: int
 
 
-def _by_column(parts: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
-               again: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], n_cols: int, n_rows: int) -> ByColumn:
+def _by_column(
+    parts: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    again: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    n_cols: int,
+    n_rows: int,
+) -> ByColumn:
     """The entries of ``(row, col, val)`` parts (``again``: the same parts, read a second
     time) as :class:`ByColumn`, by a stable counting sort: the first reading counts the
     columns, the second scatters each part, so only one part's temporaries exist at a time."""
@@ -522,8 +609,9 @@ def _trace_cuts(keys: np.ndarray, step: int) -> tuple[list[int], list[int]]:
     return cuts[:-1], cuts[1:]
 
 
-def _bootstrap_by_column(num: ByColumn, den: ByColumn, den_of: np.ndarray, *, confidence: float,
-                         n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap_by_column(
+    num: ByColumn, den: ByColumn, den_of: np.ndarray, *, confidence: float, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The intervals of :func:`bootstrap_ratio_sparse` for columns whose denominators
     ``den_of`` ascend (columns sharing one side by side).
 
@@ -540,18 +628,21 @@ def _bootstrap_by_column(num: ByColumn, den: ByColumn, den_of: np.ndarray, *, co
     alpha = (1.0 - confidence) / 2.0
     width = max(1, _STAT_CELLS // n_boot)
     resamples = _Resamples(rows, n_boot, seed, keep=k > width)
-    kept_cols, kept_sums = np.zeros(0, np.int64), np.zeros((n_boot, 0))  # the previous group's denominators
+    kept_cols, kept_sums = (
+        np.zeros(0, np.int64),
+        np.zeros((n_boot, 0)),
+    )  # the previous group's denominators
     for c0 in range(0, k, width):
         c1 = min(k, c0 + width)
-        num_m = _operand(num.row, num.val, num.bounds[c0:c1 + 1], rows)
+        num_m = _operand(num.row, num.val, num.bounds[c0 : c1 + 1], rows)
         den_cols, den_index = np.unique(den_of[c0:c1], return_inverse=True)
         reused = np.isin(den_cols, kept_cols)
         den_m = _operand(*_columns(den, den_cols[~reused]), rows)
         num_sums, den_sums = np.empty((n_boot, c1 - c0)), np.empty((n_boot, len(den_cols)))
         den_sums[:, reused] = kept_sums[:, np.searchsorted(kept_cols, den_cols[reused])]
         for start, weights in resamples:
-            num_sums[start:start + len(weights)] = _times(weights, num_m)
-            den_sums[start:start + len(weights), ~reused] = _times(weights, den_m)
+            num_sums[start : start + len(weights)] = _times(weights, num_m)
+            den_sums[start : start + len(weights), ~reused] = _times(weights, den_m)
         with np.errstate(invalid="ignore", divide="ignore"):
             stats = num_sums / den_sums[:, den_index.reshape(-1)]
         kept_cols, kept_sums = den_cols, den_sums
@@ -559,7 +650,9 @@ def _bootstrap_by_column(num: ByColumn, den: ByColumn, den_of: np.ndarray, *, co
         stats = stats.T.ravel()
         valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
         start = np.arange(c1 - c0) * n_boot
-        lo[c0:c1], hi[c0:c1] = (linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha))
+        lo[c0:c1], hi[c0:c1] = (
+            linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha)
+        )
     return lo, hi
 
 
@@ -567,7 +660,7 @@ def _columns(entries: ByColumn, cols: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """``(row, val, bounds)`` of the columns ``cols`` (ascending) of ``entries``: views
     when the columns are consecutive, else gathered."""
     if len(cols) and cols[-1] - cols[0] + 1 == len(cols):
-        return entries.row, entries.val, entries.bounds[cols[0]:cols[-1] + 2]
+        return entries.row, entries.val, entries.bounds[cols[0] : cols[-1] + 2]
     first, size = entries.bounds[cols], entries.bounds[cols + 1] - entries.bounds[cols]
     at = np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
     return entries.row[at], entries.val[at], np.r_[0, np.cumsum(size)]
@@ -604,14 +697,16 @@ class _Resamples:
         self.batch = max(1, min(n_boot, 2_000_000 // rows))
         dtype = np.uint16 if rows < 2**16 else np.uint32  # a count is at most ``rows``
         fits = n_boot * rows * np.dtype(dtype).itemsize <= _WEIGHT_BYTES
-        self._kept = np.concatenate([w.astype(dtype) for _, w in self._drawn()]) if keep and fits else None
+        self._kept = (
+            np.concatenate([w.astype(dtype) for _, w in self._drawn()]) if keep and fits else None
+        )
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
         if self._kept is None:
             yield from self._drawn()
             return
         for start in range(0, self.n_boot, self.batch):
-            yield start, self._kept[start:start + self.batch]
+            yield start, self._kept[start : start + self.batch]
 
     def _drawn(self) -> Iterator[tuple[int, np.ndarray]]:
         rng = np.random.default_rng(self.seed)
@@ -635,12 +730,14 @@ class _Entries(NamedTuple):
     n_cols: int
 
 
-def _operand(row: np.ndarray, val: np.ndarray, bounds: np.ndarray, n_rows: int) -> np.ndarray | _Entries:
+def _operand(
+    row: np.ndarray, val: np.ndarray, bounds: np.ndarray, n_rows: int
+) -> np.ndarray | _Entries:
     """The columns whose entries are ``row[bounds[j]:bounds[j + 1]]`` (distinct rows) as a
     dense ``n_rows x columns`` matrix when that is small (or at least a quarter full and
     not big), else as :class:`_Entries` (views, not copies)."""
     n_cols = len(bounds) - 1
-    row, val, bounds = row[bounds[0]:bounds[-1]], val[bounds[0]:bounds[-1]], bounds - bounds[0]
+    row, val, bounds = row[bounds[0] : bounds[-1]], val[bounds[0] : bounds[-1]], bounds - bounds[0]
     cells = n_rows * n_cols
     if cells <= _DENSE_CELLS or (cells <= 8 * _DENSE_CELLS and cells <= 4 * len(val)):
         matrix = np.zeros((n_rows, n_cols))
@@ -661,7 +758,9 @@ def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
     for a in range(0, len(operand.row), step):
         b = min(a + step, len(operand.row))
         # the columns with entries in [a, b) and where each starts there
-        cols = np.arange(np.searchsorted(bounds, a, "right") - 1, np.searchsorted(bounds, b - 1, "right"))
+        cols = np.arange(
+            np.searchsorted(bounds, a, "right") - 1, np.searchsorted(bounds, b - 1, "right")
+        )
         first = np.maximum(bounds[cols], a) - a
         has = np.minimum(bounds[cols + 1], b) - a > first
         products = weights[:, operand.row[a:b]] * operand.val[a:b]
@@ -669,13 +768,17 @@ def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
     return out
 
 
-def per_trace(trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_traces: int, n_cols: int) -> np.ndarray:
+def per_trace(
+    trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_traces: int, n_cols: int
+) -> np.ndarray:
     """Sum ``weights`` (or count) into a ``n_traces x n_cols`` matrix at (trace, col)."""
     flat = np.bincount(trace * n_cols + col, weights=weights, minlength=n_traces * n_cols)
     return flat.reshape(n_traces, n_cols).astype(float, copy=False)
 
 
-def _group_quantiles(group: np.ndarray, values: np.ndarray, n_groups: int, qs: tuple[float, ...]) -> list[np.ndarray]:
+def _group_quantiles(
+    group: np.ndarray, values: np.ndarray, n_groups: int, qs: tuple[float, ...]
+) -> list[np.ndarray]:
     """Per-group quantiles of ``values`` (numpy's default linear interpolation); NaN for
     empty groups. Few groups: ``np.quantile`` each (a partition); many: one sort for all."""
     counts = np.bincount(group, minlength=n_groups)
@@ -685,7 +788,7 @@ def _group_quantiles(group: np.ndarray, values: np.ndarray, n_groups: int, qs: t
         bounds = np.r_[0, np.cumsum(counts)]
         out = np.full((len(qs), n_groups), np.nan)
         for g in present:
-            out[:, g] = np.quantile(values[order[bounds[g]:bounds[g + 1]]], qs)
+            out[:, g] = np.quantile(values[order[bounds[g] : bounds[g + 1]]], qs)
         return list(out)
     order = np.lexsort((values, group))
     start = np.r_[0, np.cumsum(counts)[:-1]] if n_groups else np.zeros(0, np.int64)

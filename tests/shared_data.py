@@ -23,6 +23,8 @@ def shared(*parts: str) -> Path:
     """
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"third-party data {path} is absent (it lives in ../shared beside the "
-                    "repository and is never copied into it)")
+        pytest.skip(
+            f"third-party data {path} is absent (it lives in ../shared beside the "
+            "repository and is never copied into it)"
+        )
     return path

@@ -14,7 +14,9 @@ def brute_invariants(traces: list[list[str]]) -> set[tuple[str, str, str, int]]:
     out = set()
     for a in types:
         for b in types:
-            followed = sum(1 for tr in traces for i, x in enumerate(tr) if x == a and b in tr[i + 1:])
+            followed = sum(
+                1 for tr in traces for i, x in enumerate(tr) if x == a and b in tr[i + 1 :]
+            )
             preceded = sum(1 for tr in traces for i, x in enumerate(tr) if x == b and a in tr[:i])
             if followed == count[a]:
                 out.add(("AlwaysFollowedBy", a, b, count[a]))
@@ -38,6 +40,7 @@ def invariant_holds(g: nx.DiGraph, kind: str, a: str, b: str) -> bool:
     an accepting product state is reachable."""
     init, term = _synthetic(g, "INITIAL"), _synthetic(g, "TERMINAL")
     state = {n: d.get("state") for n, d in g.nodes(data=True)}
+
     # phases: 0 = watching, 1 = armed (a seen / b still owed), "bad" = violation
     def move(phase, node):
         s = state[node]
@@ -57,6 +60,7 @@ def invariant_holds(g: nx.DiGraph, kind: str, a: str, b: str) -> bool:
         if s == b:
             return 0
         return 1 if s == a else phase
+
     start_phase = 1 if (kind == "AlwaysFollowedBy" and a == "INITIAL") else 0
     prod = nx.DiGraph()
     seen = {(init, start_phase)}
@@ -96,9 +100,16 @@ def coarsen_every_trial(model, codes, rng):
 
     def holds(trial):
         reps, dense = np.unique(trial, return_inverse=True)
-        return not violated_edges(len(reps), dense[src], dense[dst],
-                                  model.node_type[reps], codes, n_types,
-                                  int(dense[INIT_NODE]), int(dense[TERM_NODE])).any()
+        return not violated_edges(
+            len(reps),
+            dense[src],
+            dense[dst],
+            model.node_type[reps],
+            codes,
+            n_types,
+            int(dense[INIT_NODE]),
+            int(dense[TERM_NODE]),
+        ).any()
 
     types = np.unique(model.node_type[model.node_type >= 0])
     changed = True
@@ -108,7 +119,7 @@ def coarsen_every_trial(model, codes, rng):
         for t in types:
             reps = np.unique(group)
             reps = reps[model.node_type[reps] == t]
-            pairs += [(int(p), int(q)) for i, p in enumerate(reps) for q in reps[i + 1:]]
+            pairs += [(int(p), int(q)) for i, p in enumerate(reps) for q in reps[i + 1 :]]
         if pairs:
             pairs = [pairs[k] for k in rng.permutation(len(pairs))]
         for p, q in pairs:
@@ -122,8 +133,9 @@ def coarsen_every_trial(model, codes, rng):
     return PartitionModel(model.log, group[model.part], model.node_type.copy()).compact()
 
 
-def counterexample_queue(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int,
-                   init: int = 0, term: int = 1) -> list[int] | None:
+def counterexample_queue(
+    adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int, init: int = 0, term: int = 1
+) -> list[int] | None:
     """The engine's counterexample search as a plain first-in first-out queue over
     (node, phase), one state at a time (the vectorized search must return its path)."""
     from collections import deque
@@ -194,8 +206,11 @@ def model_json_text(model, invariants) -> str:
         """The text when it is a JSON number (json.loads refuses 007, 00.5), else the
         float's."""
         try:
-            ok = not isinstance(json.loads(text), str) and text not in ("NaN", "Infinity",
-                                                                         "-Infinity")
+            ok = not isinstance(json.loads(text), str) and text not in (
+                "NaN",
+                "Infinity",
+                "-Infinity",
+            )
         except ValueError:
             ok = False
         return text if ok else json.dumps(float(text))
@@ -204,8 +219,10 @@ def model_json_text(model, invariants) -> str:
     for k in range(log.n_traces):
         events = []
         for i, e in enumerate(range(log.starts[k], log.starts[k + 1])):
-            events.append('{"eventIndex":%d,"eventType":%s,"logLine":%d,"timestamp":%s}' % (
-                i, json.dumps(log.types[log.codes[e]]), log.lines[e], number(stamps[e])))
+            events.append(
+                '{"eventIndex":%d,"eventType":%s,"logLine":%d,"timestamp":%s}'
+                % (i, json.dumps(log.types[log.codes[e]]), log.lines[e], number(stamps[e]))
+            )
         traces.append('{"traceID":%d,"events":[%s]}' % (k, ",".join(events)))
     labels = model.labels()
     parts = []
@@ -213,15 +230,27 @@ def model_json_text(model, invariants) -> str:
         members = [e for e in range(log.n_events) if model.part[e] == node]
         if not members:
             continue
-        parts.append('{"eventType":%s,"events":[%s]}' % (json.dumps(labels[node]), ",".join(
-            '{"traceID":%d,"eventIndex":%d}' % (t, e - log.starts[t])
-            for e in members for t in [int(log.trace_of[e])])))
+        parts.append(
+            '{"eventType":%s,"events":[%s]}'
+            % (
+                json.dumps(labels[node]),
+                ",".join(
+                    '{"traceID":%d,"eventIndex":%d}' % (t, e - log.starts[t])
+                    for e in members
+                    for t in [int(log.trace_of[e])]
+                ),
+            )
+        )
     inv = sort_invariants(invariants)
-    invs = ",".join('{"invariantType":%s,"predicates":[%s,%s]}' % (
-        json.dumps(k), json.dumps(a), json.dumps(b))
-        for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
+    invs = ",".join(
+        '{"invariantType":%s,"predicates":[%s,%s]}' % (json.dumps(k), json.dumps(a), json.dumps(b))
+        for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
+    )
     return '{"log":[%s],"partitions":[%s],"invariants":[%s]}' % (
-        ",".join(traces), ",".join(parts), invs)
+        ",".join(traces),
+        ",".join(parts),
+        invs,
+    )
 
 
 def generated_event_log(n_traces: int, seed: int) -> tuple[list[list[str]], str]:
@@ -235,11 +264,13 @@ def generated_event_log(n_traces: int, seed: int) -> tuple[list[list[str]], str]
     import random
 
     rng = random.Random(seed)
-    nxt = {"SlowStart": ["CongestionAvoidance", "Recovery", "RetransmissionTimeout"],
-           "CongestionAvoidance": ["Recovery", "ApplicationLimited", "RetransmissionTimeout"],
-           "Recovery": ["CongestionAvoidance", "ApplicationLimited"],
-           "ApplicationLimited": ["SlowStart", "CongestionAvoidance"],
-           "RetransmissionTimeout": ["SlowStart"]}
+    nxt = {
+        "SlowStart": ["CongestionAvoidance", "Recovery", "RetransmissionTimeout"],
+        "CongestionAvoidance": ["Recovery", "ApplicationLimited", "RetransmissionTimeout"],
+        "Recovery": ["CongestionAvoidance", "ApplicationLimited"],
+        "ApplicationLimited": ["SlowStart", "CongestionAvoidance"],
+        "RetransmissionTimeout": ["SlowStart"],
+    }
     traces, lines, t = [], [], 1_700_000_000_000_000
     for _ in range(n_traces):
         state, trace = "SlowStart", ["Init"]

@@ -21,7 +21,16 @@ import pandas as pd
 import pytest
 
 from statemine.parse import read
-from statemine.patch import PortFailed, apply, check, fetch, port, pristine as pristine_source, revert, versions
+from statemine.patch import (
+    PortFailed,
+    apply,
+    check,
+    fetch,
+    port,
+    pristine as pristine_source,
+    revert,
+    versions,
+)
 from statemine.patch.functions import enclosing_function
 
 pytestmark = pytest.mark.slow
@@ -35,9 +44,11 @@ CC_STATES = {"SlowStart", "CongestionAvoidance"}
 
 def tree_hashes(root: Path) -> dict[str, str]:
     """sha256 of every source file (not statemine's records, not bytecode caches)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.startswith(".statemine-") and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".statemine-") and "__pycache__" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +71,9 @@ def transfer(root: Path, log: Path, seed: int = 1, algorithm: str | None = None,
     env.update({k: str(v) for k, v in knobs.items()})
     record = json.loads((root / ".statemine-source.json").read_text())
     env["PYTHONPATH"] = str(root / record["python_path"])
-    cmd = [sys.executable, str(TRANSFER), str(log), str(SIZE), str(seed)] + ([algorithm] if algorithm else [])
+    cmd = [sys.executable, str(TRANSFER), str(log), str(SIZE), str(seed)] + (
+        [algorithm] if algorithm else []
+    )
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -132,7 +145,9 @@ def test_fetch_apply_transfer_revert(version, pristine, tmp_path):
             assert ssthresh == after
         # the data sender leaves Recovery for CongestionAvoidance (cwnd == ssthresh after it)
         states = server[server["kind"] == "state"]["state"].tolist()
-        assert any(a == "Recovery" and b == "CongestionAvoidance" for a, b in zip(states, states[1:]))
+        assert any(
+            a == "Recovery" and b == "CongestionAvoidance" for a, b in zip(states, states[1:])
+        )
         # the client only sends ACKs and a request: application limited after the handshake
         client_states = by_role["client"].query("kind == 'state'")["state"].tolist()
         assert client_states[:3] == ["Init", "SlowStart", "ApplicationLimited"]
@@ -152,8 +167,11 @@ def test_threshold_knobs(version, pristine, tmp_path):
     apply("aioquic", version, root)
     try:
         rules = {}
-        for name, knobs in {"default": {}, "no-packet": {"STATEMINE_REORDERING_THRESHOLD": 10**9},
-                            "no-time": {"STATEMINE_TIME_THRESHOLD": 1000.0}}.items():
+        for name, knobs in {
+            "default": {},
+            "no-packet": {"STATEMINE_REORDERING_THRESHOLD": 10**9},
+            "no-time": {"STATEMINE_TIME_THRESHOLD": 1000.0},
+        }.items():
             log = tmp_path / f"{name}.log"
             assert transfer(root, log, **knobs)["received"] == SIZE
             fields = check_traces(log)["server"].query("state == 'LossDetected'")["fields"]
@@ -162,9 +180,16 @@ def test_threshold_knobs(version, pristine, tmp_path):
         assert rules["no-packet"] == {"time"}
         assert rules["no-time"] == {"packet"}
         env = {**os.environ, "PYTHONPATH": str(root / "src"), "STATEMINE_TIME_THRESHOLD": "fast"}
-        proc = subprocess.run([sys.executable, "-c", "import aioquic.quic.recovery"], env=env,
-                              capture_output=True, text=True)
-        assert proc.returncode != 0 and "STATEMINE_TIME_THRESHOLD='fast' is not a valid float" in proc.stderr
+        proc = subprocess.run(
+            [sys.executable, "-c", "import aioquic.quic.recovery"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert (
+            proc.returncode != 0
+            and "STATEMINE_TIME_THRESHOLD='fast' is not a valid float" in proc.stderr
+        )
     finally:
         revert("aioquic", version, root)
 
@@ -210,8 +235,11 @@ def _hook_functions(root: Path, files: list[str], hooks: set[str]) -> list[tuple
     out = []
     for rel in files:
         lines = (root / rel).read_text().splitlines(True)
-        out += [(rel, line.strip(), enclosing_function(rel, lines, i))
-                for i, line in enumerate(lines) if line.strip() in hooks]
+        out += [
+            (rel, line.strip(), enclosing_function(rel, lines, i))
+            for i, line in enumerate(lines)
+            if line.strip() in hooks
+        ]
     return sorted(out)
 
 
@@ -235,7 +263,7 @@ def test_port_1_7_2_to_1_6_0_keeps_hooks_in_their_functions(tmp_path):
     # the same patch without that hunk: ported, each hook in its 1.7.2 function
     text = (PATCHES / "1.7.2" / "statemine.patch").read_text()
     start = text.index("@@ -616,6 +617,7 @@")
-    without = text[:start] + text[text.index("@@ -1459,6 +1461,7 @@"):]
+    without = text[:start] + text[text.index("@@ -1459,6 +1461,7 @@") :]
     mine = tmp_path / "patches" / "aioquic"
     (mine / "1.7.2").mkdir(parents=True)
     shutil.copy(PATCHES / "impl.toml", mine / "impl.toml")
@@ -246,20 +274,26 @@ def test_port_1_7_2_to_1_6_0_keeps_hooks_in_their_functions(tmp_path):
     shutil.copytree(old, patched_old)
     apply("aioquic", "1.7.2", patched_old, mine.parent)
     files = ["src/aioquic/quic/connection.py", "src/aioquic/quic/recovery.py"]
-    hooks = {line[1:].strip() for line in without.splitlines()
-             if line.startswith("+") and not line.startswith("+++") and "_statemine" in line}
+    hooks = {
+        line[1:].strip()
+        for line in without.splitlines()
+        if line.startswith("+") and not line.startswith("+++") and "_statemine" in line
+    }
     got = _hook_functions(tree, files, hooks)
     assert got == _hook_functions(patched_old, files, hooks) and len(got) == len(hooks)
     for rel in files + ["src/aioquic/quic/statemine.py"]:
         compile((tree / rel).read_text(), rel, "exec")
 
 
-@pytest.mark.parametrize("version, modules", [
-    ("0.9.20", ["tests.test_recovery", "tests.test_connection"]),
-    ("0.9.25", ["tests.test_recovery"]),
-    ("1.5.0", ["tests.test_recovery"]),
-    ("1.7.2", ["tests.test_recovery", "tests.test_connection"]),
-])
+@pytest.mark.parametrize(
+    "version, modules",
+    [
+        ("0.9.20", ["tests.test_recovery", "tests.test_connection"]),
+        ("0.9.25", ["tests.test_recovery"]),
+        ("1.5.0", ["tests.test_recovery"]),
+        ("1.7.2", ["tests.test_recovery", "tests.test_connection"]),
+    ],
+)
 def test_patched_aioquic_passes_its_own_tests(version, modules, pristine):
     """The hooks change no behaviour: aioquic's own unit tests (shipped in the sdist) pass
     on the patched tree, with the statemine lines enabled."""
@@ -268,15 +302,23 @@ def test_patched_aioquic_passes_its_own_tests(version, modules, pristine):
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STATEMINE_")}
         env["PYTHONPATH"] = str(root / "src")
-        code = ("import io, logging, sys, unittest\n"
-                "out = io.StringIO()\n"
-                "logging.getLogger('quic').setLevel(logging.INFO)\n"
-                "logging.getLogger('quic').addHandler(logging.StreamHandler(out))\n"
-                f"ok = unittest.main(module=None, argv=['t', *{modules!r}], exit=False).result.wasSuccessful()\n"
-                "print(out.getvalue().count('STATEMINE t='))\n"
-                "sys.exit(not ok)\n")
-        proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
-                              text=True, timeout=600)
+        code = (
+            "import io, logging, sys, unittest\n"
+            "out = io.StringIO()\n"
+            "logging.getLogger('quic').setLevel(logging.INFO)\n"
+            "logging.getLogger('quic').addHandler(logging.StreamHandler(out))\n"
+            f"ok = unittest.main(module=None, argv=['t', *{modules!r}], exit=False).result.wasSuccessful()\n"
+            "print(out.getvalue().count('STATEMINE t='))\n"
+            "sys.exit(not ok)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "\nOK" in proc.stderr
         if "tests.test_connection" in modules:  # real connections: the lines were formatted

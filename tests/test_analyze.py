@@ -22,10 +22,16 @@ def make(rows, traces=None):
 def three_state():
     # On paper: SlowStart 0-2 (2 s), Recovery 2-3 (1 s), CongestionAvoidance 3-7 (4 s);
     # a LossDetected event at 2.5 must not split Recovery. Total 7 s.
-    return make([("a", 0.0, "SlowStart", "state"), ("a", 2.0, "Recovery", "state"),
-                 ("a", 2.5, "LossDetected", "event"), ("a", 3.0, "CongestionAvoidance", "state"),
-                 ("a", 7.0, "Close", "event")],
-                pd.DataFrame({"trace": ["a"], "end": [7.0]}))
+    return make(
+        [
+            ("a", 0.0, "SlowStart", "state"),
+            ("a", 2.0, "Recovery", "state"),
+            ("a", 2.5, "LossDetected", "event"),
+            ("a", 3.0, "CongestionAvoidance", "state"),
+            ("a", 7.0, "Close", "event"),
+        ],
+        pd.DataFrame({"trace": ["a"], "end": [7.0]}),
+    )
 
 
 def test_three_state_fractions_by_hand():
@@ -40,8 +46,10 @@ def test_three_state_fractions_by_hand():
 
 
 def test_end_rules():
-    ts = make([("a", 0.0, "SlowStart"), ("a", 1.0, "Recovery"), ("b", 0.0, "SlowStart")],
-              pd.DataFrame({"trace": ["a", "b"], "end": [4.0, np.nan]}))
+    ts = make(
+        [("a", 0.0, "SlowStart"), ("a", 1.0, "Recovery"), ("b", 0.0, "SlowStart")],
+        pd.DataFrame({"trace": ["a", "b"], "end": [4.0, np.nan]}),
+    )
     # close: a's Recovery lasts to its explicit end 4.0; b has one line -> no time.
     s = state_stats(ts, n_boot=0).set_index("state")
     assert s.loc["Recovery", "time_s"] == pytest.approx(3.0)
@@ -60,12 +68,22 @@ def test_last_line_of_any_kind_ends_trace_without_close():
 
 
 def test_collapse_repeats():
-    ts = make([("a", 0.0, "SlowStart"), ("a", 1.0, "SlowStart"), ("a", 2.0, "Recovery"), ("a", 3.0, "Recovery")])
+    ts = make(
+        [
+            ("a", 0.0, "SlowStart"),
+            ("a", 1.0, "SlowStart"),
+            ("a", 2.0, "Recovery"),
+            ("a", 3.0, "Recovery"),
+        ]
+    )
     plain = transition_stats(ts, n_boot=0)
     assert ("SlowStart", "SlowStart") in set(zip(plain.src, plain.dst))
     merged = transition_stats(ts, collapse_repeats=True, n_boot=0)
-    assert set(zip(merged.src, merged.dst)) == {("INITIAL", "SlowStart"), ("SlowStart", "Recovery"),
-                                                ("Recovery", "TERMINAL")}
+    assert set(zip(merged.src, merged.dst)) == {
+        ("INITIAL", "SlowStart"),
+        ("SlowStart", "Recovery"),
+        ("Recovery", "TERMINAL"),
+    }
     s = state_stats(ts, collapse_repeats=True, n_boot=0).set_index("state")
     assert s.loc["SlowStart", "visits"] == 1 and s.loc["SlowStart", "dwell_mean"] == 2.0
 
@@ -99,8 +117,10 @@ def random_traces(seed, n_traces=30):
     for i in range(n_traces):
         n = int(rng.integers(1, 15))
         times = np.cumsum(rng.exponential(1.0, n))
-        rows = [(float(t), names[int(rng.integers(0, 4))], "state" if rng.random() < 0.8 else "event")
-                for t in times]
+        rows = [
+            (float(t), names[int(rng.integers(0, 4))], "state" if rng.random() < 0.8 else "event")
+            for t in times
+        ]
         rows[0] = (rows[0][0], rows[0][1], "state")
         rows_by_trace[f"t{i}"] = rows
     return rows_by_trace
@@ -110,10 +130,16 @@ def random_traces(seed, n_traces=30):
 def test_against_naive_loops(seed):
     rows_by_trace = random_traces(seed)
     ends = {"t0": 1000.0}
-    frame = pd.DataFrame([(tr, t, s, k) for tr, rows in rows_by_trace.items() for t, s, k in rows],
-                         columns=["trace", "time", "state", "kind"])
-    ts = TraceSet.from_events(frame, pd.DataFrame({"trace": list(rows_by_trace),
-                                                   "end": [ends.get(t, np.nan) for t in rows_by_trace]}))
+    frame = pd.DataFrame(
+        [(tr, t, s, k) for tr, rows in rows_by_trace.items() for t, s, k in rows],
+        columns=["trace", "time", "state", "kind"],
+    )
+    ts = TraceSet.from_events(
+        frame,
+        pd.DataFrame(
+            {"trace": list(rows_by_trace), "end": [ends.get(t, np.nan) for t in rows_by_trace]}
+        ),
+    )
     fractions, probs, counts = naive_stats(rows_by_trace, ends)
     s = state_stats(ts, n_boot=0).set_index("state")
     for state, f in fractions.items():
@@ -151,7 +177,11 @@ def test_markov_chain_estimates_approach_truth():
     s = state_stats(ts, n_boot=200).set_index("state")
     for name, f in zip(names, truth):
         assert s.loc[name, "time_fraction"] == pytest.approx(f, abs=0.02)
-        assert s.loc[name, "time_fraction_lo"] <= s.loc[name, "time_fraction"] <= s.loc[name, "time_fraction_hi"]
+        assert (
+            s.loc[name, "time_fraction_lo"]
+            <= s.loc[name, "time_fraction"]
+            <= s.loc[name, "time_fraction_hi"]
+        )
     t = transition_stats(ts, n_boot=0)
     for a in range(3):
         for b in range(3):
@@ -167,19 +197,35 @@ def test_bootstrap_matches_scipy_percentile_interval():
     num = rng.exponential(1.0, size=(60, 1))
     den = num + rng.exponential(2.0, size=(60, 1))
     lo, hi = bootstrap_ratio(num, den, n_boot=4000, seed=3)
-    ref = scipy.stats.bootstrap((num[:, 0], den[:, 0]), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
-                                paired=True, vectorized=True, n_resamples=4000, method="percentile",
-                                random_state=np.random.default_rng(4))
+    ref = scipy.stats.bootstrap(
+        (num[:, 0], den[:, 0]),
+        lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=4000,
+        method="percentile",
+        random_state=np.random.default_rng(4),
+    )
     assert lo[0] == pytest.approx(ref.confidence_interval.low, abs=0.015)
     assert hi[0] == pytest.approx(ref.confidence_interval.high, abs=0.015)
     # reproducible for a seed; NaN with one row
-    assert bootstrap_ratio(num, den, n_boot=100, seed=3)[0][0] == bootstrap_ratio(num, den, n_boot=100, seed=3)[0][0]
+    assert (
+        bootstrap_ratio(num, den, n_boot=100, seed=3)[0][0]
+        == bootstrap_ratio(num, den, n_boot=100, seed=3)[0][0]
+    )
     assert np.isnan(bootstrap_ratio(num[:1], den[:1])[0]).all()
 
 
 def test_mean_trace_fraction_by_hand():
-    ts = make([("a", 0.0, "SlowStart"), ("a", 1.0, "Recovery"), ("a", 2.0, "Close"),
-               ("b", 0.0, "SlowStart"), ("b", 9.0, "Close")])
+    ts = make(
+        [
+            ("a", 0.0, "SlowStart"),
+            ("a", 1.0, "Recovery"),
+            ("a", 2.0, "Close"),
+            ("b", 0.0, "SlowStart"),
+            ("b", 9.0, "Close"),
+        ]
+    )
     s = state_stats(ts, n_boot=0).set_index("state")
     # a: SlowStart 1/2, Recovery 1/2, Close 0; b: SlowStart 1 -> mean over traces
     assert s.loc["SlowStart", "mean_trace_fraction"] == pytest.approx((0.5 + 1.0) / 2)

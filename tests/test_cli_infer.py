@@ -14,11 +14,19 @@ from statemine.infer.observed import model_from_json, model_to_json, observed_mo
 from statemine.render import graphviz_available, render, to_dot
 from statemine.traces import TraceSet, load
 
-LOG = "".join(
-    f"STATEMINE t={t} conn={c} role=server state={s}\n"
-    for c in ("a", "b")
-    for t, s in [(0.0, "SlowStart"), (1.0, "Recovery"), (1.5, "CongestionAvoidance"), (4.0, "ApplicationLimited")]
-) + "STATEMINE t=5.0 conn=a role=server event=Close\nSTATEMINE t=5.0 conn=b role=server event=Close\n"
+LOG = (
+    "".join(
+        f"STATEMINE t={t} conn={c} role=server state={s}\n"
+        for c in ("a", "b")
+        for t, s in [
+            (0.0, "SlowStart"),
+            (1.0, "Recovery"),
+            (1.5, "CongestionAvoidance"),
+            (4.0, "ApplicationLimited"),
+        ]
+    )
+    + "STATEMINE t=5.0 conn=a role=server event=Close\nSTATEMINE t=5.0 conn=b role=server event=Close\n"
+)
 
 
 @pytest.fixture
@@ -34,7 +42,9 @@ def test_infer_writes_everything(tmp_path, log):
     assert res.exit_code == 0, res.output
     assert "CongestionAvoidance" in res.output
     states = pd.read_csv(out / "states.csv").set_index("state")
-    assert {"time_fraction", "time_fraction_lo", "time_fraction_hi", "visits"} <= set(states.columns)
+    assert {"time_fraction", "time_fraction_lo", "time_fraction_hi", "visits"} <= set(
+        states.columns
+    )
     # by hand: SlowStart 1/5, Recovery 0.5/5, CA 2.5/5, AppLimited 1/5
     assert states.loc["CongestionAvoidance", "time_fraction"] == pytest.approx(0.5)
     assert states.loc["Recovery", "time_fraction"] == pytest.approx(0.1)
@@ -47,8 +57,10 @@ def test_infer_writes_everything(tmp_path, log):
         assert (out / "model.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
 
 
-@pytest.mark.parametrize("content", ["", "STATEMINE t=1 conn=a state=A\nSTATEMINE t=0 conn=a state=B\n",
-                                     "\x00\x01garbage"])
+@pytest.mark.parametrize(
+    "content",
+    ["", "STATEMINE t=1 conn=a state=A\nSTATEMINE t=0 conn=a state=B\n", "\x00\x01garbage"],
+)
 def test_bad_input_exit_2_no_partial_output(tmp_path, content):
     bad = tmp_path / "bad.log"
     bad.write_text(content)
@@ -68,7 +80,9 @@ def test_unknown_format_and_synoptic_flag_without_engine(log):
 
 def test_read_command_round_trip(tmp_path, log):
     out = tmp_path / "t.parquet"
-    res = CliRunner().invoke(main, ["read", str(log), "-o", str(out), "--label", "environment=mobile"])
+    res = CliRunner().invoke(
+        main, ["read", str(log), "-o", str(out), "--label", "environment=mobile"]
+    )
     assert res.exit_code == 0, res.output
     ts = load(out)
     assert ts.n_traces == 2 and set(ts.traces.environment) == {"mobile"}
@@ -78,8 +92,15 @@ def test_read_command_round_trip(tmp_path, log):
 
 
 def test_model_graph_and_json_round_trip():
-    ts = TraceSet.from_events(pd.DataFrame({"trace": ["a"] * 3, "time": [0.0, 1.0, 4.0],
-                                            "state": ["SlowStart", "Recovery", "SlowStart"]}))
+    ts = TraceSet.from_events(
+        pd.DataFrame(
+            {
+                "trace": ["a"] * 3,
+                "time": [0.0, 1.0, 4.0],
+                "state": ["SlowStart", "Recovery", "SlowStart"],
+            }
+        )
+    )
     G = observed_model(ts, n_boot=0)
     assert set(G.nodes) == {"INITIAL", "SlowStart", "Recovery", "TERMINAL"}
     assert G.nodes["Recovery"]["time_fraction"] == pytest.approx(0.75)
@@ -92,7 +113,9 @@ def test_model_graph_and_json_round_trip():
 
 def test_labels_are_escaped_in_dot_and_svg(tmp_path):
     evil = 'Evil"];<script>alert(1)</script>'
-    ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "a"], "time": [0.0, 1.0], "state": [evil, "B"]}))
+    ts = TraceSet.from_events(
+        pd.DataFrame({"trace": ["a", "a"], "time": [0.0, 1.0], "state": [evil, "B"]})
+    )
     G = observed_model(ts, n_boot=0)
     dot = to_dot(G)
     assert "<script>" not in dot and "&lt;script&gt;" in dot
@@ -104,17 +127,25 @@ def test_labels_are_escaped_in_dot_and_svg(tmp_path):
 def test_concat_keeps_every_files_warnings():
     from statemine.traces import concat
 
-    a = TraceSet.from_events(pd.DataFrame({"trace": ["a"], "time": [0.0], "state": ["X"]}), meta={"warnings": '["f1:3: cut"]'})
-    b = TraceSet.from_events(pd.DataFrame({"trace": ["b"], "time": [0.0], "state": ["X"]}), meta={"warnings": '["f2:9: cut"]'})
+    a = TraceSet.from_events(
+        pd.DataFrame({"trace": ["a"], "time": [0.0], "state": ["X"]}),
+        meta={"warnings": '["f1:3: cut"]'},
+    )
+    b = TraceSet.from_events(
+        pd.DataFrame({"trace": ["b"], "time": [0.0], "state": ["X"]}),
+        meta={"warnings": '["f2:9: cut"]'},
+    )
     assert json.loads(concat([a, b]).meta["warnings"]) == ["f1:3: cut", "f2:9: cut"]
 
 
 def test_qlog_files_with_the_same_name_in_two_folders(tmp_path):
     from statemine.parse import read
 
-    doc = ('{"qlog_version": "0.3", "traces": [{"vantage_point": {"type": "server"}, "events": ['
-           '{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},'
-           '{"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}}]}]}')
+    doc = (
+        '{"qlog_version": "0.3", "traces": [{"vantage_point": {"type": "server"}, "events": ['
+        '{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},'
+        '{"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}}]}]}'
+    )
     for folder in ("x", "y"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "c.qlog").write_text(doc)
@@ -124,9 +155,11 @@ def test_qlog_files_with_the_same_name_in_two_folders(tmp_path):
 
 def test_reader_warnings_and_zero_duration_are_reported(tmp_path):
     cut = tmp_path / "cut.sqlog"
-    cut.write_text('\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "server"}}}\n'
-                   '\x1e{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}}\n'
-                   '\x1e{"time": 5, "name": "recovery:congestion_state_upd')
+    cut.write_text(
+        '\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "server"}}}\n'
+        '\x1e{"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}}\n'
+        '\x1e{"time": 5, "name": "recovery:congestion_state_upd'
+    )
     res = CliRunner().invoke(main, ["infer", str(cut)])
     assert res.exit_code == 0, res.output
     assert "warning" in res.output and "cut.sqlog" in res.output

@@ -12,8 +12,16 @@ from scipy import stats
 
 from test_diff_data import make_set, one_trace
 from statemine.analyze import state_stats, trace_state_times, visits
-from statemine.diff import (STATE_COLUMNS, TRANSITION_COLUMNS, bootstrap_delta, diff, holm,
-                            permutation_pvalues, pooled_fraction, transition_test)
+from statemine.diff import (
+    STATE_COLUMNS,
+    TRANSITION_COLUMNS,
+    bootstrap_delta,
+    diff,
+    holm,
+    permutation_pvalues,
+    pooled_fraction,
+    transition_test,
+)
 from statemine.errors import UsageError
 from statemine.traces import TraceSet, concat
 
@@ -50,11 +58,17 @@ def test_false_positive_rate_near_alpha():
     """No difference: per-state rejections near alpha, Holm family-wise error at most alpha."""
     reps, n, alpha = 400, 8, 0.05
     pool = matrix(make_set("p", 2 * n * reps, seed=11))
-    pvals = np.array([
-        permutation_pvalues(pool[2 * n * r:2 * n * r + n], pool[2 * n * r + n:2 * n * (r + 1)],
-                            n_perm=199, seed=r)
-        for r in range(reps)
-    ])
+    pvals = np.array(
+        [
+            permutation_pvalues(
+                pool[2 * n * r : 2 * n * r + n],
+                pool[2 * n * r + n : 2 * n * (r + 1)],
+                n_perm=199,
+                seed=r,
+            )
+            for r in range(reps)
+        ]
+    )
     rate = (pvals <= alpha).mean(axis=0)
     sd = math.sqrt(alpha * (1 - alpha) / reps)
     assert (rate < alpha + 3.5 * sd).all() and (rate > alpha - 3.5 * sd).all(), rate
@@ -78,8 +92,14 @@ def test_full_diff_false_positives_rare():
     alpha, reps = 0.05, 30
     hits = 0
     for r in range(reps):
-        d = diff(make_set("a", 10, seed=100 + r), make_set("b", 10, seed=500 + r),
-                 n_perm=199, n_boot=0, alpha=alpha, seed=r)
+        d = diff(
+            make_set("a", 10, seed=100 + r),
+            make_set("b", 10, seed=500 + r),
+            n_perm=199,
+            n_boot=0,
+            alpha=alpha,
+            seed=r,
+        )
         hits += bool(d.states["significant"].any())
     assert hits <= 6  # binomial(30, <=0.05): P(X > 6) < 0.001
 
@@ -92,18 +112,28 @@ def test_permutation_matches_scipy_exact():
     x = np.vstack([xa, xb])
     ours = permutation_pvalues(xa, xb, n_perm=10_000)  # C(9, 4) = 126 <= 10000: exact
     for j in range(x.shape[1]):
+
         def stat(ia, ib, j=j):
             fa = x[ia.astype(int), j].sum() / x[ia.astype(int)].sum()
             fb = x[ib.astype(int), j].sum() / x[ib.astype(int)].sum()
             return abs(fb - fa)
-        ref = stats.permutation_test((np.arange(4.0), np.arange(4.0, 9.0)), stat, vectorized=False,
-                                     permutation_type="independent", alternative="greater",
-                                     n_resamples=10_000)
+
+        ref = stats.permutation_test(
+            (np.arange(4.0), np.arange(4.0, 9.0)),
+            stat,
+            vectorized=False,
+            permutation_type="independent",
+            alternative="greater",
+            n_resamples=10_000,
+        )
         assert ours[j] == pytest.approx(ref.pvalue, rel=1e-12)
 
 
 def test_random_permutation_close_to_exact():
-    xa, xb = matrix(make_set("a", 7, seed=31)), matrix(make_set("b", 7, seed=32, recovery_mean=0.25))
+    xa, xb = (
+        matrix(make_set("a", 7, seed=31)),
+        matrix(make_set("b", 7, seed=32, recovery_mean=0.25)),
+    )
     exact = permutation_pvalues(xa, xb, n_perm=5000)  # C(14, 7) = 3432: exact
     approx = permutation_pvalues(xa, xb, n_perm=3000, seed=1)  # random
     assert np.abs(exact - approx).max() < 0.03
@@ -111,14 +141,26 @@ def test_random_permutation_close_to_exact():
 
 
 def test_bootstrap_matches_scipy_bootstrap():
-    xa, xb = matrix(make_set("a", 15, seed=41)), matrix(make_set("b", 20, seed=42, recovery_mean=0.3))
+    xa, xb = (
+        matrix(make_set("a", 15, seed=41)),
+        matrix(make_set("b", 20, seed=42, recovery_mean=0.3)),
+    )
     lo, hi = bootstrap_delta(xa, xb, n_boot=4000, seed=3)
     j = 3  # any state column
+
     def stat(ia, ib):
         ia, ib = ia.astype(int), ib.astype(int)
         return xb[ib, j].sum() / xb[ib].sum() - xa[ia, j].sum() / xa[ia].sum()
-    ref = stats.bootstrap((np.arange(15.0), np.arange(20.0)), stat, vectorized=False, paired=False,
-                          method="percentile", n_resamples=4000, rng=np.random.default_rng(9))
+
+    ref = stats.bootstrap(
+        (np.arange(15.0), np.arange(20.0)),
+        stat,
+        vectorized=False,
+        paired=False,
+        method="percentile",
+        n_resamples=4000,
+        rng=np.random.default_rng(9),
+    )
     width = hi[j] - lo[j]
     assert abs(lo[j] - ref.confidence_interval.low) < 0.1 * width
     assert abs(hi[j] - ref.confidence_interval.high) < 0.1 * width
@@ -173,10 +215,22 @@ def test_transitions_table():
 
 # -- bad and odd input ------------------------------------------------------------------------
 def test_disjoint_vocabularies_are_labelled():
-    a = TraceSet.from_events(pd.concat([one_trace(f"a{i}", [0, 1, 2 + i], ["slow_start", "recovery", "slow_start"])
-                                        for i in range(3)]))
-    b = TraceSet.from_events(pd.concat([one_trace(f"b{i}", [0, 1, 3 + i], ["SlowStart", "Recovery", "SlowStart"])
-                                        for i in range(3)]))
+    a = TraceSet.from_events(
+        pd.concat(
+            [
+                one_trace(f"a{i}", [0, 1, 2 + i], ["slow_start", "recovery", "slow_start"])
+                for i in range(3)
+            ]
+        )
+    )
+    b = TraceSet.from_events(
+        pd.concat(
+            [
+                one_trace(f"b{i}", [0, 1, 3 + i], ["SlowStart", "Recovery", "SlowStart"])
+                for i in range(3)
+            ]
+        )
+    )
     d = diff(a, b, n_perm=99, n_boot=50)
     assert set(d.states["presence"]) == {"only_a", "only_b"}
     assert any("share no state name" in n for n in d.notes)
@@ -202,8 +256,9 @@ def test_empty_side_is_a_usage_error():
     empty = TraceSet.from_events(pd.DataFrame({"trace": [], "time": [], "state": []}))
     with pytest.raises(UsageError, match="side mobile has no traces"):
         diff(a, empty, label_b="mobile")
-    events_only = TraceSet.from_events(pd.DataFrame({"trace": ["x"], "time": [0.0], "state": ["Close"],
-                                                     "kind": ["event"]}))
+    events_only = TraceSet.from_events(
+        pd.DataFrame({"trace": ["x"], "time": [0.0], "state": ["Close"], "kind": ["event"]})
+    )
     with pytest.raises(UsageError, match="no state lines"):
         diff(events_only, a)
     zero = TraceSet.from_events(one_trace("z", [0.0], ["SlowStart"]))
@@ -213,8 +268,14 @@ def test_empty_side_is_a_usage_error():
 
 def test_zero_length_traces_are_dropped_with_a_note():
     a = make_set("a", 5, seed=1)
-    b = TraceSet.from_events(pd.concat([one_trace("z", [0.0], ["SlowStart"]),
-                                        one_trace("y", [0.0, 1.0], ["SlowStart", "Recovery"])]))
+    b = TraceSet.from_events(
+        pd.concat(
+            [
+                one_trace("z", [0.0], ["SlowStart"]),
+                one_trace("y", [0.0, 1.0], ["SlowStart", "Recovery"]),
+            ]
+        )
+    )
     d = diff(a, b, n_perm=99)
     assert any("last 0 s" in n for n in d.notes)
 
@@ -275,10 +336,19 @@ def test_one_count_cells_are_not_flagged():
     """A changed source's rare edges (0 vs 1 transitions) are not flagged on their own."""
     rows = []
     for i in range(30):
-        rows.append(one_trace(f"a{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "CongestionAvoidance"]))
+        rows.append(
+            one_trace(
+                f"a{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "CongestionAvoidance"]
+            )
+        )
     a = TraceSet.from_events(pd.concat(rows))
-    rows = [one_trace(f"b{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "SlowStart"]) for i in range(10)]
-    rows.append(one_trace("b10", [0, 1, 2], ["CongestionAvoidance", "Recovery", "ApplicationLimited"]))
+    rows = [
+        one_trace(f"b{i}", [0, 1, 2], ["CongestionAvoidance", "Recovery", "SlowStart"])
+        for i in range(10)
+    ]
+    rows.append(
+        one_trace("b10", [0, 1, 2], ["CongestionAvoidance", "Recovery", "ApplicationLimited"])
+    )
     b = TraceSet.from_events(pd.concat(rows))
     t = diff(a, b, n_perm=99, n_boot=0).transitions.set_index(["src", "dst"])
     assert t.loc[("Recovery", "SlowStart"), "significant"]
@@ -307,9 +377,16 @@ def test_smallest_p_note_counts_the_label_swap():
 
 # -- stratified comparison ----------------------------------------------------------------
 def test_stratified_permutation_by_brute_force():
-    xa = np.vstack([matrix(make_set("a", 2, seed=61)), matrix(make_set("c", 2, seed=62, recovery_mean=0.4))])
-    xb = np.vstack([matrix(make_set("b", 2, seed=63)), matrix(make_set("d", 3, seed=64, recovery_mean=0.4))])
-    ga, gb = np.array(["s1", "s1", "s2", "s2"], object), np.array(["s1", "s1", "s2", "s2", "s2"], object)
+    xa = np.vstack(
+        [matrix(make_set("a", 2, seed=61)), matrix(make_set("c", 2, seed=62, recovery_mean=0.4))]
+    )
+    xb = np.vstack(
+        [matrix(make_set("b", 2, seed=63)), matrix(make_set("d", 3, seed=64, recovery_mean=0.4))]
+    )
+    ga, gb = (
+        np.array(["s1", "s1", "s2", "s2"], object),
+        np.array(["s1", "s1", "s2", "s2", "s2"], object),
+    )
     x, g = np.vstack([xa, xb]), np.concatenate([ga, gb])
     obs = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
     s1, s2 = np.flatnonzero(g == "s1"), np.flatnonzero(g == "s2")
@@ -323,14 +400,25 @@ def test_stratified_permutation_by_brute_force():
     assert n_all == 60
     ours = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=100)
     assert np.allclose(ours, count / n_all)
-    approx = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=59, seed=2)  # random within strata
+    approx = permutation_pvalues(
+        xa, xb, strata_a=ga, strata_b=gb, n_perm=59, seed=2
+    )  # random within strata
     assert np.abs(approx - count / n_all).max() < 0.25 and (approx > 0).all()
 
 
 def test_stratified_diff_pools_implementations():
-    a = concat([make_set("a", 3, seed=1, implementation="x"), make_set("c", 3, seed=2, implementation="y", recovery_mean=1.0)])
-    b = concat([make_set("b", 3, seed=3, implementation="x", recovery_mean=0.8),
-                make_set("d", 3, seed=4, implementation="y", recovery_mean=3.0)])
+    a = concat(
+        [
+            make_set("a", 3, seed=1, implementation="x"),
+            make_set("c", 3, seed=2, implementation="y", recovery_mean=1.0),
+        ]
+    )
+    b = concat(
+        [
+            make_set("b", 3, seed=3, implementation="x", recovery_mean=0.8),
+            make_set("d", 3, seed=4, implementation="y", recovery_mean=3.0),
+        ]
+    )
     plain = diff(a, b, n_boot=0)
     strat = diff(a, b, n_boot=0, strata="implementation")
     assert np.allclose(plain.states["delta"], strat.states["delta"])  # same fractions, other test
@@ -339,7 +427,9 @@ def test_stratified_diff_pools_implementations():
     assert not any("smallest possible" in n for n in strat.notes)
     with pytest.raises(UsageError, match="no trace label 'stack'"):
         diff(a, b, strata="stack")
-    lonely = diff(a, concat([make_set("e", 3, seed=5, implementation="z")]), strata="implementation", n_boot=0)
+    lonely = diff(
+        a, concat([make_set("e", 3, seed=5, implementation="z")]), strata="implementation", n_boot=0
+    )
     assert any("one side only" in n for n in lonely.notes)
 
 
@@ -351,8 +441,8 @@ def test_stratified_false_positive_rate():
     hits = np.zeros(fast.shape[1])
     for r in range(reps):
         lo = 2 * n * r
-        xa = np.vstack([fast[lo:lo + n], slow[lo:lo + n]])
-        xb = np.vstack([fast[lo + n:lo + 2 * n], slow[lo + n:lo + 2 * n]])
+        xa = np.vstack([fast[lo : lo + n], slow[lo : lo + n]])
+        xb = np.vstack([fast[lo + n : lo + 2 * n], slow[lo + n : lo + 2 * n]])
         hits += permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=199, seed=r) <= alpha
     sd = math.sqrt(alpha * (1 - alpha) / reps)
     assert (np.abs(hits / reps - alpha) < 3.5 * sd).all(), hits / reps
@@ -367,7 +457,11 @@ def test_one_stratum_is_the_plain_bootstrap():
 
 
 def test_mixed_implementations_suggest_strata():
-    a = concat([make_set("a", 3, seed=1, implementation="x"), make_set("c", 3, seed=2, implementation="y")])
-    b = concat([make_set("b", 3, seed=3, implementation="x"), make_set("d", 3, seed=4, implementation="y")])
+    a = concat(
+        [make_set("a", 3, seed=1, implementation="x"), make_set("c", 3, seed=2, implementation="y")]
+    )
+    b = concat(
+        [make_set("b", 3, seed=3, implementation="x"), make_set("d", 3, seed=4, implementation="y")]
+    )
     assert any("--strata implementation" in n for n in diff(a, b, n_boot=0).notes)
     assert not any("--strata" in n for n in diff(a, b, n_boot=0, strata="implementation").notes)

@@ -36,11 +36,31 @@ def sides(tmp_path):
 def test_diff_writes_tables_and_diagram(sides):
     tmp, a, b = sides
     out = tmp / "out"
-    res = CliRunner().invoke(main, ["diff", str(tmp / "desk"), str(tmp / "mobile.parquet"), "--out", str(out),
-                                    "--label-a", "desktop", "--permutations", "999", "--bootstrap", "200"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp / "desk"),
+            str(tmp / "mobile.parquet"),
+            "--out",
+            str(out),
+            "--label-a",
+            "desktop",
+            "--permutations",
+            "999",
+            "--bootstrap",
+            "200",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    assert {p.name for p in out.iterdir()} == {"states_diff.csv", "transitions_diff.csv", "one_sided.csv",
-                                              "notes.txt", "diff.dot", "diff.svg"}
+    assert {p.name for p in out.iterdir()} == {
+        "states_diff.csv",
+        "transitions_diff.csv",
+        "one_sided.csv",
+        "notes.txt",
+        "diff.dot",
+        "diff.svg",
+    }
     states = pd.read_csv(out / "states_diff.csv")
     assert list(states.columns) == STATE_COLUMNS
     assert list(pd.read_csv(out / "transitions_diff.csv").columns) == TRANSITION_COLUMNS
@@ -54,17 +74,49 @@ def test_diff_writes_tables_and_diagram(sides):
 
 def test_diff_bad_input_exit_2(sides, tmp_path):
     tmp, _, _ = sides
-    res = CliRunner().invoke(main, ["diff", str(tmp / "missing.log"), str(tmp / "mobile.parquet"),
-                                    "--out", str(tmp / "o"), "--no-svg"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp / "missing.log"),
+            str(tmp / "mobile.parquet"),
+            "--out",
+            str(tmp / "o"),
+            "--no-svg",
+        ],
+    )
     assert res.exit_code == 2 and "error" in res.output
     empty = tmp / "empty.log"
     empty.write_text("no statemine lines here\n")
-    res = CliRunner().invoke(main, ["diff", str(empty), str(tmp / "mobile.parquet"), "--out", str(tmp / "o"),
-                                    "--no-svg", "--format", "statemine"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(empty),
+            str(tmp / "mobile.parquet"),
+            "--out",
+            str(tmp / "o"),
+            "--no-svg",
+            "--format",
+            "statemine",
+        ],
+    )
     assert res.exit_code == 2 and "empty.log" in res.output
-    save(TraceSet.from_events(pd.DataFrame({"trace": [], "time": [], "state": []})), tmp / "none.parquet")
-    res = CliRunner().invoke(main, ["diff", str(tmp / "none.parquet"), str(tmp / "mobile.parquet"),
-                                    "--out", str(tmp / "o"), "--no-svg"])
+    save(
+        TraceSet.from_events(pd.DataFrame({"trace": [], "time": [], "state": []})),
+        tmp / "none.parquet",
+    )
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp / "none.parquet"),
+            str(tmp / "mobile.parquet"),
+            "--out",
+            str(tmp / "o"),
+            "--no-svg",
+        ],
+    )
     assert res.exit_code == 2 and "side none has no traces" in res.output
     assert not (tmp / "o").exists()
 
@@ -72,8 +124,17 @@ def test_diff_bad_input_exit_2(sides, tmp_path):
 def test_diff_one_trace_per_side_notes(tmp_path):
     for name, seed in (("x", 1), ("y", 2)):
         write_log(make_set(name, 1, seed=seed), tmp_path / f"{name}.log")
-    res = CliRunner().invoke(main, ["diff", str(tmp_path / "x.log"), str(tmp_path / "y.log"),
-                                    "--out", str(tmp_path / "o"), "--no-svg"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp_path / "x.log"),
+            str(tmp_path / "y.log"),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-svg",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "smallest possible p-value" in (tmp_path / "o" / "notes.txt").read_text()
     assert "note:" in res.output
@@ -85,8 +146,21 @@ def test_no_svg_removes_a_stale_diagram(sides):
     out = tmp / "out"
     out.mkdir()
     (out / "diff.svg").write_text("<svg>old</svg>")
-    res = CliRunner().invoke(main, ["diff", str(tmp / "desk"), str(tmp / "mobile.parquet"), "--out", str(out),
-                                    "--no-svg", "--permutations", "99", "--bootstrap", "0"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp / "desk"),
+            str(tmp / "mobile.parquet"),
+            "--out",
+            str(out),
+            "--no-svg",
+            "--permutations",
+            "99",
+            "--bootstrap",
+            "0",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert not (out / "diff.svg").exists() and (out / "diff.dot").exists()
 
@@ -104,11 +178,33 @@ def test_diff_strata_option(tmp_path):
     save(make_set("a", 4, seed=1, implementation="x"), tmp_path / "a.parquet")
     save(make_set("b", 4, seed=2, implementation="x"), tmp_path / "b.parquet")
     out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
-                                    "--no-svg", "--strata", "implementation"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp_path / "a.parquet"),
+            str(tmp_path / "b.parquet"),
+            "--out",
+            str(out),
+            "--no-svg",
+            "--strata",
+            "implementation",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
-                                    "--no-svg", "--strata", "stack"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp_path / "a.parquet"),
+            str(tmp_path / "b.parquet"),
+            "--out",
+            str(out),
+            "--no-svg",
+            "--strata",
+            "stack",
+        ],
+    )
     assert res.exit_code == 2 and "no trace label 'stack'" in res.output
 
 
@@ -122,15 +218,39 @@ def test_diff_lab_folder_with_selections(tmp_path):
         save(ts, run / "traces.parquet")
     (lab / "manifest.json").write_text("{}")
     out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select", "role=server",
-                                    "--select-a", "profile=desktop", "--select-b", "profile=mobile",
-                                    "--label-a", "desktop", "--label-b", "mobile", "--out", str(out), "--no-svg"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(lab),
+            str(lab),
+            "--select",
+            "role=server",
+            "--select-a",
+            "profile=desktop",
+            "--select-b",
+            "profile=mobile",
+            "--label-a",
+            "desktop",
+            "--label-b",
+            "mobile",
+            "--out",
+            str(out),
+            "--no-svg",
+        ],
+    )
     assert res.exit_code == 0, res.output
     states = pd.read_csv(out / "states_diff.csv").set_index("state")
     assert states.loc["Recovery", "significant"] and states.loc["Recovery", "delta"] > 0
-    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "profile=tablet", "--out", str(out)])
+    res = CliRunner().invoke(
+        main, ["diff", str(lab), str(lab), "--select-a", "profile=tablet", "--out", str(out)]
+    )
     assert res.exit_code == 2 and "no trace matches profile=tablet" in res.output
-    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "phone", "--out", str(out)])
+    res = CliRunner().invoke(
+        main, ["diff", str(lab), str(lab), "--select-a", "phone", "--out", str(out)]
+    )
     assert res.exit_code == 2 and "LABEL=VALUE" in res.output
-    res = CliRunner().invoke(main, ["diff", str(lab), str(lab), "--select-a", "os=ios", "--out", str(out)])
+    res = CliRunner().invoke(
+        main, ["diff", str(lab), str(lab), "--select-a", "os=ios", "--out", str(out)]
+    )
     assert res.exit_code == 2 and "no label 'os'" in res.output

@@ -8,8 +8,17 @@ import pandas as pd
 from statemine.traces import TraceSet
 
 
-def make_set(prefix: str, n: int, *, seed: int, recovery_mean: float = 0.1, p_rto: float = 0.2,
-             cycles: int = 6, cwnd: bool = False, **labels: str) -> TraceSet:
+def make_set(
+    prefix: str,
+    n: int,
+    *,
+    seed: int,
+    recovery_mean: float = 0.1,
+    p_rto: float = 0.2,
+    cycles: int = 6,
+    cwnd: bool = False,
+    **labels: str,
+) -> TraceSet:
     """``n`` traces Init -> SlowStart -> (CongestionAvoidance -> Recovery|RetransmissionTimeout)*.
 
     Durations are exponential (seconds): CongestionAvoidance mean 0.5, Recovery mean
@@ -32,7 +41,11 @@ def make_set(prefix: str, n: int, *, seed: int, recovery_mean: float = 0.1, p_rt
         for state, duration in seq:
             row = {"trace": trace, "time": t, "kind": "state", "state": state}
             if cwnd:
-                window = window * 2 if state == "SlowStart" else (window / 2 if state == "Recovery" else window + 1472)
+                window = (
+                    window * 2
+                    if state == "SlowStart"
+                    else (window / 2 if state == "Recovery" else window + 1472)
+                )
                 row.update(cwnd=window, inflight=window * 0.8)
             rows.append(row)
             t += duration

@@ -15,13 +15,28 @@ from scipy import stats
 
 from test_diff_data import make_set
 from statemine.analyze import trace_state_times, visits
-from statemine.diff import (IDENTICAL_TOL, bootstrap_delta, diff, identical_columns, permutation_pvalues, power,
-                            pooled_fraction, trace_shares)
+from statemine.diff import (
+    IDENTICAL_TOL,
+    bootstrap_delta,
+    diff,
+    identical_columns,
+    permutation_pvalues,
+    power,
+    pooled_fraction,
+    trace_shares,
+)
 from statemine.traces import TraceSet, concat, save
 
 
-def copies(prefix: str, n: int, durations: dict[str, float], *, jitter: float = 0.0, seed: int = 0,
-           **labels: str) -> TraceSet:
+def copies(
+    prefix: str,
+    n: int,
+    durations: dict[str, float],
+    *,
+    jitter: float = 0.0,
+    seed: int = 0,
+    **labels: str,
+) -> TraceSet:
     """``n`` traces SlowStart -> Recovery -> CongestionAvoidance with the given durations
     (seconds), each duration times ``1 + jitter * U(-1, 1)`` (0: exact copies)."""
     rng = np.random.default_rng(seed)
@@ -79,9 +94,17 @@ def test_many_copies_give_a_tiny_p_but_are_never_significant():
 
 def test_rounding_noise_is_still_a_copy_but_real_variation_is_not():
     # 1e-6 relative noise on the durations (the shipped 3-seed quic-go traces differ so)
-    noisy = diff(copies("a", 5, FAST, jitter=1e-6, seed=1), copies("b", 5, SLOW, jitter=1e-6, seed=2), n_boot=0)
+    noisy = diff(
+        copies("a", 5, FAST, jitter=1e-6, seed=1),
+        copies("b", 5, SLOW, jitter=1e-6, seed=2),
+        n_boot=0,
+    )
     assert noisy.states["pseudo_replicates"].all()
-    real = diff(copies("a", 20, FAST, jitter=0.2, seed=1), copies("b", 20, SLOW, jitter=0.2, seed=2), n_boot=300)
+    real = diff(
+        copies("a", 20, FAST, jitter=0.2, seed=1),
+        copies("b", 20, SLOW, jitter=0.2, seed=2),
+        n_boot=300,
+    )
     st = real.states.set_index("state")
     assert not st["pseudo_replicates"].any() and not st["interval_collapsed"].any()
     assert st.loc["Recovery", "significant"] and real.notes == []
@@ -94,7 +117,11 @@ def test_rounding_noise_is_still_a_copy_but_real_variation_is_not():
 
 def test_identical_columns_by_hand():
     share = np.array([[0.5, 0.0, 0.2], [0.5, 0.0, 0.3], [0.5 + IDENTICAL_TOL / 2, 0.0, 0.2]])
-    assert identical_columns(share).tolist() == [True, False, False]  # 0 everywhere: a real constant
+    assert identical_columns(share).tolist() == [
+        True,
+        False,
+        False,
+    ]  # 0 everywhere: a real constant
     assert not identical_columns(share[:1]).any()  # one trace: nothing to compare
     two = np.array([[0.1], [0.1 + 2 * IDENTICAL_TOL]])
     assert not identical_columns(two).any()
@@ -105,11 +132,24 @@ def test_identical_columns_by_hand():
 
 
 def test_a_stratum_of_copies_is_flagged():
-    a = concat([copies("a", 4, FAST, implementation="x"), copies("c", 4, FAST, jitter=0.3, seed=3, implementation="y")])
-    b = concat([copies("b", 4, SLOW, implementation="x"), copies("d", 4, SLOW, jitter=0.3, seed=4, implementation="y")])
+    a = concat(
+        [
+            copies("a", 4, FAST, implementation="x"),
+            copies("c", 4, FAST, jitter=0.3, seed=3, implementation="y"),
+        ]
+    )
+    b = concat(
+        [
+            copies("b", 4, SLOW, implementation="x"),
+            copies("d", 4, SLOW, jitter=0.3, seed=4, implementation="y"),
+        ]
+    )
     assert diff(a, b, n_boot=0, strata="implementation").states["pseudo_replicates"].all()
-    assert not diff(a.select({"implementation": "y"}), b.select({"implementation": "y"}),
-                    n_boot=0).states["pseudo_replicates"].any()
+    assert (
+        not diff(a.select({"implementation": "y"}), b.select({"implementation": "y"}), n_boot=0)
+        .states["pseudo_replicates"]
+        .any()
+    )
 
 
 def test_shares_of_each_trace_by_hand():
@@ -148,12 +188,18 @@ def test_min_p_monte_carlo_floor_and_strata():
 
 def test_underpowered_by_holm_alone():
     # 4 + 4: 2 / 70 = 0.029 < 0.05 for one test, but Holm over 3 states makes it 0.086
-    d = diff(copies("a", 4, FAST, jitter=0.3, seed=1), copies("b", 4, SLOW, jitter=0.3, seed=2), n_boot=0)
+    d = diff(
+        copies("a", 4, FAST, jitter=0.3, seed=1), copies("b", 4, SLOW, jitter=0.3, seed=2), n_boot=0
+    )
     assert d.min_p == pytest.approx(2 / 70) and d.min_p_holm == pytest.approx(3 * 2 / 70)
     assert d.underpowered and not d.states["significant"].any()
     assert d.states["p_value"].min() == pytest.approx(2 / 70)
-    assert not diff(copies("a", 4, FAST, jitter=0.3, seed=1), copies("b", 4, SLOW, jitter=0.3, seed=2),
-                    n_boot=0, alpha=0.1).underpowered
+    assert not diff(
+        copies("a", 4, FAST, jitter=0.3, seed=1),
+        copies("b", 4, SLOW, jitter=0.3, seed=2),
+        n_boot=0,
+        alpha=0.1,
+    ).underpowered
 
 
 # -- p-values and intervals computed another way --------------------------------------------
@@ -171,16 +217,27 @@ def test_permutation_p_by_a_plain_loop():
 def test_monte_carlo_p_agrees_with_scipy():
     """20 + 20 traces: random relabellings; scipy's permutation_test (its own random
     relabellings) agrees within Monte Carlo error."""
-    xa, xb = matrix(make_set("a", 20, seed=9)), matrix(make_set("b", 20, seed=10, recovery_mean=0.16))
+    xa, xb = (
+        matrix(make_set("a", 20, seed=9)),
+        matrix(make_set("b", 20, seed=10, recovery_mean=0.16)),
+    )
     ours = permutation_pvalues(xa, xb, n_perm=4999, seed=1)
     x = np.vstack([xa, xb])
     for j in range(x.shape[1]):
+
         def stat(ia, ib, j=j):
             ia, ib = ia.astype(int), ib.astype(int)
             return abs(x[ib, j].sum() / x[ib].sum() - x[ia, j].sum() / x[ia].sum())
-        ref = stats.permutation_test((np.arange(20.0), np.arange(20.0, 40.0)), stat, vectorized=False,
-                                     permutation_type="independent", alternative="greater", n_resamples=4999,
-                                     rng=np.random.default_rng(2)).pvalue
+
+        ref = stats.permutation_test(
+            (np.arange(20.0), np.arange(20.0, 40.0)),
+            stat,
+            vectorized=False,
+            permutation_type="independent",
+            alternative="greater",
+            n_resamples=4999,
+            rng=np.random.default_rng(2),
+        ).pvalue
         sd = math.sqrt(max(ref, 1e-3) * (1 - ref) / 4999)
         assert abs(ours[j] - ref) < 5 * sd + 2e-4, (j, ours[j], ref)
         assert ours[j] >= 1 / 5000
@@ -198,7 +255,9 @@ def test_bootstrap_interval_by_numpy_percentile():
     for ra, rb in zip(wa, wb):
         a_rows = np.repeat(np.arange(7), ra)  # the resampled traces, with repeats
         b_rows = np.repeat(np.arange(9), rb)
-        deltas.append(xb[b_rows].sum(axis=0) / xb[b_rows].sum() - xa[a_rows].sum(axis=0) / xa[a_rows].sum())
+        deltas.append(
+            xb[b_rows].sum(axis=0) / xb[b_rows].sum() - xa[a_rows].sum(axis=0) / xa[a_rows].sum()
+        )
     ref_lo, ref_hi = np.percentile(np.array(deltas), [5, 95], axis=0)
     assert np.allclose(lo, ref_lo) and np.allclose(hi, ref_hi)
 
@@ -208,8 +267,14 @@ def test_identical_distributions_false_positives_stay_rare():
     'significant' stays near alpha, nothing is flagged as a copy or underpowered."""
     hits, reps, alpha = 0, 40, 0.05
     for r in range(reps):
-        d = diff(make_set("a", 20, seed=1000 + r), make_set("b", 20, seed=2000 + r), n_perm=199, n_boot=0,
-                 alpha=alpha, seed=r)
+        d = diff(
+            make_set("a", 20, seed=1000 + r),
+            make_set("b", 20, seed=2000 + r),
+            n_perm=199,
+            n_boot=0,
+            alpha=alpha,
+            seed=r,
+        )
         assert not d.underpowered and not d.states["pseudo_replicates"].any()
         hits += bool(d.states["significant"].any())
     assert hits <= 6  # binomial(40, 0.05): P(X > 6) < 0.02
@@ -221,13 +286,27 @@ def test_cli_summary_says_underpowered_and_copies(tmp_path):
 
     save(copies("a", 3, FAST), tmp_path / "a.parquet")
     save(copies("b", 3, SLOW), tmp_path / "b.parquet")
-    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
-                                    "--out", str(tmp_path / "out"), "--no-svg", "--bootstrap", "50"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp_path / "a.parquet"),
+            str(tmp_path / "b.parquet"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-svg",
+            "--bootstrap",
+            "50",
+        ],
+    )
     assert res.exit_code == 0, res.output
     flat = " ".join(res.output.split())
     assert "0 significant change(s)" in flat
     assert "power: smallest possible p 0.1, 0.3 after Holm over the states: UNDERPOWERED" in flat
-    assert "pseudo-replicates (identical runs, never significant): CongestionAvoidance, Recovery, SlowStart" in flat
+    assert (
+        "pseudo-replicates (identical runs, never significant): CongestionAvoidance, Recovery, SlowStart"
+        in flat
+    )
     table = pd.read_csv(tmp_path / "out" / "states_diff.csv")
     assert table["pseudo_replicates"].all() and table["interval_collapsed"].all()
 
@@ -239,9 +318,20 @@ def test_cli_summary_numbers_match_the_table(tmp_path):
     b = copies("b", 12, SLOW, jitter=0.2, seed=2)
     save(a, tmp_path / "a.parquet")
     save(b, tmp_path / "b.parquet")
-    res = CliRunner().invoke(main, ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
-                                    "--out", str(tmp_path / "out"), "--no-svg", "--bootstrap", "300"],
-                             env={"COLUMNS": "200"})
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(tmp_path / "a.parquet"),
+            str(tmp_path / "b.parquet"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-svg",
+            "--bootstrap",
+            "300",
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     d = diff(a, b, n_boot=300).states.set_index("state")
     rec = d.loc["Recovery"]
@@ -253,4 +343,7 @@ def test_cli_summary_numbers_match_the_table(tmp_path):
     assert f"{rec['delta']:+.3f} [{rec['delta_lo']:+.3f}, {rec['delta_hi']:+.3f}]" in line
     assert f"{rec['p_holm']:.2g}" in line
     flat = " ".join(res.output.split())
-    assert f"power: smallest possible p {1 / 10_000:.3g}, {3 / 10_000:.3g} after Holm over the states" in flat
+    assert (
+        f"power: smallest possible p {1 / 10_000:.3g}, {3 / 10_000:.3g} after Holm over the states"
+        in flat
+    )

@@ -51,6 +51,8 @@ def test_real_timeline_starts_at_zero(sides):
     trace = mobile.traces["trace"].iloc[0]
     spans = state_spans(mobile, trace)
     assert spans["start"].iloc[0] == 0.0 and (spans["end"] >= spans["start"]).all()
-    assert spans["end"].iloc[-1] < 60  # seconds from the first line, not synctest's 2000-01-01 epoch
+    assert (
+        spans["end"].iloc[-1] < 60
+    )  # seconds from the first line, not synctest's 2000-01-01 epoch
     fig = plot_cwnd(mobile, trace)
     assert fig.axes[0].get_xlim()[1] == pytest.approx(spans["end"].max())

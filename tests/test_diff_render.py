@@ -15,7 +15,12 @@ from statemine.traces import TraceSet
 
 
 def test_emphasis_follows_significance():
-    d = diff(make_set("a", 30, seed=1), make_set("b", 30, seed=2, recovery_mean=0.5), n_perm=299, n_boot=0)
+    d = diff(
+        make_set("a", 30, seed=1),
+        make_set("b", 30, seed=2, recovery_mean=0.5),
+        n_perm=299,
+        n_boot=0,
+    )
     dot = diff_to_dot(d)
     states = d.states.set_index("state")
     rec_line = next(line for line in dot.splitlines() if "<b>Recovery</b>" in line)
@@ -26,22 +31,37 @@ def test_emphasis_follows_significance():
         line = next(line for line in dot.splitlines() if f"<b>{state}</b>" in line)
         assert f'color="{NEUTRAL}"' in line and "penwidth=1.00" in line
     # both sides' numbers appear: Figure-13 percentages "A | B"
-    expected = f"{format_fraction(states.loc['Recovery', 'fraction_a'])} | " \
-               f"{format_fraction(states.loc['Recovery', 'fraction_b'])}"
+    expected = (
+        f"{format_fraction(states.loc['Recovery', 'fraction_a'])} | "
+        f"{format_fraction(states.loc['Recovery', 'fraction_b'])}"
+    )
     assert f'<font color="red">{expected}</font>' in rec_line
 
 
 def test_labels_are_escaped_and_one_sided_items_styled():
     evil = '<script>alert("x")</script>&'
-    a = TraceSet.from_events(pd.concat([one_trace(f"a{i}", [0, 1, 2 + i], ["SlowStart", evil, "SlowStart"])
-                                        for i in range(3)]))
-    b = TraceSet.from_events(pd.concat([one_trace(f"b{i}", [0, 1, 3 + i], ["SlowStart", "Recovery", "SlowStart"])
-                                        for i in range(3)]))
+    a = TraceSet.from_events(
+        pd.concat(
+            [one_trace(f"a{i}", [0, 1, 2 + i], ["SlowStart", evil, "SlowStart"]) for i in range(3)]
+        )
+    )
+    b = TraceSet.from_events(
+        pd.concat(
+            [
+                one_trace(f"b{i}", [0, 1, 3 + i], ["SlowStart", "Recovery", "SlowStart"])
+                for i in range(3)
+            ]
+        )
+    )
     d = diff(a, b, label_a="<b>desk</b>", label_b="mob&ile", n_perm=50)
     dot = diff_to_dot(d, title="<i>t</i>")
     assert "<script>" not in dot and "&lt;script&gt;" in dot
-    assert "&lt;b&gt;desk&lt;/b&gt;" in dot and "mob&amp;ile" in dot and "&lt;i&gt;t&lt;/i&gt;" in dot
-    evil_line = next(line for line in dot.splitlines() if "&lt;script&gt;" in line and "->" not in line)
+    assert (
+        "&lt;b&gt;desk&lt;/b&gt;" in dot and "mob&amp;ile" in dot and "&lt;i&gt;t&lt;/i&gt;" in dot
+    )
+    evil_line = next(
+        line for line in dot.splitlines() if "&lt;script&gt;" in line and "->" not in line
+    )
     assert "dashed" in evil_line
     rec_line = next(line for line in dot.splitlines() if "<b>Recovery</b>" in line)
     assert "dotted" in rec_line
@@ -68,7 +88,12 @@ def test_copies_and_power_are_marked():
         line = next(line for line in dot.splitlines() if f"<b>{state}</b>" in line)
         assert "identical runs</font>" in line and f'color="{NEUTRAL}"' in line
     assert f"underpowered: the smallest possible p is {d.min_p_holm:.2g} after Holm" in dot
-    real = diff(make_set("a", 30, seed=1), make_set("b", 30, seed=2, recovery_mean=0.5), n_perm=299, n_boot=0)
+    real = diff(
+        make_set("a", 30, seed=1),
+        make_set("b", 30, seed=2, recovery_mean=0.5),
+        n_perm=299,
+        n_boot=0,
+    )
     assert "identical runs" not in diff_to_dot(real) and "underpowered" not in diff_to_dot(real)
 
 
@@ -76,6 +101,8 @@ def test_copies_and_power_are_marked():
 def test_marked_diagram_renders(tmp_path):
     from test_diff_evidence import FAST, SLOW, copies
 
-    svg = render_diff(diff(copies("a", 3, FAST), copies("b", 3, SLOW), n_perm=99, n_boot=0), tmp_path / "d.svg")
+    svg = render_diff(
+        diff(copies("a", 3, FAST), copies("b", 3, SLOW), n_perm=99, n_boot=0), tmp_path / "d.svg"
+    )
     text = svg.read_text()
     assert "identical runs" in text and "underpowered" in text

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-GOOD = "".join(f"STATEMINE t={t} conn={c} role=server state={s}\n" for c in "ab"
-               for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")])
+GOOD = "".join(
+    f"STATEMINE t={t} conn={c} role=server state={s}\n"
+    for c in "ab"
+    for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")]
+)
 INFER_SET = ["model.dot", "model.json", "model.svg", "states.csv", "transitions.csv"]
 
 # A child that writes a set of five files with write_set, announcing each file and pausing
@@ -45,10 +48,17 @@ print("done", flush=True)
 """
 
 
-def child(out: Path, tag: str, pause: float = 0.0, how: str = "exchange", swap_pause: float = 0.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(out), tag, str(pause), how, str(swap_pause)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+def child(
+    out: Path, tag: str, pause: float = 0.0, how: str = "exchange", swap_pause: float = 0.0
+) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(out), tag, str(pause), how, str(swap_pause)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
 
 
 def wait_for(proc: subprocess.Popen, word: str, times: int = 1) -> None:
@@ -74,15 +84,27 @@ def no_temporaries(parent: Path, *keep: str) -> None:
 
 
 def statemine(*argv: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "statemine", *argv], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "statemine", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        **kwargs,
+    )
 
 
 # -- signals ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("signum, after", [
-    (signal.SIGTERM, 1), pytest.param(signal.SIGINT, 1, marks=pytest.mark.slow),
-    pytest.param(signal.SIGHUP, 1, marks=pytest.mark.slow), pytest.param(signal.SIGTERM, 4, marks=pytest.mark.slow),
-    pytest.param(signal.SIGINT, 5, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "signum, after",
+    [
+        (signal.SIGTERM, 1),
+        pytest.param(signal.SIGINT, 1, marks=pytest.mark.slow),
+        pytest.param(signal.SIGHUP, 1, marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, 4, marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, 5, marks=pytest.mark.slow),
+    ],
+)
 def test_signal_while_writing_keeps_the_old_set_and_no_temporary(tmp_path, signum, after):
     out = tmp_path / "out"
     first = child(out, "old")
@@ -91,12 +113,16 @@ def test_signal_while_writing_keeps_the_old_set_and_no_temporary(tmp_path, signu
     wait_for(proc, "wrote", after)
     proc.send_signal(signum)
     code = proc.wait(30)
-    assert code != 0  # ended by the signal (143/129 for SIGTERM/SIGHUP, KeyboardInterrupt for SIGINT)
+    assert (
+        code != 0
+    )  # ended by the signal (143/129 for SIGTERM/SIGHUP, KeyboardInterrupt for SIGINT)
     assert set_of(out) == "old"
     no_temporaries(tmp_path, "out")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
 def test_signal_during_the_swap_is_deferred_until_the_new_set_is_in(tmp_path, signum):
     out = tmp_path / "out"
     assert child(out, "old").wait(30) == 0
@@ -131,9 +157,24 @@ def test_sigterm_at_random_moments_of_infer(tmp_path):
     out = tmp_path / "out"
     runs = []
     for delay in (0.2, 0.6, 0.9, 1.2, 1.5, 1.8, 2.4, 3.5):
-        proc = subprocess.Popen([sys.executable, "-m", "statemine", "infer", str(log), "--out", str(out),
-                                 "--seed", str(len(runs))], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "statemine",
+                "infer",
+                str(log),
+                "--out",
+                str(out),
+                "--seed",
+                str(len(runs)),
+            ],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(60)
@@ -163,7 +204,9 @@ def test_concurrent_writers_never_mix_their_sets(tmp_path, how):
 def test_concurrent_infer_runs_into_one_out(tmp_path):
     """Two real runs of different logs into one --out: the folder ends as one run's whole set."""
     logs, solo = [], []
-    for k, states in enumerate((["SlowStart", "Recovery"], ["SlowStart", "CongestionAvoidance", "Recovery"])):
+    for k, states in enumerate(
+        (["SlowStart", "Recovery"], ["SlowStart", "CongestionAvoidance", "Recovery"])
+    ):
         log = tmp_path / f"run{k}.log"
         log.write_text("".join(f"STATEMINE t={i} conn=c state={s}\n" for i, s in enumerate(states)))
         logs.append(log)
@@ -172,9 +215,25 @@ def test_concurrent_infer_runs_into_one_out(tmp_path):
         solo.append({p.name: p.read_bytes() for p in (tmp_path / f"solo{k}").iterdir()})
     out = tmp_path / "out"
     for _ in range(3):
-        procs = [subprocess.Popen([sys.executable, "-m", "statemine", "infer", str(log), "--out", str(out),
-                                   "--no-svg"], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for log in logs]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "statemine",
+                    "infer",
+                    str(log),
+                    "--out",
+                    str(out),
+                    "--no-svg",
+                ],
+                cwd=REPO,
+                env=dict(os.environ, PYTHONPATH=str(REPO)),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for log in logs
+        ]
         for proc in procs:
             assert proc.wait(120) == 0, proc.stderr.read()
         assert {p.name: p.read_bytes() for p in out.iterdir()} in solo
@@ -189,8 +248,11 @@ def small_disk(tmp_path):
     disk.mkdir()
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a small tmpfs needs root and mount(8) (CI runs as root)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -207,8 +269,10 @@ def big_log(tmp_path: Path) -> Path:
     rng = random.Random(5)
     a, b = (rng.randbytes(150_000).hex() for _ in range(2))
     log = tmp_path / "big.log"
-    log.write_text(f"STATEMINE t=0 conn=a state={a}\nSTATEMINE t=1 conn=a state={b}\n"
-                   "STATEMINE t=2 conn=a event=Close\n")
+    log.write_text(
+        f"STATEMINE t=0 conn=a state={a}\nSTATEMINE t=1 conn=a state={b}\n"
+        "STATEMINE t=2 conn=a event=Close\n"
+    )
     return log
 
 
@@ -222,7 +286,10 @@ def test_full_disk_infer_leaves_nothing_and_keeps_the_old_set(tmp_path, small_di
     old = {p.name: p.read_bytes() for p in out.iterdir()}
     done = statemine("infer", str(big_log(tmp_path)), "--out", str(out), "--bootstrap", "0")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1] == f"statemine: error: {out}: cannot write: No space left on device"
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == f"statemine: error: {out}: cannot write: No space left on device"
+    )
     assert {p.name: p.read_bytes() for p in out.iterdir()} == old
     no_temporaries(small_disk, "out")
 
@@ -232,16 +299,38 @@ def test_full_disk_infer_leaves_nothing_and_keeps_the_old_set(tmp_path, small_di
 def test_full_disk_is_one_line_for_every_writer(tmp_path, small_disk, command):
     log = big_log(tmp_path)
     target = small_disk / "target"
-    argv = {"infer": ["infer", str(log), "--out", str(target), "--bootstrap", "0"],
-            "diff": ["diff", str(log), str(log), "--out", str(target), "--permutations", "5", "--bootstrap", "0"],
-            "report": ["report", str(log), "--out", str(target), "--bootstrap", "0"],
-            "read": ["read", str(log), "-o", str(target)],
-            "synoptic": ["infer", "--engine", "synoptic", "-r", "(?<TYPE>.*)", "-o", str(target / "m"), str(log)],
-            }[command]
+    argv = {
+        "infer": ["infer", str(log), "--out", str(target), "--bootstrap", "0"],
+        "diff": [
+            "diff",
+            str(log),
+            str(log),
+            "--out",
+            str(target),
+            "--permutations",
+            "5",
+            "--bootstrap",
+            "0",
+        ],
+        "report": ["report", str(log), "--out", str(target), "--bootstrap", "0"],
+        "read": ["read", str(log), "-o", str(target)],
+        "synoptic": [
+            "infer",
+            "--engine",
+            "synoptic",
+            "-r",
+            "(?<TYPE>.*)",
+            "-o",
+            str(target / "m"),
+            str(log),
+        ],
+    }[command]
     done = statemine(*argv)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert lines[-1].startswith("statemine: error: ") and "No space left on device" in lines[-1], lines
+    assert lines[-1].startswith("statemine: error: ") and "No space left on device" in lines[-1], (
+        lines
+    )
     no_temporaries(small_disk, *(["target"] if command == "synoptic" else []))
     if command == "synoptic":
         assert os.listdir(target) == []

@@ -37,13 +37,43 @@ from statemine.parse.qlog import read_qlog
 from statemine.stream import summarize_logs
 
 EXAMPLES = int(os.environ.get("STATEMINE_FUZZ_EXAMPLES", "20"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
-STATES = ["SlowStart", "Recovery", "CongestionAvoidance", "[/bold]", "=1+2", "a\\x1b", "\u202eX", "Ünïcode"]
+STATES = [
+    "SlowStart",
+    "Recovery",
+    "CongestionAvoidance",
+    "[/bold]",
+    "=1+2",
+    "a\\x1b",
+    "\u202eX",
+    "Ünïcode",
+]
 _hostile_bytes = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))
-_junk = st.sampled_from(["\x00", "\x1b[31m", "\r", "\t", "=", " ", "t=", "state=", "conn=", "STATEMINE ", "nan",
-                         "inf", "1e999", "-1", "\u2028", "\ufeff"])
+_junk = st.sampled_from(
+    [
+        "\x00",
+        "\x1b[31m",
+        "\r",
+        "\t",
+        "=",
+        " ",
+        "t=",
+        "state=",
+        "conn=",
+        "STATEMINE ",
+        "nan",
+        "inf",
+        "1e999",
+        "-1",
+        "\u2028",
+        "\ufeff",
+    ]
+)
 
 
 @st.composite
@@ -56,8 +86,13 @@ def statemine_file(draw) -> bytes:
         kind = draw(st.integers(0, 9))
         conn = draw(st.sampled_from(["a", "b", "c"]))
         clocks[conn] = clocks.get(conn, 0.0) + draw(st.sampled_from([0.0, 0.25, 1.0, 1e-7]))
-        what = (f"state={draw(st.sampled_from(STATES))}" if kind < 6 else "event=Close" if kind == 6
-                else "event=LossDetected rule=packet")
+        what = (
+            f"state={draw(st.sampled_from(STATES))}"
+            if kind < 6
+            else "event=Close"
+            if kind == 6
+            else "event=LossDetected rule=packet"
+        )
         role = draw(st.sampled_from(["", " role=server", " role=client"]))
         line = f"STATEMINE t={clocks[conn]:.9g} conn={conn}{role} {what} cwnd={draw(st.integers(0, 10**6))}"
         if kind == 8:  # a mangled line: junk spliced in somewhere
@@ -107,10 +142,14 @@ def test_statemine_log_paths_agree_on_any_file(tmp_path_factory, data):
         def run():
             s = summarize_logs([path], **opts)
             return s.states, s.transitions
+
         return run
 
-    results = {(name, path): _outcome(fn(path)) for path in (plain, packed)
-               for name, fn in (("memory", in_memory), ("stream", streamed))}
+    results = {
+        (name, path): _outcome(fn(path))
+        for path in (plain, packed)
+        for name, fn in (("memory", in_memory), ("stream", streamed))
+    }
     for (name, path), result in results.items():
         if result[0] == "error":
             assert result[1][0] == str(path), (name, result)
@@ -120,8 +159,20 @@ def test_statemine_log_paths_agree_on_any_file(tmp_path_factory, data):
 
 
 # -- qlog ----------------------------------------------------------------------------------------
-_state_names = st.sampled_from(["slow_start", "congestion_avoidance", "recovery", "application_limited",
-                                "[/bold]", "=HYPERLINK(1)", "\x1b[2J", "", "x" * 300, "Ünïcode"])
+_state_names = st.sampled_from(
+    [
+        "slow_start",
+        "congestion_avoidance",
+        "recovery",
+        "application_limited",
+        "[/bold]",
+        "=HYPERLINK(1)",
+        "\x1b[2J",
+        "",
+        "x" * 300,
+        "Ünïcode",
+    ]
+)
 
 
 @st.composite
@@ -133,24 +184,48 @@ def qlog_connection(draw) -> list[dict]:
         now += draw(st.sampled_from([0.0, 0.5, 3.0, 1000.0]))
         kind = draw(st.integers(0, 3))
         if kind <= 1:
-            events.append({"time": now, "name": "recovery:congestion_state_updated",
-                           "data": {"new": draw(_state_names)}})
+            events.append(
+                {
+                    "time": now,
+                    "name": "recovery:congestion_state_updated",
+                    "data": {"new": draw(_state_names)},
+                }
+            )
         elif kind == 2:
-            events.append({"time": now, "name": "recovery:metrics_updated",
-                           "data": {"congestion_window": draw(st.integers(0, 10**7)),
-                                    "bytes_in_flight": draw(st.integers(0, 10**7))}})
+            events.append(
+                {
+                    "time": now,
+                    "name": "recovery:metrics_updated",
+                    "data": {
+                        "congestion_window": draw(st.integers(0, 10**7)),
+                        "bytes_in_flight": draw(st.integers(0, 10**7)),
+                    },
+                }
+            )
         else:
-            events.append({"time": now, "name": "recovery:packet_lost",
-                           "data": {"trigger": draw(st.sampled_from(["reordering_threshold", "time_threshold"]))}})
+            events.append(
+                {
+                    "time": now,
+                    "name": "recovery:packet_lost",
+                    "data": {
+                        "trigger": draw(st.sampled_from(["reordering_threshold", "time_threshold"]))
+                    },
+                }
+            )
     return events
 
 
 def _serialize(events: list[dict], layout: str) -> bytes:
     trace = {"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd"}}
     if layout == "document":
-        return json.dumps({"qlog_version": "0.3", "qlog_format": "JSON", "traces": [{**trace, "events": events}]}
-                          ).encode()
-    head = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ" if layout == "seq" else "NDJSON", "trace": trace}
+        return json.dumps(
+            {"qlog_version": "0.3", "qlog_format": "JSON", "traces": [{**trace, "events": events}]}
+        ).encode()
+    head = {
+        "qlog_version": "0.3",
+        "qlog_format": "JSON-SEQ" if layout == "seq" else "NDJSON",
+        "trace": trace,
+    }
     sep = "\x1e" if layout == "seq" else ""
     return "".join(sep + json.dumps(r) + "\n" for r in [head, *events]).encode()
 
@@ -172,8 +247,11 @@ def test_qlog_layouts_and_gzip_give_the_same_events(tmp_path_factory, events, sp
     for layout in ("document", "seq", "ndjson"):
         data = _serialize(events, layout)
         cut = int(len(data) * split)
-        for packing, content in (("plain", data), ("gzip", gzip.compress(data)),
-                                 ("two-members", gzip.compress(data[:cut]) + gzip.compress(data[cut:]))):
+        for packing, content in (
+            ("plain", data),
+            ("gzip", gzip.compress(data)),
+            ("two-members", gzip.compress(data[:cut]) + gzip.compress(data[cut:])),
+        ):
             path = folder / f"{layout}-{packing}.qlog"
             path.write_bytes(content)
             results[layout, packing] = _read(path)
@@ -182,12 +260,18 @@ def test_qlog_layouts_and_gzip_give_the_same_events(tmp_path_factory, events, sp
     if kinds == {"ok"}:
         first = next(iter(results.values()))[1]
         for key, (_, frame) in results.items():
-            pd.testing.assert_frame_equal(frame.reset_index(drop=True), first.reset_index(drop=True), obj=str(key))
+            pd.testing.assert_frame_equal(
+                frame.reset_index(drop=True), first.reset_index(drop=True), obj=str(key)
+            )
         assert math.isfinite(first["time"].sum())
 
 
 @FUZZ
-@given(events=qlog_connection(), layout=st.sampled_from(["document", "seq", "ndjson"]), keep=st.floats(0, 0.999))
+@given(
+    events=qlog_connection(),
+    layout=st.sampled_from(["document", "seq", "ndjson"]),
+    keep=st.floats(0, 0.999),
+)
 def test_any_cut_of_a_gzip_qlog_is_refused(tmp_path_factory, events, layout, keep):
     packed = gzip.compress(_serialize(events, layout))
     path = tmp_path_factory.mktemp("cut") / "cut.qlog.gz"
@@ -199,10 +283,15 @@ def test_any_cut_of_a_gzip_qlog_is_refused(tmp_path_factory, events, layout, kee
 
 
 @FUZZ
-@given(events=qlog_connection(), layout=st.sampled_from(["document", "seq", "ndjson"]),
-       flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), min_size=1, max_size=4),
-       packed=st.booleans())
-def test_damaged_qlog_bytes_give_a_trace_set_or_an_input_error(tmp_path_factory, events, layout, flips, packed):
+@given(
+    events=qlog_connection(),
+    layout=st.sampled_from(["document", "seq", "ndjson"]),
+    flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), min_size=1, max_size=4),
+    packed=st.booleans(),
+)
+def test_damaged_qlog_bytes_give_a_trace_set_or_an_input_error(
+    tmp_path_factory, events, layout, flips, packed
+):
     data = bytearray(_serialize(events, layout))
     if packed:
         data = bytearray(gzip.compress(bytes(data)))

@@ -43,49 +43,94 @@ QLOG_DATA = REPO / "tests" / "data" / "qlog"
 MEMORY_BYTES = 500 << 20
 TIME_S = 10
 WALL_S = 60
-GOOD = "".join(f"STATEMINE t={t} conn={c} role=server state={s}\n" for c in "ab"
-               for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")])
+GOOD = "".join(
+    f"STATEMINE t={t} conn={c} role=server state={s}\n"
+    for c in "ab"
+    for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")]
+)
 GOOD += "STATEMINE t=2.0 conn=a role=server event=Close\nSTATEMINE t=2.0 conn=b role=server event=Close\n"
-HOSTILE_NAMES = ["[/bold]", "[red]Recovery", "Recovery", "[link=http://evil.example]x[/link]", "\x1b[31mred",
-                 "a\x00b", '=HYPERLINK("http://evil.example")', "+1", "-2", "@SUM(A1)", ":smile:", "\u202eevil",
-                 "<script>alert(1)</script>", "x" * 200_000]
+HOSTILE_NAMES = [
+    "[/bold]",
+    "[red]Recovery",
+    "Recovery",
+    "[link=http://evil.example]x[/link]",
+    "\x1b[31mred",
+    "a\x00b",
+    '=HYPERLINK("http://evil.example")',
+    "+1",
+    "-2",
+    "@SUM(A1)",
+    ":smile:",
+    "\u202eevil",
+    "<script>alert(1)</script>",
+    "x" * 200_000,
+]
 
 
 def sm_lines(names, conn="c") -> str:
-    body = "".join(f"STATEMINE t={i / 10:.1f} conn={conn} role=server state={n}\n" for i, n in enumerate(names))
+    body = "".join(
+        f"STATEMINE t={i / 10:.1f} conn={conn} role=server state={n}\n" for i, n in enumerate(names)
+    )
     return body + f"STATEMINE t={len(names) / 10:.1f} conn={conn} role=server event=Close\n"
 
 
 def qlog_doc(names) -> dict:
-    events = [{"time": 10.0 * i, "name": "recovery:congestion_state_updated", "data": {"new": n}}
-              for i, n in enumerate(names)]
-    return {"qlog_version": "0.3", "qlog_format": "JSON",
-            "traces": [{"vantage_point": {"type": "server"}, "events": events}]}
+    events = [
+        {"time": 10.0 * i, "name": "recovery:congestion_state_updated", "data": {"new": n}}
+        for i, n in enumerate(names)
+    ]
+    return {
+        "qlog_version": "0.3",
+        "qlog_format": "JSON",
+        "traces": [{"vantage_point": {"type": "server"}, "events": events}],
+    }
 
 
 def gz_stream(*pieces: tuple[bytes, int]) -> bytes:
     """One gzip member of ``piece * count`` for each (piece, count), built in pieces."""
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
-    out = [c.compress(piece * count) if len(piece) * count < 1 << 20 else
-           b"".join(c.compress(piece * ((1 << 20) // len(piece))) for _ in range(len(piece) * count >> 20))
-           for piece, count in pieces]
+    out = [
+        c.compress(piece * count)
+        if len(piece) * count < 1 << 20
+        else b"".join(
+            c.compress(piece * ((1 << 20) // len(piece))) for _ in range(len(piece) * count >> 20)
+        )
+        for piece, count in pieces
+    ]
     return b"".join(out) + c.flush()
 
 
 def build_inputs(d: Path) -> None:
     """Write every input file of the catalog into ``d`` (deterministic)."""
     rng = random.Random(11)
-    w = lambda name, data: (d / name).write_bytes(data if isinstance(data, bytes) else data.encode())  # noqa: E731
+    w = lambda name, data: (d / name).write_bytes(
+        data if isinstance(data, bytes) else data.encode()
+    )  # noqa: E731
     w("good.log", GOOD)
     w("empty.log", b"")
     w("blank.log", "\n \n\t\n")
     w("random.bin", bytes(rng.randrange(256) for _ in range(5000)))
-    w("nul_in_state.log", "STATEMINE t=0 conn=a state=Slow\x00Start\nSTATEMINE t=1 conn=a state=Recovery\n")
+    w(
+        "nul_in_state.log",
+        "STATEMINE t=0 conn=a state=Slow\x00Start\nSTATEMINE t=1 conn=a state=Recovery\n",
+    )
     w("time_text.log", "STATEMINE t=abc conn=a state=SlowStart\n")
-    w("time_nan.log", "STATEMINE t=0 conn=a state=SlowStart\nSTATEMINE t=nan conn=a state=Recovery\n")
-    w("time_inf.log", "STATEMINE t=0 conn=a state=SlowStart\nSTATEMINE t=inf conn=a state=Recovery\n")
-    w("time_back.log", "STATEMINE t=5 conn=a state=SlowStart\nSTATEMINE t=1 conn=a state=Recovery\n")
-    w("time_huge.log", "STATEMINE t=1e308 conn=a state=SlowStart\nSTATEMINE t=1.7e308 conn=a state=Recovery\n")
+    w(
+        "time_nan.log",
+        "STATEMINE t=0 conn=a state=SlowStart\nSTATEMINE t=nan conn=a state=Recovery\n",
+    )
+    w(
+        "time_inf.log",
+        "STATEMINE t=0 conn=a state=SlowStart\nSTATEMINE t=inf conn=a state=Recovery\n",
+    )
+    w(
+        "time_back.log",
+        "STATEMINE t=5 conn=a state=SlowStart\nSTATEMINE t=1 conn=a state=Recovery\n",
+    )
+    w(
+        "time_huge.log",
+        "STATEMINE t=1e308 conn=a state=SlowStart\nSTATEMINE t=1.7e308 conn=a state=Recovery\n",
+    )
     w("no_conn.log", "STATEMINE t=0 state=SlowStart\n")
     w("empty_state.log", "STATEMINE t=0 conn=a state=SlowStart\nSTATEMINE t=1 conn=a state=\n")
     w("long_line.log", "STATEMINE t=0 conn=a state=" + "S" * (2 << 20) + "\n")
@@ -94,18 +139,32 @@ def build_inputs(d: Path) -> None:
     w("crlf.log", GOOD.replace("\n", "\r\n"))
     w("bom.log", "\ufeff" + GOOD)
     w("hostile.log", sm_lines(HOSTILE_NAMES))
-    w("many_fields.log", "STATEMINE t=0 conn=a state=SlowStart " + " ".join(f"k{i}=v" for i in range(50_000))
-      + "\nSTATEMINE t=1 conn=a state=Recovery\n")
-    w("many_conns.log", "".join(f"STATEMINE t={i} conn=c{i} state=SlowStart\n" for i in range(20_000)))
+    w(
+        "many_fields.log",
+        "STATEMINE t=0 conn=a state=SlowStart "
+        + " ".join(f"k{i}=v" for i in range(50_000))
+        + "\nSTATEMINE t=1 conn=a state=Recovery\n",
+    )
+    w(
+        "many_conns.log",
+        "".join(f"STATEMINE t={i} conn=c{i} state=SlowStart\n" for i in range(20_000)),
+    )
     # an id in the state field: every connection a new state (past diff's and the diagram's limits)
-    w("ids.log", "".join(f"STATEMINE t={i} conn=c{i} state=S{i}\nSTATEMINE t={i + 0.5} conn=c{i} event=Close\n"
-                         for i in range(5000)))
-    packed = gzip.compress("".join(sm_lines(["SlowStart", "Recovery"], conn=f"c{i}") for i in range(2000)).encode())
+    w(
+        "ids.log",
+        "".join(
+            f"STATEMINE t={i} conn=c{i} state=S{i}\nSTATEMINE t={i + 0.5} conn=c{i} event=Close\n"
+            for i in range(5000)
+        ),
+    )
+    packed = gzip.compress(
+        "".join(sm_lines(["SlowStart", "Recovery"], conn=f"c{i}") for i in range(2000)).encode()
+    )
     w("good.log.gz", packed)
     w("cut_small.log.gz", packed[:40])
     w("cut_large.log.gz", packed[: len(packed) * 4 // 5])
     damaged = bytearray(packed)
-    damaged[len(damaged) // 2: len(damaged) // 2 + 16] = b"\xff" * 16
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 16] = b"\xff" * 16
     w("damaged.log.gz", bytes(damaged))
     # folders
     deep = d / "deep"
@@ -132,15 +191,26 @@ def build_inputs(d: Path) -> None:
     w("q_header_only.qlog", '{"qlog_version": "0.3", "qlog_format": "JSON"}')
     w("q_traces_string.qlog", '{"qlog_version": "0.3", "traces": "nope"}')
     w("q_truncated.qlog", (QLOG_DATA / "truncated.qlog").read_bytes())
-    w("q_bad_middle.qlog", '{"qlog_version": "draft-01",\n "traces": [\n {"events": [[1, "a" "b"]]}]}')
+    w(
+        "q_bad_middle.qlog",
+        '{"qlog_version": "draft-01",\n "traces": [\n {"events": [[1, "a" "b"]]}]}',
+    )
     w("q_deep.qlog", '{"qlog_version": "0.3", "traces": ' + "[" * 100_000)
-    w("q_huge_time.qlog", json.dumps(qlog_doc(["SlowStart", "Recovery"])).replace('"time": 10.0', '"time": 1e999'))
+    w(
+        "q_huge_time.qlog",
+        json.dumps(qlog_doc(["SlowStart", "Recovery"])).replace('"time": 10.0', '"time": 1e999'),
+    )
     w("q_hostile.qlog", json.dumps(qlog_doc(HOSTILE_NAMES)))
     w("q_not_utf8.qlog", b'{"qlog_version": "0.3", "traces": [{"events": [{"name": "\xff\xfe"}]}]}')
     w("q_events_object.qlog", '{"qlog_version": "0.3", "traces": [{"events": {"a": 1}}]}')
     w("q_bom.qlog", b"\xef\xbb\xbf" + (QLOG_DATA / "draft01.qlog").read_bytes())
-    w("q_seq_garbage.sqlog", b'\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {}}\n'
-      + b"".join(b"\x1e" + bytes(rng.randrange(256) for _ in range(50)) + b"\n" for _ in range(100)))
+    w(
+        "q_seq_garbage.sqlog",
+        b'\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {}}\n'
+        + b"".join(
+            b"\x1e" + bytes(rng.randrange(256) for _ in range(50)) + b"\n" for _ in range(100)
+        ),
+    )
     qgood = (QLOG_DATA / "v03.sqlog").read_bytes()
     w("q_cut_small.sqlog.gz", gzip.compress(qgood)[:40])
     w("q_cut_large.sqlog.gz", gzip.compress(qgood)[: len(gzip.compress(qgood)) * 4 // 5])
@@ -164,7 +234,9 @@ def build_inputs(d: Path) -> None:
 
     from statemine.cli import main
 
-    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-o", str(d / "syn"), str(d / "syn.log")])
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "synoptic", "-o", str(d / "syn"), str(d / "syn.log")]
+    )
     assert res.exit_code == 0, res.output
     w("m_types.json", '{"log": 5, "partitions": []}')
     w("m_garbage.dot", "digraph {\n  this is not synoptic\n}\n")
@@ -182,11 +254,16 @@ _DOC_HEAD = b'{"qlog_version": "0.3", "traces": ['
 #: Large compressed inputs (decompression bombs), built only when a case uses them.
 HEAVY: dict[str, Callable[[], bytes]] = {
     "zeros_bomb.log.gz": lambda: gz_stream((b"\x00", 300 << 20)),
-    "newline_bomb.log.gz": lambda: gz_stream((b"STATEMINE t=0 conn=a state=SlowStart\n", 1), (b"\n", 200 << 20),
-                                             (b"STATEMINE t=1 conn=a state=Recovery\n", 1)),
+    "newline_bomb.log.gz": lambda: gz_stream(
+        (b"STATEMINE t=0 conn=a state=SlowStart\n", 1),
+        (b"\n", 200 << 20),
+        (b"STATEMINE t=1 conn=a state=Recovery\n", 1),
+    ),
     "q_record_bomb.ndjson.gz": lambda: gz_stream((_NDJSON_HEAD, 1), (b"a", 100 << 20)),
     "q_doc_bomb.qlog.gz": lambda: gz_stream((_DOC_HEAD, 1), (b" ", 1100 << 20)),
-    "q_doc_bomb_members.qlog.gz": lambda: gz_stream((_DOC_HEAD, 1), (b" ", 1100 << 20)) + gzip.compress(b"]}"),
+    "q_doc_bomb_members.qlog.gz": lambda: (
+        gz_stream((_DOC_HEAD, 1), (b" ", 1100 << 20)) + gzip.compress(b"]}")
+    ),
 }
 
 
@@ -221,7 +298,9 @@ def _csv_guarded(out: Path) -> None:
     with open(out / "states.csv", newline="", encoding="utf-8") as fh:
         cells = {row["state"] for row in csv.DictReader(fh)}
     assert cells == {"'" + n if n[0] in "=+-@" else n for n in HOSTILE_NAMES}
-    names = {n.get("name", n.get("id")) for n in json.loads((out / "model.json").read_text())["nodes"]}
+    names = {
+        n.get("name", n.get("id")) for n in json.loads((out / "model.json").read_text())["nodes"]
+    }
     assert set(HOSTILE_NAMES) <= names
 
 
@@ -237,7 +316,14 @@ def _not_drawn(out: Path, n_states: int) -> None:
 
 
 INFER_SET = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
-DIFF_SET = ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt", "diff.dot", "diff.svg")
+DIFF_SET = (
+    "states_diff.csv",
+    "transitions_diff.csv",
+    "one_sided.csv",
+    "notes.txt",
+    "diff.dot",
+    "diff.svg",
+)
 
 
 def _infer(name: str, *more: str) -> list[str]:
@@ -250,11 +336,15 @@ def _err(name: str, line: int | None = None) -> str:
 
 CASES = [
     # -- statemine logs -------------------------------------------------------------------
-    Case("sm-good", _infer("good.log", "--out", "{out}"), True, stdout="(2 traces", outputs=INFER_SET),
+    Case(
+        "sm-good", _infer("good.log", "--out", "{out}"), True, stdout="(2 traces", outputs=INFER_SET
+    ),
     Case("sm-empty", _infer("empty.log"), False, _err("empty.log")),
     Case("sm-blank", _infer("blank.log"), False, _err("blank.log")),
     Case("sm-binary", _infer("random.bin"), False, _err("random.bin")),
-    Case("sm-binary-forced", _infer("random.bin", "--format", "statemine"), False, _err("random.bin")),
+    Case(
+        "sm-binary-forced", _infer("random.bin", "--format", "statemine"), False, _err("random.bin")
+    ),
     Case("sm-nul-in-state", _infer("nul_in_state.log", "--out", "{out}"), True, outputs=INFER_SET),
     Case("sm-time-text", _infer("time_text.log"), False, _err("time_text.log", 1)),
     Case("sm-time-nan", _infer("time_nan.log"), False, _err("time_nan.log", 2)),
@@ -268,19 +358,35 @@ CASES = [
     Case("sm-latin1", _infer("latin1.log"), False, _err("latin1.log", 1)),
     Case("sm-crlf", _infer("crlf.log"), True, stdout="(2 traces"),
     Case("sm-bom", _infer("bom.log"), True, stdout="(2 traces"),
-    Case("sm-hostile-names", _infer("hostile.log", "--out", "{out}"), True, outputs=INFER_SET, check=_csv_guarded,
-         fast=True),
+    Case(
+        "sm-hostile-names",
+        _infer("hostile.log", "--out", "{out}"),
+        True,
+        outputs=INFER_SET,
+        check=_csv_guarded,
+        fast=True,
+    ),
     Case("sm-50k-fields", _infer("many_fields.log"), True, stdout="(1 traces"),
-    Case("sm-20k-conns", _infer("many_conns.log", "--bootstrap", "0"), True, stdout="(20000 traces"),
+    Case(
+        "sm-20k-conns", _infer("many_conns.log", "--bootstrap", "0"), True, stdout="(20000 traces"
+    ),
     Case("sm-gzip", _infer("good.log.gz"), True, stdout="(2000 traces"),
     Case("sm-gzip-cut-small", _infer("cut_small.log.gz"), False, _err("cut_small.log.gz")),
-    Case("sm-gzip-cut-small-forced", _infer("cut_small.log.gz", "--format", "statemine"), False,
-         _err("cut_small.log.gz")),
+    Case(
+        "sm-gzip-cut-small-forced",
+        _infer("cut_small.log.gz", "--format", "statemine"),
+        False,
+        _err("cut_small.log.gz"),
+    ),
     Case("sm-gzip-cut-large", _infer("cut_large.log.gz"), False, _err("cut_large.log.gz")),
     Case("sm-gzip-damaged", _infer("damaged.log.gz"), False, _err("damaged.log.gz")),
     Case("sm-gzip-zeros-bomb", _infer("zeros_bomb.log.gz"), False, _err("zeros_bomb.log.gz")),
-    Case("sm-gzip-zeros-bomb-forced", _infer("zeros_bomb.log.gz", "--format", "statemine"), False,
-         _err("zeros_bomb.log.gz", 1)),
+    Case(
+        "sm-gzip-zeros-bomb-forced",
+        _infer("zeros_bomb.log.gz", "--format", "statemine"),
+        False,
+        _err("zeros_bomb.log.gz", 1),
+    ),
     Case("sm-gzip-200mib-newlines", _infer("newline_bomb.log.gz"), True, stdout="(1 traces"),
     # -- files and folders ----------------------------------------------------------------
     Case("walk-300-deep", _infer("deep"), True, stdout="(2 traces"),
@@ -290,13 +396,28 @@ CASES = [
     Case("fifo", _infer("pipe.log"), False, _err("pipe.log")),
     Case("dev-zero", ["infer", "/dev/zero"], False, "/dev/zero:"),
     Case("unreadable", ["infer", "/proc/self/mem"], False, "/proc/self/mem:"),
-    Case("unreadable-forced", ["infer", "/proc/self/mem", "--format", "qlog"], False, "/proc/self/mem:"),
+    Case(
+        "unreadable-forced",
+        ["infer", "/proc/self/mem", "--format", "qlog"],
+        False,
+        "/proc/self/mem:",
+    ),
     Case("missing", _infer("no-such.log"), False, _err("no-such.log")),
     Case("folder-without-logs", _infer("nologs"), False, _err("nologs")),
     Case("out-is-a-file", _infer("good.log", "--out", "{d}/good.log"), False, _err("good.log")),
-    Case("out-below-a-file", _infer("good.log", "--out", "{d}/good.log/out"), False, _err("good.log/out")),
+    Case(
+        "out-below-a-file",
+        _infer("good.log", "--out", "{d}/good.log/out"),
+        False,
+        _err("good.log/out"),
+    ),
     Case("out-foreign-files", _infer("good.log", "--out", "{d}/foreign"), False, _err("foreign")),
-    Case("out-in-proc", _infer("good.log", "--out", "/proc/statemine-out"), False, "/proc/statemine-out:"),
+    Case(
+        "out-in-proc",
+        _infer("good.log", "--out", "/proc/statemine-out"),
+        False,
+        "/proc/statemine-out:",
+    ),
     # -- qlog -------------------------------------------------------------------------------
     Case("q-good", _infer("q_good.qlog", "--out", "{out}"), True, outputs=INFER_SET),
     Case("q-header-only", _infer("q_header_only.qlog"), False, _err("q_header_only.qlog")),
@@ -306,45 +427,116 @@ CASES = [
     Case("q-100k-nesting", _infer("q_deep.qlog"), False, _err("q_deep.qlog")),
     Case("q-time-1e999", _infer("q_huge_time.qlog"), False, _err("q_huge_time.qlog")),
     Case("q-hostile-names", _infer("q_hostile.qlog", "--out", "{out}"), True, outputs=INFER_SET),
-    Case("q-not-utf8", _infer("q_not_utf8.qlog", "--format", "qlog"), False, _err("q_not_utf8.qlog")),
+    Case(
+        "q-not-utf8", _infer("q_not_utf8.qlog", "--format", "qlog"), False, _err("q_not_utf8.qlog")
+    ),
     Case("q-events-object", _infer("q_events_object.qlog"), False, _err("q_events_object.qlog")),
     Case("q-bom", _infer("q_bom.qlog"), True),
-    Case("q-seq-garbage-records", _infer("q_seq_garbage.sqlog"), False, _err("q_seq_garbage.sqlog")),
-    Case("q-gzip-cut-small-auto", _infer("q_cut_small.sqlog.gz"), False, _err("q_cut_small.sqlog.gz")),
-    Case("q-gzip-cut-small-qlog", _infer("q_cut_small.sqlog.gz", "--format", "qlog"), False,
-         _err("q_cut_small.sqlog.gz"), fast=True),
-    Case("q-gzip-cut-large-qlog", _infer("q_cut_large.sqlog.gz", "--format", "qlog"), False,
-         _err("q_cut_large.sqlog.gz")),
-    Case("q-gzip-100mib-record", _infer("q_record_bomb.ndjson.gz", "--format", "qlog"), False,
-         _err("q_record_bomb.ndjson.gz", 2)),
+    Case(
+        "q-seq-garbage-records", _infer("q_seq_garbage.sqlog"), False, _err("q_seq_garbage.sqlog")
+    ),
+    Case(
+        "q-gzip-cut-small-auto", _infer("q_cut_small.sqlog.gz"), False, _err("q_cut_small.sqlog.gz")
+    ),
+    Case(
+        "q-gzip-cut-small-qlog",
+        _infer("q_cut_small.sqlog.gz", "--format", "qlog"),
+        False,
+        _err("q_cut_small.sqlog.gz"),
+        fast=True,
+    ),
+    Case(
+        "q-gzip-cut-large-qlog",
+        _infer("q_cut_large.sqlog.gz", "--format", "qlog"),
+        False,
+        _err("q_cut_large.sqlog.gz"),
+    ),
+    Case(
+        "q-gzip-100mib-record",
+        _infer("q_record_bomb.ndjson.gz", "--format", "qlog"),
+        False,
+        _err("q_record_bomb.ndjson.gz", 2),
+    ),
     Case("q-gzip-document-bomb", _infer("q_doc_bomb.qlog.gz"), False, _err("q_doc_bomb.qlog.gz")),
-    Case("q-gzip-document-bomb-members", _infer("q_doc_bomb_members.qlog.gz", "--format", "qlog"), False,
-         _err("q_doc_bomb_members.qlog.gz")),
-    Case("q-names-binary", _infer("q_good.qlog", "--names", "{d}/random.bin"), False, _err("random.bin")),
-    Case("q-names-malformed", _infer("q_good.qlog", "--names", "{d}/names_bad.txt"), False,
-         _err("names_bad.txt", 1)),
+    Case(
+        "q-gzip-document-bomb-members",
+        _infer("q_doc_bomb_members.qlog.gz", "--format", "qlog"),
+        False,
+        _err("q_doc_bomb_members.qlog.gz"),
+    ),
+    Case(
+        "q-names-binary",
+        _infer("q_good.qlog", "--names", "{d}/random.bin"),
+        False,
+        _err("random.bin"),
+    ),
+    Case(
+        "q-names-malformed",
+        _infer("q_good.qlog", "--names", "{d}/names_bad.txt"),
+        False,
+        _err("names_bad.txt", 1),
+    ),
     # -- regex (Synoptic options) -----------------------------------------------------------
-    Case("r-empty-type-renders", _infer("r_types.log", "-r", "^(?<TYPE>a*)b$", "--out", "{out}"), True,
-         outputs=INFER_SET),
+    Case(
+        "r-empty-type-renders",
+        _infer("r_types.log", "-r", "^(?<TYPE>a*)b$", "--out", "{out}"),
+        True,
+        outputs=INFER_SET,
+    ),
     Case("r-binary", _infer("random.bin", "-r", "(?<TYPE>.*)"), False, _err("random.bin")),
     Case("r-no-match", _infer("good.log", "-r", "^(?<TYPE>zzz)$"), False, _err("good.log")),
-    Case("r-time-not-number", _infer("r_times.log", "-r", r"(?<TIME>\S+) (?<TYPE>\S+)"), False,
-         _err("r_times.log", 1)),
+    Case(
+        "r-time-not-number",
+        _infer("r_times.log", "-r", r"(?<TIME>\S+) (?<TYPE>\S+)"),
+        False,
+        _err("r_times.log", 1),
+    ),
     # -- Synoptic engine and check-model ----------------------------------------------------
     Case("syn-good", ["infer", "--engine", "synoptic", "-o", "{out}/m", "{d}/syn.log"], True),
-    Case("syn-binary", ["infer", "--engine", "synoptic", "-o", "{out}/m", "{d}/random.bin"], False,
-         _err("random.bin")),
+    Case(
+        "syn-binary",
+        ["infer", "--engine", "synoptic", "-o", "{out}/m", "{d}/random.bin"],
+        False,
+        _err("random.bin"),
+    ),
     Case("check-model-good", ["check-model", "{d}/syn.dot", "{d}/syn.log"], True),
-    Case("check-model-binary-model", ["check-model", "{d}/random.bin", "{d}/syn.log"], False, _err("random.bin"),
-         fast=True),
-    Case("check-model-json-types", ["check-model", "{d}/m_types.json", "{d}/syn.log"], False, _err("m_types.json")),
-    Case("check-model-dot-garbage", ["check-model", "{d}/m_garbage.dot", "{d}/syn.log"], False,
-         _err("m_garbage.dot")),
-    Case("check-model-no-initial", ["check-model", "{d}/m_no_initial.dot", "{d}/syn.log"], False,
-         _err("m_no_initial.dot")),
-    Case("check-model-binary-invariants", ["check-model", "{d}/syn.dot", "{d}/syn.log", "--invariants",
-                                           "{d}/random.bin"], False, _err("random.bin")),
-    Case("check-model-binary-log", ["check-model", "{d}/syn.dot", "{d}/random.bin"], False, _err("random.bin")),
+    Case(
+        "check-model-binary-model",
+        ["check-model", "{d}/random.bin", "{d}/syn.log"],
+        False,
+        _err("random.bin"),
+        fast=True,
+    ),
+    Case(
+        "check-model-json-types",
+        ["check-model", "{d}/m_types.json", "{d}/syn.log"],
+        False,
+        _err("m_types.json"),
+    ),
+    Case(
+        "check-model-dot-garbage",
+        ["check-model", "{d}/m_garbage.dot", "{d}/syn.log"],
+        False,
+        _err("m_garbage.dot"),
+    ),
+    Case(
+        "check-model-no-initial",
+        ["check-model", "{d}/m_no_initial.dot", "{d}/syn.log"],
+        False,
+        _err("m_no_initial.dot"),
+    ),
+    Case(
+        "check-model-binary-invariants",
+        ["check-model", "{d}/syn.dot", "{d}/syn.log", "--invariants", "{d}/random.bin"],
+        False,
+        _err("random.bin"),
+    ),
+    Case(
+        "check-model-binary-log",
+        ["check-model", "{d}/syn.dot", "{d}/random.bin"],
+        False,
+        _err("random.bin"),
+    ),
     # -- Parquet and read -----------------------------------------------------------------
     Case("pq-good", _infer("good.parquet"), True, stdout="(2 traces"),
     Case("pq-truncated", _infer("truncated.parquet"), False, _err("truncated.parquet")),
@@ -352,34 +544,115 @@ CASES = [
     Case("pq-wrong-schema", _infer("wrong_schema.parquet"), False, _err("wrong_schema.parquet")),
     Case("read-good", ["read", "{d}/hostile.log", "-o", "{out}"], True),
     Case("read-to-a-folder", ["read", "{d}/good.log", "-o", "{d}/nologs"], False, _err("nologs")),
-    Case("read-to-proc", ["read", "{d}/good.log", "-o", "/proc/statemine.parquet"], False,
-         "/proc/statemine.parquet:"),
-    Case("read-select-no-match", ["read", "{d}/good.log", "-o", "{out}", "--select", "role=client"], False,
-         _err("good.log")),
+    Case(
+        "read-to-proc",
+        ["read", "{d}/good.log", "-o", "/proc/statemine.parquet"],
+        False,
+        "/proc/statemine.parquet:",
+    ),
+    Case(
+        "read-select-no-match",
+        ["read", "{d}/good.log", "-o", "{out}", "--select", "role=client"],
+        False,
+        _err("good.log"),
+    ),
     # -- diff and report --------------------------------------------------------------------
-    Case("diff-hostile-names", ["diff", "{d}/hostile.log", "{d}/good.log", "--out", "{out}", "--permutations", "50",
-                                "--bootstrap", "20"], True, outputs=DIFF_SET),
-    Case("diff-binary-side", ["diff", "{d}/good.log", "{d}/random.bin", "--out", "{out}"], False, _err("random.bin")),
-    Case("diff-out-foreign", ["diff", "{d}/good.log", "{d}/good.log", "--out", "{d}/foreign"], False,
-         _err("foreign")),
-    Case("report-hostile-names", ["report", "{d}/hostile.log", "--out", "{out}", "--bootstrap", "20"], True,
-         check=_html_escaped),
-    Case("diff-ids-as-states", ["diff", "{d}/ids.log", "{d}/good.log", "--out", "{out}"], False, _err("ids.log")),
-    Case("report-ids-as-states", ["report", "{d}/ids.log", "--out", "{out}", "--bootstrap", "20"], True,
-         check=lambda out: _not_drawn(out, 5000)),
-    Case("report-out-is-a-folder", ["report", "{d}/good.log", "--out", "{d}/nologs"], False, _err("nologs")),
-    Case("report-gzip-cut", ["report", "{d}/cut_small.log.gz", "--out", "{out}"], False, _err("cut_small.log.gz")),
+    Case(
+        "diff-hostile-names",
+        [
+            "diff",
+            "{d}/hostile.log",
+            "{d}/good.log",
+            "--out",
+            "{out}",
+            "--permutations",
+            "50",
+            "--bootstrap",
+            "20",
+        ],
+        True,
+        outputs=DIFF_SET,
+    ),
+    Case(
+        "diff-binary-side",
+        ["diff", "{d}/good.log", "{d}/random.bin", "--out", "{out}"],
+        False,
+        _err("random.bin"),
+    ),
+    Case(
+        "diff-out-foreign",
+        ["diff", "{d}/good.log", "{d}/good.log", "--out", "{d}/foreign"],
+        False,
+        _err("foreign"),
+    ),
+    Case(
+        "report-hostile-names",
+        ["report", "{d}/hostile.log", "--out", "{out}", "--bootstrap", "20"],
+        True,
+        check=_html_escaped,
+    ),
+    Case(
+        "diff-ids-as-states",
+        ["diff", "{d}/ids.log", "{d}/good.log", "--out", "{out}"],
+        False,
+        _err("ids.log"),
+    ),
+    Case(
+        "report-ids-as-states",
+        ["report", "{d}/ids.log", "--out", "{out}", "--bootstrap", "20"],
+        True,
+        check=lambda out: _not_drawn(out, 5000),
+    ),
+    Case(
+        "report-out-is-a-folder",
+        ["report", "{d}/good.log", "--out", "{d}/nologs"],
+        False,
+        _err("nologs"),
+    ),
+    Case(
+        "report-gzip-cut",
+        ["report", "{d}/cut_small.log.gz", "--out", "{out}"],
+        False,
+        _err("cut_small.log.gz"),
+    ),
     # -- lab --------------------------------------------------------------------------------
-    Case("lab-scenario-binary", ["lab", "run", "{d}/random.bin", "--out", "{out}"], False, _err("random.bin")),
-    Case("lab-scenario-bad-toml", ["lab", "run", "{d}/scenario_bad.toml", "--out", "{out}"], False,
-         _err("scenario_bad.toml")),
-    Case("lab-rerun-binary-config", ["lab", "rerun", "{d}/random.bin", "--out", "{out}"], False, _err("random.bin")),
-    Case("lab-scenarios-bad-toml-in-folder", ["lab", "scenarios", "--dir", "{d}"], False, _err("scenario_bad.toml")),
+    Case(
+        "lab-scenario-binary",
+        ["lab", "run", "{d}/random.bin", "--out", "{out}"],
+        False,
+        _err("random.bin"),
+    ),
+    Case(
+        "lab-scenario-bad-toml",
+        ["lab", "run", "{d}/scenario_bad.toml", "--out", "{out}"],
+        False,
+        _err("scenario_bad.toml"),
+    ),
+    Case(
+        "lab-rerun-binary-config",
+        ["lab", "rerun", "{d}/random.bin", "--out", "{out}"],
+        False,
+        _err("random.bin"),
+    ),
+    Case(
+        "lab-scenarios-bad-toml-in-folder",
+        ["lab", "scenarios", "--dir", "{d}"],
+        False,
+        _err("scenario_bad.toml"),
+    ),
     # -- patch ----------------------------------------------------------------------------------
-    Case("patch-apply-missing-dir", ["patch", "apply", "--impl", "aioquic", "--version", "1.7.2", "{d}/no-src"], False,
-         _err("no-src")),
-    Case("patch-revert-not-applied", ["patch", "revert", "--impl", "aioquic", "--version", "1.7.2", "{d}/src"],
-         False, "aioquic/1.7.2/statemine.patch:"),
+    Case(
+        "patch-apply-missing-dir",
+        ["patch", "apply", "--impl", "aioquic", "--version", "1.7.2", "{d}/no-src"],
+        False,
+        _err("no-src"),
+    ),
+    Case(
+        "patch-revert-not-applied",
+        ["patch", "revert", "--impl", "aioquic", "--version", "1.7.2", "{d}/src"],
+        False,
+        "aioquic/1.7.2/statemine.patch:",
+    ),
 ]
 
 
@@ -390,18 +663,31 @@ def _limits() -> None:  # runs in the child before exec
 
 def run_limited(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """``python -m statemine argv`` under the catalog's memory and time limits."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", ARROW_DEFAULT_MEMORY_POOL="system",
-               MALLOC_ARENA_MAX="1")
-    return subprocess.run([sys.executable, "-m", "statemine", *argv], cwd=cwd, env=env, capture_output=True,
-                          preexec_fn=_limits, timeout=WALL_S, stdin=subprocess.DEVNULL)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        COLUMNS="120",
+        ARROW_DEFAULT_MEMORY_POOL="system",
+        MALLOC_ARENA_MAX="1",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "statemine", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        preexec_fn=_limits,
+        timeout=WALL_S,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_catalog_is_large_enough():
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=() if c.fast else pytest.mark.slow)
-                                  for c in CASES])
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=c.id, marks=() if c.fast else pytest.mark.slow) for c in CASES]
+)
 def test_hostile_input(case: Case, inputs: Path, tmp_path: Path):
     out = tmp_path / "out"
     for name, build in HEAVY.items():
@@ -432,8 +718,12 @@ def test_hostile_input(case: Case, inputs: Path, tmp_path: Path):
         assert lines, "no message"
         *before_error, error = lines
         assert error.startswith("statemine: error: "), stderr[-2000:]
-        assert all(line.startswith(("statemine: warning:", "statemine: note:")) for line in before_error), stderr
+        assert all(
+            line.startswith(("statemine: warning:", "statemine: note:")) for line in before_error
+        ), stderr
         assert case.names.replace("{d}", str(inputs)) in error, error
         assert not out.exists()  # nothing partial
-    assert sorted(os.listdir(inputs)) == before  # no temporaries beside the inputs (or --out targets there)
+    assert (
+        sorted(os.listdir(inputs)) == before
+    )  # no temporaries beside the inputs (or --out targets there)
     assert [p for p in os.listdir(tmp_path) if p != "out"] == []

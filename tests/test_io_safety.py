@@ -24,9 +24,24 @@ from statemine.parse import expand_paths, read
 from statemine.parse.qlog import read_qlog
 from statemine.render import dot_to, graphviz_available, to_dot
 
-HOSTILE = ["[/bold]", "[red]Recovery", "Recovery", "[link=http://evil.example]x[/link]", "\x1b[31mred", "a\x00b",
-           '=HYPERLINK("http://evil.example","x")', "+1", "-2", "@SUM(A1)", "\tTab", ":smile:", "\u202eevil",
-           "x" * 200_000, "back\\slash", "<script>alert(1)</script>"]
+HOSTILE = [
+    "[/bold]",
+    "[red]Recovery",
+    "Recovery",
+    "[link=http://evil.example]x[/link]",
+    "\x1b[31mred",
+    "a\x00b",
+    '=HYPERLINK("http://evil.example","x")',
+    "+1",
+    "-2",
+    "@SUM(A1)",
+    "\tTab",
+    ":smile:",
+    "\u202eevil",
+    "x" * 200_000,
+    "back\\slash",
+    "<script>alert(1)</script>",
+]
 
 
 def hostile_log(tmp_path: Path, names=HOSTILE) -> Path:
@@ -43,7 +58,10 @@ def test_display_form_makes_every_name_distinct_visible_and_short():
     assert len(set(shown)) == len(shown)  # ESC and the four characters "\x1b" differ
     for text in shown:
         assert text.isprintable() and len(text) < 120
-    assert display_name("\x1b[31mred") == "\\x1b[31mred" and display_name("\\x1b[31mred") == "\\\\x1b[31mred"
+    assert (
+        display_name("\x1b[31mred") == "\\x1b[31mred"
+        and display_name("\\x1b[31mred") == "\\\\x1b[31mred"
+    )
     assert display_name("x" * 200_000).endswith("(200000 chars)")
 
 
@@ -57,8 +75,19 @@ def test_html_text_escapes_markup_and_controls():
     assert html_text("<b>&\"'\x07") == "&lt;b&gt;&amp;&quot;&#x27;\\x07"
 
 
-@pytest.mark.parametrize("text, expected", [("=1+2", "'=1+2"), ("+1", "'+1"), ("-1", "'-1"), ("@A", "'@A"),
-                                            ("\tx", "'\tx"), ("\rx", "'\rx"), ("a=1", "a=1"), ("", "")])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("=1+2", "'=1+2"),
+        ("+1", "'+1"),
+        ("-1", "'-1"),
+        ("@A", "'@A"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("a=1", "a=1"),
+        ("", ""),
+    ],
+)
 def test_csv_cell_neutralises_formula_starts(text, expected):
     assert csv_cell(text) == expected
 
@@ -66,14 +95,28 @@ def test_csv_cell_neutralises_formula_starts(text, expected):
 # -- infer/diff with hostile names --------------------------------------------------------
 def test_infer_shows_hostile_names_escaped_and_keeps_them_whole_in_json(tmp_path):
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["infer", str(hostile_log(tmp_path)), "--out", str(out), "--bootstrap", "0",
-                                    "--no-svg"])
+    res = CliRunner().invoke(
+        main,
+        ["infer", str(hostile_log(tmp_path)), "--out", str(out), "--bootstrap", "0", "--no-svg"],
+    )
     assert res.exit_code == 0, res.output
     assert "\x1b" not in res.output and "\x00" not in res.output and "\u202e" not in res.output
-    for shown in ("[/bold]", "[red]Recovery", "[link=http://evil.example]x[/link]", "\\x1b[31mred", "a\\x00b",
-                  ":smile:", "\\u202eevil", "back\\\\slash", "(200000 chars)"):
+    for shown in (
+        "[/bold]",
+        "[red]Recovery",
+        "[link=http://evil.example]x[/link]",
+        "\\x1b[31mred",
+        "a\\x00b",
+        ":smile:",
+        "\\u202eevil",
+        "back\\\\slash",
+        "(200000 chars)",
+    ):
         assert shown in res.output, shown
-    nodes = {n["name"] if "name" in n else n.get("id") for n in json.loads((out / "model.json").read_text())["nodes"]}
+    nodes = {
+        n["name"] if "name" in n else n.get("id")
+        for n in json.loads((out / "model.json").read_text())["nodes"]
+    }
     assert set(HOSTILE) <= nodes  # every name whole, byte for byte
     states = pd.read_csv(out / "states.csv", keep_default_na=False)["state"].tolist()
     expected = [("'" + n if n[0] in "=+-@\t" else n) for n in HOSTILE]
@@ -103,8 +146,21 @@ def test_graphviz_failure_is_one_line():
 def test_diff_csv_cells_are_neutralised(tmp_path):
     a = hostile_log(tmp_path, ["=cmd|'/C.calc'!A0", "SlowStart"])
     out = tmp_path / "d"
-    res = CliRunner().invoke(main, ["diff", str(a), str(a), "--out", str(out), "--no-svg", "--permutations", "10",
-                                    "--bootstrap", "0"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(a),
+            str(a),
+            "--out",
+            str(out),
+            "--no-svg",
+            "--permutations",
+            "10",
+            "--bootstrap",
+            "0",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "'=cmd|'/C.calc'!A0" in pd.read_csv(out / "states_diff.csv")["state"].tolist()
     # numbers stay numbers: a negative delta gets no quote
@@ -168,7 +224,9 @@ def test_stale_temporaries_of_dead_processes_are_swept(tmp_path):
     import subprocess
     import sys
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pid = int(dead.stdout)
     stale = tmp_path / f".out.tmp-{pid}-0123abcd"
     stale.mkdir()
@@ -206,8 +264,12 @@ def test_folder_walk_reads_each_file_once_through_link_loops(tmp_path):
     os.mkfifo(top / "pipe.log")  # never opened: a pipe would block
     files = expand_paths([top, top / "a.log"])
     # depth first in name order; a file reached twice is listed where it is met first
-    assert [f.relative_to(top).as_posix() for f in files] == ["a.log", "sub/alias.log", "sub/b.log",
-                                                               "sub/deeper/c.log"]
+    assert [f.relative_to(top).as_posix() for f in files] == [
+        "a.log",
+        "sub/alias.log",
+        "sub/b.log",
+        "sub/deeper/c.log",
+    ]
     assert read(top).n_traces == 4
 
 
@@ -251,14 +313,16 @@ def test_gzip_bomb_is_refused_before_it_is_held(tmp_path, members):
 def test_gzip_document_under_the_limit_reads_as_the_plain_one(tmp_path):
     data = Path(__file__).parent / "data" / "qlog" / "draft01.qlog"
     packed = tmp_path / "d.qlog.gz"
-    packed.write_bytes(gzip.compress(data.read_bytes()[:40]) + gzip.compress(data.read_bytes()[40:]))
+    packed.write_bytes(
+        gzip.compress(data.read_bytes()[:40]) + gzip.compress(data.read_bytes()[40:])
+    )
     a, b = read_qlog(packed, source="x"), read_qlog(data, source="x")
     pd.testing.assert_frame_equal(a.events, b.events)
 
 
 def test_damaged_gzip_is_one_error_under_every_format(tmp_path):
     packed = bytearray(gzip.compress(b"STATEMINE t=0 conn=a state=SlowStart\n" * 2000))
-    packed[len(packed) // 2: len(packed) // 2 + 8] = b"\xff" * 8
+    packed[len(packed) // 2 : len(packed) // 2 + 8] = b"\xff" * 8
     bad = tmp_path / "bad.log.gz"
     bad.write_bytes(bytes(packed))
     for fmt in ("auto", "statemine", "qlog"):

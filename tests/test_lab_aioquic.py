@@ -38,23 +38,39 @@ def test_event_loop_never_goes_back_in_time_and_enforces_the_limit():
 
 
 def base_config(tmp: Path, **over) -> dict:
-    link = {"rate_bps": 10e6, "buffer_bytes": 10**7, "delay_s": 0.018, "jitter_s": 0.0, "loss": 0.0,
-            "gilbert": None, "rate_schedule": None}
-    cfg = {"seed": 1, "implementation": "aioquic", "version": VERSION,
-           "objects": {"count": 2, "size_bytes": 100_000},
-           "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
-           "path": {"down": dict(link), "up": dict(link)},
-           "reordering_threshold": None, "time_threshold": None, "time_limit_s": 30.0,
-           "log_path": str(tmp / "run.log"), "result_path": str(tmp / "run.result.json")}
+    link = {
+        "rate_bps": 10e6,
+        "buffer_bytes": 10**7,
+        "delay_s": 0.018,
+        "jitter_s": 0.0,
+        "loss": 0.0,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
+    cfg = {
+        "seed": 1,
+        "implementation": "aioquic",
+        "version": VERSION,
+        "objects": {"count": 2, "size_bytes": 100_000},
+        "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
+        "path": {"down": dict(link), "up": dict(link)},
+        "reordering_threshold": None,
+        "time_threshold": None,
+        "time_limit_s": 30.0,
+        "log_path": str(tmp / "run.log"),
+        "result_path": str(tmp / "run.result.json"),
+    }
     for key, value in over.items():
         cfg[key] = value
     return cfg
 
 
 def server_losses(log: Path) -> int:
-    return sum(1 for line in log.read_text().splitlines()
-               if "role=server" in line and "event=LossDetected" in line)
-
+    return sum(
+        1
+        for line in log.read_text().splitlines()
+        if "role=server" in line and "event=LossDetected" in line
+    )
 
 
 @pytest.mark.slow
@@ -76,8 +92,15 @@ def test_clean_path_transfer_is_timed_right(tmp_path):
 
 @pytest.mark.slow
 def test_runs_are_deterministic_and_losses_match_the_log(tmp_path):
-    down = {"rate_bps": 10e6, "buffer_bytes": 30_000, "delay_s": 0.056, "jitter_s": 0.01, "loss": 0.01,
-            "gilbert": None, "rate_schedule": None}
+    down = {
+        "rate_bps": 10e6,
+        "buffer_bytes": 30_000,
+        "delay_s": 0.056,
+        "jitter_s": 0.01,
+        "loss": 0.01,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     results = []
@@ -111,7 +134,9 @@ def test_virtual_time_limit_fails_the_run(tmp_path):
 @pytest.mark.slow
 def test_mobile_client_is_limited_by_its_read_rate(tmp_path):
     read = 2e6
-    cfg = base_config(tmp_path, client={"profile": "mobile", "read_rate_bps": read, "per_packet_cpu_s": 0.0002})
+    cfg = base_config(
+        tmp_path, client={"profile": "mobile", "read_rate_bps": read, "per_packet_cpu_s": 0.0002}
+    )
     res = runner.run(cfg)
     assert res["ok"], res
     # the application cannot have consumed 200 KB faster than 2 Mbit/s allows
@@ -123,8 +148,15 @@ def test_mobile_client_is_limited_by_its_read_rate(tmp_path):
 
 @pytest.mark.slow
 def test_loss_thresholds_reach_the_patched_stack(tmp_path):
-    jittery = {"rate_bps": 10e6, "buffer_bytes": 10**7, "delay_s": 0.056, "jitter_s": 0.01, "loss": 0.0,
-               "gilbert": None, "rate_schedule": None}
+    jittery = {
+        "rate_bps": 10e6,
+        "buffer_bytes": 10**7,
+        "delay_s": 0.056,
+        "jitter_s": 0.01,
+        "loss": 0.0,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
     runs = {}
     for name, rt, tt in (("default", None, None), ("loose", 1000, 10.0)):
         d = tmp_path / name
@@ -142,11 +174,11 @@ def test_app_reader_consumes_in_order_at_its_rate():
     from statemine.lab.runners.aioquic import AppReader
     from statemine.lab.variability import ReadRate
 
-    app = AppReader(ReadRate(8e6, 0.0, 0.1, 1))   # 1 byte per microsecond
+    app = AppReader(ReadRate(8e6, 0.0, 0.1, 1))  # 1 byte per microsecond
     assert app.deliver(0.0, 1000) == pytest.approx(0.001)
-    assert app.deliver(0.0005, 1000) == pytest.approx(0.002)   # queued behind the first
-    assert app.deliver(1.0, 500) == pytest.approx(1.0005)       # idle reader starts at once
-    assert AppReader().deliver(3.0, 10**9) == 3.0               # desktop: no reading time
+    assert app.deliver(0.0005, 1000) == pytest.approx(0.002)  # queued behind the first
+    assert app.deliver(1.0, 500) == pytest.approx(1.0005)  # idle reader starts at once
+    assert AppReader().deliver(3.0, 10**9) == 3.0  # desktop: no reading time
 
 
 def test_app_reader_uses_the_rate_in_force_when_a_chunk_starts():
@@ -176,20 +208,34 @@ def test_network_thread_serialises_cpu_drops_overflow_and_defers_timers(monkeypa
     loop = EventLoop()
     ep = _FakeEndpoint(loop)
     processed = []
-    thread = mod.NetworkThread(ep, cpu=lambda: 0.001, socket_buffer_bytes=2500,
-                               on_packet=lambda d: processed.append((loop.now, d)))
-    loop.at(0.0, lambda: [thread.arrive(b"a" * 1000), thread.arrive(b"b" * 1000),
-                          thread.arrive(b"c" * 1000), thread.arrive(b"d" * 500)])
-    loop.at(0.0005, thread.on_timer)              # falls due while the CPU is busy
+    thread = mod.NetworkThread(
+        ep,
+        cpu=lambda: 0.001,
+        socket_buffer_bytes=2500,
+        on_packet=lambda d: processed.append((loop.now, d)),
+    )
+    loop.at(
+        0.0,
+        lambda: [
+            thread.arrive(b"a" * 1000),
+            thread.arrive(b"b" * 1000),
+            thread.arrive(b"c" * 1000),
+            thread.arrive(b"d" * 500),
+        ],
+    )
+    loop.at(0.0005, thread.on_timer)  # falls due while the CPU is busy
     loop.run(until=lambda: False, limit_s=1.0)
     # "a" was taken at once, so b + c (2000 bytes) + d (500) fit a 2500-byte buffer
     assert [d[:1] for _, d in processed] == [b"a", b"b", b"c", b"d"]
     assert [t for t, _ in processed] == pytest.approx([0.001, 0.002, 0.003, 0.004])
     assert thread.dropped == 0
-    assert ep.timers == pytest.approx([0.001])    # run once the first packet is done
-    loop.at(1.0, lambda: [thread.arrive(b"x" * 2000), thread.arrive(b"y" * 2000), thread.arrive(b"z" * 600)])
+    assert ep.timers == pytest.approx([0.001])  # run once the first packet is done
+    loop.at(
+        1.0,
+        lambda: [thread.arrive(b"x" * 2000), thread.arrive(b"y" * 2000), thread.arrive(b"z" * 600)],
+    )
     loop.run(until=lambda: False, limit_s=2.0)
-    assert thread.dropped == 1                    # y fits (x is on the CPU), z does not
+    assert thread.dropped == 1  # y fits (x is on the CPU), z does not
 
 
 @pytest.mark.slow
@@ -200,8 +246,10 @@ def test_cli_grid_end_to_end_with_real_aioquic(tmp_path):
     from statemine.cli import main
 
     scen = tmp_path / "tiny.toml"
-    scen.write_text('[scenario]\nname = "tiny"\ntime_limit_s = 30\n[grid]\nstack = "aioquic@1.7.2"\n'
-                    'rate_mbps = 10\nrtt_ms = 36\njitter_ms = [0, 5]\nobject_size_bytes = 100000\n')
+    scen.write_text(
+        '[scenario]\nname = "tiny"\ntime_limit_s = 30\n[grid]\nstack = "aioquic@1.7.2"\n'
+        "rate_mbps = 10\nrtt_ms = 36\njitter_ms = [0, 5]\nobject_size_bytes = 100000\n"
+    )
     out = tmp_path / "out"
     res = CliRunner().invoke(main, ["lab", "run", str(scen), "--out", str(out), "--no-progress"])
     assert res.exit_code == 0, res.output
@@ -227,7 +275,9 @@ def test_rerun_reproduces_a_shipped_log_byte_for_byte(tmp_path):
 
     runs = Path(__file__).resolve().parents[1] / "traces" / "jitter" / "runs"
     run_dir = next(d for d in sorted(runs.iterdir()) if d.name.startswith("aioquic-1.7.2"))
-    res = CliRunner().invoke(main, ["lab", "rerun", str(run_dir / "config.json"), "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        main, ["lab", "rerun", str(run_dir / "config.json"), "--out", str(tmp_path)]
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "run.log").read_bytes() == gzip.open(run_dir / "run.log.gz").read()
 

@@ -38,16 +38,19 @@ def write(tmp_path, text: str):
     return p
 
 
-@pytest.mark.parametrize("text, line, words", [
-    ("", None, "empty link trace"),
-    ("\n", 1, "not a whole number"),
-    ("1\n2\nabc\n", 3, "not a whole number"),
-    ("1\n-2\n", 2, "not a whole number"),
-    ("1\n2.5\n", 2, "not a whole number"),
-    ("5\n7\n6\n", 3, "timestamps decrease"),
-    ("0\n0\n0\n", None, "every timestamp is 0"),
-    ("1\n99999999\n", 2, "longer than"),
-])
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("", None, "empty link trace"),
+        ("\n", 1, "not a whole number"),
+        ("1\n2\nabc\n", 3, "not a whole number"),
+        ("1\n-2\n", 2, "not a whole number"),
+        ("1\n2.5\n", 2, "not a whole number"),
+        ("5\n7\n6\n", 3, "timestamps decrease"),
+        ("0\n0\n0\n", None, "every timestamp is 0"),
+        ("1\n99999999\n", 2, "longer than"),
+    ],
+)
 def test_malformed_traces_name_file_and_line(tmp_path, text, line, words):
     p = write(tmp_path, text)
     with pytest.raises(InputError) as info:
@@ -77,7 +80,9 @@ def test_pipes_and_devices_are_refused_without_blocking(tmp_path):
         with pytest.raises(InputError, match="not a regular file"):
             LinkTrace.read(p)
     config = {"path": {"down": {"link_trace": {"file": "fifo.down"}}}}
-    with pytest.raises(InputError, match=r"path\.down\.link_trace: .*fifo\.down: not a regular file") as info:
+    with pytest.raises(
+        InputError, match=r"path\.down\.link_trace: .*fifo\.down: not a regular file"
+    ) as info:
         resolve_link_traces(config, tmp_path, source=tmp_path / "config.json")
     assert info.value.file == str(tmp_path / "config.json")
 
@@ -88,8 +93,13 @@ def test_saturated_link_delivers_the_trace_mean_rate():
     times = cellular.synthesize(cellular.PROFILES["verizon-lte-down"], 20.0, 3)
     tr = LinkTrace.from_times(times)
     for offset in (0, 1234):
-        link = Link(LinkConfig(rate_bps=tr.mean_rate_bps, buffer_bytes=10**12, delay_s=0.0,
-                               link_trace=_ref(offset)), 1, trace=tr)
+        link = Link(
+            LinkConfig(
+                rate_bps=tr.mean_rate_bps, buffer_bytes=10**12, delay_s=0.0, link_trace=_ref(offset)
+            ),
+            1,
+            trace=tr,
+        )
         n = tr.opportunities * 3
         last = max(link.send(0.0, 1500) for _ in range(n))
         assert last == pytest.approx(3 * tr.period_ms / 1000.0, abs=0.2)
@@ -133,8 +143,10 @@ def test_generator_reproduces_the_fitted_targets(name):
     assert got.mean_mbps == pytest.approx(facts.mean_mbps, rel=0.06)
     assert got.cv == pytest.approx(facts.cv, rel=0.15)
     assert got.lag1 == pytest.approx(facts.lag1, abs=0.2)
-    assert got.outages_per_min == pytest.approx(facts.outages_per_min, abs=3 * count ** 0.5 / minutes)
-    assert got.outage_ms == pytest.approx(facts.outage_ms, abs=3 * (facts.outage_ms - cellular.OUTAGE_MS) / count ** 0.5 + 50)
+    assert got.outages_per_min == pytest.approx(facts.outages_per_min, abs=3 * count**0.5 / minutes)
+    assert got.outage_ms == pytest.approx(
+        facts.outage_ms, abs=3 * (facts.outage_ms - cellular.OUTAGE_MS) / count**0.5 + 50
+    )
 
 
 def test_generated_trace_is_a_valid_trace_and_deterministic(tmp_path):

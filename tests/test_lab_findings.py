@@ -37,18 +37,46 @@ def lab_folder(root: Path, runs: int, *, noise: float, seed: int = 0) -> Path:
             limited = 0.6 if impl == "quic-go" and profile == "mobile" else 0.1
             for i in range(runs):
                 run_id = f"{impl}-{profile}-{i}"
-                d = {"SlowStart": 0.2, "CongestionAvoidance": 0.8 - limited, "ApplicationLimited": limited}
+                d = {
+                    "SlowStart": 0.2,
+                    "CongestionAvoidance": 0.8 - limited,
+                    "ApplicationLimited": limited,
+                }
                 t, rows = 0.0, []
                 for state, seconds in d.items():
-                    rows.append({"trace": f"{run_id}#1/server", "time": t, "kind": "state", "state": state})
+                    rows.append(
+                        {"trace": f"{run_id}#1/server", "time": t, "kind": "state", "state": state}
+                    )
                     t += seconds * (1 + noise * rng.uniform(-1, 1))
-                rows.append({"trace": f"{run_id}#1/server", "time": t, "kind": "event", "state": "Close"})
-                labels = pd.DataFrame({"trace": [f"{run_id}#1/server"], "role": "server", "run_id": run_id,
-                                       "implementation": impl, "version": version, "profile": profile})
+                rows.append(
+                    {"trace": f"{run_id}#1/server", "time": t, "kind": "event", "state": "Close"}
+                )
+                labels = pd.DataFrame(
+                    {
+                        "trace": [f"{run_id}#1/server"],
+                        "role": "server",
+                        "run_id": run_id,
+                        "implementation": impl,
+                        "version": version,
+                        "profile": profile,
+                    }
+                )
                 (folder / "runs" / run_id).mkdir()
-                save(TraceSet.from_events(pd.DataFrame(rows), labels), folder / "runs" / run_id / "traces.parquet")
-                results.append({"run_id": run_id, "plt_s": t, "retransmissions": 0, "packets_dropped": 0,
-                                "limited_s": t - (rows[2]["time"]), "impl": impl, "profile": profile})
+                save(
+                    TraceSet.from_events(pd.DataFrame(rows), labels),
+                    folder / "runs" / run_id / "traces.parquet",
+                )
+                results.append(
+                    {
+                        "run_id": run_id,
+                        "plt_s": t,
+                        "retransmissions": 0,
+                        "packets_dropped": 0,
+                        "limited_s": t - (rows[2]["time"]),
+                        "impl": impl,
+                        "profile": profile,
+                    }
+                )
     pd.DataFrame(results).to_csv(folder / "results.csv", index=False)
     return root
 
@@ -79,25 +107,40 @@ def test_assess_reproduces_with_varied_runs_and_names_the_known_cause(varied):
         assert row["delta"] == pytest.approx(row["share_b"] - row["share_a"])
         assert row["runs_a"] == row["runs_b"] == 20 and row["distinct_a"] == row["distinct_b"] == 20
         assert not row["pseudo_replicates"] and not row["underpowered"]
-        assert row["min_p_holm"] == pytest.approx(3 / 1000)  # Monte Carlo floor 1 / (999 + 1), 3 states
+        assert row["min_p_holm"] == pytest.approx(
+            3 / 1000
+        )  # Monte Carlo floor 1 / (999 + 1), 3 states
         assert row["delta_lo"] <= row["delta"] <= row["delta_hi"]
     # quic-go: perfectly separated sides, so no random relabelling is as extreme: p = 1 / 1000
     assert qg["p_value"] == pytest.approx(1 / 1000) and qg["p_holm"] < 0.01
     assert qg["reproduced"] and qg["verdict"] == "reproduced" and qg["known"] == ""
-    assert not aq["reproduced"] and aq["p_holm"] >= 0.01 and aq["known"].startswith("aioquic grants")
+    assert (
+        not aq["reproduced"] and aq["p_holm"] >= 0.01 and aq["known"].startswith("aioquic grants")
+    )
     # the same numbers as statemine.diff on the same selections
     qgo = findings.select(loaded["mobile"][0], {"implementation": "quic-go"})
-    d = diff(findings.select(qgo, {"profile": "desktop"}), findings.select(qgo, {"profile": "mobile"}),
-             label_a="desktop", label_b="mobile", n_perm=999, n_boot=500, alpha=0.01).states.set_index("state")
+    d = diff(
+        findings.select(qgo, {"profile": "desktop"}),
+        findings.select(qgo, {"profile": "mobile"}),
+        label_a="desktop",
+        label_b="mobile",
+        n_perm=999,
+        n_boot=500,
+        alpha=0.01,
+    ).states.set_index("state")
     al = d.loc["ApplicationLimited"]
-    assert (al["delta_lo"], al["delta_hi"], al["p_holm"]) == pytest.approx((qg["delta_lo"], qg["delta_hi"], qg["p_holm"]))
+    assert (al["delta_lo"], al["delta_hi"], al["p_holm"]) == pytest.approx(
+        (qg["delta_lo"], qg["delta_hi"], qg["p_holm"])
+    )
 
 
 def test_assess_refuses_identical_runs(tmp_path):
     root = lab_folder(tmp_path, 3, noise=0.0)
     table = findings.assess(root, MOBILE, n_perm=999, n_boot=100).set_index("stack")
     qg = table.loc["quic-go@v0.65.0"]
-    assert qg["delta"] == pytest.approx(0.5) and qg["pseudo_replicates"] and qg["interval_collapsed"]
+    assert (
+        qg["delta"] == pytest.approx(0.5) and qg["pseudo_replicates"] and qg["interval_collapsed"]
+    )
     assert qg["underpowered"] and qg["min_p_holm"] == pytest.approx(min(1, 3 * 2 / 20))
     assert qg["distinct_a"] == qg["distinct_b"] == 1 and not qg["reproduced"]
     assert qg["verdict"] == "not reproduced: identical runs; underpowered (p >= 0.3); p 0.3 >= 0.01"
@@ -106,36 +149,70 @@ def test_assess_refuses_identical_runs(tmp_path):
 def test_cli_prints_each_number_of_the_table(varied, tmp_path):
     root, loaded = varied
     out = tmp_path / "f.csv"
-    res = CliRunner().invoke(main, ["lab", "findings", str(root), "--csv", str(out), "--permutations", "999",
-                                    "--bootstrap", "300"], env={"COLUMNS": "220"})
+    res = CliRunner().invoke(
+        main,
+        [
+            "lab",
+            "findings",
+            str(root),
+            "--csv",
+            str(out),
+            "--permutations",
+            "999",
+            "--bootstrap",
+            "300",
+        ],
+        env={"COLUMNS": "220"},
+    )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(out, keep_default_na=False)
     ref = findings.assess(root, MOBILE, n_perm=999, n_boot=300, loaded=loaded)
-    assert np.allclose(table["p_holm"], ref["p_holm"]) and list(table["verdict"]) == list(ref["verdict"])
+    assert np.allclose(table["p_holm"], ref["p_holm"]) and list(table["verdict"]) == list(
+        ref["verdict"]
+    )
     for r in ref.itertuples():
-        line = next(l for l in res.output.splitlines() if l.startswith(f"│ {r.stack}") and "->" in l)
-        for text in (f"{r.share_a:.1%}", f"{r.share_b:.1%}", f"{r.p_holm:.2g}",
-                     f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
-                     f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})"):
+        line = next(
+            l for l in res.output.splitlines() if l.startswith(f"│ {r.stack}") and "->" in l
+        )
+        for text in (
+            f"{r.share_a:.1%}",
+            f"{r.share_b:.1%}",
+            f"{r.p_holm:.2g}",
+            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
+            f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
+        ):
             assert text in line, (text, line)
     # the condition table: shares from the generator's numbers, PLT the mean of results.csv by hand
     results = pd.read_csv(root / "mobile" / "results.csv")
     for impl, stack in (("aioquic", "aioquic@1.7.2"), ("quic-go", "quic-go@v0.65.0")):
         for profile in ("desktop", "mobile"):
-            line = next(l for l in res.output.splitlines() if l.startswith(f"│ {stack}") and f"│ {profile} " in l
-                        and "->" not in l)
+            line = next(
+                l
+                for l in res.output.splitlines()
+                if l.startswith(f"│ {stack}") and f"│ {profile} " in l and "->" not in l
+            )
             plt = results.loc[(results["impl"] == impl) & (results["profile"] == profile), "plt_s"]
-            assert f"{pooled_share(root, impl, profile):.1%}" in line and f"{sum(plt) / len(plt):.2f}" in line, line
+            assert (
+                f"{pooled_share(root, impl, profile):.1%}" in line
+                and f"{sum(plt) / len(plt):.2f}" in line
+            ), line
     assert "quic-go@v0.65.0: known cause" not in res.output
-    assert "aioquic@1.7.2: known cause: aioquic grants flow-control credit" in " ".join(res.output.split())
-    assert "1 of 2 comparisons reproduced at p < 0.01 in the paper's direction; 1 not reproduced for a " \
-           "documented cause" in " ".join(res.output.split())
+    assert "aioquic@1.7.2: known cause: aioquic grants flow-control credit" in " ".join(
+        res.output.split()
+    )
+    assert (
+        "1 of 2 comparisons reproduced at p < 0.01 in the paper's direction; 1 not reproduced for a "
+        "documented cause" in " ".join(res.output.split())
+    )
 
 
 def test_cli_markdown_is_the_library_markdown_unwrapped(varied):
     root, loaded = varied
-    res = CliRunner().invoke(main, ["lab", "findings", str(root), "--markdown", "--permutations", "999",
-                                    "--bootstrap", "300"], env={"COLUMNS": "60"})
+    res = CliRunner().invoke(
+        main,
+        ["lab", "findings", str(root), "--markdown", "--permutations", "999", "--bootstrap", "300"],
+        env={"COLUMNS": "60"},
+    )
     assert res.exit_code == 0, res.output
     verdicts, conditions = findings.measure(root, MOBILE, n_perm=999, n_boot=300)
     block = findings.markdown(verdicts, conditions, "mobile-vs-desktop")
@@ -144,11 +221,23 @@ def test_cli_markdown_is_the_library_markdown_unwrapped(varied):
 
 
 def test_verdict_reasons():
-    base = {"p_holm": 1e-3, "delta": 0.2, "direction": "up", "pseudo_replicates": False, "underpowered": False,
-            "min_p_holm": 1e-4}
+    base = {
+        "p_holm": 1e-3,
+        "delta": 0.2,
+        "direction": "up",
+        "pseudo_replicates": False,
+        "underpowered": False,
+        "min_p_holm": 1e-4,
+    }
     assert findings.verdict(base, alpha=0.01) == (True, "reproduced")
-    assert findings.verdict({**base, "direction": "down"}, alpha=0.01) == (False, "not reproduced: opposite direction")
-    assert findings.verdict({**base, "p_holm": 0.01}, alpha=0.01) == (False, "not reproduced: p 0.01 >= 0.01")
+    assert findings.verdict({**base, "direction": "down"}, alpha=0.01) == (
+        False,
+        "not reproduced: opposite direction",
+    )
+    assert findings.verdict({**base, "p_holm": 0.01}, alpha=0.01) == (
+        False,
+        "not reproduced: p 0.01 >= 0.01",
+    )
     assert not findings.verdict({**base, "pseudo_replicates": True}, alpha=0.01)[0]
 
 
@@ -163,7 +252,11 @@ def table(loaded) -> pd.DataFrame:
 
 
 def row(table, finding, stack, condition) -> pd.Series:
-    sel = table[(table["finding"] == finding) & (table["stack"] == stack) & (table["condition"] == condition)]
+    sel = table[
+        (table["finding"] == finding)
+        & (table["stack"] == stack)
+        & (table["condition"] == condition)
+    ]
     assert len(sel) == 1, (finding, stack, condition)
     r = sel.iloc[0]
     assert r["runs"] >= 20, "each shipped condition has at least 20 runs"
@@ -178,11 +271,20 @@ def test_every_finding_has_its_traces(table):
 #: (finding, stack, condition B) -> True: reproduced at p (Holm) < 0.01 in the paper's
 #: direction; else the start of the verdict and of the documented cause (docs/findings.md).
 EXPECTED = {
-    ("mobile-vs-desktop", "aioquic@1.7.2", "mobile"): ("not reproduced", "aioquic grants flow-control credit"),
+    ("mobile-vs-desktop", "aioquic@1.7.2", "mobile"): (
+        "not reproduced",
+        "aioquic grants flow-control credit",
+    ),
     ("mobile-vs-desktop", "quic-go@v0.65.0", "mobile"): True,
-    **{("jitter-recovery", stack, b): True for stack in ("aioquic@1.7.2", "quic-go@v0.63.0")
-       for b in ("10 ms jitter, reordering threshold 3", "10 ms jitter, reordering threshold 10",
-                 "10 ms jitter, reordering 10 + time threshold 1.5")},
+    **{
+        ("jitter-recovery", stack, b): True
+        for stack in ("aioquic@1.7.2", "quic-go@v0.63.0")
+        for b in (
+            "10 ms jitter, reordering threshold 3",
+            "10 ms jitter, reordering threshold 10",
+            "10 ms jitter, reordering 10 + time threshold 1.5",
+        )
+    },
     ("quic-go-adaptive-reordering", "quic-go", "v0.65.0, 10 ms jitter"): True,
     # the question no paper asked: no effect either way, the interval tight around 0
     ("cellular-mobile-vs-desktop", "aioquic@1.7.2", "mobile"): ("no effect", ""),
@@ -192,14 +294,19 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def verdicts(loaded) -> pd.DataFrame:
-    return findings.assess(TRACES, loaded=loaded)  # the command's defaults: 9999 relabellings, 2000 resamples
+    return findings.assess(
+        TRACES, loaded=loaded
+    )  # the command's defaults: 9999 relabellings, 2000 resamples
 
 
 def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(verdicts):
     assert {(r.finding, r.stack, r.b) for r in verdicts.itertuples()} == set(EXPECTED)
     for r in verdicts.itertuples():
         # at least 20 runs a side, and they differ: no two runs give the same state profile
-        assert min(r.runs_a, r.runs_b) >= 20 and (r.distinct_a, r.distinct_b) == (r.runs_a, r.runs_b), r
+        assert min(r.runs_a, r.runs_b) >= 20 and (r.distinct_a, r.distinct_b) == (
+            r.runs_a,
+            r.runs_b,
+        ), r
         assert not r.pseudo_replicates and not r.interval_collapsed and not r.underpowered, r
         assert r.min_p_holm < 0.01
         expected = EXPECTED[(r.finding, r.stack, r.b)]
@@ -210,7 +317,9 @@ def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(v
         else:
             assert not r.reproduced and r.verdict.startswith(expected[0]) and r.p_holm >= 0.01, r
             assert r.known.startswith(expected[1]), r
-            assert r.delta_lo < 0 < r.delta_hi and abs(r.delta) < 0.01, r  # no effect: 0 inside a tight interval
+            assert r.delta_lo < 0 < r.delta_hi and abs(r.delta) < 0.01, (
+                r
+            )  # no effect: 0 inside a tight interval
 
 
 def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
@@ -220,7 +329,9 @@ def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
     claims = verdicts[verdicts["direction"] != "either"]
     again = holm(claims["p_holm"].to_numpy())
     assert len(claims) == 9 and (again[claims["reproduced"].to_numpy()] < 0.01).all()
-    assert (again[~claims["reproduced"].to_numpy()] >= 0.01).all()  # and the one not reproduced stays out
+    assert (
+        again[~claims["reproduced"].to_numpy()] >= 0.01
+    ).all()  # and the one not reproduced stays out
 
 
 def _per_run_seconds(folder: Path, run_ids, state: str) -> tuple[np.ndarray, np.ndarray]:
@@ -239,24 +350,38 @@ def test_mobile_numbers_against_raw_logs_and_scipy(verdicts, stack):
     permutation test on those per-run seconds (two-sided, 9999 random relabellings)."""
     from scipy import stats
 
-    r = verdicts[(verdicts["finding"] == "mobile-vs-desktop") & (verdicts["stack"] == stack)].iloc[0]
+    r = verdicts[(verdicts["finding"] == "mobile-vs-desktop") & (verdicts["stack"] == stack)].iloc[
+        0
+    ]
     results = pd.read_csv(TRACES / "mobile" / "results.csv")
     runs = results[results["stack"] == stack]
-    ia, ta = _per_run_seconds(TRACES / "mobile", runs.loc[runs["profile"] == "desktop", "run_id"], "ApplicationLimited")
-    ib, tb = _per_run_seconds(TRACES / "mobile", runs.loc[runs["profile"] == "mobile", "run_id"], "ApplicationLimited")
+    ia, ta = _per_run_seconds(
+        TRACES / "mobile", runs.loc[runs["profile"] == "desktop", "run_id"], "ApplicationLimited"
+    )
+    ib, tb = _per_run_seconds(
+        TRACES / "mobile", runs.loc[runs["profile"] == "mobile", "run_id"], "ApplicationLimited"
+    )
     assert r["share_a"] == pytest.approx(ia.sum() / ta.sum(), rel=1e-6)
     assert r["share_b"] == pytest.approx(ib.sum() / tb.sum(), rel=1e-6)
     seconds, totals = np.r_[ia, ib], np.r_[ta, tb]
 
     def stat(xa, xb, axis):
         xa, xb = xa.astype(int), xb.astype(int)
-        return np.abs(seconds[xb].sum(axis=axis) / totals[xb].sum(axis=axis)
-                      - seconds[xa].sum(axis=axis) / totals[xa].sum(axis=axis))
+        return np.abs(
+            seconds[xb].sum(axis=axis) / totals[xb].sum(axis=axis)
+            - seconds[xa].sum(axis=axis) / totals[xa].sum(axis=axis)
+        )
 
     n_a = len(ia)
-    ref = stats.permutation_test((np.arange(n_a), np.arange(n_a, len(seconds))), stat, vectorized=True,
-                                 permutation_type="independent", alternative="greater", n_resamples=9999,
-                                 rng=np.random.default_rng(1)).pvalue
+    ref = stats.permutation_test(
+        (np.arange(n_a), np.arange(n_a, len(seconds))),
+        stat,
+        vectorized=True,
+        permutation_type="independent",
+        alternative="greater",
+        n_resamples=9999,
+        rng=np.random.default_rng(1),
+    ).pvalue
     if ref <= 1e-4:  # both at the Monte Carlo floor 1 / (9999 + 1)
         assert r["p_value"] == pytest.approx(1e-4)
     else:
@@ -357,13 +482,27 @@ def test_findings_arithmetic_matches_the_raw_logs():
     assert seconds == pytest.approx(time_in, rel=1e-6)
     by_packet, by_time = findings.loss_rules(ts)
     assert by_packet + by_time == declared
-    assert declared == pick["retransmissions"].sum()   # the runners' own counts agree
+    assert declared == pick["retransmissions"].sum()  # the runners' own counts agree
 
 
 def test_cli_one_finding_on_the_shipped_traces(tmp_path):
     out = tmp_path / "f.csv"
-    res = CliRunner().invoke(main, ["lab", "findings", str(TRACES), "--finding", "quic-go-adaptive-reordering",
-                                    "--csv", str(out), "--permutations", "999", "--bootstrap", "200"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "lab",
+            "findings",
+            str(TRACES),
+            "--finding",
+            "quic-go-adaptive-reordering",
+            "--csv",
+            str(out),
+            "--permutations",
+            "999",
+            "--bootstrap",
+            "200",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "quic-go-adaptive-reordering" in res.output and "mobile-vs-desktop" not in res.output
     assert list(pd.read_csv(out)["finding"]) == ["quic-go-adaptive-reordering"]
@@ -396,7 +535,9 @@ def test_docs_hold_the_commands_output(verdicts, table):
     doc = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text(encoding="utf-8")
     assert "statemine lab findings traces --markdown" in doc
     for f in findings.FINDINGS:
-        assert findings.markdown(verdicts, table, f.name) in doc, f"docs/findings.md: {f.name}'s tables are stale"
+        assert findings.markdown(verdicts, table, f.name) in doc, (
+            f"docs/findings.md: {f.name}'s tables are stale"
+        )
 
 
 def test_hostile_stack_labels_are_shown_literally(tmp_path):
@@ -405,10 +546,25 @@ def test_hostile_stack_labels_are_shown_literally(tmp_path):
         ts = load(path)
         save(TraceSet.from_events(ts.events, ts.traces.assign(version="[bold]x\x1b[31m|=1")), path)
     out = tmp_path / "f.csv"
-    res = CliRunner().invoke(main, ["lab", "findings", str(root), "--permutations", "99", "--bootstrap", "20",
-                                    "--csv", str(out)], env={"COLUMNS": "200"})
+    res = CliRunner().invoke(
+        main,
+        [
+            "lab",
+            "findings",
+            str(root),
+            "--permutations",
+            "99",
+            "--bootstrap",
+            "20",
+            "--csv",
+            str(out),
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     assert "\x1b" not in res.output and "quic-go@[bold]x\\x1b[31m|=1" in res.output
-    md = CliRunner().invoke(main, ["lab", "findings", str(root), "--permutations", "99", "--bootstrap", "20",
-                                   "--markdown"])
+    md = CliRunner().invoke(
+        main,
+        ["lab", "findings", str(root), "--permutations", "99", "--bootstrap", "20", "--markdown"],
+    )
     assert "\x1b" not in md.output and "quic-go@[bold]x\\x1b[31m\\|=1" in md.output

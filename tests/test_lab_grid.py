@@ -42,9 +42,18 @@ class FakeRunner:
             f.write(f"STATEMINE t={plt / 2} conn=c{config['seed']} role=server state=Recovery\n")
             f.write(f"STATEMINE t={plt} conn=c{config['seed']} role=server event=Close\n")
         size = config["objects"]["count"] * config["objects"]["size_bytes"]
-        return {"ok": True, "error": None, "plt_s": plt, "bytes": size, "throughput_bps": 8 * size / plt,
-                "retransmissions": config["seed"], "packets_sent": 100, "packets_dropped": 1,
-                "virtual_time_s": plt, "wall_time_s": 0.01}
+        return {
+            "ok": True,
+            "error": None,
+            "plt_s": plt,
+            "bytes": size,
+            "throughput_bps": 8 * size / plt,
+            "retransmissions": config["seed"],
+            "packets_sent": 100,
+            "packets_dropped": 1,
+            "virtual_time_s": plt,
+            "wall_time_s": 0.01,
+        }
 
 
 SCENARIO = """[scenario]
@@ -67,8 +76,15 @@ def spec(tmp_path):
 
 
 def run(spec, out, runner, **kw):
-    return grid.run_grid(spec, out, runners={"aioquic": runner}, progress=False, jobs=2,
-                         command=["statemine", "lab", "run", "fake.toml"], **kw)
+    return grid.run_grid(
+        spec,
+        out,
+        runners={"aioquic": runner},
+        progress=False,
+        jobs=2,
+        command=["statemine", "lab", "run", "fake.toml"],
+        **kw,
+    )
 
 
 def test_results_table_has_one_row_per_run(spec, tmp_path):
@@ -90,7 +106,12 @@ def test_each_run_has_log_traces_config_result(spec, tmp_path):
     out = tmp_path / "out"
     table = run(spec, out, FakeRunner())
     d = out / "runs" / table["run_id"].iloc[0]
-    assert {p.name for p in d.iterdir()} >= {"run.log.gz", "traces.parquet", "config.json", "result.json"}
+    assert {p.name for p in d.iterdir()} >= {
+        "run.log.gz",
+        "traces.parquet",
+        "config.json",
+        "result.json",
+    }
     ts = traces.load(d / "traces.parquet")
     assert ts.events["state"].tolist() == ["SlowStart", "Recovery", "Close"]
     assert ts.traces["rtt_ms"].iloc[0] in {"20", "40", "80"}
@@ -105,11 +126,11 @@ def test_resume_skips_finished_runs(spec, tmp_path):
     assert len(first.calls) == 2
     second = FakeRunner()
     table = run(spec, out, second)
-    assert len(second.calls) == 4                     # only the 4 runs not done before
+    assert len(second.calls) == 4  # only the 4 runs not done before
     assert len(table) == 6
     third = FakeRunner()
     run(spec, out, third)
-    assert third.calls == [] and third.built == []    # nothing left: not even a build
+    assert third.calls == [] and third.built == []  # nothing left: not even a build
 
 
 def test_interrupted_run_leaves_no_finished_folder(spec, tmp_path):
@@ -124,7 +145,7 @@ def test_interrupted_run_leaves_no_finished_folder(spec, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         grid.run_grid(spec, out, runners={"aioquic": Interrupting()}, progress=False, jobs=1)
     done = [p for p in (out / "runs").iterdir() if not p.name.startswith(".")]
-    assert len(done) == 1                             # the first run only, complete
+    assert len(done) == 1  # the first run only, complete
     assert (done[0] / "result.json").is_file()
     assert len(pd.read_csv(out / "results.csv")) == 1  # the table matches what finished
     again = FakeRunner()
@@ -136,7 +157,9 @@ def test_failures_are_recorded_and_the_rest_kept(spec, tmp_path):
     out = tmp_path / "out"
     table = run(spec, out, FakeRunner(fail_rtt=20, raise_rtt=80))
     by = table.set_index("rtt_ms")
-    assert not by.loc[20.0, "ok"].any() and not by.loc[80.0, "ok"].any() and by.loc[40.0, "ok"].all()
+    assert (
+        not by.loc[20.0, "ok"].any() and not by.loc[80.0, "ok"].any() and by.loc[40.0, "ok"].all()
+    )
     assert (by.loc[20.0, "error"] == "virtual time limit reached (10 s)").all()
     assert by.loc[80.0, "error"].str.contains("RuntimeError: boom").all()
     # failed runs are finished runs: not rerun, unless asked

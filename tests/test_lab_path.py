@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from statemine.lab.path import Gilbert, Link, LinkConfig, Path, PathValueError, RateSchedule, direction_seed
+from statemine.lab.path import (
+    Gilbert,
+    Link,
+    LinkConfig,
+    Path,
+    PathValueError,
+    RateSchedule,
+    direction_seed,
+)
 
 
 def link(**kw) -> Link:
@@ -52,9 +60,9 @@ def test_queue_drains_at_the_link_rate():
     lk = link(rate_bps=8e6, buffer_bytes=3000)  # 1000 bytes = 1 ms
     for _ in range(3):
         assert lk.send(0.0, 1000) is not None
-    assert lk.send(0.0, 1000) is None            # full
-    assert lk.queued_bytes(0.0015) == 2000       # the first left at 1 ms
-    assert lk.send(0.0015, 1000) is not None     # room again
+    assert lk.send(0.0, 1000) is None  # full
+    assert lk.queued_bytes(0.0015) == 2000  # the first left at 1 ms
+    assert lk.send(0.0015, 1000) is not None  # room again
     assert lk.queued_bytes(0.004) == 0
 
 
@@ -91,7 +99,7 @@ def test_gilbert_elliott_is_bursty_with_the_stationary_loss_rate():
     lk = link(gilbert=ge, buffer_bytes=10**9, rate_bps=1e12)
     drops = [lk.send(i * 1e-4, 100) is None for i in range(n)]
     rate = sum(drops) / n
-    assert rate == pytest.approx(ge.mean_loss(), rel=0.15)          # 0.01/0.26 = 3.8 %
+    assert rate == pytest.approx(ge.mean_loss(), rel=0.15)  # 0.01/0.26 = 3.8 %
     bursts = _burst_lengths(drops)
     # bad-state sojourns are geometric with mean 1/p_bg = 4 packets
     assert np.mean(bursts) == pytest.approx(1 / ge.p_bg, rel=0.15)
@@ -102,8 +110,11 @@ def test_gilbert_elliott_is_bursty_with_the_stationary_loss_rate():
 
 
 def test_gilbert_replaces_iid_loss():
-    lk = link(loss=1.0, gilbert=Gilbert(p_gb=0.0, p_bg=1.0, loss_good=0.0, loss_bad=1.0),
-              buffer_bytes=10**9)
+    lk = link(
+        loss=1.0,
+        gilbert=Gilbert(p_gb=0.0, p_bg=1.0, loss_good=0.0, loss_bad=1.0),
+        buffer_bytes=10**9,
+    )
     assert all(lk.send(i * 0.01, 100) is not None for i in range(100))
 
 
@@ -146,7 +157,7 @@ def test_rate_schedule_redraws_every_interval_within_bounds():
     # interval k covers [k - phi, k + 1 - phi)
     rates = [lk.rate_at(k + 0.5 - phi) for k in range(1, 201)]
     assert all(1e6 <= r <= 5e6 for r in rates)
-    assert len(set(rates)) == 200                           # a fresh draw each second
+    assert len(set(rates)) == 200  # a fresh draw each second
     assert lk.rate_at(3.0 - phi) == lk.rate_at(3.999 - phi) == rates[2]  # constant within a second
     assert lk.rate_at(4.0 - phi) != rates[2]
     assert stats.kstest(rates, stats.uniform(loc=1e6, scale=4e6).cdf).pvalue > 1e-4
@@ -181,25 +192,33 @@ def test_same_seed_same_deliveries_other_seed_differs():
 
 def test_direction_seeds_follow_the_protocol():
     assert direction_seed(3, "down") == 7 and direction_seed(3, "up") == 8
-    p = Path.from_config({"down": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
-                          "up": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0}}, seed=3)
+    p = Path.from_config(
+        {
+            "down": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
+            "up": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
+        },
+        seed=3,
+    )
     assert (p.down.seed, p.up.seed) == (7, 8)
 
 
-@pytest.mark.parametrize("bad, key", [
-    ({"rate_bps": -1.0}, "rate_bps"),
-    ({"rate_bps": 0}, "rate_bps"),
-    ({"buffer_bytes": -5}, "buffer_bytes"),
-    ({"buffer_bytes": 1.5}, "buffer_bytes"),
-    ({"delay_s": -0.1}, "delay_s"),
-    ({"jitter_s": -0.1}, "jitter_s"),
-    ({"loss": 1.5}, "loss"),
-    ({"loss": "x"}, "loss"),
-    ({"gilbert": {"p_gb": 2, "p_bg": 0.1}}, "gilbert.p_gb"),
-    ({"gilbert": {"p_gb": 0.1}}, "gilbert.p_bg"),
-    ({"rate_schedule": {"lo_bps": 5, "hi_bps": 1}}, "rate_schedule.hi_bps"),
-    ({"nonsense": 1}, "nonsense"),
-])
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({"rate_bps": -1.0}, "rate_bps"),
+        ({"rate_bps": 0}, "rate_bps"),
+        ({"buffer_bytes": -5}, "buffer_bytes"),
+        ({"buffer_bytes": 1.5}, "buffer_bytes"),
+        ({"delay_s": -0.1}, "delay_s"),
+        ({"jitter_s": -0.1}, "jitter_s"),
+        ({"loss": 1.5}, "loss"),
+        ({"loss": "x"}, "loss"),
+        ({"gilbert": {"p_gb": 2, "p_bg": 0.1}}, "gilbert.p_gb"),
+        ({"gilbert": {"p_gb": 0.1}}, "gilbert.p_bg"),
+        ({"rate_schedule": {"lo_bps": 5, "hi_bps": 1}}, "rate_schedule.hi_bps"),
+        ({"nonsense": 1}, "nonsense"),
+    ],
+)
 def test_impossible_values_name_their_key(bad, key):
     cfg = {"rate_bps": 1e6, "buffer_bytes": 1000, "delay_s": 0.01}
     cfg.update(bad)
@@ -209,7 +228,13 @@ def test_impossible_values_name_their_key(bad, key):
 
 
 def test_config_round_trips_through_dict():
-    cfg = LinkConfig(rate_bps=5e6, buffer_bytes=30_000, delay_s=0.018, jitter_s=0.01,
-                     gilbert=Gilbert(0.01, 0.3), rate_schedule=RateSchedule(1e6, 2e6))
+    cfg = LinkConfig(
+        rate_bps=5e6,
+        buffer_bytes=30_000,
+        delay_s=0.018,
+        jitter_s=0.01,
+        gilbert=Gilbert(0.01, 0.3),
+        rate_schedule=RateSchedule(1e6, 2e6),
+    )
     assert LinkConfig.from_dict(cfg.to_dict()) == cfg
     assert math.isclose(cfg.to_dict()["rate_bps"], 5e6)

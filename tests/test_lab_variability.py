@@ -44,20 +44,30 @@ def test_all_sources_runs_differ_and_rerun_is_byte_identical(stack, tmp_path):
     scen = tmp_path / "all.toml"
     scen.write_text(ALL_SOURCES.format(stack=stack))
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["lab", "run", str(scen), "--out", str(out), "--no-progress", "-j", "1"])
+    res = CliRunner().invoke(
+        main, ["lab", "run", str(scen), "--out", str(out), "--no-progress", "-j", "1"]
+    )
     assert res.exit_code == 0, res.output
     runs = sorted((out / "runs").iterdir())
     assert len(runs) == 2 and len(list((out / "link-traces").iterdir())) == 2
     logs = [gzip.open(r / "run.log.gz").read() for r in runs]
-    assert logs[0] != logs[1]                                   # the seeds differ
+    assert logs[0] != logs[1]  # the seeds differ
     results = [json.loads((r / "result.json").read_text()) for r in runs]
     assert all(r["ok"] for r in results) and results[0]["plt_s"] != results[1]["plt_s"]
     cfg = json.loads((runs[0] / "config.json").read_text())
     assert cfg["path"]["down"]["link_trace"]["file"].startswith("../../link-traces/")
     moved = tmp_path / "moved"
-    shutil.move(out, moved)                                     # relative trace paths still resolve
-    again = CliRunner().invoke(main, ["lab", "rerun", str(moved / "runs" / runs[0].name / "config.json"),
-                                      "--out", str(tmp_path / "again")])
+    shutil.move(out, moved)  # relative trace paths still resolve
+    again = CliRunner().invoke(
+        main,
+        [
+            "lab",
+            "rerun",
+            str(moved / "runs" / runs[0].name / "config.json"),
+            "--out",
+            str(tmp_path / "again"),
+        ],
+    )
     assert again.exit_code == 0, again.output
     assert (tmp_path / "again" / "run.log").read_bytes() == logs[0]
 
@@ -65,14 +75,27 @@ def test_all_sources_runs_differ_and_rerun_is_byte_identical(stack, tmp_path):
 def test_rerun_refuses_a_missing_or_changed_link_trace(tmp_path):
     run = tmp_path / "runs" / "r1"
     run.mkdir(parents=True)
-    link = {"rate_bps": 1e6, "buffer_bytes": 30000, "delay_s": 0.01,
-            "link_trace": {"file": "../../link-traces/x.trace", "sha256": "0" * 64}}
-    cfg = {"seed": 1, "implementation": "aioquic", "version": "1.7.2", "path": {"down": link, "up": dict(link)}}
+    link = {
+        "rate_bps": 1e6,
+        "buffer_bytes": 30000,
+        "delay_s": 0.01,
+        "link_trace": {"file": "../../link-traces/x.trace", "sha256": "0" * 64},
+    }
+    cfg = {
+        "seed": 1,
+        "implementation": "aioquic",
+        "version": "1.7.2",
+        "path": {"down": link, "up": dict(link)},
+    }
     (run / "config.json").write_text(json.dumps(cfg))
-    res = CliRunner().invoke(main, ["lab", "rerun", str(run / "config.json"), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        main, ["lab", "rerun", str(run / "config.json"), "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and "cannot read" in res.output and "Traceback" not in res.output
     (tmp_path / "link-traces").mkdir()
     (tmp_path / "link-traces" / "x.trace").write_text("1\n2\n")
-    res = CliRunner().invoke(main, ["lab", "rerun", str(run / "config.json"), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        main, ["lab", "rerun", str(run / "config.json"), "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and "sha256 differs" in res.output
     assert not (tmp_path / "o").exists()

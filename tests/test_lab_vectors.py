@@ -16,8 +16,11 @@ from statemine.lab.cellular import LinkTrace
 from statemine.lab.path import Link, LinkConfig
 from statemine.lab.variability import CpuTime, ReadRate
 
-VECTORS = json.loads((Path(__file__).resolve().parents[1] / "statemine" / "lab" / "data" / "path-vectors.json")
-                     .read_text(encoding="utf-8"))
+VECTORS = json.loads(
+    (
+        Path(__file__).resolve().parents[1] / "statemine" / "lab" / "data" / "path-vectors.json"
+    ).read_text(encoding="utf-8")
+)
 
 
 def make_link(vec: dict, seed: int) -> Link:
@@ -58,7 +61,10 @@ def measure(vec: dict) -> float:
         return link.stats.cross_bytes * 8 / (link.config.rate_bps * vec["duration_s"])
     if kind == "phase_mean":
         cfg = LinkConfig.from_dict(vec["link"])
-        return statistics.fmean(Link(cfg, s).phase_s for s in range(1, vec["seeds"] + 1)) / cfg.rate_schedule.interval_s
+        return (
+            statistics.fmean(Link(cfg, s).phase_s for s in range(1, vec["seeds"] + 1))
+            / cfg.rate_schedule.interval_s
+        )
     if kind in ("cpu_mean", "cpu_cv"):
         cpu = CpuTime(vec["mean_s"], vec["cv"], vec["seed"])
         draws = np.array([cpu.draw() for _ in range(vec["draws"])])
@@ -72,13 +78,23 @@ def measure(vec: dict) -> float:
 @pytest.mark.parametrize("vec", VECTORS["statistical"], ids=lambda v: v["name"])
 def test_statistical_vector(vec):
     got = measure(vec)
-    assert abs(got - vec["expect"]) <= vec["tol"], f"{vec['name']}: {got} vs {vec['expect']} +- {vec['tol']}"
+    assert abs(got - vec["expect"]) <= vec["tol"], (
+        f"{vec['name']}: {got} vs {vec['expect']} +- {vec['tol']}"
+    )
 
 
 def test_every_kind_is_exercised():
     assert {v["kind"] for v in VECTORS["statistical"]} == {
-        "loss_share", "mean_burst", "mean_delay", "reordered_share", "cross_load", "phase_mean",
-        "cpu_mean", "cpu_cv", "read_factor_mean"}
+        "loss_share",
+        "mean_burst",
+        "mean_delay",
+        "reordered_share",
+        "cross_load",
+        "phase_mean",
+        "cpu_mean",
+        "cpu_cv",
+        "read_factor_mean",
+    }
 
 
 def test_sources_are_off_at_zero_and_seeded():
@@ -89,7 +105,9 @@ def test_sources_are_off_at_zero_and_seeded():
     quiet = Link(LinkConfig.from_dict({**base, "cross_traffic": {"load": 0.0}}), 1)
     quiet.advance(100.0)
     assert quiet.stats.cross_sent == 0
-    a, b, c = (Link(LinkConfig.from_dict({**base, "cross_traffic": {"load": 0.5}}), s) for s in (1, 1, 2))
+    a, b, c = (
+        Link(LinkConfig.from_dict({**base, "cross_traffic": {"load": 0.5}}), s) for s in (1, 1, 2)
+    )
     for lk in (a, b, c):
         lk.advance(10.0)
     assert a.stats == b.stats != c.stats

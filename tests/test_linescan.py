@@ -19,13 +19,19 @@ number = st.one_of(
     st.integers(0, 10**18).map(str),
     st.floats(0, 1e9, allow_nan=False).map(repr),
     st.decimals(0, 10**6, places=9, allow_nan=False, allow_infinity=False).map(str),
-    st.sampled_from(["0.1", "1e-3", "2.5E+4", "inf", "+7", "-0.0", "123456789012345678901234.5", ".5", "5."]),
+    st.sampled_from(
+        ["0.1", "1e-3", "2.5E+4", "inf", "+7", "-0.0", "123456789012345678901234.5", ".5", "5."]
+    ),
 )
 
 
 @st.composite
 def statemine_line(draw) -> str:
-    prefix = draw(st.sampled_from(["", "I1120 10:10:10.001 x.go:1] ", "INFO:quic: ", "[1120/1:INFO:a.cc(3)] "]))
+    prefix = draw(
+        st.sampled_from(
+            ["", "I1120 10:10:10.001 x.go:1] ", "INFO:quic: ", "[1120/1:INFO:a.cc(3)] "]
+        )
+    )
     head = f"STATEMINE t={draw(st.floats(0, 100, allow_nan=False))!r} conn={draw(token)}"
     if draw(st.booleans()):
         head += f" role={draw(st.sampled_from(['server', 'client']))}"
@@ -42,7 +48,7 @@ def reference(lines: list[str]) -> list[dict]:
         at = line.find("STATEMINE t=")
         if at < 0:
             continue
-        tokens = line[at + len("STATEMINE "):].split()
+        tokens = line[at + len("STATEMINE ") :].split()
         pairs = [t.partition("=") for t in tokens]
         row = {"line": no, "time": float(pairs[0][2]), "conn": pairs[1][2], "role": None}
         rest = pairs[2:]
@@ -70,8 +76,15 @@ def scanned(path, chunk_bytes: int) -> list[dict]:
         extra = dict(zip(b.extra_rows.tolist(), b.extra_text))
         for i in range(len(b.time)):
             code = int(b.trace[i])
-            row = {"line": int(b.line[i]), "time": float(b.time[i]), "conn": table.conn[code], "role": table.role[code],
-                   "kind": KINDS[b.kind[i]], "name": names[b.name[i]], "fields": extra.get(i)}
+            row = {
+                "line": int(b.line[i]),
+                "time": float(b.time[i]),
+                "conn": table.conn[code],
+                "role": table.role[code],
+                "kind": KINDS[b.kind[i]],
+                "name": names[b.name[i]],
+                "fields": extra.get(i),
+            }
             row.update({k: float(b.numeric[k][i]) for k in NUMERIC})
             rows.append(row)
     return rows
@@ -85,8 +98,12 @@ def same(a: list[dict], b: list[dict]) -> bool:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(statemine_line(), st.just("other text"), st.just("")), min_size=1, max_size=40),
-       st.integers(8, 400))
+@given(
+    st.lists(
+        st.one_of(statemine_line(), st.just("other text"), st.just("")), min_size=1, max_size=40
+    ),
+    st.integers(8, 400),
+)
 def test_scanner_equals_plain_python_reading(tmp_path_factory, lines, chunk_bytes):
     # one connection per line keeps time order trivially valid
     lines = [ln.replace("conn=", f"conn=c{i}_", 1) for i, ln in enumerate(lines)]
@@ -122,8 +139,10 @@ def test_numbers_python_would_not_take_either(tmp_path, bad):
 
 def test_trace_table_tracks_last_time_and_close(tmp_path):
     p = tmp_path / "c.log"
-    p.write_text("STATEMINE t=1 conn=a state=S\nSTATEMINE t=2 conn=b role=client state=S\n"
-                 "STATEMINE t=3 conn=a event=Close\nSTATEMINE t=4 conn=a event=Late\n")
+    p.write_text(
+        "STATEMINE t=1 conn=a state=S\nSTATEMINE t=2 conn=b role=client state=S\n"
+        "STATEMINE t=3 conn=a event=Close\nSTATEMINE t=4 conn=a event=Late\n"
+    )
     scan = LogScan(p)
     n = sum(len(b.time) for b in scan)
     table = scan.traces()
@@ -133,11 +152,42 @@ def test_trace_table_tracks_last_time_and_close(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([b"STATEMINE t=", b"1.5", b" conn=", b"a", b" role=", b"server", b" state=",
-                                 b" event=", b"X", b" cwnd=", b"inf", b"\n", b"\r\n", b" ", b"\t", b"=", b"\xff",
-                                 b"\xe2\x82\xac", b"\xf0\x9f", b"1e309", b"-", b"0x1", b"Close", b"x=y", b"\x00"]),
-                max_size=80),
-       st.binary(max_size=40), st.integers(4, 64))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"STATEMINE t=",
+                b"1.5",
+                b" conn=",
+                b"a",
+                b" role=",
+                b"server",
+                b" state=",
+                b" event=",
+                b"X",
+                b" cwnd=",
+                b"inf",
+                b"\n",
+                b"\r\n",
+                b" ",
+                b"\t",
+                b"=",
+                b"\xff",
+                b"\xe2\x82\xac",
+                b"\xf0\x9f",
+                b"1e309",
+                b"-",
+                b"0x1",
+                b"Close",
+                b"x=y",
+                b"\x00",
+            ]
+        ),
+        max_size=80,
+    ),
+    st.binary(max_size=40),
+    st.integers(4, 64),
+)
 def test_garbage_parses_or_is_refused_with_a_line(tmp_path_factory, pieces, noise, chunk_bytes):
     """Untrusted bytes: rows, or an InputError naming a line; never a crash. (The scanner
     was also run under AddressSanitizer on 35,000 such blocks: no finding.)"""

@@ -22,23 +22,34 @@ def results(seed: int = 0, runs: int = 5) -> pd.DataFrame:
                 slow = 1.5 if profile == "mobile" and size == 1_000_000 else 1.0
                 for s in range(runs):
                     base = size * 8 / (rate * 1e6) + 0.05
-                    rows.append({"stack": "aioquic@1.7.2", "profile": profile, "rate_mbps": rate,
-                                 "object_size_bytes": size, "seed": s, "ok": True,
-                                 "plt_s": base * slow * (1 + 0.03 * rng.standard_normal())})
+                    rows.append(
+                        {
+                            "stack": "aioquic@1.7.2",
+                            "profile": profile,
+                            "rate_mbps": rate,
+                            "object_size_bytes": size,
+                            "seed": s,
+                            "ok": True,
+                            "plt_s": base * slow * (1 + 0.03 * rng.standard_normal()),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 def welch_by_hand(xa, xb):
     va, vb = np.var(xa, ddof=1) / len(xa), np.var(xb, ddof=1) / len(xb)
     t = (np.mean(xb) - np.mean(xa)) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1))
+    df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
     return t, 2 * stats.t.sf(abs(t), df)
 
 
 def test_cells_match_hand_computation():
     r = results()
     table = compare_outcomes(r, by="profile", a="desktop", b="mobile")
-    assert list(table.columns[:2]) == ["rate_mbps", "object_size_bytes"]  # the varying scenario columns
+    assert list(table.columns[:2]) == [
+        "rate_mbps",
+        "object_size_bytes",
+    ]  # the varying scenario columns
     assert len(table) == 6
     for row in table.itertuples(index=False):
         cell = r[(r.rate_mbps == row.rate_mbps) & (r.object_size_bytes == row.object_size_bytes)]
@@ -53,9 +64,17 @@ def test_cells_match_hand_computation():
 
 def test_failed_runs_and_small_cells_are_labelled():
     r = results(runs=3)
-    r.loc[(r.profile == "mobile") & (r.rate_mbps == 1) & (r.object_size_bytes == 10_000) & (r.seed > 0), "ok"] = False
+    r.loc[
+        (r.profile == "mobile")
+        & (r.rate_mbps == 1)
+        & (r.object_size_bytes == 10_000)
+        & (r.seed > 0),
+        "ok",
+    ] = False
     r.loc[(r.rate_mbps == 10) & (r.object_size_bytes == 10_000), "plt_s"] = 2.0
-    table = compare_outcomes(r, by="profile", a="desktop", b="mobile").set_index(["rate_mbps", "object_size_bytes"])
+    table = compare_outcomes(r, by="profile", a="desktop", b="mobile").set_index(
+        ["rate_mbps", "object_size_bytes"]
+    )
     few = table.loc[(1, 10_000)]
     assert few["n_b"] == 1 and math.isnan(few["p_value"]) and not few["significant"]
     assert "fewer than 2 runs" in few["note"]
@@ -100,14 +119,23 @@ def test_one_side_of_copies_gets_no_welch_statistic():
     """3 + 3 runs, one side copies of one run: 'identical runs', no t, no p (issue 10)."""
     out = welch_cell(np.array([1.0, 1.0, 1.0]), np.array([1.2, 1.4, 1.3]))
     assert out["identical_runs"] and math.isnan(out["t"]) and math.isnan(out["p_value"])
-    assert out["note"] == "identical runs in A (3 runs within 0.01%): no test" and not out["significant"]
+    assert (
+        out["note"] == "identical runs in A (3 runs within 0.01%): no test"
+        and not out["significant"]
+    )
     # the shipped quic-go desktop PLTs of the 3-seed grid, which differ in the 6th digit
-    old = welch_cell(np.array([0.987051, 0.987049, 0.987052]), np.array([2.096795, 2.096795, 2.096795]))
-    assert old["identical_runs"] and math.isnan(old["t"]) and "A" in old["note"] and "B" in old["note"]
+    old = welch_cell(
+        np.array([0.987051, 0.987049, 0.987052]), np.array([2.096795, 2.096795, 2.096795])
+    )
+    assert (
+        old["identical_runs"] and math.isnan(old["t"]) and "A" in old["note"] and "B" in old["note"]
+    )
     # just above the tolerance: a test, equal to Welch by hand
     xa = np.array([1.0, 1.0 + 2e-4, 1.0 - 1e-4])
     ok = welch_cell(xa, np.array([1.2, 1.4, 1.3]))
-    assert not ok["identical_runs"] and ok["p_value"] == pytest.approx(welch_by_hand(xa, np.array([1.2, 1.4, 1.3]))[1])
+    assert not ok["identical_runs"] and ok["p_value"] == pytest.approx(
+        welch_by_hand(xa, np.array([1.2, 1.4, 1.3]))[1]
+    )
 
 
 def test_heatmap_colours_only_significant_cells():
@@ -147,13 +175,20 @@ def test_heatmap_says_no_test_for_untested_cells():
     r = results(runs=3)
     r.loc[(r.rate_mbps == 10) & (r.object_size_bytes == 10_000), "plt_s"] = 2.0  # identical runs
     table = compare_outcomes(r, by="profile", a="desktop", b="mobile")
-    texts = [t.get_text() for t in heatmap(table, rows="rate_mbps", cols="object_size_bytes").axes[0].texts]
+    texts = [
+        t.get_text()
+        for t in heatmap(table, rows="rate_mbps", cols="object_size_bytes").axes[0].texts
+    ]
     assert texts.count("no test") == 1 and texts.count("n.s.") == 2
 
 
 def test_side_values_match_numbers_given_as_text():
     r = results(runs=3).assign(rtt_ms=lambda t: np.where(t.profile == "desktop", 36.0, 112.0))
-    by_text = compare_outcomes(r, by="rtt_ms", a="36", b="112", cells=["rate_mbps", "object_size_bytes"])
-    by_number = compare_outcomes(r, by="rtt_ms", a=36, b=112.0, cells=["rate_mbps", "object_size_bytes"])
+    by_text = compare_outcomes(
+        r, by="rtt_ms", a="36", b="112", cells=["rate_mbps", "object_size_bytes"]
+    )
+    by_number = compare_outcomes(
+        r, by="rtt_ms", a=36, b=112.0, cells=["rate_mbps", "object_size_bytes"]
+    )
     pd.testing.assert_frame_equal(by_text, by_number)
     assert (by_text["n_a"] == 3).all()

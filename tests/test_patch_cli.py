@@ -22,7 +22,9 @@ def test_cli_list_apply_check_revert(tmp_path):
     res = run("check", "--impl", "demo", "--version", "1.0", "--patches", patches, tree)
     assert res.exit_code == 0 and "would apply" in res.output
     res = run("apply", "--impl", "demo", "--version", "1.0", "--patches", patches, "-v", tree)
-    assert res.exit_code == 0 and "demo 1.0: applied (3 files" in res.output and "exact" in res.output
+    assert (
+        res.exit_code == 0 and "demo 1.0: applied (3 files" in res.output and "exact" in res.output
+    )
     assert (tree / "pkg/b.py").read_text() == EDITED["pkg/b.py"]
     res = run("apply", "--impl", "demo", "--version", "1.0", "--patches", patches, tree)
     assert res.exit_code == 0 and "already applied" in res.output
@@ -50,15 +52,27 @@ def test_cli_port_fails_whole_listing_the_rejects(tmp_path):
     tree = make_tree(tmp_path / "t", {**ORIG, "pkg/b.py": "changed\n"})
     old = make_tree(tmp_path / "old", ORIG)
     before = hashes(tree)
-    args = ["port", "--impl", "demo", "--from", "1.0", "--to", "2.0", "--patches", patches,
-            "--from-source", old]
+    args = [
+        "port",
+        "--impl",
+        "demo",
+        "--from",
+        "1.0",
+        "--to",
+        "2.0",
+        "--patches",
+        patches,
+        "--from-source",
+        old,
+    ]
     res = run(*args, tree)
     assert res.exit_code == 2, res.output
     assert "4 hunks: 3 exact, 0 offset, 0 fuzz, 1 failed" in res.stdout
     assert "+GAMMA" in res.stdout  # the rejected hunk, as a diff
     assert res.stderr.count("\n") == 1 and res.stderr.startswith(
         "statemine: error: port demo 1.0 -> 2.0: 1 of 4 hunks failed, nothing was changed: "
-        "pkg/b.py hunk 1 (patch line ")
+        "pkg/b.py hunk 1 (patch line "
+    )
     assert hashes(tree) == before
     res = run(*args, "--rejects", tmp_path / "out.rej", tree)
     assert res.exit_code == 2 and "+GAMMA" in (tmp_path / "out.rej").read_text()

@@ -26,7 +26,9 @@ ORIG = {
     "pkg/b.py": "alpha\nbeta\ngamma\ndelta\n",
 }
 EDITED = {
-    "pkg/a.py": ORIG["pkg/a.py"].replace("line 5\n", "line 5\nLOG five\n").replace("line 30\n", "LINE THIRTY\n"),
+    "pkg/a.py": ORIG["pkg/a.py"]
+    .replace("line 5\n", "line 5\nLOG five\n")
+    .replace("line 30\n", "LINE THIRTY\n"),
     "pkg/b.py": "alpha\nbeta\nGAMMA\ndelta",  # no newline at end of file
     "pkg/sub/helper.py": "def log():\n    pass\n",
 }
@@ -37,7 +39,9 @@ def udiff(path: str, old: str | None, new: str) -> str:
     a = [] if old is None else split_lines(old)
     b = split_lines(new)
     out = []
-    for line in difflib.unified_diff(a, b, "/dev/null" if old is None else f"a/{path}", f"b/{path}"):
+    for line in difflib.unified_diff(
+        a, b, "/dev/null" if old is None else f"a/{path}", f"b/{path}"
+    ):
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
@@ -48,10 +52,14 @@ def full_patch() -> str:
 
 def make_patches(root: Path, versions: dict[str, str], impl: str = "demo") -> Path:
     (root / impl).mkdir(parents=True)
-    (root / impl / "impl.toml").write_text(f'name = "{impl}"\nfetch = "pypi-sdist"\npackage = "demo"\n')
+    (root / impl / "impl.toml").write_text(
+        f'name = "{impl}"\nfetch = "pypi-sdist"\npackage = "demo"\n'
+    )
     for version, text in versions.items():
         (root / impl / version).mkdir()
-        (root / impl / version / "statemine.patch").write_bytes(text.encode("utf-8", "surrogateescape"))
+        (root / impl / version / "statemine.patch").write_bytes(
+            text.encode("utf-8", "surrogateescape")
+        )
     return root
 
 
@@ -63,8 +71,11 @@ def make_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def hashes(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 @pytest.fixture
@@ -95,7 +106,9 @@ def test_apply_matches_gnu_patch_and_reverts_byte_identical(env, tmp_path):
     assert os.stat(tree / "pkg/a.py").st_mode & 0o777 == 0o755
     # the same result by GNU patch, another engine
     gnu = make_tree(tmp_path / "gnu", ORIG)
-    subprocess.run(["patch", "-p1", "-s", "-i", str(patches / "demo/1.0/statemine.patch")], cwd=gnu, check=True)
+    subprocess.run(
+        ["patch", "-p1", "-s", "-i", str(patches / "demo/1.0/statemine.patch")], cwd=gnu, check=True
+    )
     assert {k: v for k, v in hashes(tree).items() if k != RECORD} == hashes(gnu)
     out = revert("demo", "1.0", tree, patches)
     assert out.status == "reverted"
@@ -168,15 +181,18 @@ def test_atomic_when_a_rename_fails_midway(env, monkeypatch):
     assert not (tree / "pkg/sub").exists() and not list(tree.rglob("*.statemine-tmp"))
 
 
-@pytest.mark.parametrize("header, reason", [
-    ("--- a/../x\n+++ b/../x\n", "'..' is not allowed"),
-    ("--- a/ok/../../x\n+++ b/ok/../../x\n", "'..' is not allowed"),
-    ("--- /etc/passwd\n+++ /etc/passwd\n", "lacks the git-style"),
-    ("--- a//etc/passwd\n+++ b//etc/passwd\n", "absolute paths"),
-    ("--- a/x\\y\n+++ b/x\\y\n", "backslash"),
-    ("--- a/x\n+++ b/y\n", "renaming"),
-    ("--- a/x\n+++ /dev/null\n", "deleting"),
-])
+@pytest.mark.parametrize(
+    "header, reason",
+    [
+        ("--- a/../x\n+++ b/../x\n", "'..' is not allowed"),
+        ("--- a/ok/../../x\n+++ b/ok/../../x\n", "'..' is not allowed"),
+        ("--- /etc/passwd\n+++ /etc/passwd\n", "lacks the git-style"),
+        ("--- a//etc/passwd\n+++ b//etc/passwd\n", "absolute paths"),
+        ("--- a/x\\y\n+++ b/x\\y\n", "backslash"),
+        ("--- a/x\n+++ b/y\n", "renaming"),
+        ("--- a/x\n+++ /dev/null\n", "deleting"),
+    ],
+)
 def test_unsafe_or_unsupported_paths_rejected(tmp_path, header, reason):
     body = "@@ -1 +1 @@\n-a\n+b\n" if "/dev/null" not in header else "@@ -1 +0,0 @@\n-a\n"
     patches = make_patches(tmp_path / "p", {"1": header + body})
@@ -186,13 +202,19 @@ def test_unsafe_or_unsupported_paths_rejected(tmp_path, header, reason):
     assert (tree / "x").read_text() == "a\n"
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"\x7fELF\x02\x01\x01\x00\x00garbage", "NUL byte"),
-    (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\xff\xfe\n+b\n", "not UTF-8"),
-    (b"just some text\nno diff here\n", "no file changes"),
-    (b"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n", "not a valid unified diff"),
-    (b"diff --git a/x b/x\nindex 1..2\nBinary files a/x and b/x differ\n", "no file changes|binary"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"\x7fELF\x02\x01\x01\x00\x00garbage", "NUL byte"),
+        (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\xff\xfe\n+b\n", "not UTF-8"),
+        (b"just some text\nno diff here\n", "no file changes"),
+        (b"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n", "not a valid unified diff"),
+        (
+            b"diff --git a/x b/x\nindex 1..2\nBinary files a/x and b/x differ\n",
+            "no file changes|binary",
+        ),
+    ],
+)
 def test_garbage_patch_rejected(tmp_path, data, reason):
     root = make_patches(tmp_path / "p", {})
     (root / "demo/1").mkdir()
@@ -204,7 +226,9 @@ def test_garbage_patch_rejected(tmp_path, data, reason):
 
 
 def test_symlinks_refused(tmp_path):
-    outside = make_tree(tmp_path / "outside", {"pkg/a.py": ORIG["pkg/a.py"], "b.py": ORIG["pkg/b.py"]})
+    outside = make_tree(
+        tmp_path / "outside", {"pkg/a.py": ORIG["pkg/a.py"], "b.py": ORIG["pkg/b.py"]}
+    )
     patches = make_patches(tmp_path / "p", {"1.0": full_patch()})
     # a directory symlink escaping the tree
     tree = tmp_path / "t1"
@@ -225,7 +249,9 @@ def test_symlinks_refused(tmp_path):
 def test_other_version_refused_with_port_hint(env):
     patches, tree = env
     (tree / "pkg/a.py").write_text(ORIG["pkg/a.py"].replace("line 4\n", "line four\n"))
-    with pytest.raises(InputError, match=r"hunk 1 for pkg/a.py .*another version.*statemine patch port"):
+    with pytest.raises(
+        InputError, match=r"hunk 1 for pkg/a.py .*another version.*statemine patch port"
+    ):
         check("demo", "1.0", tree, patches)
 
 
@@ -258,8 +284,11 @@ def test_offset_then_port_with_fuzz(tmp_path):
         apply("demo", "1.0", tree, patches)
     before = hashes(tree)
     for dry_run in (True, False):
-        with pytest.raises(PortFailed, match=r"1 of 2 hunks failed, nothing was changed: "
-                                             r"pkg/a.py hunk 2 \(patch line \d+\): its lines") as err:
+        with pytest.raises(
+            PortFailed,
+            match=r"1 of 2 hunks failed, nothing was changed: "
+            r"pkg/a.py hunk 2 \(patch line \d+\): its lines",
+        ) as err:
             port("demo", "1.0", "2.0", tree, fuzz=0, dry_run=dry_run, patches=patches)
         assert list(err.value.report.hunks["status"]) == ["offset", "failed"]
         assert hashes(tree) == before
@@ -267,7 +296,8 @@ def test_offset_then_port_with_fuzz(tmp_path):
     assert list(report.hunks["status"]) == ["offset", "fuzz"]
     assert list(report.hunks["offset"]) == [7, 7] and report.rejects == "" and report.written
     assert (tree / "pkg/a.py").read_text() == v2.replace("line 5\n", "line 5\nLOG five\n").replace(
-        "line 30\n", "LINE THIRTY\n")
+        "line 30\n", "LINE THIRTY\n"
+    )
     assert revert("demo", "2.0", tree, patches).status == "reverted"
     assert hashes(tree) == before
 
@@ -289,16 +319,26 @@ def test_port_is_all_or_nothing_and_its_rejects_parse(env):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["x\n", "y\n", "z\n", "\n", "w\r\n", "q\x0c\n"]), min_size=0, max_size=40),
-       st.lists(st.tuples(st.integers(0, 45), st.integers(0, 3),
-                          st.lists(st.sampled_from(["N\n", "M\n", "x\n"]), max_size=3)), max_size=4))
+@given(
+    st.lists(
+        st.sampled_from(["x\n", "y\n", "z\n", "\n", "w\r\n", "q\x0c\n"]), min_size=0, max_size=40
+    ),
+    st.lists(
+        st.tuples(
+            st.integers(0, 45),
+            st.integers(0, 3),
+            st.lists(st.sampled_from(["N\n", "M\n", "x\n"]), max_size=3),
+        ),
+        max_size=4,
+    ),
+)
 def test_patch_lines_reproduces_difflib_edits(lines, edits):
     """Any edit script: difflib's diff applied by patch_lines gives the edited file back,
     and the reversed diff gives the original."""
     new = list(lines)
     for pos, drop, insert in edits:
         pos = min(pos, len(new))
-        new[pos:pos + drop] = insert
+        new[pos : pos + drop] = insert
     if new == lines:
         return
     fps = parse_patch_text(udiff("f", "".join(lines), "".join(new))) if lines else None
@@ -326,7 +366,7 @@ def test_find_prefers_the_nearest_then_the_lower_position():
 
     lines = [f"{i}\n" for i in range(20000)]
     for at in (100, 106, 9000):
-        lines[at:at + 2] = ["A\n", "B\n"]
+        lines[at : at + 2] = ["A\n", "B\n"]
     assert _find(lines, ("A\n", "B\n"), 103, 0) == 100  # tie at distance 3: the lower
     assert _find(lines, ("A\n", "B\n"), 104, 0) == 106
     assert _find(lines, ("A\n", "B\n"), 104, 101) == 106  # not before lo
@@ -351,7 +391,8 @@ def test_revert_refuses_a_corrupt_record(env):
     with pytest.raises(InputError, match="not valid JSON"):
         revert("demo", "1.0", tree, patches)
     assert {k: v for k, v in hashes(tree).items() if k != RECORD} == {
-        k: v for k, v in snapshot.items() if k != RECORD}
+        k: v for k, v in snapshot.items() if k != RECORD
+    }
 
 
 def test_apply_refuses_a_shifted_tree_that_port_accepts(env):
@@ -372,7 +413,12 @@ def test_list_patches_agrees_with_git_numstat():
     frame = list_patches()
     assert {"aioquic"} <= set(frame["impl"])
     for path, rows in frame.groupby("patch"):
-        out = subprocess.run(["git", "apply", "--numstat", path], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "apply", "--numstat", path], capture_output=True, text=True, check=True
+        )
         numstat = sorted(tuple(line.split("\t")) for line in out.stdout.splitlines())
-        ours = sorted((str(a), str(r), f) for a, r, f in zip(rows["lines_added"], rows["lines_removed"], rows["file"]))
+        ours = sorted(
+            (str(a), str(r), f)
+            for a, r, f in zip(rows["lines_added"], rows["lines_removed"], rows["file"])
+        )
         assert ours == numstat, path

@@ -29,8 +29,12 @@ def test_pypi_fetch_record_matches_the_cached_sdist(tmp_path):
     assert rec["sha256"] == sha256(sdist) and rec["python_path"] == "src"
     assert rec["built"] and all((root / p).is_file() for p in rec["built"])
     assert (root / "src/aioquic/quic/recovery.py").is_file() and (root / "setup.py").is_file()
-    proc = subprocess.run([sys.executable, "-c", "import aioquic._buffer, aioquic; print(aioquic.__version__)"],
-                          env={**os.environ, "PYTHONPATH": str(root / "src")}, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import aioquic._buffer, aioquic; print(aioquic.__version__)"],
+        env={**os.environ, "PYTHONPATH": str(root / "src")},
+        capture_output=True,
+        text=True,
+    )
     assert proc.stdout.strip() == "1.7.2", proc.stderr
 
 
@@ -50,12 +54,30 @@ def test_go_module_fetch_and_patch_round_trip(version, tmp_path):
     root = fetch("quic-go", version, tmp_path / "src")
     rec = json.loads((root / ".statemine-source.json").read_text())
     assert rec["source"] == f"go:github.com/quic-go/quic-go@{version}"
-    zip_path = cache_dir() / "gomod" / "cache" / "download" / "github.com" / "quic-go" / "quic-go" / "@v" / f"{version}.zip"
+    zip_path = (
+        cache_dir()
+        / "gomod"
+        / "cache"
+        / "download"
+        / "github.com"
+        / "quic-go"
+        / "quic-go"
+        / "@v"
+        / f"{version}.zip"
+    )
     assert rec["sha256"] == sha256(zip_path) and rec["go_sum"].startswith("h1:")
     assert (root / "go.mod").read_text().startswith("module github.com/quic-go/quic-go")
-    before = {p: sha256(p) for p in root.rglob("*") if p.is_file() and not p.name.startswith(".statemine-")}
+    before = {
+        p: sha256(p)
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".statemine-")
+    }
     assert check("quic-go", version, root).status == "would apply"
     assert apply("quic-go", version, root).status == "applied"
     assert revert("quic-go", version, root).status == "reverted"
-    after = {p: sha256(p) for p in root.rglob("*") if p.is_file() and not p.name.startswith(".statemine-")}
+    after = {
+        p: sha256(p)
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".statemine-")
+    }
     assert after == before

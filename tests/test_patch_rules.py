@@ -19,6 +19,7 @@ from statemine.errors import InputError, UsageError
 from statemine.patch import PortFailed, apply, fetch, load_impl, port, revert
 from statemine.patch.apply import RECORD
 from statemine.patch.functions import enclosing_function
+
 fetch_mod = importlib.import_module("statemine.patch.fetch")
 from test_patch_engine import full_patch, hashes, make_patches, make_tree, ORIG
 
@@ -31,14 +32,18 @@ def write_impl(root: Path, text: str, name: str = "demo") -> Path:
 
 # -- impl.toml and the patches folder ---------------------------------------------------
 
-@pytest.mark.parametrize("body,reason", [
-    ('python_path = "../../outside"', r"python_path: unsafe path '../../outside': '..'"),
-    ('python_path = "/tmp/x"', r"python_path: unsafe path '/tmp/x': absolute"),
-    ('python_path = "src/./x"', r"python_path: unsafe path"),
-    ('python_path = 3', r"python_path must be a string"),
-    ('python_path = "src"\nextra = 1', r"unknown keys \['extra'\]"),
-    ('name = "other"', r"name 'other' is not the folder's name 'demo'"),
-])
+
+@pytest.mark.parametrize(
+    "body,reason",
+    [
+        ('python_path = "../../outside"', r"python_path: unsafe path '../../outside': '..'"),
+        ('python_path = "/tmp/x"', r"python_path: unsafe path '/tmp/x': absolute"),
+        ('python_path = "src/./x"', r"python_path: unsafe path"),
+        ("python_path = 3", r"python_path must be a string"),
+        ('python_path = "src"\nextra = 1', r"unknown keys \['extra'\]"),
+        ('name = "other"', r"name 'other' is not the folder's name 'demo'"),
+    ],
+)
 def test_impl_toml_is_validated(tmp_path, body, reason):
     root = write_impl(tmp_path, f'fetch = "pypi-sdist"\npackage = "demo"\n{body}\n')
     with pytest.raises(InputError, match=reason) as err:
@@ -46,12 +51,15 @@ def test_impl_toml_is_validated(tmp_path, body, reason):
     assert str(err.value).startswith(str(root / "demo" / "impl.toml") + ": ")
 
 
-@pytest.mark.parametrize("body,reason", [
-    ('fetch = "pypi-sdist"\npackage = "-e x"', r"package '-e x' is not a valid name"),
-    ('fetch = "pypi-sdist"\npackage = "demo==1; rm"', r"package .* is not a valid name"),
-    ('fetch = "go-module"\nmodule = "../x"', r"module '../x' is not a valid name"),
-    ('fetch = "go-module"\nmodule = "-x/y"', r"module '-x/y' is not a valid name"),
-])
+@pytest.mark.parametrize(
+    "body,reason",
+    [
+        ('fetch = "pypi-sdist"\npackage = "-e x"', r"package '-e x' is not a valid name"),
+        ('fetch = "pypi-sdist"\npackage = "demo==1; rm"', r"package .* is not a valid name"),
+        ('fetch = "go-module"\nmodule = "../x"', r"module '../x' is not a valid name"),
+        ('fetch = "go-module"\nmodule = "-x/y"', r"module '-x/y' is not a valid name"),
+    ],
+)
 def test_registry_names_are_validated(tmp_path, body, reason):
     with pytest.raises(InputError, match=reason):
         load_impl("demo", write_impl(tmp_path, body + "\n"))
@@ -59,8 +67,9 @@ def test_registry_names_are_validated(tmp_path, body, reason):
 
 def test_fetch_refuses_an_escaping_python_path_before_writing(tmp_path, monkeypatch):
     """The issue's case: a user folder's python_path led ``fetch`` to write outside DEST."""
-    root = write_impl(tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\n'
-                                      'python_path = "../../escape"\n')
+    root = write_impl(
+        tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\npython_path = "../../escape"\n'
+    )
     monkeypatch.setattr(fetch_mod, "_sdist", lambda *a: pytest.fail("must not download"))
     with pytest.raises(InputError, match="impl.toml: python_path: unsafe path"):
         fetch("demo", "1.0", tmp_path / "dest", root)
@@ -77,8 +86,9 @@ def test_fetch_refuses_unsafe_versions(tmp_path, version):
 def test_fetch_does_not_write_through_a_symlink_in_the_sdist(tmp_path, monkeypatch):
     """A built extension is never written through a symlink below DEST (here the sdist's
     own, pointing at another folder of the tree)."""
-    root = write_impl(tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\n'
-                                      'python_path = "src"\n')
+    root = write_impl(
+        tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\npython_path = "src"\n'
+    )
     sdist = tmp_path / "demo-1.0.tar.gz"
     with tarfile.open(sdist, "w:gz") as tf:
         for name in ("demo-1.0/other/", "demo-1.0/src/"):
@@ -118,16 +128,32 @@ def test_symlinks_out_of_the_patches_folder_are_refused(tmp_path):
 
 # -- records ----------------------------------------------------------------------------
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
-                                                                        max_size=3), max_leaves=6)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=6,
+)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
-@given(where=st.sampled_from(["impl", "version", "patch_sha256", "files", "files.0",
-                              "files.0.path", "files.0.before_sha256", "files.0.after_sha256",
-                              "files.0.before_zlib_b64", "files.1.path", "ported_from"]),
-       value=_JSON)
+@given(
+    where=st.sampled_from(
+        [
+            "impl",
+            "version",
+            "patch_sha256",
+            "files",
+            "files.0",
+            "files.0.path",
+            "files.0.before_sha256",
+            "files.0.after_sha256",
+            "files.0.before_zlib_b64",
+            "files.1.path",
+            "ported_from",
+        ]
+    ),
+    value=_JSON,
+)
 def test_revert_reads_any_malformed_record_without_crashing(tmp_path_factory, where, value):
     """Any field of the record replaced by any JSON value: revert reverts or refuses in
     one line (InputError/UsageError naming the record), and a refusal changes nothing."""
@@ -169,6 +195,7 @@ def test_record_listing_itself_or_a_file_twice_is_refused(tmp_path):
 
 # -- port: the function rule and the offset bound ---------------------------------------
 
+
 def _diff(path: str, old: str, new: str) -> str:
     a, b = old.splitlines(True), new.splitlines(True)
     return "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
@@ -193,8 +220,11 @@ def _hooked(text: str, name: str = "send") -> str:
     """``text`` with ``hook(now)`` after ``v3 = 3`` of the function ``name``."""
     head, tail = text.split(f"def {name}(", 1)
     indent = "        " if head.endswith("    ") else "    "
-    return head + f"def {name}(" + tail.replace(f"{indent}v3 = 3\n",
-                                               f"{indent}v3 = 3\n{indent}hook(now)\n", 1)
+    return (
+        head
+        + f"def {name}("
+        + tail.replace(f"{indent}v3 = 3\n", f"{indent}v3 = 3\n{indent}hook(now)\n", 1)
+    )
 
 
 def _port_case(tmp_path, old_text, new_tree_text, patched_old_text, path="pkg/c.py"):
@@ -229,9 +259,12 @@ def test_hunk_whose_context_matches_only_in_another_function_fails(tmp_path):
     new_text = _py({"send": OTHER, "consume": BODY})
     patches, old, tree = _port_case(tmp_path, old_text, new_text, _hooked(old_text))
     before = hashes(tree)
-    with pytest.raises(PortFailed, match=r"pkg/c.py hunk 1 \(patch line 3\): its lines match "
-                                         r"only in function consume, not in function send "
-                                         r"where its context is, \d+ lines away"):
+    with pytest.raises(
+        PortFailed,
+        match=r"pkg/c.py hunk 1 \(patch line 3\): its lines match "
+        r"only in function consume, not in function send "
+        r"where its context is, \d+ lines away",
+    ):
         port("demo", "1.0", "2.0", tree, patches=patches, old_root=old)
     assert hashes(tree) == before
 
@@ -242,13 +275,16 @@ def test_section_text_names_the_function_without_the_old_source(tmp_path):
     old_text = top("send", BODY) + "\n" + top("consume", ["q = 0"])
     new_text = top("send", OTHER) + "\n" + top("consume", BODY)
     patch = _diff("pkg/c.py", old_text, _hooked(old_text))
-    patches = make_patches(tmp_path / "p", {"1.0": patch.replace(" @@\n", " @@ def send(now):\n", 1)})
+    patches = make_patches(
+        tmp_path / "p", {"1.0": patch.replace(" @@\n", " @@ def send(now):\n", 1)}
+    )
     tree = make_tree(tmp_path / "t", {"pkg/c.py": new_text})
     with pytest.raises(PortFailed, match="only in function consume, not in function send"):
         port("demo", "1.0", "2.0", tree, patches=patches)
     patches = make_patches(tmp_path / "p2", {"1.0": patch})  # no section text: offset rule only
     assert port("demo", "1.0", "2.0", tree, patches=patches, dry_run=True).hunks[
-        "status"].tolist() == ["offset"]
+        "status"
+    ].tolist() == ["offset"]
 
 
 def test_offset_is_bounded(tmp_path):
@@ -264,8 +300,12 @@ def test_offset_is_bounded(tmp_path):
 
 def test_go_func_rule(tmp_path):
     fn = lambda head, body: head + " {\n" + "".join(f"\t{b}\n" for b in body) + "}\n"  # noqa: E731
-    old_text = "package p\n\n" + fn("func (h *H) Send(now int)", BODY) + "\n" + fn("func Other()", ["q"])
-    new_text = "package p\n\n" + fn("func (h *H) Send(now int)", OTHER) + "\n" + fn("func Other()", BODY)
+    old_text = (
+        "package p\n\n" + fn("func (h *H) Send(now int)", BODY) + "\n" + fn("func Other()", ["q"])
+    )
+    new_text = (
+        "package p\n\n" + fn("func (h *H) Send(now int)", OTHER) + "\n" + fn("func Other()", BODY)
+    )
     patched = old_text.replace("\tv3 = 3\n", "\tv3 = 3\n\thook(now)\n", 1)
     patches, old, tree = _port_case(tmp_path, old_text, new_text, patched, path="c.go")
     with pytest.raises(PortFailed, match="only in function Other, not in function H.Send"):
@@ -273,13 +313,50 @@ def test_go_func_rule(tmp_path):
 
 
 def test_enclosing_function_python_and_go():
-    src = ["import x\n", "class A:\n", "    def f(self):\n", "        if y:\n",
-           "            z = (\n", "                1)\n", "        return z\n", "\n", "    def g(self):\n",
-           "        pass\n", "X = 1\n"]
+    src = [
+        "import x\n",
+        "class A:\n",
+        "    def f(self):\n",
+        "        if y:\n",
+        "            z = (\n",
+        "                1)\n",
+        "        return z\n",
+        "\n",
+        "    def g(self):\n",
+        "        pass\n",
+        "X = 1\n",
+    ]
     assert [enclosing_function("a.py", src, i) for i in range(len(src))] == [
-        None, None, "f", "f", "f", "f", "f", "f", "g", "g", None]
-    go = ["package p\n", "func F() {\n", "\tx()\n", "}\n", "\n", "func (r *R[T]) M() {\n", "\ty()\n",
-          "}\n"]
+        None,
+        None,
+        "f",
+        "f",
+        "f",
+        "f",
+        "f",
+        "f",
+        "g",
+        "g",
+        None,
+    ]
+    go = [
+        "package p\n",
+        "func F() {\n",
+        "\tx()\n",
+        "}\n",
+        "\n",
+        "func (r *R[T]) M() {\n",
+        "\ty()\n",
+        "}\n",
+    ]
     assert [enclosing_function("a.go", go, i) for i in range(len(go))] == [
-        None, "F", "F", "F", None, "R.M", "R.M", "R.M"]
+        None,
+        "F",
+        "F",
+        "F",
+        None,
+        "R.M",
+        "R.M",
+        "R.M",
+    ]
     assert enclosing_function("a.c", go, 2) is None

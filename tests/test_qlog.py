@@ -49,7 +49,12 @@ def test_draft00_cc_state_update_with_event_fields_and_trigger_column():
     ts = read_qlog(DATA / "draft00.qlog")
     assert states(ts) == [(0.001, "SlowStart"), (0.251, "Recovery"), (0.4, "CongestionAvoidance")]
     row = trace_row(ts, "draft00.qlog#0")
-    assert (row["role"], row["conn"], row["qlog_version"], row["end"]) == ("server", "aaaa", "draft-00", 1.0)
+    assert (row["role"], row["conn"], row["qlog_version"], row["end"]) == (
+        "server",
+        "aaaa",
+        "draft-00",
+        1.0,
+    )
     assert not row["derived"]
     st = ts.events[ts.events["kind"] == "state"].reset_index(drop=True)
     # metrics known at each state change, in log order (the reduced window is logged after
@@ -60,7 +65,9 @@ def test_draft00_cc_state_update_with_event_fields_and_trigger_column():
     assert math.isnan(st["srtt"].iloc[0]) and st["srtt"].iloc[1] == pytest.approx(0.040)
     assert st["fields"].iloc[1] == "raw=RECOVERY old=SLOW_START trigger=LOSS ev=4"
     loss = ts.events[ts.events["kind"] == "event"]
-    assert loss["state"].tolist() == ["LossDetected"] and loss["fields"].tolist() == ["rule=time pn=17 ev=3"]
+    assert loss["state"].tolist() == ["LossDetected"] and loss["fields"].tolist() == [
+        "rule=time pn=17 ev=3"
+    ]
     assert loss["time"].tolist() == [0.25]
     assert warnings_of(ts) == []
 
@@ -68,8 +75,12 @@ def test_draft00_cc_state_update_with_event_fields_and_trigger_column():
 def test_draft00_mvfst_congestion_metric_update_and_app_limited_events():
     ts = read_qlog(DATA / "draft00_mvfst.qlog")
     assert states(ts) == [
-        (0.0, "SlowStart"), (0.05, "CongestionAvoidance"), (0.08, "ApplicationLimited"),
-        (0.12, "CongestionAvoidance"), (0.15, "Recovery"), (0.2, "CongestionAvoidance"),
+        (0.0, "SlowStart"),
+        (0.05, "CongestionAvoidance"),
+        (0.08, "ApplicationLimited"),
+        (0.12, "CongestionAvoidance"),
+        (0.15, "Recovery"),
+        (0.2, "CongestionAvoidance"),
     ]
     row = trace_row(ts, "draft00_mvfst.qlog#0")
     assert (row["implementation"], row["conn"], row["end"]) == ("mvfst", "bbbb", 0.3)
@@ -97,15 +108,21 @@ def test_draft01_two_vantage_points_are_two_traces():
     assert ts.traces["end"].tolist() == [0.3, 0.2]
     assert states(ts, "draft01.qlog#0") == [(0.0, "SlowStart"), (0.1, "CongestionAvoidance")]
     assert states(ts, "draft01.qlog#1") == [
-        (0.005, "SlowStart"), (0.05, "Recovery"), (0.08, "CongestionAvoidance"), (0.12, "ApplicationLimited"),
+        (0.005, "SlowStart"),
+        (0.05, "Recovery"),
+        (0.08, "CongestionAvoidance"),
+        (0.12, "ApplicationLimited"),
     ]
 
 
 def test_draft02_delta_times_quiche_names_and_unknown_name_kept_with_warning():
     ts = read_qlog(DATA / "draft02.qlog")
     assert states(ts) == [
-        (0.01, "SlowStart"), (0.03, "ConservativeSlowStart"), (0.045, "BBRProbeBW"),
-        (0.05, "BBRProbeBW"), (0.055, "warp_drive"),
+        (0.01, "SlowStart"),
+        (0.03, "ConservativeSlowStart"),
+        (0.045, "BBRProbeBW"),
+        (0.05, "BBRProbeBW"),
+        (0.055, "warp_drive"),
     ]
     row = trace_row(ts, "draft02.qlog#0")
     assert (row["implementation"], row["end"]) == ("quiche", 0.1)
@@ -117,7 +134,10 @@ def test_draft02_delta_times_quiche_names_and_unknown_name_kept_with_warning():
 def test_v03_json_seq_quic_go_lines_loss_and_metrics():
     ts = read_qlog(DATA / "v03.sqlog")
     assert states(ts) == [
-        (0.0002, "SlowStart"), (0.1205, "Recovery"), (0.18, "CongestionAvoidance"), (0.25, "ApplicationLimited"),
+        (0.0002, "SlowStart"),
+        (0.1205, "Recovery"),
+        (0.18, "CongestionAvoidance"),
+        (0.25, "ApplicationLimited"),
     ]
     st = ts.events[ts.events["kind"] == "state"]
     assert st["line"].tolist() == [3, 5, 7, 8]
@@ -126,7 +146,12 @@ def test_v03_json_seq_quic_go_lines_loss_and_metrics():
     loss = ts.events[ts.events["kind"] == "event"]
     assert loss["fields"].tolist() == ["rule=packet pn=42 ev=2"] and loss["line"].tolist() == [4]
     row = trace_row(ts, "v03.sqlog#0")
-    assert (row["implementation"], row["qlog_version"], row["conn"], row["end"]) == ("quic-go", "0.3", "eeee", 0.4)
+    assert (row["implementation"], row["qlog_version"], row["conn"], row["end"]) == (
+        "quic-go",
+        "0.3",
+        "eeee",
+        0.4,
+    )
 
 
 def test_v04_quic_namespace_and_u64_max_ssthresh_is_infinite():
@@ -145,7 +170,10 @@ def test_file_schema_contained_splits_connections_by_group_id():
     assert ts.traces["conn"].tolist() == ["c1", "c2"]
     assert ts.traces["end"].tolist() == [1.1, 1.05]
     assert ts.traces["qlog_version"].tolist() == ["urn:ietf:params:qlog:file:contained"] * 2
-    assert states(ts, "file_schema.qlog#0/c1") == [(1.0, "SlowStart"), (1.04, "CongestionAvoidance")]
+    assert states(ts, "file_schema.qlog#0/c1") == [
+        (1.0, "SlowStart"),
+        (1.04, "CongestionAvoidance"),
+    ]
     assert states(ts, "file_schema.qlog#0/c2") == [(1.001, "SlowStart"), (1.02, "Recovery")]
 
 
@@ -166,7 +194,18 @@ def test_ndjson_absolute_times_and_blank_lines():
 
 
 def _same_rows(a, b):
-    cols = ["seq", "time", "kind", "state", "line", "fields", "cwnd", "inflight", "ssthresh", "srtt"]
+    cols = [
+        "seq",
+        "time",
+        "kind",
+        "state",
+        "line",
+        "fields",
+        "cwnd",
+        "inflight",
+        "ssthresh",
+        "srtt",
+    ]
     pd.testing.assert_frame_equal(a.events[cols], b.events[cols])
 
 
@@ -207,7 +246,9 @@ def test_truncated_qlog_document_is_salvaged_up_to_the_last_complete_event():
     assert states(ts, "truncated.qlog#1") == states(full, "draft01.qlog#1")[:3]
     assert trace_row(ts, "truncated.qlog#1")["end"] == 0.08
     (warning,) = warnings_of(ts)
-    assert warning.startswith(f"{DATA / 'truncated.qlog'}:23: the JSON document ends before it is complete")
+    assert warning.startswith(
+        f"{DATA / 'truncated.qlog'}:23: the JSON document ends before it is complete"
+    )
 
 
 def test_truncated_document_complete_last_event_is_kept(tmp_path):
@@ -287,7 +328,9 @@ def _peak_mib(func):
 def test_100_mb_single_line_record_is_refused_in_bounded_memory(tmp_path):
     f = tmp_path / "huge.ndjson"
     with open(f, "wb") as fh:
-        fh.write(b'{"qlog_format":"NDJSON","qlog_version":"draft-02","trace":{}}\n{"time": 1, "name": "')
+        fh.write(
+            b'{"qlog_format":"NDJSON","qlog_version":"draft-02","trace":{}}\n{"time": 1, "name": "'
+        )
         block = b"x" * (1 << 20)
         for _ in range(100):
             fh.write(block)
@@ -346,15 +389,21 @@ def test_events_out_of_time_order_are_sorted_with_a_warning(tmp_path):
     ts = read_qlog(f)
     assert states(ts) == [(0.01, "SlowStart"), (0.05, "Recovery")]
     w = warnings_of(ts)
-    assert any("not in time order" in x for x in w) and any(":4: " in x and "no finite numeric time" in x for x in w)
+    assert any("not in time order" in x for x in w) and any(
+        ":4: " in x and "no finite numeric time" in x for x in w
+    )
     assert any(":5: " in x and "no finite numeric time" in x for x in w)
 
 
 def test_traces_without_congestion_events_are_left_out_with_a_warning(tmp_path):
     doc = json.loads((DATA / "draft01.qlog").read_text())
     doc["traces"].append({"vantage_point": {"type": "client"}, "events": []})
-    doc["traces"].append({"event_fields": ["relative_time", "category", "event_type", "data"],
-                          "events": [["1", "transport", "packet_sent", {}]]})
+    doc["traces"].append(
+        {
+            "event_fields": ["relative_time", "category", "event_type", "data"],
+            "events": [["1", "transport", "packet_sent", {}]],
+        }
+    )
     doc["traces"].append({"error_description": "File could not be found", "uri": "/x.qlog"})
     f = tmp_path / "mixed.qlog"
     f.write_text(json.dumps(doc))
@@ -368,9 +417,19 @@ def test_traces_without_congestion_events_are_left_out_with_a_warning(tmp_path):
 
 def test_file_without_any_congestion_event_is_refused(tmp_path):
     f = tmp_path / "packets.qlog"
-    f.write_text(json.dumps({"qlog_version": "draft-01", "traces": [{
-        "event_fields": ["relative_time", "category", "event_type", "data"],
-        "events": [["1", "transport", "packet_sent", {}]]}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "qlog_version": "draft-01",
+                "traces": [
+                    {
+                        "event_fields": ["relative_time", "category", "event_type", "data"],
+                        "events": [["1", "transport", "packet_sent", {}]],
+                    }
+                ],
+            }
+        )
+    )
     with pytest.raises(InputError, match="no congestion_state_updated / CC_STATE_UPDATE"):
         read_qlog(f, derive_states=True)
     f.write_text(json.dumps({"qlog_version": "draft-01", "traces": [{"events": []}]}))
@@ -394,7 +453,9 @@ def _reference_derivation(cwnds):
             in_rec, ssthresh = True, cwnd
         elif prev is not None and cwnd > prev:
             in_rec = False
-        out.append("Recovery" if in_rec else "SlowStart" if cwnd < ssthresh else "CongestionAvoidance")
+        out.append(
+            "Recovery" if in_rec else "SlowStart" if cwnd < ssthresh else "CongestionAvoidance"
+        )
         prev = cwnd
     return out
 
@@ -417,11 +478,17 @@ def test_real_aioquic_files_with_derived_states(name):
     assert any("states derived from cwnd/ssthresh" in w for w in warnings_of(ts))
     # without packet events the window-only rule applies (checked on the same files)
     for i, trace in enumerate(doc["traces"]):
-        metric = [(float(e[0]) / 1000, e[3]["cwnd"]) for e in trace["events"]
-                  if e[1] == "recovery" and "cwnd" in e[3]]
+        metric = [
+            (float(e[0]) / 1000, e[3]["cwnd"])
+            for e in trace["events"]
+            if e[1] == "recovery" and "cwnd" in e[3]
+        ]
         expected_states = _reference_derivation([c for _, c in metric])
-        expected = [(round(t, 6), s + " (derived)") for (t, _), s, before in
-                    zip(metric, expected_states, [None] + expected_states[:-1]) if s != before]
+        expected = [
+            (round(t, 6), s + " (derived)")
+            for (t, _), s, before in zip(metric, expected_states, [None] + expected_states[:-1])
+            if s != before
+        ]
         kept = [e for e in trace["events"] if e[2] not in ("packet_sent", "packet_received")]
         only = read_qlog(_with_events(path, doc, i, kept), derive_states=True)
         assert states(only) == expected
@@ -453,8 +520,12 @@ def _reference_rfc9002(events, slack=3 * 1280.0):
         if kind == "packet_sent" and space not in ("initial", "handshake"):
             sends.append((t, float(d["header"]["packet_number"])))
         elif kind == "packet_received" and space not in ("initial", "handshake"):
-            tops = [float(r[-1]) for f in d.get("frames", []) if f.get("frame_type") == "ack"
-                    for r in f.get("acked_ranges", [])]
+            tops = [
+                float(r[-1])
+                for f in d.get("frames", [])
+                if f.get("frame_type") == "ack"
+                for r in f.get("acked_ranges", [])
+            ]
             if tops:
                 acks.append((t, max(tops)))
         elif kind == "packet_lost":
@@ -494,7 +565,15 @@ def _reference_rfc9002(events, slack=3 * 1280.0):
     points = [(t, c, f) for t, c, f in metrics]
     points += [(b, None, None) for p in periods for b in p[:2] if b != math.inf]
     points.sort(key=lambda x: x[0])  # stable: metrics before period bounds at equal times
-    out, cwnd, inflight, prior, prev_cwnd, ssthresh, limited = [], None, None, None, None, math.inf, False
+    out, cwnd, inflight, prior, prev_cwnd, ssthresh, limited = (
+        [],
+        None,
+        None,
+        None,
+        None,
+        math.inf,
+        False,
+    )
     for t, c, f in points:
         cwnd = c if c is not None else cwnd
         prior, inflight = inflight, (f if f is not None else inflight)
@@ -527,7 +606,9 @@ def test_real_file_sniffs_as_qlog():
 
 # -- names, implementation, labels --------------------------------------------------------------
 def test_user_names_override_the_tables():
-    ts = read_qlog(DATA / "draft01_picoquic.qlog", names={"1": "CongestionAvoidance", "2": "Recovery"})
+    ts = read_qlog(
+        DATA / "draft01_picoquic.qlog", names={"1": "CongestionAvoidance", "2": "Recovery"}
+    )
     assert [s for _, s in states(ts)] == ["SlowStart", "CongestionAvoidance", "Recovery"]
     from statemine.parse.statenames import load_names
 
@@ -570,7 +651,9 @@ def test_trace_set_survives_parquet(tmp_path):
     assert json.loads(back.meta["warnings"]) == []
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir() if p.suffix in (".qlog", ".sqlog", ".ndjson")))
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in DATA.iterdir() if p.suffix in (".qlog", ".sqlog", ".ndjson"))
+)
 def test_sniff_recognises_every_fixture(name):
     head = (DATA / name).read_bytes()[:65536]
     assert sniff_qlog(head) == (name != "empty.qlog")
@@ -584,7 +667,9 @@ def test_sniff_refuses_other_content():
     assert not sniff_qlog(b"\x1f\x8b\x08garbage")
 
 
-@pytest.mark.parametrize("module", [statemine.parse.qlog, statemine.parse.statenames, statemine.parse.derive])
+@pytest.mark.parametrize(
+    "module", [statemine.parse.qlog, statemine.parse.statenames, statemine.parse.derive]
+)
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -592,54 +677,136 @@ def test_doctests(module):
 
 # -- robustness: whatever the content, a TraceSet or an InputError ------------------------------
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**30), 10**30),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**30), 10**30),
     st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from(["", "0", "1", "2", "slow_start", "recovery", "Steady", "app limited", "app unlimited",
-                     "1e400", "nan", "delta", "relative_to_previous_event", "us"]),
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "1",
+            "2",
+            "slow_start",
+            "recovery",
+            "Steady",
+            "app limited",
+            "app unlimited",
+            "1e400",
+            "nan",
+            "delta",
+            "relative_to_previous_event",
+            "us",
+        ]
+    ),
 )
-_values = st.recursive(_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3),
-    st.dictionaries(st.sampled_from(["new", "old", "state", "cwnd", "x"]), inner, max_size=3)),
-    max_leaves=6)
-_names = st.sampled_from([
-    "recovery:congestion_state_updated", "quic:congestion_state_updated", "recovery:metrics_updated",
-    "quic:recovery_metrics_updated", "recovery:packet_lost", "transport:packet_sent",
-    "metric_update:congestion_metric_update",
-    "APP_LIMITED_UPDATE:app_limited_update", "CC_STATE_UPDATE", "no_colon", "",
-])
-_data = st.fixed_dictionaries({}, optional={
-    "new": _values, "old": _values, "state": _values, "congestion_window": _values, "cwnd": _values,
-    "current_cwnd": _values, "ssthresh": _values, "smoothed_rtt": _values, "bytes_in_flight": _values,
-    "app_limited": _values, "trigger": _values, "header": _values,
-})
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["new", "old", "state", "cwnd", "x"]), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+_names = st.sampled_from(
+    [
+        "recovery:congestion_state_updated",
+        "quic:congestion_state_updated",
+        "recovery:metrics_updated",
+        "quic:recovery_metrics_updated",
+        "recovery:packet_lost",
+        "transport:packet_sent",
+        "metric_update:congestion_metric_update",
+        "APP_LIMITED_UPDATE:app_limited_update",
+        "CC_STATE_UPDATE",
+        "no_colon",
+        "",
+    ]
+)
+_data = st.fixed_dictionaries(
+    {},
+    optional={
+        "new": _values,
+        "old": _values,
+        "state": _values,
+        "congestion_window": _values,
+        "cwnd": _values,
+        "current_cwnd": _values,
+        "ssthresh": _values,
+        "smoothed_rtt": _values,
+        "bytes_in_flight": _values,
+        "app_limited": _values,
+        "trigger": _values,
+        "header": _values,
+    },
+)
 _object_events = st.fixed_dictionaries(
     {"name": st.one_of(_names, _values)},
-    optional={"time": st.one_of(st.floats(0, 1e6), _values), "data": st.one_of(_data, _values),
-              "group_id": st.one_of(st.sampled_from(["a", "b"]), _values), "time_format": _values},
+    optional={
+        "time": st.one_of(st.floats(0, 1e6), _values),
+        "data": st.one_of(_data, _values),
+        "group_id": st.one_of(st.sampled_from(["a", "b"]), _values),
+        "time_format": _values,
+    },
 )
 _array_events = st.tuples(
-    st.one_of(st.integers(0, 10**6).map(str), _values), _scalars, _names.map(lambda n: n.rpartition(":")[2]),
+    st.one_of(st.integers(0, 10**6).map(str), _values),
+    _scalars,
+    _names.map(lambda n: n.rpartition(":")[2]),
     st.one_of(_data, _values),
 ).map(list)
-_headers = st.fixed_dictionaries({}, optional={
-    "vantage_point": st.one_of(st.fixed_dictionaries({"type": _values, "name": _values}), _values),
-    "common_fields": st.one_of(st.fixed_dictionaries({}, optional={
-        "time_format": _values, "group_id": _values, "ODCID": _values, "time_units": _values}), _values),
-    "configuration": st.one_of(
-        st.fixed_dictionaries({}, optional={"time_units": _values, "time_offset": _values}), _values),
-    "title": _values, "event_fields": st.one_of(st.just(["relative_time", "category", "event_type", "data"]), _values),
-})
+_headers = st.fixed_dictionaries(
+    {},
+    optional={
+        "vantage_point": st.one_of(
+            st.fixed_dictionaries({"type": _values, "name": _values}), _values
+        ),
+        "common_fields": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "time_format": _values,
+                    "group_id": _values,
+                    "ODCID": _values,
+                    "time_units": _values,
+                },
+            ),
+            _values,
+        ),
+        "configuration": st.one_of(
+            st.fixed_dictionaries({}, optional={"time_units": _values, "time_offset": _values}),
+            _values,
+        ),
+        "title": _values,
+        "event_fields": st.one_of(
+            st.just(["relative_time", "category", "event_type", "data"]), _values
+        ),
+    },
+)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(header=_headers, events=st.lists(st.one_of(_object_events, _array_events, _values), max_size=12),
-       layout=st.sampled_from(["document", "seq", "ndjson"]), derive=st.booleans(), cut=st.integers(0, 400))
-def test_any_qlog_shaped_content_gives_a_trace_set_or_an_input_error(tmp_path, header, events, layout, derive, cut):
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    header=_headers,
+    events=st.lists(st.one_of(_object_events, _array_events, _values), max_size=12),
+    layout=st.sampled_from(["document", "seq", "ndjson"]),
+    derive=st.booleans(),
+    cut=st.integers(0, 400),
+)
+def test_any_qlog_shaped_content_gives_a_trace_set_or_an_input_error(
+    tmp_path, header, events, layout, derive, cut
+):
     f = tmp_path / "fuzz.qlog"
     if layout == "document":
         text = json.dumps({"qlog_version": "0.3", "traces": [{**header, "events": events}]})
     else:
-        head = {"qlog_format": "JSON-SEQ" if layout == "seq" else "NDJSON", "qlog_version": "0.3", "trace": header}
+        head = {
+            "qlog_format": "JSON-SEQ" if layout == "seq" else "NDJSON",
+            "qlog_version": "0.3",
+            "trace": header,
+        }
         sep = "\x1e" if layout == "seq" else ""
         text = "".join(sep + json.dumps(r) + "\n" for r in [head, *events])
     if cut and cut < len(text):
@@ -656,7 +823,9 @@ def test_any_qlog_shaped_content_gives_a_trace_set_or_an_input_error(tmp_path, h
     assert isinstance(json.loads(ts.meta["warnings"]), list)
 
 
-@pytest.mark.parametrize("name", ["draft00.qlog", "v03_truncated.sqlog", "truncated.qlog", "bad_middle.ndjson"])
+@pytest.mark.parametrize(
+    "name", ["draft00.qlog", "v03_truncated.sqlog", "truncated.qlog", "bad_middle.ndjson"]
+)
 def test_standard_library_json_fallback_reads_the_same(monkeypatch, name):
     fast = read_qlog(DATA / name)
     monkeypatch.setattr(statemine.parse.qlog, "_loads", json.loads)

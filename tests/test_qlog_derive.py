@@ -37,7 +37,13 @@ def reference(cwnds, ssthreshes):
         elif prev is not None and cwnd > prev:
             in_recovery = False
         threshold = inferred if math.isnan(logged) else logged
-        state = "Recovery" if in_recovery else "SlowStart" if cwnd < threshold else "CongestionAvoidance"
+        state = (
+            "Recovery"
+            if in_recovery
+            else "SlowStart"
+            if cwnd < threshold
+            else "CongestionAvoidance"
+        )
         out.append(state)
         prev = cwnd
     return out
@@ -51,16 +57,30 @@ def test_reduction_recovery_then_avoidance_with_inferred_threshold():
     m = pd.DataFrame({"time": [0.0, 1, 2, 3, 4, 5, 6], "cwnd": [10.0, 20, 40, 20, np.nan, 20, 22]})
     out = derive_states(m)
     assert out[["time", "state"]].values.tolist() == [
-        [0.0, "SlowStart"], [3.0, "Recovery"], [6.0, "CongestionAvoidance"]]
+        [0.0, "SlowStart"],
+        [3.0, "Recovery"],
+        [6.0, "CongestionAvoidance"],
+    ]
     assert out["ssthresh_inferred"].tolist() == [math.inf, 20, 20]
 
 
 def test_logged_ssthresh_wins_over_the_inferred_one():
-    m = pd.DataFrame({"time": [0.0, 1, 2, 3], "cwnd": [10.0, 20, 30, 40], "ssthresh": [np.nan, 25, np.nan, np.nan]})
+    m = pd.DataFrame(
+        {
+            "time": [0.0, 1, 2, 3],
+            "cwnd": [10.0, 20, 30, 40],
+            "ssthresh": [np.nan, 25, np.nan, np.nan],
+        }
+    )
     out = derive_states(m)
-    assert out[["time", "state"]].values.tolist() == [[0.0, "SlowStart"], [2.0, "CongestionAvoidance"]]
+    assert out[["time", "state"]].values.tolist() == [
+        [0.0, "SlowStart"],
+        [2.0, "CongestionAvoidance"],
+    ]
     assert math.isnan(out["ssthresh"].iloc[0]) and out["ssthresh"].iloc[1] == 25.0
-    assert out["ssthresh_inferred"].iloc[0] == math.inf and math.isnan(out["ssthresh_inferred"].iloc[1])
+    assert out["ssthresh_inferred"].iloc[0] == math.inf and math.isnan(
+        out["ssthresh_inferred"].iloc[1]
+    )
 
 
 def test_no_cwnd_gives_no_rows():
@@ -81,13 +101,20 @@ windows = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(cwnds=windows, data=st.data())
 def test_matches_the_plain_loop(cwnds, data):
-    ssth = data.draw(st.lists(st.one_of(st.just(math.nan), st.integers(1, 6).map(float)),
-                              min_size=len(cwnds), max_size=len(cwnds)))
+    ssth = data.draw(
+        st.lists(
+            st.one_of(st.just(math.nan), st.integers(1, 6).map(float)),
+            min_size=len(cwnds),
+            max_size=len(cwnds),
+        )
+    )
     m = pd.DataFrame({"time": np.arange(len(cwnds), dtype=float), "cwnd": cwnds, "ssthresh": ssth})
     out = derive_states(m)
     assert out["state"].tolist() == changes(reference(cwnds, ssth))
     # each row is the first update of its state run
     per_update = reference(cwnds, ssth)
     known = [t for t, c in enumerate(cwnds) if not all(math.isnan(x) for x in cwnds[: t + 1])]
-    starts = [known[i] for i in range(len(per_update)) if i == 0 or per_update[i] != per_update[i - 1]]
+    starts = [
+        known[i] for i in range(len(per_update)) if i == 0 or per_update[i] != per_update[i - 1]
+    ]
     assert out["time"].tolist() == starts

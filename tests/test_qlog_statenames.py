@@ -164,8 +164,16 @@ def test_picoquic_bbr_state_is_the_low_byte():
 @pytest.mark.parametrize(
     "changes, table, ambiguous",
     [
-        ([("0", 0, nan), ("1", 7680, 7680)], "picoquic-newreno", False),  # cc_param = new cwnd = ssthresh
-        ([("0", 0, nan), ("1", 15360, 10752)], "picoquic-newreno", True),  # no hint: picoquic's default
+        (
+            [("0", 0, nan), ("1", 7680, 7680)],
+            "picoquic-newreno",
+            False,
+        ),  # cc_param = new cwnd = ssthresh
+        (
+            [("0", 0, nan), ("1", 15360, 10752)],
+            "picoquic-newreno",
+            True,
+        ),  # no hint: picoquic's default
         ([("0", 0, nan), ("1", 15360, 10752), ("2", 15360, nan)], "picoquic-cubic", True),
         ([("655360", 10, nan)], "picoquic-bbr", False),
         ([("0", 0, nan), ("1", 0, nan), ("2", 0, nan), ("3", 0, nan)], "picoquic-bbr", False),

@@ -22,31 +22,62 @@ from statemine.parse import read
 VERSIONS = ["v0.37.5", "v0.48.2", "v0.63.0", "v0.65.0"]
 LATEST = VERSIONS[-1]
 #: Every state and event name the patches print (docs/log-format.md vocabulary).
-STATES = {"Init", "SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed", "ApplicationLimited",
-          "Recovery", "ProbeTimeout"}
+STATES = {
+    "Init",
+    "SlowStart",
+    "CongestionAvoidance",
+    "CongestionAvoidanceMaxed",
+    "ApplicationLimited",
+    "Recovery",
+    "ProbeTimeout",
+}
 EVENTS = {"LossDetected", "SpuriousLoss", "HyStartExit", "Close"}
 #: qlog congestion states -> statemine names.
-QLOG_STATES = {"slow_start": "SlowStart", "congestion_avoidance": "CongestionAvoidance",
-               "recovery": "Recovery", "application_limited": "ApplicationLimited"}
+QLOG_STATES = {
+    "slow_start": "SlowStart",
+    "congestion_avoidance": "CongestionAvoidance",
+    "recovery": "Recovery",
+    "application_limited": "ApplicationLimited",
+}
 
 
 def link(**kw) -> dict:
-    d = {"rate_bps": 20e6, "buffer_bytes": 60000, "delay_s": 0.015, "jitter_s": 0.0,
-         "loss": 0.0, "gilbert": None, "rate_schedule": None}
+    d = {
+        "rate_bps": 20e6,
+        "buffer_bytes": 60000,
+        "delay_s": 0.015,
+        "jitter_s": 0.0,
+        "loss": 0.0,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
     d.update(kw)
     return d
 
 
-def make_config(tmp: Path, version: str = LATEST, name: str = "run", seed: int = 1, count: int = 2,
-                size: int = 300_000, down: dict | None = None, **kw) -> dict:
+def make_config(
+    tmp: Path,
+    version: str = LATEST,
+    name: str = "run",
+    seed: int = 1,
+    count: int = 2,
+    size: int = 300_000,
+    down: dict | None = None,
+    **kw,
+) -> dict:
     """A small run config writing its files under ``tmp``."""
     cfg = {
-        "seed": seed, "implementation": "quic-go", "version": version,
+        "seed": seed,
+        "implementation": "quic-go",
+        "version": version,
         "objects": {"count": count, "size_bytes": size},
         "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
         "path": {"down": down or link(), "up": link()},
-        "reordering_threshold": None, "time_threshold": None, "time_limit_s": 60.0,
-        "log_path": str(tmp / f"{name}.log"), "result_path": str(tmp / f"{name}.result.json"),
+        "reordering_threshold": None,
+        "time_threshold": None,
+        "time_limit_s": 60.0,
+        "log_path": str(tmp / f"{name}.log"),
+        "result_path": str(tmp / f"{name}.result.json"),
     }
     cfg.update(kw)
     return cfg
@@ -161,8 +192,11 @@ def test_patch_transfer_log_and_qlog_agree(version, binaries, tmp_path):
     assert "Recovery" in states_of(server)
     for role in ("client", "server"):
         (qlog,) = qdir.glob(f"*_{role}.*qlog")
-        mine = [s for s in states_of(ev[ev["role"] == role])
-                if s not in ("Init", "ProbeTimeout", "CongestionAvoidanceMaxed")]
+        mine = [
+            s
+            for s in states_of(ev[ev["role"] == role])
+            if s not in ("Init", "ProbeTimeout", "CongestionAvoidanceMaxed")
+        ]
         assert collapse(mine) == collapse(qlog_states(qlog)), role
 
 
@@ -171,10 +205,19 @@ def test_patch_transfer_log_and_qlog_agree(version, binaries, tmp_path):
 def test_patch_real_udp_loopback(version, binaries, tmp_path):
     """The patched quic-go in real time over UDP on 127.0.0.1 (outside the emulation)."""
     log = tmp_path / "loopback.log"
-    env = {**os.environ, "STATEMINE_LOG": str(log), "STATEMINE_LOOPBACK": "1",
-           "QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING": "true"}
-    proc = subprocess.run([str(harness(binaries, version)), "-test.run=^TestLoopback$", "-test.v"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "STATEMINE_LOG": str(log),
+        "STATEMINE_LOOPBACK": "1",
+        "QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING": "true",
+    }
+    proc = subprocess.run(
+        [str(harness(binaries, version)), "-test.run=^TestLoopback$", "-test.v"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--- PASS: TestLoopback" in proc.stdout
     check_sane(read(log))
@@ -187,7 +230,9 @@ def test_reordering_threshold_knob(version, binaries, tmp_path):
     harness(binaries, version)
     rules = {}
     for name, threshold in (("default", None), ("huge", 10_000)):
-        cfg = make_config(tmp_path, version, name=name, down=link(loss=0.02), reordering_threshold=threshold)
+        cfg = make_config(
+            tmp_path, version, name=name, down=link(loss=0.02), reordering_threshold=threshold
+        )
         res = quicgo.run(cfg)
         assert res["ok"], res["error"]
         text = Path(cfg["log_path"]).read_text()
@@ -205,8 +250,11 @@ def test_threshold_knobs_reach_quic_go(binaries, tmp_path):
     cfg = make_config(tmp_path, count=1, size=20_000, reordering_threshold=7, time_threshold=1.5)
     assert quicgo.run(cfg, qlog_dir=qdir)["ok"]
     (qlog,) = qdir.glob("*_server.sqlog")
-    params = [json.loads(c) for c in qlog.read_bytes().split(b"\x1e") if b"parameters_set" in c
-              and b"reordering_threshold" in c]
+    params = [
+        json.loads(c)
+        for c in qlog.read_bytes().split(b"\x1e")
+        if b"parameters_set" in c and b"reordering_threshold" in c
+    ]
     assert params, "no recovery parameters in the qlog"
     data = params[0]["data"]
     assert data["reordering_threshold"] == 7 and data["time_threshold"] == 1.5
@@ -223,8 +271,23 @@ def test_go_path_model_unit_tests(binaries, tmp_path):
     mod = tmp_path / "mod"
     mod.mkdir()
     tags = quicgo.prepare_module(LATEST, src, mod, env)
-    proc = subprocess.run(["go", "test", *tags, "-count=1", "-run", "TestLink|TestPath|TestEndpoint|TestAddRange|TestArrivals|TestAppReader|TestVectors", "-v", "."],
-                          cwd=mod, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            "go",
+            "test",
+            *tags,
+            "-count=1",
+            "-run",
+            "TestLink|TestPath|TestEndpoint|TestAddRange|TestArrivals|TestAppReader|TestVectors",
+            "-v",
+            ".",
+        ],
+        cwd=mod,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("--- PASS") >= 19 and "--- FAIL" not in proc.stdout
     assert "TestVectorsStatistical" in proc.stdout and "TestVectorsDeterministic" in proc.stdout
@@ -254,12 +317,16 @@ def test_mobile_runs_are_deterministic(binaries, tmp_path):
     """The two-thread mobile client (two goroutines, a tracer) repeats byte for byte too."""
     harness(binaries, LATEST)
     mobile = {"profile": "mobile", "read_rate_bps": 8e6, "per_packet_cpu_s": 0.0003}
-    runs = [make_config(tmp_path, name=f"m{i}", seed=3, count=4, down=link(loss=0.01), client=mobile)
-            for i in range(3)]
+    runs = [
+        make_config(tmp_path, name=f"m{i}", seed=3, count=4, down=link(loss=0.01), client=mobile)
+        for i in range(3)
+    ]
     results = [quicgo.run(x) for x in runs]
     assert all(r["ok"] for r in results), [r["error"] for r in results]
     logs = {Path(x["log_path"]).read_bytes() for x in runs}
-    assert len(logs) == 1 and len({json.dumps(_without_wall(r), sort_keys=True) for r in results}) == 1
+    assert (
+        len(logs) == 1 and len({json.dumps(_without_wall(r), sort_keys=True) for r in results}) == 1
+    )
 
 
 @pytest.mark.slow
@@ -295,9 +362,15 @@ def test_mobile_profile_is_read_rate_bound(binaries, tmp_path):
     harness(binaries, LATEST)
     size, read_bps = 400_000, 2e6
     desktop = quicgo.run(make_config(tmp_path, name="desktop", count=1, size=size))
-    mobile = quicgo.run(make_config(
-        tmp_path, name="mobile", count=1, size=size,
-        client={"profile": "mobile", "read_rate_bps": read_bps, "per_packet_cpu_s": 0.0002}))
+    mobile = quicgo.run(
+        make_config(
+            tmp_path,
+            name="mobile",
+            count=1,
+            size=size,
+            client={"profile": "mobile", "read_rate_bps": read_bps, "per_packet_cpu_s": 0.0002},
+        )
+    )
     assert desktop["ok"] and mobile["ok"], (desktop["error"], mobile["error"])
     assert mobile["plt_s"] >= 8 * size / read_bps > desktop["plt_s"]
 
@@ -337,8 +410,14 @@ def test_adaptive_reordering_spends_less_time_in_recovery(binaries, tmp_path):
     share, spurious = {}, {}
     for version in ("v0.63.0", "v0.65.0"):
         harness(binaries, version)
-        cfg = make_config(tmp_path, version, name=version, count=1, size=1_000_000,
-                          down=link(jitter_s=0.004, buffer_bytes=10_000_000))
+        cfg = make_config(
+            tmp_path,
+            version,
+            name=version,
+            count=1,
+            size=1_000_000,
+            down=link(jitter_s=0.004, buffer_bytes=10_000_000),
+        )
         res = quicgo.run(cfg)
         assert res["ok"], res["error"]
         ts = read(cfg["log_path"])
@@ -358,11 +437,31 @@ def test_mobile_socket_buffer_and_windows(binaries, tmp_path):
     # 2 ms per packet: the network thread takes ~7 Mbit/s of the 20 Mbit/s path
     mobile = {"profile": "mobile", "read_rate_bps": 50e6, "per_packet_cpu_s": 0.002}
     deep = link(buffer_bytes=10_000_000)  # no tail drop at the bottleneck
-    small = quicgo.run(make_config(tmp_path, name="small", count=1, size=500_000, down=deep,
-                                   client={**mobile, "socket_buffer_bytes": 4000}))
-    large = quicgo.run(make_config(tmp_path, name="large", count=1, size=500_000, down=deep,
-                                   client={**mobile, "socket_buffer_bytes": 10_000_000,
-                                           "max_data_bytes": 2_000_000, "max_stream_data_bytes": 1_000_000}))
+    small = quicgo.run(
+        make_config(
+            tmp_path,
+            name="small",
+            count=1,
+            size=500_000,
+            down=deep,
+            client={**mobile, "socket_buffer_bytes": 4000},
+        )
+    )
+    large = quicgo.run(
+        make_config(
+            tmp_path,
+            name="large",
+            count=1,
+            size=500_000,
+            down=deep,
+            client={
+                **mobile,
+                "socket_buffer_bytes": 10_000_000,
+                "max_data_bytes": 2_000_000,
+                "max_stream_data_bytes": 1_000_000,
+            },
+        )
+    )
     assert small["ok"] and large["ok"], (small["error"], large["error"])
     assert small["packets_dropped"] > 0 and large["packets_dropped"] == 0
     bad = quicgo.run(make_config(tmp_path, name="bad", client={**mobile, "max_data_bytes": 0}))
@@ -380,8 +479,14 @@ def test_mobile_reader_holds_the_sender_back_through_flow_control(version, binar
     size, read_bps = 2_000_000, 4e6
     out = {}
     for prof in ("desktop", "mobile"):
-        cfg = make_config(tmp_path, version, name=prof, count=1, size=size,
-                          client={"profile": prof, "read_rate_bps": read_bps, "per_packet_cpu_s": 0.0001})
+        cfg = make_config(
+            tmp_path,
+            version,
+            name=prof,
+            count=1,
+            size=size,
+            client={"profile": prof, "read_rate_bps": read_bps, "per_packet_cpu_s": 0.0001},
+        )
         res = quicgo.run(cfg)
         assert res["ok"], res["error"]
         ts = read(cfg["log_path"])
@@ -403,6 +508,12 @@ def test_patched_quic_go_passes_its_own_tests(version):
     cache = quicgo.cache_dir()
     src = quicgo.patched_source(version, cache)
     env = {**quicgo.go_env(cache), "STATEMINE_LOG": os.devnull}
-    proc = subprocess.run(["go", "test", "-count=1", "./internal/ackhandler/", "./internal/congestion/"],
-                          cwd=src, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        ["go", "test", "-count=1", "./internal/ackhandler/", "./internal/congestion/"],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

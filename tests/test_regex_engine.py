@@ -29,8 +29,24 @@ from test_synoptic_regex import _fast_and_loop
 
 EXAMPLES = int(os.environ.get("STATEMINE_FUZZ_EXAMPLES", "50"))
 NAMES = ("TYPE", "A", "B")
-_ATOMS = ["a", "b", " ", "1", ".", r"\s", r"\S", r"\w", r"\d", "[ab]", "[^a]", r"[\s,]",
-          r"[\S]", "[a-c1]", r"\.", "é"]
+_ATOMS = [
+    "a",
+    "b",
+    " ",
+    "1",
+    ".",
+    r"\s",
+    r"\S",
+    r"\w",
+    r"\d",
+    "[ab]",
+    "[^a]",
+    r"[\s,]",
+    r"[\S]",
+    "[a-c1]",
+    r"\.",
+    "é",
+]
 _QUANTIFIERS = ["*", "+", "?", "*?", "+?", "??", "{2}", "{0,2}", "{1,3}"]
 #: Characters of the lines: Java's ``\s`` has the vertical tab, RE2's not; Java's ``.``
 #: excludes U+0085/U+2028 (line terminators), RE2's not.
@@ -48,12 +64,12 @@ def _pattern_body(names: list[str]):
             st.tuples(inner, inner).map("|".join),
             inner.map(lambda x: f"(?:{x})"),
             inner.map(lambda x: f"({x})"),
-            st.tuples(inner, st.sampled_from(_QUANTIFIERS)).map(
-                lambda t: f"(?:{t[0]}){t[1]}"),
+            st.tuples(inner, st.sampled_from(_QUANTIFIERS)).map(lambda t: f"(?:{t[0]}){t[1]}"),
             st.tuples(inner, st.sampled_from(_QUANTIFIERS)).map(lambda t: f"({t[0]}){t[1]}"),
             st.tuples(inner, st.sampled_from(_QUANTIFIERS)).map("".join),
             inner.map(lambda x: f"(?<{names.pop()}>{x})" if names else x),
         )
+
     return st.recursive(atoms, extend, max_leaves=6)
 
 
@@ -102,10 +118,15 @@ def test_re2_captures_what_a_backtracking_engine_captures(pattern, texts):
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(pattern=patterns(), texts=st.lists(lines, min_size=1, max_size=12),
-       ignore=st.booleans(), block=st.sampled_from([1 << 21, 7]))
-def test_vectorized_reader_and_line_loop_agree_on_random_patterns(tmp_path_factory, pattern,
-                                                                   texts, ignore, block):
+@given(
+    pattern=patterns(),
+    texts=st.lists(lines, min_size=1, max_size=12),
+    ignore=st.booleans(),
+    block=st.sampled_from([1 << 21, 7]),
+)
+def test_vectorized_reader_and_line_loop_agree_on_random_patterns(
+    tmp_path_factory, pattern, texts, ignore, block
+):
     if _compiled(pattern) is None:
         return
     path = tmp_path_factory.mktemp("log") / "a.log"
@@ -131,8 +152,11 @@ def test_the_issue_patterns_give_one_answer_on_both_paths(tmp_path):
         with pytest.MonkeyPatch.context() as m:
             if not fast:
                 m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
-            with pytest.raises(UsageError, match=r"^-r regex .*the group TYPE is inside a "
-                                                 r"repetition whose body can match the empty"):
+            with pytest.raises(
+                UsageError,
+                match=r"^-r regex .*the group TYPE is inside a "
+                r"repetition whose body can match the empty",
+            ):
                 read_regex([log], [r"^(?<TYPE>.*)+$"])
 
 
@@ -152,23 +176,26 @@ def test_catastrophic_pattern_runs_in_linear_time(tmp_path):
                 read_regex([log], [r"^(?<TYPE>(a+)+)$"])
 
 
-@pytest.mark.parametrize("option,regex,reason", [
-    ("-r", r"^(?<TYPE>a)\k<TYPE>$", r"back-references .* need a backtracking engine"),
-    ("-r", r"^(?<TYPE>a)\1$", r"back-references"),
-    ("-r", r"^(?<TYPE>(?=a)\w)$", r"look-ahead"),
-    ("-r", r"^(?<TYPE>\w)(?<!b)$", r"negative look-ahead/look-behind"),
-    ("-r", r"^(?<TYPE>(?>a|ab))$", r"atomic groups"),
-    ("-r", r"^(?<TYPE>a*+)$", r"possessive"),
-    ("-r", r"^(?<TYPE>a?)*$", r"group TYPE is inside a repetition"),
-    ("-r", r"^(?:(?<A>b*)|a)+(?<TYPE>x)$", r"group A is inside a repetition"),
-    ("-r", r"^(?<TYPE>[[:alpha:]]+)$", r"'\[' inside a character class"),
-    ("-r", r"^(?<TYPE>[a-z&&[^b]])$", r"inside a character class"),
-    ("-r", r"^(?<TYPE>[^\S,])$", r"negated class"),
-    ("-r", r"^(?<TYPE>\Z)$", r"cannot run on RE2: invalid escape"),
-    ("-r", r"^(?<TYPE>a{,3})$", r"write \{0,n\}"),
-    ("-r", r"^(?<TYPE>a{1000}){1000}$", r"cannot run on RE2"),
-    ("-s", r"^(?=-)--$", r"^-s regex '\^\(\?=-\)--\$': look-ahead"),
-])
+@pytest.mark.parametrize(
+    "option,regex,reason",
+    [
+        ("-r", r"^(?<TYPE>a)\k<TYPE>$", r"back-references .* need a backtracking engine"),
+        ("-r", r"^(?<TYPE>a)\1$", r"back-references"),
+        ("-r", r"^(?<TYPE>(?=a)\w)$", r"look-ahead"),
+        ("-r", r"^(?<TYPE>\w)(?<!b)$", r"negative look-ahead/look-behind"),
+        ("-r", r"^(?<TYPE>(?>a|ab))$", r"atomic groups"),
+        ("-r", r"^(?<TYPE>a*+)$", r"possessive"),
+        ("-r", r"^(?<TYPE>a?)*$", r"group TYPE is inside a repetition"),
+        ("-r", r"^(?:(?<A>b*)|a)+(?<TYPE>x)$", r"group A is inside a repetition"),
+        ("-r", r"^(?<TYPE>[[:alpha:]]+)$", r"'\[' inside a character class"),
+        ("-r", r"^(?<TYPE>[a-z&&[^b]])$", r"inside a character class"),
+        ("-r", r"^(?<TYPE>[^\S,])$", r"negated class"),
+        ("-r", r"^(?<TYPE>\Z)$", r"cannot run on RE2: invalid escape"),
+        ("-r", r"^(?<TYPE>a{,3})$", r"write \{0,n\}"),
+        ("-r", r"^(?<TYPE>a{1000}){1000}$", r"cannot run on RE2"),
+        ("-s", r"^(?=-)--$", r"^-s regex '\^\(\?=-\)--\$': look-ahead"),
+    ],
+)
 def test_refusals_name_the_option_and_why(tmp_path, option, regex, reason):
     log = tmp_path / "a.log"
     log.write_text("a\n")
@@ -181,31 +208,40 @@ def test_refusals_name_the_option_and_why(tmp_path, option, regex, reason):
 
 def test_allowed_repetitions_of_groups():
     """A repeated group whose body cannot be empty, or an unnamed group, is fine."""
-    assert compile_regex(r"^(?<TYPE>(?:a|b)+)(x*)+$").pattern.fullmatch("abx") == {
-        "TYPE": "ab"}
+    assert compile_regex(r"^(?<TYPE>(?:a|b)+)(x*)+$").pattern.fullmatch("abx") == {"TYPE": "ab"}
     assert compile_regex(r"^(?:(?<TYPE>a|b))+$").pattern.fullmatch("ab") == {"TYPE": "b"}
 
 
-@pytest.mark.parametrize("regex,line,expected", [
-    (r"^(?<TYPE>\s)$", "\x0b", "\x0b"),          # Java's \s has the vertical tab
-    (r"^(?<TYPE>[\s])$", "\x0b", "\x0b"),
-    (r"^(?<TYPE>\S)$", "\x0b", None),
-    (r"^(?<TYPE>[\S,])$", ",", ","),
-    (r"^(?<TYPE>[\S,])$", "\x0b", None),
-    (r"^(?<TYPE>.)$", "\u2028", None),           # Java's . stops at line terminators
-    (r"^(?<TYPE>.)$", "\x85", None),
-    (r"^(?<TYPE>(?s:.))$", "\u2028", "\u2028"),
-    (r"^(?<TYPE>.)$", "é", "é"),
-])
+@pytest.mark.parametrize(
+    "regex,line,expected",
+    [
+        (r"^(?<TYPE>\s)$", "\x0b", "\x0b"),  # Java's \s has the vertical tab
+        (r"^(?<TYPE>[\s])$", "\x0b", "\x0b"),
+        (r"^(?<TYPE>\S)$", "\x0b", None),
+        (r"^(?<TYPE>[\S,])$", ",", ","),
+        (r"^(?<TYPE>[\S,])$", "\x0b", None),
+        (r"^(?<TYPE>.)$", "\u2028", None),  # Java's . stops at line terminators
+        (r"^(?<TYPE>.)$", "\x85", None),
+        (r"^(?<TYPE>(?s:.))$", "\u2028", "\u2028"),
+        (r"^(?<TYPE>.)$", "é", "é"),
+    ],
+)
 def test_java_classes(regex, line, expected):
     m = compile_regex(regex).pattern.fullmatch(line)
     assert (m and m["TYPE"]) == expected
 
 
-@pytest.mark.parametrize("mapping,ok", [
-    (r"\k<nope>", False), (r"\k<FILE>", True), (r"\k<host>", True),
-    (r"\k<TYPE>-\k<SEPCOUNT>", True), (r"\k<c>", True), (r"\k<SEPCOUNT>", False),
-])
+@pytest.mark.parametrize(
+    "mapping,ok",
+    [
+        (r"\k<nope>", False),
+        (r"\k<FILE>", True),
+        (r"\k<host>", True),
+        (r"\k<TYPE>-\k<SEPCOUNT>", True),
+        (r"\k<c>", True),
+        (r"\k<SEPCOUNT>", False),
+    ],
+)
 def test_mapping_names_must_exist(tmp_path, mapping, ok):
     """-m '\\k<nope>' silently put every event in one trace; now refused."""
     log = tmp_path / "a.log"
@@ -222,15 +258,31 @@ def test_mapping_names_must_exist(tmp_path, mapping, ok):
 def test_cli_refuses_unknown_mapping_group(tmp_path):
     log = tmp_path / "a.log"
     log.write_text("1 a\n")
-    for cmd in (["infer", "--out", str(tmp_path / "o")], ["infer", "--engine", "synoptic",
-                                                         "-o", str(tmp_path / "m")]):
-        res = subprocess.run(["python3", "-m", "statemine", *cmd, "-r",
-                              r"^(?<DTIME>)(?<TYPE>)$", "-m", r"\k<nope>", str(log)],
-                             capture_output=True, text=True, timeout=120)
+    for cmd in (
+        ["infer", "--out", str(tmp_path / "o")],
+        ["infer", "--engine", "synoptic", "-o", str(tmp_path / "m")],
+    ):
+        res = subprocess.run(
+            [
+                "python3",
+                "-m",
+                "statemine",
+                *cmd,
+                "-r",
+                r"^(?<DTIME>)(?<TYPE>)$",
+                "-m",
+                r"\k<nope>",
+                str(log),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip().splitlines() == [
             r"statemine: error: -m '\k<nope>': \k<nope> names no group, constant or "
-            r"counter of the regexes (-r, -s), nor FILE"]
+            r"counter of the regexes (-r, -s), nor FILE"
+        ]
         assert not (tmp_path / "o").exists()
 
 
@@ -290,8 +342,14 @@ def java_oracle(tmp_path_factory):
 
 def _java_results(work, cases: list[tuple[str, list[str]]]) -> list[list]:
     text = "".join(" ".join(s.encode().hex() for s in (p, *ls)) + "\n" for p, ls in cases)
-    res = subprocess.run(["java", "-cp", str(work), "Oracle"], input=text, text=True,
-                         capture_output=True, check=True, timeout=300)
+    res = subprocess.run(
+        ["java", "-cp", str(work), "Oracle"],
+        input=text,
+        text=True,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
     out = []
     for row in res.stdout.splitlines():
         per_line = []
@@ -299,18 +357,26 @@ def _java_results(work, cases: list[tuple[str, list[str]]]) -> list[list]:
             if cell == "-":
                 per_line.append(None)
                 continue
-            vals = cell.split(",")[:len(NAMES)]
-            per_line.append({g: None if v == "~" else bytes.fromhex(v).decode()
-                             for g, v in zip(NAMES, vals)})
+            vals = cell.split(",")[: len(NAMES)]
+            per_line.append(
+                {g: None if v == "~" else bytes.fromhex(v).decode() for g, v in zip(NAMES, vals)}
+            )
         out.append(per_line)
     return out
 
 
 @pytest.mark.slow
-@settings(max_examples=max(4, EXAMPLES // 50), deadline=None, phases=[Phase.generate],
-          suppress_health_check=list(HealthCheck))  # no shrinking: a JVM per attempt
-@given(cases=st.lists(st.tuples(patterns(), st.lists(lines, min_size=1, max_size=6)),
-                      min_size=100, max_size=200))
+@settings(
+    max_examples=max(4, EXAMPLES // 50),
+    deadline=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)  # no shrinking: a JVM per attempt
+@given(
+    cases=st.lists(
+        st.tuples(patterns(), st.lists(lines, min_size=1, max_size=6)), min_size=100, max_size=200
+    )
+)
 def test_re2_captures_what_java_captures(java_oracle, cases):
     """Every pattern statemine accepts matches and captures as ``java.util.regex`` does
     (one JVM per batch of patterns)."""

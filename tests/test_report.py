@@ -18,7 +18,9 @@ from statemine.errors import UsageError
 from statemine.report import Outcomes, build_report
 from statemine.traces import TraceSet, concat, save
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz 'dot' is not installed"
+)
 EVIL = '<script>alert("x")</script>'
 
 
@@ -51,24 +53,44 @@ def evil_set(prefix: str, n: int, seed: int) -> TraceSet:
 
 def results() -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    rows = [{"stack": stack, "profile": prof, "rate_mbps": rate, "object_size_bytes": size, "ok": True,
-             "plt_s": (size * 8 / rate / 1e6 + 0.05) * (1.4 if prof == "mobile" and size > 10_000 else 1)
-             * (1 + 0.03 * rng.standard_normal())}
-            for stack in ("s1", "s2") for rate in (1, 10) for size in (10_000, 1_000_000)
-            for prof in ("desktop", "mobile") for _ in range(4)]
+    rows = [
+        {
+            "stack": stack,
+            "profile": prof,
+            "rate_mbps": rate,
+            "object_size_bytes": size,
+            "ok": True,
+            "plt_s": (size * 8 / rate / 1e6 + 0.05)
+            * (1.4 if prof == "mobile" and size > 10_000 else 1)
+            * (1 + 0.03 * rng.standard_normal()),
+        }
+        for stack in ("s1", "s2")
+        for rate in (1, 10)
+        for size in (10_000, 1_000_000)
+        for prof in ("desktop", "mobile")
+        for _ in range(4)
+    ]
     return pd.DataFrame(rows)
 
 
 def test_two_sided_report_is_self_contained_and_escaped():
-    page = build_report(evil_set("a", 12, 1), evil_set("b", 12, 2), label_a="<b>desk</b>", label_b="mob&ile",
-                        n_perm=199, n_boot=100,
-                        outcomes=Outcomes(results(), by="profile", value_a="desktop", value_b="mobile"))
+    page = build_report(
+        evil_set("a", 12, 1),
+        evil_set("b", 12, 2),
+        label_a="<b>desk</b>",
+        label_b="mob&ile",
+        n_perm=199,
+        n_boot=100,
+        outcomes=Outcomes(results(), by="profile", value_a="desktop", value_b="mobile"),
+    )
     doc = parse(page)
     tags = [t for t, _ in doc.tags]
     assert "script" not in tags and "link" not in tags and "iframe" not in tags
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     text = "".join(doc.text)
-    assert EVIL in text and "<b>desk</b>" in text and "mob&ile" in text and 'q&"go' in text  # shown as text
+    assert (
+        EVIL in text and "<b>desk</b>" in text and "mob&ile" in text and 'q&"go' in text
+    )  # shown as text
     assert EVIL not in page and "<b>desk</b>" not in page
     images = [a["src"] for t, a in doc.tags if t == "img"]
     # diff diagram + 2 x (cwnd timeline) + 2 heatmaps (one per stack)
@@ -101,17 +123,53 @@ def test_report_cli(tmp_path):
     save(make_set("b", 6, seed=2, cwnd=True), tmp_path / "mobile.parquet")
     results().to_csv(tmp_path / "results.csv", index=False)
     out = tmp_path / "r" / "report.html"
-    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), str(tmp_path / "mobile.parquet"),
-                                    "--out", str(out), "--permutations", "99", "--bootstrap", "50",
-                                    "--results", str(tmp_path / "results.csv"), "--by", "profile"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "report",
+            str(tmp_path / "desktop.parquet"),
+            str(tmp_path / "mobile.parquet"),
+            "--out",
+            str(out),
+            "--permutations",
+            "99",
+            "--bootstrap",
+            "50",
+            "--results",
+            str(tmp_path / "results.csv"),
+            "--by",
+            "profile",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "Outcomes: plt_s" in out.read_text()
-    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "x.html"),
-                                    "--results", str(tmp_path / "results.csv")])
+    res = CliRunner().invoke(
+        main,
+        [
+            "report",
+            str(tmp_path / "desktop.parquet"),
+            "--out",
+            str(tmp_path / "x.html"),
+            "--results",
+            str(tmp_path / "results.csv"),
+        ],
+    )
     assert res.exit_code == 2 and "--by" in res.output and not (tmp_path / "x.html").exists()
-    res = CliRunner().invoke(main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "x.html"),
-                                    "--results", str(tmp_path / "results.csv"), "--by", "profile",
-                                    "--values", "desktop,tablet"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "report",
+            str(tmp_path / "desktop.parquet"),
+            "--out",
+            str(tmp_path / "x.html"),
+            "--results",
+            str(tmp_path / "results.csv"),
+            "--by",
+            "profile",
+            "--values",
+            "desktop,tablet",
+        ],
+    )
     assert res.exit_code == 2 and "tablet" in res.output and not (tmp_path / "x.html").exists()
 
 
@@ -122,29 +180,69 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
 
     from statemine.timeline import representative_trace
 
-    a = concat([copies("a", 3, FAST, implementation="x"), make_set("c", 5, seed=3, cwnd=True, implementation="y")])
-    b = concat([copies("b", 3, SLOW, implementation="x"), make_set("d", 5, seed=4, cwnd=True, implementation="y",
-                                                                   recovery_mean=0.6)])
+    a = concat(
+        [
+            copies("a", 3, FAST, implementation="x"),
+            make_set("c", 5, seed=3, cwnd=True, implementation="y"),
+        ]
+    )
+    b = concat(
+        [
+            copies("b", 3, SLOW, implementation="x"),
+            make_set("d", 5, seed=4, cwnd=True, implementation="y", recovery_mean=0.6),
+        ]
+    )
     for ts in (a, b):  # give the copies a cwnd so every group gets a timeline
         ts.events["cwnd"] = ts.events["cwnd"].fillna(10_000.0)
-    page = build_report(a, b, label_a="desk", label_b="mob", n_perm=99, n_boot=50, strata="implementation")
+    page = build_report(
+        a, b, label_a="desk", label_b="mob", n_perm=99, n_boot=50, strata="implementation"
+    )
     text = " ".join("".join(parse(page).text).split())
-    assert "Pseudo-replicates (a side's traces give identical shares): CongestionAvoidance, Recovery, SlowStart" in text
+    assert (
+        "Pseudo-replicates (a side's traces give identical shares): CongestionAvoidance, Recovery, SlowStart"
+        in text
+    )
     # C(6, 3) C(10, 5) = 5040 relabellings > 99: the Monte Carlo floor 1 / 100, times the states
-    n_states = len(set(a.events.loc[a.events["kind"] == "state", "state"]) | set(b.events.loc[b.events["kind"] == "state", "state"]))
-    assert f"smallest p-value these traces allow is {1 / 100:.3g}, {min(1.0, n_states / 100):.3g} after Holm" in text
+    n_states = len(
+        set(a.events.loc[a.events["kind"] == "state", "state"])
+        | set(b.events.loc[b.events["kind"] == "state", "state"])
+    )
+    assert (
+        f"smallest p-value these traces allow is {1 / 100:.3g}, {min(1.0, n_states / 100):.3g} after Holm"
+        in text
+    )
     assert ("underpowered, no state can be significant" in text) == (n_states / 100 >= 0.05)
     headings = re.findall(r"<h3>([^<]*): trace ([^<]*?) \(Recovery ([0-9.]+)% of its time", page)
-    assert [h[0] for h in headings] == ["desk / implementation=x", "desk / implementation=y",
-                                        "mob / implementation=x", "mob / implementation=y"]
-    for (group, trace, share), (ts, impl) in zip(headings, [(a, "x"), (a, "y"), (b, "x"), (b, "y")]):
+    assert [h[0] for h in headings] == [
+        "desk / implementation=x",
+        "desk / implementation=y",
+        "mob / implementation=x",
+        "mob / implementation=y",
+    ]
+    for (group, trace, share), (ts, impl) in zip(
+        headings, [(a, "x"), (a, "y"), (b, "x"), (b, "y")]
+    ):
         expected = representative_trace(ts.select({"implementation": impl}), "Recovery")
         assert trace == expected[0] and float(share) == pytest.approx(100 * expected[1], abs=0.05)
 
 
 def test_timelines_per_implementation_when_a_side_mixes_them():
-    a = concat([make_set("a", 3, seed=1, cwnd=True, implementation="x"), make_set("c", 3, seed=2, cwnd=True, implementation="y")])
-    b = concat([make_set("b", 3, seed=3, cwnd=True, implementation="x"), make_set("d", 3, seed=4, cwnd=True, implementation="y")])
+    a = concat(
+        [
+            make_set("a", 3, seed=1, cwnd=True, implementation="x"),
+            make_set("c", 3, seed=2, cwnd=True, implementation="y"),
+        ]
+    )
+    b = concat(
+        [
+            make_set("b", 3, seed=3, cwnd=True, implementation="x"),
+            make_set("d", 3, seed=4, cwnd=True, implementation="y"),
+        ]
+    )
     page = build_report(a, b, label_a="A", label_b="B", n_perm=99, n_boot=20)
-    assert re.findall(r"<h3>([^<:]*): trace", page) == ["A / implementation=x", "A / implementation=y",
-                                                         "B / implementation=x", "B / implementation=y"]
+    assert re.findall(r"<h3>([^<:]*): trace", page) == [
+        "A / implementation=x",
+        "A / implementation=y",
+        "B / implementation=x",
+        "B / implementation=y",
+    ]

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- a plain dense reference ------------------------------------------------------------
-def dense_reference(chunks, n_traces: int, n_states: int, n_boot: int, seed: int, confidence: float = 0.95):
+def dense_reference(
+    chunks, n_traces: int, n_states: int, n_boot: int, seed: int, confidence: float = 0.95
+):
     """The tables' numbers from traces x states and traces x (src, dst) matrices, as the
     statistics were computed before they were sparse: (per-state dict, per-edge dict)."""
     time = np.zeros((n_traces, n_states))
@@ -40,9 +42,17 @@ def dense_reference(chunks, n_traces: int, n_states: int, n_boot: int, seed: int
         np.add.at(count, (c.trace, c.state), 1)
         np.add.at(edges, (c.first_trace, 0, c.first_state + 1), 1)
         np.add.at(edges, (c.trace, c.state + 1, c.next + 1), 1)
-    pairs = [(s, d) for s in range(n_states + 1) for d in range(n_states + 1) if edges[:, s, d].sum() > 0]
-    e_num = np.stack([edges[:, s, d] for s, d in pairs], axis=1) if pairs else np.zeros((n_traces, 0))
-    e_den = np.stack([edges[:, s, :].sum(axis=1) for s, _ in pairs], axis=1) if pairs else np.zeros((n_traces, 0))
+    pairs = [
+        (s, d) for s in range(n_states + 1) for d in range(n_states + 1) if edges[:, s, d].sum() > 0
+    ]
+    e_num = (
+        np.stack([edges[:, s, d] for s, d in pairs], axis=1) if pairs else np.zeros((n_traces, 0))
+    )
+    e_den = (
+        np.stack([edges[:, s, :].sum(axis=1) for s, _ in pairs], axis=1)
+        if pairs
+        else np.zeros((n_traces, 0))
+    )
     totals = time.sum(axis=1)
     num = np.hstack([time, e_num])
     den = np.hstack([np.repeat(totals[:, None], n_states, axis=1), e_den])
@@ -55,7 +65,7 @@ def dense_reference(chunks, n_traces: int, n_states: int, n_boot: int, seed: int
         picks = rng.integers(0, n_traces, size=(b, n_traces), dtype=np.int32)
         w = np.array([np.bincount(p, minlength=n_traces) for p in picks], float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            stats[start:start + b] = (w @ num) / (w @ den)
+            stats[start : start + b] = (w @ num) / (w @ den)
     alpha = (1 - confidence) / 2
     lo = hi = np.full(num.shape[1], np.nan)
     if n_traces > 1 and n_boot:
@@ -64,20 +74,34 @@ def dense_reference(chunks, n_traces: int, n_states: int, n_boot: int, seed: int
             lo, hi = np.nanquantile(stats, alpha, axis=0), np.nanquantile(stats, 1 - alpha, axis=0)
     positive = totals > 0
     states = {
-        s: dict(time_s=time[:, s].sum(), visits=count[:, s].sum(), traces=(count[:, s] > 0).sum(),
-                mean_trace_fraction=(time[positive, s] / totals[positive]).mean() if positive.any() else np.nan,
-                lo=lo[s], hi=hi[s])
-        for s in range(n_states) if count[:, s].sum() > 0
+        s: dict(
+            time_s=time[:, s].sum(),
+            visits=count[:, s].sum(),
+            traces=(count[:, s] > 0).sum(),
+            mean_trace_fraction=(time[positive, s] / totals[positive]).mean()
+            if positive.any()
+            else np.nan,
+            lo=lo[s],
+            hi=hi[s],
+        )
+        for s in range(n_states)
+        if count[:, s].sum() > 0
     }
     out = {}
     for i, (s, d) in enumerate(pairs):
         total = edges[:, s, d].sum()
-        out[(s - 1, d - 1)] = dict(count=total, probability=total / edges[:, s, :].sum(),
-                                   lo=lo[n_states + i], hi=hi[n_states + i])
+        out[(s - 1, d - 1)] = dict(
+            count=total,
+            probability=total / edges[:, s, :].sum(),
+            lo=lo[n_states + i],
+            hi=hi[n_states + i],
+        )
     return states, out
 
 
-def random_chunks(rng: np.random.Generator, n_traces: int, n_states: int, n_lines: int, n_cuts: int):
+def random_chunks(
+    rng: np.random.Generator, n_traces: int, n_states: int, n_lines: int, n_cuts: int
+):
     trace = rng.integers(0, n_traces, n_lines)
     state = rng.integers(0, n_states, n_lines)
     time = np.cumsum(rng.exponential(1.0, n_lines) * (rng.random(n_lines) < 0.9))
@@ -92,23 +116,37 @@ def close(a, b) -> bool:
     return bool(np.isclose(a, b, rtol=1e-12, atol=1e-15) or (np.isnan(a) and np.isnan(b)))
 
 
-@pytest.fixture(params=["as configured", "sparse, small groups, weights kept", "sparse, weights drawn again"])
+@pytest.fixture(
+    params=["as configured", "sparse, small groups, weights kept", "sparse, weights drawn again"]
+)
 def layout(request, monkeypatch):
     """Run each comparison with the default layout and with every column group sparse
     (the gathered products), groups of a few columns, and weights kept or redrawn."""
     if request.param != "as configured":
         monkeypatch.setattr(visitstats, "_DENSE_CELLS", 1)
         monkeypatch.setattr(visitstats, "_STAT_CELLS", 700)
-        monkeypatch.setattr(visitstats, "_EDGE_TABLE_CELLS", 0)  # transitions numbered by binary search
+        monkeypatch.setattr(
+            visitstats, "_EDGE_TABLE_CELLS", 0
+        )  # transitions numbered by binary search
     if request.param == "sparse, weights drawn again":
         monkeypatch.setattr(visitstats, "_WEIGHT_BYTES", 0)
     return request.param
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), n_traces=st.integers(1, 40), n_states=st.integers(1, 9),
-       n_lines=st.integers(1, 400), n_cuts=st.integers(0, 6), n_boot=st.sampled_from([0, 1, 37, 200]))
-def test_sparse_tables_equal_a_dense_computation(layout, seed, n_traces, n_states, n_lines, n_cuts, n_boot):
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 10**6),
+    n_traces=st.integers(1, 40),
+    n_states=st.integers(1, 9),
+    n_lines=st.integers(1, 400),
+    n_cuts=st.integers(0, 6),
+    n_boot=st.sampled_from([0, 1, 37, 200]),
+)
+def test_sparse_tables_equal_a_dense_computation(
+    layout, seed, n_traces, n_states, n_lines, n_cuts, n_boot
+):
     rng = np.random.default_rng(seed)
     chunks = random_chunks(rng, n_traces, n_states, n_lines, n_cuts)
     stats = VisitStats()
@@ -126,10 +164,16 @@ def test_sparse_tables_equal_a_dense_computation(layout, seed, n_traces, n_state
         assert close(states["time_s"][i], r["time_s"])
         assert close(states["time_fraction"][i], r["time_s"] / total if total else np.nan)
         assert close(states["mean_trace_fraction"][i], r["mean_trace_fraction"])
-        assert close(states["time_fraction_lo"][i], r["lo"]) and close(states["time_fraction_hi"][i], r["hi"])
+        assert close(states["time_fraction_lo"][i], r["lo"]) and close(
+            states["time_fraction_hi"][i], r["hi"]
+        )
     got = {}
-    for src, dst, count, p, lo, hi in zip(*(transitions[c] for c in ("src", "dst", "count", "probability",
-                                                                      "probability_lo", "probability_hi"))):
+    for src, dst, count, p, lo, hi in zip(
+        *(
+            transitions[c]
+            for c in ("src", "dst", "count", "probability", "probability_lo", "probability_hi")
+        )
+    ):
         s = -1 if src == "INITIAL" else names.index(src)
         d = -1 if dst == "TERMINAL" else names.index(dst)
         got[(s, d)] = (count, p, lo, hi)
@@ -141,8 +185,13 @@ def test_sparse_tables_equal_a_dense_computation(layout, seed, n_traces, n_state
 
 
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 10**6), n_traces=st.integers(1, 30), n_states=st.integers(1, 7),
-       n_lines=st.integers(1, 300), chunk=st.integers(1, 9))
+@given(
+    seed=st.integers(0, 10**6),
+    n_traces=st.integers(1, 30),
+    n_states=st.integers(1, 7),
+    n_lines=st.integers(1, 300),
+    chunk=st.integers(1, 9),
+)
 def test_tables_do_not_depend_on_the_chunk_size(seed, n_traces, n_states, n_lines, chunk):
     """The stored sums are re-sorted by column and summed per source ``_CHUNK`` entries
     (whole traces) at a time: every chunk size gives the same numbers, bit for bit, in the
@@ -208,7 +257,7 @@ def test_linear_quantiles_are_numpys():
     values, start, n = np.array(values), np.array(start), np.array(n)
     for q in (0.0, 0.025, 0.5, 0.975, 1.0, 0.3337):
         got = linear_quantiles(values, start, n, q)
-        want = [np.quantile(values[a:a + m], q) if m else np.nan for a, m in zip(start, n)]
+        want = [np.quantile(values[a : a + m], q) if m else np.nan for a, m in zip(start, n)]
         assert np.array_equal(got, want, equal_nan=True)  # bit for bit
 
 
@@ -216,8 +265,10 @@ def test_per_trace_table_for_diff_equals_the_sparse_sums():
     """trace_state_times (the traces x states table diff and timelines use) holds the
     same seconds as the sparse (trace, state) sums of the tables."""
     rng = np.random.default_rng(4)
-    rows = [(f"t{int(rng.integers(0, 12))}", float(t), f"S{int(rng.integers(0, 6))}")
-            for t in np.cumsum(rng.exponential(1.0, 300))]
+    rows = [
+        (f"t{int(rng.integers(0, 12))}", float(t), f"S{int(rng.integers(0, 6))}")
+        for t in np.cumsum(rng.exponential(1.0, 300))
+    ]
     ts = TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"]))
     table = trace_state_times(visits(ts), ts)
     from statemine.analyze import _traceset_visits
@@ -257,7 +308,11 @@ def test_cap_names_file_and_line_in_every_path(tmp_path):
 def test_cap_counts_names_across_files_and_blocks(tmp_path):
     a = id_log(tmp_path / "a.log", 10)
     b = tmp_path / "b.log"
-    b.write_text("".join(f"STATEMINE t={i} conn=d{i} state={'S3' if i < 4 else f'T{i}'}\n" for i in range(12)))
+    b.write_text(
+        "".join(
+            f"STATEMINE t={i} conn=d{i} state={'S3' if i < 4 else f'T{i}'}\n" for i in range(12)
+        )
+    )
     with pytest.raises(InputError) as err:
         summarize_logs([a, b], max_states=15, n_boot=0)
     # a.log has S0..S9; b.log lines 1-4 repeat S3, then T4 (11th), ... T9 is the 16th name, line 10
@@ -267,14 +322,44 @@ def test_cap_counts_names_across_files_and_blocks(tmp_path):
 def test_cli_cap_exit_2_one_line(tmp_path):
     log = id_log(tmp_path / "ids.log", 50)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "statemine", "infer", str(log), "--max-states", "40",
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "statemine",
+            "infer",
+            str(log),
+            "--max-states",
+            "40",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(f"statemine: error: {log}:41: ")
     assert "looks like an id in the state field" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
-    ok = subprocess.run([sys.executable, "-m", "statemine", "infer", str(log), "--max-states", "50", "--bootstrap",
-                         "20", "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "statemine",
+            "infer",
+            str(log),
+            "--max-states",
+            "50",
+            "--bootstrap",
+            "20",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert ok.returncode == 0, ok.stderr
     assert len(pd.read_csv(out / "states.csv")) == 50
 
@@ -284,6 +369,7 @@ def _limited(limit_bytes: int, cpu_s: int):
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+
     return apply
 
 
@@ -295,9 +381,15 @@ def test_ten_thousand_new_connections_and_states_within_500_mb(tmp_path):
     log = id_log(tmp_path / "ids.log", 10_000)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "statemine", "infer", str(log), "--out", str(out)],
-                          capture_output=True, text=True, cwd=tmp_path, env=env,
-                          preexec_fn=_limited(500 * 2**20, 60), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "statemine", "infer", str(log), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        preexec_fn=_limited(500 * 2**20, 60),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     states = pd.read_csv(out / "states.csv")
@@ -316,8 +408,17 @@ def test_model_json_is_the_node_link_dump_written_piece_by_piece():
 
     from statemine.infer.observed import _nan_to_none, model_to_json, observed_model
 
-    rows = [("a", 0.0, "SlowStart"), ("a", 1.0, 'x"\\\n\u00e9'), ("a", 3.0, "SlowStart"), ("b", 0.0, "Recovery")]
-    G = observed_model(TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"])), n_boot=10)
+    rows = [
+        ("a", 0.0, "SlowStart"),
+        ("a", 1.0, 'x"\\\n\u00e9'),
+        ("a", 3.0, "SlowStart"),
+        ("b", 0.0, "Recovery"),
+    ]
+    G = observed_model(
+        TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"])), n_boot=10
+    )
     for graph in (G, nx.DiGraph()):
-        want = json.dumps(_nan_to_none(nx.node_link_data(graph, edges="edges")), indent=1, sort_keys=True)
+        want = json.dumps(
+            _nan_to_none(nx.node_link_data(graph, edges="edges")), indent=1, sort_keys=True
+        )
         assert model_to_json(graph) == want

@@ -72,7 +72,11 @@ def test_gzip_and_auto_detection(tmp_path):
     [
         ("STATEMINE t=abc conn=a state=SlowStart\n", 1, "not a number"),
         ("x\nSTATEMINE t=1 conn=a state=SlowStart cwnd=lots\n", 2, "cwnd= is not a number"),
-        ("STATEMINE t=2 conn=a state=SlowStart\nSTATEMINE t=1 conn=a state=Recovery\n", 2, "backwards"),
+        (
+            "STATEMINE t=2 conn=a state=SlowStart\nSTATEMINE t=1 conn=a state=Recovery\n",
+            2,
+            "backwards",
+        ),
         ("STATEMINE t=2 conn=a\n", 1, "malformed"),
         ("STATEMINE t=2 conn=a state=X cwnd=1 cwnd=2\n", 1, "twice"),
         ("STATEMINE t=2 conn=a state=X junk\n", 1, "key=value"),
@@ -137,7 +141,10 @@ def test_folder_input_and_labels(tmp_path):
 
 
 def test_small_blocks_equal_one_block_and_report_the_first_error(tmp_path):
-    lines = [f"STATEMINE t={i * 0.1:.1f} conn={i % 7} state={('A', 'B', 'C')[i % 3]} x{i}=1\n" for i in range(3000)]
+    lines = [
+        f"STATEMINE t={i * 0.1:.1f} conn={i % 7} state={('A', 'B', 'C')[i % 3]} x{i}=1\n"
+        for i in range(3000)
+    ]
     p = write(tmp_path, "".join(lines))
     whole = read_statemine_log(p).events
     small = read_statemine_log(p, chunk_bytes=4096).events

@@ -32,20 +32,34 @@ def random_log(rng: np.random.Generator, n_lines: int, n_conns: int) -> str:
         clock[c] += float(rng.choice([0.0, rng.exponential(0.1)]))
         role = " role=server" if c % 3 else ""
         r = rng.random()
-        what = ("event=Close" if r < 0.03 else "event=LossDetected" if r < 0.15
-                else f"state={STATES[int(rng.integers(len(STATES)))]}")
+        what = (
+            "event=Close"
+            if r < 0.03
+            else "event=LossDetected"
+            if r < 0.15
+            else f"state={STATES[int(rng.integers(len(STATES)))]}"
+        )
         lines.append(f"I1120 x.go:1] STATEMINE t={clock[c]:.6f} conn=c{c}{role} {what} cwnd=1200\n")
     return "".join(lines)
 
 
 def assert_same_tables(streamed, states: pd.DataFrame, transitions: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(streamed.states, states, check_exact=False, rtol=1e-12, atol=1e-12)
-    pd.testing.assert_frame_equal(streamed.transitions, transitions, check_exact=False, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(
+        streamed.states, states, check_exact=False, rtol=1e-12, atol=1e-12
+    )
+    pd.testing.assert_frame_equal(
+        streamed.transitions, transitions, check_exact=False, rtol=1e-12, atol=1e-12
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10**6), n_files=st.integers(1, 3), collapse=st.booleans(),
-       end=st.sampled_from(["close", "last-state"]), chunk=st.sampled_from([64, 300, 1 << 20]))
+@given(
+    seed=st.integers(0, 10**6),
+    n_files=st.integers(1, 3),
+    collapse=st.booleans(),
+    end=st.sampled_from(["close", "last-state"]),
+    chunk=st.sampled_from([64, 300, 1 << 20]),
+)
 def test_streamed_equals_in_memory(tmp_path_factory, seed, n_files, collapse, end, chunk):
     rng = np.random.default_rng(seed)
     folder = tmp_path_factory.mktemp("logs")
@@ -80,7 +94,11 @@ def test_fold_in_any_blocks_gives_the_visits_of_one_block():
         fold = VisitFold(collapse)
         chunks = [fold.add(trace[a:b], state[a:b], time[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
         chunks.append(fold.finish(np.full(5, time[-1] + 1)))
-        rows = {tuple(map(float, r)) for c in chunks for r in zip(c.trace, c.state, c.start, c.end, c.next)}
+        rows = {
+            tuple(map(float, r))
+            for c in chunks
+            for r in zip(c.trace, c.state, c.start, c.end, c.next)
+        }
         firsts = {(int(t), int(s)) for c in chunks for t, s in zip(c.first_trace, c.first_state)}
         return rows, firsts
 
@@ -97,8 +115,8 @@ def test_dwell_sketch_quantiles_within_its_accuracy():
     exact = DwellTimes()
     sketch = DwellTimes(budget=1000)
     for a in range(0, 50_000, 7_000):
-        exact.add(state[a:a + 7_000], duration[a:a + 7_000])
-        sketch.add(state[a:a + 7_000], duration[a:a + 7_000])
+        exact.add(state[a : a + 7_000], duration[a : a + 7_000])
+        sketch.add(state[a : a + 7_000], duration[a : a + 7_000])
     assert exact.accuracy == "exact" and sketch.accuracy != "exact"
     qs = (0.01, 0.5, 0.95, 1.0)
     e, s = np.array(exact.quantiles(4, qs)), np.array(sketch.quantiles(4, qs))
@@ -163,7 +181,9 @@ def test_scan_files_starts_at_once(tmp_path):
 
 def test_cli_starts_without_pandas():
     code = "import sys, statemine.cli; print(sorted(m for m in ('pandas', 'networkx', 'pyarrow') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -173,13 +193,19 @@ def test_cli_streamed_and_in_memory_paths_write_the_same_tables(tmp_path):
     from statemine.cli import main
 
     path = tmp_path / "run.log"
-    text = random_log(np.random.default_rng(7), 500, 6).replace(" conn=c0 ", " conn=c0 role=server ")
-    text = "".join(line for line in text.splitlines(True) if "role=server" in line)  # --select keeps all
+    text = random_log(np.random.default_rng(7), 500, 6).replace(
+        " conn=c0 ", " conn=c0 role=server "
+    )
+    text = "".join(
+        line for line in text.splitlines(True) if "role=server" in line
+    )  # --select keeps all
     path.write_text(text)
     runner = CliRunner()
     streamed = runner.invoke(main, ["infer", str(path), "--out", str(tmp_path / "a"), "--no-svg"])
-    in_memory = runner.invoke(main, ["infer", str(path), "--select", "role=server", "--out", str(tmp_path / "b"),
-                                     "--no-svg"])
+    in_memory = runner.invoke(
+        main,
+        ["infer", str(path), "--select", "role=server", "--out", str(tmp_path / "b"), "--no-svg"],
+    )
     assert streamed.exit_code == 0 and in_memory.exit_code == 0, streamed.output + in_memory.output
     for name in ("states.csv", "transitions.csv", "model.dot", "model.json"):
         assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text(), name
@@ -197,10 +223,12 @@ def test_cli_csv_writer_formats_as_pandas(tmp_path):
 def test_cli_streamed_infer_runs_without_pandas(tmp_path):
     path = tmp_path / "run.log"
     path.write_text(random_log(np.random.default_rng(5), 200, 3))
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr))\n"
-            "from statemine.cli import main\n"
-            f"main(args=['infer', {str(path)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-svg'])\n")
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('pandas' in sys.modules, file=sys.stderr))\n"
+        "from statemine.cli import main\n"
+        f"main(args=['infer', {str(path)!r}, '--out', {str(tmp_path / 'out')!r}, '--no-svg'])\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False"

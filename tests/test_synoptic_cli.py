@@ -27,6 +27,7 @@ def case_args(case: str) -> list[str]:
 def in_case(tmp_path, monkeypatch):
     """Work in a temporary copy of an oracle case folder (read from ../shared; skips
     where it is absent)."""
+
     def enter(case: str):
         work = tmp_path / case
         shutil.copytree(shared("synoptic-oracle", case), work)
@@ -34,6 +35,7 @@ def in_case(tmp_path, monkeypatch):
             (work / name).rename(work / f"synoptic.{name}")
         monkeypatch.chdir(work)
         return work
+
     return enter
 
 
@@ -43,7 +45,9 @@ def test_synoptic_arguments_run_unchanged_and_give_synoptics_files(in_case):
     assert result.exit_code == 0, result.output
     for name in ("model.dot", "model.invariants.txt"):
         assert (work / name).read_text() == (work / f"synoptic.{name}").read_text()
-    ours, theirs = (json.loads((work / n).read_text()) for n in ("model.json", "synoptic.model.json"))
+    ours, theirs = (
+        json.loads((work / n).read_text()) for n in ("model.json", "synoptic.model.json")
+    )
     assert ours["log"] == theirs["log"]
     key = lambda p: json.dumps(p, sort_keys=True)  # noqa: E731
     assert sorted(map(key, ours["partitions"])) == sorted(map(key, theirs["partitions"]))
@@ -62,11 +66,15 @@ def test_check_model_accepts_good_models_and_rejects_broken_ones(in_case):
     # drop one edge: a trace is rejected; the initial graph: invariants fail
     lines = (work / "model.dot").read_text().splitlines()
     edge = next(i for i, line in enumerate(lines) if "->" in line)
-    (work / "broken.dot").write_text("\n".join(lines[:edge] + lines[edge + 1:]) + "\n")
+    (work / "broken.dot").write_text("\n".join(lines[:edge] + lines[edge + 1 :]) + "\n")
     res = runner.invoke(main, ["check-model", "broken.dot", "trace.txt", *opts])
     assert res.exit_code == 1 and "rejected trace" in res.output
-    assert runner.invoke(main, ["infer", "--engine", "synoptic", *args,
-                                "--noRefinement=true", "-o", "flat"]).exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["infer", "--engine", "synoptic", *args, "--noRefinement=true", "-o", "flat"]
+        ).exit_code
+        == 0
+    )
     res = runner.invoke(main, ["check-model", "flat.dot", "trace.txt", *opts])
     assert res.exit_code == 1 and "violated:" in res.output
 
@@ -92,21 +100,56 @@ def test_generated_log_end_to_end(generated):
 
     work, traces = generated
     runner = CliRunner()
-    res = runner.invoke(main, ["infer", "--engine", "synoptic", "-r", REGEX, "-s", SEP,
-                               "-o", "model", "--randomSeed=2", "--outputCountLabels=true",
-                               "--outputInvariantsToFile=true", "--outputSupportCount=true",
-                               "-j", "cc.log"])
+    res = runner.invoke(
+        main,
+        [
+            "infer",
+            "--engine",
+            "synoptic",
+            "-r",
+            REGEX,
+            "-s",
+            SEP,
+            "-o",
+            "model",
+            "--randomSeed=2",
+            "--outputCountLabels=true",
+            "--outputInvariantsToFile=true",
+            "--outputSupportCount=true",
+            "-j",
+            "cc.log",
+        ],
+    )
     assert res.exit_code == 0, res.output
     expected = infer_log(EventLog.from_sequences(traces), seed=2)
     assert (work / "model.dot").read_text() == to_dot(expected.model)
     assert (work / "model.invariants.txt").read_text() == to_invariants_txt(expected.invariants)
     logged = json.loads((work / "model.json").read_text())["log"]
     assert [[e["eventType"] for e in tr["events"]] for tr in logged] == traces
-    assert read_dot(work / "model.dot").number_of_nodes() > len({t for tr in traces for t in tr}) + 2
+    assert (
+        read_dot(work / "model.dot").number_of_nodes() > len({t for tr in traces for t in tr}) + 2
+    )
     res = runner.invoke(main, ["check-model", "model.dot", "cc.log", "-r", REGEX, "-s", SEP])
     assert res.exit_code == 0 and "40/40 traces accepted" in res.output, res.output
-    assert runner.invoke(main, ["infer", "--engine", "synoptic", "-r", REGEX, "-s", SEP,
-                                "-o", "flat", "--noRefinement=true", "cc.log"]).exit_code == 0
+    assert (
+        runner.invoke(
+            main,
+            [
+                "infer",
+                "--engine",
+                "synoptic",
+                "-r",
+                REGEX,
+                "-s",
+                SEP,
+                "-o",
+                "flat",
+                "--noRefinement=true",
+                "cc.log",
+            ],
+        ).exit_code
+        == 0
+    )
     res = runner.invoke(main, ["check-model", "flat.dot", "cc.log", "-r", REGEX, "-s", SEP])
     assert res.exit_code == 1 and "violated:" in res.output
 
@@ -114,13 +157,15 @@ def test_generated_log_end_to_end(generated):
 def test_bad_input_writes_nothing(generated):
     work, _ = generated
     (work / "bad.txt").write_text("login attempt\n\n--\n")
-    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>\\w+)$",
-                                    "-o", "out", "bad.txt"])
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>\\w+)$", "-o", "out", "bad.txt"]
+    )
     assert res.exit_code == 2
     assert "bad.txt:1: lines match none of the regexes" in res.output
     assert not list(work.glob("out*")) and not list(work.glob(".out*"))
-    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>",
-                                    "-o", "out", "cc.log"])
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "synoptic", "-r", "^(?<TYPE>", "-o", "out", "cc.log"]
+    )
     assert res.exit_code == 2 and "does not compile" in res.output
 
 
@@ -135,7 +180,8 @@ def test_synoptic_jar_engine_runs_java_and_reads_its_files(in_case, tmp_path, mo
         "#!/bin/sh\n"
         'printf "%s\\n" "$@" > "$FAKE_SYNOPTIC/args.txt"\n'
         'prev=""; for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
-        'for f in dot json invariants.txt; do cp "$FAKE_SYNOPTIC/synoptic.model.$f" "$out.$f"; done\n')
+        'for f in dot json invariants.txt; do cp "$FAKE_SYNOPTIC/synoptic.model.$f" "$out.$f"; done\n'
+    )
     java.chmod(java.stat().st_mode | stat.S_IEXEC)
     jar = tmp_path / "synoptic.jar"
     jar.write_bytes(b"")
@@ -146,8 +192,12 @@ def test_synoptic_jar_engine_runs_java_and_reads_its_files(in_case, tmp_path, mo
     assert res.exit_code == 0, res.output
     assert (work / "model.dot").read_text() == (work / "synoptic.model.dot").read_text()
     sent = (work / "args.txt").read_text().splitlines()
-    assert sent[:4] == ["-ea", "-cp", f"{jar.resolve()}{os.pathsep}{jar.resolve().parent}/*",
-                        "synoptic.main.SynopticMain"]
+    assert sent[:4] == [
+        "-ea",
+        "-cp",
+        f"{jar.resolve()}{os.pathsep}{jar.resolve().parent}/*",
+        "synoptic.main.SynopticMain",
+    ]
     assert "(?<TYPE>.+)" in sent and "--randomSeed=1" in sent and "--outputJSON=true" in sent
 
 

@@ -20,11 +20,18 @@ from statemine.infer.synoptic.model import PartitionModel, probability_text
 from statemine.infer.synoptic.refine import refine, refine_by_history, refine_targeted
 from statemine.traces import TraceSet
 
-from synoptic_reference import (accepts, brute_invariants, coarsen_every_trial,
-                                 counterexample_queue, invariant_holds, model_json_text)
+from synoptic_reference import (
+    accepts,
+    brute_invariants,
+    coarsen_every_trial,
+    counterexample_queue,
+    invariant_holds,
+    model_json_text,
+)
 
-traces_strategy = st.lists(st.lists(st.sampled_from("abcde"), min_size=1, max_size=9),
-                           min_size=1, max_size=7)
+traces_strategy = st.lists(
+    st.lists(st.sampled_from("abcde"), min_size=1, max_size=9), min_size=1, max_size=7
+)
 
 
 def as_set(inv: pd.DataFrame) -> set:
@@ -54,8 +61,12 @@ def test_inferred_model_accepts_traces_and_satisfies_invariants(traces, seed):
     assert check_model(res.to_networkx(), log, res.invariants).ok
     # never more nodes than the one-shot history refinement alone gives
     codes = InvariantCodes.from_frame(res.invariants, {t: i for i, t in enumerate(log.types)})
-    assert res.model.n_nodes <= refine_by_history(
-        PartitionModel.initial(log), codes, np.ones(len(codes), dtype=bool)).n_nodes
+    assert (
+        res.model.n_nodes
+        <= refine_by_history(
+            PartitionModel.initial(log), codes, np.ones(len(codes), dtype=bool)
+        ).n_nodes
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -66,18 +77,21 @@ def test_each_refinement_then_coarsening_is_sound(traces):
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
     everything = np.ones(len(codes), dtype=bool)
-    for model in (refine(initial, codes, np.random.default_rng(0), max_steps=3),
-                  refine(initial, codes, np.random.default_rng(0), max_steps=2,
-                         finish="history"),
-                  refine_by_history(initial, codes, everything),
-                  refine_targeted(initial, codes, everything)):
+    for model in (
+        refine(initial, codes, np.random.default_rng(0), max_steps=3),
+        refine(initial, codes, np.random.default_rng(0), max_steps=2, finish="history"),
+        refine_by_history(initial, codes, everything),
+        refine_targeted(initial, codes, everything),
+    ):
         assert_sound(model, inv, traces)
         assert_sound(coarsen(model, codes, np.random.default_rng(1)), inv, traces)
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=12), min_size=1,
-                max_size=9), st.integers(0, 5))
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=12), min_size=1, max_size=9),
+    st.integers(0, 5),
+)
 def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
     """Coarsening skips merges known to fail and checks the others incrementally; the
     model is the one checking every trial from scratch gives."""
@@ -86,8 +100,10 @@ def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
     everything = np.ones(len(codes), dtype=bool)
-    for model in (refine(initial, codes, np.random.default_rng(seed), max_steps=4),
-                  refine_by_history(initial, codes, everything)):
+    for model in (
+        refine(initial, codes, np.random.default_rng(seed), max_steps=4),
+        refine_by_history(initial, codes, everything),
+    ):
         ours = coarsen(model, codes, np.random.default_rng(seed))
         theirs = coarsen_every_trial(model, codes, np.random.default_rng(seed))
         assert ours.part.tolist() == theirs.part.tolist()
@@ -95,10 +111,17 @@ def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(3, 12).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
-    st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2))),
-    st.integers(0, 2), st.integers(-1, 3), st.integers(0, 3))
+@given(
+    st.integers(3, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
+            st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2),
+        )
+    ),
+    st.integers(0, 2),
+    st.integers(-1, 3),
+    st.integers(0, 3),
+)
 def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     """The layer-at-a-time search returns the path a FIFO queue search finds first."""
     from statemine.infer.synoptic.check import counterexample
@@ -109,15 +132,21 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     adj[1, :] = False
     node_type = np.array([-1, -1] + types)
     a = a if kind == 0 else max(a, 0)
-    assert counterexample(adj, node_type, kind, a, b) == \
-        counterexample_queue(adj, node_type, kind, a, b)
+    assert counterexample(adj, node_type, kind, a, b) == counterexample_queue(
+        adj, node_type, kind, a, b
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(traces_strategy, st.lists(st.sampled_from(["1", "443.139080", "007", "-0", "1E+3",
-                                                  "0.5", "12", "-3.25", "00.5"]),
-                                 min_size=1), st.sampled_from([1, 2, 3, 1 << 16]),
-       st.sampled_from([1, 2]))
+@given(
+    traces_strategy,
+    st.lists(
+        st.sampled_from(["1", "443.139080", "007", "-0", "1E+3", "0.5", "12", "-3.25", "00.5"]),
+        min_size=1,
+    ),
+    st.sampled_from([1, 2, 3, 1 << 16]),
+    st.sampled_from([1, 2]),
+)
 def test_model_json_is_the_event_by_event_text(traces, stamps, block, workers):
     """The block-wise writer (Arrow kernels, blocks on threads) writes the same bytes as
     an event-by-event json.dumps writer, odd time texts included."""
@@ -126,8 +155,9 @@ def test_model_json_is_the_event_by_event_text(traces, stamps, block, workers):
 
     log = EventLog.from_sequences(traces)
     texts = [stamps[i % len(stamps)] for i in range(log.n_events)]
-    log = EventLog(log.types, log.codes, log.starts, log.times, log.lines,
-                   _text_array(texts), log.trace_ids)
+    log = EventLog(
+        log.types, log.codes, log.starts, log.times, log.lines, _text_array(texts), log.trace_ids
+    )
     res = infer_log(log)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(formats, "JSON_BLOCK", block)
@@ -144,9 +174,13 @@ def test_same_seed_same_model():
 
 
 def test_edge_counts_probabilities_and_times():
-    ev = pd.DataFrame({"trace": ["t1"] * 4 + ["t2"] * 2,
-                       "time": [0.0, 1.0, 4.0, 4.5, 10.0, 10.5],
-                       "state": ["A", "B", "A", "B", "A", "B"]})
+    ev = pd.DataFrame(
+        {
+            "trace": ["t1"] * 4 + ["t2"] * 2,
+            "time": [0.0, 1.0, 4.0, 4.5, 10.0, 10.5],
+            "state": ["A", "B", "A", "B", "A", "B"],
+        }
+    )
     res = infer_synoptic(TraceSet.from_events(ev))
     g = res.to_networkx()
     by_label = {d["label"]: n for n, d in g.nodes(data=True)}
@@ -161,9 +195,18 @@ def test_edge_counts_probabilities_and_times():
     assert g.nodes[a]["state"] == "A" and g.nodes[init]["state"] is None
 
 
-@pytest.mark.parametrize("count,total,text", [(1, 8, "0.13"), (3, 8, "0.38"), (1, 3, "0.33"),
-                                              (2, 3, "0.67"), (29, 200, "0.15"),
-                                              (1, 1, "1.00"), (1, 200, "0.01")])
+@pytest.mark.parametrize(
+    "count,total,text",
+    [
+        (1, 8, "0.13"),
+        (3, 8, "0.38"),
+        (1, 3, "0.33"),
+        (2, 3, "0.67"),
+        (29, 200, "0.15"),
+        (1, 1, "1.00"),
+        (1, 200, "0.01"),
+    ],
+)
 def test_probability_text_rounds_like_java(count, total, text):
     assert probability_text(count, total) == text
 
@@ -178,8 +221,7 @@ def test_checker_finds_broken_invariants_and_rejected_traces():
     broken = set(zip(report.violated["first"], report.violated["kind"], report.violated["second"]))
     assert ("a", "NeverFollowedBy", "d") in broken and ("x", "NeverFollowedBy", "c") in broken
     g = infer_log(log).to_networkx()
-    g.remove_edges_from([(u, v) for u, v in list(g.edges)
-                         if g.nodes[u]["label"] == "x"])
+    g.remove_edges_from([(u, v) for u, v in list(g.edges) if g.nodes[u]["label"] == "x"])
     assert check_model(g, log, inv).rejected == [1]
 
 

@@ -22,8 +22,9 @@ from shared_data import shared
 from synoptic_reference import accepts
 from test_synoptic_oracle import oracle_cases
 
-traces_strategy = st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=8),
-                           min_size=1, max_size=6)
+traces_strategy = st.lists(
+    st.lists(st.sampled_from("abc"), min_size=1, max_size=8), min_size=1, max_size=6
+)
 
 
 def brute_k_classes(traces: list[list[str]], k: int) -> list[tuple]:
@@ -33,7 +34,7 @@ def brute_k_classes(traces: list[list[str]], k: int) -> list[tuple]:
     for tr in traces:
         chain = tr + ["TERMINAL"]
         for i, label in enumerate(tr):
-            strings = {tuple(chain[i:i + n]) for n in range(1, k + 1)}
+            strings = {tuple(chain[i : i + n]) for n in range(1, k + 1)}
             out.append((label, frozenset(strings)))
     return out
 
@@ -73,47 +74,84 @@ def test_ktails_gives_the_real_ktails_files(case, tmp_path, monkeypatch):
     ours, theirs = read_dot(work / "model.dot"), read_dot(work / "ktails.model.dot")
     assert ours.number_of_nodes() == theirs.number_of_nodes()
     assert nx.is_isomorphic(
-        ours, theirs, node_match=lambda x, y: x["label"] == y["label"],
-        edge_match=lambda x, y: x["count"] == y["count"]
-        and abs(x["probability"] - y["probability"]) < 1e-9)
+        ours,
+        theirs,
+        node_match=lambda x, y: x["label"] == y["label"],
+        edge_match=lambda x, y: (
+            x["count"] == y["count"] and abs(x["probability"] - y["probability"]) < 1e-9
+        ),
+    )
 
 
 def test_ktails_bad_k_and_invariant_options(tmp_path, monkeypatch):
     (tmp_path / "a.log").write_text("x\ny\n")
     monkeypatch.chdir(tmp_path)
-    for args, needle in ((["-k", "-1"], "must be 0 or more"), (["-k", "two"], "integer"),
-                         (["--outputInvariantsToFile=true"], "option of synoptic")):
+    for args, needle in (
+        (["-k", "-1"], "must be 0 or more"),
+        (["-k", "two"], "integer"),
+        (["--outputInvariantsToFile=true"], "option of synoptic"),
+    ):
         res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *args, "a.log"])
         assert res.exit_code == 2 and needle in res.output, res.output
-    res = CliRunner().invoke(main, ["infer", "--engine", "ktails", "-k", "1", "--outputLTS",
-                                    "-o", "m", "a.log"])
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "ktails", "-k", "1", "--outputLTS", "-o", "m", "a.log"]
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "m.lts").read_text() == to_lts(
-        ktails(EventLog.from_sequences([["x", "y"]]), 1))
+        ktails(EventLog.from_sequences([["x", "y"]]), 1)
+    )
 
 
 #: k-tails' documented options (``KTailsOptions`` of ModelInference/synoptic, with
 #: ``kTailsK``): name -> non-default value to try.  Written independently of statemine's
 #: table, so an option missing there fails.
 KTAILS_DOCUMENTED = {
-    "help": "true", "allHelp": "true", "version": "true", "logLvlQuiet": "true",
-    "logLvlVerbose": "true", "randomSeed": "7", "separatorRegExp": "^c$",
-    "regExps": "^(?<TYPE>.+)$", "partitionRegExp": r"\k<TYPE>", "ignoreNonMatchingLines": "true",
-    "keepOrder": "true", "recoverFromParseErrors": "true", "debugParse": "true",
-    "dateFormat": "yyyy", "argsFilename": "args.txt", "outputPathPrefix": "other",
-    "noModelOutput": "true", "exportAsGML": "true", "outputLTS": "true",
-    "dotExecutablePath": "/usr/bin/dot", "outputProbLabels": "false",
-    "outputCountLabels": "true", "showTerminalNode": "false", "showInitialNode": "false",
-    "outputJSON": "true", "dumpTraceGraphDotFile": "true", "dumpTraceGraphPngFile": "true",
-    "dumpInitialPartitionGraph": "true", "dumpIntermediateStages": "true",
-    "logLvlExtraVerbose": "true", "doBenchmarking": "true", "internCommonStrings": "false",
-    "runTests": "true", "runAllTests": "true", "performExtraChecks": "true", "kTailsK": "3",
+    "help": "true",
+    "allHelp": "true",
+    "version": "true",
+    "logLvlQuiet": "true",
+    "logLvlVerbose": "true",
+    "randomSeed": "7",
+    "separatorRegExp": "^c$",
+    "regExps": "^(?<TYPE>.+)$",
+    "partitionRegExp": r"\k<TYPE>",
+    "ignoreNonMatchingLines": "true",
+    "keepOrder": "true",
+    "recoverFromParseErrors": "true",
+    "debugParse": "true",
+    "dateFormat": "yyyy",
+    "argsFilename": "args.txt",
+    "outputPathPrefix": "other",
+    "noModelOutput": "true",
+    "exportAsGML": "true",
+    "outputLTS": "true",
+    "dotExecutablePath": "/usr/bin/dot",
+    "outputProbLabels": "false",
+    "outputCountLabels": "true",
+    "showTerminalNode": "false",
+    "showInitialNode": "false",
+    "outputJSON": "true",
+    "dumpTraceGraphDotFile": "true",
+    "dumpTraceGraphPngFile": "true",
+    "dumpInitialPartitionGraph": "true",
+    "dumpIntermediateStages": "true",
+    "logLvlExtraVerbose": "true",
+    "doBenchmarking": "true",
+    "internCommonStrings": "false",
+    "runTests": "true",
+    "runAllTests": "true",
+    "performExtraChecks": "true",
+    "kTailsK": "3",
 }
 #: Accepted options with no visible effect on this log, and why.
-KTAILS_NO_EFFECT = {"randomSeed": "k-tails does not use it", "internCommonStrings":
-                    "a Java memory optimisation", "dateFormat": "no DATETIME group here",
-                    "keepOrder": "the log is in file order", "regExps": "same events",
-                    "ignoreNonMatchingLines": "every line matches the default regex"}
+KTAILS_NO_EFFECT = {
+    "randomSeed": "k-tails does not use it",
+    "internCommonStrings": "a Java memory optimisation",
+    "dateFormat": "no DATETIME group here",
+    "keepOrder": "the log is in file order",
+    "regExps": "same events",
+    "ignoreNonMatchingLines": "every line matches the default regex",
+}
 
 
 @pytest.mark.parametrize("name", sorted(KTAILS_DOCUMENTED))

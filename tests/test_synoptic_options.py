@@ -22,40 +22,75 @@ REGEX, SEP = "^(?<DTIME>)(?<TYPE>)$", "^--$"
 #: option classes of ModelInference/synoptic): name -> (type, default).  Written here
 #: independently of statemine's table, so an option missing there fails this test.
 DOCUMENTED = {
-    "help": ("bool", False), "allHelp": ("bool", False), "version": ("bool", False),
-    "logLvlQuiet": ("bool", False), "logLvlVerbose": ("bool", False),
-    "useFSMChecker": ("bool", True), "randomSeed": ("long", None),
-    "separateVTimeIndexSets": ("str", None), "multipleRelations": ("bool", False),
-    "stateProcessing": ("bool", False), "testGeneration": ("bool", False),
-    "supportCountThreshold": ("int", 0), "ignoreIntrByInvs": ("bool", True),
+    "help": ("bool", False),
+    "allHelp": ("bool", False),
+    "version": ("bool", False),
+    "logLvlQuiet": ("bool", False),
+    "logLvlVerbose": ("bool", False),
+    "useFSMChecker": ("bool", True),
+    "randomSeed": ("long", None),
+    "separateVTimeIndexSets": ("str", None),
+    "multipleRelations": ("bool", False),
+    "stateProcessing": ("bool", False),
+    "testGeneration": ("bool", False),
+    "supportCountThreshold": ("int", 0),
+    "ignoreIntrByInvs": ("bool", True),
     "ignoreNFbyInvs": ("bool", False),
-    "separatorRegExp": ("str", None), "regExps": ("str", None),
-    "partitionRegExp": ("str", r"\k<FILE>"), "ignoreNonMatchingLines": ("bool", False),
-    "recoverFromParseErrors": ("bool", False), "debugParse": ("bool", False),
-    "dateFormat": ("str", "dd/MMM/yyyy:HH:mm:ss"), "argsFilename": ("str", None),
-    "outputPathPrefix": ("str", None), "outputSupportCount": ("bool", False),
-    "outputInvariantsToFile": ("bool", False), "exportAsGML": ("bool", False),
-    "dotExecutablePath": ("str", None), "outputEdgeLabels": ("bool", True),
-    "showTerminalNode": ("bool", True), "showInitialNode": ("bool", True),
-    "outputProbLabels": ("bool", True), "outputCountLabels": ("bool", False),
-    "outputJSON": ("bool", False), "outputLTS": ("bool", False), "keepOrder": ("bool", False),
-    "dumpInvariants": ("bool", False), "dumpTraceGraphDotFile": ("bool", False),
-    "dumpTraceGraphPngFile": ("bool", False), "dumpInitialPartitionGraph": ("bool", False),
-    "dumpIntermediateStages": ("bool", False), "logLvlExtraVerbose": ("bool", False),
-    "ignoreInvsOverETypeSet": ("str", None), "useTransitiveClosureMining": ("bool", False),
-    "mineNeverConcurrentWithInv": ("bool", True), "onlyMineInvariants": ("bool", False),
-    "noCoarsening": ("bool", False), "doBenchmarking": ("bool", False),
-    "internCommonStrings": ("bool", True), "runTests": ("bool", False),
-    "runAllTests": ("bool", False), "performExtraChecks": ("bool", False),
-    "noRefinement": ("bool", False), "enablePerfDebugging": ("bool", False),
+    "separatorRegExp": ("str", None),
+    "regExps": ("str", None),
+    "partitionRegExp": ("str", r"\k<FILE>"),
+    "ignoreNonMatchingLines": ("bool", False),
+    "recoverFromParseErrors": ("bool", False),
+    "debugParse": ("bool", False),
+    "dateFormat": ("str", "dd/MMM/yyyy:HH:mm:ss"),
+    "argsFilename": ("str", None),
+    "outputPathPrefix": ("str", None),
+    "outputSupportCount": ("bool", False),
+    "outputInvariantsToFile": ("bool", False),
+    "exportAsGML": ("bool", False),
+    "dotExecutablePath": ("str", None),
+    "outputEdgeLabels": ("bool", True),
+    "showTerminalNode": ("bool", True),
+    "showInitialNode": ("bool", True),
+    "outputProbLabels": ("bool", True),
+    "outputCountLabels": ("bool", False),
+    "outputJSON": ("bool", False),
+    "outputLTS": ("bool", False),
+    "keepOrder": ("bool", False),
+    "dumpInvariants": ("bool", False),
+    "dumpTraceGraphDotFile": ("bool", False),
+    "dumpTraceGraphPngFile": ("bool", False),
+    "dumpInitialPartitionGraph": ("bool", False),
+    "dumpIntermediateStages": ("bool", False),
+    "logLvlExtraVerbose": ("bool", False),
+    "ignoreInvsOverETypeSet": ("str", None),
+    "useTransitiveClosureMining": ("bool", False),
+    "mineNeverConcurrentWithInv": ("bool", True),
+    "onlyMineInvariants": ("bool", False),
+    "noCoarsening": ("bool", False),
+    "doBenchmarking": ("bool", False),
+    "internCommonStrings": ("bool", True),
+    "runTests": ("bool", False),
+    "runAllTests": ("bool", False),
+    "performExtraChecks": ("bool", False),
+    "noRefinement": ("bool", False),
+    "enablePerfDebugging": ("bool", False),
     "noModelOutput": ("bool", False),
 }
 #: Non-default values to try for options that are not plain booleans.
-VALUES = {"randomSeed": "5", "separateVTimeIndexSets": "1,2;3,4",
-          "supportCountThreshold": "40", "separatorRegExp": "^--$", "regExps": REGEX,
-          "partitionRegExp": r"\k<TYPE>", "dateFormat": "yyyy-MM-dd",
-          "argsFilename": "args.txt", "outputPathPrefix": "other",
-          "dotExecutablePath": "/usr/bin/dot", "ignoreInvsOverETypeSet": "ack;close"}
+VALUES = {
+    "randomSeed": "5",
+    "separateVTimeIndexSets": "1,2;3,4",
+    "supportCountThreshold": "40",
+    "separatorRegExp": "^--$",
+    "regExps": REGEX,
+    "partitionRegExp": r"\k<TYPE>",
+    "dateFormat": "yyyy-MM-dd",
+    "argsFilename": "args.txt",
+    "outputPathPrefix": "other",
+    "dotExecutablePath": "/usr/bin/dot",
+    "ignoreInvsOverETypeSet": "ack;close",
+}
 #: Honoured options whose effect Synoptic itself does not make visible on a totally
 #: ordered log, with the reason (they must still be accepted).
 NO_VISIBLE_EFFECT = {
@@ -70,17 +105,20 @@ NO_VISIBLE_EFFECT = {
     "randomSeed": "seeds 1 and 5 give the same model here (test_synoptic_engine checks seeds)",
 }
 #: Arguments added to both runs so that an option's effect can show.
-COMPANION = {"outputSupportCount": ["--outputInvariantsToFile=true"],
-             "supportCountThreshold": ["--outputInvariantsToFile=true"],
-             "ignoreNonMatchingLines": ["noise.log"]}
+COMPANION = {
+    "outputSupportCount": ["--outputInvariantsToFile=true"],
+    "supportCountThreshold": ["--outputInvariantsToFile=true"],
+    "ignoreNonMatchingLines": ["noise.log"],
+}
 
 
 @pytest.fixture
 def work(tmp_path, monkeypatch):
     traces, text = generated_event_log(30, seed=1)  # coarsening matters here
     (tmp_path / "cc.log").write_text(text)
-    (tmp_path / "args.txt").write_text(f"-r {REGEX}\n-s {SEP}\n--randomSeed=2\n"
-                                       "--outputCountLabels=true\n")
+    (tmp_path / "args.txt").write_text(
+        f"-r {REGEX}\n-s {SEP}\n--randomSeed=2\n--outputCountLabels=true\n"
+    )
     (tmp_path / "noise.log").write_text("1 Init\nnot an event line at all\n2 close\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path, traces
@@ -145,31 +183,50 @@ def test_output_switches(work):
     assert sorted(p.name for p in folder.glob("out*")) == ["out.dot"]  # Synoptic's defaults
     g = read_dot(folder / "out.dot")
     assert all(d["count"] == -1 and d["probability"] >= 0 for *_, d in g.edges(data=True))
-    assert run(BASE + ["--outputInvariantsToFile=true", "--outputJSON=true",
-                       "--outputCountLabels=true", "--outputProbLabels=false", "cc.log"]
-               ).exit_code == 0
+    assert (
+        run(
+            BASE
+            + [
+                "--outputInvariantsToFile=true",
+                "--outputJSON=true",
+                "--outputCountLabels=true",
+                "--outputProbLabels=false",
+                "cc.log",
+            ]
+        ).exit_code
+        == 0
+    )
     inv_text = (folder / "out.invariants.txt").read_text()
     assert "support count" not in inv_text and inv_text.count("\n") > 10
     assert json.loads((folder / "out.json").read_text())["log"]
     counts = read_dot(folder / "out.dot")
-    assert all(d["count"] > 0 and d["probability"] != d["probability"] or d["probability"] == -1
-               for *_, d in counts.edges(data=True))
-    assert run(BASE + ["--outputInvariantsToFile=true", "--outputSupportCount=true",
-                       "cc.log"]).exit_code == 0
+    assert all(
+        d["count"] > 0 and d["probability"] != d["probability"] or d["probability"] == -1
+        for *_, d in counts.edges(data=True)
+    )
+    assert (
+        run(
+            BASE + ["--outputInvariantsToFile=true", "--outputSupportCount=true", "cc.log"]
+        ).exit_code
+        == 0
+    )
     with_counts = (folder / "out.invariants.txt").read_text().splitlines()
     assert [line.split("\t")[0] for line in with_counts] == inv_text.splitlines()
     assert all("\tsupport count " in line for line in with_counts)
     assert run(BASE + ["--outputEdgeLabels=false", "cc.log"]).exit_code == 0
-    assert all('label=""' in line for line in (folder / "out.dot").read_text().splitlines()
-               if "->" in line)
+    assert all(
+        'label=""' in line for line in (folder / "out.dot").read_text().splitlines() if "->" in line
+    )
 
 
 def test_show_node_switches_and_gml(work):
     folder, _ = work
     assert run(BASE + ["--outputCountLabels=true", "cc.log"]).exit_code == 0
     full = read_dot(folder / "out.dot")
-    for flag, hidden in (("--showInitialNode=false", "INITIAL"),
-                         ("--showTerminalNode=false", "TERMINAL")):
+    for flag, hidden in (
+        ("--showInitialNode=false", "INITIAL"),
+        ("--showTerminalNode=false", "TERMINAL"),
+    ):
         assert run(BASE + ["--outputCountLabels=true", flag, "cc.log"]).exit_code == 0
         text = (folder / "out.dot").read_text()
         assert f'label="{hidden}"' not in text
@@ -180,9 +237,11 @@ def test_show_node_switches_and_gml(work):
     assert not (folder / "out.dot").exists() or True
     gml = nx.parse_gml((folder / "out.gml").read_text(), label="id")
     assert sorted(d["label"] for _, d in gml.nodes(data=True)) == sorted(
-        d["label"] for _, d in full.nodes(data=True))
+        d["label"] for _, d in full.nodes(data=True)
+    )
     assert {(u, v): d["label"] for u, v, d in gml.edges(data=True)} == {
-        (u, v): f"P: {d['probability']:.2f}, Cnt: {d['count']}" for u, v, d in full.edges(data=True)}
+        (u, v): f"P: {d['probability']:.2f}, Cnt: {d['count']}" for u, v, d in full.edges(data=True)
+    }
 
 
 def test_gml_and_dot_escape_hostile_labels(tmp_path):
@@ -195,20 +254,35 @@ def test_gml_and_dot_escape_hostile_labels(tmp_path):
     assert {d["label"] for _, d in g.nodes(data=True)} >= {'a"]\n[x', "b&c", "é"}
 
 
-@pytest.mark.parametrize("threshold,nfby,types", [(0, False, None), (3, False, None),
-                                                   (0, True, None), (1, True, "ack;close"),
-                                                   (0, False, "INITIAL;Init;ack")])
+@pytest.mark.parametrize(
+    "threshold,nfby,types",
+    [
+        (0, False, None),
+        (3, False, None),
+        (0, True, None),
+        (1, True, "ack;close"),
+        (0, False, "INITIAL;Init;ack"),
+    ],
+)
 def test_invariant_filters_match_their_definitions(work, threshold, nfby, types):
     folder, traces = work
-    args = BASE + ["--outputInvariantsToFile=true", "--outputSupportCount=true",
-                   f"--supportCountThreshold={threshold}", f"--ignoreNFbyInvs={str(nfby).lower()}"]
+    args = BASE + [
+        "--outputInvariantsToFile=true",
+        "--outputSupportCount=true",
+        f"--supportCountThreshold={threshold}",
+        f"--ignoreNFbyInvs={str(nfby).lower()}",
+    ]
     if types:
         args.append(f"--ignoreInvsOverETypeSet={types}")
     assert run(args + ["cc.log"]).exit_code == 0
     ignored = set(types.split(";")) if types else set()
-    expected = {(k, a, b, s) for k, a, b, s in brute_invariants(traces)
-                if s > threshold and not (nfby and k == "NeverFollowedBy")
-                and not (a in ignored and b in ignored)}
+    expected = {
+        (k, a, b, s)
+        for k, a, b, s in brute_invariants(traces)
+        if s > threshold
+        and not (nfby and k == "NeverFollowedBy")
+        and not (a in ignored and b in ignored)
+    }
     lines = (folder / "out.invariants.txt").read_text().splitlines()
     got = set()
     for line in lines:
@@ -227,10 +301,29 @@ def test_argument_forms_and_aliases_are_the_same_command(work):
     folder, _ = work
     forms = {
         "short": ["-r", REGEX, "-s", SEP, "-o", "out", "--randomSeed=5", "-i", "-j", "cc.log"],
-        "long": ["--regExps", REGEX, "--separatorRegExp", SEP, "--outputPathPrefix", "out",
-                 "--randomSeed", "5", "-i=true", "--outputJSON=true", "cc.log"],
-        "equals": [f"--regExps={REGEX}", f"--separatorRegExp={SEP}", "--outputPathPrefix=out",
-                   "--seed", "5", "--ignoreNonMatchingLines=true", "-j=true", "cc.log"],
+        "long": [
+            "--regExps",
+            REGEX,
+            "--separatorRegExp",
+            SEP,
+            "--outputPathPrefix",
+            "out",
+            "--randomSeed",
+            "5",
+            "-i=true",
+            "--outputJSON=true",
+            "cc.log",
+        ],
+        "equals": [
+            f"--regExps={REGEX}",
+            f"--separatorRegExp={SEP}",
+            "--outputPathPrefix=out",
+            "--seed",
+            "5",
+            "--ignoreNonMatchingLines=true",
+            "-j=true",
+            "cc.log",
+        ],
     }
     seen = {}
     for name, args in forms.items():
@@ -245,12 +338,17 @@ def test_arguments_file(work):
     folder, _ = work
     assert run(["-c", "args.txt", "-o", "out", "cc.log"]).exit_code == 0
     from_file = outputs(folder)
-    assert run(["-r", REGEX, "-s", SEP, "--randomSeed=2", "-o", "out", "--outputCountLabels",
-                "cc.log"]).exit_code == 0
+    assert (
+        run(
+            ["-r", REGEX, "-s", SEP, "--randomSeed=2", "-o", "out", "--outputCountLabels", "cc.log"]
+        ).exit_code
+        == 0
+    )
     assert outputs(folder) == from_file and "Cnt: " in (folder / "out.dot").read_text()
     # the command line overrides the file
-    assert run(["-c", "args.txt", "-o", "out", "--outputCountLabels=false",
-                "cc.log"]).exit_code == 0
+    assert (
+        run(["-c", "args.txt", "-o", "out", "--outputCountLabels=false", "cc.log"]).exit_code == 0
+    )
     assert "Cnt: " not in (folder / "out.dot").read_text()
     (folder / "a.txt").write_text("-c b.txt\n")
     (folder / "b.txt").write_text("# comment\n--argsFilename=a.txt\n")
@@ -260,14 +358,17 @@ def test_arguments_file(work):
     assert res.exit_code == 2 and "missing.txt" in res.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["-i=maybe"], "--ignoreNonMatchingLines takes true or false"),
-    (["--randomSeed=x"], "--randomSeed takes an integer"),
-    (["--randomSeed"], "--randomSeed needs a value"),
-    (["--supportCountThreshold=99999999999"], "out of range"),
-    (["--kTailsK=2"], "option of ktails"),
-    (["--nope"], "unknown option --nope"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["-i=maybe"], "--ignoreNonMatchingLines takes true or false"),
+        (["--randomSeed=x"], "--randomSeed takes an integer"),
+        (["--randomSeed"], "--randomSeed needs a value"),
+        (["--supportCountThreshold=99999999999"], "out of range"),
+        (["--kTailsK=2"], "option of ktails"),
+        (["--nope"], "unknown option --nope"),
+    ],
+)
 def test_bad_options_are_one_line_errors(work, args, needle):
     folder, _ = work
     res = run(BASE + args + ["cc.log"] if args != ["--randomSeed"] else BASE + args)
@@ -281,8 +382,10 @@ def test_only_mine_and_initial_graph_dump(work):
     assert res.exit_code == 0 and "AlwaysFollowedBy(t)" in res.output
     assert run(BASE + ["--dumpInitialPartitionGraph=true", "cc.log"]).exit_code == 0
     assert (folder / "out.condensed.dot").read_text() == to_dot(
-        __import__("statemine.infer.synoptic.model", fromlist=["PartitionModel"])
-        .PartitionModel.initial(EventLog.from_sequences(traces)))
+        __import__(
+            "statemine.infer.synoptic.model", fromlist=["PartitionModel"]
+        ).PartitionModel.initial(EventLog.from_sequences(traces))
+    )
 
 
 # -- DATETIME groups and --dateFormat ------------------------------------------------------
@@ -302,8 +405,11 @@ _PATTERNS = [  # (Java pattern, strftime equivalent)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31)),
-       st.sampled_from(_PATTERNS), st.integers(-720, 720))
+@given(
+    st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31)),
+    st.sampled_from(_PATTERNS),
+    st.integers(-720, 720),
+)
 def test_java_date_patterns_against_python_datetime(when, pattern, offset_min):
     when = when.replace(microsecond=0)
     java, fmt = pattern
@@ -311,12 +417,21 @@ def test_java_date_patterns_against_python_datetime(when, pattern, offset_min):
     assert compile_date_format(java)(when.strftime(fmt)) == expected
     zone = timezone(timedelta(minutes=offset_min))
     text = when.strftime("%Y-%m-%d %H:%M:%S") + when.replace(tzinfo=zone).strftime(" %z")
-    assert compile_date_format("yyyy-MM-dd HH:mm:ss Z")(text) == int(
-        when.replace(tzinfo=zone).timestamp()) * 1000
+    assert (
+        compile_date_format("yyyy-MM-dd HH:mm:ss Z")(text)
+        == int(when.replace(tzinfo=zone).timestamp()) * 1000
+    )
 
 
-@pytest.mark.parametrize("pattern,text", [("yyyy-MM-dd", "2020-13-01"), ("yyyy-MM-dd", "2020-1-x"),
-                                          ("dd/MMM/yyyy", "01/Foo/2020"), ("HH:mm", "1:2:3")])
+@pytest.mark.parametrize(
+    "pattern,text",
+    [
+        ("yyyy-MM-dd", "2020-13-01"),
+        ("yyyy-MM-dd", "2020-1-x"),
+        ("dd/MMM/yyyy", "01/Foo/2020"),
+        ("HH:mm", "1:2:3"),
+    ],
+)
 def test_bad_dates_are_value_errors(pattern, text):
     with pytest.raises(ValueError, match="date"):
         compile_date_format(pattern)(text)
@@ -328,13 +443,16 @@ def test_datetime_groups_order_events_by_date(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "d.log").write_text(
         "10/Oct/2000:13:55:36 login\n10/Oct/2000:13:55:30 start\n10/Oct/2000:13:56:00 logout\n"
-        "--\n11/Oct/2000:01:00:05 login\n11/Oct/2000:01:00:00 start\n")
+        "--\n11/Oct/2000:01:00:05 login\n11/Oct/2000:01:00:00 start\n"
+    )
     args = ["-r", r"^(?<DATETIME>\S+) (?<TYPE>\w+)$", "-s", SEP, "-o", "m", "-j"]
     res = run(args + ["d.log"])
     assert res.exit_code == 0, res.output
     log = json.loads((tmp_path / "m.json").read_text())["log"]
     assert [[e["eventType"] for e in t["events"]] for t in log] == [
-        ["start", "login", "logout"], ["start", "login"]]
+        ["start", "login", "logout"],
+        ["start", "login"],
+    ]
     stamp = int(datetime(2000, 10, 10, 13, 55, 30, tzinfo=timezone.utc).timestamp() * 1000)
     assert log[0]["events"][0]["timestamp"] == stamp and log[0]["events"][0]["logLine"] == 2
     (tmp_path / "bad.log").write_text("10/Oct/2000:13:55:36 login\n32/Oct/2000:13:55:30 start\n")

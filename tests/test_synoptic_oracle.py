@@ -15,8 +15,14 @@ import pytest
 
 from statemine.infer.synoptic import infer_log
 from statemine.infer.synoptic.check import check_model
-from statemine.infer.synoptic.formats import (model_from_json, read_dot, read_invariants_txt,
-                                              to_dot, to_invariants_txt, to_json)
+from statemine.infer.synoptic.formats import (
+    model_from_json,
+    read_dot,
+    read_invariants_txt,
+    to_dot,
+    to_invariants_txt,
+    to_json,
+)
 from statemine.infer.synoptic.log import EventLog
 from statemine.parse.regex import read_regex
 
@@ -32,11 +38,21 @@ def oracle_cases(tool: str = "synoptic") -> list:
     Synoptic's), or one placeholder parameter that skips with the reason where ORACLE is
     absent."""
     if not ORACLE.is_dir():
-        return [pytest.param("absent", marks=pytest.mark.skip(
-            reason=f"third-party data {ORACLE} is absent (it lives in ../shared beside the "
-                   "repository and is never copied into it)"))]
-    return sorted(p.name for p in ORACLE.iterdir() if (p / "case.json").is_file()
-                  and json.loads((p / "case.json").read_text()).get("tool", "synoptic") == tool)
+        return [
+            pytest.param(
+                "absent",
+                marks=pytest.mark.skip(
+                    reason=f"third-party data {ORACLE} is absent (it lives in ../shared beside the "
+                    "repository and is never copied into it)"
+                ),
+            )
+        ]
+    return sorted(
+        p.name
+        for p in ORACLE.iterdir()
+        if (p / "case.json").is_file()
+        and json.loads((p / "case.json").read_text()).get("tool", "synoptic") == tool
+    )
 
 
 CASES = oracle_cases()
@@ -64,8 +80,14 @@ def params(cases: list, xfail: dict | None = None) -> list:
 def synoptic_args(case: str) -> dict:
     """The -r/-s/-m/-i values and log paths of a case's Synoptic command line."""
     args = json.loads((shared("synoptic-oracle", case) / "case.json").read_text())["args"]
-    out = {"regexes": [], "separator": None, "mapping": None, "ignore": False, "files": [],
-           "seed": 0}
+    out = {
+        "regexes": [],
+        "separator": None,
+        "mapping": None,
+        "ignore": False,
+        "files": [],
+        "seed": 0,
+    }
     k = 0
     while k < len(args):
         a = args[k]
@@ -105,7 +127,9 @@ def oracle_text(case: str, name: str) -> str:
 
 
 def oracle_single_node_per_type(case: str) -> bool:
-    labels = re.findall(r'^\s+\d+ \[label="((?:[^"\\]|\\.)*)"', oracle_text(case, "model.dot"), re.M)
+    labels = re.findall(
+        r'^\s+\d+ \[label="((?:[^"\\]|\\.)*)"', oracle_text(case, "model.dot"), re.M
+    )
     return max(collections.Counter(labels).values()) == 1
 
 
@@ -145,8 +169,9 @@ def test_no_more_nodes_than_synoptic(case):
     assert res.model.n_nodes <= theirs
 
 
-@pytest.mark.parametrize("case", params([c for c in CASES if not isinstance(c, str)
-                                         or oracle_single_node_per_type(c)]))
+@pytest.mark.parametrize(
+    "case", params([c for c in CASES if not isinstance(c, str) or oracle_single_node_per_type(c)])
+)
 def test_single_node_per_type_gives_synoptics_exact_dot(case):
     _, _, res = parsed(case)
     assert to_dot(res.model) == oracle_text(case, "model.dot")
@@ -161,10 +186,13 @@ def test_synoptic_model_read_back_is_the_same_graph(case):
     theirs = read_dot(ORACLE / case / "model.dot")
     ours = rebuilt.to_networkx()
     assert nx.is_isomorphic(
-        ours, theirs,
+        ours,
+        theirs,
         node_match=lambda x, y: x["label"] == y["label"] and x["state"] == y["state"],
-        edge_match=lambda x, y: x["count"] == y["count"]
-        and abs(x["probability"] - y["probability"]) <= 0.005 + 1e-9)
+        edge_match=lambda x, y: (
+            x["count"] == y["count"] and abs(x["probability"] - y["probability"]) <= 0.005 + 1e-9
+        ),
+    )
     assert check_model(theirs, log, res.invariants).ok
     back = read_invariants_txt(ORACLE / case / "model.invariants.txt")
     assert back.values.tolist() == res.invariants.values.tolist()
@@ -177,8 +205,9 @@ def test_array_path_codes_the_same_log(case):
 
     _, log, _ = parsed(case)
     a = synoptic_args(case)
-    direct = EventLog.from_regex_events(read_regex_arrays(
-        a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"]))
+    direct = EventLog.from_regex_events(
+        read_regex_arrays(a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"])
+    )
     assert direct.types == log.types and direct.time_text == log.time_text
     for name in ("codes", "starts", "times", "lines"):
         assert getattr(direct, name).tolist() == getattr(log, name).tolist(), name

@@ -23,8 +23,11 @@ from synoptic_reference import brute_invariants
 from test_synoptic_oracle import oracle_cases
 
 steps = st.sampled_from(["0", "1", "2.5", "0.25", "10", "3.0"])
-traces_strategy = st.lists(st.lists(st.tuples(st.sampled_from("abc"), steps), min_size=1,
-                                    max_size=7), min_size=1, max_size=5)
+traces_strategy = st.lists(
+    st.lists(st.tuples(st.sampled_from("abc"), steps), min_size=1, max_size=7),
+    min_size=1,
+    max_size=5,
+)
 
 
 def write_log(tmp_path, traces) -> EventLog:
@@ -59,8 +62,13 @@ def brute_constrained(traces) -> set:
             if a == b:
                 continue
             twice = any(s.count(a) >= 2 for s in seqs)
-            ok = all(b in s[i + 1:j] for s in seqs for i in range(len(s)) for j in range(i + 1, len(s))
-                     if s[i] == a and s[j] == a and a not in s[i + 1:j])
+            ok = all(
+                b in s[i + 1 : j]
+                for s in seqs
+                for i in range(len(s))
+                for j in range(i + 1, len(s))
+                if s[i] == a and s[j] == a and a not in s[i + 1 : j]
+            )
             if twice and ok:
                 untimed.add(("IntrBy", a, b, sum(s.count(a) for s in seqs)))
     for kind, a, b, support in untimed:
@@ -68,8 +76,13 @@ def brute_constrained(traces) -> set:
             out.add((kind, a, b, support, "", ""))
             continue
         second = a if kind == "IntrBy" else b
-        deltas = [ts[j] - ts[i] for s, ts in zip(seqs, times) for i in range(len(s))
-                  for j in range(i + 1, len(s)) if s[i] == a and s[j] == second]
+        deltas = [
+            ts[j] - ts[i]
+            for s, ts in zip(seqs, times)
+            for i in range(len(s))
+            for j in range(i + 1, len(s))
+            if s[i] == a and s[j] == second
+        ]
         out.add((kind, a, b, support, "lowerbound", Decimal(min(deltas))))
         out.add((kind, a, b, support, "upperbound", Decimal(max(deltas))))
     return out
@@ -80,8 +93,10 @@ def brute_constrained(traces) -> set:
 def test_constrained_invariants_match_their_definitions(tmp_path_factory, traces):
     log = write_log(tmp_path_factory.mktemp("p"), traces)
     inv = mine_constrained(log)
-    got = {(r.kind, r.first, r.second, r.support, r.bound, Decimal(r.value) if r.value else "")
-           for r in inv.itertuples(index=False)}
+    got = {
+        (r.kind, r.first, r.second, r.support, r.bound, Decimal(r.value) if r.value else "")
+        for r in inv.itertuples(index=False)
+    }
     assert got == brute_constrained(traces)
 
 
@@ -92,11 +107,13 @@ def test_perfume_invariants_are_the_real_perfumes(case, tmp_path, monkeypatch):
     (work / "model.invariants.txt").rename(work / "perfume.invariants.txt")
     monkeypatch.chdir(work)
     args = json.loads((work / "case.json").read_text())["args"]
-    res = CliRunner().invoke(main, ["infer", "--engine", "perfume", *args,
-                                    "--onlyMineInvariants=true"])
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "perfume", *args, "--onlyMineInvariants=true"]
+    )
     assert res.exit_code == 0, res.output
-    assert (work / "model.invariants.txt").read_text() == \
-        (work / "perfume.invariants.txt").read_text()
+    assert (work / "model.invariants.txt").read_text() == (
+        work / "perfume.invariants.txt"
+    ).read_text()
     # the JSON invariants (constraints included) as a set
     from statemine.infer.synoptic.run import read_log
     from statemine.infer.synoptic.options import parse_args
@@ -113,9 +130,30 @@ def test_perfume_invariants_are_the_real_perfumes(case, tmp_path, monkeypatch):
 def test_perfume_refuses_decreasing_times_with_keep_order(tmp_path, monkeypatch):
     (tmp_path / "d.log").write_text("5 a\n3 b\n")
     monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(main, ["infer", "--engine", "perfume", "-r", "^(?<DTIME>)(?<TYPE>)$",
-                                    "--onlyMineInvariants=true", "d.log"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "infer",
+            "--engine",
+            "perfume",
+            "-r",
+            "^(?<DTIME>)(?<TYPE>)$",
+            "--onlyMineInvariants=true",
+            "d.log",
+        ],
+    )
     assert res.exit_code == 2 and "keepOrder" in res.output and "d.log:2:" in res.output
-    res = CliRunner().invoke(main, ["infer", "--engine", "perfume", "-r", "^(?<DTIME>)(?<TYPE>)$",
-                                    "--onlyMineInvariants=true", "--keepOrder=false", "d.log"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "infer",
+            "--engine",
+            "perfume",
+            "-r",
+            "^(?<DTIME>)(?<TYPE>)$",
+            "--onlyMineInvariants=true",
+            "--keepOrder=false",
+            "d.log",
+        ],
+    )
     assert res.exit_code == 0 and "lowerbound = 2" in res.output

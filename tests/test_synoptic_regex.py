@@ -44,7 +44,10 @@ def test_separator_splits_traces_and_time_sorts_within_trace(tmp_path, engine):
     log = write(tmp_path, "a.log", "5 b\n1 a\n--\n--\n3 c\n")
     ts = read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], separator="^--$")
     assert rows(ts, "trace", "state", "line", "synoptic_time") == [
-        ["0", "a", 2, "1"], ["0", "b", 1, "5"], ["1", "c", 5, "3"]]
+        ["0", "a", 2, "1"],
+        ["0", "b", 1, "5"],
+        ["1", "c", 5, "3"],
+    ]
     assert ts.events["time"].tolist() == [1.0, 5.0, 3.0]
 
 
@@ -108,12 +111,15 @@ def test_bad_time_is_an_error_unless_ignored(tmp_path, engine):
     assert rows(ts, "state") == [["a"]]
 
 
-@pytest.mark.parametrize("regex,reason", [
-    ("^(?<TYPE>[a-$", "does not compile"),
-    ("^(?<DTIME>)$", "has no TYPE group"),
-    ("^(?<DTIME>)(?<TIME>)(?<TYPE>)$", "several time groups"),
-    ("^(?<HIDE=>yes)$", "HIDE can only"),
-])
+@pytest.mark.parametrize(
+    "regex,reason",
+    [
+        ("^(?<TYPE>[a-$", "does not compile"),
+        ("^(?<DTIME>)$", "has no TYPE group"),
+        ("^(?<DTIME>)(?<TIME>)(?<TYPE>)$", "several time groups"),
+        ("^(?<HIDE=>yes)$", "HIDE can only"),
+    ],
+)
 def test_bad_regexes(regex, reason):
     with pytest.raises(UsageError, match=reason):
         compile_regex(regex)
@@ -153,8 +159,21 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 _TIMES = ["1", "2", "10", "3.25", "12", "0", "1.5", "77"]  # valid for every time kind
-_ODD_TIMES = ["007", "-3", "+4", "1e3", ".5", "5.", "x1", "-0", "99999999999999999999",
-              "2147483648", "nan", "-12.50", "1E+3"]
+_ODD_TIMES = [
+    "007",
+    "-3",
+    "+4",
+    "1e3",
+    ".5",
+    "5.",
+    "x1",
+    "-0",
+    "99999999999999999999",
+    "2147483648",
+    "nan",
+    "-12.50",
+    "1E+3",
+]
 _TYPES = ["a", "b", "SlowStart", "x-y", "é"]
 _ODD_TYPES = ["INITIAL", "a\x01b", "TERMINAL"]
 _SPACE = ["", " ", "  ", "\t", "\x0b", "\x0c"]
@@ -183,8 +202,10 @@ def _log_line(draw):
     if kind == "other":
         return draw(st.sampled_from(["", "# comment", "a b c d", "h1", "1 a h1"]))
     odd = draw(st.integers(0, 19))
-    parts = [draw(st.sampled_from(_ODD_TIMES if odd < 2 else _TIMES)),
-             draw(st.sampled_from(_ODD_TYPES if odd == 2 else _TYPES))]
+    parts = [
+        draw(st.sampled_from(_ODD_TIMES if odd < 2 else _TIMES)),
+        draw(st.sampled_from(_ODD_TYPES if odd == 2 else _TYPES)),
+    ]
     if draw(st.integers(0, 9)) == 0:
         parts.reverse()
     if draw(st.integers(0, 3)) == 0:
@@ -201,12 +222,17 @@ def _outcome(read):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(files=st.lists(st.lists(_log_line(), min_size=1, max_size=25), min_size=1, max_size=2),
-       config=st.sampled_from(_CONFIGS), ignore=st.booleans(),
-       block=st.sampled_from([1 << 21, 1, 30]), workers=st.sampled_from([1, 2]),
-       longest=st.sampled_from([1 << 20, 1 << 20, 12]))
-def test_vectorized_path_and_line_loop_agree_on_generated_logs(files, config, ignore, block,
-                                                               workers, longest):
+@given(
+    files=st.lists(st.lists(_log_line(), min_size=1, max_size=25), min_size=1, max_size=2),
+    config=st.sampled_from(_CONFIGS),
+    ignore=st.booleans(),
+    block=st.sampled_from([1 << 21, 1, 30]),
+    workers=st.sampled_from([1, 2]),
+    longest=st.sampled_from([1 << 20, 1 << 20, 12]),
+)
+def test_vectorized_path_and_line_loop_agree_on_generated_logs(
+    files, config, ignore, block, workers, longest
+):
     import tempfile
     from pathlib import Path
 
@@ -245,8 +271,9 @@ def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
         assert all(regex_mod._fast_eligible(r) for r in compiled)
     calls = []
     real = regex_mod._read_file_fast
-    monkeypatch.setattr(regex_mod, "_read_file_fast",
-                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(
+        regex_mod, "_read_file_fast", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
     assert len(read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], "^--$").events) == 2
     assert calls
 
@@ -264,14 +291,25 @@ def _fast_and_loop(monkeypatch, read, block=1 << 21):
 @pytest.mark.parametrize("kind", ["DTIME", "TIME", "LTIME"])
 @pytest.mark.parametrize("ignore", [False, True])
 def test_every_time_form_reads_the_same_on_both_paths(tmp_path, monkeypatch, kind, ignore):
-    forms = _TIMES + _ODD_TIMES + ["9223372036854775807", "9223372036854775808",
-                                   "-2147483648", "-2147483649", "000", "1.000"]
+    forms = (
+        _TIMES
+        + _ODD_TIMES
+        + [
+            "9223372036854775807",
+            "9223372036854775808",
+            "-2147483648",
+            "-2147483649",
+            "000",
+            "1.000",
+        ]
+    )
     logs = [write(tmp_path, "all.log", "".join(f"{t} e{k % 3}\n" for k, t in enumerate(forms)))]
     logs += [write(tmp_path, f"{k}.log", f"1 e0\n{t} e1\n2 e2\n") for k, t in enumerate(forms)]
     for log in logs:
         for regex in (f"^(?<{kind}>)(?<TYPE>)$", f"^(?<{kind}>.+) (?<TYPE>e\\d)$"):
-            fast, loop = _fast_and_loop(monkeypatch, lambda: read_regex(
-                [log], [regex], ignore_nonmatching=ignore))
+            fast, loop = _fast_and_loop(
+                monkeypatch, lambda: read_regex([log], [regex], ignore_nonmatching=ignore)
+            )
             if isinstance(loop[0], str):
                 assert fast == loop
             else:
@@ -282,13 +320,27 @@ def test_every_time_form_reads_the_same_on_both_paths(tmp_path, monkeypatch, kin
 @pytest.mark.parametrize("block", [1 << 21, 12])
 def test_errors_come_in_the_line_loops_order(tmp_path, monkeypatch, bad_at, block):
     """A bad time (or reserved type) is reported unless five non-matching lines come first."""
-    lines = ["1 a", "junk x y", "2 b", "junk", "junk", "junk", "3 c", "junk", "4 d",
-             "5 e", "6 f", "7 g", "8 h"]
+    lines = [
+        "1 a",
+        "junk x y",
+        "2 b",
+        "junk",
+        "junk",
+        "junk",
+        "3 c",
+        "junk",
+        "4 d",
+        "5 e",
+        "6 f",
+        "7 g",
+        "8 h",
+    ]
     for bad in ("x1 a", "9 INITIAL"):
         text = lines[:bad_at] + [bad] + lines[bad_at:]
         log = write(tmp_path, "a.log", "\n".join(text) + "\n")
         fast, loop = _fast_and_loop(
-            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block)
+            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block
+        )
         assert isinstance(loop[0], str) and fast == loop
 
 
@@ -299,9 +351,12 @@ def test_too_long_lines_are_listed_as_not_matching(tmp_path, monkeypatch):
     for extra in ([], ["1 " + "z" * 30] * 4):
         log = write(tmp_path, "a.log", "\n".join(lines[:2] + extra + lines[2:]) + "\n")
         fast, loop = _fast_and_loop(
-            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]))
+            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"])
+        )
         assert isinstance(loop[0], str) and fast == loop
         assert ("characters: too long>" in loop[1]) == bool(extra)  # else the bad time
-        fast, loop = _fast_and_loop(monkeypatch, lambda: read_regex(
-            [log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True))
+        fast, loop = _fast_and_loop(
+            monkeypatch,
+            lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True),
+        )
         assert fast[0].equals(loop[0]) and fast[0]["state"].tolist() == ["a", "b"]

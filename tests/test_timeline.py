@@ -9,22 +9,45 @@ from matplotlib.collections import PolyCollection
 
 from test_diff_data import make_set
 from statemine.errors import UsageError
-from statemine.timeline import (STATE_COLOURS, metric_series, pick_trace, plot_cwnd, plot_throughput,
-                                state_spans, throughput_series)
+from statemine.timeline import (
+    STATE_COLOURS,
+    metric_series,
+    pick_trace,
+    plot_cwnd,
+    plot_throughput,
+    state_spans,
+    throughput_series,
+)
 from statemine.traces import TraceSet
 
 
 def small() -> TraceSet:
-    ev = pd.DataFrame({
-        "trace": "c1",
-        "time": [5.0, 5.1, 5.5, 5.5, 5.9, 6.5],
-        "kind": ["state", "state", "event", "state", "state", "event"],
-        "state": ["Init", "SlowStart", "LossDetected", "Recovery", "CongestionAvoidance", "Close"],
-        "cwnd": [12000, 12000, np.nan, 30000, 30000, np.nan],
-        "inflight": [0, 1200, np.nan, 40000, 20000, np.nan],
-        "srtt": [np.nan, 0.1, np.nan, 0.12, 0.1, np.nan],
-        "fields": ["delivered=0", "delivered=1000", "", "delivered=26000", "delivered=51000", "delivered=101000"],
-    })
+    ev = pd.DataFrame(
+        {
+            "trace": "c1",
+            "time": [5.0, 5.1, 5.5, 5.5, 5.9, 6.5],
+            "kind": ["state", "state", "event", "state", "state", "event"],
+            "state": [
+                "Init",
+                "SlowStart",
+                "LossDetected",
+                "Recovery",
+                "CongestionAvoidance",
+                "Close",
+            ],
+            "cwnd": [12000, 12000, np.nan, 30000, 30000, np.nan],
+            "inflight": [0, 1200, np.nan, 40000, 20000, np.nan],
+            "srtt": [np.nan, 0.1, np.nan, 0.12, 0.1, np.nan],
+            "fields": [
+                "delivered=0",
+                "delivered=1000",
+                "",
+                "delivered=26000",
+                "delivered=51000",
+                "delivered=101000",
+            ],
+        }
+    )
     return TraceSet.from_events(ev)
 
 
@@ -37,7 +60,12 @@ def test_state_spans_relative_to_first_line():
 
 def test_metric_series_skips_unlogged_rows():
     s = metric_series(small(), "c1", "cwnd")
-    assert np.allclose(s["time"], [0.0, 0.1, 0.5, 0.9]) and s["value"].tolist() == [12000, 12000, 30000, 30000]
+    assert np.allclose(s["time"], [0.0, 0.1, 0.5, 0.9]) and s["value"].tolist() == [
+        12000,
+        12000,
+        30000,
+        30000,
+    ]
     assert metric_series(small(), "c1", "ssthresh").empty
 
 
@@ -70,7 +98,9 @@ def test_plot_cwnd_shades_each_visit():
     polys = [c for c in ax.collections if isinstance(c, PolyCollection)]
     assert sum(len(p.get_paths()) for p in polys) == len(spans)
     assert len(polys) == spans["state"].nunique()
-    rec = [p for p in polys if np.allclose(p.get_facecolor()[0][:3], _rgb(STATE_COLOURS["Recovery"]))]
+    rec = [
+        p for p in polys if np.allclose(p.get_facecolor()[0][:3], _rgb(STATE_COLOURS["Recovery"]))
+    ]
     assert len(rec) == 1 and len(rec[0].get_paths()) == (spans["state"] == "Recovery").sum()
     cwnd_line = next(line for line in ax.get_lines() if line.get_label() == "cwnd (kB)")
     assert np.allclose(cwnd_line.get_ydata()[:-1], metric_series(ts, trace, "cwnd")["value"] / 1000)
@@ -109,7 +139,9 @@ def test_representative_trace_is_the_median_share_by_hand():
         durations = np.diff(times)
         shares[trace] = durations[(st["state"] == "Recovery").to_numpy()].sum() / durations.sum()
     trace, share = representative_trace(ts, "Recovery")
-    assert share == pytest.approx(sorted(shares.values())[4]) and shares[trace] == pytest.approx(share)
+    assert share == pytest.approx(sorted(shares.values())[4]) and shares[trace] == pytest.approx(
+        share
+    )
     # a state no trace visits: every share is 0, ties broken by trace id
     assert representative_trace(ts, "Nowhere") == (sorted(shares)[4], 0.0)
     with pytest.raises(UsageError, match="empty"):

@@ -10,27 +10,73 @@ from ..errors import UsageError
 from . import main
 
 #: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
-DIFF_OUTPUTS = ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt", "diff.dot", "diff.svg")
+DIFF_OUTPUTS = (
+    "states_diff.csv",
+    "transitions_diff.csv",
+    "one_sided.csv",
+    "notes.txt",
+    "diff.dot",
+    "diff.svg",
+)
 from .infer import _input_options, read_inputs
 
 _STAT_OPTIONS = [
-    click.option("--label-a", help="Name of side A in tables and diagrams (default: A's file name)."),
+    click.option(
+        "--label-a", help="Name of side A in tables and diagrams (default: A's file name)."
+    ),
     click.option("--label-b", help="Name of side B (default: B's file name)."),
-    click.option("--permutations", "n_perm", type=click.IntRange(1), default=9999, show_default=True,
-                 help="Random relabellings of the permutation test (all of them when there are fewer)."),
-    click.option("--bootstrap", "n_boot", type=click.IntRange(0), default=2000, show_default=True,
-                 help="Bootstrap resamples for the intervals of the differences (0: none)."),
-    click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-                 show_default=True, help="Family-wise error rate (Holm) of the state and transition tests."),
-    click.option("--test", "transition_test", type=click.Choice(["chi2", "g"]), default="chi2", show_default=True,
-                 help="Large-count test of the transitions (small counts use Fisher's exact test)."),
-    click.option("--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."),
-    click.option("--strata", multiple=True, metavar="LABEL",
-                 help="Trace label to stratify by (repeatable), e.g. implementation: relabel and resample "
-                      "only within each stratum."),
-    click.option("--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."),
-    click.option("--end", "end_rule", type=click.Choice(["close", "last-state"]), default="close",
-                 show_default=True, help="Where a trace's last state ends."),
+    click.option(
+        "--permutations",
+        "n_perm",
+        type=click.IntRange(1),
+        default=9999,
+        show_default=True,
+        help="Random relabellings of the permutation test (all of them when there are fewer).",
+    ),
+    click.option(
+        "--bootstrap",
+        "n_boot",
+        type=click.IntRange(0),
+        default=2000,
+        show_default=True,
+        help="Bootstrap resamples for the intervals of the differences (0: none).",
+    ),
+    click.option(
+        "--alpha",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Family-wise error rate (Holm) of the state and transition tests.",
+    ),
+    click.option(
+        "--test",
+        "transition_test",
+        type=click.Choice(["chi2", "g"]),
+        default="chi2",
+        show_default=True,
+        help="Large-count test of the transitions (small counts use Fisher's exact test).",
+    ),
+    click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."
+    ),
+    click.option(
+        "--strata",
+        multiple=True,
+        metavar="LABEL",
+        help="Trace label to stratify by (repeatable), e.g. implementation: relabel and resample "
+        "only within each stratum.",
+    ),
+    click.option(
+        "--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."
+    ),
+    click.option(
+        "--end",
+        "end_rule",
+        type=click.Choice(["close", "last-state"]),
+        default="close",
+        show_default=True,
+        help="Where a trace's last state ends.",
+    ),
 ]
 
 
@@ -41,13 +87,30 @@ def _stat_options(func):
 
 
 _SELECT_OPTIONS = [
-    click.option("--select", "select_both", multiple=True, metavar="LABEL=VALUE",
-                 help="Keep only traces with this label value, on both sides (repeatable), e.g. role=server."),
-    click.option("--select-a", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side A only."),
-    click.option("--select-b", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side B only."),
+    click.option(
+        "--select",
+        "select_both",
+        multiple=True,
+        metavar="LABEL=VALUE",
+        help="Keep only traces with this label value, on both sides (repeatable), e.g. role=server.",
+    ),
+    click.option(
+        "--select-a", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side A only."
+    ),
+    click.option(
+        "--select-b", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side B only."
+    ),
 ]
-_READ_KEYS = ("fmt", "regexes", "separator", "mapping", "ignore_nonmatching", "names_file", "implementation",
-              "derive_states")
+_READ_KEYS = (
+    "fmt",
+    "regexes",
+    "separator",
+    "mapping",
+    "ignore_nonmatching",
+    "names_file",
+    "implementation",
+    "derive_states",
+)
 
 
 def _select_options(func):
@@ -72,9 +135,16 @@ def _read_side(path: str, read_args: dict, selections: tuple[str, ...] = ()):
 
 def _diff_options(opts: dict) -> dict:
     """The keyword arguments of :func:`statemine.diff.diff` from the CLI options."""
-    return dict(n_perm=opts["n_perm"], n_boot=opts["n_boot"], seed=opts["seed"], alpha=opts["alpha"],
-                transition_test=opts["transition_test"], collapse_repeats=opts["collapse_repeats"],
-                end=opts["end_rule"], strata=list(opts["strata"]) or None)
+    return dict(
+        n_perm=opts["n_perm"],
+        n_boot=opts["n_boot"],
+        seed=opts["seed"],
+        alpha=opts["alpha"],
+        transition_test=opts["transition_test"],
+        collapse_repeats=opts["collapse_repeats"],
+        end=opts["end_rule"],
+        strata=list(opts["strata"]) or None,
+    )
 
 
 def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
@@ -82,20 +152,37 @@ def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> 
     la = label_a or Path(a).stem or str(a)
     lb = label_b or (Path(b).stem if b else "") or "B"
     if la == lb and not (label_a and label_b):
-        la, lb = (la, f"{lb} (B)") if label_a else ((f"{la} (A)", lb) if label_b else (f"{la} (A)", f"{lb} (B)"))
+        la, lb = (
+            (la, f"{lb} (B)")
+            if label_a
+            else ((f"{la} (A)", lb) if label_b else (f"{la} (A)", f"{lb} (B)"))
+        )
     return la, lb
 
 
 @main.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Write states_diff.csv, transitions_diff.csv, one_sided.csv, notes.txt, diff.dot, diff.svg here.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Write states_diff.csv, transitions_diff.csv, one_sided.csv, notes.txt, diff.dot, diff.svg here.",
+)
 @_stat_options
 @_select_options
 @_input_options
-@click.option("--svg/--no-svg", default=True, show_default=True, help="Also render diff.svg (needs Graphviz).")
-@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Changes listed in the summary.")
+@click.option(
+    "--svg/--no-svg", default=True, show_default=True, help="Also render diff.svg (needs Graphviz)."
+)
+@click.option(
+    "--top",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Changes listed in the summary.",
+)
 @click.option("--title", help="Title drawn on the diagram.")
 def diff_command(a, b, out_dir, svg, top, title, **opts):
     """Compare traces A with traces B: log files, folders, saved .parquet trace sets, or
@@ -126,7 +213,9 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     }
     if svg:
         files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
-    write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no diagram of an earlier run stays
+    write_set(
+        out_dir, files, owned=DIFF_OUTPUTS
+    )  # the whole set: no diagram of an earlier run stays
     print_summary(result, top=top)
     click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
 
@@ -142,32 +231,51 @@ def print_summary(result, *, top: int = 10) -> None:
 
     console = Console(emoji=False)
     ranking = result.ranking(top)
-    header = (f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
-              f"({result.n_traces_b} traces): {len(result.ranking(None))} significant change(s) "
-              f"(Holm, alpha={result.alpha:g})")
+    header = (
+        f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
+        f"({result.n_traces_b} traces): {len(result.ranking(None))} significant change(s) "
+        f"(Holm, alpha={result.alpha:g})"
+    )
     table = Table(title=header, title_justify="left")
-    for column, justify in (("kind", "left"), ("name", "left"), (result.label_a, "right"),
-                            (result.label_b, "right"), ("delta [95% CI]", "right"), ("p (Holm)", "right")):
+    for column, justify in (
+        ("kind", "left"),
+        ("name", "left"),
+        (result.label_a, "right"),
+        (result.label_b, "right"),
+        ("delta [95% CI]", "right"),
+        ("p (Holm)", "right"),
+    ):
         table.add_column(escape(column), justify=justify, overflow="fold")
     for row in ranking.itertuples(index=False):
         if row.kind == "state":
             share = lambda x: f"{x:.1%}"  # noqa: E731
-            delta = f"{row.delta:+.3f}" + ("" if row.delta_lo != row.delta_lo else
-                                           f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]")
+            delta = f"{row.delta:+.3f}" + (
+                ""
+                if row.delta_lo != row.delta_lo
+                else f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]"
+            )
         else:
             share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"  # noqa: E731
-        table.add_row(row.kind, rich_cell(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}")
+        table.add_row(
+            row.kind, rich_cell(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}"
+        )
     if len(ranking):
         console.print(table)
     else:
         console.print(header)
-    console.print(f"power: smallest possible p {result.min_p:.3g}, {result.min_p_holm:.3g} after Holm over the "
-                  "states" + (": UNDERPOWERED, no state can be significant" if result.underpowered else ""),
-                  markup=False, highlight=False)
+    console.print(
+        f"power: smallest possible p {result.min_p:.3g}, {result.min_p_holm:.3g} after Holm over the "
+        "states" + (": UNDERPOWERED, no state can be significant" if result.underpowered else ""),
+        markup=False,
+        highlight=False,
+    )
     if result.pseudo_replicated:
         names = ", ".join(display_name(n, TERMINAL_CHARS) for n in result.pseudo_replicated)
-        console.print(f"pseudo-replicates (identical runs, never significant): {names}", markup=False,
-                      highlight=False)
+        console.print(
+            f"pseudo-replicates (identical runs, never significant): {names}",
+            markup=False,
+            highlight=False,
+        )
     for note in result.notes:
         console.print(f"note: {one_line(note)}", markup=False, highlight=False)
 
@@ -175,22 +283,52 @@ def print_summary(result, *, top: int = 10) -> None:
 @main.command("report")
 @click.argument("a")
 @click.argument("b", required=False)
-@click.option("--out", "out_file", required=True, type=click.Path(path_type=Path),
-              help="The HTML file to write (self-contained: reads offline).")
+@click.option(
+    "--out",
+    "out_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The HTML file to write (self-contained: reads offline).",
+)
 @click.option("--title", help="Title of the page.")
 @_stat_options
 @_select_options
 @_input_options
-@click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="A results table (results.csv/.parquet of 'statemine lab') to compare outcomes per cell.")
+@click.option(
+    "--results",
+    "results_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A results table (results.csv/.parquet of 'statemine lab') to compare outcomes per cell.",
+)
 @click.option("--by", help="Results column telling the sides apart (e.g. profile, stack).")
-@click.option("--values", metavar="VA,VB", help="Values of --by for side A and B (default: the side labels).")
-@click.option("--metric", default="plt_s", show_default=True, help="Outcome metric column (plt_s, throughput_bps, ...).")
-@click.option("--rows", default="rate_mbps", show_default=True, help="Heatmap rows (a scenario column).")
-@click.option("--cols", default="object_size_bytes", show_default=True, help="Heatmap columns (a scenario column).")
-@click.option("--outcome-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01,
-              show_default=True, help="Significance threshold of Welch's test per cell (the paper's 0.01).")
-def report_command(a, b, out_file, title, results_path, by, values, metric, rows, cols, outcome_alpha, **opts):
+@click.option(
+    "--values", metavar="VA,VB", help="Values of --by for side A and B (default: the side labels)."
+)
+@click.option(
+    "--metric",
+    default="plt_s",
+    show_default=True,
+    help="Outcome metric column (plt_s, throughput_bps, ...).",
+)
+@click.option(
+    "--rows", default="rate_mbps", show_default=True, help="Heatmap rows (a scenario column)."
+)
+@click.option(
+    "--cols",
+    default="object_size_bytes",
+    show_default=True,
+    help="Heatmap columns (a scenario column).",
+)
+@click.option(
+    "--outcome-alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance threshold of Welch's test per cell (the paper's 0.01).",
+)
+def report_command(
+    a, b, out_file, title, results_path, by, values, metric, rows, cols, outcome_alpha, **opts
+):
     """Write one self-contained HTML page about traces A, or comparing A with B: tables,
     state machine (or the two-sided diff diagram), cwnd timelines and, with --results,
     outcome heatmaps (Welch's t-test per scenario cell)."""
@@ -202,16 +340,34 @@ def report_command(a, b, out_file, title, results_path, by, values, metric, rows
         from ..outcomes import read_results
 
         if not by:
-            raise UsageError("--results needs --by COLUMN (the results column telling the sides apart)")
+            raise UsageError(
+                "--results needs --by COLUMN (the results column telling the sides apart)"
+            )
         value_a, value_b = (label_a, label_b)
         if values:
             parts = values.split(",")
             if len(parts) != 2 or not all(parts):
                 raise UsageError(f"--values wants two comma-separated values, not {values!r}")
             value_a, value_b = parts
-        outcomes = Outcomes(read_results(results_path), by=by, value_a=value_a, value_b=value_b, metric=metric,
-                            rows=rows, cols=cols, alpha=outcome_alpha)
+        outcomes = Outcomes(
+            read_results(results_path),
+            by=by,
+            value_a=value_a,
+            value_b=value_b,
+            metric=metric,
+            rows=rows,
+            cols=cols,
+            alpha=outcome_alpha,
+        )
     ts_a, ts_b = _read_sides(a, b, opts)
-    path = write_report(out_file, ts_a, ts_b, label_a=label_a, label_b=label_b, title=title, outcomes=outcomes,
-                        **_diff_options(opts))
+    path = write_report(
+        out_file,
+        ts_a,
+        ts_b,
+        label_a=label_a,
+        label_b=label_b,
+        title=title,
+        outcomes=outcomes,
+        **_diff_options(opts),
+    )
     click.echo(f"wrote {path}", err=True)

@@ -24,10 +24,17 @@ def _rich():
 
     return Console, Table
 
+
 _impl = click.option("--impl", required=True, help="Implementation, e.g. aioquic or quic-go.")
-_version = click.option("--version", "version", required=True, help="Version, e.g. 1.7.2 or v0.48.2.")
-_patches = click.option("--patches", type=click.Path(file_okay=False, path_type=Path), default=None,
-                        help="Patches directory (default: $STATEMINE_PATCHES or the checkout's instrument-patches/).")
+_version = click.option(
+    "--version", "version", required=True, help="Version, e.g. 1.7.2 or v0.48.2."
+)
+_patches = click.option(
+    "--patches",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Patches directory (default: $STATEMINE_PATCHES or the checkout's instrument-patches/).",
+)
 _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 
 
@@ -48,8 +55,10 @@ def _visible_diff(text: str) -> str:
     and tab shown as escapes."""
     from ..escape import visible
 
-    return "\n".join("\t".join(visible(part, backslash=False) for part in line.split("\t"))
-                     for line in text.split("\n"))
+    return "\n".join(
+        "\t".join(visible(part, backslash=False) for part in line.split("\t"))
+        for line in text.split("\n")
+    )
 
 
 @main.group()
@@ -66,13 +75,19 @@ def list_cmd(patches: Path | None) -> None:
     Console, Table = _rich()
     table = Table(box=None)
     for col in ("impl", "version", "file", "added", "removed"):
-        table.add_column(col, no_wrap=True, justify="right" if col in ("added", "removed") else "left")
+        table.add_column(
+            col, no_wrap=True, justify="right" if col in ("added", "removed") else "left"
+        )
     previous = None
     for row in frame.itertuples(index=False):
         key = (row.impl, row.version)
         name = row.file + (" (new)" if row.new else "")
-        table.add_row(*(key if key != previous else ("", "")), name, f"+{row.lines_added}",
-                      f"-{row.lines_removed}")
+        table.add_row(
+            *(key if key != previous else ("", "")),
+            name,
+            f"+{row.lines_added}",
+            f"-{row.lines_removed}",
+        )
         previous = key
     Console(width=max(100, Console().width)).print(table)
 
@@ -125,8 +140,9 @@ def check(impl: str, version: str, patches: Path | None, verbose: bool, director
 @_tree_options
 @click.option("--dry-run", is_flag=True, help="Say what would be reverted; change nothing.")
 @_dir
-def revert(impl: str, version: str, patches: Path | None, verbose: bool, dry_run: bool,
-           directory: Path) -> None:
+def revert(
+    impl: str, version: str, patches: Path | None, verbose: bool, dry_run: bool, directory: Path
+) -> None:
     """Undo the IMPL VERSION patch in DIRECTORY, restoring the original bytes."""
     _outcome(_lib().revert(impl, version, directory, patches, dry_run=dry_run), verbose)
 
@@ -135,29 +151,65 @@ def revert(impl: str, version: str, patches: Path | None, verbose: bool, dry_run
 @_impl
 @click.option("--from", "from_version", required=True, help="The version whose patch to try.")
 @click.option("--to", "to_version", required=True, help="The version DIRECTORY holds.")
-@click.option("--fuzz", type=click.IntRange(0, 10), default=2, show_default=True,
-              help="Context lines a hunk may ignore at each end.")
-@click.option("--max-offset", type=click.IntRange(0, None), default=500, show_default=True,
-              help="Lines a hunk may move from where the hunks before it put it.")
-@click.option("--from-source", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              default=None, help="The pristine FROM tree (tells which function each hunk is "
-              "in; default: fetched into the cache).")
-@click.option("--rejects", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the hunks that did not fit here (a unified diff) instead of printing them.")
+@click.option(
+    "--fuzz",
+    type=click.IntRange(0, 10),
+    default=2,
+    show_default=True,
+    help="Context lines a hunk may ignore at each end.",
+)
+@click.option(
+    "--max-offset",
+    type=click.IntRange(0, None),
+    default=500,
+    show_default=True,
+    help="Lines a hunk may move from where the hunks before it put it.",
+)
+@click.option(
+    "--from-source",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The pristine FROM tree (tells which function each hunk is "
+    "in; default: fetched into the cache).",
+)
+@click.option(
+    "--rejects",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the hunks that did not fit here (a unified diff) instead of printing them.",
+)
 @click.option("--dry-run", is_flag=True, help="Report only; change nothing.")
 @_patches
 @_dir
-def port(impl: str, from_version: str, to_version: str, fuzz: int, max_offset: int,
-         from_source: Path | None, rejects: Path | None, dry_run: bool, patches: Path | None,
-         directory: Path) -> None:
+def port(
+    impl: str,
+    from_version: str,
+    to_version: str,
+    fuzz: int,
+    max_offset: int,
+    from_source: Path | None,
+    rejects: Path | None,
+    dry_run: bool,
+    patches: Path | None,
+    directory: Path,
+) -> None:
     """Port the patch of version FROM to DIRECTORY (version TO): every hunk placed, with
     offset and context fuzz but inside the function its context names, or nothing
     changed and a non-zero exit listing the hunks that need a human."""
     lib = _lib()
     old = from_source if from_source is not None else lib.pristine(impl, from_version, patches)
     try:
-        report = lib.port(impl, from_version, to_version, directory, fuzz=fuzz,
-                          dry_run=dry_run, patches=patches, old_root=old, max_offset=max_offset)
+        report = lib.port(
+            impl,
+            from_version,
+            to_version,
+            directory,
+            fuzz=fuzz,
+            dry_run=dry_run,
+            patches=patches,
+            old_root=old,
+            max_offset=max_offset,
+        )
     except lib.PortFailed as exc:
         click.echo(str(exc.report))
         _print_hunks(exc.report.hunks, "hunks (offset in lines, fuzz in context lines)")

@@ -14,8 +14,12 @@ from ..errors import InputError, UsageError
 from . import main
 
 #: Engines whose command line is the original tool's (parsed by :mod:`..options`).
-TOOL_OF_ENGINE = {"synoptic": "synoptic", "synoptic-jar": "synoptic", "ktails": "ktails",
-                  "perfume": "perfume"}
+TOOL_OF_ENGINE = {
+    "synoptic": "synoptic",
+    "synoptic-jar": "synoptic",
+    "ktails": "ktails",
+    "perfume": "perfume",
+}
 
 
 def engine_in(args: Sequence[str]) -> str | None:
@@ -109,15 +113,26 @@ def _naming(path):
 
 @main.command("check-model")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("logs", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-r", "--regex", "regexes", multiple=True, metavar="REGEX",
-              help="Synoptic line regex (repeatable), as given to the inference.")
+@click.argument(
+    "logs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "-r",
+    "--regex",
+    "regexes",
+    multiple=True,
+    metavar="REGEX",
+    help="Synoptic line regex (repeatable), as given to the inference.",
+)
 @click.option("-s", "--separator", metavar="REGEX", help="Synoptic trace separator regex.")
 @click.option("-m", "--mapping", metavar="MAP", help=r"Synoptic partition mapping, e.g. '\k<ip>'.")
 @click.option("-i", "--ignore-nonmatching", is_flag=True, help="Skip lines no regex matches.")
-@click.option("--invariants", "inv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Check these invariants (a model.invariants.txt) instead of mining the logs'.")
+@click.option(
+    "--invariants",
+    "inv_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Check these invariants (a model.invariants.txt) instead of mining the logs'.",
+)
 def check_model_command(model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file):
     """Check that MODEL (a Synoptic/statemine model.dot or model.json) accepts every trace
     of LOG files and that every invariant mined from them holds on it.  Exit status 0 when
@@ -138,10 +153,12 @@ def check_model_command(model, logs, regexes, separator, mapping, ignore_nonmatc
     invariants = read_invariants_txt(inv_file) if inv_file else mine(log)
     with _naming(model):
         report = check_model(graph, log, invariants)
-    click.echo(f"{model}: {graph.number_of_nodes()} nodes; "
-               f"{report.n_traces - len(report.rejected)}/{report.n_traces} traces accepted; "
-               f"{report.n_invariants - len(report.violated)}/{report.n_invariants} "
-               f"invariants hold")
+    click.echo(
+        f"{model}: {graph.number_of_nodes()} nodes; "
+        f"{report.n_traces - len(report.rejected)}/{report.n_traces} traces accepted; "
+        f"{report.n_invariants - len(report.violated)}/{report.n_invariants} "
+        f"invariants hold"
+    )
     for k in report.rejected[:20]:
         click.echo(f"  rejected trace {k}: {one_line(' '.join(log.trace(k))[:200])}")
     for line in invariant_text(report.violated).head(50):

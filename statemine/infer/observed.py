@@ -50,7 +50,9 @@ def observed_model(
     """
     from ..analyze import summarize
 
-    opts = dict(collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed, max_states=max_states)
+    opts = dict(
+        collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed, max_states=max_states
+    )
     return model_from_stats(*summarize(traces, **opts))
 
 
@@ -61,14 +63,29 @@ def model_from_stats(states: Table, transitions: Table) -> nx.DiGraph:
     G = nx.DiGraph(engine="observed")
     G.add_node(INITIAL, kind="initial")
     for state, fraction, lo, hi, time_s, visits in _rows(
-            states, "state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "time_s", "visits"):
-        G.add_node(state, kind="state", time_fraction=float(fraction), time_fraction_lo=float(lo),
-                   time_fraction_hi=float(hi), time_s=float(time_s), visits=int(visits))
+        states, "state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "time_s", "visits"
+    ):
+        G.add_node(
+            state,
+            kind="state",
+            time_fraction=float(fraction),
+            time_fraction_lo=float(lo),
+            time_fraction_hi=float(hi),
+            time_s=float(time_s),
+            visits=int(visits),
+        )
     G.add_node(TERMINAL, kind="terminal")
     for src, dst, count, p, lo, hi in _rows(
-            transitions, "src", "dst", "count", "probability", "probability_lo", "probability_hi"):
-        G.add_edge(src, dst, count=int(count), probability=float(p), probability_lo=float(lo),
-                   probability_hi=float(hi))
+        transitions, "src", "dst", "count", "probability", "probability_lo", "probability_hi"
+    ):
+        G.add_edge(
+            src,
+            dst,
+            count=int(count),
+            probability=float(p),
+            probability_lo=float(lo),
+            probability_hi=float(hi),
+        )
     return G
 
 
@@ -87,11 +104,17 @@ def model_to_json(G: nx.DiGraph) -> str:
         raise ValueError("model_to_json writes simple graphs (the observed-state model)")
     nodes = ({**attrs, "id": node} for node, attrs in G.nodes(data=True))
     edges = ({**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True))
-    fields = {"directed": G.is_directed(), "edges": edges, "graph": G.graph, "multigraph": False, "nodes": nodes}
+    fields = {
+        "directed": G.is_directed(),
+        "edges": edges,
+        "graph": G.graph,
+        "multigraph": False,
+        "nodes": nodes,
+    }
     parts = []
     for key, value in fields.items():  # in sorted key order, as sort_keys=True writes them
         text = _json_list(value) if key in ("nodes", "edges") else _json_item(value, 1)
-        parts.append(f' {json.dumps(key)}: {text}')
+        parts.append(f" {json.dumps(key)}: {text}")
     return "{\n" + ",\n".join(parts) + "\n}"
 
 
@@ -104,7 +127,9 @@ def _json_list(items: Iterator[dict]) -> str:
 def _json_item(value: Any, depth: int) -> str:
     """``json.dumps(value, indent=1, sort_keys=True)`` as it reads ``depth`` levels down
     (JSON text has no raw newline inside strings, so indenting every line is safe)."""
-    return json.dumps(_nan_to_none(value), indent=1, sort_keys=True).replace("\n", "\n" + " " * depth)
+    return json.dumps(_nan_to_none(value), indent=1, sort_keys=True).replace(
+        "\n", "\n" + " " * depth
+    )
 
 
 def model_from_json(text: str) -> nx.DiGraph:

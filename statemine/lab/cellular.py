@@ -77,7 +77,9 @@ def parse_times(text: str) -> np.ndarray:
     if times[-1] == 0:
         raise TraceError(None, "every timestamp is 0: the trace has no duration")
     if times[-1] > MAX_PERIOD_MS:
-        raise TraceError(len(times), f"the trace lasts {times[-1]} ms, longer than {MAX_PERIOD_MS} ms")
+        raise TraceError(
+            len(times), f"the trace lasts {times[-1]} ms, longer than {MAX_PERIOD_MS} ms"
+        )
     return times
 
 
@@ -96,8 +98,12 @@ class LinkTrace:
         period = int(times[-1])
         counts = np.bincount(times, minlength=period + 1)
         before = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        return cls(array("q", times.astype(np.int64).tobytes()), period,
-                   array("q", before.tobytes()), int(counts[period]))
+        return cls(
+            array("q", times.astype(np.int64).tobytes()),
+            period,
+            array("q", before.tobytes()),
+            int(counts[period]),
+        )
 
     @classmethod
     def read(cls, path: str | Path) -> "LinkTrace":
@@ -190,7 +196,10 @@ def summarize(times: np.ndarray) -> Summary:
     counts = np.bincount(times // BIN_MS, minlength=nbins + 1)[:nbins].astype(float)
     covered = np.zeros(nbins + 1, dtype=int)
     for start, length in zip(times[:-1][gaps >= OUTAGE_MS], outage):
-        first, last = -(-(start + 1) // BIN_MS), (start + length) // BIN_MS  # bins inside (start, end)
+        first, last = (
+            -(-(start + 1) // BIN_MS),
+            (start + length) // BIN_MS,
+        )  # bins inside (start, end)
         if last > first:
             covered[first] += 1
             covered[last] -= 1
@@ -198,8 +207,16 @@ def summarize(times: np.ndarray) -> Summary:
     rates = live * OPPORTUNITY_BYTES * 8 / (BIN_MS / 1000.0) / 1e6
     cv = float(rates.std() / rates.mean()) if rates.size and rates.mean() > 0 else 0.0
     logs = np.log(np.maximum(rates, OPPORTUNITY_BYTES * 8 / (BIN_MS / 1000.0) / 1e6 / 2))
-    lag1 = float(np.corrcoef(logs[:-1], logs[1:])[0, 1]) if logs.size > 2 and logs.std() > 0 else 0.0
-    return Summary(mean, cv, lag1, outage.size / (period / 60_000.0), float(outage.mean()) if outage.size else 0.0)
+    lag1 = (
+        float(np.corrcoef(logs[:-1], logs[1:])[0, 1]) if logs.size > 2 and logs.std() > 0 else 0.0
+    )
+    return Summary(
+        mean,
+        cv,
+        lag1,
+        outage.size / (period / 60_000.0),
+        float(outage.mean()) if outage.size else 0.0,
+    )
 
 
 @dataclass(frozen=True)
@@ -238,7 +255,7 @@ PROFILES: dict[str, Profile] = {}  # filled below by _fitted()
 
 def stationary(profile: Profile) -> tuple[float, float]:
     """``(mu, sigma)`` of the log rate's stationary normal law."""
-    s2 = math.log1p(profile.cv ** 2)
+    s2 = math.log1p(profile.cv**2)
     return math.log(profile.mean_mbps) - s2 / 2, math.sqrt(s2)
 
 
@@ -263,7 +280,11 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     t = 0.0
     while t < end_ms:
         if t >= next_outage:
-            t = next_outage + OUTAGE_MS + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
+            t = (
+                next_outage
+                + OUTAGE_MS
+                + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
+            )
             next_outage = t + rng.expovariate(out_rate)
             carry = 0.0
             continue
@@ -287,7 +308,9 @@ def _fitted() -> dict[str, Profile]:
     out = {}
     for name, (_, s) in MEASURED.items():
         live_share = max(1e-3, 1.0 - s.outages_per_min * s.outage_ms / 60_000.0)
-        out[name] = Profile(s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min / live_share, s.outage_ms)
+        out[name] = Profile(
+            s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min / live_share, s.outage_ms
+        )
     return out
 
 
@@ -299,9 +322,18 @@ MEASURED: dict[str, tuple[str, Summary]] = {
     "verizon-lte-up": ("Verizon-LTE-short.up", Summary(5.946, 0.574, 0.802, 1.714, 704.8)),
     "tmobile-lte-down": ("TMobile-LTE-short.down", Summary(16.703, 0.654, 0.632, 3.858, 567.4)),
     "tmobile-lte-up": ("TMobile-LTE-short.up", Summary(13.318, 0.630, 0.880, 0.429, 724.0)),
-    "att-lte-driving-down": ("ATT-LTE-driving-2016.down", Summary(4.560, 0.975, 0.685, 11.0, 426.2)),
+    "att-lte-driving-down": (
+        "ATT-LTE-driving-2016.down",
+        Summary(4.560, 0.975, 0.685, 11.0, 426.2),
+    ),
     "att-lte-driving-up": ("ATT-LTE-driving-2016.up", Summary(1.910, 1.091, 0.419, 10.0, 815.3)),
-    "tmobile-umts-driving-down": ("TMobile-UMTS-driving.down", Summary(2.020, 0.708, 0.864, 10.728, 734.0)),
-    "tmobile-umts-driving-up": ("TMobile-UMTS-driving.up", Summary(0.943, 0.410, 0.766, 7.281, 812.4)),
+    "tmobile-umts-driving-down": (
+        "TMobile-UMTS-driving.down",
+        Summary(2.020, 0.708, 0.864, 10.728, 734.0),
+    ),
+    "tmobile-umts-driving-up": (
+        "TMobile-UMTS-driving.up",
+        Summary(0.943, 0.410, 0.766, 7.281, 812.4),
+    ),
 }
 PROFILES.update(_fitted())

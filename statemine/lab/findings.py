@@ -72,44 +72,105 @@ class Finding:
 
 FINDINGS: tuple[Finding, ...] = (
     Finding(
-        "mobile-vs-desktop", "mobile", "ApplicationLimited",
+        "mobile-vs-desktop",
+        "mobile",
+        "ApplicationLimited",
         "the server is ApplicationLimited far more often with a mobile client",
-        (Condition("desktop", {"profile": "desktop"}, "7%"),
-         Condition("mobile", {"profile": "mobile"}, "58%")),
-        (Comparison("desktop", "mobile", "up", known={
-            "aioquic": "aioquic grants flow-control credit when data arrives (it has no read API), "
-                       "so a slow reader never holds its sender back"}),),
+        (
+            Condition("desktop", {"profile": "desktop"}, "7%"),
+            Condition("mobile", {"profile": "mobile"}, "58%"),
+        ),
+        (
+            Comparison(
+                "desktop",
+                "mobile",
+                "up",
+                known={
+                    "aioquic": "aioquic grants flow-control credit when data arrives (it has no read API), "
+                    "so a slow reader never holds its sender back"
+                },
+            ),
+        ),
     ),
     Finding(
-        "jitter-recovery", "jitter", "Recovery",
+        "jitter-recovery",
+        "jitter",
+        "Recovery",
         "10 ms jitter at 112 ms RTT multiplies the time in Recovery (spurious losses); "
         "a larger reordering threshold, and a larger time threshold, bring it back down",
-        (Condition("no jitter, reordering threshold 3", {"rtt_ms": "112", "jitter_ms": "0", "reordering_threshold": "3",
-                                 "time_threshold": "default"}),
-         Condition("10 ms jitter, reordering threshold 3", {"rtt_ms": "112", "jitter_ms": "10", "reordering_threshold": "3",
-                                    "time_threshold": "default"}),
-         Condition("10 ms jitter, reordering threshold 10",
-                   {"rtt_ms": "112", "jitter_ms": "10", "reordering_threshold": "10", "time_threshold": "default"}),
-         Condition("10 ms jitter, reordering 10 + time threshold 1.5",
-                   {"rtt_ms": "112", "jitter_ms": "10", "reordering_threshold": "10", "time_threshold": "1.5"})),
-        (Comparison("no jitter, reordering threshold 3", "10 ms jitter, reordering threshold 3", "up"),
-         Comparison("10 ms jitter, reordering threshold 3", "10 ms jitter, reordering threshold 10", "down"),
-         Comparison("10 ms jitter, reordering threshold 3", "10 ms jitter, reordering 10 + time threshold 1.5",
-                    "down")),
+        (
+            Condition(
+                "no jitter, reordering threshold 3",
+                {
+                    "rtt_ms": "112",
+                    "jitter_ms": "0",
+                    "reordering_threshold": "3",
+                    "time_threshold": "default",
+                },
+            ),
+            Condition(
+                "10 ms jitter, reordering threshold 3",
+                {
+                    "rtt_ms": "112",
+                    "jitter_ms": "10",
+                    "reordering_threshold": "3",
+                    "time_threshold": "default",
+                },
+            ),
+            Condition(
+                "10 ms jitter, reordering threshold 10",
+                {
+                    "rtt_ms": "112",
+                    "jitter_ms": "10",
+                    "reordering_threshold": "10",
+                    "time_threshold": "default",
+                },
+            ),
+            Condition(
+                "10 ms jitter, reordering 10 + time threshold 1.5",
+                {
+                    "rtt_ms": "112",
+                    "jitter_ms": "10",
+                    "reordering_threshold": "10",
+                    "time_threshold": "1.5",
+                },
+            ),
+        ),
+        (
+            Comparison(
+                "no jitter, reordering threshold 3", "10 ms jitter, reordering threshold 3", "up"
+            ),
+            Comparison(
+                "10 ms jitter, reordering threshold 3",
+                "10 ms jitter, reordering threshold 10",
+                "down",
+            ),
+            Comparison(
+                "10 ms jitter, reordering threshold 3",
+                "10 ms jitter, reordering 10 + time threshold 1.5",
+                "down",
+            ),
+        ),
     ),
     Finding(
-        "quic-go-adaptive-reordering", "quic-go-versions", "Recovery",
+        "quic-go-adaptive-reordering",
+        "quic-go-versions",
+        "Recovery",
         "quic-go v0.65.0 (adaptive reordering threshold) spends far less time in Recovery "
         "under jitter than v0.63.0",
-        (Condition("v0.63.0, no jitter", {"version": "v0.63.0", "jitter_ms": "0"}),
-         Condition("v0.63.0, 10 ms jitter", {"version": "v0.63.0", "jitter_ms": "10"}),
-         Condition("v0.65.0, no jitter", {"version": "v0.65.0", "jitter_ms": "0"}),
-         Condition("v0.65.0, 10 ms jitter", {"version": "v0.65.0", "jitter_ms": "10"})),
+        (
+            Condition("v0.63.0, no jitter", {"version": "v0.63.0", "jitter_ms": "0"}),
+            Condition("v0.63.0, 10 ms jitter", {"version": "v0.63.0", "jitter_ms": "10"}),
+            Condition("v0.65.0, no jitter", {"version": "v0.65.0", "jitter_ms": "0"}),
+            Condition("v0.65.0, 10 ms jitter", {"version": "v0.65.0", "jitter_ms": "10"}),
+        ),
         (Comparison("v0.63.0, 10 ms jitter", "v0.65.0, 10 ms jitter", "down"),),
         per_stack=False,
     ),
     Finding(
-        "cellular-mobile-vs-desktop", "cellular", "ApplicationLimited",
+        "cellular-mobile-vs-desktop",
+        "cellular",
+        "ApplicationLimited",
         "no paper: over a cellular (LTE-like) link, does a mobile client change how often the "
         "server is ApplicationLimited?",
         (Condition("desktop", {"profile": "desktop"}), Condition("mobile", {"profile": "mobile"})),
@@ -125,7 +186,9 @@ def load_runs(folder: str | Path) -> traces.TraceSet:
 
     folder = Path(folder)
     if not is_lab_output(folder):
-        raise InputError(folder, None, "not a statemine lab output folder (run `statemine lab run` first)")
+        raise InputError(
+            folder, None, "not a statemine lab output folder (run `statemine lab run` first)"
+        )
     return read(folder)
 
 
@@ -162,8 +225,9 @@ def loss_rules(ts: traces.TraceSet) -> tuple[int, int]:
     return int((rule == "packet").sum()), int((rule == "time").sum())
 
 
-def load_scenarios(root: str | Path, findings: tuple[Finding, ...] = FINDINGS
-                   ) -> dict[str, tuple[traces.TraceSet, pd.DataFrame]]:
+def load_scenarios(
+    root: str | Path, findings: tuple[Finding, ...] = FINDINGS
+) -> dict[str, tuple[traces.TraceSet, pd.DataFrame]]:
     """Per scenario of ``findings`` whose folder ``root/<scenario>`` holds runs: the server
     traces of its successful runs and its results table (indexed by ``run_id``), each
     read once. A failed run (``ok`` false in results.csv) is left out: its trace is cut."""
@@ -186,16 +250,21 @@ def _keep(ts: traces.TraceSet, mask) -> traces.TraceSet:
     return ts if mask.all() else ts.subset(mask)
 
 
-def measure(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def measure(
+    root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(assess(...), evaluate(...))`` of the traces under ``root``, read once;
     ``options`` go to :func:`assess`."""
     loaded = load_scenarios(root, findings)
     return assess(root, findings, loaded=loaded, **options), evaluate(root, findings, loaded=loaded)
 
 
-def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *,
-             loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None) -> pd.DataFrame:
+def evaluate(
+    root: str | Path,
+    findings: tuple[Finding, ...] = FINDINGS,
+    *,
+    loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
+) -> pd.DataFrame:
     """One row per (finding, stack, condition): ``share`` of the finding's state,
     ``seconds_per_run`` in it (server traces, mean over runs), ``runs``,
     ``plt_s`` (mean), ``declared_lost`` and ``path_dropped`` (sums over the runs' results),
@@ -211,42 +280,103 @@ def evaluate(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *,
         if f.scenario not in loaded:
             continue
         ts, results = loaded[f.scenario]
-        stacks = sorted(set(zip(ts.traces["implementation"], ts.traces["version"]))) if f.per_stack else [None]
+        stacks = (
+            sorted(set(zip(ts.traces["implementation"], ts.traces["version"])))
+            if f.per_stack
+            else [None]
+        )
         for stack in stacks:
-            base = ts if stack is None else select(ts, {"implementation": stack[0], "version": stack[1]})
+            base = (
+                ts
+                if stack is None
+                else select(ts, {"implementation": stack[0], "version": stack[1]})
+            )
             for cond in f.conditions:
                 sub = select(base, cond.where)
                 run_ids = sorted(set(sub.traces["run_id"])) if sub.n_traces else []
                 res = results.loc[[r for r in run_ids if r in results.index]]
                 share, seconds = state_time(sub, f.state)
                 by_packet, by_time = loss_rules(sub)
-                rows.append({
-                    "finding": f.name,
-                    "stack": "+".join(sorted(set(ts.traces["implementation"].astype(str)))) if stack is None
-                    else f"{stack[0]}@{stack[1]}",
-                    "condition": cond.label, "state": f.state, "share": share,
-                    "seconds_per_run": seconds / len(run_ids) if run_ids else float("nan"),
-                    "runs": len(run_ids), "plt_s": float(res["plt_s"].mean()) if len(res) else float("nan"),
-                    "declared_lost": int(res["retransmissions"].sum()) if len(res) else 0,
-                    "path_dropped": int(res["packets_dropped"].sum()) if len(res) else 0,
-                    "lost_by_packet_rule": by_packet, "lost_by_time_rule": by_time,
-                    "paper": cond.paper,
-                })
-    return pd.DataFrame(rows, columns=["finding", "stack", "condition", "state", "share", "seconds_per_run",
-                                       "runs", "plt_s",
-                                       "declared_lost", "path_dropped", "lost_by_packet_rule",
-                                       "lost_by_time_rule", "paper"])
+                rows.append(
+                    {
+                        "finding": f.name,
+                        "stack": "+".join(sorted(set(ts.traces["implementation"].astype(str))))
+                        if stack is None
+                        else f"{stack[0]}@{stack[1]}",
+                        "condition": cond.label,
+                        "state": f.state,
+                        "share": share,
+                        "seconds_per_run": seconds / len(run_ids) if run_ids else float("nan"),
+                        "runs": len(run_ids),
+                        "plt_s": float(res["plt_s"].mean()) if len(res) else float("nan"),
+                        "declared_lost": int(res["retransmissions"].sum()) if len(res) else 0,
+                        "path_dropped": int(res["packets_dropped"].sum()) if len(res) else 0,
+                        "lost_by_packet_rule": by_packet,
+                        "lost_by_time_rule": by_time,
+                        "paper": cond.paper,
+                    }
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "finding",
+            "stack",
+            "condition",
+            "state",
+            "share",
+            "seconds_per_run",
+            "runs",
+            "plt_s",
+            "declared_lost",
+            "path_dropped",
+            "lost_by_packet_rule",
+            "lost_by_time_rule",
+            "paper",
+        ],
+    )
 
 
-ASSESS_COLUMNS = ["finding", "stack", "state", "a", "b", "direction", "runs_a", "runs_b", "distinct_a",
-                  "distinct_b", "share_a", "share_b", "delta", "delta_lo", "delta_hi", "p_value", "p_holm",
-                  "min_p_holm", "pseudo_replicates", "interval_collapsed", "underpowered", "reproduced",
-                  "verdict", "known", "paper_a", "paper_b"]
+ASSESS_COLUMNS = [
+    "finding",
+    "stack",
+    "state",
+    "a",
+    "b",
+    "direction",
+    "runs_a",
+    "runs_b",
+    "distinct_a",
+    "distinct_b",
+    "share_a",
+    "share_b",
+    "delta",
+    "delta_lo",
+    "delta_hi",
+    "p_value",
+    "p_holm",
+    "min_p_holm",
+    "pseudo_replicates",
+    "interval_collapsed",
+    "underpowered",
+    "reproduced",
+    "verdict",
+    "known",
+    "paper_a",
+    "paper_b",
+]
 
 
-def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha: float = 0.01,
-           n_perm: int = 9999, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-           loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None) -> pd.DataFrame:
+def assess(
+    root: str | Path,
+    findings: tuple[Finding, ...] = FINDINGS,
+    *,
+    alpha: float = 0.01,
+    n_perm: int = 9999,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
+) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
     conditions' server traces with :func:`statemine.diff.diff` (``alpha`` is its Holm
     family-wise level; the other options are its own).
@@ -275,15 +405,31 @@ def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha:
                 sa, sb = select(base, ca.where), select(base, cb.where)
                 if sa.n_traces == 0 or sb.n_traces == 0:
                     continue
-                d = diff(sa, sb, label_a=comp.a, label_b=comp.b, n_perm=n_perm, n_boot=n_boot, seed=seed,
-                         alpha=alpha, confidence=confidence)
+                d = diff(
+                    sa,
+                    sb,
+                    label_a=comp.a,
+                    label_b=comp.b,
+                    n_perm=n_perm,
+                    n_boot=n_boot,
+                    seed=seed,
+                    alpha=alpha,
+                    confidence=confidence,
+                )
                 st = d.states.set_index("state")
                 r = st.loc[f.state] if f.state in st.index else None
                 impl = stack.split("@")[0]
                 row = {
-                    "finding": f.name, "stack": stack, "state": f.state, "a": comp.a, "b": comp.b,
-                    "direction": comp.direction, "runs_a": _runs(sa), "runs_b": _runs(sb),
-                    "distinct_a": distinct_runs(sa), "distinct_b": distinct_runs(sb),
+                    "finding": f.name,
+                    "stack": stack,
+                    "state": f.state,
+                    "a": comp.a,
+                    "b": comp.b,
+                    "direction": comp.direction,
+                    "runs_a": _runs(sa),
+                    "runs_b": _runs(sb),
+                    "distinct_a": distinct_runs(sa),
+                    "distinct_b": distinct_runs(sb),
                     "share_a": 0.0 if r is None else float(r["fraction_a"]),
                     "share_b": 0.0 if r is None else float(r["fraction_b"]),
                     "delta": 0.0 if r is None else float(r["delta"]),
@@ -294,7 +440,9 @@ def assess(root: str | Path, findings: tuple[Finding, ...] = FINDINGS, *, alpha:
                     "min_p_holm": d.min_p_holm,
                     "pseudo_replicates": False if r is None else bool(r["pseudo_replicates"]),
                     "interval_collapsed": False if r is None else bool(r["interval_collapsed"]),
-                    "underpowered": d.underpowered, "paper_a": ca.paper, "paper_b": cb.paper,
+                    "underpowered": d.underpowered,
+                    "paper_a": ca.paper,
+                    "paper_b": cb.paper,
                 }
                 row["reproduced"], row["verdict"] = verdict(row, alpha=alpha)
                 row["known"] = "" if row["reproduced"] else comp.known.get(impl, "")
@@ -330,7 +478,9 @@ def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     if not either and np.sign(row["delta"]) != (1 if row["direction"] == "up" else -1):
         reasons.append("opposite direction" if row["delta"] != 0 else "no difference")
     if not reasons:
-        return True, ("effect: " + ("up" if row["delta"] > 0 else "down")) if either else "reproduced"
+        return True, (
+            "effect: " + ("up" if row["delta"] > 0 else "down")
+        ) if either else "reproduced"
     return False, ("no effect: " if either else "not reproduced: ") + "; ".join(reasons)
 
 
@@ -340,7 +490,9 @@ def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
     if ts.n_traces == 0:
         return 0
     times = analyze.trace_state_times(analyze.visits(ts), ts)
-    per_run = times.groupby(ts.traces.set_index("trace")["run_id"].reindex(times.index).to_numpy()).sum()
+    per_run = times.groupby(
+        ts.traces.set_index("trace")["run_id"].reindex(times.index).to_numpy()
+    ).sum()
     per_run = per_run[per_run.sum(axis=1) > 0]
     grid = np.round(trace_shares(per_run.to_numpy()) / tol).astype(np.int64)
     return int(len(np.unique(grid, axis=0)))
@@ -361,39 +513,83 @@ def _stacks(ts: traces.TraceSet, per_stack: bool):
 
 
 # -- the tables as text (terminal and docs/findings.md share these cells) --------------------
-VERDICT_HEADERS = ("stack", "A -> B", "A", "B", "B - A [95% CI] pp", "p (Holm)", "runs (distinct)", "verdict")
-CONDITION_HEADERS = ("stack", "condition", "share", "paper", "s/run", "runs", "PLT s", "declared", "dropped",
-                     "pkt rule", "time rule")
+VERDICT_HEADERS = (
+    "stack",
+    "A -> B",
+    "A",
+    "B",
+    "B - A [95% CI] pp",
+    "p (Holm)",
+    "runs (distinct)",
+    "verdict",
+)
+CONDITION_HEADERS = (
+    "stack",
+    "condition",
+    "share",
+    "paper",
+    "s/run",
+    "runs",
+    "PLT s",
+    "declared",
+    "dropped",
+    "pkt rule",
+    "time rule",
+)
 
 
 def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`): shares in %, the
     difference and its interval in percentage points, p (Holm), runs (distinct runs), the
     verdict, marked ``[i]`` when a documented cause is listed as note ``i`` (1-based row)."""
-    return [(r.stack, f"{r.a} -> {r.b} ({r.direction})", f"{r.share_a:.1%}", f"{r.share_b:.1%}",
-             f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]", f"{r.p_holm:.2g}",
-             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
-             r.verdict + (f" [{i + 1}]" if r.known else ""))
-            for i, r in enumerate(rows.itertuples(index=False))]
+    return [
+        (
+            r.stack,
+            f"{r.a} -> {r.b} ({r.direction})",
+            f"{r.share_a:.1%}",
+            f"{r.share_b:.1%}",
+            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
+            f"{r.p_holm:.2g}",
+            f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
+            r.verdict + (f" [{i + 1}]" if r.known else ""),
+        )
+        for i, r in enumerate(rows.itertuples(index=False))
+    ]
 
 
 def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     """One text row per :func:`evaluate` row (:data:`CONDITION_HEADERS`)."""
-    return [(r.stack, r.condition, f"{r.share:.1%}", r.paper or "-", f"{r.seconds_per_run:.2f}", str(r.runs),
-             f"{r.plt_s:.2f}", str(r.declared_lost), str(r.path_dropped), str(r.lost_by_packet_rule),
-             str(r.lost_by_time_rule))
-            for r in rows.itertuples(index=False)]
+    return [
+        (
+            r.stack,
+            r.condition,
+            f"{r.share:.1%}",
+            r.paper or "-",
+            f"{r.seconds_per_run:.2f}",
+            str(r.runs),
+            f"{r.plt_s:.2f}",
+            str(r.declared_lost),
+            str(r.path_dropped),
+            str(r.lost_by_packet_rule),
+            str(r.lost_by_time_rule),
+        )
+        for r in rows.itertuples(index=False)
+    ]
 
 
 def known_notes(rows: pd.DataFrame) -> list[str]:
     """``[i] stack: known cause: ...`` for the rows of :func:`assess` with a documented cause."""
-    return [f"[{i + 1}] {r.stack}: known cause: {r.known}" for i, r in enumerate(rows.itertuples(index=False))
-            if r.known]
+    return [
+        f"[{i + 1}] {r.stack}: known cause: {r.known}"
+        for i, r in enumerate(rows.itertuples(index=False))
+        if r.known
+    ]
 
 
 def markdown(verdicts: pd.DataFrame, conditions: pd.DataFrame, finding: str) -> str:
     """One finding's two tables (and documented causes) as Markdown, the cells of
     :func:`verdict_cells` and :func:`condition_cells` (``|`` escaped)."""
+
     def table(headers, cells):
         esc = lambda text: str(text).replace("|", "\\|")  # noqa: E731
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -402,5 +598,11 @@ def markdown(verdicts: pd.DataFrame, conditions: pd.DataFrame, finding: str) -> 
 
     rows = verdicts[verdicts["finding"] == finding]
     notes = "".join(f"\n{n}\n" for n in known_notes(rows))
-    return (table(VERDICT_HEADERS, verdict_cells(rows)) + "\n" + notes + "\n"
-            + table(CONDITION_HEADERS, condition_cells(conditions[conditions["finding"] == finding])) + "\n")
+    return (
+        table(VERDICT_HEADERS, verdict_cells(rows))
+        + "\n"
+        + notes
+        + "\n"
+        + table(CONDITION_HEADERS, condition_cells(conditions[conditions["finding"] == finding]))
+        + "\n"
+    )

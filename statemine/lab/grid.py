@@ -47,8 +47,18 @@ RUNS_DIR = "runs"
 #: The results table is rewritten at most this often while a grid runs (and at its end), s.
 RESULTS_EVERY_S = 5.0
 RESULT_COLUMNS = [
-    "run_id", "ok", "error", "plt_s", "bytes", "throughput_bps", "retransmissions",
-    "packets_sent", "packets_dropped", "virtual_time_s", "wall_time_s", "seed",
+    "run_id",
+    "ok",
+    "error",
+    "plt_s",
+    "bytes",
+    "throughput_bps",
+    "retransmissions",
+    "packets_sent",
+    "packets_dropped",
+    "virtual_time_s",
+    "wall_time_s",
+    "seed",
 ]
 
 
@@ -77,7 +87,9 @@ def plan(scenario: Scenario, only: Mapping[str, str] | None = None) -> list[Plan
     only = dict(only or {})
     for key in only:
         if key not in GRID_KEYS and key != "seed":
-            raise UsageError(f"--only {key}=...: not a grid key (known: {', '.join(GRID_KEYS)}, seed)")
+            raise UsageError(
+                f"--only {key}=...: not a grid key (known: {', '.join(GRID_KEYS)}, seed)"
+            )
     runs = []
     for cell in scenario.cells:
         if any(key != "seed" and _text(cell[key]) != value for key, value in only.items()):
@@ -116,7 +128,9 @@ def resolve_link_traces(config: dict, base: Path, source: Path | None = None) ->
         if not ref:
             continue
         if not isinstance(ref, dict) or not isinstance(ref.get("file"), str):
-            raise InputError(source, None, f"path.{direction}.link_trace: must be a table with a file")
+            raise InputError(
+                source, None, f"path.{direction}.link_trace: must be a table with a file"
+            )
         file = Path(ref["file"])
         file = file if file.is_absolute() else (base / file).resolve()
         try:
@@ -124,7 +138,11 @@ def resolve_link_traces(config: dict, base: Path, source: Path | None = None) ->
         except InputError as exc:
             raise InputError(source, None, f"path.{direction}.link_trace: {exc}") from None
         if ref.get("sha256") and hashlib.sha256(data).hexdigest() != ref["sha256"]:
-            raise InputError(source, None, f"path.{direction}.link_trace: {file} is not the trace the run used (sha256 differs)")
+            raise InputError(
+                source,
+                None,
+                f"path.{direction}.link_trace: {file} is not the trace the run used (sha256 differs)",
+            )
         path[direction] = dict(link, link_trace=dict(ref, file=str(file)))
     out["path"] = path
     return out
@@ -143,8 +161,10 @@ def write_link_traces(scenario: Scenario, out: Path) -> None:
 
 def _flat_cell(cell: dict) -> dict:
     """A cell as table columns (lists/tables as JSON text, ``None`` kept)."""
-    return {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v
-            for k, v in cell.items()}
+    return {
+        k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v
+        for k, v in cell.items()
+    }
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -168,7 +188,9 @@ def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) ->
         return "the run's log has no statemine line (is the implementation patched?)"
     ids = {t: f"{run_id_}#{t.split('#', 1)[-1]}" for t in ts.traces["trace"]}
     events = ts.events.assign(trace=ts.events["trace"].map(ids))
-    tr = ts.traces.assign(trace=ts.traces["trace"].map(ids), source=f"{RUNS_DIR}/{run_id_}/{log.name}.gz")
+    tr = ts.traces.assign(
+        trace=ts.traces["trace"].map(ids), source=f"{RUNS_DIR}/{run_id_}/{log.name}.gz"
+    )
     traces.save(traces.TraceSet.from_events(events, tr, ts.meta).with_labels(**labels), dest)
     return None
 
@@ -183,8 +205,13 @@ def _gzip(path: Path) -> Path:
     return dest
 
 
-def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str | None,
-            cache_dir: str | os.PathLike | None = None) -> dict:
+def execute(
+    run: PlannedRun,
+    out: Path,
+    runner: Runner | None,
+    build_error: str | None,
+    cache_dir: str | os.PathLike | None = None,
+) -> dict:
     """Run one planned run into ``out/runs/<run_id>`` atomically; returns its result row.
     ``cache_dir`` is the build cache the runner was built in (None: its default)."""
     final = out / RUNS_DIR / run.run_id
@@ -210,8 +237,12 @@ def execute(run: PlannedRun, out: Path, runner: Runner | None, build_error: str 
     if not log.exists():
         log.write_text("", encoding="utf-8")
     if result.get("ok"):
-        labels = {"run_id": run.run_id, "implementation": run.config["implementation"],
-                  "version": run.config["version"], "seed": str(run.config["seed"])}
+        labels = {
+            "run_id": run.run_id,
+            "implementation": run.config["implementation"],
+            "version": run.config["version"],
+            "seed": str(run.config["seed"]),
+        }
         labels.update({k: _text(v) for k, v in run.cell.items() if k != "stack"})
         error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels)
         if error:
@@ -237,7 +268,9 @@ def finished(out: Path, run_id_: str) -> dict | None:
         return None
 
 
-def results_table(out: Path, runs: list[PlannedRun], known: Mapping[str, dict] | None = None) -> pd.DataFrame:
+def results_table(
+    out: Path, runs: list[PlannedRun], known: Mapping[str, dict] | None = None
+) -> pd.DataFrame:
     """One row per planned run that has finished: the cell's values then the outcome.
 
     ``known`` maps run ids to results already in memory (read from disk otherwise).
@@ -258,8 +291,10 @@ def results_table(out: Path, runs: list[PlannedRun], known: Mapping[str, dict] |
 
 def write_results(out: Path, table: pd.DataFrame) -> None:
     """Write ``results.csv`` and ``results.parquet`` atomically."""
-    for name, writer in (("results.csv", lambda p: table.to_csv(p, index=False)),
-                         ("results.parquet", lambda p: table.to_parquet(p, index=False))):
+    for name, writer in (
+        ("results.csv", lambda p: table.to_csv(p, index=False)),
+        ("results.parquet", lambda p: table.to_parquet(p, index=False)),
+    ):
         with atomic_path(out / name) as tmp:
             writer(tmp)
 
@@ -269,18 +304,26 @@ def source_revision() -> str | None:
     differ from it), or None outside a checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "statemine"],
-                               cwd=root, capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "statemine"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def manifest(scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict],
-             command: list[str]) -> dict:
+def manifest(
+    scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict], command: list[str]
+) -> dict:
     """What makes every run reproducible: versions, patch hashes, seeds, the command."""
     from .. import __version__
 
@@ -290,12 +333,20 @@ def manifest(scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict]
         "command": command,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "scenario": {"name": scenario.name, "file": str(scenario.source), "sha256": scenario.sha256,
-                     "runs": scenario.runs, "seed": scenario.seed, "time_limit_s": scenario.time_limit_s,
-                     "axes": scenario.axes},
+        "scenario": {
+            "name": scenario.name,
+            "file": str(scenario.source),
+            "sha256": scenario.sha256,
+            "runs": scenario.runs,
+            "seed": scenario.seed,
+            "time_limit_s": scenario.time_limit_s,
+            "axes": scenario.axes,
+        },
         "stacks": builds,
-        "runs": {r.run_id: {"seed": r.config["seed"], "stack": r.cell["stack"], "config": r.config}
-                 for r in runs},
+        "runs": {
+            r.run_id: {"seed": r.config["seed"], "stack": r.cell["stack"], "config": r.config}
+            for r in runs
+        },
     }
 
 
@@ -303,7 +354,11 @@ def stack_info(impl: str, version: str, built: Any) -> dict:
     """Provenance of a built stack: the patch's sha256 and the fetched source's record."""
     from ..patch import registry
 
-    info: dict[str, Any] = {"implementation": impl, "version": version, "built": str(built) if built else None}
+    info: dict[str, Any] = {
+        "implementation": impl,
+        "version": version,
+        "built": str(built) if built else None,
+    }
     try:
         info["patch_sha256"] = registry.sha256_file(registry.patch_path(impl, version))
     except Exception:  # "installed" (unpatched) aioquic has no patch
@@ -366,7 +421,11 @@ def run_grid(
             builds[stack] = stack_info(impl, version, built)
         except Exception as exc:  # recorded on each of its runs
             build_errors[stack] = f"build of {stack} failed: {exc}"
-            builds[stack] = {"implementation": impl, "version": version, "error": build_errors[stack]}
+            builds[stack] = {
+                "implementation": impl,
+                "version": version,
+                "error": build_errors[stack],
+            }
     command = command if command is not None else list(sys.argv)
     _write_json(out / "manifest.json", manifest(scenario, runs, builds, command))
 
@@ -417,17 +476,31 @@ class _progress:
     def __enter__(self) -> Callable[[dict], None]:
         if not self.enabled:
             return lambda res: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
-        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
-                             TimeRemainingColumn(), transient=False)
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
         self._bar.__enter__()
         self._task = self._bar.add_task(self.name, total=self.total, completed=self.done, failed=0)
 
         def advance(res: dict) -> None:
             self.failed += 0 if res.get("ok") else 1
             self._bar.update(self._task, advance=1, failed=self.failed)
+
         return advance
 
     def __exit__(self, *exc: Any) -> None:

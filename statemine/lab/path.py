@@ -77,7 +77,9 @@ def _probability(value: float, key: str) -> None:
 def _unknown(d: Mapping[str, Any], allowed: set[str], prefix: str) -> None:
     extra = sorted(set(d) - allowed)
     if extra:
-        raise PathValueError(prefix + extra[0], f"unknown key (known: {', '.join(sorted(allowed))})")
+        raise PathValueError(
+            prefix + extra[0], f"unknown key (known: {', '.join(sorted(allowed))})"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,9 @@ class RateSchedule:
         if self.lo_bps <= 0:
             raise PathValueError("rate_schedule.lo_bps", f"must be > 0, not {self.lo_bps}")
         if self.hi_bps < self.lo_bps:
-            raise PathValueError("rate_schedule.hi_bps", f"must be >= lo_bps ({self.lo_bps}), not {self.hi_bps}")
+            raise PathValueError(
+                "rate_schedule.hi_bps", f"must be >= lo_bps ({self.lo_bps}), not {self.hi_bps}"
+            )
         if self.interval_s <= 0:
             raise PathValueError("rate_schedule.interval_s", f"must be > 0, not {self.interval_s}")
 
@@ -157,9 +161,15 @@ class CrossTraffic:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.load < 1.0:
-            raise PathValueError("cross_traffic.load", f"is a fraction of the link rate and must be in [0, 1), not {self.load}")
+            raise PathValueError(
+                "cross_traffic.load",
+                f"is a fraction of the link rate and must be in [0, 1), not {self.load}",
+            )
         if not 1 <= self.packet_bytes <= 65_535 or self.packet_bytes != int(self.packet_bytes):
-            raise PathValueError("cross_traffic.packet_bytes", f"must be a whole number in [1, 65535], not {self.packet_bytes}")
+            raise PathValueError(
+                "cross_traffic.packet_bytes",
+                f"must be a whole number in [1, 65535], not {self.packet_bytes}",
+            )
         if self.mean_on_s < 0 or self.mean_off_s < 0:
             raise PathValueError("cross_traffic.mean_on_s", "ON/OFF means must be >= 0")
         if self.mean_off_s > 0 and not self.mean_on_s > 0:
@@ -171,14 +181,18 @@ class CrossTraffic:
     def from_dict(cls, d: Mapping[str, Any]) -> "CrossTraffic":
         """Build from ``{"load": .., "packet_bytes": 1500, "mean_on_s": 0, "mean_off_s": 0}``."""
         if not isinstance(d, Mapping):
-            raise PathValueError("cross_traffic", "must be a table of load, packet_bytes, mean_on_s, mean_off_s")
+            raise PathValueError(
+                "cross_traffic", "must be a table of load, packet_bytes, mean_on_s, mean_off_s"
+            )
         _unknown(d, set(cls.KEYS), "cross_traffic.")
         if "load" not in d:
             raise PathValueError("cross_traffic.load", "is required")
         v = {k: _number(d, k, "cross_traffic.") for k in d}
         if "packet_bytes" in v:
             if v["packet_bytes"] != int(v["packet_bytes"]):
-                raise PathValueError("cross_traffic.packet_bytes", f"must be a whole number, not {v['packet_bytes']}")
+                raise PathValueError(
+                    "cross_traffic.packet_bytes", f"must be a whole number, not {v['packet_bytes']}"
+                )
             v["packet_bytes"] = int(v["packet_bytes"])
         return cls(**v)
 
@@ -204,7 +218,9 @@ class LinkTraceRef:
         if offset is not None:
             offset = _number(d, "offset_ms", "link_trace.")
             if offset < 0 or offset != int(offset):
-                raise PathValueError("link_trace.offset_ms", f"must be a whole number >= 0, not {offset}")
+                raise PathValueError(
+                    "link_trace.offset_ms", f"must be a whole number >= 0, not {offset}"
+                )
             offset = int(offset)
         sha = d.get("sha256")
         if sha is not None and not isinstance(sha, str):
@@ -237,10 +253,21 @@ class LinkConfig:
             raise PathValueError("jitter_s", f"must be >= 0, not {self.jitter_s}")
         _probability(self.loss, "loss")
         if self.link_trace is not None and self.rate_schedule is not None:
-            raise PathValueError("link_trace", "cannot be combined with rate_schedule (both set the rate)")
+            raise PathValueError(
+                "link_trace", "cannot be combined with rate_schedule (both set the rate)"
+            )
 
-    KEYS = ("rate_bps", "buffer_bytes", "delay_s", "jitter_s", "loss", "gilbert", "rate_schedule",
-            "cross_traffic", "link_trace")
+    KEYS = (
+        "rate_bps",
+        "buffer_bytes",
+        "delay_s",
+        "jitter_s",
+        "loss",
+        "gilbert",
+        "rate_schedule",
+        "cross_traffic",
+        "link_trace",
+    )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "LinkConfig":
@@ -393,7 +420,9 @@ class Link:
         self._cross_next = math.inf
         ct = cfg.cross_traffic
         if ct is not None and ct.load > 0:
-            self._cross = CrossArrivals(ct, cfg.rate_bps, random.Random(f"cross-traffic/{self.seed}"))
+            self._cross = CrossArrivals(
+                ct, cfg.rate_bps, random.Random(f"cross-traffic/{self.seed}")
+            )
             self._cross_next = self._cross.next()
 
     # -- pieces, each one step of the model ------------------------------------------

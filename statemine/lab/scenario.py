@@ -98,10 +98,13 @@ def _at_least(bound: float, strict: bool = False, what: str = "") -> Callable[[A
         if v < bound or (strict and v == bound):
             raise _Bad(f"{what}must be {op} {bound:g}, not {v:g}")
         return v
+
     return check
 
 
-def _within(lo: float, hi: float, unit: str = "", strict_lo: bool = False) -> Callable[[Any], float]:
+def _within(
+    lo: float, hi: float, unit: str = "", strict_lo: bool = False
+) -> Callable[[Any], float]:
     """A check: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``strict_lo``)."""
     opening = "(" if strict_lo else "["
 
@@ -110,6 +113,7 @@ def _within(lo: float, hi: float, unit: str = "", strict_lo: bool = False) -> Ca
         if v > hi or v < lo or (strict_lo and v == lo):
             raise _Bad(f"must be in {opening}{lo:g}, {hi:g}]{unit}, not {v:g}")
         return v
+
     return check
 
 
@@ -133,6 +137,7 @@ def _whole(lo: int, hi: int, unit: str = "") -> Callable[[Any], int]:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
             raise _Bad(f"must be a whole number in [{lo}, {hi}]{unit}, not {v!r}")
         return v
+
     return check
 
 
@@ -156,6 +161,7 @@ _window = _whole(1, 2**40, " bytes")
 def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def inner(v: Any) -> Any:
         return None if v == DEFAULT else check(v)
+
     return inner
 
 
@@ -182,8 +188,10 @@ def _on_off(v: Any) -> tuple[float, float]:
 def _link_trace(v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise _Bad(f"must be a trace file name or 'synthetic:PROFILE', not {v!r}")
-    if v.startswith(SYNTHETIC) and v[len(SYNTHETIC):] not in cellular.PROFILES:
-        raise _Bad(f"unknown synthetic profile {v[len(SYNTHETIC):]!r} (known: {', '.join(cellular.PROFILES)})")
+    if v.startswith(SYNTHETIC) and v[len(SYNTHETIC) :] not in cellular.PROFILES:
+        raise _Bad(
+            f"unknown synthetic profile {v[len(SYNTHETIC) :]!r} (known: {', '.join(cellular.PROFILES)})"
+        )
     return v
 
 
@@ -206,8 +214,10 @@ def _stack(v: Any) -> str:
         raise _Bad(f"unknown implementation {impl!r} (known: {', '.join(IMPLEMENTATIONS)})")
     known = patched_versions(impl)  # from $STATEMINE_PATCHES when set
     if version not in known and not (impl == "aioquic" and version == "installed"):
-        raise _Bad(f"{impl} {version} has no instrument patch (patched versions: "
-                   f"{', '.join(sorted(known)) or 'none'})")
+        raise _Bad(
+            f"{impl} {version} has no instrument patch (patched versions: "
+            f"{', '.join(sorted(known)) or 'none'})"
+        )
     return v
 
 
@@ -225,30 +235,98 @@ GRID_KEYS: dict[str, Key] = {
     "stack": Key(_stack, "aioquic@1.7.2", "implementation@version, e.g. 'quic-go@v0.65.0'"),
     "rate_mbps": Key(_rate, 50.0, "bottleneck rate server->client, Mbit/s, in [0.001, 100000]"),
     "up_rate_mbps": Key(_optional(_rate), None, "client->server rate, Mbit/s (default: rate_mbps)"),
-    "rtt_ms": Key(_ms, 36.0, "base round-trip propagation delay, ms (half each way), in [0, 10000]"),
-    "buffer_bytes": Key(_optional(_bytes), None, "bottleneck tail-drop buffer, bytes (default: one BDP, at least 30000), at most 2^30"),
+    "rtt_ms": Key(
+        _ms, 36.0, "base round-trip propagation delay, ms (half each way), in [0, 10000]"
+    ),
+    "buffer_bytes": Key(
+        _optional(_bytes),
+        None,
+        "bottleneck tail-drop buffer, bytes (default: one BDP, at least 30000), at most 2^30",
+    ),
     "loss": Key(_prob, 0.0, "random loss probability server->client"),
     "up_loss": Key(_prob, 0.0, "random loss probability client->server"),
-    "gilbert": Key(_optional(_gilbert), None, "Gilbert-Elliott loss server->client {p_gb, p_bg, loss_good, loss_bad} (replaces loss)"),
-    "jitter_ms": Key(_ms, 0.0, "netem jitter server->client: per-packet delay uniform in +-jitter, ms"),
+    "gilbert": Key(
+        _optional(_gilbert),
+        None,
+        "Gilbert-Elliott loss server->client {p_gb, p_bg, loss_good, loss_bad} (replaces loss)",
+    ),
+    "jitter_ms": Key(
+        _ms, 0.0, "netem jitter server->client: per-packet delay uniform in +-jitter, ms"
+    ),
     "up_jitter_ms": Key(_ms, 0.0, "jitter client->server, ms"),
-    "rate_schedule_mbps": Key(_optional(_schedule), None, "variable bandwidth server->client: [lo, hi] Mbit/s redrawn every second, seeded phase", True),
-    "cross_load": Key(_load, 0.0, "cross traffic at the server->client bottleneck, fraction of the rate in [0, 1) (0: none)"),
-    "cross_on_off_ms": Key(_optional(_on_off), None, "cross traffic ON/OFF: [mean ON, mean OFF] ms, exponential (default: Poisson)", True),
-    "link_trace": Key(_optional(_link_trace), None, "server->client rate from a mahimahi trace file or 'synthetic:PROFILE' (seeded start offset)"),
-    "up_link_trace": Key(_optional(_link_trace), None, "client->server rate from a mahimahi trace file or 'synthetic:PROFILE'"),
+    "rate_schedule_mbps": Key(
+        _optional(_schedule),
+        None,
+        "variable bandwidth server->client: [lo, hi] Mbit/s redrawn every second, seeded phase",
+        True,
+    ),
+    "cross_load": Key(
+        _load,
+        0.0,
+        "cross traffic at the server->client bottleneck, fraction of the rate in [0, 1) (0: none)",
+    ),
+    "cross_on_off_ms": Key(
+        _optional(_on_off),
+        None,
+        "cross traffic ON/OFF: [mean ON, mean OFF] ms, exponential (default: Poisson)",
+        True,
+    ),
+    "link_trace": Key(
+        _optional(_link_trace),
+        None,
+        "server->client rate from a mahimahi trace file or 'synthetic:PROFILE' (seeded start offset)",
+    ),
+    "up_link_trace": Key(
+        _optional(_link_trace),
+        None,
+        "client->server rate from a mahimahi trace file or 'synthetic:PROFILE'",
+    ),
     "object_size_bytes": Key(_count, 1_000_000, "size of each object, bytes"),
-    "object_count": Key(_whole(1, 10_000), 1, "objects per page (one stream each, requested at once)"),
+    "object_count": Key(
+        _whole(1, 10_000), 1, "objects per page (one stream each, requested at once)"
+    ),
     "profile": Key(_profile, "desktop", "client profile: desktop or mobile"),
-    "read_rate_mbps": Key(_optional(_rate), 20.0, "mobile: mean rate the application consumes stream data, Mbit/s"),
-    "read_rate_cv": Key(_cv, 0.0, "mobile: coefficient of variation of the read rate, redrawn every 100 ms (0: constant)"),
-    "per_packet_cpu_ms": Key(_within(0, 1000, " ms"), 0.1, "mobile: mean CPU time per received packet, ms"),
-    "per_packet_cpu_cv": Key(_cv, 0.0, "mobile: coefficient of variation of the per-packet CPU time, lognormal (0: constant)"),
-    "socket_buffer_bytes": Key(_optional(_whole(1, 2**30, " bytes")), None, "mobile: client socket receive buffer, bytes (default 212992)"),
-    "max_data_bytes": Key(_optional(_window), None, "client's initial connection flow-control window, bytes (default: the implementation's)"),
-    "max_stream_data_bytes": Key(_optional(_window), None, "client's initial stream flow-control window, bytes (default: the implementation's)"),
-    "reordering_threshold": Key(_optional(_whole(1, 65535, " packets")), None, "server's packet reordering threshold, packets (default: the implementation's)"),
-    "time_threshold": Key(_optional(_time_threshold), None, "server's time threshold, multiple of the RTT in [1, 32] (default: the implementation's)"),
+    "read_rate_mbps": Key(
+        _optional(_rate), 20.0, "mobile: mean rate the application consumes stream data, Mbit/s"
+    ),
+    "read_rate_cv": Key(
+        _cv,
+        0.0,
+        "mobile: coefficient of variation of the read rate, redrawn every 100 ms (0: constant)",
+    ),
+    "per_packet_cpu_ms": Key(
+        _within(0, 1000, " ms"), 0.1, "mobile: mean CPU time per received packet, ms"
+    ),
+    "per_packet_cpu_cv": Key(
+        _cv,
+        0.0,
+        "mobile: coefficient of variation of the per-packet CPU time, lognormal (0: constant)",
+    ),
+    "socket_buffer_bytes": Key(
+        _optional(_whole(1, 2**30, " bytes")),
+        None,
+        "mobile: client socket receive buffer, bytes (default 212992)",
+    ),
+    "max_data_bytes": Key(
+        _optional(_window),
+        None,
+        "client's initial connection flow-control window, bytes (default: the implementation's)",
+    ),
+    "max_stream_data_bytes": Key(
+        _optional(_window),
+        None,
+        "client's initial stream flow-control window, bytes (default: the implementation's)",
+    ),
+    "reordering_threshold": Key(
+        _optional(_whole(1, 65535, " packets")),
+        None,
+        "server's packet reordering threshold, packets (default: the implementation's)",
+    ),
+    "time_threshold": Key(
+        _optional(_time_threshold),
+        None,
+        "server's time threshold, multiple of the RTT in [1, 32] (default: the implementation's)",
+    ),
 }
 
 SCENARIO_KEYS = {"name", "description", "runs", "seed", "time_limit_s"}
@@ -295,7 +373,7 @@ def link_trace_file(value: str, base: Path) -> TraceFile:
     Raises :class:`InputError` naming the trace file and line of a malformed trace.
     """
     if value.startswith(SYNTHETIC):
-        profile = cellular.PROFILES[value[len(SYNTHETIC):]]
+        profile = cellular.PROFILES[value[len(SYNTHETIC) :]]
         times = cellular.synthesize(profile, SYNTHETIC_DURATION_S, SYNTHETIC_SEED)
     else:
         times = cellular.read_times(base / value)
@@ -376,7 +454,9 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
             raise bad(f"scenario.{key}", f"unknown key (known: {', '.join(sorted(SCENARIO_KEYS))})")
     name = head.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise bad("scenario.name", f"must be a slug of letters, digits, '-', '_', '.', not {name!r}")
+        raise bad(
+            "scenario.name", f"must be a slug of letters, digits, '-', '_', '.', not {name!r}"
+        )
     try:
         runs = _whole(1, MAX_RUNS_PER_CELL)(head.get("runs", 1))
     except _Bad as exc:
@@ -406,10 +486,17 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
             raise bad(f"grid.{key}", str(exc)) from None
     n_cells = math.prod(len(v) for v in axes.values())
     if n_cells > MAX_CELLS:
-        raise InputError(path, None, f"[grid]: {n_cells:g} cells (the product of the axes' lengths); "
-                                     f"at most {MAX_CELLS} are allowed")
+        raise InputError(
+            path,
+            None,
+            f"[grid]: {n_cells:g} cells (the product of the axes' lengths); "
+            f"at most {MAX_CELLS} are allowed",
+        )
     if n_cells * runs > MAX_RUNS:
-        raise bad("scenario.runs", f"{n_cells} cells x {runs} runs = {n_cells * runs} runs; at most {MAX_RUNS} are allowed")
+        raise bad(
+            "scenario.runs",
+            f"{n_cells} cells x {runs} runs = {n_cells * runs} runs; at most {MAX_RUNS} are allowed",
+        )
     traces: dict[str, TraceFile] = {}
     for key in ("link_trace", "up_link_trace"):
         for value in axes.get(key, []):
@@ -426,13 +513,17 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
         cell = dict(fixed)
         cell.update(zip(axes.keys(), combo))
         if cell["object_count"] * cell["object_size_bytes"] > MAX_TRANSFER_BYTES:
-            raise bad("grid.object_size_bytes",
-                      f"object_count x object_size_bytes must be <= {MAX_TRANSFER_BYTES} bytes")
+            raise bad(
+                "grid.object_size_bytes",
+                f"object_count x object_size_bytes must be <= {MAX_TRANSFER_BYTES} bytes",
+            )
         cells.append({k: cell[k] for k in GRID_KEYS})
     return Scenario(name, description, runs, seed, limit, axes, cells, path, sha256, traces)
 
 
-def run_config(cell: dict, seed: int, time_limit_s: float, traces: dict[str, TraceFile] | None = None) -> dict:
+def run_config(
+    cell: dict, seed: int, time_limit_s: float, traces: dict[str, TraceFile] | None = None
+) -> dict:
     """The runner-protocol config of one run of a cell (without ``log_path``/``result_path``).
 
     ``traces`` holds the link traces the cell names (:attr:`Scenario.link_traces`); a
@@ -454,7 +545,11 @@ def run_config(cell: dict, seed: int, time_limit_s: float, traces: dict[str, Tra
         return max(30_000, int(rate_bps * cell["rtt_ms"] / 1000.0 / 8))
 
     def ref(t: TraceFile) -> dict:
-        return {"file": f"../../{LINK_TRACES_DIR}/{t.file_name}", "sha256": t.sha256, "offset_ms": None}
+        return {
+            "file": f"../../{LINK_TRACES_DIR}/{t.file_name}",
+            "sha256": t.sha256,
+            "offset_ms": None,
+        }
 
     delay = cell["rtt_ms"] / 2000.0
     down_trace, up_trace = trace_of("link_trace"), trace_of("up_link_trace")
@@ -467,27 +562,45 @@ def run_config(cell: dict, seed: int, time_limit_s: float, traces: dict[str, Tra
     on_off = cell["cross_on_off_ms"]
     cross = None
     if cell["cross_load"] > 0:
-        cross = {"load": cell["cross_load"], "packet_bytes": 1500,
-                 "mean_on_s": on_off[0] / 1000.0 if on_off else 0.0,
-                 "mean_off_s": on_off[1] / 1000.0 if on_off else 0.0}
+        cross = {
+            "load": cell["cross_load"],
+            "packet_bytes": 1500,
+            "mean_on_s": on_off[0] / 1000.0 if on_off else 0.0,
+            "mean_off_s": on_off[1] / 1000.0 if on_off else 0.0,
+        }
     down = {
-        "rate_bps": rate, "buffer_bytes": buffer, "delay_s": delay,
-        "jitter_s": cell["jitter_ms"] / 1000.0, "loss": cell["loss"],
+        "rate_bps": rate,
+        "buffer_bytes": buffer,
+        "delay_s": delay,
+        "jitter_s": cell["jitter_ms"] / 1000.0,
+        "loss": cell["loss"],
         "gilbert": dict(gilbert) if gilbert else None,
-        "rate_schedule": {"lo_bps": sched[0] * 1e6, "hi_bps": sched[1] * 1e6, "interval_s": 1.0} if sched else None,
-        "cross_traffic": cross, "link_trace": ref(down_trace) if down_trace else None,
+        "rate_schedule": {"lo_bps": sched[0] * 1e6, "hi_bps": sched[1] * 1e6, "interval_s": 1.0}
+        if sched
+        else None,
+        "cross_traffic": cross,
+        "link_trace": ref(down_trace) if down_trace else None,
     }
-    up_rate = up_trace.mean_rate_bps if up_trace else (cell["up_rate_mbps"] or cell["rate_mbps"]) * 1e6
+    up_rate = (
+        up_trace.mean_rate_bps if up_trace else (cell["up_rate_mbps"] or cell["rate_mbps"]) * 1e6
+    )
     up = {
-        "rate_bps": up_rate, "buffer_bytes": bdp(up_rate),
-        "delay_s": delay, "jitter_s": cell["up_jitter_ms"] / 1000.0, "loss": cell["up_loss"],
-        "gilbert": None, "rate_schedule": None, "cross_traffic": None,
+        "rate_bps": up_rate,
+        "buffer_bytes": bdp(up_rate),
+        "delay_s": delay,
+        "jitter_s": cell["up_jitter_ms"] / 1000.0,
+        "loss": cell["up_loss"],
+        "gilbert": None,
+        "rate_schedule": None,
+        "cross_traffic": None,
         "link_trace": ref(up_trace) if up_trace else None,
     }
     mobile = cell["profile"] == "mobile"
     client = {
         "profile": cell["profile"],
-        "read_rate_bps": cell["read_rate_mbps"] * 1e6 if mobile and cell["read_rate_mbps"] else None,
+        "read_rate_bps": cell["read_rate_mbps"] * 1e6
+        if mobile and cell["read_rate_mbps"]
+        else None,
         "per_packet_cpu_s": cell["per_packet_cpu_ms"] / 1000.0 if mobile else 0.0,
     }
     if mobile and cell["per_packet_cpu_cv"]:

@@ -74,21 +74,34 @@ def read(
     if format == "regex":
         from .regex import read_regex
 
-        ts = read_regex(files, regex, separator=separator, mapping=mapping, ignore_nonmatching=ignore_nonmatching)
+        ts = read_regex(
+            files,
+            regex,
+            separator=separator,
+            mapping=mapping,
+            ignore_nonmatching=ignore_nonmatching,
+        )
     else:
         sources = _source_names(files)
         with progress_reporter(files, progress) as advance:
             sets, skipped = [], []
             for f in files:
                 try:
-                    sets.append(_read_one(f, format, sources[f], names, implementation, derive_states, advance))
+                    sets.append(
+                        _read_one(
+                            f, format, sources[f], names, implementation, derive_states, advance
+                        )
+                    )
                 except InputError as exc:
                     if strict or len(files) == 1 or not _no_congestion_data(exc):
                         raise
                     skipped.append(f"{exc}; file skipped (--strict makes this an error)")
         if not sets:
-            raise InputError(None, None, f"none of the {len(files)} files has congestion data "
-                             f"(first: {skipped[0]})")
+            raise InputError(
+                None,
+                None,
+                f"none of the {len(files)} files has congestion data (first: {skipped[0]})",
+            )
         ts = sets[0] if len(sets) == 1 and not skipped else _concat(sets, skipped)
     if labels:
         ts = ts.with_labels(**labels)
@@ -119,7 +132,8 @@ def detect_format(path: str | os.PathLike) -> str:
     if b"\x00" in head:
         raise InputError(path, None, "binary data, not a text log (no statemine lines, not qlog)")
     raise InputError(
-        path, None,
+        path,
+        None,
         "cannot tell the format: no 'STATEMINE t=' line in the first 64 KiB and not qlog; "
         "give --format, or -r REGEX for another text log",
     )
@@ -150,7 +164,9 @@ def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list
             if _first_time(st, seen):
                 files.append(p)
         else:
-            raise InputError(p, None, "not a regular file or folder (a pipe or device cannot be read as a log)")
+            raise InputError(
+                p, None, "not a regular file or folder (a pipe or device cannot be read as a log)"
+            )
     if not files:
         raise UsageError("no input files given")
     return files
@@ -190,14 +206,19 @@ def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
         if not _first_time(st, seen):
             return
         if is_lab_output(folder):
-            files.extend(f for f in sorted((folder / "runs").glob("*/traces.parquet"))
-                         if _first_time(_stat(f), seen))
+            files.extend(
+                f
+                for f in sorted((folder / "runs").glob("*/traces.parquet"))
+                if _first_time(_stat(f), seen)
+            )
             return
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            raise InputError(folder, None, f"cannot list the folder: {exc.strerror or exc}") from None
+            raise InputError(
+                folder, None, f"cannot list the folder: {exc.strerror or exc}"
+            ) from None
         stack.append(iter(entries))
 
     enter(top, _stat(top))
@@ -212,13 +233,24 @@ def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
             continue  # a dangling link, or a file gone meanwhile
         if stat.S_ISDIR(st.st_mode):
             enter(Path(entry.path), st)
-        elif stat.S_ISREG(st.st_mode) and entry.name.lower().endswith(LOG_SUFFIXES) and _first_time(st, seen):
+        elif (
+            stat.S_ISREG(st.st_mode)
+            and entry.name.lower().endswith(LOG_SUFFIXES)
+            and _first_time(st, seen)
+        ):
             files.append(Path(entry.path))
     return files
 
 
-def _read_one(path: Path, format: str, source: str, names, implementation, derive_states,
-              advance: Callable[[int], None]) -> TraceSet:
+def _read_one(
+    path: Path,
+    format: str,
+    source: str,
+    names,
+    implementation,
+    derive_states,
+    advance: Callable[[int], None],
+) -> TraceSet:
     fmt = detect_format(path) if format == "auto" else format
     if fmt == "parquet":
         from ..traces import load
@@ -231,7 +263,13 @@ def _read_one(path: Path, format: str, source: str, names, implementation, deriv
     elif fmt == "qlog":
         from .qlog import read_qlog
 
-        ts = read_qlog(path, names=names, implementation=implementation, derive_states=derive_states, source=source)
+        ts = read_qlog(
+            path,
+            names=names,
+            implementation=implementation,
+            derive_states=derive_states,
+            source=source,
+        )
     else:
         raise UsageError(f"format {fmt!r} is not read per file")
     advance(_size(path))
@@ -244,7 +282,9 @@ def _concat(sets: list[TraceSet], warnings: list[str] = ()) -> TraceSet:
 
     from ..traces import concat, merge_meta
 
-    return concat(sets, merge_meta([*(s.meta for s in sets), {"warnings": json.dumps(list(warnings))}]))
+    return concat(
+        sets, merge_meta([*(s.meta for s in sets), {"warnings": json.dumps(list(warnings))}])
+    )
 
 
 def _no_congestion_data(exc: InputError) -> bool:
@@ -282,7 +322,9 @@ class _RichProgress:
     def __init__(self, total: int) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-        self._bar = Progress("reading", BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True)
+        self._bar = Progress(
+            "reading", BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True
+        )
         self._task = self._bar.add_task("read", total=total)
         self._base = 0
         self._last = 0

@@ -75,12 +75,16 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
     inferred = ffill(np.where(reduced, cwnd, np.nan))
     inferred[np.isnan(inferred)] = np.inf
     if "ssthresh" in rows.columns:
-        logged = ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[known]
+        logged = ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[
+            known
+        ]
     else:
         logged = np.full(cwnd.shape, np.nan)
     threshold = np.where(np.isnan(logged), inferred, logged)
 
-    state = np.where(in_recovery, RECOVERY, np.where(cwnd < threshold, SLOW_START, CONGESTION_AVOIDANCE))
+    state = np.where(
+        in_recovery, RECOVERY, np.where(cwnd < threshold, SLOW_START, CONGESTION_AVOIDANCE)
+    )
     change = np.r_[True, state[1:] != state[:-1]]
     rows["cwnd"] = cwnd
     if "ssthresh" in rows.columns:
@@ -94,9 +98,15 @@ APPLICATION_LIMITED = "ApplicationLimited"
 
 
 def recovery_periods(
-    congestion: np.ndarray, congestion_sent: np.ndarray, sent_time: np.ndarray, sent_pn: np.ndarray,
-    ack_time: np.ndarray, ack_largest: np.ndarray, congestion_pn: np.ndarray | None = None,
-    undo_time: np.ndarray = np.empty(0), undo_pn: np.ndarray = np.empty(0),
+    congestion: np.ndarray,
+    congestion_sent: np.ndarray,
+    sent_time: np.ndarray,
+    sent_pn: np.ndarray,
+    ack_time: np.ndarray,
+    ack_largest: np.ndarray,
+    congestion_pn: np.ndarray | None = None,
+    undo_time: np.ndarray = np.empty(0),
+    undo_pn: np.ndarray = np.empty(0),
 ) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods ``[(start, end, undone)]`` (seconds; end inf when it never
     ends; ``undone`` when a spurious loss ended it).
@@ -130,8 +140,10 @@ def recovery_periods(
         if first >= sent_pn.size:
             end = np.inf
         else:
-            k = max(int(np.searchsorted(best, sent_pn[first], side="left")),
-                    int(np.searchsorted(ack_time, start, side="right")))
+            k = max(
+                int(np.searchsorted(best, sent_pn[first], side="left")),
+                int(np.searchsorted(ack_time, start, side="right")),
+            )
             end = float(ack_time[k]) if k < ack_time.size else np.inf
         undone = undo_time[(undo_pn == pn) & (undo_time > start) & (undo_time < end)]
         if undone.size:
@@ -140,7 +152,9 @@ def recovery_periods(
     return periods
 
 
-def _app_limited(cwnd: np.ndarray, inflight: np.ndarray, slow: np.ndarray, slack: float) -> np.ndarray:
+def _app_limited(
+    cwnd: np.ndarray, inflight: np.ndarray, slow: np.ndarray, slack: float
+) -> np.ndarray:
     """Whether the sender is application limited at each update, judged as quic-go's cubic
     sender does on each ACK (isCwndLimited, with the bytes in flight *before* the ACK): at
     an update whose bytes in flight fell (an ACK), the previous update's value is compared
@@ -155,7 +169,10 @@ def _app_limited(cwnd: np.ndarray, inflight: np.ndarray, slow: np.ndarray, slack
 
 
 def derive_states_rfc9002(
-    metrics: pd.DataFrame, periods: list[tuple[float, float, bool]], *, app_limited_slack: float = 3 * 1280.0,
+    metrics: pd.DataFrame,
+    periods: list[tuple[float, float, bool]],
+    *,
+    app_limited_slack: float = 3 * 1280.0,
 ) -> pd.DataFrame:
     """State changes from metrics and RFC 9002 recovery periods (packet events known).
 
@@ -178,7 +195,9 @@ def derive_states_rfc9002(
     bounds = [t for start, end, _ in periods for t in (start, end) if np.isfinite(t)]
     rows = pd.concat([base, pd.DataFrame({"time": bounds})], ignore_index=True)
     rows = rows.iloc[np.argsort(rows["time"].to_numpy(float), kind="stable")].reset_index(drop=True)
-    for column in rows.columns.drop(["time", "line"], errors="ignore"):  # period bounds carry the latest values
+    for column in rows.columns.drop(
+        ["time", "line"], errors="ignore"
+    ):  # period bounds carry the latest values
         rows[column] = ffill(pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float))
     cwnd = rows["cwnd"].to_numpy(float)
     known = ~np.isnan(cwnd)
@@ -196,13 +215,24 @@ def derive_states_rfc9002(
             reduced &= ~((time >= start) & (time <= end))
     inferred = ffill(np.where(reduced, cwnd, np.nan))
     inferred[np.isnan(inferred)] = np.inf
-    logged = rows["ssthresh"].to_numpy(float) if "ssthresh" in rows.columns else np.full(cwnd.shape, np.nan)
+    logged = (
+        rows["ssthresh"].to_numpy(float)
+        if "ssthresh" in rows.columns
+        else np.full(cwnd.shape, np.nan)
+    )
     threshold = np.where(np.isnan(logged), inferred, logged)
     slow = cwnd < threshold
-    inflight = rows["inflight"].to_numpy(float) if "inflight" in rows.columns else np.full(cwnd.shape, np.nan)
+    inflight = (
+        rows["inflight"].to_numpy(float)
+        if "inflight" in rows.columns
+        else np.full(cwnd.shape, np.nan)
+    )
     limited = _app_limited(cwnd, inflight, slow, app_limited_slack)
-    state = np.where(in_recovery, RECOVERY, np.where(limited, APPLICATION_LIMITED,
-                                                     np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)))
+    state = np.where(
+        in_recovery,
+        RECOVERY,
+        np.where(limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)),
+    )
     change = np.r_[True, state[1:] != state[:-1]]
     rows["cwnd"] = cwnd
     rows["state"] = state

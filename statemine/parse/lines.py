@@ -48,14 +48,19 @@ def open_binary(path: str | Path) -> BinaryIO:
     return raw
 
 
-def read_error(path: str | Path, exc: BaseException, line: int | None = None, doing: str = "cannot read"
-               ) -> InputError:
+def read_error(
+    path: str | Path, exc: BaseException, line: int | None = None, doing: str = "cannot read"
+) -> InputError:
     """The one message for a file that cannot be read: a cut-off gzip stream (refused
     whole, under every format: what it holds is not known to be a prefix of the log),
     damaged gzip data, or an OS error."""
     if isinstance(exc, EOFError):
-        return InputError(path, line, "the gzip stream is cut off (a truncated .gz file); "
-                                      "not read (decompress what it holds with zcat to read that)")
+        return InputError(
+            path,
+            line,
+            "the gzip stream is cut off (a truncated .gz file); "
+            "not read (decompress what it holds with zcat to read that)",
+        )
     if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
         return InputError(path, line, f"damaged gzip data: {exc}")
     if isinstance(exc, OSError):
@@ -97,7 +102,7 @@ def iter_blocks(
         keep = 0  # bytes of an unfinished line at the front of buf
         while True:
             try:
-                n = fh.readinto(view[keep:keep + chunk_bytes])
+                n = fh.readinto(view[keep : keep + chunk_bytes])
             except (OSError, EOFError, zlib.error) as exc:
                 raise read_error(path, exc, line_number()) from None
             if on_progress is not None:

@@ -110,12 +110,28 @@ _SRTT_KEYS = ("smoothed_rtt",)
 # pacing rate and bandwidth estimate, kept as logged (the qlog drafts give pacing_rate in
 # bits per second; picoquic and converters may differ). quiche: delivery_rate.
 _PACING_KEYS = ("pacing_rate",)
-_BANDWIDTH_KEYS = ("bandwidth", "delivery_rate", "estimated_bandwidth", "bw", "btl_bw", "max_bandwidth")
-_METRIC_KEYS = (_CWND_KEYS, _INFLIGHT_KEYS, _SSTHRESH_KEYS, _SRTT_KEYS, _PACING_KEYS, _BANDWIDTH_KEYS)
+_BANDWIDTH_KEYS = (
+    "bandwidth",
+    "delivery_rate",
+    "estimated_bandwidth",
+    "bw",
+    "btl_bw",
+    "max_bandwidth",
+)
+_METRIC_KEYS = (
+    _CWND_KEYS,
+    _INFLIGHT_KEYS,
+    _SSTHRESH_KEYS,
+    _SRTT_KEYS,
+    _PACING_KEYS,
+    _BANDWIDTH_KEYS,
+)
 # packet_lost triggers (draft-ietf-quic-qlog-quic-events, packet_lost) -> log-format rule.
 _LOSS_RULES = {"reordering_threshold": "packet", "time_threshold": "time"}
 
-_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL, _SENT, _RECEIVED = range(10)
+_STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL, _SENT, _RECEIVED = (
+    range(10)
+)
 _METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
 _METRIC_STRIDE = 3 + len(_METRIC_COLUMNS)
 # event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
@@ -187,7 +203,9 @@ def read_qlog(
     overrides = dict(names) if names else None
     forced = implementation
     if forced is not None and implementation_key(forced) is None:
-        report.warn(None, f"no state-name table for implementation {forced!r}; using the common names")
+        report.warn(
+            None, f"no state-name table for implementation {forced!r}; using the common names"
+        )
     with open_binary(path) as fh, _gc_paused():
         reader = _Reader(fh, path)
         head = reader.read(_HEAD_BYTES)
@@ -200,9 +218,14 @@ def read_qlog(
             raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
         elif layout != "document":
             sep = _RS if layout == "seq" else b"\n"
-            raw_traces = _sequential_traces(path, reader, head, sep, max_record_bytes, report,
-                                            time_only=not derive_states)
-        connections = [conn for raw in raw_traces for conn in _extract(raw, forced, report, packets=derive_states)]
+            raw_traces = _sequential_traces(
+                path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
+            )
+        connections = [
+            conn
+            for raw in raw_traces
+            for conn in _extract(raw, forced, report, packets=derive_states)
+        ]
     return _build(path, source or path.name, connections, overrides, derive_states, report)
 
 
@@ -289,7 +312,9 @@ def _layout(head: bytes, path: Path) -> str:
     if text[:1] == _RS:
         return "seq"
     if text[:1] != b"{":
-        raise InputError(path, 1, f"not a qlog file: it starts with {text[:16]!r}, not '{{' or 0x1E")
+        raise InputError(
+            path, 1, f"not a qlog file: it starts with {text[:16]!r}, not '{{' or 0x1E"
+        )
     fmt = re.search(rb'"(?:qlog_format|serialization_format)"\s*:\s*"([^"]{0,64})"', text)
     if fmt:
         value = fmt.group(1).lower()
@@ -376,7 +401,9 @@ def _document_headers(path: Path) -> tuple[dict, list[dict], list[int]] | None:
         with open_binary(path) as fh:
             for prefix, event, value in ijson.parse(fh, use_float=True):
                 if prefix.startswith("traces.item.events"):
-                    if prefix == "traces.item.events.item" and (event == "start_map" or event == "start_array"):
+                    if prefix == "traces.item.events.item" and (
+                        event == "start_map" or event == "start_array"
+                    ):
                         counts[-1] += 1
                     continue
                 if prefix == "":
@@ -410,7 +437,15 @@ def _document_headers(path: Path) -> tuple[dict, list[dict], list[int]] | None:
                 if builder is None:
                     builder = builders[(owner, key)] = ObjectBuilder()
                 builder.event(event, value)
-    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, ValueError, EOFError, OSError, zlib.error):
+    except (
+        ijson.JSONError,
+        ijson.IncompleteJSONError,
+        UnicodeDecodeError,
+        ValueError,
+        EOFError,
+        OSError,
+        zlib.error,
+    ):
         return None
     if not saw_traces:
         return None
@@ -441,7 +476,10 @@ def _streamed_document_traces(path: Path, report: _Report) -> list[_RawTrace] | 
             report.warn(None, f"trace {index} is not an object; skipped")
             continue
         if "error_description" in header and "events" not in header and not count:
-            report.warn(None, f"trace {index} is a TraceError ({header.get('error_description')!r}); skipped")
+            report.warn(
+                None,
+                f"trace {index} is a TraceError ({header.get('error_description')!r}); skipped",
+            )
             continue
         events = ((-1, i, e) for i, e in enumerate(itertools.islice(stream, count)))
         out.append(_RawTrace(index, file_header, header, events))
@@ -468,8 +506,10 @@ def _document_traces(
         size += len(block)
     if size > limit:
         raise InputError(
-            path, None, f"the qlog JSON document is larger than {limit} bytes (max_document_bytes); "
-            "JSON documents are read whole: raise the limit or convert the file to JSON-SEQ"
+            path,
+            None,
+            f"the qlog JSON document is larger than {limit} bytes (max_document_bytes); "
+            "JSON documents are read whole: raise the limit or convert the file to JSON-SEQ",
         )
     data = b"".join(parts)
     del parts
@@ -482,7 +522,9 @@ def _document_traces(
             text = data.decode("utf-8")
         except UnicodeDecodeError as bad:
             line = data.count(b"\n", 0, bad.start) + 1
-            raise InputError(path, line, f"not UTF-8 text (byte {bad.start}): not a qlog JSON file") from None
+            raise InputError(
+                path, line, f"not UTF-8 text (byte {bad.start}): not a qlog JSON file"
+            ) from None
         size = len(data)
         del data
         doc = _salvage_truncated(text, size, exc, path, report)
@@ -498,14 +540,18 @@ def _document_traces(
             report.warn(None, f"trace {index} is not an object; skipped")
             continue
         if "error_description" in trace and "events" not in trace:
-            report.warn(None, f"trace {index} is a TraceError ({trace.get('error_description')!r}); skipped")
+            report.warn(
+                None, f"trace {index} is a TraceError ({trace.get('error_description')!r}); skipped"
+            )
             continue
         events = trace.get("events") or []
         if not isinstance(events, list):
             report.warn(None, f"trace {index}: 'events' is not an array; skipped")
             continue
         header = {k: v for k, v in trace.items() if k != "events"}
-        out.append(_RawTrace(index, file_header, header, ((-1, i, e) for i, e in enumerate(events))))
+        out.append(
+            _RawTrace(index, file_header, header, ((-1, i, e) for i, e in enumerate(events)))
+        )
     return out
 
 
@@ -515,8 +561,12 @@ def _check_gunzipped_size(path: Path, limit: int) -> None:
     modulo 2**32, so a stated size above ``limit`` is a real one), then by decompressing in
     :data:`_CHUNK_BYTES` pieces into one reused buffer, stopping at ``limit``. A gzip bomb
     is so refused with about two chunks of memory, not ``limit`` bytes."""
-    too_big = InputError(path, None, f"decompresses to more than {limit} bytes (max_document_bytes; "
-                         "a gzip bomb?): raise the limit, or use JSON-SEQ")
+    too_big = InputError(
+        path,
+        None,
+        f"decompresses to more than {limit} bytes (max_document_bytes; "
+        "a gzip bomb?): raise the limit, or use JSON-SEQ",
+    )
     try:
         with open(path, "rb") as raw:
             if raw.seek(0, os.SEEK_END) >= 18:  # smallest gzip member: 10 header + 8 trailer bytes
@@ -594,7 +644,9 @@ def _close_truncated(text: str) -> tuple[str, int] | None:
     return text[:cut] + closers, cut
 
 
-def _salvage_truncated(text: str, size: int, error: ValueError, path: Path, report: _Report) -> dict:
+def _salvage_truncated(
+    text: str, size: int, error: ValueError, path: Path, report: _Report
+) -> dict:
     """Parse a cut-off qlog document (``size`` bytes) up to its last complete event, or raise."""
     line = getattr(error, "lineno", None)
     reason = f"not valid JSON: {getattr(error, 'msg', error)} (line {line}, column {getattr(error, 'colno', '?')})"
@@ -632,7 +684,8 @@ def _iter_records(
     def too_long(start_line: int, record_head: bytes) -> InputError:
         lead = len(record_head) - len(record_head.lstrip(space))
         return InputError(
-            path, start_line + record_head.count(b"\n", 0, lead),
+            path,
+            start_line + record_head.count(b"\n", 0, lead),
             f"a record is longer than {limit} bytes (max_record_bytes): not a qlog record",
         )
 
@@ -661,7 +714,9 @@ def _iter_records(
         block = reader.read(_CHUNK_BYTES)
 
 
-_HEADER_KEYS = frozenset({"qlog_version", "qlog_format", "file_schema", "serialization_format", "trace"})
+_HEADER_KEYS = frozenset(
+    {"qlog_version", "qlog_format", "file_schema", "serialization_format", "trace"}
+)
 
 
 def _is_event(obj: dict) -> bool:
@@ -670,7 +725,13 @@ def _is_event(obj: dict) -> bool:
 
 
 def _sequential_traces(
-    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int, report: _Report, time_only: bool = True,
+    path: Path,
+    reader: _Reader,
+    head: bytes,
+    sep: bytes,
+    limit: int,
+    report: _Report,
+    time_only: bool = True,
 ) -> list[_RawTrace]:
     """The one trace of a JSON-SEQ / NDJSON file; its events are parsed lazily."""
     records = _iter_records(path, reader, head, sep, limit)
@@ -699,11 +760,20 @@ def _sequential_traces(
         bad: tuple[int, str, int] | None = None
         for line, record in records:
             if bad is not None:
-                report.warn(bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record")
+                report.warn(
+                    bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record"
+                )
                 bad = None
-            timed = _TIMED_NAME.match(record) if skipped is not None and record[-1:] == b"}" else None
-            if (timed is not None and timed.group(2) not in _CODE_WORDS and b'"group_id"' not in record
-                    and b'"path' not in record and b'"time_format"' not in record):
+            timed = (
+                _TIMED_NAME.match(record) if skipped is not None and record[-1:] == b"}" else None
+            )
+            if (
+                timed is not None
+                and timed.group(2) not in _CODE_WORDS
+                and b'"group_id"' not in record
+                and b'"path' not in record
+                and b'"time_format"' not in record
+            ):
                 time = float(timed.group(1))  # an event statemine only counts: its time is enough
                 skipped.count += 1
                 skipped.first = min(skipped.first, time)
@@ -718,8 +788,11 @@ def _sequential_traces(
             yield line, index, event
             index += 1
         if bad is not None:
-            report.warn(bad[0], f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); "
-                        "ignored, the rest kept")
+            report.warn(
+                bad[0],
+                f"the last record is cut off or malformed ({bad[2]} bytes, {bad[1]}); "
+                "ignored, the rest kept",
+            )
 
     return [_RawTrace(0, file_header, trace, events(), skipped)]
 
@@ -769,8 +842,12 @@ class _TraceContext:
 
     @classmethod
     def of(cls, header: dict) -> "_TraceContext":
-        common = header.get("common_fields") if isinstance(header.get("common_fields"), dict) else {}
-        config = header.get("configuration") if isinstance(header.get("configuration"), dict) else {}
+        common = (
+            header.get("common_fields") if isinstance(header.get("common_fields"), dict) else {}
+        )
+        config = (
+            header.get("configuration") if isinstance(header.get("configuration"), dict) else {}
+        )
         units = str(config.get("time_units") or common.get("time_units") or "ms").lower()
         per_second = {"us": 1e6, "ns": 1e9, "s": 1.0}.get(units, 1e3)
         offset = _num(config.get("time_offset"))
@@ -780,7 +857,9 @@ class _TraceContext:
         else:
             fields = None
         group = common.get("group_id")
-        conn = next((common[k] for k in ("ODCID", "odcid", "group_id", "dcid") if common.get(k)), None)
+        conn = next(
+            (common[k] for k in ("ODCID", "odcid", "group_id", "dcid") if common.get(k)), None
+        )
         return cls(
             fields=fields,
             per_second=per_second,
@@ -791,7 +870,9 @@ class _TraceContext:
         )
 
 
-def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None, dict, object, object] | None:
+def _decode(
+    event: object, ctx: _TraceContext
+) -> tuple[float, bool, int | None, dict, object, object] | None:
     """``(time, is_delta, code, data, group, path)`` of an object or array event; None if empty.
 
     ``path`` is the event's ``path_id`` (picoquic's ``event_fields`` column; ``path_id`` or
@@ -805,7 +886,7 @@ def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None,
             return None  # draft-02 allows a closing "{}" after the last event
         name = event.get("name")
         if type(name) is str:
-            etype = name[name.rfind(":") + 1:]
+            etype = name[name.rfind(":") + 1 :]
         else:
             etype = event.get("event") or event.get("event_type") or event.get("type") or ""
         code = _CODES.get(str(etype).lower())
@@ -826,7 +907,14 @@ def _decode(event: object, ctx: _TraceContext) -> tuple[float, bool, int | None,
         etype = record.get("event_type") or record.get("event") or record.get("type") or ""
         code = _CODES.get(str(etype).lower())
         data = _data(record.get("data"), record.get("trigger")) if code is not None else _NO_DATA
-        return _num(raw_time), delta, code, data, record.get("group_id", ctx.group), record.get("path_id")
+        return (
+            _num(raw_time),
+            delta,
+            code,
+            data,
+            record.get("group_id", ctx.group),
+            record.get("path_id"),
+        )
     return None
 
 
@@ -854,7 +942,9 @@ _CODES: dict[str, int] = {
 _CODE_WORDS = frozenset(w.encode() for t in _CODES for w in (t, t.upper()))
 # packet events: read only to derive states (RFC 9002 recovery periods need sends and ACKs)
 _CODES.update({"packet_sent": _SENT, "packet_received": _RECEIVED})
-_OTHER_SPACES = frozenset({"initial", "handshake", "retry", "version_negotiation", "stateless_reset"})
+_OTHER_SPACES = frozenset(
+    {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
+)
 
 
 @dataclass
@@ -865,22 +955,33 @@ class _Connection:
     group: str | None
     labels: dict
     per_second: float
-    items: list = field(default_factory=list)  # non-metrics events: (time s, code, data, line, index, seq)
+    items: list = field(
+        default_factory=list
+    )  # non-metrics events: (time s, code, data, line, index, seq)
     # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
     metrics: array = field(default_factory=lambda: array("d"))
-    sent: array = field(default_factory=lambda: array("d"))  # application-space packets sent: time, number
-    acks: array = field(default_factory=lambda: array("d"))  # ACKs received: time, largest acknowledged
+    sent: array = field(
+        default_factory=lambda: array("d")
+    )  # application-space packets sent: time, number
+    acks: array = field(
+        default_factory=lambda: array("d")
+    )  # ACKs received: time, largest acknowledged
     end: float = -math.inf
     start: float = math.inf  # time of the connection's first event of any kind (seconds)
     path: str | None = None  # path_id, when the trace has more than one path
-    n_events: int = 0  # the file's events of this connection and path, of any kind (also the seq counter)
+    n_events: int = (
+        0  # the file's events of this connection and path, of any kind (also the seq counter)
+    )
     last: float = -math.inf  # time of the latest event read
     unordered: bool = False  # an event came earlier than one logged before it
 
     def metric_rows(self) -> np.ndarray:
         """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
-        return np.frombuffer(self.metrics, dtype=float).reshape(-1, _METRIC_STRIDE) if self.metrics else \
-            np.empty((0, _METRIC_STRIDE))
+        return (
+            np.frombuffer(self.metrics, dtype=float).reshape(-1, _METRIC_STRIDE)
+            if self.metrics
+            else np.empty((0, _METRIC_STRIDE))
+        )
 
 
 def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
@@ -894,8 +995,12 @@ def _path_label(value: object, line: int, trace_index: int, report: _Report) -> 
         return str(value)
     if type(value) is str and value.strip().isdigit():
         return str(int(value))
-    report.warn(line, f"trace {trace_index}: path_id {value!r} ({type(value).__name__}) is not a "
-                "path number; its text is used as the path's label", kind="path_id type")
+    report.warn(
+        line,
+        f"trace {trace_index}: path_id {value!r} ({type(value).__name__}) is not a "
+        "path number; its text is used as the path's label",
+        kind="path_id type",
+    )
     return _token(json.dumps(value) if isinstance(value, (dict, list)) else value)
 
 
@@ -912,14 +1017,21 @@ def _version_label(file_header: dict) -> str | None:
     return None if version is None else str(version)
 
 
-def _extract(raw: _RawTrace, forced: str | None, report: _Report, packets: bool = False) -> list[_Connection]:
+def _extract(
+    raw: _RawTrace, forced: str | None, report: _Report, packets: bool = False
+) -> list[_Connection]:
     """Split a trace's events by connection (group_id) and path (path_id), keeping the
     congestion-related ones."""
     ctx = _TraceContext.of(raw.header)
-    vantage = raw.header.get("vantage_point") if isinstance(raw.header.get("vantage_point"), dict) else {}
+    vantage = (
+        raw.header.get("vantage_point") if isinstance(raw.header.get("vantage_point"), dict) else {}
+    )
     implementation = forced or detect_implementation(
-        raw.file_header.get("title"), raw.file_header.get("description"),
-        raw.header.get("title"), raw.header.get("description"), vantage.get("name"),
+        raw.file_header.get("title"),
+        raw.file_header.get("description"),
+        raw.header.get("title"),
+        raw.header.get("description"),
+        vantage.get("name"),
     )
     version = _version_label(raw.file_header)
     role = vantage.get("type")
@@ -934,15 +1046,22 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report, packets: bool 
         decoded = _decode(event, ctx)
         if decoded is None:
             if event != {}:
-                report.warn(line, f"trace {raw.index} event {index} is neither an object nor an array; skipped",
-                            kind="bad event")
+                report.warn(
+                    line,
+                    f"trace {raw.index} event {index} is neither an object nor an array; skipped",
+                    kind="bad event",
+                )
             continue
         time, delta, code, data, group, path = decoded
         if delta:
             time = clock + time
         seconds = (time + ctx.offset) / ctx.per_second
         if not math.isfinite(seconds):
-            report.warn(line, f"trace {raw.index} event {index} has no finite numeric time; skipped", kind="bad time")
+            report.warn(
+                line,
+                f"trace {raw.index} event {index} has no finite numeric time; skipped",
+                kind="bad time",
+            )
             continue
         if delta:
             clock = time
@@ -951,8 +1070,14 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report, packets: bool 
             path = _path_label(path, line, raw.index, report)
         conn = connections.get((group, path))
         if conn is None:
-            labels = {**base, "conn": group if group is not None and group != ctx.group else ctx.conn, "path": path}
-            conn = connections[(group, path)] = _Connection(raw.index, group, labels, ctx.per_second, path=path)
+            labels = {
+                **base,
+                "conn": group if group is not None and group != ctx.group else ctx.conn,
+                "path": path,
+            }
+            conn = connections[(group, path)] = _Connection(
+                raw.index, group, labels, ctx.per_second, path=path
+            )
         if seconds > conn.end:
             conn.end = seconds
         if seconds < conn.start:
@@ -967,17 +1092,28 @@ def _extract(raw: _RawTrace, forced: str | None, report: _Report, packets: bool 
             conn.last = seconds
         conn.n_events += 1
         if code == _METRICS or code == _MVFST:
-            conn.metrics.extend((seconds, conn.n_events, line,
-                                 *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report)))
+            conn.metrics.extend(
+                (
+                    seconds,
+                    conn.n_events,
+                    line,
+                    *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report),
+                )
+            )
         if code is not None and code != _METRICS:
             if code == _MVFST:
-                data = {"state": data.get("state"), "congestion_event": data.get("congestion_event")}
+                data = {
+                    "state": data.get("state"),
+                    "congestion_event": data.get("congestion_event"),
+                }
             conn.items.append((seconds, code, data, line, index, conn.n_events))
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
         if conn is None:
             labels = {**base, "conn": ctx.conn, "path": None}
-            conn = connections[(ctx.group, None)] = _Connection(raw.index, ctx.group, labels, ctx.per_second)
+            conn = connections[(ctx.group, None)] = _Connection(
+                raw.index, ctx.group, labels, ctx.per_second
+            )
         conn.n_events += raw.skipped.count
         conn.start = min(conn.start, (raw.skipped.first + ctx.offset) / ctx.per_second)
         conn.end = max(conn.end, (raw.skipped.last + ctx.offset) / ctx.per_second)
@@ -1044,7 +1180,9 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     metrics = conn.metric_rows()
     if conn.unordered:
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
-        metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]  # else already in (time, seq) order
+        metrics = metrics[
+            np.lexsort((metrics[:, 1], metrics[:, 0]))
+        ]  # else already in (time, seq) order
     m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
 
     def next_metrics(time: float, seq: float) -> int:
@@ -1054,7 +1192,9 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             k += 1
         return k
 
-    rows: dict[str, list] = {k: [] for k in ("time", "seq", "kind", "state", "line", "fields", "mark")}
+    rows: dict[str, list] = {
+        k: [] for k in ("time", "seq", "kind", "state", "line", "fields", "mark")
+    }
 
     def add(time, seq, kind, name, line, fields, mark=False):
         rows["mark"].append(mark)  # a state the file marks outside congestion_state_updated
@@ -1073,68 +1213,132 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         if pto_end is not None:
             if pto_end < len(m_time) and (m_time[pto_end], m_seq[pto_end]) <= (time, seq):
                 if controller is not None:
-                    add(m_time[pto_end], m_seq[pto_end], "state", controller, int(m_line[pto_end]),
-                        (f"raw={_token(controller)}", "after=pto"), mark=True)
+                    add(
+                        m_time[pto_end],
+                        m_seq[pto_end],
+                        "state",
+                        controller,
+                        int(m_line[pto_end]),
+                        (f"raw={_token(controller)}", "after=pto"),
+                        mark=True,
+                    )
                 pto_end = None
             elif code == _STATE:
                 pto_end = None  # the controller's own state event ends it
         if code == _STATE:
             new = data.get("new", data.get("state"))
             if new is None or isinstance(new, (dict, list)) or str(new) == "":
-                report.warn(line, f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
-                            kind="no new")
+                report.warn(
+                    line,
+                    f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
+                    kind="no new",
+                )
                 continue
             old = data.get("old")
             if old is not None and not isinstance(old, (dict, list)) and str(old) != "":
-                if controller is None and conn.start < time and str(old) != str(new) and "state" not in rows["kind"]:
-                    add(conn.start, -1, "state", str(old), line, (f"raw={_token(old)}", "start=old", ev))
+                if (
+                    controller is None
+                    and conn.start < time
+                    and str(old) != str(new)
+                    and "state" not in rows["kind"]
+                ):
+                    add(
+                        conn.start,
+                        -1,
+                        "state",
+                        str(old),
+                        line,
+                        (f"raw={_token(old)}", "start=old", ev),
+                    )
                 elif controller is not None and str(old) != controller:
-                    report.warn(line, f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
-                                f"state event entered {controller!r}; kept the logged 'new'", kind="old chain")
-            fields = (f"raw={_token(new)}", _field("old", old), _field("trigger", data.get("trigger")),
-                      _field("cc_param", data.get("cc_param")), ev)
+                    report.warn(
+                        line,
+                        f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
+                        f"state event entered {controller!r}; kept the logged 'new'",
+                        kind="old chain",
+                    )
+            fields = (
+                f"raw={_token(new)}",
+                _field("old", old),
+                _field("trigger", data.get("trigger")),
+                _field("cc_param", data.get("cc_param")),
+                ev,
+            )
             add(time, seq, "state", str(new), line, fields)
             controller, app_limited = str(new), False
         elif code == _MVFST:
             state = data.get("state")
             if isinstance(state, str) and state and state != controller:
-                fields = (f"raw={_token(state)}", _field("trigger", data.get("congestion_event")), ev)
+                fields = (
+                    f"raw={_token(state)}",
+                    _field("trigger", data.get("congestion_event")),
+                    ev,
+                )
                 add(time, seq, "state", state, line, fields)
                 controller, app_limited = state, False
         elif code in (_APP_LIMITED, _CHROMIUM_AL):
             limited = True if code == _CHROMIUM_AL else _app_limited(data.get("app_limited"))
             if limited is None:
-                report.warn(line, f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
-                            "not understood; skipped", kind="app_limited value")
+                report.warn(
+                    line,
+                    f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
+                    "not understood; skipped",
+                    kind="app_limited value",
+                )
             elif limited and not app_limited:
                 add(time, seq, "state", "app_limited", line, ("raw=app_limited", ev), mark=True)
                 app_limited = True
             elif not limited and app_limited:
                 app_limited = False
                 if controller is None:
-                    report.warn(line, f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
-                                kind="app_limited end")
+                    report.warn(
+                        line,
+                        f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
+                        kind="app_limited end",
+                    )
                 else:
-                    add(time, seq, "state", controller, line, (f"raw={_token(controller)}", "after=app_limited", ev),
-                        mark=True)
+                    add(
+                        time,
+                        seq,
+                        "state",
+                        controller,
+                        line,
+                        (f"raw={_token(controller)}", "after=app_limited", ev),
+                        mark=True,
+                    )
         elif code == _LOSS:
             trigger = data.get("trigger")
             rule = None if trigger is None else _LOSS_RULES.get(str(trigger).lower(), trigger)
-            add(time, seq, "event", "LossDetected", line,
-                (_field("rule", rule), _field("pn", _packet_number(data)), ev))
+            add(
+                time,
+                seq,
+                "event",
+                "LossDetected",
+                line,
+                (_field("rule", rule), _field("pn", _packet_number(data)), ev),
+            )
         elif code == _SPURIOUS:
             add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
         elif code == _TIMER and _pto_fired(data):
             add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
             pto_end = next_metrics(time, seq)
     if pto_end is not None and pto_end < len(m_time) and controller is not None:
-        add(m_time[pto_end], m_seq[pto_end], "state", controller, int(m_line[pto_end]),
-            (f"raw={_token(controller)}", "after=pto"), mark=True)
+        add(
+            m_time[pto_end],
+            m_seq[pto_end],
+            "state",
+            controller,
+            int(m_line[pto_end]),
+            (f"raw={_token(controller)}", "after=pto"),
+            mark=True,
+        )
     frame = pd.DataFrame(rows)
     frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
     # each row carries the latest value of each metric logged at or before it (log order among
     # equal times; an mvfst event's own metrics come before its state)
-    seen = _metrics_seen(m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float))
+    seen = _metrics_seen(
+        m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float)
+    )
     frame = frame.drop(columns="seq").reset_index(drop=True)
     for k, column in enumerate(_METRIC_COLUMNS):  # one column at a time: memory stays small
         values = np.full(len(frame), np.nan)
@@ -1146,14 +1350,16 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     return frame
 
 
-def _metrics_seen(m_time: np.ndarray, m_seq: np.ndarray, time: np.ndarray, seq: np.ndarray) -> np.ndarray:
+def _metrics_seen(
+    m_time: np.ndarray, m_seq: np.ndarray, time: np.ndarray, seq: np.ndarray
+) -> np.ndarray:
     """For each row (time, seq), how many metrics updates (sorted by (m_time, m_seq)) come
     at or before it."""
     lo = np.searchsorted(m_time, time, side="left")
     hi = np.searchsorted(m_time, time, side="right")
     out = hi.copy()
     for i in np.flatnonzero(hi > lo):  # ties in time: order by seq
-        out[i] = lo[i] + np.searchsorted(m_seq[lo[i]:hi[i]], seq[i], side="right")
+        out[i] = lo[i] + np.searchsorted(m_seq[lo[i] : hi[i]], seq[i], side="right")
     return out
 
 
@@ -1164,7 +1370,9 @@ def _metrics_frame(conn: _Connection) -> pd.DataFrame:
     if conn.unordered:
         metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
     columns = [0, *range(3, _METRIC_STRIDE)]
-    frame = pd.DataFrame(metrics[:, columns], columns=["time", *_METRIC_COLUMNS], copy=False)  # one copy
+    frame = pd.DataFrame(
+        metrics[:, columns], columns=["time", *_METRIC_COLUMNS], copy=False
+    )  # one copy
     frame.insert(1, "line", metrics[:, 2].astype("int64"))
     return frame
 
@@ -1187,7 +1395,9 @@ def _pto_fired(data: dict) -> bool:
     return timer == "pto" and action in ("expired", "fired")
 
 
-def _metrics(data: dict, per_second: float, line: int, where: str, report: _Report) -> tuple[float, ...]:
+def _metrics(
+    data: dict, per_second: float, line: int, where: str, report: _Report
+) -> tuple[float, ...]:
     """The metric columns of a metrics event (NaN where not logged); non-numeric values warned about."""
     values = []
     for keys in _METRIC_KEYS:
@@ -1196,8 +1406,11 @@ def _metrics(data: dict, per_second: float, line: int, where: str, report: _Repo
                 raw = data[key]
                 value = raw if type(raw) is float else _num(raw)
                 if value != value and raw is not None:
-                    report.warn(line, f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
-                                kind="metric not numeric")
+                    report.warn(
+                        line,
+                        f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
+                        kind="metric not numeric",
+                    )
                 break
         else:
             value = math.nan
@@ -1209,8 +1422,11 @@ def _metrics(data: dict, per_second: float, line: int, where: str, report: _Repo
 
 
 def _canonical_states(
-    frame: pd.DataFrame, implementation: str | None, overrides: Mapping[str, str] | None,
-    trace_id: str, report: _Report,
+    frame: pd.DataFrame,
+    implementation: str | None,
+    overrides: Mapping[str, str] | None,
+    trace_id: str,
+    report: _Report,
 ) -> pd.DataFrame:
     """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``)."""
     is_state = frame["kind"] == "state"
@@ -1220,9 +1436,14 @@ def _canonical_states(
         canonical, known = resolve_state(name, implementation, overrides)
         mapping[name] = canonical
         if not known:
-            table = f"the {implementation} table" if implementation_key(implementation) else "the common names"
+            table = (
+                f"the {implementation} table"
+                if implementation_key(implementation)
+                else "the common names"
+            )
             report.warn(
-                None, f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
+                None,
+                f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
                 f"kept as is ({int((raw == name).sum())} times)",
             )
     frame.loc[is_state, "state"] = raw.map(mapping)
@@ -1238,32 +1459,54 @@ def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[fl
     acks = np.frombuffer(conn.acks, dtype=float).reshape(-1, 2)
     sent = sent[np.argsort(sent[:, 0], kind="stable")]
     acks = acks[np.argsort(acks[:, 0], kind="stable")]
-    sent_at = dict(zip(sent[:, 1].tolist(), sent[:, 0].tolist()))  # packet number -> (last) send time
-    losses = [(it[0], sent_at.get(pn, math.nan), pn) for it in conn.items if it[1] == _LOSS
-              for pn in (_num(_packet_number(it[2])),)]
+    sent_at = dict(
+        zip(sent[:, 1].tolist(), sent[:, 0].tolist())
+    )  # packet number -> (last) send time
+    losses = [
+        (it[0], sent_at.get(pn, math.nan), pn)
+        for it in conn.items
+        if it[1] == _LOSS
+        for pn in (_num(_packet_number(it[2])),)
+    ]
     if not losses:
         cwnd = metrics["cwnd"].to_numpy(float)
         cut = np.r_[False, np.diff(cwnd) < 0] if cwnd.size else np.zeros(0, bool)
         losses = [(t, math.nan, math.nan) for t in metrics["time"].to_numpy(float)[cut]]
-    undo = np.array([(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _SPURIOUS], float)
+    undo = np.array(
+        [(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _SPURIOUS], float
+    )
     undo = undo.reshape(-1, 2)
     loss = np.array(losses, float).reshape(-1, 3)
-    return _derive.recovery_periods(loss[:, 0], loss[:, 1], sent[:, 0], sent[:, 1], acks[:, 0], acks[:, 1],
-                                    loss[:, 2], undo[:, 0], undo[:, 1])
+    return _derive.recovery_periods(
+        loss[:, 0],
+        loss[:, 1],
+        sent[:, 0],
+        sent[:, 1],
+        acks[:, 0],
+        acks[:, 1],
+        loss[:, 2],
+        undo[:, 0],
+        undo[:, 1],
+    )
 
 
-def _derived_rows(metrics: pd.DataFrame, periods: list[tuple[float, float]] | None = None) -> pd.DataFrame:
+def _derived_rows(
+    metrics: pd.DataFrame, periods: list[tuple[float, float]] | None = None
+) -> pd.DataFrame:
     """State rows derived from a connection's metrics updates (see statemine.parse.derive):
     with RFC 9002 recovery periods where packet events gave them, else from cwnd alone."""
     if periods is None:
         derived = _derive.derive_states(metrics)
     else:
         derived = _derive.derive_states_rfc9002(metrics, periods)
-        derived["line"] = derived["line"].fillna(-1).astype("int64")  # a period's end is no metrics line
+        derived["line"] = (
+            derived["line"].fillna(-1).astype("int64")
+        )  # a period's end is no metrics line
     inferred = derived.pop("ssthresh_inferred")
     derived["fields"] = [
         ("derived=1" if periods is None else "derived=rfc9002")
-        + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}") for v in inferred.to_numpy()
+        + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}")
+        for v in inferred.to_numpy()
     ]
     derived["kind"] = "state"
     derived["state"] = derived["state"] + DERIVED_MARK
@@ -1271,8 +1514,11 @@ def _derived_rows(metrics: pd.DataFrame, periods: list[tuple[float, float]] | No
 
 
 def _connection_events(
-    conn: _Connection, trace_id: str, overrides: Mapping[str, str] | None,
-    derive: bool, report: _Report,
+    conn: _Connection,
+    trace_id: str,
+    overrides: Mapping[str, str] | None,
+    derive: bool,
+    report: _Report,
 ) -> tuple[pd.DataFrame | None, bool]:
     """The events frame of one connection and whether its states are derived; None if it has none."""
     if not conn.items and not conn.metrics:
@@ -1282,21 +1528,33 @@ def _connection_events(
     has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
     derived = False
     if has_states:
-        if conn.labels["implementation"] is None:  # no name in titles: the state vocabulary may tell
-            conn.labels["implementation"] = detect_by_names(pd.unique(frame.loc[frame["kind"] == "state", "state"]))
+        if (
+            conn.labels["implementation"] is None
+        ):  # no name in titles: the state vocabulary may tell
+            conn.labels["implementation"] = detect_by_names(
+                pd.unique(frame.loc[frame["kind"] == "state", "state"])
+            )
         if implementation_key(conn.labels["implementation"]) == "picoquic":
             conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
         frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
     elif derive:
         metrics = _metrics_frame(conn)
-        metrics[list(_METRIC_COLUMNS)] = metrics[list(_METRIC_COLUMNS)].ffill()  # latest known values
+        metrics[list(_METRIC_COLUMNS)] = metrics[
+            list(_METRIC_COLUMNS)
+        ].ffill()  # latest known values
         periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
         states = _derived_rows(metrics, periods)
         if states.empty:
-            report.warn(None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out")
+            report.warn(
+                None,
+                f"trace {trace_id}: no state events and no cwnd to derive states from; left out",
+            )
             return None, False
-        report.warn(None, f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
-                    "(marked derived)")
+        report.warn(
+            None,
+            f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
+            "(marked derived)",
+        )
         # states the file marks without congestion_state_updated (app limited, a fired PTO)
         # stay as event rows: the derived states are the trace's states
         marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
@@ -1308,7 +1566,8 @@ def _connection_events(
     else:
         n_metrics = len(conn.metric_rows())
         report.warn(
-            None, f"trace {trace_id}: no congestion_state_updated events (only {n_metrics} metrics updates); "
+            None,
+            f"trace {trace_id}: no congestion_state_updated events (only {n_metrics} metrics updates); "
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
@@ -1324,16 +1583,24 @@ def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
         if code != _STATE:
             continue
         after = metrics[(metrics[:, 0] == time) & (metrics[:, 1] > seq) & ~np.isnan(metrics[:, 3])]
-        changes.append((data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan))
+        changes.append(
+            (data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan)
+        )
     table, reason, ambiguous = picoquic_controller(changes)
     others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
     if ambiguous:
-        report.warn(None, f"trace {trace_id}: picoquic's state numbers depend on its congestion controller, "
-                    f"which the file does not name; the meaning is ambiguous ({reason}): read as {table}. "
-                    f"Choose with --implementation ({table}, {others})")
+        report.warn(
+            None,
+            f"trace {trace_id}: picoquic's state numbers depend on its congestion controller, "
+            f"which the file does not name; the meaning is ambiguous ({reason}): read as {table}. "
+            f"Choose with --implementation ({table}, {others})",
+        )
     else:
-        report.warn(None, f"trace {trace_id}: picoquic's controller read as {table} ({reason}); "
-                    f"another can be forced with --implementation ({others})")
+        report.warn(
+            None,
+            f"trace {trace_id}: picoquic's controller read as {table} ({reason}); "
+            f"another can be forced with --implementation ({others})",
+        )
     return table
 
 
@@ -1355,16 +1622,23 @@ def _why_no_states(connections: list[_Connection], derive: bool) -> str:
 
 
 def _build(
-    path: Path, source: str, connections: list[_Connection], overrides: Mapping[str, str] | None,
-    derive: bool, report: _Report,
+    path: Path,
+    source: str,
+    connections: list[_Connection],
+    overrides: Mapping[str, str] | None,
+    derive: bool,
+    report: _Report,
 ) -> TraceSet:
     """Assemble the TraceSet of a file from its connections."""
     frames = []
     tables = []
     rows = []
     for conn in connections:
-        trace_id = (f"{source}#{conn.trace_index}" + ("" if conn.group is None else f"/{conn.group}")
-                    + ("" if conn.path is None else f"/path{conn.path}"))
+        trace_id = (
+            f"{source}#{conn.trace_index}"
+            + ("" if conn.group is None else f"/{conn.group}")
+            + ("" if conn.path is None else f"/path{conn.path}")
+        )
         events, derived = _connection_events(conn, trace_id, overrides, derive, report)
         if events is None:
             continue
@@ -1374,10 +1648,22 @@ def _build(
             table = _metrics_frame(conn)
             conn.metrics = array("d")  # the table holds them now
             del table["line"]
-            table.insert(0, "trace", pd.Categorical.from_codes(np.zeros(len(table), np.int8), categories=[trace_id]))
+            table.insert(
+                0,
+                "trace",
+                pd.Categorical.from_codes(np.zeros(len(table), np.int8), categories=[trace_id]),
+            )
             tables.append(table)
-        rows.append({"trace": trace_id, "source": str(path), "end": conn.end, **conn.labels,
-                     "file_events": conn.n_events, "derived": derived})
+        rows.append(
+            {
+                "trace": trace_id,
+                "source": str(path),
+                "end": conn.end,
+                **conn.labels,
+                "file_events": conn.n_events,
+                "derived": derived,
+            }
+        )
     if not frames:
         raise NoCongestionData(path, None, _why_no_states(connections, derive))
     warnings = report.finish()

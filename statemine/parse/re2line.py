@@ -123,16 +123,19 @@ def _refuse(tree, named: dict[int, str], where: str) -> None:
     """Raise :class:`UsageError` for the first construct RE2 cannot run with Java's result."""
     for op, av in _items(tree):
         if op in _BACKTRACKING:
-            raise UsageError(f"{where}: {_BACKTRACKING[op]} need a backtracking engine; "
-                             "statemine runs regexes on RE2 (linear time: no hang on any "
-                             "line), which has none")
+            raise UsageError(
+                f"{where}: {_BACKTRACKING[op]} need a backtracking engine; "
+                "statemine runs regexes on RE2 (linear time: no hang on any "
+                "line), which has none"
+            )
         if op in ("MAX_REPEAT", "MIN_REPEAT") and av[1] > 1 and av[2].getwidth()[0] == 0:
             inside = _named_groups_in(av[2], named)
             if inside:
                 raise UsageError(
                     f"{where}: the group {inside[0]} is inside a repetition whose body can "
                     "match the empty string (as in (?<TYPE>.*)+); Java and RE2 capture "
-                    "different iterations there, so write it without that repetition")
+                    "different iterations there, so write it without that repetition"
+                )
         for child in _children(op, av):
             _refuse(child, named, where)
 
@@ -156,15 +159,22 @@ def _rewrite(pattern: str, where: str, dotall: bool) -> str:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
             e = pattern[i + 1]
-            out.append(f"[{SPACE_CHARS}]" if e == "s" else f"[^{SPACE_CHARS}]" if e == "S"
-                       else pattern[i:i + 2])
+            out.append(
+                f"[{SPACE_CHARS}]"
+                if e == "s"
+                else f"[^{SPACE_CHARS}]"
+                if e == "S"
+                else pattern[i : i + 2]
+            )
             i += 2
         elif c == "[":
             text, i = _rewrite_class(pattern, i, where)
             out.append(text)
         elif pattern.startswith("{,", i):
-            raise UsageError(f"{where}: '{{,n}}' is a repetition in Python but literal text in "
-                             "RE2 and an error in Java; write {0,n}")
+            raise UsageError(
+                f"{where}: '{{,n}}' is a repetition in Python but literal text in "
+                "RE2 and an error in Java; write {0,n}"
+            )
         elif c == "." and not dotall:
             out.append(JAVA_DOT)
             i += 1
@@ -192,21 +202,25 @@ def _rewrite_class(pattern: str, start: int, where: str) -> tuple[str, int]:
             elif e == "S":
                 not_space = True
             else:
-                body.append(pattern[i:i + 2])
+                body.append(pattern[i : i + 2])
             i += 2
             continue
         if c == "[" or pattern.startswith("&&", i):
-            raise UsageError(f"{where}: {'&&' if c == '&' else c!r} inside a character "
-                             "class is a nested class or intersection in Java and not in "
-                             "RE2; escape it (\\[, \\&)")
+            raise UsageError(
+                f"{where}: {'&&' if c == '&' else c!r} inside a character "
+                "class is a nested class or intersection in Java and not in "
+                "RE2; escape it (\\[, \\&)"
+            )
         body.append(c)
         i += 1
     end = i + 1
     if not not_space:
         return ("[^" if negated else "[") + "".join(body) + "]", end
     if negated:
-        raise UsageError(f"{where}: \\S inside a negated class ([^...\\S...]) has no RE2 "
-                         "spelling; list the characters instead")
+        raise UsageError(
+            f"{where}: \\S inside a negated class ([^...\\S...]) has no RE2 "
+            "spelling; list the characters instead"
+        )
     rest = "".join(body)
     return (f"(?:[{rest}]|[^{SPACE_CHARS}])" if rest else f"[^{SPACE_CHARS}]"), end
 
@@ -224,8 +238,9 @@ class Re2Line:
         try:
             compiled = re2.compile(pattern, options)
         except re2.error as exc:
-            reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) \
-                else str(exc)
+            reason = (
+                exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            )
             raise UsageError(f"{where} cannot run on RE2: {reason}") from None
         self.pattern = pattern
         self.groupindex: dict[str, int] = dict(compiled.groupindex)
@@ -242,5 +257,9 @@ class Re2Line:
         spans = self._match(self._anchor, data, 0, len(data))
         if spans[0][0] < 0:
             return None
-        return {name: data[spans[k][0]:spans[k][1]].decode("utf-8", "surrogatepass")
-                if spans[k][0] >= 0 else None for name, k in self._groups}
+        return {
+            name: data[spans[k][0] : spans[k][1]].decode("utf-8", "surrogatepass")
+            if spans[k][0] >= 0
+            else None
+            for name, k in self._groups
+        }

@@ -162,8 +162,16 @@ def compile_regex(source: str, option: str = "-r", suffix: str = "") -> LineRege
             raise UsageError(f"{where} has several time groups: {times}")
         if times and times[0] in ("VTIME", "DATETIME"):
             raise UsageError(f"{where}: {times[0]} (partial order/dates) is not supported")
-    return LineRegex(source, pattern, constants, pre_inc, post_inc, hidden,
-                     times[0] if times and not hidden else None, tokens)
+    return LineRegex(
+        source,
+        pattern,
+        constants,
+        pre_inc,
+        post_inc,
+        hidden,
+        times[0] if times and not hidden else None,
+        tokens,
+    )
 
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -227,8 +235,9 @@ def read_regex(
     >>> ts.events[["trace", "state", "line"]].values.tolist()
     [['0', 'Init', 1], ['0', 'SlowStart', 2], ['1', 'Init', 4]]
     """
-    return read_regex_arrays(paths, regexes, separator, mapping, ignore_nonmatching,
-                             time_scale, encoding).to_traceset()
+    return read_regex_arrays(
+        paths, regexes, separator, mapping, ignore_nonmatching, time_scale, encoding
+    ).to_traceset()
 
 
 def read_regex_arrays(
@@ -256,21 +265,27 @@ def read_regex_arrays(
     if len(kinds) > 1:
         raise UsageError(f"the regexes use different time kinds: {sorted(map(str, kinds))}")
     time_kind = kinds.pop() if kinds else None
-    by_file = mapping == DEFAULT_MAPPING or (separator is not None
-                                             and mapping == DEFAULT_MAPPING + r"\k<SEPCOUNT>")
+    by_file = mapping == DEFAULT_MAPPING or (
+        separator is not None and mapping == DEFAULT_MAPPING + r"\k<SEPCOUNT>"
+    )
 
     acc = _Accumulator()
     template = _split_template(mapping)
     for path in map(Path, paths):
-        events = _read_file_fast(path, compiled, template, time_kind, by_file,
-                                 ignore_nonmatching, encoding)
+        events = _read_file_fast(
+            path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding
+        )
         if not events:  # not eligible for the vectorized path
-            events = _read_file(path, compiled, template, time_kind, by_file,
-                                ignore_nonmatching, encoding)
+            events = _read_file(
+                path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding
+            )
         acc.add(events, str(path))
     if not acc.n_events:
-        raise InputError(", ".join(str(p) for p in paths) or None, None,
-                         "no events parsed (empty input, or every line hidden/ignored)")
+        raise InputError(
+            ", ".join(str(p) for p in paths) or None,
+            None,
+            "no events parsed (empty input, or every line hidden/ignored)",
+        )
     return acc.sorted_events(time_scale)
 
 
@@ -283,8 +298,10 @@ def _check_mapping(mapping: str, compiled: list[LineRegex]) -> str:
         known |= set(r.pattern.groupindex) | set(r.constants) | set(r.pre_inc) | set(r.post_inc)
     for name in _SUBST_REF.findall(mapping):
         if name not in known:
-            raise UsageError(f"-m '{mapping}': \\k<{name}> names no group, constant or "
-                             "counter of the regexes (-r, -s), nor FILE")
+            raise UsageError(
+                f"-m '{mapping}': \\k<{name}> names no group, constant or "
+                "counter of the regexes (-r, -s), nor FILE"
+            )
     return mapping
 
 
@@ -293,7 +310,7 @@ def _split_template(template: str) -> list[tuple[str, str | None]]:
     parts: list[tuple[str, str | None]] = []
     pos = 0
     for m in _SUBST_REF.finditer(template):
-        parts.append((template[pos:m.start()], m.group(1)))
+        parts.append((template[pos : m.start()], m.group(1)))
         pos = m.end()
     parts.append((template[pos:], None))
     return parts
@@ -315,17 +332,28 @@ class _FileEvents:
     texts: object
 
     @classmethod
-    def from_lists(cls, names: list[str], types: list[str], lines: list[int],
-                   times: list[float], texts: list[str]) -> "_FileEvents":
+    def from_lists(
+        cls,
+        names: list[str],
+        types: list[str],
+        lines: list[int],
+        times: list[float],
+        texts: list[str],
+    ) -> "_FileEvents":
         """From per-event Python lists (the line loop's output)."""
         import pyarrow as pa
 
         trace_key, uniq_names = pd.factorize(np.asarray(names, dtype=object), sort=False)
         type_key, uniq_types = pd.factorize(np.asarray(types, dtype=object), sort=False)
-        return cls(trace_key.astype(np.int64), [str(u) for u in uniq_names],
-                   type_key.astype(np.int64), [str(u) for u in uniq_types],
-                   np.asarray(lines, dtype=np.int64), np.asarray(times, dtype=np.float64),
-                   pa.array(texts, pa.large_string()))
+        return cls(
+            trace_key.astype(np.int64),
+            [str(u) for u in uniq_names],
+            type_key.astype(np.int64),
+            [str(u) for u in uniq_types],
+            np.asarray(lines, dtype=np.int64),
+            np.asarray(times, dtype=np.float64),
+            pa.array(texts, pa.large_string()),
+        )
 
 
 @dataclass
@@ -351,19 +379,30 @@ class _Accumulator:
         self.partitions += new
         self.sources += [source] * len(new)
         types = [self.type_ids.setdefault(t, len(self.type_ids)) for t in ev.types]
-        self.chunks.append({"trace": np.asarray(ids, dtype=np.int64)[ev.trace_key],
-                            "type": np.asarray(types, dtype=np.int64)[ev.type_key],
-                            "line": ev.lines, "time": ev.times, "text": ev.texts})
+        self.chunks.append(
+            {
+                "trace": np.asarray(ids, dtype=np.int64)[ev.trace_key],
+                "type": np.asarray(types, dtype=np.int64)[ev.type_key],
+                "line": ev.lines,
+                "time": ev.times,
+                "text": ev.texts,
+            }
+        )
 
     def sorted_events(self, time_scale: float) -> "RegexEvents":
         """All events, each trace ordered by time (stable: ties keep line order); type
         codes renumbered in order of first appearance in that order."""
         import pyarrow as pa
 
-        cat = {k: np.concatenate([c[k] for c in self.chunks])
-               for k in ("trace", "type", "line", "time")}
-        texts = self.chunks[0]["text"] if len(self.chunks) == 1 else pa.concat_arrays(
-            [c["text"].cast(pa.large_string()) for c in self.chunks])
+        cat = {
+            k: np.concatenate([c[k] for c in self.chunks])
+            for k in ("trace", "type", "line", "time")
+        }
+        texts = (
+            self.chunks[0]["text"]
+            if len(self.chunks) == 1
+            else pa.concat_arrays([c["text"].cast(pa.large_string()) for c in self.chunks])
+        )
         trace, times = cat["trace"], cat["time"]
         if not _sorted_by_trace_and_time(trace, times):
             order = np.lexsort((np.arange(len(trace)), times, trace))
@@ -371,9 +410,16 @@ class _Accumulator:
             texts = texts.take(pa.array(order))
         codes, first_types = pd.factorize(cat["type"], sort=False)
         names = list(self.type_ids)
-        return RegexEvents(cat["trace"], codes.astype(np.int64),
-                           [names[t] for t in first_types], cat["time"] * time_scale,
-                           cat["line"], texts, self.partitions, self.sources)
+        return RegexEvents(
+            cat["trace"],
+            codes.astype(np.int64),
+            [names[t] for t in first_types],
+            cat["time"] * time_scale,
+            cat["line"],
+            texts,
+            self.partitions,
+            self.sources,
+        )
 
 
 def _sorted_by_trace_and_time(trace: np.ndarray, times: np.ndarray) -> bool:
@@ -407,14 +453,25 @@ class RegexEvents:
 
     def to_traceset(self) -> TraceSet:
         """The events as a :class:`TraceSet` (see the module docstring for its columns)."""
-        ev = pd.DataFrame({"synoptic_trace": self.trace, "time": self.times,
-                           "state": self.types, "line": self.lines,
-                           "synoptic_time": self.time_text.to_numpy(zero_copy_only=False)})
+        ev = pd.DataFrame(
+            {
+                "synoptic_trace": self.trace,
+                "time": self.times,
+                "state": self.types,
+                "line": self.lines,
+                "synoptic_time": self.time_text.to_numpy(zero_copy_only=False),
+            }
+        )
         ev.insert(0, "trace", ev["synoptic_trace"].astype(str))
         ev["kind"] = "state"
         ev["seq"] = ev.groupby("synoptic_trace", sort=False).cumcount().astype("int64")
-        traces = pd.DataFrame({"trace": [str(i) for i in range(len(self.partitions))],
-                               "source": self.sources, "partition": self.partitions})
+        traces = pd.DataFrame(
+            {
+                "trace": [str(i) for i in range(len(self.partitions))],
+                "source": self.sources,
+                "partition": self.partitions,
+            }
+        )
         return TraceSet.from_events(ev, traces, {"format": "synoptic-regex"})
 
 
@@ -425,9 +482,13 @@ def _type_problem(etype: str) -> bool:
 
 def _type_error(path: Path, line_no: int, etype: str) -> InputError:
     """The error for a type :func:`_type_problem` refuses."""
-    return InputError(path, line_no, f"event type {etype!r} is reserved for Synoptic's "
-                      "synthetic nodes or has control characters (it would break the "
-                      "model files); change the TYPE group")
+    return InputError(
+        path,
+        line_no,
+        f"event type {etype!r} is reserved for Synoptic's "
+        "synthetic nodes or has control characters (it would break the "
+        "model files); change the TYPE group",
+    )
 
 
 def _check_type(etype: str, path: Path, line_no: int) -> None:
@@ -435,9 +496,15 @@ def _check_type(etype: str, path: Path, line_no: int) -> None:
         raise _type_error(path, line_no, etype)
 
 
-def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, str | None]],
-               time_kind: str | None, by_file: bool, ignore: bool,
-               encoding: str) -> "_FileEvents":
+def _read_file(
+    path: Path,
+    compiled: list[LineRegex],
+    template: list[tuple[str, str | None]],
+    time_kind: str | None,
+    by_file: bool,
+    ignore: bool,
+    encoding: str,
+) -> "_FileEvents":
     """Parse one file line by line (RE2 through google-re2; any regex, counters and
     constants)."""
     file_name = str(path.resolve())
@@ -493,14 +560,25 @@ def _read_file(path: Path, compiled: list[LineRegex], template: list[tuple[str, 
                 except ValueError:
                     if ignore:
                         continue
-                    raise InputError(path, line_no, f"cannot parse the {time_kind} time "
-                                     f"{tval!r} (use -i to skip such lines)") from None
+                    raise InputError(
+                        path,
+                        line_no,
+                        f"cannot parse the {time_kind} time {tval!r} (use -i to skip such lines)",
+                    ) from None
                 if values is not None:
                     for name in r.post_inc:
                         counters[name] += 1
-                append_name("".join(
-                    lit + (_value(ref, m, values, counters, file_name if by_file else None)
-                           if ref else "") for lit, ref in template))
+                append_name(
+                    "".join(
+                        lit
+                        + (
+                            _value(ref, m, values, counters, file_name if by_file else None)
+                            if ref
+                            else ""
+                        )
+                        for lit, ref in template
+                    )
+                )
                 append_type(etype)
                 append_line(line_no)
                 append_time(t)
@@ -520,9 +598,12 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
     if bad:
         listed = "; ".join(f"line {n}: {text[:80]!r}" for n, text in bad[:MAX_LISTED_LINES])
         more = " (and maybe more)" if len(bad) >= MAX_LISTED_LINES else ""
-        raise InputError(path, bad[0][0],
-                         f"lines match none of the regexes{more}: {listed} "
-                         f"(use -i to ignore non-matching lines)")
+        raise InputError(
+            path,
+            bad[0][0],
+            f"lines match none of the regexes{more}: {listed} "
+            f"(use -i to ignore non-matching lines)",
+        )
 
 
 #: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
@@ -537,9 +618,15 @@ def _fast_eligible(r: LineRegex) -> bool:
     return set(r.constants) == {"HIDE"} and not r.pre_inc and r.post_inc in ([], ["SEPCOUNT"])
 
 
-def _read_file_fast(path: Path, compiled: list[LineRegex],
-                    template: list[tuple[str, str | None]], time_kind: str | None,
-                    by_file: bool, ignore: bool, encoding: str) -> _FileEvents | None:
+def _read_file_fast(
+    path: Path,
+    compiled: list[LineRegex],
+    template: list[tuple[str, str | None]],
+    time_kind: str | None,
+    by_file: bool,
+    ignore: bool,
+    encoding: str,
+) -> _FileEvents | None:
     """Parse one file with pyarrow.compute (vectorized; RE2, or a whitespace split for
     regexes made only of empty groups) when the regexes allow it: plain regexes, hidden
     ones and the separator.  Same results and errors as :func:`_read_file`; the lines are
@@ -561,12 +648,16 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     has_sep = any(r.post_inc for r in compiled)
     pieces = _name_pieces(template, compiled, by_file, has_sep, str(path.resolve()))
-    needed = ({"TYPE"} | ({time_kind} if time_kind else set())
-              | {p[1] for p in pieces if isinstance(p, tuple)})
+    needed = (
+        {"TYPE"}
+        | ({time_kind} if time_kind else set())
+        | {p[1] for p in pieces if isinstance(p, tuple)}
+    )
 
     def scan_block(span: tuple[int, int]) -> _Scan | None:
-        return _scan(_arrow_lines(text[span[0]:span[1]]), compiled, patterns, time_kind,
-                     ignore, needed)
+        return _scan(
+            _arrow_lines(text[span[0] : span[1]]), compiled, patterns, time_kind, ignore, needed
+        )
 
     blocks: list[_Block] = []
     unmatched: list[tuple[int, str]] = []  # (line number, text) of the first few
@@ -588,8 +679,13 @@ def _read_file_fast(path: Path, compiled: list[LineRegex],
     return _merge_blocks(blocks, pieces)
 
 
-def _name_pieces(template: list[tuple[str, str | None]], compiled: list[LineRegex],
-                 by_file: bool, has_sep: bool, file_name: str) -> list:
+def _name_pieces(
+    template: list[tuple[str, str | None]],
+    compiled: list[LineRegex],
+    by_file: bool,
+    has_sep: bool,
+    file_name: str,
+) -> list:
     """The mapping as pieces: a str (literal, the file name, or '' for a reference that
     is neither a counter nor a group), None (the separator count) or ("group", name) --
     in the order the line loop's :func:`_value` resolves references."""
@@ -661,8 +757,14 @@ class _Scan:
     errors: list[tuple[int, int, str]]
 
 
-def _scan(lines, compiled: list[LineRegex], patterns: list[str], time_kind: str | None,
-          ignore: bool, needed: set[str]) -> _Scan | None:
+def _scan(
+    lines,
+    compiled: list[LineRegex],
+    patterns: list[str],
+    time_kind: str | None,
+    ignore: bool,
+    needed: set[str],
+) -> _Scan | None:
     """Try the regexes in order on the lines not yet taken (as the line loop does, but a
     regex at a time); None when a needed group captured an empty string."""
     import pyarrow as pa
@@ -679,8 +781,11 @@ def _scan(lines, compiled: list[LineRegex], patterns: list[str], time_kind: str 
     for r, pattern in zip(compiled, patterns):
         if r.hidden:
             literal = _literal_line(pattern)
-            ok = (pc.equal(lines, literal) if literal is not None else pc.match_substring_regex(
-                lines, f"^(?:{pattern})$")).to_numpy(zero_copy_only=False) & ~done
+            ok = (
+                pc.equal(lines, literal)
+                if literal is not None
+                else pc.match_substring_regex(lines, f"^(?:{pattern})$")
+            ).to_numpy(zero_copy_only=False) & ~done
             done |= ok
             if r.post_inc:
                 sep_line |= ok
@@ -716,8 +821,9 @@ def _scan(lines, compiled: list[LineRegex], patterns: list[str], time_kind: str 
     unmatched = []
     for i in map(int, np.nonzero(~done | too_long)[0][:MAX_LISTED_LINES]):
         line = lines[i].as_py()
-        unmatched.append((i, f"<line of {len(line)} characters: too long>" if too_long[i]
-                          else line))
+        unmatched.append(
+            (i, f"<line of {len(line)} characters: too long>" if too_long[i] else line)
+        )
     return _Scan(parts, sep_line, unmatched, errors)
 
 
@@ -734,8 +840,9 @@ def _literal_line(pattern: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _match(lines, r: LineRegex, pattern: str, open_: np.ndarray,
-           needed: set[str]) -> tuple[np.ndarray, dict]:
+def _match(
+    lines, r: LineRegex, pattern: str, open_: np.ndarray, needed: set[str]
+) -> tuple[np.ndarray, dict]:
     """Indices of the open lines ``r`` matches, and its needed groups' values there."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -749,26 +856,32 @@ def _match(lines, r: LineRegex, pattern: str, open_: np.ndarray,
     if r.tokens:
         trimmed = pc.ascii_trim_whitespace(lines)
         split = pc.ascii_split_whitespace(trimmed)
-        ok = (pc.list_value_length(split).to_numpy(zero_copy_only=False) == len(r.tokens))
+        ok = pc.list_value_length(split).to_numpy(zero_copy_only=False) == len(r.tokens)
         ok &= pc.binary_length(trimmed).to_numpy(zero_copy_only=False) > 0
         ok &= open_
         idx = np.nonzero(ok)[0]
         first = split.offsets.to_numpy(zero_copy_only=False)[idx]
-        groups = {name: split.values.take(pa.array(first + k))
-                  for k, name in enumerate(r.tokens) if name in needed}
+        groups = {
+            name: split.values.take(pa.array(first + k))
+            for k, name in enumerate(r.tokens)
+            if name in needed
+        }
     else:
         found = pc.extract_regex(lines, f"^(?:{pattern})$")  # null where no match
         ok = found.is_valid().to_numpy(zero_copy_only=False) & open_
         idx = np.nonzero(ok)[0]
         keep = pa.array(ok)
-        groups = {f.name: found.field(f.name).filter(keep) for f in found.type
-                  if f.name in needed}
+        groups = {f.name: found.field(f.name).filter(keep) for f in found.type if f.name in needed}
     return (idx if subset is None else subset[idx]), groups
 
 
-def _raise_first_error(path: Path, unmatched: list[tuple[int, str]],
-                       errors: list[tuple[int, int, str]], first_line: int,
-                       time_kind: str | None) -> None:
+def _raise_first_error(
+    path: Path,
+    unmatched: list[tuple[int, str]],
+    errors: list[tuple[int, int, str]],
+    first_line: int,
+    time_kind: str | None,
+) -> None:
     """Raise what the line loop would, given the first few lines so far that matched
     nothing (line numbers) and a block's ``errors`` (indices from ``first_line``): the
     first line with a reserved type or a bad time, unless ``MAX_LISTED_LINES`` lines
@@ -779,8 +892,11 @@ def _raise_first_error(path: Path, unmatched: list[tuple[int, str]],
         if len(unmatched) < MAX_LISTED_LINES or line_no < unmatched[MAX_LISTED_LINES - 1][0]:
             if kind == 0:
                 raise _type_error(path, line_no, text)
-            raise InputError(path, line_no, f"cannot parse the {time_kind} time {text!r} "
-                             "(use -i to skip such lines)")
+            raise InputError(
+                path,
+                line_no,
+                f"cannot parse the {time_kind} time {text!r} (use -i to skip such lines)",
+            )
     if len(unmatched) >= MAX_LISTED_LINES:
         _raise_nonmatching(path, unmatched[:MAX_LISTED_LINES])
 
@@ -800,8 +916,9 @@ class _Block:
     trace: object
 
 
-def _block_events(scan: _Scan, pieces: list, time_kind: str | None, first_line: int,
-                  seps_before: int) -> _Block:
+def _block_events(
+    scan: _Scan, pieces: list, time_kind: str | None, first_line: int, seps_before: int
+) -> _Block:
     """A block's events from its scan (line ``first_line`` of the file is its first,
     ``seps_before`` separators came before it): the regexes' parts merged in line order,
     the types coded, the trace name (the mapping filled in) or its separator count."""
@@ -821,7 +938,8 @@ def _block_events(scan: _Scan, pieces: list, time_kind: str | None, first_line: 
         if order is None:
             return get(scan.parts[0])
         return pa.concat_arrays([get(p).cast(pa.large_string()) for p in scan.parts]).take(
-            pa.array(order))
+            pa.array(order)
+        )
 
     types = pc.dictionary_encode(column(lambda p: p[1]["TYPE"]))
     if time_kind:
@@ -834,15 +952,30 @@ def _block_events(scan: _Scan, pieces: list, time_kind: str | None, first_line: 
     trace = (np.cumsum(scan.sep_line) - scan.sep_line + seps_before)[idx]
     if any(isinstance(p, tuple) for p in pieces):
         count_text = pc.cast(pa.array(trace), pa.large_string())
-        args = [count_text if p is None
-                else column(lambda part, g=p[1]: part[1][g] if g in part[1]
-                            else pa.array([""] * len(part[0]), pa.large_string()))
-                if isinstance(p, tuple) else pa.scalar(p, pa.large_string()) for p in pieces]
+        args = [
+            count_text
+            if p is None
+            else column(
+                lambda part, g=p[1]: (
+                    part[1][g] if g in part[1] else pa.array([""] * len(part[0]), pa.large_string())
+                )
+            )
+            if isinstance(p, tuple)
+            else pa.scalar(p, pa.large_string())
+            for p in pieces
+        ]
         trace = pc.binary_join_element_wise(
             *[a if isinstance(a, pa.Scalar) else a.cast(pa.large_string()) for a in args],
-            pa.scalar("", pa.large_string()))
-    return _Block(line_no, types.indices.to_numpy(zero_copy_only=False).astype(np.int64),
-                  types.dictionary.to_pylist(), times, texts, trace)
+            pa.scalar("", pa.large_string()),
+        )
+    return _Block(
+        line_no,
+        types.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+        types.dictionary.to_pylist(),
+        times,
+        texts,
+        trace,
+    )
 
 
 def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
@@ -852,12 +985,18 @@ def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
 
     if not blocks:
         empty = np.zeros(0, dtype=np.int64)
-        return _FileEvents(empty, [], empty, [], empty, np.zeros(0),
-                           pa.array([], pa.large_string()))
+        return _FileEvents(
+            empty, [], empty, [], empty, np.zeros(0), pa.array([], pa.large_string())
+        )
     type_ids: dict[str, int] = {}
-    type_key = np.concatenate([
-        np.array([type_ids.setdefault(t, len(type_ids)) for t in b.types],
-                 dtype=np.int64)[b.type_key] for b in blocks])
+    type_key = np.concatenate(
+        [
+            np.array([type_ids.setdefault(t, len(type_ids)) for t in b.types], dtype=np.int64)[
+                b.type_key
+            ]
+            for b in blocks
+        ]
+    )
     texts = [b.texts.cast(pa.large_string()) for b in blocks]
     if isinstance(blocks[0].trace, np.ndarray):
         trace_key, counts = pd.factorize(np.concatenate([b.trace for b in blocks]), sort=False)
@@ -866,10 +1005,15 @@ def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
         encoded = pc.dictionary_encode(pa.concat_arrays([b.trace for b in blocks]))
         trace_key = encoded.indices.to_numpy(zero_copy_only=False)
         names = encoded.dictionary.to_pylist()
-    return _FileEvents(np.asarray(trace_key, dtype=np.int64), names, type_key,
-                       list(type_ids), np.concatenate([b.lines for b in blocks]),
-                       np.concatenate([b.times for b in blocks]),
-                       texts[0] if len(texts) == 1 else pa.concat_arrays(texts))
+    return _FileEvents(
+        np.asarray(trace_key, dtype=np.int64),
+        names,
+        type_key,
+        list(type_ids),
+        np.concatenate([b.lines for b in blocks]),
+        np.concatenate([b.times for b in blocks]),
+        texts[0] if len(texts) == 1 else pa.concat_arrays(texts),
+    )
 
 
 def _fill_counts(pieces: list, counts: list[int]) -> list[str]:
@@ -880,7 +1024,7 @@ def _fill_counts(pieces: list, counts: list[int]) -> list[str]:
     """
     if pieces.count(None) == 1:
         k = pieces.index(None)
-        head, tail = "".join(pieces[:k]), "".join(pieces[k + 1:])
+        head, tail = "".join(pieces[:k]), "".join(pieces[k + 1 :])
         return [f"{head}{c}{tail}" for c in counts]
     return ["".join(str(c) if p is None else p for p in pieces) for c in counts]
 
@@ -900,8 +1044,9 @@ def _all_digits(text, integer: bool) -> np.ndarray:
     ok = pc.ascii_is_decimal(text).to_numpy(zero_copy_only=False)
     if integer and ok.any():
         size = pc.binary_length(text).to_numpy(zero_copy_only=False)
-        ok &= (size <= 18) & ((size == 1) | ~pc.starts_with(text, "0").to_numpy(
-            zero_copy_only=False))
+        ok &= (size <= 18) & (
+            (size == 1) | ~pc.starts_with(text, "0").to_numpy(zero_copy_only=False)
+        )
     return ok
 
 
@@ -916,8 +1061,8 @@ def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
     simple = _all_digits(text, integer)
     if not simple.all():
         simple = pc.match_substring_regex(
-            text, _ARROW_CANONICAL_INT if integer else _ARROW_PLAIN_DECIMAL).to_numpy(
-                zero_copy_only=False)
+            text, _ARROW_CANONICAL_INT if integer else _ARROW_PLAIN_DECIMAL
+        ).to_numpy(zero_copy_only=False)
     if simple.all():
         if integer:
             values = pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False)
@@ -938,12 +1083,16 @@ def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
             values[i], texts[i] = _parse_time(kind, t, 0)
         except ValueError:
             good[i] = False
-    return good, values[good], pa.array([t for t, g in zip(texts, good) if g],
-                                        pa.large_string())
+    return good, values[good], pa.array([t for t, g in zip(texts, good) if g], pa.large_string())
 
 
-def _value(ref: str, m: dict[str, str | None], values: dict | None,
-           counters: dict[str, int], file_name: str | None) -> str:
+def _value(
+    ref: str,
+    m: dict[str, str | None],
+    values: dict | None,
+    counters: dict[str, int],
+    file_name: str | None,
+) -> str:
     """The value of mapping reference ``ref`` for the current line ('' when unset), given
     the line's groups ``m`` and (when the regex has extras) its ``values``."""
     if ref == "FILE" and file_name is not None:
@@ -955,8 +1104,7 @@ def _value(ref: str, m: dict[str, str | None], values: dict | None,
     return m.get(ref) or ""
 
 
-def _apply_extras(r: LineRegex, m: dict[str, str | None],
-                  counters: dict[str, int]) -> dict | None:
+def _apply_extras(r: LineRegex, m: dict[str, str | None], counters: dict[str, int]) -> dict | None:
     """Counters and constants of a matched line (``m``: its groups): its values, or None
     for a hidden line (whose post-increments are then applied)."""
     values: dict[str, str | None] = dict(m)
@@ -974,4 +1122,3 @@ def _apply_extras(r: LineRegex, m: dict[str, str | None],
             counters[name] += 1
         return None
     return values
-

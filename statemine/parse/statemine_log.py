@@ -25,8 +25,18 @@ from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, rea
 #: ``kind`` codes of :class:`ScannedBlock` and the names they stand for.
 KINDS = ("state", "event")
 #: Error codes of the scanner (statemine/parse/_linescan.c).
-_E_NOMEM, _E_LONG_LINE, _E_NOT_UTF8, _E_MALFORMED, _E_NUMBER, _E_TIME_FINITE, _E_BACKWARDS, _E_TWICE, \
-    _E_OUT_OF_PLACE, _E_NOT_KV = range(1, 11)
+(
+    _E_NOMEM,
+    _E_LONG_LINE,
+    _E_NOT_UTF8,
+    _E_MALFORMED,
+    _E_NUMBER,
+    _E_TIME_FINITE,
+    _E_BACKWARDS,
+    _E_TWICE,
+    _E_OUT_OF_PLACE,
+    _E_NOT_KV,
+) = range(1, 11)
 #: The numeric fields in the scanner's order (= ``traces.NUMERIC_FIELDS``, which loads pandas).
 NUMERIC_KEYS = ("cwnd", "inflight", "ssthresh", "srtt")
 
@@ -89,8 +99,13 @@ class LogScan:
         self._on_progress = on_progress
 
     def __iter__(self) -> Iterator[ScannedBlock]:
-        blocks = iter_blocks(self.path, chunk_bytes=self._chunk_bytes, max_line_bytes=self._max_line_bytes,
-                             on_progress=self._on_progress, line_number=lambda: self._scanner.next_line)
+        blocks = iter_blocks(
+            self.path,
+            chunk_bytes=self._chunk_bytes,
+            max_line_bytes=self._max_line_bytes,
+            on_progress=self._on_progress,
+            line_number=lambda: self._scanner.next_line,
+        )
         for block in blocks:
             out = self._scanner.scan(block, self._max_line_bytes)
             if "error" in out:
@@ -114,8 +129,12 @@ class LogScan:
     def traces(self) -> TraceTable:
         """The traces seen so far, indexed by the blocks' ``trace`` codes."""
         conns, roles, info = self._scanner.traces()
-        packed = np.frombuffer(info, np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")]))
-        return TraceTable(conns, roles, packed["last"].copy(), packed["close"].copy(), packed["n"].copy())
+        packed = np.frombuffer(
+            info, np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
+        )
+        return TraceTable(
+            conns, roles, packed["last"].copy(), packed["close"].copy(), packed["n"].copy()
+        )
 
 
 def read_statemine_log(
@@ -134,7 +153,9 @@ def read_statemine_log(
     line, NaN when there is none). Errors as for :class:`LogScan`, and a file with no
     statemine line.
     """
-    scan = LogScan(path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress)
+    scan = LogScan(
+        path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress
+    )
     blocks = list(scan)
     if not sum(len(b.time) for b in blocks):
         raise no_lines_error(path)
@@ -143,7 +164,9 @@ def read_statemine_log(
 
 def no_lines_error(path: str | Path) -> InputError:
     """The error for a file without a single statemine line."""
-    return InputError(path, None, "no statemine lines ('STATEMINE t=...') found; is this the right --format?")
+    return InputError(
+        path, None, "no statemine lines ('STATEMINE t=...') found; is this the right --format?"
+    )
 
 
 class FileEnd(NamedTuple):
@@ -164,6 +187,7 @@ def scan_files(
     GIL), at most ``depth`` blocks ahead, so scanning overlaps whatever the caller does
     with the blocks (or imports) and memory stays bounded. It starts at once.
     """
+
     def produce() -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
         for i, path in enumerate(files):
             scan = LogScan(path, on_progress=on_progress)
@@ -176,10 +200,14 @@ def scan_files(
 
 def trace_ids(source: str, table: TraceTable) -> list[str]:
     """``"<source>#<conn>"`` plus ``"/<role>"`` when there is one, per trace code."""
-    return [f"{source}#{c}" + (f"/{r}" if r is not None else "") for c, r in zip(table.conn, table.role)]
+    return [
+        f"{source}#{c}" + (f"/{r}" if r is not None else "") for c, r in zip(table.conn, table.role)
+    ]
 
 
-def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: list[str], table: TraceTable):
+def _to_traceset(
+    path: Path, source: str, blocks: list[ScannedBlock], names: list[str], table: TraceTable
+):
     """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
     import pandas as pd
 
@@ -197,10 +225,14 @@ def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: lis
             "trace": pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str)),
             "seq": seq,
             "time": np.concatenate([b.time for b in blocks])[order],
-            "kind": pd.Categorical.from_codes(np.concatenate([b.kind for b in blocks])[order],
-                                              categories=pd.Index(KINDS, dtype=str)),
-            "state": pd.Categorical.from_codes(np.concatenate([b.name for b in blocks])[order],
-                                               categories=pd.Index(names, dtype=str)),
+            "kind": pd.Categorical.from_codes(
+                np.concatenate([b.kind for b in blocks])[order],
+                categories=pd.Index(KINDS, dtype=str),
+            ),
+            "state": pd.Categorical.from_codes(
+                np.concatenate([b.name for b in blocks])[order],
+                categories=pd.Index(names, dtype=str),
+            ),
             "line": np.concatenate([b.line for b in blocks])[order],
         },
         copy=False,
@@ -217,8 +249,13 @@ def _to_traceset(path: Path, source: str, blocks: list[ScannedBlock], names: lis
             offset += len(b.time)
         events["fields"] = fields[order]
     traces = pd.DataFrame(
-        {"trace": pd.Series(ids, dtype=str), "source": str(path), "end": table.close_time,
-         "conn": pd.Series(table.conn, dtype=str), "role": pd.Series(table.role, dtype=object)}
+        {
+            "trace": pd.Series(ids, dtype=str),
+            "source": str(path),
+            "end": table.close_time,
+            "conn": pd.Series(table.conn, dtype=str),
+            "role": pd.Series(table.role, dtype=object),
+        }
     )
     return TraceSet.from_events(events, traces, {"format": "statemine"})
 
@@ -238,15 +275,21 @@ def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
     if code == _E_TIME_FINITE:
         return InputError(path, err["line"], f"time t= is not a finite number: {_show(token)}")
     if code == _E_BACKWARDS:
-        return InputError(path, err["line"], f"time goes backwards within connection: t={err['time']!r} after "
-                                             f"t={err['previous_time']!r} (line {err['previous_line']})")
+        return InputError(
+            path,
+            err["line"],
+            f"time goes backwards within connection: t={err['time']!r} after "
+            f"t={err['previous_time']!r} (line {err['previous_line']})",
+        )
     if code == _E_TWICE:
         return InputError(path, err["line"], f"{token}= given twice")
     if code == _E_OUT_OF_PLACE:
         return InputError(path, err["line"], f"{token}= out of place or given twice")
     if code == _E_NOT_KV:
         return InputError(path, err["line"], f"expected key=value, found {_show(token)}")
-    raise AssertionError(f"unknown scanner error {err}")  # pragma: no cover - the C side's codes are all above
+    raise AssertionError(
+        f"unknown scanner error {err}"
+    )  # pragma: no cover - the C side's codes are all above
 
 
 def _show(value: str, limit: int = 80) -> str:

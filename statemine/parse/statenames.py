@@ -155,7 +155,13 @@ IMPLEMENTATIONS: dict[str, dict[str, str]] = {
         "7": "BBRStartup",  # startup_long_rtt (Hystart-like startup on long RTT paths)
         "8": "BBRStartup",  # startup_resume (careful resume from a BDP seed)
     },
-    "picoquic-bbr1": {"0": "BBRStartup", "1": "BBRDrain", "2": "BBRProbeBW", "3": "BBRProbeRTT", "4": "BBRStartup"},
+    "picoquic-bbr1": {
+        "0": "BBRStartup",
+        "1": "BBRDrain",
+        "2": "BBRProbeBW",
+        "3": "BBRProbeRTT",
+        "4": "BBRStartup",
+    },
     "picoquic": {},
     # mvfst: congestion_metric_update's "state" field. quic/congestion_control/QuicCubic.cpp
     # cubicStateToString(): Hystart, Steady, Recovery (FastRecovery in the enum);
@@ -274,30 +280,57 @@ def picoquic_controller(changes: list[tuple[object, float, float]]) -> tuple[str
         except ValueError:
             continue
     if any(v > 255 for v in values):
-        return "picoquic-bbr", "state values above 255 carry flag bits, as only picoquic's bbr logs them", False
+        return (
+            "picoquic-bbr",
+            "state values above 255 carry flag bits, as only picoquic's bbr logs them",
+            False,
+        )
     if any(3 <= v <= 8 for v in values):
         return "picoquic-bbr", "state values between 3 and 8 exist only in picoquic's bbr", False
     if any(v > 8 for v in values):
-        return _PICOQUIC_DEFAULT, f"state values {sorted(set(values))} fit none of picoquic's tables", True
+        return (
+            _PICOQUIC_DEFAULT,
+            f"state values {sorted(set(values))} fit none of picoquic's tables",
+            True,
+        )
     for new, param, cwnd in changes:
         if str(new).strip() == "1" and param > 0 and param == cwnd:
             return (
-                "picoquic-newreno", "cc_param equals the window logged after entering state 1 "
-                "(newreno reports ssthresh there; cubic would report the window before the cut)", False,
+                "picoquic-newreno",
+                "cc_param equals the window logged after entering state 1 "
+                "(newreno reports ssthresh there; cubic would report the window before the cut)",
+                False,
             )
     if 2 in values:
-        return "picoquic-cubic", "state 2 exists in cubic (congestion avoidance) and bbr (probe_bw_down)", True
-    return _PICOQUIC_DEFAULT, "states 0/1 only and no cc_param hint; newreno is picoquic's default", True
+        return (
+            "picoquic-cubic",
+            "state 2 exists in cubic (congestion avoidance) and bbr (probe_bw_down)",
+            True,
+        )
+    return (
+        _PICOQUIC_DEFAULT,
+        "states 0/1 only and no cc_param hint; newreno is picoquic's default",
+        True,
+    )
 
 
 # State names only one implementation writes (keys as name_key gives them): quiche's
 # HyStart++ CSS and BBR phase names (recovery/congestion/*.rs and gcongestion/bbr2/*.rs
 # state_str()), mvfst's cubic names. Shared names (slow_start, recovery) identify nobody.
 _OWN_NAMES = {
-    "quiche": frozenset({
-        "conservativeslowstart", "bbrstartup", "bbrdrain", "bbrprobebw", "bbrprobebwup",
-        "bbrprobebwdown", "bbrprobebwcruise", "bbrprobebwrefill", "bbrprobertt",
-    }),
+    "quiche": frozenset(
+        {
+            "conservativeslowstart",
+            "bbrstartup",
+            "bbrdrain",
+            "bbrprobebw",
+            "bbrprobebwup",
+            "bbrprobebwdown",
+            "bbrprobebwcruise",
+            "bbrprobebwrefill",
+            "bbrprobertt",
+        }
+    ),
     "mvfst": frozenset({"hystart", "steady"}),
 }
 

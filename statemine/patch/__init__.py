@@ -13,7 +13,19 @@ from .port import PortFailed, PortReport, port
 from .registry import implementations, list_patches, load_impl, patch_path, versions
 
 __all__ = [
-    "Outcome", "PortFailed", "PortReport", "apply", "cache_dir", "check", "fetch",
-    "implementations", "list_patches", "load_impl", "patch_path", "port", "pristine", "revert",
+    "Outcome",
+    "PortFailed",
+    "PortReport",
+    "apply",
+    "cache_dir",
+    "check",
+    "fetch",
+    "implementations",
+    "list_patches",
+    "load_impl",
+    "patch_path",
+    "port",
+    "pristine",
+    "revert",
     "versions",
 ]

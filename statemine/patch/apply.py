@@ -113,8 +113,9 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _matches(lines: list[str], needle: tuple[str, ...], expected: int, lo: int,
-             radius_max: int | None = None) -> Iterator[int]:
+def _matches(
+    lines: list[str], needle: tuple[str, ...], expected: int, lo: int, radius_max: int | None = None
+) -> Iterator[int]:
     """The positions >= ``lo`` where ``needle`` matches, nearest ``expected`` first (the
     lower on a tie), at most ``radius_max`` away (None: anywhere).
 
@@ -144,7 +145,7 @@ def _matches(lines: list[str], needle: tuple[str, ...], expected: int, lo: int,
         candidates.sort(key=lambda p: (abs(p - expected), p))
         for pos in candidates:
             seen.add(pos)
-            if tuple(lines[pos:pos + n]) == needle:
+            if tuple(lines[pos : pos + n]) == needle:
                 yield pos
         if (start == lo and stop == last) or radius == radius_max:
             return
@@ -162,9 +163,15 @@ def _find(lines: list[str], needle: tuple[str, ...], expected: int, lo: int) -> 
 Accept = Callable[[Hunk, int, list[str]], "str | None"]
 
 
-def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int = 0,
-                shift: bool = False, max_offset: int | None = None,
-                accept: Accept | None = None) -> tuple[list[str], tuple[HunkResult, ...]]:
+def patch_lines(
+    lines: list[str],
+    hunks: tuple[Hunk, ...],
+    path: str,
+    fuzz: int = 0,
+    shift: bool = False,
+    max_offset: int | None = None,
+    accept: Accept | None = None,
+) -> tuple[list[str], tuple[HunkResult, ...]]:
     """Apply ``hunks`` in order to ``lines``; failed hunks are skipped and reported.
 
     Each hunk must match at its line number (shifted by what earlier hunks added), or with
@@ -187,7 +194,7 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
             top, bottom = min(f, h.lead), min(f, h.trail)
             if f and top == 0 and bottom == 0:
                 break  # no context left to ignore
-            needle = h.old[top:len(h.old) - bottom]
+            needle = h.old[top : len(h.old) - bottom]
             if not needle:
                 if h.old or f:
                     continue
@@ -196,8 +203,9 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
                 candidates = _matches(out, needle, expected + top, lo, max_offset)
             else:
                 at = expected + top
-                candidates = iter([at] if at >= lo and tuple(out[at:at + len(needle)]) == needle
-                                  else [])
+                candidates = iter(
+                    [at] if at >= lo and tuple(out[at : at + len(needle)]) == needle else []
+                )
             for pos in candidates:
                 why = accept(h, pos - top, out) if accept is not None else None
                 if why is None:
@@ -207,14 +215,17 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
             if placed is not None:
                 break
         if placed is None:
-            reason = refused or (_beyond(out, h, expected, lo, fuzz, max_offset, accept)
-                                 if shift else "its lines are not at its line number")
+            reason = refused or (
+                _beyond(out, h, expected, lo, fuzz, max_offset, accept)
+                if shift
+                else "its lines are not at its line number"
+            )
             results.append(HunkResult(path, i, h.patch_line, "failed", reason=reason))
             continue
         pos, top, bottom, f = placed
-        replacement = list(h.new[top:len(h.new) - bottom])
+        replacement = list(h.new[top : len(h.new) - bottom])
         width = len(h.old) - top - bottom
-        out[pos:pos + width] = replacement
+        out[pos : pos + width] = replacement
         offset = pos - top - (h.old_start + growth)
         drift = offset
         growth += len(replacement) - width
@@ -224,20 +235,29 @@ def patch_lines(lines: list[str], hunks: tuple[Hunk, ...], path: str, fuzz: int 
     return out, tuple(results)
 
 
-def _beyond(lines: list[str], h: Hunk, expected: int, lo: int, fuzz: int,
-            max_offset: int | None, accept: Accept | None) -> str:
+def _beyond(
+    lines: list[str],
+    h: Hunk,
+    expected: int,
+    lo: int,
+    fuzz: int,
+    max_offset: int | None,
+    accept: Accept | None,
+) -> str:
     """Why a shifted hunk found no place: not found at all, or only farther than
     ``max_offset`` (how far, and in which function when ``accept`` objects there)."""
     if max_offset is None:
         return "its lines are not found"
     for f in range(fuzz + 1):
         top, bottom = min(f, h.lead), min(f, h.trail)
-        needle = h.old[top:len(h.old) - bottom]
+        needle = h.old[top : len(h.old) - bottom]
         pos = _find(lines, needle, expected + top, lo) if needle else None
         if pos is not None:
             why = accept(h, pos - top, lines) if accept is not None else None
-            return (f"its lines are not found within {max_offset} lines (the nearest match is "
-                    f"{abs(pos - top - expected)} lines away{'; ' + why if why else ''})")
+            return (
+                f"its lines are not found within {max_offset} lines (the nearest match is "
+                f"{abs(pos - top - expected)} lines away{'; ' + why if why else ''})"
+            )
     return "its lines are not found"
 
 
@@ -245,7 +265,8 @@ def hunk_report(changes: list[FileChange]) -> pd.DataFrame:
     """One row per hunk of ``changes`` (columns :data:`HUNK_COLUMNS`)."""
     rows = [r.__dict__ for c in changes for r in c.results]
     return pd.DataFrame(rows, columns=HUNK_COLUMNS).astype(
-        {"hunk": "int64", "patch_line": "int64", "offset": "int64", "fuzz": "int64"})
+        {"hunk": "int64", "patch_line": "int64", "offset": "int64", "fuzz": "int64"}
+    )
 
 
 # ---------------------------------------------------------------- file system edge
@@ -287,9 +308,14 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = False,
-         max_offset: int | None = None,
-         accept: Callable[[FilePatch], Accept | None] | None = None) -> list[FileChange]:
+def plan(
+    root: Path,
+    fps: tuple[FilePatch, ...],
+    fuzz: int = 0,
+    shift: bool = False,
+    max_offset: int | None = None,
+    accept: Callable[[FilePatch], Accept | None] | None = None,
+) -> list[FileChange]:
     """Apply every file patch in memory (reads files, writes nothing); ``fuzz``, ``shift``
     and ``max_offset`` as for :func:`patch_lines`, ``accept(file_patch)`` gives its
     ``accept``."""
@@ -303,15 +329,26 @@ def plan(root: Path, fps: tuple[FilePatch, ...], fuzz: int = 0, shift: bool = Fa
             changes.append(FileChange(fp.path, before, after, (res,)))
             continue
         if before is None:
-            res = tuple(HunkResult(fp.path, i, h.patch_line, "failed") for i, h in enumerate(fp.hunks, 1))
+            res = tuple(
+                HunkResult(fp.path, i, h.patch_line, "failed") for i, h in enumerate(fp.hunks, 1)
+            )
             changes.append(FileChange(fp.path, None, None, res))
             continue
-        lines, res = patch_lines(split_lines(_decode(before)), fp.hunks, fp.path, fuzz, shift,
-                                 max_offset, accept(fp) if accept is not None else None)
+        lines, res = patch_lines(
+            split_lines(_decode(before)),
+            fp.hunks,
+            fp.path,
+            fuzz,
+            shift,
+            max_offset,
+            accept(fp) if accept is not None else None,
+        )
         after = _encode("".join(lines))
         if fp.deleted:  # reverse of a created file: it must now be empty
             ok = not lines and all(r.status != "failed" for r in res)
-            res = tuple(r if ok else HunkResult(r.path, r.hunk, r.patch_line, "failed") for r in res)
+            res = tuple(
+                r if ok else HunkResult(r.path, r.hunk, r.patch_line, "failed") for r in res
+            )
             after = None
         changes.append(FileChange(fp.path, before, after, res))
     return changes
@@ -437,8 +474,9 @@ def read_record(root: Path) -> dict | None:
     path = root / RECORD
 
     def bad(what: str) -> InputError:
-        return InputError(path, None, f"malformed record: {what}; revert by hand or re-fetch "
-                                      "the source")
+        return InputError(
+            path, None, f"malformed record: {what}; revert by hand or re-fetch the source"
+        )
 
     for key in ("impl", "version", "patch_sha256"):
         if not isinstance(rec.get(key), str):
@@ -473,15 +511,24 @@ def read_record(root: Path) -> dict | None:
     return {**rec, "files": files}
 
 
-def make_record(impl: str, version: str, patch_sha: str, changes: list[FileChange], **extra) -> bytes:
+def make_record(
+    impl: str, version: str, patch_sha: str, changes: list[FileChange], **extra
+) -> bytes:
     """The bytes of ``.statemine-patch.json`` for ``changes`` just applied."""
-    files = [{
-        "path": c.path,
-        "before_sha256": _sha(c.before),
-        "after_sha256": _sha(c.after),
-        "before_zlib_b64": (base64.b64encode(zlib.compress(c.before)).decode("ascii")
-                            if c.before is not None else None),
-    } for c in changes if c.before != c.after]
+    files = [
+        {
+            "path": c.path,
+            "before_sha256": _sha(c.before),
+            "after_sha256": _sha(c.after),
+            "before_zlib_b64": (
+                base64.b64encode(zlib.compress(c.before)).decode("ascii")
+                if c.before is not None
+                else None
+            ),
+        }
+        for c in changes
+        if c.before != c.after
+    ]
     rec = {"impl": impl, "version": version, "patch_sha256": patch_sha, **extra, "files": files}
     return (json.dumps(rec, indent=1) + "\n").encode("utf-8")
 
@@ -495,7 +542,8 @@ def _check_source(root: Path, impl: str, version: str) -> None:
         raise UsageError(
             f"{root} holds {src.get('impl')} {src.get('version')} (see {SOURCE_RECORD}), "
             f"not {impl} {version}: fetch {impl} {version} into a new directory, or try "
-            f"`statemine patch port --impl {impl} --from {version} --to {src.get('version')} {root}`")
+            f"`statemine patch port --impl {impl} --from {version} --to {src.get('version')} {root}`"
+        )
 
 
 #: The most bytes a saved original may inflate to (bounded memory on a hostile record).
@@ -518,7 +566,9 @@ def _first_failure(changes: list[FileChange]) -> HunkResult:
 # ---------------------------------------------------------------- operations
 
 
-def _apply(impl: str, version: str, dest: str | Path, dry_run: bool, patches: str | Path | None) -> Outcome:
+def _apply(
+    impl: str, version: str, dest: str | Path, dry_run: bool, patches: str | Path | None
+) -> Outcome:
     root = source_root(dest)
     ppath = patch_path(impl, version, patches)
     fps = read_patch(ppath)
@@ -526,9 +576,15 @@ def _apply(impl: str, version: str, dest: str | Path, dry_run: bool, patches: st
     action = "check" if dry_run else "apply"
     _check_source(root, impl, version)
     rec = read_record(root)
-    if rec is not None and (rec.get("impl"), rec.get("version"), rec.get("patch_sha256")) != (impl, version, psha):
-        raise UsageError(f"{root} carries another patch ({rec.get('impl')} {rec.get('version')}, "
-                         f"see {RECORD}): revert it first")
+    if rec is not None and (rec.get("impl"), rec.get("version"), rec.get("patch_sha256")) != (
+        impl,
+        version,
+        psha,
+    ):
+        raise UsageError(
+            f"{root} carries another patch ({rec.get('impl')} {rec.get('version')}, "
+            f"see {RECORD}): revert it first"
+        )
     fwd = plan(root, fps)
     if all(c.ok for c in fwd):
         files = tuple(c.path for c in fwd)
@@ -543,11 +599,14 @@ def _apply(impl: str, version: str, dest: str | Path, dry_run: bool, patches: st
         return Outcome(action, impl, version, "already applied", (), hunk_report(back))
     bad = _first_failure(fwd)
     shifted = plan(root, fps, shift=True)
-    where = ("it applies only at an offset: " if all(c.ok for c in shifted) else "")
-    raise InputError(ppath, bad.patch_line,
-                     f"hunk {bad.hunk} for {bad.path} does not apply to {root}: {where}another version "
-                     f"of {impl}, or a modified or partly patched tree (nothing was changed); "
-                     f"try `statemine patch port --impl {impl} --from {version} --to <its version> {root}`")
+    where = "it applies only at an offset: " if all(c.ok for c in shifted) else ""
+    raise InputError(
+        ppath,
+        bad.patch_line,
+        f"hunk {bad.hunk} for {bad.path} does not apply to {root}: {where}another version "
+        f"of {impl}, or a modified or partly patched tree (nothing was changed); "
+        f"try `statemine patch port --impl {impl} --from {version} --to <its version> {root}`",
+    )
 
 
 def apply(impl: str, version: str, dest: str | Path, patches: str | Path | None = None) -> Outcome:
@@ -566,8 +625,13 @@ def check(impl: str, version: str, dest: str | Path, patches: str | Path | None 
     return _apply(impl, version, dest, True, patches)
 
 
-def revert(impl: str, version: str, dest: str | Path, patches: str | Path | None = None,
-           dry_run: bool = False) -> Outcome:
+def revert(
+    impl: str,
+    version: str,
+    dest: str | Path,
+    patches: str | Path | None = None,
+    dry_run: bool = False,
+) -> Outcome:
     """Undo :func:`apply` (or :func:`statemine.patch.port`) on ``dest``, byte for byte.
 
     With a ``.statemine-patch.json`` record, every file must still have the bytes apply
@@ -588,34 +652,55 @@ def revert(impl: str, version: str, dest: str | Path, patches: str | Path | None
             if all(c.ok for c in plan(root, fps)):
                 return Outcome(action, impl, version, "not applied")
             bad = _first_failure(back)
-            raise InputError(ppath, bad.patch_line,
-                             f"hunk {bad.hunk} for {bad.path} cannot be reverted in {root}: "
-                             f"the patch is not applied to this tree or the file was modified")
+            raise InputError(
+                ppath,
+                bad.patch_line,
+                f"hunk {bad.hunk} for {bad.path} cannot be reverted in {root}: "
+                f"the patch is not applied to this tree or the file was modified",
+            )
         files = tuple(c.path for c in back)
         if not dry_run:
             commit(root, {c.path: (c.before, c.after) for c in back})
             for c in back:
                 if c.after is None:
                     _prune_dirs(root, c.path)
-        return Outcome(action, impl, version, "would revert" if dry_run else "reverted", files, hunk_report(back))
+        return Outcome(
+            action,
+            impl,
+            version,
+            "would revert" if dry_run else "reverted",
+            files,
+            hunk_report(back),
+        )
     if (rec.get("impl"), rec.get("version")) != (impl, version):
-        raise UsageError(f"{root} carries the {rec.get('impl')} {rec.get('version')} patch "
-                         f"(see {RECORD}), not {impl} {version}")
+        raise UsageError(
+            f"{root} carries the {rec.get('impl')} {rec.get('version')} patch "
+            f"(see {RECORD}), not {impl} {version}"
+        )
     writes: dict[str, tuple[bytes | None, bytes | None]] = {}
     for rel, before_sha, after_sha, blob in (
-            (f.path, f.before_sha256, f.after_sha256, f.before_zlib_b64) for f in rec["files"]):
+        (f.path, f.before_sha256, f.after_sha256, f.before_zlib_b64) for f in rec["files"]
+    ):
         if rel == RECORD:
             raise InputError(root / RECORD, None, "malformed record: it lists itself")
         current = _read(root, rel)
         if _sha(current) != after_sha:
-            raise InputError(root / rel, None, "changed since the patch was applied; "
-                             "refusing to revert (re-fetch the source, or revert by hand)")
+            raise InputError(
+                root / rel,
+                None,
+                "changed since the patch was applied; "
+                "refusing to revert (re-fetch the source, or revert by hand)",
+            )
         try:
             before = _inflate(base64.b64decode(blob, validate=True)) if blob is not None else None
         except (ValueError, TypeError, zlib.error) as exc:
-            raise InputError(root / RECORD, None, f"the saved original of {rel} is corrupt: {exc}") from None
+            raise InputError(
+                root / RECORD, None, f"the saved original of {rel} is corrupt: {exc}"
+            ) from None
         if _sha(before) != before_sha:
-            raise InputError(root / RECORD, None, f"the saved original of {rel} does not match its sha256")
+            raise InputError(
+                root / RECORD, None, f"the saved original of {rel} does not match its sha256"
+            )
         writes[rel] = (current, before)
     files = tuple(writes)
     if not dry_run:

@@ -53,9 +53,19 @@ class Hunk:
     def reversed(self) -> "Hunk":
         """The hunk that undoes this one."""
         swap = {"+": "-", "-": "+", " ": " "}
-        return Hunk(self.new, self.old, self.new_start, self.old_start, self.lead, self.trail,
-                    self.patch_line, self.removed, self.added,
-                    tuple((swap[k], v) for k, v in self.body), self.section)
+        return Hunk(
+            self.new,
+            self.old,
+            self.new_start,
+            self.old_start,
+            self.lead,
+            self.trail,
+            self.patch_line,
+            self.removed,
+            self.added,
+            tuple((swap[k], v) for k, v in self.body),
+            self.section,
+        )
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,9 @@ class FilePatch:
 
     def reversed(self) -> "FilePatch":
         """The file patch that undoes this one."""
-        return FilePatch(self.path, tuple(h.reversed() for h in self.hunks), self.deleted, self.created)
+        return FilePatch(
+            self.path, tuple(h.reversed() for h in self.hunks), self.deleted, self.created
+        )
 
 
 def check_relpath(path: str, patch: str | Path, line: int | None) -> str:
@@ -104,7 +116,7 @@ def _strip_prefix(name: str, prefix: str, patch: str | Path, line: int | None) -
     name = name.split("\t", 1)[0]  # "--- a/x\t2024-01-01 ..." timestamps
     if not name.startswith(prefix):
         raise InputError(patch, line, f"path {name!r} lacks the git-style {prefix!r} prefix")
-    return check_relpath(name[len(prefix):], patch, line)
+    return check_relpath(name[len(prefix) :], patch, line)
 
 
 def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
@@ -128,7 +140,9 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
         kinds.append(ln.line_type)
         body.append((ln.line_type, value))
     lead = next((i for i, k in enumerate(kinds) if k != unidiff.LINE_TYPE_CONTEXT), len(kinds))
-    trail = next((i for i, k in enumerate(reversed(kinds)) if k != unidiff.LINE_TYPE_CONTEXT), len(kinds))
+    trail = next(
+        (i for i, k in enumerate(reversed(kinds)) if k != unidiff.LINE_TYPE_CONTEXT), len(kinds)
+    )
     first = next((ln.diff_line_no for ln in lines if ln.diff_line_no), None)
     header = first - 1 if first else None
     if lead == len(kinds):
@@ -136,9 +150,19 @@ def _hunk(h: unidiff.Hunk, patch: str | Path) -> Hunk:
     # unified diff: "-0,0" means "insert after line 0"; "-l,s" with s>0 starts at line l
     old_start = h.source_start - 1 if h.source_length else h.source_start
     new_start = h.target_start - 1 if h.target_length else h.target_start
-    return Hunk(tuple(old), tuple(new), old_start, new_start, lead, trail, header or 0,
-                kinds.count(unidiff.LINE_TYPE_ADDED), kinds.count(unidiff.LINE_TYPE_REMOVED), tuple(body),
-                (h.section_header or "").strip())
+    return Hunk(
+        tuple(old),
+        tuple(new),
+        old_start,
+        new_start,
+        lead,
+        trail,
+        header or 0,
+        kinds.count(unidiff.LINE_TYPE_ADDED),
+        kinds.count(unidiff.LINE_TYPE_REMOVED),
+        tuple(body),
+        (h.section_header or "").strip(),
+    )
 
 
 def parse_patch_text(text: str, patch: str | Path = "<patch>") -> tuple[FilePatch, ...]:
@@ -165,12 +189,16 @@ def parse_patch_text(text: str, patch: str | Path = "<patch>") -> tuple[FilePatc
         created = pf.source_file == _DEV_NULL
         target = _strip_prefix(pf.target_file, "b/", patch, line)
         if not created and _strip_prefix(pf.source_file, "a/", patch, line) != target:
-            raise InputError(patch, line, f"renaming {pf.source_file!r} to {pf.target_file!r} is not supported")
+            raise InputError(
+                patch, line, f"renaming {pf.source_file!r} to {pf.target_file!r} is not supported"
+            )
         if target in seen:
             raise InputError(patch, line, f"{target!r} appears twice in the patch")
         seen.add(target)
         if len(pf) == 0:
-            raise InputError(patch, line, f"no hunks for {target!r} (mode-only changes are not supported)")
+            raise InputError(
+                patch, line, f"no hunks for {target!r} (mode-only changes are not supported)"
+            )
         hunks = tuple(_hunk(h, patch) for h in pf)
         if created and (len(hunks) != 1 or hunks[0].old):
             raise InputError(patch, line, f"new file {target!r} must be one hunk of added lines")
@@ -193,7 +221,9 @@ def read_patch(path: str | Path) -> tuple[FilePatch, ...]:
     try:
         size = p.stat().st_size
         if size > MAX_PATCH_BYTES:
-            raise InputError(p, None, f"patch is {size} bytes, more than the {MAX_PATCH_BYTES} allowed")
+            raise InputError(
+                p, None, f"patch is {size} bytes, more than the {MAX_PATCH_BYTES} allowed"
+            )
         data = p.read_bytes()
     except OSError as exc:
         raise InputError(p, None, f"cannot read patch: {exc.strerror}") from None

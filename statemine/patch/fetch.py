@@ -44,7 +44,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
     except FileNotFoundError:
-        raise StatemineError(f"`{cmd[0]}` not found: it is needed to fetch this implementation") from None
+        raise StatemineError(
+            f"`{cmd[0]}` not found: it is needed to fetch this implementation"
+        ) from None
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
         raise StatemineError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}):\n{tail}")
@@ -77,8 +79,11 @@ def _fetch_go(impl: Impl, version: str, work: Path) -> dict:
     info = _go_download(impl, version)
     shutil.copytree(info["Dir"], work, dirs_exist_ok=True, symlinks=True)
     _make_writable(work)
-    return {"source": f"go:{impl.module}@{info['Version']}", "sha256": sha256_file(info["Zip"]),
-            "go_sum": info.get("Sum", "")}
+    return {
+        "source": f"go:{impl.module}@{info['Version']}",
+        "sha256": sha256_file(info["Zip"]),
+        "go_sum": info.get("Sum", ""),
+    }
 
 
 def _pip_cache(impl: Impl, version: str) -> Path:
@@ -112,10 +117,27 @@ def _cached(d: Path, pattern: str, what: str, produce) -> Path:
 
 def _sdist(impl: Impl, version: str) -> Path:
     """The sdist of ``impl.package`` ``version`` (cached)."""
-    return _cached(_pip_cache(impl, version), "*.tar.gz", f"sdist of {impl.package} {version}",
-                   lambda tmp: _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
-                                     ":all:", "--disable-pip-version-check", f"{impl.package}=={version}",
-                                     "-d", str(tmp)], cwd=tmp))
+    return _cached(
+        _pip_cache(impl, version),
+        "*.tar.gz",
+        f"sdist of {impl.package} {version}",
+        lambda tmp: _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--disable-pip-version-check",
+                f"{impl.package}=={version}",
+                "-d",
+                str(tmp),
+            ],
+            cwd=tmp,
+        ),
+    )
 
 
 def _built_wheel(impl: Impl, version: str, sdist: Path) -> Path:
@@ -123,9 +145,25 @@ def _built_wheel(impl: Impl, version: str, sdist: Path) -> Path:
     tag = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
     d = _pip_cache(impl, version) / "wheel" / tag
     d.mkdir(parents=True, exist_ok=True)
-    return _cached(d, "*.whl", f"wheel built from {sdist.name}",
-                   lambda tmp: _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                                     "--disable-pip-version-check", "-w", str(tmp), str(sdist)], cwd=tmp))
+    return _cached(
+        d,
+        "*.whl",
+        f"wheel built from {sdist.name}",
+        lambda tmp: _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "-w",
+                str(tmp),
+                str(sdist),
+            ],
+            cwd=tmp,
+        ),
+    )
 
 
 def _unpack_sdist(sdist: Path, work: Path) -> None:
@@ -150,14 +188,20 @@ def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
             if name.endswith((".so", ".pyd")) and "/" in name:
                 rel = check_relpath(name, wheel, None)
                 # no symlink below DEST (the sdist's own ones included) is followed
-                target = safe_target(work, f"{impl.python_path}/{rel}" if impl.python_path
-                                     else rel)
+                target = safe_target(work, f"{impl.python_path}/{rel}" if impl.python_path else rel)
                 if not target.parent.is_dir():
-                    raise StatemineError(f"{wheel.name}: {name} has no source directory in the sdist")
+                    raise StatemineError(
+                        f"{wheel.name}: {name} has no source directory in the sdist"
+                    )
                 target.write_bytes(zf.read(name))
                 built.append(str(target.relative_to(work)))
-    return {"source": f"pypi:{impl.package}=={version} {sdist.name}", "sha256": sha256_file(sdist),
-            "python_path": impl.python_path, "built": sorted(built), "wheel": wheel.name}
+    return {
+        "source": f"pypi:{impl.package}=={version} {sdist.name}",
+        "sha256": sha256_file(sdist),
+        "python_path": impl.python_path,
+        "built": sorted(built),
+        "wheel": wheel.name,
+    }
 
 
 def fetch(impl: str, version: str, dest: str | Path, patches: str | Path | None = None) -> Path:

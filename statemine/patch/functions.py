@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 
 _PY_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)")
-_GO_FUNC = re.compile(r"^func[ \t]*(?:\([^)]*?\*?[ \t]*([A-Za-z_]\w*)(?:\[[^\]]*\])?\)[ \t]*)?"
-                      r"([A-Za-z_]\w*)")
+_GO_FUNC = re.compile(
+    r"^func[ \t]*(?:\([^)]*?\*?[ \t]*([A-Za-z_]\w*)(?:\[[^\]]*\])?\)[ \t]*)?"
+    r"([A-Za-z_]\w*)"
+)
 
 
 def language(path: str) -> str | None:

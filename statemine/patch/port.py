@@ -22,8 +22,20 @@ from typing import Callable
 import pandas as pd
 
 from ..errors import StatemineError, UsageError
-from .apply import (RECORD, SOURCE_RECORD, Accept, commit, hunk_report, make_record, plan,
-                    read_json, read_record, safe_target, source_root, split_lines)
+from .apply import (
+    RECORD,
+    SOURCE_RECORD,
+    Accept,
+    commit,
+    hunk_report,
+    make_record,
+    plan,
+    read_json,
+    read_record,
+    safe_target,
+    source_root,
+    split_lines,
+)
 from .diff import FilePatch, Hunk, read_patch
 from .functions import enclosing_function, language, section_function
 from .registry import patch_path, sha256_file
@@ -63,11 +75,15 @@ class PortFailed(StatemineError):
     def __init__(self, report: PortReport) -> None:
         self.report = report
         rows = report.needs_human
-        listed = "; ".join(f"{r.path} hunk {r.hunk} (patch line {r.patch_line}): {r.reason}"
-                           for r in rows.itertuples(index=False))
-        super().__init__(f"port {report.impl} {report.from_version} -> {report.to_version}: "
-                         f"{len(rows)} of {len(report.hunks)} hunks failed, nothing was "
-                         f"changed: {listed}")
+        listed = "; ".join(
+            f"{r.path} hunk {r.hunk} (patch line {r.patch_line}): {r.reason}"
+            for r in rows.itertuples(index=False)
+        )
+        super().__init__(
+            f"port {report.impl} {report.from_version} -> {report.to_version}: "
+            f"{len(rows)} of {len(report.hunks)} hunks failed, nothing was "
+            f"changed: {listed}"
+        )
 
 
 def _hunk_text(h: Hunk) -> list[str]:
@@ -103,13 +119,15 @@ def _old_function(fp: FilePatch, h: Hunk, old_lines: list[str] | None) -> str | 
     anchor = max(h.lead - 1, 0)
     if old_lines is not None:
         return enclosing_function(fp.path, old_lines, h.old_start + anchor)
-    return (enclosing_function(fp.path, h.old[:anchor + 1], anchor)
-            or section_function(fp.path, h.section))
+    return enclosing_function(fp.path, h.old[: anchor + 1], anchor) or section_function(
+        fp.path, h.section
+    )
 
 
 def _same_function(old_root: Path | None) -> Callable[[FilePatch], Accept | None]:
     """``accept`` for :func:`plan`: a hunk may only start where its change is inside the
     function it was in (files of other languages, or hunks of unknown function: anywhere)."""
+
     def for_file(fp: FilePatch) -> Accept | None:
         if language(fp.path) is None or fp.created:
             return None
@@ -127,9 +145,10 @@ def _same_function(old_root: Path | None) -> Callable[[FilePatch], Accept | None
             found = enclosing_function(fp.path, lines, start + max(h.lead - 1, 0))
             if found == name:
                 return None
-            return (f"its lines match only in {_fn(found)}, not in {_fn(name)} "
-                    "where its context is")
+            return f"its lines match only in {_fn(found)}, not in {_fn(name)} where its context is"
+
         return accept
+
     return for_file
 
 
@@ -137,9 +156,17 @@ def _fn(name: str | None) -> str:
     return f"function {name}" if name else "no function"
 
 
-def port(impl: str, from_version: str, to_version: str, dest: str | Path, fuzz: int = 2,
-         dry_run: bool = False, patches: str | Path | None = None,
-         old_root: str | Path | None = None, max_offset: int = MAX_OFFSET) -> PortReport:
+def port(
+    impl: str,
+    from_version: str,
+    to_version: str,
+    dest: str | Path,
+    fuzz: int = 2,
+    dry_run: bool = False,
+    patches: str | Path | None = None,
+    old_root: str | Path | None = None,
+    max_offset: int = MAX_OFFSET,
+) -> PortReport:
     """Try the ``from_version`` patch on the ``to_version`` tree ``dest``, all or nothing.
 
     Every hunk is placed at its line, else the nearest offset within ``max_offset`` lines,
@@ -155,23 +182,38 @@ def port(impl: str, from_version: str, to_version: str, dest: str | Path, fuzz: 
     old = source_root(old_root) if old_root is not None else None
     src = read_json(root, SOURCE_RECORD)
     if src is not None and (src.get("impl"), src.get("version")) != (impl, to_version):
-        raise UsageError(f"{root} holds {src.get('impl')} {src.get('version')} (see {SOURCE_RECORD}), "
-                         f"not {impl} {to_version}")
+        raise UsageError(
+            f"{root} holds {src.get('impl')} {src.get('version')} (see {SOURCE_RECORD}), "
+            f"not {impl} {to_version}"
+        )
     if read_record(root) is not None:
         raise UsageError(f"{root} already carries a patch (see {RECORD}): revert it first")
     ppath = patch_path(impl, from_version, patches)
     fps = read_patch(ppath)
-    changes = plan(root, fps, fuzz=fuzz, shift=True, max_offset=max_offset,
-                   accept=_same_function(old))
+    changes = plan(
+        root, fps, fuzz=fuzz, shift=True, max_offset=max_offset, accept=_same_function(old)
+    )
     failed = {(r.path, r.hunk) for c in changes for r in c.results if r.status == "failed"}
-    report = PortReport(impl, from_version, to_version, hunk_report(changes),
-                        rejects_text(fps, failed), False)
+    report = PortReport(
+        impl, from_version, to_version, hunk_report(changes), rejects_text(fps, failed), False
+    )
     if failed:
         raise PortFailed(report)
     if not dry_run:
-        writes = {c.path: (c.before, c.after) for c in changes if c.after is not None and c.before != c.after}
-        writes[RECORD] = (None, make_record(impl, to_version, sha256_file(ppath),
-                                           [c for c in changes if c.path in writes],
-                                           ported_from=from_version))
+        writes = {
+            c.path: (c.before, c.after)
+            for c in changes
+            if c.after is not None and c.before != c.after
+        }
+        writes[RECORD] = (
+            None,
+            make_record(
+                impl,
+                to_version,
+                sha256_file(ppath),
+                [c for c in changes if c.path in writes],
+                ported_from=from_version,
+            ),
+        )
         commit(root, writes)
     return PortReport(impl, from_version, to_version, report.hunks, "", not dry_run)

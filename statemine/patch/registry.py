@@ -67,8 +67,11 @@ def inside(base: Path, path: Path) -> Path:
     :class:`InputError` naming it: a user's patches folder must not lead elsewhere."""
     real = path.resolve()
     if not real.is_relative_to(base.resolve()):
-        raise InputError(path, None, f"leads outside the patches folder {base} (a symlink "
-                         f"to {real}); refusing to read it")
+        raise InputError(
+            path,
+            None,
+            f"leads outside the patches folder {base} (a symlink to {real}); refusing to read it",
+        )
     return path
 
 
@@ -120,9 +123,11 @@ def load_impl(name: str, root: str | Path | None = None) -> Impl:
     key = _FETCH_KINDS[fetch]
     if not isinstance(data.get(key), str) or not data[key]:
         raise InputError(path, None, f"fetch = {fetch!r} needs a {key!r} string")
-    fields = {k: _checked_key(path, k, data.get(k, ""), pattern) for k, pattern in
-              (("package", _PACKAGE), ("module", _MODULE), ("python_path", None))
-              if k in data or k == "python_path"}
+    fields = {
+        k: _checked_key(path, k, data.get(k, ""), pattern)
+        for k, pattern in (("package", _PACKAGE), ("module", _MODULE), ("python_path", None))
+        if k in data or k == "python_path"
+    }
     if "name" in data and data["name"] != name:
         raise InputError(path, None, f"name {data['name']!r} is not the folder's name {name!r}")
     return Impl(name=name, fetch=fetch, **fields)
@@ -165,12 +170,18 @@ def list_patches(root: str | Path | None = None) -> pd.DataFrame:
         for version in versions(impl, root):
             path = patch_path(impl, version, root)
             for fp in read_patch(path):
-                rows.append({
-                    "impl": impl, "version": version, "file": fp.path, "new": fp.created,
-                    "lines_added": sum(h.added for h in fp.hunks),
-                    "lines_removed": sum(h.removed for h in fp.hunks),
-                    "patch": str(path),
-                })
+                rows.append(
+                    {
+                        "impl": impl,
+                        "version": version,
+                        "file": fp.path,
+                        "new": fp.created,
+                        "lines_added": sum(h.added for h in fp.hunks),
+                        "lines_removed": sum(h.removed for h in fp.hunks),
+                        "patch": str(path),
+                    }
+                )
     cols = ["impl", "version", "file", "new", "lines_added", "lines_removed", "patch"]
     return pd.DataFrame(rows, columns=cols).astype(
-        {"new": "bool", "lines_added": "int64", "lines_removed": "int64"})
+        {"new": "bool", "lines_added": "int64", "lines_removed": "int64"}
+    )

@@ -50,12 +50,20 @@ MAX_SPLIT_STEPS = 60
 #: Larger logs get one splitting run finished by the targeted split: on generated
 #: congestion-control event logs it takes the model from 51/43/43/25 nodes to 38/26/27/17
 #: at 6e3/1e4/3e4/1e5 events (Synoptic: 27/24/18/18), for about 0.1-0.5 s.
-ATTEMPTS_BY_SIZE = ((1_000, 5, ("history", "targeted")), (5_000, 3, ("history", "targeted")),
-                    (None, 1, ("targeted",)))
+ATTEMPTS_BY_SIZE = (
+    (1_000, 5, ("history", "targeted")),
+    (5_000, 3, ("history", "targeted")),
+    (None, 1, ("targeted",)),
+)
 
 
-def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = None,
-              refine: bool = True, coarsen: bool = True) -> SynopticResult:
+def infer_log(
+    log: EventLog,
+    seed: int = 0,
+    invariants: pd.DataFrame | None = None,
+    refine: bool = True,
+    coarsen: bool = True,
+) -> SynopticResult:
     """Mine invariants (unless given), refine until they all hold, coarsen (each step can
     be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
 
@@ -72,12 +80,12 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
     inv = mine(log) if invariants is None else invariants
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
-    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types),
-                   trim=False)
+    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types), trim=False)
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
-    n_seeds, finishes = next((k, f) for limit, k, f in ATTEMPTS_BY_SIZE
-                             if limit is None or log.n_events <= limit)
+    n_seeds, finishes = next(
+        (k, f) for limit, k, f in ATTEMPTS_BY_SIZE if limit is None or log.n_events <= limit
+    )
     seeds = np.random.SeedSequence(seed).spawn(max(n_seeds, 1))
     attempts = [("targeted", seeds[0])]
     attempts += [(f"split-{finish}", s) for finish in finishes for s in seeds[:n_seeds]]
@@ -87,8 +95,9 @@ def infer_log(log: EventLog, seed: int = 0, invariants: pd.DataFrame | None = No
         if how == "targeted":
             model = refine_targeted(initial, codes, bad)
         else:
-            model = refine_model(initial, codes, rng, max_steps=MAX_SPLIT_STEPS,
-                                 finish=how.split("-", 1)[1])
+            model = refine_model(
+                initial, codes, rng, max_steps=MAX_SPLIT_STEPS, finish=how.split("-", 1)[1]
+            )
         if coarsen:
             model = coarsen_model(model, codes, rng)
         if best is None or model.n_nodes < best.n_nodes:

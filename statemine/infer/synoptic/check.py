@@ -42,13 +42,17 @@ class InvariantCodes:
     def from_frame(cls, frame: pd.DataFrame, type_code: dict[str, int]) -> "InvariantCodes":
         """Code a frame of :func:`~.invariants.mine`; unknown type names get fresh codes
         appended to ``type_code`` (they label no node)."""
+
         def code(name: str) -> int:
             if name == INITIAL:
                 return -1
             return type_code.setdefault(name, len(type_code))
-        return cls(frame["kind"].map(_KIND_CODE).to_numpy(dtype=np.int64),
-                   np.array([code(x) for x in frame["first"]], dtype=np.int64),
-                   np.array([code(x) for x in frame["second"]], dtype=np.int64))
+
+        return cls(
+            frame["kind"].map(_KIND_CODE).to_numpy(dtype=np.int64),
+            np.array([code(x) for x in frame["first"]], dtype=np.int64),
+            np.array([code(x) for x in frame["second"]], dtype=np.int64),
+        )
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -81,8 +85,15 @@ def _has_bit(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> np.ndarra
     return ((w >> (bits % 64).astype(np.uint64)) & np.uint64(1)).astype(bool)
 
 
-def violated(adj: np.ndarray, node_type: np.ndarray, inv: InvariantCodes,
-             n_types: int, init: int = 0, term: int = 1, trim: bool = True) -> np.ndarray:
+def violated(
+    adj: np.ndarray,
+    node_type: np.ndarray,
+    inv: InvariantCodes,
+    n_types: int,
+    init: int = 0,
+    term: int = 1,
+    trim: bool = True,
+) -> np.ndarray:
     """Bool per invariant: does it fail on the model (``adj[u, v]``: edge u->v;
     ``node_type``: type code per node, negative for INITIAL/TERMINAL and unused nodes)?
     ``trim=False`` skips dropping nodes that are on no INITIAL -> TERMINAL path (safe when
@@ -96,7 +107,9 @@ def violated(adj: np.ndarray, node_type: np.ndarray, inv: InvariantCodes,
     return violated_edges(len(adj), src, dst, node_type, inv, n_types, init, term)
 
 
-def _type_bits(n: int, node_type: np.ndarray, inv: InvariantCodes, n_types: int) -> tuple[np.ndarray, int]:
+def _type_bits(
+    n: int, node_type: np.ndarray, inv: InvariantCodes, n_types: int
+) -> tuple[np.ndarray, int]:
     """Per node, the bitset (uint64 words) of its own event type; row ``n`` is an always
     empty extra row. Returns ``(bits, number of type codes the bitsets cover)``."""
     n_codes = max(n_types, int(max(inv.a.max(initial=-1), inv.b.max(initial=-1))) + 1, 1)
@@ -108,19 +121,25 @@ def _type_bits(n: int, node_type: np.ndarray, inv: InvariantCodes, n_types: int)
     return lab, n_codes
 
 
-def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarray,
-                   inv: InvariantCodes, n_types: int, init: int = 0,
-                   term: int = 1) -> np.ndarray:
+def violated_edges(
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    node_type: np.ndarray,
+    inv: InvariantCodes,
+    n_types: int,
+    init: int = 0,
+    term: int = 1,
+) -> np.ndarray:
     """:func:`violated` on an edge list (``src[i] -> dst[i]``, no duplicates needed) of a
     model whose every node is on an INITIAL -> TERMINAL path.  Per node, sets of types are
     bitsets (uint64 words) propagated along the edges until they stop changing."""
     lab, n_codes = _type_bits(n, node_type, inv, n_types)
     words = lab.shape[1]
     allowed = ~lab
-    full = np.broadcast_to(np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64),
-                           lab.shape)
-    forward = _Gather(src, dst, n)    # over predecessors
-    backward = _Gather(dst, src, n)   # over successors
+    full = np.broadcast_to(np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64), lab.shape)
+    forward = _Gather(src, dst, n)  # over predecessors
+    backward = _Gather(dst, src, n)  # over successors
 
     # NFby: D[v] = types a with v reachable in >= 1 step from an a-node; AP: G[v] = types a
     # such that v is reachable from INITIAL through no a-node (one propagation).
@@ -129,14 +148,14 @@ def violated_edges(n: int, src: np.ndarray, dst: np.ndarray, node_type: np.ndarr
     start[init, words:] = full[0]
     fix = _grow(forward, start, start, np.hstack([full, allowed]))
     node_type = np.append(node_type, -2)
-    nfby = _or_by_label(fix[:, :words], node_type, n_codes)     # [b] -> set of a
-    pred_g = forward(fix[:, words:])                             # [v] -> set of a
-    ap = _or_by_label(pred_g, node_type, n_codes)               # [b] -> set of a
+    nfby = _or_by_label(fix[:, :words], node_type, n_codes)  # [b] -> set of a
+    pred_g = forward(fix[:, words:])  # [v] -> set of a
+    ap = _or_by_label(pred_g, node_type, n_codes)  # [b] -> set of a
     # AFby: E[v] = types b such that v is no b-node and reaches TERMINAL avoiding b-nodes.
     start = np.zeros_like(lab)
     start[term] = full[0]
-    succ_e = backward(_grow(backward, start, start, allowed))   # [u] -> set of b
-    afby = _or_by_label(succ_e, node_type, n_codes)             # [a] -> set of b
+    succ_e = backward(_grow(backward, start, start, allowed))  # [u] -> set of b
+    afby = _or_by_label(succ_e, node_type, n_codes)  # [a] -> set of b
 
     k, x, y = inv.kind, inv.a, inv.b
     out = np.zeros(len(inv), dtype=bool)
@@ -168,8 +187,16 @@ class MergeCheck:
       they are never mined), so a violation shows in ``start | gather(X) & allowed``.
     """
 
-    def __init__(self, node_type: np.ndarray, inv: InvariantCodes, n_types: int,
-                 src: np.ndarray, dst: np.ndarray, init: int = 0, term: int = 1):
+    def __init__(
+        self,
+        node_type: np.ndarray,
+        inv: InvariantCodes,
+        n_types: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        init: int = 0,
+        term: int = 1,
+    ):
         n = len(node_type)
         lab, n_codes = _type_bits(n, node_type, inv, n_types)
         words = lab.shape[1]
@@ -180,8 +207,9 @@ class MergeCheck:
         def forbid(at_type: np.ndarray, bit: np.ndarray) -> np.ndarray:
             """Per real node of type at_type[i]: bit[i] (a violation when present)."""
             by_type = np.zeros((n_codes, words), dtype=np.uint64)
-            np.bitwise_or.at(by_type, (at_type, bit // 64),
-                             np.uint64(1) << (bit % 64).astype(np.uint64))
+            np.bitwise_or.at(
+                by_type, (at_type, bit // 64), np.uint64(1) << (bit % 64).astype(np.uint64)
+            )
             out = np.zeros_like(lab)
             out[real] = by_type[t]
             return out
@@ -194,8 +222,7 @@ class MergeCheck:
         self.reach = np.zeros_like(lab)
         self.reach[init] = full
         self.fwd_allowed = np.hstack([np.broadcast_to(full, lab.shape), ~lab])
-        self.fwd_forbidden = np.hstack([forbid(b[k == 1], a[k == 1]),
-                                        forbid(b[k == 2], a[k == 2])])
+        self.fwd_forbidden = np.hstack([forbid(b[k == 1], a[k == 1]), forbid(b[k == 2], a[k == 2])])
         # backward: E = types b such that the node reaches TERMINAL avoiding b-nodes
         # (AFby: b at the a-nodes of gather(E); INITIAL AFby b: b at INITIAL)
         self.bwd_allowed = ~lab
@@ -204,8 +231,9 @@ class MergeCheck:
         sel = (k == 0) & (a >= 0)
         self.bwd_forbidden = forbid(a[sel], b[sel])
         init_b = b[(k == 0) & (a < 0)]
-        np.bitwise_or.at(self.bwd_forbidden[init], init_b // 64,
-                         np.uint64(1) << (init_b % 64).astype(np.uint64))
+        np.bitwise_or.at(
+            self.bwd_forbidden[init], init_b // 64, np.uint64(1) << (init_b % 64).astype(np.uint64)
+        )
         self.n = n
         self.src, self.dst = np.asarray(src), np.asarray(dst)
         #: fix-points of the current model (None: an invariant fails on it already)
@@ -230,20 +258,30 @@ class MergeCheck:
         self.src, self.dst, self.fix = src, dst, fix
         return True
 
-    def _fix_points(self, src: np.ndarray, dst: np.ndarray,
-                    warm: list[np.ndarray] | None) -> list[np.ndarray] | None:
+    def _fix_points(
+        self, src: np.ndarray, dst: np.ndarray, warm: list[np.ndarray] | None
+    ) -> list[np.ndarray] | None:
         """The forward and backward fix-points of the model with these edges, None as
         soon as an invariant fails on it (``warm``: fix-points below them to start from)."""
         forward = _Gather(src, dst, self.n)
         start = np.hstack([forward(self.lab), self.reach])
-        fwd = _grow(forward, start, start if warm is None else warm[0] | start,
-                    self.fwd_allowed, self.fwd_forbidden)
+        fwd = _grow(
+            forward,
+            start,
+            start if warm is None else warm[0] | start,
+            self.fwd_allowed,
+            self.fwd_forbidden,
+        )
         if fwd is None:
             return None
         start = self.bwd_start
-        bwd = _grow(_Gather(dst, src, self.n), start,
-                    start if warm is None else warm[1] | start, self.bwd_allowed,
-                    self.bwd_forbidden)
+        bwd = _grow(
+            _Gather(dst, src, self.n),
+            start,
+            start if warm is None else warm[1] | start,
+            self.bwd_allowed,
+            self.bwd_forbidden,
+        )
         return None if bwd is None else [fwd, bwd]
 
 
@@ -261,8 +299,13 @@ class _Gather:
         return np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
 
 
-def _grow(gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray,
-          forbidden: np.ndarray | None = None) -> np.ndarray | None:
+def _grow(
+    gather: _Gather,
+    start: np.ndarray,
+    x: np.ndarray,
+    allowed: np.ndarray,
+    forbidden: np.ndarray | None = None,
+) -> np.ndarray | None:
     """The least X >= start with X = start | (gather(X) & allowed), iterated from ``x``
     (start <= x <= that fix-point); None as soon as X meets ``forbidden``."""
     while True:
@@ -274,8 +317,9 @@ def _grow(gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray
         x = nxt
 
 
-def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int,
-                   init: int = 0, term: int = 1) -> list[int] | None:
+def counterexample(
+    adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b: int, init: int = 0, term: int = 1
+) -> list[int] | None:
     """A shortest node path from ``init`` that violates the invariant (for AFby and
     ``INITIAL AFby``: ending at ``term``; NFby: at the ``b`` node; AP: at the ``b`` node),
     or None if it holds.  Breadth-first search over (node, automaton phase) with a
@@ -285,11 +329,12 @@ def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b:
     src, dst = np.nonzero(adj)
     bounds = np.searchsorted(src, np.arange(n + 1)).tolist()
     targets = dst.tolist()
-    succ = [targets[bounds[v]:bounds[v + 1]] for v in range(n)]
+    succ = [targets[bounds[v] : bounds[v + 1]] for v in range(n)]
     nodes = np.arange(n)
     types = np.asarray(node_type)
-    move = [_next_phase(kind, a, b, term, np.full(n, phase), nodes, types).tolist()
-            for phase in (0, 1)]
+    move = [
+        _next_phase(kind, a, b, term, np.full(n, phase), nodes, types).tolist() for phase in (0, 1)
+    ]
     start = (init, 1 if (kind == 0 and a < 0) else 0)
     parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
     queue = deque([start])
@@ -319,8 +364,9 @@ def counterexample(adj: np.ndarray, node_type: np.ndarray, kind: int, a: int, b:
 _ACCEPT = 9
 
 
-def _next_phase(kind: int, a: int, b: int, term: int, phase: np.ndarray, node: np.ndarray,
-                t: np.ndarray) -> np.ndarray:
+def _next_phase(
+    kind: int, a: int, b: int, term: int, phase: np.ndarray, node: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """Phase of the violation automaton after entering ``node`` (of type ``t``) from
     ``phase`` (0 watching, 1 armed), per element; ``_ACCEPT`` or -1 (dead)."""
     at_term = node == term
@@ -337,8 +383,9 @@ def _next_phase(kind: int, a: int, b: int, term: int, phase: np.ndarray, node: n
     return np.where(t == a, -1, out)
 
 
-def rejected_traces(adj: np.ndarray, node_labels: list[str], traces: list[list[str]],
-                    init: int = 0, term: int = 1) -> list[int]:
+def rejected_traces(
+    adj: np.ndarray, node_labels: list[str], traces: list[list[str]], init: int = 0, term: int = 1
+) -> list[int]:
     """Indices of the traces the model does not accept (no path INITIAL, nodes labelled
     with the trace's events in order, TERMINAL).  Subset simulation, memoized per
     (node set, label) so long logs cost one dict lookup per event."""
@@ -403,11 +450,15 @@ def check_model(graph, log, invariants: pd.DataFrame) -> CheckReport:
         adj[index[u], index[v]] = True
     type_code = {t: i for i, t in enumerate(log.types)}
     codes = InvariantCodes.from_frame(invariants, type_code)
-    node_type = np.array([-1 if st is None else type_code.setdefault(st, len(type_code))
-                          for st in states], dtype=np.int64)
+    node_type = np.array(
+        [-1 if st is None else type_code.setdefault(st, len(type_code)) for st in states],
+        dtype=np.int64,
+    )
     bad = violated(adj, node_type, codes, len(type_code), init, term)
     node_labels = [lab if st is not None else f"\0{lab}" for lab, st in zip(labels, states)]
-    rejected = rejected_traces(adj, node_labels, [log.trace(k) for k in range(log.n_traces)],
-                               init, term)
-    return CheckReport(rejected, invariants[bad].reset_index(drop=True), log.n_traces,
-                       len(invariants))
+    rejected = rejected_traces(
+        adj, node_labels, [log.trace(k) for k in range(log.n_traces)], init, term
+    )
+    return CheckReport(
+        rejected, invariants[bad].reset_index(drop=True), log.n_traces, len(invariants)
+    )

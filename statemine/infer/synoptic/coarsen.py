@@ -35,8 +35,9 @@ class _Grouping:
         src, dst = np.nonzero(model.edge_counts())
         self.node_type = model.node_type
         self.group = np.arange(model.n_nodes)
-        self.check = MergeCheck(model.node_type, inv, len(model.log.types), src, dst,
-                                INIT_NODE, TERM_NODE)
+        self.check = MergeCheck(
+            model.node_type, inv, len(model.log.types), src, dst, INIT_NODE, TERM_NODE
+        )
         #: failed[p]: representatives q such that merging the groups of p and q fails
         self.failed: dict[int, set[int]] = {}
 
@@ -64,16 +65,22 @@ class _Grouping:
         return reps[self.node_type[reps] == t]
 
 
-def coarsen(model: PartitionModel, inv: InvariantCodes,
-            rng: np.random.Generator | None = None) -> PartitionModel:
+def coarsen(
+    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator | None = None
+) -> PartitionModel:
     """Merge same-type nodes of ``model`` while every invariant of ``inv`` holds."""
     grouping = _Grouping(model, inv)
     types = np.unique(model.node_type[model.node_type >= 0])
     changed = True
     while changed:
         changed = False
-        pairs = [(int(p), int(q)) for t in types for reps in [grouping.reps_of_type(t)]
-                 for i, p in enumerate(reps) for q in reps[i + 1:]]
+        pairs = [
+            (int(p), int(q))
+            for t in types
+            for reps in [grouping.reps_of_type(t)]
+            for i, p in enumerate(reps)
+            for q in reps[i + 1 :]
+        ]
         if rng is not None and pairs:
             pairs = [pairs[k] for k in rng.permutation(len(pairs))]
         for p, q in pairs:

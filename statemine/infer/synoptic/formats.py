@@ -50,12 +50,18 @@ def edge_label(p_text: str, count: int, prob: bool = True, cnt: bool = True) -> 
 def _shown_nodes(model: PartitionModel, show_initial: bool, show_terminal: bool) -> list[int]:
     """Nodes in dot order, without INITIAL/TERMINAL when they are hidden."""
     hidden = ({INIT_NODE} if not show_initial else set()) | (
-        {TERM_NODE} if not show_terminal else set())
+        {TERM_NODE} if not show_terminal else set()
+    )
     return [int(n) for n in model.dot_order() if int(n) not in hidden]
 
 
-def to_dot(model: PartitionModel, prob: bool = True, count: bool = True,
-           show_initial: bool = True, show_terminal: bool = True) -> str:
+def to_dot(
+    model: PartitionModel,
+    prob: bool = True,
+    count: bool = True,
+    show_initial: bool = True,
+    show_terminal: bool = True,
+) -> str:
     """The model in Synoptic's ``model.dot`` format: ``P:``/``Cnt:`` edge labels (each
     can be left out; no label at all: ``label=""``); INITIAL/TERMINAL and their edges can
     be hidden (the other nodes keep consecutive ids in dot order)."""
@@ -85,8 +91,13 @@ def _gml_string(text: str) -> str:
     return "".join(c if 32 <= ord(c) < 127 and c not in '&"' else f"&#{ord(c)};" for c in text)
 
 
-def to_gml(model: PartitionModel, prob: bool = True, count: bool = True,
-           show_initial: bool = True, show_terminal: bool = True) -> str:
+def to_gml(
+    model: PartitionModel,
+    prob: bool = True,
+    count: bool = True,
+    show_initial: bool = True,
+    show_terminal: bool = True,
+) -> str:
     """The model as GML (``--exportAsGML``): the nodes and edges of :func:`to_dot` (same
     ids, labels and edge label text), INITIAL drawn as a rectangle, TERMINAL as a rhombus,
     others as ovals, as Synoptic's GML export does."""
@@ -96,13 +107,23 @@ def to_gml(model: PartitionModel, prob: bool = True, count: bool = True,
     out = ["graph [", "  directed 1"]
     for k, n in enumerate(shown):
         shape = "rectangle" if n == INIT_NODE else "rhombus" if n == TERM_NODE else "oval"
-        out += ["  node [", f"    id {k}", f'    label "{_gml_string(labels[n])}"',
-                f'    graphics [ type "{shape}" ]', "  ]"]
+        out += [
+            "  node [",
+            f"    id {k}",
+            f'    label "{_gml_string(labels[n])}"',
+            f'    graphics [ type "{shape}" ]',
+            "  ]",
+        ]
     for row in model.edges(times=False).itertuples(index=False):
         if row.node_src in ident and row.node_dst in ident:
             text = _gml_string(edge_label(row.p_text, row.count, prob, count))
-            out += ["  edge [", f"    source {ident[row.node_src]}",
-                    f"    target {ident[row.node_dst]}", f'    label "{text}"', "  ]"]
+            out += [
+                "  edge [",
+                f"    source {ident[row.node_src]}",
+                f"    target {ident[row.node_dst]}",
+                f'    label "{text}"',
+                "  ]",
+            ]
     out.append("]")
     return "\n".join(out) + "\n"
 
@@ -119,15 +140,22 @@ def to_lts(model: PartitionModel) -> str:
     labels = model.labels()
     first = np.full(model.n_nodes, np.iinfo(np.int64).max)
     np.minimum.at(first, model.part, np.arange(len(model.part)))
-    real = sorted((n for n in range(model.n_nodes) if n not in (INIT_NODE, TERM_NODE)
-                   and first[n] < len(model.part)), key=lambda n: first[n])
+    real = sorted(
+        (
+            n
+            for n in range(model.n_nodes)
+            if n not in (INIT_NODE, TERM_NODE) and first[n] < len(model.part)
+        ),
+        key=lambda n: first[n],
+    )
     state = {INIT_NODE: 0, **{n: k + 1 for k, n in enumerate(real)}}
     succ = model.successor_nodes()
     targets: dict[int, list[int]] = {n: [] for n in state}
     seen: dict[int, set] = {n: set() for n in state}
     starts = model.part[log.starts[:-1]]
     for src, dst in [(INIT_NODE, int(d)) for d in starts] + list(
-            zip(model.part.tolist(), succ.tolist())):
+        zip(model.part.tolist(), succ.tolist())
+    ):
         if dst != TERM_NODE and dst not in seen[src]:
             seen[src].add(dst)
             targets[src].append(dst)
@@ -180,9 +208,10 @@ def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator:
     yield b'],"partitions":['
     yield from _partitions_json(model, trace_of, index)
     inv = sort_invariants(invariants)
-    invs = ",".join(f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},'
-                    f'{json.dumps(b)}]}}'
-                    for k, a, b in zip(inv["kind"], inv["first"], inv["second"]))
+    invs = ",".join(
+        f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},{json.dumps(b)}]}}'
+        for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
+    )
     yield f'],"invariants":[{invs}]}}'.encode("utf-8")
 
 
@@ -192,12 +221,14 @@ def _joined_bytes(*columns):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    args = [pa.scalar(c, pa.large_string()) if isinstance(c, str)
-            else c.cast(pa.large_string()) for c in columns]
+    args = [
+        pa.scalar(c, pa.large_string()) if isinstance(c, str) else c.cast(pa.large_string())
+        for c in columns
+    ]
     joined = pc.binary_join_element_wise(*args, pa.scalar("", pa.large_string()))
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
     start = offsets[joined.offset]
-    return joined.buffers()[2][start:offsets[joined.offset + len(joined)]]
+    return joined.buffers()[2][start : offsets[joined.offset + len(joined)]]
 
 
 def _texts(prefix: str, numbers: np.ndarray, suffix: str):
@@ -208,7 +239,9 @@ def _texts(prefix: str, numbers: np.ndarray, suffix: str):
     return pc.binary_join_element_wise(
         pa.scalar(prefix, pa.large_string()),
         pc.cast(pa.array(numbers, pa.int64()), pa.large_string()),
-        pa.scalar(suffix, pa.large_string()), pa.scalar("", pa.large_string()))
+        pa.scalar(suffix, pa.large_string()),
+        pa.scalar("", pa.large_string()),
+    )
 
 
 def _json_numbers(texts) -> np.ndarray:
@@ -219,7 +252,8 @@ def _json_numbers(texts) -> np.ndarray:
     ok = pc.ascii_is_decimal(texts).to_numpy(zero_copy_only=False)
     if ok.all():
         ok &= (pc.binary_length(texts).to_numpy(zero_copy_only=False) == 1) | ~pc.starts_with(
-            texts, "0").to_numpy(zero_copy_only=False)
+            texts, "0"
+        ).to_numpy(zero_copy_only=False)
     if not ok.all():
         ok = pc.match_substring_regex(texts, _JSON_NUMBER).to_numpy(zero_copy_only=False)
     return ok
@@ -234,16 +268,20 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
     n = log.n_events
     longest = int(np.diff(log.starts).max())
     # opening of event i of trace k: ',{"eventIndex":i' (i > 0), or the trace's head first
-    opening = pa.concat_arrays([
-        _texts(',{"eventIndex":', np.arange(1, longest), ""),
-        _texts(']},{"traceID":', np.arange(log.n_traces), ',"events":[{"eventIndex":0'),
-    ])
+    opening = pa.concat_arrays(
+        [
+            _texts(',{"eventIndex":', np.arange(1, longest), ""),
+            _texts(']},{"traceID":', np.arange(log.n_traces), ',"events":[{"eventIndex":0'),
+        ]
+    )
     row_kind = np.where(index > 0, index - 1, longest - 1 + trace_of)
     row_kind[0] = len(opening)
-    opening = pa.concat_arrays([opening, pa.array(['{"traceID":0,"events":[{"eventIndex":0'],
-                                                  pa.large_string())])
-    type_part = pa.array([f',"eventType":{json.dumps(t)},"logLine":' for t in log.types],
-                         pa.large_string())
+    opening = pa.concat_arrays(
+        [opening, pa.array(['{"traceID":0,"events":[{"eventIndex":0'], pa.large_string())]
+    )
+    type_part = pa.array(
+        [f',"eventType":{json.dumps(t)},"logLine":' for t in log.types], pa.large_string()
+    )
     stamps = log.time_text
 
     def block(a: int):
@@ -256,16 +294,20 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
             for i in np.nonzero(~valid)[0]:
                 fixed[i] = json.dumps(float(fixed[i]))
             stamp = pa.array(fixed, pa.large_string())
-        return _joined_bytes(opening.take(row_kind[a:b]), type_part.take(log.codes[a:b]),
-                             pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
-                             ',"timestamp":', stamp, "}")
+        return _joined_bytes(
+            opening.take(row_kind[a:b]),
+            type_part.take(log.codes[a:b]),
+            pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
+            ',"timestamp":',
+            stamp,
+            "}",
+        )
 
     yield from ordered_map(block, range(0, n, JSON_BLOCK), WORKERS)
     yield b"]}"
 
 
-def _partitions_json(model: PartitionModel, trace_of: np.ndarray,
-                     index: np.ndarray) -> Iterator:
+def _partitions_json(model: PartitionModel, trace_of: np.ndarray, index: np.ndarray) -> Iterator:
     """The ``partitions`` list of ``model.json``: per real node in dot order
     ``{"eventType":"t","events":[{"traceID":k,"eventIndex":i},...]}`` (events in log
     order)."""
@@ -281,30 +323,39 @@ def _partitions_json(model: PartitionModel, trace_of: np.ndarray,
     order = np.argsort(rank.astype(small), kind="stable")
     rank = rank[order]
     first = np.r_[True, rank[1:] != rank[:-1]]
-    heads = [("]}," if k else "") + f'{{"eventType":{json.dumps(labels[p])},"events":['
-             for k, p in enumerate(model.dot_order()[rank[first]])]
-    opening = pa.array([',{"traceID":'] + [h + '{"traceID":' for h in heads],
-                       pa.large_string())
+    heads = [
+        ("]}," if k else "") + f'{{"eventType":{json.dumps(labels[p])},"events":['
+        for k, p in enumerate(model.dot_order()[rank[first]])
+    ]
+    opening = pa.array([',{"traceID":'] + [h + '{"traceID":' for h in heads], pa.large_string())
     kind = np.cumsum(first) * first
     trace_part = _texts("", np.arange(log.n_traces), ',"eventIndex":')
     index_part = _texts("", np.arange(int(index.max()) + 1), "}")
+
     def block(a: int):
         """The text of the members a .. a + JSON_BLOCK - 1 (in partition order)."""
         b = min(a + JSON_BLOCK, n)
         sel = order[a:b]
-        return _joined_bytes(opening.take(kind[a:b]), trace_part.take(trace_of[sel]),
-                             index_part.take(index[sel]))
+        return _joined_bytes(
+            opening.take(kind[a:b]), trace_part.take(trace_of[sel]), index_part.take(index[sel])
+        )
 
     yield from ordered_map(block, range(0, n, JSON_BLOCK), WORKERS)
     yield b"]}"
 
 
-def write_outputs(model: PartitionModel, invariants: pd.DataFrame,
-                  prefix: str | os.PathLike) -> list[Path]:
+def write_outputs(
+    model: PartitionModel, invariants: pd.DataFrame, prefix: str | os.PathLike
+) -> list[Path]:
     """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json`` atomically."""
-    return write_texts(prefix, {".dot": to_dot(model),
-                                ".invariants.txt": to_invariants_txt(invariants),
-                                ".json": json_pieces(model, invariants)})
+    return write_texts(
+        prefix,
+        {
+            ".dot": to_dot(model),
+            ".invariants.txt": to_invariants_txt(invariants),
+            ".json": json_pieces(model, invariants),
+        },
+    )
 
 
 def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> list[Path]:
@@ -322,7 +373,7 @@ def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> 
                 fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
                 done.append((tmp, path))
                 with os.fdopen(fd, "wb") as fh:
-                    for piece in ([text.encode("utf-8")] if isinstance(text, str) else text):
+                    for piece in [text.encode("utf-8")] if isinstance(text, str) else text:
                         fh.write(memoryview(piece))
             for tmp, path in done:
                 os.replace(tmp, path)
@@ -335,8 +386,7 @@ def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> 
 
 # -- readers ------------------------------------------------------------------------------
 _DOT_NODE = re.compile(r'^\s*(\d+) \[label="((?:[^"\\]|\\.)*)"(?:,shape=(\w+))?\];\s*$')
-_DOT_EDGE = re.compile(
-    r'^\s*(\d+)->(\d+) \[label="(?:P: ([0-9.]+))?(?:, )?(?:Cnt: (\d+))?"\];\s*$')
+_DOT_EDGE = re.compile(r'^\s*(\d+)->(\d+) \[label="(?:P: ([0-9.]+))?(?:, )?(?:Cnt: (\d+))?"\];\s*$')
 _INV_LINE = re.compile(r"^(.*) (" + "|".join(KINDS) + r")\(t\) (.*?)(?:\tsupport count (\d+))?$")
 
 
@@ -355,7 +405,9 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as bad:
         line = data.count(b"\n", 0, bad.start) + 1
-        raise InputError(path, line, f"not UTF-8 text (byte {bad.start}): not a Synoptic model file") from None
+        raise InputError(
+            path, line, f"not UTF-8 text (byte {bad.start}): not a Synoptic model file"
+        ) from None
 
 
 def read_dot(path: str | os.PathLike) -> nx.DiGraph:
@@ -374,16 +426,21 @@ def read_dot(path: str | os.PathLike) -> nx.DiGraph:
         if m:
             label = _dot_unescape(m.group(2))
             shape = m.group(3)
-            synthetic = (label == INITIAL and shape == "box") or (label == TERMINAL
-                                                                 and shape == "diamond")
-            g.add_node(int(m.group(1)), label=label, shape=shape,
-                       state=None if synthetic else label)
+            synthetic = (label == INITIAL and shape == "box") or (
+                label == TERMINAL and shape == "diamond"
+            )
+            g.add_node(
+                int(m.group(1)), label=label, shape=shape, state=None if synthetic else label
+            )
             continue
         m = _DOT_EDGE.match(line)
         if m:
-            g.add_edge(int(m.group(1)), int(m.group(2)),
-                       probability=float(m.group(3)) if m.group(3) else float("nan"),
-                       count=int(m.group(4)) if m.group(4) else -1)
+            g.add_edge(
+                int(m.group(1)),
+                int(m.group(2)),
+                probability=float(m.group(3)) if m.group(3) else float("nan"),
+                count=int(m.group(4)) if m.group(4) else -1,
+            )
             continue
         raise InputError(path, no, f"not a Synoptic dot node or edge line: {line[:80]!r}")
     missing = [n for n in g.nodes if "label" not in g.nodes[n]]
@@ -419,7 +476,9 @@ def model_from_json(path: str | os.PathLike, log: EventLog | None = None) -> Par
         partitions = data["partitions"]
         sequences = [[e["eventType"] for e in t["events"]] for t in traces]
     except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise InputError(path, None, f"not a Synoptic model.json: {type(exc).__name__} {exc}") from None
+        raise InputError(
+            path, None, f"not a Synoptic model.json: {type(exc).__name__} {exc}"
+        ) from None
     if log is None:
         log = EventLog.from_sequences(sequences)
     if sequences != [log.trace(k) for k in range(log.n_traces)]:
@@ -429,12 +488,15 @@ def model_from_json(path: str | os.PathLike, log: EventLog | None = None) -> Par
     node_type = [-1, -1]
     try:
         for n, p in enumerate(partitions, start=2):
-            idx = np.array([log.starts[e["traceID"]] + e["eventIndex"] for e in p["events"]],
-                           dtype=np.int64)
+            idx = np.array(
+                [log.starts[e["traceID"]] + e["eventIndex"] for e in p["events"]], dtype=np.int64
+            )
             part[idx] = n
             node_type.append(type_code[p["eventType"]])
     except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
-        raise InputError(path, None, f"not a Synoptic model.json: bad partition: {type(exc).__name__} {exc}") from None
+        raise InputError(
+            path, None, f"not a Synoptic model.json: bad partition: {type(exc).__name__} {exc}"
+        ) from None
     if (part < 0).any():
         raise InputError(path, None, "some events belong to no partition")
     return PartitionModel(log, part, np.array(node_type, dtype=np.int64))

@@ -66,10 +66,10 @@ def pair_counts(log: EventLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     for x in range(n_types):
         np.equal(codes, x, out=is_x)
         np.cumsum(is_x, out=running[1:])
-        F[x] = np.bincount(pair_type, weights=running[last] - running[start],
-                           minlength=n_types)
-        P[:, x] = np.bincount(pair_type, weights=running[end] - running[first + 1],
-                              minlength=n_types)
+        F[x] = np.bincount(pair_type, weights=running[last] - running[start], minlength=n_types)
+        P[:, x] = np.bincount(
+            pair_type, weights=running[end] - running[first + 1], minlength=n_types
+        )
     per_type_traces = np.bincount(pair_type, minlength=n_types)
     in_all = per_type_traces == log.n_traces
     return count, F, P, in_all
@@ -94,16 +94,23 @@ def mine(log: EventLog) -> pd.DataFrame:
     rows.append((AP, names[a_idx], names[b_idx], count[b_idx]))
     x = np.nonzero(in_all)[0]
     rows.append((AFBY, np.full(len(x), INITIAL, dtype=object), names[x], count[x]))
-    frame = pd.concat([pd.DataFrame({"kind": k, "first": a, "second": b, "support": s})
-                       for k, a, b, s in rows], ignore_index=True)
+    frame = pd.concat(
+        [pd.DataFrame({"kind": k, "first": a, "second": b, "support": s}) for k, a, b, s in rows],
+        ignore_index=True,
+    )
     frame["support"] = frame["support"].astype("int64")
     return sort_invariants(frame)
 
 
 def invariant_text(frame: pd.DataFrame) -> pd.Series:
     """Synoptic's text of each invariant: ``"a AlwaysFollowedBy(t) b"``."""
-    return frame["first"].astype(str) + " " + frame["kind"].astype(str) + "(t) " \
+    return (
+        frame["first"].astype(str)
+        + " "
+        + frame["kind"].astype(str)
+        + "(t) "
         + frame["second"].astype(str)
+    )
 
 
 def java_key(text: str) -> bytes:
@@ -118,8 +125,12 @@ def sort_invariants(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
-def filter_invariants(frame: pd.DataFrame, support_above: int = 0, drop_nfby: bool = False,
-                      ignore_types: str | None = None) -> pd.DataFrame:
+def filter_invariants(
+    frame: pd.DataFrame,
+    support_above: int = 0,
+    drop_nfby: bool = False,
+    ignore_types: str | None = None,
+) -> pd.DataFrame:
     """Synoptic's invariant filters, applied after mining and before refinement:
     keep invariants whose support count is greater than ``support_above``
     (``--supportCountThreshold``); drop NeverFollowedBy (``--ignoreNFbyInvs``); drop an

@@ -35,9 +35,13 @@ JAR_ENV = "STATEMINE_SYNOPTIC_JAR"
 #: plume.jar and the other dependencies) is on the class path too.
 MAIN_CLASS = "synoptic.main.SynopticMain"
 #: Flags always given so that Synoptic writes every file statemine reads.
-OUTPUT_FLAGS = ("--outputInvariantsToFile=true", "--outputJSON=true",
-                "--outputSupportCount=true", "--outputProbLabels=true",
-                "--outputCountLabels=true")
+OUTPUT_FLAGS = (
+    "--outputInvariantsToFile=true",
+    "--outputJSON=true",
+    "--outputSupportCount=true",
+    "--outputProbLabels=true",
+    "--outputCountLabels=true",
+)
 
 
 @dataclass
@@ -54,8 +58,10 @@ def find_jar(jar: str | os.PathLike | None) -> Path:
     """The jar to run (argument, else ``$STATEMINE_SYNOPTIC_JAR``); UsageError if none."""
     value = jar or os.environ.get(JAR_ENV)
     if not value:
-        raise UsageError("--engine synoptic-jar needs --synoptic-jar PATH or "
-                         f"${JAR_ENV} (see docs/synoptic-engine.md for building it)")
+        raise UsageError(
+            "--engine synoptic-jar needs --synoptic-jar PATH or "
+            f"${JAR_ENV} (see docs/synoptic-engine.md for building it)"
+        )
     path = Path(value)
     if not path.is_file():
         raise UsageError(f"synoptic jar {path} does not exist")
@@ -64,8 +70,14 @@ def find_jar(jar: str | os.PathLike | None) -> Path:
     return path
 
 
-def synoptic_args(regexes: Sequence[str], separator: str | None, mapping: str | None,
-                  ignore_nonmatching: bool, seed: int, extra: Sequence[str]) -> list[str]:
+def synoptic_args(
+    regexes: Sequence[str],
+    separator: str | None,
+    mapping: str | None,
+    ignore_nonmatching: bool,
+    seed: int,
+    extra: Sequence[str],
+) -> list[str]:
     """Synoptic's argument list (without ``-o`` and the logs)."""
     args: list[str] = []
     for r in regexes:
@@ -77,37 +89,50 @@ def synoptic_args(regexes: Sequence[str], separator: str | None, mapping: str | 
     if ignore_nonmatching:
         args.append("-i")
     args.append(f"--randomSeed={seed}")
-    keep = [a for a in extra
-            if not a.startswith(("--randomSeed", "--output")) and a != "-i"]
+    keep = [a for a in extra if not a.startswith(("--randomSeed", "--output")) and a != "-i"]
     return args + keep + list(OUTPUT_FLAGS)
 
 
-def run_jar(jar: str | os.PathLike | None, logs: Sequence[str | os.PathLike],
-            log: EventLog, regexes: Sequence[str], separator: str | None,
-            mapping: str | None, ignore_nonmatching: bool, seed: int,
-            extra: Sequence[str] = (), timeout: float | None = None) -> JarRun:
+def run_jar(
+    jar: str | os.PathLike | None,
+    logs: Sequence[str | os.PathLike],
+    log: EventLog,
+    regexes: Sequence[str],
+    separator: str | None,
+    mapping: str | None,
+    ignore_nonmatching: bool,
+    seed: int,
+    extra: Sequence[str] = (),
+    timeout: float | None = None,
+) -> JarRun:
     """Run Synoptic on ``logs`` and rebuild its model over ``log`` (statemine's parse of
     the same logs).  :class:`InputError` with Synoptic's own output if it fails."""
     jar_path = find_jar(jar)
     with tempfile.TemporaryDirectory(prefix="statemine-synoptic-") as tmp:
         prefix = Path(tmp) / "model"
-        classpath = os.pathsep.join([str(jar_path.resolve()),
-                                     str(jar_path.resolve().parent / "*")])
-        cmd = ["java", "-ea", "-cp", classpath, MAIN_CLASS,
-               *synoptic_args(regexes, separator, mapping, ignore_nonmatching, seed, extra),
-               "-o", str(prefix), *[str(Path(p).resolve()) for p in logs]]
+        classpath = os.pathsep.join([str(jar_path.resolve()), str(jar_path.resolve().parent / "*")])
+        cmd = [
+            "java",
+            "-ea",
+            "-cp",
+            classpath,
+            MAIN_CLASS,
+            *synoptic_args(regexes, separator, mapping, ignore_nonmatching, seed, extra),
+            "-o",
+            str(prefix),
+            *[str(Path(p).resolve()) for p in logs],
+        ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  cwd=tmp)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise InputError(jar_path, None, f"Synoptic did not finish in {timeout} s") from None
         output = (proc.stdout or "") + (proc.stderr or "")
-        files = {name: Path(tmp) / name
-                 for name in ("model.dot", "model.invariants.txt", "model.json")}
+        files = {
+            name: Path(tmp) / name for name in ("model.dot", "model.invariants.txt", "model.json")
+        }
         if proc.returncode != 0 or not all(p.is_file() for p in files.values()):
             tail = "\n".join(output.strip().splitlines()[-15:])
-            raise InputError(jar_path, None,
-                             f"Synoptic failed (exit {proc.returncode}):\n{tail}")
+            raise InputError(jar_path, None, f"Synoptic failed (exit {proc.returncode}):\n{tail}")
         model = model_from_json(files["model.json"], log)
         invariants = read_invariants_txt(files["model.invariants.txt"])
         texts = {name: p.read_text(encoding="utf-8") for name, p in files.items()}

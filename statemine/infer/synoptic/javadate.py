@@ -31,8 +31,19 @@ from typing import Callable
 _MONTHS = [calendar.month_name[i].lower() for i in range(1, 13)]
 _MONTHS_ABBR = [calendar.month_abbr[i].lower() for i in range(1, 13)]
 _DAYS = [d.lower() for d in calendar.day_name] + [d.lower() for d in calendar.day_abbr]
-_NUMERIC = {"y": "year", "d": "day", "D": "yday", "H": "H", "k": "k", "K": "K", "h": "h",
-            "m": "minute", "s": "second", "S": "ms", "u": "wday"}
+_NUMERIC = {
+    "y": "year",
+    "d": "day",
+    "D": "yday",
+    "H": "H",
+    "k": "k",
+    "K": "K",
+    "h": "h",
+    "m": "minute",
+    "s": "second",
+    "S": "ms",
+    "u": "wday",
+}
 
 
 def _is_numeric(letter: str, count: int) -> bool:
@@ -58,8 +69,10 @@ def _field_regex(letter: str, count: int, index: int, abutting: bool = False) ->
         return rf"(?P<{name}>Z|[+-]\d{{2}}(?::?\d{{2}})?)"
     if letter == "z":
         return rf"(?P<{name}>(?:UTC|GMT)(?:[+-]\d{{1,2}}(?::?\d{{2}})?)?|[+-]\d{{2}}:?\d{{2}})"
-    raise ValueError(f"pattern letter {letter!r} is not supported (supported: y M L d D H k K "
-                     "h a m s S E u Z X z)")
+    raise ValueError(
+        f"pattern letter {letter!r} is not supported (supported: y M L d D H k K "
+        "h a m s S E u Z X z)"
+    )
 
 
 def compile_date_format(pattern: str) -> Callable[[str], int]:
@@ -128,7 +141,9 @@ def _to_millis(m: re.Match, fields: list[tuple[str, int]], text: str, pattern: s
             if count >= 3:
                 names = _MONTHS if count >= 4 else _MONTHS_ABBR
                 if low not in names:
-                    raise ValueError(f"{text!r}: {s!r} is not a month name (date format {pattern!r})")
+                    raise ValueError(
+                        f"{text!r}: {s!r} is not a month name (date format {pattern!r})"
+                    )
                 v["month"] = names.index(low) + 1
             else:
                 v["month"] = int(s)
@@ -156,8 +171,15 @@ def _to_millis(m: re.Match, fields: list[tuple[str, int]], text: str, pattern: s
         if yday is not None:
             base = datetime(v["year"], 1, 1, tzinfo=timezone.utc) + timedelta(days=yday - 1)
             v["month"], v["day"] = base.month, base.day
-        when = datetime(v["year"], v["month"], v["day"], v["hour"], v["minute"], v["second"],
-                        tzinfo=timezone.utc)
+        when = datetime(
+            v["year"],
+            v["month"],
+            v["day"],
+            v["hour"],
+            v["minute"],
+            v["second"],
+            tzinfo=timezone.utc,
+        )
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"{text!r} is not a valid date under {pattern!r}: {exc}") from None
     epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -57,5 +57,6 @@ def ktails(log: EventLog, k: int) -> PartitionModel:
     part, uniques = pd.factorize(keys, sort=False)
     node_type = np.empty(len(uniques), dtype=np.int64)
     node_type[part] = log.codes
-    return PartitionModel(log, part.astype(np.int64) + 2,
-                          np.concatenate([[-1, -1], node_type]).astype(np.int64))
+    return PartitionModel(
+        log, part.astype(np.int64) + 2, np.concatenate([[-1, -1], node_type]).astype(np.int64)
+    )

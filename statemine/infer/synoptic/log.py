@@ -59,7 +59,7 @@ class EventLog:
 
     def trace(self, k: int) -> list[str]:
         """Event types of trace ``k`` in order."""
-        return [self.types[c] for c in self.codes[self.starts[k]:self.starts[k + 1]]]
+        return [self.types[c] for c in self.codes[self.starts[k] : self.starts[k + 1]]]
 
     @classmethod
     def from_sequences(cls, traces: list[list[str]]) -> "EventLog":
@@ -70,8 +70,9 @@ class EventLog:
         """
         rows = [(str(k), i, float(i), t) for k, seq in enumerate(traces) for i, t in enumerate(seq)]
         ev = pd.DataFrame(rows, columns=["trace", "seq", "time", "state"])
-        return cls.from_traceset(TraceSet.from_events(
-            ev, pd.DataFrame({"trace": [str(k) for k in range(len(traces))]})))
+        return cls.from_traceset(
+            TraceSet.from_events(ev, pd.DataFrame({"trace": [str(k) for k in range(len(traces))]}))
+        )
 
     @classmethod
     def from_regex_events(cls, ev) -> "EventLog":
@@ -84,9 +85,15 @@ class EventLog:
         _refuse_synthetic(types, ev.type_codes, ev.lines)
         counts = np.bincount(ev.trace)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return cls(types, np.asarray(ev.type_codes, dtype=np.int64), starts,
-                   np.asarray(ev.times, dtype=np.float64), np.asarray(ev.lines, dtype=np.int64),
-                   _text_array(ev.time_text), [str(i) for i in range(len(counts))])
+        return cls(
+            types,
+            np.asarray(ev.type_codes, dtype=np.int64),
+            starts,
+            np.asarray(ev.times, dtype=np.float64),
+            np.asarray(ev.lines, dtype=np.int64),
+            _text_array(ev.time_text),
+            [str(i) for i in range(len(counts))],
+        )
 
     @classmethod
     def from_traceset(cls, ts: TraceSet) -> "EventLog":
@@ -118,8 +125,15 @@ class EventLog:
             text = ev["synoptic_time"].astype(str).to_numpy(dtype=object)[order]
         else:
             text = [repr(float(t)) for t in times]
-        return cls([str(u) for u in uniques], codes.astype(np.int64), starts, times, lines,
-                   _text_array(text), [ids[i] for i in present])
+        return cls(
+            [str(u) for u in uniques],
+            codes.astype(np.int64),
+            starts,
+            times,
+            lines,
+            _text_array(text),
+            [ids[i] for i in present],
+        )
 
 
 def _text_array(texts):
@@ -138,5 +152,8 @@ def _refuse_synthetic(uniques, codes: np.ndarray, lines: np.ndarray) -> None:
     for name in (INITIAL, TERMINAL):
         if name in set(uniques):
             at = int(lines[np.asarray(codes == list(uniques).index(name))][0])
-            raise InputError(None, at if at >= 0 else None,
-                             f"event type {name!r} clashes with Synoptic's synthetic node")
+            raise InputError(
+                None,
+                at if at >= 0 else None,
+                f"event type {name!r} clashes with Synoptic's synthetic node",
+            )

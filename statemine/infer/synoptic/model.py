@@ -55,8 +55,10 @@ class PartitionModel:
     def labels(self) -> list[str]:
         """The label of every node."""
         names = self.log.types
-        return [INITIAL if n == INIT_NODE else TERMINAL if n == TERM_NODE
-                else names[t] for n, t in enumerate(self.node_type)]
+        return [
+            INITIAL if n == INIT_NODE else TERMINAL if n == TERM_NODE else names[t]
+            for n, t in enumerate(self.node_type)
+        ]
 
     # -- structure -----------------------------------------------------------------------
     def successor_nodes(self) -> np.ndarray:
@@ -135,12 +137,18 @@ class PartitionModel:
         log = self.log
         inner = ~log.is_last
         if not inner.any():
-            return pd.DataFrame(columns=["time_min", "time_median", "time_max"],
-                                index=pd.MultiIndex.from_arrays([[], []],
-                                                                names=["node_src", "node_dst"]))
+            return pd.DataFrame(
+                columns=["time_min", "time_median", "time_max"],
+                index=pd.MultiIndex.from_arrays([[], []], names=["node_src", "node_dst"]),
+            )
         idx = np.nonzero(inner)[0]
-        frame = pd.DataFrame({"node_src": self.part[idx], "node_dst": self.part[idx + 1],
-                              "dt": log.times[idx + 1] - log.times[idx]})
+        frame = pd.DataFrame(
+            {
+                "node_src": self.part[idx],
+                "node_dst": self.part[idx + 1],
+                "dt": log.times[idx + 1] - log.times[idx],
+            }
+        )
         stats = frame.groupby(["node_src", "node_dst"])["dt"].agg(["min", "median", "max"])
         return stats.rename(columns=lambda c: f"time_{c}")
 
@@ -153,12 +161,22 @@ class PartitionModel:
         sizes = self.node_sizes()
         g = nx.DiGraph(engine="synoptic")
         for k, n in enumerate(order):
-            g.add_node(int(k), label=labels[n], size=int(sizes[n]),
-                       state=None if n in (INIT_NODE, TERM_NODE) else labels[n])
+            g.add_node(
+                int(k),
+                label=labels[n],
+                size=int(sizes[n]),
+                state=None if n in (INIT_NODE, TERM_NODE) else labels[n],
+            )
         for row in self.edges().itertuples(index=False):
-            g.add_edge(int(row.src), int(row.dst), count=int(row.count),
-                       probability=float(row.probability), time_min=float(row.time_min),
-                       time_median=float(row.time_median), time_max=float(row.time_max))
+            g.add_edge(
+                int(row.src),
+                int(row.dst),
+                count=int(row.count),
+                probability=float(row.probability),
+                time_min=float(row.time_min),
+                time_median=float(row.time_median),
+                time_max=float(row.time_max),
+            )
         return g
 
 

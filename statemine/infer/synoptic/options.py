@@ -58,95 +58,239 @@ OPTIONS: tuple[Opt, ...] = (
     # Execution
     Opt("logLvlQuiet", "bool", False, "q", ("quiet",), help="print no summary line"),
     Opt("logLvlVerbose", "bool", False, "v", ("verbose",), help="print counts of each stage"),
-    Opt("useFSMChecker", "bool", True, "f", ("use-fsm-checker",), _SYN,
-        help="statemine's checker is an FSM checker; the verdicts are the same either way"),
+    Opt(
+        "useFSMChecker",
+        "bool",
+        True,
+        "f",
+        ("use-fsm-checker",),
+        _SYN,
+        help="statemine's checker is an FSM checker; the verdicts are the same either way",
+    ),
     Opt("randomSeed", "long", None, help="seed of the refinement's random choices"),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
     Opt("multipleRelations", "bool", False, tools=_SYN, refuse_reason=_NO_PO),
-    Opt("stateProcessing", "bool", False, tools=_SYN,
-        refuse_reason="state processing (STATE groups) is not implemented"),
-    Opt("testGeneration", "bool", False, "t", ("test-generation",), _SYN,
-        refuse_reason="abstract test generation is not implemented"),
-    Opt("supportCountThreshold", "int", 0, tools=_SYN_PERF,
-        help="keep only invariants whose support count is greater than this"),
-    Opt("ignoreIntrByInvs", "bool", True, tools=_SYN_PERF,
+    Opt(
+        "stateProcessing",
+        "bool",
+        False,
+        tools=_SYN,
+        refuse_reason="state processing (STATE groups) is not implemented",
+    ),
+    Opt(
+        "testGeneration",
+        "bool",
+        False,
+        "t",
+        ("test-generation",),
+        _SYN,
+        refuse_reason="abstract test generation is not implemented",
+    ),
+    Opt(
+        "supportCountThreshold",
+        "int",
+        0,
+        tools=_SYN_PERF,
+        help="keep only invariants whose support count is greater than this",
+    ),
+    Opt(
+        "ignoreIntrByInvs",
+        "bool",
+        True,
+        tools=_SYN_PERF,
         defaults_by_tool=(("perfume", False),),
-        help="drop 'a IntrBy b' invariants (Synoptic: always; Perfume: keeps them by default)"),
+        help="drop 'a IntrBy b' invariants (Synoptic: always; Perfume: keeps them by default)",
+    ),
     Opt("ignoreNFbyInvs", "bool", False, tools=_SYN_PERF, help="drop NeverFollowedBy invariants"),
     # Parser
     Opt("separatorRegExp", "str", None, "s", ("partition-separator",)),
     Opt("regExps", "list", None, "r", ("regexp",)),
     Opt("partitionRegExp", "str", r"\k<FILE>", "m", ("partition-mapping",)),
     Opt("ignoreNonMatchingLines", "bool", False, "i"),
-    Opt("enablePerfDebugging", "bool", False, "p", tools=_SYN,
-        refuse_reason="performance debugging is Perfume: use --engine perfume"),
-    Opt("keepOrder", "bool", False, defaults_by_tool=(("perfume", True),),
-        help="keep events in file order instead of sorting by time"),
-    Opt("recoverFromParseErrors", "bool", False, aliases=("ignore-parse-errors",),
+    Opt(
+        "enablePerfDebugging",
+        "bool",
+        False,
+        "p",
+        tools=_SYN,
+        refuse_reason="performance debugging is Perfume: use --engine perfume",
+    ),
+    Opt(
+        "keepOrder",
+        "bool",
+        False,
+        defaults_by_tool=(("perfume", True),),
+        help="keep events in file order instead of sorting by time",
+    ),
+    Opt(
+        "recoverFromParseErrors",
+        "bool",
+        False,
+        aliases=("ignore-parse-errors",),
         refuse_reason="statemine stops at the first line it cannot parse (use -i to skip "
-                      "lines no regex matches)"),
-    Opt("debugParse", "bool", False, aliases=("debugParse",),
-        refuse_reason="parser debugging output is not implemented"),
-    Opt("dateFormat", "str", "dd/MMM/yyyy:HH:mm:ss", aliases=("dateFormat",),
-        help="Java SimpleDateFormat pattern of DATETIME groups (see javadate.py)"),
+        "lines no regex matches)",
+    ),
+    Opt(
+        "debugParse",
+        "bool",
+        False,
+        aliases=("debugParse",),
+        refuse_reason="parser debugging output is not implemented",
+    ),
+    Opt(
+        "dateFormat",
+        "str",
+        "dd/MMM/yyyy:HH:mm:ss",
+        aliases=("dateFormat",),
+        help="Java SimpleDateFormat pattern of DATETIME groups (see javadate.py)",
+    ),
     # Input
     Opt("argsFilename", "str", None, "c", ("argsfile",), help="read arguments from a file"),
     # Output
     Opt("outputPathPrefix", "str", None, "o", ("output-prefix",)),
-    Opt("outputSupportCount", "bool", False, tools=_SYN_PERF,
-        help="support counts in the invariants file"),
-    Opt("outputInvariantsToFile", "bool", False, tools=_SYN_PERF,
-        help="write PREFIX.invariants.txt"),
-    Opt("exportAsGML", "bool", False, aliases=("export-as-gml",),
-        help="write the model as PREFIX.gml instead of PREFIX.dot"),
+    Opt(
+        "outputSupportCount",
+        "bool",
+        False,
+        tools=_SYN_PERF,
+        help="support counts in the invariants file",
+    ),
+    Opt(
+        "outputInvariantsToFile", "bool", False, tools=_SYN_PERF, help="write PREFIX.invariants.txt"
+    ),
+    Opt(
+        "exportAsGML",
+        "bool",
+        False,
+        aliases=("export-as-gml",),
+        help="write the model as PREFIX.gml instead of PREFIX.dot",
+    ),
     Opt("dotExecutablePath", "str", None, "d", ("dot-executable",), refuse_reason=_NO_PNG),
-    Opt("outputEdgeLabels", "bool", True, aliases=("outputEdgeLabels",), tools=_SYN,
-        help="false: no edge labels"),
-    Opt("outputProbLabels", "bool", True, aliases=("outputProbLabels",),
-        defaults_by_tool=(("perfume", False),), help="P: on edge labels"),
-    Opt("outputCountLabels", "bool", False, aliases=("outputCountLabels",),
-        help="Cnt: on edge labels"),
-    Opt("showMedian", "bool", False, tools=("perfume",),
-        refuse_reason="median times on edges are not implemented"),
+    Opt(
+        "outputEdgeLabels",
+        "bool",
+        True,
+        aliases=("outputEdgeLabels",),
+        tools=_SYN,
+        help="false: no edge labels",
+    ),
+    Opt(
+        "outputProbLabels",
+        "bool",
+        True,
+        aliases=("outputProbLabels",),
+        defaults_by_tool=(("perfume", False),),
+        help="P: on edge labels",
+    ),
+    Opt(
+        "outputCountLabels",
+        "bool",
+        False,
+        aliases=("outputCountLabels",),
+        help="Cnt: on edge labels",
+    ),
+    Opt(
+        "showMedian",
+        "bool",
+        False,
+        tools=("perfume",),
+        refuse_reason="median times on edges are not implemented",
+    ),
     Opt("showTerminalNode", "bool", True, help="draw the TERMINAL node"),
     Opt("showInitialNode", "bool", True, help="draw the INITIAL node"),
     Opt("outputJSON", "bool", False, "j", ("output-json",), help="write PREFIX.json"),
-    Opt("outputLTS", "bool", False, aliases=("lts",), tools=("synoptic", "ktails"),
-        help="write PREFIX.lts (FSP labelled transition system)"),
+    Opt(
+        "outputLTS",
+        "bool",
+        False,
+        aliases=("lts",),
+        tools=("synoptic", "ktails"),
+        help="write PREFIX.lts (FSP labelled transition system)",
+    ),
     Opt("noModelOutput", "bool", False, help="write no model file"),
     Opt("kTailsK", "int", 2, "k", tools=("ktails",), help="k of k-tails (>= 0)"),
-    Opt("inputDelta", "bool", False, tools=("perfume",),
-        refuse_reason="time deltas as input are not implemented"),
-    Opt("traceNormalization", "bool", False, tools=("perfume",),
-        refuse_reason="trace-wise time normalisation is not implemented"),
+    Opt(
+        "inputDelta",
+        "bool",
+        False,
+        tools=("perfume",),
+        refuse_reason="time deltas as input are not implemented",
+    ),
+    Opt(
+        "traceNormalization",
+        "bool",
+        False,
+        tools=("perfume",),
+        refuse_reason="trace-wise time normalisation is not implemented",
+    ),
     # Verbosity
-    Opt("dumpInvariants", "bool", False, tools=_SYN_PERF,
-        help="print the mined invariants (stderr)"),
-    Opt("dumpTraceGraphDotFile", "bool", False,
-        refuse_reason="the trace-graph dump is not implemented"),
+    Opt(
+        "dumpInvariants", "bool", False, tools=_SYN_PERF, help="print the mined invariants (stderr)"
+    ),
+    Opt(
+        "dumpTraceGraphDotFile",
+        "bool",
+        False,
+        refuse_reason="the trace-graph dump is not implemented",
+    ),
     Opt("dumpTraceGraphPngFile", "bool", False, refuse_reason=_NO_PNG),
-    Opt("dumpInitialPartitionGraph", "bool", False,
-        help="write the initial graph (one node per type) to PREFIX.condensed.dot"),
-    Opt("dumpIntermediateStages", "bool", False,
-        refuse_reason="intermediate-stage dumps are not implemented"),
+    Opt(
+        "dumpInitialPartitionGraph",
+        "bool",
+        False,
+        help="write the initial graph (one node per type) to PREFIX.condensed.dot",
+    ),
+    Opt(
+        "dumpIntermediateStages",
+        "bool",
+        False,
+        refuse_reason="intermediate-stage dumps are not implemented",
+    ),
     # Debugging
     Opt("logLvlExtraVerbose", "bool", False, help="as -v"),
-    Opt("ignoreInvsOverETypeSet", "str", None, tools=_SYN_PERF,
-        help="drop invariants all of whose event types are in this ';'-separated set"),
-    Opt("useTransitiveClosureMining", "bool", False, tools=_SYN,
-        refuse_reason="statemine has one miner (chain walking, Synoptic's default)"),
-    Opt("mineNeverConcurrentWithInv", "bool", True, tools=_SYN,
-        help="only changes partially ordered logs, which statemine refuses: no effect"),
+    Opt(
+        "ignoreInvsOverETypeSet",
+        "str",
+        None,
+        tools=_SYN_PERF,
+        help="drop invariants all of whose event types are in this ';'-separated set",
+    ),
+    Opt(
+        "useTransitiveClosureMining",
+        "bool",
+        False,
+        tools=_SYN,
+        refuse_reason="statemine has one miner (chain walking, Synoptic's default)",
+    ),
+    Opt(
+        "mineNeverConcurrentWithInv",
+        "bool",
+        True,
+        tools=_SYN,
+        help="only changes partially ordered logs, which statemine refuses: no effect",
+    ),
     Opt("onlyMineInvariants", "bool", False, tools=_SYN_PERF, help="mine, write, stop"),
     Opt("noCoarsening", "bool", False, tools=_SYN_PERF),
-    Opt("doBenchmarking", "bool", False,
-        refuse_reason="use benchmarks/bench_synoptic.py for timings"),
-    Opt("internCommonStrings", "bool", True,
-        help="a Java memory optimisation: no effect on the result"),
+    Opt(
+        "doBenchmarking",
+        "bool",
+        False,
+        refuse_reason="use benchmarks/bench_synoptic.py for timings",
+    ),
+    Opt(
+        "internCommonStrings",
+        "bool",
+        True,
+        help="a Java memory optimisation: no effect on the result",
+    ),
     Opt("runTests", "bool", False, refuse_reason="runs Synoptic's own Java unit tests"),
     Opt("runAllTests", "bool", False, refuse_reason="runs Synoptic's own Java tests"),
-    Opt("performExtraChecks", "bool", False,
-        help="check the final model against every trace and invariant; fail if it does not hold"),
+    Opt(
+        "performExtraChecks",
+        "bool",
+        False,
+        help="check the final model against every trace and invariant; fail if it does not hold",
+    ),
     Opt("noRefinement", "bool", False, tools=_SYN_PERF),
 )
 
@@ -225,10 +369,14 @@ def _tokens(args: Sequence[str], tool: str, where: str) -> list[tuple[Opt | str,
         else:
             known = next((o for o in OPTIONS if name in (o.name, *o.aliases, o.short)), None)
             if known is not None:
-                raise UsageError(f"{where}: {arg}: {tool} has no option --{known.name} "
-                                 f"(it is an option of {', '.join(known.tools)})")
-            raise UsageError(f"{where}: unknown option {arg} for {tool} (statemine follows "
-                             f"{tool}'s documented options; see --help)")
+                raise UsageError(
+                    f"{where}: {arg}: {tool} has no option --{known.name} "
+                    f"(it is an option of {', '.join(known.tools)})"
+                )
+            raise UsageError(
+                f"{where}: unknown option {arg} for {tool} (statemine follows "
+                f"{tool}'s documented options; see --help)"
+            )
         if value is None and opt.kind != "bool":
             if k >= len(args):
                 raise UsageError(f"{where}: {arg} needs a value")
@@ -250,8 +398,9 @@ def _read_args_file(path: str, chain: tuple[str, ...]) -> list[str]:
     try:
         raw = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"-c {path}: cannot read the arguments file: "
-                         f"{exc.strerror or exc}") from None
+        raise UsageError(
+            f"-c {path}: cannot read the arguments file: {exc.strerror or exc}"
+        ) from None
     if len(raw) > 1 << 20:
         raise UsageError(f"-c {path}: the arguments file is over 1 MB")
     out: list[str] = []
@@ -289,8 +438,9 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
 
 
-def parse_args(args: Sequence[str], tool: str = "synoptic",
-               chain: tuple[str, ...] = ()) -> ParsedArgs:
+def parse_args(
+    args: Sequence[str], tool: str = "synoptic", chain: tuple[str, ...] = ()
+) -> ParsedArgs:
     """Parse a ``tool`` command line (``tool`` in :data:`TOOLS`): values of every option
     of the tool (defaults filled in), log files, the explicitly given names.  Arguments
     files (``-c``) are read first and overridden by the command line (a ``-r`` on the
@@ -308,8 +458,9 @@ def parse_args(args: Sequence[str], tool: str = "synoptic",
             continue
         value = _convert(opt, text if text is not None else "true", where)
         if opt.name == "argsFilename":
-            from_file = parse_args(_read_args_file(value, chain), tool,
-                                   (*chain, str(Path(value).resolve())))
+            from_file = parse_args(
+                _read_args_file(value, chain), tool, (*chain, str(Path(value).resolve()))
+            )
         if opt.kind == "list":
             values.setdefault(opt.name, []).append(value)
         else:
@@ -336,20 +487,26 @@ def _refuse(values: dict[str, Any], given: set[str], tool: str) -> None:
         value = values[opt.name]
         if opt.refuse_reason and value != opt.default_for(tool):
             shown = "true" if value is True else value
-            raise UsageError(f"--{opt.name}={shown} is not supported by statemine's {tool}: "
-                             f"{opt.refuse_reason}")
+            raise UsageError(
+                f"--{opt.name}={shown} is not supported by statemine's {tool}: {opt.refuse_reason}"
+            )
     if tool == "synoptic" and values.get("ignoreIntrByInvs") is False:
-        raise UsageError("--ignoreIntrByInvs=false is not supported by statemine's synoptic: "
-                         "its refinement does not check IntrBy invariants (Synoptic drops "
-                         "them too); use --engine perfume to keep them")
+        raise UsageError(
+            "--ignoreIntrByInvs=false is not supported by statemine's synoptic: "
+            "its refinement does not check IntrBy invariants (Synoptic drops "
+            "them too); use --engine perfume to keep them"
+        )
     if tool == "ktails" and values.get("kTailsK", 0) < 0:
         raise UsageError(f"--kTailsK (-k) must be 0 or more, not {values['kTailsK']}")
 
 
 def usage(tool: str, every: bool = False) -> str:
     """The options of ``tool`` with what statemine does with each (for ``-h``/``-H``)."""
-    lines = [f"Usage: statemine infer --engine {tool} [options] <logfiles-to-analyze>",
-             "(the options of the original tool; each is honoured or refused)", ""]
+    lines = [
+        f"Usage: statemine infer --engine {tool} [options] <logfiles-to-analyze>",
+        "(the options of the original tool; each is honoured or refused)",
+        "",
+    ]
     for opt in OPTIONS:
         if tool not in opt.tools:
             continue
@@ -358,6 +515,7 @@ def usage(tool: str, every: bool = False) -> str:
         flag = (f"-{opt.short} " if opt.short else "") + f"--{opt.name}=<{opt.kind}>"
         what = f"refused: {opt.refuse_reason}" if opt.refuse_reason else opt.help
         default = opt.default_for(tool)
-        lines.append(f"  {flag:44s} {what}" + (f" [default {default}]" if default not in
-                                                  (None, "") else ""))
+        lines.append(
+            f"  {flag:44s} {what}" + (f" [default {default}]" if default not in (None, "") else "")
+        )
     return "\n".join(lines) + "\n"

@@ -45,20 +45,26 @@ def interrupted_by(log: EventLog) -> pd.DataFrame:
     twice = np.zeros(n_types, dtype=bool)
     ok = ~np.eye(n_types, dtype=bool)
     for k in range(log.n_traces):
-        codes = log.codes[log.starts[k]:log.starts[k + 1]]
+        codes = log.codes[log.starts[k] : log.starts[k + 1]]
         last_pos = {}
         for pos, a in enumerate(codes.tolist()):
             if a in last_pos:
                 twice[a] = True
                 between = np.zeros(n_types, dtype=bool)
-                between[codes[last_pos[a] + 1:pos]] = True
+                between[codes[last_pos[a] + 1 : pos]] = True
                 ok[a] &= between
             last_pos[a] = pos
     count = np.bincount(log.codes, minlength=n_types)
     a_idx, b_idx = np.nonzero(ok & twice[:, None])
     names = np.array(log.types, dtype=object)
-    return pd.DataFrame({"kind": INTRBY, "first": names[a_idx], "second": names[b_idx],
-                         "support": count[a_idx].astype(np.int64)})
+    return pd.DataFrame(
+        {
+            "kind": INTRBY,
+            "first": names[a_idx],
+            "second": names[b_idx],
+            "support": count[a_idx].astype(np.int64),
+        }
+    )
 
 
 def pair_bounds(log: EventLog) -> tuple[dict, dict]:
@@ -77,8 +83,11 @@ def pair_bounds(log: EventLog) -> tuple[dict, dict]:
             for b, j in nxt.items():
                 lo_d, hi_d = t[j] - t[pos], t[last[b]] - t[pos]
                 cur = ab.get((a, b))
-                ab[(a, b)] = (lo_d, hi_d) if cur is None else (
-                    min(cur[0], lo_d, key=_num), max(cur[1], hi_d, key=_num))
+                ab[(a, b)] = (
+                    (lo_d, hi_d)
+                    if cur is None
+                    else (min(cur[0], lo_d, key=_num), max(cur[1], hi_d, key=_num))
+                )
             nxt[a] = pos
             last.setdefault(a, pos)
     aa = {a: ab[(a, a)] for a in range(len(log.types)) if (a, a) in ab}
@@ -90,8 +99,13 @@ def _num(d: Decimal) -> Decimal:
     return d
 
 
-def mine_constrained(log: EventLog, support_above: int = 0, drop_nfby: bool = False,
-                     drop_intrby: bool = False, ignore_types: str | None = None) -> pd.DataFrame:
+def mine_constrained(
+    log: EventLog,
+    support_above: int = 0,
+    drop_nfby: bool = False,
+    drop_intrby: bool = False,
+    ignore_types: str | None = None,
+) -> pd.DataFrame:
     """Perfume's invariants: ``kind, first, second, support, bound`` (``lowerbound``,
     ``upperbound`` or empty for NFby), ``value`` (the bound's text), sorted by their
     text line in Java string order.  The filters are Synoptic's (applied to the untimed
@@ -121,9 +135,12 @@ def mine_constrained(log: EventLog, support_above: int = 0, drop_nfby: bool = Fa
 def constrained_text(frame: pd.DataFrame) -> list[str]:
     """Perfume's text of each invariant: ``Binary inv:a AlwaysFollowedBy(t) b, Constraint:
     upperbound = 12`` or ``a NeverFollowedBy(t) b``."""
-    return [f"{r.first} {r.kind}(t) {r.second}" if not r.bound else
-            f"Binary inv:{r.first} {r.kind}(t) {r.second}, Constraint: {r.bound} = {r.value}"
-            for r in frame.itertuples(index=False)]
+    return [
+        f"{r.first} {r.kind}(t) {r.second}"
+        if not r.bound
+        else f"Binary inv:{r.first} {r.kind}(t) {r.second}, Constraint: {r.bound} = {r.value}"
+        for r in frame.itertuples(index=False)
+    ]
 
 
 def constrained_invariants_txt(frame: pd.DataFrame, support: bool = True) -> str:

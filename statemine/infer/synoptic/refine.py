@@ -48,8 +48,10 @@ def candidate_splits(model: PartitionModel, path: list[int]) -> list[np.ndarray]
     counterexample ``path`` stops being realisable (outgoing split first)."""
     j = _infeasible_step(model, path)
     if j < 0:
-        raise StatemineError("internal error: a counterexample path is realised by a trace "
-                             "(the invariants were not mined from these traces)")
+        raise StatemineError(
+            "internal error: a counterexample path is realised by a trace "
+            "(the invariants were not mined from these traces)"
+        )
     cur, nxt = path[j - 1], path[j]
     prev = path[j - 2] if j >= 2 else None
     in_cur = model.part == cur
@@ -73,8 +75,13 @@ def apply_split(model: PartitionModel, mask: np.ndarray) -> PartitionModel:
     return PartitionModel(model.log, part, node_type)
 
 
-def refine(model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator,
-           max_steps: int | None = None, finish: str = "targeted") -> PartitionModel:
+def refine(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+    max_steps: int | None = None,
+    finish: str = "targeted",
+) -> PartitionModel:
     """Split ``model`` until every invariant of ``inv`` holds on it (see module doc);
     after ``max_steps`` splits, the history split finishes the job (``finish``:
     ``"targeted"`` for :func:`refine_targeted`, ``"history"`` for
@@ -93,8 +100,15 @@ def refine(model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator,
                 return refine_by_history(model, inv, still)
             return refine_targeted(model, inv, still)
         i = int(bad[rng.integers(bad.size)])
-        path = counterexample(adj, model.node_type, int(inv.kind[i]), int(inv.a[i]),
-                              int(inv.b[i]), INIT_NODE, TERM_NODE)
+        path = counterexample(
+            adj,
+            model.node_type,
+            int(inv.kind[i]),
+            int(inv.a[i]),
+            int(inv.b[i]),
+            INIT_NODE,
+            TERM_NODE,
+        )
         if path is None:
             raise StatemineError("internal error: violated invariant without counterexample")
         splits = candidate_splits(model, path)
@@ -105,8 +119,18 @@ def refine(model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator,
         for k in order:
             trial = apply_split(model, splits[k])
             t_adj = trial.edge_counts() > 0
-            if counterexample(t_adj, trial.node_type, int(inv.kind[i]), int(inv.a[i]),
-                              int(inv.b[i]), INIT_NODE, TERM_NODE) is None:
+            if (
+                counterexample(
+                    t_adj,
+                    trial.node_type,
+                    int(inv.kind[i]),
+                    int(inv.a[i]),
+                    int(inv.b[i]),
+                    INIT_NODE,
+                    TERM_NODE,
+                )
+                is None
+            ):
                 chosen = splits[k]
                 break
         model = apply_split(model, chosen)
@@ -139,8 +163,9 @@ def history_bits(log, past_types: np.ndarray, future_types: np.ndarray) -> np.nd
     return np.column_stack(cols)
 
 
-def refine_by_history(model: PartitionModel, inv: InvariantCodes,
-                      bad: np.ndarray) -> PartitionModel:
+def refine_by_history(
+    model: PartitionModel, inv: InvariantCodes, bad: np.ndarray
+) -> PartitionModel:
     """Split every node by the trace history the failing invariants ``bad`` (bool per
     invariant) depend on: for a failing ``a AP b`` or ``a NFby b``, whether an ``a``
     occurred earlier in the trace; for a failing ``a AFby b`` (or ``INITIAL AFby b``),
@@ -170,8 +195,9 @@ def refine_by_history(model: PartitionModel, inv: InvariantCodes,
     return PartitionModel(model.log, part, node_type)
 
 
-def _reach(succ: list[list[int]], starts: list[int], blocked: np.ndarray,
-           include_starts: bool) -> np.ndarray:
+def _reach(
+    succ: list[list[int]], starts: list[int], blocked: np.ndarray, include_starts: bool
+) -> np.ndarray:
     """Nodes reachable from ``starts`` through nodes that are not ``blocked`` (a blocked
     node is not entered; ``include_starts``: count the starts themselves as reached)."""
     seen = np.zeros(len(succ), dtype=bool)
@@ -193,8 +219,7 @@ def _reach(succ: list[list[int]], starts: list[int], blocked: np.ndarray,
     return seen
 
 
-def refine_targeted(model: PartitionModel, inv: InvariantCodes,
-                    bad: np.ndarray) -> PartitionModel:
+def refine_targeted(model: PartitionModel, inv: InvariantCodes, bad: np.ndarray) -> PartitionModel:
     """The history split of :func:`refine_by_history`, applied per failing invariant and
     only to the nodes on its violating paths (the argument of that function holds on
     those nodes, and the other nodes lie on no violating path).  One pass; usually far
@@ -216,10 +241,18 @@ def refine_targeted(model: PartitionModel, inv: InvariantCodes,
         else:
             bits = history_bits(log, np.array([a]), np.array([], dtype=np.int64))[:, 0]
             if kind == 1:  # NFby: nodes between an a-node and a b-node
-                fwd = _reach(succ, np.nonzero(nt == a)[0].tolist(),
-                             np.zeros(len(nt), dtype=bool), include_starts=False)
-                bwd = _reach(pred, np.nonzero(nt == b)[0].tolist(),
-                             np.zeros(len(nt), dtype=bool), include_starts=True)
+                fwd = _reach(
+                    succ,
+                    np.nonzero(nt == a)[0].tolist(),
+                    np.zeros(len(nt), dtype=bool),
+                    include_starts=False,
+                )
+                bwd = _reach(
+                    pred,
+                    np.nonzero(nt == b)[0].tolist(),
+                    np.zeros(len(nt), dtype=bool),
+                    include_starts=True,
+                )
             else:  # AP: nodes between INITIAL and a b-node avoiding a-nodes
                 is_a = nt == a
                 fwd = _reach(succ, [INIT_NODE], is_a, include_starts=False)

@@ -36,10 +36,13 @@ def _check_order(log, keep_order: bool, where: str | None) -> None:
     idx = np.nonzero(inner)[0]
     bad = idx[log.lines[idx + 1] < log.lines[idx]]
     if len(bad):
-        raise InputError(where, int(log.lines[bad[0]]),
-                         "--keepOrder=true (Perfume's default) on a trace whose times "
-                         "decrease in the file is not supported: statemine orders events "
-                         "by time (give --keepOrder=false)")
+        raise InputError(
+            where,
+            int(log.lines[bad[0]]),
+            "--keepOrder=true (Perfume's default) on a trace whose times "
+            "decrease in the file is not supported: statemine orders events "
+            "by time (give --keepOrder=false)",
+        )
 
 
 _DATETIME = re.compile(r"\(\?<DATETIME(=?)>")
@@ -58,8 +61,9 @@ def read_log(a: ParsedArgs):
     mapping = a["partitionRegExp"] if "partitionRegExp" in a.given else None
 
     def read(rx):
-        return read_regex_arrays(list(a.logs), rx, a["separatorRegExp"], mapping,
-                                 a["ignoreNonMatchingLines"])
+        return read_regex_arrays(
+            list(a.logs), rx, a["separatorRegExp"], mapping, a["ignoreNonMatchingLines"]
+        )
 
     if regexes and any(_DATETIME.search(r) for r in regexes):
         ev = _read_datetime(read, regexes, a["dateFormat"], a["ignoreNonMatchingLines"])
@@ -89,9 +93,15 @@ def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
         raise InputError(None, None, f"--dateFormat: {exc}") from None
 
     def as_dates(r):
-        return _DATETIME.sub(r"(?<TYPE\1>", _TYPE.sub(
-            lambda m: "\\k<SMTYPEX>" if m.group(0).startswith("\\") else
-            f"(?<SMTYPEX{m.group(1)}>", r))
+        return _DATETIME.sub(
+            r"(?<TYPE\1>",
+            _TYPE.sub(
+                lambda m: (
+                    "\\k<SMTYPEX>" if m.group(0).startswith("\\") else f"(?<SMTYPEX{m.group(1)}>"
+                ),
+                r,
+            ),
+        )
 
     dates = read([as_dates(r) for r in regexes])
     types = read([_DATETIME.sub(r"(?<SMDATETIMEX\1>", r) for r in regexes])
@@ -103,26 +113,32 @@ def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
             millis[k] = parse(str(text))
         except ValueError as exc:
             if not ignore:
-                raise InputError(types.sources[types.trace[k]], int(types.lines[k]),
-                                 f"DATETIME: {exc}") from None
+                raise InputError(
+                    types.sources[types.trace[k]], int(types.lines[k]), f"DATETIME: {exc}"
+                ) from None
             keep[k] = False
     idx = np.nonzero(keep)[0]
     order = idx[np.lexsort((types.lines[idx], millis[idx], types.trace[idx]))]
     trace, _ = pd.factorize(types.trace[order], sort=True)
     names = np.asarray(types.type_names, dtype=object)[types.type_codes[order]]
     codes, uniques = pd.factorize(names, sort=False)
-    return SimpleNamespace(trace=trace.astype(np.int64), type_codes=codes.astype(np.int64),
-                           type_names=[str(u) for u in uniques],
-                           times=millis[order].astype(np.float64), lines=types.lines[order],
-                           time_text=[str(int(x)) for x in millis[order]])
+    return SimpleNamespace(
+        trace=trace.astype(np.int64),
+        type_codes=codes.astype(np.int64),
+        type_names=[str(u) for u in uniques],
+        times=millis[order].astype(np.float64),
+        lines=types.lines[order],
+        time_text=[str(int(x)) for x in millis[order]],
+    )
 
 
 def mined_invariants(a: ParsedArgs, log) -> pd.DataFrame:
     """Mined invariants after the run's filters (support threshold, NFby, type set)."""
     from .invariants import filter_invariants, mine
 
-    return filter_invariants(mine(log), a["supportCountThreshold"], a["ignoreNFbyInvs"],
-                             a["ignoreInvsOverETypeSet"])
+    return filter_invariants(
+        mine(log), a["supportCountThreshold"], a["ignoreNFbyInvs"], a["ignoreInvsOverETypeSet"]
+    )
 
 
 def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
@@ -130,8 +146,12 @@ def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
     from .formats import json_pieces, to_dot, to_gml, to_lts
 
     labels = a.values.get("outputEdgeLabels", True)
-    style = dict(prob=labels and a["outputProbLabels"], count=labels and a["outputCountLabels"],
-                 show_initial=a["showInitialNode"], show_terminal=a["showTerminalNode"])
+    style = dict(
+        prob=labels and a["outputProbLabels"],
+        count=labels and a["outputCountLabels"],
+        show_initial=a["showInitialNode"],
+        show_terminal=a["showTerminalNode"],
+    )
     files: dict = {}
     if not a["noModelOutput"]:
         if a["exportAsGML"]:
@@ -139,8 +159,11 @@ def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
         else:
             files[".dot"] = to_dot(model, **style)
     if a["outputJSON"]:
-        inv = invariants if invariants is not None else pd.DataFrame(
-            {"kind": [], "first": [], "second": [], "support": []})
+        inv = (
+            invariants
+            if invariants is not None
+            else pd.DataFrame({"kind": [], "first": [], "second": [], "support": []})
+        )
         files[".json"] = json_pieces(model, inv)
     if a.values.get("outputLTS"):
         files[".lts"] = to_lts(model)
@@ -167,19 +190,28 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         if a["performExtraChecks"]:
             _extra_checks(model, log, None, out)
         out.files.update(model_files(a, model, None))
-        out.stderr.append(f"ktails: {log.n_traces} traces, {log.n_events} events, "
-                          f"k={a['kTailsK']}, {model.n_nodes} nodes")
+        out.stderr.append(
+            f"ktails: {log.n_traces} traces, {log.n_events} events, "
+            f"k={a['kTailsK']}, {model.n_nodes} nodes"
+        )
         return out
     if engine == "perfume":
         return _run_perfume(a, log, out)
     if engine == "synoptic-jar":
         from .jar import run_jar
 
-        extra = [f"--{name}={_java(a[name])}" for name in sorted(a.given)
-                 if name not in _JAR_OWN]
-        run = run_jar(a["synopticJar"], a.logs, log, a["regExps"] or [],
-                      a["separatorRegExp"], a["partitionRegExp"] if "partitionRegExp"
-                      in a.given else None, a["ignoreNonMatchingLines"], seed, extra)
+        extra = [f"--{name}={_java(a[name])}" for name in sorted(a.given) if name not in _JAR_OWN]
+        run = run_jar(
+            a["synopticJar"],
+            a.logs,
+            log,
+            a["regExps"] or [],
+            a["separatorRegExp"],
+            a["partitionRegExp"] if "partitionRegExp" in a.given else None,
+            a["ignoreNonMatchingLines"],
+            seed,
+            extra,
+        )
         out.result = SynopticResult(run.model, run.invariants)
         if not a["noModelOutput"]:
             out.files[".dot"] = run.texts["model.dot"]
@@ -200,14 +232,17 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         return out
     if a["dumpInitialPartitionGraph"]:
         out.files[".condensed.dot"] = to_dot(PartitionModel.initial(log))
-    result = infer_log(log, seed, invariants=inv, refine=not a["noRefinement"],
-                       coarsen=not a["noCoarsening"])
+    result = infer_log(
+        log, seed, invariants=inv, refine=not a["noRefinement"], coarsen=not a["noCoarsening"]
+    )
     out.result = result
     if a["performExtraChecks"]:
         _extra_checks(result.model, log, inv, out)
     out.files.update(model_files(a, result.model, inv))
-    out.stderr.append(f"synoptic: {log.n_traces} traces, {log.n_events} events, "
-                      f"{len(inv)} invariants, {result.model.n_nodes} nodes")
+    out.stderr.append(
+        f"synoptic: {log.n_traces} traces, {log.n_events} events, "
+        f"{len(inv)} invariants, {result.model.n_nodes} nodes"
+    )
     return out
 
 
@@ -218,11 +253,18 @@ def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
     from .perfume import constrained_invariants_txt, constrained_text, mine_constrained
 
     if not a["onlyMineInvariants"]:
-        raise UsageError("--engine perfume: Perfume's time-constrained refinement is not "
-                         "implemented in statemine; give --onlyMineInvariants=true to mine "
-                         "and write its performance-constrained invariants")
-    inv = mine_constrained(log, a["supportCountThreshold"], a["ignoreNFbyInvs"],
-                           a["ignoreIntrByInvs"], a["ignoreInvsOverETypeSet"])
+        raise UsageError(
+            "--engine perfume: Perfume's time-constrained refinement is not "
+            "implemented in statemine; give --onlyMineInvariants=true to mine "
+            "and write its performance-constrained invariants"
+        )
+    inv = mine_constrained(
+        log,
+        a["supportCountThreshold"],
+        a["ignoreNFbyInvs"],
+        a["ignoreIntrByInvs"],
+        a["ignoreInvsOverETypeSet"],
+    )
     text = constrained_invariants_txt(inv, a["outputSupportCount"])
     if a["dumpInvariants"]:
         out.stderr += ["Mined invariants:", *constrained_text(inv)]
@@ -231,8 +273,9 @@ def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
     if a["outputPathPrefix"] is None:
         out.stdout = text
     out.result = inv
-    out.stderr.append(f"perfume: {log.n_traces} traces, {log.n_events} events, "
-                      f"{len(inv)} constrained invariants")
+    out.stderr.append(
+        f"perfume: {log.n_traces} traces, {log.n_events} events, {len(inv)} constrained invariants"
+    )
     return out
 
 
@@ -242,22 +285,39 @@ def _extra_checks(model, log, invariants: pd.DataFrame | None, out: ToolRun) -> 
     from .check import check_model
 
     if invariants is None:
-        invariants = pd.DataFrame({"kind": pd.Series([], dtype=object),
-                                   "first": pd.Series([], dtype=object),
-                                   "second": pd.Series([], dtype=object),
-                                   "support": pd.Series([], dtype="int64")})
+        invariants = pd.DataFrame(
+            {
+                "kind": pd.Series([], dtype=object),
+                "first": pd.Series([], dtype=object),
+                "second": pd.Series([], dtype=object),
+                "support": pd.Series([], dtype="int64"),
+            }
+        )
     report = check_model(model.to_networkx(), log, invariants)
     if not report.ok:
-        raise InputError(None, None, f"--performExtraChecks: the model rejects "
-                         f"{len(report.rejected)} traces and violates "
-                         f"{len(report.violated)} invariants")
-    out.stderr.append(f"checked: {report.n_traces} traces accepted, "
-                      f"{report.n_invariants} invariants hold")
+        raise InputError(
+            None,
+            None,
+            f"--performExtraChecks: the model rejects "
+            f"{len(report.rejected)} traces and violates "
+            f"{len(report.violated)} invariants",
+        )
+    out.stderr.append(
+        f"checked: {report.n_traces} traces accepted, {report.n_invariants} invariants hold"
+    )
 
 
 #: Options statemine passes to ``synoptic.jar`` itself (not re-sent as ``--name=value``).
-_JAR_OWN = {"regExps", "separatorRegExp", "partitionRegExp", "ignoreNonMatchingLines",
-            "randomSeed", "outputPathPrefix", "argsFilename", "synopticJar"}
+_JAR_OWN = {
+    "regExps",
+    "separatorRegExp",
+    "partitionRegExp",
+    "ignoreNonMatchingLines",
+    "randomSeed",
+    "outputPathPrefix",
+    "argsFilename",
+    "synopticJar",
+}
 
 
 def _java(value) -> str:

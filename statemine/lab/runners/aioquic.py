@@ -266,8 +266,12 @@ def _parse_request(data: bytes) -> int:
 
 def read_rate(prof: dict, seed: int) -> ReadRate:
     """The mobile application's read rate from the client profile (docs/lab-protocol.md)."""
-    return ReadRate(float(prof["read_rate_bps"]), float(prof.get("read_rate_cv") or 0.0),
-                    float(prof.get("read_rate_interval_s") or DEFAULT_READ_INTERVAL_S), seed)
+    return ReadRate(
+        float(prof["read_rate_bps"]),
+        float(prof.get("read_rate_cv") or 0.0),
+        float(prof.get("read_rate_interval_s") or DEFAULT_READ_INTERVAL_S),
+        seed,
+    )
 
 
 def _count_losses(conn: Any, counter: list[int]) -> None:
@@ -313,7 +317,9 @@ def simulate(config: dict) -> dict:
 
     def server_in(data: bytes) -> None:
         if server.conn is None:
-            header = pull_quic_header(Buffer(data=data), host_cid_length=server_cfg.connection_id_length)
+            header = pull_quic_header(
+                Buffer(data=data), host_cid_length=server_cfg.connection_id_length
+            )
             server.conn = QuicConnection(
                 configuration=server_cfg,
                 original_destination_connection_id=header.destination_cid,
@@ -331,7 +337,9 @@ def simulate(config: dict) -> dict:
 
     prof = config["client"]
     mobile = prof.get("profile", "desktop") == "mobile"
-    app = AppReader(read_rate(prof, int(config["seed"])) if mobile and prof.get("read_rate_bps") else None)
+    app = AppReader(
+        read_rate(prof, int(config["seed"])) if mobile and prof.get("read_rate_bps") else None
+    )
 
     def client_packet(data: bytes) -> None:
         """The client's transport processes one datagram now and hands what it delivered
@@ -356,8 +364,11 @@ def simulate(config: dict) -> dict:
 
     thread: NetworkThread | None = None
     if mobile:
-        cpu = CpuTime(float(prof.get("per_packet_cpu_s") or 0.0), float(prof.get("per_packet_cpu_cv") or 0.0),
-                      int(config["seed"]))
+        cpu = CpuTime(
+            float(prof.get("per_packet_cpu_s") or 0.0),
+            float(prof.get("per_packet_cpu_cv") or 0.0),
+            int(config["seed"]),
+        )
         thread = NetworkThread(
             client,
             cpu=cpu.draw,
@@ -376,9 +387,12 @@ def simulate(config: dict) -> dict:
     client.flush()
 
     def counters() -> dict:
-        return {"retransmissions": server_losses[0], "packets_sent": path.sent,
-                "packets_dropped": path.dropped + (thread.dropped if thread else 0),
-                "virtual_time_s": loop.now}
+        return {
+            "retransmissions": server_losses[0],
+            "packets_sent": path.sent,
+            "packets_dropped": path.dropped + (thread.dropped if thread else 0),
+            "virtual_time_s": loop.now,
+        }
 
     limit = float(config["time_limit_s"])
     try:
@@ -394,8 +408,14 @@ def simulate(config: dict) -> dict:
     plt = max(received["last"], received["plt"])
     if received["bytes"] != total:
         raise RuntimeError(f"received {received['bytes']} bytes, expected {total}")
-    return {"ok": True, "error": None, "plt_s": plt, "bytes": total,
-            "throughput_bps": 8.0 * total / plt if plt > 0 else None, **counters()}
+    return {
+        "ok": True,
+        "error": None,
+        "plt_s": plt,
+        "bytes": total,
+        "throughput_bps": 8.0 * total / plt if plt > 0 else None,
+        **counters(),
+    }
 
 
 # -- the subprocess ----------------------------------------------------------------------------
@@ -435,8 +455,11 @@ def main(argv: list[str] | None = None) -> int:
         result = simulate(config)
     except Exception as exc:  # a crash of the stack under test is a failed run, recorded
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    result.update(base, wall_time_s=time.perf_counter() - started,
-                  cpu_time_s=time.process_time() - cpu_started)
+    result.update(
+        base,
+        wall_time_s=time.perf_counter() - started,
+        cpu_time_s=time.process_time() - cpu_started,
+    )
     logging.shutdown()
     write_json(config["result_path"], result)
     return 0
@@ -477,11 +500,17 @@ def subprocess_env(tree: Path | None, config: dict) -> dict[str, str]:
     seed, and the instrument patch's loss-detection knobs."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[3])  # the directory holding statemine/
-    parts = ([str(tree)] if tree else []) + [root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    parts = (
+        ([str(tree)] if tree else [])
+        + [root]
+        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     env["PYTHONPATH"] = os.pathsep.join(parts)
     env["PYTHONHASHSEED"] = PYTHONHASHSEED
-    for key, var in (("reordering_threshold", "STATEMINE_REORDERING_THRESHOLD"),
-                     ("time_threshold", "STATEMINE_TIME_THRESHOLD")):
+    for key, var in (
+        ("reordering_threshold", "STATEMINE_REORDERING_THRESHOLD"),
+        ("time_threshold", "STATEMINE_TIME_THRESHOLD"),
+    ):
         env.pop(var, None)
         if config.get(key) is not None:
             env[var] = str(config[key])
@@ -504,13 +533,19 @@ def run(config: dict, cache: str | os.PathLike | None = None) -> dict:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "statemine.lab.runners.aioquic", str(config_path)],
-            env=subprocess_env(tree, config), capture_output=True, text=True, timeout=wall_limit_s,
+            env=subprocess_env(tree, config),
+            capture_output=True,
+            text=True,
+            timeout=wall_limit_s,
         )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)"}
     if proc.returncode != 0 or not result_path.exists():
         tail = (proc.stderr or "").strip().splitlines()[-3:]
-        return {"ok": False, "error": f"runner exited with status {proc.returncode}: {' | '.join(tail)}"}
+        return {
+            "ok": False,
+            "error": f"runner exited with status {proc.returncode}: {' | '.join(tail)}",
+        }
     with open(result_path, encoding="utf-8") as f:
         return json.load(f)
 

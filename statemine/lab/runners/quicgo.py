@@ -73,7 +73,11 @@ _QLOG_DEFAULT_SINCE = (0, 48, 0)
 #: quic-go versions from this one on trace through qlogwriter, not the logging package.
 _QLOGWRITER_SINCE = (0, 55, 0)
 #: The harness file holding each tracer API's code (one per build tag, None = no tag).
-_TRACER_FILES = {"quicgo_legacy_qlog": "qlog_legacy.go", "quicgo_logging_qlog": "qlog_logging.go", None: "qlog.go"}
+_TRACER_FILES = {
+    "quicgo_legacy_qlog": "qlog_legacy.go",
+    "quicgo_logging_qlog": "qlog_logging.go",
+    None: "qlog.go",
+}
 
 
 def parse_version(version: str) -> tuple[int, int, int]:
@@ -103,13 +107,21 @@ def qlog_tag(version: str) -> str | None:
 def go_env(cache: Path) -> dict[str, str]:
     """The environment of the ``go`` commands: module cache under ``cache``, no
     workspace, the installed toolchain only."""
-    return {**os.environ, "GOMODCACHE": str(cache / "gomod"), "GOFLAGS": "-modcacherw",
-            "GOWORK": "off", "GOTOOLCHAIN": "local", "GO111MODULE": "on"}
+    return {
+        **os.environ,
+        "GOMODCACHE": str(cache / "gomod"),
+        "GOFLAGS": "-modcacherw",
+        "GOWORK": "off",
+        "GOTOOLCHAIN": "local",
+        "GO111MODULE": "on",
+    }
 
 
 def _go(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     try:
-        proc = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            ["go", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1800
+        )
     except FileNotFoundError:
         raise StatemineError("`go` not found: the quic-go runner needs Go >= 1.25") from None
     if proc.returncode != 0:
@@ -205,8 +217,12 @@ def config_path_for(result_path: Path) -> Path:
     return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
 
 
-def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: float | None = None,
-        qlog_dir: str | os.PathLike | None = None) -> dict:
+def run(
+    config: dict,
+    cache: str | os.PathLike | None = None,
+    wall_limit_s: float | None = None,
+    qlog_dir: str | os.PathLike | None = None,
+) -> dict:
     """Run one config (docs/lab-protocol.md) in the harness subprocess.
 
     Writes the config beside ``result_path``, runs the harness, and returns the result
@@ -225,15 +241,24 @@ def run(config: dict, cache: str | os.PathLike | None = None, wall_limit_s: floa
     if qlog_dir is not None:
         env["QLOGDIR"] = str(qlog_dir)
     try:
-        proc = subprocess.run([str(binary), str(config_path)], capture_output=True, text=True,
-                              timeout=wall_limit_s, env=env)
+        proc = subprocess.run(
+            [str(binary), str(config_path)],
+            capture_output=True,
+            text=True,
+            timeout=wall_limit_s,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         result = {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)", **base}
         write_json(result_path, result)
         return result
     if proc.returncode != 0 or not result_path.exists():
         tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        result = {"ok": False, "error": f"quic-go harness exited with status {proc.returncode}: {tail}", **base}
+        result = {
+            "ok": False,
+            "error": f"quic-go harness exited with status {proc.returncode}: {tail}",
+            **base,
+        }
         write_json(result_path, result)
         return result
     with open(result_path, encoding="utf-8") as f:
