@@ -149,7 +149,9 @@ def main() -> None:
         print(f"{label:<28} {best:7.3f} s  ({args.events / best / 1e6:.2f} M events/s)")
     ts = read(log)
     for n_boot in (0, 1000):
-        best = min(_timed(lambda: summarize(ts, n_boot=n_boot)) for _ in range(args.repeat))
+        best = min(
+            _timed(lambda n_boot=n_boot: summarize(ts, n_boot=n_boot)) for _ in range(args.repeat)
+        )
         print(f"{'statistics, bootstrap=' + str(n_boot):<28} {best:7.3f} s")
     states, transitions = summarize(ts, n_boot=0)
     best = min(

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from statemine.lab import cellular, grid, scenario  # noqa: E402
-from statemine.lab.cellular import LinkTrace  # noqa: E402
-from statemine.lab.path import Link, LinkConfig  # noqa: E402
-from statemine.lab.runners import runner_for  # noqa: E402
+from statemine.lab import cellular, grid, scenario
+from statemine.lab.cellular import LinkTrace
+from statemine.lab.path import Link, LinkConfig
+from statemine.lab.runners import runner_for
 
 TARGETS = {"aioquic": 10_000, "quic-go": 50_000}
 

@@ -26,7 +26,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-
 from bench_infer import end_to_end, generate
 
 

@@ -43,10 +43,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from statemine.infer.synoptic import infer_log  # noqa: E402
-from statemine.infer.synoptic.formats import write_outputs  # noqa: E402
-from statemine.infer.synoptic.log import EventLog  # noqa: E402
-from statemine.parse.regex import read_regex, read_regex_arrays  # noqa: E402
+from statemine.infer.synoptic import infer_log
+from statemine.infer.synoptic.formats import write_outputs
+from statemine.infer.synoptic.log import EventLog
+from statemine.parse.regex import read_regex, read_regex_arrays
 
 REGEX = "^(?<DTIME>)(?<TYPE>)$"
 SEPARATOR = "^--$"

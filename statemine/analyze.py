@@ -76,7 +76,7 @@ def visits(
     """
     c = _coded_visits(traces, collapse_repeats, end, max_states)
     trace_ids = pd.Index(traces.traces["trace"].astype(str))
-    names = pd.Index(list(c.names) + [TERMINAL], dtype=str)
+    names = pd.Index([*list(c.names), TERMINAL], dtype=str)
     return pd.DataFrame(
         {
             "trace": pd.Categorical.from_codes(c.trace, categories=trace_ids),

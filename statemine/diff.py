@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -952,18 +953,18 @@ def _labels(ts: TraceSet, column: str) -> set[str]:
 
 
 __all__ = [
-    "DiffResult",
-    "diff",
-    "pooled_fraction",
-    "permutation_pvalues",
-    "bootstrap_delta",
-    "holm",
-    "transition_test",
-    "trace_shares",
-    "identical_columns",
-    "power",
-    "check_size",
     "IDENTICAL_TOL",
-    "MAX_STATES",
     "MAX_CELLS",
+    "MAX_STATES",
+    "DiffResult",
+    "bootstrap_delta",
+    "check_size",
+    "diff",
+    "holm",
+    "identical_columns",
+    "permutation_pvalues",
+    "pooled_fraction",
+    "power",
+    "trace_shares",
+    "transition_test",
 ]

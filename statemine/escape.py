@@ -132,6 +132,7 @@ __all__ = [
     "DISPLAY_CHARS",
     "EMPTY",
     "FORMULA_STARTS",
+    "TERMINAL_CHARS",
     "csv_cell",
     "display_name",
     "frame_csv",
@@ -139,6 +140,5 @@ __all__ = [
     "markup_text",
     "one_line",
     "rich_cell",
-    "TERMINAL_CHARS",
     "visible",
 ]

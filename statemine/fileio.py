@@ -26,9 +26,10 @@ import secrets
 import shutil
 import signal
 import threading
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from .errors import StatemineError
 
@@ -302,10 +303,8 @@ def _sweep_stale(parent: Path, name: str) -> None:
         if stale.is_dir() and not stale.is_symlink():
             shutil.rmtree(stale, ignore_errors=True)
         else:
-            try:
+            with suppress(OSError):
                 stale.unlink()
-            except OSError:
-                pass
 
 
 def _alive(pid: int) -> bool:

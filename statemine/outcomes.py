@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -67,10 +67,7 @@ def read_results(path: str | Path) -> pd.DataFrame:
     """Read a results table (.csv or .parquet); :class:`InputError` when unreadable or empty."""
     path = Path(path)
     try:
-        if path.suffix.lower() == ".parquet":
-            table = pd.read_parquet(path)
-        else:
-            table = pd.read_csv(path)
+        table = pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except FileNotFoundError:
         raise InputError(path, None, "no such file") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:
@@ -357,12 +354,12 @@ def _isnan(value: object) -> bool:
 
 
 __all__ = [
-    "read_results",
-    "compare_outcomes",
-    "welch_cell",
-    "identical_runs",
-    "heatmap",
+    "IDENTICAL_RTOL",
     "METRICS",
     "OUTCOME_COLUMNS",
-    "IDENTICAL_RTOL",
+    "compare_outcomes",
+    "heatmap",
+    "identical_runs",
+    "read_results",
+    "welch_cell",
 ]

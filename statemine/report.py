@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -406,4 +406,4 @@ def _figure_svg(fig) -> bytes:
     return buf.getvalue()
 
 
-__all__ = ["Outcomes", "build_report", "write_report", "reported_state"]
+__all__ = ["Outcomes", "build_report", "reported_state", "write_report"]

@@ -340,13 +340,13 @@ def _mark_events(ax, ts: TraceSet, trace: str) -> None:
 
 
 __all__ = [
-    "pick_trace",
-    "representative_trace",
-    "state_spans",
+    "STATE_COLOURS",
     "metric_series",
-    "throughput_series",
+    "pick_trace",
     "plot_cwnd",
     "plot_throughput",
-    "STATE_COLOURS",
+    "representative_trace",
     "state_colour",
+    "state_spans",
+    "throughput_series",
 ]

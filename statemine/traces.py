@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -81,7 +81,7 @@ class TraceSet:
         traces: pd.DataFrame | None = None,
         meta: Mapping[str, str] | None = None,
         metrics: pd.DataFrame | None = None,
-    ) -> "TraceSet":
+    ) -> TraceSet:
         """Build a set from an events frame, filling defaults and checking invariants.
 
         ``events`` needs at least ``trace``, ``time`` and ``state``; ``seq`` is derived
@@ -166,7 +166,7 @@ class TraceSet:
             if (np.diff(ev["time"].to_numpy())[same] < 0).any():
                 raise ValueError("time goes backwards within a trace")
 
-    def select(self, where: Mapping[str, object]) -> "TraceSet":
+    def select(self, where: Mapping[str, object]) -> TraceSet:
         """The traces whose labels (``traces`` columns) equal ``where``, compared as text.
 
         A label the traces do not carry matches nothing.
@@ -184,7 +184,7 @@ class TraceSet:
             mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
         return self.subset(mask)
 
-    def subset(self, mask: np.ndarray) -> "TraceSet":
+    def subset(self, mask: np.ndarray) -> TraceSet:
         """The traces where ``mask`` (one bool per ``traces`` row) is True, with their
         events and metrics."""
         keep = self.traces[mask].reset_index(drop=True)
@@ -198,7 +198,7 @@ class TraceSet:
         )
         return TraceSet.from_events(events.reset_index(drop=True), keep, self.meta, metrics)
 
-    def with_labels(self, **labels: str) -> "TraceSet":
+    def with_labels(self, **labels: str) -> TraceSet:
         """A copy whose every trace carries the given labels as ``traces`` columns."""
         tr = self.traces.copy()
         for key, value in labels.items():

@@ -16,7 +16,6 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-
 #: Code of INITIAL (as a visit's predecessor) and TERMINAL (as its successor).
 OUTSIDE = -1
 #: Where a trace's last state ends: its explicit end (a Close line) or last line, or its own line.
@@ -44,7 +43,7 @@ def group_order(codes: np.ndarray) -> np.ndarray:
     >>> group_order(np.array([2, 0, 2, 1, 0])).tolist()
     [1, 4, 3, 0, 2]
     """
-    if len(codes) and 0 <= codes.min() and codes.max() < 2**15:
+    if len(codes) and codes.min() >= 0 and codes.max() < 2**15:
         return np.argsort(codes.astype(np.int16), kind="stable")
     return np.argsort(codes, kind="stable")
 

@@ -14,7 +14,8 @@ of one new state each cost a few megabytes, not gigabytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class Coo(NamedTuple):
     n_cols: int
 
     @classmethod
-    def from_dense(cls, matrix: np.ndarray) -> "Coo":
+    def from_dense(cls, matrix: np.ndarray) -> Coo:
         row, col = np.nonzero(matrix)
         return cls(row, col, matrix[row, col].astype(float), matrix.shape[0], matrix.shape[1])
 
@@ -351,7 +352,7 @@ class VisitStats:
                 keys[a : a + _CHUNK] & _LOW, weights=count[a : a + _CHUNK], minlength=n_edges
             )
         out_of_src = np.bincount(src_group, weights=total, minlength=n_groups)
-        label = np.array(list(names) + [INITIAL, TERMINAL], dtype=object)
+        label = np.array([*list(names), INITIAL, TERMINAL], dtype=object)
         columns = {
             "src": label[np.where(self.edge_src == OUTSIDE, len(names), self.edge_src)],
             "dst": label[np.where(self.edge_dst == OUTSIDE, len(names) + 1, self.edge_dst)],

@@ -5,6 +5,7 @@ explicit product graph built with networkx (independent of the engine's matrix c
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 
 
 def brute_invariants(traces: list[list[str]]) -> set[tuple[str, str, str, int]]:
@@ -220,10 +221,10 @@ def model_json_text(model, invariants) -> str:
         events = []
         for i, e in enumerate(range(log.starts[k], log.starts[k + 1])):
             events.append(
-                '{"eventIndex":%d,"eventType":%s,"logLine":%d,"timestamp":%s}'
-                % (i, json.dumps(log.types[log.codes[e]]), log.lines[e], number(stamps[e]))
+                f'{{"eventIndex":{i},"eventType":{json.dumps(log.types[log.codes[e]])},'
+                f'"logLine":{int(log.lines[e])},"timestamp":{number(stamps[e])}}}'
             )
-        traces.append('{"traceID":%d,"events":[%s]}' % (k, ",".join(events)))
+        traces.append(f'{{"traceID":{k},"events":[{",".join(events)}]}}')
     labels = model.labels()
     parts = []
     for node in model.dot_order():
@@ -231,11 +232,10 @@ def model_json_text(model, invariants) -> str:
         if not members:
             continue
         parts.append(
-            '{"eventType":%s,"events":[%s]}'
-            % (
+            '{{"eventType":{},"events":[{}]}}'.format(
                 json.dumps(labels[node]),
                 ",".join(
-                    '{"traceID":%d,"eventIndex":%d}' % (t, e - log.starts[t])
+                    f'{{"traceID":{t},"eventIndex":{int(e - log.starts[t])}}}'
                     for e in members
                     for t in [int(log.trace_of[e])]
                 ),
@@ -243,10 +243,10 @@ def model_json_text(model, invariants) -> str:
         )
     inv = sort_invariants(invariants)
     invs = ",".join(
-        '{"invariantType":%s,"predicates":[%s,%s]}' % (json.dumps(k), json.dumps(a), json.dumps(b))
+        f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},{json.dumps(b)}]}}'
         for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
     )
-    return '{"log":[%s],"partitions":[%s],"invariants":[%s]}' % (
+    return '{{"log":[{}],"partitions":[{}],"invariants":[{}]}}'.format(
         ",".join(traces),
         ",".join(parts),
         invs,

@@ -9,6 +9,7 @@ statemine.parse.read and check the traces; then revert to byte-identical files.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -27,9 +28,11 @@ from statemine.patch import (
     check,
     fetch,
     port,
-    pristine as pristine_source,
     revert,
     versions,
+)
+from statemine.patch import (
+    pristine as pristine_source,
 )
 from statemine.patch.functions import enclosing_function
 
@@ -146,7 +149,7 @@ def test_fetch_apply_transfer_revert(version, pristine, tmp_path):
         # the data sender leaves Recovery for CongestionAvoidance (cwnd == ssthresh after it)
         states = server[server["kind"] == "state"]["state"].tolist()
         assert any(
-            a == "Recovery" and b == "CongestionAvoidance" for a, b in zip(states, states[1:])
+            a == "Recovery" and b == "CongestionAvoidance" for a, b in itertools.pairwise(states)
         )
         # the client only sends ACKs and a request: application limited after the handshake
         client_states = by_role["client"].query("kind == 'state'")["state"].tolist()
@@ -281,7 +284,7 @@ def test_port_1_7_2_to_1_6_0_keeps_hooks_in_their_functions(tmp_path):
     }
     got = _hook_functions(tree, files, hooks)
     assert got == _hook_functions(patched_old, files, hooks) and len(got) == len(hooks)
-    for rel in files + ["src/aioquic/quic/statemine.py"]:
+    for rel in [*files, "src/aioquic/quic/statemine.py"]:
         compile((tree / rel).read_text(), rel, "exec")
 
 

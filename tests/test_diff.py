@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-
 from test_diff_data import make_set, one_trace
+
 from statemine.analyze import state_stats, trace_state_times, visits
 from statemine.diff import (
     STATE_COLUMNS,

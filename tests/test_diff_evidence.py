@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from scipy import stats
-
 from test_diff_data import make_set
+
 from statemine.analyze import trace_state_times, visits
 from statemine.diff import (
     IDENTICAL_TOL,
@@ -21,8 +21,8 @@ from statemine.diff import (
     diff,
     identical_columns,
     permutation_pvalues,
-    power,
     pooled_fraction,
+    power,
     trace_shares,
 )
 from statemine.traces import TraceSet, concat, save
@@ -338,7 +338,7 @@ def test_cli_summary_numbers_match_the_table(tmp_path):
     # the pooled shares by hand: 12 traces of 1 + 1 + 8 s (times jitter) vs 1 + 4 + 5 s
     xa = matrix(a)
     assert rec["fraction_a"] == pytest.approx(xa[:, 1].sum() / xa.sum())
-    line = next(l for l in res.output.splitlines() if "Recovery" in l)
+    line = next(ln for ln in res.output.splitlines() if "Recovery" in ln)
     assert f"{rec['fraction_a']:.1%}" in line and f"{rec['fraction_b']:.1%}" in line
     assert f"{rec['delta']:+.3f} [{rec['delta_lo']:+.3f}, {rec['delta_hi']:+.3f}]" in line
     assert f"{rec['p_holm']:.2g}" in line

@@ -6,8 +6,8 @@ import shutil
 
 import pandas as pd
 import pytest
-
 from test_diff_data import make_set, one_trace
+
 from statemine.diff import diff
 from statemine.render import format_fraction
 from statemine.render_diff import DOWN, NEUTRAL, UP, diff_to_dot, render_diff

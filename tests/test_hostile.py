@@ -32,9 +32,9 @@ import resource
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -103,9 +103,10 @@ def gz_stream(*pieces: tuple[bytes, int]) -> bytes:
 def build_inputs(d: Path) -> None:
     """Write every input file of the catalog into ``d`` (deterministic)."""
     rng = random.Random(11)
-    w = lambda name, data: (d / name).write_bytes(
-        data if isinstance(data, bytes) else data.encode()
-    )  # noqa: E731
+
+    def w(name: str, data: str | bytes) -> None:
+        (d / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+
     w("good.log", GOOD)
     w("empty.log", b"")
     w("blank.log", "\n \n\t\n")

@@ -54,7 +54,7 @@ def hostile_log(tmp_path: Path, names=HOSTILE) -> Path:
 
 # -- display forms ----------------------------------------------------------------------------
 def test_display_form_makes_every_name_distinct_visible_and_short():
-    shown = [display_name(n) for n in HOSTILE + ["", "\\x1b[31mred"]]
+    shown = [display_name(n) for n in [*HOSTILE, "", "\\x1b[31mred"]]
     assert len(set(shown)) == len(shown)  # ESC and the four characters "\x1b" differ
     for text in shown:
         assert text.isprintable() and len(text) < 120
@@ -128,7 +128,7 @@ def test_any_name_renders_as_svg():
     import networkx as nx
 
     G = nx.DiGraph()
-    for i, name in enumerate(HOSTILE + ["", "\x00", "\x7f\x80\x9f", "\ud7ff\ufffe\U0010ffff"]):
+    for i, name in enumerate([*HOSTILE, "", "\x00", "\x7f\x80\x9f", "\ud7ff\ufffe\U0010ffff"]):
         G.add_node(name, time_fraction=0.01 * i)
         G.add_edge("INITIAL", name, probability=0.5)
     svg = dot_to(to_dot(G, title="\x1b[2J" + "t" * 10_000), "svg")
@@ -189,7 +189,7 @@ def test_write_set_refuses_a_folder_with_other_files(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.md").write_text("mine")
-    with pytest.raises(StatemineError, match="did not write .'notes.md'"):
+    with pytest.raises(StatemineError, match=r"did not write .'notes.md'"):
         fileio.write_set(out, {"a": "1"})
     assert os.listdir(out) == ["notes.md"] and sorted(os.listdir(tmp_path)) == ["out"]
 
@@ -239,7 +239,7 @@ def test_stale_temporaries_of_dead_processes_are_swept(tmp_path):
 
 def test_write_atomic_error_is_one_line(tmp_path):
     (tmp_path / "file").write_text("x")
-    with pytest.raises(StatemineError, match="cannot write"):
+    with pytest.raises(StatemineError, match=r"cannot write"):
         fileio.write_atomic(tmp_path / "file" / "below", "y")
 
 
@@ -276,7 +276,7 @@ def test_folder_walk_reads_each_file_once_through_link_loops(tmp_path):
 def test_a_pipe_or_device_named_directly_is_refused(tmp_path):
     os.mkfifo(tmp_path / "p.log")
     for path in (tmp_path / "p.log", Path("/dev/zero")):
-        with pytest.raises(InputError, match="not a regular file"):
+        with pytest.raises(InputError, match=r"not a regular file"):
             expand_paths(path)
 
 
@@ -301,7 +301,7 @@ def test_gzip_bomb_is_refused_before_it_is_held(tmp_path, members):
     bomb = _bomb(tmp_path / "bomb.qlog.gz", 64 << 20, members=members)
     tracemalloc.start()
     try:
-        with pytest.raises(InputError, match="decompresses to more than") as err:
+        with pytest.raises(InputError, match=r"decompresses to more than") as err:
             read_qlog(bomb, max_document_bytes=32 << 20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

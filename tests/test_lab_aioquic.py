@@ -279,7 +279,9 @@ def test_rerun_reproduces_a_shipped_log_byte_for_byte(tmp_path):
         main, ["lab", "rerun", str(run_dir / "config.json"), "--out", str(tmp_path)]
     )
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "run.log").read_bytes() == gzip.open(run_dir / "run.log.gz").read()
+    assert (tmp_path / "run.log").read_bytes() == gzip.decompress(
+        (run_dir / "run.log.gz").read_bytes()
+    )
 
 
 def test_rerun_rejects_a_file_that_is_not_a_config(tmp_path):

@@ -9,12 +9,12 @@ import bisect
 
 import numpy as np
 import pytest
+from shared_data import shared
 
 from statemine.errors import InputError
 from statemine.lab import cellular
 from statemine.lab.cellular import LinkTrace
 from statemine.lab.path import Link, LinkConfig
-from shared_data import shared
 
 
 def brute_times(times: list[int], loops: int) -> list[int]:

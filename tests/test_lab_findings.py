@@ -172,7 +172,7 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
     )
     for r in ref.itertuples():
         line = next(
-            l for l in res.output.splitlines() if l.startswith(f"│ {r.stack}") and "->" in l
+            ln for ln in res.output.splitlines() if ln.startswith(f"│ {r.stack}") and "->" in ln
         )
         for text in (
             f"{r.share_a:.1%}",
@@ -187,9 +187,9 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
     for impl, stack in (("aioquic", "aioquic@1.7.2"), ("quic-go", "quic-go@v0.65.0")):
         for profile in ("desktop", "mobile"):
             line = next(
-                l
-                for l in res.output.splitlines()
-                if l.startswith(f"│ {stack}") and f"│ {profile} " in l and "->" not in l
+                ln
+                for ln in res.output.splitlines()
+                if ln.startswith(f"│ {stack}") and f"│ {profile} " in ln and "->" not in ln
             )
             plt = results.loc[(results["impl"] == impl) & (results["profile"] == profile), "plt_s"]
             assert (
@@ -207,7 +207,7 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
 
 
 def test_cli_markdown_is_the_library_markdown_unwrapped(varied):
-    root, loaded = varied
+    root, _loaded = varied
     res = CliRunner().invoke(
         main,
         ["lab", "findings", str(root), "--markdown", "--permutations", "999", "--bootstrap", "300"],
@@ -445,7 +445,8 @@ def test_quic_go_v065_spends_far_less_time_in_recovery_under_jitter(table):
 def _shares_from_raw_log(path: Path, role: str = "server") -> tuple[dict[str, float], int]:
     """Time per state and LossDetected count of one role, from the raw log by hand."""
     times, states, losses, close = [], [], 0, None
-    for line in gzip.open(path, "rt"):
+    text = gzip.decompress(path.read_bytes()).decode()
+    for line in text.splitlines():
         m = re.search(r"STATEMINE t=(\S+) conn=\S+ role=(\S+) (state|event)=(\S+)", line)
         if not m or m[2] != role:
             continue

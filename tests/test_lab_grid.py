@@ -11,7 +11,8 @@ import pytest
 
 from statemine import traces
 from statemine.errors import UsageError
-from statemine.lab import grid, scenario as sc
+from statemine.lab import grid
+from statemine.lab import scenario as sc
 
 
 class FakeRunner:

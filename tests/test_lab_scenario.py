@@ -148,9 +148,9 @@ def test_version_without_patch_lists_the_patched_ones(tmp_path):
 
 
 def test_toml_syntax_error_and_missing_file(tmp_path):
-    with pytest.raises(InputError, match="not valid TOML"):
+    with pytest.raises(InputError, match=r"not valid TOML"):
         sc.load(write(tmp_path, "[scenario\n"))
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match=r"cannot read"):
         sc.load(tmp_path / "absent.toml")
     with pytest.raises(InputError, match=r"\[scenario\]"):
         sc.load(write(tmp_path, "[grid]\n"))
@@ -233,7 +233,7 @@ def test_grid_size_is_capped_before_the_grid_is_built(tmp_path):
         HEAD
         + "runs = 10000\n[grid]\nrtt_ms = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]\n",
     )
-    with pytest.raises(InputError, match="scenario.runs: 21 cells x 10000 runs"):
+    with pytest.raises(InputError, match=r"scenario.runs: 21 cells x 10000 runs"):
         sc.load(p)
 
 
@@ -345,7 +345,7 @@ def test_lab_honours_statemine_patches(tmp_path, monkeypatch):
     shutil.copytree(root, mine)
     shutil.copytree(mine / "aioquic" / "1.7.2", mine / "aioquic" / "1.7.3")
     text = HEAD + '[grid]\nstack = "aioquic@1.7.3"\n'
-    with pytest.raises(InputError, match="no instrument patch"):
+    with pytest.raises(InputError, match=r"no instrument patch"):
         sc.load(write(tmp_path, text))
     monkeypatch.setenv("STATEMINE_PATCHES", str(mine))
     assert sc.load(write(tmp_path, text)).cells[0]["stack"] == "aioquic@1.7.3"

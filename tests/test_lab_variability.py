@@ -50,7 +50,7 @@ def test_all_sources_runs_differ_and_rerun_is_byte_identical(stack, tmp_path):
     assert res.exit_code == 0, res.output
     runs = sorted((out / "runs").iterdir())
     assert len(runs) == 2 and len(list((out / "link-traces").iterdir())) == 2
-    logs = [gzip.open(r / "run.log.gz").read() for r in runs]
+    logs = [gzip.decompress((r / "run.log.gz").read_bytes()) for r in runs]
     assert logs[0] != logs[1]  # the seeds differ
     results = [json.loads((r / "result.json").read_text()) for r in runs]
     assert all(r["ok"] for r in results) and results[0]["plt_s"] != results[1]["plt_s"]

@@ -38,7 +38,7 @@ def statemine_line(draw) -> str:
     head += f" {draw(st.sampled_from(KINDS))}={draw(token)}"
     fields = [f"{k}={draw(number)}" for k in draw(st.lists(st.sampled_from(NUMERIC), unique=True))]
     fields += [f"x{i}={draw(token)}" for i in range(draw(st.integers(0, 2)))]
-    return prefix + " ".join([head] + draw(st.permutations(fields)))
+    return prefix + " ".join([head, *draw(st.permutations(fields))])
 
 
 def reference(lines: list[str]) -> list[dict]:
@@ -125,7 +125,7 @@ def test_numbers_equal_python_float(tmp_path_factory, text):
 def test_infinite_time_is_refused(tmp_path):
     p = tmp_path / "t.log"
     p.write_text("STATEMINE t=inf conn=a state=S\n")
-    with pytest.raises(InputError, match="not a finite number"):
+    with pytest.raises(InputError, match=r"not a finite number"):
         list(LogScan(p))
 
 
@@ -133,7 +133,7 @@ def test_infinite_time_is_refused(tmp_path):
 def test_numbers_python_would_not_take_either(tmp_path, bad):
     p = tmp_path / "b.log"
     p.write_text(f"STATEMINE t=1 conn=a state=S cwnd={bad}\n")
-    with pytest.raises(InputError, match="cwnd= is not a number|expected key=value"):
+    with pytest.raises(InputError, match=r"cwnd= is not a number|expected key=value"):
         list(LogScan(p))
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from test_patch_engine import EDITED, ORIG, full_patch, hashes, make_patches, make_tree
 
 from statemine.cli import main
-from test_patch_engine import EDITED, ORIG, full_patch, hashes, make_patches, make_tree
 
 
 def run(*args):

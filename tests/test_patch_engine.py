@@ -156,7 +156,7 @@ def test_atomic_when_a_middle_hunk_fails(tmp_path):
     patches = make_patches(tmp_path / "p", {"1": udiff("f.txt", orig, new)})
     tree = make_tree(tmp_path / "t", {"f.txt": orig.replace("49\n50\n51\n", "49\nX\n51\n")})
     before = hashes(tree)
-    with pytest.raises(InputError, match="hunk 2 for f.txt"):
+    with pytest.raises(InputError, match=r"hunk 2 for f.txt"):
         apply("demo", "1", tree, patches)
     assert hashes(tree) == before
 
@@ -235,12 +235,12 @@ def test_symlinks_refused(tmp_path):
     tree.mkdir()
     (tree / "pkg").symlink_to(outside / "pkg")
     before = hashes(outside)
-    with pytest.raises(InputError, match="symlink"):
+    with pytest.raises(InputError, match=r"symlink"):
         apply("demo", "1.0", tree, patches)
     # a file symlink
     tree2 = make_tree(tmp_path / "t2", {"pkg/a.py": ORIG["pkg/a.py"]})
     (tree2 / "pkg/b.py").symlink_to(outside / "b.py")
-    with pytest.raises(InputError, match="symlink"):
+    with pytest.raises(InputError, match=r"symlink"):
         apply("demo", "1.0", tree2, patches)
     assert hashes(outside) == before
     assert (tree2 / "pkg/a.py").read_text() == ORIG["pkg/a.py"]
@@ -259,7 +259,7 @@ def test_source_record_of_other_version_refused(env):
     patches, tree = env
     (tree / ".statemine-source.json").write_text(json.dumps({"impl": "demo", "version": "2.0"}))
     before = hashes(tree)
-    with pytest.raises(UsageError, match="holds demo 2.0"):
+    with pytest.raises(UsageError, match=r"holds demo 2.0"):
         apply("demo", "1.0", tree, patches)
     assert hashes(tree) == before
 
@@ -269,7 +269,7 @@ def test_revert_refuses_modified_file(env):
     apply("demo", "1.0", tree, patches)
     (tree / "pkg/b.py").write_text("edited by hand\n")
     snapshot = hashes(tree)
-    with pytest.raises(InputError, match="changed since the patch was applied"):
+    with pytest.raises(InputError, match=r"changed since the patch was applied"):
         revert("demo", "1.0", tree, patches)
     assert hashes(tree) == snapshot
 
@@ -280,7 +280,7 @@ def test_offset_then_port_with_fuzz(tmp_path):
     # version 2: 7 lines inserted at the top (offset), a context line near hunk 2 changed (fuzz)
     v2 = "".join(f"new {i}\n" for i in range(7)) + orig.replace("line 27\n", "line 27 changed\n")
     tree = make_tree(tmp_path / "t", {"pkg/a.py": v2})
-    with pytest.raises(InputError, match="another version"):
+    with pytest.raises(InputError, match=r"another version"):
         apply("demo", "1.0", tree, patches)
     before = hashes(tree)
     for dry_run in (True, False):
@@ -381,14 +381,14 @@ def test_revert_refuses_a_corrupt_record(env):
     rec["files"][0]["before_zlib_b64"] = "not base64!"
     (tree / RECORD).write_text(json.dumps(rec))
     snapshot = hashes(tree)
-    with pytest.raises(InputError, match="corrupt"):
+    with pytest.raises(InputError, match=r"corrupt"):
         revert("demo", "1.0", tree, patches)
     rec["files"][0]["path"] = "../outside"
     (tree / RECORD).write_text(json.dumps(rec))
-    with pytest.raises(InputError, match="'..' is not allowed"):
+    with pytest.raises(InputError, match=r"'..' is not allowed"):
         revert("demo", "1.0", tree, patches)
     (tree / RECORD).write_text("[1, 2")
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(InputError, match=r"not valid JSON"):
         revert("demo", "1.0", tree, patches)
     assert {k: v for k, v in hashes(tree).items() if k != RECORD} == {
         k: v for k, v in snapshot.items() if k != RECORD
@@ -400,7 +400,7 @@ def test_apply_refuses_a_shifted_tree_that_port_accepts(env):
     patches, tree = env
     (tree / "pkg/a.py").write_text("# one more line\n" + ORIG["pkg/a.py"])
     before = hashes(tree)
-    with pytest.raises(InputError, match="hunk 1 for pkg/a.py .*applies only at an offset"):
+    with pytest.raises(InputError, match=r"hunk 1 for pkg/a.py .*applies only at an offset"):
         check("demo", "1.0", tree, patches)
     assert hashes(tree) == before
     report = port("demo", "1.0", "1.0-shifted", tree, patches=patches)

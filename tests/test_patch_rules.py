@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_patch_engine import ORIG, full_patch, hashes, make_patches, make_tree
 
 from statemine.errors import InputError, UsageError
 from statemine.patch import PortFailed, apply, fetch, load_impl, port, revert
@@ -21,7 +22,6 @@ from statemine.patch.apply import RECORD
 from statemine.patch.functions import enclosing_function
 
 fetch_mod = importlib.import_module("statemine.patch.fetch")
-from test_patch_engine import full_patch, hashes, make_patches, make_tree, ORIG
 
 
 def write_impl(root: Path, text: str, name: str = "demo") -> Path:
@@ -71,7 +71,7 @@ def test_fetch_refuses_an_escaping_python_path_before_writing(tmp_path, monkeypa
         tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\npython_path = "../../escape"\n'
     )
     monkeypatch.setattr(fetch_mod, "_sdist", lambda *a: pytest.fail("must not download"))
-    with pytest.raises(InputError, match="impl.toml: python_path: unsafe path"):
+    with pytest.raises(InputError, match=r"impl.toml: python_path: unsafe path"):
         fetch("demo", "1.0", tmp_path / "dest", root)
     assert not (tmp_path / "dest").exists() and not (tmp_path / "escape").exists()
 
@@ -79,7 +79,7 @@ def test_fetch_refuses_an_escaping_python_path_before_writing(tmp_path, monkeypa
 @pytest.mark.parametrize("version", ["../../x", "-r", ".hidden", "a/b"])
 def test_fetch_refuses_unsafe_versions(tmp_path, version):
     root = write_impl(tmp_path / "p", 'fetch = "pypi-sdist"\npackage = "demo"\n')
-    with pytest.raises(UsageError, match="invalid version"):
+    with pytest.raises(UsageError, match=r"invalid version"):
         fetch("demo", version, tmp_path / "dest", root)
 
 
@@ -103,7 +103,7 @@ def test_fetch_does_not_write_through_a_symlink_in_the_sdist(tmp_path, monkeypat
         zf.writestr("pkg/_ext.so", b"\x7fELF")
     monkeypatch.setattr(fetch_mod, "_sdist", lambda *a: sdist)
     monkeypatch.setattr(fetch_mod, "_built_wheel", lambda *a: wheel)
-    with pytest.raises(InputError, match="refusing to patch through the symlink"):
+    with pytest.raises(InputError, match=r"refusing to patch through the symlink"):
         fetch("demo", "1.0", tmp_path / "dest", root)
     assert not (tmp_path / "dest").exists()
 
@@ -116,13 +116,13 @@ def test_symlinks_out_of_the_patches_folder_are_refused(tmp_path):
     root = tmp_path / "p"
     (root / "demo").mkdir(parents=True)
     (root / "demo" / "impl.toml").symlink_to(outside / "impl.toml")
-    with pytest.raises(InputError, match="leads outside the patches folder"):
+    with pytest.raises(InputError, match=r"leads outside the patches folder"):
         load_impl("demo", root)
     (root / "demo" / "impl.toml").unlink()
     (root / "demo" / "impl.toml").write_text('fetch = "pypi-sdist"\npackage = "demo"\n')
     (root / "demo" / "1.0").symlink_to(outside, target_is_directory=True)
     tree = make_tree(tmp_path / "t", ORIG)
-    with pytest.raises(InputError, match="leads outside the patches folder"):
+    with pytest.raises(InputError, match=r"leads outside the patches folder"):
         apply("demo", "1.0", tree, root)
 
 
@@ -185,11 +185,11 @@ def test_record_listing_itself_or_a_file_twice_is_refused(tmp_path):
     rec = json.loads((tree / RECORD).read_text())
     twice = {**rec, "files": rec["files"] + rec["files"][:1]}
     (tree / RECORD).write_text(json.dumps(twice))
-    with pytest.raises(InputError, match="malformed record: a file is listed twice"):
+    with pytest.raises(InputError, match=r"malformed record: a file is listed twice"):
         revert("demo", "1.0", tree, patches)
     itself = {**rec, "files": [{**rec["files"][0], "path": RECORD}]}
     (tree / RECORD).write_text(json.dumps(itself))
-    with pytest.raises(InputError, match="it lists itself"):
+    with pytest.raises(InputError, match=r"it lists itself"):
         revert("demo", "1.0", tree, patches)
 
 
@@ -279,7 +279,7 @@ def test_section_text_names_the_function_without_the_old_source(tmp_path):
         tmp_path / "p", {"1.0": patch.replace(" @@\n", " @@ def send(now):\n", 1)}
     )
     tree = make_tree(tmp_path / "t", {"pkg/c.py": new_text})
-    with pytest.raises(PortFailed, match="only in function consume, not in function send"):
+    with pytest.raises(PortFailed, match=r"only in function consume, not in function send"):
         port("demo", "1.0", "2.0", tree, patches=patches)
     patches = make_patches(tmp_path / "p2", {"1.0": patch})  # no section text: offset rule only
     assert port("demo", "1.0", "2.0", tree, patches=patches, dry_run=True).hunks[
@@ -308,7 +308,7 @@ def test_go_func_rule(tmp_path):
     )
     patched = old_text.replace("\tv3 = 3\n", "\tv3 = 3\n\thook(now)\n", 1)
     patches, old, tree = _port_case(tmp_path, old_text, new_text, patched, path="c.go")
-    with pytest.raises(PortFailed, match="only in function Other, not in function H.Send"):
+    with pytest.raises(PortFailed, match=r"only in function Other, not in function H.Send"):
         port("demo", "1.0", "2.0", tree, patches=patches, old_root=old)
 
 

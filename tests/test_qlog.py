@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from shared_data import shared
 
 import statemine.parse.derive
@@ -372,7 +371,12 @@ def test_100_mb_binary_line_is_refused_after_reading_its_head(tmp_path):
     with open(f, "wb") as fh:
         for _ in range(100):
             fh.write(b"\x00garbage" * (1 << 17))
-    peak = _peak_mib(lambda: pytest.raises(InputError, read_qlog, f))
+
+    def refuse():
+        with pytest.raises(InputError):
+            read_qlog(f)
+
+    peak = _peak_mib(refuse)
     assert peak < 4
 
 
@@ -486,7 +490,7 @@ def test_real_aioquic_files_with_derived_states(name):
         expected_states = _reference_derivation([c for _, c in metric])
         expected = [
             (round(t, 6), s + " (derived)")
-            for (t, _), s, before in zip(metric, expected_states, [None] + expected_states[:-1])
+            for (t, _), s, before in zip(metric, expected_states, [None, *expected_states[:-1]])
             if s != before
         ]
         kept = [e for e in trace["events"] if e[2] not in ("packet_sent", "packet_received")]

@@ -5,8 +5,8 @@ path. Every figure is checked against a plain loop over the file's JSON."""
 from __future__ import annotations
 
 import gzip
-import math
 import json
+import math
 
 import pytest
 from shared_data import shared

@@ -21,11 +21,11 @@ import time
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from test_synoptic_regex import _fast_and_loop
 
 import statemine.parse.regex as regex_mod
 from statemine.errors import InputError, UsageError
 from statemine.parse.regex import compile_regex, read_regex
-from test_synoptic_regex import _fast_and_loop
 
 EXAMPLES = int(os.environ.get("STATEMINE_FUZZ_EXAMPLES", "50"))
 NAMES = ("TYPE", "A", "B")

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from test_diff_data import make_set
+
 from statemine.cli import main
 from statemine.errors import UsageError
 from statemine.report import Outcomes, build_report
@@ -219,7 +219,7 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
         "mob / implementation=x",
         "mob / implementation=y",
     ]
-    for (group, trace, share), (ts, impl) in zip(
+    for (_group, trace, share), (ts, impl) in zip(
         headings, [(a, "x"), (a, "y"), (b, "x"), (b, "y")]
     ):
         expected = representative_trace(ts.select({"implementation": impl}), "Recovery")

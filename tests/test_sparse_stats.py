@@ -3,11 +3,12 @@ the cap on distinct state names, and memory on hostile logs (issue 11 item 1).""
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
-import warnings
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,7 @@ def random_chunks(
     time = np.cumsum(rng.exponential(1.0, n_lines) * (rng.random(n_lines) < 0.9))
     fold = VisitFold()
     cuts = np.unique(np.r_[0, rng.integers(0, n_lines, n_cuts), n_lines])
-    chunks = [fold.add(trace[a:b], state[a:b], time[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    chunks = [fold.add(trace[a:b], state[a:b], time[a:b]) for a, b in itertools.pairwise(cuts)]
     chunks.append(fold.finish(np.where(rng.random(n_traces) < 0.5, time[-1] + 1, -np.inf)))
     return chunks
 

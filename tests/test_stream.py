@@ -3,6 +3,7 @@ dwell-time sketch, and the read-ahead thread."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -92,7 +93,7 @@ def test_fold_in_any_blocks_gives_the_visits_of_one_block():
 
     def visits(cuts, collapse):
         fold = VisitFold(collapse)
-        chunks = [fold.add(trace[a:b], state[a:b], time[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        chunks = [fold.add(trace[a:b], state[a:b], time[a:b]) for a, b in itertools.pairwise(cuts)]
         chunks.append(fold.finish(np.full(5, time[-1] + 1)))
         rows = {
             tuple(map(float, r))

@@ -9,11 +9,10 @@ import stat
 
 import pytest
 from click.testing import CliRunner
-
-from statemine.cli import main
-
 from shared_data import shared
 from synoptic_reference import generated_event_log
+
+from statemine.cli import main
 
 CASE = "repo-osx-login"
 STATE_CASE = "repo-simple-email"  # one node per type: our files equal Synoptic's

@@ -9,17 +9,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from statemine.infer.synoptic import infer_log, infer_synoptic
-from statemine.infer.synoptic.check import check_model
-from statemine.infer.synoptic.coarsen import coarsen
-from statemine.infer.synoptic.check import InvariantCodes
-from statemine.infer.synoptic.invariants import mine
-from statemine.infer.synoptic.log import EventLog
-from statemine.infer.synoptic.model import PartitionModel, probability_text
-from statemine.infer.synoptic.refine import refine, refine_by_history, refine_targeted
-from statemine.traces import TraceSet
-
 from synoptic_reference import (
     accepts,
     brute_invariants,
@@ -28,6 +17,15 @@ from synoptic_reference import (
     invariant_holds,
     model_json_text,
 )
+
+from statemine.infer.synoptic import infer_log, infer_synoptic
+from statemine.infer.synoptic.check import InvariantCodes, check_model
+from statemine.infer.synoptic.coarsen import coarsen
+from statemine.infer.synoptic.invariants import mine
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel, probability_text
+from statemine.infer.synoptic.refine import refine, refine_by_history, refine_targeted
+from statemine.traces import TraceSet
 
 traces_strategy = st.lists(
     st.lists(st.sampled_from("abcde"), min_size=1, max_size=9), min_size=1, max_size=7
@@ -130,7 +128,7 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     adj = np.array(rows, dtype=bool)
     adj[:, 0] = False  # nothing enters INITIAL, nothing leaves TERMINAL
     adj[1, :] = False
-    node_type = np.array([-1, -1] + types)
+    node_type = np.array([-1, -1, *types])
     a = a if kind == 0 else max(a, 0)
     assert counterexample(adj, node_type, kind, a, b) == counterexample_queue(
         adj, node_type, kind, a, b

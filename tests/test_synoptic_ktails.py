@@ -11,16 +11,15 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_data import shared
+from synoptic_reference import accepts
+from test_synoptic_oracle import oracle_cases
 
 from statemine.cli import main
 from statemine.infer.synoptic.formats import read_dot, to_lts
 from statemine.infer.synoptic.ktails import ktails
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
-
-from shared_data import shared
-from synoptic_reference import accepts
-from test_synoptic_oracle import oracle_cases
 
 traces_strategy = st.lists(
     st.lists(st.sampled_from("abc"), min_size=1, max_size=8), min_size=1, max_size=6
@@ -32,7 +31,7 @@ def brute_k_classes(traces: list[list[str]], k: int) -> list[tuple]:
     in its trace's chain (TERMINAL included), with its label: k-tails' equivalence."""
     out = []
     for tr in traces:
-        chain = tr + ["TERMINAL"]
+        chain = [*tr, "TERMINAL"]
         for i, label in enumerate(tr):
             strings = {tuple(chain[i : i + n]) for n in range(1, k + 1)}
             out.append((label, frozenset(strings)))

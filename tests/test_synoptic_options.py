@@ -9,12 +9,11 @@ import json
 import networkx as nx
 import pytest
 from click.testing import CliRunner
+from synoptic_reference import accepts, brute_invariants, generated_event_log, invariant_holds
 
 from statemine.cli import main
 from statemine.infer.synoptic.formats import read_dot, to_dot
 from statemine.infer.synoptic.log import EventLog
-
-from synoptic_reference import accepts, brute_invariants, generated_event_log, invariant_holds
 
 REGEX, SEP = "^(?<DTIME>)(?<TYPE>)$", "^--$"
 
@@ -152,7 +151,7 @@ BASE = ["-r", REGEX, "-s", SEP, "-o", "out", "--randomSeed=1"]
 @pytest.mark.parametrize("name", sorted(DOCUMENTED))
 def test_every_documented_option_is_honoured_or_refused(work, name):
     folder, _ = work
-    kind, default = DOCUMENTED[name]
+    _kind, default = DOCUMENTED[name]
     value = VALUES.get(name, "false" if default is True else "true")
     extra = COMPANION.get(name, [])
     base_code, base_output, before = base_run(folder, extra)
@@ -178,15 +177,15 @@ def test_help_and_version(work):
 
 
 def test_output_switches(work):
-    folder, traces = work
-    assert run(BASE + ["cc.log"]).exit_code == 0
+    folder, _traces = work
+    assert run([*BASE, "cc.log"]).exit_code == 0
     assert sorted(p.name for p in folder.glob("out*")) == ["out.dot"]  # Synoptic's defaults
     g = read_dot(folder / "out.dot")
     assert all(d["count"] == -1 and d["probability"] >= 0 for *_, d in g.edges(data=True))
     assert (
         run(
-            BASE
-            + [
+            [
+                *BASE,
                 "--outputInvariantsToFile=true",
                 "--outputJSON=true",
                 "--outputCountLabels=true",
@@ -201,19 +200,19 @@ def test_output_switches(work):
     assert json.loads((folder / "out.json").read_text())["log"]
     counts = read_dot(folder / "out.dot")
     assert all(
-        d["count"] > 0 and d["probability"] != d["probability"] or d["probability"] == -1
+        (d["count"] > 0 and d["probability"] != d["probability"]) or d["probability"] == -1
         for *_, d in counts.edges(data=True)
     )
     assert (
         run(
-            BASE + ["--outputInvariantsToFile=true", "--outputSupportCount=true", "cc.log"]
+            [*BASE, "--outputInvariantsToFile=true", "--outputSupportCount=true", "cc.log"]
         ).exit_code
         == 0
     )
     with_counts = (folder / "out.invariants.txt").read_text().splitlines()
     assert [line.split("\t")[0] for line in with_counts] == inv_text.splitlines()
     assert all("\tsupport count " in line for line in with_counts)
-    assert run(BASE + ["--outputEdgeLabels=false", "cc.log"]).exit_code == 0
+    assert run([*BASE, "--outputEdgeLabels=false", "cc.log"]).exit_code == 0
     assert all(
         'label=""' in line for line in (folder / "out.dot").read_text().splitlines() if "->" in line
     )
@@ -221,19 +220,19 @@ def test_output_switches(work):
 
 def test_show_node_switches_and_gml(work):
     folder, _ = work
-    assert run(BASE + ["--outputCountLabels=true", "cc.log"]).exit_code == 0
+    assert run([*BASE, "--outputCountLabels=true", "cc.log"]).exit_code == 0
     full = read_dot(folder / "out.dot")
     for flag, hidden in (
         ("--showInitialNode=false", "INITIAL"),
         ("--showTerminalNode=false", "TERMINAL"),
     ):
-        assert run(BASE + ["--outputCountLabels=true", flag, "cc.log"]).exit_code == 0
+        assert run([*BASE, "--outputCountLabels=true", flag, "cc.log"]).exit_code == 0
         text = (folder / "out.dot").read_text()
         assert f'label="{hidden}"' not in text
         kept = [n for n, d in full.nodes(data=True) if d["label"] != hidden]
         assert text.count(" [label=") - text.count("->") == len(kept)
         assert text.count("->") == full.subgraph(kept).number_of_edges()
-    assert run(BASE + ["--outputCountLabels=true", "--exportAsGML=true", "cc.log"]).exit_code == 0
+    assert run([*BASE, "--outputCountLabels=true", "--exportAsGML=true", "cc.log"]).exit_code == 0
     assert not (folder / "out.dot").exists() or True
     gml = nx.parse_gml((folder / "out.gml").read_text(), label="id")
     assert sorted(d["label"] for _, d in gml.nodes(data=True)) == sorted(
@@ -266,7 +265,8 @@ def test_gml_and_dot_escape_hostile_labels(tmp_path):
 )
 def test_invariant_filters_match_their_definitions(work, threshold, nfby, types):
     folder, traces = work
-    args = BASE + [
+    args = [
+        *BASE,
         "--outputInvariantsToFile=true",
         "--outputSupportCount=true",
         f"--supportCountThreshold={threshold}",
@@ -274,7 +274,7 @@ def test_invariant_filters_match_their_definitions(work, threshold, nfby, types)
     ]
     if types:
         args.append(f"--ignoreInvsOverETypeSet={types}")
-    assert run(args + ["cc.log"]).exit_code == 0
+    assert run([*args, "cc.log"]).exit_code == 0
     ignored = set(types.split(";")) if types else set()
     expected = {
         (k, a, b, s)
@@ -380,7 +380,7 @@ def test_only_mine_and_initial_graph_dump(work):
     folder, traces = work
     res = run(["-r", REGEX, "-s", SEP, "--onlyMineInvariants=true", "cc.log"])
     assert res.exit_code == 0 and "AlwaysFollowedBy(t)" in res.output
-    assert run(BASE + ["--dumpInitialPartitionGraph=true", "cc.log"]).exit_code == 0
+    assert run([*BASE, "--dumpInitialPartitionGraph=true", "cc.log"]).exit_code == 0
     assert (folder / "out.condensed.dot").read_text() == to_dot(
         __import__(
             "statemine.infer.synoptic.model", fromlist=["PartitionModel"]
@@ -389,7 +389,7 @@ def test_only_mine_and_initial_graph_dump(work):
 
 
 # -- DATETIME groups and --dateFormat ------------------------------------------------------
-from datetime import datetime, timedelta, timezone  # noqa: E402
+from datetime import UTC, datetime, timedelta, timezone  # noqa: E402
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -413,7 +413,7 @@ _PATTERNS = [  # (Java pattern, strftime equivalent)
 def test_java_date_patterns_against_python_datetime(when, pattern, offset_min):
     when = when.replace(microsecond=0)
     java, fmt = pattern
-    expected = int(when.replace(tzinfo=timezone.utc).timestamp()) * 1000
+    expected = int(when.replace(tzinfo=UTC).timestamp()) * 1000
     assert compile_date_format(java)(when.strftime(fmt)) == expected
     zone = timezone(timedelta(minutes=offset_min))
     text = when.strftime("%Y-%m-%d %H:%M:%S") + when.replace(tzinfo=zone).strftime(" %z")
@@ -446,20 +446,20 @@ def test_datetime_groups_order_events_by_date(tmp_path, monkeypatch):
         "--\n11/Oct/2000:01:00:05 login\n11/Oct/2000:01:00:00 start\n"
     )
     args = ["-r", r"^(?<DATETIME>\S+) (?<TYPE>\w+)$", "-s", SEP, "-o", "m", "-j"]
-    res = run(args + ["d.log"])
+    res = run([*args, "d.log"])
     assert res.exit_code == 0, res.output
     log = json.loads((tmp_path / "m.json").read_text())["log"]
     assert [[e["eventType"] for e in t["events"]] for t in log] == [
         ["start", "login", "logout"],
         ["start", "login"],
     ]
-    stamp = int(datetime(2000, 10, 10, 13, 55, 30, tzinfo=timezone.utc).timestamp() * 1000)
+    stamp = int(datetime(2000, 10, 10, 13, 55, 30, tzinfo=UTC).timestamp() * 1000)
     assert log[0]["events"][0]["timestamp"] == stamp and log[0]["events"][0]["logLine"] == 2
     (tmp_path / "bad.log").write_text("10/Oct/2000:13:55:36 login\n32/Oct/2000:13:55:30 start\n")
-    res = run(args + ["bad.log"])
+    res = run([*args, "bad.log"])
     assert res.exit_code == 2 and "bad.log:2: DATETIME" in res.output
     assert not list(tmp_path.glob("m.*")) or (tmp_path / "m.json").exists()
-    res = run(args + ["-i", "bad.log"])
+    res = run([*args, "-i", "bad.log"])
     assert res.exit_code == 0
-    res = run(args + ["--dateFormat=yyyy-MM-dd", "d.log"])
+    res = run([*args, "--dateFormat=yyyy-MM-dd", "d.log"])
     assert res.exit_code == 2 and "does not match the date format" in res.output

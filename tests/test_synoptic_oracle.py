@@ -12,6 +12,8 @@ import re
 
 import networkx as nx
 import pytest
+from shared_data import SHARED, shared
+from synoptic_reference import accepts, invariant_holds
 
 from statemine.infer.synoptic import infer_log
 from statemine.infer.synoptic.check import check_model
@@ -25,9 +27,6 @@ from statemine.infer.synoptic.formats import (
 )
 from statemine.infer.synoptic.log import EventLog
 from statemine.parse.regex import read_regex
-
-from shared_data import SHARED, shared
-from synoptic_reference import accepts, invariant_holds
 
 #: The oracle cases, read in place (never copied into the repository).
 ORACLE = SHARED / "synoptic-oracle"
@@ -135,7 +134,7 @@ def oracle_single_node_per_type(case: str) -> bool:
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_parsed_log_is_synoptics(case):
-    ts, log, res = parsed(case)
+    _ts, _log, res = parsed(case)
     expected = json.loads(oracle_text(case, "model.json"), parse_float=str, parse_int=str)["log"]
     got = json.loads(to_json(res.model, res.invariants), parse_float=str, parse_int=str)["log"]
     assert got == expected

@@ -12,15 +12,14 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from statemine.cli import main
-from statemine.infer.synoptic.perfume import constrained_json, mine_constrained
-from statemine.parse.regex import read_regex_arrays
-from statemine.infer.synoptic.log import EventLog
-
 from shared_data import shared
 from synoptic_reference import brute_invariants
 from test_synoptic_oracle import oracle_cases
+
+from statemine.cli import main
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.perfume import constrained_json, mine_constrained
+from statemine.parse.regex import read_regex_arrays
 
 steps = st.sampled_from(["0", "1", "2.5", "0.25", "10", "3.0"])
 traces_strategy = st.lists(
@@ -115,8 +114,8 @@ def test_perfume_invariants_are_the_real_perfumes(case, tmp_path, monkeypatch):
         work / "perfume.invariants.txt"
     ).read_text()
     # the JSON invariants (constraints included) as a set
-    from statemine.infer.synoptic.run import read_log
     from statemine.infer.synoptic.options import parse_args
+    from statemine.infer.synoptic.run import read_log
 
     log = read_log(parse_args(args, "perfume"))
     theirs = json.loads((work / "model.json").read_text())["invariants"]

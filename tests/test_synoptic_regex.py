@@ -266,7 +266,7 @@ def test_vectorized_path_and_line_loop_agree_on_generated_logs(
 def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
     """The generated-log test compares something: these regexes take the vectorized path."""
     log = write(tmp_path, "a.log", "1 a\n--\n2 b\n")
-    for regexes, separator, _ in _CONFIGS[:2] + _CONFIGS[4:5]:
+    for regexes, _separator, _ in _CONFIGS[:2] + _CONFIGS[4:5]:
         compiled = [regex_mod.compile_regex(r) for r in regexes]
         assert all(regex_mod._fast_eligible(r) for r in compiled)
     calls = []
@@ -308,7 +308,8 @@ def test_every_time_form_reads_the_same_on_both_paths(tmp_path, monkeypatch, kin
     for log in logs:
         for regex in (f"^(?<{kind}>)(?<TYPE>)$", f"^(?<{kind}>.+) (?<TYPE>e\\d)$"):
             fast, loop = _fast_and_loop(
-                monkeypatch, lambda: read_regex([log], [regex], ignore_nonmatching=ignore)
+                monkeypatch,
+                lambda log=log, regex=regex: read_regex([log], [regex], ignore_nonmatching=ignore),
             )
             if isinstance(loop[0], str):
                 assert fast == loop
@@ -336,10 +337,10 @@ def test_errors_come_in_the_line_loops_order(tmp_path, monkeypatch, bad_at, bloc
         "8 h",
     ]
     for bad in ("x1 a", "9 INITIAL"):
-        text = lines[:bad_at] + [bad] + lines[bad_at:]
+        text = [*lines[:bad_at], bad, *lines[bad_at:]]
         log = write(tmp_path, "a.log", "\n".join(text) + "\n")
         fast, loop = _fast_and_loop(
-            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block
+            monkeypatch, lambda log=log: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"]), block
         )
         assert isinstance(loop[0], str) and fast == loop
 
@@ -351,12 +352,12 @@ def test_too_long_lines_are_listed_as_not_matching(tmp_path, monkeypatch):
     for extra in ([], ["1 " + "z" * 30] * 4):
         log = write(tmp_path, "a.log", "\n".join(lines[:2] + extra + lines[2:]) + "\n")
         fast, loop = _fast_and_loop(
-            monkeypatch, lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"])
+            monkeypatch, lambda log=log: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"])
         )
         assert isinstance(loop[0], str) and fast == loop
         assert ("characters: too long>" in loop[1]) == bool(extra)  # else the bad time
         fast, loop = _fast_and_loop(
             monkeypatch,
-            lambda: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True),
+            lambda log=log: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True),
         )
         assert fast[0].equals(loop[0]) and fast[0]["state"].tolist() == ["a", "b"]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
-
 from test_diff_data import make_set
+
 from statemine.errors import UsageError
 from statemine.timeline import (
     STATE_COLOURS,

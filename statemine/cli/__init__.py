@@ -11,9 +11,9 @@ import sys
 # loads; a user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import click  # noqa: E402
+import click
 
-from ..errors import StatemineError  # noqa: E402
+from ..errors import StatemineError
 
 
 class _Group(click.Group):
@@ -56,9 +56,12 @@ def main() -> None:
     logs, see where the time goes, and what changed between two sets of traces."""
 
 
-# Each command module registers itself on ``main`` when imported.
-from . import infer  # noqa: E402,F401
-from . import patch  # noqa: E402,F401
-from . import lab  # noqa: E402,F401
-from . import diff  # noqa: E402,F401
-from . import synoptic  # noqa: E402,F401
+# Each command module registers itself on ``main`` when imported; they import ``main``
+# from here, so this import must follow its definition.
+from . import (  # noqa: E402
+    diff,  # noqa: F401
+    infer,  # noqa: F401
+    lab,  # noqa: F401
+    patch,  # noqa: F401
+    synoptic,  # noqa: F401
+)

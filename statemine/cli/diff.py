@@ -8,6 +8,7 @@ import click
 
 from ..errors import UsageError
 from . import main
+from .infer import _input_options, read_inputs
 
 #: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
 DIFF_OUTPUTS = (
@@ -18,7 +19,6 @@ DIFF_OUTPUTS = (
     "diff.dot",
     "diff.svg",
 )
-from .infer import _input_options, read_inputs
 
 _STAT_OPTIONS = [
     click.option(
@@ -255,7 +255,7 @@ def print_summary(result, *, top: int = 10) -> None:
                 else f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]"
             )
         else:
-            share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"  # noqa: E731
+            share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"
         table.add_row(
             row.kind, rich_cell(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}"
         )

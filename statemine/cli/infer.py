@@ -456,7 +456,7 @@ def _in_background(fn, *args, **kwargs):
 
 
 def _import_output_modules() -> None:
-    import rich.console  # noqa: F401
+    import rich.console
     import rich.table  # noqa: F401
 
     from .. import render  # noqa: F401

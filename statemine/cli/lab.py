@@ -64,7 +64,8 @@ def run_cmd(
     no_progress: bool,
 ) -> None:
     """Run every unfinished run of SCENARIO (a TOML grid) into --out."""
-    from ..lab import grid, scenario as sc
+    from ..lab import grid
+    from ..lab import scenario as sc
 
     spec = sc.load(scenario)
     table = grid.run_grid(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Union
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Union
 
 import networkx as nx
 import numpy as np

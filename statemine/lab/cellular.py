@@ -93,7 +93,7 @@ class LinkTrace:
     at_period: int  # number of timestamps equal to period_ms
 
     @classmethod
-    def from_times(cls, times: np.ndarray) -> "LinkTrace":
+    def from_times(cls, times: np.ndarray) -> LinkTrace:
         """Build from validated timestamps (:func:`parse_times`)."""
         period = int(times[-1])
         counts = np.bincount(times, minlength=period + 1)
@@ -106,7 +106,7 @@ class LinkTrace:
         )
 
     @classmethod
-    def read(cls, path: str | Path) -> "LinkTrace":
+    def read(cls, path: str | Path) -> LinkTrace:
         """Read a trace file; :class:`InputError` names the file and line of a problem."""
         return cls.from_times(read_times(path))
 
@@ -270,7 +270,7 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     rng = random.Random(f"cellular/{seed}")
     mu, sigma = stationary(profile)
     rho, step = profile.rho, profile.step_ms
-    end_ms = int(round(duration_s * 1000))
+    end_ms = round(duration_s * 1000)
     per_ms = 1e6 / 8 / OPPORTUNITY_BYTES / 1000  # opportunities per ms at 1 Mbit/s
     out_rate = profile.outages_per_min / 60_000.0  # per ms
     x = rng.gauss(mu, sigma)

@@ -495,7 +495,7 @@ def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
     ).sum()
     per_run = per_run[per_run.sum(axis=1) > 0]
     grid = np.round(trace_shares(per_run.to_numpy()) / tol).astype(np.int64)
-    return int(len(np.unique(grid, axis=0)))
+    return len(np.unique(grid, axis=0))
 
 
 def _runs(ts: traces.TraceSet) -> int:

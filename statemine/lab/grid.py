@@ -32,9 +32,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -198,9 +199,12 @@ def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) ->
 def _gzip(path: Path) -> Path:
     """Replace ``path`` by ``path.gz`` (byte-reproducible: no name or time in the header)."""
     dest = path.with_name(path.name + ".gz")
-    with open(path, "rb") as src, open(dest, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            shutil.copyfileobj(src, gz, 1 << 20)
+    with (
+        open(path, "rb") as src,
+        open(dest, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+    ):
+        shutil.copyfileobj(src, gz, 1 << 20)
     path.unlink()
     return dest
 
@@ -437,21 +441,23 @@ def run_grid(
     known = {r.run_id: res for r in runs if (res := finished(out, r.run_id)) is not None}
     last_write = time.monotonic()
     try:
-        with _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance:
-            with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(one, r) for r in todo]
-                try:
-                    for fut in cf.as_completed(futures):
-                        res = fut.result()
-                        known[res["run_id"]] = res
-                        advance(res)
-                        if time.monotonic() - last_write > RESULTS_EVERY_S:
-                            write_results(out, results_table(out, runs, known))
-                            last_write = time.monotonic()
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+        with (
+            _progress(progress, len(runs), len(runs) - len(todo), scenario.name) as advance,
+            cf.ThreadPoolExecutor(max_workers=jobs) as pool,
+        ):
+            futures = [pool.submit(one, r) for r in todo]
+            try:
+                for fut in cf.as_completed(futures):
+                    res = fut.result()
+                    known[res["run_id"]] = res
+                    advance(res)
+                    if time.monotonic() - last_write > RESULTS_EVERY_S:
+                        write_results(out, results_table(out, runs, known))
+                        last_write = time.monotonic()
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
     finally:  # also after an interruption: the table matches the finished runs
         table = results_table(out, runs, known)
         write_results(out, table)

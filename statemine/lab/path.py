@@ -40,8 +40,9 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .cellular import OPPORTUNITY_BYTES, LinkTrace
 
@@ -101,7 +102,7 @@ class Gilbert:
             _probability(getattr(self, name), f"gilbert.{name}")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Gilbert":
+    def from_dict(cls, d: Mapping[str, Any]) -> Gilbert:
         """Build from ``{"p_gb": .., "p_bg": .., "loss_good": .., "loss_bad": ..}``."""
         if not isinstance(d, Mapping):
             raise PathValueError("gilbert", "must be a table of p_gb, p_bg, loss_good, loss_bad")
@@ -137,7 +138,7 @@ class RateSchedule:
             raise PathValueError("rate_schedule.interval_s", f"must be > 0, not {self.interval_s}")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RateSchedule":
+    def from_dict(cls, d: Mapping[str, Any]) -> RateSchedule:
         """Build from ``{"lo_bps": .., "hi_bps": .., "interval_s": 1.0}``."""
         if not isinstance(d, Mapping):
             raise PathValueError("rate_schedule", "must be a table of lo_bps, hi_bps, interval_s")
@@ -178,7 +179,7 @@ class CrossTraffic:
     KEYS = ("load", "packet_bytes", "mean_on_s", "mean_off_s")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CrossTraffic":
+    def from_dict(cls, d: Mapping[str, Any]) -> CrossTraffic:
         """Build from ``{"load": .., "packet_bytes": 1500, "mean_on_s": 0, "mean_off_s": 0}``."""
         if not isinstance(d, Mapping):
             raise PathValueError(
@@ -207,7 +208,7 @@ class LinkTraceRef:
     sha256: str | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LinkTraceRef":
+    def from_dict(cls, d: Mapping[str, Any]) -> LinkTraceRef:
         """Build from ``{"file": "/abs/x.down", "offset_ms": null, "sha256": ".."}``."""
         if not isinstance(d, Mapping):
             raise PathValueError("link_trace", "must be a table of file, offset_ms, sha256")
@@ -270,7 +271,7 @@ class LinkConfig:
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LinkConfig":
+    def from_dict(cls, d: Mapping[str, Any]) -> LinkConfig:
         """Build from the run config's per-direction dict (docs/lab-protocol.md).
 
         >>> LinkConfig.from_dict({"rate_bps": 5e6, "buffer_bytes": 30000, "delay_s": 0.018})
@@ -532,7 +533,7 @@ class Path:
     up: Link
 
     @classmethod
-    def from_config(cls, path: Mapping[str, Any], seed: int) -> "Path":
+    def from_config(cls, path: Mapping[str, Any], seed: int) -> Path:
         """Build from the run config's ``path`` dict and the run's ``seed``."""
         return cls(
             down=Link(LinkConfig.from_dict(path["down"]), direction_seed(seed, "down")),

@@ -47,9 +47,10 @@ import json
 import math
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InputError
 from . import cellular
@@ -345,7 +346,7 @@ class Scenario:
     cells: list[dict]
     source: Path
     sha256: str
-    link_traces: dict[str, "TraceFile"] = field(default_factory=dict)
+    link_traces: dict[str, TraceFile] = field(default_factory=dict)
 
     def runs_of(self, cell: dict) -> list[int]:
         """The seeds of a cell's runs (the same for every cell: paired comparisons)."""
@@ -402,9 +403,8 @@ def _line_of(text: str, key: str) -> int | None:
 
 def _values(key: str, raw: Any, spec: Key) -> list:
     """A grid key's TOML value as the list of its axis values."""
-    if spec.list_valued:
-        if isinstance(raw, list) and raw and not isinstance(raw[0], list):
-            raw = [raw]
+    if spec.list_valued and isinstance(raw, list) and raw and not isinstance(raw[0], list):
+        raw = [raw]
     if not isinstance(raw, list):
         raw = [raw]
     if not raw:

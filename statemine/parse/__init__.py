@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, UsageError
 from .lines import head_bytes, read_error

@@ -97,6 +97,11 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
 APPLICATION_LIMITED = "ApplicationLimited"
 
 
+#: Default for "no undo events" (read only, so one shared array is safe as a default).
+_NO_UNDO = np.empty(0)
+_NO_UNDO.flags.writeable = False
+
+
 def recovery_periods(
     congestion: np.ndarray,
     congestion_sent: np.ndarray,
@@ -105,8 +110,8 @@ def recovery_periods(
     ack_time: np.ndarray,
     ack_largest: np.ndarray,
     congestion_pn: np.ndarray | None = None,
-    undo_time: np.ndarray = np.empty(0),
-    undo_pn: np.ndarray = np.empty(0),
+    undo_time: np.ndarray = _NO_UNDO,
+    undo_pn: np.ndarray = _NO_UNDO,
 ) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods ``[(start, end, undone)]`` (seconds; end inf when it never
     ends; ``undone`` when a spurious loss ended it).

@@ -16,8 +16,9 @@ import itertools
 import queue
 import threading
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
+from typing import BinaryIO, TypeVar
 
 from ..errors import InputError
 
@@ -35,7 +36,7 @@ def open_binary(path: str | Path) -> BinaryIO:
     """Open ``path`` for reading bytes, transparently gunzipping gzip files."""
     path = Path(path)
     try:
-        raw = open(path, "rb")
+        raw = open(path, "rb")  # noqa: SIM115 (returned to the caller, who closes it)
     except OSError as exc:
         raise read_error(path, exc, doing="cannot open") from None
     try:

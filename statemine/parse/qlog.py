@@ -44,9 +44,10 @@ import re
 import zlib
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Mapping
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -339,7 +340,7 @@ class _RawTrace:
     file_header: dict
     header: dict
     events: Iterable[tuple[int, int, object]]
-    skipped: "_Skipped | None" = None  # events not parsed (filled while ``events`` is read)
+    skipped: _Skipped | None = None  # events not parsed (filled while ``events`` is read)
 
 
 @dataclass
@@ -841,7 +842,7 @@ class _TraceContext:
     conn: str | None  # connection label: ODCID, else group_id
 
     @classmethod
-    def of(cls, header: dict) -> "_TraceContext":
+    def of(cls, header: dict) -> _TraceContext:
         common = (
             header.get("common_fields") if isinstance(header.get("common_fields"), dict) else {}
         )
@@ -852,10 +853,7 @@ class _TraceContext:
         per_second = {"us": 1e6, "ns": 1e9, "s": 1.0}.get(units, 1e3)
         offset = _num(config.get("time_offset"))
         fields = header.get("event_fields")
-        if isinstance(fields, list):
-            fields = [str(f).lower() for f in fields]
-        else:
-            fields = None
+        fields = [str(f).lower() for f in fields] if isinstance(fields, list) else None
         group = common.get("group_id")
         conn = next(
             (common[k] for k in ("ODCID", "odcid", "group_id", "dcid") if common.get(k)), None
@@ -1082,7 +1080,7 @@ def _extract(
             conn.end = seconds
         if seconds < conn.start:
             conn.start = seconds
-        if code == _SENT or code == _RECEIVED:
+        if code in (_SENT, _RECEIVED):
             if packets:
                 _record_packet(conn, code, data, seconds)
             code = None
@@ -1091,7 +1089,7 @@ def _extract(
                 conn.unordered = True
             conn.last = seconds
         conn.n_events += 1
-        if code == _METRICS or code == _MVFST:
+        if code in (_METRICS, _MVFST):
             conn.metrics.extend(
                 (
                     seconds,

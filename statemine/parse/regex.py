@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -248,7 +248,7 @@ def read_regex_arrays(
     ignore_nonmatching: bool = False,
     time_scale: float = 1.0,
     encoding: str = "utf-8",
-) -> "RegexEvents":
+) -> RegexEvents:
     """:func:`read_regex` without building the pandas TraceSet: the parsed events as
     sorted numpy arrays (what the Synoptic engine reads; faster on huge logs)."""
     if isinstance(paths, (str, os.PathLike)):
@@ -339,7 +339,7 @@ class _FileEvents:
         lines: list[int],
         times: list[float],
         texts: list[str],
-    ) -> "_FileEvents":
+    ) -> _FileEvents:
         """From per-event Python lists (the line loop's output)."""
         import pyarrow as pa
 
@@ -389,7 +389,7 @@ class _Accumulator:
             }
         )
 
-    def sorted_events(self, time_scale: float) -> "RegexEvents":
+    def sorted_events(self, time_scale: float) -> RegexEvents:
         """All events, each trace ordered by time (stable: ties keep line order); type
         codes renumbered in order of first appearance in that order."""
         import pyarrow as pa
@@ -504,7 +504,7 @@ def _read_file(
     by_file: bool,
     ignore: bool,
     encoding: str,
-) -> "_FileEvents":
+) -> _FileEvents:
     """Parse one file line by line (RE2 through google-re2; any regex, counters and
     constants)."""
     file_name = str(path.resolve())
@@ -517,7 +517,7 @@ def _read_file(
     bad: list[tuple[int, str]] = []
     seen_types: set[str] = set()
     try:
-        fh = open(path, encoding=encoding, errors="replace", newline=None)
+        fh = open(path, encoding=encoding, errors="replace", newline=None)  # noqa: SIM115 (closed by the `with fh` below; opened apart to report OS errors)
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     names: list[str] = []

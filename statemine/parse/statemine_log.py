@@ -13,8 +13,9 @@ statistics, :mod:`statemine.stream`); :func:`read_statemine_log` joins them into
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 

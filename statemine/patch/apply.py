@@ -25,9 +25,9 @@ import re
 import stat
 import tempfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pandas as pd
 
@@ -404,7 +404,7 @@ def commit(root: Path, writes: dict[str, tuple[bytes | None, bytes | None]]) -> 
             os.replace(tmp, target)
             done.append((target, before, mode))
     except BaseException:
-        for tmp, target in temps:
+        for tmp, _target in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         for target, before, mode in reversed(done):

@@ -50,7 +50,7 @@ class Hunk:
     body: tuple[tuple[str, str], ...] = ()
     section: str = ""
 
-    def reversed(self) -> "Hunk":
+    def reversed(self) -> Hunk:
         """The hunk that undoes this one."""
         swap = {"+": "-", "-": "+", " ": " "}
         return Hunk(
@@ -81,7 +81,7 @@ class FilePatch:
     created: bool = False
     deleted: bool = False
 
-    def reversed(self) -> "FilePatch":
+    def reversed(self) -> FilePatch:
         """The file patch that undoes this one."""
         return FilePatch(
             self.path, tuple(h.reversed() for h in self.hunks), self.deleted, self.created

@@ -15,9 +15,9 @@ hunks, with their line numbers in the old version, for a human to place).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

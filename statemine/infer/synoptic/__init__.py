@@ -23,7 +23,7 @@ from .model import PartitionModel
 from .refine import refine as refine_model
 from .refine import refine_targeted
 
-__all__ = ["SynopticResult", "infer_synoptic", "infer_log"]
+__all__ = ["SynopticResult", "infer_log", "infer_synoptic"]
 
 
 @dataclass

@@ -39,7 +39,7 @@ class InvariantCodes:
     b: np.ndarray
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, type_code: dict[str, int]) -> "InvariantCodes":
+    def from_frame(cls, frame: pd.DataFrame, type_code: dict[str, int]) -> InvariantCodes:
         """Code a frame of :func:`~.invariants.mine`; unknown type names get fresh codes
         appended to ``type_code`` (they label no node)."""
 

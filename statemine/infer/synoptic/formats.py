@@ -16,8 +16,8 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import networkx as nx
 import numpy as np
@@ -212,7 +212,7 @@ def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator:
         f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},{json.dumps(b)}]}}'
         for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
     )
-    yield f'],"invariants":[{invs}]}}'.encode("utf-8")
+    yield f'],"invariants":[{invs}]}}'.encode()
 
 
 def _joined_bytes(*columns):

@@ -86,11 +86,11 @@ def mine(log: EventLog) -> pd.DataFrame:
     count, F, P, in_all = pair_counts(log)
     names = np.array(log.types, dtype=object)
     rows = []
-    a_idx, b_idx = np.nonzero(F == count[:, None])
+    a_idx, b_idx = np.nonzero(count[:, None] == F)
     rows.append((AFBY, names[a_idx], names[b_idx], count[a_idx]))
     a_idx, b_idx = np.nonzero(F == 0)
     rows.append((NFBY, names[a_idx], names[b_idx], count[a_idx]))
-    a_idx, b_idx = np.nonzero(P == count[None, :])
+    a_idx, b_idx = np.nonzero(count[None, :] == P)
     rows.append((AP, names[a_idx], names[b_idx], count[b_idx]))
     x = np.nonzero(in_all)[0]
     rows.append((AFBY, np.full(len(x), INITIAL, dtype=object), names[x], count[x]))

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 _MONTHS = [calendar.month_name[i].lower() for i in range(1, 13)]
 _MONTHS_ABBR = [calendar.month_abbr[i].lower() for i in range(1, 13)]
@@ -169,7 +169,7 @@ def _to_millis(m: re.Match, fields: list[tuple[str, int]], text: str, pattern: s
         v["hour"] += 12
     try:
         if yday is not None:
-            base = datetime(v["year"], 1, 1, tzinfo=timezone.utc) + timedelta(days=yday - 1)
+            base = datetime(v["year"], 1, 1, tzinfo=UTC) + timedelta(days=yday - 1)
             v["month"], v["day"] = base.month, base.day
         when = datetime(
             v["year"],
@@ -178,11 +178,11 @@ def _to_millis(m: re.Match, fields: list[tuple[str, int]], text: str, pattern: s
             v["hour"],
             v["minute"],
             v["second"],
-            tzinfo=timezone.utc,
+            tzinfo=UTC,
         )
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"{text!r} is not a valid date under {pattern!r}: {exc}") from None
-    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return (when - epoch - offset) // timedelta(milliseconds=1) + v["ms"]
 
 

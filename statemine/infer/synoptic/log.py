@@ -62,7 +62,7 @@ class EventLog:
         return [self.types[c] for c in self.codes[self.starts[k] : self.starts[k + 1]]]
 
     @classmethod
-    def from_sequences(cls, traces: list[list[str]]) -> "EventLog":
+    def from_sequences(cls, traces: list[list[str]]) -> EventLog:
         """A log from lists of event types (logical time = position).
 
         >>> EventLog.from_sequences([["a", "b"], ["b"]]).codes.tolist()
@@ -75,7 +75,7 @@ class EventLog:
         )
 
     @classmethod
-    def from_regex_events(cls, ev) -> "EventLog":
+    def from_regex_events(cls, ev) -> EventLog:
         """The sorted arrays of :func:`statemine.parse.regex.read_regex_arrays` (already
         coded: trace ids 0..T-1 in order, type codes in order of first appearance) as a
         log: the same as ``from_traceset(ev.to_traceset())``, without pandas frames."""
@@ -96,7 +96,7 @@ class EventLog:
         )
 
     @classmethod
-    def from_traceset(cls, ts: TraceSet) -> "EventLog":
+    def from_traceset(cls, ts: TraceSet) -> EventLog:
         """Code the events of ``ts``; traces in ``synoptic_trace`` order when that column
         exists (the Synoptic regex reader), else in the order of ``ts.traces``."""
         ev = ts.events

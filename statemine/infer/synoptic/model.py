@@ -36,7 +36,7 @@ class PartitionModel:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def initial(cls, log: EventLog) -> "PartitionModel":
+    def initial(cls, log: EventLog) -> PartitionModel:
         """Synoptic's initial partition graph: one node per event type.
 
         >>> m = PartitionModel.initial(EventLog.from_sequences([["a", "b", "a"]]))
@@ -88,7 +88,7 @@ class PartitionModel:
         sizes[INIT_NODE] = sizes[TERM_NODE] = self.log.n_traces
         return sizes
 
-    def compact(self) -> "PartitionModel":
+    def compact(self) -> PartitionModel:
         """The same model with empty nodes dropped and ids renumbered densely."""
         used = np.zeros(self.n_nodes, dtype=bool)
         used[[INIT_NODE, TERM_NODE]] = True
@@ -106,7 +106,7 @@ class PartitionModel:
         first = np.full(self.n_nodes, np.iinfo(np.int64).max)
         np.minimum.at(first, self.part, np.arange(len(self.part)))
         real = sorted(range(2, self.n_nodes), key=lambda n: (java_key(labels[n]), first[n]))
-        return np.array(real + [TERM_NODE, INIT_NODE], dtype=np.int64)
+        return np.array([*real, TERM_NODE, INIT_NODE], dtype=np.int64)
 
     def edges(self, times: bool = True) -> pd.DataFrame:
         """One row per edge, sorted by dot ids ``src, dst`` (target ids follow the

@@ -16,9 +16,10 @@ files, a loop or a missing file is an error.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import UsageError
 

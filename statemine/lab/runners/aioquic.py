@@ -49,9 +49,10 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ...fileio import write_json
 from ..path import Path as NetPath
@@ -447,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     quic_logger.propagate = False
     quic_logger.addHandler(_log_handler(config["log_path"]))
     import aioquic
-    import aioquic.quic.connection  # noqa: F401  (imported before the clock starts)
+    import aioquic.quic.connection
 
     started, cpu_started = time.perf_counter(), time.process_time()
     base = {"implementation": "aioquic", "version": getattr(aioquic, "__version__", "?")}

@@ -133,7 +133,7 @@ def _go(args: list[str], cwd: Path, env: dict[str, str]) -> str:
 def harness_files() -> list[Path]:
     """The files the harness binary is built from (sources, go.mod, the certificate)."""
     files = sorted(p for p in HARNESS_DIR.iterdir() if p.suffix == ".go" or p.name == "go.mod")
-    return files + [CERT_DIR / "cert.pem", CERT_DIR / "key.pem", CERT_DIR / VECTORS]
+    return [*files, CERT_DIR / "cert.pem", CERT_DIR / "key.pem", CERT_DIR / VECTORS]
 
 
 def build_key(version: str, patch_file: Path, env: dict[str, str]) -> str:
