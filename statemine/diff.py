@@ -800,7 +800,9 @@ def transition_test(
     method = stats.MonteCarloMethod(
         n_resamples=n_mc, rng=rng if rng is not None else np.random.default_rng(0)
     )
-    return float(stats.fisher_exact(table, method=method).pvalue), "fisher-mc"
+    # scipy 1.17 returns a length-1 array for some tables (a row with one transition)
+    pvalue = np.asarray(stats.fisher_exact(table, method=method).pvalue).reshape(-1)[0]
+    return float(pvalue), "fisher-mc"
 
 
 # -- one-sided items and notes ---------------------------------------------------------

@@ -194,6 +194,11 @@ def test_transition_tests_against_formulas():
     assert transition_test(small) == (pytest.approx(ref), "fisher")
     p, name = transition_test(np.array([[5, 1, 0], [1, 4, 3]]), rng=np.random.default_rng(0))
     assert name == "fisher-mc" and 0 < p < 0.2
+    # Row B holds one transition: it lands in column j with probability col_j / 4, so the
+    # exact p of B in column 1 is P(col 0) + P(col 1) = 1/4 + 1/4 (scipy returned this one
+    # as a length-1 array, which crashed 'statemine diff' on two small logs).
+    p, name = transition_test(np.array([[1, 0, 2], [0, 1, 0]]), rng=np.random.default_rng(0))
+    assert name == "fisher-mc" and p == pytest.approx(0.5, abs=0.03)
     assert transition_test(np.array([[4, 0], [6, 0]])) == (1.0, "one destination")
     assert transition_test(np.array([[0, 0], [6, 1]]))[1] == "only in B"
 
