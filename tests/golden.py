@@ -1,0 +1,340 @@
+"""Golden outputs: what the commands print and write, recorded once and compared byte for byte.
+
+Every case is one ``statemine`` command line run in-process (click's runner) from the
+repository root with ``COLUMNS=100``, on the shipped lab traces (``traces/``) and on a few
+inputs of ``tests/data`` (statemine logs, qlog, a regex log). Its golden folder
+``tests/data/golden/<case>/`` holds ``stdout.txt``, ``stderr.txt``, ``exit.txt`` and every
+file the command wrote. These guard refactors (issue #12): a change of output bytes must be
+deliberate, re-recorded in the same commit and said so in its message.
+
+Normalized before comparing (both sides), because they depend on tools, not on statemine:
+
+* a Graphviz SVG becomes the list of its ``<title>`` texts (nodes and edges, in order);
+  the DOT it was drawn from is recorded whole (``model.dot``, ``diff.dot``);
+* an SVG image inside the HTML report becomes ``normalized:<kind>:<sha256>``: Graphviz
+  ones hash their title list, matplotlib ones their text without the ``dc:date`` stamp
+  and with its random clip-path and marker ids renumbered (a matplotlib upgrade means re-recording);
+* the temporary output path is written ``<OUT>``.
+
+Files over ``MAX_STORED`` bytes are stored as ``<name>.sha256`` (their normalized hash).
+
+Re-record (deliberately): ``python3 tests/golden.py --record [CASE...]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "data" / "golden"
+MAX_STORED = 200_000  # bytes; larger outputs are stored as their sha256
+
+_LOG_A = "traces/quic-go-versions/runs/quic-go-v0.65.0-s12-3c2638cc86bc/run.log.gz"
+_LOG_B = "traces/mobile/runs/aioquic-1.7.2-s1-9275116b094e/run.log.gz"
+_QLOG = [
+    f"tests/data/qlog/{name}"
+    for name in (
+        "draft00.qlog",
+        "draft00_mvfst.qlog",
+        "draft01.qlog",
+        "draft01_picoquic.qlog",
+        "draft02.qlog",
+        "draft02.ndjson",
+        "file_schema.qlog",
+        "file_schema.sqlog",
+        "v04.qlog",
+    )
+]
+_SERVER = ["--select", "role=server"]
+_PROFILES = ["--select-a", "profile=desktop", "--select-b", "profile=mobile"]
+_PROFILE_LABELS = ["--label-a", "desktop", "--label-b", "mobile"]
+
+#: case name -> argv; ``{out}`` is replaced by a fresh output path (a folder, or report.html).
+CASES: dict[str, list[str]] = {
+    **{
+        f"infer-{name}": ["infer", f"traces/{name}", "--out", "{out}"]
+        for name in ("mobile", "jitter", "quic-go-versions", "aioquic-versions", "cellular")
+    },
+    "infer-readme": [
+        "infer",
+        "traces/quic-go-versions",
+        *_SERVER,
+        "--select",
+        "version=v0.63.0",
+        "--select",
+        "jitter_ms=10",
+        "--out",
+        "{out}",
+    ],
+    "infer-options": [
+        "infer",
+        "traces/mobile",
+        *_SERVER,
+        "--collapse-repeats",
+        "--end",
+        "last-state",
+        "--bootstrap",
+        "300",
+        "--seed",
+        "7",
+        "--confidence",
+        "0.9",
+        "--title",
+        'mobile <servers> & "options"',
+        "--out",
+        "{out}",
+    ],
+    "infer-log": ["infer", _LOG_A, _LOG_B, "--out", "{out}"],
+    "infer-log-options": [
+        "infer",
+        _LOG_A,
+        _LOG_B,
+        "--collapse-repeats",
+        "--end",
+        "last-state",
+        "--bootstrap",
+        "0",
+        "--out",
+        "{out}",
+    ],
+    "infer-log-print": ["infer", _LOG_A],
+    "infer-qlog": ["infer", *_QLOG, "--out", "{out}"],
+    "infer-regex": [
+        "infer",
+        "tests/data/golden/inputs/custom.log",
+        "--format",
+        "regex",
+        "-r",
+        r"(?<DTIME>\S+) quic conn=(?<conn>\S+) cc_state (?<TYPE>\S+).*",
+        "-i",
+        "-m",
+        r"\k<conn>",
+        "--out",
+        "{out}",
+    ],
+    "diff-mobile": [
+        "diff",
+        "traces/mobile",
+        "traces/mobile",
+        *_SERVER,
+        *_PROFILES,
+        *_PROFILE_LABELS,
+        "--strata",
+        "implementation",
+        "--out",
+        "{out}",
+    ],
+    "diff-cellular": [
+        "diff",
+        "traces/cellular",
+        "traces/cellular",
+        *_SERVER,
+        *_PROFILES,
+        "--permutations",
+        "999",
+        "--bootstrap",
+        "500",
+        "--out",
+        "{out}",
+    ],
+    "diff-jitter": [
+        "diff",
+        "traces/jitter",
+        "traces/jitter",
+        *_SERVER,
+        "--select-a",
+        "jitter_ms=0",
+        "--select-b",
+        "jitter_ms=10",
+        "--strata",
+        "implementation",
+        "--permutations",
+        "999",
+        "--bootstrap",
+        "300",
+        "--out",
+        "{out}",
+    ],
+    "diff-quic-go-versions": [
+        "diff",
+        "traces/quic-go-versions",
+        "traces/quic-go-versions",
+        *_SERVER,
+        "--select-a",
+        "version=v0.63.0",
+        "--select-b",
+        "version=v0.65.0",
+        "--out",
+        "{out}",
+    ],
+    "diff-aioquic-versions": [
+        "diff",
+        "traces/aioquic-versions",
+        "traces/aioquic-versions",
+        *_SERVER,
+        "--select-a",
+        "version=0.9.20",
+        "--select-b",
+        "version=1.7.2",
+        "--test",
+        "g",
+        "--collapse-repeats",
+        "--end",
+        "last-state",
+        "--seed",
+        "3",
+        "--permutations",
+        "1999",
+        "--bootstrap",
+        "400",
+        "--out",
+        "{out}",
+    ],
+    "diff-parquet": [
+        "diff",
+        "tests/data/diff/quic-go-mobile-servers.parquet",
+        "tests/data/diff/quic-go-mobile-servers.parquet",
+        *_PROFILES,
+        "--out",
+        "{out}",
+    ],
+    "diff-logs": ["diff", _LOG_A, _LOG_B, "--no-svg", "--out", "{out}"],
+    "report-mobile": [
+        "report",
+        "traces/mobile",
+        "traces/mobile",
+        *_SERVER,
+        *_PROFILES,
+        *_PROFILE_LABELS,
+        "--results",
+        "traces/mobile/results.csv",
+        "--by",
+        "profile",
+        "--values",
+        "desktop,mobile",
+        "--permutations",
+        "999",
+        "--bootstrap",
+        "500",
+        "--out",
+        "{out}/report.html",
+    ],
+    "report-single": [
+        "report",
+        "traces/quic-go-versions",
+        *_SERVER,
+        "--select",
+        "version=v0.65.0",
+        "--title",
+        "quic-go <v0.65.0>",
+        "--out",
+        "{out}/report.html",
+    ],
+    "report-qlog": ["report", _QLOG[2], _QLOG[-1], "--out", "{out}/report.html"],
+}
+
+_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+_DATA_SVG = re.compile(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)")
+_SVG_ID = re.compile(r"\b[mp][0-9a-f]{10}\b")
+_DATE = re.compile(r"<dc:date>[^<]*</dc:date>")
+
+
+def _graphviz_summary(svg: str) -> str:
+    """A Graphviz SVG as its title texts, one a line (stable across Graphviz versions)."""
+    return "graphviz svg, titles:\n" + "\n".join(_TITLE.findall(svg)) + "\n"
+
+
+def _matplotlib_normal(svg: str) -> str:
+    """A matplotlib SVG without its date stamp, random ids numbered in order of appearance."""
+    ids: dict[str, str] = {}
+    svg = _DATE.sub("<dc:date/>", svg)
+    return _SVG_ID.sub(lambda m: ids.setdefault(m.group(0), f"id{len(ids)}"), svg)
+
+
+def _embedded(match: re.Match[str]) -> str:
+    svg = base64.b64decode(match.group(1)).decode("utf-8")
+    if "Generated by graphviz" in svg:
+        kind, text = "graphviz", _graphviz_summary(svg)
+    else:
+        kind, text = "image", _matplotlib_normal(svg)
+    return f"normalized:{kind}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def normalize(name: str, data: bytes, out: str) -> bytes:
+    """The comparable form of output file ``name`` (see the module text)."""
+    if name.endswith(".svg"):
+        return _graphviz_summary(data.decode("utf-8")).encode()
+    if name.endswith(".html"):
+        return _DATA_SVG.sub(_embedded, data.decode("utf-8")).encode()
+    return data.replace(out.encode(), b"<OUT>")
+
+
+def run_case(argv: list[str]) -> dict[str, bytes]:
+    """Run one case; return {file name: normalized bytes} (stdout, stderr, exit, outputs)."""
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    with tempfile.TemporaryDirectory(prefix="statemine-golden-") as tmp:
+        out = str(Path(tmp) / "out")
+        Path(out).mkdir()
+        args = [a.replace("{out}", out) for a in argv]
+        if "{out}" in argv:
+            shutil.rmtree(out)  # infer/diff --out replace the folder; let them create it
+        with contextlib.chdir(ROOT):
+            res = CliRunner().invoke(main, args, env={"COLUMNS": "100"}, catch_exceptions=False)
+        files = {
+            "stdout.txt": res.stdout.replace(out, "<OUT>").encode(),
+            "stderr.txt": res.stderr.replace(out, "<OUT>").encode(),
+            "exit.txt": f"{res.exit_code}\n".encode(),
+        }
+        for path in sorted(Path(out).rglob("*")) if Path(out).exists() else []:
+            if path.is_file():
+                rel = path.relative_to(out).as_posix()
+                files[rel] = normalize(rel, path.read_bytes(), out)
+    return files
+
+
+def stored(files: dict[str, bytes]) -> dict[str, bytes]:
+    """What the golden folder holds for ``files``: large ones as ``NAME.sha256``."""
+    result = {}
+    for name, data in files.items():
+        if len(data) > MAX_STORED:
+            result[name + ".sha256"] = (hashlib.sha256(data).hexdigest() + "\n").encode()
+        else:
+            result[name] = data
+    return result
+
+
+def read_golden(case: str) -> dict[str, bytes]:
+    """The recorded files of ``case``."""
+    folder = GOLDEN / case
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def record(cases: list[str]) -> None:
+    """Run ``cases`` and replace their golden folders."""
+    for case in cases:
+        files = stored(run_case(CASES[case]))
+        folder = GOLDEN / case
+        shutil.rmtree(folder, ignore_errors=True)
+        for name, data in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        print(f"recorded {case}: {', '.join(sorted(files))}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--record"]:
+        sys.exit("usage: python3 tests/golden.py --record [CASE...]")
+    sys.path.insert(0, str(ROOT))
+    record(sys.argv[2:] or list(CASES))
