@@ -13,7 +13,7 @@ from statemine.lab.path import (
     Gilbert,
     Link,
     LinkConfig,
-    Path,
+    PathModel,
     PathValueError,
     RateSchedule,
     direction_seed,
@@ -192,7 +192,7 @@ def test_same_seed_same_deliveries_other_seed_differs():
 
 def test_direction_seeds_follow_the_protocol():
     assert direction_seed(3, "down") == 7 and direction_seed(3, "up") == 8
-    p = Path.from_config(
+    p = PathModel.from_config(
         {
             "down": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
             "up": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},

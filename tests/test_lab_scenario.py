@@ -9,7 +9,7 @@ import pytest
 
 from statemine.errors import InputError
 from statemine.lab import scenario as sc
-from statemine.lab.path import Path as NetPath
+from statemine.lab.path import PathModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 HEAD = '[scenario]\nname = "t"\n'
@@ -61,7 +61,7 @@ def test_run_config_converts_units(tmp_path):
     assert cfg["client"] == {"profile": "mobile", "read_rate_bps": 8e6, "per_packet_cpu_s": 0.00025}
     assert cfg["reordering_threshold"] == 10 and cfg["time_threshold"] is None
     assert cfg["objects"] == {"count": 200, "size_bytes": 5000}
-    NetPath.from_config(cfg["path"], cfg["seed"])  # the path model accepts it
+    PathModel.from_config(cfg["path"], cfg["seed"])  # the path model accepts it
 
 
 def test_default_buffer_is_one_bdp_at_least_30kb(tmp_path):
@@ -262,7 +262,7 @@ def test_variability_keys_reach_the_run_config(tmp_path):
         "read_rate_cv": 0.3,
         "read_rate_interval_s": 0.1,
     }
-    NetPath.from_config(cfg["path"], 1)
+    PathModel.from_config(cfg["path"], 1)
     # off at zero: no key appears
     plain = sc.run_config(
         sc.load(write(tmp_path, HEAD + '[grid]\nprofile = "mobile"\n')).cells[0], 1, 10.0

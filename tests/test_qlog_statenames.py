@@ -7,7 +7,7 @@ import pytest
 from statemine.errors import InputError
 from statemine.parse.statenames import (
     CANONICAL,
-    IMPLEMENTATIONS,
+    STATE_NAME_TABLES,
     canonical_state,
     detect_by_names,
     detect_implementation,
@@ -23,7 +23,7 @@ nan = float("nan")
 
 
 def test_every_table_maps_into_the_vocabulary():
-    for table in IMPLEMENTATIONS.values():
+    for table in STATE_NAME_TABLES.values():
         for key, value in table.items():
             assert key == name_key(key)
             assert value in CANONICAL
@@ -31,7 +31,7 @@ def test_every_table_maps_into_the_vocabulary():
 
 def test_canonical_names_are_always_known():
     for name in CANONICAL:
-        for implementation in [None, *IMPLEMENTATIONS]:
+        for implementation in [None, *STATE_NAME_TABLES]:
             assert resolve_state(name, implementation) == (name, True)
 
 

@@ -526,14 +526,14 @@ class Link:
 
 
 @dataclass
-class Path:
+class PathModel:
     """Both directions of a path: ``down`` (server -> client) and ``up`` (client -> server)."""
 
     down: Link
     up: Link
 
     @classmethod
-    def from_config(cls, path: Mapping[str, Any], seed: int) -> Path:
+    def from_config(cls, path: Mapping[str, Any], seed: int) -> PathModel:
         """Build from the run config's ``path`` dict and the run's ``seed``."""
         return cls(
             down=Link(LinkConfig.from_dict(path["down"]), direction_seed(seed, "down")),

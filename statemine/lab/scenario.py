@@ -56,7 +56,8 @@ from ..errors import InputError
 from . import cellular
 from .path import Gilbert, PathValueError, RateSchedule
 
-IMPLEMENTATIONS = ("aioquic", "quic-go")
+#: The stacks `statemine lab` can run (not the qlog state-name tables: parse.statenames).
+LAB_IMPLEMENTATIONS = ("aioquic", "quic-go")
 PROFILES = ("desktop", "mobile")
 #: Largest total transfer of one run (count x size), bytes: the server holds it in memory.
 MAX_TRANSFER_BYTES = 256 * 2**20
@@ -211,8 +212,8 @@ def _stack(v: Any) -> str:
     if not isinstance(v, str) or "@" not in v:
         raise _Bad(f"must be 'IMPLEMENTATION@VERSION' (e.g. 'aioquic@1.7.2'), not {v!r}")
     impl, version = v.split("@", 1)
-    if impl not in IMPLEMENTATIONS:
-        raise _Bad(f"unknown implementation {impl!r} (known: {', '.join(IMPLEMENTATIONS)})")
+    if impl not in LAB_IMPLEMENTATIONS:
+        raise _Bad(f"unknown implementation {impl!r} (known: {', '.join(LAB_IMPLEMENTATIONS)})")
     known = patched_versions(impl)  # from $STATEMINE_PATCHES when set
     if version not in known and not (impl == "aioquic" and version == "installed"):
         raise _Bad(

@@ -99,8 +99,8 @@ _COMMON.update(
     }
 )
 
-#: Per-implementation tables (keys already passed through :func:`name_key`).
-IMPLEMENTATIONS: dict[str, dict[str, str]] = {
+#: Per-implementation qlog state-name tables (keys already passed through :func:`name_key`).
+STATE_NAME_TABLES: dict[str, dict[str, str]] = {
     # quic-go qlog/types.go, congestionState.String(): slow_start, congestion_avoidance,
     # recovery, application_limited (all in the common table; listed for clarity).
     "quic-go": {
@@ -212,7 +212,7 @@ def implementation_key(implementation: str | None) -> str | None:
     if implementation is None:
         return None
     key = name_key(implementation)
-    for name in IMPLEMENTATIONS:
+    for name in STATE_NAME_TABLES:
         if name_key(name) == key:
             return name
     return None
@@ -371,7 +371,7 @@ def resolve_state(
             if name_key(user_name) == key:
                 return canonical, True
     table_name = implementation_key(implementation) or ""
-    table = IMPLEMENTATIONS.get(table_name, {})
+    table = STATE_NAME_TABLES.get(table_name, {})
     if table_name in _PACKED and key.isdigit():
         key = str(picoquic_bbr_state(int(key))[0])
     if key in table:

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import write_json
-from ..path import Path as NetPath
+from ..path import PathModel
 from ..variability import CpuTime, ReadRate
 
 #: How often the mobile application's read rate is redrawn unless the config says, s.
@@ -304,7 +304,7 @@ def simulate(config: dict) -> dict:
 
     client_cfg, server_cfg = _configurations(config)
     loop = EventLoop()
-    path = NetPath.from_config(config["path"], int(config["seed"]))
+    path = PathModel.from_config(config["path"], int(config["seed"]))
     count = int(config["objects"]["count"])
     size = int(config["objects"]["size_bytes"])
     total = count * size
