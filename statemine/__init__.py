@@ -9,6 +9,12 @@ Data flows parse -> traces -> infer -> analyze/diff -> render; each step is a mo
 >>> G = statemine.infer(ts)                              # doctest: +SKIP
 >>> statemine.render(G, "model.svg")                     # doctest: +SKIP
 >>> result = statemine.diff(desktop, mobile)             # doctest: +SKIP
+
+and each command is one call (statemine.commands), writing what the command writes:
+
+>>> statemine.infer_to_dir("traces/mobile", "out/")      # doctest: +SKIP
+>>> statemine.diff_to_dir("a.parquet", "b.parquet", "diff/")  # doctest: +SKIP
+>>> statemine.report_to_file("a.parquet", None, "report.html")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -35,6 +41,12 @@ _LAZY = {
     "diff": "diff",
     "render": "render",
     "to_dot": "render",
+    "ReadOptions": "commands",
+    "CompareOptions": "commands",
+    "infer_to_dir": "commands",
+    "diff_to_dir": "commands",
+    "report_to_file": "commands",
+    "read_inputs": "commands",
 }
 
 
@@ -53,18 +65,24 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompareOptions",
     "DiffResult",
     "InputError",
+    "ReadOptions",
     "StatemineError",
     "TraceSet",
     "UsageError",
     "__version__",
     "concat",
     "diff",
+    "diff_to_dir",
     "infer",
+    "infer_to_dir",
     "load",
     "read",
+    "read_inputs",
     "render",
+    "report_to_file",
     "save",
     "state_stats",
     "summarize",

@@ -118,6 +118,29 @@ def frame_csv(frame) -> str:
     return safe.to_csv(index=False)
 
 
+def columns_csv(columns: dict) -> str:
+    """A table given as columns (name -> array) as CSV text, formatted as pandas'
+    ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty;
+    text cells through :func:`csv_cell`. (No pandas: the streamed infer never imports it.)"""
+    import csv
+    import io
+
+    import numpy as np
+
+    def cell(value) -> str:
+        if isinstance(value, (float, np.floating)):
+            return "" if value != value else repr(float(value))
+        if isinstance(value, str):
+            return csv_cell(value)
+        return str(value)
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([cell(v) for v in row] for row in zip(*columns.values()))
+    return out.getvalue()
+
+
 def one_line(message: object) -> str:
     """A message on one line: newlines and other controls made visible, backslashes kept
     (messages quote regexes and Windows paths).
@@ -133,6 +156,7 @@ __all__ = [
     "EMPTY",
     "FORMULA_STARTS",
     "TERMINAL_CHARS",
+    "columns_csv",
     "csv_cell",
     "display_name",
     "frame_csv",

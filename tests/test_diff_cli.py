@@ -166,7 +166,7 @@ def test_no_svg_removes_a_stale_diagram(sides):
 
 
 def test_side_labels_default_to_file_names():
-    from statemine.cli.diff import _labels
+    from statemine.commands import side_labels as _labels
 
     assert _labels(None, None, "runs/desktop", "x/mobile.parquet") == ("desktop", "mobile")
     assert _labels(None, None, "a/traces", "b/traces") == ("traces (A)", "traces (B)")

@@ -213,12 +213,12 @@ def test_cli_streamed_and_in_memory_paths_write_the_same_tables(tmp_path):
 
 
 def test_cli_csv_writer_formats_as_pandas(tmp_path):
-    from statemine.cli.infer import to_csv
+    from statemine.escape import columns_csv
 
     path = tmp_path / "run.log"
     path.write_text(random_log(np.random.default_rng(11), 300, 5))
     for frame in statemine.summarize(statemine.read(path)):
-        assert to_csv({c: frame[c].to_numpy() for c in frame.columns}) == frame.to_csv(index=False)
+        assert columns_csv({c: frame[c].to_numpy() for c in frame.columns}) == frame.to_csv(index=False)
 
 
 def test_cli_streamed_infer_runs_without_pandas(tmp_path):

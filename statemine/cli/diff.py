@@ -6,19 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
-from .infer import _input_options, read_inputs
-
-#: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
-DIFF_OUTPUTS = (
-    "states_diff.csv",
-    "transitions_diff.csv",
-    "one_sided.csv",
-    "notes.txt",
-    "diff.dot",
-    "diff.svg",
-)
+from .infer import _input_options, print_warnings, read_options
 
 _STAT_OPTIONS = [
     click.option(
@@ -119,23 +110,16 @@ def _select_options(func):
     return func
 
 
-def _read_sides(a: str, b: str | None, opts: dict):
-    """Both sides' trace sets (B None when not given), read and filtered by the options."""
-    read_args = {k: opts[k] for k in _READ_KEYS}
-    ts_a = _read_side(a, read_args, opts["select_both"] + opts["select_a"])
-    ts_b = _read_side(b, read_args, opts["select_both"] + opts["select_b"]) if b else None
-    return ts_a, ts_b
+def _read_options(opts: dict):
+    """The reading options and both sides' selections of the CLI options."""
+    read = read_options(click.get_current_context(), **{k: opts[k] for k in _READ_KEYS})
+    both = opts["select_both"]
+    return dict(read=read, select_a=both + opts["select_a"], select_b=both + opts["select_b"])
 
 
-def _read_side(path: str, read_args: dict, selections: tuple[str, ...] = ()):
-    """Read one side (any input :func:`statemine.parse.read` takes, including a
-    ``statemine lab`` output folder) and keep the traces matching ``selections``."""
-    return read_inputs([path], labels=None, selections=selections, **read_args)
-
-
-def _diff_options(opts: dict) -> dict:
-    """The keyword arguments of :func:`statemine.diff.diff` from the CLI options."""
-    return dict(
+def _compare_options(opts: dict) -> CompareOptions:
+    """The statistics' options of the CLI options."""
+    return CompareOptions(
         n_perm=opts["n_perm"],
         n_boot=opts["n_boot"],
         seed=opts["seed"],
@@ -143,21 +127,8 @@ def _diff_options(opts: dict) -> dict:
         transition_test=opts["transition_test"],
         collapse_repeats=opts["collapse_repeats"],
         end=opts["end_rule"],
-        strata=list(opts["strata"]) or None,
+        strata=tuple(opts["strata"]),
     )
-
-
-def _labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
-    """Side labels: as given, else the inputs' file names (suffixed when they collide)."""
-    la = label_a or Path(a).stem or str(a)
-    lb = label_b or (Path(b).stem if b else "") or "B"
-    if la == lb and not (label_a and label_b):
-        la, lb = (
-            (la, f"{lb} (B)")
-            if label_a
-            else ((f"{la} (A)", lb) if label_b else (f"{la} (A)", f"{lb} (B)"))
-        )
-    return la, lb
 
 
 @main.command("diff")
@@ -193,31 +164,20 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     probabilities and a per-source chi-square/G or Fisher test. Prints the largest
     significant changes.
     """
-    from ..diff import diff
-    from ..escape import frame_csv
-    from ..fileio import check_out_dir, write_set
-    from ..render import dot_to
-    from ..render_diff import diff_to_dot
-
-    check_out_dir(out_dir, DIFF_OUTPUTS)
-    label_a, label_b = _labels(opts["label_a"], opts["label_b"], a, b)
-    ts_a, ts_b = _read_sides(a, b, opts)
-    result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **_diff_options(opts))
-    dot = diff_to_dot(result, title=title)
-    files = {
-        "states_diff.csv": frame_csv(result.states),
-        "transitions_diff.csv": frame_csv(result.transitions),
-        "one_sided.csv": frame_csv(result.one_sided()),
-        "notes.txt": "".join(f"{note}\n" for note in result.notes),
-        "diff.dot": dot,
-    }
-    if svg:
-        files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
-    write_set(
-        out_dir, files, owned=DIFF_OUTPUTS
-    )  # the whole set: no diagram of an earlier run stays
-    print_summary(result, top=top)
-    click.echo(f"wrote {', '.join(files)} to {out_dir}", err=True)
+    out = diff_to_dir(
+        a,
+        b,
+        out_dir,
+        label_a=opts["label_a"],
+        label_b=opts["label_b"],
+        svg=svg,
+        title=title,
+        **_read_options(opts),
+        compare=_compare_options(opts),
+    )
+    print_warnings(out.warnings)
+    print_summary(out.result, top=top)
+    click.echo(f"wrote {', '.join(out.written)} to {out_dir}", err=True)
 
 
 def print_summary(result, *, top: int = 10) -> None:
@@ -332,42 +292,27 @@ def report_command(
     """Write one self-contained HTML page about traces A, or comparing A with B: tables,
     state machine (or the two-sided diff diagram), cwnd timelines and, with --results,
     outcome heatmaps (Welch's t-test per scenario cell)."""
-    from ..report import Outcomes, write_report
-
-    label_a, label_b = _labels(opts["label_a"], opts["label_b"], a, b)
-    outcomes = None
-    if results_path is not None:
-        from ..outcomes import read_results
-
-        if not by:
-            raise UsageError(
-                "--results needs --by COLUMN (the results column telling the sides apart)"
-            )
-        value_a, value_b = (label_a, label_b)
-        if values:
-            parts = values.split(",")
-            if len(parts) != 2 or not all(parts):
-                raise UsageError(f"--values wants two comma-separated values, not {values!r}")
-            value_a, value_b = parts
-        outcomes = Outcomes(
-            read_results(results_path),
-            by=by,
-            value_a=value_a,
-            value_b=value_b,
-            metric=metric,
-            rows=rows,
-            cols=cols,
-            alpha=outcome_alpha,
-        )
-    ts_a, ts_b = _read_sides(a, b, opts)
-    path = write_report(
+    if values:
+        parts = values.split(",")
+        if len(parts) != 2 or not all(parts):
+            raise UsageError(f"--values wants two comma-separated values, not {values!r}")
+        values = tuple(parts)
+    path, warnings = report_to_file(
+        a,
+        b,
         out_file,
-        ts_a,
-        ts_b,
-        label_a=label_a,
-        label_b=label_b,
+        label_a=opts["label_a"],
+        label_b=opts["label_b"],
         title=title,
-        outcomes=outcomes,
-        **_diff_options(opts),
+        results=results_path,
+        by=by,
+        values=values,
+        metric=metric,
+        rows=rows,
+        cols=cols,
+        outcome_alpha=outcome_alpha,
+        **_read_options(opts),
+        compare=_compare_options(opts),
     )
+    print_warnings(warnings)
     click.echo(f"wrote {path}", err=True)

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import gc
-import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
+from ..commands import PRINTED_STATES, ReadOptions, infer_to_dir, read_inputs, reader_warnings
 from ..errors import UsageError
 from . import main
 from .synoptic import ToolCommand, run_synoptic_engine
-
-#: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
-INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
-#: Rows of the states table printed on the terminal (the CSV has every state).
-PRINTED_STATES = 200
 
 _INPUT_OPTIONS = [
     click.option(
@@ -83,80 +78,30 @@ _SELECT_OPTION = click.option(
 )
 
 
-def read_inputs(
-    logs,
-    fmt,
-    regexes,
-    separator,
-    mapping,
-    ignore_nonmatching,
-    names_file,
-    implementation,
-    derive_states,
-    labels=None,
-    selections=(),
-):
-    """Read the CLI's inputs with :func:`statemine.parse.read` (shared by several commands),
-    then keep the traces matching every ``LABEL=VALUE`` of ``selections``."""
-    from ..parse import read
-
-    names = None
-    if names_file is not None:
-        from ..parse.statenames import load_names
-
-        names = load_names(names_file)
-    ts = read(
-        list(logs),
-        fmt,
-        regex=list(regexes) or None,
-        separator=separator,
-        mapping=mapping,
-        ignore_nonmatching=ignore_nonmatching,
-        names=names,
-        implementation=implementation,
-        derive_states=derive_states,
-        labels=labels,
+def read_options(ctx: click.Context, **opts) -> ReadOptions:
+    """The :class:`~statemine.commands.ReadOptions` of the input options' values."""
+    return ReadOptions(
+        fmt=opts["fmt"],
+        regex=tuple(opts["regexes"]),
+        separator=opts["separator"],
+        mapping=opts["mapping"],
+        ignore_nonmatching=opts["ignore_nonmatching"],
+        names_file=opts["names_file"],
+        implementation=opts["implementation"],
+        derive_states=opts["derive_states"],
+        strict=ctx.meta.get("strict", False),
         progress=True,
-        strict=click.get_current_context().meta.get("strict", False),
     )
-    _print_warnings(ts.meta.get("warnings"))
-    return select_traces(ts, selections, " ".join(map(str, logs)))
 
 
-def _print_warnings(warnings: str | None, limit: int = 10) -> None:
-    """Show the readers' warnings (a JSON list in ``TraceSet.meta``) on stderr."""
-    if not warnings:
-        return
-    items = json.loads(warnings)
+def print_warnings(warnings: Sequence[str], limit: int = 10) -> None:
+    """Show the readers' warnings on stderr (the first ``limit``)."""
     from ..escape import one_line
 
-    for item in items[:limit]:
+    for item in warnings[:limit]:
         click.echo(f"statemine: warning: {one_line(item)}", err=True)
-    if len(items) > limit:
-        click.echo(f"statemine: warning: ... and {len(items) - limit} more", err=True)
-
-
-def select_traces(ts, selections, where: str):
-    """``ts.select`` for ``LABEL=VALUE`` strings, with a clear error for an unknown label
-    or when nothing matches (``where`` names the input in the message)."""
-    if not selections:
-        return ts
-    wanted = {}
-    for item in selections:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
-        if key not in ts.traces.columns:
-            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
-            raise UsageError(
-                f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})"
-            )
-        wanted[key] = value
-    kept = ts.select(wanted)
-    if kept.n_traces == 0:
-        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
-        raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
-    return kept
+    if len(warnings) > limit:
+        click.echo(f"statemine: warning: ... and {len(warnings) - limit} more", err=True)
 
 
 @main.command(
@@ -281,186 +226,37 @@ def infer(
     if not logs:
         raise UsageError("no LOG given")
 
-    if out_dir is not None:
-        from ..fileio import check_out_dir
-
-        check_out_dir(out_dir, INFER_OUTPUTS)
-    opts = dict(
+    out = infer_to_dir(
+        logs,
+        out_dir,
+        read=read_options(
+            ctx,
+            fmt=fmt,
+            regexes=regexes,
+            separator=separator,
+            mapping=mapping,
+            ignore_nonmatching=ignore_nonmatching,
+            names_file=names_file,
+            implementation=implementation,
+            derive_states=derive_states,
+        ),
+        selections=selections,
         collapse_repeats=collapse_repeats,
         end=end_rule,
         n_boot=n_boot,
         seed=seed,
         confidence=confidence,
         max_states=max_states,
+        svg=svg,
+        title=title,
     )
-    files = _streamable(logs, fmt, regexes, selections)
-    if files:
-        states, transitions, dwell, n_traces, n_events = _summarize_streamed(files, opts)
-    else:
-        from ..analyze import summarize
-
-        ts = read_inputs(
-            logs,
-            fmt,
-            regexes,
-            separator,
-            mapping,
-            ignore_nonmatching,
-            names_file,
-            implementation,
-            derive_states,
-            selections=selections,
-        )
-        frames = summarize(ts, **opts)
-        states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
-        dwell, n_traces, n_events = frames[0].attrs["dwell_quantiles"], ts.n_traces, len(ts.events)
-        file_events = ts.traces.get("file_events")  # qlog: the files' own events, of any kind
-        if file_events is not None and file_events.notna().all():
-            n_events = (n_events, int(file_events.sum()))
-
-    from ..fileio import write_set
-    from ..infer.observed import model_from_stats, model_to_json
-    from ..render import DRAWN_STATES, dot_to, graphviz_available, to_dot
-
-    shown = {c: v[:PRINTED_STATES] for c, v in states.items()}
-    _print_states(shown, n_traces, n_events, confidence)
-    if len(states["state"]) > PRINTED_STATES:
-        click.echo(
-            f"statemine: note: {len(states['state']) - PRINTED_STATES} more states (least time) "
-            "not printed; states.csv (--out) has every one",
-            err=True,
-        )
-    if dwell != "exact":
-        click.echo(
-            f"statemine: note: dwell medians and p95 are {dwell}: too many visits to keep every "
-            "dwell time",
-            err=True,
-        )
-    if not states["time_s"].sum() > 0:
-        click.echo(
-            "statemine: note: the traces last no time (one state line each, or all at one "
-            "instant), so time fractions are undefined (n/a); visits and transitions stand",
-            err=True,
-        )
-    if out_dir is None:
-        return
-    G = model_from_stats(states, transitions)
-    dot = to_dot(G, title=title)
-    outputs: dict[str, bytes | str] = {
-        "states.csv": to_csv(states),
-        "transitions.csv": to_csv(transitions),
-        "model.dot": dot,
-        "model.json": model_to_json(G),
-    }
-    if svg and len(states["state"]) > DRAWN_STATES:
-        click.echo(
-            f"statemine: note: model.svg not drawn: {len(states['state'])} states are more than "
-            f"Graphviz lays out in reasonable time ({DRAWN_STATES}); model.dot has the model",
-            err=True,
-        )
-    elif svg and graphviz_available():
-        outputs["model.svg"] = dot_to(dot, "svg")
-    elif svg:
-        click.echo("statemine: Graphviz's dot is not installed; model.svg not written", err=True)
-    write_set(out_dir, outputs, owned=INFER_OUTPUTS)
-    click.echo(f"wrote {', '.join(outputs)} to {out_dir}", err=True)
-
-
-def to_csv(columns: dict) -> str:
-    """A table given as columns (name -> array) as CSV text, formatted as pandas'
-    ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty;
-    text cells a spreadsheet would run as a formula get a leading ``'``
-    (:func:`statemine.escape.csv_cell`)."""
-    import csv
-    import io
-
-    import numpy as np
-
-    from ..escape import csv_cell
-
-    def cell(value) -> str:
-        if isinstance(value, (float, np.floating)):
-            return "" if value != value else repr(float(value))
-        if isinstance(value, str):
-            return csv_cell(value)
-        return str(value)
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([cell(v) for v in row] for row in zip(*columns.values()))
-    return out.getvalue()
-
-
-def _streamable(logs, fmt: str, regexes, selections) -> list[Path]:
-    """The input files when they are all statemine logs that need no trace selection, so
-    the statistics can be streamed (:mod:`statemine.stream`); else an empty list."""
-    from ..parse import detect_format, expand_paths
-
-    if regexes or selections or fmt not in ("auto", "statemine"):
-        return []
-    files = expand_paths(list(logs))
-    if fmt == "auto" and any(detect_format(f) != "statemine" for f in files):
-        return []
-    return files
-
-
-def _summarize_streamed(files: list[Path], opts: dict):
-    """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
-    overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
-    another (numpy), while this one loads the output's libraries."""
-    from ..parse import progress_reporter
-    from ..parse.statemine_log import scan_files
-    from ..stream import fold_scanned
-
-    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end", "max_states")}
-    tables = {k: v for k, v in opts.items() if k not in fold_opts}
-    gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
-    try:
-        with progress_reporter(files, True) as advance:
-            folded = _in_background(
-                fold_scanned, scan_files(files, advance), files=files, **fold_opts
-            )
-            _import_output_modules()
-            folded = folded()
-    finally:
-        gc.enable()
-    states, transitions = folded.stats.columns(folded.names, **tables)
-    return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
-
-
-def _in_background(fn, *args, **kwargs):
-    """Start ``fn(*args, **kwargs)`` on a daemon thread (so Ctrl-C is not held up by it);
-    returns a function that waits for its result, or raises its exception."""
-    import threading
-
-    outcome: list = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, fn(*args, **kwargs)))
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=run, name="statemine-fold", daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        ok, value = outcome[0]
-        if not ok:
-            raise value
-        return value
-
-    return result
-
-
-def _import_output_modules() -> None:
-    import rich.console
-    import rich.table  # noqa: F401
-
-    from .. import render  # noqa: F401
-    from ..infer import observed  # noqa: F401
+    print_warnings(out.warnings)
+    shown = {c: v[:PRINTED_STATES] for c, v in out.states.items()}
+    _print_states(shown, out.n_traces, out.n_events, confidence)
+    for note in out.notes:
+        click.echo(f"statemine: note: {note}", err=True)
+    if out.written:
+        click.echo(f"wrote {', '.join(out.written)} to {out_dir}", err=True)
 
 
 @main.command("read")
@@ -504,19 +300,19 @@ def read_command(
         if not eq or not key:
             raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
         pairs[key] = value
-    ts = read_inputs(
-        logs,
-        fmt,
-        regexes,
-        separator,
-        mapping,
-        ignore_nonmatching,
-        names_file,
-        implementation,
-        derive_states,
-        labels=pairs or None,
-        selections=selections,
+    read = read_options(
+        click.get_current_context(),
+        fmt=fmt,
+        regexes=regexes,
+        separator=separator,
+        mapping=mapping,
+        ignore_nonmatching=ignore_nonmatching,
+        names_file=names_file,
+        implementation=implementation,
+        derive_states=derive_states,
     )
+    ts = read_inputs(logs, read, labels=pairs or None, selections=selections)
+    print_warnings(reader_warnings(ts))
     save(ts, output)
     click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
 

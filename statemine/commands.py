@@ -1,0 +1,520 @@
+"""The ``statemine`` commands as library calls: each command is one of these plus printing.
+
+* :func:`infer_to_dir` -- ``statemine infer LOG... [--out DIR]``
+* :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
+* :func:`report_to_file` -- ``statemine report A [B] --out FILE``
+* :func:`read_inputs` -- ``statemine read`` (and the reading step of the three above)
+
+They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
+output folders), read them with :class:`ReadOptions`, compute, and write the same files
+the commands write (atomically, as a whole set). Nothing is printed: what the command
+prints on stderr (reader warnings, notes) comes back in the result.
+
+Units: times in seconds, shares as fractions in [0, 1], counts as integers.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .diff import DiffResult
+    from .traces import TraceSet
+
+#: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
+INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+#: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
+DIFF_OUTPUTS = (
+    "states_diff.csv",
+    "transitions_diff.csv",
+    "one_sided.csv",
+    "notes.txt",
+    "diff.dot",
+    "diff.svg",
+)
+
+Inputs = str | os.PathLike | Sequence[str | os.PathLike]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read the inputs (the readers' options of :func:`statemine.read`).
+
+    ``fmt``: auto, statemine, qlog, regex or parquet; ``regex``/``separator``/``mapping``/
+    ``ignore_nonmatching``: Synoptic's -r/-s/-m/-i; ``names_file``: qlog state-name
+    overrides; ``implementation``: which qlog state-name table; ``derive_states``: states
+    from cwnd/ssthresh; ``strict``: fail on a qlog file without congestion data;
+    ``progress``: a progress bar on stderr (a terminal only)."""
+
+    fmt: str = "auto"
+    regex: tuple[str, ...] = ()
+    separator: str | None = None
+    mapping: str | None = None
+    ignore_nonmatching: bool = False
+    names_file: str | os.PathLike | None = None
+    implementation: str | None = None
+    derive_states: bool = False
+    strict: bool = False
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The statistics of ``diff`` and ``report`` (the options of :func:`statemine.diff`),
+    with the commands' defaults: ``n_perm`` permutations, ``n_boot`` bootstrap resamples
+    (0: no intervals), ``seed`` of both, Holm's family-wise ``alpha``, the large-count
+    ``transition_test`` ("chi2" or "g"), ``collapse_repeats``, the ``end`` rule ("close"
+    or "last-state") and the trace labels to stratify by (``strata``)."""
+
+    n_perm: int = 9999
+    n_boot: int = 2000
+    seed: int = 0
+    alpha: float = 0.05
+    transition_test: str = "chi2"
+    collapse_repeats: bool = False
+    end: str = "close"
+    strata: tuple[str, ...] = ()
+
+    def kwargs(self) -> dict[str, Any]:
+        """As keyword arguments of :func:`statemine.diff` and :func:`~statemine.report.build_report`."""
+        opts = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        opts["strata"] = list(self.strata) or None
+        return opts
+
+
+@dataclass(frozen=True)
+class InferOutput:
+    """What :func:`infer_to_dir` computed and wrote.
+
+    ``states``/``transitions``: the tables as columns (name -> array, the CSV's columns;
+    times in seconds, fractions in [0, 1]); ``n_events``: rows read, or (rows, events in the
+    files) for qlog; ``dwell_accuracy``: "exact" or how the dwell quantiles were
+    approximated; ``warnings``: the readers'; ``notes``: remarks on the result; ``written``:
+    the file names written to the output folder (none without one)."""
+
+    states: dict[str, np.ndarray]
+    transitions: dict[str, np.ndarray]
+    n_traces: int
+    n_events: int | tuple[int, int]
+    dwell_accuracy: str
+    confidence: float
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DiffOutput:
+    """What :func:`diff_to_dir` computed and wrote: the :class:`~statemine.diff.DiffResult`,
+    the readers' warnings and the file names written."""
+
+    result: DiffResult
+    warnings: tuple[str, ...] = ()
+    written: tuple[str, ...] = field(default=())
+
+
+#: Rows of the states table the CLI prints (the CSV has every state).
+PRINTED_STATES = 200
+
+
+def reader_warnings(ts: TraceSet) -> list[str]:
+    """The readers' warnings kept in ``ts.meta`` (a JSON list), as a list."""
+    raw = ts.meta.get("warnings")
+    return list(json.loads(raw)) if raw else []
+
+
+def read_inputs(
+    inputs: Inputs,
+    read: ReadOptions = ReadOptions(),
+    *,
+    labels: dict[str, str] | None = None,
+    selections: Sequence[str] = (),
+) -> TraceSet:
+    """Read ``inputs`` with :func:`statemine.parse.read`, label every trace with ``labels``,
+    and keep the traces matching every ``LABEL=VALUE`` of ``selections``."""
+    from .parse import read as parse_read
+
+    names = None
+    if read.names_file is not None:
+        from .parse.statenames import load_names
+
+        names = load_names(read.names_file)
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    ts = parse_read(
+        paths,
+        read.fmt,
+        regex=list(read.regex) or None,
+        separator=read.separator,
+        mapping=read.mapping,
+        ignore_nonmatching=read.ignore_nonmatching,
+        names=names,
+        implementation=read.implementation,
+        derive_states=read.derive_states,
+        labels=labels,
+        progress=read.progress,
+        strict=read.strict,
+    )
+    return select_traces(ts, selections, " ".join(map(str, paths)))
+
+
+def select_traces(ts: TraceSet, selections: Sequence[str], where: str) -> TraceSet:
+    """``ts.select`` for ``LABEL=VALUE`` strings, with a clear error for an unknown label
+    or when nothing matches (``where`` names the input in the message)."""
+    if not selections:
+        return ts
+    wanted = {}
+    for item in selections:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
+        if key not in ts.traces.columns:
+            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
+            raise UsageError(
+                f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})"
+            )
+        wanted[key] = value
+    kept = ts.select(wanted)
+    if kept.n_traces == 0:
+        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
+        raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
+    return kept
+
+
+def infer_to_dir(
+    inputs: Inputs,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    read: ReadOptions = ReadOptions(),
+    selections: Sequence[str] = (),
+    collapse_repeats: bool = False,
+    end: str = "close",
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    max_states: int = 100_000,
+    svg: bool = True,
+    title: str | None = None,
+) -> InferOutput:
+    """``statemine infer``: the per-state and per-transition tables of the observed-state
+    model (:func:`statemine.summarize`), and with ``out_dir`` the files states.csv,
+    transitions.csv, model.dot, model.json and model.svg (``svg``, needs Graphviz; up to
+    :data:`~statemine.render.DRAWN_STATES` states) written there as one set.
+
+    statemine logs needing no selection are streamed (memory bounded by the distinct
+    (trace, state) pairs, not by the log's length); anything else is read whole. Both give
+    the same numbers (tests/test_stream.py). ``end``: "close" (a trace's last state lasts
+    to its Close line or last line) or "last-state" (it gets no time); ``n_boot`` bootstrap
+    resamples over traces (seeded by ``seed``) for the ``confidence`` intervals."""
+    if out_dir is not None:
+        from .fileio import check_out_dir
+
+        check_out_dir(out_dir, INFER_OUTPUTS)
+    opts = dict(
+        collapse_repeats=collapse_repeats,
+        end=end,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+        max_states=max_states,
+    )
+    files = _streamable(inputs, read.fmt, read.regex, selections)
+    warnings: list[str] = []
+    if files:
+        states, transitions, dwell, n_traces, n_events = _summarize_streamed(
+            files, opts, read.progress
+        )
+    else:
+        from .analyze import summarize
+
+        ts = read_inputs(inputs, read, selections=selections)
+        warnings = reader_warnings(ts)
+        frames = summarize(ts, **opts)
+        states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
+        dwell, n_traces = frames[0].attrs["dwell_quantiles"], ts.n_traces
+        n_events = len(ts.events)
+        file_events = ts.traces.get("file_events")  # qlog: the files' own events, of any kind
+        if file_events is not None and file_events.notna().all():
+            n_events = (n_events, int(file_events.sum()))
+    notes = _infer_notes(states, dwell)
+    written: tuple[str, ...] = ()
+    if out_dir is not None:
+        outputs, svg_note = _infer_files(states, transitions, svg=svg, title=title)
+        notes += [svg_note] if svg_note else []
+        from .fileio import write_set
+
+        write_set(out_dir, outputs, owned=INFER_OUTPUTS)
+        written = tuple(outputs)
+    return InferOutput(
+        states=states,
+        transitions=transitions,
+        n_traces=n_traces,
+        n_events=n_events,
+        dwell_accuracy=dwell,
+        confidence=confidence,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        written=written,
+    )
+
+
+def _infer_notes(states: dict, dwell: str) -> list[str]:
+    """Remarks on the tables the infer command prints on stderr."""
+    notes = []
+    if len(states["state"]) > PRINTED_STATES:
+        notes.append(
+            f"{len(states['state']) - PRINTED_STATES} more states (least time) not printed; "
+            "states.csv (--out) has every one"
+        )
+    if dwell != "exact":
+        notes.append(f"dwell medians and p95 are {dwell}: too many visits to keep every dwell time")
+    if not states["time_s"].sum() > 0:
+        notes.append(
+            "the traces last no time (one state line each, or all at one instant), so time "
+            "fractions are undefined (n/a); visits and transitions stand"
+        )
+    return notes
+
+
+def _infer_files(
+    states: dict, transitions: dict, *, svg: bool, title: str | None
+) -> tuple[dict[str, bytes | str], str | None]:
+    """The files of ``infer --out`` (name -> content), and a note when model.svg is left out."""
+    from .escape import columns_csv
+    from .infer.observed import model_from_stats, model_to_json
+    from .render import DRAWN_STATES, dot_to, graphviz_available, to_dot
+
+    G = model_from_stats(states, transitions)
+    dot = to_dot(G, title=title)
+    outputs: dict[str, bytes | str] = {
+        "states.csv": columns_csv(states),
+        "transitions.csv": columns_csv(transitions),
+        "model.dot": dot,
+        "model.json": model_to_json(G),
+    }
+    note = None
+    if svg and len(states["state"]) > DRAWN_STATES:
+        note = (
+            f"model.svg not drawn: {len(states['state'])} states are more than Graphviz lays "
+            f"out in reasonable time ({DRAWN_STATES}); model.dot has the model"
+        )
+    elif svg and graphviz_available():
+        outputs["model.svg"] = dot_to(dot, "svg")
+    elif svg:
+        note = "Graphviz's dot is not installed; model.svg not written"
+    return outputs, note
+
+
+def _streamable(inputs: Inputs, fmt: str, regexes, selections) -> list[Path]:
+    """The input files when they are all statemine logs that need no trace selection, so
+    the statistics can be streamed (:mod:`statemine.stream`); else an empty list."""
+    from .parse import detect_format, expand_paths
+
+    if regexes or selections or fmt not in ("auto", "statemine"):
+        return []
+    files = expand_paths(inputs)
+    if fmt == "auto" and any(detect_format(f) != "statemine" for f in files):
+        return []
+    return files
+
+
+def _summarize_streamed(files: list[Path], opts: dict, progress: bool):
+    """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
+    overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
+    another (numpy), while this one loads the output's libraries."""
+    from .parse import progress_reporter
+    from .parse.statemine_log import scan_files
+    from .stream import fold_scanned
+
+    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end", "max_states")}
+    tables = {k: v for k, v in opts.items() if k not in fold_opts}
+    gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
+    try:
+        with progress_reporter(files, progress) as advance:
+            folded = _in_background(
+                fold_scanned, scan_files(files, advance), files=files, **fold_opts
+            )
+            _import_output_modules()
+            folded = folded()
+    finally:
+        gc.enable()
+    states, transitions = folded.stats.columns(folded.names, **tables)
+    return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
+
+
+def _in_background(fn: Callable[..., Any], *args, **kwargs) -> Callable[[], Any]:
+    """Start ``fn(*args, **kwargs)`` on a daemon thread (so Ctrl-C is not held up by it);
+    returns a function that waits for its result, or raises its exception."""
+    import threading
+
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="statemine-fold", daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
+
+
+def _import_output_modules() -> None:
+    """Load what the outputs and the printed table need (while the fold runs)."""
+    import rich.console
+    import rich.table  # noqa: F401
+
+    from . import render  # noqa: F401
+    from .infer import observed  # noqa: F401
+
+
+def side_labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
+    """Side labels: as given, else the inputs' file names (suffixed when they collide)."""
+    la = label_a or Path(a).stem or str(a)
+    lb = label_b or (Path(b).stem if b else "") or "B"
+    if la == lb and not (label_a and label_b):
+        la, lb = (
+            (la, f"{lb} (B)")
+            if label_a
+            else ((f"{la} (A)", lb) if label_b else (f"{la} (A)", f"{lb} (B)"))
+        )
+    return la, lb
+
+
+def read_sides(
+    a: str,
+    b: str | None,
+    read: ReadOptions,
+    select_a: Sequence[str] = (),
+    select_b: Sequence[str] = (),
+) -> tuple[TraceSet, TraceSet | None, list[str]]:
+    """Both sides' trace sets (B None when not given), each read and filtered by its
+    selections, and the readers' warnings (A's first)."""
+    ts_a = read_inputs([a], read, selections=select_a)
+    ts_b = read_inputs([b], read, selections=select_b) if b else None
+    warnings = reader_warnings(ts_a) + (reader_warnings(ts_b) if ts_b is not None else [])
+    return ts_a, ts_b, warnings
+
+
+def diff_to_dir(
+    a: str,
+    b: str,
+    out_dir: str | os.PathLike,
+    *,
+    read: ReadOptions = ReadOptions(),
+    select_a: Sequence[str] = (),
+    select_b: Sequence[str] = (),
+    label_a: str | None = None,
+    label_b: str | None = None,
+    compare: CompareOptions = CompareOptions(),
+    svg: bool = True,
+    title: str | None = None,
+) -> DiffOutput:
+    """``statemine diff``: compare the traces of ``a`` with those of ``b``
+    (:func:`statemine.diff` with the ``compare`` options) and write states_diff.csv,
+    transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
+    ``out_dir`` as one set. Side labels default to the inputs' file names."""
+    from .diff import diff
+    from .escape import frame_csv
+    from .fileio import check_out_dir, write_set
+    from .render import dot_to
+    from .render_diff import diff_to_dot
+
+    check_out_dir(out_dir, DIFF_OUTPUTS)
+    label_a, label_b = side_labels(label_a, label_b, a, b)
+    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+    assert ts_b is not None
+    result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **compare.kwargs())
+    dot = diff_to_dot(result, title=title)
+    files = {
+        "states_diff.csv": frame_csv(result.states),
+        "transitions_diff.csv": frame_csv(result.transitions),
+        "one_sided.csv": frame_csv(result.one_sided()),
+        "notes.txt": "".join(f"{note}\n" for note in result.notes),
+        "diff.dot": dot,
+    }
+    if svg:
+        files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
+    write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
+    return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))
+
+
+def report_to_file(
+    a: str,
+    b: str | None,
+    out_file: str | os.PathLike,
+    *,
+    read: ReadOptions = ReadOptions(),
+    select_a: Sequence[str] = (),
+    select_b: Sequence[str] = (),
+    label_a: str | None = None,
+    label_b: str | None = None,
+    title: str | None = None,
+    results: str | os.PathLike | None = None,
+    by: str | None = None,
+    values: tuple[str, str] | None = None,
+    metric: str = "plt_s",
+    rows: str = "rate_mbps",
+    cols: str = "object_size_bytes",
+    outcome_alpha: float = 0.01,
+    compare: CompareOptions = CompareOptions(),
+) -> tuple[Path, tuple[str, ...]]:
+    """``statemine report``: one self-contained HTML page about ``a`` (or comparing it with
+    ``b``), written atomically to ``out_file`` (:func:`statemine.report.write_report`;
+    ``compare`` as in :func:`diff_to_dir`). With ``results`` (a ``statemine lab``
+    results.csv/.parquet), ``by`` names the column telling the sides apart, ``values`` its
+    values for A and B (default: the side labels), and the page compares ``metric`` per
+    (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Returns the path
+    written and the readers' warnings."""
+    from .report import Outcomes, write_report
+
+    label_a, label_b = side_labels(label_a, label_b, a, b)
+    outcomes = None
+    if results is not None:
+        from .outcomes import read_results
+
+        if not by:
+            raise UsageError(
+                "--results needs --by COLUMN (the results column telling the sides apart)"
+            )
+        value_a, value_b = values or (label_a, label_b)
+        outcomes = Outcomes(
+            read_results(results),
+            by=by,
+            value_a=value_a,
+            value_b=value_b,
+            metric=metric,
+            rows=rows,
+            cols=cols,
+            alpha=outcome_alpha,
+        )
+    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+    path = write_report(
+        out_file,
+        ts_a,
+        ts_b,
+        label_a=label_a,
+        label_b=label_b,
+        title=title,
+        outcomes=outcomes,
+        **compare.kwargs(),
+    )
+    return path, tuple(warnings)

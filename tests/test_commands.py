@@ -1,0 +1,92 @@
+"""The library calls that mirror the commands write exactly what the commands write.
+
+Each call is compared with the golden outputs of the command line it mirrors
+(tests/golden.py), so a notebook gets the files of ``statemine infer --out`` (etc.) with
+one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from golden import ROOT, normalize, read_golden
+
+import statemine
+from statemine.errors import UsageError
+
+
+def _files(folder, names):
+    return {n: normalize(n, (folder / n).read_bytes(), str(folder)) for n in names}
+
+
+def test_infer_to_dir_writes_what_infer_out_writes(tmp_path):
+    out = tmp_path / "out"
+    with contextlib.chdir(ROOT):
+        got = statemine.infer_to_dir(
+            "traces/quic-go-versions",
+            out,
+            selections=["role=server", "version=v0.63.0", "jitter_ms=10"],
+        )
+    golden = read_golden("infer-readme")
+    assert got.written == ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+    assert _files(out, got.written) == {n: golden[n] for n in got.written}
+    assert got.n_traces == 20 and got.notes == () and got.warnings == ()
+    # the returned table is the CSV's, as numbers: fractions sum to 1 (seconds / seconds)
+    assert got.states["time_fraction"].sum() == pytest.approx(1.0)
+    assert got.states["time_s"].sum() > 0
+
+
+def test_infer_to_dir_streamed_log_and_no_out(tmp_path):
+    with contextlib.chdir(ROOT):
+        got = statemine.infer_to_dir(
+            "traces/quic-go-versions/runs/quic-go-v0.65.0-s12-3c2638cc86bc/run.log.gz"
+        )
+    assert got.written == () and got.n_traces == 2 and got.n_events == 97
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diff_to_dir_writes_what_diff_writes(tmp_path):
+    parquet = ROOT / "tests/data/diff/quic-go-mobile-servers.parquet"
+    out = tmp_path / "out"
+    got = statemine.diff_to_dir(
+        str(parquet),
+        str(parquet),
+        out,
+        select_a=["profile=desktop"],
+        select_b=["profile=mobile"],
+    )
+    golden = read_golden("diff-parquet")
+    assert _files(out, got.written) == {n: golden[n] for n in got.written}
+    assert got.result.label_a == "quic-go-mobile-servers (A)"
+
+
+def test_report_to_file_writes_what_report_writes(tmp_path):
+    out = tmp_path / "report.html"
+    with contextlib.chdir(ROOT):
+        path, warnings = statemine.report_to_file(
+            "traces/quic-go-versions",
+            None,
+            out,
+            select_a=["role=server", "version=v0.65.0"],
+            title="quic-go <v0.65.0>",
+        )
+    assert path == out and warnings == ()
+    assert (
+        normalize("report.html", out.read_bytes(), "")
+        == read_golden("report-single")["report.html"]
+    )
+
+
+def test_read_options_are_honoured(tmp_path):
+    log = ROOT / "tests/data/golden/inputs/custom.log"
+    read = statemine.ReadOptions(
+        fmt="regex",
+        regex=(r"(?<DTIME>\S+) quic conn=(?<conn>\S+) cc_state (?<TYPE>\S+).*",),
+        ignore_nonmatching=True,
+        mapping=r"\k<conn>",
+    )
+    ts = statemine.read_inputs(log, read, selections=["partition=2/server"])
+    assert ts.n_traces == 1
+    with pytest.raises(UsageError, match="no trace matches"):
+        statemine.read_inputs(log, read, selections=["partition=nope"])
