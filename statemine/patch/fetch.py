@@ -2,6 +2,8 @@
 
 * ``go-module``: ``go mod download -json <module>@<version>`` (module cache under the
   statemine cache, ``GOFLAGS=-modcacherw``), then the module root is copied into DIR.
+* ``crates-io``: the ``.crate`` archive that ``cargo fetch`` downloads and checks
+  (:mod:`statemine.patch.cargo`); its top directory becomes DIR.
 * ``pypi-sdist``: ``pip download --no-deps --no-binary :all: <package>==<version>``; the
   sdist's top directory becomes DIR. Its C extensions are built from that sdist with
   ``pip wheel --no-deps`` (pip's isolated build: needs a C compiler, and OpenSSL headers
@@ -30,13 +32,9 @@ from pathlib import Path
 
 from ..errors import StatemineError, UsageError
 from .apply import SOURCE_RECORD, safe_target
+from .cargo import crate_archive, crate_record
 from .diff import check_relpath
-from .registry import Impl, checked_name, load_impl, sha256_file
-
-
-def cache_dir() -> Path:
-    """``$STATEMINE_CACHE`` or ``~/.cache/statemine`` (created on use)."""
-    return Path(os.environ.get("STATEMINE_CACHE") or Path.home() / ".cache" / "statemine")
+from .registry import Impl, cache_dir, checked_name, load_impl, sha256_file
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -177,6 +175,14 @@ def _unpack_sdist(sdist: Path, work: Path) -> None:
     shutil.rmtree(unpack)
 
 
+def _fetch_crate(impl: Impl, version: str, work: Path) -> dict:
+    """Unpack the crate archive's top directory into ``work``."""
+    archive = crate_archive(impl, version)
+    record = crate_record(impl, version, archive)
+    _unpack_sdist(archive, work)
+    return record
+
+
 def _fetch_pypi(impl: Impl, version: str, work: Path) -> dict:
     """Unpack the sdist's top directory into ``work`` and add the compiled extensions."""
     sdist = _sdist(impl, version)
@@ -219,7 +225,8 @@ def fetch(impl: str, version: str, dest: str | Path, patches: str | Path | None 
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     try:
-        meta = (_fetch_go if info.fetch == "go-module" else _fetch_pypi)(info, version, root)
+        fetcher = {"go-module": _fetch_go, "crates-io": _fetch_crate}.get(info.fetch, _fetch_pypi)
+        meta = fetcher(info, version, root)
         record = {"impl": impl, "version": version, **meta}
         (root / SOURCE_RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     except BaseException:
@@ -238,14 +245,14 @@ def fetch(impl: str, version: str, dest: str | Path, patches: str | Path | None 
 def pristine(impl: str, version: str, patches: str | Path | None = None) -> Path:
     """A read-only view of the pristine source of ``impl`` ``version`` (what ``port``
     reads to know which function each hunk was in): the Go module cache's copy, or the
-    sdist unpacked once under the cache (no extension built)."""
+    sdist or crate unpacked once under the cache (no extension built)."""
     info = load_impl(impl, patches)
     checked_name("version", version)
     if info.fetch == "go-module":
         return Path(_go_download(info, version)["Dir"])
     d = cache_dir() / "pristine" / impl / version
     if not d.is_dir():
-        sdist = _sdist(info, version)
+        sdist = crate_archive(info, version) if info.fetch == "crates-io" else _sdist(info, version)
         d.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=".tmp-"))
         try:

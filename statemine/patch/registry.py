@@ -19,29 +19,38 @@ from ..errors import InputError, UsageError
 from .diff import check_relpath, read_patch
 
 PATCH_FILE = "statemine.patch"
-_FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module"}
+_FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module", "crates-io": "crate"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 #: A PyPI project name (PEP 508) and a Go module path: what impl.toml may name.
 _PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _MODULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]*(/[A-Za-z0-9._~-]+)*$")
+#: A crates.io crate name (ASCII letters, digits, ``-`` and ``_``, at most 64).
+_CRATE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 #: The keys an impl.toml may have.
-_KEYS = ("name", "fetch", "package", "module", "python_path")
+_KEYS = ("name", "fetch", "package", "module", "crate", "python_path")
 
 
 @dataclass(frozen=True)
 class Impl:
     """An implementation's ``impl.toml``: how to fetch it.
 
-    ``fetch`` is ``"pypi-sdist"`` (``package`` is the PyPI project) or ``"go-module"``
-    (``module`` is the Go module path); ``python_path`` is the directory under the source
-    root to put on ``PYTHONPATH`` (``""`` when not a Python package).
+    ``fetch`` is ``"pypi-sdist"`` (``package`` is the PyPI project), ``"go-module"``
+    (``module`` is the Go module path) or ``"crates-io"`` (``crate`` is the crate's name);
+    ``python_path`` is the directory under the source root to put on ``PYTHONPATH``
+    (``""`` when not a Python package).
     """
 
     name: str
     fetch: str
     package: str = ""
     module: str = ""
+    crate: str = ""
     python_path: str = ""
+
+
+def cache_dir() -> Path:
+    """``$STATEMINE_CACHE`` or ``~/.cache/statemine`` (created on use)."""
+    return Path(os.environ.get("STATEMINE_CACHE") or Path.home() / ".cache" / "statemine")
 
 
 def patches_root(root: str | Path | None = None) -> Path:
@@ -125,7 +134,12 @@ def load_impl(name: str, root: str | Path | None = None) -> Impl:
         raise InputError(path, None, f"fetch = {fetch!r} needs a {key!r} string")
     fields = {
         k: _checked_key(path, k, data.get(k, ""), pattern)
-        for k, pattern in (("package", _PACKAGE), ("module", _MODULE), ("python_path", None))
+        for k, pattern in (
+            ("package", _PACKAGE),
+            ("module", _MODULE),
+            ("crate", _CRATE),
+            ("python_path", None),
+        )
         if k in data or k == "python_path"
     }
     if "name" in data and data["name"] != name:
