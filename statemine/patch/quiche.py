@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import StatemineError, UsageError
 from . import cargo
 from .apply import apply
 from .fetch import fetch
@@ -27,14 +27,6 @@ SMOKE_PROGRAM = Path(__file__).resolve().parents[2] / "tests" / "data" / "quiche
 #: (``CongestionControlAlgorithm::from_str`` in src/recovery/mod.rs or
 #: src/recovery/congestion/mod.rs), and which controller each selects.
 CONTROLLERS: dict[str, dict[str, str]] = {
-    "0.22.0": {"reno": "reno", "cubic": "cubic", "bbr": "bbr", "bbr2": "bbr2-native"},
-    "0.25.0": {
-        "reno": "reno",
-        "cubic": "cubic",
-        "bbr": "bbr2-gcongestion",
-        "bbr2": "bbr2-gcongestion",
-        "bbr2_gcongestion": "bbr2-gcongestion",
-    },
     "0.30.0": {
         "reno": "reno",
         "cubic": "cubic",
@@ -65,9 +57,22 @@ def controller(version: str, name: str) -> str:
     return known[name]
 
 
+def mark_package_version(src: Path, version: str, tag: str) -> None:
+    """Give the package in ``src`` the version ``<version>+statemine.<tag>`` (semver build
+    metadata: dependents still match it) so that cargo, in a target directory shared with
+    other patched trees of the same version, gives its artifacts names of their own."""
+    manifest = src / "Cargo.toml"
+    text = manifest.read_text(encoding="utf-8")
+    old = f'\nversion = "{version}"\n'
+    if text.count(old) != 1:
+        raise StatemineError(f"{manifest}: no single package version {version!r}")
+    manifest.write_text(text.replace(old, f'\nversion = "{version}+statemine.{tag}"\n'))
+
+
 def patched_source(version: str) -> Path:
     """The fetched and patched quiche tree of ``version``, cached under
-    ``$STATEMINE_CACHE/quiche/<version>/src-<patch sha>``."""
+    ``$STATEMINE_CACHE/quiche/<version>/src-<patch sha>`` (its package version carries the
+    patch's hash, :func:`mark_package_version`)."""
     psha = hashlib.sha256(patch_path(IMPL, version).read_bytes()).hexdigest()[:16]
     dest = cache_dir() / IMPL / version / f"src-{psha}"
     if (dest / ".statemine-patch.json").is_file():
@@ -77,6 +82,7 @@ def patched_source(version: str) -> Path:
     try:
         fetch(IMPL, version, tmp / "src")
         apply(IMPL, version, tmp / "src")
+        mark_package_version(tmp / "src", version, psha)
         try:
             os.replace(tmp / "src", dest)
         except OSError:  # made concurrently by another process

@@ -2,7 +2,8 @@
 //! from one quiche server, both in this process, over an in-memory path
 //! (a rate-limited drop-tail bottleneck and a fixed one-way delay each way,
 //! optional random loss), in virtual time through the instrument patch's
-//! clock hook (`quiche::statemine::set_virtual_time`).
+//! clock hook (`quiche::statemine::set_virtual_time`), with quiche's own
+//! random choices seeded (`quiche::statemine::set_random_seed`).
 //!
 //! Usage: smoke CERT KEY CC BYTES LOSS_PER_MILLE SEED QLOG_OR_DASH [BLACKOUT]
 //!
@@ -81,15 +82,24 @@ fn since(origin: Instant, at: Instant) -> Duration {
     at.saturating_duration_since(origin)
 }
 
+/// Sends what `conn` has to send now. Pacing: each packet leaves at its
+/// `SendInfo::at`; once one is due later than now, the application stops
+/// asking quiche for more until then (returned: the time to come back).
 fn flush(
     conn: &mut quiche::Connection, now: Duration, link: &mut Link, rng: &mut Rng,
     origin: Instant,
-) {
+) -> Option<Duration> {
     let mut out = [0u8; MAX_DATAGRAM];
     loop {
         match conn.send(&mut out) {
-            Ok((n, info)) => link.send(now.max(since(origin, info.at)), &out[..n], rng),
-            Err(quiche::Error::Done) => break,
+            Ok((n, info)) => {
+                let at = now.max(since(origin, info.at));
+                link.send(at, &out[..n], rng);
+                if at > now {
+                    return Some(at);
+                }
+            },
+            Err(quiche::Error::Done) => return None,
             Err(e) => panic!("send: {e:?}"),
         }
     }
@@ -130,6 +140,8 @@ fn main() {
     let loss = a[5].parse::<f64>().expect("LOSS_PER_MILLE") / 1000.0;
     let mut rng = Rng(a[6].parse::<u64>().expect("SEED") | 1);
 
+    let seed: u64 = a[6].parse().expect("SEED");
+    quiche::statemine::set_random_seed(seed);
     quiche::statemine::set_virtual_time(Duration::ZERO);
     let origin = quiche::statemine::clock_origin();
     let mut now = Duration::ZERO;
@@ -205,11 +217,15 @@ fn main() {
         if fin && !client.is_closed() && !client.is_draining() {
             let _ = client.close(true, 0, b"done");
         }
-        flush(&mut client, now, &mut up, &mut rng, origin);
-        flush(&mut server, now, &mut down, &mut rng, origin);
+        let paced = [
+            flush(&mut client, now, &mut up, &mut rng, origin),
+            flush(&mut server, now, &mut down, &mut rng, origin),
+        ];
 
         // Advance virtual time to the next thing that happens.
         let next = [
+            paced[0],
+            paced[1],
             up.next_arrival(),
             down.next_arrival(),
             client.timeout_instant().map(|t| since(origin, t)),
