@@ -55,7 +55,7 @@ _STATE_LITERAL = re.compile(r'"((?:BBR)?[A-Z][A-Za-z]+)"')
 
 def added_lines(version: str) -> str:
     text = patch.patch_path("quiche", version).read_text()
-    return "\n".join(l[1:] for l in text.splitlines() if l.startswith("+"))
+    return "\n".join(line[1:] for line in text.splitlines() if line.startswith("+"))
 
 
 #: Files of quiche that are tests only, and the real clock's calls.

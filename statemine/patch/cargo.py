@@ -163,7 +163,7 @@ _KEY_PART = re.compile(r"^[A-Za-z0-9._+-]+$")
 def program_files(program: Path) -> list[Path]:
     """The files of a cargo program that its build depends on (``Cargo.toml``,
     ``src/**``, ``Cargo.lock`` when present), sorted."""
-    files = [program / "Cargo.toml"] + sorted((program / "src").rglob("*.rs"))
+    files = [program / "Cargo.toml", *sorted((program / "src").rglob("*.rs"))]
     if (program / "Cargo.lock").is_file():
         files.append(program / "Cargo.lock")
     return files
