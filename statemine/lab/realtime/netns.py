@@ -1,0 +1,192 @@
+"""Two network namespaces, each with one TUN device, for a real-time run.
+
+Names (all start with :data:`PREFIX`, and carry the pid of the process that owns them, so
+leftovers of a dead process can be found and removed):
+
+* namespaces ``sm-<pid>-c`` (client) and ``sm-<pid>-s`` (server);
+* TUN devices ``sm-<pid>-tc`` / ``sm-<pid>-ts``, created in the calling namespace (the fd
+  stays with this process), then moved into their namespace;
+* addresses :data:`CLIENT_ADDR` / :data:`SERVER_ADDR`, point-to-point on the TUN devices;
+  no route exists to anything else, so traffic cannot leave the two namespaces: a packet a
+  program sends reaches only the TUN fd this process reads.
+
+:class:`Topology` is a context manager: the namespaces are removed on exit, also on an
+exception; :func:`signals_raise` turns SIGTERM/SIGHUP into an exception so ``with`` blocks
+unwind; :func:`cleanup_leftovers` removes the namespaces of processes that no longer run
+(after a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import signal
+import struct
+import subprocess
+from dataclasses import dataclass, field
+from typing import Iterator
+
+#: Prefix of every namespace, device and tracing instance statemine creates.
+PREFIX = "sm-"
+CLIENT_ADDR = "10.201.0.1"
+SERVER_ADDR = "10.201.0.2"
+#: MTU of the TUN devices, bytes (Ethernet's, so packet sizes match the virtual lab's).
+MTU = 1500
+
+_TUNSETIFF = 0x400454CA
+_IFF_TUN = 0x0001
+_IFF_NO_PI = 0x1000
+_NAME = re.compile(r"^sm-(\d+)-[cs]$")
+
+
+class SetupError(RuntimeError):
+    """The namespaces or TUN devices could not be made (not root, no /dev/net/tun, ...)."""
+
+
+def _ip(*args: str, netns: str | None = None) -> None:
+    cmd = ["ip", *args] if netns is None else ["ip", "-n", netns, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise SetupError(f"{' '.join(cmd)}: {proc.stderr.strip() or proc.returncode}")
+
+
+def open_tun(name: str) -> int:
+    """A non-blocking fd of a new TUN device ``name`` (raw IP packets, no header)."""
+    try:
+        fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SetupError(f"/dev/net/tun: {exc.strerror}") from None
+    try:
+        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH", name.encode(), _IFF_TUN | _IFF_NO_PI))
+    except OSError as exc:
+        os.close(fd)
+        raise SetupError(f"TUNSETIFF {name}: {exc.strerror}") from None
+    return fd
+
+
+def names(pid: int) -> dict[str, str]:
+    """The names a process ``pid`` uses: namespaces and TUN devices of each side."""
+    return {
+        "client_ns": f"{PREFIX}{pid}-c",
+        "server_ns": f"{PREFIX}{pid}-s",
+        "client_tun": f"{PREFIX}{pid}-tc",
+        "server_tun": f"{PREFIX}{pid}-ts",
+    }
+
+
+@dataclass
+class Topology:
+    """The client and server namespaces and the TUN fds joining them (``with`` block)."""
+
+    pid: int = field(default_factory=os.getpid)
+    client_fd: int = -1
+    server_fd: int = -1
+    made: list[str] = field(default_factory=list)
+
+    @property
+    def client_ns(self) -> str:
+        return names(self.pid)["client_ns"]
+
+    @property
+    def server_ns(self) -> str:
+        return names(self.pid)["server_ns"]
+
+    def __enter__(self) -> "Topology":
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _setup(self) -> None:
+        n = names(self.pid)
+        sides = (
+            ("client", CLIENT_ADDR, SERVER_ADDR),
+            ("server", SERVER_ADDR, CLIENT_ADDR),
+        )
+        for side, addr, peer in sides:
+            ns, tun = n[f"{side}_ns"], n[f"{side}_tun"]
+            _ip("netns", "add", ns)
+            self.made.append(ns)
+            fd = open_tun(tun)
+            setattr(self, f"{side}_fd", fd)
+            _ip("link", "set", tun, "netns", ns)
+            _ip("link", "set", "lo", "up", netns=ns)
+            _ip("link", "set", tun, "mtu", str(MTU), netns=ns)
+            _ip("addr", "add", addr, "peer", peer, "dev", tun, netns=ns)
+            _ip("link", "set", tun, "up", netns=ns)
+
+    def exec_argv(self, side: str) -> list[str]:
+        """The argv prefix that runs a command in ``side``'s namespace."""
+        return ["ip", "netns", "exec", self.client_ns if side == "client" else self.server_ns]
+
+    def close(self) -> None:
+        """Close the TUN fds (the devices go with them) and delete the namespaces."""
+        for attr in ("client_fd", "server_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                setattr(self, attr, -1)
+        while self.made:
+            ns = self.made.pop()
+            with contextlib.suppress(SetupError, OSError, subprocess.SubprocessError):
+                _ip("netns", "del", ns)
+
+
+def list_namespaces() -> list[str]:
+    """The statemine namespaces that exist (``sm-<pid>-c`` / ``-s``)."""
+    try:
+        found = os.listdir("/run/netns")
+    except OSError:
+        return []
+    return sorted(x for x in found if _NAME.match(x))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def cleanup_leftovers(all_: bool = False) -> list[str]:
+    """Delete the statemine namespaces whose owning process is gone (every one with
+    ``all_``); returns the names deleted. Their TUN devices vanish with them."""
+    removed = []
+    for ns in list_namespaces():
+        pid = int(_NAME.match(ns).group(1))
+        if all_ or not _alive(pid):
+            with contextlib.suppress(SetupError, OSError, subprocess.SubprocessError):
+                _ip("netns", "del", ns)
+                removed.append(ns)
+    return removed
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by :func:`signals_raise` on SIGTERM / SIGHUP."""
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT already
+    raises KeyboardInterrupt), so ``with`` blocks clean up; the old handlers come back."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

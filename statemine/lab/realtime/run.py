@@ -1,0 +1,172 @@
+"""One real-time run of kernel TCP (docs/realtime.md): namespaces, the emulated path, a
+tracing instance, the server and client programs; the ftrace text as the run's log.
+
+``python -m statemine.lab.realtime.run CONFIG.json`` reads a run config of
+docs/lab-protocol.md (``implementation = "tcp"``, ``version`` the congestion control:
+reno, cubic or bbr) and writes the kernel's trace to ``log_path`` and the run result to
+``result_path``. Everything it sets up is undone on exit, on an exception and on
+SIGINT/SIGTERM/SIGHUP (:mod:`statemine.lab.realtime.netns`); after a SIGKILL,
+:func:`statemine.lab.realtime.netns.cleanup_leftovers` removes what is left.
+
+Result keys (seconds, bytes, bits/s): ``ok``, ``error``, ``plt_s`` (client: request sent
+... last byte consumed, connection set-up included), ``bytes``, ``throughput_bps``
+(``bytes * 8 / plt_s``), ``retransmissions`` (the server socket's ``tcpi_total_retrans``),
+``packets_sent`` / ``packets_dropped`` (the path's), ``srtt_s`` (the server's smoothed RTT
+at the end), ``virtual_time_s`` (the run's wall time: time is real here), ``wall_time_s``,
+``start_mono`` (the client's start on the monotonic clock the trace uses) and the
+emulator's counters (``max_late_s``: the latest a packet was written after its due time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ...fileio import write_json
+from . import netns, tracing
+from .emulator import Emulator
+
+#: The first port of the server; a run uses BASE_PORT + pid % PORT_SPAN (distinct ports let
+#: runs share the machine without seeing each other's events).
+BASE_PORT = 20000
+PORT_SPAN = 20000
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+
+
+def _env() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _app(topo: netns.Topology, side: str, opt: dict) -> subprocess.Popen:
+    argv = [*topo.exec_argv(side), sys.executable, "-m", "statemine.lab.realtime.tcpapp"]
+    return subprocess.Popen(
+        [*argv, side, json.dumps(opt)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+
+
+def _last_json(text: str) -> dict:
+    lines = [ln for ln in text.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
+    """Run ``config`` in real time; the result, the trace text and the emulator (its
+    per-packet record when ``record``)."""
+    cc = config["version"]
+    if cc not in CONGESTION_CONTROLS:
+        raise ValueError(f"unknown congestion control {cc!r} (known: reno, cubic, bbr)")
+    seed = int(config["seed"])
+    port = BASE_PORT + os.getpid() % PORT_SPAN
+    client = config.get("client") or {}
+    objects = config["objects"]
+    limit = float(config.get("time_limit_s") or 120.0)
+    server = cli = None
+    t_begin = time.monotonic()
+    with netns.signals_raise(), netns.Topology() as topo:
+        emu = Emulator(
+            topo.client_fd, topo.server_fd, config["path"], seed, client, record=record
+        ).start()
+        try:
+            with tracing.Instance(port) as inst:
+                try:
+                    server = _app(
+                        topo, "server", {"addr": netns.SERVER_ADDR, "port": port, "cc": cc}
+                    )
+                    first = server.stdout.readline()
+                    if '"listening"' not in first:
+                        err = server.stderr.read() if server.poll() is not None else ""
+                        raise RuntimeError(f"server did not start: {first.strip()} {err.strip()}")
+                    cli = _app(
+                        topo,
+                        "client",
+                        {
+                            "addr": netns.SERVER_ADDR,
+                            "port": port,
+                            "cc": cc,
+                            "count": objects["count"],
+                            "size": objects["size_bytes"],
+                            "read_rate_bps": client.get("read_rate_bps")
+                            if client.get("profile") == "mobile"
+                            else None,
+                            "read_rate_cv": client.get("read_rate_cv") or 0.0,
+                            "read_rate_interval_s": client.get("read_rate_interval_s") or 0.1,
+                            "seed": seed,
+                        },
+                    )
+                    try:
+                        c_out, c_err = cli.communicate(timeout=limit)
+                    except subprocess.TimeoutExpired:
+                        return (
+                            {"ok": False, "error": f"wall-clock limit reached ({limit:g} s)"},
+                            inst.read(),
+                            emu,
+                        )
+                    s_out, s_err = server.communicate(timeout=10)
+                    time.sleep(0.05)  # the last ACKs and FINs reach the trace
+                    text = inst.read()
+                finally:
+                    _stop(cli)
+                    _stop(server)
+        finally:
+            emu.stop()
+    if emu.error is not None:
+        raise RuntimeError(f"emulator failed: {emu.error!r}")
+    if cli.returncode != 0:
+        return ({"ok": False, "error": f"client failed: {c_err.strip()[-500:]}"}, text, emu)
+    if server.returncode != 0:
+        return ({"ok": False, "error": f"server failed: {s_err.strip()[-500:]}"}, text, emu)
+    c, s = _last_json(c_out), _last_json(s_out)
+    plt = c["done"] - c["start"]
+    result: dict[str, Any] = {
+        "ok": True,
+        "plt_s": plt,
+        "bytes": c["bytes"],
+        "throughput_bps": c["bytes"] * 8.0 / plt if plt > 0 else None,
+        "retransmissions": s["total_retrans"],
+        "srtt_s": s["rtt_s"],
+        "cc": s["cc"],
+        "server_port": port,
+        "client_port": c["sport"],
+        "start_mono": c["start"],
+        "virtual_time_s": time.monotonic() - t_begin,
+    }
+    result.update(emu.stats())
+    return result, text, emu
+
+
+def run_config_file(path: str) -> int:
+    """The subprocess entry: run the config at ``path``, write its log and result."""
+    config = json.loads(Path(path).read_text(encoding="utf-8"))
+    t0 = time.monotonic()
+    try:
+        result, text, _ = simulate(config)
+    except (netns.SetupError, OSError, RuntimeError, ValueError) as exc:
+        result, text = {"ok": False, "error": str(exc)}, ""
+    except (KeyboardInterrupt, netns.Terminated) as exc:
+        result, text = {"ok": False, "error": f"interrupted ({exc or 'SIGINT'})"}, ""
+    result["wall_time_s"] = time.monotonic() - t0
+    Path(config["log_path"]).write_text(text, encoding="utf-8")
+    write_json(config["result_path"], result)
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(run_config_file(sys.argv[1]))
