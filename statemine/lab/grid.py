@@ -172,8 +172,11 @@ def _write_json(path: Path, obj: Any) -> None:
     write_json(path, obj, sort_keys=True)
 
 
-def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) -> str | None:
-    """Parse the run's log into ``dest`` (Parquet); returns an error text or None.
+def _save_traces(
+    log: Path, dest: Path, run_id_: str, labels: dict[str, str], format: str = "statemine"
+) -> str | None:
+    """Parse the run's log (in ``format``: the runner's ``LOG_FORMAT``) into ``dest``
+    (Parquet); returns an error text or None.
 
     Trace ids become ``<run_id>#<conn>/<role>`` and ``source`` the log's path inside the
     output folder (``runs/<run_id>/run.log.gz``), so the runs of a grid join without
@@ -182,7 +185,7 @@ def _save_traces(log: Path, dest: Path, run_id_: str, labels: dict[str, str]) ->
     from .. import parse, traces
 
     try:
-        ts = parse.read([log], format="statemine")
+        ts = parse.read([log], format=format)
     except Exception as exc:  # a log the parser rejects makes the run fail, recorded
         return f"cannot parse the run's log: {exc}"
     if ts.n_traces == 0:
@@ -248,7 +251,8 @@ def execute(
             "seed": str(run.config["seed"]),
         }
         labels.update({k: _text(v) for k, v in run.cell.items() if k != "stack"})
-        error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels)
+        fmt = getattr(runner, "LOG_FORMAT", "statemine")
+        error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels, fmt)
         if error:
             result.update(ok=False, error=error)
     _gzip(log)

@@ -57,7 +57,9 @@ from . import cellular
 from .path import Gilbert, PathValueError, RateSchedule
 
 #: The stacks `statemine lab` can run (not the qlog state-name tables: parse.statenames).
-LAB_IMPLEMENTATIONS = ("aioquic", "quic-go")
+LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "tcp")
+#: The kernel-TCP "versions": congestion controls, run in real time (docs/realtime.md).
+TCP_VERSIONS = ("reno", "cubic", "bbr")
 PROFILES = ("desktop", "mobile")
 #: Largest total transfer of one run (count x size), bytes: the server holds it in memory.
 MAX_TRANSFER_BYTES = 256 * 2**20
@@ -214,6 +216,12 @@ def _stack(v: Any) -> str:
     impl, version = v.split("@", 1)
     if impl not in LAB_IMPLEMENTATIONS:
         raise _Bad(f"unknown implementation {impl!r} (known: {', '.join(LAB_IMPLEMENTATIONS)})")
+    if impl == "tcp":
+        if version not in TCP_VERSIONS:
+            raise _Bad(
+                f"tcp@{version}: unknown congestion control (known: {', '.join(TCP_VERSIONS)})"
+            )
+        return v
     known = patched_versions(impl)  # from $STATEMINE_PATCHES when set
     if version not in known and not (impl == "aioquic" and version == "installed"):
         raise _Bad(
@@ -234,7 +242,11 @@ class Key:
 
 
 GRID_KEYS: dict[str, Key] = {
-    "stack": Key(_stack, "aioquic@1.7.2", "implementation@version, e.g. 'quic-go@v0.65.0'"),
+    "stack": Key(
+        _stack,
+        "aioquic@1.7.2",
+        "implementation@version, e.g. 'quic-go@v0.65.0'; 'tcp@cubic' (reno, bbr): kernel TCP in real time",
+    ),
     "rate_mbps": Key(_rate, 50.0, "bottleneck rate server->client, Mbit/s, in [0.001, 100000]"),
     "up_rate_mbps": Key(_optional(_rate), None, "client->server rate, Mbit/s (default: rate_mbps)"),
     "rtt_ms": Key(

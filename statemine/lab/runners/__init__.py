@@ -10,11 +10,11 @@ import importlib
 from types import ModuleType
 
 #: Implementation name (as scenarios spell it) -> runner module under this package.
-MODULES = {"aioquic": "aioquic", "quic-go": "quicgo"}
+MODULES = {"aioquic": "aioquic", "quic-go": "quicgo", "tcp": "tcp"}
 
 
 def runner_for(impl: str) -> ModuleType:
-    """The runner module of ``impl`` (``"aioquic"`` or ``"quic-go"``)."""
+    """The runner module of ``impl`` (``"aioquic"``, ``"quic-go"`` or ``"tcp"``)."""
     try:
         name = MODULES[impl]
     except KeyError:
