@@ -9,20 +9,23 @@ arrival (kernel receive timestamp) against the model's arrival for the same send
 (statemine.lab.realtime.probe.compare), plus throughput and mean delay of both.
 
 Speed: the same flow at rising packet rates through a 10 Gbit/s path with no queue; the
-emulator keeps up while (a) every packet the model delivers arrives and (b) the p99
-error stays under 1 ms. Figures vary with the machine's load (2 shared cores).
+emulator keeps up while (a) the real throughput is within 1% of the model's and (b) the
+p99 error stays under 1 ms. (With a full buffer a packet read 0.1 ms late sees 0.1 ms more
+of the queue drained, so a few tail drops fall on neighbouring packets: "only-model" and
+"only-real" count those; the totals agree.) Figures vary with the machine's load (2 shared cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from statemine.lab.realtime import probe  # noqa: E402
+from statemine.lab.realtime import probe
 
 SIZE = 1200  # UDP payload, bytes (1228-byte IP packets)
 
@@ -32,7 +35,9 @@ def row(name: str, link: dict, pps: float, seconds: float) -> dict:
     s = probe.summary(table, SIZE)
     out = {"case": name, "pps": pps, **s, "max_late_s": stats["max_late_s"]}
     out["sched_fifo"] = stats["sched_fifo"]
-    out["keeps_up"] = s["model_only"] <= 0.001 * s["sent"] and s["error_p99_s"] < 1e-3
+    out["keeps_up"] = bool(s["real_bps"] >= 0.99 * s["model_bps"] and s["error_p99_s"] < 1e-3)
+    fwd = stats["packets_up"] + stats["packets_down"]
+    out["emulator_us_per_packet"] = 1e6 * stats["cpu_s"] / fwd if fwd else math.nan
     return out
 
 
@@ -43,7 +48,8 @@ def show(r: dict) -> None:
         f"delay model {r['model_delay_s'] * 1e3:6.2f} real {r['real_delay_s'] * 1e3:6.2f} ms | "
         f"error p50 {r['error_p50_s'] * 1e6:6.0f} p99 {r['error_p99_s'] * 1e6:7.0f} "
         f"max {r['error_max_s'] * 1e6:7.0f} us | only-model {r['model_only']} "
-        f"only-real {r['real_only']} | {'ok' if r['keeps_up'] else 'NOT keeping up'}",
+        f"only-real {r['real_only']} | emulator {r['emulator_us_per_packet']:.1f} us CPU/packet | "
+        f"{'ok' if r['keeps_up'] else 'NOT keeping up'}",
         flush=True,
     )
 
@@ -51,7 +57,7 @@ def show(r: dict) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--pps", default="1000,5000,10000,20000,30000,40000,60000")
+    ap.add_argument("--pps", default="1000,5000,10000,20000,30000,40000")
     ap.add_argument("--fidelity-only", action="store_true")
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()

@@ -25,8 +25,9 @@ import re
 import signal
 import struct
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Self
 
 #: Prefix of every namespace, device and tracing instance statemine creates.
 PREFIX = "sm-"
@@ -47,9 +48,20 @@ class SetupError(RuntimeError):
 
 def _ip(*args: str, netns: str | None = None) -> None:
     cmd = ["ip", *args] if netns is None else ["ip", "-n", netns, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30)
     if proc.returncode != 0:
         raise SetupError(f"{' '.join(cmd)}: {proc.stderr.strip() or proc.returncode}")
+
+
+def _no_ipv6(ns: str) -> None:
+    """Turn IPv6 off in namespace ``ns`` before any device comes up there: otherwise the
+    kernel sends router and multicast-listener solicitations through the path, which take
+    random draws of the path model meant for the programs' packets."""
+    cmd = ["ip", "netns", "exec", ns, "sysctl", "-q", "-w"]
+    keys = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+    proc = subprocess.run([*cmd, *keys], check=False, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise SetupError(f"{' '.join(cmd + keys)}: {proc.stderr.strip() or proc.returncode}")
 
 
 def open_tun(name: str) -> int:
@@ -93,7 +105,7 @@ class Topology:
     def server_ns(self) -> str:
         return names(self.pid)["server_ns"]
 
-    def __enter__(self) -> "Topology":
+    def __enter__(self) -> Self:
         try:
             self._setup()
         except BaseException:
@@ -114,6 +126,7 @@ class Topology:
             ns, tun = n[f"{side}_ns"], n[f"{side}_tun"]
             _ip("netns", "add", ns)
             self.made.append(ns)
+            _no_ipv6(ns)
             fd = open_tun(tun)
             setattr(self, f"{side}_fd", fd)
             _ip("link", "set", tun, "netns", ns)

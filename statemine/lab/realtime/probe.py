@@ -88,7 +88,13 @@ def recv(opt: dict[str, Any]) -> dict:
 
 
 def compare(
-    sent: list[float], seq: list[int], arrival: list[float], link: dict, seed: int, size: int, t0: float
+    sent: list[float],
+    seq: list[int],
+    arrival: list[float],
+    link: dict,
+    seed: int,
+    size: int,
+    t0: float,
 ) -> pd.DataFrame:
     """One row per sent packet: its send time ``t`` (seconds since ``t0``, the emulator's
     origin), the model's arrival ``model`` (NaN: the model drops it) and the real

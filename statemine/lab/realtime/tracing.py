@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Self
 
 from .netns import SetupError
 
@@ -46,7 +48,7 @@ class Instance:
         self._mounted: Path | None = None
         self.dir: Path | None = None
 
-    def __enter__(self) -> "Instance":
+    def __enter__(self) -> Self:
         try:
             self._setup()
         except BaseException:
@@ -64,7 +66,10 @@ class Instance:
         else:
             tmp = Path(tempfile.mkdtemp(prefix="statemine-tracefs-"))
             proc = subprocess.run(
-                ["mount", "-t", "tracefs", "nodev", str(tmp)], capture_output=True, text=True
+                ["mount", "-t", "tracefs", "nodev", str(tmp)],
+                check=False,
+                capture_output=True,
+                text=True,
             )
             if proc.returncode != 0:
                 tmp.rmdir()
@@ -102,7 +107,27 @@ class Instance:
                 self.dir.rmdir()
             self.dir = None
         if self._mounted is not None:
-            subprocess.run(["umount", str(self._mounted)], capture_output=True)
+            subprocess.run(["umount", str(self._mounted)], check=False, capture_output=True)
             with contextlib.suppress(OSError):
                 self._mounted.rmdir()
             self._mounted = None
+
+
+def cleanup_leftovers(all_: bool = False) -> list[str]:
+    """Remove the ``statemine-<pid>`` tracing instances whose process is gone (every one
+    with ``all_``), on every tracefs mount; returns the instances removed."""
+    from .netns import _alive
+
+    removed = []
+    for root in tracefs_mounts():
+        inst = root / "instances"
+        if not inst.is_dir():
+            continue
+        for d in sorted(inst.iterdir()):
+            m = re.fullmatch(r"statemine-(\d+)", d.name)
+            if m and (all_ or not _alive(int(m.group(1)))):
+                with contextlib.suppress(OSError):
+                    (d / "tracing_on").write_text("0")
+                    d.rmdir()
+                    removed.append(str(d))
+    return removed

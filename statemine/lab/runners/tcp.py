@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ...errors import StatemineError
 from ...fileio import write_json
-from ..realtime import netns
+from ..realtime import cleanup
 from ..realtime.run import CONGESTION_CONTROLS, _env
 
 IMPL = "tcp"
@@ -50,7 +50,6 @@ def build(version: str, cache_dir: object = None) -> None:
         raise StatemineError("tcp runs need root (network namespaces, TUN devices, tracefs)")
     if version not in available():
         raise StatemineError(f"this kernel does not offer {version} (modprobe tcp_{version}?)")
-    return None
 
 
 def run(config: dict, cache_dir: object = None) -> dict:
@@ -79,7 +78,7 @@ def run(config: dict, cache_dir: object = None) -> dict:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 _, err = proc.communicate()
-                netns.cleanup_leftovers()
+                cleanup()
     config_path.unlink(missing_ok=True)
     if not result_path.exists():
         tail = " | ".join((err or "").strip().splitlines()[-3:])

@@ -1,0 +1,294 @@
+"""The real-time lab (statemine/lab/realtime, docs/realtime.md).
+
+Fast tests check the pieces against closed forms (the mobile CPU stage, the probe's
+comparison, scenario validation of ``tcp@...`` stacks). Slow tests make real namespaces,
+TUN devices and tracing instances (root; skipped, saying why, where the kernel or the
+user cannot) and check ranges and invariants of real runs, never exact values: real time
+is not deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from statemine.errors import InputError
+from statemine.lab import scenario as sc
+from statemine.lab.path import Link, LinkConfig, direction_seed
+from statemine.lab.realtime import netns, probe
+from statemine.lab.realtime.emulator import CpuStage
+from statemine.lab.variability import CpuTime
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _why_no_realtime() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, TUN devices)"
+    if not os.path.exists("/dev/net/tun"):
+        return "no /dev/net/tun on this machine"
+    if shutil.which("ip") is None:
+        return "no 'ip' command (iproute2)"
+    return None
+
+
+needs_netns = pytest.mark.skipif(_why_no_realtime() is not None, reason=str(_why_no_realtime()))
+
+
+# -- fast: pieces against closed forms --------------------------------------------------
+def test_cpu_stage_fifo_closed_form():
+    """Constant CPU time c: packet i arriving at a_i leaves at the FIFO recursion
+    d_i = max(a_i, d_{i-1}) + c; a buffer of b bytes holds floor(b / n) waiting packets."""
+    c = 0.001
+    stage = CpuStage(CpuTime(c, 0.0, 1), buffer_bytes=3000)
+    arrivals = [0.0, 0.0002, 0.0004, 0.0006, 0.0008, 0.01]
+    got = [stage.arrive(a, 1000) for a in arrivals]
+    # packet 0 starts at once; 1..3 wait (3000 bytes of buffer); 4 finds it full
+    assert got[:4] == pytest.approx([0.001, 0.002, 0.003, 0.004])
+    assert got[4] is None and stage.dropped == 1
+    assert got[5] == pytest.approx(0.011)  # the queue has drained by 10 ms
+
+
+def test_cpu_stage_mean_service_time():
+    stage = CpuStage(CpuTime(0.0001, 0.5, 7), buffer_bytes=10**9)
+    done = [stage.arrive(0.0, 100) for _ in range(20000)]
+    assert done[-1] / 20000 == pytest.approx(0.0001, rel=0.03)  # busy period = sum of draws
+
+
+def test_compare_matches_the_model_for_exact_arrivals():
+    """A 'real' path that delivers exactly when the model says has zero error; a dropped
+    packet and a late one show up as such."""
+    link = {"rate_bps": 1e6, "buffer_bytes": 5000, "delay_s": 0.01, "jitter_s": 0.002}
+    sent = [100.0 + i * 0.001 for i in range(50)]
+    model = Link(LinkConfig.from_dict(link), direction_seed(3, "up"))
+    arr = [model.send(t - 100.0, 1228) for t in sent]
+    seq = [i for i, a in enumerate(arr) if a is not None]
+    real = [arr[i] + 100.0 for i in seq]
+    real[0] += 0.0005
+    tab = probe.compare(sent, seq, real, link, 3, 1200, 100.0)
+    assert tab["model"].isna().sum() == sum(a is None for a in arr) > 0  # tail drops
+    assert tab["error"].iloc[0] == pytest.approx(0.0005)
+    assert np.nanmax(np.abs(tab["error"].iloc[1:])) < 1e-9
+    s = probe.summary(tab, 1200)
+    assert s["model_only"] == 0 and s["real_only"] == 0 and s["both"] == len(seq)
+
+
+def test_names_carry_prefix_and_pid():
+    n = netns.names(1234)
+    assert n == {
+        "client_ns": "sm-1234-c",
+        "server_ns": "sm-1234-s",
+        "client_tun": "sm-1234-tc",
+        "server_tun": "sm-1234-ts",
+    }
+    assert all(len(v) <= 15 for v in netns.names(4194304).values())  # IFNAMSIZ - 1
+
+
+def _scenario(tmp_path: Path, grid: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(f'[scenario]\nname = "t"\n[grid]\n{grid}\n')
+    return p
+
+
+def test_scenario_accepts_tcp_congestion_controls(tmp_path):
+    s = sc.load(_scenario(tmp_path, 'stack = ["tcp@reno", "tcp@cubic", "tcp@bbr"]'))
+    cfgs = [sc.run_config(c, 1, 60.0) for c in s.cells]
+    assert [(c["implementation"], c["version"]) for c in cfgs] == [
+        ("tcp", "reno"),
+        ("tcp", "cubic"),
+        ("tcp", "bbr"),
+    ]
+
+
+def test_scenario_rejects_unknown_congestion_control(tmp_path):
+    with pytest.raises(InputError, match=r"s.toml:4: grid.stack: .*vegas.*reno, cubic, bbr"):
+        sc.load(_scenario(tmp_path, 'stack = "tcp@vegas"'))
+
+
+# -- slow: real namespaces, TUN devices, tracing ----------------------------------------
+@pytest.mark.slow
+@needs_netns
+def test_topology_made_and_removed():
+    with netns.Topology() as topo:
+        assert set(netns.list_namespaces()) >= {topo.client_ns, topo.server_ns}
+        out = subprocess.run(
+            [*topo.exec_argv("client"), "ip", "-o", "addr"],
+            check=False,
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert netns.CLIENT_ADDR in out and "inet6" not in out  # IPv6 off: no stray packets
+        routes = subprocess.run(
+            [*topo.exec_argv("client"), "ip", "route"], check=False, capture_output=True, text=True
+        ).stdout
+        assert "default" not in routes  # nowhere to go but the peer
+    assert not {topo.client_ns, topo.server_ns} & set(netns.list_namespaces())
+    assert topo.client_fd == topo.server_fd == -1
+
+
+@pytest.mark.slow
+@needs_netns
+def test_probe_follows_the_model():
+    """A paced UDP flow at half the rate of a 112 ms RTT / 10 ms jitter path: every packet
+    arrives, within 2 ms of the model's time for the median packet, the throughput and mean
+    delay within 1% / 2 ms of the model's."""
+    link = {"rate_bps": 10e6, "buffer_bytes": 140_000, "delay_s": 0.056, "jitter_s": 0.01}
+    table, _ = probe.measure(link, 5, 500.0, 600)
+    s = probe.summary(table, 1200)
+    assert s["sent"] == 600 and s["model_only"] == 0 and s["real_only"] == 0
+    assert abs(s["error_p50_s"]) < 0.002
+    assert s["real_bps"] == pytest.approx(s["model_bps"], rel=0.01)
+    assert abs(s["real_delay_s"] - s["model_delay_s"]) < 0.002
+    # reordering happens as the model says (jitter > spacing): taken in the model's order
+    # of arrival, no real arrival comes more than 2 ms before an earlier one
+    both = table.dropna().sort_values("model")
+    assert (np.diff(both.sort_values("t")["model"].to_numpy()) < 0).any()  # it reorders
+    real = both["real"].to_numpy()
+    assert (real >= np.maximum.accumulate(real) - 0.002).all()
+
+
+def _tcp_config(tmp_path: Path, cc: str = "cubic", **over) -> dict:
+    cfg = {
+        "seed": 1,
+        "implementation": "tcp",
+        "version": cc,
+        "objects": {"count": 1, "size_bytes": 1_000_000},
+        "client": {"profile": "desktop"},
+        "path": {
+            "down": {"rate_bps": 10e6, "buffer_bytes": 50_000, "delay_s": 0.02},
+            "up": {"rate_bps": 10e6, "buffer_bytes": 50_000, "delay_s": 0.02},
+        },
+        "time_limit_s": 60,
+        "log_path": str(tmp_path / "run.log"),
+        "result_path": str(tmp_path / "result.json"),
+    }
+    cfg.update(over)
+    return cfg
+
+
+def _states(text: str, port: int) -> list[int]:
+    return [
+        int(line.rsplit("cong_state=", 1)[1])
+        for line in text.splitlines()
+        if "tcp_cong_state_set" in line and f"sport={port} " in line
+    ]
+
+
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.parametrize("cc", ["reno", "cubic", "bbr"])
+def test_tcp_bulk_run(tmp_path, cc):
+    """1 MB over 10 Mbit/s, 40 ms RTT: every byte, the congestion control asked for, a
+    throughput below the link rate and above a third of it, srtt at least the base RTT,
+    the server's tcp_probe and state events in the trace, states within 0..4."""
+    from statemine.lab.realtime import run
+
+    res, text, emu = run.simulate(_tcp_config(tmp_path, cc))
+    assert res["ok"], res
+    assert res["bytes"] == 1_000_000 and res["cc"] == cc
+    assert 10e6 / 3 < res["throughput_bps"] < 10e6
+    assert res["srtt_s"] >= 0.04
+    assert res["packets_dropped"] == res["down_tail_dropped"] + res["up_dropped"]
+    assert res["sched_fifo"] is True
+    port = res["server_port"]
+    assert f"src={netns.SERVER_ADDR}:{port} " in text
+    states = _states(text, port)
+    assert states and set(states) <= {0, 1, 2, 3, 4} and states[0] == 0
+    # the path's counters and the packets both programs exchanged agree: every data byte
+    # crossed the down link at least once
+    assert emu.path.down.stats.delivered_bytes >= 1_000_000
+
+
+@pytest.mark.slow
+@needs_netns
+def test_tcp_page_and_mobile_runs(tmp_path):
+    """A page of 10 objects arrives whole; a mobile client reading 4 Mbit/s on a 10 Mbit/s
+    link takes at least bytes*8/read_rate (its reading bounds the page-load time)."""
+    from statemine.lab.realtime import run
+
+    page, _, _ = run.simulate(_tcp_config(tmp_path, objects={"count": 10, "size_bytes": 50_000}))
+    assert page["ok"] and page["bytes"] == 500_000
+    mobile = {
+        "profile": "mobile",
+        "read_rate_bps": 4e6,
+        "per_packet_cpu_s": 0.0001,
+        "per_packet_cpu_cv": 0.5,
+    }
+    res, _, _ = run.simulate(_tcp_config(tmp_path, client=mobile))
+    assert res["ok"], res
+    assert res["plt_s"] >= 1_000_000 * 8 / 4e6
+    assert res["throughput_bps"] < 4e6 * 1.05
+
+
+def _sm_state(pid: int) -> tuple[list[str], list[str]]:
+    from statemine.lab.realtime import tracing
+
+    nss = [n for n in netns.list_namespaces() if n.startswith(f"sm-{pid}-")]
+    name = f"statemine-{pid}"  # one tracefs may be mounted in several places
+    insts = (
+        [name] if any((m / "instances" / name).exists() for m in tracing.tracefs_mounts()) else []
+    )
+    return nss, insts
+
+
+def _start_run(tmp_path: Path) -> subprocess.Popen:
+    cfg = _tcp_config(tmp_path, objects={"count": 1, "size_bytes": 50_000_000})
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statemine.lab.realtime.run", str(tmp_path / "c.json")],
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # wait until everything is set up and traffic flows
+        nss, insts = _sm_state(proc.pid)
+        if len(nss) == 2 and insts:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the run did not set up its namespaces and tracing instance")
+    time.sleep(1.0)
+    return proc
+
+
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_killed_run_leaves_nothing(tmp_path, sig):
+    """SIGTERM / SIGINT in the middle of a transfer: the run removes its namespaces and
+    its tracing instance and records why it stopped."""
+    proc = _start_run(tmp_path)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == 1
+    assert _sm_state(proc.pid) == ([], [])
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["ok"] is False and "interrupted" in result["error"]
+
+
+@pytest.mark.slow
+@needs_netns
+def test_sigkilled_run_is_cleaned_up(tmp_path):
+    """SIGKILL cannot be caught: the namespaces and the instance stay until cleanup()
+    removes them (the process is gone), and cleanup() leaves live processes' alone."""
+    from statemine.lab.realtime import cleanup
+
+    proc = _start_run(tmp_path)
+    with netns.Topology() as mine:  # a live run's: must survive the cleanup
+        proc.kill()
+        proc.wait(timeout=30)
+        nss, insts = _sm_state(proc.pid)
+        assert len(nss) == 2 and len(insts) == 1
+        removed = cleanup()
+        assert set(nss) <= set(removed)
+        assert any(r.endswith(f"/instances/statemine-{proc.pid}") for r in removed)
+        assert _sm_state(proc.pid) == ([], [])
+        assert {mine.client_ns, mine.server_ns} <= set(netns.list_namespaces())
