@@ -156,15 +156,16 @@ class Emulator:
         self._push(due, kind, out, data, idx)
 
     def _fire(self, now: float) -> None:
-        heap = self._heap
+        heap, rec = self._heap, self.record
         while heap and heap[0][0] <= now:
             due, _, kind, fd, data, idx = heapq.heappop(heap)
             if kind == _ARRIVE:
+                assert self.cpu is not None  # _ARRIVE events exist only with a CPU stage
                 done = self.cpu.arrive(due, len(data))
                 if done is not None:
                     self._push(done, _WRITE, fd, data, idx)
-                elif idx >= 0:
-                    self.record.due[idx] = float("nan")
+                elif rec is not None and idx >= 0:
+                    rec.due[idx] = float("nan")
                 continue
             try:
                 os.write(fd, data)
@@ -176,10 +177,9 @@ class Emulator:
             t = self.now()
             late = t - due
             self.max_late_s = max(self.max_late_s, late)
-            if idx >= 0:
-                self.record.written[idx] = t
-                if kind == _WRITE:
-                    self.record.due[idx] = due
+            if rec is not None and idx >= 0:
+                rec.written[idx] = t
+                rec.due[idx] = due
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> None:
@@ -212,7 +212,7 @@ class Emulator:
                         except BlockingIOError:
                             break
                         self._offer(direction, data, self.now())
-        except BaseException as exc:  # noqa: BLE001 - kept for the caller, never lost
+        except BaseException as exc:  # kept for the caller (stop() and the run check it)
             self.error = exc
         finally:
             self.cpu_s = time.thread_time()

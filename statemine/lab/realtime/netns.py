@@ -177,7 +177,10 @@ def cleanup_leftovers(all_: bool = False) -> list[str]:
     ``all_``); returns the names deleted. Their TUN devices vanish with them."""
     removed = []
     for ns in list_namespaces():
-        pid = int(_NAME.match(ns).group(1))
+        m = _NAME.match(ns)
+        if m is None:  # list_namespaces keeps only matching names
+            continue
+        pid = int(m.group(1))
         if all_ or not _alive(pid):
             with contextlib.suppress(SetupError, OSError, subprocess.SubprocessError):
                 _ip("netns", "del", ns)

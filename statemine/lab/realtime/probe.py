@@ -138,6 +138,7 @@ def measure(
                 env=_env(),
             )
             procs.append(rx)
+            assert rx.stdout is not None
             rx.stdout.readline()
             tx = subprocess.Popen(
                 [

@@ -90,6 +90,7 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
                     server = _app(
                         topo, "server", {"addr": netns.SERVER_ADDR, "port": port, "cc": cc}
                     )
+                    assert server.stdout is not None and server.stderr is not None
                     first = server.stdout.readline()
                     if '"listening"' not in first:
                         err = server.stderr.read() if server.poll() is not None else ""
