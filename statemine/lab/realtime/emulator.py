@@ -1,7 +1,7 @@
 """The path model on a real clock: reads IP packets from the client's and the server's TUN
 fds and writes each to the other side at the time :class:`statemine.lab.path.Link` says.
 
-The model is the virtual-time lab's own code (:class:`statemine.lab.path.Path`, seeded the
+The model is the virtual-time lab's own code (:class:`statemine.lab.path.PathModel`, seeded the
 same way): a packet read at real time ``t`` (seconds since the emulator started, monotonic
 clock) is offered to the link of its direction with ``Link.send(t, len)``; the returned
 arrival time is when it is written to the other TUN fd (``None``: dropped). Loss, tail
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..path import Path as NetPath
+from ..path import PathModel
 from ..variability import CpuTime
 
 #: Default socket receive buffer of the mobile client's network thread, bytes (rmem_default).
@@ -103,7 +103,7 @@ class Emulator:
         record: bool = False,
     ) -> None:
         self.fds = (client_fd, server_fd)
-        self.path = NetPath.from_config(path, seed)
+        self.path = PathModel.from_config(path, seed)
         client = client or {}
         cpu_s = float(client.get("per_packet_cpu_s") or 0.0)
         self.cpu = (
