@@ -31,8 +31,8 @@ metrics update at full resolution, one row each, sorted by ``trace`` then ``time
 ``trace`` (category), ``time`` (seconds, the events' origin), ``cwnd``, ``inflight``,
 ``ssthresh`` (bytes), ``srtt`` (seconds), ``pacing_rate``, ``bandwidth`` (as logged); NaN
 where an update does not log a value. The events carry only the latest values at each
-row. Written by the qlog reader; kept by ``select``, ``with_labels`` and ``concat``; not
-saved to Parquet.
+row. Written by the qlog reader; kept by ``select``, ``with_labels`` and ``concat``, and
+saved to Parquet (:func:`save`) with the events.
 
 Invariants (checked by :meth:`TraceSet.validate`): every trace of ``events`` has a row
 in ``traces``; ``seq`` is 0..n-1 per trace; ``time`` is finite and non-decreasing per
@@ -61,7 +61,10 @@ NUMERIC_FIELDS = {"cwnd": "bytes", "inflight": "bytes", "ssthresh": "bytes", "sr
 TRACE_COLUMNS = ("trace", "source", "end")
 
 _PARQUET_META_KEY = b"statemine"
-_FORMAT_VERSION = 1
+#: 1: events only; 2: also rows of kind ``METRICS_KIND`` (the metrics table).
+_FORMAT_VERSION = 2
+#: ``kind`` of the Parquet rows that hold ``TraceSet.metrics`` (never an events kind).
+METRICS_KIND = "metrics"
 
 
 @dataclass(frozen=True)
@@ -271,8 +274,10 @@ def merge_meta(metas: Iterable[Mapping[str, str]]) -> dict:
 def save(ts: TraceSet, path: str | os.PathLike) -> Path:
     """Write ``ts`` to one Parquet file (events as rows; traces and meta in its metadata).
 
-    The file is written to a temporary name beside ``path`` and renamed, so a failed
-    write leaves no partial file.
+    ``ts.metrics`` (if any) is stored in the same file as rows of kind ``METRICS_KIND``
+    (the columns an events row lacks are null), and split off again by :func:`load`. The
+    file is written to a temporary name beside ``path`` and renamed, so a failed write
+    leaves no partial file.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -283,7 +288,13 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
         "format_version": _FORMAT_VERSION,
         "traces": json.loads(ts.traces.to_json(orient="split", index=False)),
         "meta": ts.meta,
+        "event_columns": list(ts.events.columns),
+        "metrics_columns": None if ts.metrics is None else list(ts.metrics.columns),
     }
+    if ts.metrics is not None:
+        metrics = ts.metrics.assign(trace=ts.metrics["trace"].astype(str), kind=METRICS_KIND)
+        rows = pa.Table.from_pandas(metrics, preserve_index=False)
+        table = pa.concat_tables([table, rows], promote_options="permissive")
     schema_meta = dict(table.schema.metadata or {})
     schema_meta[_PARQUET_META_KEY] = json.dumps(extra).encode()
     table = table.replace_schema_metadata(schema_meta)
@@ -310,10 +321,29 @@ def load(path: str | os.PathLike) -> TraceSet:
         split = extra["traces"]
         traces = pd.DataFrame(split["data"], columns=split["columns"])
         meta = dict(extra.get("meta") or {})
+        version = int(extra.get("format_version", 1))
+        event_columns = extra.get("event_columns") or table.column_names
+        metrics_columns = extra.get("metrics_columns")
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(path, None, f"damaged statemine metadata: {exc}") from None
-    events = table.to_pandas()
+    if version > _FORMAT_VERSION:
+        raise InputError(path, None, f"written by a newer statemine (format {version})")
     try:
-        return TraceSet.from_events(events, traces, meta)
+        events, metrics = _split_metrics(table, event_columns, metrics_columns)
+        return TraceSet.from_events(events, traces, meta, metrics)
     except ValueError as exc:
         raise InputError(path, None, f"invalid trace set: {exc}") from None
+
+
+def _split_metrics(
+    table, event_columns: list, metrics_columns: list | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The events frame and the metrics table (None if none was saved) of a loaded file."""
+    import pyarrow.compute as pc
+
+    if metrics_columns is None:
+        return table.select(event_columns).to_pandas(), None
+    is_metrics = pc.fill_null(pc.equal(table["kind"], METRICS_KIND), False)
+    events = table.filter(pc.invert(is_metrics)).select(event_columns).to_pandas()
+    metrics = table.filter(is_metrics).select(metrics_columns).to_pandas()
+    return events, metrics.astype({"trace": "category"})

@@ -21,7 +21,7 @@ import statemine.parse.qlog
 import statemine.parse.statenames
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog, sniff_qlog
-from statemine.traces import load, save
+from statemine.traces import TraceSet, load, save
 
 DATA = Path(__file__).parent / "data" / "qlog"
 
@@ -836,3 +836,24 @@ def test_standard_library_json_fallback_reads_the_same(monkeypatch, name):
     slow = read_qlog(DATA / name)
     _same_rows(slow, fast)
     assert len(warnings_of(slow)) == len(warnings_of(fast))
+
+
+@pytest.mark.parametrize("name", ["v03.sqlog", "draft01_picoquic.qlog", "v04.qlog"])
+def test_metrics_table_saved_to_and_loaded_from_parquet(tmp_path, name):
+    """TraceSet.metrics survives statemine.traces.save/load unchanged, beside the events."""
+    ts = read_qlog(DATA / name)
+    assert ts.metrics is not None and len(ts.metrics)
+    back = load(save(ts, tmp_path / "t.parquet"))
+    pd.testing.assert_frame_equal(back.events, ts.events)
+    pd.testing.assert_frame_equal(back.traces, ts.traces)
+    pd.testing.assert_frame_equal(back.metrics, ts.metrics)
+    assert back.meta == ts.meta
+    assert not (back.events["kind"] == "metrics").any()
+
+
+def test_parquet_without_metrics_loads_with_none(tmp_path):
+    ts = read_qlog(DATA / "v03.sqlog")
+    bare = TraceSet(ts.events, ts.traces, ts.meta, None)
+    back = load(save(bare, tmp_path / "t.parquet"))
+    assert back.metrics is None
+    pd.testing.assert_frame_equal(back.events, ts.events)
