@@ -13,7 +13,7 @@ from statemine.parse.regex import compile_regex, read_regex, substitute
 def engine(request, monkeypatch):
     """Run each test with the Arrow fast path and with the line loop only."""
     if request.param == "loop":
-        monkeypatch.setattr(regex_mod, "_read_file_fast", lambda *a, **k: False)
+        monkeypatch.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
     return request.param
 
 
@@ -148,7 +148,7 @@ def test_fast_path_and_line_loop_agree_on_the_oracle_logs(monkeypatch):
         args = (a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"])
         fast = read_regex(*args)
         with monkeypatch.context() as m:
-            m.setattr(regex_mod, "_read_file_fast", lambda *x, **k: False)
+            m.setattr(regex_mod, "_scan_vectorized", lambda *x, **k: None)
             loop = read_regex(*args)
         assert fast.events.equals(loop.events), case
         assert fast.traces.equals(loop.traces), case
@@ -253,7 +253,7 @@ def test_vectorized_path_and_line_loop_agree_on_generated_logs(
             m.setattr(regex_mod, "MAX_LINE_CHARS", longest)
             fast = _outcome(read)
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
+            m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
             m.setattr(regex_mod, "MAX_LINE_CHARS", longest)
             loop = _outcome(read)
     if isinstance(loop[0], str):
@@ -268,11 +268,11 @@ def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
     log = write(tmp_path, "a.log", "1 a\n--\n2 b\n")
     for regexes, _separator, _ in _CONFIGS[:2] + _CONFIGS[4:5]:
         compiled = [regex_mod.compile_regex(r) for r in regexes]
-        assert all(regex_mod._fast_eligible(r) for r in compiled)
+        assert all(regex_mod._vectorizable(r) for r in compiled)
     calls = []
-    real = regex_mod._read_file_fast
+    real = regex_mod._scan_vectorized
     monkeypatch.setattr(
-        regex_mod, "_read_file_fast", lambda *a, **k: calls.append(1) or real(*a, **k)
+        regex_mod, "_scan_vectorized", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     assert len(read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], "^--$").events) == 2
     assert calls
@@ -283,7 +283,7 @@ def _fast_and_loop(monkeypatch, read, block=1 << 21):
         m.setattr(regex_mod, "BLOCK_CHARS", block)
         fast = _outcome(read)
     with monkeypatch.context() as m:
-        m.setattr(regex_mod, "_read_file_fast", lambda *a, **k: None)
+        m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
         loop = _outcome(read)
     return fast, loop
 

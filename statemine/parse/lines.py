@@ -16,7 +16,7 @@ import itertools
 import queue
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -178,17 +178,20 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
     return consume()
 
 
-def ordered_map(fn, items: Sequence, workers: int) -> Iterator:
+def ordered_map(fn, items: Iterable, workers: int) -> Iterator:
     """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
-    ``workers + 1`` items in flight; the rest is cancelled when the consumer stops."""
-    if workers <= 1 or len(items) <= 1:
-        yield from map(fn, items)
+    ``workers + 1`` items in flight (``items`` is read lazily); the rest is cancelled
+    when the consumer stops. One item, or one worker: no thread."""
+    todo = iter(items)
+    head = [] if workers <= 1 else list(itertools.islice(todo, 2))
+    if len(head) <= 1:
+        yield from map(fn, itertools.chain(head, todo))
         return
+    todo = itertools.chain(head, todo)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(workers) as pool:
         pending: collections.deque = collections.deque()
-        todo = iter(items)
         try:
             for item in itertools.islice(todo, workers + 1):
                 pending.append(pool.submit(fn, item))

@@ -33,12 +33,18 @@ characters, RE2's only ASCII ones.
 from __future__ import annotations
 
 import re
-import warnings
 
-try:  # Python >= 3.11
-    import re._parser as _sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+# Why Python's private regex parser: the refusals below need the pattern's syntax tree
+# (which named group sits inside which repetition, and whether that repetition's body can
+# match the empty string; which construct needs backtracking). No supported API gives a
+# tree: ``re.compile`` only says whether a pattern compiles, google-re2 exposes neither its
+# parser nor its parse errors' positions, and RE2 accepts the empty-repetition groups that
+# must be refused. ``re._parser`` (``sre_parse`` before 3.11; the package needs 3.11) is
+# the parser ``re.compile`` itself runs; its tree is only read here, and a change in it
+# fails tests/test_regex_engine.py, which checks every refusal. What it refuses that RE2
+# would accept (``\pL``, ``\Q...\E``, ``\x{e9}``) stays refused, in words.
+import re._parser as _sre_parse
+import warnings
 
 import re2
 
@@ -78,7 +84,8 @@ def translate(pattern: str, where: str) -> str:
         with warnings.catch_warnings():  # "possible nested set": refused below, in words
             warnings.simplefilter("ignore", FutureWarning)
             tree = _sre_parse.parse(pattern, re.ASCII)
-    except (re.error, OverflowError, RecursionError) as exc:
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        # ValueError: flags the parser cannot combine, e.g. (?u) with the ASCII meaning
         raise UsageError(f"{where} does not compile: {exc}") from None
     named = {num: name for name, num in tree.state.groupdict.items()}
     _refuse(tree, named, where)

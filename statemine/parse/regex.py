@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -153,6 +153,8 @@ def compile_regex(source: str, option: str = "-r", suffix: str = "") -> LineRege
         raise UsageError(f"{where}: groups {odd} are not supported")
     if "LOGTIME" in groups:
         raise UsageError(f"{where}: LOGTIME cannot be a capture group")
+    if "HIDE" in groups:
+        raise UsageError(f"{where}: HIDE cannot be a capture group; write (?<HIDE=>true)")
     hidden = constants.get("HIDE") == "true"
     times = [g for g in TIME_GROUPS if g in groups]
     if not hidden:
@@ -272,13 +274,9 @@ def read_regex_arrays(
     acc = _Accumulator()
     template = _split_template(mapping)
     for path in map(Path, paths):
-        events = _read_file_fast(
+        events = _read_file(
             path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding
         )
-        if not events:  # not eligible for the vectorized path
-            events = _read_file(
-                path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding
-            )
         acc.add(events, str(path))
     if not acc.n_events:
         raise InputError(
@@ -330,30 +328,6 @@ class _FileEvents:
     lines: np.ndarray
     times: np.ndarray
     texts: object
-
-    @classmethod
-    def from_lists(
-        cls,
-        names: list[str],
-        types: list[str],
-        lines: list[int],
-        times: list[float],
-        texts: list[str],
-    ) -> _FileEvents:
-        """From per-event Python lists (the line loop's output)."""
-        import pyarrow as pa
-
-        trace_key, uniq_names = pd.factorize(np.asarray(names, dtype=object), sort=False)
-        type_key, uniq_types = pd.factorize(np.asarray(types, dtype=object), sort=False)
-        return cls(
-            trace_key.astype(np.int64),
-            [str(u) for u in uniq_names],
-            type_key.astype(np.int64),
-            [str(u) for u in uniq_types],
-            np.asarray(lines, dtype=np.int64),
-            np.asarray(times, dtype=np.float64),
-            pa.array(texts, pa.large_string()),
-        )
 
 
 @dataclass
@@ -491,108 +465,6 @@ def _type_error(path: Path, line_no: int, etype: str) -> InputError:
     )
 
 
-def _check_type(etype: str, path: Path, line_no: int) -> None:
-    if _type_problem(etype):
-        raise _type_error(path, line_no, etype)
-
-
-def _read_file(
-    path: Path,
-    compiled: list[LineRegex],
-    template: list[tuple[str, str | None]],
-    time_kind: str | None,
-    by_file: bool,
-    ignore: bool,
-    encoding: str,
-) -> _FileEvents:
-    """Parse one file line by line (RE2 through google-re2; any regex, counters and
-    constants)."""
-    file_name = str(path.resolve())
-    counters: dict[str, int] = {}
-    for r in compiled:
-        for name in r.pre_inc + r.post_inc:
-            counters[name] = 0
-    # Plain regexes (no constants or counters) take a fast path: no dict per line.
-    plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
-    bad: list[tuple[int, str]] = []
-    seen_types: set[str] = set()
-    try:
-        fh = open(path, encoding=encoding, errors="replace", newline=None)  # noqa: SIM115 (closed by the `with fh` below; opened apart to report OS errors)
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    names: list[str] = []
-    types: list[str] = []
-    lines: list[int] = []
-    times: list[float] = []
-    texts: list[str] = []
-    append_name, append_type = names.append, types.append
-    append_line, append_time, append_text = lines.append, times.append, texts.append
-    with fh:
-        for line_no, raw in enumerate(fh, start=1):
-            line = raw[:-1] if raw.endswith("\n") else raw
-            if len(line) > MAX_LINE_CHARS:
-                if not ignore:
-                    bad.append((line_no, f"<line of {len(line)} characters: too long>"))
-                    if len(bad) >= MAX_LISTED_LINES:
-                        break
-                continue
-            for k, r in enumerate(compiled):
-                m = r.pattern.fullmatch(line)
-                if m is None:
-                    continue
-                if plain[k]:
-                    etype = m.get("TYPE")
-                    tval = m.get(time_kind) if time_kind else None
-                    values = None
-                else:
-                    values = _apply_extras(r, m, counters)
-                    if values is None:
-                        break  # hidden line
-                    etype = values.get("TYPE")
-                    tval = values.get(time_kind) if time_kind else None
-                if etype is None:
-                    etype = line
-                if etype not in seen_types:
-                    _check_type(etype, path, line_no)
-                    seen_types.add(etype)
-                try:
-                    t, t_text = _parse_time(time_kind, tval, line_no)
-                except ValueError:
-                    if ignore:
-                        continue
-                    raise InputError(
-                        path,
-                        line_no,
-                        f"cannot parse the {time_kind} time {tval!r} (use -i to skip such lines)",
-                    ) from None
-                if values is not None:
-                    for name in r.post_inc:
-                        counters[name] += 1
-                append_name(
-                    "".join(
-                        lit
-                        + (
-                            _value(ref, m, values, counters, file_name if by_file else None)
-                            if ref
-                            else ""
-                        )
-                        for lit, ref in template
-                    )
-                )
-                append_type(etype)
-                append_line(line_no)
-                append_time(t)
-                append_text(t_text)
-                break
-            else:
-                if not ignore:
-                    bad.append((line_no, line))
-                    if len(bad) >= MAX_LISTED_LINES:
-                        break
-    _raise_nonmatching(path, bad)
-    return _FileEvents.from_lists(names, types, lines, times, texts)
-
-
 def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
     """InputError listing the first few lines no regex matched (if any)."""
     if bad:
@@ -606,19 +478,16 @@ def _raise_nonmatching(path: Path, bad: list[tuple[int, str]]) -> None:
         )
 
 
-#: Files up to this size are parsed whole with Arrow's vectorized regex engine (RE2).
-FAST_MAX_BYTES = 256 << 20
-
-
-def _fast_eligible(r: LineRegex) -> bool:
-    """Can the vectorized path run this regex: a plain one (no constants or counters), or
-    a hidden one whose only constant is HIDE and only counter SEPCOUNT (the separator)?"""
+def _vectorizable(r: LineRegex) -> bool:
+    """Can :func:`_scan_vectorized` run this regex: a plain one (no constants or
+    counters), or a hidden one whose only constant is HIDE and only counter SEPCOUNT (the
+    separator)? Other regexes carry state from line to line (counters): the line loop."""
     if not r.hidden:
         return not (r.constants or r.pre_inc or r.post_inc)
     return set(r.constants) == {"HIDE"} and not r.pre_inc and r.post_inc in ([], ["SEPCOUNT"])
 
 
-def _read_file_fast(
+def _read_file(
     path: Path,
     compiled: list[LineRegex],
     template: list[tuple[str, str | None]],
@@ -626,57 +495,143 @@ def _read_file_fast(
     by_file: bool,
     ignore: bool,
     encoding: str,
-) -> _FileEvents | None:
-    """Parse one file with pyarrow.compute (vectorized; RE2, or a whitespace split for
-    regexes made only of empty groups) when the regexes allow it: plain regexes, hidden
-    ones and the separator.  Same results and errors as :func:`_read_file`; the lines are
-    scanned in blocks of about ``BLOCK_CHARS`` characters, on ``WORKERS`` threads (Arrow
-    releases the GIL), and merged in file order.  Returns None (nothing done) when the
-    regexes are not eligible, Arrow's RE2 rejects a pattern, or a group needed is empty
-    (Arrow cannot tell an empty match from a group that did not take part); the line
-    loop then runs (the same RE2 semantics)."""
+) -> _FileEvents:
+    """Parse one file: its lines in blocks of about ``BLOCK_CHARS`` characters, each
+    scanned by :func:`_scan_loop` (the reference: Synoptic's rules line by line) or, where
+    the regexes allow and it does not decline, by :func:`_scan_vectorized` (the same
+    result, faster; tests/test_regex_differential.py compares them); then one way from
+    scans to events and errors for both. Blocks are scanned on ``WORKERS`` threads (Arrow
+    releases the GIL) when no counter carries state from block to block."""
     import pyarrow as pa
 
-    if not all(_fast_eligible(r) for r in compiled):
-        return None
-    patterns = [r.pattern.pattern for r in compiled]
-    try:
-        if path.stat().st_size > FAST_MAX_BYTES:
-            return None
-        text = path.read_text(encoding=encoding, errors="replace")
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    has_sep = any(r.post_inc for r in compiled)
-    pieces = _name_pieces(template, compiled, by_file, has_sep, str(path.resolve()))
+    vectorized = all(_vectorizable(r) for r in compiled)
+    has_sep = any(r.post_inc for r in compiled) and vectorized
+    file_name = str(path.resolve())
+    pieces = _name_pieces(template, compiled, by_file, has_sep, file_name, vectorized)
     needed = (
         {"TYPE"}
         | ({time_kind} if time_kind else set())
         | {p[1] for p in pieces if isinstance(p, tuple)}
     )
+    counters = {name: 0 for r in compiled for name in r.pre_inc + r.post_inc}
+    patterns = [r.pattern.pattern for r in compiled]
 
-    def scan_block(span: tuple[int, int]) -> _Scan | None:
-        return _scan(
-            _arrow_lines(text[span[0] : span[1]]), compiled, patterns, time_kind, ignore, needed
-        )
+    def scan_block(text: str) -> _Scan:
+        found = None
+        if vectorized:
+            try:
+                found = _scan_vectorized(
+                    _arrow_lines(text), compiled, patterns, time_kind, ignore, needed
+                )
+            except pa.ArrowInvalid:  # Arrow's RE2 refuses a pattern: the line loop runs it
+                found = None
+        if found is None:
+            found = _scan_loop(_text_lines(text), compiled, time_kind, ignore, needed, counters)
+        return found
 
     blocks: list[_Block] = []
     unmatched: list[tuple[int, str]] = []  # (line number, text) of the first few
     first_line, seps_before = 0, 0
     try:
-        for scan in ordered_map(scan_block, _block_spans(text, BLOCK_CHARS), WORKERS):
-            if scan is None:
-                return None
-            if not ignore:
-                unmatched += [(first_line + i + 1, t) for i, t in scan.unmatched]
-            _raise_first_error(path, unmatched, scan.errors, first_line, time_kind)
-            if scan.parts:
-                blocks.append(_block_events(scan, pieces, time_kind, first_line, seps_before))
-            first_line += len(scan.sep_line)
-            seps_before += int(scan.sep_line.sum())
-    except pa.ArrowInvalid:
-        return None
+        fh = open(path, encoding=encoding, errors="replace", newline=None)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            texts = _text_blocks(fh, BLOCK_CHARS)
+            for scan in ordered_map(scan_block, texts, WORKERS if vectorized else 1):
+                if not ignore:
+                    unmatched += [(first_line + i + 1, t) for i, t in scan.unmatched]
+                _raise_first_error(path, unmatched, scan.errors, first_line, time_kind)
+                if scan.parts:
+                    blocks.append(_block_events(scan, pieces, time_kind, first_line, seps_before))
+                first_line += len(scan.sep_line)
+                seps_before += int(scan.sep_line.sum())
+        except OSError as exc:
+            raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     _raise_nonmatching(path, unmatched)
     return _merge_blocks(blocks, pieces)
+
+
+def _scan_loop(
+    lines: list[str],
+    compiled: list[LineRegex],
+    time_kind: str | None,
+    ignore: bool,
+    needed: set[str],
+    counters: dict[str, int],
+) -> _Scan:
+    """The regexes tried on each line in order, the first that matches taking it (as
+    Synoptic's parser does): what they make of a block of lines (see :class:`_Scan`).
+
+    A hidden line (HIDE) gives no event; counters (``counters``, carried from block to
+    block) are incremented before (``++NAME``) or after (``NAME++``) a line that matches;
+    a constant is filled in from the line's groups and counters. TYPE defaults to the
+    whole line. A time that does not parse stops the parse, or with ``ignore`` lets the
+    next regex try the line. ``needed`` groups are kept per event ('' when unset; a
+    mapping's counters and constants too, when the regexes have any)."""
+    import pyarrow as pa
+
+    n = len(lines)
+    sep_line = np.zeros(n, dtype=bool)
+    unmatched: list[tuple[int, str]] = []
+    errors: list[tuple[int, int, str]] = []
+    hits: list[list] = [[[], {g: [] for g in needed}, [], []] for _ in compiled]
+    plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
+    for i, line in enumerate(lines):
+        if len(line) > MAX_LINE_CHARS:
+            if len(unmatched) < MAX_LISTED_LINES:
+                unmatched.append((i, f"<line of {len(line)} characters: too long>"))
+            continue
+        for k, r in enumerate(compiled):
+            m = r.pattern.fullmatch(line)
+            if m is None:
+                continue
+            values = m if plain[k] else _apply_extras(r, m, counters)
+            if values is None:  # hidden
+                sep_line[i] = "SEPCOUNT" in r.post_inc
+                break
+            etype = values.get("TYPE")
+            etype = line if etype is None else etype
+            if _type_problem(etype):
+                errors.append((i, 0, etype))
+                break
+            tval = values.get(time_kind) if time_kind else None
+            try:
+                t, t_text = _parse_time(time_kind, tval, i + 1)
+            except ValueError:
+                if ignore:
+                    continue
+                errors.append((i, 1, tval))
+                break
+            if not plain[k]:
+                for name in r.post_inc:
+                    counters[name] += 1
+            idx, groups, times, texts = hits[k]
+            idx.append(i)
+            for g, column in groups.items():
+                column.append(etype if g == "TYPE" else _value(g, m, values, plain[k], counters))
+            times.append(t)
+            texts.append(t_text)
+            break
+        else:
+            if len(unmatched) < MAX_LISTED_LINES:
+                unmatched.append((i, line))
+        if errors:
+            break
+    parts = []
+    for idx, groups, times, texts in hits:
+        if idx:
+            parts.append(
+                (
+                    np.asarray(idx, dtype=np.int64),
+                    {g: pa.array(v, pa.large_string()) for g, v in groups.items()},
+                    (np.asarray(times, dtype=np.float64), pa.array(texts, pa.large_string()))
+                    if time_kind
+                    else None,
+                )
+            )
+    return _Scan(parts, sep_line, unmatched, errors)
 
 
 def _name_pieces(
@@ -685,10 +640,12 @@ def _name_pieces(
     by_file: bool,
     has_sep: bool,
     file_name: str,
+    vectorized: bool,
 ) -> list:
     """The mapping as pieces: a str (literal, the file name, or '' for a reference that
-    is neither a counter nor a group), None (the separator count) or ("group", name) --
-    in the order the line loop's :func:`_value` resolves references."""
+    is neither a counter nor a group), None (the separator count) or ("group", name): a
+    value each scan keeps per event (:func:`_value`). Where regexes have counters or
+    constants (not ``vectorized``) every reference but the file is such a value."""
     groups = {g for r in compiled if not r.hidden for g in r.pattern.groupindex}
     pieces: list = []
     for lit, ref in template:
@@ -699,7 +656,7 @@ def _name_pieces(
             pieces.append(file_name)
         elif ref == "SEPCOUNT" and has_sep:
             pieces.append(None)
-        elif ref in groups:
+        elif ref in groups or not vectorized:
             pieces.append(("group", ref))
         else:
             pieces.append("")
@@ -712,21 +669,40 @@ BLOCK_CHARS = 1 << 21
 WORKERS = min(2, os.cpu_count() or 1)
 
 
-def _block_spans(text: str, size: int) -> list[tuple[int, int]]:
-    r"""(start, end) offsets of consecutive blocks of whole lines, about ``size``
-    characters each.
+def _text_blocks(fh, size: int) -> Iterator[str]:
+    r"""The text of an open file (universal newlines) in blocks of whole lines, about
+    ``size`` characters each (a longer line is one block); every block but the last ends
+    with a newline.
 
-    >>> _block_spans("ab\ncd\nef", 4)
-    [(0, 6), (6, 8)]
+    >>> import io
+    >>> list(_text_blocks(io.StringIO("ab\ncd\nef"), 4))
+    ['ab\ncd\n', 'ef']
     """
-    spans = []
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start + size)
-        end = len(text) if end < 0 else end + 1
-        spans.append((start, end))
-        start = end
-    return spans
+    carry = ""
+    while True:
+        chunk = fh.read(size)
+        if not chunk:
+            if carry:
+                yield carry
+            return
+        text = carry + chunk
+        end = text.rfind("\n") + 1
+        if end == 0:
+            carry = text  # no line end yet: read on
+            continue
+        carry = text[end:]
+        yield text[:end]
+
+
+def _text_lines(text: str) -> list[str]:
+    r"""The lines of a block of text, without their ends (as :func:`_arrow_lines`).
+
+    >>> _text_lines("a\n\nb\n"), _text_lines("")
+    (['a', '', 'b'], [])
+    """
+    if not text:
+        return []
+    return (text[:-1] if text.endswith("\n") else text).split("\n")
 
 
 def _arrow_lines(text: str):
@@ -757,7 +733,7 @@ class _Scan:
     errors: list[tuple[int, int, str]]
 
 
-def _scan(
+def _scan_vectorized(
     lines,
     compiled: list[LineRegex],
     patterns: list[str],
@@ -765,8 +741,11 @@ def _scan(
     ignore: bool,
     needed: set[str],
 ) -> _Scan | None:
-    """Try the regexes in order on the lines not yet taken (as the line loop does, but a
-    regex at a time); None when a needed group captured an empty string."""
+    """:func:`_scan_loop` vectorized (Arrow's RE2 kernels, a regex at a time on the lines
+    not yet taken) for plain regexes and the separator (:func:`_vectorizable`); None
+    (declined: the line loop scans the block) when a needed group captured an empty
+    string (Arrow cannot tell it from a group that did not take part) or Arrow's RE2
+    refuses a pattern."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1087,17 +1066,12 @@ def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
 
 
 def _value(
-    ref: str,
-    m: dict[str, str | None],
-    values: dict | None,
-    counters: dict[str, int],
-    file_name: str | None,
+    ref: str, m: dict[str, str | None], values: dict, plain: bool, counters: dict[str, int]
 ) -> str:
-    """The value of mapping reference ``ref`` for the current line ('' when unset), given
-    the line's groups ``m`` and (when the regex has extras) its ``values``."""
-    if ref == "FILE" and file_name is not None:
-        return file_name
-    if values is not None:
+    """The value of mapping reference ``ref`` for a line ('' when unset), given its groups
+    ``m`` and, for a regex with extras (not ``plain``), its ``values`` (groups, counters
+    and constants, from :func:`_apply_extras`); a counter wins over a group."""
+    if not plain:
         return values.get(ref) or ""
     if ref in counters:
         return str(counters[ref])
