@@ -32,6 +32,7 @@ and ``partition`` (the filled-in mapping string).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -198,7 +199,7 @@ def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float
     if not _DECIMAL.fullmatch(text):
         raise ValueError("not a number")
     value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise ValueError("not finite")
     return value, _decimal_text(text, Decimal(text))
 
@@ -533,11 +534,7 @@ def _read_file(
     unmatched: list[tuple[int, str]] = []  # (line number, text) of the first few
     first_line, seps_before = 0, 0
     try:
-        fh = open(path, encoding=encoding, errors="replace", newline=None)
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    with fh:
-        try:
+        with open(path, encoding=encoding, errors="replace", newline=None) as fh:
             texts = _text_blocks(fh, BLOCK_CHARS)
             for scan in ordered_map(scan_block, texts, WORKERS if vectorized else 1):
                 if not ignore:
@@ -547,8 +544,8 @@ def _read_file(
                     blocks.append(_block_events(scan, pieces, time_kind, first_line, seps_before))
                 first_line += len(scan.sep_line)
                 seps_before += int(scan.sep_line.sum())
-        except OSError as exc:
-            raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    except OSError as exc:  # InputError is no OSError: only reading errors land here
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     _raise_nonmatching(path, unmatched)
     return _merge_blocks(blocks, pieces)
 
@@ -702,7 +699,7 @@ def _text_lines(text: str) -> list[str]:
     """
     if not text:
         return []
-    return (text[:-1] if text.endswith("\n") else text).split("\n")
+    return (text.removesuffix("\n")).split("\n")
 
 
 def _arrow_lines(text: str):
@@ -713,8 +710,7 @@ def _arrow_lines(text: str):
 
     if not text:
         return pa.array([], pa.large_string())
-    if text.endswith("\n"):
-        text = text[:-1]
+    text = text.removesuffix("\n")
     return pc.split_pattern(pa.array([text], type=pa.large_string()), "\n").flatten()
 
 
