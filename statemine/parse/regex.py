@@ -673,7 +673,7 @@ def _text_blocks(fh, size: int) -> Iterator[str]:
 
     >>> import io
     >>> list(_text_blocks(io.StringIO("ab\ncd\nef"), 4))
-    ['ab\ncd\n', 'ef']
+    ['ab\n', 'cd\n', 'ef']
     """
     carry = ""
     while True:
