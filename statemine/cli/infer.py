@@ -16,7 +16,7 @@ _INPUT_OPTIONS = [
     click.option(
         "--format",
         "fmt",
-        type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet"]),
+        type=click.Choice(["auto", "statemine", "qlog", "regex", "parquet", "ftrace"]),
         default="auto",
         show_default=True,
         help="Input format; auto looks at each file's content.",

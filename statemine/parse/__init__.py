@@ -9,6 +9,8 @@ format     what                                                        module
 statemine  lines ``STATEMINE t=... conn=... state=...`` after any prefix  :mod:`.statemine_log`
 qlog       .qlog JSON, .sqlog JSON-SEQ, NDJSON (optionally gzip)        :mod:`.qlog`
 regex      any text log, Synoptic's ``-r``/``-s``/``-m`` options        :mod:`.regex`
+ftrace     kernel TCP's tcp_cong_state_set/tcp_probe (tracefs, trace-cmd,  :mod:`.ftrace`
+           perf script text)
 parquet    a trace set saved by :func:`statemine.save`                  :mod:`statemine.traces`
 =========  ==========================================================  ======================
 """
@@ -29,7 +31,7 @@ from .lines import head_bytes, read_error
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
     from ..traces import TraceSet
 
-FORMATS = ("auto", "statemine", "qlog", "regex", "parquet")
+FORMATS = ("auto", "statemine", "qlog", "regex", "parquet", "ftrace")
 #: File name endings a folder is searched for.
 LOG_SUFFIXES = (".log", ".txt", ".qlog", ".sqlog", ".json", ".ndjson", ".jsonl", ".gz", ".parquet")
 _PARQUET_MAGIC = b"PAR1"
@@ -90,7 +92,14 @@ def read(
                 try:
                     sets.append(
                         _read_one(
-                            f, format, sources[f], names, implementation, derive_states, advance
+                            f,
+                            format,
+                            sources[f],
+                            names,
+                            implementation,
+                            derive_states,
+                            advance,
+                            ignore_nonmatching,
                         )
                     )
                 except InputError as exc:
@@ -110,7 +119,7 @@ def read(
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """The format of one file, from its first 64 KiB: statemine, qlog or parquet.
+    """The format of one file, from its first 64 KiB: statemine, qlog, ftrace or parquet.
 
     Raises :class:`InputError` for empty, binary or unrecognised files.
     """
@@ -130,12 +139,17 @@ def detect_format(path: str | os.PathLike) -> str:
 
     if sniff_qlog(head):
         return "qlog"
+    from .ftrace import sniff_ftrace
+
+    if sniff_ftrace(head):
+        return "ftrace"
     if b"\x00" in head:
         raise InputError(path, None, "binary data, not a text log (no statemine lines, not qlog)")
     raise InputError(
         path,
         None,
-        "cannot tell the format: no 'STATEMINE t=' line in the first 64 KiB and not qlog; "
+        "cannot tell the format: no 'STATEMINE t=' line in the first 64 KiB, not qlog, "
+        "no tcp_cong_state_set/tcp_probe ftrace line; "
         "give --format, or -r REGEX for another text log",
     )
 
@@ -251,6 +265,7 @@ def _read_one(
     implementation,
     derive_states,
     advance: Callable[[int], None],
+    ignore_nonmatching: bool = False,
 ) -> TraceSet:
     fmt = detect_format(path) if format == "auto" else format
     if fmt == "parquet":
@@ -270,6 +285,12 @@ def _read_one(
             implementation=implementation,
             derive_states=derive_states,
             source=source,
+        )
+    elif fmt == "ftrace":
+        from .ftrace import read_ftrace
+
+        return read_ftrace(
+            path, source=source, ignore_nonmatching=ignore_nonmatching, on_progress=advance
         )
     else:
         raise UsageError(f"format {fmt!r} is not read per file")

@@ -1,0 +1,646 @@
+"""Reader for ftrace text of kernel TCP's congestion state machine (docs/tcp.md).
+
+Reads the text of the tracepoints ``tcp:tcp_cong_state_set`` (the socket's new
+``cong_state``) and ``tcp:tcp_probe`` (one line per incoming segment: ``snd_cwnd``,
+``ssthresh`` in segments, ``srtt`` in microseconds, ``snd_nxt``/``snd_una`` sequence
+numbers) as written by
+
+* a tracefs ``trace`` or ``trace_pipe`` file:
+  ``TASK-PID [CPU] FLAGS TIMESTAMP: tcp_probe: family=AF_INET src=... ...``
+  (with or without the flags column or a TGID column);
+* ``trace-cmd report``: the same, optionally prefixed by the instance name, and the
+  event name padded with spaces;
+* ``perf script``: ``COMM TID [CPU] TIMESTAMP: tcp:tcp_probe: ...``.
+
+Every line is one of: an event line (the shape above; events other than the two are
+counted and ignored, with a warning), a header or comment (``#...``, trace-cmd's
+``cpus=N`` / ``version = N`` / ``CPU N is empty``), a blank line, or a report of lost
+events: tracefs' ``CPU:N [LOST M EVENTS]``, trace-cmd's ``CPU:N [M EVENTS DROPPED]``,
+perf's ``PERF_RECORD_LOST``, a ``##### CPU N buffer started ####`` line (the ring
+buffer of CPU N overwrote its oldest events) or a header
+``entries-in-buffer/entries-written: A/B`` with A < B (B - A events overwritten). Lost
+events are always listed in ``meta["warnings"]`` and counted in ``meta["lost_events"]``
+(a JSON object). Anything else is an :class:`InputError` naming the file and line,
+unless ``ignore_nonmatching`` (the CLI's ``-i``): then the lines are skipped and counted
+in a warning.
+
+Traces: one per socket, keyed by its 4-tuple as that socket sees it
+(``saddr:sport-daddr:dport``, IPv6 addresses in brackets). States are the kernel's
+``enum tcp_ca_state`` names :data:`STATES`; a socket is ``Open`` before its first
+``tcp_cong_state_set`` and its trace starts at its first event of either kind and ends
+(``end``) at its last. A state logged again while in it continues the visit (dropped)
+unless ``keep_repeats``. A socket that never left Open and never had data in flight or
+acknowledged (``snd_nxt == snd_una`` on every probe and ``snd_una`` never moved) is a
+receiving socket (``role=receiver``), left out unless ``keep_receivers``.
+
+Metrics (``TraceSet.metrics``, one row per ``tcp_probe`` line): ``cwnd_segments`` and
+``ssthresh_segments`` as logged (segments; the kernel's "not yet set" ssthresh
+2147483647 is ``inf``), ``srtt`` (seconds), ``inflight`` (bytes: ``snd_nxt - snd_una``
+modulo 2**32), and ``cwnd``/``ssthresh`` in bytes (= segments x ``mss``) only when
+``mss`` is given: the tracepoints do not log the MSS.
+
+Lines are read in blocks of whole lines (:func:`statemine.parse.lines.iter_blocks`,
+bounded line length) and matched block by block on RE2 (pyarrow's compute functions):
+memory is the events' columns plus one block.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
+
+#: ``cong_state`` 0..4 (the kernel's ``enum tcp_ca_state``), in statemine's names.
+STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
+#: The two events read (as tracefs and trace-cmd name them; perf adds ``tcp:``).
+EVENTS = ("tcp_cong_state_set", "tcp_probe")
+#: ``ssthresh`` before it is first set (``TCP_INFINITE_SSTHRESH``): read as ``inf``.
+INFINITE_SSTHRESH = 0x7FFFFFFF
+#: Warnings listing line numbers stop after this many lines.
+MAX_LISTED = 5
+
+# An event line: "[CPU] [FLAGS] SECONDS: EVENT: BODY" after any task/pid/instance prefix.
+_EVENT_LINE = (
+    r"\[(?P<cpu>\d{1,6})\]\s+(?:\S{1,8}\s+)?(?P<ts>\d{1,15}(?:\.\d{1,12})?):\s+"
+    r"(?P<event>[A-Za-z0-9_:]{1,200}):\s*(?P<body>.*?)\r?$"
+)
+_CONG_BODY = (
+    r"(?:^|\s)family=(?P<family>AF_INET6?)\s+sport=(?P<sport>\d{1,5})\s+dport=(?P<dport>\d{1,5})"
+    r"\s+saddr=(?P<saddr>\S+)\s+daddr=(?P<daddr>\S+)\s+saddrv6=(?P<saddr6>\S+)"
+    r"\s+daddrv6=(?P<daddr6>\S+)\s+cong_state=(?P<state>\d{1,3})(?:\s|$)"
+)
+_HEX = r"(?:0[xX])?[0-9a-fA-F]{1,8}"
+_PROBE_BODY = (
+    r"(?:^|\s)src=(?P<src>\S+)\s+dest=(?P<dest>\S+)\s.*?\bsnd_nxt=(?P<nxt>" + _HEX + r")"
+    r"\s+snd_una=(?P<una>" + _HEX + r")\s+snd_cwnd=(?P<cwnd>\d{1,10})"
+    r"\s+ssthresh=(?P<ssthresh>\d{1,10})\s+snd_wnd=\d{1,10}\s+srtt=(?P<srtt>\d{1,10})(?:\s|$)"
+)
+# Lines that are not events but are understood (checked in this order).
+_ENTRIES = r"^#\s*entries-in-buffer/entries-written:\s*(?P<a>\d{1,19})/(?P<b>\d{1,19})"
+_BUFFER_STARTED = r"^#{5}\s*CPU\s+(?P<cpu>\d{1,6})\s+buffer started\s*#{4}"
+_LOST = (
+    r"(?:CPU:?\s*(?P<cpu>\d{1,6})\s+)?\[(?:LOST\s+(?P<n>\d{1,19})\s+EVENTS"
+    r"|(?P<m>\d{1,19})?\s*EVENTS DROPPED)\]"
+)
+_PERF_LOST = r"PERF_RECORD_LOST\S*.*?\blost\s+(?P<n>\d{1,19})"
+_HARMLESS = (
+    r"^\s*(?:#.*|cpus=\d+|version\s*=\s*\S+|CPU\s*\d+ is empty|CPU\d+ data recorded at .*"
+    r"|Buffer:\s*\S*|\s*)\r?$"
+)
+_SNIFF = (
+    rb"(?m)(?:^# tracer: |\]\s+(?:\S{1,8}\s+)?\d+\.\d+:\s+(?:tcp:)?(?:tcp_cong_state_set|"
+    rb"tcp_probe):\s)"
+)
+
+
+def sniff_ftrace(head: bytes) -> bool:
+    """Whether the first bytes of a file look like ftrace text of the TCP events (or a
+    tracefs ``trace`` file header)."""
+    import re
+
+    return re.search(_SNIFF, head) is not None
+
+
+@dataclass
+class _Columns:
+    """Event rows gathered block by block (file order)."""
+
+    line: list = field(default_factory=list)
+    time: list = field(default_factory=list)
+    socket: list = field(default_factory=list)
+    state: list = field(default_factory=list)  # cong_state, -1 for a probe
+    cwnd: list = field(default_factory=list)
+    ssthresh: list = field(default_factory=list)
+    srtt: list = field(default_factory=list)
+    nxt: list = field(default_factory=list)
+    una: list = field(default_factory=list)
+
+    def joined(self) -> dict[str, np.ndarray]:
+        return {
+            name: np.concatenate(parts) if parts else np.zeros(0)
+            for name, parts in vars(self).items()
+        }
+
+
+@dataclass
+class _Losses:
+    """Reports of lost or overwritten events, and other notes, with their lines."""
+
+    overwritten: int = 0
+    lost: int = 0
+    drops_unknown: int = 0
+    wrapped_cpus: set = field(default_factory=set)
+    notes: list = field(default_factory=list)
+    other_events: int = 0
+    skipped: list = field(default_factory=list)  # line numbers (lenient mode)
+    n_skipped: int = 0
+
+    def any(self) -> bool:
+        return bool(self.overwritten or self.lost or self.drops_unknown or self.wrapped_cpus)
+
+    def summary(self) -> dict:
+        return {
+            "overwritten": self.overwritten,
+            "lost": self.lost,
+            "drop_reports_without_count": self.drops_unknown,
+            "wrapped_cpus": sorted(self.wrapped_cpus),
+        }
+
+
+def read_ftrace(
+    path: str | Path,
+    *,
+    source: str | None = None,
+    keep_repeats: bool = False,
+    keep_receivers: bool = False,
+    mss: int | None = None,
+    ignore_nonmatching: bool = False,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_progress=None,
+):
+    """Read one ftrace text file into a :class:`~statemine.traces.TraceSet` (module
+    docstring for the formats and rules).
+
+    Trace ids are ``"<source>#<saddr:sport-daddr:dport>"`` (``source`` defaults to the
+    file name); the traces frame has ``conn`` (the 4-tuple), ``saddr``, ``sport``,
+    ``daddr``, ``dport``, ``role`` (``sender``/``receiver``), ``bytes_acked`` (bytes
+    acknowledged during the trace, from ``snd_una``), ``probes`` and ``state_events``
+    (lines of each event). ``mss`` (bytes) adds ``cwnd``/``ssthresh`` in bytes to the
+    metrics. Raises :class:`InputError` (file, line, reason) for a line that is none of
+    the known kinds (unless ``ignore_nonmatching``), a timestamp that is not in seconds,
+    a ``cong_state`` outside 0..4, or a file without any of the two events.
+    """
+    if mss is not None and mss <= 0:
+        raise InputError(path, None, f"mss must be a positive number of bytes, not {mss}")
+    path = Path(path)
+    cols, losses, sockets = _scan(
+        path, ignore_nonmatching, chunk_bytes, max_line_bytes, on_progress
+    )
+    data = cols.joined()
+    if not len(data["time"]):
+        raise InputError(
+            path,
+            None,
+            "no tcp_cong_state_set or tcp_probe lines found; is this the right --format?",
+        )
+    return _build(
+        path, source or path.name, data, sockets, losses, keep_repeats, keep_receivers, mss
+    )
+
+
+def _scan(path: Path, lenient: bool, chunk_bytes: int, max_line_bytes: int, on_progress):
+    """All blocks of the file: the event columns, the loss reports, the socket keys."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols, losses = _Columns(), _Losses()
+    sockets: dict[bytes, int] = {}
+    done = [0]  # lines before the current block
+    for block in iter_blocks(
+        path,
+        chunk_bytes=chunk_bytes,
+        max_line_bytes=max_line_bytes,
+        on_progress=on_progress,
+        line_number=lambda: done[0] + 1,
+    ):
+        lines = pc.split_pattern(pa.array([bytes(block)], pa.binary()), "\n").flatten()
+        if len(lines) and block[-1:] == b"\n":
+            lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
+        _scan_block(path, lines, done[0], lenient, cols, losses, sockets)
+        done[0] += len(lines)
+    return cols, losses, sockets
+
+
+def _scan_block(path, lines, base: int, lenient: bool, cols, losses, sockets) -> None:
+    """Classify one block's lines; append its events to ``cols``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    numbers = np.arange(base + 1, base + 1 + len(lines), dtype=np.int64)
+    m = pc.extract_regex(lines, _EVENT_LINE)
+    is_event = _mask(m.is_valid())
+    if not is_event.all():
+        _other_lines(path, lines.filter(pa.array(~is_event)), numbers[~is_event], lenient, losses)
+    if not is_event.any():
+        return
+    m = m.filter(pa.array(is_event))
+    numbers = numbers[is_event]
+    event = pc.replace_substring_regex(m.field("event"), r"^tcp:", b"")
+    is_cong = _mask(pc.equal(event, pa.scalar(b"tcp_cong_state_set", pa.binary())))
+    is_probe = _mask(pc.equal(event, pa.scalar(b"tcp_probe", pa.binary())))
+    losses.other_events += int((~(is_cong | is_probe)).sum())
+    seconds = _seconds(path, m.field("ts"), numbers)
+    body = m.field("body")
+    if is_cong.any():
+        _cong_rows(
+            path, body.filter(pa.array(is_cong)), numbers[is_cong], seconds[is_cong], cols, sockets
+        )
+    if is_probe.any():
+        _probe_rows(
+            path,
+            body.filter(pa.array(is_probe)),
+            numbers[is_probe],
+            seconds[is_probe],
+            cols,
+            sockets,
+        )
+
+
+def _mask(arr) -> np.ndarray:
+    """A pyarrow boolean array (nulls as False) as a numpy bool array."""
+    return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _seconds(path: Path, ts, numbers: np.ndarray) -> np.ndarray:
+    """The timestamps (seconds); an error for one without a fraction (a counter clock)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = ts.cast(pa.string())
+    whole = ~_mask(pc.match_substring(text, "."))
+    if whole.any():
+        i = int(np.argmax(whole))
+        raise InputError(
+            path,
+            int(numbers[i]),
+            f"timestamp {text[i].as_py()!r} is not in seconds (a counter trace clock such as "
+            "'counter' or 'x86-tsc'); record with trace_clock mono, global or local",
+        )
+    return text.cast(pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def _bad_body(path: Path, bodies, matched, numbers: np.ndarray, what: str) -> None:
+    """Raise for the first body that did not match its event's fields."""
+    ok = _mask(matched.is_valid())
+    if ok.all():
+        return
+    i = int(np.argmin(ok))
+    raise InputError(
+        path,
+        int(numbers[i]),
+        f"{what} line without the expected fields: {_show(bodies[i].as_py())}",
+    )
+
+
+def _cong_rows(path, bodies, numbers, seconds, cols: _Columns, sockets) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    f = pc.extract_regex(bodies, _CONG_BODY)
+    _bad_body(path, bodies, f, numbers, "tcp_cong_state_set")
+    state = f.field("state").cast(pa.string()).cast(pa.int64()).to_numpy()
+    if (state >= len(STATES)).any():
+        i = int(np.argmax(state >= len(STATES)))
+        raise InputError(
+            path,
+            int(numbers[i]),
+            f"cong_state={state[i]} is not a TCP congestion state (0..{len(STATES) - 1})",
+        )
+    v6 = _mask(pc.equal(f.field("family"), pa.scalar(b"AF_INET6", pa.binary())))
+    src = pc.if_else(pa.array(v6), _bracket(f.field("saddr6")), f.field("saddr"))
+    dst = pc.if_else(pa.array(v6), _bracket(f.field("daddr6")), f.field("daddr"))
+    sep = pa.scalar(b":", pa.binary())
+    key = pc.binary_join_element_wise(
+        pc.binary_join_element_wise(src, f.field("sport"), sep),
+        pc.binary_join_element_wise(dst, f.field("dport"), sep),
+        pa.scalar(b"-", pa.binary()),
+    )
+    n = len(numbers)
+    nan = np.full(n, np.nan)
+    _append(
+        cols,
+        numbers,
+        seconds,
+        _codes(key, sockets),
+        state,
+        nan,
+        nan,
+        nan,
+        np.zeros(n, np.uint32),
+        np.zeros(n, np.uint32),
+    )
+
+
+def _probe_rows(path, bodies, numbers, seconds, cols: _Columns, sockets) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    f = pc.extract_regex(bodies, _PROBE_BODY)
+    _bad_body(path, bodies, f, numbers, "tcp_probe")
+    key = pc.binary_join_element_wise(f.field("src"), f.field("dest"), pa.scalar(b"-", pa.binary()))
+
+    def number(name: str) -> np.ndarray:
+        return np.array(f.field(name).cast(pa.string()).cast(pa.float64()), np.float64)
+
+    ssthresh = number("ssthresh")
+    ssthresh[ssthresh == INFINITE_SSTHRESH] = np.inf
+    _append(
+        cols,
+        numbers,
+        seconds,
+        _codes(key, sockets),
+        np.full(len(numbers), -1),
+        number("cwnd"),
+        ssthresh,
+        number("srtt") * 1e-6,
+        hex_u32(f.field("nxt")),
+        hex_u32(f.field("una")),
+    )
+
+
+def _append(cols: _Columns, line, time, socket, state, cwnd, ssthresh, srtt, nxt, una) -> None:
+    cols.line.append(line)
+    cols.time.append(np.asarray(time, np.float64))
+    cols.socket.append(socket)
+    cols.state.append(np.asarray(state, np.int8))
+    cols.cwnd.append(cwnd)
+    cols.ssthresh.append(ssthresh)
+    cols.srtt.append(srtt)
+    cols.nxt.append(nxt)
+    cols.una.append(una)
+
+
+def _bracket(addr):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = pa.scalar(b"", pa.binary())
+    return pc.binary_join_element_wise(
+        pa.scalar(b"[", pa.binary()), addr, pa.scalar(b"]", pa.binary()), empty
+    )
+
+
+def _codes(keys, sockets: dict[bytes, int]) -> np.ndarray:
+    """Socket codes of ``keys`` (binary array), new keys numbered in order of appearance."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(keys)
+    local = np.array(
+        [sockets.setdefault(k, len(sockets)) for k in enc.dictionary.to_pylist()], np.int64
+    )
+    return local[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+_HEX_VALUE = np.zeros(256, np.uint64)
+_HEX_VALUE[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX_VALUE[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+_HEX_VALUE[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+
+def hex_u32(values) -> np.ndarray:
+    """Hexadecimal numbers of at most 8 digits (``0x`` prefix optional; a pyarrow binary
+    or string array) as uint32, vectorized.
+
+    >>> import pyarrow as pa
+    >>> hex_u32(pa.array([b"0xa2900463", b"0", b"ff"])).tolist()
+    [2727347299, 0, 255]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    digits = pc.replace_substring_regex(values.cast(pa.string()), r"^0[xX]", "")
+    padded = pc.utf8_lpad(digits, 8, "0").cast(pa.large_string())
+    padded = pa.concat_arrays([padded])  # offset 0, one buffer
+    data = np.frombuffer(padded.buffers()[2], np.uint8)[: 8 * len(padded)].reshape(-1, 8)
+    shifts = np.arange(28, -1, -4, dtype=np.uint64)
+    return (_HEX_VALUE[data] << shifts).sum(axis=1).astype(np.uint32)
+
+
+def _other_lines(path: Path, lines, numbers: np.ndarray, lenient: bool, losses: _Losses) -> None:
+    """Lines that are not events: headers, loss reports, or bad lines."""
+    import pyarrow.compute as pc
+
+    known = np.zeros(len(lines), bool)
+    entries = pc.extract_regex(lines, _ENTRIES)
+    for i in np.flatnonzero(_mask(entries.is_valid())):
+        known[i] = True
+        a, b = int(entries.field("a")[i].as_py()), int(entries.field("b")[i].as_py())
+        if a < b:
+            losses.overwritten += b - a
+            losses.notes.append(
+                f"{path}:{numbers[i]}: the ring buffer overwrote {b - a} of {b} events "
+                f"(entries-in-buffer/entries-written: {a}/{b}); record with a larger buffer"
+            )
+    started = pc.extract_regex(lines, _BUFFER_STARTED)
+    for i in np.flatnonzero(_mask(started.is_valid()) & ~known):
+        known[i] = True
+        cpu = int(started.field("cpu")[i].as_py())
+        losses.wrapped_cpus.add(cpu)
+        losses.notes.append(
+            f"{path}:{numbers[i]}: the ring buffer of CPU {cpu} wrapped: its events before "
+            "this line were overwritten"
+        )
+    for pattern in (_LOST, _PERF_LOST):
+        lost = pc.extract_regex(lines, pattern)
+        for i in np.flatnonzero(_mask(lost.is_valid()) & ~known):
+            known[i] = True
+            row = lost[i].as_py()
+            count = next((int(row[k]) for k in ("n", "m") if row.get(k)), None)
+            if count is None:
+                losses.drops_unknown += 1
+            else:
+                losses.lost += count
+            losses.notes.append(
+                f"{path}:{numbers[i]}: events lost here "
+                f"({'an unknown number' if count is None else count}): {_show(_text(lines[i]))}"
+            )
+    known |= _mask(pc.match_substring_regex(lines, _HARMLESS))
+    if known.all():
+        return
+    bad = np.flatnonzero(~known)
+    if not lenient:
+        i = int(bad[0])
+        raise InputError(
+            path,
+            int(numbers[i]),
+            f"not an ftrace line of tcp_cong_state_set/tcp_probe: {_show(_text(lines[i]))} "
+            "(-i skips such lines)",
+        )
+    losses.n_skipped += len(bad)
+    room = MAX_LISTED - len(losses.skipped)
+    losses.skipped.extend(int(numbers[i]) for i in bad[: max(room, 0)])
+
+
+def _text(scalar) -> str:
+    return scalar.as_py().decode("utf-8", "replace")
+
+
+def _show(value, limit: int = 80) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _build(path, source, data, sockets, losses, keep_repeats, keep_receivers, mss):
+    """Group the rows by socket into a TraceSet."""
+    import pandas as pd
+
+    from ..traces import TraceSet
+
+    order = np.lexsort((data["time"], data["socket"]))  # stable: file order among ties
+    d = {k: v[order] for k, v in data.items()}
+    sock = d["socket"].astype(np.int64)
+    n_sock = len(sockets)
+    first = np.r_[True, sock[1:] != sock[:-1]]
+    starts = np.flatnonzero(first)
+    is_probe = d["state"] < 0
+    role_sender = _senders(sock, d, is_probe, n_sock)
+    bytes_acked = _bytes_acked(sock, d, is_probe, n_sock)
+    keep = role_sender | keep_receivers
+    if not keep.any():
+        raise InputError(
+            path,
+            None,
+            f"only receiving sockets ({n_sock}: never left Open, no data sent); "
+            "keep_receivers (--keep-receivers) reads them",
+        )
+
+    states = _state_rows(sock, d, is_probe, starts, keep_repeats)
+    states = {k: v[keep[states["socket"]]] for k, v in states.items()}
+    keys = [k.decode("utf-8", "replace") for k in sockets]
+    ids = [f"{source}#{k}" for k in keys]
+    kept = np.flatnonzero(keep)
+    categories = pd.Index([ids[i] for i in kept], dtype=str)
+    remap = np.full(n_sock, -1, np.int64)
+    remap[kept] = np.arange(len(kept))
+    events = pd.DataFrame(
+        {
+            "trace": pd.Categorical.from_codes(remap[states["socket"]], categories=categories),
+            "time": states["time"],
+            "kind": "state",
+            "state": pd.Categorical.from_codes(states["state"], categories=list(STATES)),
+            "line": states["line"],
+        }
+    )
+    last = np.r_[starts[1:], len(sock)] - 1
+    end = np.full(n_sock, np.nan)
+    end[sock[last]] = d["time"][last]
+    parts = [_split_key(k) for k in keys]
+    traces = pd.DataFrame(
+        {
+            "trace": pd.Series([ids[i] for i in kept], dtype=str),
+            "source": str(path),
+            "end": end[kept],
+            "conn": pd.Series([keys[i] for i in kept], dtype=str),
+            "saddr": [parts[i][0] for i in kept],
+            "sport": [parts[i][1] for i in kept],
+            "daddr": [parts[i][2] for i in kept],
+            "dport": [parts[i][3] for i in kept],
+            "role": ["sender" if role_sender[i] else "receiver" for i in kept],
+            "bytes_acked": bytes_acked[kept],
+            "probes": np.bincount(sock[is_probe], minlength=n_sock)[kept],
+            "state_events": np.bincount(sock[~is_probe], minlength=n_sock)[kept],
+        }
+    )
+    metrics = _metrics(sock, d, is_probe, remap, categories, mss)
+    meta = {
+        "format": "ftrace",
+        "warnings": json.dumps(_warnings(path, losses)),
+        "lost_events": json.dumps(losses.summary()),
+        "receivers_left_out": str(n_sock - len(kept)),
+    }
+    return TraceSet.from_events(events, traces, meta, metrics)
+
+
+def _senders(sock, d, is_probe, n_sock: int) -> np.ndarray:
+    """Per socket: whether it left Open, had data in flight or saw ``snd_una`` move."""
+    left_open = np.zeros(n_sock, bool)
+    left_open[sock[(~is_probe) & (d["state"] > 0)]] = True
+    p_sock, nxt, una = sock[is_probe], d["nxt"][is_probe], d["una"][is_probe]
+    in_flight = np.zeros(n_sock, bool)
+    in_flight[p_sock[nxt != una]] = True
+    moved = np.zeros(n_sock, bool)
+    same = np.r_[False, p_sock[1:] == p_sock[:-1]]
+    moved[p_sock[same & np.r_[False, una[1:] != una[:-1]]]] = True
+    return left_open | in_flight | moved
+
+
+def _bytes_acked(sock, d, is_probe, n_sock: int) -> np.ndarray:
+    """Per socket: the sum of ``snd_una`` advances between its probes (modulo 2**32)."""
+    p_sock, una = sock[is_probe], d["una"][is_probe].astype(np.int64)
+    same = p_sock[1:] == p_sock[:-1]
+    step = (una[1:] - una[:-1]) % (1 << 32)
+    return np.bincount(p_sock[1:][same], weights=step[same], minlength=n_sock).astype(np.int64)
+
+
+def _state_rows(sock, d, is_probe, starts, keep_repeats: bool) -> dict[str, np.ndarray]:
+    """State rows per socket (grouped, time order): an ``Open`` row at the socket's first
+    event when that is a probe, then its ``tcp_cong_state_set`` rows; repeats of the
+    current state dropped unless ``keep_repeats``."""
+    lead = starts[is_probe[starts]]  # sockets whose first event is a probe
+    rows = np.sort(np.r_[lead, np.flatnonzero(~is_probe)], kind="stable")
+    state = np.where(is_probe[rows], 0, d["state"][rows]).astype(np.int8)
+    socket = sock[rows]
+    if not keep_repeats:
+        repeat = np.r_[False, (socket[1:] == socket[:-1]) & (state[1:] == state[:-1])]
+        rows, state, socket = rows[~repeat], state[~repeat], socket[~repeat]
+    return {"socket": socket, "state": state, "time": d["time"][rows], "line": d["line"][rows]}
+
+
+def _metrics(sock, d, is_probe, remap, categories, mss):
+    """The metrics table: one row per probe of a kept socket."""
+    import pandas as pd
+
+    rows = np.flatnonzero(is_probe & (remap[sock] >= 0))
+    inflight = (d["nxt"][rows].astype(np.int64) - d["una"][rows].astype(np.int64)) % (1 << 32)
+    table = pd.DataFrame(
+        {
+            "trace": pd.Categorical.from_codes(remap[sock[rows]], categories=categories),
+            "time": d["time"][rows],
+            "cwnd_segments": d["cwnd"][rows],
+            "ssthresh_segments": d["ssthresh"][rows],
+            "srtt": d["srtt"][rows],
+            "inflight": inflight.astype(np.float64),
+        }
+    )
+    if mss is not None:
+        table["cwnd"] = table["cwnd_segments"] * mss
+        table["ssthresh"] = table["ssthresh_segments"] * mss
+    return table if len(table) else None
+
+
+def _split_key(key: str) -> tuple[str, int, str, int]:
+    """``"a:1-b:2"`` (IPv6 in brackets) as ``(a, 1, b, 2)``."""
+    src, _, dst = key.partition("]-") if key.startswith("[") else key.partition("-")
+    if key.startswith("["):
+        src += "]"
+
+    def one(end: str) -> tuple[str, int]:
+        host, _, port = end.rpartition(":")
+        return host.strip("[]"), int(port) if port.isdigit() else -1
+
+    return (*one(src), *one(dst))
+
+
+def _warnings(path: Path, losses: _Losses) -> list[str]:
+    """The warnings of one file: lost events first (never silent), then the rest."""
+    out = list(losses.notes)
+    if losses.any():
+        out.insert(
+            0,
+            f"{path}: events were lost or overwritten ({losses.overwritten} overwritten, "
+            f"{losses.lost} lost"
+            + (f", {losses.drops_unknown} drops of unknown size" if losses.drops_unknown else "")
+            + (
+                f", ring buffer wrapped on CPU {', '.join(map(str, sorted(losses.wrapped_cpus)))}"
+                if losses.wrapped_cpus
+                else ""
+            )
+            + "): state times near the gaps are unreliable",
+        )
+    if losses.other_events:
+        out.append(f"{path}: {losses.other_events} lines of other events ignored")
+    if losses.n_skipped:
+        lines = ", ".join(map(str, losses.skipped))
+        more = ", ..." if losses.n_skipped > len(losses.skipped) else ""
+        out.append(
+            f"{path}: {losses.n_skipped} lines that are not ftrace lines skipped (-i): "
+            f"lines {lines}{more}"
+        )
+    return out
