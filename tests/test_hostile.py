@@ -248,6 +248,49 @@ def build_inputs(d: Path) -> None:
     w("scenario_bad.toml", "[grid\nrate_mbps = ")
     (d / "src").mkdir()
     (d / "src" / "connection.py").write_text("pass\n")
+    _ftrace_inputs(w)
+
+
+def _ft_cong(t: float, state: int, sport: int = 40001, addr: str = "10.0.0.1") -> str:
+    return (
+        f"  python3-1 [000] ..s2. {t:.6f}: tcp_cong_state_set: family=AF_INET sport={sport} "
+        f"dport=5201 saddr={addr} daddr=10.0.0.2 saddrv6=::1 daddrv6=::2 cong_state={state}\n"
+    )
+
+
+def _ft_probe(t: float, cwnd: int | str, sport: int = 40001, addr: str = "10.0.0.1") -> str:
+    return (
+        f"  python3-1 [000] ..s2. {t:.6f}: tcp_probe: family=AF_INET src={addr}:{sport} "
+        f"dest=10.0.0.2:5201 mark=0x0 data_len=0 snd_nxt=0x10 snd_una=0x1 snd_cwnd={cwnd} "
+        "ssthresh=2147483647 snd_wnd=1 srtt=50 rcv_wnd=1 sock_cookie=1 skbaddr=0 skaddr=0\n"
+    )
+
+
+def _ftrace_inputs(w) -> None:
+    """ftrace text of kernel TCP (statemine/parse/ftrace.py)."""
+    good = _ft_probe(0.5, 10) + _ft_cong(1.0, 3) + _ft_cong(1.0, 3) + _ft_cong(2.0, 0)
+    w("ft_good.txt", "# tracer: nop\n#\n" + good)
+    w("ft_bad_line.txt", good + "this is not ftrace\n" + good)
+    w("ft_lost.txt", "CPU:1 [LOST 5 EVENTS]\n##### CPU 0 buffer started ####\n" + good)
+    w("ft_counter_clock.txt", good.replace("2.000000:", "2000000:"))
+    w("ft_state_99.txt", good + _ft_cong(3.0, 99))
+    w("ft_cwnd_huge.txt", good + _ft_probe(3.0, "9" * 40))
+    w("ft_long_line.txt", good + _ft_probe(3.0, 1, addr="x" * (2 << 20)))
+    w("ft_only_receiver.txt", _ft_cong(1.0, 0))
+    w(
+        "ft_hostile_addr.txt",
+        "".join(_ft_probe(0.1, 10, addr=a) + _ft_cong(0.2, 3, addr=a) for a in _FT_ADDRS),
+    )
+    w(
+        "ft_not_utf8_task.txt",
+        good.replace("python3-1", "py\udcff\udcfe-1").encode("utf-8", "surrogateescape"),
+    )
+    w("ft_bracket_addr.txt", good + _ft_probe(3.0, 1, addr="\x1b[31mred"))
+    w("ft_many_sockets.txt", "".join(_ft_cong(1.0, 3, sport=p) for p in range(20000)))
+
+
+#: Addresses made of text that must be escaped wherever a trace id is printed.
+_FT_ADDRS = ["<script>alert(1)</script>", "=HYPERLINK(1)", "\x1bcred", '"quoted"']
 
 
 _NDJSON_HEAD = b'{"qlog_version": "draft-02", "qlog_format": "NDJSON", "title": "x"}\n'
@@ -418,6 +461,35 @@ CASES = [
         _infer("good.log", "--out", "/proc/statemine-out"),
         False,
         "/proc/statemine-out:",
+    ),
+    # -- ftrace text (kernel TCP) -----------------------------------------------------------
+    Case("ft-good", _infer("ft_good.txt", "--out", "{out}"), True, outputs=INFER_SET, fast=True),
+    Case("ft-bad-line", _infer("ft_bad_line.txt"), False, _err("ft_bad_line.txt", 5), fast=True),
+    Case("ft-bad-line-lenient", _infer("ft_bad_line.txt", "-i"), True, stdout="(1 traces"),
+    Case("ft-lost-events", _infer("ft_lost.txt"), True, stdout="(1 traces"),
+    Case(
+        "ft-counter-clock", _infer("ft_counter_clock.txt"), False, _err("ft_counter_clock.txt", 4)
+    ),
+    Case("ft-state-99", _infer("ft_state_99.txt"), False, _err("ft_state_99.txt", 5)),
+    Case("ft-cwnd-huge", _infer("ft_cwnd_huge.txt"), False, _err("ft_cwnd_huge.txt", 5)),
+    Case("ft-2mib-address", _infer("ft_long_line.txt"), False, _err("ft_long_line.txt", 5)),
+    Case("ft-only-receivers", _infer("ft_only_receiver.txt"), False, _err("ft_only_receiver.txt")),
+    Case(
+        "ft-hostile-addresses",
+        _infer("ft_hostile_addr.txt", "--out", "{out}"),
+        True,
+        outputs=INFER_SET,
+        stdout="(4 traces",
+    ),
+    Case(
+        "ft-bracket-address", _infer("ft_bracket_addr.txt"), False, _err("ft_bracket_addr.txt", 5)
+    ),
+    Case("ft-not-utf8-task", _infer("ft_not_utf8_task.txt"), True, stdout="(1 traces"),
+    Case(
+        "ft-20k-sockets",
+        _infer("ft_many_sockets.txt", "--bootstrap", "0"),
+        True,
+        stdout="(20000 traces",
     ),
     # -- qlog -------------------------------------------------------------------------------
     Case("q-good", _infer("q_good.qlog", "--out", "{out}"), True, outputs=INFER_SET),

@@ -64,22 +64,39 @@ INFINITE_SSTHRESH = 0x7FFFFFFF
 #: Warnings listing line numbers stop after this many lines.
 MAX_LISTED = 5
 
-# An event line: "[CPU] [FLAGS] SECONDS: EVENT: BODY" after any task/pid/instance prefix.
-_EVENT_LINE = (
-    r"\[(?P<cpu>\d{1,6})\]\s+(?:\S{1,8}\s+)?(?P<ts>\d{1,15}(?:\.\d{1,12})?):\s+"
-    r"(?P<event>[A-Za-z0-9_:]{1,200}):\s*(?P<body>.*?)\r?$"
+# The shape of an event line: "[CPU] [FLAGS] SECONDS: EVENT: " after any task/pid/instance
+# prefix (a DFA match: no captures, linear time).
+_EVENT_SHAPE = (
+    r"\[\d{1,6}\]\s+(?:\S{1,8}\s+)?\d{1,15}(?:\.\d{1,12})?:\s+[A-Za-z0-9_:]{1,200}:(?:\s|$)"
 )
-_CONG_BODY = (
-    r"(?:^|\s)family=(?P<family>AF_INET6?)\s+sport=(?P<sport>\d{1,5})\s+dport=(?P<dport>\d{1,5})"
-    r"\s+saddr=(?P<saddr>\S+)\s+daddr=(?P<daddr>\S+)\s+saddrv6=(?P<saddr6>\S+)"
-    r"\s+daddrv6=(?P<daddr6>\S+)\s+cong_state=(?P<state>\d{1,3})(?:\s|$)"
-)
-_HEX = r"(?:0[xX])?[0-9a-fA-F]{1,8}"
-_PROBE_BODY = (
-    r"(?:^|\s)src=(?P<src>\S+)\s+dest=(?P<dest>\S+)\s.*?\bsnd_nxt=(?P<nxt>" + _HEX + r")"
-    r"\s+snd_una=(?P<una>" + _HEX + r")\s+snd_cwnd=(?P<cwnd>\d{1,10})"
-    r"\s+ssthresh=(?P<ssthresh>\d{1,10})\s+snd_wnd=\d{1,10}\s+srtt=(?P<srtt>\d{1,10})(?:\s|$)"
-)
+_IS_EVENT = {name: r"\d:\s+(?:tcp:)?" + name + r":(?:\s|$)" for name in EVENTS}
+_TIMESTAMP = r"^\d{1,15}(?:\.\d{1,12})?:$"
+_DECIMAL = r"^\d{1,10}$"
+_HEX = r"^(?:0[xX])?[0-9a-fA-F]{1,8}$"
+_ENDPOINT = r"^(?:[^\s\[\]]+|\[[^\s\[\]]+\]):\d{1,5}$"
+_ADDRESS = r"^[^\s\[\]]+$"
+#: The fields read from each event's ``key=value`` text (any order), and their shapes.
+_FIELDS = {
+    "tcp_cong_state_set": {
+        "family": r"^AF_INET6?$",
+        "sport": _DECIMAL,
+        "dport": _DECIMAL,
+        "saddr": _ADDRESS,
+        "daddr": _ADDRESS,
+        "saddrv6": _ADDRESS,
+        "daddrv6": _ADDRESS,
+        "cong_state": r"^\d{1,3}$",
+    },
+    "tcp_probe": {
+        "src": _ENDPOINT,
+        "dest": _ENDPOINT,
+        "snd_nxt": _HEX,
+        "snd_una": _HEX,
+        "snd_cwnd": _DECIMAL,
+        "ssthresh": _DECIMAL,
+        "srtt": _DECIMAL,
+    },
+}
 # Lines that are not events but are understood (checked in this order).
 _ENTRIES = r"^#\s*entries-in-buffer/entries-written:\s*(?P<a>\d{1,19})/(?P<b>\d{1,19})"
 _BUFFER_STARTED = r"^#{5}\s*CPU\s+(?P<cpu>\d{1,6})\s+buffer started\s*#{4}"
@@ -212,9 +229,21 @@ def _scan(path: Path, lenient: bool, chunk_bytes: int, max_line_bytes: int, on_p
         lines = pc.split_pattern(pa.array([bytes(block)], pa.binary()), "\n").flatten()
         if len(lines) and block[-1:] == b"\n":
             lines = lines.slice(0, len(lines) - 1)  # after the last newline: nothing
+        _check_lengths(path, lines, done[0], max_line_bytes)
         _scan_block(path, lines, done[0], lenient, cols, losses, sockets)
         done[0] += len(lines)
     return cols, losses, sockets
+
+
+def _check_lengths(path: Path, lines, base: int, max_line_bytes: int) -> None:
+    """An error at the first line longer than ``max_line_bytes``."""
+    import pyarrow.compute as pc
+
+    long = pc.greater(pc.binary_length(lines), max_line_bytes).to_numpy(zero_copy_only=False)
+    if long.any():
+        raise InputError(
+            path, base + 1 + int(np.argmax(long)), f"line longer than {max_line_bytes} bytes"
+        )
 
 
 def _scan_block(path, lines, base: int, lenient: bool, cols, losses, sockets) -> None:
@@ -223,33 +252,35 @@ def _scan_block(path, lines, base: int, lenient: bool, cols, losses, sockets) ->
     import pyarrow.compute as pc
 
     numbers = np.arange(base + 1, base + 1 + len(lines), dtype=np.int64)
-    m = pc.extract_regex(lines, _EVENT_LINE)
-    is_event = _mask(m.is_valid())
-    if not is_event.all():
-        _other_lines(path, lines.filter(pa.array(~is_event)), numbers[~is_event], lenient, losses)
-    if not is_event.any():
+    shape = _mask(pc.match_substring_regex(lines, _EVENT_SHAPE))
+    if not shape.all():
+        _other_lines(path, lines.filter(pa.array(~shape)), numbers[~shape], lenient, losses)
+    if not shape.any():
         return
-    m = m.filter(pa.array(is_event))
-    numbers = numbers[is_event]
-    event = pc.replace_substring_regex(m.field("event"), r"^tcp:", b"")
-    is_cong = _mask(pc.equal(event, pa.scalar(b"tcp_cong_state_set", pa.binary())))
-    is_probe = _mask(pc.equal(event, pa.scalar(b"tcp_probe", pa.binary())))
-    losses.other_events += int((~(is_cong | is_probe)).sum())
-    seconds = _seconds(path, m.field("ts"), numbers)
-    body = m.field("body")
-    if is_cong.any():
-        _cong_rows(
-            path, body.filter(pa.array(is_cong)), numbers[is_cong], seconds[is_cong], cols, sockets
-        )
-    if is_probe.any():
-        _probe_rows(
-            path,
-            body.filter(pa.array(is_probe)),
-            numbers[is_probe],
-            seconds[is_probe],
-            cols,
-            sockets,
-        )
+    lines, numbers = lines.filter(pa.array(shape)), numbers[shape]
+    tokens = _Tokens(lines)
+    name = tokens.token(tokens.event)
+    kinds = {
+        event: _mask(pc.is_in(name, pa.array([f"{event}:", f"tcp:{event}:"]))) for event in EVENTS
+    }
+    other = ~(kinds["tcp_cong_state_set"] | kinds["tcp_probe"])
+    if other.any():
+        _check_other_events(path, lines.filter(pa.array(other)), numbers[other])
+        losses.other_events += int(other.sum())
+    for event, rows in (("tcp_cong_state_set", _cong_rows), ("tcp_probe", _probe_rows)):
+        at = np.flatnonzero(kinds[event])
+        if len(at):
+            rows(path, tokens.fields(path, numbers[at], event, at), numbers[at], cols, sockets)
+
+
+def _check_other_events(path: Path, lines, numbers: np.ndarray) -> None:
+    """Lines of other events must not be lines of ours whose fields did not split (a field
+    without ``=`` after the event name)."""
+    import pyarrow.compute as pc
+
+    for event, pattern in _IS_EVENT.items():
+        ours = _mask(pc.match_substring_regex(lines, pattern))
+        _first_bad(path, numbers, ~ours, f"{event} line with a field without '='")
 
 
 def _mask(arr) -> np.ndarray:
@@ -257,12 +288,81 @@ def _mask(arr) -> np.ndarray:
     return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _seconds(path: Path, ts, numbers: np.ndarray) -> np.ndarray:
+class _Tokens:
+    """The whitespace-separated tokens of event lines: the event is the last token without
+    ``=`` (so a task name may hold spaces), the timestamp the one before, the fields the
+    ``key=value`` tokens after it."""
+
+    def __init__(self, lines) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        text = pc.cast(lines, options=pc.CastOptions(pa.string(), allow_invalid_utf8=True))
+        lists = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(text))
+        self.values = lists.flatten()
+        offsets = lists.offsets.to_numpy()
+        self.start, self.stop = offsets[:-1], offsets[1:]
+        index = np.arange(len(self.values))
+        self._plain = ~_mask(pc.match_substring(self.values, "="))
+        self.event = np.maximum.reduceat(np.where(self._plain, index, -1), self.start)
+
+    def token(self, at: np.ndarray):
+        import pyarrow as pa
+
+        return self.values.take(pa.array(at))
+
+    def fields(self, path: Path, numbers: np.ndarray, event: str, rows: np.ndarray) -> dict:
+        """``{"time": seconds, key: text values}`` of the event's :data:`_FIELDS` for the
+        lines ``rows``; an :class:`InputError` at the first line that lacks one or has one
+        malformed."""
+        import pyarrow.compute as pc
+
+        ev = self.event[rows]
+        stamp = self.token(np.maximum(ev - 1, 0))
+        ok = _mask(pc.match_substring_regex(stamp, _TIMESTAMP))
+        _first_bad(path, numbers, ok, f"{event} line without a timestamp before the event")
+        out = {"time": _seconds(path, pc.utf8_slice_codeunits(stamp, 0, -1), numbers)}
+        for key, shape in _FIELDS[event].items():
+            at = self._find(key, rows)
+            _first_bad(path, numbers, at > ev, f"{event} line without {key}=")
+            value = pc.utf8_slice_codeunits(self.token(at), len(key) + 1)
+            ok = _mask(pc.match_substring_regex(value, shape))
+            _first_bad(path, numbers, ok, f"{event} line with a malformed {key}=", value)
+            out[key] = value
+        return out
+
+    def _find(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """Index of the token ``key=...`` after the event in each of ``rows`` (-1 where
+        there is none): at the first row's place after the event when every row has it
+        there (one check per row), else searched in every token."""
+        import pyarrow.compute as pc
+
+        ev, stop = self.event[rows], self.stop[rows]
+        first = self.values[int(ev[0]) : int(stop[0])].to_pylist()
+        place = next((i for i, t in enumerate(first) if t.startswith(key + "=")), None)
+        if place is not None:
+            at = np.minimum(ev + place, stop - 1)
+            if _mask(pc.starts_with(self.token(at), key + "=")).all():
+                return at
+        has = _mask(pc.starts_with(self.values, key + "="))
+        index = np.arange(len(self.values))
+        return np.maximum.reduceat(np.where(has, index, -1), self.start)[rows]
+
+
+def _first_bad(path: Path, numbers: np.ndarray, ok: np.ndarray, what: str, values=None) -> None:
+    """Raise :class:`InputError` at the first row where ``ok`` is False."""
+    if ok.all():
+        return
+    i = int(np.argmin(ok))
+    shown = "" if values is None else f": {_show(values[i].as_py())}"
+    raise InputError(path, int(numbers[i]), what + shown)
+
+
+def _seconds(path: Path, text, numbers: np.ndarray) -> np.ndarray:
     """The timestamps (seconds); an error for one without a fraction (a counter clock)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    text = ts.cast(pa.string())
     whole = ~_mask(pc.match_substring(text, "."))
     if whole.any():
         i = int(np.argmax(whole))
@@ -272,85 +372,68 @@ def _seconds(path: Path, ts, numbers: np.ndarray) -> np.ndarray:
             f"timestamp {text[i].as_py()!r} is not in seconds (a counter trace clock such as "
             "'counter' or 'x86-tsc'); record with trace_clock mono, global or local",
         )
-    return text.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return np.asarray(text.cast(pa.float64()), np.float64)
 
 
-def _bad_body(path: Path, bodies, matched, numbers: np.ndarray, what: str) -> None:
-    """Raise for the first body that did not match its event's fields."""
-    ok = _mask(matched.is_valid())
-    if ok.all():
-        return
-    i = int(np.argmin(ok))
-    raise InputError(
-        path,
-        int(numbers[i]),
-        f"{what} line without the expected fields: {_show(bodies[i].as_py())}",
-    )
+def _number(values) -> np.ndarray:
+    import pyarrow as pa
+
+    return np.array(values.cast(pa.float64()), np.float64)
 
 
-def _cong_rows(path, bodies, numbers, seconds, cols: _Columns, sockets) -> None:
+def _binary(values):
+    import pyarrow as pa
+
+    return values.cast(pa.binary())
+
+
+def _cong_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    f = pc.extract_regex(bodies, _CONG_BODY)
-    _bad_body(path, bodies, f, numbers, "tcp_cong_state_set")
-    state = f.field("state").cast(pa.string()).cast(pa.int64()).to_numpy()
-    if (state >= len(STATES)).any():
-        i = int(np.argmax(state >= len(STATES)))
-        raise InputError(
-            path,
-            int(numbers[i]),
-            f"cong_state={state[i]} is not a TCP congestion state (0..{len(STATES) - 1})",
-        )
-    v6 = _mask(pc.equal(f.field("family"), pa.scalar(b"AF_INET6", pa.binary())))
-    src = pc.if_else(pa.array(v6), _bracket(f.field("saddr6")), f.field("saddr"))
-    dst = pc.if_else(pa.array(v6), _bracket(f.field("daddr6")), f.field("daddr"))
+    state = _number(f["cong_state"]).astype(np.int64)
+    _first_bad(
+        path,
+        numbers,
+        state < len(STATES),
+        f"cong_state is not a TCP congestion state (0..{len(STATES) - 1})",
+        f["cong_state"],
+    )
+    v6 = pa.array(_mask(pc.equal(f["family"], "AF_INET6")))
+    src = pc.if_else(v6, _bracket(_binary(f["saddrv6"])), _binary(f["saddr"]))
+    dst = pc.if_else(v6, _bracket(_binary(f["daddrv6"])), _binary(f["daddr"]))
     sep = pa.scalar(b":", pa.binary())
     key = pc.binary_join_element_wise(
-        pc.binary_join_element_wise(src, f.field("sport"), sep),
-        pc.binary_join_element_wise(dst, f.field("dport"), sep),
+        pc.binary_join_element_wise(src, _binary(f["sport"]), sep),
+        pc.binary_join_element_wise(dst, _binary(f["dport"]), sep),
         pa.scalar(b"-", pa.binary()),
     )
     n = len(numbers)
     nan = np.full(n, np.nan)
-    _append(
-        cols,
-        numbers,
-        seconds,
-        _codes(key, sockets),
-        state,
-        nan,
-        nan,
-        nan,
-        np.zeros(n, np.uint32),
-        np.zeros(n, np.uint32),
-    )
+    zero = np.zeros(n, np.uint32)
+    _append(cols, numbers, f["time"], _codes(key, sockets), state, nan, nan, nan, zero, zero)
 
 
-def _probe_rows(path, bodies, numbers, seconds, cols: _Columns, sockets) -> None:
+def _probe_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    f = pc.extract_regex(bodies, _PROBE_BODY)
-    _bad_body(path, bodies, f, numbers, "tcp_probe")
-    key = pc.binary_join_element_wise(f.field("src"), f.field("dest"), pa.scalar(b"-", pa.binary()))
-
-    def number(name: str) -> np.ndarray:
-        return np.array(f.field(name).cast(pa.string()).cast(pa.float64()), np.float64)
-
-    ssthresh = number("ssthresh")
+    key = pc.binary_join_element_wise(
+        _binary(f["src"]), _binary(f["dest"]), pa.scalar(b"-", pa.binary())
+    )
+    ssthresh = _number(f["ssthresh"])
     ssthresh[ssthresh == INFINITE_SSTHRESH] = np.inf
     _append(
         cols,
         numbers,
-        seconds,
+        f["time"],
         _codes(key, sockets),
         np.full(len(numbers), -1),
-        number("cwnd"),
+        _number(f["snd_cwnd"]),
         ssthresh,
-        number("srtt") * 1e-6,
-        hex_u32(f.field("nxt")),
-        hex_u32(f.field("una")),
+        _number(f["srtt"]) * 1e-6,
+        hex_u32(f["snd_nxt"]),
+        hex_u32(f["snd_una"]),
     )
 
 
@@ -367,6 +450,7 @@ def _append(cols: _Columns, line, time, socket, state, cwnd, ssthresh, srtt, nxt
 
 
 def _bracket(addr):
+    """``[addr]`` for each (binary) address."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -556,8 +640,7 @@ def _senders(sock, d, is_probe, n_sock: int) -> np.ndarray:
     in_flight = np.zeros(n_sock, bool)
     in_flight[p_sock[nxt != una]] = True
     moved = np.zeros(n_sock, bool)
-    same = np.r_[False, p_sock[1:] == p_sock[:-1]]
-    moved[p_sock[same & np.r_[False, una[1:] != una[:-1]]]] = True
+    moved[p_sock[1:][(p_sock[1:] == p_sock[:-1]) & (una[1:] != una[:-1])]] = True
     return left_open | in_flight | moved
 
 
@@ -607,9 +690,7 @@ def _metrics(sock, d, is_probe, remap, categories, mss):
 
 def _split_key(key: str) -> tuple[str, int, str, int]:
     """``"a:1-b:2"`` (IPv6 in brackets) as ``(a, 1, b, 2)``."""
-    src, _, dst = key.partition("]-") if key.startswith("[") else key.partition("-")
-    if key.startswith("["):
-        src += "]"
+    src, _, dst = key.partition("-")  # neither an IPv4 address nor [IPv6] has a "-"
 
     def one(end: str) -> tuple[str, int]:
         host, _, port = end.rpartition(":")

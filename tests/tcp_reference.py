@@ -1,0 +1,93 @@
+"""An independent reading of ftrace text of tcp_cong_state_set / tcp_probe, for tests.
+
+Deliberately simple and unlike :mod:`statemine.parse.ftrace` (whitespace splitting and
+dicts in plain Python, no regexes, no arrays): per socket, the time spent in each
+congestion state (Open from the socket's first event of either kind; a state holds until
+the next state event or the socket's last event) and the list of state changes.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections import defaultdict
+from pathlib import Path
+
+NAMES = ["Open", "Disorder", "CWR", "Recovery", "Loss"]
+
+
+def _lines(path: Path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        yield from fh
+
+
+def _socket(kv: dict, event: str) -> str:
+    if event == "tcp_probe":
+        return f"{kv['src']}-{kv['dest']}"
+    if kv["family"] == "AF_INET6":
+        return f"[{kv['saddrv6']}]:{kv['sport']}-[{kv['daddrv6']}]:{kv['dport']}"
+    return f"{kv['saddr']}:{kv['sport']}-{kv['daddr']}:{kv['dport']}"
+
+
+def read_reference(path: str | Path) -> dict[str, dict]:
+    """Per socket key: ``changes`` (list of (seconds, state name), repeats dropped, the
+    initial Open included), ``seconds`` (state -> seconds), ``sender`` (bool),
+    ``cwnd`` (segments of its probes, in order)."""
+    events: dict[str, list] = defaultdict(list)
+    for raw in _lines(Path(path)):
+        tokens = raw.split()
+        for j, tok in enumerate(tokens):
+            name = tok.removeprefix("tcp:").rstrip(":")
+            if tok.endswith(":") and name in ("tcp_cong_state_set", "tcp_probe") and j > 0:
+                break
+        else:
+            continue
+        t = float(tokens[j - 1].rstrip(":"))
+        kv = dict(x.split("=", 1) for x in tokens[j + 1 :] if "=" in x)
+        events[_socket(kv, name)].append((t, name, kv))
+    out = {}
+    for key, evs in events.items():
+        evs.sort(key=lambda e: e[0])  # stable: file order among equal times
+        start, end = evs[0][0], evs[-1][0]
+        state, since, changes = "Open", start, []
+        seconds: dict[str, float] = defaultdict(float)
+        sender = False
+        una0 = None
+        cwnd = []
+        for t, name, kv in evs:
+            if name == "tcp_probe":
+                cwnd.append(int(kv["snd_cwnd"]))
+                una, nxt = int(kv["snd_una"], 16), int(kv["snd_nxt"], 16)
+                sender |= nxt != una or (una0 is not None and una != una0)
+                una0 = una
+                continue
+            new = NAMES[int(kv["cong_state"])]
+            sender |= new != "Open"
+            if not changes:
+                if t > start:
+                    changes.append((start, "Open"))
+                else:
+                    state = new
+                    changes.append((t, new))
+                    continue
+            if new != state:
+                seconds[state] += t - since
+                state, since = new, t
+                changes.append((t, new))
+        if not changes:
+            changes.append((start, "Open"))
+        seconds[state] += end - since
+        out[key] = {"changes": changes, "seconds": dict(seconds), "sender": sender, "cwnd": cwnd}
+    return out
+
+
+def shares(ref: dict[str, dict], senders_only: bool = True) -> dict[str, float]:
+    """Pooled share of time per state over the sockets of ``ref``."""
+    total: dict[str, float] = defaultdict(float)
+    for sock in ref.values():
+        if senders_only and not sock["sender"]:
+            continue
+        for k, v in sock["seconds"].items():
+            total[k] += v
+    whole = sum(total.values())
+    return {k: v / whole for k, v in total.items()} if whole else {}

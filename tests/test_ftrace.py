@@ -1,0 +1,305 @@
+"""The ftrace reader (statemine/parse/ftrace.py): the three text layouts, the socket and
+state rules, metrics, lost events, bad lines; checked against an independent reading
+(tests/tcp_reference.py) on recordings made here (tests/data/tcp) and synthetic traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import statemine
+from statemine.errors import InputError
+from statemine.parse import detect_format, read
+from statemine.parse.ftrace import STATES, read_ftrace
+from tests.tcp_reference import read_reference, shares
+
+DATA = Path(__file__).resolve().parent / "data" / "tcp"
+RECORDED = sorted(DATA.glob("*.txt.gz"))
+
+SND = ("10.0.0.1", 40001, "10.0.0.2", 5201)
+RCV = ("10.0.0.2", 5201, "10.0.0.1", 40001)
+
+
+def cong(t, state, s=SND, layout="tracefs", v6=False):
+    sa, sp, da, dp = s
+    fam = "AF_INET6" if v6 else "AF_INET"
+    v4s, v4d = ("0.0.0.0", "0.0.0.0") if v6 else (sa, da)
+    s6, d6 = (sa, da) if v6 else (f"::ffff:{sa}", f"::ffff:{da}")
+    body = (
+        f"family={fam} sport={sp} dport={dp} saddr={v4s} daddr={v4d} saddrv6={s6} "
+        f"daddrv6={d6} cong_state={state}"
+    )
+    return _line(t, "tcp_cong_state_set", body, layout)
+
+
+def probe(t, cwnd, una, nxt, s=SND, layout="tracefs", ssthresh=2147483647, srtt=1000, v6=False):
+    sa, sp, da, dp = s
+    src, dst = (f"[{sa}]:{sp}", f"[{da}]:{dp}") if v6 else (f"{sa}:{sp}", f"{da}:{dp}")
+    body = (
+        f"family={'AF_INET6' if v6 else 'AF_INET'} src={src} dest={dst} mark=0x0 data_len=0 "
+        f"snd_nxt={nxt:#x} snd_una={una:#x} snd_cwnd={cwnd} ssthresh={ssthresh} "
+        f"snd_wnd=65160 srtt={srtt} rcv_wnd=65536 sock_cookie=4 skbaddr=00000000a "
+        "skaddr=00000000b"
+    )
+    return _line(t, "tcp_probe", body, layout)
+
+
+def _line(t, event, body, layout):
+    if layout == "tracefs":
+        return f"          python3-5194    [001] ..s2.  {t:.6f}: {event}: {body}\n"
+    if layout == "trace-cmd":
+        return f"sm-1:  my task-5194  [001]  {t:.6f}: {event}:{' ' * 4}{body}\n"
+    if layout == "perf":
+        return f"         python3  5194 [001]  {t:.6f}:  tcp:{event}: {body}\n"
+    raise AssertionError(layout)
+
+
+HEADER = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 9/9   #P:2\n#\n"
+
+
+def sample(layout="tracefs"):
+    """A sender going Open -> CWR -> Recovery (logged twice) -> Open -> Loss, and its
+    receiver's one Open."""
+    kw = {"layout": layout}
+    return "".join(
+        [
+            cong(1.0, 0, RCV, **kw),
+            probe(1.0, 10, 100, 100, RCV, **kw),
+            probe(1.5, 10, 1000, 5000, **kw),
+            cong(2.0, 2, **kw),
+            probe(2.2, 8, 2000, 6000, ssthresh=7, srtt=25000, **kw),
+            cong(3.0, 3, **kw),
+            cong(3.0, 3, **kw),
+            cong(3.5, 3, **kw),
+            cong(4.0, 0, **kw),
+            cong(5.0, 4, **kw),
+            probe(6.0, 1, 9000, 9000, **kw),
+        ]
+    )
+
+
+def write(tmp_path, text, name="trace.txt"):
+    p = tmp_path / name
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return p
+
+
+@pytest.mark.parametrize("layout", ["tracefs", "trace-cmd", "perf"])
+def test_layouts_sockets_and_states(tmp_path, layout):
+    p = write(tmp_path, (HEADER if layout == "tracefs" else "") + sample(layout))
+    assert detect_format(p) == "ftrace"
+    ts = read(p)
+    assert ts.n_traces == 1
+    tr = ts.traces.iloc[0]
+    assert tr["conn"] == "10.0.0.1:40001-10.0.0.2:5201" and tr["role"] == "sender"
+    assert (tr["saddr"], tr["sport"], tr["daddr"], tr["dport"]) == (
+        "10.0.0.1",
+        40001,
+        "10.0.0.2",
+        5201,
+    )
+    assert tr["end"] == 6.0 and tr["bytes_acked"] == 8000
+    ev = ts.events
+    assert ev["state"].tolist() == ["Open", "CWR", "Recovery", "Open", "Loss"]
+    assert ev["time"].tolist() == [1.5, 2.0, 3.0, 4.0, 5.0]
+    h = 4 if layout == "tracefs" else 0
+    assert ev["line"].tolist() == [3 + h, 4 + h, 6 + h, 9 + h, 10 + h]
+    m = ts.metrics
+    assert m["cwnd_segments"].tolist() == [10, 8, 1]
+    assert m["ssthresh_segments"].tolist() == [math.inf, 7, math.inf]
+    assert m["srtt"].tolist() == pytest.approx([0.001, 0.025, 0.001])
+    assert m["inflight"].tolist() == [4000, 4000, 0]
+    assert "cwnd" not in m.columns  # bytes only with a known MSS
+    assert json.loads(ts.meta["warnings"]) == []
+    assert ts.meta["receivers_left_out"] == "1"
+
+
+def test_options_repeats_receivers_mss(tmp_path):
+    p = write(tmp_path, sample())
+    ts = read_ftrace(p, keep_repeats=True, keep_receivers=True, mss=1448)
+    roles = dict(zip(ts.traces["conn"], ts.traces["role"]))
+    assert roles == {
+        "10.0.0.2:5201-10.0.0.1:40001": "receiver",
+        "10.0.0.1:40001-10.0.0.2:5201": "sender",
+    }
+    snd = ts.events[ts.events["trace"] == "trace.txt#10.0.0.1:40001-10.0.0.2:5201"]
+    assert snd["state"].tolist() == [
+        "Open",
+        "CWR",
+        "Recovery",
+        "Recovery",
+        "Recovery",
+        "Open",
+        "Loss",
+    ]
+    rcv = ts.events[ts.events["trace"] == "trace.txt#10.0.0.2:5201-10.0.0.1:40001"]
+    assert rcv["state"].tolist() == ["Open"] and rcv["time"].tolist() == [1.0]
+    m = ts.metrics[ts.metrics["trace"] == "trace.txt#10.0.0.1:40001-10.0.0.2:5201"]
+    assert m["cwnd"].tolist() == [14480, 11584, 1448]
+    with pytest.raises(InputError, match="mss"):
+        read_ftrace(p, mss=0)
+
+
+def test_repeats_continue_the_visit_in_statistics(tmp_path):
+    """Time shares with repeats dropped equal those with repeats kept (the analysis folds
+    them), and the transition table only has real changes by default."""
+    p = write(tmp_path, sample())
+    states, transitions = statemine.summarize(read_ftrace(p))
+    frac = dict(zip(states["state"], states["time_s"]))
+    assert frac == pytest.approx({"Open": 0.5 + 1.0, "CWR": 1.0, "Recovery": 1.0, "Loss": 1.0})
+    pairs = set(zip(transitions["from"], transitions["to"])) if "from" in transitions else set()
+    assert ("Recovery", "Recovery") not in pairs
+
+
+def test_first_event_a_state_and_ipv6(tmp_path):
+    s6 = ("fd00::1", 40001, "fd00::2", 443)
+    text = (
+        cong(1.0, 1, s6, v6=True) + probe(2.0, 10, 5, 900, s6, v6=True) + cong(3.0, 0, s6, v6=True)
+    )
+    ts = read(write(tmp_path, text))
+    assert ts.traces["conn"].tolist() == ["[fd00::1]:40001-[fd00::2]:443"]
+    assert ts.traces["saddr"].tolist() == ["fd00::1"] and ts.traces["dport"].tolist() == [443]
+    assert ts.events["state"].tolist() == ["Disorder", "Open"]  # no Open before a first state
+    assert len(ts.metrics) == 1  # probe and state lines joined into one socket
+
+
+def test_probe_only_sender_is_open(tmp_path):
+    text = probe(1.0, 10, 0, 1000) + probe(2.0, 12, 1000, 2000)
+    ts = read(write(tmp_path, text))
+    assert ts.events["state"].tolist() == ["Open"] and ts.traces["end"].tolist() == [2.0]
+
+
+def test_only_receivers_is_an_error(tmp_path):
+    p = write(tmp_path, cong(1.0, 0, RCV) + probe(1.0, 10, 100, 100, RCV))
+    with pytest.raises(InputError, match="only receiving sockets"):
+        read(p)
+    assert read_ftrace(p, keep_receivers=True).traces["role"].tolist() == ["receiver"]
+
+
+@pytest.mark.parametrize(
+    "lines, overwritten, lost, cpus",
+    [
+        ("# entries-in-buffer/entries-written: 5/12   #P:2\n", 7, 0, []),
+        ("##### CPU 1 buffer started ####\n", 0, 0, [1]),
+        ("CPU:0 [LOST 33 EVENTS]\n", 0, 33, []),
+        ("CPU:1 [41 EVENTS DROPPED]\n", 0, 41, []),
+        ("CPU:1 [EVENTS DROPPED]\n", 0, 0, []),
+        ("            :0     0 [000]     0.000000: PERF_RECORD_LOST lost 12\n", 0, 12, []),
+    ],
+)
+def test_lost_events_are_reported(tmp_path, lines, overwritten, lost, cpus):
+    p = write(tmp_path, "# tracer: nop\n" + lines + sample())
+    ts = read(p)
+    warnings = json.loads(ts.meta["warnings"])
+    assert warnings and "events were lost or overwritten" in warnings[0]
+    assert any(f"{p}:2:" in w for w in warnings)
+    summary = json.loads(ts.meta["lost_events"])
+    assert (summary["overwritten"], summary["lost"], summary["wrapped_cpus"]) == (
+        overwritten,
+        lost,
+        cpus,
+    )
+
+
+def test_lost_events_reach_the_terminal(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    p = write(tmp_path, "CPU:0 [LOST 33 EVENTS]\n" + sample())
+    result = CliRunner().invoke(main, ["infer", str(p), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.output and "33 lost" in result.output
+
+
+def test_bad_lines(tmp_path):
+    p = write(tmp_path, sample() + "garbage here\n" + sample() + "more garbage\n")
+    with pytest.raises(InputError) as e:
+        read(p)
+    assert (e.value.line, "garbage here" in e.value.reason) == (12, True)
+    ts = read(p, ignore_nonmatching=True)
+    (w,) = json.loads(ts.meta["warnings"])
+    assert "2 lines" in w and "12, 24" in w
+    # the events of both halves are read (time goes back: sorted per socket, stable)
+    assert ts.events["state"].tolist()[:2] == ["Open", "CWR"]
+
+
+@pytest.mark.parametrize(
+    "text, line, reason",
+    [
+        (cong(1.0, 7), 1, "not a TCP congestion state .*: .7."),
+        ("  python3-1 [000] ..s2. 123456: tcp_probe: src=1\n", 1, "not in seconds"),
+        (
+            sample() + "  python3-1 [000] ..s2. 1.5: tcp_probe: family=AF_INET src=x\n",
+            12,
+            "tcp_probe line",
+        ),
+        (
+            cong(1.0, 0) + "  p-1 [000] ..s2. 1.5: tcp_cong_state_set: family=AF_INET sport=x\n",
+            2,
+            "tcp_cong_state_set",
+        ),
+    ],
+)
+def test_bad_event_lines(tmp_path, text, line, reason):
+    with pytest.raises(InputError, match=reason) as e:
+        read_ftrace(write(tmp_path, text))
+    assert e.value.line == line
+
+
+def test_other_events_are_counted(tmp_path):
+    other = "  kworker/0:1-12 [000] ..... 1.2: sched_switch: prev_comm=a prev_pid=1\n"
+    ts = read(write(tmp_path, other + sample()))
+    assert "1 lines of other events ignored" in json.loads(ts.meta["warnings"])[0]
+
+
+def test_no_events_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no tcp_cong_state_set"):
+        read_ftrace(write(tmp_path, HEADER))
+
+
+def test_small_blocks_give_the_same_result(tmp_path):
+    p = write(tmp_path, HEADER + sample() * 3)
+    a = read_ftrace(p, ignore_nonmatching=True)
+    b = read_ftrace(p, chunk_bytes=64, ignore_nonmatching=True)
+    assert a.events.astype(str).equals(b.events.astype(str))
+    assert a.metrics.astype(str).equals(b.metrics.astype(str))
+
+
+def test_gzip_and_crlf(tmp_path):
+    p = write(tmp_path, gzip.compress(sample().replace("\n", "\r\n").encode()), "t.txt.gz")
+    assert read(p).events["state"].tolist() == ["Open", "CWR", "Recovery", "Open", "Loss"]
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.name for p in RECORDED])
+def test_recorded_files_against_an_independent_reading(path):
+    ref = read_reference(path)
+    ts = read(path)
+    senders = {k for k, v in ref.items() if v["sender"]}
+    assert set(ts.traces["conn"]) == senders
+    assert int(ts.meta["receivers_left_out"]) == len(ref) - len(senders)
+    for key in senders:
+        tid = f"{path.name}#{key}"
+        ev = ts.events[ts.events["trace"] == tid]
+        assert list(zip(ev["time"], ev["state"])) == ref[key]["changes"]
+        m = ts.metrics[ts.metrics["trace"] == tid]
+        assert m["cwnd_segments"].tolist() == ref[key]["cwnd"]
+    states = statemine.summarize(ts)[0]
+    got = dict(zip(states["state"], states["time_fraction"]))
+    want = shares(ref)
+    assert got == pytest.approx(want, abs=1e-9)
+    assert set(got) <= set(STATES)
+    assert json.loads(ts.meta["lost_events"])["lost"] == 0
+
+
+def test_recorded_files_show_the_congestion_states():
+    """The recordings were made through a small tbf buffer: every one leaves Open."""
+    for path in RECORDED:
+        ev = read(path).events
+        assert {"Open", "Recovery"} <= set(ev["state"]), path.name
+        assert np.all(np.diff(ev["time"].to_numpy()) >= 0)
