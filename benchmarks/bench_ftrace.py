@@ -75,7 +75,7 @@ def main() -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         f"{args.lines} lines ({size / 1e6:.0f} MB), {ts.n_traces} traces, "
-        f"{len(ts.events)} state rows, {len(ts.metrics)} metrics rows"
+        f"{len(ts.events)} state rows, {0 if ts.metrics is None else len(ts.metrics)} metrics rows"
     )
     print(
         f"read in {seconds:.2f} s ({cpu:.2f} s of CPU): {args.lines / seconds:,.0f} lines/s, "

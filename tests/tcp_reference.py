@@ -49,7 +49,8 @@ def read_reference(path: str | Path) -> dict[str, dict]:
     for key, evs in events.items():
         evs.sort(key=lambda e: e[0])  # stable: file order among equal times
         start, end = evs[0][0], evs[-1][0]
-        state, since, changes = "Open", start, []
+        state, since = "Open", start
+        changes: list[tuple[float, str]] = []
         seconds: dict[str, float] = defaultdict(float)
         sender = False
         una0 = None

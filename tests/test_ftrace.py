@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tcp_reference import read_reference, shares
 
 import statemine
 from statemine.errors import InputError
 from statemine.parse import detect_format, read
 from statemine.parse.ftrace import STATES, read_ftrace
-from tests.tcp_reference import read_reference, shares
 
 DATA = Path(__file__).resolve().parent / "data" / "tcp"
 RECORDED = sorted(DATA.glob("*.txt.gz"))

@@ -47,13 +47,20 @@ memory is the events' columns plus one block.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InputError
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
+
+if TYPE_CHECKING:  # the traces module loads pandas; imported where the frames are built
+    import pandas as pd
+
+    from ..traces import TraceSet
 
 #: ``cong_state`` 0..4 (the kernel's ``enum tcp_ca_state``), in statemine's names.
 STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
@@ -61,6 +68,8 @@ STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 EVENTS = ("tcp_cong_state_set", "tcp_probe")
 #: ``ssthresh`` before it is first set (``TCP_INFINITE_SSTHRESH``): read as ``inf``.
 INFINITE_SSTHRESH = 0x7FFFFFFF
+#: pyarrow arrays and scalars (pyarrow ships no type information).
+Arrow = Any
 #: Warnings listing line numbers stop after this many lines.
 MAX_LISTED = 5
 
@@ -179,8 +188,8 @@ def read_ftrace(
     ignore_nonmatching: bool = False,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    on_progress=None,
-):
+    on_progress: Callable[[int], None] | None = None,
+) -> TraceSet:
     """Read one ftrace text file into a :class:`~statemine.traces.TraceSet` (module
     docstring for the formats and rules).
 
@@ -211,7 +220,13 @@ def read_ftrace(
     )
 
 
-def _scan(path: Path, lenient: bool, chunk_bytes: int, max_line_bytes: int, on_progress):
+def _scan(
+    path: Path,
+    lenient: bool,
+    chunk_bytes: int,
+    max_line_bytes: int,
+    on_progress: Callable[[int], None] | None,
+) -> tuple[_Columns, _Losses, dict[bytes, int]]:
     """All blocks of the file: the event columns, the loss reports, the socket keys."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -235,7 +250,7 @@ def _scan(path: Path, lenient: bool, chunk_bytes: int, max_line_bytes: int, on_p
     return cols, losses, sockets
 
 
-def _check_lengths(path: Path, lines, base: int, max_line_bytes: int) -> None:
+def _check_lengths(path: Path, lines: Arrow, base: int, max_line_bytes: int) -> None:
     """An error at the first line longer than ``max_line_bytes``."""
     import pyarrow.compute as pc
 
@@ -246,7 +261,15 @@ def _check_lengths(path: Path, lines, base: int, max_line_bytes: int) -> None:
         )
 
 
-def _scan_block(path, lines, base: int, lenient: bool, cols, losses, sockets) -> None:
+def _scan_block(
+    path: Path,
+    lines: Arrow,
+    base: int,
+    lenient: bool,
+    cols: _Columns,
+    losses: _Losses,
+    sockets: dict[bytes, int],
+) -> None:
     """Classify one block's lines; append its events to ``cols``."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -273,7 +296,7 @@ def _scan_block(path, lines, base: int, lenient: bool, cols, losses, sockets) ->
             rows(path, tokens.fields(path, numbers[at], event, at), numbers[at], cols, sockets)
 
 
-def _check_other_events(path: Path, lines, numbers: np.ndarray) -> None:
+def _check_other_events(path: Path, lines: Arrow, numbers: np.ndarray) -> None:
     """Lines of other events must not be lines of ours whose fields did not split (a field
     without ``=`` after the event name)."""
     import pyarrow.compute as pc
@@ -283,7 +306,7 @@ def _check_other_events(path: Path, lines, numbers: np.ndarray) -> None:
         _first_bad(path, numbers, ~ours, f"{event} line with a field without '='")
 
 
-def _mask(arr) -> np.ndarray:
+def _mask(arr: Arrow) -> np.ndarray:
     """A pyarrow boolean array (nulls as False) as a numpy bool array."""
     return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
@@ -293,7 +316,7 @@ class _Tokens:
     ``=`` (so a task name may hold spaces), the timestamp the one before, the fields the
     ``key=value`` tokens after it."""
 
-    def __init__(self, lines) -> None:
+    def __init__(self, lines: Arrow) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -306,7 +329,7 @@ class _Tokens:
         self._plain = ~_mask(pc.match_substring(self.values, "="))
         self.event = np.maximum.reduceat(np.where(self._plain, index, -1), self.start)
 
-    def token(self, at: np.ndarray):
+    def token(self, at: np.ndarray) -> Arrow:
         import pyarrow as pa
 
         return self.values.take(pa.array(at))
@@ -349,7 +372,9 @@ class _Tokens:
         return np.maximum.reduceat(np.where(has, index, -1), self.start)[rows]
 
 
-def _first_bad(path: Path, numbers: np.ndarray, ok: np.ndarray, what: str, values=None) -> None:
+def _first_bad(
+    path: Path, numbers: np.ndarray, ok: np.ndarray, what: str, values: Arrow = None
+) -> None:
     """Raise :class:`InputError` at the first row where ``ok`` is False."""
     if ok.all():
         return
@@ -358,7 +383,7 @@ def _first_bad(path: Path, numbers: np.ndarray, ok: np.ndarray, what: str, value
     raise InputError(path, int(numbers[i]), what + shown)
 
 
-def _seconds(path: Path, text, numbers: np.ndarray) -> np.ndarray:
+def _seconds(path: Path, text: Arrow, numbers: np.ndarray) -> np.ndarray:
     """The timestamps (seconds); an error for one without a fraction (a counter clock)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -375,19 +400,21 @@ def _seconds(path: Path, text, numbers: np.ndarray) -> np.ndarray:
     return np.asarray(text.cast(pa.float64()), np.float64)
 
 
-def _number(values) -> np.ndarray:
+def _number(values: Arrow) -> np.ndarray:
     import pyarrow as pa
 
     return np.array(values.cast(pa.float64()), np.float64)
 
 
-def _binary(values):
+def _binary(values: Arrow) -> Arrow:
     import pyarrow as pa
 
     return values.cast(pa.binary())
 
 
-def _cong_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
+def _cong_rows(
+    path: Path, f: dict, numbers: np.ndarray, cols: _Columns, sockets: dict[bytes, int]
+) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -411,10 +438,23 @@ def _cong_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
     n = len(numbers)
     nan = np.full(n, np.nan)
     zero = np.zeros(n, np.uint32)
-    _append(cols, numbers, f["time"], _codes(key, sockets), state, nan, nan, nan, zero, zero)
+    _append(
+        cols,
+        numbers,
+        f["time"],
+        _codes(key, sockets),
+        state.astype(np.int8),
+        nan,
+        nan,
+        nan,
+        zero,
+        zero,
+    )
 
 
-def _probe_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
+def _probe_rows(
+    path: Path, f: dict, numbers: np.ndarray, cols: _Columns, sockets: dict[bytes, int]
+) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -428,7 +468,7 @@ def _probe_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
         numbers,
         f["time"],
         _codes(key, sockets),
-        np.full(len(numbers), -1),
+        np.full(len(numbers), -1, np.int8),
         _number(f["snd_cwnd"]),
         ssthresh,
         _number(f["srtt"]) * 1e-6,
@@ -437,19 +477,13 @@ def _probe_rows(path, f: dict, numbers, cols: _Columns, sockets) -> None:
     )
 
 
-def _append(cols: _Columns, line, time, socket, state, cwnd, ssthresh, srtt, nxt, una) -> None:
-    cols.line.append(line)
-    cols.time.append(np.asarray(time, np.float64))
-    cols.socket.append(socket)
-    cols.state.append(np.asarray(state, np.int8))
-    cols.cwnd.append(cwnd)
-    cols.ssthresh.append(ssthresh)
-    cols.srtt.append(srtt)
-    cols.nxt.append(nxt)
-    cols.una.append(una)
+def _append(cols: _Columns, *columns: Any) -> None:
+    """Append one array per column of :class:`_Columns` (in its field order)."""
+    for name, values in zip(vars(cols), columns, strict=True):
+        getattr(cols, name).append(values)
 
 
-def _bracket(addr):
+def _bracket(addr: Arrow) -> Arrow:
     """``[addr]`` for each (binary) address."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -460,7 +494,7 @@ def _bracket(addr):
     )
 
 
-def _codes(keys, sockets: dict[bytes, int]) -> np.ndarray:
+def _codes(keys: Arrow, sockets: dict[bytes, int]) -> np.ndarray:
     """Socket codes of ``keys`` (binary array), new keys numbered in order of appearance."""
     import pyarrow.compute as pc
 
@@ -477,7 +511,7 @@ _HEX_VALUE[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
 _HEX_VALUE[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
 
 
-def hex_u32(values) -> np.ndarray:
+def hex_u32(values: Arrow) -> np.ndarray:
     """Hexadecimal numbers of at most 8 digits (``0x`` prefix optional; a pyarrow binary
     or string array) as uint32, vectorized.
 
@@ -496,7 +530,9 @@ def hex_u32(values) -> np.ndarray:
     return (_HEX_VALUE[data] << shifts).sum(axis=1).astype(np.uint32)
 
 
-def _other_lines(path: Path, lines, numbers: np.ndarray, lenient: bool, losses: _Losses) -> None:
+def _other_lines(
+    path: Path, lines: Arrow, numbers: np.ndarray, lenient: bool, losses: _Losses
+) -> None:
     """Lines that are not events: headers, loss reports, or bad lines."""
     import pyarrow.compute as pc
 
@@ -539,11 +575,11 @@ def _other_lines(path: Path, lines, numbers: np.ndarray, lenient: bool, losses: 
         return
     bad = np.flatnonzero(~known)
     if not lenient:
-        i = int(bad[0])
+        first = int(bad[0])
         raise InputError(
             path,
-            int(numbers[i]),
-            f"not an ftrace line of tcp_cong_state_set/tcp_probe: {_show(_text(lines[i]))} "
+            int(numbers[first]),
+            f"not an ftrace line of tcp_cong_state_set/tcp_probe: {_show(_text(lines[first]))} "
             "(-i skips such lines)",
         )
     losses.n_skipped += len(bad)
@@ -551,17 +587,26 @@ def _other_lines(path: Path, lines, numbers: np.ndarray, lenient: bool, losses: 
     losses.skipped.extend(int(numbers[i]) for i in bad[: max(room, 0)])
 
 
-def _text(scalar) -> str:
+def _text(scalar: Arrow) -> str:
     return scalar.as_py().decode("utf-8", "replace")
 
 
-def _show(value, limit: int = 80) -> str:
+def _show(value: str | bytes, limit: int = 80) -> str:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
-def _build(path, source, data, sockets, losses, keep_repeats, keep_receivers, mss):
+def _build(
+    path: Path,
+    source: str,
+    data: dict[str, np.ndarray],
+    sockets: dict[bytes, int],
+    losses: _Losses,
+    keep_repeats: bool,
+    keep_receivers: bool,
+    mss: int | None,
+) -> TraceSet:
     """Group the rows by socket into a TraceSet."""
     import pandas as pd
 
@@ -598,7 +643,9 @@ def _build(path, source, data, sockets, losses, keep_repeats, keep_receivers, ms
             "trace": pd.Categorical.from_codes(remap[states["socket"]], categories=categories),
             "time": states["time"],
             "kind": "state",
-            "state": pd.Categorical.from_codes(states["state"], categories=list(STATES)),
+            "state": pd.Categorical.from_codes(
+                states["state"], categories=pd.Index(STATES, dtype=str)
+            ),
             "line": states["line"],
         }
     )
@@ -632,7 +679,7 @@ def _build(path, source, data, sockets, losses, keep_repeats, keep_receivers, ms
     return TraceSet.from_events(events, traces, meta, metrics)
 
 
-def _senders(sock, d, is_probe, n_sock: int) -> np.ndarray:
+def _senders(sock: np.ndarray, d: dict, is_probe: np.ndarray, n_sock: int) -> np.ndarray:
     """Per socket: whether it left Open, had data in flight or saw ``snd_una`` move."""
     left_open = np.zeros(n_sock, bool)
     left_open[sock[(~is_probe) & (d["state"] > 0)]] = True
@@ -644,7 +691,7 @@ def _senders(sock, d, is_probe, n_sock: int) -> np.ndarray:
     return left_open | in_flight | moved
 
 
-def _bytes_acked(sock, d, is_probe, n_sock: int) -> np.ndarray:
+def _bytes_acked(sock: np.ndarray, d: dict, is_probe: np.ndarray, n_sock: int) -> np.ndarray:
     """Per socket: the sum of ``snd_una`` advances between its probes (modulo 2**32)."""
     p_sock, una = sock[is_probe], d["una"][is_probe].astype(np.int64)
     same = p_sock[1:] == p_sock[:-1]
@@ -652,7 +699,9 @@ def _bytes_acked(sock, d, is_probe, n_sock: int) -> np.ndarray:
     return np.bincount(p_sock[1:][same], weights=step[same], minlength=n_sock).astype(np.int64)
 
 
-def _state_rows(sock, d, is_probe, starts, keep_repeats: bool) -> dict[str, np.ndarray]:
+def _state_rows(
+    sock: np.ndarray, d: dict, is_probe: np.ndarray, starts: np.ndarray, keep_repeats: bool
+) -> dict[str, np.ndarray]:
     """State rows per socket (grouped, time order): an ``Open`` row at the socket's first
     event when that is a probe, then its ``tcp_cong_state_set`` rows; repeats of the
     current state dropped unless ``keep_repeats``."""
@@ -666,7 +715,14 @@ def _state_rows(sock, d, is_probe, starts, keep_repeats: bool) -> dict[str, np.n
     return {"socket": socket, "state": state, "time": d["time"][rows], "line": d["line"][rows]}
 
 
-def _metrics(sock, d, is_probe, remap, categories, mss):
+def _metrics(
+    sock: np.ndarray,
+    d: dict,
+    is_probe: np.ndarray,
+    remap: np.ndarray,
+    categories: pd.Index,
+    mss: int | None,
+) -> pd.DataFrame | None:
     """The metrics table: one row per probe of a kept socket."""
     import pandas as pd
 
