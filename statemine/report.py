@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .analyze import EndRule, state_stats, transition_stats
+from . import units
+from .analyze import EndRule, summarize
 from .errors import UsageError
 from .escape import html_text
 from .fileio import write_atomic
@@ -155,7 +156,7 @@ def _single_section(
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
     opts = dict(end=end, collapse_repeats=collapse_repeats, n_boot=n_boot, seed=seed)
-    states, trans = state_stats(ts, **opts), transition_stats(ts, **opts)
+    states, trans = summarize(ts, **opts)  # one pass, one bootstrap for both tables
     if len(states) > DRAWN_STATES:
         figure = (
             f'<p class="note">Not drawn: {len(states)} states are more than Graphviz lays out in '
@@ -181,9 +182,20 @@ def _single_section(
         "transition probability on each edge.</p>"
         + figure
         + "<h2>States</h2>"
-        + _table(shown, percent=("time_fraction", "time_fraction_lo", "time_fraction_hi"))
+        + _table(
+            shown,
+            {
+                **dict.fromkeys(
+                    ("time_fraction", "time_fraction_lo", "time_fraction_hi"), units.share
+                ),
+                **dict.fromkeys(("dwell_mean", "dwell_median"), units.seconds),
+            },
+        )
         + "<h2>Transitions</h2>"
-        + _table(trans)
+        + _table(
+            trans,
+            dict.fromkeys(("probability", "probability_lo", "probability_hi"), units.probability),
+        )
     )
 
 
@@ -196,7 +208,7 @@ def _diff_section(result) -> str:
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in result.notes)
     ranking = result.ranking(None)
     top = (
-        _table(ranking.rename(columns={"a": label_a, "b": label_b}))
+        _ranking_table(ranking, label_a, label_b)
         if len(ranking)
         else "<p>No significant change.</p>"
     )
@@ -221,19 +233,23 @@ def _diff_section(result) -> str:
         + "<h3>States</h3>"
         + _table(
             states,
-            percent=(
-                f"fraction {label_a}",
-                f"fraction {label_b}",
-                "delta",
-                "delta_lo",
-                "delta_hi",
-                "sd_a",
-                "sd_b",
-            ),
+            {
+                **dict.fromkeys(
+                    (f"fraction {label_a}", f"fraction {label_b}", "sd_a", "sd_b"), units.share
+                ),
+                **dict.fromkeys(("delta", "delta_lo", "delta_hi"), units.share_delta),
+                **dict.fromkeys(("time_a_s", "time_b_s"), units.seconds),
+            },
         )
         + "<h3>Transitions</h3>"
-        + _table(trans)
-        + ("<h3>Seen on one side only</h3>" + _table(one_sided) if len(one_sided) else "")
+        + _table(
+            trans,
+            {
+                **dict.fromkeys((f"prob {label_a}", f"prob {label_b}"), units.probability),
+                "delta": units.probability_delta,
+            },
+        )
+        + ("<h3>Seen on one side only</h3>" + _one_sided_table(one_sided) if len(one_sided) else "")
     )
 
 
@@ -375,7 +391,7 @@ def _outcome_section(o: Outcomes) -> str:
             f'<p class="note">No heatmap: the scenario cells do not vary in both {_e(o.rows)} '
             f"and {_e(o.cols)}.</p>"
         )
-    out.append(_table(table, percent=()))
+    out.append(_table(table))
     return "\n".join(out)
 
 
@@ -384,15 +400,47 @@ def _e(text: object) -> str:
     return html_text(text)
 
 
-def _table(df: pd.DataFrame, *, percent: Sequence[str] = ()) -> str:
-    """An escaped HTML table; ``percent`` columns are shown as percentages."""
+def _table(df: pd.DataFrame, formats: Mapping[str, Callable[[float], str]] | None = None) -> str:
+    """An escaped HTML table; columns named in ``formats`` shown with their formatter
+    (:mod:`statemine.units`), other float columns with 4 significant digits."""
     shown = df.copy()
+    formats = formats or {}
     for col in shown.columns:
-        if col in percent:
-            shown[col] = shown[col].map(lambda x: "" if pd.isna(x) else f"{100 * x:.1f}%")
+        if col in formats:
+            shown[col] = shown[col].map(lambda x, f=formats[col]: "" if pd.isna(x) else f(x))
         elif pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda x: "" if pd.isna(x) else f"{x:.4g}")
     return shown.to_html(index=False, escape=True, border=0, na_rep="")
+
+
+def _ranking_table(ranking: pd.DataFrame, label_a: str, label_b: str) -> str:
+    """The ranking of changes with each row in its kind's units (statemine.units)."""
+    cells = [
+        units.ranking_cells(r.kind, r.a, r.b, r.delta, r.delta_lo, r.delta_hi)
+        for r in ranking.itertuples(index=False)
+    ]
+    shown = pd.DataFrame(
+        {
+            "kind": ranking["kind"],
+            "name": ranking["name"],
+            label_a: [c[0] for c in cells],
+            label_b: [c[1] for c in cells],
+            "B - A [95% CI]": [c[2] for c in cells],
+            "p (Holm)": ranking["p_holm"],
+        }
+    )
+    return _table(shown)
+
+
+def _one_sided_table(one_sided: pd.DataFrame) -> str:
+    """Items seen on one side only; ``share`` is a share of time for states and a
+    transition probability for transitions."""
+    shown = one_sided.copy()
+    shown["share"] = [
+        units.share(v) if kind == "state" else units.probability(v)
+        for kind, v in zip(shown["kind"], shown["share"])
+    ]
+    return _table(shown)
 
 
 def _img(data: bytes, mime: str, alt: str) -> str:

@@ -340,7 +340,9 @@ def test_cli_summary_numbers_match_the_table(tmp_path):
     assert rec["fraction_a"] == pytest.approx(xa[:, 1].sum() / xa.sum())
     line = next(ln for ln in res.output.splitlines() if "Recovery" in ln)
     assert f"{rec['fraction_a']:.1%}" in line and f"{rec['fraction_b']:.1%}" in line
-    assert f"{rec['delta']:+.3f} [{rec['delta_lo']:+.3f}, {rec['delta_hi']:+.3f}]" in line
+    # the difference in percentage points (statemine.units), its interval in the same unit
+    pp = [100 * rec[k] for k in ("delta", "delta_lo", "delta_hi")]
+    assert f"{pp[0]:+.1f} [{pp[1]:+.1f}, {pp[2]:+.1f}] pp" in line
     assert f"{rec['p_holm']:.2g}" in line
     flat = " ".join(res.output.split())
     assert (

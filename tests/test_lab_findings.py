@@ -569,3 +569,46 @@ def test_hostile_stack_labels_are_shown_literally(tmp_path):
         ["lab", "findings", str(root), "--permutations", "99", "--bootstrap", "20", "--markdown"],
     )
     assert "\x1b" not in md.output and "quic-go@[bold]x\\x1b[31m\\|=1" in md.output
+
+
+def test_cli_tables_fit_the_terminal_and_are_whole_otherwise(varied):
+    """On a terminal of 80 columns every line fits; piped (or --wide) the rows are whole."""
+    root, _loaded = varied
+    args = ["lab", "findings", str(root), "--permutations", "99", "--bootstrap", "50"]
+    tty = {"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "TERM": "xterm"}
+    fitted = CliRunner().invoke(main, args, env=tty)
+    assert fitted.exit_code == 0, fitted.output
+    assert max(len(line) for line in _plain(fitted.stdout).splitlines()) <= 80
+    wide = CliRunner().invoke(main, [*args, "--wide"], env=tty)
+    piped = CliRunner().invoke(main, args, env={"COLUMNS": "80"})
+    assert _plain(wide.stdout) == piped.stdout
+    assert max(len(line) for line in piped.stdout.splitlines()) > 80
+    # a whole verdict row on one line: stack, conditions and the verdict
+    assert any(
+        line.startswith("│ quic-go@v0.65.0 │ desktop -> mobile (up)") and "reproduced" in line
+        for line in piped.stdout.splitlines()
+    )
+
+
+def test_cli_scenarios_folder_is_an_argument_like_findings_root(tmp_path):
+    examples = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
+    positional = CliRunner().invoke(main, ["lab", "scenarios", str(examples)])
+    assert positional.exit_code == 0, positional.output
+    assert "mobile.toml" in positional.stdout and positional.stderr == ""
+    old = CliRunner().invoke(main, ["lab", "scenarios", "--dir", str(examples)])
+    assert old.exit_code == 0 and old.stdout == positional.stdout
+    assert "--dir is deprecated" in old.stderr
+    default = CliRunner().invoke(main, ["lab", "scenarios"])
+    assert default.stdout.replace(str(examples), "X") == positional.stdout.replace(
+        str(examples), "X"
+    )
+    both = CliRunner().invoke(main, ["lab", "scenarios", str(examples), "--dir", str(examples)])
+    assert both.exit_code == 2 and "give the folder once" in both.output
+    tty = {"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "TERM": "xterm"}
+    fitted = CliRunner().invoke(main, ["lab", "scenarios", str(examples)], env=tty)
+    assert max(len(line) for line in _plain(fitted.stdout).splitlines()) <= 80
+
+
+def _plain(text: str) -> str:
+    """``text`` without the terminal's style sequences (bold, ...)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

@@ -246,3 +246,25 @@ def test_timelines_per_implementation_when_a_side_mixes_them():
         "B / implementation=x",
         "B / implementation=y",
     ]
+
+
+def test_report_tables_use_the_units_of_the_terminal():
+    """Shares in percent, dwell times with a unit, probabilities with two decimals, by hand:
+    SlowStart 0-0.25 s, Recovery 0.25-1 s, SlowStart again at 1 s (the last line, 0 s)."""
+    ts = TraceSet.from_events(
+        pd.DataFrame(
+            {
+                "trace": ["a"] * 3,
+                "time": [0.0, 0.25, 1.0],
+                "state": ["SlowStart", "Recovery", "SlowStart"],
+            }
+        )
+    )
+    rows = re.findall(r"<tr>(.*?)</tr>", build_report(ts, n_boot=0), re.DOTALL)
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in rows]
+    by_state = {c[0]: c for c in cells if len(c) == 8}  # the states table
+    # state, share, lo, hi, dwell mean, dwell median, visits, traces
+    assert by_state["Recovery"][1] == "75.0%" and by_state["Recovery"][4] == "750.0 ms"
+    assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][4] == "125.0 ms"
+    edge = next(c for c in cells if c[:2] == ["SlowStart", "Recovery"])
+    assert edge[3] == "0.50"  # src, dst, count, probability: 1 of SlowStart's 2 exits

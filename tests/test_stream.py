@@ -218,7 +218,9 @@ def test_cli_csv_writer_formats_as_pandas(tmp_path):
     path = tmp_path / "run.log"
     path.write_text(random_log(np.random.default_rng(11), 300, 5))
     for frame in statemine.summarize(statemine.read(path)):
-        assert columns_csv({c: frame[c].to_numpy() for c in frame.columns}) == frame.to_csv(index=False)
+        assert columns_csv({c: frame[c].to_numpy() for c in frame.columns}) == frame.to_csv(
+            index=False
+        )
 
 
 def test_cli_streamed_infer_runs_without_pandas(tmp_path):

@@ -9,6 +9,7 @@ import click
 from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
+from .console import make_console
 from .infer import _input_options, print_warnings, read_options
 
 _STAT_OPTIONS = [
@@ -183,13 +184,13 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
 def print_summary(result, *, top: int = 10) -> None:
     """Print the ranking of the largest significant changes (with the states' bootstrap
     intervals), the evidence verdict (power, pseudo-replicates) and the notes (rich)."""
-    from rich.console import Console
     from rich.table import Table
 
+    from .. import units
     from ..escape import TERMINAL_CHARS, display_name, one_line, rich_cell
     from ..escape import markup_text as escape
 
-    console = Console(emoji=False)
+    console = make_console()
     ranking = result.ranking(top)
     header = (
         f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
@@ -202,23 +203,15 @@ def print_summary(result, *, top: int = 10) -> None:
         ("name", "left"),
         (result.label_a, "right"),
         (result.label_b, "right"),
-        ("delta [95% CI]", "right"),
+        ("B - A [95% CI]", "right"),
         ("p (Holm)", "right"),
     ):
         table.add_column(escape(column), justify=justify, overflow="fold")
     for row in ranking.itertuples(index=False):
-        if row.kind == "state":
-            share = lambda x: f"{x:.1%}"  # noqa: E731
-            delta = f"{row.delta:+.3f}" + (
-                ""
-                if row.delta_lo != row.delta_lo
-                else f" [{row.delta_lo:+.3f}, {row.delta_hi:+.3f}]"
-            )
-        else:
-            share, delta = (lambda x: f"{x:.2f}"), f"{row.delta:+.3f}"
-        table.add_row(
-            row.kind, rich_cell(row.name), share(row.a), share(row.b), delta, f"{row.p_holm:.2g}"
+        a, b, delta = units.ranking_cells(
+            row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi
         )
+        table.add_row(row.kind, rich_cell(row.name), a, b, delta, f"{row.p_holm:.2g}")
     if len(ranking):
         console.print(table)
     else:

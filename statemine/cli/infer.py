@@ -10,6 +10,7 @@ import click
 from ..commands import PRINTED_STATES, ReadOptions, infer_to_dir, read_inputs, reader_warnings
 from ..errors import UsageError
 from . import main
+from .console import make_console
 from .synoptic import ToolCommand, run_synoptic_engine
 
 _INPUT_OPTIONS = [
@@ -323,9 +324,9 @@ def _print_states(
     """The states table (columns: name -> array) as a rich table on stdout. ``n_events``:
     the rows read, or (rows, events in the files) for qlog, whose files log far more
     events (packets) than statemine keeps as rows."""
-    from rich.console import Console
     from rich.table import Table
 
+    from .. import units
     from ..escape import rich_cell
 
     if isinstance(n_events, tuple):
@@ -347,27 +348,14 @@ def _print_states(
         "dwell_median",
         "dwell_p95",
     )
-    for state, share, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns)):
-        interval = "" if lo != lo else f"{lo:.1%}-{hi:.1%}"
+    for state, frac, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns)):
         table.add_row(
             rich_cell(state),
-            "n/a" if share != share else f"{share:.1%}",
-            interval,
+            units.share(frac),
+            units.share_interval(lo, hi),
             str(visits),
-            _secs(mean),
-            _secs(median),
-            _secs(p95),
+            units.seconds(mean),
+            units.seconds(median),
+            units.seconds(p95),
         )
-    console = Console(emoji=False)
-    if not console.is_terminal:  # files and pipes: no terminal width to respect
-        console = Console(width=120, emoji=False)
-    console.print(table)
-
-
-def _secs(value: float) -> str:
-    """Seconds with a readable unit."""
-    if value != value:
-        return "n/a"
-    if value >= 1:
-        return f"{value:.2f} s"
-    return f"{value * 1e3:.1f} ms"
+    make_console().print(table)

@@ -87,20 +87,42 @@ def run_cmd(
             click.echo(f"  failed {row.run_id}: {one_line(row.error)}", err=True)
 
 
+_WIDE_OPTION = click.option(
+    "--wide",
+    is_flag=True,
+    help="Print tables at full width (the default when output is not a terminal).",
+)
+
+
 @lab.command("scenarios")
+@click.argument(
+    "directory",
+    metavar="[DIR]",
+    required=False,
+    type=click.Path(file_okay=False, path_type=Path),
+)
 @click.option(
     "--dir",
-    "directory",
+    "dir_option",
     type=click.Path(file_okay=False, path_type=Path),
-    default=SCENARIOS_DIR,
-    show_default=True,
-    help="Folder of scenario files.",
+    hidden=True,
+    help="Deprecated: give the folder as the argument DIR.",
 )
-def scenarios_cmd(directory: Path) -> None:
-    """List the scenario files of a folder: name, runs, and the grid's axes."""
-    from rich.console import Console
+@_WIDE_OPTION
+def scenarios_cmd(directory: Path | None, dir_option: Path | None, wide: bool) -> None:
+    """List the scenario files of folder DIR (default: the shipped examples/scenarios):
+    name, runs, and the grid's axes."""
     from rich.markup import escape
     from rich.table import Table
+
+    from .console import make_console
+
+    if dir_option is not None:
+        if directory is not None:
+            raise UsageError("give the folder once: as DIR (--dir is the deprecated form)")
+        click.echo("statemine: note: --dir is deprecated; give the folder as DIR", err=True)
+        directory = dir_option
+    directory = directory if directory is not None else SCENARIOS_DIR
 
     from ..lab import scenario as sc
 
@@ -119,17 +141,17 @@ def scenarios_cmd(directory: Path) -> None:
             str(len(spec.cells) * spec.runs),
             axes,
         )
-    Console(width=200).print(table)
+    make_console(wide=wide).print(table)
 
 
 @lab.command("keys")
 def keys_cmd() -> None:
     """List the grid keys a scenario may set, with units and defaults."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from ..lab.scenario import GRID_KEYS
+    from .console import make_console
 
     table = Table()
     for col in ("key", "default", "meaning"):
@@ -138,7 +160,7 @@ def keys_cmd() -> None:
         table.add_row(
             key, "-" if spec.default is None else escape(str(spec.default)), escape(spec.doc)
         )
-    Console().print(table)
+    make_console().print(table)
 
 
 @lab.command("findings")
@@ -193,6 +215,7 @@ def keys_cmd() -> None:
 @click.option(
     "--markdown", is_flag=True, help="Print the tables as Markdown (as in docs/findings.md)."
 )
+@_WIDE_OPTION
 def findings_cmd(
     root: Path,
     names: tuple[str, ...],
@@ -202,17 +225,17 @@ def findings_cmd(
     seed: int,
     csv_path: Path | None,
     markdown: bool,
+    wide: bool,
 ) -> None:
     """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
     own diff: per stack, the server's share of time in the finding's state under both
     conditions, the difference with its bootstrap interval, the permutation p-value (Holm)
     and whether it is reproduced (p < alpha in the paper's direction, no evidence flag);
     then each condition's shares, page-load times and losses."""
-    from rich.console import Console
-
     from ..escape import frame_csv, one_line, visible
     from ..fileio import write_atomic
     from ..lab import findings
+    from .console import make_console
 
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
     verdicts, conditions = findings.measure(
@@ -224,7 +247,7 @@ def findings_cmd(
         )
     if csv_path is not None:
         write_atomic(csv_path, frame_csv(verdicts))
-    console = Console(emoji=False)
+    console = make_console(wide=wide)
     say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
     say(
         f"statemine lab findings {root}: the server's share of time in a state, compared between conditions with "

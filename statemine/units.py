@@ -1,0 +1,120 @@
+"""How numbers are shown to people: one convention for the terminal and the HTML report.
+
+* a share of time (a fraction in [0, 1]) as a percentage with one decimal: ``23.9%``;
+* a difference of shares in percentage points with one decimal and a sign: ``+46.8 pp``;
+* a transition probability with two decimals: ``0.49``; its difference with a sign: ``+0.29``;
+* a duration (seconds) with a readable unit: ``362.6 ms`` below one second, ``1.54 s`` above.
+
+Missing values (NaN) are shown as ``n/a``. The CSV files keep full precision in SI units
+(fractions, seconds); only what people read is rounded.
+"""
+
+from __future__ import annotations
+
+NA = "n/a"
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or value != value
+
+
+def share(value: float | None) -> str:
+    """A fraction in [0, 1] as a percentage.
+
+    >>> share(0.23871), share(float("nan"))
+    ('23.9%', 'n/a')
+    """
+    return NA if _missing(value) else f"{value:.1%}"
+
+
+def share_delta(value: float | None) -> str:
+    """A difference of two fractions in percentage points.
+
+    >>> share_delta(0.4679), share_delta(-0.0004)
+    ('+46.8 pp', '-0.0 pp')
+    """
+    return NA if _missing(value) else f"{100 * value:+.1f} pp"
+
+
+def share_interval(lo: float | None, hi: float | None) -> str:
+    """An interval of fractions as percentages (empty when there is none).
+
+    >>> share_interval(0.617, 0.735), share_interval(float("nan"), float("nan"))
+    ('61.7%-73.5%', '')
+    """
+    return "" if _missing(lo) or _missing(hi) else f"{lo:.1%}-{hi:.1%}"
+
+
+def share_delta_interval(lo: float | None, hi: float | None) -> str:
+    """An interval of differences of fractions in percentage points (empty when none).
+
+    >>> share_delta_interval(0.345, 0.577)
+    '[+34.5, +57.7] pp'
+    """
+    if _missing(lo) or _missing(hi):
+        return ""
+    return f"[{100 * lo:+.1f}, {100 * hi:+.1f}] pp"
+
+
+def probability(value: float | None) -> str:
+    """A transition probability.
+
+    >>> probability(0.4875)
+    '0.49'
+    """
+    return NA if _missing(value) else f"{value:.2f}"
+
+
+def probability_delta(value: float | None) -> str:
+    """A difference of two probabilities.
+
+    >>> probability_delta(0.2875)
+    '+0.29'
+    """
+    return NA if _missing(value) else f"{value:+.2f}"
+
+
+def seconds(value: float | None) -> str:
+    """A duration in seconds, in ms below one second.
+
+    >>> seconds(0.3626), seconds(1.5432), seconds(0.0)
+    ('362.6 ms', '1.54 s', '0.0 ms')
+    """
+    if _missing(value):
+        return NA
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1e3:.1f} ms"
+
+
+def ranking_cells(
+    kind: str, a: float, b: float, delta: float, lo: float = float("nan"), hi: float = float("nan")
+) -> tuple[str, str, str]:
+    """Side A, side B and B - A of one row of a diff's ranking (kind "state": shares, with
+    the interval [lo, hi] of the difference; else transition probabilities).
+
+    >>> ranking_cells("state", 0.099, 0.567, 0.468, 0.345, 0.577)
+    ('9.9%', '56.7%', '+46.8 [+34.5, +57.7] pp')
+    >>> ranking_cells("state", 0.099, 0.567, 0.468)
+    ('9.9%', '56.7%', '+46.8 pp')
+    >>> ranking_cells("transition", 0.49, 0.78, 0.288)
+    ('0.49', '0.78', '+0.29')
+    """
+    if kind == "state":
+        interval = share_delta_interval(lo, hi)  # "[lo, hi] pp": one unit for both
+        text = share_delta(delta)
+        return share(a), share(b), (text[: -len(" pp")] + f" {interval}") if interval else text
+    return probability(a), probability(b), probability_delta(delta)
+
+
+__all__ = [
+    "NA",
+    "probability",
+    "probability_delta",
+    "ranking_cells",
+    "seconds",
+    "share",
+    "share_delta",
+    "share_delta_interval",
+    "share_interval",
+]
