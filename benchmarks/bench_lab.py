@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -104,7 +105,7 @@ def bench_path(packets: int = 300_000) -> list[dict]:
         p: LinkTrace.from_times(cellular.synthesize(cellular.PROFILES["tmobile-lte-down"], p, 1))
         for p in (10.0, 3600.0)
     }
-    cases = {
+    cases: dict[str, tuple[dict[str, Any], LinkTrace | None]] = {
         "plain": (base, None),
         "loss+jitter": ({**base, "loss": 0.01, "jitter_s": 0.002}, None),
         "gilbert": ({**base, "gilbert": {"p_gb": 0.01, "p_bg": 0.3}}, None),
@@ -140,7 +141,7 @@ def _children_cpu() -> float:
 def bench_runner(impl: str, version: str, size: int, repeat: int, make=config) -> dict:
     mod = runner_for(impl)
     mod.build(version, None)
-    best = None
+    best: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory() as d:
         for _ in range(repeat):
             t0, c0 = time.perf_counter(), _children_cpu()
@@ -167,6 +168,7 @@ def bench_runner(impl: str, version: str, size: int, repeat: int, make=config) -
                     "pps_with_startup": res["packets_sent"] / total,
                     "target": TARGETS[impl],
                 }
+    assert best is not None  # repeat >= 1
     return best
 
 

@@ -119,9 +119,9 @@ def main() -> None:
                 check=True,
                 env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
             )
-            seconds, cpu, rows, rss_kib = out.stdout.split()
+            seconds_text, cpu_text, rows, rss_kib = out.stdout.split()
             size = path.stat().st_size / 2**20
-            seconds, cpu = float(seconds), float(cpu)
+            seconds, cpu = float(seconds_text), float(cpu_text)
             print(
                 f"{label:15s} {size:8.1f} MB  {seconds:6.2f} s wall  {cpu:6.2f} s CPU  "
                 f"{args.events / cpu / 1e3:7.0f} k events/CPU-s  {size / cpu:6.1f} MB/CPU-s  {int(rows):,} rows  "

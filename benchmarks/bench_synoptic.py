@@ -151,7 +151,7 @@ def run(
     path = tmp / f"{name.split()[0]}.log"
     n = write_log(traces, path, rng)
     del traces[:]  # the generator's lists: not part of what is measured
-    best = None
+    best: tuple[float, float, float, float, float] | None = None
     for k in range(repeat):
         c0 = time.process_time()
         t0 = time.perf_counter()
@@ -159,6 +159,7 @@ def run(
         t1 = time.perf_counter()
         res = infer_log(log, seed=1)
         t2 = time.perf_counter()
+        assert res.invariants is not None  # Synoptic's engine mines them
         write_outputs(res.model, res.invariants, tmp / f"{name.split()[0]}-{k}")
         t3 = time.perf_counter()
         cpu = time.process_time() - c0
@@ -166,6 +167,7 @@ def run(
             best = (t1 - t0, t2 - t1, t3 - t2, t3 - t0, cpu)
         for old in tmp.glob(f"{name.split()[0]}-{k}.*"):
             old.unlink()
+    assert best is not None  # repeat >= 1
     parse, infer, write, total, cpu = best
     print(
         f"{name:28s} {n:>9d} {len(log.types):>5d} {parse:>8.3f} {infer:>8.3f} "
@@ -199,7 +201,7 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
     ]
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    best = None
+    best: tuple[float, float] | None = None
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
@@ -209,6 +211,7 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if best is None or wall < best[0]:
             best = (wall, cpu)
+    assert best is not None  # repeat >= 1
     print(
         f"CLI on {path.name}: {best[0]:.2f} s wall, {best[1]:.2f} s CPU (best of {repeat}; "
         "imports included)",
@@ -229,13 +232,14 @@ def run_readers(path: Path, repeat: int) -> None:
     """Time the regex reader alone (``read_regex_arrays``) on ``path`` with each of
     :data:`READERS` (best of ``repeat``, wall and CPU seconds)."""
     for name, regexes in READERS:
-        best = None
+        best: tuple[float, float] | None = None
         for _ in range(repeat):
             c0, t0 = time.process_time(), time.perf_counter()
             events = read_regex_arrays([path], regexes, SEPARATOR)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             if best is None or wall < best[0]:
                 best = (wall, cpu)
+        assert best is not None  # repeat >= 1
         print(
             f"reader {name:28s} {len(events.lines):>9d} events {best[0]:>8.3f} s "
             f"(cpu {best[1]:.3f} s)",

@@ -20,6 +20,7 @@ and each command is one call (statemine.commands), writing what the command writ
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from .errors import InputError, StatemineError, UsageError
 
@@ -50,7 +51,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value

@@ -23,7 +23,7 @@ logs block by block.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -115,7 +115,7 @@ def summarize(
     return stats.tables(names, confidence=confidence, n_boot=n_boot, seed=seed)
 
 
-def state_stats(traces: TraceSet, **options) -> pd.DataFrame:
+def state_stats(traces: TraceSet, **options: Any) -> pd.DataFrame:
     """Per-state statistics, one row per state, sorted by ``time_fraction`` descending.
 
     Columns: ``state``; ``time_s`` (seconds in the state, all traces); ``time_fraction``
@@ -134,7 +134,7 @@ def state_stats(traces: TraceSet, **options) -> pd.DataFrame:
     return summarize(traces, **options)[0]
 
 
-def transition_stats(traces: TraceSet, **options) -> pd.DataFrame:
+def transition_stats(traces: TraceSet, **options: Any) -> pd.DataFrame:
     """Per-transition counts and probabilities out of the source state.
 
     Columns: ``src``, ``dst``, ``count``, ``probability`` (= count / all transitions out of
@@ -199,11 +199,10 @@ def _traceset_visits(
     fold = VisitFold(collapse_repeats)
     closed = fold.add(codes_all[is_state], state, ev["time"].to_numpy()[is_state])
     last = fold.finish(_trace_ends(traces, codes_all, end))
-    both = VisitChunk(
-        *(np.concatenate([a, b]) for a, b in zip(closed[:5], last[:5])),
-        closed.first_trace,
-        closed.first_state,
+    trace, state, start, end_, next_ = (
+        np.concatenate([a, b]) for a, b in zip(closed[:5], last[:5])
     )
+    both = VisitChunk(trace, state, start, end_, next_, closed.first_trace, closed.first_state)
     return names, both
 
 
@@ -267,7 +266,7 @@ def _codes(trace_column: pd.Series, trace_ids: pd.Series) -> np.ndarray:
     if isinstance(trace_column.dtype, pd.CategoricalDtype):
         where = index.get_indexer(trace_column.cat.categories.astype(str))
         return where[trace_column.cat.codes.to_numpy()]
-    return index.get_indexer(trace_column.astype(str))
+    return index.get_indexer(pd.Index(trace_column.astype(str)))
 
 
 def _trace_ends(traces: TraceSet, codes_all: np.ndarray, end: EndRule) -> np.ndarray:

@@ -219,7 +219,7 @@ def infer_to_dir(
         from .fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
-    opts = dict(
+    opts: dict[str, Any] = dict(
         collapse_repeats=collapse_repeats,
         end=end,
         n_boot=n_boot,
@@ -229,6 +229,7 @@ def infer_to_dir(
     )
     files = _streamable(inputs, read.fmt, read.regex, selections)
     warnings: list[str] = []
+    n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
     if files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(
             files, opts, read.progress
@@ -314,7 +315,9 @@ def _infer_files(
     return outputs, note
 
 
-def _streamable(inputs: Inputs, fmt: str, regexes, selections) -> list[Path]:
+def _streamable(
+    inputs: Inputs, fmt: str, regexes: Sequence[str] | None, selections: Sequence[str]
+) -> list[Path]:
     """The input files when they are all statemine logs that need no trace selection, so
     the statistics can be streamed (:mod:`statemine.stream`); else an empty list."""
     from .parse import detect_format, expand_paths
@@ -327,7 +330,9 @@ def _streamable(inputs: Inputs, fmt: str, regexes, selections) -> list[Path]:
     return files
 
 
-def _summarize_streamed(files: list[Path], opts: dict, progress: bool):
+def _summarize_streamed(
+    files: list[Path], opts: dict, progress: bool
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str, int, int]:
     """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries."""
@@ -351,7 +356,7 @@ def _summarize_streamed(files: list[Path], opts: dict, progress: bool):
     return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
 
 
-def _in_background(fn: Callable[..., Any], *args, **kwargs) -> Callable[[], Any]:
+def _in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
     """Start ``fn(*args, **kwargs)`` on a daemon thread (so Ctrl-C is not held up by it);
     returns a function that waits for its result, or raises its exception."""
     import threading
@@ -444,7 +449,7 @@ def diff_to_dir(
     assert ts_b is not None
     result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **compare.kwargs())
     dot = diff_to_dot(result, title=title)
-    files = {
+    files: dict[str, str | bytes] = {
         "states_diff.csv": frame_csv(result.states),
         "transitions_diff.csv": frame_csv(result.transitions),
         "one_sided.csv": frame_csv(result.one_sided()),

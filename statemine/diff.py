@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -358,8 +358,9 @@ def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
 
 def _first_source(ts: TraceSet) -> str | None:
     """The first input file of a trace set (for messages), None when it names none."""
-    sources = ts.traces["source"] if "source" in ts.traces.columns else []
-    return str(sources.iloc[0]) if len(sources) else None
+    if "source" not in ts.traces.columns or ts.n_traces == 0:
+        return None
+    return str(ts.traces["source"].iloc[0])
 
 
 def _check_side(ts: TraceSet, label: str) -> None:
@@ -395,7 +396,8 @@ def _state_diff(
         _nonzero_rows(tb.to_numpy(), labels[1], notes),
     )
     xa, xb = ta.to_numpy()[keep_a], tb.to_numpy()[keep_b]
-    ga, gb = (None, None) if ga is None else (ga[keep_a], gb[keep_b])
+    if ga is not None and gb is not None:
+        ga, gb = ga[keep_a], gb[keep_b]
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
     p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
     lo, hi = bootstrap_delta(
@@ -583,7 +585,9 @@ def permutation_pvalues(
     return count / n_all if exact else (count + 1) / (n_perm + 1)
 
 
-def _strata(strata_a, strata_b, n_a: int, n_b: int) -> list[tuple[np.ndarray, int]]:
+def _strata(
+    strata_a: np.ndarray | None, strata_b: np.ndarray | None, n_a: int, n_b: int
+) -> list[tuple[np.ndarray, int]]:
     """Per stratum: the positions of its rows in ``vstack([xa, xb])`` and how many are A's."""
     if strata_a is None:
         return [(np.arange(n_a + n_b), n_a)]
@@ -602,7 +606,7 @@ def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
 
 def _relabellings(
     groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int
-):
+) -> Iterator[np.ndarray]:
     """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i
     (each stratum keeps its count of A rows).
 
@@ -729,7 +733,7 @@ def _transition_diff(
     }
     m["p_value"] = m["src"].map({s: r[0] for s, r in per_src.items()}).astype(float)
     m["test"] = m["src"].map({s: r[1] for s, r in per_src.items()}).astype(str)
-    sources = sorted(per_src)
+    sources = sorted(per_src, key=str)
     adjusted = dict(zip(sources, holm(np.array([per_src[s][0] for s in sources], dtype=float))))
     m["p_holm"] = m["src"].map(adjusted).astype(float)
     m["p_edge"] = _edge_pvalues(m, test=test)
@@ -793,7 +797,7 @@ def transition_test(
 
     expected = stats.contingency.expected_freq(table)
     if expected.min() >= MIN_EXPECTED:
-        lam = "log-likelihood" if test == "g" else None
+        lam: Literal["log-likelihood"] | None = "log-likelihood" if test == "g" else None
         return float(stats.chi2_contingency(table, correction=False, lambda_=lam).pvalue), test
     if table.shape[1] == 2:
         return float(stats.fisher_exact(table).pvalue), "fisher"
@@ -846,8 +850,8 @@ def _only(
 def _sample_size_notes(
     n_a: int,
     n_b: int,
-    ga,
-    gb,
+    ga: np.ndarray | None,
+    gb: np.ndarray | None,
     min_p: float,
     min_p_holm: float,
     n_tests: int,
@@ -872,7 +876,7 @@ def _sample_size_notes(
             f"{min_p:.3g}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
             "collect more traces"
         )
-    if ga is not None:
+    if ga is not None and gb is not None:
         one_sided = sorted(set(ga) ^ set(gb))
         if one_sided:
             notes.append(
@@ -934,7 +938,7 @@ def _vocabulary_notes(
     return notes
 
 
-def _mixing_notes(a: TraceSet, b: TraceSet, strata) -> list[str]:
+def _mixing_notes(a: TraceSet, b: TraceSet, strata: str | Sequence[str] | None) -> list[str]:
     """Suggest strata when both sides mix implementations (or versions) and none are given."""
     if strata is not None:
         return []

@@ -12,6 +12,11 @@ CSV apart from the formula guard below) keep names whole and unchanged.
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.text import Text
 
 #: Longest display form of a name (characters) in tables and diagrams, before the suffix
 #: saying how long the name really is.
@@ -90,7 +95,7 @@ def markup_text(text: object, limit: int | None = None) -> str:
     return escape(visible(text) if limit is None else display_name(text, limit))
 
 
-def rich_cell(text: object, limit: int | None = TERMINAL_CHARS):
+def rich_cell(text: object, limit: int | None = TERMINAL_CHARS) -> Text:
     """A rich ``Text`` of the display form: rendered literally (no markup, no emoji codes)."""
     from rich.text import Text
 
@@ -108,7 +113,7 @@ def csv_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def frame_csv(frame) -> str:
+def frame_csv(frame: pd.DataFrame) -> str:
     """A pandas DataFrame as CSV text (no index) with :func:`csv_cell` applied to its
     text cells (numbers, including negative ones, are left as they are)."""
     safe = frame.copy()
@@ -127,7 +132,7 @@ def columns_csv(columns: dict) -> str:
 
     import numpy as np
 
-    def cell(value) -> str:
+    def cell(value: object) -> str:
         if isinstance(value, (float, np.floating)):
             return "" if value != value else repr(float(value))
         if isinstance(value, str):

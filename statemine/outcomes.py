@@ -13,15 +13,21 @@ the metric columns.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: Columns of a results table that are outcomes or bookkeeping, never scenario values.
 OUTCOME_COLUMNS = (
@@ -63,7 +69,7 @@ OUTCOME_TABLE_COLUMNS = [
 IDENTICAL_RTOL = 1e-4
 
 
-def read_results(path: str | Path) -> pd.DataFrame:
+def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """Read a results table (.csv or .parquet); :class:`InputError` when unreadable or empty."""
     path = Path(path)
     try:
@@ -237,8 +243,8 @@ def heatmap(
     title: str | None = None,
     label: str = "% difference",
     cmap: str = "RdBu_r",
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Figure:
     """The paper's heatmap of a :func:`compare_outcomes` table: one cell per (``rows``,
     ``cols``) pair, coloured by ``value`` (diverging, centred on 0) when significant, white
     with "n.s." when not ("no test" when the cell has no p-value, e.g. identical runs), grey
@@ -249,6 +255,8 @@ def heatmap(
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+
+    from .timeline import root_figure
 
     for column in (rows, cols, value, "significant"):
         if column not in table.columns:
@@ -285,7 +293,7 @@ def heatmap(
         )
         ax = fig.add_subplot()
     else:
-        fig = ax.figure
+        fig = root_figure(ax)
     ax.set_facecolor("white")
     mesh = ax.imshow(
         np.ma.masked_invalid(shown), cmap=cmap, norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto"

@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .analyze import INITIAL, TERMINAL
 from .escape import DISPLAY_CHARS, html_text
 from .fileio import write_atomic
 from .render import dot_to, format_fraction, format_probability
 
+if TYPE_CHECKING:
+    from .diff import DiffResult
+
 UP, DOWN, NEUTRAL = "#b2182b", "#2166ac", "gray55"
 UP_FILL, DOWN_FILL = "#fbe3de", "#dde9f5"
 STYLE_OF_PRESENCE = {"both": "", "only_a": "dashed", "only_b": "dotted"}
 
 
-def diff_to_dot(result, *, title: str | None = None) -> str:
+def diff_to_dot(result: DiffResult, *, title: str | None = None) -> str:
     """DOT text of the two-sided diagram of ``result`` (a :class:`~statemine.diff.DiffResult`).
 
     >>> import numpy as np, pandas as pd
@@ -53,6 +57,7 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
         lines.append(f'  {ids[INITIAL]} [label=<{INITIAL}>, style="filled", fillcolor="#eeeeee"];')
     if TERMINAL in used:
         lines.append(f'  {ids[TERMINAL]} [label=<{TERMINAL}>, shape=diamond, style=""];')
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in states.sort_values("state").itertuples(index=False):
         numbers = f"{format_fraction(row.fraction_a)} | {format_fraction(row.fraction_b)}"
         colour, width = _emphasis(row.delta, row.significant)
@@ -85,7 +90,7 @@ def diff_to_dot(result, *, title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_diff(result, path: str | Path, *, title: str | None = None) -> Path:
+def render_diff(result: DiffResult, path: str | Path, *, title: str | None = None) -> Path:
     """Write the two-sided diagram to ``path`` (.dot, or .svg/.png through Graphviz), atomically."""
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
@@ -103,7 +108,7 @@ def _emphasis(delta: float, significant: bool) -> tuple[str, float]:
     return (UP if delta > 0 else DOWN), min(6.0, 1.5 + 9.0 * abs(delta))
 
 
-def _legend(result, title: str | None) -> str:
+def _legend(result: DiffResult, title: str | None) -> str:
     a, b = _esc(result.label_a), _esc(result.label_b)
     parts = [
         f"<b>{_esc(title)}</b><br/>" if title else "",
@@ -128,7 +133,7 @@ def _probability(p: float) -> str:
     return "-" if _isnan(p) else format_probability(float(p))
 
 
-def _isnan(x) -> bool:
+def _isnan(x: object) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 

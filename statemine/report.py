@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,6 +24,11 @@ from .errors import UsageError
 from .escape import html_text
 from .fileio import write_atomic
 from .traces import TraceSet
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .diff import DiffResult, TransitionTest
 
 _CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
@@ -66,7 +73,7 @@ def build_report(
     alpha: float = 0.05,
     end: EndRule = "close",
     collapse_repeats: bool = False,
-    transition_test: str = "chi2",
+    transition_test: TransitionTest = "chi2",
     strata: str | Sequence[str] | None = None,
 ) -> str:
     """The HTML text of the report on ``a`` (and its comparison with ``b`` when given).
@@ -82,9 +89,12 @@ def build_report(
         f"<h1>{_e(title)}</h1>",
         _inputs_section([(label_a, a)] + ([(label_b, b)] if b is not None else [])),
     ]
-    opts = dict(end=end, collapse_repeats=collapse_repeats)
     if b is None:
-        parts.append(_single_section(a, label_a, n_boot=n_boot, seed=seed, **opts))
+        parts.append(
+            _single_section(
+                a, label_a, n_boot=n_boot, seed=seed, end=end, collapse_repeats=collapse_repeats
+            )
+        )
         parts.append(_timeline_section([(label_a, a)], end=end))
     else:
         from .diff import diff
@@ -100,7 +110,8 @@ def build_report(
             alpha=alpha,
             transition_test=transition_test,
             strata=strata,
-            **opts,
+            end=end,
+            collapse_repeats=collapse_repeats,
         )
         parts.append(_diff_section(result))
         parts.append(
@@ -119,7 +130,9 @@ def build_report(
     )
 
 
-def write_report(path: str | Path, a: TraceSet, b: TraceSet | None = None, **options) -> Path:
+def write_report(
+    path: str | os.PathLike, a: TraceSet, b: TraceSet | None = None, **options: Any
+) -> Path:
     """Build the report (see :func:`build_report`) and write it to ``path`` atomically."""
     return write_atomic(Path(path), build_report(a, b, **options))
 
@@ -155,8 +168,9 @@ def _single_section(
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
-    opts = dict(end=end, collapse_repeats=collapse_repeats, n_boot=n_boot, seed=seed)
-    states, trans = summarize(ts, **opts)  # one pass, one bootstrap for both tables
+    states, trans = summarize(  # one pass, one bootstrap for both tables
+        ts, end=end, collapse_repeats=collapse_repeats, n_boot=n_boot, seed=seed
+    )
     if len(states) > DRAWN_STATES:
         figure = (
             f'<p class="note">Not drawn: {len(states)} states are more than Graphviz lays out in '
@@ -199,7 +213,7 @@ def _single_section(
     )
 
 
-def _diff_section(result) -> str:
+def _diff_section(result: DiffResult) -> str:
     from .render import dot_to
     from .render_diff import diff_to_dot
 
@@ -253,7 +267,7 @@ def _diff_section(result) -> str:
     )
 
 
-def _evidence(result) -> str:
+def _evidence(result: DiffResult) -> str:
     """The power and pseudo-replicate verdicts of a diff, as one paragraph."""
     power = (
         f"Power: the smallest p-value these traces allow is {result.min_p:.3g}, "
@@ -274,7 +288,7 @@ def _evidence(result) -> str:
     return f'<p class="evidence">{power}{copies}</p>'
 
 
-def reported_state(result) -> str:
+def reported_state(result: DiffResult) -> str:
     """The state a diff is about: its largest significant state change, else its largest
     state change (``states`` is sorted by ``|delta|``)."""
     ranked = result.ranking(None)
@@ -333,7 +347,9 @@ def _timeline_section(
     return "\n".join(out)
 
 
-def _groups(sides: Sequence[tuple[str, TraceSet]], strata: str | Sequence[str] | None):
+def _groups(
+    sides: Sequence[tuple[str, TraceSet]], strata: str | Sequence[str] | None
+) -> Iterator[tuple[str, str, TraceSet]]:
     """``(side label, stratum text or "", traces)`` per side, and per stratum when given --
     or per implementation when a side mixes several (one stack's trace would hide another's)."""
     columns = [] if strata is None else ([strata] if isinstance(strata, str) else list(strata))
@@ -415,10 +431,8 @@ def _table(df: pd.DataFrame, formats: Mapping[str, Callable[[float], str]] | Non
 
 def _ranking_table(ranking: pd.DataFrame, label_a: str, label_b: str) -> str:
     """The ranking of changes with each row in its kind's units (statemine.units)."""
-    cells = [
-        units.ranking_cells(r.kind, r.a, r.b, r.delta, r.delta_lo, r.delta_hi)
-        for r in ranking.itertuples(index=False)
-    ]
+    rows: Iterable[Any] = ranking.itertuples(index=False)  # fields typed as any scalar
+    cells = [units.ranking_cells(r.kind, r.a, r.b, r.delta, r.delta_lo, r.delta_hi) for r in rows]
     shown = pd.DataFrame(
         {
             "kind": ranking["kind"],
@@ -448,7 +462,7 @@ def _img(data: bytes, mime: str, alt: str) -> str:
     return f'<p><img alt="{_e(alt)}" src="data:{mime};base64,{encoded}"></p>'
 
 
-def _figure_svg(fig) -> bytes:
+def _figure_svg(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     return buf.getvalue()

@@ -9,7 +9,7 @@ functions draw them on matplotlib Figures made without pyplot (no window, no glo
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,14 @@ import pandas as pd
 from .analyze import EndRule, trace_state_times, visits
 from .errors import UsageError
 from .traces import TraceSet
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+#: A matplotlib colour: a name or hex string, or RGBA in [0, 1].
+Colour = str | tuple[float, float, float, float]
 
 #: Fixed colours of the common states, so every plot shades a state alike.
 STATE_COLOURS = {
@@ -36,7 +44,7 @@ STATE_COLOURS = {
 COUNTER_KEYS = ("delivered", "bytes_acked", "acked")
 
 
-def state_colour(state: str, others: list[str]) -> str:
+def state_colour(state: str, others: list[str]) -> Colour:
     """The shading colour of ``state``; states outside :data:`STATE_COLOURS` take a tab20
     colour by their rank in ``others`` (the sorted unknown states of the plot)."""
     if state in STATE_COLOURS:
@@ -59,7 +67,7 @@ def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> s
     span = ts.events.groupby("trace", observed=True)["time"].agg(lambda t: t.max() - t.min())
     ends = ts.traces.set_index("trace")["end"]
     starts = ts.events.groupby("trace", observed=True)["time"].min()
-    span = np.maximum(span, (ends.reindex(span.index) - starts).fillna(0.0))
+    span = span.clip(lower=(ends.reindex(span.index) - starts).fillna(0.0))
     span = span.sort_values(kind="stable")
     if rule == "longest":
         return str(span.index[-1])
@@ -210,8 +218,8 @@ def plot_cwnd(
     events: bool = True,
     end: EndRule = "close",
     title: str | None = None,
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Figure:
     """Congestion window (kB) over time, background shaded by state, for one trace
     (default: :func:`pick_trace`). Bytes in flight and ssthresh when asked and logged;
     ``events`` marks point events (losses) under the curve. Returns the Figure."""
@@ -222,11 +230,12 @@ def plot_cwnd(
     spans = state_spans(ts, trace, end=end)
     handles = _shade(ax, spans)
     lines = []
-    for column, on, style in (
+    metrics: tuple[tuple[str, bool, dict[str, Any]], ...] = (
         ("cwnd", True, {"color": "black", "lw": 1.4}),
         ("inflight", inflight, {"color": "#555555", "lw": 0.8, "ls": "--"}),
         ("ssthresh", ssthresh, {"color": "#8c510a", "lw": 0.8, "ls": ":"}),
-    ):
+    )
+    for column, on, style in metrics:
         s = metric_series(ts, trace, column)
         if on and len(s):
             end_t = max(float(spans["end"].max()) if len(spans) else 0.0, float(s["time"].max()))
@@ -242,8 +251,9 @@ def plot_cwnd(
     ax.set_ylim(bottom=0)
     ax.set_title(title if title is not None else f"trace {trace}")
     ax.set_xlim(0, max(float(spans["end"].max()) if len(spans) else 1.0, 1e-9))
+    legend: list[Artist] = [*lines, *(Patch(color=c, alpha=0.5, label=s) for s, c in handles)]
     ax.legend(
-        handles=lines + [Patch(color=c, alpha=0.5, label=s) for s, c in handles],
+        handles=legend,
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
         fontsize=8,
@@ -259,8 +269,8 @@ def plot_throughput(
     bin_s: float = 0.1,
     title: str | None = None,
     end: EndRule = "close",
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Figure:
     """Throughput (Mbit/s) over time for one trace (see :func:`throughput_series`), over the
     same state shading as :func:`plot_cwnd`. Returns the Figure."""
     trace = pick_trace(ts) if trace is None else str(trace)
@@ -278,23 +288,31 @@ def plot_throughput(
     return fig
 
 
-def _axes(ax):
+def root_figure(ax: Axes) -> Figure:
+    """The figure ``ax`` is drawn in (the top one when it sits in a subfigure)."""
+    from matplotlib.figure import Figure
+
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
+
+
+def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
     if ax is not None:
-        return ax.figure, ax
+        return root_figure(ax), ax
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9, 3.2), layout="constrained")
     return fig, fig.add_subplot()
 
 
-def _shade(ax, spans: pd.DataFrame) -> list[tuple[str, str]]:
+def _shade(ax: Axes, spans: pd.DataFrame) -> list[tuple[str, Colour]]:
     """Shade each span's x range by its state: one PolyCollection per state (fast for many
     visits). Returns ``[(state, colour)]`` in order of first appearance, for the legend."""
     from matplotlib.collections import PolyCollection
 
     order = list(pd.unique(spans["state"]))
     others = sorted(s for s in order if s not in STATE_COLOURS)
-    out = []
+    out: list[tuple[str, Colour]] = []
     for state in order:
         part = spans[spans["state"] == state]
         x0, x1 = part["start"].to_numpy(), part["end"].to_numpy()
@@ -310,7 +328,7 @@ def _shade(ax, spans: pd.DataFrame) -> list[tuple[str, str]]:
         colour = state_colour(state, others)
         ax.add_collection(
             PolyCollection(
-                verts,
+                list(verts),
                 facecolors=colour,
                 edgecolors="none",
                 alpha=0.5,
@@ -323,7 +341,7 @@ def _shade(ax, spans: pd.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
-def _mark_events(ax, ts: TraceSet, trace: str) -> None:
+def _mark_events(ax: Axes, ts: TraceSet, trace: str) -> None:
     one = _one(ts, trace)
     ev = one.events[(one.events["kind"] == "event") & (one.events["state"] != "Close")]
     if len(ev):

@@ -46,12 +46,16 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError
 from .fileio import atomic_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Columns every events frame has, in this order.
 EVENT_COLUMNS = ("trace", "seq", "time", "kind", "state", "line")
@@ -212,7 +216,7 @@ class TraceSet:
 def _as_text(column: pd.Series) -> pd.Series:
     """Keep a categorical column (with str categories) as is; make anything else str."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.rename_categories(column.cat.categories.astype(str))
+        return column.cat.rename_categories(column.cat.categories.astype(str).tolist())
     return column.astype(str)
 
 
@@ -336,7 +340,7 @@ def load(path: str | os.PathLike) -> TraceSet:
 
 
 def _split_metrics(
-    table, event_columns: list, metrics_columns: list | None
+    table: pa.Table, event_columns: list, metrics_columns: list | None
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The events frame and the metrics table (None if none was saved) of a loaded file."""
     import pyarrow.compute as pc

@@ -11,11 +11,14 @@ Missing values (NaN) are shown as ``n/a``. The CSV files keep full precision in 
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 NA = "n/a"
 
 
-def _missing(value: float | None) -> bool:
-    return value is None or value != value
+def _present(value: float | None) -> TypeGuard[float]:
+    """Whether ``value`` is a number (not None, not NaN)."""
+    return value is not None and value == value
 
 
 def share(value: float | None) -> str:
@@ -24,7 +27,7 @@ def share(value: float | None) -> str:
     >>> share(0.23871), share(float("nan"))
     ('23.9%', 'n/a')
     """
-    return NA if _missing(value) else f"{value:.1%}"
+    return NA if not _present(value) else f"{value:.1%}"
 
 
 def share_delta(value: float | None) -> str:
@@ -33,7 +36,7 @@ def share_delta(value: float | None) -> str:
     >>> share_delta(0.4679), share_delta(-0.0004)
     ('+46.8 pp', '-0.0 pp')
     """
-    return NA if _missing(value) else f"{100 * value:+.1f} pp"
+    return NA if not _present(value) else f"{100 * value:+.1f} pp"
 
 
 def share_interval(lo: float | None, hi: float | None) -> str:
@@ -42,7 +45,7 @@ def share_interval(lo: float | None, hi: float | None) -> str:
     >>> share_interval(0.617, 0.735), share_interval(float("nan"), float("nan"))
     ('61.7%-73.5%', '')
     """
-    return "" if _missing(lo) or _missing(hi) else f"{lo:.1%}-{hi:.1%}"
+    return "" if not _present(lo) or not _present(hi) else f"{lo:.1%}-{hi:.1%}"
 
 
 def share_delta_interval(lo: float | None, hi: float | None) -> str:
@@ -51,7 +54,7 @@ def share_delta_interval(lo: float | None, hi: float | None) -> str:
     >>> share_delta_interval(0.345, 0.577)
     '[+34.5, +57.7] pp'
     """
-    if _missing(lo) or _missing(hi):
+    if not _present(lo) or not _present(hi):
         return ""
     return f"[{100 * lo:+.1f}, {100 * hi:+.1f}] pp"
 
@@ -62,7 +65,7 @@ def probability(value: float | None) -> str:
     >>> probability(0.4875)
     '0.49'
     """
-    return NA if _missing(value) else f"{value:.2f}"
+    return NA if not _present(value) else f"{value:.2f}"
 
 
 def probability_delta(value: float | None) -> str:
@@ -71,7 +74,7 @@ def probability_delta(value: float | None) -> str:
     >>> probability_delta(0.2875)
     '+0.29'
     """
-    return NA if _missing(value) else f"{value:+.2f}"
+    return NA if not _present(value) else f"{value:+.2f}"
 
 
 def seconds(value: float | None) -> str:
@@ -80,7 +83,7 @@ def seconds(value: float | None) -> str:
     >>> seconds(0.3626), seconds(1.5432), seconds(0.0)
     ('362.6 ms', '1.54 s', '0.0 ms')
     """
-    if _missing(value):
+    if not _present(value):
         return NA
     if value >= 1:
         return f"{value:.2f} s"

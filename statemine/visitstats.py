@@ -650,9 +650,9 @@ def _bootstrap_by_column(
         stats.sort(axis=0)  # NaN (0 / 0: a resample without the source or any time) sorts last
         stats = stats.T.ravel()
         valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
-        start = np.arange(c1 - c0) * n_boot
+        firsts = np.arange(c1 - c0) * n_boot
         lo[c0:c1], hi[c0:c1] = (
-            linear_quantiles(stats, start, valid, q) for q in (alpha, 1.0 - alpha)
+            linear_quantiles(stats, firsts, valid, q) for q in (alpha, 1.0 - alpha)
         )
     return lo, hi
 

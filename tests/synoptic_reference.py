@@ -63,7 +63,7 @@ def invariant_holds(g: nx.DiGraph, kind: str, a: str, b: str) -> bool:
         return 1 if s == a else phase
 
     start_phase = 1 if (kind == "AlwaysFollowedBy" and a == "INITIAL") else 0
-    prod = nx.DiGraph()
+    prod: nx.DiGraph = nx.DiGraph()
     seen = {(init, start_phase)}
     stack = [(init, start_phase)]
     while stack:
@@ -184,7 +184,7 @@ def counterexample_queue(
             parent[state] = (v, phase)
             if nphase == 9:
                 path = [w]
-                cur = (v, phase)
+                cur: tuple[int, int] | None = (v, phase)
                 while cur is not None:
                     path.append(cur[0])
                     cur = parent[cur]

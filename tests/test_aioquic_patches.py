@@ -233,7 +233,9 @@ def test_port_between_real_versions(pristine, tmp_path):
     assert len(err.value.report.needs_human) > 0 and tree_hashes(root) == hashes
 
 
-def _hook_functions(root: Path, files: list[str], hooks: set[str]) -> list[tuple[str, str, str]]:
+def _hook_functions(
+    root: Path, files: list[str], hooks: set[str]
+) -> list[tuple[str, str, str | None]]:
     """(file, hook line, enclosing function) of every line of ``hooks`` in ``root``."""
     out = []
     for rel in files:

@@ -62,6 +62,7 @@ def child(
 
 
 def wait_for(proc: subprocess.Popen, word: str, times: int = 1) -> None:
+    assert proc.stdout is not None and proc.stderr is not None  # both are PIPEs
     seen = 0
     while seen < times:
         line = proc.stdout.readline()

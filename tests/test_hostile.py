@@ -794,7 +794,7 @@ def test_hostile_input(case: Case, inputs: Path, tmp_path: Path):
         assert all(
             line.startswith(("statemine: warning:", "statemine: note:")) for line in before_error
         ), stderr
-        assert case.names.replace("{d}", str(inputs)) in error, error
+        assert case.names is not None and case.names.replace("{d}", str(inputs)) in error, error
         assert not out.exists()  # nothing partial
     assert (
         sorted(os.listdir(inputs)) == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ def lab_folder(root: Path, runs: int, *, noise: float, seed: int = 0) -> Path:
                     "CongestionAvoidance": 0.8 - limited,
                     "ApplicationLimited": limited,
                 }
-                t, rows = 0.0, []
+                t, rows = 0.0, list[dict[str, Any]]()
                 for state, seconds in d.items():
                     rows.append(
                         {"trace": f"{run_id}#1/server", "time": t, "kind": "state", "state": state}

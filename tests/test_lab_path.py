@@ -4,6 +4,7 @@ against values computed by hand or by closed-form statistics."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,8 +21,8 @@ from statemine.lab.path import (
 )
 
 
-def link(**kw) -> Link:
-    cfg = {"rate_bps": 8e6, "buffer_bytes": 10_000, "delay_s": 0.010}
+def link(**kw: Any) -> Link:
+    cfg: dict[str, Any] = {"rate_bps": 8e6, "buffer_bytes": 10_000, "delay_s": 0.010}
     cfg.update(kw)
     seed = cfg.pop("seed", 1)
     return Link(LinkConfig(**cfg), seed)

@@ -61,6 +61,7 @@ def measure(vec: dict) -> float:
         return link.stats.cross_bytes * 8 / (link.config.rate_bps * vec["duration_s"])
     if kind == "phase_mean":
         cfg = LinkConfig.from_dict(vec["link"])
+        assert cfg.rate_schedule is not None, "a phase vector has a rate schedule"
         return (
             statistics.fmean(Link(cfg, s).phase_s for s in range(1, vec["seeds"] + 1))
             / cfg.rate_schedule.interval_s

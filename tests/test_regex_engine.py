@@ -352,7 +352,7 @@ def _java_results(work, cases: list[tuple[str, list[str]]]) -> list[list]:
     )
     out = []
     for row in res.stdout.splitlines():
-        per_line = []
+        per_line: list[dict[str, str | None] | None] = []
         for cell in row.split(" ") if row else []:
             if cell == "-":
                 per_line.append(None)

@@ -4,6 +4,8 @@ reference), edge statistics, and the model checker finding broken models."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -40,6 +42,7 @@ def assert_sound(model: PartitionModel, inv: pd.DataFrame, traces: list[list[str
     g = model.to_networkx()
     for tr in traces:
         assert accepts(g, tr), tr
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in inv.itertuples(index=False):
         assert invariant_holds(g, row.kind, row.first, row.second), row
 

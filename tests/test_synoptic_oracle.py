@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import json
 import re
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -70,7 +71,7 @@ def params(cases: list, xfail: dict | None = None) -> list:
             out.append(c)
             continue
         marks = [pytest.mark.slow] if c in SLOW_CASES else []
-        if c in (xfail or {}):
+        if xfail and c in xfail:
             marks.append(pytest.mark.xfail(strict=True, reason=xfail[c]))
         out.append(pytest.param(c, marks=marks))
     return out
@@ -79,7 +80,7 @@ def params(cases: list, xfail: dict | None = None) -> list:
 def synoptic_args(case: str) -> dict:
     """The -r/-s/-m/-i values and log paths of a case's Synoptic command line."""
     args = json.loads((shared("synoptic-oracle", case) / "case.json").read_text())["args"]
-    out = {
+    out: dict[str, Any] = {
         "regexes": [],
         "separator": None,
         "mapping": None,

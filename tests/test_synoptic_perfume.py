@@ -53,7 +53,7 @@ def brute_constrained(traces) -> set:
             t += Decimal(step)
             ts.append(t)
         times.append(ts)
-    out = set()
+    out: set[tuple[str, str, str, int, str, str | Decimal]] = set()
     untimed = {x for x in brute_invariants(seqs) if x[1] != "INITIAL"}
     types = sorted({t for s in seqs for t in s})
     for a in types:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 # The command's matrix products are small (bootstrap: 1000 x traces x states); OpenBLAS's
 # worker threads would spin beside the scanner thread and the imports. Set before numpy
@@ -22,7 +23,7 @@ class _Group(click.Group):
     characters in the message are made visible. A closed stdout (``| head``) ends the
     command quietly."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except StatemineError as exc:

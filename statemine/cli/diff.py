@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,6 +12,11 @@ from ..errors import UsageError
 from . import main
 from .console import make_console
 from .infer import _input_options, print_warnings, read_options
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
+    from ..diff import DiffResult
 
 _STAT_OPTIONS = [
     click.option(
@@ -111,7 +117,7 @@ def _select_options(func):
     return func
 
 
-def _read_options(opts: dict):
+def _read_options(opts: dict) -> dict[str, Any]:
     """The reading options and both sides' selections of the CLI options."""
     read = read_options(click.get_current_context(), **{k: opts[k] for k in _READ_KEYS})
     both = opts["select_both"]
@@ -181,7 +187,7 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     click.echo(f"wrote {', '.join(out.written)} to {out_dir}", err=True)
 
 
-def print_summary(result, *, top: int = 10) -> None:
+def print_summary(result: DiffResult, *, top: int = 10) -> None:
     """Print the ranking of the largest significant changes (with the states' bootstrap
     intervals), the evidence verdict (power, pseudo-replicates) and the notes (rich)."""
     from rich.table import Table
@@ -198,15 +204,17 @@ def print_summary(result, *, top: int = 10) -> None:
         f"(Holm, alpha={result.alpha:g})"
     )
     table = Table(title=header, title_justify="left")
-    for column, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("kind", "left"),
         ("name", "left"),
         (result.label_a, "right"),
         (result.label_b, "right"),
         ("B - A [95% CI]", "right"),
         ("p (Holm)", "right"),
-    ):
+    )
+    for column, justify in columns:
         table.add_column(escape(column), justify=justify, overflow="fold")
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in ranking.itertuples(index=False):
         a, b, delta = units.ranking_cells(
             row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -79,7 +80,7 @@ _SELECT_OPTION = click.option(
 )
 
 
-def read_options(ctx: click.Context, **opts) -> ReadOptions:
+def read_options(ctx: click.Context, **opts: Any) -> ReadOptions:
     """The :class:`~statemine.commands.ReadOptions` of the input options' values."""
     return ReadOptions(
         fmt=opts["fmt"],

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import UsageError
 from . import main
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
@@ -292,7 +296,9 @@ def findings_cmd(
         say(f"{r.finding} / {r.stack}: {r.verdict}")
 
 
-def _table(headers: tuple[str, ...], cells: list[tuple[str, ...]], *, left: tuple[int, ...]):
+def _table(
+    headers: tuple[str, ...], cells: list[tuple[str, ...]], *, left: tuple[int, ...]
+) -> Table:
     """A rich table of text cells (shown literally, controls made visible); columns ``left``
     left-aligned, the rest right."""
     from rich.table import Table

@@ -4,10 +4,16 @@ port its statemine instrument patch (a thin layer over :mod:`statemine.patch`)."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import main
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..patch.apply import Outcome
 
 
 def _lib():
@@ -38,7 +44,7 @@ _patches = click.option(
 _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 
 
-def _print_hunks(frame, title: str) -> None:
+def _print_hunks(frame: pd.DataFrame, title: str) -> None:
     from ..escape import rich_cell
 
     Console, Table = _rich()
@@ -106,7 +112,7 @@ def fetch(impl: str, version: str, patches: Path | None, directory: Path) -> Non
         click.echo(f"import it with PYTHONPATH={root / python_path}")
 
 
-def _outcome(result, verbose: bool) -> None:
+def _outcome(result: Outcome, verbose: bool) -> None:
     click.echo(str(result))
     if verbose and len(result.hunks):
         _print_hunks(result.hunks, f"{result.action}: hunks")

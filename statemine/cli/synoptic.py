@@ -7,11 +7,15 @@ import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import InputError, UsageError
 from . import main
+
+if TYPE_CHECKING:
+    from ..infer.synoptic.run import ToolRun
 
 #: Engines whose command line is the original tool's (parsed by :mod:`..options`).
 TOOL_OF_ENGINE = {
@@ -58,7 +62,9 @@ class ToolCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-def run_synoptic_engine(engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None):
+def run_synoptic_engine(
+    engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None
+) -> ToolRun | None:
     """``statemine infer --engine synoptic|synoptic-jar|ktails|perfume ARGS``: ARGS is the
     original tool's command line (Synoptic's or Perfume's, or ``KTailsMain``'s plus
     ``-k N``); every option is honoured or refused (:mod:`statemine.infer.synoptic.options`).

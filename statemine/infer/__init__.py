@@ -6,7 +6,7 @@ Engines: ``observed`` (one node per state, the paper's Fig. 13 model, :mod:`.obs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 ENGINES = ("observed", "synoptic")
 
 
-def infer(traces: TraceSet, engine: str = "observed", *, seed: int = 0, **options) -> nx.DiGraph:
+def infer(
+    traces: TraceSet, engine: str = "observed", *, seed: int = 0, **options: Any
+) -> nx.DiGraph:
     """Infer the state machine of ``traces``.
 
     ``engine="observed"``: one node per state with time fractions and transition

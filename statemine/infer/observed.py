@@ -51,17 +51,23 @@ def observed_model(
     """
     from ..analyze import summarize
 
-    opts = dict(
-        collapse_repeats=collapse_repeats, end=end, n_boot=n_boot, seed=seed, max_states=max_states
+    return model_from_stats(
+        *summarize(
+            traces,
+            collapse_repeats=collapse_repeats,
+            end=end,
+            n_boot=n_boot,
+            seed=seed,
+            max_states=max_states,
+        )
     )
-    return model_from_stats(*summarize(traces, **opts))
 
 
 def model_from_stats(states: Table, transitions: Table) -> nx.DiGraph:
     """The model graph from :func:`~statemine.analyze.state_stats` and
     :func:`~statemine.analyze.transition_stats` tables (DataFrames, or the same columns
     as a mapping of arrays)."""
-    G = nx.DiGraph(engine="observed")
+    G: nx.DiGraph = nx.DiGraph(engine="observed")
     G.add_node(INITIAL, kind="initial")
     for state, fraction, lo, hi, time_s, visits in _rows(
         states, "state", "time_fraction", "time_fraction_lo", "time_fraction_hi", "time_s", "visits"
@@ -105,7 +111,7 @@ def model_to_json(G: nx.DiGraph) -> str:
         raise ValueError("model_to_json writes simple graphs (the observed-state model)")
     nodes = ({**attrs, "id": node} for node, attrs in G.nodes(data=True))
     edges = ({**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True))
-    fields = {
+    fields: dict[str, Any] = {
         "directed": G.is_directed(),
         "edges": edges,
         "graph": G.graph,
@@ -135,7 +141,10 @@ def _json_item(value: Any, depth: int) -> str:
 
 def model_from_json(text: str) -> nx.DiGraph:
     """Read a model graph written by :func:`model_to_json`."""
-    return nx.node_link_graph(json.loads(text), directed=True, edges="edges")
+    G = nx.node_link_graph(json.loads(text), directed=True, edges="edges")
+    if not isinstance(G, nx.DiGraph):  # the text said "directed": false
+        raise ValueError("a model is a directed graph")
+    return G
 
 
 def _nan_to_none(value: Any) -> Any:

@@ -22,9 +22,10 @@ underpowered).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -211,7 +212,8 @@ def state_time(ts: traces.TraceSet, state: str) -> tuple[float, float]:
     st = analyze.state_stats(ts, n_boot=0).set_index("state")
     if state not in st.index:
         return 0.0, 0.0
-    return float(st.at[state, "time_fraction"]), float(st.at[state, "time_s"])
+    share, seconds = st.loc[state, ["time_fraction", "time_s"]].to_numpy(dtype=float)
+    return float(share), float(seconds)
 
 
 def loss_rules(ts: traces.TraceSet) -> tuple[int, int]:
@@ -245,13 +247,13 @@ def load_scenarios(
     return out
 
 
-def _keep(ts: traces.TraceSet, mask) -> traces.TraceSet:
+def _keep(ts: traces.TraceSet, mask: np.ndarray) -> traces.TraceSet:
     """The traces of ``ts`` where ``mask`` (one bool per ``ts.traces`` row) is True."""
     return ts if mask.all() else ts.subset(mask)
 
 
 def measure(
-    root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options
+    root: str | Path, findings: tuple[Finding, ...] = FINDINGS, **options: Any
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(assess(...), evaluate(...))`` of the traces under ``root``, read once;
     ``options`` go to :func:`assess`."""
@@ -417,7 +419,7 @@ def assess(
                     confidence=confidence,
                 )
                 st = d.states.set_index("state")
-                r = st.loc[f.state] if f.state in st.index else None
+                r = st.loc[f.state].to_dict() if f.state in st.index else None
                 impl = stack.split("@")[0]
                 row = {
                     "finding": f.name,
@@ -502,7 +504,7 @@ def _runs(ts: traces.TraceSet) -> int:
     return int(ts.traces["run_id"].nunique())
 
 
-def _stacks(ts: traces.TraceSet, per_stack: bool):
+def _stacks(ts: traces.TraceSet, per_stack: bool) -> Iterator[tuple[str, traces.TraceSet]]:
     """``(stack label, its traces)``: one per implementation@version, or all traces under
     the implementations' names (``"quic-go"``) when the finding compares versions."""
     if not per_stack:
@@ -513,6 +515,12 @@ def _stacks(ts: traces.TraceSet, per_stack: bool):
 
 
 # -- the tables as text (terminal and docs/findings.md share these cells) --------------------
+def records(rows: pd.DataFrame) -> Iterator[Any]:
+    """The rows of ``rows`` as named tuples, typed ``Any``: pandas-stubs types every field
+    as any scalar, while each column here has one known type."""
+    return rows.itertuples(index=False)
+
+
 VERDICT_HEADERS = (
     "stack",
     "A -> B",
@@ -553,7 +561,7 @@ def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
         )
-        for i, r in enumerate(rows.itertuples(index=False))
+        for i, r in enumerate(records(rows))
     ]
 
 
@@ -573,7 +581,7 @@ def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
             str(r.lost_by_packet_rule),
             str(r.lost_by_time_rule),
         )
-        for r in rows.itertuples(index=False)
+        for r in records(rows)
     ]
 
 
@@ -581,7 +589,7 @@ def known_notes(rows: pd.DataFrame) -> list[str]:
     """``[i] stack: known cause: ...`` for the rows of :func:`assess` with a documented cause."""
     return [
         f"[{i + 1}] {r.stack}: known cause: {r.known}"
-        for i, r in enumerate(rows.itertuples(index=False))
+        for i, r in enumerate(records(rows))
         if r.known
     ]
 

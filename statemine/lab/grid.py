@@ -125,9 +125,9 @@ def resolve_link_traces(config: dict, base: Path, source: Path | None = None) ->
     path = dict(config.get("path") or {})
     for direction in ("down", "up"):
         link = path.get(direction)
-        ref = link.get("link_trace") if isinstance(link, dict) else None
-        if not ref:
+        if not isinstance(link, dict) or not link.get("link_trace"):
             continue
+        ref = link["link_trace"]
         if not isinstance(ref, dict) or not isinstance(ref.get("file"), str):
             raise InputError(
                 source, None, f"path.{direction}.link_trace: must be a table with a file"
@@ -231,8 +231,8 @@ def execute(
         config = resolve_link_traces(config, final)
     except InputError as exc:
         build_error = build_error or str(exc)
-    if build_error is not None:
-        result = {"ok": False, "error": build_error}
+    if build_error is not None or runner is None:
+        result = {"ok": False, "error": build_error or "no runner was built"}
     else:
         try:
             result = dict(runner.run(config, cache_dir))

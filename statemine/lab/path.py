@@ -188,7 +188,7 @@ class CrossTraffic:
         _unknown(d, set(cls.KEYS), "cross_traffic.")
         if "load" not in d:
             raise PathValueError("cross_traffic.load", "is required")
-        v = {k: _number(d, k, "cross_traffic.") for k in d}
+        v: dict[str, Any] = {k: _number(d, k, "cross_traffic.") for k in d}
         if "packet_bytes" in v:
             if v["packet_bytes"] != int(v["packet_bytes"]):
                 raise PathValueError(
@@ -494,9 +494,10 @@ class Link:
 
     def advance(self, t: float) -> None:
         """Let the cross traffic that arrives up to time ``t`` into the queue."""
-        if self._cross is None:
+        cross = self.config.cross_traffic
+        if self._cross is None or cross is None:
             return
-        size = self.config.cross_traffic.packet_bytes
+        size = cross.packet_bytes
         st = self.stats
         while self._cross_next <= t:
             st.cross_sent += 1

@@ -21,8 +21,9 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, UsageError
@@ -261,9 +262,9 @@ def _read_one(
     path: Path,
     format: str,
     source: str,
-    names,
-    implementation,
-    derive_states,
+    names: Mapping[str, str] | None,
+    implementation: str | None,
+    derive_states: bool,
     advance: Callable[[int], None],
     ignore_nonmatching: bool = False,
 ) -> TraceSet:
@@ -298,7 +299,7 @@ def _read_one(
     return ts
 
 
-def _concat(sets: list[TraceSet], warnings: list[str] = ()) -> TraceSet:
+def _concat(sets: list[TraceSet], warnings: Sequence[str] = ()) -> TraceSet:
     """One set of ``sets``, with ``warnings`` added to their own."""
     import json
 
@@ -331,7 +332,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def progress_reporter(files: Sequence[Path], enabled: bool):
+def progress_reporter(
+    files: Sequence[Path], enabled: bool
+) -> AbstractContextManager[Callable[[int], None]]:
     """A context giving ``advance(bytes_done_in_current_file)``: a rich progress bar when
     ``enabled`` and the files hold at least :data:`PROGRESS_MIN_BYTES`, else a no-op."""
     total = sum(_size(f) for f in files)
@@ -361,5 +364,10 @@ class _RichProgress:
         self._last = done_in_file
         self._bar.update(self._task, completed=self._base + done_in_file)
 
-    def __exit__(self, *exc) -> None:
-        self._bar.__exit__(*exc)
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._bar.__exit__(exc_type, exc, tb)

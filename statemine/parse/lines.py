@@ -18,11 +18,12 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 from ..errors import InputError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: Longest line accepted by default (bytes). Real statemine/qlog lines are < 1 KiB.
 DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -32,7 +33,7 @@ DEFAULT_CHUNK_BYTES = 16 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def open_binary(path: str | Path) -> BinaryIO:
+def open_binary(path: str | Path) -> io.BufferedReader | gzip.GzipFile:
     """Open ``path`` for reading bytes, transparently gunzipping gzip files."""
     path = Path(path)
     try:
@@ -45,7 +46,7 @@ def open_binary(path: str | Path) -> BinaryIO:
         raw.close()
         raise read_error(path, exc) from None
     if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=raw, mode="rb")
     return raw
 
 
@@ -99,7 +100,9 @@ def iter_blocks(
     buf = bytearray(chunk_bytes + max_line_bytes + 1)
     view = memoryview(buf)
     with open_binary(path) as fh:
-        raw = getattr(fh, "fileobj", None) or fh
+        raw: io.IOBase = fh  # progress counts the file's bytes: the compressed ones under gzip
+        if isinstance(fh, gzip.GzipFile) and isinstance(fh.fileobj, io.BufferedReader):
+            raw = fh.fileobj
         keep = 0  # bytes of an unfinished line at the front of buf
         while True:
             try:
@@ -143,7 +146,7 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
     stop = threading.Event()
     done = object()
 
-    def put(entry) -> bool:
+    def put(entry: tuple[BaseException | None, object]) -> bool:
         while not stop.is_set():
             try:
                 slots.put(entry, timeout=0.05)
@@ -178,7 +181,7 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
     return consume()
 
 
-def ordered_map(fn, items: Iterable, workers: int) -> Iterator:
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """``map(fn, items)`` on a thread pool of ``workers``, results in order, at most
     ``workers + 1`` items in flight (``items`` is read lazily); the rest is cancelled
     when the consumer stops. One item, or one worker: no thread."""

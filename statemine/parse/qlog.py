@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
+import io
 import json
 import math
 import os
@@ -47,15 +48,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
-
-try:  # orjson parses qlog records 5-6 times faster; the standard library is the fallback
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - exercised only where orjson is missing
-    from json import loads as _loads
+from orjson import loads as _loads  # parses qlog records 5-6 times faster than json
 
 from ..errors import InputError
 from ..traces import TraceSet
@@ -215,9 +212,11 @@ def read_qlog(
             _check_gunzipped_size(path, max_document_bytes)
         streamed = layout == "document" and _worth_streaming(path, reader)
         raw_traces = _streamed_document_traces(path, report) if streamed else None
-        if layout == "document" and raw_traces is None:  # small, cut off, invalid, or no ijson
+        if raw_traces is not None:
+            pass
+        elif layout == "document":  # small, cut off, invalid, or no ijson
             raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
-        elif layout != "document":
+        else:
             sep = _RS if layout == "seq" else b"\n"
             raw_traces = _sequential_traces(
                 path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
@@ -281,7 +280,7 @@ class _Reader:
     is an :class:`InputError` (:func:`statemine.parse.lines.read_error`), as under every
     ``--format``."""
 
-    def __init__(self, fh: IO[bytes], path: Path) -> None:
+    def __init__(self, fh: io.BufferedReader | gzip.GzipFile, path: Path) -> None:
         self.fh, self.path = fh, path
         self.ended = False
 
@@ -395,7 +394,7 @@ def _document_headers(path: Path) -> tuple[dict, list[dict], list[int]] | None:
     file_header: dict = {}
     headers: list[dict] = []
     counts: list[int] = []
-    builders: dict[tuple[int, str], ObjectBuilder] = {}
+    builders: dict[tuple[int, str | None], ObjectBuilder] = {}
     top = key = None
     saw_traces = False
     try:
@@ -487,7 +486,7 @@ def _streamed_document_traces(path: Path, report: _Report) -> list[_RawTrace] | 
     return out
 
 
-def _streamed_events(path: Path, ijson) -> Iterator[object]:
+def _streamed_events(path: Path, ijson: ModuleType) -> Iterator[object]:
     """Every event of every trace of a document, in order (second streamed pass)."""
     with open_binary(path) as fh:
         yield from ijson.items(fh, "traces.item.events.item", use_float=True)
@@ -750,7 +749,7 @@ def _sequential_traces(
     if _is_event(header):
         report.warn(first_line, "no qlog header record; reading the events without one")
         leading, header = [(first_line, 0, header)], {}
-    trace = header.get("trace") if isinstance(header.get("trace"), dict) else {}
+    trace = _object_at(header, "trace")
     file_header = {k: v for k, v in header.items() if k != "trace"}
 
     skipped = None if _TraceContext.of(trace).delta or not time_only else _Skipped()
@@ -770,6 +769,7 @@ def _sequential_traces(
             )
             if (
                 timed is not None
+                and skipped is not None
                 and timed.group(2) not in _CODE_WORDS
                 and b'"group_id"' not in record
                 and b'"path' not in record
@@ -799,14 +799,19 @@ def _sequential_traces(
 
 
 # -- events --------------------------------------------------------------------------------
+def _object_at(record: dict, key: str) -> dict:
+    """``record[key]`` when it is a JSON object, else an empty one."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _num(value: object) -> float:
     """A JSON number or numeric string as float; NaN for anything else (bools included)."""
-    kind = type(value)
-    if kind is float:
+    if type(value) is float:
         return value
-    if kind is int:
+    if type(value) is int:
         return float(value) if -(2**1000) < value < 2**1000 else math.copysign(math.inf, value)
-    if kind is str:
+    if type(value) is str:
         try:
             return float(value)
         except ValueError:
@@ -843,12 +848,8 @@ class _TraceContext:
 
     @classmethod
     def of(cls, header: dict) -> _TraceContext:
-        common = (
-            header.get("common_fields") if isinstance(header.get("common_fields"), dict) else {}
-        )
-        config = (
-            header.get("configuration") if isinstance(header.get("configuration"), dict) else {}
-        )
+        common = _object_at(header, "common_fields")
+        config = _object_at(header, "configuration")
         units = str(config.get("time_units") or common.get("time_units") or "ms").lower()
         per_second = {"us": 1e6, "ns": 1e9, "s": 1.0}.get(units, 1e3)
         offset = _num(config.get("time_offset"))
@@ -1021,9 +1022,7 @@ def _extract(
     """Split a trace's events by connection (group_id) and path (path_id), keeping the
     congestion-related ones."""
     ctx = _TraceContext.of(raw.header)
-    vantage = (
-        raw.header.get("vantage_point") if isinstance(raw.header.get("vantage_point"), dict) else {}
-    )
+    vantage = _object_at(raw.header, "vantage_point")
     implementation = forced or detect_implementation(
         raw.file_header.get("title"),
         raw.file_header.get("description"),
@@ -1129,7 +1128,7 @@ def _extract(
 def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
     """Keep an application-space packet sent (time, number) or an ACK received (time,
     largest acknowledged number) for the RFC 9002 recovery periods."""
-    header = data.get("header") if isinstance(data.get("header"), dict) else {}
+    header = _object_at(data, "header")
     space = str(header.get("packet_type", data.get("packet_type", ""))).lower()
     if space in _OTHER_SPACES:
         return
@@ -1255,7 +1254,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                         f"state event entered {controller!r}; kept the logged 'new'",
                         kind="old chain",
                     )
-            fields = (
+            fields: tuple[str, ...] = (
                 f"raw={_token(new)}",
                 _field("old", old),
                 _field("trigger", data.get("trigger")),
@@ -1377,7 +1376,7 @@ def _metrics_frame(conn: _Connection) -> pd.DataFrame:
 
 def _packet_number(data: dict) -> object:
     """The packet number of a packet_lost / spurious_loss event (in its header or at the top)."""
-    header = data.get("header") if isinstance(data.get("header"), dict) else {}
+    header = _object_at(data, "header")
     return header.get("packet_number", data.get("packet_number"))
 
 
@@ -1448,7 +1447,7 @@ def _canonical_states(
     return frame
 
 
-def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float]]:
+def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods of a connection with packet events. Congestion events are
     the losses declared (with the send time of the lost packet, from the packets sent), or,
     in a log without packet_lost events, the window reductions; a spurious loss ends a
@@ -1489,7 +1488,7 @@ def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[fl
 
 
 def _derived_rows(
-    metrics: pd.DataFrame, periods: list[tuple[float, float]] | None = None
+    metrics: pd.DataFrame, periods: list[tuple[float, float, bool]] | None = None
 ) -> pd.DataFrame:
     """State rows derived from a connection's metrics updates (see statemine.parse.derive):
     with RFC 9002 recovery periods where packet events gave them, else from cwnd alone."""
@@ -1646,11 +1645,10 @@ def _build(
             table = _metrics_frame(conn)
             conn.metrics = array("d")  # the table holds them now
             del table["line"]
-            table.insert(
-                0,
-                "trace",
-                pd.Categorical.from_codes(np.zeros(len(table), np.int8), categories=[trace_id]),
-            )
+            codes = np.zeros(len(table), np.int8)
+            trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
+            # pandas-stubs' insert() takes no ExtensionArray; pandas does
+            table.insert(0, "trace", trace)  # type: ignore[arg-type]
             tables.append(table)
         rows.append(
             {

@@ -43,8 +43,9 @@ import re
 # the parser ``re.compile`` itself runs; its tree is only read here, and a change in it
 # fails tests/test_regex_engine.py, which checks every refusal. What it refuses that RE2
 # would accept (``\pL``, ``\Q...\E``, ``\x{e9}``) stays refused, in words.
-import re._parser as _sre_parse
+import re._parser as _sre_parse  # no typeshed stub: typed Any
 import warnings
+from typing import Any
 
 import re2
 
@@ -93,12 +94,12 @@ def translate(pattern: str, where: str) -> str:
     return _rewrite(pattern, where, dotall)
 
 
-def _items(tree) -> list:
+def _items(tree: _sre_parse.SubPattern) -> list[tuple[str, Any]]:
     """The (op name, argument) items of a parsed (sub)pattern."""
     return [(str(op), av) for op, av in tree]
 
 
-def _children(op: str, av) -> list:
+def _children(op: str, av: Any) -> list:
     """The sub-patterns of one parsed item."""
     if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
         return [av[2]]
@@ -115,7 +116,7 @@ def _children(op: str, av) -> list:
     return []
 
 
-def _named_groups_in(tree, named: dict[int, str]) -> list[str]:
+def _named_groups_in(tree: _sre_parse.SubPattern, named: dict[int, str]) -> list[str]:
     """Names of the named groups anywhere inside ``tree``."""
     out = []
     for op, av in _items(tree):
@@ -126,7 +127,7 @@ def _named_groups_in(tree, named: dict[int, str]) -> list[str]:
     return out
 
 
-def _refuse(tree, named: dict[int, str], where: str) -> None:
+def _refuse(tree: _sre_parse.SubPattern, named: dict[int, str], where: str) -> None:
     """Raise :class:`UsageError` for the first construct RE2 cannot run with Java's result."""
     for op, av in _items(tree):
         if op in _BACKTRACKING:
@@ -147,7 +148,7 @@ def _refuse(tree, named: dict[int, str], where: str) -> None:
             _refuse(child, named, where)
 
 
-def _has_scoped_dotall(tree) -> bool:
+def _has_scoped_dotall(tree: _sre_parse.SubPattern) -> bool:
     """Does a ``(?s:...)`` group appear anywhere?"""
     for op, av in _items(tree):
         if op == "SUBPATTERN" and av[1] & re.DOTALL:

@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,9 @@ from ..errors import InputError, UsageError
 from ..traces import TraceSet
 from .lines import ordered_map
 from .re2line import Re2Line, translate
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Synoptic's default partition mapping: one trace per input file.
 DEFAULT_MAPPING = r"\k<FILE>"
@@ -198,10 +202,10 @@ def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float
         return float(value), str(value)
     if not _DECIMAL.fullmatch(text):
         raise ValueError("not a number")
-    value = float(text)
-    if not math.isfinite(value):
+    number = float(text)
+    if not math.isfinite(number):
         raise ValueError("not finite")
-    return value, _decimal_text(text, Decimal(text))
+    return number, _decimal_text(text, Decimal(text))
 
 
 def _decimal_text(text: str, dec: Decimal) -> str:
@@ -328,14 +332,14 @@ class _FileEvents:
     types: list[str]
     lines: np.ndarray
     times: np.ndarray
-    texts: object
+    texts: pa.LargeStringArray
 
 
 @dataclass
 class _Accumulator:
     """Parsed files as chunks of parallel arrays, with the traces and types seen so far."""
 
-    chunks: list[dict[str, object]] = field(default_factory=list)
+    chunks: list[dict[str, Any]] = field(default_factory=list)  # arrays, numpy or pyarrow
     trace_ids: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
@@ -417,7 +421,7 @@ class RegexEvents:
     type_names: list[str]
     times: np.ndarray
     lines: np.ndarray
-    time_text: object
+    time_text: pa.LargeStringArray
     partitions: list[str]
     sources: list[str]
 
@@ -572,7 +576,7 @@ def _scan_loop(
     n = len(lines)
     sep_line = np.zeros(n, dtype=bool)
     unmatched: list[tuple[int, str]] = []
-    errors: list[tuple[int, int, str]] = []
+    errors: list[tuple[int, int, str | None]] = []
     hits: list[list] = [[[], {g: [] for g in needed}, [], []] for _ in compiled]
     plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
     for i, line in enumerate(lines):
@@ -666,7 +670,7 @@ BLOCK_CHARS = 1 << 21
 WORKERS = min(2, os.cpu_count() or 1)
 
 
-def _text_blocks(fh, size: int) -> Iterator[str]:
+def _text_blocks(fh: TextIO, size: int) -> Iterator[str]:
     r"""The text of an open file (universal newlines) in blocks of whole lines, about
     ``size`` characters each (a longer line is one block); every block but the last ends
     with a newline.
@@ -702,7 +706,7 @@ def _text_lines(text: str) -> list[str]:
     return (text.removesuffix("\n")).split("\n")
 
 
-def _arrow_lines(text: str):
+def _arrow_lines(text: str) -> pa.LargeStringArray:
     """The lines of a file's text (universal newlines already applied) as a pyarrow
     large_string array, without the line ends."""
     import pyarrow as pa
@@ -726,11 +730,11 @@ class _Scan:
     parts: list[tuple[np.ndarray, dict, tuple | None]]
     sep_line: np.ndarray
     unmatched: list[tuple[int, str]]
-    errors: list[tuple[int, int, str]]
+    errors: list[tuple[int, int, str | None]]
 
 
 def _scan_vectorized(
-    lines,
+    lines: pa.LargeStringArray,
     compiled: list[LineRegex],
     patterns: list[str],
     time_kind: str | None,
@@ -752,7 +756,7 @@ def _scan_vectorized(
     done = too_long.copy()
     sep_line = np.zeros(n, dtype=bool)
     parts: list[tuple[np.ndarray, dict, tuple | None]] = []
-    errors: list[tuple[int, int, str]] = []
+    errors: list[tuple[int, int, str | None]] = []
     for r, pattern in zip(compiled, patterns):
         if r.hidden:
             literal = _literal_line(pattern)
@@ -816,7 +820,7 @@ def _literal_line(pattern: str) -> str | None:
 
 
 def _match(
-    lines, r: LineRegex, pattern: str, open_: np.ndarray, needed: set[str]
+    lines: pa.LargeStringArray, r: LineRegex, pattern: str, open_: np.ndarray, needed: set[str]
 ) -> tuple[np.ndarray, dict]:
     """Indices of the open lines ``r`` matches, and its needed groups' values there."""
     import pyarrow as pa
@@ -853,7 +857,7 @@ def _match(
 def _raise_first_error(
     path: Path,
     unmatched: list[tuple[int, str]],
-    errors: list[tuple[int, int, str]],
+    errors: list[tuple[int, int, str | None]],
     first_line: int,
     time_kind: str | None,
 ) -> None:
@@ -865,8 +869,8 @@ def _raise_first_error(
         at, kind, text = min(errors)
         line_no = first_line + at + 1
         if len(unmatched) < MAX_LISTED_LINES or line_no < unmatched[MAX_LISTED_LINES - 1][0]:
-            if kind == 0:
-                raise _type_error(path, line_no, text)
+            if kind == 0:  # a reserved type: its text is the type
+                raise _type_error(path, line_no, str(text))
             raise InputError(
                 path,
                 line_no,
@@ -887,8 +891,8 @@ class _Block:
     type_key: np.ndarray
     types: list[str]
     times: np.ndarray
-    texts: object
-    trace: object
+    texts: pa.LargeStringArray
+    trace: np.ndarray | pa.LargeStringArray
 
 
 def _block_events(
@@ -918,7 +922,8 @@ def _block_events(
 
     types = pc.dictionary_encode(column(lambda p: p[1]["TYPE"]))
     if time_kind:
-        times = np.concatenate([p[2][0] for p in scan.parts])
+        # with a time group every part has its times (values, texts)
+        times = np.concatenate([p[2][0] for p in scan.parts if p[2] is not None])
         times = times if order is None else times[order]
         texts = column(lambda p: p[2][1])
     else:
@@ -1011,7 +1016,7 @@ _ARROW_CANONICAL_INT = r"^(?:0|-?[1-9]\d{0,17})$"
 _ARROW_PLAIN_DECIMAL = r"^-?\d+(?:\.\d+)?$"
 
 
-def _all_digits(text, integer: bool) -> np.ndarray:
+def _all_digits(text: pa.LargeStringArray, integer: bool) -> np.ndarray:
     """Which texts are plain digit strings (the quick test before the regexes below;
     for integers: without a leading zero and at most 18 digits)."""
     import pyarrow.compute as pc
@@ -1025,7 +1030,9 @@ def _all_digits(text, integer: bool) -> np.ndarray:
     return ok
 
 
-def _arrow_times(kind: str, text) -> tuple[np.ndarray, np.ndarray, object]:
+def _arrow_times(
+    kind: str, text: pa.LargeStringArray
+) -> tuple[np.ndarray, np.ndarray, pa.LargeStringArray]:
     """Parse time texts (a pyarrow string array) as Synoptic does: (good: bool per text,
     values of the good ones (float64), their printed texts (a pyarrow string array)).
     Common forms are converted with Arrow kernels, the rest with :func:`_parse_time`."""

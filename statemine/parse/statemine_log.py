@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..errors import InputError
 from ._linescan import Scanner
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
+
+if TYPE_CHECKING:
+    from ..traces import TraceSet
 
 #: ``kind`` codes of :class:`ScannedBlock` and the names they stand for.
 KINDS = ("state", "event")
@@ -145,7 +148,7 @@ def read_statemine_log(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_progress: Callable[[int], None] | None = None,
-):
+) -> TraceSet:
     """Read one log file of statemine lines into a :class:`~statemine.traces.TraceSet`.
 
     ``source`` names the file in trace ids (default: the file name). Trace ids are
@@ -208,7 +211,7 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
 
 def _to_traceset(
     path: Path, source: str, blocks: list[ScannedBlock], names: list[str], table: TraceTable
-):
+) -> TraceSet:
     """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
     import pandas as pd
 

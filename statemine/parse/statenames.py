@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import InputError
@@ -335,7 +335,7 @@ _OWN_NAMES = {
 }
 
 
-def detect_by_names(names: object) -> str | None:
+def detect_by_names(names: Iterable[str]) -> str | None:
     """The implementation whose own state names appear among ``names`` (None: no such name).
 
     >>> detect_by_names(["slow_start", "bbr_probe_bw_cruise"]), detect_by_names(["recovery"])

@@ -25,7 +25,7 @@ import re
 import stat
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -325,8 +325,8 @@ def plan(
         if fp.created:
             ok = before is None
             after = _encode("".join(fp.hunks[0].new)) if ok else None
-            res = HunkResult(fp.path, 1, fp.hunks[0].patch_line, "exact" if ok else "failed")
-            changes.append(FileChange(fp.path, before, after, (res,)))
+            created = HunkResult(fp.path, 1, fp.hunks[0].patch_line, "exact" if ok else "failed")
+            changes.append(FileChange(fp.path, before, after, (created,)))
             continue
         if before is None:
             res = tuple(
@@ -370,7 +370,7 @@ def _write_temp(path: Path, data: bytes, mode: int) -> Path:
     return Path(tmp)
 
 
-def commit(root: Path, writes: dict[str, tuple[bytes | None, bytes | None]]) -> None:
+def commit(root: Path, writes: Mapping[str, tuple[bytes | None, bytes | None]]) -> None:
     """Write ``{rel: (before, after)}`` all or nothing: ``after`` None deletes the file.
 
     Temp files are written first; then each is renamed over its target. If anything
@@ -512,7 +512,7 @@ def read_record(root: Path) -> dict | None:
 
 
 def make_record(
-    impl: str, version: str, patch_sha: str, changes: list[FileChange], **extra
+    impl: str, version: str, patch_sha: str, changes: list[FileChange], **extra: str
 ) -> bytes:
     """The bytes of ``.statemine-patch.json`` for ``changes`` just applied."""
     files = [

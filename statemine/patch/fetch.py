@@ -28,6 +28,7 @@ import sysconfig
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import StatemineError, UsageError
@@ -96,7 +97,7 @@ def _one(paths: list[Path], what: str) -> Path:
     return paths[0]
 
 
-def _cached(d: Path, pattern: str, what: str, produce) -> Path:
+def _cached(d: Path, pattern: str, what: str, produce: Callable[[Path], object]) -> Path:
     """The one file matching ``pattern`` in the cache directory ``d``; when there is none,
     ``produce(tmp)`` writes it into a private temp dir first and it is moved in, so that
     concurrent fetches never see a partial file."""

@@ -31,7 +31,7 @@ class SynopticResult:
     """An inferred model with the invariants it satisfies."""
 
     model: PartitionModel
-    invariants: pd.DataFrame
+    invariants: pd.DataFrame | None  # None from k-tails, which mines none
 
     @property
     def log(self) -> EventLog:
@@ -102,6 +102,7 @@ def infer_log(
             model = coarsen_model(model, codes, rng)
         if best is None or model.n_nodes < best.n_nodes:
             best = model
+    assert best is not None  # attempts begins with "targeted"
     return SynopticResult(best, inv)
 
 

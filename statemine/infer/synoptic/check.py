@@ -19,12 +19,18 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import pandas as pd
 
 from .invariants import AFBY, AP, NFBY
 from .log import INITIAL
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from .log import EventLog
 
 _KIND_CODE = {AFBY: 0, NFBY: 1, AP: 2}
 
@@ -299,6 +305,14 @@ class _Gather:
         return np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
 
 
+@overload
+def _grow(
+    gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray, forbidden: None = None
+) -> np.ndarray: ...
+@overload
+def _grow(
+    gather: _Gather, start: np.ndarray, x: np.ndarray, allowed: np.ndarray, forbidden: np.ndarray
+) -> np.ndarray | None: ...
 def _grow(
     gather: _Gather,
     start: np.ndarray,
@@ -351,7 +365,7 @@ def counterexample(
             parent[state] = (v, phase)
             if nphase == _ACCEPT:
                 path = [w]
-                cur = (v, phase)
+                cur: tuple[int, int] | None = (v, phase)
                 while cur is not None:
                     path.append(cur[0])
                     cur = parent[cur]
@@ -430,7 +444,7 @@ class CheckReport:
         return not self.rejected and self.violated.empty
 
 
-def check_model(graph, log, invariants: pd.DataFrame) -> CheckReport:
+def check_model(graph: nx.DiGraph, log: EventLog, invariants: pd.DataFrame) -> CheckReport:
     """Check a model (a DiGraph whose nodes carry ``label`` and ``state``, None for the
     synthetic INITIAL/TERMINAL, as :meth:`~.model.PartitionModel.to_networkx` and
     :func:`~.formats.read_dot` give) against the traces of ``log`` (an

@@ -16,8 +16,9 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -30,6 +31,9 @@ from ...parse.regex import WORKERS
 from .invariants import KINDS, invariant_text, sort_invariants
 from .log import INITIAL, TERMINAL, EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def dot_escape(label: str) -> str:
@@ -77,6 +81,7 @@ def to_dot(
             out.append(f'  {k} [label="{lab}",shape=box];')
         else:
             out.append(f'  {k} [label="{lab}"];')
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in model.edges(times=False).itertuples(index=False):
         if row.node_src in ident and row.node_dst in ident:
             text = edge_label(row.p_text, row.count, prob, count)
@@ -114,6 +119,7 @@ def to_gml(
             f'    graphics [ type "{shape}" ]',
             "  ]",
         ]
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in model.edges(times=False).itertuples(index=False):
         if row.node_src in ident and row.node_dst in ident:
             text = _gml_string(edge_label(row.p_text, row.count, prob, count))
@@ -195,7 +201,7 @@ def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
     return b"".join(bytes(p) for p in json_pieces(model, invariants)).decode("utf-8")
 
 
-def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator:
+def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator[bytes]:
     """``model.json`` as UTF-8 byte pieces (bytes or Arrow buffers), made a block of
     ``JSON_BLOCK`` events at a time with Arrow string kernels: each event's text is put
     together from a few small lookup tables (per type, per trace, per index in the
@@ -215,7 +221,7 @@ def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator:
     yield f'],"invariants":[{invs}]}}'.encode()
 
 
-def _joined_bytes(*columns):
+def _joined_bytes(*columns: pa.Array | str) -> pa.Buffer:
     """The row-wise concatenation of string columns (pyarrow arrays or str), as one Arrow
     buffer: the concatenated rows are the data buffer of the joined array."""
     import pyarrow as pa
@@ -231,7 +237,7 @@ def _joined_bytes(*columns):
     return joined.buffers()[2][start : offsets[joined.offset + len(joined)]]
 
 
-def _texts(prefix: str, numbers: np.ndarray, suffix: str):
+def _texts(prefix: str, numbers: np.ndarray, suffix: str) -> pa.LargeStringArray:
     """``prefix + str(k) + suffix`` for each k of ``numbers`` (a pyarrow string array)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -244,7 +250,7 @@ def _texts(prefix: str, numbers: np.ndarray, suffix: str):
     )
 
 
-def _json_numbers(texts) -> np.ndarray:
+def _json_numbers(texts: pa.LargeStringArray) -> np.ndarray:
     """Which texts (pyarrow strings) are JSON numbers (plain digits checked first, then
     the full grammar)."""
     import pyarrow.compute as pc
@@ -259,7 +265,7 @@ def _json_numbers(texts) -> np.ndarray:
     return ok
 
 
-def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterator:
+def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterator[bytes]:
     """The ``log`` list of ``model.json``: per trace ``{"traceID":k,"events":[...]}``,
     per event ``{"eventIndex":i,"eventType":"t","logLine":l,"timestamp":time}``."""
     import pyarrow as pa
@@ -284,7 +290,7 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
     )
     stamps = log.time_text
 
-    def block(a: int):
+    def block(a: int) -> pa.Buffer:
         """The text of events a .. a + JSON_BLOCK - 1."""
         b = min(a + JSON_BLOCK, n)
         stamp = stamps[a:b]
@@ -307,7 +313,9 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
     yield b"]}"
 
 
-def _partitions_json(model: PartitionModel, trace_of: np.ndarray, index: np.ndarray) -> Iterator:
+def _partitions_json(
+    model: PartitionModel, trace_of: np.ndarray, index: np.ndarray
+) -> Iterator[bytes]:
     """The ``partitions`` list of ``model.json``: per real node in dot order
     ``{"eventType":"t","events":[{"traceID":k,"eventIndex":i},...]}`` (events in log
     order)."""
@@ -332,7 +340,7 @@ def _partitions_json(model: PartitionModel, trace_of: np.ndarray, index: np.ndar
     trace_part = _texts("", np.arange(log.n_traces), ',"eventIndex":')
     index_part = _texts("", np.arange(int(index.max()) + 1), "}")
 
-    def block(a: int):
+    def block(a: int) -> pa.Buffer:
         """The text of the members a .. a + JSON_BLOCK - 1 (in partition order)."""
         b = min(a + JSON_BLOCK, n)
         sel = order[a:b]
@@ -358,7 +366,9 @@ def write_outputs(
     )
 
 
-def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> list[Path]:
+def write_texts(
+    prefix: str | os.PathLike, texts: Mapping[str, str | Iterable[bytes]]
+) -> list[Path]:
     """Write ``PREFIX + suffix`` for each (suffix, text: a str, or an iterable of UTF-8
     byte pieces, e.g. :func:`json_pieces`); every file goes to a temporary name in the target directory first and is
     renamed only when all are written, so a failure (or a signal) leaves no half-written file."""
@@ -373,7 +383,8 @@ def write_texts(prefix: str | os.PathLike, texts: dict[str, str | Iterable]) -> 
                 fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
                 done.append((tmp, path))
                 with os.fdopen(fd, "wb") as fh:
-                    for piece in [text.encode("utf-8")] if isinstance(text, str) else text:
+                    pieces = [text.encode("utf-8")] if isinstance(text, str) else text
+                    for piece in pieces:
                         fh.write(memoryview(piece))
             for tmp, path in done:
                 os.replace(tmp, path)
@@ -415,7 +426,7 @@ def read_dot(path: str | os.PathLike) -> nx.DiGraph:
     INITIAL/TERMINAL), ``shape``; edge attrs ``count`` and ``probability`` (NaN/-1 when
     the file has no such label).  :class:`InputError` on a line it does not understand."""
     path = Path(path)
-    g = nx.DiGraph(engine="synoptic")
+    g: nx.DiGraph = nx.DiGraph(engine="synoptic")
     lines = _read_text(path).splitlines()
     if not lines or not lines[0].startswith("digraph"):
         raise InputError(path, 1, "not a Synoptic dot file (no 'digraph' header)")

@@ -121,7 +121,8 @@ def java_key(text: str) -> bytes:
 def sort_invariants(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows sorted by their Synoptic text in Java string order."""
     text = invariant_text(frame)
-    order = sorted(range(len(frame)), key=lambda i: java_key(text.iat[i]))
+    texts: list[str] = text.tolist()
+    order = sorted(range(len(frame)), key=lambda i: java_key(texts[i]))
     return frame.iloc[order].reset_index(drop=True)
 
 

@@ -53,7 +53,7 @@ def ktails(log: EventLog, k: int) -> PartitionModel:
     if k < 0:
         raise ValueError(f"k must be >= 0, not {k}")
     futures = k_futures(log, k)
-    keys = pd.MultiIndex.from_arrays(futures.T) if futures.shape[1] > 1 else futures[:, 0]
+    keys = pd.MultiIndex.from_arrays(list(futures.T)) if futures.shape[1] > 1 else futures[:, 0]
     part, uniques = pd.factorize(keys, sort=False)
     node_type = np.empty(len(uniques), dtype=np.int64)
     node_type[part] = log.codes

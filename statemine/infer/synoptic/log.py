@@ -6,14 +6,22 @@ least one event; ``types[c]`` is the name of code ``c`` (codes in order of first
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
 from ...traces import TraceSet
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ...parse.regex import RegexEvents
 
 #: Names of the synthetic start and end events (never codes of real events).
 INITIAL = "INITIAL"
@@ -32,7 +40,7 @@ class EventLog:
     starts: np.ndarray
     times: np.ndarray
     lines: np.ndarray
-    time_text: object = field(repr=False)
+    time_text: pa.LargeStringArray = field(repr=False)
     trace_ids: list[str] = field(default_factory=list)
 
     @property
@@ -75,7 +83,7 @@ class EventLog:
         )
 
     @classmethod
-    def from_regex_events(cls, ev) -> EventLog:
+    def from_regex_events(cls, ev: RegexEvents | SimpleNamespace) -> EventLog:
         """The sorted arrays of :func:`statemine.parse.regex.read_regex_arrays` (already
         coded: trace ids 0..T-1 in order, type codes in order of first appearance) as a
         log: the same as ``from_traceset(ev.to_traceset())``, without pandas frames."""
@@ -102,6 +110,7 @@ class EventLog:
         ev = ts.events
         if ev.empty:
             raise InputError(None, None, "no events to infer a model from")
+        rank: np.ndarray
         if "synoptic_trace" in ev.columns:
             key = ev["synoptic_trace"].to_numpy(dtype=np.int64)
             order_ids = np.unique(key)
@@ -121,6 +130,7 @@ class EventLog:
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         times = ev["time"].to_numpy(dtype=np.float64)[order]
         lines = ev["line"].to_numpy(dtype=np.int64)[order]
+        text: np.ndarray | list[str]
         if "synoptic_time" in ev.columns:
             text = ev["synoptic_time"].astype(str).to_numpy(dtype=object)[order]
         else:
@@ -146,7 +156,7 @@ def _text_array(texts):
     return pa.array(texts, pa.large_string())
 
 
-def _refuse_synthetic(uniques, codes: np.ndarray, lines: np.ndarray) -> None:
+def _refuse_synthetic(uniques: Iterable[str], codes: np.ndarray, lines: np.ndarray) -> None:
     """InputError if an event type (``uniques[codes[i]]`` for event i) is named like a
     synthetic node (INITIAL/TERMINAL)."""
     for name in (INITIAL, TERMINAL):

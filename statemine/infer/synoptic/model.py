@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -159,7 +160,7 @@ class PartitionModel:
         order = self.dot_order()
         labels = self.labels()
         sizes = self.node_sizes()
-        g = nx.DiGraph(engine="synoptic")
+        g: nx.DiGraph = nx.DiGraph(engine="synoptic")
         for k, n in enumerate(order):
             g.add_node(
                 int(k),
@@ -167,6 +168,7 @@ class PartitionModel:
                 size=int(sizes[n]),
                 state=None if n in (INIT_NODE, TERM_NODE) else labels[n],
             )
+        row: Any  # a frame row: pandas-stubs types every field as any scalar
         for row in self.edges().itertuples(index=False):
             g.add_edge(
                 int(row.src),

@@ -22,7 +22,9 @@ operations.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,7 +48,7 @@ def interrupted_by(log: EventLog) -> pd.DataFrame:
     ok = ~np.eye(n_types, dtype=bool)
     for k in range(log.n_traces):
         codes = log.codes[log.starts[k] : log.starts[k + 1]]
-        last_pos = {}
+        last_pos: dict[int, int] = {}
         for pos, a in enumerate(codes.tolist()):
             if a in last_pos:
                 twice[a] = True
@@ -118,6 +120,7 @@ def mine_constrained(
     code = {t: i for i, t in enumerate(log.types)}
     ab, aa = pair_bounds(log)
     rows = []
+    row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in untimed.itertuples(index=False):
         if row.kind == NFBY:
             rows.append((row.kind, row.first, row.second, int(row.support), "", ""))
@@ -135,11 +138,12 @@ def mine_constrained(
 def constrained_text(frame: pd.DataFrame) -> list[str]:
     """Perfume's text of each invariant: ``Binary inv:a AlwaysFollowedBy(t) b, Constraint:
     upperbound = 12`` or ``a NeverFollowedBy(t) b``."""
+    records: Iterable[Any] = frame.itertuples(index=False)  # fields typed as any scalar
     return [
         f"{r.first} {r.kind}(t) {r.second}"
         if not r.bound
         else f"Binary inv:{r.first} {r.kind}(t) {r.second}, Constraint: {r.bound} = {r.value}"
-        for r in frame.itertuples(index=False)
+        for r in records
     ]
 
 
@@ -154,8 +158,12 @@ def constrained_invariants_txt(frame: pd.DataFrame, support: bool = True) -> str
 def constrained_json(frame: pd.DataFrame) -> list[dict]:
     """The ``invariants`` entries of Perfume's ``model.json``."""
     out = []
+    r: Any  # a frame row: pandas-stubs types every field as any scalar
     for r in frame.itertuples(index=False):
-        entry = {"invariantType": JSON_KIND[r.kind], "predicates": [r.first, r.second]}
+        entry: dict[str, object] = {
+            "invariantType": JSON_KIND[r.kind],
+            "predicates": [r.first, r.second],
+        }
         if r.bound:
             entry["constraints"] = [f"{r.bound} = {r.value}"]
         out.append(entry)

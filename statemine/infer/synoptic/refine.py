@@ -22,6 +22,7 @@ import numpy as np
 
 from ...errors import StatemineError
 from .check import InvariantCodes, counterexample, violated
+from .log import EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 
@@ -137,7 +138,7 @@ def refine(
         steps += 1
 
 
-def history_bits(log, past_types: np.ndarray, future_types: np.ndarray) -> np.ndarray:
+def history_bits(log: EventLog, past_types: np.ndarray, future_types: np.ndarray) -> np.ndarray:
     """Per event, one bool column per type of ``past_types`` (does that type occur
     earlier in the event's trace?) then one per type of ``future_types`` (later?)."""
     n_types = len(log.types)

@@ -6,13 +6,21 @@ caller writes :attr:`ToolRun.files` atomically (all or none)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
 from .options import ParsedArgs
+
+if TYPE_CHECKING:
+    from ...parse.regex import RegexEvents
+    from .log import EventLog
+    from .model import PartitionModel
 
 
 @dataclass
@@ -26,7 +34,7 @@ class ToolRun:
     result: object = None
 
 
-def _check_order(log, keep_order: bool, where: str | None) -> None:
+def _check_order(log: EventLog, keep_order: bool, where: str | None) -> None:
     """``--keepOrder=true`` keeps file order; statemine's reader orders each trace by time,
     which is the same order unless a trace's times decrease in the file.  That case is
     refused (naming the line), not silently reordered."""
@@ -49,7 +57,7 @@ _DATETIME = re.compile(r"\(\?<DATETIME(=?)>")
 _TYPE = re.compile(r"\(\?<TYPE(=?)>|\\k<TYPE>")
 
 
-def read_log(a: ParsedArgs):
+def read_log(a: ParsedArgs) -> EventLog:
     """The coded event log of the run's log files under its -r/-s/-m/-i options
     (``DATETIME`` groups read with ``--dateFormat``, see :func:`_read_datetime`)."""
     from ...parse.regex import read_regex_arrays
@@ -60,11 +68,12 @@ def read_log(a: ParsedArgs):
     regexes = a["regExps"] or None
     mapping = a["partitionRegExp"] if "partitionRegExp" in a.given else None
 
-    def read(rx):
+    def read(rx: list[str] | None) -> RegexEvents:
         return read_regex_arrays(
             list(a.logs), rx, a["separatorRegExp"], mapping, a["ignoreNonMatchingLines"]
         )
 
+    ev: RegexEvents | SimpleNamespace
     if regexes and any(_DATETIME.search(r) for r in regexes):
         ev = _read_datetime(read, regexes, a["dateFormat"], a["ignoreNonMatchingLines"])
     else:
@@ -74,7 +83,9 @@ def read_log(a: ParsedArgs):
     return log
 
 
-def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
+def _read_datetime(
+    read: Callable[[list[str]], RegexEvents], regexes: list[str], date_format: str, ignore: bool
+) -> SimpleNamespace:
     """Events of regexes with ``DATETIME`` groups, their times parsed with the Java
     ``date_format`` (:mod:`.javadate`, milliseconds since the epoch).  The regex reader has
     no date times, so the logs are read twice with the groups renamed: once with the
@@ -83,8 +94,6 @@ def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
     then ordered by date within each trace (ties keep line order).  A date that does not
     parse is an error naming its file and line (skipped with ``-i``, as Synoptic does for
     bad times)."""
-    from types import SimpleNamespace
-
     from .javadate import compile_date_format
 
     try:
@@ -132,7 +141,7 @@ def _read_datetime(read, regexes: list[str], date_format: str, ignore: bool):
     )
 
 
-def mined_invariants(a: ParsedArgs, log) -> pd.DataFrame:
+def mined_invariants(a: ParsedArgs, log: EventLog) -> pd.DataFrame:
     """Mined invariants after the run's filters (support threshold, NFby, type set)."""
     from .invariants import filter_invariants, mine
 
@@ -141,7 +150,7 @@ def mined_invariants(a: ParsedArgs, log) -> pd.DataFrame:
     )
 
 
-def model_files(a: ParsedArgs, model, invariants: pd.DataFrame | None) -> dict:
+def model_files(a: ParsedArgs, model: PartitionModel, invariants: pd.DataFrame | None) -> dict:
     """Suffix -> text of the model files the options ask for."""
     from .formats import json_pieces, to_dot, to_gml, to_lts
 
@@ -246,7 +255,7 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     return out
 
 
-def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
+def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
     """Perfume's mining (:mod:`.perfume`); its time-constrained refinement is not
     implemented, so only ``--onlyMineInvariants=true`` runs (anything else is refused)."""
     from ...errors import UsageError
@@ -279,7 +288,9 @@ def _run_perfume(a: ParsedArgs, log, out: ToolRun) -> ToolRun:
     return out
 
 
-def _extra_checks(model, log, invariants: pd.DataFrame | None, out: ToolRun) -> None:
+def _extra_checks(
+    model: PartitionModel, log: EventLog, invariants: pd.DataFrame | None, out: ToolRun
+) -> None:
     """``--performExtraChecks``: the model must accept every trace and satisfy every
     invariant (none for k-tails); InputError if it does not."""
     from .check import check_model
@@ -320,5 +331,5 @@ _JAR_OWN = {
 }
 
 
-def _java(value) -> str:
+def _java(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)

@@ -52,11 +52,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...fileio import write_json
 from ..path import PathModel
 from ..variability import CpuTime, ReadRate
+
+if TYPE_CHECKING:
+    from aioquic.quic.configuration import QuicConfiguration
 
 #: How often the mobile application's read rate is redrawn unless the config says, s.
 DEFAULT_READ_INTERVAL_S = 0.1
@@ -239,7 +242,19 @@ class AppReader:
 
 
 # -- the transfer ------------------------------------------------------------------------------
-def _configurations(config: dict):
+@dataclass
+class _Received:
+    """The client's progress: ``bytes`` delivered by its transport, responses ``done``,
+    ``last``: when the transport had every byte (seconds, None before), ``plt``: when the
+    application had consumed them (seconds)."""
+
+    bytes: int = 0
+    done: int = 0
+    last: float | None = None
+    plt: float = 0.0
+
+
+def _configurations(config: dict) -> tuple[QuicConfiguration, QuicConfiguration]:
     from aioquic.quic.configuration import QuicConfiguration
 
     client = QuicConfiguration(is_client=True, alpn_protocols=[ALPN])
@@ -280,7 +295,7 @@ def _count_losses(conn: Any, counter: list[int]) -> None:
     ``_on_packets_lost``, present in every supported aioquic; a no-op if absent)."""
     rec = getattr(conn, "_loss", None)
     orig = getattr(rec, "_on_packets_lost", None)
-    if orig is None:
+    if rec is None or orig is None:
         return
 
     def counting(*args, **kwargs):
@@ -308,7 +323,7 @@ def simulate(config: dict) -> dict:
     count = int(config["objects"]["count"])
     size = int(config["objects"]["size_bytes"])
     total = count * size
-    received = {"bytes": 0, "done": 0, "last": None, "plt": 0.0}
+    received = _Received()
     server_losses = [0]
     requests: dict[int, bytearray] = {}
 
@@ -353,13 +368,13 @@ def simulate(config: dict) -> dict:
             if isinstance(ev, events.StreamDataReceived):
                 delivered += len(ev.data)
                 if ev.end_stream:
-                    received["done"] += 1
-            elif isinstance(ev, events.ConnectionTerminated) and received["done"] < count:
+                    received.done += 1
+            elif isinstance(ev, events.ConnectionTerminated) and received.done < count:
                 raise RuntimeError(f"connection closed early: {ev.reason_phrase or ev.error_code}")
-        received["bytes"] += delivered
-        received["plt"] = app.deliver(loop.now, delivered)
-        if received["done"] == count and received["last"] is None:
-            received["last"] = loop.now
+        received.bytes += delivered
+        received.plt = app.deliver(loop.now, delivered)
+        if received.done == count and received.last is None:
+            received.last = loop.now
             client.conn.close(error_code=0, reason_phrase="done")
         client.flush()
 
@@ -397,18 +412,18 @@ def simulate(config: dict) -> dict:
 
     limit = float(config["time_limit_s"])
     try:
-        loop.run(until=lambda: received["last"] is not None, limit_s=limit)
+        loop.run(until=lambda: received.last is not None, limit_s=limit)
     except VirtualTimeLimit as exc:  # a failed run, with what it had done by then
-        return {"ok": False, "error": str(exc), "bytes": received["bytes"], **counters()}
-    if received["last"] is None:
+        return {"ok": False, "error": str(exc), "bytes": received.bytes, **counters()}
+    if received.last is None:
         raise RuntimeError("the transfer stalled: no event left before the last byte arrived")
     # let both ends exchange CONNECTION_CLOSE and drain (so the patch can log Close)
-    grace_end = min(limit, received["last"] + CLOSE_GRACE_S)
+    grace_end = min(limit, received.last + CLOSE_GRACE_S)
     loop.run(until=lambda: False, limit_s=grace_end, strict=False)
 
-    plt = max(received["last"], received["plt"])
-    if received["bytes"] != total:
-        raise RuntimeError(f"received {received['bytes']} bytes, expected {total}")
+    plt = max(received.last, received.plt)
+    if received.bytes != total:
+        raise RuntimeError(f"received {received.bytes} bytes, expected {total}")
     return {
         "ok": True,
         "error": None,
@@ -423,7 +438,7 @@ def simulate(config: dict) -> dict:
 def _seed_urandom(seed: int) -> None:
     """Make ``os.urandom`` (aioquic's source of CIDs, TLS randoms, tokens) deterministic."""
     rng = random.Random(f"aioquic-urandom/{seed}")
-    os.urandom = lambda n: rng.randbytes(n)  # type: ignore[assignment]
+    os.urandom = lambda n: rng.randbytes(n)
 
 
 def _log_handler(path: str) -> logging.Handler:

@@ -178,8 +178,8 @@ def prepare_module(version: str, src: Path, dest: Path, env: dict[str, str]) -> 
         if f.parent == HARNESS_DIR and f.name not in unused:
             shutil.copy2(f, dest / f.name)
     (dest / "testdata").mkdir()
-    for f in ("cert.pem", "key.pem", VECTORS):
-        shutil.copy2(CERT_DIR / f, dest / "testdata" / f)
+    for name in ("cert.pem", "key.pem", VECTORS):
+        shutil.copy2(CERT_DIR / name, dest / "testdata" / name)
     _go(["mod", "edit", f"-replace=github.com/quic-go/quic-go={src}"], dest, env)
     _go(["mod", "tidy"], dest, env)
     return ["-tags", tag] if tag else []
