@@ -46,8 +46,8 @@ QLOG_NAMES = {
     "bbr_probe_bw_refill": "BBRProbeBWRefill",
     "bbr_probe_rtt": "BBRProbeRTT",
 }
-#: How far a qlog event time (milliseconds, rounded) may be from the same moment's t=.
-QLOG_TIME_TOL = 5e-4
+#: How far a qlog event time (ms, written a few microseconds off) may be from the same t=.
+QLOG_TIME_TOL = 2e-5
 #: States the patch logs that quiche's qlog has no name for.
 NOT_IN_QLOG = {"Init", "ProbeTimeout", "ApplicationLimited"}
 _STATE_LITERAL = re.compile(r'"((?:BBR)?[A-Z][A-Za-z]+)"')
@@ -398,7 +398,7 @@ def test_reno_cubic_lines_parse_and_agree_with_qlog(version, cc, smoke_binaries,
     names = st["state"].to_numpy()
     ends = np.append(starts[1:], np.inf)
     rec = [(a, b) for a, b, n in zip(starts, ends, names) if n == "Recovery"]
-    # (qlog rounds its times, in ms, to about 0.1 ms)
+    # (qlog writes its times, in ms, a few microseconds off)
     for t, s in q:
         if s == "Recovery":
             assert any(a - QLOG_TIME_TOL <= t <= b + QLOG_TIME_TOL for a, b in rec), t
@@ -420,7 +420,9 @@ def test_bbr_modes_in_order_and_agree_with_qlog(version, smoke_binaries, tmp_pat
     bw = float(re.search(r"bw_bps=(\d+)", fields)[1])
     # the bottleneck is 10 Mbit/s: the estimate is of that order
     assert 2e6 < bw < 2e7, fields
-    assert re.search(r"min_rtt=0\.04\d+", fields) and "pacing_gain=" in fields
+    # no RTT is below the path's 40 ms of propagation delay
+    min_rtt = float(re.search(r"min_rtt=([\d.]+)", fields)[1])
+    assert 0.040 <= min_rtt < 1.0 and "pacing_gain=" in fields
     check_cwnd_agrees_with_qlog(server, qpath)
     if version in QLOG_HAS_STATES:
         assert seq == collapse([s for _, s in qlog_states(qpath)])
@@ -510,3 +512,18 @@ def test_build_times_are_recorded(smoke_binaries, record_property):
         smoke(smoke_binaries, version)
         record_property(f"quiche_{version}_build_s", round(smoke_binaries[version][1], 1))
         assert smoke_binaries[version][0].is_file()
+
+
+def test_forget_other_tree_only_when_the_tree_changes(tmp_path):
+    """quiche's outputs have no hash in their names: a build from another tree must
+    drop quiche's fingerprints (so cargo recompiles it), a build from the same tree not."""
+    fp = tmp_path / "release" / ".fingerprint"
+    for name in ("quiche-1", "quiche-2", "boring-sys-3"):
+        (fp / name).mkdir(parents=True)
+    cargo.forget_other_tree(tmp_path, "quiche", Path("/a"))
+    assert sorted(p.name for p in fp.iterdir()) == ["boring-sys-3"]
+    (fp / "quiche-4").mkdir()
+    cargo.forget_other_tree(tmp_path, "quiche", Path("/a"))
+    assert (fp / "quiche-4").is_dir()
+    cargo.forget_other_tree(tmp_path, "quiche", Path("/b"))
+    assert sorted(p.name for p in fp.iterdir()) == ["boring-sys-3"]

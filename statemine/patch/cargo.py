@@ -195,6 +195,26 @@ def _manifest_for(program: Path, src: Path) -> str:
     return text.replace(f'"{SRC_PLACEHOLDER}"', f'"{src}"')
 
 
+def forget_other_tree(target: Path, crate: str, src: Path) -> None:
+    """Make cargo compile ``crate`` again when the last build in ``target`` compiled it
+    from another tree than ``src`` (call under the build lock).
+
+    quiche's crate types include ``staticlib`` and ``cdylib``, so cargo names its outputs
+    without a hash (``release/deps/libquiche.rlib``): every patched tree of every version
+    writes the same file while each tree's fingerprint stays "fresh", and a program built
+    against a tree compiled before, but not last, would link another tree's code. Deleting
+    the crate's fingerprints makes cargo rebuild it (about a minute; its dependencies,
+    BoringSSL among them, are kept). ``target/.statemine-last-<crate>`` names the tree
+    compiled last.
+    """
+    marker = target / f".statemine-last-{crate}"
+    last = marker.read_text(encoding="utf-8") if marker.is_file() else ""
+    if last != str(src):
+        for fp in (target / "release" / ".fingerprint").glob(f"{crate}-*"):
+            shutil.rmtree(fp, ignore_errors=True)
+        marker.write_text(str(src), encoding="utf-8")
+
+
 def build(
     impl: str,
     version: str,
@@ -236,6 +256,7 @@ def build(
         # program must not replace target/release/<binary> before it is copied out
         with open(target.parent / "build.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            forget_other_tree(target, impl, src.resolve())
             _run(cmd, work, env=env, what=f"cargo build of {binary} against {impl} {version}")
             shutil.copy2(target / "release" / binary, work / binary)
         os.replace(work / binary, out)

@@ -4,7 +4,7 @@ fuzz, each inside the function its context names) or nothing changed.
 A hunk may move (the nearest place where its lines match, at most ``max_offset`` lines
 from where the hunks before it put it) and ignore up to ``fuzz`` context lines at each
 end, but it must land in the same function as in the version the patch was made for
-(Python ``def``, Go ``func``; :mod:`statemine.patch.functions`): the function enclosing
+(Python ``def``, Go ``func``, Rust ``fn``; :mod:`statemine.patch.functions`): the function enclosing
 its context in that version's pristine source (``old_root``), else the one its own
 lines or its ``@@`` section text name. When every hunk fits, the files are written
 atomically and recorded in ``.statemine-patch.json`` (``statemine patch revert

@@ -27,6 +27,14 @@ SMOKE_PROGRAM = Path(__file__).resolve().parents[2] / "tests" / "data" / "quiche
 #: (``CongestionControlAlgorithm::from_str`` in src/recovery/mod.rs or
 #: src/recovery/congestion/mod.rs), and which controller each selects.
 CONTROLLERS: dict[str, dict[str, str]] = {
+    "0.22.0": {"reno": "reno", "cubic": "cubic", "bbr": "bbr", "bbr2": "bbr2-native"},
+    "0.25.0": {
+        "reno": "reno",
+        "cubic": "cubic",
+        "bbr": "bbr2-gcongestion",
+        "bbr2": "bbr2-gcongestion",
+        "bbr2_gcongestion": "bbr2-gcongestion",
+    },
     "0.30.0": {
         "reno": "reno",
         "cubic": "cubic",
