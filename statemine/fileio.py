@@ -146,10 +146,15 @@ def write_json(path: str | os.PathLike, obj: Any, *, sort_keys: bool = False) ->
 
 
 def write_set(
-    out_dir: str | os.PathLike, files: Mapping[str, bytes | str], *, owned: Iterable[str] = ()
+    out_dir: str | os.PathLike,
+    files: Mapping[str, bytes | str | Path],
+    *,
+    owned: Iterable[str] = (),
 ) -> Path:
     """Make ``out_dir`` hold exactly ``files`` (name -> content, str as UTF-8), swapped
-    in as one step; returns the folder.
+    in as one step; returns the folder. A :class:`~pathlib.Path` content is a file on the
+    same file system (e.g. staged beside ``out_dir`` as ``.NAME.tmp-PID-XXXXXXXX``, which
+    a later :func:`write_set` sweeps away if its process died) moved in instead of copied.
 
     ``owned``: names this command writes (besides ``files``' own): an existing
     ``out_dir`` may hold only those, since the whole folder is replaced; anything else
@@ -172,7 +177,10 @@ def write_set(
             raise os_error(out, exc) from None
         try:
             for name, data in files.items():
-                _write_new(tmp / name, data.encode("utf-8") if isinstance(data, str) else data)
+                if isinstance(data, Path):
+                    os.rename(data, tmp / name)
+                else:
+                    _write_new(tmp / name, data.encode("utf-8") if isinstance(data, str) else data)
             _fsync_dir(tmp)
             with _signals_deferred():
                 _swap_in(tmp, out, allowed)
@@ -183,6 +191,14 @@ def write_set(
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return out
+
+
+def staging_file(out_dir: str | os.PathLike) -> Path:
+    """A new name beside ``out_dir`` for a file to hand to :func:`write_set` as a Path
+    (``.NAME.tmp-PID-XXXXXXXX``: swept by a later :func:`write_set` of ``out_dir`` once this
+    process is gone). The caller creates it and removes it if it is never handed over."""
+    out = Path(out_dir)
+    return out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def check_out_dir(out_dir: str | os.PathLike, owned: Iterable[str]) -> Path:

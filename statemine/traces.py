@@ -287,7 +287,12 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
     import pyarrow.parquet as pq
 
     path = Path(path)
-    table = pa.Table.from_pandas(ts.events, preserve_index=False)
+    events = ts.events
+    if ts.metrics is not None:  # one schema for both kinds of rows: categories as plain text
+        events = events.astype(
+            {c: str for c in events.columns if isinstance(events[c].dtype, pd.CategoricalDtype)}
+        )
+    table = pa.Table.from_pandas(events, preserve_index=False)
     extra = {
         "format_version": _FORMAT_VERSION,
         "traces": json.loads(ts.traces.to_json(orient="split", index=False)),

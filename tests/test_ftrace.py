@@ -145,6 +145,18 @@ def test_options_repeats_receivers_mss(tmp_path):
         read_ftrace(p, mss=0)
 
 
+def test_save_and_load_keep_traces_and_metrics(tmp_path):
+    ts = read_ftrace(write(tmp_path, sample()), mss=1000)
+    back = statemine.load(statemine.save(ts, tmp_path / "t.parquet"))
+    assert (
+        back.events[["time", "state", "line"]]
+        .astype(str)
+        .equals(ts.events[["time", "state", "line"]].astype(str))
+    )
+    assert back.metrics["cwnd"].tolist() == [10000, 8000, 1000]
+    assert back.traces["conn"].tolist() == ts.traces["conn"].tolist()
+
+
 def test_repeats_continue_the_visit_in_statistics(tmp_path):
     """Time shares with repeats dropped equal those with repeats kept (the analysis folds
     them), and the transition table only has real changes by default."""
@@ -298,8 +310,11 @@ def test_recorded_files_against_an_independent_reading(path):
 
 
 def test_recorded_files_show_the_congestion_states():
-    """The recordings were made through a small tbf buffer: every one leaves Open."""
+    """The recordings went through small buffers: every one has Recovery; the one with a
+    3000-byte buffer also an RTO (Loss)."""
+    assert len(RECORDED) >= 6
     for path in RECORDED:
         ev = read(path).events
         assert {"Open", "Recovery"} <= set(ev["state"]), path.name
+        assert ("Loss" in set(ev["state"])) == ("loss" in path.name), path.name
         assert np.all(np.diff(ev["time"].to_numpy()) >= 0)

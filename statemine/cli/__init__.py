@@ -65,4 +65,5 @@ from . import (  # noqa: E402
     lab,  # noqa: F401
     patch,  # noqa: F401
     synoptic,  # noqa: F401
+    tcp,  # noqa: F401
 )

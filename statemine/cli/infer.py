@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from ..commands import PRINTED_STATES, ReadOptions, infer_to_dir, read_inputs, reader_warnings
+from ..commands import (
+    PRINTED_STATES,
+    InferOutput,
+    ReadOptions,
+    infer_to_dir,
+    read_inputs,
+    reader_warnings,
+)
 from ..errors import UsageError
 from . import main
 from .console import make_console
@@ -253,8 +260,14 @@ def infer(
         title=title,
     )
     print_warnings(out.warnings)
+    print_model(out, out_dir)
+
+
+def print_model(out: InferOutput, out_dir: Path | None) -> None:
+    """Print what :func:`~statemine.commands.infer_to_dir` computed: the states table on
+    stdout, notes and the files written on stderr."""
     shown = {c: v[:PRINTED_STATES] for c, v in out.states.items()}
-    _print_states(shown, out.n_traces, out.n_events, confidence)
+    _print_states(shown, out.n_traces, out.n_events, out.confidence)
     for note in out.notes:
         click.echo(f"statemine: note: {note}", err=True)
     if out.written:

@@ -1,0 +1,323 @@
+"""``statemine tcp record`` and ``statemine tcp cleanup`` on real recordings made here.
+
+Each recording: namespaces ``sm-<pid>-t<n>a`` (sender), ``...r`` (router), ``...b``
+(receiver) joined by two veth pairs (10.203.<n>.0/30 and .4/30; no route to anything else,
+so traffic stays between them), a tbf qdisc with a small buffer on the router towards the
+receiver (real losses, so Recovery appears), a bulk transfer with Python sockets under
+reno, cubic or bbr. The parsed traces are checked
+against an independent reading of the raw trace (tests/tcp_reference.py) and against the
+transfer itself; real time is not deterministic, so the checks are ranges and invariants.
+Then: signals (SIGTERM, SIGINT) leave nothing configured and write nothing; after SIGKILL
+``statemine tcp cleanup`` removes the leftovers. Skipped with the reason where the machine
+lacks root, ``ip``/``tc``, tracefs or the tracepoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tcp_reference import read_reference, shares
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(REPO))
+_NET = itertools.count(1)
+
+SERVER = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    n += len(b)
+print(n, flush=True)
+"""
+# Sends N bytes under congestion control CC, then waits until all are acknowledged
+# (SIOCOUTQ == 0) before closing: tcp_probe stops once a socket leaves ESTABLISHED.
+CLIENT = r"""
+import fcntl, socket, struct, sys, time
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[3].encode())
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.sendall(b"x" * int(sys.argv[4]))
+while struct.unpack("i", fcntl.ioctl(s.fileno(), 0x5411, b"\0" * 4))[0]:
+    time.sleep(0.005)
+s.close()
+"""
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, tracefs)"
+    for tool in ("ip", "tc", "mount"):
+        if shutil.which(tool) is None:
+            return f"no {tool} command"
+    try:
+        from statemine.tcp.tracing import Instance, TracingError
+
+        with Instance(ports=[1]):
+            pass
+    except TracingError as exc:
+        return f"no kernel tracing here: {exc}"
+    probe = subprocess.run(["ip", "netns", "add", f"sm-{os.getpid()}-probe"], capture_output=True)
+    if probe.returncode != 0:
+        return f"cannot create network namespaces: {probe.stderr.decode().strip()}"
+    subprocess.run(["ip", "netns", "del", f"sm-{os.getpid()}-probe"], capture_output=True)
+    return None
+
+
+SKIP = _skip_reason()
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+
+
+def _available_ccs() -> set[str]:
+    try:
+        return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    except OSError:
+        return set()
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def veth_path(limit: str = "30kb"):
+    """Sender and receiver namespaces joined through a router namespace by two veth pairs;
+    on the router's side towards the receiver a tbf of 20 Mbit/s with a ``limit`` buffer,
+    so drops happen away from the sender (real losses, not local congestion). Yields
+    (sender ns, receiver ns, receiver addr); all removed on exit."""
+    n = next(_NET)
+    a, r, b = (f"sm-{os.getpid()}-t{n}{x}" for x in "arb")
+    net = f"10.203.{n}"
+    try:
+        for ns in (a, r, b):
+            ip("netns", "add", ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+        ip("link", "add", f"{a}v", "netns", a, "type", "veth", "peer", "name", f"{r}a", "netns", r)
+        ip("link", "add", f"{r}b", "netns", r, "type", "veth", "peer", "name", f"{b}v", "netns", b)
+        for ns, dev, addr in (
+            (a, f"{a}v", f"{net}.1/30"),
+            (r, f"{r}a", f"{net}.2/30"),
+            (r, f"{r}b", f"{net}.5/30"),
+            (b, f"{b}v", f"{net}.6/30"),
+        ):
+            ip("-n", ns, "addr", "add", addr, "dev", dev)
+            ip("-n", ns, "link", "set", dev, "up")
+        ip("-n", a, "route", "add", f"{net}.4/30", "via", f"{net}.2")
+        ip("-n", b, "route", "add", f"{net}.0/30", "via", f"{net}.5")
+        for cmd in (
+            ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
+            ["tc", "qdisc", "add", "dev", f"{r}b", "root", "tbf", "rate", "20mbit",
+             "burst", "16kb", "limit", limit],
+        ):  # fmt: skip
+            subprocess.run(["ip", "netns", "exec", r, *cmd], check=True, capture_output=True)
+        yield a, b, f"{net}.6"
+    finally:
+        for ns in (a, r, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def record_transfer(
+    out: Path, cc: str, nbytes: int, port: int = 5301, limit: str = "30kb"
+) -> tuple[int, dict]:
+    """Record one bulk transfer with ``statemine tcp record`` through a tbf buffer of
+    ``limit``; (bytes received, record.json)."""
+    with veth_path(limit) as (a, b, addr_b):
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", b, sys.executable, "-c", SERVER, addr_b, str(port)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+            client = ["ip", "netns", "exec", a, sys.executable, "-c", CLIENT, addr_b, str(port)]
+            done = subprocess.run(
+                [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out),
+                 "--port", str(port), "--", *client, cc, str(nbytes)],
+                env=ENV,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            received = int(server.stdout.readline())
+        finally:
+            server.kill()
+            server.wait()
+    return received, json.loads((out / "record.json").read_text())
+
+
+def _instances_of(pid: int) -> list[Path]:
+    from statemine.tcp.tracing import tracefs_mounts
+
+    return [
+        m / "instances" / f"statemine-{pid}"
+        for m in tracefs_mounts()
+        if (m / "instances" / f"statemine-{pid}").exists()
+    ]
+
+
+def _mounts_of(pid: int) -> list[Path]:
+    from statemine.tcp.tracing import tracefs_mounts
+
+    return [m for m in tracefs_mounts() if m.name.startswith(f"statemine-tracefs-{pid}-")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cc", ["reno", "cubic", "bbr"])
+def test_record_a_bulk_transfer(tmp_path, cc):
+    if cc not in _available_ccs():
+        pytest.skip(f"congestion control {cc} not available in this kernel")
+    from statemine.parse.ftrace import STATES
+    from statemine.traces import load
+
+    nbytes = 4 << 20
+    out = tmp_path / "rec"
+    received, info = record_transfer(out, cc, nbytes)
+    assert received == nbytes
+    assert sorted(os.listdir(out)) == ["model", "record.json", "trace.txt", "traces.parquet"]
+    assert info["exit_status"] == 0 and info["traces"] == 1 and info["warnings"] == []
+    assert info["lost_events"] == {
+        "overwritten": 0, "lost": 0, "drop_reports_without_count": 0, "wrapped_cpus": []
+    }  # fmt: skip
+    assert all(c["overrun"] == 0 and c["dropped events"] == 0 for c in info["ring_buffer"].values())
+    ts = load(out / "traces.parquet")
+    (tr,) = ts.traces.to_dict("records")
+    assert tr["saddr"].startswith("10.203.") and tr["dport"] == 5301 and tr["role"] == "sender"
+    # acknowledged bytes: all but what the first probed ACK already covered
+    assert 0.95 * nbytes <= tr["bytes_acked"] <= nbytes + 1
+    states = set(ts.events["state"])
+    assert states <= set(STATES) and "Recovery" in states, states
+    # the trace lies within the recording, which the transfer at <= 20 Mbit/s fills
+    span = tr["end"] - ts.events["time"].min()
+    assert nbytes * 8 / 20e6 * 0.9 <= span <= info["duration_s"]
+    # the states table written by the infer writer against an independent reading
+    ref = read_reference(out / "trace.txt")
+    with open(out / "model" / "states.csv", newline="") as fh:
+        got = {row["state"]: float(row["time_fraction"]) for row in csv.DictReader(fh)}
+    assert got == pytest.approx(shares(ref), abs=1e-9)
+    assert 0 < got["Recovery"] < 1
+    m = ts.metrics
+    key = tr["conn"]
+    assert m["cwnd_segments"].tolist() == ref[key]["cwnd"]
+    assert (m["srtt"] > 0).all() and (m["srtt"] < 1.0).all()  # seconds
+    assert (m["inflight"] >= 0).all() and m["inflight"].max() < 4 << 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_leaves_nothing_behind(tmp_path, sig):
+    pidfile = tmp_path / "child.pid"
+    out = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out), "--",
+         "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _instances_of(proc.pid), "no tracing instance while recording"
+    child = int(pidfile.read_text())
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, stderr
+    assert "Traceback" not in stderr
+    assert not _instances_of(proc.pid) and not _mounts_of(proc.pid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["child.pid"]
+
+
+@pytest.mark.slow
+def test_cleanup_after_sigkill(tmp_path):
+    out = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out), "--duration", "60"],
+        env=ENV,
+    )
+    deadline = time.monotonic() + 60
+    while not _instances_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _instances_of(proc.pid)
+    proc.kill()
+    proc.wait()
+    assert _instances_of(proc.pid)  # what SIGKILL leaves
+    # a namespace and a device of a process that is gone, as a crashed lab run leaves them
+    dead = proc.pid
+    ip("netns", "add", f"sm-{dead}-x")
+    ip("link", "add", f"sm-{dead}-v0", "type", "veth", "peer", "name", f"sm-{dead}-v1")
+    live = f"sm-{os.getpid()}-keep"
+    ip("netns", "add", live)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "statemine", "tcp", "cleanup"],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert f"tracing instance statemine-{dead}" in done.stdout
+        assert f"network namespace sm-{dead}-x" in done.stdout
+        assert f"network device sm-{dead}-v0" in done.stdout
+        assert not _instances_of(dead) and not _mounts_of(dead)
+        from statemine.tcp.netns import links, namespaces
+
+        assert f"sm-{dead}-x" not in namespaces() and f"sm-{dead}-v0" not in links()
+        assert live in namespaces()  # a running process's namespace is left alone
+    finally:
+        subprocess.run(["ip", "netns", "del", live], capture_output=True)
+        subprocess.run(["ip", "netns", "del", f"sm-{dead}-x"], capture_output=True)
+        subprocess.run(["ip", "link", "del", f"sm-{dead}-v0"], capture_output=True)
+
+
+def test_record_refuses_bad_options(tmp_path):
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "statemine",
+                "tcp",
+                "record",
+                "--out",
+                str(tmp_path / "o"),
+                *args,
+            ],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    for args, message in (
+        ((), "give a command"),
+        (("--duration", "-1"), "--duration must be"),
+        (("--port", "70000", "--duration", "1"), "port 70000"),
+        (("--", "/no/such/program"), "cannot run"),
+    ):
+        done = run(*args)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert not (tmp_path / "o").exists()
