@@ -1,4 +1,4 @@
-"""Benchmark of statemine.diff (and the report) on generated trace sets.
+"""Benchmark of statemine.diff (statemine/compare.py, and the report) on generated trace sets.
 
 Usage: python benchmarks/bench_diff.py [--traces 200,2000,20000] [--permutations 9999] [--bootstrap 2000]
 
@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from statemine.diff import diff
+from statemine.compare import diff
 from statemine.render import dot_to
 from statemine.render_diff import diff_to_dot
 from statemine.traces import TraceSet

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from statemine.patch import PortFailed, apply, check, fetch, port, revert
-from statemine.patch.diff import read_patch
+from statemine.patch.unified_diff import read_patch
 
 
 def timed(label: str, fn):

@@ -1,7 +1,7 @@
 """statemine: infer congestion-control state machines from QUIC traces, and compare them.
 
-Data flows parse -> traces -> infer -> analyze/diff -> render; each step is a module
-(or package) of that name. The functions below mirror the ``statemine`` CLI:
+Data flows parse -> traces -> analyze (statistics) -> infer/compare -> render/report; each
+step is a module (or package) of that name. The functions below mirror the ``statemine`` CLI:
 
 >>> import statemine
 >>> ts = statemine.read("traces/")                       # doctest: +SKIP
@@ -38,8 +38,8 @@ _LAZY = {
     "visits": "analyze",
     "summarize_logs": "stream",
     "infer": "infer",
-    "DiffResult": "diff",
-    "diff": "diff",
+    "DiffResult": "compare",
+    "diff": "compare",
     "render": "render",
     "to_dot": "render",
     "ReadOptions": "commands",

@@ -28,7 +28,7 @@ from .errors import UsageError
 if TYPE_CHECKING:
     import numpy as np
 
-    from .diff import DiffResult
+    from .compare import DiffResult
     from .traces import TraceSet
 
 #: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
@@ -115,7 +115,7 @@ class InferOutput:
 
 @dataclass(frozen=True)
 class DiffOutput:
-    """What :func:`diff_to_dir` computed and wrote: the :class:`~statemine.diff.DiffResult`,
+    """What :func:`diff_to_dir` computed and wrote: the :class:`~statemine.compare.DiffResult`,
     the readers' warnings and the file names written."""
 
     result: DiffResult
@@ -437,7 +437,7 @@ def diff_to_dir(
     (:func:`statemine.diff` with the ``compare`` options) and write states_diff.csv,
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
     ``out_dir`` as one set. Side labels default to the inputs' file names."""
-    from .diff import diff
+    from .compare import diff
     from .escape import frame_csv
     from .fileio import check_out_dir, write_set
     from .render import dot_to

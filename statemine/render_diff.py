@@ -1,4 +1,4 @@
-"""The two-sided diagram of a :class:`~statemine.diff.DiffResult`: one state machine whose
+"""The two-sided diagram of a :class:`~statemine.compare.DiffResult`: one state machine whose
 nodes and edges carry both sides' Figure-13 numbers (time fraction in red under the state
 name, edge probability in black, each written ``A | B``), coloured and widened by change.
 
@@ -23,7 +23,7 @@ from .fileio import write_atomic
 from .render import dot_to, format_fraction, format_probability
 
 if TYPE_CHECKING:
-    from .diff import DiffResult
+    from .compare import DiffResult
 
 UP, DOWN, NEUTRAL = "#b2182b", "#2166ac", "gray55"
 UP_FILL, DOWN_FILL = "#fbe3de", "#dde9f5"
@@ -31,10 +31,10 @@ STYLE_OF_PRESENCE = {"both": "", "only_a": "dashed", "only_b": "dotted"}
 
 
 def diff_to_dot(result: DiffResult, *, title: str | None = None) -> str:
-    """DOT text of the two-sided diagram of ``result`` (a :class:`~statemine.diff.DiffResult`).
+    """DOT text of the two-sided diagram of ``result`` (a :class:`~statemine.compare.DiffResult`).
 
     >>> import numpy as np, pandas as pd
-    >>> from statemine.diff import diff
+    >>> from statemine.compare import diff
     >>> from statemine.traces import TraceSet
     >>> ev = lambda p, d: pd.DataFrame({"trace": [f"{p}{i}" for i in range(4) for _ in range(2)],
     ...     "time": [t for i in range(4) for t in (0.0, d + i)], "state": ["SlowStart", "Recovery"] * 4})

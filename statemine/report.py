@@ -28,7 +28,7 @@ from .traces import TraceSet
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .diff import DiffResult, TransitionTest
+    from .compare import DiffResult, TransitionTest
 
 _CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
@@ -78,7 +78,7 @@ def build_report(
 ) -> str:
     """The HTML text of the report on ``a`` (and its comparison with ``b`` when given).
 
-    The statistical options are those of :func:`statemine.diff.diff` (two sides) or
+    The statistical options are those of :func:`statemine.compare.diff` (two sides) or
     :func:`statemine.analyze.state_stats` (one side); ``outcomes`` adds the per-cell outcome
     comparison and heatmaps.
     """
@@ -97,7 +97,7 @@ def build_report(
         )
         parts.append(_timeline_section([(label_a, a)], end=end))
     else:
-        from .diff import diff
+        from .compare import diff
 
         result = diff(
             a,

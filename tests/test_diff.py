@@ -1,4 +1,4 @@
-"""statemine.diff: statistics checked against scipy and brute force, power and false positives."""
+"""statemine.compare (statemine.diff): statistics checked against scipy and brute force, power and false positives."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy import stats
 from test_diff_data import make_set, one_trace
 
 from statemine.analyze import state_stats, trace_state_times, visits
-from statemine.diff import (
+from statemine.compare import (
     STATE_COLUMNS,
     TRANSITION_COLUMNS,
     bootstrap_delta,

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from test_diff_data import make_set
 
 from statemine.cli import main
-from statemine.diff import STATE_COLUMNS, TRANSITION_COLUMNS, diff
+from statemine.compare import STATE_COLUMNS, TRANSITION_COLUMNS, diff
 from statemine.traces import TraceSet, save
 
 

@@ -15,7 +15,7 @@ from scipy import stats
 from test_diff_data import make_set
 
 from statemine.analyze import trace_state_times, visits
-from statemine.diff import (
+from statemine.compare import (
     IDENTICAL_TOL,
     bootstrap_delta,
     diff,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from statemine.diff import diff
+from statemine.compare import diff
 from statemine.lab.findings import select
 from statemine.timeline import plot_cwnd, state_spans
 from statemine.traces import load

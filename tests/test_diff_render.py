@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from test_diff_data import make_set, one_trace
 
-from statemine.diff import diff
+from statemine.compare import diff
 from statemine.render import format_fraction
 from statemine.render_diff import DOWN, NEUTRAL, UP, diff_to_dot, render_diff
 from statemine.traces import TraceSet

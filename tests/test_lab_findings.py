@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from statemine.cli import main
-from statemine.diff import diff
+from statemine.compare import diff
 from statemine.lab import findings
 from statemine.traces import TraceSet, load, save
 
@@ -325,7 +325,7 @@ def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(v
 
 def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
     """docs/findings.md: Holm once more over the claimed comparisons keeps every reproduced one below 0.01."""
-    from statemine.diff import holm
+    from statemine.compare import holm
 
     claims = verdicts[verdicts["direction"] != "either"]
     again = holm(claims["p_holm"].to_numpy())

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from statemine.errors import InputError, UsageError
 from statemine.patch import apply, check, list_patches, port, revert
 from statemine.patch.apply import RECORD, patch_lines, split_lines
-from statemine.patch.diff import parse_patch_text
 from statemine.patch.port import PortFailed, rejects_text
+from statemine.patch.unified_diff import parse_patch_text
 
 ORIG = {
     "pkg/a.py": "".join(f"line {i}\n" for i in range(1, 41)),

@@ -60,7 +60,7 @@ def main() -> None:
 # Each command module registers itself on ``main`` when imported; they import ``main``
 # from here, so this import must follow its definition.
 from . import (  # noqa: E402
-    diff,  # noqa: F401
+    compare,  # noqa: F401
     infer,  # noqa: F401
     lab,  # noqa: F401
     patch,  # noqa: F401

@@ -13,7 +13,7 @@ bound on the spurious losses (a drop of an ACK or of a client packet is counted 
 
 Whether a finding is reproduced is decided by statemine's own statistics
 (:func:`assess`): each :class:`Comparison` of two conditions goes through
-:func:`statemine.diff.diff` (permutation test over runs with Holm's correction over the
+:func:`statemine.compare.diff` (permutation test over runs with Holm's correction over the
 states, bootstrap interval of the difference), and counts as reproduced only when the
 Holm-adjusted p-value is below ``alpha`` (0.01, the paper's threshold), the difference
 has the paper's sign, and the diff raises no evidence flag (pseudo-replicates,
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .. import analyze, traces
-from ..diff import IDENTICAL_TOL, diff, trace_shares
+from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 
 
@@ -380,7 +380,7 @@ def assess(
     loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
 ) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
-    conditions' server traces with :func:`statemine.diff.diff` (``alpha`` is its Holm
+    conditions' server traces with :func:`statemine.compare.diff` (``alpha`` is its Holm
     family-wise level; the other options are its own).
 
     Columns (:data:`ASSESS_COLUMNS`): ``share_a``/``share_b`` pooled shares (0..1),

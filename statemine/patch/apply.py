@@ -1,7 +1,7 @@
 """Apply, check and revert an instrument patch on a source tree, atomically.
 
 The engine is pure Python (no GNU ``patch``): every path is validated first (see
-:mod:`statemine.patch.diff`; symlinks anywhere below DIR are refused), all hunks are
+:mod:`statemine.patch.unified_diff`; symlinks anywhere below DIR are refused), all hunks are
 applied in memory, and only when every hunk of every file applies are the files written
 (each to a temp file next to it, then ``os.replace``; a failure part way restores the
 files already replaced). ``apply``/``check``/``revert`` place every hunk exactly at its
@@ -32,8 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from .diff import FilePatch, Hunk, check_relpath, read_patch
 from .registry import patch_path, sha256_file
+from .unified_diff import FilePatch, Hunk, check_relpath, read_patch
 
 RECORD = ".statemine-patch.json"
 SOURCE_RECORD = ".statemine-source.json"

@@ -34,8 +34,8 @@ from pathlib import Path
 from ..errors import StatemineError, UsageError
 from .apply import SOURCE_RECORD, safe_target
 from .cargo import crate_archive, crate_record
-from .diff import check_relpath
 from .registry import Impl, cache_dir, checked_name, load_impl, sha256_file
+from .unified_diff import check_relpath
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:

@@ -36,9 +36,9 @@ from .apply import (
     source_root,
     split_lines,
 )
-from .diff import FilePatch, Hunk, read_patch
 from .functions import enclosing_function, language, section_function
 from .registry import patch_path, sha256_file
+from .unified_diff import FilePatch, Hunk, read_patch
 
 #: How far (lines) a hunk may move from where the hunks before it put it.
 MAX_OFFSET = 500

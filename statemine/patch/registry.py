@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from .diff import check_relpath, read_patch
+from .unified_diff import check_relpath, read_patch
 
 PATCH_FILE = "statemine.patch"
 _FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module", "crates-io": "crate"}

@@ -16,7 +16,7 @@ from .infer import _input_options, print_warnings, read_options
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
-    from ..diff import DiffResult
+    from ..compare import DiffResult
 
 _STAT_OPTIONS = [
     click.option(
