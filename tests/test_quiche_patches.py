@@ -408,13 +408,15 @@ def test_reno_cubic_lines_parse_and_agree_with_qlog(version, cc, smoke_binaries,
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_bbr_modes_in_order_and_agree_with_qlog(version, smoke_binaries, tmp_path):
-    """BBR2 on a 4 MB transfer: Startup, then Drain, then ProbeBW phases, with the BBR
+    """BBR2 on an 8 MB transfer: Startup, then Drain, then ProbeBW phases, with the BBR
     fields; the same sequence as quiche's qlog."""
-    log, qpath, _ = run_smoke(smoke(smoke_binaries, version), version, tmp_path, "bbr2", 4_000_000)
+    log, qpath, _ = run_smoke(smoke(smoke_binaries, version), version, tmp_path, "bbr2", 8_000_000)
     server, ev = server_events(log)
     check_sane(ev)
     seq = collapse([s for s in states(server) if s not in NOT_IN_QLOG])
     assert seq[:3] == ["BBRStartup", "BBRDrain", seq[2]] and seq[2].startswith("BBRProbeBW")
+    # 8 MB last more than one ProbeBW cycle: every phase appears
+    assert {"BBRProbeBWDown", "BBRProbeBWCruise", "BBRProbeBWRefill", "BBRProbeBWUp"} <= set(seq)
     st = server[server["kind"] == "state"]
     fields = st["fields"].iloc[-1]
     bw = float(re.search(r"bw_bps=(\d+)", fields)[1])
