@@ -11,7 +11,7 @@ from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
 from .console import make_console
-from .infer import _input_options, print_warnings, read_options
+from .infer import _input_options, print_warnings
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -99,16 +99,6 @@ _SELECT_OPTIONS = [
         "--select-b", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side B only."
     ),
 ]
-_READ_KEYS = (
-    "fmt",
-    "regexes",
-    "separator",
-    "mapping",
-    "ignore_nonmatching",
-    "names_file",
-    "implementation",
-    "derive_states",
-)
 
 
 def _select_options(func):
@@ -119,7 +109,7 @@ def _select_options(func):
 
 def _read_options(opts: dict) -> dict[str, Any]:
     """The reading options and both sides' selections of the CLI options."""
-    read = read_options(click.get_current_context(), **{k: opts[k] for k in _READ_KEYS})
+    read = opts["read"]
     both = opts["select_both"]
     return dict(read=read, select_a=both + opts["select_a"], select_b=both + opts["select_b"])
 

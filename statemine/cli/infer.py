@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,10 +73,31 @@ _INPUT_OPTIONS = [
 ]
 
 
+#: The parameter names of the input options (gathered into one ReadOptions).
+_READ_KEYS = (
+    "fmt",
+    "regexes",
+    "separator",
+    "mapping",
+    "ignore_nonmatching",
+    "names_file",
+    "implementation",
+    "derive_states",
+)
+
+
 def _input_options(func):
+    """Add the input options to a command; it receives them as one ``read`` argument
+    (a :class:`~statemine.commands.ReadOptions`)."""
+
+    @functools.wraps(func)
+    def gathered(*args, **kwargs):
+        values = {k: kwargs.pop(k) for k in _READ_KEYS}
+        return func(*args, read=read_options(click.get_current_context(), **values), **kwargs)
+
     for option in reversed(_INPUT_OPTIONS):
-        func = option(func)
-    return func
+        gathered = option(gathered)
+    return gathered
 
 
 _SELECT_OPTION = click.option(
@@ -194,14 +216,7 @@ def infer(
     ctx,
     logs,
     out_dir,
-    fmt,
-    regexes,
-    separator,
-    mapping,
-    ignore_nonmatching,
-    names_file,
-    implementation,
-    derive_states,
+    read,
     engine,
     prefix,
     seed,
@@ -238,17 +253,7 @@ def infer(
     out = infer_to_dir(
         logs,
         out_dir,
-        read=read_options(
-            ctx,
-            fmt=fmt,
-            regexes=regexes,
-            separator=separator,
-            mapping=mapping,
-            ignore_nonmatching=ignore_nonmatching,
-            names_file=names_file,
-            implementation=implementation,
-            derive_states=derive_states,
-        ),
+        read=read,
         selections=selections,
         collapse_repeats=collapse_repeats,
         end=end_rule,
@@ -295,14 +300,7 @@ def print_model(out: InferOutput, out_dir: Path | None) -> None:
 def read_command(
     logs,
     output,
-    fmt,
-    regexes,
-    separator,
-    mapping,
-    ignore_nonmatching,
-    names_file,
-    implementation,
-    derive_states,
+    read,
     labels,
     selections,
 ):
@@ -315,17 +313,6 @@ def read_command(
         if not eq or not key:
             raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
         pairs[key] = value
-    read = read_options(
-        click.get_current_context(),
-        fmt=fmt,
-        regexes=regexes,
-        separator=separator,
-        mapping=mapping,
-        ignore_nonmatching=ignore_nonmatching,
-        names_file=names_file,
-        implementation=implementation,
-        derive_states=derive_states,
-    )
     ts = read_inputs(logs, read, labels=pairs or None, selections=selections)
     print_warnings(reader_warnings(ts))
     save(ts, output)
