@@ -63,6 +63,7 @@ def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_LAZY))
 
 
+#: The version, written only here (setup.cfg reads it: ``attr: statemine.__version__``).
 __version__ = "0.1.0"
 
 __all__ = [

@@ -14,6 +14,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
 
+from .. import __version__
 from ..errors import StatemineError
 
 
@@ -51,7 +52,7 @@ def _quiet_exit() -> None:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="statemine")
+@click.version_option(version=__version__, prog_name="statemine")
 def main() -> None:
     """Infer the congestion-control state machine of a QUIC implementation from its
     logs, see where the time goes, and what changed between two sets of traces."""

@@ -15,8 +15,6 @@ from . import main
 if TYPE_CHECKING:
     from rich.table import Table
 
-SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
-
 
 def _only(values: tuple[str, ...]) -> dict[str, str]:
     only = {}
@@ -126,7 +124,10 @@ def scenarios_cmd(directory: Path | None, dir_option: Path | None, wide: bool) -
             raise UsageError("give the folder once: as DIR (--dir is the deprecated form)")
         click.echo("statemine: note: --dir is deprecated; give the folder as DIR", err=True)
         directory = dir_option
-    directory = directory if directory is not None else SCENARIOS_DIR
+    if directory is None:
+        from ..resources import data_dir
+
+        directory = data_dir("examples/scenarios")
 
     from ..lab import scenario as sc
 

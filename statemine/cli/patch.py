@@ -39,7 +39,7 @@ _patches = click.option(
     "--patches",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Patches directory (default: $STATEMINE_PATCHES or the checkout's instrument-patches/).",
+    help="Patches directory (default: $STATEMINE_PATCHES or the shipped instrument-patches/).",
 )
 _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 

@@ -311,6 +311,8 @@ def source_revision() -> str | None:
     """The git commit of the statemine checkout running (``+dirty`` when its tracked files
     differ from it), or None outside a checkout."""
     root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():  # an installed package, perhaps inside another repository
+        return None
     try:
         rev = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10

@@ -54,13 +54,16 @@ def cache_dir() -> Path:
 
 
 def patches_root(root: str | Path | None = None) -> Path:
-    """The patches directory: ``root``, else ``$STATEMINE_PATCHES``, else the checkout's."""
+    """The patches directory: ``root``, else ``$STATEMINE_PATCHES``, else the shipped one
+    (:func:`statemine.resources.data_dir`)."""
     if root is not None:
         return Path(root)
     env = os.environ.get("STATEMINE_PATCHES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "instrument-patches"
+    from ..resources import data_dir
+
+    return data_dir("instrument-patches")
 
 
 def checked_name(kind: str, value: str) -> str:
