@@ -249,6 +249,59 @@ def test_a_signal_leaves_nothing_behind(tmp_path, sig):
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["child.pid"]
 
 
+@contextlib.contextmanager
+def a_tracefs_mount(tmp_path: Path):
+    """A tracefs mount statemine did not make: an existing one, or one mounted here."""
+    from statemine.tcp.tracing import tracefs_mounts
+
+    found = [m for m in tracefs_mounts() if not m.name.startswith("statemine-")]
+    if found:
+        yield found[0]
+        return
+    mnt = tmp_path / "tracefs"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+        mnt.rmdir()
+
+
+GLOBAL_FILES = (
+    "tracing_on",
+    "trace_clock",
+    "buffer_size_kb",
+    "events/tcp/tcp_probe/enable",
+    "events/tcp/tcp_probe/filter",
+    "events/tcp/tcp_cong_state_set/enable",
+    "events/tcp/tcp_cong_state_set/filter",
+)
+
+
+@pytest.mark.slow
+def test_duration_ends_the_command_and_the_global_instance_is_untouched(tmp_path):
+    out = tmp_path / "rec"
+    with a_tracefs_mount(tmp_path) as mnt:
+        before = {f: (mnt / f).read_text() for f in GLOBAL_FILES}
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out),
+             "--duration", "1", "--port", "5399", "--", "sleep", "30"],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert time.monotonic() - t0 < 20
+        assert {f: (mnt / f).read_text() for f in GLOBAL_FILES} == before
+    info = json.loads((out / "record.json").read_text())
+    assert info["ended_by_duration"] is True and info["traces"] == 0
+    assert 1.0 <= info["duration_s"] < 15 and info["trace_clock"] == "mono"
+    assert sorted(os.listdir(out)) == ["record.json", "trace.txt"]
+
+
 @pytest.mark.slow
 def test_cleanup_after_sigkill(tmp_path):
     out = tmp_path / "rec"
@@ -321,3 +374,9 @@ def test_record_refuses_bad_options(tmp_path):
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
         assert not (tmp_path / "o").exists()
+    foreign = tmp_path / "o" / "mine.txt"
+    foreign.parent.mkdir()
+    foreign.write_text("keep")
+    done = run("--duration", "1")
+    assert done.returncode == 2 and "mine.txt" in done.stderr, done.stderr
+    assert foreign.read_text() == "keep" and os.listdir(foreign.parent) == ["mine.txt"]

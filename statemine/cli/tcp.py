@@ -17,7 +17,7 @@ def tcp() -> None:
     """Kernel TCP: record its congestion states with ftrace (root), clean up."""
 
 
-@tcp.command(context_settings={"ignore_unknown_options": False})
+@tcp.command()
 @click.option(
     "--out",
     "out_dir",
@@ -35,8 +35,8 @@ def tcp() -> None:
 @click.option("--mss", type=int, help="Bytes per segment: cwnd/ssthresh also in bytes.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(out_dir, duration, ports, buffer_kb, keep_receivers, keep_repeats, mss, command):
-    """Record tcp:tcp_cong_state_set and tcp:tcp_probe while COMMAND runs (after --), or
-    for --duration seconds, in a tracing instance of statemine's own; write the raw trace
+    """Record tcp:tcp_cong_state_set and tcp:tcp_probe while COMMAND runs (after --: its
+    options are its own), or for --duration seconds (a COMMAND still running then is ended), in a tracing instance of statemine's own; write the raw trace
     and the parsed traces to --out, then infer the model into --out/model. Needs root.
     Ctrl-C or SIGTERM ends the command, removes the tracing instance and writes nothing."""
     from ..tcp.record import record as record_lib

@@ -51,7 +51,7 @@ GRACE_S = 5.0
 @dataclass(frozen=True)
 class RecordResult:
     """What :func:`record` wrote: ``out`` (the folder), ``n_traces`` (sending sockets),
-    ``exit_status`` (the command's, None without one), ``lost`` (events lost or overwritten
+    ``exit_status`` (the command's; None without one or when ``duration`` ended it), ``lost`` (events lost or overwritten
     by the ring buffer, per its counters and the trace's reports), ``warnings``, ``model``
     (what :func:`~statemine.commands.infer_to_dir` computed and wrote to ``out/model``;
     None without traces)."""
@@ -87,19 +87,20 @@ def record(
         raise UsageError(f"--duration must be a positive number of seconds, not {duration}")
     out = check_out_dir(out_dir, RECORD_OUTPUTS)
     staged = staging_file(out)
-    with cleanup_on_signals(), _sigint_as_exception():
+    with cleanup_on_signals(), _SigintRaises():
         try:
             with open(staged, "xb") as raw, Instance(ports, buffer_kb) as inst:
                 inst.drain_to(raw)
                 started = time.clock_gettime(time.CLOCK_MONOTONIC)
                 inst.start()
-                status = _run(command, duration)
+                status, timed_out = _run(command, duration)
                 ended = time.clock_gettime(time.CLOCK_MONOTONIC)
                 inst.stop()
                 counters = inst.overruns()
             info = {
                 "command": list(command),
                 "exit_status": status,
+                "ended_by_duration": timed_out,
                 "duration_s": ended - started,
                 "started_mono_s": started,
                 "ports": list(ports),
@@ -120,23 +121,23 @@ def record(
     return replace(result, model=model)
 
 
-def _run(command: Sequence[str], duration: float | None) -> int | None:
-    """Run ``command`` (in a session of its own) to its end or for ``duration`` seconds;
-    its exit status. Without a command, wait ``duration`` seconds. An exception (a signal)
-    ends the command's process group first."""
+def _run(command: Sequence[str], duration: float | None) -> tuple[int | None, bool]:
+    """Run ``command`` (in a session of its own) to its end or for ``duration`` seconds:
+    its exit status, and whether ``duration`` ended it. Without a command, wait
+    ``duration`` seconds. An exception (a signal) ends the command's process group first."""
     if not command:
         assert duration is not None
         time.sleep(duration)
-        return None
+        return None, False
     try:
         proc = subprocess.Popen(list(command), start_new_session=True)
     except OSError as exc:
         raise UsageError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
     try:
-        return proc.wait(timeout=duration)
+        return proc.wait(timeout=duration), False
     except subprocess.TimeoutExpired:
         _end(proc)
-        return proc.returncode
+        return proc.returncode, True
     except BaseException:
         _end(proc)
         raise
@@ -154,7 +155,7 @@ def _end(proc: subprocess.Popen) -> None:
             continue
 
 
-class _sigint_as_exception:
+class _SigintRaises:
     """SIGINT raises KeyboardInterrupt here too (a caller may have set it to be ignored)."""
 
     def __enter__(self) -> None:
@@ -206,7 +207,7 @@ def _write(
             )
             + "); record with a larger --buffer-kb"
         )
-    if info["exit_status"]:
+    if info["exit_status"] and not info["ended_by_duration"]:
         warnings.append(f"the command exited with status {info['exit_status']}")
     files: dict[str, bytes | str | Path] = {"trace.txt": staged}
     parquet = []
@@ -242,4 +243,5 @@ def _write(
     finally:
         for path in parquet:
             path.unlink(missing_ok=True)
-    return RecordResult(out, n_traces, info["exit_status"], lost, tuple(warnings))
+    status = None if info["ended_by_duration"] else info["exit_status"]
+    return RecordResult(out, n_traces, status, lost, tuple(warnings))

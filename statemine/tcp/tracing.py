@@ -211,7 +211,7 @@ def _copy(fd: int, out: BinaryIO, stop: threading.Event) -> None:
     is left."""
     while True:
         stopping = stop.is_set()
-        ready, _, _ = select.select([fd], [], [], 0.1)
+        select.select([fd], [], [], 0.1)
         got = False
         while True:
             try:
@@ -222,7 +222,7 @@ def _copy(fd: int, out: BinaryIO, stop: threading.Event) -> None:
                 break
             out.write(data)
             got = True
-        if stopping and not got and not ready:
+        if stopping and not got:  # tracing was off before stop: nothing more will come
             out.flush()
             return
 
