@@ -157,6 +157,25 @@ def test_save_and_load_keep_traces_and_metrics(tmp_path):
     assert back.traces["conn"].tolist() == ts.traces["conn"].tolist()
 
 
+def test_tcp_read_command_applies_the_options(tmp_path):
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    a = write(tmp_path, sample(), "a.txt")
+    (tmp_path / "sub").mkdir()
+    b = write(tmp_path / "sub", sample("perf"), "a.txt")
+    out = tmp_path / "t.parquet"
+    args = ["tcp", "read", str(a), str(b), "-o", str(out), "--keep-receivers", "--mss", "100"]
+    result = CliRunner().invoke(main, [*args, "--keep-repeats"])
+    assert result.exit_code == 0, result.output
+    ts = statemine.load(out)
+    assert ts.n_traces == 4 and set(ts.traces["role"]) == {"sender", "receiver"}
+    assert sorted(set(ts.traces["source"])) == [str(a), str(b)]  # same name: paths in ids
+    assert (ts.events["state"] == "Recovery").sum() == 2 * 3  # repeats kept
+    assert ts.metrics["cwnd"].max() == 1000
+
+
 def test_repeats_continue_the_visit_in_statistics(tmp_path):
     """Time shares with repeats dropped equal those with repeats kept (the analysis folds
     them), and the transition table only has real changes by default."""

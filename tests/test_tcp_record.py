@@ -63,6 +63,16 @@ s.close()
 """
 
 
+STATEMINE = [sys.executable, "-m", "statemine"]
+
+
+def statemine(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``python -m statemine ARGS`` from this checkout, output captured as text."""
+    return subprocess.run(
+        [*STATEMINE, *args], env=ENV, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def _skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root (network namespaces, tracefs)"
@@ -149,13 +159,9 @@ def record_transfer(
         try:
             assert server.stdout is not None and server.stdout.readline().strip() == "ready"
             client = ["ip", "netns", "exec", a, sys.executable, "-c", CLIENT, addr_b, str(port)]
-            done = subprocess.run(
-                [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out),
-                 "--port", str(port), "--", *client, cc, str(nbytes)],
-                env=ENV,
-                capture_output=True,
-                text=True,
-                timeout=120,
+            done = statemine(
+                "tcp", "record", "--out", str(out), "--port", str(port), "--", *client, cc,
+                str(nbytes), timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
             received = int(server.stdout.readline())
@@ -228,7 +234,7 @@ def test_a_signal_leaves_nothing_behind(tmp_path, sig):
     pidfile = tmp_path / "child.pid"
     out = tmp_path / "rec"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out), "--",
+        [*STATEMINE, "tcp", "record", "--out", str(out), "--",
          "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
         env=ENV,
         stderr=subprocess.PIPE,
@@ -285,13 +291,9 @@ def test_duration_ends_the_command_and_the_global_instance_is_untouched(tmp_path
     with a_tracefs_mount(tmp_path) as mnt:
         before = {f: (mnt / f).read_text() for f in GLOBAL_FILES}
         t0 = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out),
-             "--duration", "1", "--port", "5399", "--", "sleep", "30"],
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = statemine(
+            "tcp", "record", "--out", str(out), "--duration", "1", "--port", "5399", "--",
+            "sleep", "30",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert time.monotonic() - t0 < 20
@@ -306,7 +308,7 @@ def test_duration_ends_the_command_and_the_global_instance_is_untouched(tmp_path
 def test_cleanup_after_sigkill(tmp_path):
     out = tmp_path / "rec"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "statemine", "tcp", "record", "--out", str(out), "--duration", "60"],
+        [*STATEMINE, "tcp", "record", "--out", str(out), "--duration", "60"],
         env=ENV,
     )
     deadline = time.monotonic() + 60
@@ -323,13 +325,7 @@ def test_cleanup_after_sigkill(tmp_path):
     live = f"sm-{os.getpid()}-keep"
     ip("netns", "add", live)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "statemine", "tcp", "cleanup"],
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = statemine("tcp", "cleanup")
         assert done.returncode == 0, done.stderr
         assert f"tracing instance statemine-{dead}" in done.stdout
         assert f"network namespace sm-{dead}-x" in done.stdout
@@ -347,22 +343,7 @@ def test_cleanup_after_sigkill(tmp_path):
 
 def test_record_refuses_bad_options(tmp_path):
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "statemine",
-                "tcp",
-                "record",
-                "--out",
-                str(tmp_path / "o"),
-                *args,
-            ],
-            env=ENV,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return statemine("tcp", "record", "--out", str(tmp_path / "o"), *args)
 
     for args, message in (
         ((), "give a command"),

@@ -66,6 +66,37 @@ def record(out_dir, duration, ports, buffer_kb, keep_receivers, keep_repeats, ms
         sys.exit(1)
 
 
+@tcp.command("read")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Parquet file to write."
+)
+@click.option("--keep-receivers", is_flag=True, help="Also traces of receiving sockets.")
+@click.option("--keep-repeats", is_flag=True, help="A state set again is a self-transition.")
+@click.option("--mss", type=int, help="Bytes per segment: cwnd/ssthresh also in bytes.")
+@click.option("-i", "--ignore-nonmatching", is_flag=True, help="Skip (and count) bad lines.")
+def read_command(traces, output, keep_receivers, keep_repeats, mss, ignore_nonmatching):
+    """Read ftrace text of kernel TCP (tracefs trace/trace_pipe, trace-cmd report, perf
+    script) with the reader's options and save the traces (with their metrics) as one
+    Parquet file for infer, diff and report."""
+    import json
+
+    from ..tcp import read
+    from ..traces import save
+    from .infer import print_warnings
+
+    ts = read(
+        traces,
+        keep_receivers=keep_receivers,
+        keep_repeats=keep_repeats,
+        mss=mss,
+        ignore_nonmatching=ignore_nonmatching,
+    )
+    print_warnings(json.loads(ts.meta.get("warnings", "[]")))
+    save(ts, output)
+    click.echo(f"wrote {ts.n_traces} traces ({len(ts.events)} state rows) to {output}", err=True)
+
+
 @tcp.command()
 @click.option(
     "--all",

@@ -147,10 +147,15 @@ class _Columns:
     una: list = field(default_factory=list)
 
     def joined(self) -> dict[str, np.ndarray]:
-        return {
-            name: np.concatenate(parts) if parts else np.zeros(0)
-            for name, parts in vars(self).items()
-        }
+        """The columns as arrays; the blocks are let go one column at a time (memory:
+        one column twice at most)."""
+        out = {}
+        for name in list(vars(self)):
+            parts = getattr(self, name)
+            setattr(self, name, [])
+            out[name] = np.concatenate(parts) if parts else np.zeros(0)
+            del parts
+        return out
 
 
 @dataclass
@@ -502,7 +507,7 @@ def _codes(keys: Arrow, sockets: dict[bytes, int]) -> np.ndarray:
     local = np.array(
         [sockets.setdefault(k, len(sockets)) for k in enc.dictionary.to_pylist()], np.int64
     )
-    return local[enc.indices.to_numpy(zero_copy_only=False)]
+    return local.astype(np.int32)[enc.indices.to_numpy(zero_copy_only=False)]
 
 
 _HEX_VALUE = np.zeros(256, np.uint64)
@@ -613,8 +618,11 @@ def _build(
     from ..traces import TraceSet
 
     order = np.lexsort((data["time"], data["socket"]))  # stable: file order among ties
-    d = {k: v[order] for k, v in data.items()}
-    sock = d["socket"].astype(np.int64)
+    d = data
+    for k in list(d):  # reordered one column at a time: one column twice at most
+        d[k] = d[k][order]
+    del order
+    sock = d["socket"]
     n_sock = len(sockets)
     first = np.r_[True, sock[1:] != sock[:-1]]
     starts = np.flatnonzero(first)

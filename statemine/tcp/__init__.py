@@ -3,6 +3,9 @@
 * :func:`record` -- ``statemine tcp record``: a tracing instance of statemine's own while a
   command runs, the raw trace and the parsed traces written to a folder
   (:mod:`statemine.tcp.record`, :mod:`statemine.tcp.tracing`);
+* :func:`read` -- ``statemine tcp read``: ftrace text files into one trace set, with the
+  reader's options (receivers, repeats, MSS) that ``statemine infer`` leaves at their
+  defaults;
 * :func:`cleanup` -- ``statemine tcp cleanup``: remove what killed statemine processes left
   (tracing instances, tracefs mounts, network namespaces and devices).
 
@@ -12,8 +15,44 @@ The traces are read by :mod:`statemine.parse.ftrace`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .record import RecordResult, record
+
+if TYPE_CHECKING:
+    from ..traces import TraceSet
+
+
+def read(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    keep_receivers: bool = False,
+    keep_repeats: bool = False,
+    mss: int | None = None,
+    ignore_nonmatching: bool = False,
+) -> TraceSet:
+    """Read ftrace text files (folders: their log files) with
+    :func:`statemine.parse.ftrace.read_ftrace` and these options into one trace set;
+    trace ids start with the file name (its path when two files share a name)."""
+    from ..parse import _source_names, expand_paths
+    from ..parse.ftrace import read_ftrace
+    from ..traces import concat
+
+    files = expand_paths(paths)
+    sources = _source_names(files)
+    sets = [
+        read_ftrace(
+            f,
+            source=sources[f],
+            keep_receivers=keep_receivers,
+            keep_repeats=keep_repeats,
+            mss=mss,
+            ignore_nonmatching=ignore_nonmatching,
+        )
+        for f in files
+    ]
+    return sets[0] if len(sets) == 1 else concat(sets)
 
 
 def cleanup(all_: bool = False) -> tuple[list[str], list[str]]:
@@ -31,4 +70,4 @@ def cleanup(all_: bool = False) -> tuple[list[str], list[str]]:
     return removed + more[0], failed + more[1]
 
 
-__all__ = ["RecordResult", "cleanup", "record"]
+__all__ = ["RecordResult", "cleanup", "read", "record"]
