@@ -832,7 +832,7 @@ def test_any_qlog_shaped_content_gives_a_trace_set_or_an_input_error(
 )
 def test_standard_library_json_fallback_reads_the_same(monkeypatch, name):
     fast = read_qlog(DATA / name)
-    monkeypatch.setattr(statemine.parse.qlog, "_loads", json.loads)
+    monkeypatch.setattr(statemine.parse.qlog.reading, "_loads", json.loads)
     slow = read_qlog(DATA / name)
     _same_rows(slow, fast)
     assert len(warnings_of(slow)) == len(warnings_of(fast))

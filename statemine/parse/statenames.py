@@ -251,6 +251,47 @@ def picoquic_bbr_state(value: int) -> tuple[int, int]:
     return value & 0xFF, value >> 8
 
 
+#: Phase names of picoquic's BBR state numbers (the enums of bbr.c and bbr1.c, see the
+#: tables above): ProbeBW's sub-phases stay visible as ``bbr_phase=`` in ``fields``.
+PICOQUIC_BBR_PHASES = {
+    "picoquic-bbr": (
+        "startup",
+        "drain",
+        "probe_bw_down",
+        "probe_bw_cruise",
+        "probe_bw_refill",
+        "probe_bw_up",
+        "probe_rtt",
+        "startup_long_rtt",
+        "startup_resume",
+    ),
+    "picoquic-bbr1": ("startup", "drain", "probe_bw", "probe_rtt", "startup_long_rtt"),
+}
+
+
+def picoquic_bbr_fields(raw: object, table: str | None) -> str:
+    """The ``fields`` text for a state number logged by picoquic's BBR under ``table``:
+    `` bbr_phase=NAME bbr_flags=0xHEX`` (the low byte's phase; the bits above it, which
+    picoquic's sources do not explain, kept as they are), '' for anything else.
+
+    picoquic's ``picoquic_bbr_observe`` (bbr.c, every version read, BBRv1 to BBRv3)
+    returns the plain state enum; the values above 255 seen in qlog files (655360,
+    721665) carry more bits than that, whose meaning no source read gives.
+
+    >>> picoquic_bbr_fields("721665", "picoquic-bbr"), picoquic_bbr_fields("3", "picoquic-bbr")
+    (' bbr_phase=drain bbr_flags=0xb03', ' bbr_phase=probe_bw_cruise bbr_flags=0x0')
+    >>> picoquic_bbr_fields("2", "picoquic-cubic"), picoquic_bbr_fields("x", "picoquic-bbr")
+    ('', '')
+    """
+    phases = PICOQUIC_BBR_PHASES.get(str(table))
+    text = str(raw).strip()
+    if phases is None or not text.isdigit():
+        return ""
+    state, flags = picoquic_bbr_state(int(text))
+    phase = phases[state] if state < len(phases) else f"unknown{state}"
+    return f" bbr_phase={phase} bbr_flags={flags:#x}"
+
+
 def picoquic_controller(changes: list[tuple[object, float, float]]) -> tuple[str, str, bool]:
     """Which picoquic controller wrote a trace's state numbers: ``(table, reason, ambiguous)``.
 

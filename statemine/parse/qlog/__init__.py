@@ -1,0 +1,167 @@
+"""qlog reader: congestion-state changes of QUIC connections from qlog files.
+
+Reads every qlog generation seen in the wild (see docs/qlog.md for the field-by-field
+mapping and the draft sections it follows):
+
+* ``.qlog`` -- one JSON document with a ``traces`` array (draft-00 and draft-01 with
+  array events and ``event_fields``; draft-02, 0.3 and 0.4 with object events; the
+  unversioned ``file_schema`` drafts, urn:ietf:params:qlog:file:contained). A document
+  over 16 MiB (or gzip'ed) is streamed (ijson, two passes); a smaller one is read whole, up
+  to ``max_document_bytes``; a document cut off (a crashed logger) is repaired by closing
+  its open brackets after the last complete event, with a warning.
+* ``.sqlog`` -- JSON text sequences (RFC 7464, records led by 0x1E; qlog 0.3/0.4 and
+  urn:ietf:params:qlog:file:sequential) and NDJSON (draft-02 ``qlog_format: NDJSON``):
+  read record by record in bounded memory, each record at most ``max_record_bytes``.
+* any of them gzip-compressed (detected by the magic bytes, not the name).
+
+Each qlog trace (or each ``group_id`` within one) becomes one statemine trace with id
+``"<file name>#<trace index>"`` (``"...#<index>/<group_id>"`` when a trace mixes
+connections). State rows come from ``congestion_state_updated`` (draft-00
+``CC_STATE_UPDATE``, 0.4 ``quic:congestion_state_updated``) and from mvfst's
+``congestion_metric_update`` / ``app_limited_update``; names go through
+:mod:`statemine.parse.statenames`. ``packet_lost`` becomes a ``LossDetected`` event row.
+Metrics (``metrics_updated``, ``metric_update``, ``recovery_metrics_updated``) are not
+rows: their latest values (cwnd, bytes in flight, ssthresh in bytes; smoothed RTT in
+seconds; pacing rate and bandwidth estimate as logged) are carried onto each row, so time
+fractions depend on state rows only. picoquic's numeric states are read with the table of
+the controller the file's hints point to (:func:`statemine.parse.statenames.picoquic_controller`);
+a trace with several ``path_id`` values becomes one trace per path.
+
+Problems that do not stop the read (a truncated tail, skipped records, unknown state
+names, traces without states) are listed in ``TraceSet.meta["warnings"]``, a JSON list
+of ``"FILE:LINE: reason"`` strings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from ...traces import TraceSet
+from ..lines import open_binary
+from ..statenames import implementation_key
+from .common import NoCongestionData, _Report
+from .connections import _extract
+from .reading import (
+    _BLANK,
+    _GZIP_MAGIC,
+    _HEAD_BYTES,
+    _RS,
+    _STREAM_MIN_BYTES,
+    _document_traces,
+    _file_size,
+    _gc_paused,
+    _layout,
+    _plain_document,
+    _Reader,
+    _sequential_traces,
+    _streamed_document_traces,
+)
+from .rows import _build
+
+__all__ = [
+    "DEFAULT_MAX_DOCUMENT_BYTES",
+    "DEFAULT_MAX_RECORD_BYTES",
+    "NoCongestionData",
+    "read_qlog",
+    "sniff_qlog",
+]
+
+#: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
+DEFAULT_MAX_RECORD_BYTES = 64 << 20
+#: Largest ``.qlog`` JSON document accepted by default (bytes, after gunzip).
+DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
+
+
+def sniff_qlog(first_bytes: bytes) -> bool:
+    """True if ``first_bytes`` (the start of a file, gzip or not) look like qlog/sqlog/NDJSON qlog.
+
+    Looks for a JSON object or JSON-SEQ record whose first KiBs name a qlog header field
+    (``qlog_version``, ``qlog_format``, ``event_fields``, ``vantage_point``) or a qlog
+    schema URN. The qlog drafts ask writers to put ``qlog_version``/``qlog_format`` (or
+    ``file_schema``) in the first 256 bytes.
+
+    >>> sniff_qlog(b'{"qlog_version": "draft-01", "traces": []}')
+    True
+    >>> sniff_qlog(b"STATEMINE t=0.1 conn=1 state=SlowStart")
+    False
+    """
+    head = first_bytes
+    if head[:2] == _GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _HEAD_BYTES)
+        except zlib.error:
+            return False
+    head = head.lstrip(_BLANK)
+    if not head or head[:1] not in (b"{", _RS):
+        return False
+    return bool(
+        re.search(rb'"(?:qlog_version|qlog_format|event_fields|vantage_point)"\s*:', head[:8192])
+        or b"urn:ietf:params:qlog" in head[:8192]
+    )
+
+
+def read_qlog(
+    path: str | os.PathLike,
+    *,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    source: str | None = None,
+) -> TraceSet:
+    """Read one qlog file (any generation, JSON / JSON-SEQ / NDJSON, gzip or not).
+
+    ``names`` overrides state names (raw name -> statemine name, see
+    :func:`statemine.parse.statenames.load_names`); ``implementation`` forces the
+    state-name table (default: detected per trace from titles and vantage point names).
+    With ``derive_states`` a connection that logs metrics but no state events gets states
+    derived from cwnd/ssthresh (:mod:`statemine.parse.derive`), flagged ``derived=True``
+    in the traces frame. ``source`` names the file in trace ids
+    ``"<source>#<trace index>"`` (default: the file name). Times are seconds (qlog
+    milliseconds, or microseconds where the file says ``time_units: us``). Non-fatal
+    problems are listed in ``meta["warnings"]`` (a JSON list of ``"FILE:LINE: reason"``).
+
+    Raises :class:`InputError` (file, line, reason) when the file is not qlog, is empty,
+    has a record longer than ``max_record_bytes`` or a document longer than
+    ``max_document_bytes``, or holds no congestion state at all.
+    """
+    path = Path(path)
+    report = _Report(path)
+    overrides = dict(names) if names else None
+    forced = implementation
+    if forced is not None and implementation_key(forced) is None:
+        report.warn(
+            None, f"no state-name table for implementation {forced!r}; using the common names"
+        )
+    with contextlib.ExitStack() as stack:
+        reader = _Reader(stack.enter_context(open_binary(path)), path)
+        stack.enter_context(_gc_paused())
+        head = reader.read(_HEAD_BYTES)
+        layout = _layout(head, path)
+        if layout == "document":
+            data = stack.enter_context(_plain_document(path, reader, head, max_document_bytes))
+            raw_traces = None
+            if data != path or _file_size(path) > _STREAM_MIN_BYTES:  # bounded memory
+                raw_traces = _streamed_document_traces(data, path, report)
+            if raw_traces is None:  # a small document (or no ijson): parsed whole
+                if data != path:
+                    reader = _Reader(stack.enter_context(open(data, "rb")), path)
+                    head = b""
+                raw_traces = _document_traces(path, reader, head, max_document_bytes, report)
+        else:
+            sep = _RS if layout == "seq" else b"\n"
+            raw_traces = _sequential_traces(
+                path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
+            )
+        connections = [
+            conn
+            for raw in raw_traces
+            for conn in _extract(raw, forced, report, packets=derive_states)
+        ]
+    return _build(path, source or path.name, connections, overrides, derive_states, report)

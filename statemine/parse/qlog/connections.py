@@ -1,0 +1,232 @@
+"""Raw traces to connections: events split by group_id and path_id, labels, packets kept for the derivation."""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..statenames import (
+    detect_implementation,
+)
+from .common import _num, _object_at, _Report, _token
+from .reading import _RawTrace
+from .vocabulary import (
+    _METRIC_STRIDE,
+    _METRICS,
+    _MVFST,
+    _RECEIVED,
+    _SENT,
+    _decode,
+    _metrics,
+    _TraceContext,
+)
+
+_OTHER_SPACES = frozenset(
+    {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
+)
+
+
+@dataclass
+class _Connection:
+    """Relevant events of one connection of one qlog trace, in log order."""
+
+    trace_index: int
+    group: str | None
+    labels: dict
+    per_second: float
+    items: list = field(
+        default_factory=list
+    )  # non-metrics events: (time s, code, data, line, index, seq)
+    # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
+    metrics: array = field(default_factory=lambda: array("d"))
+    sent: array = field(
+        default_factory=lambda: array("d")
+    )  # application-space packets sent: time, number
+    acks: array = field(
+        default_factory=lambda: array("d")
+    )  # ACKs received: time, largest acknowledged
+    end: float = -math.inf
+    start: float = math.inf  # time of the connection's first event of any kind (seconds)
+    path: str | None = None  # path_id, when the trace has more than one path
+    n_events: int = (
+        0  # the file's events of this connection and path, of any kind (also the seq counter)
+    )
+    last: float = -math.inf  # time of the latest event read
+    unordered: bool = False  # an event came earlier than one logged before it
+
+    def metric_rows(self) -> np.ndarray:
+        """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
+        return (
+            np.frombuffer(self.metrics, dtype=float).reshape(-1, _METRIC_STRIDE)
+            if self.metrics
+            else np.empty((0, _METRIC_STRIDE))
+        )
+
+
+def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
+    """A path_id as text: integers (or integer strings) as their decimal form, None if absent.
+
+    Anything else (a fraction, a bool, an object) is read as its text, with a warning.
+    """
+    if value is None:
+        return None
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and value.strip().isdigit():
+        return str(int(value))
+    report.warn(
+        line,
+        f"trace {trace_index}: path_id {value!r} ({type(value).__name__}) is not a "
+        "path number; its text is used as the path's label",
+        kind="path_id type",
+    )
+    return _token(json.dumps(value) if isinstance(value, (dict, list)) else value)
+
+
+def _version_label(file_header: dict) -> str | None:
+    """The schema label: ``file_schema`` where the header has one, else ``qlog_version``.
+
+    quic-go v0.65 writes both ``file_schema`` (the newer, unversioned schema it follows)
+    and ``qlog_version: "0.3"``; the schema URN says what the file is.
+    """
+    schema = file_header.get("file_schema")
+    version = file_header.get("qlog_version")
+    if schema is not None:
+        return str(schema)
+    return None if version is None else str(version)
+
+
+def _extract(
+    raw: _RawTrace, forced: str | None, report: _Report, packets: bool = False
+) -> list[_Connection]:
+    """Split a trace's events by connection (group_id) and path (path_id), keeping the
+    congestion-related ones."""
+    ctx = _TraceContext.of(raw.header)
+    vantage = _object_at(raw.header, "vantage_point")
+    implementation = forced or detect_implementation(
+        raw.file_header.get("title"),
+        raw.file_header.get("description"),
+        raw.header.get("title"),
+        raw.header.get("description"),
+        vantage.get("name"),
+    )
+    version = _version_label(raw.file_header)
+    role = vantage.get("type")
+    base = {
+        "role": role.lower() if isinstance(role, str) else None,
+        "implementation": implementation,
+        "qlog_version": None if version is None else str(version),
+    }
+    connections: dict[tuple[str | None, str | None], _Connection] = {}
+    clock = 0.0
+    for line, index, event in raw.events:
+        decoded = _decode(event, ctx)
+        if decoded is None:
+            if event != {}:
+                report.warn(
+                    line,
+                    f"trace {raw.index} event {index} is neither an object nor an array; skipped",
+                    kind="bad event",
+                )
+            continue
+        time, delta, code, data, group, path = decoded
+        if delta:
+            time = clock + time
+        seconds = (time + ctx.offset) / ctx.per_second
+        if not math.isfinite(seconds):
+            report.warn(
+                line,
+                f"trace {raw.index} event {index} has no finite numeric time; skipped",
+                kind="bad time",
+            )
+            continue
+        if delta:
+            clock = time
+        group = None if group is None else str(group)
+        if path is not None:
+            path = _path_label(path, line, raw.index, report)
+        conn = connections.get((group, path))
+        if conn is None:
+            labels = {
+                **base,
+                "conn": group if group is not None and group != ctx.group else ctx.conn,
+                "path": path,
+            }
+            conn = connections[(group, path)] = _Connection(
+                raw.index, group, labels, ctx.per_second, path=path
+            )
+        if seconds > conn.end:
+            conn.end = seconds
+        if seconds < conn.start:
+            conn.start = seconds
+        if code in (_SENT, _RECEIVED):
+            if packets:
+                _record_packet(conn, code, data, seconds)
+            code = None
+        if code is not None:
+            if seconds < conn.last:
+                conn.unordered = True
+            conn.last = seconds
+        conn.n_events += 1
+        if code in (_METRICS, _MVFST):
+            conn.metrics.extend(
+                (
+                    seconds,
+                    conn.n_events,
+                    line,
+                    *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report),
+                )
+            )
+        if code is not None and code != _METRICS:
+            if code == _MVFST:
+                data = {
+                    "state": data.get("state"),
+                    "congestion_event": data.get("congestion_event"),
+                }
+            conn.items.append((seconds, code, data, line, index, conn.n_events))
+    if raw.skipped is not None and raw.skipped.count:
+        conn = connections.get((ctx.group, None))
+        if conn is None:
+            labels = {**base, "conn": ctx.conn, "path": None}
+            conn = connections[(ctx.group, None)] = _Connection(
+                raw.index, ctx.group, labels, ctx.per_second
+            )
+        conn.n_events += raw.skipped.count
+        conn.start = min(conn.start, (raw.skipped.first + ctx.offset) / ctx.per_second)
+        conn.end = max(conn.end, (raw.skipped.last + ctx.offset) / ctx.per_second)
+    if not connections:
+        report.warn(None, f"trace {raw.index} has no events; left out")
+    if len({group for group, _ in connections}) == 1:
+        for conn in connections.values():
+            conn.group = None
+    if len({path for _, path in connections}) == 1:
+        for conn in connections.values():
+            conn.path = None  # one path: no suffix in the trace id (the label stays)
+    return list(connections.values())
+
+
+def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
+    """Keep an application-space packet sent (time, number) or an ACK received (time,
+    largest acknowledged number) for the RFC 9002 recovery periods."""
+    header = _object_at(data, "header")
+    space = str(header.get("packet_type", data.get("packet_type", ""))).lower()
+    if space in _OTHER_SPACES:
+        return
+    if code == _SENT:
+        number = _num(header.get("packet_number", data.get("packet_number")))
+        if number == number:
+            conn.sent.extend((seconds, number))
+        return
+    largest = math.nan
+    for frame in data.get("frames") or ():
+        if isinstance(frame, dict) and str(frame.get("frame_type", "")).lower() == "ack":
+            for ack_range in frame.get("acked_ranges") or ():
+                if isinstance(ack_range, list) and ack_range:
+                    top = _num(ack_range[-1])
+                    largest = top if largest != largest or top > largest else largest
+    if largest == largest:
+        conn.acks.extend((seconds, largest))

@@ -1,0 +1,79 @@
+"""Derived states of a connection without state events (see statemine.parse.derive for the rules)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import derive as _derive
+from ..statenames import (
+    DERIVED_MARK,
+)
+from .common import _num
+from .connections import _Connection
+from .vocabulary import _LOSS, _SPURIOUS, _packet_number
+
+
+def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float, bool]]:
+    """RFC 9002 recovery periods of a connection with packet events. Congestion events are
+    the losses declared (with the send time of the lost packet, from the packets sent), or,
+    in a log without packet_lost events, the window reductions; a spurious loss ends a
+    period (quic-go restores the window)."""
+    sent = np.frombuffer(conn.sent, dtype=float).reshape(-1, 2)
+    acks = np.frombuffer(conn.acks, dtype=float).reshape(-1, 2)
+    sent = sent[np.argsort(sent[:, 0], kind="stable")]
+    acks = acks[np.argsort(acks[:, 0], kind="stable")]
+    sent_at = dict(
+        zip(sent[:, 1].tolist(), sent[:, 0].tolist())
+    )  # packet number -> (last) send time
+    losses = [
+        (it[0], sent_at.get(pn, math.nan), pn)
+        for it in conn.items
+        if it[1] == _LOSS
+        for pn in (_num(_packet_number(it[2])),)
+    ]
+    if not losses:
+        cwnd = metrics["cwnd"].to_numpy(float)
+        cut = np.r_[False, np.diff(cwnd) < 0] if cwnd.size else np.zeros(0, bool)
+        losses = [(t, math.nan, math.nan) for t in metrics["time"].to_numpy(float)[cut]]
+    undo = np.array(
+        [(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _SPURIOUS], float
+    )
+    undo = undo.reshape(-1, 2)
+    loss = np.array(losses, float).reshape(-1, 3)
+    return _derive.recovery_periods(
+        loss[:, 0],
+        loss[:, 1],
+        sent[:, 0],
+        sent[:, 1],
+        acks[:, 0],
+        acks[:, 1],
+        loss[:, 2],
+        undo[:, 0],
+        undo[:, 1],
+    )
+
+
+def _derived_rows(
+    metrics: pd.DataFrame, periods: list[tuple[float, float, bool]] | None = None
+) -> pd.DataFrame:
+    """State rows derived from a connection's metrics updates (see statemine.parse.derive):
+    with RFC 9002 recovery periods where packet events gave them, else from cwnd alone."""
+    if periods is None:
+        derived = _derive.derive_states(metrics)
+    else:
+        derived = _derive.derive_states_rfc9002(metrics, periods)
+        derived["line"] = (
+            derived["line"].fillna(-1).astype("int64")
+        )  # a period's end is no metrics line
+    inferred = derived.pop("ssthresh_inferred")
+    derived["fields"] = [
+        ("derived=1" if periods is None else "derived=rfc9002")
+        + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}")
+        for v in inferred.to_numpy()
+    ]
+    derived["kind"] = "state"
+    derived["state"] = derived["state"] + DERIVED_MARK
+    return derived

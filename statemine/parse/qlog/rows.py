@@ -1,0 +1,435 @@
+"""Connections to statemine rows: state and event rows, metrics carried onto them, state names, the TraceSet of a file."""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...traces import TraceSet
+from .. import derive as _derive
+from ..statenames import (
+    PICOQUIC_BBR_PHASES,
+    PICOQUIC_TABLES,
+    detect_by_names,
+    implementation_key,
+    picoquic_bbr_fields,
+    picoquic_controller,
+    resolve_state,
+)
+from .common import NoCongestionData, _field, _num, _Report, _token
+from .connections import _Connection
+from .derivation import _derived_rows, _recovery_periods
+from .metrics import _metrics_frame, _metrics_seen
+from .vocabulary import (
+    _APP_LIMITED,
+    _CHROMIUM_AL,
+    _LOSS,
+    _LOSS_RULES,
+    _METRIC_COLUMNS,
+    _MVFST,
+    _SPURIOUS,
+    _STATE,
+    _TIMER,
+    _packet_number,
+    _pto_fired,
+)
+
+
+def _app_limited(value: object) -> bool | None:
+    """mvfst's app_limited value ("app limited"/"app unlimited", or a bool/0/1) as a bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("app limited", "limited", "true", "yes", "1"):
+            return True
+        if word in ("app unlimited", "unlimited", "false", "no", "0"):
+            return False
+    return None
+
+
+def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.DataFrame:
+    """Rows (state, event and internal 'metrics' rows) of one connection, time-ordered
+    (log order among equal times).
+
+    Besides the logged states: the first state event's ``old`` is the state from the
+    connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
+    ``ProbeTimeout`` until the next metrics update or state event (quic-go logs metrics on
+    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement), then the
+    controller's state again (``after=pto``).
+    """
+    items = conn.items
+    metrics = conn.metric_rows()
+    if conn.unordered:
+        report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
+        metrics = metrics[
+            np.lexsort((metrics[:, 1], metrics[:, 0]))
+        ]  # else already in (time, seq) order
+    m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
+
+    def next_metrics(time: float, seq: float) -> int:
+        """Index (in time order) of the first metrics update after (time, seq); len if none."""
+        k = int(np.searchsorted(m_time, time, side="left"))
+        while k < len(m_time) and m_time[k] == time and m_seq[k] <= seq:
+            k += 1
+        return k
+
+    rows: dict[str, list] = {
+        k: [] for k in ("time", "seq", "kind", "state", "line", "fields", "mark")
+    }
+
+    def add(time, seq, kind, name, line, fields, mark=False):
+        rows["mark"].append(mark)  # a state the file marks outside congestion_state_updated
+        rows["time"].append(time)
+        rows["seq"].append(seq)
+        rows["kind"].append(kind)
+        rows["state"].append(name)
+        rows["line"].append(line)
+        rows["fields"].append(" ".join(f for f in fields if f))
+
+    controller: str | None = None  # the controller's own last state (raw name)
+    app_limited = False
+    pto_end: int | None = None  # metrics update (time-order index) that ends a fired PTO
+    for time, code, data, line, index, seq in sorted(items, key=lambda it: (it[0], it[5])):
+        ev = f"ev={index}"
+        if pto_end is not None:
+            if pto_end < len(m_time) and (m_time[pto_end], m_seq[pto_end]) <= (time, seq):
+                if controller is not None:
+                    add(
+                        m_time[pto_end],
+                        m_seq[pto_end],
+                        "state",
+                        controller,
+                        int(m_line[pto_end]),
+                        (f"raw={_token(controller)}", "after=pto"),
+                        mark=True,
+                    )
+                pto_end = None
+            elif code == _STATE:
+                pto_end = None  # the controller's own state event ends it
+        if code == _STATE:
+            new = data.get("new", data.get("state"))
+            if new is None or isinstance(new, (dict, list)) or str(new) == "":
+                report.warn(
+                    line,
+                    f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
+                    kind="no new",
+                )
+                continue
+            old = data.get("old")
+            if old is not None and not isinstance(old, (dict, list)) and str(old) != "":
+                if (
+                    controller is None
+                    and conn.start < time
+                    and str(old) != str(new)
+                    and "state" not in rows["kind"]
+                ):
+                    add(
+                        conn.start,
+                        -1,
+                        "state",
+                        str(old),
+                        line,
+                        (f"raw={_token(old)}", "start=old", ev),
+                    )
+                elif controller is not None and str(old) != controller:
+                    report.warn(
+                        line,
+                        f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
+                        f"state event entered {controller!r}; kept the logged 'new'",
+                        kind="old chain",
+                    )
+            fields: tuple[str, ...] = (
+                f"raw={_token(new)}",
+                _field("old", old),
+                _field("trigger", data.get("trigger")),
+                _field("cc_param", data.get("cc_param")),
+                ev,
+            )
+            add(time, seq, "state", str(new), line, fields)
+            controller, app_limited = str(new), False
+        elif code == _MVFST:
+            state = data.get("state")
+            if isinstance(state, str) and state and state != controller:
+                fields = (
+                    f"raw={_token(state)}",
+                    _field("trigger", data.get("congestion_event")),
+                    ev,
+                )
+                add(time, seq, "state", state, line, fields)
+                controller, app_limited = state, False
+        elif code in (_APP_LIMITED, _CHROMIUM_AL):
+            limited = True if code == _CHROMIUM_AL else _app_limited(data.get("app_limited"))
+            if limited is None:
+                report.warn(
+                    line,
+                    f"trace {trace_id} event {index}: app_limited value {data.get('app_limited')!r} "
+                    "not understood; skipped",
+                    kind="app_limited value",
+                )
+            elif limited and not app_limited:
+                add(time, seq, "state", "app_limited", line, ("raw=app_limited", ev), mark=True)
+                app_limited = True
+            elif not limited and app_limited:
+                app_limited = False
+                if controller is None:
+                    report.warn(
+                        line,
+                        f"trace {trace_id}: app-limited period ends, but the state before it is unknown",
+                        kind="app_limited end",
+                    )
+                else:
+                    add(
+                        time,
+                        seq,
+                        "state",
+                        controller,
+                        line,
+                        (f"raw={_token(controller)}", "after=app_limited", ev),
+                        mark=True,
+                    )
+        elif code == _LOSS:
+            trigger = data.get("trigger")
+            rule = None if trigger is None else _LOSS_RULES.get(str(trigger).lower(), trigger)
+            add(
+                time,
+                seq,
+                "event",
+                "LossDetected",
+                line,
+                (_field("rule", rule), _field("pn", _packet_number(data)), ev),
+            )
+        elif code == _SPURIOUS:
+            add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
+        elif code == _TIMER and _pto_fired(data):
+            add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
+            pto_end = next_metrics(time, seq)
+    if pto_end is not None and pto_end < len(m_time) and controller is not None:
+        add(
+            m_time[pto_end],
+            m_seq[pto_end],
+            "state",
+            controller,
+            int(m_line[pto_end]),
+            (f"raw={_token(controller)}", "after=pto"),
+            mark=True,
+        )
+    frame = pd.DataFrame(rows)
+    frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
+    # each row carries the latest value of each metric logged at or before it (log order among
+    # equal times; an mvfst event's own metrics come before its state)
+    seen = _metrics_seen(
+        m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float)
+    )
+    frame = frame.drop(columns="seq").reset_index(drop=True)
+    for k, column in enumerate(_METRIC_COLUMNS):  # one column at a time: memory stays small
+        values = np.full(len(frame), np.nan)
+        if len(metrics):
+            values[seen > 0] = _derive.ffill(metrics[:, 3 + k])[seen[seen > 0] - 1]
+        frame[column] = values
+    frame["line"] = frame["line"].astype("int64")
+    frame["mark"] = frame["mark"].astype(bool)
+    return frame
+
+
+def _canonical_states(
+    frame: pd.DataFrame,
+    implementation: str | None,
+    overrides: Mapping[str, str] | None,
+    trace_id: str,
+    report: _Report,
+) -> pd.DataFrame:
+    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``)."""
+    is_state = frame["kind"] == "state"
+    raw = frame.loc[is_state, "state"]
+    mapping = {}
+    for name in pd.unique(raw):
+        canonical, known = resolve_state(name, implementation, overrides)
+        mapping[name] = canonical
+        if not known:
+            table = (
+                f"the {implementation} table"
+                if implementation_key(implementation)
+                else "the common names"
+            )
+            report.warn(
+                None,
+                f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
+                f"kept as is ({int((raw == name).sum())} times)",
+            )
+    frame.loc[is_state, "state"] = raw.map(mapping)
+    if implementation in PICOQUIC_BBR_PHASES:  # the phase and flags of a packed number
+        extra = {name: picoquic_bbr_fields(name, implementation) for name in pd.unique(raw)}
+        frame.loc[is_state, "fields"] = frame.loc[is_state, "fields"] + raw.map(extra)
+    return frame
+
+
+def _connection_events(
+    conn: _Connection,
+    trace_id: str,
+    overrides: Mapping[str, str] | None,
+    derive: bool,
+    report: _Report,
+) -> tuple[pd.DataFrame | None, bool]:
+    """The events frame of one connection and whether its states are derived; None if it has none."""
+    if not conn.items and not conn.metrics:
+        report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
+        return None, False
+    frame = _connection_rows(conn, trace_id, report)
+    has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
+    derived = False
+    if has_states:
+        if (
+            conn.labels["implementation"] is None
+        ):  # no name in titles: the state vocabulary may tell
+            conn.labels["implementation"] = detect_by_names(
+                pd.unique(frame.loc[frame["kind"] == "state", "state"])
+            )
+        if implementation_key(conn.labels["implementation"]) == "picoquic":
+            conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
+        frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
+    elif derive:
+        metrics = _metrics_frame(conn)
+        metrics[list(_METRIC_COLUMNS)] = metrics[
+            list(_METRIC_COLUMNS)
+        ].ffill()  # latest known values
+        periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
+        states = _derived_rows(metrics, periods)
+        if states.empty:
+            report.warn(
+                None,
+                f"trace {trace_id}: no state events and no cwnd to derive states from; left out",
+            )
+            return None, False
+        report.warn(
+            None,
+            f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
+            "(marked derived)",
+        )
+        # states the file marks without congestion_state_updated (app limited, a fired PTO)
+        # stay as event rows: the derived states are the trace's states
+        marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
+        marks = marks.assign(kind="event")
+        marks["state"] = marks["state"].map(lambda name: resolve_state(name, None, overrides)[0])
+        frame = pd.concat([states, frame.loc[frame["kind"] == "event"], marks], ignore_index=True)
+        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
+        derived = True
+    else:
+        n_metrics = len(conn.metric_rows())
+        report.warn(
+            None,
+            f"trace {trace_id}: no congestion_state_updated events (only {n_metrics} metrics updates); "
+            "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
+        )
+        return None, False
+    return frame.drop(columns="mark"), derived
+
+
+def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
+    """The picoquic controller table for a connection (statenames.picoquic_controller), with
+    a warning that says which one was chosen and why (and how to choose another)."""
+    metrics = conn.metric_rows()
+    changes = []
+    for time, code, data, _, _, seq in conn.items:
+        if code != _STATE:
+            continue
+        after = metrics[(metrics[:, 0] == time) & (metrics[:, 1] > seq) & ~np.isnan(metrics[:, 3])]
+        changes.append(
+            (data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan)
+        )
+    table, reason, ambiguous = picoquic_controller(changes)
+    others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
+    if ambiguous:
+        report.warn(
+            None,
+            f"trace {trace_id}: picoquic's state numbers depend on its congestion controller, "
+            f"which the file does not name; the meaning is ambiguous ({reason}): read as {table}. "
+            f"Choose with --implementation ({table}, {others})",
+        )
+    else:
+        report.warn(
+            None,
+            f"trace {trace_id}: picoquic's controller read as {table} ({reason}); "
+            f"another can be forced with --implementation ({others})",
+        )
+    return table
+
+
+def _why_no_states(connections: list[_Connection], derive: bool) -> str:
+    """The reason a file gave no state row at all, with what to do about it."""
+    if not connections:
+        return "no congestion state in any trace: the file has no qlog events"
+    n_metrics = sum(len(conn.metric_rows()) for conn in connections)
+    if n_metrics and not derive:
+        return (
+            f"no congestion state in any trace: no congestion_state_updated events, only {n_metrics} "
+            "metrics updates. Pass derive_states=True (statemine --derive-states) to derive states "
+            "from cwnd/ssthresh (marked derived)"
+        )
+    return (
+        "no congestion state in any trace: no congestion_state_updated / CC_STATE_UPDATE / mvfst "
+        "congestion_metric_update events" + (" and no cwnd to derive states from" if derive else "")
+    )
+
+
+def _build(
+    path: Path,
+    source: str,
+    connections: list[_Connection],
+    overrides: Mapping[str, str] | None,
+    derive: bool,
+    report: _Report,
+) -> TraceSet:
+    """Assemble the TraceSet of a file from its connections."""
+    frames = []
+    tables = []
+    rows = []
+    for conn in connections:
+        trace_id = (
+            f"{source}#{conn.trace_index}"
+            + ("" if conn.group is None else f"/{conn.group}")
+            + ("" if conn.path is None else f"/path{conn.path}")
+        )
+        events, derived = _connection_events(conn, trace_id, overrides, derive, report)
+        if events is None:
+            continue
+        events.insert(0, "trace", trace_id)
+        frames.append(events)
+        if conn.metrics:
+            table = _metrics_frame(conn)
+            conn.metrics = array("d")  # the table holds them now
+            del table["line"]
+            codes = np.zeros(len(table), np.int8)
+            trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
+            # pandas-stubs' insert() takes no ExtensionArray; pandas does
+            table.insert(0, "trace", trace)  # type: ignore[arg-type]
+            tables.append(table)
+        rows.append(
+            {
+                "trace": trace_id,
+                "source": str(path),
+                "end": conn.end,
+                **conn.labels,
+                "file_events": conn.n_events,
+                "derived": derived,
+            }
+        )
+    if not frames:
+        raise NoCongestionData(path, None, _why_no_states(connections, derive))
+    warnings = report.finish()
+    events = pd.concat(frames, ignore_index=True)
+    traces = pd.DataFrame(rows)
+    traces["derived"] = traces["derived"].astype(bool)
+    metrics = None
+    if tables:
+        metrics = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+        metrics["trace"] = metrics["trace"].astype("category")
+    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)}, metrics)
