@@ -140,7 +140,9 @@ def read_qlog(
             None, f"no state-name table for implementation {forced!r}; using the common names"
         )
     with contextlib.ExitStack() as stack:
-        reader = _Reader(stack.enter_context(open_binary(path)), path)
+        fh = open_binary(path)
+        stack.callback(fh.close)
+        reader = _Reader(fh, path)
         stack.enter_context(_gc_paused())
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
