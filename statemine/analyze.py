@@ -74,7 +74,27 @@ def visits(
     >>> visits(ts)[["state", "duration", "next"]].astype(object).values.tolist()
     [['SlowStart', 1.0, 'Recovery'], ['Recovery', 3.0, 'SlowStart'], ['SlowStart', 0.0, 'TERMINAL']]
     """
-    c = _coded_visits(traces, collapse_repeats, end, max_states)
+    return _visits_frame(_coded_visits(traces, collapse_repeats, end, max_states), traces)
+
+
+def visits_and_transitions(
+    traces: TraceSet,
+    *,
+    collapse_repeats: bool = False,
+    end: EndRule = "close",
+    max_states: int = MAX_STATES,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(visits(traces), transition_stats(traces, n_boot=0))`` from one fold of the
+    events (what :func:`statemine.diff` needs of each side)."""
+    names, chunk = _traceset_visits(traces, collapse_repeats, end, max_states)
+    frame = _visits_frame(_code_chunk(names, chunk), traces)  # copies: chunk stays intact
+    stats = VisitStats()
+    stats.add(chunk, traces.n_traces, len(names))
+    return frame, stats.tables(names, n_boot=0)[1]
+
+
+def _visits_frame(c: _CodedVisits, traces: TraceSet) -> pd.DataFrame:
+    """The visits table of :func:`visits` from coded visits."""
     trace_ids = pd.Index(traces.traces["trace"].astype(str))
     names = pd.Index([*list(c.names), TERMINAL], dtype=str)
     return pd.DataFrame(
@@ -209,7 +229,11 @@ def _traceset_visits(
 def _coded_visits(
     traces: TraceSet, collapse_repeats: bool, end: EndRule, max_states: int
 ) -> _CodedVisits:
-    names, v = _traceset_visits(traces, collapse_repeats, end, max_states)
+    return _code_chunk(*_traceset_visits(traces, collapse_repeats, end, max_states))
+
+
+def _code_chunk(names: list[str], v: VisitChunk) -> _CodedVisits:
+    """Visits grouped by trace (time order within), numbered, TERMINAL coded len(names)."""
     order = group_order(v.trace)  # stable: a trace's visits stay in time order, its last one last
     trace = v.trace[order]
     n = len(trace)

@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .analyze import EndRule, trace_state_times, transition_stats, visits
+from .analyze import EndRule, trace_state_times, visits_and_transitions
 from .errors import InputError, UsageError
 from .traces import TraceSet
 
@@ -240,8 +240,8 @@ def diff(
     notes: list[str] = []
     for ts, label in ((a, label_a), (b, label_b)):
         _check_side(ts, label)
-    va = visits(a, collapse_repeats=collapse_repeats, end=end)
-    vb = visits(b, collapse_repeats=collapse_repeats, end=end)
+    va, trans_a = visits_and_transitions(a, collapse_repeats=collapse_repeats, end=end)
+    vb, trans_b = visits_and_transitions(b, collapse_repeats=collapse_repeats, end=end)
     states_a, states_b = set(va["state"].unique()), set(vb["state"].unique())
     check_size(
         a.n_traces + b.n_traces,
@@ -272,8 +272,8 @@ def diff(
         labels=(label_a, label_b),
     )
     trans = _transition_diff(
-        transition_stats(a, collapse_repeats=collapse_repeats, end=end, n_boot=0),
-        transition_stats(b, collapse_repeats=collapse_repeats, end=end, n_boot=0),
+        trans_a,
+        trans_b,
         test=transition_test,
         alpha=alpha,
         seed=seed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -237,3 +238,17 @@ def test_visits_table():
     assert v["state"].tolist() == ["SlowStart", "Recovery", "CongestionAvoidance"]
     assert v["duration"].tolist() == [2.0, 1.0, 4.0]
     assert v["next"].tolist() == ["Recovery", "CongestionAvoidance", "TERMINAL"]
+
+
+@pytest.mark.parametrize("collapse_repeats", [False, True])
+@pytest.mark.parametrize("end", ["close", "last-state"])
+def test_visits_and_transitions_is_one_fold_of_the_two(collapse_repeats, end):
+    """diff's one fold per side gives what visits() and transition_stats() give apart."""
+    from statemine.analyze import visits_and_transitions
+    from statemine.traces import load
+
+    ts = load(Path(__file__).resolve().parent / "data/diff/quic-go-mobile-servers.parquet")
+    opts = dict(collapse_repeats=collapse_repeats, end=end)
+    v, t = visits_and_transitions(ts, **opts)
+    pd.testing.assert_frame_equal(v, visits(ts, **opts))
+    pd.testing.assert_frame_equal(t, transition_stats(ts, n_boot=0, **opts))
