@@ -173,10 +173,17 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _save_traces(
-    log: Path, dest: Path, run_id_: str, labels: dict[str, str], format: str = "statemine"
+    log: Path,
+    dest: Path,
+    run_id_: str,
+    labels: dict[str, str],
+    format: str = "statemine",
+    roles: Callable[[pd.DataFrame], Any] | None = None,
 ) -> str | None:
     """Parse the run's log (in ``format``: the runner's ``LOG_FORMAT``) into ``dest``
-    (Parquet); returns an error text or None.
+    (Parquet); returns an error text or None. ``roles`` (the runner's ``trace_roles``
+    for this run's result) gives each trace's ``role`` where the log cannot tell which
+    end is the server (kernel TCP: every socket is a "sender").
 
     Trace ids become ``<run_id>#<conn>/<role>`` and ``source`` the log's path inside the
     output folder (``runs/<run_id>/run.log.gz``), so the runs of a grid join without
@@ -195,7 +202,11 @@ def _save_traces(
     tr = ts.traces.assign(
         trace=ts.traces["trace"].map(ids), source=f"{RUNS_DIR}/{run_id_}/{log.name}.gz"
     )
-    traces.save(traces.TraceSet.from_events(events, tr, ts.meta).with_labels(**labels), dest)
+    if roles is not None:
+        tr = tr.assign(role=roles(tr))
+    metrics = None if ts.metrics is None else ts.metrics.assign(trace=ts.metrics["trace"].map(ids))
+    out = traces.TraceSet.from_events(events, tr, ts.meta, metrics).with_labels(**labels)
+    traces.save(out, dest)
     return None
 
 
@@ -252,7 +263,9 @@ def execute(
         }
         labels.update({k: _text(v) for k, v in run.cell.items() if k != "stack"})
         fmt = getattr(runner, "LOG_FORMAT", "statemine")
-        error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels, fmt)
+        trace_roles = getattr(runner, "trace_roles", None)
+        roles = None if trace_roles is None else (lambda tr: trace_roles(tr, result))
+        error = _save_traces(log, tmp / "traces.parquet", run.run_id, labels, fmt, roles)
         if error:
             result.update(ok=False, error=error)
     _gzip(log)

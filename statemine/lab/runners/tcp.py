@@ -17,6 +17,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pandas as pd
+
 from ...errors import StatemineError
 from ...fileio import write_json
 from ..realtime import cleanup
@@ -50,6 +52,13 @@ def build(version: str, cache_dir: object = None) -> None:
         raise StatemineError("tcp runs need root (network namespaces, TUN devices, tracefs)")
     if version not in available():
         raise StatemineError(f"this kernel does not offer {version} (modprobe tcp_{version}?)")
+
+
+def trace_roles(traces: pd.DataFrame, result: dict) -> list[str]:
+    """The ``role`` of each trace of a run (the ftrace reader's ``traces`` frame): ``server``
+    for the socket on the run's server port (the data sender), ``client`` otherwise."""
+    port = str(result.get("server_port"))
+    return ["server" if str(p) == port else "client" for p in traces["sport"]]
 
 
 def run(config: dict, cache_dir: object = None) -> dict:
