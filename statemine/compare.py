@@ -915,10 +915,54 @@ def _pseudo_notes(
     return notes
 
 
+#: Kernel TCP's congestion states (``tcp:tcp_cong_state_set``, docs/tcp.md) and what each
+#: corresponds to in statemine's QUIC vocabulary (docs/log-format.md); "" = nothing.
+TCP_STATES_IN_QUIC: dict[str, str] = {
+    "Open": "SlowStart + CongestionAvoidance + ApplicationLimited",
+    "Disorder": "",
+    "CWR": "",
+    "Recovery": "Recovery",
+    "Loss": "RetransmissionTimeout / PersistentCongestion",
+}
+
+
+def _is_kernel_tcp(ts: TraceSet, names: set[str]) -> bool:
+    """A side of kernel-TCP traces: labelled ``implementation=tcp``, or (unlabelled) all its
+    state names TCP's, with ``Open`` among them."""
+    impl = _labels(ts, "implementation")
+    if impl:
+        return impl == {"tcp"}
+    return "Open" in names and names <= set(TCP_STATES_IN_QUIC)
+
+
+def tcp_quic_note(
+    states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str
+) -> str:
+    """When one side is kernel TCP and the other is not: how the two vocabularies relate
+    (docs/tcp.md, "TCP's states against QUIC's"), else ""."""
+    names_a = set(states.loc[states["presence"] != "only_b", "state"].astype(str))
+    names_b = set(states.loc[states["presence"] != "only_a", "state"].astype(str))
+    tcp_a, tcp_b = _is_kernel_tcp(a, names_a), _is_kernel_tcp(b, names_b)
+    if tcp_a == tcp_b:
+        return ""
+    tcp, other = (label_a, label_b) if tcp_a else (label_b, label_a)
+    parts = [f"{s} ~ {q}" if q else f"{s}: none" for s, q in TCP_STATES_IN_QUIC.items()]
+    return (
+        f"{tcp} is kernel TCP, {other} is not: TCP logs its loss-recovery state, QUIC stacks "
+        f"the congestion controller's phase, so only Recovery means the same on both sides "
+        f"(compare it directly); the other rows are vocabulary differences. TCP -> QUIC: "
+        + "; ".join(parts)
+        + " (docs/tcp.md)"
+    )
+
+
 def _vocabulary_notes(
     states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str
 ) -> list[str]:
     notes = []
+    bridge = tcp_quic_note(states, a, b, label_a, label_b)
+    if bridge:
+        notes.append(bridge)
     shared = int((states["presence"] == "both").sum())
     if shared == 0:
         notes.append(

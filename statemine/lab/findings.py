@@ -33,6 +33,7 @@ import pandas as pd
 from .. import analyze, traces
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
+from ..outcomes import welch_cell
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class Comparison:
 @dataclass(frozen=True)
 class Finding:
     """One comparison of the server's time share in ``state`` across ``conditions``;
-    ``comparisons`` are the pairs whose difference the paper claims."""
+    ``comparisons`` are the pairs whose difference the paper claims. ``scenario`` names
+    the output folder, or several joined by ``+`` (their runs are pooled: QUIC beside
+    kernel TCP, whose traces come from different scenarios)."""
 
     name: str
     scenario: str
@@ -177,6 +180,46 @@ FINDINGS: tuple[Finding, ...] = (
         (Condition("desktop", {"profile": "desktop"}), Condition("mobile", {"profile": "mobile"})),
         (Comparison("desktop", "mobile", "either"),),
     ),
+    Finding(
+        "quic-vs-tcp-jitter",
+        "tcp-jitter+quic-go-versions+aioquic-versions",
+        "Recovery",
+        "under 10 ms jitter at 112 ms RTT, QUIC with a fixed packet threshold spends far more "
+        "time in Recovery than kernel TCP (cubic), which adapts its reordering window "
+        "(RACK-TLP); kernel TCP runs in real time (docs/realtime.md), QUIC in virtual time",
+        (
+            Condition(
+                "TCP cubic", {"implementation": "tcp", "version": "cubic", "jitter_ms": "10"}
+            ),
+            Condition(
+                "quic-go v0.63.0",
+                {"implementation": "quic-go", "version": "v0.63.0", "jitter_ms": "10"},
+            ),
+            Condition(
+                "quic-go v0.65.0",
+                {"implementation": "quic-go", "version": "v0.65.0", "jitter_ms": "10"},
+            ),
+            Condition(
+                "aioquic 1.7.2",
+                {"implementation": "aioquic", "version": "1.7.2", "jitter_ms": "10"},
+            ),
+        ),
+        (
+            Comparison("TCP cubic", "quic-go v0.63.0", "up"),
+            Comparison("TCP cubic", "aioquic 1.7.2", "up"),
+            Comparison("TCP cubic", "quic-go v0.65.0", "either"),
+        ),
+        per_stack=False,
+    ),
+    Finding(
+        "tcp-mobile-vs-desktop",
+        "tcp-mobile",
+        "Recovery",
+        "no paper: kernel TCP (cubic, real time) with a mobile client (slow reader, per-packet "
+        "CPU) against a desktop one: does its time in Recovery change?",
+        (Condition("desktop", {"profile": "desktop"}), Condition("mobile", {"profile": "mobile"})),
+        (Comparison("desktop", "mobile", "either"),),
+    ),
 )
 
 
@@ -233,18 +276,25 @@ def load_scenarios(
     """Per scenario of ``findings`` whose folder ``root/<scenario>`` holds runs: the server
     traces of its successful runs and its results table (indexed by ``run_id``), each
     read once. A failed run (``ok`` false in results.csv) is left out: its trace is cut."""
-    out = {}
+    out: dict[str, tuple[traces.TraceSet, pd.DataFrame]] = {}
     for f in findings:
-        folder = Path(root) / f.scenario
-        if f.scenario in out or not (folder / "runs").is_dir():
+        folders = [Path(root) / name for name in f.scenario.split("+")]
+        if f.scenario in out or not all((d / "runs").is_dir() for d in folders):
             continue
-        results = pd.read_csv(folder / "results.csv").set_index("run_id")
-        ts = server_only(load_runs(folder))
-        if "ok" in results.columns:
-            ok = results.index[results["ok"].astype("boolean").fillna(False).astype(bool)]
-            ts = _keep(ts, ts.traces["run_id"].astype(str).isin(ok.astype(str)).to_numpy())
-        out[f.scenario] = (ts, results)
+        parts = [_load_folder(d) for d in folders]
+        ts = parts[0][0] if len(parts) == 1 else traces.concat(p[0] for p in parts)
+        out[f.scenario] = (ts, pd.concat([p[1] for p in parts]))
     return out
+
+
+def _load_folder(folder: Path) -> tuple[traces.TraceSet, pd.DataFrame]:
+    """The server traces of one output folder's successful runs, and its results table."""
+    results = pd.read_csv(folder / "results.csv").set_index("run_id")
+    ts = server_only(load_runs(folder))
+    if "ok" in results.columns:
+        ok = results.index[results["ok"].astype("boolean").fillna(False).astype(bool)]
+        ts = _keep(ts, ts.traces["run_id"].astype(str).isin(ok.astype(str)).to_numpy())
+    return ts, results
 
 
 def _keep(ts: traces.TraceSet, mask: np.ndarray) -> traces.TraceSet:
@@ -365,6 +415,9 @@ ASSESS_COLUMNS = [
     "known",
     "paper_a",
     "paper_b",
+    "plt_a",
+    "plt_b",
+    "plt_p",
 ]
 
 
@@ -386,7 +439,9 @@ def assess(
     Columns (:data:`ASSESS_COLUMNS`): ``share_a``/``share_b`` pooled shares (0..1),
     ``delta`` = b - a with its bootstrap interval ``delta_lo``/``delta_hi`` (``confidence``),
     ``p_value`` (permutation) and ``p_holm`` (Holm over the comparison's states),
-    ``min_p_holm`` (the smallest ``p_holm`` these group sizes allow), the diff's evidence
+    ``min_p_holm`` (the smallest ``p_holm`` these group sizes allow), ``plt_a``/``plt_b``
+    (mean page-load time of the two conditions' runs, s) and ``plt_p`` (Welch's t-test,
+    :func:`statemine.outcomes.welch_cell`; NaN when it cannot test), the diff's evidence
     flags, ``runs_a``/``runs_b`` and ``distinct_a``/``distinct_b`` (runs whose state-share
     profiles differ, see :func:`distinct_runs`), ``reproduced`` (``p_holm < alpha``, the
     paper's sign, no flag), ``verdict`` (why not) and ``known`` (the documented reason
@@ -399,7 +454,7 @@ def assess(
     for f in findings:
         if f.scenario not in loaded:
             continue
-        ts = loaded[f.scenario][0]
+        ts, results = loaded[f.scenario]
         conditions = {c.label: c for c in f.conditions}
         for stack, base in _stacks(ts, f.per_stack):
             for comp in f.comparisons:
@@ -446,10 +501,18 @@ def assess(
                     "paper_a": ca.paper,
                     "paper_b": cb.paper,
                 }
+                plt = welch_cell(_plt(results, sa), _plt(results, sb), alpha=alpha)
+                row.update(plt_a=plt["mean_a"], plt_b=plt["mean_b"], plt_p=plt["p_value"])
                 row["reproduced"], row["verdict"] = verdict(row, alpha=alpha)
                 row["known"] = "" if row["reproduced"] else comp.known.get(impl, "")
                 rows.append(row)
     return pd.DataFrame(rows, columns=ASSESS_COLUMNS)
+
+
+def _plt(results: pd.DataFrame, ts: traces.TraceSet) -> np.ndarray:
+    """The page-load times (s) of the runs of ``ts``, from the results table."""
+    ids = [r for r in sorted(set(ts.traces["run_id"].astype(str))) if r in results.index]
+    return results.loc[ids, "plt_s"].to_numpy(dtype=float)
 
 
 def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
@@ -530,6 +593,7 @@ VERDICT_HEADERS = (
     "p (Holm)",
     "runs (distinct)",
     "verdict",
+    "PLT A / B s (Welch p)",
 )
 CONDITION_HEADERS = (
     "stack",
@@ -560,6 +624,7 @@ def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
             f"{r.p_holm:.2g}",
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
+            f"{r.plt_a:.2f} / {r.plt_b:.2f} ({r.plt_p:.2g})",
         )
         for i, r in enumerate(records(rows))
     ]
