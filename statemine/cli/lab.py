@@ -180,6 +180,8 @@ def keys_cmd() -> None:
             "jitter-recovery",
             "quic-go-adaptive-reordering",
             "cellular-mobile-vs-desktop",
+            "quic-vs-tcp-jitter",
+            "tcp-mobile-vs-desktop",
         ]
     ),
     help="Only this finding (repeatable; default: all).",
