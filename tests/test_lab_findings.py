@@ -207,6 +207,65 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
     )
 
 
+def test_plt_columns_are_the_runs_means_and_welch(varied):
+    """plt_a / plt_b: the mean PLT of each condition's runs from results.csv; plt_p: Welch's
+    two-sided t-test on them, computed here with scipy."""
+    from scipy import stats
+
+    root, loaded = varied
+    ref = findings.assess(root, MOBILE, n_perm=99, n_boot=20, loaded=loaded)
+    results = pd.read_csv(root / "mobile" / "results.csv")
+    for r in ref.itertuples():
+        impl = r.stack.split("@")[0]
+        a = results.loc[(results["impl"] == impl) & (results["profile"] == "desktop"), "plt_s"]
+        b = results.loc[(results["impl"] == impl) & (results["profile"] == "mobile"), "plt_s"]
+        assert r.plt_a == pytest.approx(a.mean()) and r.plt_b == pytest.approx(b.mean())
+        assert r.plt_p == pytest.approx(stats.ttest_ind(b, a, equal_var=False).pvalue)
+
+
+def test_a_finding_pools_folders_joined_with_plus(tmp_path):
+    """``scenario = "x+y"`` reads both folders: the conditions select across them, and the
+    finding is left out while one folder is missing."""
+    import shutil
+
+    root = lab_folder(tmp_path, 3, noise=0.2)
+    (root / "other").mkdir()
+    shutil.move(str(root / "mobile" / "runs"), str(root / "other" / "runs"))
+    (root / "mobile" / "runs").mkdir()
+    results = pd.read_csv(root / "mobile" / "results.csv")
+    for name, impl in (("mobile", "aioquic"), ("other", "quic-go")):
+        for run in (root / "other" / "runs").glob(f"{impl}-*"):
+            shutil.move(str(run), str(root / name / "runs" / run.name))
+        results[results["impl"] == impl].to_csv(root / name / "results.csv", index=False)
+    (root / "other" / "manifest.json").write_text("{}")
+    pooled = findings.Finding(
+        "pooled",
+        "mobile+other",
+        "ApplicationLimited",
+        "test",
+        (
+            findings.Condition(
+                "aioquic mobile", {"implementation": "aioquic", "profile": "mobile"}
+            ),
+            findings.Condition(
+                "quic-go mobile", {"implementation": "quic-go", "profile": "mobile"}
+            ),
+        ),
+        (findings.Comparison("aioquic mobile", "quic-go mobile", "up"),),
+        per_stack=False,
+    )
+    table = findings.evaluate(root, (pooled,))
+    assert list(table["runs"]) == [3, 3]
+    expected = []
+    for name in ("mobile", "other"):  # aioquic, then quic-go
+        r = pd.read_csv(root / name / "results.csv")
+        r = r[r["profile"] == "mobile"]
+        expected.append(r["limited_s"].sum() / r["plt_s"].sum())
+    assert table["share"].tolist() == pytest.approx(expected)
+    missing = findings.Finding("gone", "mobile+absent", "Recovery", "", pooled.conditions)
+    assert findings.evaluate(root, (missing,)).empty
+
+
 def test_cli_markdown_is_the_library_markdown_unwrapped(varied):
     root, _loaded = varied
     res = CliRunner().invoke(

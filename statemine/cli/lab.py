@@ -278,7 +278,7 @@ def findings_cmd(
             )
             continue
         console.print(
-            _table(findings.VERDICT_HEADERS, findings.verdict_cells(rows), left=(0, 1, 7))
+            _table(findings.VERDICT_HEADERS, findings.verdict_cells(rows), left=(0, 1, 7, 8))
         )
         console.print(
             _table(
@@ -290,8 +290,9 @@ def findings_cmd(
         for note in findings.known_notes(rows):
             say(note)
     claims = verdicts[verdicts["direction"] != "either"]
+    say("")  # one_line() shows a newline inside a text as \x0a
     say(
-        f"\n{int(claims['reproduced'].sum())} of {len(claims)} comparisons reproduced at p < {alpha:g} in the "
+        f"{int(claims['reproduced'].sum())} of {len(claims)} comparisons reproduced at p < {alpha:g} in the "
         f"paper's direction; {int((~claims['reproduced'] & (claims['known'] != '')).sum())} not reproduced "
         "for a documented cause"
     )
