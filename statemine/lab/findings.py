@@ -517,7 +517,8 @@ def _plt(results: pd.DataFrame, ts: traces.TraceSet) -> np.ndarray:
 
 def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     """``(reproduced, text)`` for one :func:`assess` row: reproduced when ``p_holm < alpha``,
-    ``delta`` has the sign of ``direction`` and neither evidence flag is raised; else the
+    ``delta`` has the sign of ``direction``, its bootstrap interval (``delta_lo``,
+    ``delta_hi``, when given) excludes 0 and neither evidence flag is raised; else the
     text lists every reason. With ``direction == "either"`` the text is ``effect: up`` /
     ``effect: down`` or ``no effect: ...`` (the reasons).
 
@@ -527,11 +528,20 @@ def verdict(row: dict, *, alpha: float) -> tuple[bool, str]:
     >>> verdict({"p_holm": 0.4, "delta": -0.01, "direction": "up", "pseudo_replicates": True,
     ...          "underpowered": True, "min_p_holm": 0.2}, alpha=0.01)[1]
     'not reproduced: identical runs; underpowered (p >= 0.2); p 0.4 >= 0.01; opposite direction'
+    >>> verdict({"p_holm": 0.001, "delta": 0.05, "delta_lo": -0.04, "delta_hi": 0.15,
+    ...          "direction": "up", "pseudo_replicates": False, "underpowered": False,
+    ...          "min_p_holm": 1e-4}, alpha=0.01)[1]
+    'not reproduced: 95% interval includes 0'
     >>> verdict({"p_holm": 0.003, "delta": -0.2, "direction": "either", "pseudo_replicates": False,
     ...          "underpowered": False, "min_p_holm": 1e-4}, alpha=0.01)
     (True, 'effect: down')
     """
     reasons = []
+    lo, hi = row.get("delta_lo", np.nan), row.get("delta_hi", np.nan)
+    if np.isfinite(lo) and np.isfinite(hi) and lo <= 0.0 <= hi:
+        # the permutation test and the bootstrap disagree (e.g. runs of very different
+        # lengths, whose pooled shares the permutations mix): not evidence of a difference
+        reasons.append("95% interval includes 0")
     if row["pseudo_replicates"]:
         reasons.append("identical runs")
     if row["underpowered"]:
