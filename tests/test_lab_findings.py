@@ -4,6 +4,7 @@ meaningful size of each effect, and the findings arithmetic checked against the 
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,13 @@ from statemine.traces import TraceSet, load, save
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 MOBILE = tuple(f for f in findings.FINDINGS if f.name == "mobile-vs-desktop")
+#: The findings of the virtual-time lab alone (QUIC); the kernel-TCP ones are tested apart.
+QUIC_ONLY = {
+    "mobile-vs-desktop",
+    "jitter-recovery",
+    "quic-go-adaptive-reordering",
+    "cellular-mobile-vs-desktop",
+}
 
 
 # -- constructed lab folders: every printed number against a value computed another way ----
@@ -360,8 +368,9 @@ def verdicts(loaded) -> pd.DataFrame:
 
 
 def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(verdicts):
-    assert {(r.finding, r.stack, r.b) for r in verdicts.itertuples()} == set(EXPECTED)
-    for r in verdicts.itertuples():
+    quic = verdicts[verdicts["finding"].isin(QUIC_ONLY)]
+    assert {(r.finding, r.stack, r.b) for r in quic.itertuples()} == set(EXPECTED)
+    for r in quic.itertuples():
         # at least 20 runs a side, and they differ: no two runs give the same state profile
         assert min(r.runs_a, r.runs_b) >= 20 and (r.distinct_a, r.distinct_b) == (
             r.runs_a,
@@ -386,7 +395,7 @@ def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
     """docs/findings.md: Holm once more over the claimed comparisons keeps every reproduced one below 0.01."""
     from statemine.compare import holm
 
-    claims = verdicts[verdicts["direction"] != "either"]
+    claims = verdicts[(verdicts["direction"] != "either") & verdicts["finding"].isin(QUIC_ONLY)]
     again = holm(claims["p_holm"].to_numpy())
     assert len(claims) == 9 and (again[claims["reproduced"].to_numpy()] < 0.01).all()
     assert (
@@ -672,3 +681,80 @@ def test_cli_scenarios_folder_is_an_argument_like_findings_root(tmp_path):
 def _plain(text: str) -> str:
     """``text`` without the terminal's style sequences (bold, ...)."""
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+# -- kernel TCP (real time, traces/tcp-*) beside QUIC (virtual time) -------------------------
+def _tcp_recovery_from_raw_log(run_dir: Path) -> tuple[float, float]:
+    """Seconds the server socket spent in Recovery and in all, read from the raw ftrace text
+    by hand: the socket's events are the lines naming its port as source; it is Open until
+    its first cong_state, its trace runs from its first to its last event."""
+    port = json.loads((run_dir / "result.json").read_text())["server_port"]
+    times, states = [], []
+    for line in gzip.decompress((run_dir / "run.log.gz").read_bytes()).decode().splitlines():
+        m = re.search(r"\s(\d+\.\d+): (tcp_cong_state_set|tcp_probe): (.*)", line)
+        if not m:
+            continue
+        body = m[3]
+        if f"sport={port} " not in body and f":{port} dest=" not in body:
+            continue
+        t = float(m[1])
+        state = re.search(r"cong_state=(\d)", body)
+        times.append(t)
+        states.append(int(state[1]) if state else None)
+    order = np.argsort(times, kind="stable")
+    t_sorted = np.asarray(times)[order]
+    current, recovery = 0, 0.0
+    for i, k in enumerate(order):
+        if states[k] is not None:
+            current = states[k]
+        if i + 1 < len(order) and current == 3:
+            recovery += t_sorted[i + 1] - t_sorted[i]
+    return recovery, float(t_sorted[-1] - t_sorted[0])
+
+
+def test_tcp_recovery_shares_against_the_raw_traces(table):
+    """Every kernel-TCP share the findings print, recomputed from the ftrace text by hand."""
+    for scenario, name, where in (
+        ("tcp-jitter", "quic-vs-tcp-jitter", {"jitter_ms": 10.0}),
+        ("tcp-mobile", "tcp-mobile-vs-desktop", {"profile": "desktop"}),
+        ("tcp-mobile", "tcp-mobile-vs-desktop", {"profile": "mobile"}),
+    ):
+        results = pd.read_csv(TRACES / scenario / "results.csv")
+        key, value = next(iter(where.items()))
+        ids = results.loc[results[key] == value, "run_id"]
+        rec, total = zip(*(_tcp_recovery_from_raw_log(TRACES / scenario / "runs" / r) for r in ids))
+        cond = "TCP cubic" if name == "quic-vs-tcp-jitter" else value
+        r = table[(table["finding"] == name) & (table["condition"] == cond)].iloc[0]
+        assert r["runs"] == len(ids) == 20
+        assert r["share"] == pytest.approx(sum(rec) / sum(total), abs=1e-6)
+        assert r["plt_s"] == pytest.approx(results.loc[results[key] == value, "plt_s"].mean())
+
+
+def test_quic_spends_more_time_in_recovery_than_kernel_tcp_under_jitter(verdicts):
+    """The paper's comparison at 112 ms RTT, 10 ms jitter: quic-go v0.63.0 (fixed threshold 3)
+    more time in Recovery than kernel TCP cubic (RACK-TLP) at p (Holm) < 0.01, its interval
+    above 0; aioquic's difference is not robust (the interval includes 0); quic-go v0.65.0
+    (adaptive threshold) no different. Page-load time: both fixed-threshold stacks far slower
+    than TCP (Welch p < 0.01); v0.65.0 slightly faster."""
+    rows = verdicts[verdicts["finding"] == "quic-vs-tcp-jitter"].set_index("b")
+    assert set(rows.index) == {"quic-go v0.63.0", "aioquic 1.7.2", "quic-go v0.65.0"}
+    assert (rows["a"] == "TCP cubic").all() and (rows[["runs_a", "runs_b"]] == 20).all().all()
+    go63, aio, go65 = (rows.loc[k] for k in ("quic-go v0.63.0", "aioquic 1.7.2", "quic-go v0.65.0"))
+    assert go63["reproduced"] and go63["p_holm"] < 0.01 and go63["delta_lo"] > 0
+    assert not aio["reproduced"] and "interval includes 0" in aio["verdict"]
+    assert go65["verdict"].startswith("no effect")
+    for r in (go63, aio):
+        assert r["plt_b"] > 2 * r["plt_a"] and r["plt_p"] < 0.01
+    assert go65["plt_b"] < go65["plt_a"] and go65["plt_p"] < 0.01
+
+
+def test_tcp_mobile_client_cuts_recovery_and_doubles_plt(verdicts):
+    """Kernel TCP with the mobile client (20 Mbit/s reader on a 50 Mbit/s path): the sender is
+    held back by the receive window, fills the queue less and spends less time in Recovery
+    (p (Holm) < 0.01, the interval below 0); the page takes about twice as long."""
+    r = verdicts[verdicts["finding"] == "tcp-mobile-vs-desktop"].iloc[0]
+    assert r["stack"] == "tcp@cubic" and r["verdict"] == "effect: down" and r["p_holm"] < 0.01
+    assert r["delta_hi"] < 0
+    assert 1.5 < r["plt_b"] / r["plt_a"] < 3 and r["plt_p"] < 0.01
+    # the read rate bounds the page: 5 MB at 20 Mbit/s is 2 s
+    assert r["plt_b"] > 5e6 * 8 / 20e6
