@@ -2,6 +2,7 @@
 at which the emulator stops keeping up. Needs root (namespaces, TUN devices).
 
     python benchmarks/bench_realtime.py [--seconds 2] [--pps 1000,5000,...] [--fidelity-only]
+    python benchmarks/bench_realtime.py --tcp-traces traces/tcp-jitter   # kernel RTTs
 
 Fidelity: a paced UDP flow through a path of 10 Mbit/s, 112 ms RTT (56 ms each way),
 10 ms jitter, a one-BDP buffer, offered at 50% and 200% of the rate; every packet's real
@@ -106,6 +107,35 @@ def show_tcp(r: dict) -> None:
     )
 
 
+def tcp_traces(folder: Path) -> None:
+    """Per condition of a real-time TCP output folder: the server socket's smallest and
+    largest smoothed RTT (the kernel's tcp_probe srtt, ms) and the emulator's latest write
+    (ms): the path's RTT and full-queue delay as the kernel measured them."""
+    import pandas as pd
+
+    from statemine.parse.ftrace import read_ftrace  # the ftrace reader (docs/tcp.md)
+
+    rows = []
+    for run in sorted((folder / "runs").iterdir()):
+        res = json.loads((run / "result.json").read_text())
+        ts = read_ftrace(str(run / "run.log.gz"))
+        tr = ts.traces
+        server = tr.loc[tr["sport"].astype(str) == str(res["server_port"]), "trace"].iloc[0]
+        srtt = ts.metrics.loc[ts.metrics["trace"].astype(str) == server, "srtt"]
+        cell = {k: v for k, v in res["cell"].items() if k in ("jitter_ms", "profile", "rtt_ms")}
+        rows.append(
+            {
+                **cell,
+                "srtt_min_ms": 1e3 * srtt.min(),
+                "srtt_max_ms": 1e3 * srtt.max(),
+                "max_late_ms": 1e3 * res["max_late_s"],
+            }
+        )
+    df = pd.DataFrame(rows)
+    keys = [c for c in ("rtt_ms", "jitter_ms", "profile") if c in df and df[c].nunique() > 1]
+    print(df.groupby(keys or ["rtt_ms"]).agg(["mean", "min", "max"]).round(2).T.to_string())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0)
@@ -113,7 +143,13 @@ def main() -> int:
     ap.add_argument("--fidelity-only", action="store_true")
     ap.add_argument("--tcp-mbps", default="50,100,200,400,1000")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument(
+        "--tcp-traces", type=Path, help="only summarise a real-time TCP output folder (RTTs)"
+    )
     args = ap.parse_args()
+    if args.tcp_traces:
+        tcp_traces(args.tcp_traces)
+        return 0
     rows = []
     rate = 10e6
     jitter = {"rate_bps": rate, "buffer_bytes": 140_000, "delay_s": 0.056, "jitter_s": 0.01}
