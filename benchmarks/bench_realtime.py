@@ -133,7 +133,11 @@ def tcp_traces(folder: Path) -> None:
         )
     df = pd.DataFrame(rows)
     keys = [c for c in ("rtt_ms", "jitter_ms", "profile") if c in df and df[c].nunique() > 1]
-    print(df.groupby(keys or ["rtt_ms"]).agg(["mean", "min", "max"]).round(2).T.to_string())
+    keys = keys or ["rtt_ms"]
+    df = df.drop(
+        columns=[c for c in ("rtt_ms", "jitter_ms", "profile") if c in df and c not in keys]
+    )
+    print(df.groupby(keys).agg(["mean", "min", "max"]).round(2).T.to_string())
 
 
 def main() -> int:
