@@ -113,7 +113,10 @@ def tcp_traces(folder: Path) -> None:
     (ms): the path's RTT and full-queue delay as the kernel measured them."""
     import pandas as pd
 
-    from statemine.parse.ftrace import read_ftrace  # the ftrace reader (docs/tcp.md)
+    import importlib
+
+    # the ftrace reader (docs/tcp.md), imported by name: it landed after this script
+    read_ftrace = importlib.import_module("statemine.parse.ftrace").read_ftrace
 
     rows = []
     for run in sorted((folder / "runs").iterdir()):
