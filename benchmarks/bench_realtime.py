@@ -111,9 +111,9 @@ def tcp_traces(folder: Path) -> None:
     """Per condition of a real-time TCP output folder: the server socket's smallest and
     largest smoothed RTT (the kernel's tcp_probe srtt, ms) and the emulator's latest write
     (ms): the path's RTT and full-queue delay as the kernel measured them."""
-    import pandas as pd
-
     import importlib
+
+    import pandas as pd
 
     # the ftrace reader (docs/tcp.md), imported by name: it landed after this script
     read_ftrace = importlib.import_module("statemine.parse.ftrace").read_ftrace
