@@ -80,7 +80,7 @@ def tcp_row(mbps: float, size: int = 40_000_000) -> dict:
             "log_path": f"{d}/log",
             "result_path": f"{d}/r.json",
         }
-        res, _, _ = run.simulate(cfg)
+        res, _ = run.simulate(cfg)
     fwd = res.get("packets_up", 0) + res.get("packets_down", 0)
     return {
         "case": f"tcp cubic {mbps:g} Mbit/s 10ms",
@@ -111,12 +111,9 @@ def tcp_traces(folder: Path) -> None:
     """Per condition of a real-time TCP output folder: the server socket's smallest and
     largest smoothed RTT (the kernel's tcp_probe srtt, ms) and the emulator's latest write
     (ms): the path's RTT and full-queue delay as the kernel measured them."""
-    import importlib
-
     import pandas as pd
 
-    # the ftrace reader (docs/tcp.md), imported by name: it landed after this script
-    read_ftrace = importlib.import_module("statemine.parse.ftrace").read_ftrace
+    from statemine.parse.ftrace import read_ftrace  # the ftrace reader (docs/tcp.md)
 
     rows = []
     for run in sorted((folder / "runs").iterdir()):
@@ -124,7 +121,9 @@ def tcp_traces(folder: Path) -> None:
         ts = read_ftrace(str(run / "run.log.gz"))
         tr = ts.traces
         server = tr.loc[tr["sport"].astype(str) == str(res["server_port"]), "trace"].iloc[0]
-        srtt = ts.metrics.loc[ts.metrics["trace"].astype(str) == server, "srtt"]
+        metrics = ts.metrics
+        assert metrics is not None  # the reader always gives tcp_probe's metrics
+        srtt = metrics.loc[metrics["trace"].astype(str) == server, "srtt"]
         cell = {k: v for k, v in res["cell"].items() if k in ("jitter_ms", "profile", "rtt_ms")}
         rows.append(
             {

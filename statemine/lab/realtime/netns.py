@@ -12,8 +12,8 @@ leftovers of a dead process can be found and removed):
 
 :class:`Topology` is a context manager: the namespaces are removed on exit, also on an
 exception; :func:`signals_raise` turns SIGTERM/SIGHUP into an exception so ``with`` blocks
-unwind; :func:`cleanup_leftovers` removes the namespaces of processes that no longer run
-(after a SIGKILL).
+unwind; after a SIGKILL :func:`statemine.tcp.cleanup` removes the namespaces of processes
+that no longer run (the names are its convention: ``sm-<pid>-...``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import signal
 import struct
 import subprocess
@@ -39,7 +38,6 @@ MTU = 1500
 _TUNSETIFF = 0x400454CA
 _IFF_TUN = 0x0001
 _IFF_NO_PI = 0x1000
-_NAME = re.compile(r"^sm-(\d+)-[cs]$")
 
 
 class SetupError(RuntimeError):
@@ -151,41 +149,6 @@ class Topology:
             ns = self.made.pop()
             with contextlib.suppress(SetupError, OSError, subprocess.SubprocessError):
                 _ip("netns", "del", ns)
-
-
-def list_namespaces() -> list[str]:
-    """The statemine namespaces that exist (``sm-<pid>-c`` / ``-s``)."""
-    try:
-        found = os.listdir("/run/netns")
-    except OSError:
-        return []
-    return sorted(x for x in found if _NAME.match(x))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def cleanup_leftovers(all_: bool = False) -> list[str]:
-    """Delete the statemine namespaces whose owning process is gone (every one with
-    ``all_``); returns the names deleted. Their TUN devices vanish with them."""
-    removed = []
-    for ns in list_namespaces():
-        m = _NAME.match(ns)
-        if m is None:  # list_namespaces keeps only matching names
-            continue
-        pid = int(m.group(1))
-        if all_ or not _alive(pid):
-            with contextlib.suppress(SetupError, OSError, subprocess.SubprocessError):
-                _ip("netns", "del", ns)
-                removed.append(ns)
-    return removed
 
 
 class Terminated(BaseException):

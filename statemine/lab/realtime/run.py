@@ -1,20 +1,24 @@
 """One real-time run of kernel TCP (docs/realtime.md): namespaces, the emulated path, a
 tracing instance, the server and client programs; the ftrace text as the run's log.
 
-``python -m statemine.lab.realtime.run CONFIG.json`` reads a run config of
+The kernel's events are recorded with ``statemine tcp record``'s tracing instance
+(:class:`statemine.tcp.tracing.Instance`: ``statemine-<pid>``, mono clock, the run's port,
+drained from ``trace_pipe`` into the log). ``python -m statemine.lab.realtime.run
+CONFIG.json`` reads a run config of
 docs/lab-protocol.md (``implementation = "tcp"``, ``version`` the congestion control:
 reno, cubic or bbr) and writes the kernel's trace to ``log_path`` and the run result to
 ``result_path``. Everything it sets up is undone on exit, on an exception and on
 SIGINT/SIGTERM/SIGHUP (:mod:`statemine.lab.realtime.netns`); after a SIGKILL,
-:func:`statemine.lab.realtime.netns.cleanup_leftovers` removes what is left.
+:func:`statemine.tcp.cleanup` (``statemine tcp cleanup``) removes what is left.
 
 Result keys (seconds, bytes, bits/s): ``ok``, ``error``, ``plt_s`` (client: request sent
 ... last byte consumed, connection set-up included), ``bytes``, ``throughput_bps``
 (``bytes * 8 / plt_s``), ``retransmissions`` (the server socket's ``tcpi_total_retrans``),
 ``packets_sent`` / ``packets_dropped`` (the path's), ``srtt_s`` (the server's smoothed RTT
 at the end), ``virtual_time_s`` (the run's wall time: time is real here), ``wall_time_s``,
-``start_mono`` (the client's start on the monotonic clock the trace uses) and the
-emulator's counters (``max_late_s``: the latest a packet was written after its due time).
+``start_mono`` (the client's start on the monotonic clock the trace uses),
+``trace_events_lost`` (the ring buffer's overrun and dropped counters: 0 when the trace is
+whole) and the emulator's counters (``max_late_s``: the latest a packet was written after its due time).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ...fileio import write_json
-from . import netns, tracing
+from ...tcp.tracing import Instance, TracingError
+from . import netns
 from .emulator import Emulator
 
 #: The first port of the server; a run uses BASE_PORT + pid % PORT_SPAN (distinct ports let
@@ -67,9 +72,9 @@ def _stop(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
-def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
-    """Run ``config`` in real time; the result, the trace text and the emulator (its
-    per-packet record when ``record``)."""
+def simulate(config: dict, record: bool = False) -> tuple[dict, Emulator]:
+    """Run ``config`` in real time, the kernel's trace written to ``config["log_path"]``;
+    the result and the emulator (its per-packet record when ``record``)."""
     cc = config["version"]
     if cc not in CONGESTION_CONTROLS:
         raise ValueError(f"unknown congestion control {cc!r} (known: reno, cubic, bbr)")
@@ -80,12 +85,18 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
     limit = float(config.get("time_limit_s") or 120.0)
     server = cli = None
     t_begin = time.monotonic()
-    with netns.signals_raise(), netns.Topology() as topo:
+    with (
+        netns.signals_raise(),
+        netns.Topology() as topo,
+        open(config["log_path"], "wb") as log,
+    ):
         emu = Emulator(
             topo.client_fd, topo.server_fd, config["path"], seed, client, record=record
         ).start()
         try:
-            with tracing.Instance(port) as inst:
+            with Instance(ports=[port]) as inst:
+                inst.start()
+                inst.drain_to(log)
                 try:
                     server = _app(
                         topo, "server", {"addr": netns.SERVER_ADDR, "port": port, "cc": cc}
@@ -117,23 +128,26 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
                     except subprocess.TimeoutExpired:
                         return (
                             {"ok": False, "error": f"wall-clock limit reached ({limit:g} s)"},
-                            inst.read(),
                             emu,
                         )
                     s_out, s_err = server.communicate(timeout=10)
                     time.sleep(0.05)  # the last ACKs and FINs reach the trace
-                    text = inst.read()
                 finally:
                     _stop(cli)
                     _stop(server)
+                    inst.stop()
+                lost = sum(
+                    c.get("overrun", 0) + c.get("dropped events", 0)
+                    for c in inst.overruns().values()
+                )
         finally:
             emu.stop()
     if emu.error is not None:
         raise RuntimeError(f"emulator failed: {emu.error!r}")
     if cli.returncode != 0:
-        return ({"ok": False, "error": f"client failed: {c_err.strip()[-500:]}"}, text, emu)
+        return ({"ok": False, "error": f"client failed: {c_err.strip()[-500:]}"}, emu)
     if server.returncode != 0:
-        return ({"ok": False, "error": f"server failed: {s_err.strip()[-500:]}"}, text, emu)
+        return ({"ok": False, "error": f"server failed: {s_err.strip()[-500:]}"}, emu)
     c, s = _last_json(c_out), _last_json(s_out)
     plt = c["done"] - c["start"]
     result: dict[str, Any] = {
@@ -148,9 +162,10 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, str, Emulator]:
         "client_port": c["sport"],
         "start_mono": c["start"],
         "virtual_time_s": time.monotonic() - t_begin,
+        "trace_events_lost": lost,
     }
     result.update(emu.stats())
-    return result, text, emu
+    return result, emu
 
 
 def run_config_file(path: str) -> int:
@@ -158,13 +173,12 @@ def run_config_file(path: str) -> int:
     config = json.loads(Path(path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
     try:
-        result, text, _ = simulate(config)
-    except (netns.SetupError, OSError, RuntimeError, ValueError) as exc:
-        result, text = {"ok": False, "error": str(exc)}, ""
+        result, _ = simulate(config)
+    except (netns.SetupError, TracingError, OSError, RuntimeError, ValueError) as exc:
+        result = {"ok": False, "error": str(exc)}
     except (KeyboardInterrupt, netns.Terminated) as exc:
-        result, text = {"ok": False, "error": f"interrupted ({exc or 'SIGINT'})"}, ""
+        result = {"ok": False, "error": f"interrupted ({exc or 'SIGINT'})"}
     result["wall_time_s"] = time.monotonic() - t0
-    Path(config["log_path"]).write_text(text, encoding="utf-8")
     write_json(config["result_path"], result)
     return 0 if result.get("ok") else 1
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...errors import StatemineError
 from ...fileio import write_json
-from ..realtime import cleanup
+from ...tcp import cleanup
 from ..realtime.run import CONGESTION_CONTROLS, _env
 
 IMPL = "tcp"
