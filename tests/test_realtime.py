@@ -294,3 +294,33 @@ def test_sigkilled_run_is_cleaned_up(tmp_path):
         assert not failed and any(nss[0] in r for r in removed)
         assert _sm_state(proc.pid) == ([], [])
         assert {mine.client_ns, mine.server_ns} <= set(tcp_netns.namespaces())
+
+
+def _quicgo_available() -> str | None:
+    if shutil.which("go") is None:
+        return "no Go toolchain to build the quic-go harness"
+    return None
+
+
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.skipif(_quicgo_available() is not None, reason=str(_quicgo_available()))
+def test_quicgo_in_real_time(tmp_path):
+    """The patched quic-go's harness over real UDP sockets in the two namespaces: every byte
+    arrives, the throughput is below the path's rate, the statemine log has real
+    timestamps (the wall clock, unlike the virtual lab's 2000-01-01), both roles, and the
+    server's declared losses are at least the path's drops of data (tail drops only here)."""
+    from statemine.lab.realtime import quicgo
+
+    cfg = _tcp_config(tmp_path, implementation="quic-go", version="v0.65.0")
+    cfg.update(reordering_threshold=None, time_threshold=None)
+    wall = time.time()
+    res, _ = quicgo.simulate(cfg)
+    assert res["ok"], res
+    assert res["bytes"] == 1_000_000 and 10e6 / 4 < res["throughput_bps"] < 10e6
+    lines = (tmp_path / "run.log").read_text().splitlines()
+    stamps = [float(ln.split()[1][2:]) for ln in lines if ln.startswith("STATEMINE t=")]
+    assert stamps and wall - 5 < min(stamps) and max(stamps) < time.time() + 1
+    assert any("role=server" in ln for ln in lines) and any("role=client" in ln for ln in lines)
+    assert res["retransmissions"] >= 0 and res["down_lost"] == 0
+    assert res["packets_sent"] == res["packets_up"] + res["packets_down"]

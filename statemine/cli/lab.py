@@ -181,6 +181,7 @@ def keys_cmd() -> None:
             "quic-go-adaptive-reordering",
             "cellular-mobile-vs-desktop",
             "quic-vs-tcp-jitter",
+            "quic-go-real-vs-virtual",
             "tcp-mobile-vs-desktop",
         ]
     ),

@@ -212,6 +212,21 @@ FINDINGS: tuple[Finding, ...] = (
         per_stack=False,
     ),
     Finding(
+        "quic-go-real-vs-virtual",
+        "quic-go-rt-jitter+quic-go-versions",
+        "Recovery",
+        "fidelity, no paper: quic-go in real time through the real-time path against quic-go "
+        "in virtual time through the same path model, same scenario (112 ms RTT, 10 ms "
+        "jitter): does real time change its time in Recovery?",
+        tuple(
+            Condition(f"{v} {mode}", {"implementation": impl, "version": v, "jitter_ms": "10"})
+            for v in ("v0.63.0", "v0.65.0")
+            for mode, impl in (("virtual", "quic-go"), ("real", "quic-go-rt"))
+        ),
+        tuple(Comparison(f"{v} virtual", f"{v} real", "either") for v in ("v0.63.0", "v0.65.0")),
+        per_stack=False,
+    ),
+    Finding(
         "tcp-mobile-vs-desktop",
         "tcp-mobile",
         "Recovery",

@@ -57,7 +57,7 @@ from . import cellular
 from .path import Gilbert, PathValueError, RateSchedule
 
 #: The stacks `statemine lab` can run (not the qlog state-name tables: parse.statenames).
-LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "tcp")
+LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "tcp", "quic-go-rt")
 #: The kernel-TCP "versions": congestion controls, run in real time (docs/realtime.md).
 TCP_VERSIONS = ("reno", "cubic", "bbr")
 PROFILES = ("desktop", "mobile")
@@ -222,7 +222,8 @@ def _stack(v: Any) -> str:
                 f"tcp@{version}: unknown congestion control (known: {', '.join(TCP_VERSIONS)})"
             )
         return v
-    known = patched_versions(impl)  # from $STATEMINE_PATCHES when set
+    # quic-go-rt: the patched quic-go in real time (docs/realtime.md), the same versions
+    known = patched_versions("quic-go" if impl == "quic-go-rt" else impl)
     if version not in known and not (impl == "aioquic" and version == "installed"):
         raise _Bad(
             f"{impl} {version} has no instrument patch (patched versions: "
@@ -245,7 +246,7 @@ GRID_KEYS: dict[str, Key] = {
     "stack": Key(
         _stack,
         "aioquic@1.7.2",
-        "implementation@version, e.g. 'quic-go@v0.65.0'; 'tcp@cubic' (reno, bbr): kernel TCP in real time",
+        "implementation@version, e.g. 'quic-go@v0.65.0'; 'tcp@cubic' (reno, bbr): kernel TCP in real time; 'quic-go-rt@v0.65.0': quic-go in real time",
     ),
     "rate_mbps": Key(_rate, 50.0, "bottleneck rate server->client, Mbit/s, in [0.001, 100000]"),
     "up_rate_mbps": Key(_optional(_rate), None, "client->server rate, Mbit/s (default: rate_mbps)"),

@@ -193,3 +193,58 @@ func TestLoopback(t *testing.T) {
 		t.Fatalf("received %d bytes in %v", out.Received, out.PLT)
 	}
 }
+
+// TestRealNet runs the config named by $STATEMINE_RUN_CONFIG in real time over two UDP
+// sockets the caller made and passed as inherited file descriptors
+// $STATEMINE_REALNET_FDS = "SERVER,CLIENT" (statemine/lab/realtime: one socket in each
+// network namespace, joined by the real-time path). The statemine log gets real
+// timestamps; the result has no path counters (the emulator keeps them).
+func TestRealNet(t *testing.T) {
+	fds := os.Getenv("STATEMINE_REALNET_FDS")
+	configPath := os.Getenv(envConfig)
+	if fds == "" || configPath == "" {
+		t.Skip("runs only for the real-time lab (statemine/lab/realtime/quicgo.py)")
+	}
+	cfg, err := ReadConfig(configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Result{OK: true, Implementation: cfg.Implementation, Version: cfg.Version}
+	serverTLS, clientTLS, err := TLSConfigs(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(s string) net.PacketConn {
+		fd, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.FilePacketConn(os.NewFile(uintptr(fd), "udp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	serverFd, clientFd, _ := strings.Cut(fds, ",")
+	wall := time.Now()
+	out, err := Transfer(cfg, conn(serverFd), conn(clientFd), serverTLS, clientTLS)
+	res.WallTimeS = time.Since(wall).Seconds()
+	res.VirtualTimeS = res.WallTimeS
+	res.Bytes = out.Received
+	if err != nil {
+		res.Fail(err.Error())
+	} else {
+		res.PLT_S = out.PLT.Seconds()
+		if res.PLT_S > 0 {
+			res.ThroughputBps = 8 * float64(res.Bytes) / res.PLT_S
+		}
+	}
+	losses, _, err := countServerLosses(cfg.LogPath)
+	if err != nil {
+		res.Fail("reading the statemine log: " + err.Error())
+	}
+	res.Retransmissions = losses
+	if err := WriteJSON(cfg.ResultPath, res); err != nil {
+		t.Fatal(err)
+	}
+}

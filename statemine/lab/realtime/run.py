@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ from .emulator import Emulator
 BASE_PORT = 20000
 PORT_SPAN = 20000
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+#: Real-time runs of one process run one at a time (they would compete for the cores).
+ONE_AT_A_TIME = threading.Lock()
 
 
 def _env() -> dict[str, str]:

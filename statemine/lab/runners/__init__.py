@@ -10,7 +10,7 @@ import importlib
 from types import ModuleType
 
 #: Implementation name (as scenarios spell it) -> runner module under this package.
-MODULES = {"aioquic": "aioquic", "quic-go": "quicgo", "tcp": "tcp"}
+MODULES = {"aioquic": "aioquic", "quic-go": "quicgo", "tcp": "tcp", "quic-go-rt": "quicgo_rt"}
 
 
 def runner_for(impl: str) -> ModuleType:

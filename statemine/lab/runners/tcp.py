@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pandas as pd
@@ -22,14 +21,14 @@ import pandas as pd
 from ...errors import StatemineError
 from ...fileio import write_json
 from ...tcp import cleanup
-from ..realtime.run import CONGESTION_CONTROLS, _env
+from ..realtime.run import CONGESTION_CONTROLS, ONE_AT_A_TIME, _env
 
 IMPL = "tcp"
 #: The ``format`` the grid parses this runner's log with.
 LOG_FORMAT = "ftrace"
 #: Seconds a run gets beyond its time limit (set-up, tear-down) before it is stopped.
 GRACE_S = 30.0
-_ONE_AT_A_TIME = threading.Lock()
+_ONE_AT_A_TIME = ONE_AT_A_TIME
 
 
 def available() -> list[str]:
