@@ -758,3 +758,22 @@ def test_tcp_mobile_client_cuts_recovery_and_doubles_plt(verdicts):
     assert 1.5 < r["plt_b"] / r["plt_a"] < 3 and r["plt_p"] < 0.01
     # the read rate bounds the page: 5 MB at 20 Mbit/s is 2 s
     assert r["plt_b"] > 5e6 * 8 / 20e6
+
+
+def test_quic_go_real_time_shares_against_the_raw_logs(table):
+    """Finding 7's real-time shares and PLTs, recomputed from the raw statemine logs and
+    results.csv by hand (the virtual-time side is checked above)."""
+    folder = TRACES / "quic-go-rt-jitter"
+    results = pd.read_csv(folder / "results.csv")
+    for version in ("v0.63.0", "v0.65.0"):
+        ids = results.loc[results["stack"] == f"quic-go-rt@{version}", "run_id"]
+        inside, total = _per_run_seconds(folder, ids, "Recovery")
+        r = table[
+            (table["finding"] == "quic-go-real-vs-virtual")
+            & (table["condition"] == f"{version} real")
+        ].iloc[0]
+        assert r["runs"] == len(ids) == 20
+        assert r["share"] == pytest.approx(inside.sum() / total.sum(), rel=1e-6)
+        assert r["plt_s"] == pytest.approx(
+            results.loc[results["stack"] == f"quic-go-rt@{version}", "plt_s"].mean()
+        )
