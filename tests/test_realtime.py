@@ -324,3 +324,26 @@ def test_quicgo_in_real_time(tmp_path):
     assert any("role=server" in ln for ln in lines) and any("role=client" in ln for ln in lines)
     assert res["retransmissions"] >= 0 and res["down_lost"] == 0
     assert res["packets_sent"] == res["packets_up"] + res["packets_down"]
+
+
+def test_diff_relates_tcp_and_quic_vocabularies():
+    """statemine diff of kernel-TCP traces against QUIC traces compares them (no failure)
+    and says how the vocabularies relate; two QUIC sides get no such note. The TCP side
+    is recognised by its label, or, unlabelled, by its state names."""
+    import statemine
+    from statemine.compare import TCP_STATES_IN_QUIC, tcp_quic_note
+
+    traces_dir = ROOT / "traces"
+    tcp = statemine.load(next((traces_dir / "tcp-jitter" / "runs").glob("*/traces.parquet")))
+    quic = statemine.load(
+        next((traces_dir / "quic-go-versions" / "runs").glob("quic-go-v0.63.0-*/traces.parquet"))
+    )
+    d = statemine.diff(tcp, quic, label_a="tcp", label_b="quic", n_perm=99, n_boot=20)
+    note = next(n for n in d.notes if n.startswith("tcp is kernel TCP, quic is not"))
+    for state, counterpart in TCP_STATES_IN_QUIC.items():
+        assert (f"{state} ~ {counterpart}" if counterpart else f"{state}: none") in note
+    assert "Recovery" in set(d.states.loc[d.states["presence"] == "both", "state"])
+    same = statemine.diff(quic, quic, n_perm=99, n_boot=20)
+    assert not any("kernel TCP" in n for n in same.notes)
+    unlabelled = tcp.with_labels(implementation="")
+    assert tcp_quic_note(d.states, unlabelled, quic, "tcp", "quic").startswith("tcp is kernel")
