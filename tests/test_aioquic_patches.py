@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,9 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
+def pristine(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], tuple[Path, dict[str, str]]]:
     """version -> (fetched tree, its hashes); fetched once per test session."""
     cache: dict[str, tuple[Path, dict[str, str]]] = {}
 

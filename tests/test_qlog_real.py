@@ -89,7 +89,7 @@ def test_picoquic_reference_trace_forced_cubic_reads_recovery():
     assert ts.traces["implementation"].tolist() == ["picoquic-cubic"]
 
 
-def test_picoquic_multipath_one_trace_per_path_with_its_own_metrics():
+def test_picoquic_multipath_one_trace_per_path_with_its_own_metrics() -> None:
     path = shared("real-qlog", "picoquic", "multipath_qlog_ref.txt")
     events = picoquic_events(path)
     per_path: dict[int, list] = {}
