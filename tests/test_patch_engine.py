@@ -351,6 +351,16 @@ def test_patch_lines_reproduces_difflib_edits(lines, edits):
         assert back == lines and all(r.status == "exact" for r in res)
 
 
+def test_emptying_a_file_is_not_deleting_it():
+    """A hunk that removes every line of b/f (difflib writes '@@ -1 +0,0 @@') empties the
+    file; only a /dev/null target deletes (found by the property test above)."""
+    fps = parse_patch_text(udiff("f", "x\n", ""))
+    got, res = patch_lines(["x\n"], fps[0].hunks, "f", shift=False)
+    assert got == [] and [r.status for r in res] == ["exact"]
+    with pytest.raises(InputError, match="deleting"):
+        parse_patch_text("--- a/f\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n")
+
+
 def test_rejects_text_round_trips_every_hunk(tmp_path):
     orig = "".join(f"{i}\n" for i in range(30))
     new = "head\n" + orig.replace("7\n", "seven\n").replace("20\n21\n", "") + "tail"

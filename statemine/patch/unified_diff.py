@@ -184,7 +184,9 @@ def parse_patch_text(text: str, patch: str | Path = "<patch>") -> tuple[FilePatc
         line = _file_line(pf)
         if pf.is_binary_file:
             raise InputError(patch, line, f"binary change to {pf.path!r} is not supported")
-        if pf.target_file == _DEV_NULL or pf.is_removed_file:
+        # Only a /dev/null target deletes; unidiff's is_removed_file also says so of a hunk
+        # that empties the file ("@@ -1 +0,0 @@" into b/...), which keeps the file, empty.
+        if pf.target_file == _DEV_NULL:
             raise InputError(patch, line, f"deleting {pf.source_file!r} is not supported")
         created = pf.source_file == _DEV_NULL
         target = _strip_prefix(pf.target_file, "b/", patch, line)
