@@ -529,3 +529,37 @@ def test_forget_other_tree_only_when_the_tree_changes(tmp_path):
     assert (fp / "quiche-4").is_dir()
     cargo.forget_other_tree(tmp_path, "quiche", Path("/b"))
     assert sorted(p.name for p in fp.iterdir()) == ["boring-sys-3"]
+
+
+@pytest.mark.slow
+def test_time_threshold_knob(smoke_binaries, tmp_path):
+    """The time threshold decides how many losses the time rule declares: none at 32 RTTs,
+    more at 1 RTT than at quiche's 9/8; an invalid value is named on stderr and ignored."""
+    binary = smoke(smoke_binaries, LATEST)
+    counts = {}
+    for name, value in (("default", None), ("tight", "1.0"), ("huge", "32")):
+        d = tmp_path / name
+        d.mkdir()
+        env = {"STATEMINE_TIME_THRESHOLD": value} if value else {}
+        log, _, _ = run_smoke(binary, LATEST, d, "cubic", 1_000_000, loss=20, env=env, qlog=False)
+        counts[name] = log.read_text().count("rule=time")
+    assert counts["huge"] == 0 < counts["default"] < counts["tight"]
+    src = quiche.patched_source(LATEST)
+    proc = subprocess.run(
+        [
+            str(binary),
+            str(src / "examples/cert.crt"),
+            str(src / "examples/cert.key"),
+            "cubic",
+            "10000",
+            "0",
+            "1",
+            "-",
+        ],
+        env={**os.environ, "STATEMINE_TIME_THRESHOLD": "abc", "STATEMINE_LOG": str(tmp_path / "x")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0
+    assert 'ignoring STATEMINE_TIME_THRESHOLD="abc"' in proc.stderr
