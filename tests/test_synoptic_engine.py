@@ -22,7 +22,7 @@ from synoptic_reference import (
 
 from statemine.infer.synoptic import infer_log, infer_synoptic
 from statemine.infer.synoptic.check import InvariantCodes, check_model
-from statemine.infer.synoptic.coarsen import coarsen
+from statemine.infer.synoptic.coarsen import coarsen, merge_and_repair
 from statemine.infer.synoptic.invariants import mine
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel, probability_text
@@ -86,6 +86,27 @@ def test_each_refinement_then_coarsening_is_sound(traces):
     ):
         assert_sound(model, inv, traces)
         assert_sound(coarsen(model, codes, np.random.default_rng(1)), inv, traces)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=12), min_size=1, max_size=9),
+    st.integers(0, 5),
+)
+def test_merge_and_repair_is_sound_and_never_grows(traces, seed):
+    """The local search after coarsening keeps a model that accepts every trace and
+    satisfies every invariant, with at most the nodes it was given."""
+    log = EventLog.from_sequences(traces)
+    inv = mine(log)
+    codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
+    start = coarsen(
+        refine_by_history(PartitionModel.initial(log), codes, np.ones(len(codes), dtype=bool)),
+        codes,
+        np.random.default_rng(seed),
+    )
+    better = merge_and_repair(start, codes, np.random.default_rng(seed))
+    assert better.n_nodes <= start.n_nodes
+    assert_sound(better, inv, traces)
 
 
 @settings(max_examples=80, deadline=None)

@@ -58,21 +58,16 @@ def oracle_cases(tool: str = "synoptic") -> list:
 CASES = oracle_cases()
 #: Cases whose inference takes seconds: the slow tier runs them.
 SLOW_CASES = {"repo-apache-cse142"}
-#: Cases where statemine's model is still larger than Synoptic's (issue 13, item 1).
-LARGER_THAN_SYNOPTIC = {"repo-apache-cse142": "236 nodes against Synoptic's 234 (issue 13, item 1)"}
 
 
-def params(cases: list, xfail: dict | None = None) -> list:
-    """``cases`` as pytest parameters: slow ones marked slow, ``xfail`` ones (name ->
-    reason) marked strict xfail, placeholders unchanged."""
+def params(cases: list) -> list:
+    """``cases`` as pytest parameters: slow ones marked slow, placeholders unchanged."""
     out = []
     for c in cases:
         if not isinstance(c, str):
             out.append(c)
             continue
         marks = [pytest.mark.slow] if c in SLOW_CASES else []
-        if xfail and c in xfail:
-            marks.append(pytest.mark.xfail(strict=True, reason=xfail[c]))
         out.append(pytest.param(c, marks=marks))
     return out
 
@@ -162,7 +157,7 @@ def test_model_accepts_traces_and_satisfies_invariants(case):
     assert report.ok
 
 
-@pytest.mark.parametrize("case", params(CASES, LARGER_THAN_SYNOPTIC))
+@pytest.mark.parametrize("case", params(CASES))
 def test_no_more_nodes_than_synoptic(case):
     _, _, res = parsed(case)
     theirs = read_dot(ORACLE / case / "model.dot").number_of_nodes()
