@@ -205,3 +205,46 @@ def test_synoptic_jar_without_a_jar_is_a_usage_error(in_case, monkeypatch):
     monkeypatch.delenv("STATEMINE_SYNOPTIC_JAR", raising=False)
     res = CliRunner().invoke(main, ["infer", "--engine", "synoptic-jar", *case_args(CASE)])
     assert res.exit_code == 2 and "STATEMINE_SYNOPTIC_JAR" in res.output
+
+
+def test_library_call_takes_the_commands_options_and_writes_its_files(generated):
+    """``synoptic(...)`` (a notebook's call, Synoptic's option names as keywords) writes
+    the files the command writes for the same options, byte for byte, and returns the
+    model; ``check_model_files`` is check-model's verdict."""
+    from statemine.infer.synoptic.command import check_model_files, synoptic
+
+    work, traces = generated
+    args = ["-r", REGEX, "-s", SEP, "--randomSeed=2", "--outputInvariantsToFile=true", "-j"]
+    res = CliRunner().invoke(main, ["infer", "--engine", "synoptic", *args, "-o", "cli", "cc.log"])
+    assert res.exit_code == 0, res.output
+    done = synoptic(
+        "cc.log",
+        regExps=[REGEX],
+        separatorRegExp=SEP,
+        randomSeed=2,
+        outputInvariantsToFile=True,
+        outputJSON=True,
+        outputPathPrefix="lib",
+    )
+    assert [p.name for p in done.written] == ["lib.invariants.txt", "lib.dot", "lib.json"]
+    for suffix in (".dot", ".invariants.txt", ".json"):
+        assert (work / f"lib{suffix}").read_bytes() == (work / f"cli{suffix}").read_bytes()
+    assert done.result.model.n_nodes == len(done.result.to_networkx())
+    assert done.messages[-1].startswith("synoptic: ") and "wrote" in done.messages[-1]
+    # without a prefix nothing is written and the dot model is the output
+    bare = synoptic("cc.log", regExps=[REGEX], separatorRegExp=SEP, randomSeed=2)
+    assert bare.written == [] and bare.stdout == (work / "lib.dot").read_text()
+    assert check_model_files(work / "lib.dot", ["cc.log"], [REGEX], SEP).report.ok
+    flat = check_model_files(work / "lib.dot", ["cc.log"], [REGEX], SEP, invariants_file=None)
+    assert flat.log.n_traces == len(traces)
+
+
+def test_library_call_refuses_what_the_command_refuses(generated):
+    from statemine.errors import UsageError
+    from statemine.infer.synoptic.command import synoptic
+
+    with pytest.raises(UsageError, match="multipleRelations"):
+        synoptic("cc.log", regExps=[REGEX], multipleRelations=True)
+    with pytest.raises(UsageError, match="unknown Synoptic engine"):
+        synoptic("cc.log", engine="nope")
+    assert not list(generated[0].glob("model*"))

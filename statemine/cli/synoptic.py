@@ -3,7 +3,6 @@ synoptic|synoptic-jar|ktails|perfume`` and the ``statemine check-model`` command
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,19 +10,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import InputError, UsageError
 from . import main
 
 if TYPE_CHECKING:
     from ..infer.synoptic.run import ToolRun
-
-#: Engines whose command line is the original tool's (parsed by :mod:`..options`).
-TOOL_OF_ENGINE = {
-    "synoptic": "synoptic",
-    "synoptic-jar": "synoptic",
-    "ktails": "ktails",
-    "perfume": "perfume",
-}
 
 
 def engine_in(args: Sequence[str]) -> str | None:
@@ -55,6 +45,8 @@ class ToolCommand(click.Command):
     e.g. ``-i=true``, ``--randomSeed 5``, ``-c FILE``, are not click's)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from ..infer.synoptic.command import TOOL_OF_ENGINE
+
         engine = engine_in(args)
         if engine in TOOL_OF_ENGINE:
             ctx.meta["tool_args"] = without_engine(args)
@@ -65,56 +57,16 @@ class ToolCommand(click.Command):
 def run_synoptic_engine(
     engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None
 ) -> ToolRun | None:
-    """``statemine infer --engine synoptic|synoptic-jar|ktails|perfume ARGS``: ARGS is the
-    original tool's command line (Synoptic's or Perfume's, or ``KTailsMain``'s plus
-    ``-k N``); every option is honoured or refused (:mod:`statemine.infer.synoptic.options`).
-    Writes the files the options ask for beside ``-o PREFIX`` (all or none), or prints the
-    dot model.  Returns the :class:`~statemine.infer.synoptic.run.ToolRun`."""
-    from ..infer.synoptic.formats import write_texts
-    from ..infer.synoptic.options import parse_args, usage
-    from ..infer.synoptic.run import run_tool
+    """``statemine infer --engine synoptic|synoptic-jar|ktails|perfume ARGS``: one call of
+    :func:`statemine.infer.synoptic.command.run_command`, then printing."""
+    from ..infer.synoptic.command import run_command
 
-    if engine not in TOOL_OF_ENGINE:
-        raise UsageError(f"unknown Synoptic engine {engine!r}")
-    tool = TOOL_OF_ENGINE[engine]
-    parsed = parse_args(args, tool)
-    if parsed["help"] or parsed["allHelp"]:
-        click.echo(usage(tool, every=parsed["allHelp"]), nl=False)
-        return None
-    if parsed["version"]:
-        from importlib.metadata import version
-
-        click.echo(f"statemine {version('statemine')} ({tool} engine)")
-        return None
-    if parsed["synopticJar"] is None:
-        parsed.values["synopticJar"] = synoptic_jar
-    run = run_tool(parsed, engine)
-    prefix = parsed["outputPathPrefix"]
-    written = []
-    if prefix is not None and run.files:
-        written = write_texts(prefix, run.files)
-    elif prefix is None and ".dot" in run.files:
-        run.stdout = run.stdout or run.files[".dot"]
-    if run.stdout:
-        click.echo(run.stdout, nl=False)
-    verbose = parsed["logLvlVerbose"] or parsed["logLvlExtraVerbose"]
-    for line in run.stderr[:-1] if not verbose else run.stderr:
+    done = run_command(engine, args, synoptic_jar)
+    if done.stdout:
+        click.echo(done.stdout, nl=False)
+    for line in done.messages:
         click.echo(line, err=True)
-    if written and not parsed["logLvlQuiet"]:
-        tail = run.stderr[-1] + "; " if run.stderr and not verbose else ""
-        click.echo(f"{tail}wrote {', '.join(str(p) for p in written)}", err=True)
-    return run
-
-
-@contextlib.contextmanager
-def _naming(path):
-    """Give an :class:`InputError` raised without a file the name ``path``."""
-    try:
-        yield
-    except InputError as exc:
-        if exc.file is not None:
-            raise
-        raise InputError(path, exc.line, exc.reason) from None
+    return done.run
 
 
 @main.command("check-model")
@@ -144,21 +96,13 @@ def check_model_command(model, logs, regexes, separator, mapping, ignore_nonmatc
     of LOG files and that every invariant mined from them holds on it.  Exit status 0 when
     it does, 1 when it does not (the failures are listed), 2 on bad input."""
     from ..escape import one_line
-    from ..infer.synoptic.check import check_model
-    from ..infer.synoptic.formats import model_from_json, read_dot, read_invariants_txt
-    from ..infer.synoptic.invariants import invariant_text, mine
-    from ..infer.synoptic.log import EventLog
-    from ..parse.regex import read_regex
+    from ..infer.synoptic.command import check_model_files
+    from ..infer.synoptic.invariants import invariant_text
 
-    where = " ".join(map(str, logs))
-    with _naming(where):
-        ts = read_regex(list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching)
-        log = EventLog.from_traceset(ts)
-    with _naming(model):
-        graph = model_from_json(model).to_networkx() if model.suffix == ".json" else read_dot(model)
-    invariants = read_invariants_txt(inv_file) if inv_file else mine(log)
-    with _naming(model):
-        report = check_model(graph, log, invariants)
+    checked = check_model_files(
+        model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file
+    )
+    graph, log, report = checked.graph, checked.log, checked.report
     click.echo(
         f"{model}: {graph.number_of_nodes()} nodes; "
         f"{report.n_traces - len(report.rejected)}/{report.n_traces} traces accepted; "
