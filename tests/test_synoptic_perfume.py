@@ -156,3 +156,28 @@ def test_perfume_refuses_decreasing_times_with_keep_order(tmp_path, monkeypatch)
         ],
     )
     assert res.exit_code == 0 and "lowerbound = 2" in res.output
+
+
+def test_perfume_without_a_time_group_uses_line_numbers(tmp_path, monkeypatch):
+    """Perfume on a log with no times does not fail: an event's time is its line number
+    (separator lines count), as the real Perfume does (README-perfume-ktails.md)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "n.log").write_text("a\nb\n--\na\nx\nb\n")
+    res = CliRunner().invoke(
+        main,
+        [
+            "infer",
+            "--engine",
+            "perfume",
+            "-r",
+            "^(?<TYPE>.*)$",
+            "-s",
+            "^--$",
+            "--onlyMineInvariants=true",
+            "n.log",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "Binary inv:a AlwaysFollowedBy(t) b, Constraint: lowerbound = 1" in lines  # 2 - 1
+    assert "Binary inv:a AlwaysFollowedBy(t) b, Constraint: upperbound = 2" in lines  # 6 - 4

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported by the engines that build graphs, when they run
+    import networkx as nx
 
-if TYPE_CHECKING:
     from ..traces import TraceSet
 
 ENGINES = ("observed", "synoptic")

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -33,6 +32,7 @@ from .log import INITIAL, TERMINAL, EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 if TYPE_CHECKING:
+    import networkx as nx
     import pyarrow as pa
 
 
@@ -426,6 +426,8 @@ def read_dot(path: str | os.PathLike) -> nx.DiGraph:
     INITIAL/TERMINAL), ``shape``; edge attrs ``count`` and ``probability`` (NaN/-1 when
     the file has no such label).  :class:`InputError` on a line it does not understand."""
     path = Path(path)
+    import networkx as nx  # lazily: the command line's path never needs it
+
     g: nx.DiGraph = nx.DiGraph(engine="synoptic")
     lines = _read_text(path).splitlines()
     if not lines or not lines[0].startswith("digraph"):

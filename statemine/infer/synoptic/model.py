@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 from .invariants import java_key
 from .log import INITIAL, TERMINAL, EventLog
@@ -160,6 +162,8 @@ class PartitionModel:
         order = self.dot_order()
         labels = self.labels()
         sizes = self.node_sizes()
+        import networkx as nx  # lazily: the command line's path never needs it
+
         g: nx.DiGraph = nx.DiGraph(engine="synoptic")
         for k, n in enumerate(order):
             g.add_node(
