@@ -14,10 +14,12 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError, UsageError
-from .run import ToolRun
+
+if TYPE_CHECKING:
+    from .run import ToolRun
 
 #: Engines and the tool whose command line each takes.
 TOOL_OF_ENGINE = {

@@ -181,7 +181,7 @@ def model_files(a: ParsedArgs, model: PartitionModel, invariants: pd.DataFrame |
 
 def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     """Run ``engine`` (synoptic, synoptic-jar, ktails, perfume) as the parsed command line asks."""
-    from . import SynopticResult, infer_log
+    from .engine import SynopticResult, infer_log
     from .formats import to_dot, to_invariants_txt
     from .invariants import invariant_text
     from .model import PartitionModel
