@@ -57,9 +57,11 @@ from . import cellular
 from .path import Gilbert, PathValueError, RateSchedule
 
 #: The stacks `statemine lab` can run (not the qlog state-name tables: parse.statenames).
-LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "tcp", "quic-go-rt")
+LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "quiche", "tcp", "quic-go-rt")
 #: The kernel-TCP "versions": congestion controls, run in real time (docs/realtime.md).
 TCP_VERSIONS = ("reno", "cubic", "bbr")
+#: Congestion controllers the ``cc`` key names (quiche's; the other stacks have one each).
+CONTROLLERS = ("reno", "cubic", "bbr2")
 PROFILES = ("desktop", "mobile")
 #: Largest total transfer of one run (count x size), bytes: the server holds it in memory.
 MAX_TRANSFER_BYTES = 256 * 2**20
@@ -210,6 +212,12 @@ def _schedule(v: Any) -> tuple[float, float]:
     return (lo, hi)
 
 
+def _cc(v: Any) -> str:
+    if v not in CONTROLLERS:
+        raise _Bad(f"unknown congestion controller {v!r} (known: {', '.join(CONTROLLERS)})")
+    return v
+
+
 def _stack(v: Any) -> str:
     if not isinstance(v, str) or "@" not in v:
         raise _Bad(f"must be 'IMPLEMENTATION@VERSION' (e.g. 'aioquic@1.7.2'), not {v!r}")
@@ -341,6 +349,11 @@ GRID_KEYS: dict[str, Key] = {
         _optional(_time_threshold),
         None,
         "server's time threshold, multiple of the RTT in [1, 32] (default: the implementation's)",
+    ),
+    "cc": Key(
+        _optional(_cc),
+        None,
+        "congestion controller of both ends, quiche only: reno, cubic or bbr2 (default: quiche's, cubic)",
     ),
 }
 
@@ -526,6 +539,11 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
     for combo in itertools.product(*axes.values()):
         cell = dict(fixed)
         cell.update(zip(axes.keys(), combo))
+        if cell["cc"] is not None and not cell["stack"].startswith("quiche@"):
+            raise bad(
+                "grid.cc",
+                f"only the quiche stack takes a congestion controller, not {cell['stack']}",
+            )
         if cell["object_count"] * cell["object_size_bytes"] > MAX_TRANSFER_BYTES:
             raise bad(
                 "grid.object_size_bytes",
@@ -627,7 +645,9 @@ def run_config(
     for key in ("max_data_bytes", "max_stream_data_bytes"):
         if cell[key]:
             client[key] = cell[key]
+    extra = {"cc": cell["cc"]} if cell.get("cc") else {}  # absent: run ids stay as they were
     return {
+        **extra,
         "seed": seed,
         "implementation": impl,
         "version": version,

@@ -10,11 +10,17 @@ import importlib
 from types import ModuleType
 
 #: Implementation name (as scenarios spell it) -> runner module under this package.
-MODULES = {"aioquic": "aioquic", "quic-go": "quicgo", "tcp": "tcp", "quic-go-rt": "quicgo_rt"}
+MODULES = {
+    "aioquic": "aioquic",
+    "quic-go": "quicgo",
+    "quiche": "quiche",
+    "tcp": "tcp",
+    "quic-go-rt": "quicgo_rt",
+}
 
 
 def runner_for(impl: str) -> ModuleType:
-    """The runner module of ``impl`` (``"aioquic"``, ``"quic-go"`` or ``"tcp"``)."""
+    """The runner module of ``impl`` (``"aioquic"``, ``"quic-go"``, ``"quiche"`` or ``"tcp"``)."""
     try:
         name = MODULES[impl]
     except KeyError:

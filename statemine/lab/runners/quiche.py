@@ -1,0 +1,206 @@
+"""The quiche runner of the lab (docs/lab-protocol.md).
+
+quiche is sans-IO: a Rust harness (``statemine/lab/quiche``) drives a client and a server
+connection through the path model's third implementation (``src/pathmodel``, which passes
+the shared test vectors: ``vectors/``) in virtual time, handed to quiche through the
+instrument patch's clock (``quiche::statemine::set_virtual_time``,
+instrument-patches/quiche/README.md). ``src/sim.rs`` documents the event loop, pacing
+(``SendInfo::at``), the client profiles and the application protocol.
+
+:func:`build` builds the harness with :func:`statemine.patch.cargo.build` (the quiche
+patches' build cache: binaries under ``$STATEMINE_CACHE/cargo/quiche-<version>/<key>/``,
+one shared Cargo target directory, so BoringSSL is compiled once for the patch tests and
+the lab) against :func:`lab_source`: the patched tree (``$STATEMINE_CACHE/quiche/<version>/
+src-<patch sha>``) plus the lab's seeded-random hook (``src/lab_rand``: quiche's own
+random draws, packet-number skips, come from the run's seed, so a run repeats byte for
+byte).
+
+The congestion controller is the config's ``cc`` (``reno``, ``cubic``, ``bbr2``; absent:
+quiche's default, CUBIC), for both ends. Flow control: quiche has no default windows; the
+harness uses those of quiche's example client and server (10 MB per connection, 1 MB per
+stream) unless ``max_data_bytes`` / ``max_stream_data_bytes`` say otherwise. The
+loss-detection knobs (``reordering_threshold``, ``time_threshold``) are the patch's
+environment variables, read once per process, so they apply to both ends (the client, a
+receiver, declares few losses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...errors import StatemineError
+from ...fileio import write_json
+
+IMPL = "quiche"
+#: The harness crate (a cargo program for statemine.patch.cargo) and the lab identity.
+CRATE_DIR = Path(__file__).resolve().parents[1] / "quiche"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+BINARY = "statemine-quiche-harness"
+#: The seeded-random hook copied into the patched tree (not a module of the harness).
+LAB_RAND = CRATE_DIR / "src" / "lab_rand" / "statemine_lab_rand.rs"
+#: The congestion controllers a config's ``cc`` may name.
+CONTROLLERS = ("reno", "cubic", "bbr2")
+#: Wall-clock limit of one run unless the config gives ``wall_limit_s``, s.
+DEFAULT_WALL_LIMIT_S = 1800.0
+_RAND_FN = """pub fn rand_bytes(buf: &mut [u8]) {
+    unsafe {"""
+_RAND_HOOK = """pub fn rand_bytes(buf: &mut [u8]) {
+    if crate::statemine_lab_rand::fill(buf) {
+        return;
+    }
+    unsafe {"""
+
+
+@contextlib.contextmanager
+def _cache_env(cache: str | os.PathLike | None) -> Iterator[None]:
+    """``$STATEMINE_CACHE`` set to ``cache`` (when given) for the patch module's builds."""
+    if cache is None:
+        yield
+        return
+    old = os.environ.get("STATEMINE_CACHE")
+    os.environ["STATEMINE_CACHE"] = str(cache)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("STATEMINE_CACHE", None)
+        else:
+            os.environ["STATEMINE_CACHE"] = old
+
+
+def add_rand_hook(tree: Path) -> None:
+    """Make quiche's ``rand_bytes`` (``tree/src/rand.rs``) draw from the lab's seeded
+    generator first (:data:`LAB_RAND`, copied in as ``src/statemine_lab_rand.rs``).
+    Raises :class:`StatemineError` when ``rand.rs`` is not the one the hook knows."""
+    rand = tree / "src" / "rand.rs"
+    text = rand.read_text(encoding="utf-8")
+    if text.count(_RAND_FN) != 1:
+        raise StatemineError(f"{rand}: rand_bytes is not the one the lab's random hook knows")
+    rand.write_text(text.replace(_RAND_FN, _RAND_HOOK), encoding="utf-8")
+    shutil.copyfile(LAB_RAND, tree / "src" / "statemine_lab_rand.rs")
+    with open(tree / "src" / "lib.rs", "a", encoding="utf-8") as f:
+        f.write("\n#[doc(hidden)]\npub mod statemine_lab_rand;\n")
+
+
+def lab_source(version: str) -> Path:
+    """The patched quiche tree of ``version`` with the lab's random hook, cached beside
+    it as ``lab-<hash of the patched tree's name and the hook>``."""
+    from ...patch import quiche as patch_quiche
+
+    src = patch_quiche.patched_source(version)
+    key = hashlib.sha256(src.name.encode() + b"\0" + LAB_RAND.read_bytes()).hexdigest()[:16]
+    dest = src.parent / f"lab-{key}"
+    if (dest / ".statemine-lab").is_file():
+        return dest
+    tmp = Path(tempfile.mkdtemp(prefix=".lab-", dir=src.parent))
+    try:
+        shutil.copytree(src, tmp / "src", symlinks=True)
+        add_rand_hook(tmp / "src")
+        (tmp / "src" / ".statemine-lab").write_text(f"{src.name}\n", encoding="utf-8")
+        try:
+            os.replace(tmp / "src", dest)
+        except OSError:  # made concurrently by another process
+            if not (dest / ".statemine-lab").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def build(version: str, cache: str | os.PathLike | None = None) -> Path:
+    """The harness binary for quiche ``version``, built once and cached (see the module
+    text). Raises :class:`UsageError` for a version without a patch and
+    :class:`StatemineError` when the build fails (a missing cargo, cmake or libclang is
+    named with the package to install)."""
+    from ...patch import cargo
+    from ...patch import quiche as patch_quiche
+
+    with _cache_env(cache):
+        if version not in patch_quiche.CONTROLLERS:
+            patch_quiche.controller(version, "")  # raises the no-patch message
+        return cargo.build(IMPL, version, lab_source(version), CRATE_DIR, BINARY)
+
+
+def config_path_for(result_path: Path) -> Path:
+    """Where :func:`run` writes the config: beside the result, ``X.config.json``."""
+    return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
+
+
+def run(
+    config: dict,
+    cache: str | os.PathLike | None = None,
+    wall_limit_s: float | None = None,
+    qlog_dir: str | os.PathLike | None = None,
+) -> dict:
+    """Run one config (docs/lab-protocol.md) in the harness subprocess.
+
+    Writes the config beside ``result_path``, runs the harness and returns the result it
+    wrote. A harness that fails without a result (bad config, crash, wall-clock limit)
+    gives, and leaves in ``result_path``, ``{"ok": False, "error": ...}``. With
+    ``qlog_dir`` each connection also writes a qlog there. Build failures raise
+    :class:`StatemineError`.
+    """
+    binary = build(config["version"], cache)
+    result_path = Path(config["result_path"])
+    config_path = config_path_for(result_path)
+    write_json(config_path, config)
+    result_path.unlink(missing_ok=True)
+    base = {"implementation": IMPL, "version": config["version"]}
+    env = {k: v for k, v in os.environ.items() if k not in ("QLOGDIR", "STATEMINE_LOG")}
+    env["STATEMINE_LAB_DATA"] = str(DATA_DIR)
+    if qlog_dir is not None:
+        env["QLOGDIR"] = str(qlog_dir)
+    limit = wall_limit_s or float(config.get("wall_limit_s") or DEFAULT_WALL_LIMIT_S)
+    try:
+        proc = subprocess.run(
+            [str(binary), str(config_path)],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        result = {"ok": False, "error": f"wall-clock limit reached ({limit} s)", **base}
+        write_json(result_path, result)
+        return result
+    if proc.returncode != 0 or not result_path.exists():
+        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
+        result = {
+            "ok": False,
+            "error": f"quiche harness exited with status {proc.returncode}: {tail}",
+            **base,
+        }
+        write_json(result_path, result)
+        return result
+    with open(result_path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m statemine.lab.runners.quiche CONFIG.json``: the runner protocol."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m statemine.lab.runners.quiche CONFIG.json", file=sys.stderr)
+        return 2
+    with open(argv[0], encoding="utf-8") as f:
+        config = json.load(f)
+    try:
+        run(config)
+    except StatemineError as exc:
+        print(f"statemine: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
