@@ -7,13 +7,13 @@ instrument patch's clock (``quiche::statemine::set_virtual_time``,
 instrument-patches/quiche/README.md). ``src/sim.rs`` documents the event loop, pacing
 (``SendInfo::at``), the client profiles and the application protocol.
 
-:func:`build` builds the harness with :func:`statemine.patch.cargo.build` (the quiche
-patches' build cache: binaries under ``$STATEMINE_CACHE/cargo/quiche-<version>/<key>/``,
-one shared Cargo target directory, so BoringSSL is compiled once for the patch tests and
-the lab) against :func:`lab_source`: the patched tree (``$STATEMINE_CACHE/quiche/<version>/
-src-<patch sha>``) plus the lab's seeded-random hook (``src/lab_rand``: quiche's own
-random draws, packet-number skips, come from the run's seed, so a run repeats byte for
-byte).
+:func:`build` builds the harness with :func:`statemine.patch.quiche.build` (the quiche
+patches' build cache: the patched tree in ``$STATEMINE_CACHE/quiche/<version>/src-<patch
+sha>``, binaries under ``$STATEMINE_CACHE/cargo/quiche-<version>/<key>/`` where the key
+hashes the patch, the harness's files and ``rustc -V``, and one Cargo target directory
+shared with the patch tests, so BoringSSL is compiled once). The harness seeds quiche's
+own random choices (packet-number skips) through the patch's ``set_random_seed``, so a
+run repeats byte for byte.
 
 The congestion controller is the config's ``cc`` (``reno``, ``cubic``, ``bbr2``; absent:
 quiche's default, CUBIC), for both ends. Flow control: quiche has no default windows; the
@@ -27,13 +27,10 @@ receiver, declares few losses).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,19 +42,10 @@ IMPL = "quiche"
 CRATE_DIR = Path(__file__).resolve().parents[1] / "quiche"
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 BINARY = "statemine-quiche-harness"
-#: The seeded-random hook copied into the patched tree (not a module of the harness).
-LAB_RAND = CRATE_DIR / "src" / "lab_rand" / "statemine_lab_rand.rs"
 #: The congestion controllers a config's ``cc`` may name.
 CONTROLLERS = ("reno", "cubic", "bbr2")
 #: Wall-clock limit of one run unless the config gives ``wall_limit_s``, s.
 DEFAULT_WALL_LIMIT_S = 1800.0
-_RAND_FN = """pub fn rand_bytes(buf: &mut [u8]) {
-    unsafe {"""
-_RAND_HOOK = """pub fn rand_bytes(buf: &mut [u8]) {
-    if crate::statemine_lab_rand::fill(buf) {
-        return;
-    }
-    unsafe {"""
 
 
 @contextlib.contextmanager
@@ -77,57 +65,15 @@ def _cache_env(cache: str | os.PathLike | None) -> Iterator[None]:
             os.environ["STATEMINE_CACHE"] = old
 
 
-def add_rand_hook(tree: Path) -> None:
-    """Make quiche's ``rand_bytes`` (``tree/src/rand.rs``) draw from the lab's seeded
-    generator first (:data:`LAB_RAND`, copied in as ``src/statemine_lab_rand.rs``).
-    Raises :class:`StatemineError` when ``rand.rs`` is not the one the hook knows."""
-    rand = tree / "src" / "rand.rs"
-    text = rand.read_text(encoding="utf-8")
-    if text.count(_RAND_FN) != 1:
-        raise StatemineError(f"{rand}: rand_bytes is not the one the lab's random hook knows")
-    rand.write_text(text.replace(_RAND_FN, _RAND_HOOK), encoding="utf-8")
-    shutil.copyfile(LAB_RAND, tree / "src" / "statemine_lab_rand.rs")
-    with open(tree / "src" / "lib.rs", "a", encoding="utf-8") as f:
-        f.write("\n#[doc(hidden)]\npub mod statemine_lab_rand;\n")
-
-
-def lab_source(version: str) -> Path:
-    """The patched quiche tree of ``version`` with the lab's random hook, cached beside
-    it as ``lab-<hash of the patched tree's name and the hook>``."""
-    from ...patch import quiche as patch_quiche
-
-    src = patch_quiche.patched_source(version)
-    key = hashlib.sha256(src.name.encode() + b"\0" + LAB_RAND.read_bytes()).hexdigest()[:16]
-    dest = src.parent / f"lab-{key}"
-    if (dest / ".statemine-lab").is_file():
-        return dest
-    tmp = Path(tempfile.mkdtemp(prefix=".lab-", dir=src.parent))
-    try:
-        shutil.copytree(src, tmp / "src", symlinks=True)
-        add_rand_hook(tmp / "src")
-        (tmp / "src" / ".statemine-lab").write_text(f"{src.name}\n", encoding="utf-8")
-        try:
-            os.replace(tmp / "src", dest)
-        except OSError:  # made concurrently by another process
-            if not (dest / ".statemine-lab").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
 def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     """The harness binary for quiche ``version``, built once and cached (see the module
     text). Raises :class:`UsageError` for a version without a patch and
     :class:`StatemineError` when the build fails (a missing cargo, cmake or libclang is
     named with the package to install)."""
-    from ...patch import cargo
     from ...patch import quiche as patch_quiche
 
     with _cache_env(cache):
-        if version not in patch_quiche.CONTROLLERS:
-            patch_quiche.controller(version, "")  # raises the no-patch message
-        return cargo.build(IMPL, version, lab_source(version), CRATE_DIR, BINARY)
+        return patch_quiche.build(version, CRATE_DIR, BINARY)
 
 
 def config_path_for(result_path: Path) -> Path:

@@ -5,6 +5,7 @@
 //! line on stderr naming the key), 1 when even the result could not be written.
 
 mod config;
+#[allow(dead_code, unused_imports)] // the vectors crate uses all of it, the harness not
 mod pathmodel;
 mod sim;
 

@@ -606,7 +606,7 @@ impl<'a> Sim<'a> {
 pub fn simulate(cfg: &Config, cert_dir: &str, qlog_dir: Option<String>) -> Result<Outcome, String> {
     quiche::statemine::set_virtual_time(Duration::ZERO);
     // quiche's own random draws (packet-number skips) from the run's seed
-    quiche::statemine_lab_rand::seed(Some(Rng::new(cfg.seed, 0x4a2d).next_u64()));
+    quiche::statemine::set_random_seed(Rng::new(cfg.seed, 0x4a2d).next_u64());
     let mut ids = Rng::new(cfg.seed, 0x1d5);
     let mut cid = || {
         (0..CID_LEN)
@@ -722,5 +722,6 @@ pub fn simulate(cfg: &Config, cert_dir: &str, qlog_dir: Option<String>) -> Resul
     out.packets_dropped = sim.links[0].stats.dropped() + sim.links[1].stats.dropped() + m_dropped;
     out.virtual_time_s = sim.now as f64 / 1e9;
     quiche::statemine::clear_virtual_time();
+    quiche::statemine::clear_random_seed();
     Ok(out)
 }
