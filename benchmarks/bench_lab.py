@@ -35,7 +35,7 @@ from statemine.lab.cellular import LinkTrace
 from statemine.lab.path import Link, LinkConfig
 from statemine.lab.runners import runner_for
 
-TARGETS = {"aioquic": 10_000, "quic-go": 50_000}
+TARGETS = {"aioquic": 10_000, "quic-go": 50_000, "quiche": 50_000}
 
 
 def config(impl: str, version: str, size: int, tmp: Path) -> dict:

@@ -43,13 +43,15 @@ fn write_atomic(path: &str, text: &str) -> std::io::Result<()> {
     res
 }
 
+/// CPU seconds this process has used (user + system, all threads).
 fn cpu_seconds() -> Option<f64> {
-    // utime + stime of this process from /proc (Linux), in clock ticks of 1/100 s
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 fn main() {
@@ -90,6 +92,7 @@ fn main() {
         std::env::var("STATEMINE_LAB_DATA").unwrap_or_else(|_| DEFAULT_CERT_DIR.to_string());
     let qlog_dir = std::env::var("QLOGDIR").ok().filter(|d| !d.is_empty());
     let started = Instant::now();
+    let cpu_started = cpu_seconds();
     let mut res = RunResult {
         implementation: "quiche".into(),
         version: cfg.version.clone(),
@@ -114,7 +117,7 @@ fn main() {
         Err(e) => res.error = Some(e),
     }
     res.wall_time_s = started.elapsed().as_secs_f64();
-    res.cpu_time_s = cpu_seconds();
+    res.cpu_time_s = cpu_seconds().zip(cpu_started).map(|(b, a)| b - a); // the simulation's
     let text = serde_json::to_string_pretty(&res).unwrap() + "\n";
     if let Err(e) = write_atomic(&cfg.result_path, &text) {
         eprintln!("statemine-quiche-harness: {}: {e}", cfg.result_path);

@@ -6,8 +6,10 @@
 //! reads or returns is virtual.
 //!
 //! Sending: quiche stamps every datagram with a release time (`SendInfo::at`, its
-//! pacer); the harness hands it to the link at max(now, at, previous release), as a
-//! socket with SO_TXTIME would. Timers: one per connection, re-armed after every event
+//! pacer); the server's datagrams enter the link at max(now, at, previous release), as
+//! through a socket with SO_TXTIME, and the server asks quiche for more only within
+//! `max_release_into_future()` of now. The client sends at once (quiche's example client
+//! ignores `at`; pacing a receiver's ACKs at its own, tiny, rate would delay them). Timers: one per connection, re-armed after every event
 //! from `timeout_instant()`; a timer that asks again for the instant it just fired at is
 //! moved on by TIMER_RESOLUTION_NS (a real clock has moved on by then).
 //!
@@ -77,6 +79,8 @@ enum Kind {
     CpuDone(Vec<u8>),
     /// The mobile application is free to read again.
     AppRead,
+    /// `side` may hand out more paced datagrams (generation `gen`).
+    Wake(usize, u64),
 }
 
 struct Event {
@@ -143,6 +147,8 @@ struct Sim<'a> {
     timer_gen: [u64; 2],
     fired_at: [Option<u64>; 2],
     last_tx: [u64; 2],
+    wake_at: [Option<u64>; 2],
+    wake_gen: [u64; 2],
     sent: [u64; 2],
     out: Vec<u8>,
     buf: Vec<u8>,
@@ -223,13 +229,19 @@ impl<'a> Sim<'a> {
             .as_nanos() as u64
     }
 
-    /// Hands every datagram the connection of `side` wants to send to its link, then
-    /// re-arms its timer.
+    /// Hands the datagrams the connection of `side` wants to send to its link, each at
+    /// its release time, then re-arms its timer. Like a pacing-aware application
+    /// (`Connection::max_release_into_future`), it stops asking for more once a
+    /// datagram's release time is more than that horizon ahead, and comes back (Wake)
+    /// when it is within it again: quiche counts a datagram in flight when it hands it
+    /// out, so a sender that drained quiche at once would hold cwnd's worth of paced
+    /// datagrams in its own queue.
     fn flush(&mut self, side: usize) {
         loop {
             let Some(conn) = self.conns[side].as_mut() else {
                 return;
             };
+            let horizon = conn.max_release_into_future().as_nanos() as u64;
             let (n, info) = match conn.send(&mut self.out) {
                 Ok(x) => x,
                 Err(quiche::Error::Done) => break,
@@ -241,15 +253,37 @@ impl<'a> Sim<'a> {
                     break;
                 }
             };
-            let t = self.now.max(Self::secs(info.at)).max(self.last_tx[side]);
+            // the server paces (SO_TXTIME-like); the client, a receiver, sends at once as
+            // quiche's example client does (pacing its ACKs would delay them)
+            let at = if side == SERVER {
+                Self::secs(info.at)
+            } else {
+                self.now
+            };
+            let t = self.now.max(at).max(self.last_tx[side]);
             self.last_tx[side] = t;
             self.sent[side] += 1;
             if let Some(arrival) = self.links[side].send(t as f64 / 1e9, n) {
                 let data = self.out[..n].to_vec();
                 self.push(ns(arrival), Kind::Deliver(1 - side, data));
             }
+            if t > self.now + horizon {
+                self.wake(side, t - horizon);
+                break;
+            }
         }
         self.arm_timer(side);
+    }
+
+    /// Schedules a flush of `side` at `t` (ns) unless one is due by then.
+    fn wake(&mut self, side: usize, t: u64) {
+        if self.wake_at[side].is_some_and(|w| w <= t && w >= self.now) {
+            return;
+        }
+        self.wake_at[side] = Some(t);
+        self.wake_gen[side] += 1;
+        let g = self.wake_gen[side];
+        self.push(t, Kind::Wake(side, g));
     }
 
     fn arm_timer(&mut self, side: usize) {
@@ -573,6 +607,15 @@ impl<'a> Sim<'a> {
                 self.next_packet();
             }
             Kind::AppRead => self.app_read(),
+            Kind::Wake(side, gen) => {
+                if gen == self.wake_gen[side] {
+                    self.wake_at[side] = None;
+                    if side == CLIENT && self.mobile.as_ref().is_some_and(|m| m.busy) {
+                        return; // the network thread sends when it is free
+                    }
+                    self.flush(side);
+                }
+            }
         }
     }
 
@@ -672,6 +715,8 @@ pub fn simulate(cfg: &Config, cert_dir: &str, qlog_dir: Option<String>) -> Resul
         timer_gen: [0; 2],
         fired_at: [None; 2],
         last_tx: [0; 2],
+        wake_at: [None; 2],
+        wake_gen: [0; 2],
         sent: [0; 2],
         out: vec![0; 65535],
         buf: vec![0; 65535],
