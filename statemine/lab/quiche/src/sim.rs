@@ -242,6 +242,12 @@ impl<'a> Sim<'a> {
                 return;
             };
             let horizon = conn.max_release_into_future().as_nanos() as u64;
+            if side == SERVER && self.last_tx[side] > self.now + horizon {
+                // the paced queue reaches past the horizon: come back when it does not
+                let t = self.last_tx[side] - horizon;
+                self.wake(side, t);
+                break;
+            }
             let (n, info) = match conn.send(&mut self.out) {
                 Ok(x) => x,
                 Err(quiche::Error::Done) => break,
@@ -266,10 +272,6 @@ impl<'a> Sim<'a> {
             if let Some(arrival) = self.links[side].send(t as f64 / 1e9, n) {
                 let data = self.out[..n].to_vec();
                 self.push(ns(arrival), Kind::Deliver(1 - side, data));
-            }
-            if t > self.now + horizon {
-                self.wake(side, t - horizon);
-                break;
             }
         }
         self.arm_timer(side);
