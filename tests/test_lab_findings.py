@@ -357,6 +357,21 @@ EXPECTED = {
     # the question no paper asked: no effect either way, the interval tight around 0
     ("cellular-mobile-vs-desktop", "aioquic@1.7.2", "mobile"): ("no effect", ""),
     ("cellular-mobile-vs-desktop", "quic-go@v0.65.0", "mobile"): ("no effect", ""),
+    # quiche (docs/findings.md sections 5-7)
+    ("quiche-cubic-recovery-under-loss", "quiche@0.30.0", "CUBIC, 10 MB, 1% loss"): True,
+    ("quiche-cubic-recovery-under-loss", "quiche@0.30.0", "CUBIC, 10 MB, 5% loss"): True,
+    ("quiche-bbr-startup-vs-size", "quiche@0.30.0", "BBR2, 10 MB"): True,
+    ("quiche-bbr-probebw-vs-size", "quiche@0.30.0", "BBR2, 10 MB"): True,
+    # the jitter questions: jitter lowers quiche's share; both quic-go versions spend more
+    ("quiche-jitter-recovery", "quic-go+quiche", "quiche, 10 ms jitter"): ("effect: down", ""),
+    ("quiche-jitter-recovery", "quic-go+quiche", "quic-go v0.63.0, 10 ms jitter"): (
+        "effect: up",
+        "",
+    ),
+    ("quiche-jitter-recovery", "quic-go+quiche", "quic-go v0.65.0, 10 ms jitter"): (
+        "effect: up",
+        "",
+    ),
 }
 
 
@@ -383,6 +398,9 @@ def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(v
             sign = 1 if r.direction == "up" else -1
             assert r.reproduced and r.verdict == "reproduced" and r.p_holm < 0.01, r
             assert sign * r.delta_lo > 0 and sign * r.delta_hi > 0, r  # the interval excludes 0
+        elif expected[0].startswith("effect"):  # a question answered: an effect, p < 0.01
+            assert r.reproduced and r.verdict == expected[0] and r.p_holm < 0.01, r
+            assert r.delta_lo * r.delta_hi > 0 and r.delta_lo * r.delta > 0, r  # excludes 0
         else:
             assert not r.reproduced and r.verdict.startswith(expected[0]) and r.p_holm >= 0.01, r
             assert r.known.startswith(expected[1]), r
@@ -397,7 +415,7 @@ def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
 
     claims = verdicts[(verdicts["direction"] != "either") & verdicts["finding"].isin(QUIC_ONLY)]
     again = holm(claims["p_holm"].to_numpy())
-    assert len(claims) == 9 and (again[claims["reproduced"].to_numpy()] < 0.01).all()
+    assert len(claims) == 13 and (again[claims["reproduced"].to_numpy()] < 0.01).all()
     assert (
         again[~claims["reproduced"].to_numpy()] >= 0.01
     ).all()  # and the one not reproduced stays out

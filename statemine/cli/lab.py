@@ -183,6 +183,10 @@ def keys_cmd() -> None:
             "quic-vs-tcp-jitter",
             "quic-go-real-vs-virtual",
             "tcp-mobile-vs-desktop",
+            "quiche-cubic-recovery-under-loss",
+            "quiche-bbr-startup-vs-size",
+            "quiche-bbr-probebw-vs-size",
+            "quiche-jitter-recovery",
         ]
     ),
     help="Only this finding (repeatable; default: all).",

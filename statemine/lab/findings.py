@@ -235,6 +235,80 @@ FINDINGS: tuple[Finding, ...] = (
         (Condition("desktop", {"profile": "desktop"}), Condition("mobile", {"profile": "mobile"})),
         (Comparison("desktop", "mobile", "either"),),
     ),
+    Finding(
+        "quiche-cubic-recovery-under-loss",
+        "quiche-bbr",
+        "Recovery",
+        "quiche's CUBIC over a cellular link: random loss keeps the 10 MB sender in Recovery "
+        "far longer (the ModQUIC setting, where BBR was ahead for large objects under loss)",
+        (
+            Condition(
+                "CUBIC, 10 MB, no loss",
+                {"cc": "cubic", "loss": "0", "object_size_bytes": "10000000"},
+            ),
+            Condition(
+                "CUBIC, 10 MB, 1% loss",
+                {"cc": "cubic", "loss": "0.01", "object_size_bytes": "10000000"},
+            ),
+            Condition(
+                "CUBIC, 10 MB, 5% loss",
+                {"cc": "cubic", "loss": "0.05", "object_size_bytes": "10000000"},
+            ),
+        ),
+        (
+            Comparison("CUBIC, 10 MB, no loss", "CUBIC, 10 MB, 1% loss", "up"),
+            Comparison("CUBIC, 10 MB, no loss", "CUBIC, 10 MB, 5% loss", "up"),
+        ),
+    ),
+    Finding(
+        "quiche-bbr-startup-vs-size",
+        "quiche-bbr",
+        "BBRStartup",
+        "where BBR2 spends its time as objects grow (no loss): Startup's share shrinks",
+        (
+            Condition("BBR2, 100 KB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "100000"}),
+            Condition("BBR2, 1 MB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "1000000"}),
+            Condition("BBR2, 10 MB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "10000000"}),
+        ),
+        (
+            # (100 KB: shown, not compared: many of its runs give the same state profile)
+            Comparison("BBR2, 1 MB", "BBR2, 10 MB", "down"),
+        ),
+    ),
+    Finding(
+        "quiche-bbr-probebw-vs-size",
+        "quiche-bbr",
+        "BBRProbeBWCruise",
+        "where BBR2 spends its time as objects grow (no loss): ProbeBW's cruising phase takes over",
+        (
+            Condition("BBR2, 100 KB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "100000"}),
+            Condition("BBR2, 1 MB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "1000000"}),
+            Condition("BBR2, 10 MB", {"cc": "bbr2", "loss": "0", "object_size_bytes": "10000000"}),
+        ),
+        (
+            # (100 KB: shown, not compared: many of its runs give the same state profile)
+            Comparison("BBR2, 1 MB", "BBR2, 10 MB", "up"),
+        ),
+    ),
+    Finding(
+        "quiche-jitter-recovery",
+        "quiche-jitter",
+        "Recovery",
+        "the jitter experiment on quiche (CUBIC): does 10 ms jitter send it into Recovery like "
+        "quic-go v0.63.0, or not like v0.65.0 (adaptive reordering threshold)?",
+        (
+            Condition("quiche, no jitter", {"implementation": "quiche", "jitter_ms": "0"}),
+            Condition("quiche, 10 ms jitter", {"implementation": "quiche", "jitter_ms": "10"}),
+            Condition("quic-go v0.63.0, 10 ms jitter", {"version": "v0.63.0", "jitter_ms": "10"}),
+            Condition("quic-go v0.65.0, 10 ms jitter", {"version": "v0.65.0", "jitter_ms": "10"}),
+        ),
+        (
+            Comparison("quiche, no jitter", "quiche, 10 ms jitter", "either"),
+            Comparison("quiche, 10 ms jitter", "quic-go v0.63.0, 10 ms jitter", "either"),
+            Comparison("quiche, 10 ms jitter", "quic-go v0.65.0, 10 ms jitter", "either"),
+        ),
+        per_stack=False,
+    ),
 )
 
 
