@@ -47,7 +47,6 @@ does so on the desktop profile too, with 1% loss).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -58,8 +57,9 @@ from pathlib import Path
 
 from ... import patch as sm_patch
 from ...errors import StatemineError
-from ...fileio import write_json
 from ...patch import cache_dir  # $STATEMINE_CACHE or ~/.cache/statemine
+from . import config_path_for as config_path_for  # re-exported (tests, callers)
+from . import run_harness, runner_main
 
 IMPL = "quic-go"
 #: The Go harness module (sources) and the lab's test TLS identity.
@@ -212,11 +212,6 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     return binary
 
 
-def config_path_for(result_path: Path) -> Path:
-    """Where :func:`run` writes the config: beside the result, ``X.config.json``."""
-    return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
-
-
 def run(
     config: dict,
     cache: str | os.PathLike | None = None,
@@ -232,53 +227,15 @@ def run(
     writes a qlog per connection there. Build failures raise :class:`StatemineError`.
     """
     binary = build(config["version"], cache)
-    result_path = Path(config["result_path"])
-    config_path = config_path_for(result_path)
-    write_json(config_path, config)
-    result_path.unlink(missing_ok=True)
-    base = {"implementation": config.get("implementation", IMPL), "version": config["version"]}
     env = {k: v for k, v in os.environ.items() if k != "QLOGDIR"}
     if qlog_dir is not None:
         env["QLOGDIR"] = str(qlog_dir)
-    try:
-        proc = subprocess.run(
-            [str(binary), str(config_path)],
-            capture_output=True,
-            text=True,
-            timeout=wall_limit_s,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        result = {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)", **base}
-        write_json(result_path, result)
-        return result
-    if proc.returncode != 0 or not result_path.exists():
-        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        result = {
-            "ok": False,
-            "error": f"quic-go harness exited with status {proc.returncode}: {tail}",
-            **base,
-        }
-        write_json(result_path, result)
-        return result
-    with open(result_path, encoding="utf-8") as f:
-        return json.load(f)
+    return run_harness(binary, {"implementation": IMPL, **config}, env, wall_limit_s, "quic-go")
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m statemine.lab.runners.quicgo CONFIG.json``: the runner protocol."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m statemine.lab.runners.quicgo CONFIG.json", file=sys.stderr)
-        return 2
-    with open(argv[0], encoding="utf-8") as f:
-        config = json.load(f)
-    try:
-        run(config)
-    except StatemineError as exc:
-        print(f"statemine: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return runner_main("quicgo", run, argv)
 
 
 if __name__ == "__main__":

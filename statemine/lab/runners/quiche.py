@@ -28,16 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...errors import StatemineError
-from ...fileio import write_json
+from . import run_harness, runner_main
 
 IMPL = "quiche"
 #: The harness crate (a cargo program for statemine.patch.cargo) and the lab identity.
@@ -102,11 +99,6 @@ def forget_quiche_builds(cargo_dir: Path) -> None:
             shutil.rmtree(fp, ignore_errors=True)
 
 
-def config_path_for(result_path: Path) -> Path:
-    """Where :func:`run` writes the config: beside the result, ``X.config.json``."""
-    return result_path.with_name(result_path.name.replace(".result.json", "") + ".config.json")
-
-
 def run(
     config: dict,
     cache: str | os.PathLike | None = None,
@@ -122,56 +114,17 @@ def run(
     :class:`StatemineError`.
     """
     binary = build(config["version"], cache)
-    result_path = Path(config["result_path"])
-    config_path = config_path_for(result_path)
-    write_json(config_path, config)
-    result_path.unlink(missing_ok=True)
-    base = {"implementation": IMPL, "version": config["version"]}
     env = {k: v for k, v in os.environ.items() if k not in ("QLOGDIR", "STATEMINE_LOG")}
     env["STATEMINE_LAB_DATA"] = str(DATA_DIR)
     if qlog_dir is not None:
         env["QLOGDIR"] = str(qlog_dir)
     limit = wall_limit_s or float(config.get("wall_limit_s") or DEFAULT_WALL_LIMIT_S)
-    try:
-        proc = subprocess.run(
-            [str(binary), str(config_path)],
-            capture_output=True,
-            text=True,
-            timeout=limit,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        result = {"ok": False, "error": f"wall-clock limit reached ({limit} s)", **base}
-        write_json(result_path, result)
-        return result
-    if proc.returncode != 0 or not result_path.exists():
-        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-        result = {
-            "ok": False,
-            "error": f"quiche harness exited with status {proc.returncode}: {tail}",
-            **base,
-        }
-        write_json(result_path, result)
-        return result
-    with open(result_path, encoding="utf-8") as f:
-        return json.load(f)
+    return run_harness(binary, {"implementation": IMPL, **config}, env, limit, "quiche")
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m statemine.lab.runners.quiche CONFIG.json``: the runner protocol."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m statemine.lab.runners.quiche CONFIG.json", file=sys.stderr)
-        return 2
-    with open(argv[0], encoding="utf-8") as f:
-        config = json.load(f)
-    try:
-        run(config)
-    except StatemineError as exc:
-        print(f"statemine: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return runner_main("quiche", run, argv)
 
 
 if __name__ == "__main__":
