@@ -27,6 +27,10 @@ QUIC_ONLY = {
     "jitter-recovery",
     "quic-go-adaptive-reordering",
     "cellular-mobile-vs-desktop",
+    "quiche-cubic-recovery-under-loss",
+    "quiche-bbr-startup-vs-size",
+    "quiche-bbr-probebw-vs-size",
+    "quiche-jitter-recovery",
 }
 
 
@@ -357,7 +361,7 @@ EXPECTED = {
     # the question no paper asked: no effect either way, the interval tight around 0
     ("cellular-mobile-vs-desktop", "aioquic@1.7.2", "mobile"): ("no effect", ""),
     ("cellular-mobile-vs-desktop", "quic-go@v0.65.0", "mobile"): ("no effect", ""),
-    # quiche (docs/findings.md sections 5-7)
+    # quiche (docs/findings.md sections 8-10)
     ("quiche-cubic-recovery-under-loss", "quiche@0.30.0", "CUBIC, 10 MB, 1% loss"): True,
     ("quiche-cubic-recovery-under-loss", "quiche@0.30.0", "CUBIC, 10 MB, 5% loss"): True,
     ("quiche-bbr-startup-vs-size", "quiche@0.30.0", "BBR2, 10 MB"): True,

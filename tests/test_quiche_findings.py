@@ -1,4 +1,4 @@
-"""quiche findings on the shipped traces (docs/findings.md sections 5-7) that are about
+"""quiche findings on the shipped traces (docs/findings.md sections 8-10) that are about
 page-load time: statemine.outcomes' Welch test per cell, and the same numbers computed
 another way (scipy on the raw results, the means by hand). The state-share findings are
 asserted with the others in tests/test_lab_findings.py."""
@@ -28,7 +28,7 @@ def test_every_run_succeeded_with_20_per_cell(bbr):
 
 
 #: (loss, object bytes) -> the sign of BBR2's PLT minus CUBIC's where significant (p < 0.01),
-#: or 0 where not (docs/findings.md section 5).
+#: or 0 where not (docs/findings.md section 8).
 EXPECTED_PLT = {
     (0.0, 100_000): 0,
     (0.0, 1_000_000): 0,
@@ -62,7 +62,7 @@ def test_bbr2_ahead_for_large_objects_under_loss(bbr):
 
 
 def test_quiche_page_under_jitter_lies_between_the_quic_go_versions():
-    """docs/findings.md section 7: with 10 ms jitter quiche's PLT is below v0.63.0's and
+    """docs/findings.md section 10: with 10 ms jitter quiche's PLT is below v0.63.0's and
     above v0.65.0's, each at p < 0.01."""
     res = pd.read_csv(TRACES / "quiche-jitter" / "results.csv")
     assert res["ok"].all() and (res.groupby(["stack", "jitter_ms"]).size() == 20).all()
