@@ -45,11 +45,12 @@ object_size_bytes = 100_000
 
 
 def _files(root: Path) -> set[str]:
-    """Every file below ``root`` (POSIX paths relative to it), caches left out."""
+    """Every file below ``root`` (POSIX paths relative to it), caches and build output
+    (Python's, cargo's ``target/``) left out."""
     return {
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        if p.is_file() and not {"__pycache__", "target"} & set(p.parts) and p.suffix != ".pyc"
     }
 
 
@@ -99,7 +100,7 @@ def test_wheel_carries_the_data_and_runs_patch_and_lab_outside_the_checkout(tmp_
     for folder in ("instrument-patches", "examples/scenarios"):
         missing = {f"statemine/_data/{folder}/{f}" for f in _files(REPO / folder)} - names
         assert not missing, sorted(missing)[:5]
-    for folder in ("statemine/lab/quicgo", "statemine/lab/data"):
+    for folder in ("statemine/lab/quicgo", "statemine/lab/quiche", "statemine/lab/data"):
         missing = {f"{folder}/{f}" for f in _files(REPO / folder)} - names
         assert not missing, sorted(missing)[:5]
     assert {"statemine/py.typed", "statemine/parse/_linescan.pyi"} <= names
