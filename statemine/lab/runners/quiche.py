@@ -27,9 +27,7 @@ receiver, declares few losses).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,34 +67,12 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path:
     text). Raises :class:`UsageError` for a version without a patch and
     :class:`StatemineError` when the build fails (a missing cargo, cmake or libclang is
     named with the package to install)."""
-    from ...patch import cargo
     from ...patch import quiche as patch_quiche
 
+    # patch.cargo.build makes cargo recompile quiche when the shared target directory last
+    # compiled another patched tree (forget_other_tree), so no stale quiche is linked
     with _cache_env(cache):
-        if version in patch_quiche.CONTROLLERS:
-            key = cargo.build_key(IMPL, version, CRATE_DIR, ())
-            if not (cargo.cache_dir() / "cargo" / f"{IMPL}-{version}" / key / BINARY).is_file():
-                forget_quiche_builds(cargo.cache_dir() / "cargo")
         return patch_quiche.build(version, CRATE_DIR, BINARY)
-
-
-def forget_quiche_builds(cargo_dir: Path) -> None:
-    """Make the next build in the shared target directory compile quiche again.
-
-    quiche's crate types include ``staticlib`` and ``cdylib``, so cargo names its outputs
-    without a hash (``release/deps/libquiche.rlib``): every patched tree (another version,
-    another patch) writes the same file, while each tree's fingerprint stays "fresh". A
-    build whose tree was compiled before, but not last, would link another tree's quiche.
-    Deleting quiche's fingerprints (under the build lock) makes cargo recompile the tree
-    the next build names (about a minute; cached binaries are not rebuilt at all).
-    """
-    target = cargo_dir / "target"
-    if not target.is_dir():
-        return
-    with open(cargo_dir / "build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        for fp in (target / "release" / ".fingerprint").glob("quiche-*"):
-            shutil.rmtree(fp, ignore_errors=True)
 
 
 def run(
