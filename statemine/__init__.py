@@ -48,6 +48,8 @@ _LAZY = {
     "diff_to_dir": "commands",
     "report_to_file": "commands",
     "read_inputs": "commands",
+    "store_add": "store",
+    "store_info": "store",
 }
 
 
@@ -87,6 +89,8 @@ __all__ = [
     "report_to_file",
     "save",
     "state_stats",
+    "store_add",
+    "store_info",
     "summarize",
     "summarize_logs",
     "to_dot",

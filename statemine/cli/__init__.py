@@ -65,6 +65,7 @@ from . import (  # noqa: E402
     infer,  # noqa: F401
     lab,  # noqa: F401
     patch,  # noqa: F401
+    store,  # noqa: F401
     synoptic,  # noqa: F401
     tcp,  # noqa: F401
 )

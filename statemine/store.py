@@ -1,0 +1,317 @@
+"""A trace store: a Hive-partitioned Parquet dataset of events (schema in docs/store.md).
+
+Layout: ``STORE/_statemine_store.json`` (format and partition keys, in order), then one
+folder level per key, ``KEY=VALUE``, holding ``part-*.parquet`` files, one per input file
+added. Every file has the columns of :data:`SCHEMA` (the partition labels live only in
+the folder names). pyarrow (``pyarrow.dataset.dataset(STORE, partitioning="hive")``) and
+DuckDB (``read_parquet('STORE/**/*.parquet', hive_partitioning=true)``) read it unchanged;
+names starting with ``.`` or ``_`` (metadata, files being written) are skipped by both.
+
+:func:`store_add` reads one input file at a time (memory: one file's trace set) and
+writes it beside its final name, then renames it in: a file appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import InputError, StatemineError, UsageError
+from .fileio import atomic_path, write_json
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .commands import ReadOptions
+    from .traces import TraceSet
+
+#: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
+META_NAME = "_statemine_store.json"
+STORE_FORMAT = 1
+#: Rows per Parquet row group (bounds a reader's memory per group).
+ROW_GROUP = 1 << 20
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+#: A partition value: a letter or digit first (never ``.``/``_``, which readers skip), then
+#: letters, digits and ``. _ + - @ : ~``; no ``/``, ``=``, ``%`` (Hive escapes), NUL or space.
+_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@:~-]*\Z")
+_MAX_LABEL = 200
+
+
+def _schema() -> pa.Schema:
+    """The columns of every data file (see docs/store.md)."""
+    import pyarrow as pa
+
+    text = pa.dictionary(pa.int32(), pa.string())
+    return pa.schema(
+        [
+            ("trace", text),
+            ("seq", pa.int64()),
+            ("time", pa.float64()),
+            ("kind", text),
+            ("state", text),
+            ("line", pa.int64()),
+            ("cwnd", pa.float64()),
+            ("inflight", pa.float64()),
+            ("ssthresh", pa.float64()),
+            ("srtt", pa.float64()),
+            ("source", text),
+            ("end", pa.float64()),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition: its labels (key -> value), data files, traces and events (rows)."""
+
+    labels: dict[str, str]
+    files: int
+    traces: int
+    events: int
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """A store's partition keys and partitions (sorted by their folder path)."""
+
+    keys: tuple[str, ...]
+    partitions: tuple[PartitionInfo, ...]
+
+    @property
+    def traces(self) -> int:
+        """Traces in all partitions."""
+        return sum(p.traces for p in self.partitions)
+
+    @property
+    def events(self) -> int:
+        """Events (rows) in all partitions."""
+        return sum(p.events for p in self.partitions)
+
+
+@dataclass(frozen=True)
+class AddOutput:
+    """What :func:`store_add` wrote: the partition folder, files, traces and events."""
+
+    partition: Path
+    files: tuple[Path, ...]
+    traces: int
+    events: int
+
+
+def parse_labels(items: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings as a dict, each checked to be a safe partition folder name.
+
+    >>> parse_labels(["implementation=quic-go", "version=v0.63.0"])
+    {'implementation': 'quic-go', 'version': 'v0.63.0'}
+    """
+    labels: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
+        check_label(key, value)
+        if key in labels:
+            raise UsageError(f"--label {key} given twice")
+        labels[key] = value
+    return labels
+
+
+def check_label(key: str, value: str) -> None:
+    """Raise :class:`UsageError` unless ``key=value`` can name a partition folder."""
+    if not _KEY.match(key) or len(key) > _MAX_LABEL:
+        raise UsageError(
+            f"--label key {key!r} cannot name a partition: use a letter, then letters, digits or _"
+        )
+    if key in _schema().names:
+        raise UsageError(f"--label key {key!r} is a column of the store; choose another name")
+    if not _VALUE.match(value) or ".." in value or len(value) > _MAX_LABEL:
+        raise UsageError(
+            f"--label {key}: value {value!r} cannot name a partition: use a letter or digit, "
+            "then letters, digits or . _ + - @ : ~ (no '/', '=', '..', spaces; not empty)"
+        )
+
+
+def store_add(
+    logs: Sequence[str | os.PathLike],
+    store: str | os.PathLike,
+    labels: Mapping[str, str] | None = None,
+    read: ReadOptions | None = None,
+) -> AddOutput:
+    """Append the events of ``logs`` (any format :func:`statemine.read` reads) to the
+    partition of ``labels`` in ``store``, one data file per input file.
+
+    A new store takes the label keys (in the given order) as its partition keys; an
+    existing one needs the same keys. Each file is written beside its final name and
+    renamed in, so a failure or signal leaves only whole files of earlier inputs.
+    """
+    from .commands import ReadOptions, read_inputs
+    from .parse import expand_paths
+
+    labels = dict(labels or {})
+    for key, value in labels.items():
+        check_label(key, value)
+    root = Path(store)
+    keys = _store_keys(root, tuple(labels))
+    partition = root.joinpath(*(f"{k}={labels[k]}" for k in keys))
+    read = read or ReadOptions()
+    files = expand_paths(list(logs))
+    if read.fmt == "regex" or read.regex:  # Synoptic's options read the files as one log
+        batches: list[list[Path]] = [files]
+    else:
+        batches = [[f] for f in files]
+    if not (root / META_NAME).exists():
+        write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+    written, traces, events = [], 0, 0
+    for batch in batches:
+        ts = read_inputs(batch, read)
+        table = to_table(ts)
+        name = f"part-{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
+        written.append(_write_part(table, partition / name))
+        traces += int(ts.events["trace"].nunique())
+        events += len(ts.events)
+    return AddOutput(partition, tuple(written), traces, events)
+
+
+def to_table(ts: TraceSet) -> pa.Table:
+    """The events of ``ts`` in the store's :data:`SCHEMA` (per-trace ``source`` and
+    ``end`` repeated on every row; Parquet's dictionary and run-length encoding make the
+    repeats nearly free). Metric columns a reader does not give are null."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = _schema()
+    ev = ts.events
+    per_trace = ts.traces.set_index("trace")
+    trace_ids = ev["trace"].astype(str)
+    columns = {}
+    for f in schema:
+        if f.name in ("source", "end"):
+            values = trace_ids.map(per_trace[f.name]).to_numpy()
+        elif f.name in ev.columns:
+            values = ev[f.name].to_numpy()
+        else:
+            values = np.full(len(ev), np.nan)
+        if pa.types.is_dictionary(f.type):
+            columns[f.name] = pa.array(
+                np.asarray(values, dtype=object).astype(str)
+            ).dictionary_encode()
+        else:
+            columns[f.name] = pa.array(values, type=f.type, from_pandas=True)
+    return pa.table(columns).cast(schema)
+
+
+def _write_part(table: pa.Table, path: Path) -> Path:
+    import pyarrow.parquet as pq
+
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP)
+    return path
+
+
+def _store_keys(root: Path, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The partition keys of the store at ``root`` (``given`` for a new one); an existing
+    store must be given the same set of keys."""
+    if root.exists() and not root.is_dir():
+        raise StatemineError(f"{root}: exists and is not a folder (a store is a folder)")
+    meta = root / META_NAME
+    if not meta.exists():
+        if root.exists() and any(not n.startswith(".") for n in os.listdir(root)):
+            raise StatemineError(f"{root}: not a statemine store (no {META_NAME}) and not empty")
+        return given
+    keys = _read_meta(root)
+    if set(keys) != set(given):
+        raise UsageError(
+            f"{root}: the store is partitioned by {', '.join(keys) or 'nothing'}; "
+            f"give exactly those labels (given: {', '.join(given) or 'none'})"
+        )
+    return keys
+
+
+def _read_meta(root: Path) -> tuple[str, ...]:
+    meta = root / META_NAME
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+        keys = tuple(str(k) for k in doc["partition_keys"])
+        version = int(doc["format"])
+    except FileNotFoundError:
+        raise InputError(root, None, f"not a statemine store (no {META_NAME})") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(meta, None, f"damaged store metadata: {exc}") from None
+    if version > STORE_FORMAT:
+        raise InputError(meta, None, f"written by a newer statemine (store format {version})")
+    if not all(_KEY.match(k) for k in keys):
+        raise InputError(meta, None, "damaged store metadata: a partition key is not a name")
+    return keys
+
+
+def store_info(store: str | os.PathLike) -> StoreInfo:
+    """List the partitions of ``store`` with their files, traces and events, checking the
+    layout: every folder is ``KEY=VALUE`` of the store's keys in order, every partition
+    holds data files, and every file has the store's schema. Raises :class:`InputError`
+    naming the folder or file otherwise."""
+    root = Path(store)
+    keys = _read_meta(root)
+    parts = [_partition_info(root, folder, keys) for folder in _partition_folders(root, keys)]
+    return StoreInfo(keys, tuple(parts))
+
+
+def _partition_folders(root: Path, keys: tuple[str, ...]) -> list[Path]:
+    """The partition folders (depth ``len(keys)``), sorted, each level named ``KEY=VALUE``."""
+    level = [root]
+    for key in keys:
+        below = []
+        for folder in level:
+            for entry in sorted(_visible(folder)):
+                path = folder / entry
+                k, sep, value = entry.partition("=")
+                if not path.is_dir() or not sep or k != key or not _VALUE.match(value):
+                    raise InputError(
+                        path, None, f"not a partition folder {key}=VALUE of this store"
+                    )
+                below.append(path)
+        level = below
+    return level
+
+
+def _visible(folder: Path) -> list[str]:
+    return [n for n in os.listdir(folder) if not n.startswith((".", "_"))]
+
+
+def _partition_info(root: Path, folder: Path, keys: tuple[str, ...]) -> PartitionInfo:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = _schema()
+    names = sorted(_visible(folder))
+    files = [n for n in names if n.endswith(".parquet")]
+    stray = [n for n in names if n not in files]
+    if stray:
+        raise InputError(folder / stray[0], None, "not a data file of the store (*.parquet)")
+    if not files:
+        raise InputError(folder, None, "a partition without data files (missing files)")
+    traces: set[str] = set()
+    events = 0
+    for name in files:
+        path = folder / name
+        try:
+            pf = pq.ParquetFile(path)
+            found = pf.schema_arrow
+            if not found.equals(schema):
+                raise InputError(
+                    path, None, f"schema differs from the store's (mixed schemas): {found}"
+                )
+            events += pf.metadata.num_rows
+            ids = pq.read_table(path, columns=["trace"])["trace"].cast(pa.string())
+            traces.update(pc.unique(ids).to_pylist())
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    labels = dict(zip(keys, (p.partition("=")[2] for p in folder.relative_to(root).parts)))
+    return PartitionInfo(labels, len(files), len(traces), events)
