@@ -2,7 +2,7 @@
 
 Layout: ``STORE/_statemine_store.json`` (format and partition keys, in order), then one
 folder level per key, ``KEY=VALUE``, holding ``part-*.parquet`` files, one per input file
-added. Every file has the columns of :data:`SCHEMA` (the partition labels live only in
+added. Every file has the columns of :func:`_schema` (the partition labels live only in
 the folder names). pyarrow (``pyarrow.dataset.dataset(STORE, partitioning="hive")``) and
 DuckDB (``read_parquet('STORE/**/*.parquet', hive_partitioning=true)``) read it unchanged;
 names starting with ``.`` or ``_`` (metadata, files being written) are skipped by both.
@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 from .errors import InputError, StatemineError, UsageError
 from .fileio import atomic_path, write_json
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the command line loads this module: numeric libraries load on use
+    import numpy as np
+    import pandas as pd
     import pyarrow as pa
 
     from .commands import ReadOptions
@@ -180,31 +182,53 @@ def store_add(
 
 
 def to_table(ts: TraceSet) -> pa.Table:
-    """The events of ``ts`` in the store's :data:`SCHEMA` (per-trace ``source`` and
+    """The events of ``ts`` in the store's schema (:func:`_schema`) (per-trace ``source`` and
     ``end`` repeated on every row; Parquet's dictionary and run-length encoding make the
     repeats nearly free). Metric columns a reader does not give are null."""
-    import numpy as np
+    import pandas as pd
     import pyarrow as pa
 
     schema = _schema()
     ev = ts.events
     per_trace = ts.traces.set_index("trace")
-    trace_ids = ev["trace"].astype(str)
+    trace_codes, trace_ids = _codes(ev["trace"])
     columns = {}
     for f in schema:
-        if f.name in ("source", "end"):
-            values = trace_ids.map(per_trace[f.name]).to_numpy()
+        if f.name in ("source", "end"):  # per trace, indexed by the trace codes
+            values = per_trace[f.name].reindex(trace_ids.astype(str)).to_numpy()
+            if f.name == "source":
+                codes, names = _codes(pd.Series(values, dtype=object).astype(str))
+                columns[f.name] = _dictionary(codes[trace_codes], names)
+            else:
+                columns[f.name] = pa.array(values.astype("float64")[trace_codes])
+        elif pa.types.is_dictionary(f.type):
+            columns[f.name] = _dictionary(*_codes(ev[f.name]))
         elif f.name in ev.columns:
-            values = ev[f.name].to_numpy()
+            columns[f.name] = pa.array(ev[f.name].to_numpy(), type=f.type, from_pandas=True)
         else:
-            values = np.full(len(ev), np.nan)
-        if pa.types.is_dictionary(f.type):
-            columns[f.name] = pa.array(
-                np.asarray(values, dtype=object).astype(str)
-            ).dictionary_encode()
-        else:
-            columns[f.name] = pa.array(values, type=f.type, from_pandas=True)
+            columns[f.name] = pa.nulls(len(ev), f.type)
     return pa.table(columns).cast(schema)
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (int32) and the distinct values (as str) of a text column."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy().astype("int32"), column.cat.categories.astype(
+            str
+        ).to_numpy()
+    codes, uniques = pd.factorize(column, sort=False)
+    return codes.astype("int32"), np.asarray(uniques, dtype=object).astype(str)
+
+
+def _dictionary(codes: np.ndarray, values: np.ndarray) -> pa.DictionaryArray:
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes, pa.int32()), pa.array(values, pa.string())
+    )
 
 
 def _write_part(table: pa.Table, path: Path) -> Path:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..commands import ReadOptions
 from ..store import parse_labels, store_add, store_info
 from . import main
 from .infer import _input_options
@@ -27,7 +28,9 @@ def store() -> None:
     help="Partition label (repeatable), e.g. implementation=quic-go date=2026-11-24.",
 )
 @_input_options
-def add(logs, store_dir, labels, read) -> None:
+def add(
+    logs: tuple[Path, ...], store_dir: Path, labels: tuple[str, ...], read: ReadOptions
+) -> None:
     """Append the events of LOG... to the partition of the labels."""
     out = store_add(logs, store_dir, parse_labels(labels), read)
     click.echo(
@@ -38,7 +41,7 @@ def add(logs, store_dir, labels, read) -> None:
 
 @store.command("info")
 @click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
-def info(store_dir) -> None:
+def info(store_dir: Path) -> None:
     """List the partitions of a store with their files, traces and events."""
     from ..escape import one_line
 
