@@ -168,12 +168,12 @@ def store_add(
         batches: list[list[Path]] = [files]
     else:
         batches = [[f] for f in files]
-    if not (root / META_NAME).exists():
-        write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
     written, traces, events = [], 0, 0
     for batch in batches:
         ts = read_inputs(batch, read)
         table = to_table(ts)
+        if not (root / META_NAME).exists():  # a new store: created once its first file is read
+            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
         name = f"part-{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         written.append(_write_part(table, partition / name))
         traces += int(ts.events["trace"].nunique())

@@ -384,6 +384,28 @@ CASES = [
         "sm-good", _infer("good.log", "--out", "{out}"), True, stdout="(2 traces", outputs=INFER_SET
     ),
     Case("sm-empty", _infer("empty.log"), False, _err("empty.log")),
+    # -- the trace store (statemine store add) ---------------------------------------------
+    Case(
+        "store-good",
+        ["store", "add", "{d}/good.log", "--store", "{out}", "--label", "impl=x"],
+        True,
+        stdout="added",
+        outputs=("_statemine_store.json", "impl=x"),
+        fast=True,
+    ),
+    Case(
+        "store-bad-log",
+        ["store", "add", "{d}/time_text.log", "--store", "{out}", "--label", "impl=x"],
+        False,
+        _err("time_text.log", 1),
+        fast=True,
+    ),
+    Case(
+        "store-label-slash",
+        ["store", "add", "{d}/good.log", "--store", "{out}", "--label", "impl=../../x"],
+        False,
+        "--label impl",
+    ),
     Case("sm-blank", _infer("blank.log"), False, _err("blank.log")),
     Case("sm-binary", _infer("random.bin"), False, _err("random.bin")),
     Case(

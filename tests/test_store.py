@@ -162,6 +162,9 @@ def test_a_failed_add_leaves_only_whole_files(inputs, tmp_path):
     bad.write_text("STATEMINE t=0 conn=a state=X\nSTATEMINE t=zz conn=a state=Y\n")
     with pytest.raises(StatemineError, match=r"bad\.log"):
         statemine.store_add([inputs["log"], bad], store, {"impl": "x"})
+    with pytest.raises(StatemineError, match=r"bad\.log"):
+        statemine.store_add([bad], tmp_path / "new", {"impl": "x"})
+    assert not (tmp_path / "new").exists()  # a new store appears with its first file
     files = sorted((store / "impl=x").iterdir())
     assert [f.name.startswith("part-") and f.suffix == ".parquet" for f in files] == [True]
     info = statemine.store_info(store)
