@@ -29,6 +29,8 @@ from statemine.patch.functions import rust_function
 
 VERSIONS = sorted(quiche.CONTROLLERS)
 LATEST = "0.30.0"
+#: The smoke program (a minimal virtual-time harness: client and server in one thread).
+SMOKE_PROGRAM = Path(__file__).parent / "data" / "quiche-smoke"
 #: Versions whose qlog has congestion_state_updated (0.22.0 writes only metrics_updated).
 QLOG_HAS_STATES = {"0.25.0", "0.30.0"}
 #: quiche's qlog congestion states (recovery/congestion/reno.rs state_str, the BBRv2 modes'
@@ -164,7 +166,7 @@ def test_missing_build_tool_is_named_with_its_install(tool, hint, monkeypatch, t
     monkeypatch.setenv("STATEMINE_CACHE", str(tmp_path))
     monkeypatch.setattr(cargo, "rustc_version", lambda: "rustc test")
     with pytest.raises(StatemineError) as err:
-        cargo.build("quiche", LATEST, tmp_path, quiche.SMOKE_PROGRAM, "statemine-quiche-smoke")
+        cargo.build("quiche", LATEST, tmp_path, SMOKE_PROGRAM, "statemine-quiche-smoke")
     msg = str(err.value)
     assert "\n" not in msg and f"missing {tool}" in msg and hint in msg
 
@@ -242,7 +244,10 @@ def smoke_binaries() -> dict[str, tuple[Path, float]]:
 def smoke(smoke_binaries, version: str) -> Path:
     if version not in smoke_binaries:
         start = time.monotonic()
-        smoke_binaries[version] = (quiche.build_smoke(version), time.monotonic() - start)
+        smoke_binaries[version] = (
+            quiche.build(version, SMOKE_PROGRAM, "statemine-quiche-smoke"),
+            time.monotonic() - start,
+        )
     return smoke_binaries[version][0]
 
 

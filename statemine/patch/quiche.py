@@ -20,8 +20,6 @@ from .fetch import fetch
 from .registry import cache_dir, patch_path, versions
 
 IMPL = "quiche"
-#: The smoke program of the patch tests (a minimal virtual-time harness).
-SMOKE_PROGRAM = Path(__file__).resolve().parents[2] / "tests" / "data" / "quiche-smoke"
 
 #: The names ``quiche::Config::set_cc_algorithm_name`` accepts, per patched version
 #: (``CongestionControlAlgorithm::from_str`` in src/recovery/mod.rs or
@@ -107,8 +105,3 @@ def build(version: str, program: Path, binary: str, features: tuple[str, ...] = 
     if version not in CONTROLLERS:
         controller(version, "")  # raises the no-patch message
     return cargo.build(IMPL, version, patched_source(version), program, binary, features)
-
-
-def build_smoke(version: str) -> Path:
-    """The smoke program built against patched quiche ``version``."""
-    return build(version, SMOKE_PROGRAM, "statemine-quiche-smoke")
