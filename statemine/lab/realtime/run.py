@@ -53,6 +53,49 @@ def _env() -> dict[str, str]:
     return env
 
 
+def run_subprocess(config: dict, module: str, name: str, grace_s: float) -> dict:
+    """Run one config with ``python -m module CONFIG`` (one real-time run at a time in this
+    process); its result dict. A subprocess that overruns ``time_limit_s`` (default 120 s)
+    + ``grace_s`` gets SIGTERM (it then removes its namespaces), SIGKILL 10 s later, and
+    its leftovers are removed; one that writes no result gives ``ok: False`` with the last
+    lines of its stderr. ``name`` labels the config file and the error."""
+    import signal
+
+    from ...tcp import cleanup
+
+    result_path = Path(config["result_path"])
+    config_path = result_path.with_name(f"{name}.config.json")
+    write_json(config_path, config)
+    result_path.unlink(missing_ok=True)
+    limit = float(config.get("time_limit_s") or 120.0) + grace_s
+    with ONE_AT_A_TIME:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(config_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        try:
+            _, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                _, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                cleanup()
+    config_path.unlink(missing_ok=True)
+    if not result_path.exists():
+        tail = " | ".join((err or "").strip().splitlines()[-3:])
+        result = {"ok": False, "error": f"{name} run exited with status {proc.returncode}: {tail}"}
+        write_json(result_path, result)
+        return result
+    with open(result_path, encoding="utf-8") as f:
+        return dict(json.load(f))
+
+
 def _app(topo: netns.Topology, side: str, opt: dict) -> subprocess.Popen:
     argv = [*topo.exec_argv(side), sys.executable, "-m", "statemine.lab.realtime.tcpapp"]
     return subprocess.Popen(

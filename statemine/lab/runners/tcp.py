@@ -11,24 +11,18 @@ time and compete for its cores, so this runner runs one at a time whatever ``--j
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from ...errors import StatemineError
-from ...fileio import write_json
-from ...tcp import cleanup
-from ..realtime.run import CONGESTION_CONTROLS, ONE_AT_A_TIME, _env
+from ..realtime.run import CONGESTION_CONTROLS, run_subprocess
 
 IMPL = "tcp"
 #: The ``format`` the grid parses this runner's log with.
 LOG_FORMAT = "ftrace"
 #: Seconds a run gets beyond its time limit (set-up, tear-down) before it is stopped.
 GRACE_S = 30.0
-_ONE_AT_A_TIME = ONE_AT_A_TIME
 
 
 def available() -> list[str]:
@@ -61,39 +55,6 @@ def trace_roles(traces: pd.DataFrame, result: dict) -> list[str]:
 
 
 def run(config: dict, cache_dir: object = None) -> dict:
-    """Run one config in a subprocess (one at a time); its result dict. A subprocess that
-    overruns ``time_limit_s`` + :data:`GRACE_S` gets SIGTERM (it then removes its
-    namespaces), SIGKILL 10 s later, and its leftovers are removed."""
-    result_path = Path(config["result_path"])
-    config_path = result_path.with_name("tcp.config.json")
-    write_json(config_path, config)
-    result_path.unlink(missing_ok=True)
-    limit = float(config.get("time_limit_s") or 120.0) + GRACE_S
-    with _ONE_AT_A_TIME:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "statemine.lab.realtime.run", str(config_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-        )
-        try:
-            _, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                _, err = proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                cleanup()
-    config_path.unlink(missing_ok=True)
-    if not result_path.exists():
-        tail = " | ".join((err or "").strip().splitlines()[-3:])
-        result = {"ok": False, "error": f"tcp run exited with status {proc.returncode}: {tail}"}
-        write_json(result_path, result)
-        return result
-    import json
-
-    with open(result_path, encoding="utf-8") as f:
-        return json.load(f)
+    """Run one config in a subprocess, one at a time (see
+    :func:`statemine.lab.realtime.run.run_subprocess`); its result dict."""
+    return run_subprocess(config, "statemine.lab.realtime.run", "tcp", GRACE_S)
