@@ -17,7 +17,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from ...fileio import write_json
 from . import netns
 from .emulator import Emulator
+from .run import run_and_write
 
 _CLONE_NEWNET = 0x40000000
 #: The server's UDP port inside its namespace.
@@ -124,17 +124,9 @@ def simulate(config: dict, cache_dir: Any = None) -> tuple[dict, Emulator]:
 
 def run_config_file(path: str) -> int:
     """``python -m statemine.lab.realtime.quicgo CONFIG.json``: one run, result written."""
-    config = json.loads(Path(path).read_text(encoding="utf-8"))
-    t0 = time.monotonic()
-    try:
-        result, _ = simulate(config)
-    except (netns.SetupError, OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        result = {"ok": False, "error": str(exc)}
-    except (KeyboardInterrupt, netns.Terminated) as exc:
-        result = {"ok": False, "error": f"interrupted ({exc or 'SIGINT'})"}
-    result["wall_time_s"] = time.monotonic() - t0
-    write_json(config["result_path"], result)
-    return 0 if result.get("ok") else 1
+    return run_and_write(
+        path, simulate, (netns.SetupError, OSError, RuntimeError, subprocess.SubprocessError)
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,19 +215,32 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, Emulator]:
     return result, emu
 
 
-def run_config_file(path: str) -> int:
-    """The subprocess entry: run the config at ``path``, write its log and result."""
+def run_and_write(
+    path: str,
+    simulate: Callable[[dict], tuple[dict, Any]],
+    errors: tuple[type[BaseException], ...],
+) -> int:
+    """A run subprocess's body: ``simulate`` the config at ``path`` and write its result
+    (``ok: False`` with the message for ``errors``, or on SIGINT/SIGTERM) with the wall
+    time, s, to the config's ``result_path``; the exit status (0 when ok)."""
     config = json.loads(Path(path).read_text(encoding="utf-8"))
     t0 = time.monotonic()
     try:
         result, _ = simulate(config)
-    except (netns.SetupError, TracingError, OSError, RuntimeError, ValueError) as exc:
+    except errors as exc:
         result = {"ok": False, "error": str(exc)}
     except (KeyboardInterrupt, netns.Terminated) as exc:
         result = {"ok": False, "error": f"interrupted ({exc or 'SIGINT'})"}
     result["wall_time_s"] = time.monotonic() - t0
     write_json(config["result_path"], result)
     return 0 if result.get("ok") else 1
+
+
+def run_config_file(path: str) -> int:
+    """The subprocess entry: run the config at ``path``, write its log and result."""
+    return run_and_write(
+        path, simulate, (netns.SetupError, TracingError, OSError, RuntimeError, ValueError)
+    )
 
 
 if __name__ == "__main__":
