@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from statemine.compare import diff
-from statemine.render import dot_to
-from statemine.render_diff import diff_to_dot
+from statemine.output.diagram import dot_to
+from statemine.output.diff_diagram import diff_to_dot
 from statemine.traces import TraceSet
 
 STATES = [
@@ -69,7 +69,7 @@ def main() -> None:
         t2 = time.perf_counter()
         report_s = float("nan")
         if args.report:
-            from statemine.report import build_report
+            from statemine.output.html_report import build_report
 
             build_report(a, b, n_perm=args.permutations, n_boot=args.bootstrap)
             report_s = time.perf_counter() - t2

@@ -137,8 +137,8 @@ def main() -> None:
 
     from statemine.analyze import summarize
     from statemine.infer.observed import model_from_stats
+    from statemine.output.diagram import to_dot
     from statemine.parse import read
-    from statemine.render import to_dot
     from statemine.stream import summarize_logs
 
     for label, fn in [

@@ -1,6 +1,6 @@
 """statemine: infer congestion-control state machines from QUIC traces, and compare them.
 
-Data flows parse -> traces -> analyze (statistics) -> infer/compare -> render/report; each
+Data flows parse -> traces -> analyze (statistics) -> infer/compare -> output (diagrams, report); each
 step is a module (or package) of that name. The functions below mirror the ``statemine`` CLI:
 
 >>> import statemine
@@ -40,8 +40,8 @@ _LAZY = {
     "infer": "infer",
     "DiffResult": "compare",
     "diff": "compare",
-    "render": "render",
-    "to_dot": "render",
+    "render": "output.diagram",
+    "to_dot": "output.diagram",
     "ReadOptions": "commands",
     "CompareOptions": "commands",
     "infer_to_dir": "commands",

@@ -24,24 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
+from .output.out_files import DIFF_OUTPUTS, INFER_OUTPUTS
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .compare import DiffResult
     from .traces import TraceSet
-
-#: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
-INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
-#: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
-DIFF_OUTPUTS = (
-    "states_diff.csv",
-    "transitions_diff.csv",
-    "one_sided.csv",
-    "notes.txt",
-    "diff.dot",
-    "diff.svg",
-)
 
 Inputs = str | os.PathLike | Sequence[str | os.PathLike]
 
@@ -86,7 +75,7 @@ class CompareOptions:
     strata: tuple[str, ...] = ()
 
     def kwargs(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`statemine.diff` and :func:`~statemine.report.build_report`."""
+        """As keyword arguments of :func:`statemine.diff` and :func:`~statemine.output.html_report.build_report`."""
         opts = {k: getattr(self, k) for k in self.__dataclass_fields__}
         opts["strata"] = list(self.strata) or None
         return opts
@@ -208,7 +197,7 @@ def infer_to_dir(
     """``statemine infer``: the per-state and per-transition tables of the observed-state
     model (:func:`statemine.summarize`), and with ``out_dir`` the files states.csv,
     transitions.csv, model.dot, model.json and model.svg (``svg``, needs Graphviz; up to
-    :data:`~statemine.render.DRAWN_STATES` states) written there as one set.
+    :data:`~statemine.output.diagram.DRAWN_STATES` states) written there as one set.
 
     statemine logs needing no selection are streamed (memory bounded by the distinct
     (trace, state) pairs, not by the log's length); anything else is read whole. Both give
@@ -249,7 +238,9 @@ def infer_to_dir(
     notes = _infer_notes(states, dwell)
     written: tuple[str, ...] = ()
     if out_dir is not None:
-        outputs, svg_note = _infer_files(states, transitions, svg=svg, title=title)
+        from .output.out_files import infer_files
+
+        outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
         from .fileio import write_set
 
@@ -284,35 +275,6 @@ def _infer_notes(states: dict, dwell: str) -> list[str]:
             "fractions are undefined (n/a); visits and transitions stand"
         )
     return notes
-
-
-def _infer_files(
-    states: dict, transitions: dict, *, svg: bool, title: str | None
-) -> tuple[dict[str, bytes | str], str | None]:
-    """The files of ``infer --out`` (name -> content), and a note when model.svg is left out."""
-    from .escape import columns_csv
-    from .infer.observed import model_from_stats, model_to_json
-    from .render import DRAWN_STATES, dot_to, graphviz_available, to_dot
-
-    G = model_from_stats(states, transitions)
-    dot = to_dot(G, title=title)
-    outputs: dict[str, bytes | str] = {
-        "states.csv": columns_csv(states),
-        "transitions.csv": columns_csv(transitions),
-        "model.dot": dot,
-        "model.json": model_to_json(G),
-    }
-    note = None
-    if svg and len(states["state"]) > DRAWN_STATES:
-        note = (
-            f"model.svg not drawn: {len(states['state'])} states are more than Graphviz lays "
-            f"out in reasonable time ({DRAWN_STATES}); model.dot has the model"
-        )
-    elif svg and graphviz_available():
-        outputs["model.svg"] = dot_to(dot, "svg")
-    elif svg:
-        note = "Graphviz's dot is not installed; model.svg not written"
-    return outputs, note
 
 
 def _streamable(
@@ -387,8 +349,8 @@ def _import_output_modules() -> None:
     import rich.console
     import rich.table  # noqa: F401
 
-    from . import render  # noqa: F401
     from .infer import observed  # noqa: F401
+    from .output import diagram  # noqa: F401
 
 
 def side_labels(label_a: str | None, label_b: str | None, a: str, b: str | None) -> tuple[str, str]:
@@ -438,26 +400,15 @@ def diff_to_dir(
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
     ``out_dir`` as one set. Side labels default to the inputs' file names."""
     from .compare import diff
-    from .escape import frame_csv
     from .fileio import check_out_dir, write_set
-    from .render import dot_to
-    from .render_diff import diff_to_dot
+    from .output.out_files import diff_files
 
     check_out_dir(out_dir, DIFF_OUTPUTS)
     label_a, label_b = side_labels(label_a, label_b, a, b)
     ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
     assert ts_b is not None
     result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **compare.kwargs())
-    dot = diff_to_dot(result, title=title)
-    files: dict[str, str | bytes] = {
-        "states_diff.csv": frame_csv(result.states),
-        "transitions_diff.csv": frame_csv(result.transitions),
-        "one_sided.csv": frame_csv(result.one_sided()),
-        "notes.txt": "".join(f"{note}\n" for note in result.notes),
-        "diff.dot": dot,
-    }
-    if svg:
-        files["diff.svg"] = dot_to(dot, "svg")  # before writing anything: all files or none
+    files = diff_files(result, svg=svg, title=title)  # all files or none
     write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
     return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))
 
@@ -483,13 +434,13 @@ def report_to_file(
     compare: CompareOptions = CompareOptions(),
 ) -> tuple[Path, tuple[str, ...]]:
     """``statemine report``: one self-contained HTML page about ``a`` (or comparing it with
-    ``b``), written atomically to ``out_file`` (:func:`statemine.report.write_report`;
+    ``b``), written atomically to ``out_file`` (:func:`statemine.output.html_report.write_report`;
     ``compare`` as in :func:`diff_to_dir`). With ``results`` (a ``statemine lab``
     results.csv/.parquet), ``by`` names the column telling the sides apart, ``values`` its
     values for A and B (default: the side labels), and the page compares ``metric`` per
     (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Returns the path
     written and the readers' warnings."""
-    from .report import Outcomes, write_report
+    from .output.html_report import Outcomes, write_report
 
     label_a, label_b = side_labels(label_a, label_b, a, b)
     outcomes = None

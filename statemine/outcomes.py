@@ -256,7 +256,7 @@ def heatmap(
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
-    from .timeline import root_figure
+    from .output.timeline import root_figure
 
     for column in (rows, cols, value, "significant"):
         if column not in table.columns:

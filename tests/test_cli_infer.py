@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from statemine.cli import main
 from statemine.infer.observed import model_from_json, model_to_json, observed_model
-from statemine.render import graphviz_available, render, to_dot
+from statemine.output.diagram import graphviz_available, render, to_dot
 from statemine.traces import TraceSet, load
 
 LOG = (

@@ -9,7 +9,7 @@ import pytest
 
 from statemine.compare import diff
 from statemine.lab.findings import select
-from statemine.timeline import plot_cwnd, state_spans
+from statemine.output.timeline import plot_cwnd, state_spans
 from statemine.traces import load
 
 DATA = Path(__file__).parent / "data" / "diff" / "quic-go-mobile-servers.parquet"

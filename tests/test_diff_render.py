@@ -9,8 +9,8 @@ import pytest
 from test_diff_data import make_set, one_trace
 
 from statemine.compare import diff
-from statemine.render import format_fraction
-from statemine.render_diff import DOWN, NEUTRAL, UP, diff_to_dot, render_diff
+from statemine.output.diagram import format_fraction
+from statemine.output.diff_diagram import DOWN, NEUTRAL, UP, diff_to_dot, render_diff
 from statemine.traces import TraceSet
 
 

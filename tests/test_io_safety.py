@@ -20,9 +20,9 @@ from statemine import fileio
 from statemine.cli import main
 from statemine.errors import InputError, StatemineError
 from statemine.escape import csv_cell, display_name, html_text, visible
+from statemine.output.diagram import dot_to, graphviz_available, to_dot
 from statemine.parse import expand_paths, read
 from statemine.parse.qlog import read_qlog
-from statemine.render import dot_to, graphviz_available, to_dot
 
 HOSTILE = [
     "[/bold]",

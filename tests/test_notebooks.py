@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "examples").glob("*.ipynb"))
 #: The text form of a matplotlib figure that was not drawn.
 FIGURE_TEXT = re.compile(r"<(matplotlib\.figure\.)?Figure( size \d+x\d+)?[ >]")
-#: Calls that make a figure (statemine.timeline, statemine.outcomes, matplotlib).
+#: Calls that make a figure (statemine.output.timeline, statemine.outcomes, matplotlib).
 PLOTTING = re.compile(r"\b(plot_cwnd|plot_throughput|heatmap|plt\.subplots|plt\.figure)\(")
 
 

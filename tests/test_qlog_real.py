@@ -509,7 +509,7 @@ def test_derived_states_are_marked_in_every_output(tmp_path):
 
 
 def test_metrics_table_keeps_every_update_and_timelines_draw_from_it():
-    from statemine.timeline import metric_series
+    from statemine.output.timeline import metric_series
 
     path = shared("real-qlog", "qvis", "quictrace_example_github.qlog.gz")
     doc = json.loads(gzip.decompress(path.read_bytes()))

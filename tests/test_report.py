@@ -15,7 +15,7 @@ from test_diff_data import make_set
 
 from statemine.cli import main
 from statemine.errors import UsageError
-from statemine.report import Outcomes, build_report
+from statemine.output.html_report import Outcomes, build_report
 from statemine.traces import TraceSet, concat, save
 
 pytestmark = pytest.mark.skipif(
@@ -178,7 +178,7 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
     show, per side and stratum, the trace whose share of the reported state is the median."""
     from test_diff_evidence import FAST, SLOW, copies
 
-    from statemine.timeline import representative_trace
+    from statemine.output.timeline import representative_trace
 
     a = concat(
         [

@@ -9,7 +9,7 @@ from matplotlib.collections import PolyCollection
 from test_diff_data import make_set
 
 from statemine.errors import UsageError
-from statemine.timeline import (
+from statemine.output.timeline import (
     STATE_COLOURS,
     metric_series,
     pick_trace,
@@ -129,7 +129,7 @@ def _rgb(hex_colour: str):
 
 
 def test_representative_trace_is_the_median_share_by_hand():
-    from statemine.timeline import representative_trace
+    from statemine.output.timeline import representative_trace
 
     ts = make_set("a", 9, seed=4)
     shares = {}

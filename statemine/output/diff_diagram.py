@@ -17,13 +17,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyze import INITIAL, TERMINAL
-from .escape import DISPLAY_CHARS, html_text
-from .fileio import write_atomic
-from .render import dot_to, format_fraction, format_probability
+from ..analyze import INITIAL, TERMINAL
+from ..escape import DISPLAY_CHARS, html_text
+from ..fileio import write_atomic
+from .diagram import dot_to, format_fraction, format_probability
 
 if TYPE_CHECKING:
-    from .compare import DiffResult
+    from ..compare import DiffResult
 
 UP, DOWN, NEUTRAL = "#b2182b", "#2166ac", "gray55"
 UP_FILL, DOWN_FILL = "#fbe3de", "#dde9f5"

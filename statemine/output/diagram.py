@@ -18,11 +18,11 @@ from pathlib import Path
 
 import networkx as nx
 
-from .errors import StatemineError
-from .escape import DISPLAY_CHARS, html_text, one_line
-from .fileio import write_atomic
-from .parse.statenames import DERIVED_MARK
-from .visitstats import INITIAL, TERMINAL
+from ..errors import StatemineError
+from ..escape import DISPLAY_CHARS, html_text, one_line
+from ..fileio import write_atomic
+from ..parse.statenames import DERIVED_MARK
+from ..visitstats import INITIAL, TERMINAL
 
 FORMATS = ("dot", "svg", "png")
 #: Longest shown title (characters).

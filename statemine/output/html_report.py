@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import units
-from .analyze import EndRule, summarize
-from .errors import UsageError
-from .escape import html_text
-from .fileio import write_atomic
-from .traces import TraceSet
+from .. import units
+from ..analyze import EndRule, summarize
+from ..errors import UsageError
+from ..escape import html_text
+from ..fileio import write_atomic
+from ..traces import TraceSet
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .compare import DiffResult, TransitionTest
+    from ..compare import DiffResult, TransitionTest
 
 _CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
@@ -97,7 +97,7 @@ def build_report(
         )
         parts.append(_timeline_section([(label_a, a)], end=end))
     else:
-        from .compare import diff
+        from ..compare import diff
 
         result = diff(
             a,
@@ -163,8 +163,8 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
 def _single_section(
     ts: TraceSet, label: str, *, n_boot: int, seed: int, end: EndRule, collapse_repeats: bool
 ) -> str:
-    from .infer.observed import model_from_stats
-    from .render import DRAWN_STATES, dot_to, to_dot
+    from ..infer.observed import model_from_stats
+    from .diagram import DRAWN_STATES, dot_to, to_dot
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
@@ -214,8 +214,8 @@ def _single_section(
 
 
 def _diff_section(result: DiffResult) -> str:
-    from .render import dot_to
-    from .render_diff import diff_to_dot
+    from .diagram import dot_to
+    from .diff_diagram import diff_to_dot
 
     label_a, label_b = result.label_a, result.label_b
     svg = dot_to(diff_to_dot(result), "svg")
@@ -369,7 +369,7 @@ def _groups(
 
 
 def _outcome_section(o: Outcomes) -> str:
-    from .outcomes import compare_outcomes, heatmap
+    from ..outcomes import compare_outcomes, heatmap
 
     table = compare_outcomes(
         o.results, by=o.by, a=o.value_a, b=o.value_b, metric=o.metric, alpha=o.alpha

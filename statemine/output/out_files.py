@@ -1,0 +1,87 @@
+"""The files the commands write to ``--out DIR``, as name -> content (nothing is written
+here: :func:`statemine.fileio.write_set` writes a whole set atomically).
+
+* :func:`infer_files` -- ``statemine infer --out``: states.csv, transitions.csv (the tables
+  in SI units, full precision), model.dot, model.json, model.svg
+* :func:`diff_files` -- ``statemine diff --out``: states_diff.csv, transitions_diff.csv,
+  one_sided.csv, notes.txt, diff.dot, diff.svg
+
+Heavy libraries (networkx, pandas, Graphviz) are imported when a function runs, so the
+names of the files are known without them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..compare import DiffResult
+
+#: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
+INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+#: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
+DIFF_OUTPUTS = (
+    "states_diff.csv",
+    "transitions_diff.csv",
+    "one_sided.csv",
+    "notes.txt",
+    "diff.dot",
+    "diff.svg",
+)
+
+
+def infer_files(
+    states: dict[str, np.ndarray],
+    transitions: dict[str, np.ndarray],
+    *,
+    svg: bool,
+    title: str | None,
+) -> tuple[dict[str, bytes | str], str | None]:
+    """The files of ``infer --out`` from the tables as columns (name -> array, times in
+    seconds, fractions in [0, 1]), and a note when model.svg is left out (too many states
+    to draw, or no Graphviz); ``svg`` False leaves it out without a note."""
+    from ..escape import columns_csv
+    from ..infer.observed import model_from_stats, model_to_json
+    from .diagram import DRAWN_STATES, dot_to, graphviz_available, to_dot
+
+    G = model_from_stats(states, transitions)
+    dot = to_dot(G, title=title)
+    outputs: dict[str, bytes | str] = {
+        "states.csv": columns_csv(states),
+        "transitions.csv": columns_csv(transitions),
+        "model.dot": dot,
+        "model.json": model_to_json(G),
+    }
+    note = None
+    if svg and len(states["state"]) > DRAWN_STATES:
+        note = (
+            f"model.svg not drawn: {len(states['state'])} states are more than Graphviz lays "
+            f"out in reasonable time ({DRAWN_STATES}); model.dot has the model"
+        )
+    elif svg and graphviz_available():
+        outputs["model.svg"] = dot_to(dot, "svg")
+    elif svg:
+        note = "Graphviz's dot is not installed; model.svg not written"
+    return outputs, note
+
+
+def diff_files(result: DiffResult, *, svg: bool, title: str | None) -> dict[str, bytes | str]:
+    """The files of ``diff --out`` for ``result``; diff.svg (``svg``) is drawn here, before
+    anything is written, so a Graphviz failure leaves no partial set."""
+    from ..escape import frame_csv
+    from .diagram import dot_to
+    from .diff_diagram import diff_to_dot
+
+    dot = diff_to_dot(result, title=title)
+    files: dict[str, str | bytes] = {
+        "states_diff.csv": frame_csv(result.states),
+        "transitions_diff.csv": frame_csv(result.transitions),
+        "one_sided.csv": frame_csv(result.one_sided()),
+        "notes.txt": "".join(f"{note}\n" for note in result.notes),
+        "diff.dot": dot,
+    }
+    if svg:
+        files["diff.svg"] = dot_to(dot, "svg")
+    return files
