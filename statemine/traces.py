@@ -1,24 +1,39 @@
 """Event traces: the one data structure every parser produces and every analysis reads.
 
-A :class:`TraceSet` holds two tidy pandas DataFrames and a dict of labels.
+A :class:`TraceSet` holds two tidy pandas DataFrames and a dict of labels. Events are
+stored as codes, not objects (issue 17, part 4): text as pandas categoricals, integers as
+int32, times as float64.
 
 ``events`` — one row per logged line, sorted by ``trace`` then ``seq``:
 
-========  =========  ===========================================================
-column    dtype      meaning
-========  =========  ===========================================================
-trace     str        trace id, unique within the set (one connection of one file)
-seq       int64      0, 1, 2, ... within the trace (log order)
-time      float64    seconds (any origin); non-decreasing within a trace
-kind      str        ``"state"`` (entering a state) or ``"event"`` (a point event)
-state     str        the state's name (kind ``state``) or the event's name (``event``)
-line      int64      1-based line (or record) number in the source file, -1 if none
-cwnd      float64    optional: congestion window, bytes
-inflight  float64    optional: bytes in flight, bytes
-ssthresh  float64    optional: slow-start threshold, bytes
-srtt      float64    optional: smoothed RTT, seconds
-fields    str        optional: other ``key=value`` pairs of the line, space separated
-========  =========  ===========================================================
+========  ========  =====  ==============================================================
+column    dtype     bytes  meaning
+========  ========  =====  ==============================================================
+trace     category  1-4    trace id, unique within the set (one connection of one file)
+seq       int32     4      0, 1, 2, ... within the trace (log order)
+time      float64   8      seconds (any origin); non-decreasing within a trace
+kind      category  1      ``"state"`` (entering a state) or ``"event"`` (a point event)
+state     category  1-4    the state's name (kind ``state``) or the event's name (``event``)
+line      int32     4      1-based line (or record) number in the source file, -1 if none
+cwnd      float64   8      optional: congestion window, bytes
+inflight  float64   8      optional: bytes in flight, bytes
+ssthresh  float64   8      optional: slow-start threshold, bytes
+srtt      float64   8      optional: smoothed RTT, seconds
+fields    str              optional: other ``key=value`` pairs of the line, space separated
+========  ========  =====  ==============================================================
+
+A category column is integer codes (pandas picks int8 up to 127 distinct values, int16 up
+to 32767, int32 beyond) into one array of the distinct str values. So the six columns
+every set has cost 19 to 25 bytes per event (21 or 22 for fleet data: int16 or int32 trace
+codes, fewer than 128 state names), plus the distinct values once each. An optional
+metric column is present only when the source logs that value, 8 bytes per event (the
+qlog reader's full-resolution updates are the separate ``metrics`` table below).
+
+A category built from text (:meth:`TraceSet.from_events` converts any text column) has
+sorted categories, so grouping by it orders groups as grouping the text would; a parser
+that builds codes directly (the statemine-line scanner) keeps its own category order.
+Categories may include values no row uses (after :meth:`TraceSet.select`): group with
+``observed=True``. A line number or ``seq`` beyond int32 is a ``ValueError``.
 
 ``traces`` — one row per trace: ``trace`` (str), ``source`` (file path), ``end``
 (float64 seconds: an explicit end of the trace, NaN when the log has none) and any
@@ -69,6 +84,7 @@ _PARQUET_META_KEY = b"statemine"
 _FORMAT_VERSION = 2
 #: ``kind`` of the Parquet rows that hold ``TraceSet.metrics`` (never an events kind).
 METRICS_KIND = "metrics"
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True)
@@ -104,20 +120,22 @@ class TraceSet:
             if col not in ev.columns:
                 raise ValueError(f"events frame lacks the column {col!r}")
         if "kind" not in ev.columns:
-            ev["kind"] = "state"
+            ev["kind"] = pd.Categorical.from_codes(
+                np.zeros(len(ev), np.int8), categories=pd.Index(["state"], dtype=str)
+            )
         for col in ("trace", "state", "kind"):
-            ev[col] = _as_text(ev[col])
+            ev[col] = _as_codes(ev[col])
         if "line" not in ev.columns:
-            ev["line"] = -1
+            ev["line"] = np.full(len(ev), -1, np.int32)
         ev["time"] = ev["time"].astype("float64")
-        ev["line"] = ev["line"].astype("int64")
+        ev["line"] = _as_int32(ev["line"], "line number")
         for name in NUMERIC_FIELDS:
             if name in ev.columns:
                 ev[name] = pd.to_numeric(ev[name], errors="coerce").astype("float64")
         if "seq" not in ev.columns:
             ev = ev.reset_index(drop=True)
-            ev["seq"] = ev.groupby("trace", sort=False).cumcount().astype("int64")
-        ev["seq"] = ev["seq"].astype("int64")
+            ev["seq"] = ev.groupby("trace", sort=False, observed=True).cumcount()
+        ev["seq"] = _as_int32(ev["seq"], "seq (events in one trace)")
         if not _in_trace_order(_trace_codes(ev), ev["seq"].to_numpy()):
             ev = ev.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
         ordered = list(EVENT_COLUMNS) + [c for c in ev.columns if c not in EVENT_COLUMNS]
@@ -213,11 +231,31 @@ class TraceSet:
         return TraceSet(self.events, tr, {**self.meta, **labels}, self.metrics)
 
 
-def _as_text(column: pd.Series) -> pd.Series:
-    """Keep a categorical column (with str categories) as is; make anything else str."""
+def _as_codes(column: pd.Series) -> pd.Series:
+    """A text column as a categorical one (codes + str categories): a categorical column
+    keeps its codes and category order (its categories made str); anything else is made
+    str and coded against its sorted distinct values (so grouping by the codes orders the
+    groups as grouping the text would)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.rename_categories(column.cat.categories.astype(str).tolist())
-    return column.astype(str)
+        cats = column.cat.categories
+        if cats.dtype == object or not pd.api.types.is_string_dtype(cats.dtype):
+            return column.cat.rename_categories(cats.astype(str).tolist())
+        return column
+    return column.astype(str).astype("category")
+
+
+def _as_int32(column: pd.Series, what: str) -> pd.Series:
+    """An integer column as int32, or a ``ValueError`` if a value does not fit."""
+    if column.dtype == np.int32:
+        return column
+    values = column.to_numpy()
+    if values.dtype.kind not in "iu":
+        values = np.asarray(values, dtype=np.float64)
+        if not (np.isfinite(values) & (values == np.round(values))).all():
+            raise ValueError(f"{what} is not a whole number")
+    if len(values) and (values.max() > _INT32_MAX or values.min() < -1):
+        raise ValueError(f"{what} out of range: -1 .. {_INT32_MAX}")
+    return pd.Series(values.astype(np.int32), index=column.index, name=column.name)
 
 
 def _trace_codes(events: pd.DataFrame) -> np.ndarray:

@@ -32,7 +32,9 @@ def _log(path: Path, conns: int = 3, lines: int = 7) -> Path:
 
 
 def _events(ts: statemine.TraceSet) -> pd.DataFrame:
-    ev = ts.events.reindex(columns=COLUMNS).astype({"trace": str, "kind": str, "state": str})
+    ev = ts.events.reindex(columns=COLUMNS).astype(
+        {"trace": str, "kind": str, "state": str, "seq": "int64", "line": "int64"}
+    )
     return ev.sort_values(["trace", "seq"]).reset_index(drop=True)
 
 
