@@ -4,7 +4,7 @@ Generates (once, cached) a log of N events over N/100 connections in the format 
 docs/log-format.md, then measures:
 
 * end to end: `statemine infer LOG --out DIR` as a subprocess (wall time, CPU time, peak
-  RSS), which streams the statistics (statemine.stream);
+  RSS), which streams the statistics (statemine.stats.stream);
 * in process: parse to a TraceSet, the streamed statistics, statistics of the TraceSet
   without and with the bootstrap, model + DOT.
 
@@ -135,11 +135,11 @@ def main() -> None:
             f"{'end to end ' + ' '.join(extra):<28} {wall:7.3f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB"
         )
 
-    from statemine.analyze import summarize
     from statemine.infer.observed import model_from_stats
     from statemine.output.diagram import to_dot
     from statemine.parse import read
-    from statemine.stream import summarize_logs
+    from statemine.stats.stream import summarize_logs
+    from statemine.stats.summary import summarize
 
     for label, fn in [
         ("streamed statistics", lambda: summarize_logs(log)),

@@ -1,6 +1,6 @@
 """statemine: infer congestion-control state machines from QUIC traces, and compare them.
 
-Data flows parse -> traces -> analyze (statistics) -> infer/compare -> output (diagrams, report); each
+Data flows parse -> traces -> stats (statistics) -> infer/compare -> output (diagrams, report); each
 step is a module (or package) of that name. The functions below mirror the ``statemine`` CLI:
 
 >>> import statemine
@@ -32,18 +32,19 @@ _LAZY = {
     "load": "traces",
     "save": "traces",
     "read": "parse",
-    "state_stats": "analyze",
-    "summarize": "analyze",
-    "transition_stats": "analyze",
-    "visits": "analyze",
-    "summarize_logs": "stream",
+    "state_stats": "stats.summary",
+    "summarize": "stats.summary",
+    "transition_stats": "stats.summary",
+    "visits": "stats.summary",
+    "summarize_logs": "stats.stream",
+    "StatsOptions": "stats.options",
     "infer": "infer",
     "DiffResult": "compare",
     "diff": "compare",
     "render": "output.diagram",
     "to_dot": "output.diagram",
     "ReadOptions": "commands",
-    "CompareOptions": "commands",
+    "CompareOptions": "stats.options",
     "infer_to_dir": "commands",
     "diff_to_dir": "commands",
     "report_to_file": "commands",
@@ -74,6 +75,7 @@ __all__ = [
     "InputError",
     "ReadOptions",
     "StatemineError",
+    "StatsOptions",
     "TraceSet",
     "UsageError",
     "__version__",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .output.out_files import DIFF_OUTPUTS, INFER_OUTPUTS
+from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,30 +56,6 @@ class ReadOptions:
     derive_states: bool = False
     strict: bool = False
     progress: bool = False
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    """The statistics of ``diff`` and ``report`` (the options of :func:`statemine.diff`),
-    with the commands' defaults: ``n_perm`` permutations, ``n_boot`` bootstrap resamples
-    (0: no intervals), ``seed`` of both, Holm's family-wise ``alpha``, the large-count
-    ``transition_test`` ("chi2" or "g"), ``collapse_repeats``, the ``end`` rule ("close"
-    or "last-state") and the trace labels to stratify by (``strata``)."""
-
-    n_perm: int = 9999
-    n_boot: int = 2000
-    seed: int = 0
-    alpha: float = 0.05
-    transition_test: str = "chi2"
-    collapse_repeats: bool = False
-    end: str = "close"
-    strata: tuple[str, ...] = ()
-
-    def kwargs(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`statemine.diff` and :func:`~statemine.output.html_report.build_report`."""
-        opts = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        opts["strata"] = list(self.strata) or None
-        return opts
 
 
 @dataclass(frozen=True)
@@ -185,12 +162,7 @@ def infer_to_dir(
     *,
     read: ReadOptions = ReadOptions(),
     selections: Sequence[str] = (),
-    collapse_repeats: bool = False,
-    end: str = "close",
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    max_states: int = 100_000,
+    stats: StatsOptions = StatsOptions(),
     svg: bool = True,
     title: str | None = None,
 ) -> InferOutput:
@@ -201,34 +173,27 @@ def infer_to_dir(
 
     statemine logs needing no selection are streamed (memory bounded by the distinct
     (trace, state) pairs, not by the log's length); anything else is read whole. Both give
-    the same numbers (tests/test_stream.py). ``end``: "close" (a trace's last state lasts
-    to its Close line or last line) or "last-state" (it gets no time); ``n_boot`` bootstrap
-    resamples over traces (seeded by ``seed``) for the ``confidence`` intervals."""
+    the same numbers (tests/test_stream.py). ``stats``: how visits are made and the
+    intervals computed (:class:`~statemine.stats.options.StatsOptions`: the end rule,
+    ``collapse_repeats``, ``n_boot`` bootstrap resamples over traces seeded by ``seed`` for
+    the ``confidence`` intervals, ``max_states``)."""
     if out_dir is not None:
         from .fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
-    opts: dict[str, Any] = dict(
-        collapse_repeats=collapse_repeats,
-        end=end,
-        n_boot=n_boot,
-        seed=seed,
-        confidence=confidence,
-        max_states=max_states,
-    )
     files = _streamable(inputs, read.fmt, read.regex, selections)
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
     if files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(
-            files, opts, read.progress
+            files, stats, read.progress
         )
     else:
-        from .analyze import summarize
+        from .stats.summary import summarize
 
         ts = read_inputs(inputs, read, selections=selections)
         warnings = reader_warnings(ts)
-        frames = summarize(ts, **opts)
+        frames = summarize(ts, stats)
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
         dwell, n_traces = frames[0].attrs["dwell_quantiles"], ts.n_traces
         n_events = len(ts.events)
@@ -252,7 +217,7 @@ def infer_to_dir(
         n_traces=n_traces,
         n_events=n_events,
         dwell_accuracy=dwell,
-        confidence=confidence,
+        confidence=stats.confidence,
         warnings=tuple(warnings),
         notes=tuple(notes),
         written=written,
@@ -281,7 +246,7 @@ def _streamable(
     inputs: Inputs, fmt: str, regexes: Sequence[str] | None, selections: Sequence[str]
 ) -> list[Path]:
     """The input files when they are all statemine logs that need no trace selection, so
-    the statistics can be streamed (:mod:`statemine.stream`); else an empty list."""
+    the statistics can be streamed (:mod:`statemine.stats.stream`); else an empty list."""
     from .parse import detect_format, expand_paths
 
     if regexes or selections or fmt not in ("auto", "statemine"):
@@ -293,29 +258,26 @@ def _streamable(
 
 
 def _summarize_streamed(
-    files: list[Path], opts: dict, progress: bool
+    files: list[Path], stats: StatsOptions, progress: bool
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str, int, int]:
-    """:func:`statemine.stream.summarize_logs` as columns (no pandas), arranged so the work
+    """:func:`statemine.stats.stream.summarize_logs` as columns (no pandas), arranged so the work
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries."""
     from .parse import progress_reporter
     from .parse.statemine_log import scan_files
-    from .stream import fold_scanned
+    from .stats.stream import fold_scanned
+    from .stats.tables import columns
 
-    fold_opts = {k: v for k, v in opts.items() if k in ("collapse_repeats", "end", "max_states")}
-    tables = {k: v for k, v in opts.items() if k not in fold_opts}
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
         with progress_reporter(files, progress) as advance:
-            folded = _in_background(
-                fold_scanned, scan_files(files, advance), files=files, **fold_opts
-            )
+            folded = _in_background(fold_scanned, scan_files(files, advance), stats, files=files)
             _import_output_modules()
             folded = folded()
     finally:
         gc.enable()
-    states, transitions = folded.stats.columns(folded.names, **tables)
-    return states, transitions, folded.stats.dwell.accuracy, folded.n_traces, folded.n_events
+    states, transitions = columns(folded, stats)
+    return states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
 
 
 def _in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
@@ -407,7 +369,7 @@ def diff_to_dir(
     label_a, label_b = side_labels(label_a, label_b, a, b)
     ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
     assert ts_b is not None
-    result = diff(ts_a, ts_b, label_a=label_a, label_b=label_b, **compare.kwargs())
+    result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
     files = diff_files(result, svg=svg, title=title)  # all files or none
     write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
     return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))
@@ -471,6 +433,6 @@ def report_to_file(
         label_b=label_b,
         title=title,
         outcomes=outcomes,
-        **compare.kwargs(),
+        compare=compare,
     )
     return path, tuple(warnings)

@@ -39,20 +39,29 @@ and cells with one or two counts, are not flagged.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from .analyze import EndRule, trace_state_times, visits_and_transitions
 from .errors import InputError, UsageError
+from .stats.options import CompareOptions, TransitionTest
+from .stats.partial import PartialStats, map_traces
+from .stats.resampling import (
+    bootstrap_delta,
+    factorize,
+    holm,
+    permutation_pvalues,
+    pooled_fraction,
+    power,
+)
+from .stats.tables import tables
 from .traces import TraceSet
 
-TransitionTest = Literal["chi2", "g"]
 #: Smallest expected count for the chi-square / G approximation (Cochran's rule).
 MIN_EXPECTED = 5.0
 
@@ -201,24 +210,20 @@ class DiffResult:
 def diff(
     a: TraceSet,
     b: TraceSet,
+    options: CompareOptions | None = None,
     *,
     label_a: str = "A",
     label_b: str = "B",
-    n_perm: int = 9999,
-    n_boot: int = 2000,
-    seed: int = 0,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    transition_test: TransitionTest = "chi2",
-    collapse_repeats: bool = False,
-    end: EndRule = "close",
-    strata: str | Sequence[str] | None = None,
+    **changes: Any,
 ) -> DiffResult:
     """Compare trace sets ``a`` and ``b`` state by state and edge by edge (see the module doc).
 
-    ``strata``: trace label column(s) (e.g. ``"implementation"``): the permutation test then
-    relabels traces only within each stratum and the bootstrap resamples within strata, so
-    a comparison pooled over, say, two implementations is not confounded by them.
+    ``options``: a :class:`~statemine.stats.options.CompareOptions`, and/or its fields as
+    keywords (``n_perm``, ``n_boot``, ``seed``, ``alpha``, ``confidence``,
+    ``transition_test``, ``collapse_repeats``, ``end``, ``strata``). ``strata``: trace
+    label column(s) (e.g. ``"implementation"``): the permutation test then relabels traces
+    only within each stratum and the bootstrap resamples within strata, so a comparison
+    pooled over, say, two implementations is not confounded by them.
 
     Raises :class:`~statemine.errors.UsageError` when a side has no trace, no state line or
     no time, or when an option is out of range. Results are reproducible for a given ``seed``.
@@ -234,49 +239,45 @@ def diff(
     >>> d.states[["state", "fraction_a", "fraction_b", "delta", "p_value"]].values.tolist()
     [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
     """
-    _check_options(n_perm, n_boot, alpha, confidence, transition_test)
+    opts = CompareOptions.of(options, **changes)
+    _check_options(opts)
     if str(label_a) == str(label_b):
         raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
     notes: list[str] = []
     for ts, label in ((a, label_a), (b, label_b)):
         _check_side(ts, label)
-    va, trans_a = visits_and_transitions(a, collapse_repeats=collapse_repeats, end=end)
-    vb, trans_b = visits_and_transitions(b, collapse_repeats=collapse_repeats, end=end)
-    states_a, states_b = set(va["state"].unique()), set(vb["state"].unique())
+    pa, pb = map_traces(a, opts), map_traces(b, opts)
+    names = sorted(set(pa.names) | set(pb.names))
     check_size(
         a.n_traces + b.n_traces,
-        len(states_a | states_b),
-        _first_source(a if len(states_a) >= len(states_b) else b),
+        len(names),
+        _first_source(a if len(pa.names) >= len(pb.names) else b),
     )
-    ta, tb = trace_state_times(va, a), trace_state_times(vb, b)
+    ta, tb = _seconds(pa, names), _seconds(pb, names)
     for table, label in ((ta, label_a), (tb, label_b)):
-        if table.to_numpy().sum() <= 0:
+        if table.sum() <= 0:
             raise UsageError(
                 f"side {label} has no time in any state: every trace lasts 0 s "
                 "(does the log have an end, e.g. an event=Close line?)"
             )
+    strata = list(opts.strata) or None
     ga, gb = _strata_labels(a, strata, label_a), _strata_labels(b, strata, label_b)
     states, (min_p, min_p_holm) = _state_diff(
-        ta,
-        tb,
-        va,
-        vb,
-        ga,
-        gb,
-        n_perm=n_perm,
-        n_boot=n_boot,
-        seed=seed,
-        alpha=alpha,
-        confidence=confidence,
+        names,
+        (ta, tb),
+        (_per_state(pa, names), _per_state(pb, names)),
+        (ga, gb),
+        opts,
         notes=notes,
         labels=(label_a, label_b),
     )
+    counts = dataclasses.replace(opts, n_boot=0)
     trans = _transition_diff(
-        trans_a,
-        trans_b,
-        test=transition_test,
-        alpha=alpha,
-        seed=seed,
+        tables(pa, counts)[1],
+        tables(pb, counts)[1],
+        test=opts.transition_test,
+        alpha=opts.alpha,
+        seed=opts.seed,
     )
     notes.extend(_vocabulary_notes(states, a, b, label_a, label_b))
     notes.extend(_mixing_notes(a, b, strata))
@@ -289,26 +290,39 @@ def diff(
         label_b=label_b,
         n_traces_a=a.n_traces,
         n_traces_b=b.n_traces,
-        alpha=alpha,
+        alpha=opts.alpha,
         notes=notes,
         min_p=min_p,
         min_p_holm=min_p_holm,
-        underpowered=bool(min_p_holm >= alpha),
+        underpowered=bool(min_p_holm >= opts.alpha),
     )
 
 
-# -- options and inputs ---------------------------------------------------------------
-def _check_options(n_perm: int, n_boot: int, alpha: float, confidence: float, test: str) -> None:
-    if n_perm < 1:
-        raise UsageError(f"n_perm must be at least 1, not {n_perm}")
-    if n_boot < 0:
-        raise UsageError(f"n_boot must be at least 0, not {n_boot}")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha must be in (0, 1), not {alpha}")
-    if not 0 < confidence < 1:
-        raise UsageError(f"confidence must be in (0, 1), not {confidence}")
-    if test not in ("chi2", "g"):
-        raise UsageError(f"transition_test must be 'chi2' or 'g', not {test!r}")
+def _seconds(p: PartialStats, names: list[str]) -> np.ndarray:
+    """Seconds per trace (rows) and state (columns as ``names``, a superset of ``p.names``)."""
+    out = np.zeros((p.n_traces, len(names)))
+    out[:, np.searchsorted(names, p.names)] = p.trace_state_seconds()
+    return out
+
+
+def _per_state(p: PartialStats, names: list[str]) -> np.ndarray:
+    """How many traces visit each state of ``names``."""
+    out = np.zeros(len(names), np.int64)
+    out[np.searchsorted(names, p.names)] = p.traces_per_state()
+    return out
+
+
+def _check_options(opts: CompareOptions) -> None:
+    if opts.n_perm < 1:
+        raise UsageError(f"n_perm must be at least 1, not {opts.n_perm}")
+    if opts.n_boot < 0:
+        raise UsageError(f"n_boot must be at least 0, not {opts.n_boot}")
+    if not 0 < opts.alpha < 1:
+        raise UsageError(f"alpha must be in (0, 1), not {opts.alpha}")
+    if not 0 < opts.confidence < 1:
+        raise UsageError(f"confidence must be in (0, 1), not {opts.confidence}")
+    if opts.transition_test not in ("chi2", "g"):
+        raise UsageError(f"transition_test must be 'chi2' or 'g', not {opts.transition_test!r}")
 
 
 def _strata_labels(
@@ -372,36 +386,29 @@ def _check_side(ts: TraceSet, label: str) -> None:
 
 # -- states ---------------------------------------------------------------------------
 def _state_diff(
-    ta: pd.DataFrame,
-    tb: pd.DataFrame,
-    va: pd.DataFrame,
-    vb: pd.DataFrame,
-    ga: np.ndarray | None,
-    gb: np.ndarray | None,
+    names: list[str],
+    seconds: tuple[np.ndarray, np.ndarray],
+    traces: tuple[np.ndarray, np.ndarray],
+    strata: tuple[np.ndarray | None, np.ndarray | None],
+    opts: CompareOptions,
     *,
-    n_perm: int,
-    n_boot: int,
-    seed: int,
-    alpha: float,
-    confidence: float,
     notes: list[str],
     labels: tuple[str, str],
 ) -> tuple[pd.DataFrame, tuple[float, float]]:
-    """The states table from two traces x states matrices of seconds (and stratum labels),
-    and ``(min_p, min_p_holm)`` (see :func:`power`)."""
-    names = sorted(set(ta.columns) | set(tb.columns))
-    ta, tb = ta.reindex(columns=names, fill_value=0.0), tb.reindex(columns=names, fill_value=0.0)
-    keep_a, keep_b = (
-        _nonzero_rows(ta.to_numpy(), labels[0], notes),
-        _nonzero_rows(tb.to_numpy(), labels[1], notes),
-    )
-    xa, xb = ta.to_numpy()[keep_a], tb.to_numpy()[keep_b]
+    """The states table from each side's traces x states seconds (columns ``names``), the
+    traces visiting each state, and the stratum labels; and ``(min_p, min_p_holm)`` (see
+    :func:`power`)."""
+    n_perm, seed, alpha = opts.n_perm, opts.seed, opts.alpha
+    keep_a = _nonzero_rows(seconds[0], labels[0], notes)
+    keep_b = _nonzero_rows(seconds[1], labels[1], notes)
+    xa, xb = seconds[0][keep_a], seconds[1][keep_b]
+    ga, gb = strata
     if ga is not None and gb is not None:
         ga, gb = ga[keep_a], gb[keep_b]
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
     p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
     lo, hi = bootstrap_delta(
-        xa, xb, strata_a=ga, strata_b=gb, n_boot=n_boot, confidence=confidence, seed=seed
+        xa, xb, strata_a=ga, strata_b=gb, n_boot=opts.n_boot, confidence=opts.confidence, seed=seed
     )
     n_tests = int(np.isfinite(p).sum())
     min_p, min_p_holm = power(len(xa), len(xb), ga, gb, n_perm=n_perm, n_tests=n_tests)
@@ -414,11 +421,9 @@ def _state_diff(
     occurs = (fa > 0) | (fb > 0)
     collapsed = occurs & ((hi - lo) <= IDENTICAL_TOL)
     p_holm = holm(p)
-    traces_a = va.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
-    traces_b = vb.groupby("state", observed=True)["trace"].nunique().reindex(names, fill_value=0)
-    in_a, in_b = xa.sum(axis=0) > 0, xb.sum(axis=0) > 0
-    in_a |= traces_a.to_numpy() > 0
-    in_b |= traces_b.to_numpy() > 0
+    traces_a, traces_b = traces
+    in_a = (xa.sum(axis=0) > 0) | (traces_a > 0)
+    in_b = (xb.sum(axis=0) > 0) | (traces_b > 0)
     out = pd.DataFrame(
         {
             "state": pd.Series(names, dtype=str),
@@ -432,8 +437,8 @@ def _state_diff(
             "p_holm": p_holm,
             "time_a_s": xa.sum(axis=0),
             "time_b_s": xb.sum(axis=0),
-            "traces_a": traces_a.to_numpy().astype("int64"),
-            "traces_b": traces_b.to_numpy().astype("int64"),
+            "traces_a": traces_a,
+            "traces_b": traces_b,
             "presence": _presence(in_a, in_b),
             "sd_a": _sd(share_a),
             "sd_b": _sd(share_b),
@@ -482,7 +487,7 @@ def identical_columns(
     codes = (
         np.zeros(len(share), np.int64)
         if strata is None
-        else pd.factorize(np.asarray(strata, dtype=object))[0]
+        else factorize(np.asarray(strata, dtype=object))
     )
     flat = np.zeros(share.shape[1], bool)
     for c in np.unique(codes):
@@ -490,40 +495,6 @@ def identical_columns(
         if len(part) >= 2:
             flat |= ((part.max(axis=0) - part.min(axis=0)) <= tol) & (part.max(axis=0) > 0)
     return flat
-
-
-def power(
-    n_a: int,
-    n_b: int,
-    strata_a: np.ndarray | None = None,
-    strata_b: np.ndarray | None = None,
-    *,
-    n_perm: int = 9999,
-    n_tests: int = 1,
-) -> tuple[float, float]:
-    """``(min_p, min_p_holm)``: the smallest p-value :func:`permutation_pvalues` can give
-    with ``n_a`` and ``n_b`` traces (relabelled within strata when given), and the smallest
-    Holm-adjusted one over ``n_tests`` tests (``min(1, n_tests * min_p)``: Holm multiplies
-    the smallest p-value by the number of tests).
-
-    Exact enumeration (at most ``n_perm`` relabellings, ``N`` of them): ``1 / N``, or
-    ``2 / N`` when every stratum is balanced (swapping all labels gives the same
-    ``|delta|``, so the observed labelling always ties with its mirror). Random
-    relabellings: ``1 / (n_perm + 1)``.
-
-    >>> power(3, 3)                      # C(6, 3) = 20 relabellings, two per extreme split
-    (0.1, 0.1)
-    >>> power(20, 20, n_perm=9999, n_tests=5)   # C(40, 20) > 9999: Monte Carlo floor
-    (0.0001, 0.0005)
-    """
-    groups = _strata(strata_a, strata_b, n_a, n_b)
-    n_all = _n_relabellings(groups)
-    if n_all <= n_perm:
-        balanced = all(2 * m == len(rows) for rows, m in groups)
-        min_p = min(1.0, (2.0 if balanced else 1.0) / n_all)
-    else:
-        min_p = 1.0 / (n_perm + 1)
-    return min_p, min(1.0, max(1, n_tests) * min_p)
 
 
 def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
@@ -537,172 +508,6 @@ def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
     return keep
 
 
-def pooled_fraction(x: np.ndarray) -> np.ndarray:
-    """Pooled time fraction per state: column sums of ``x`` (traces x states, seconds) over its total.
-
-    >>> pooled_fraction(np.array([[1.0, 3.0], [1.0, 0.0]])).tolist()
-    [0.4, 0.6]
-    """
-    return x.sum(axis=0) / x.sum()
-
-
-def permutation_pvalues(
-    xa: np.ndarray,
-    xb: np.ndarray,
-    *,
-    strata_a: np.ndarray | None = None,
-    strata_b: np.ndarray | None = None,
-    n_perm: int = 9999,
-    seed: int = 0,
-) -> np.ndarray:
-    """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
-
-    Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
-    stratum when ``strata_a``/``strata_b`` (one label per row) are given. When there are at
-    most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact (the
-    share of relabellings whose ``|delta|`` is at least the observed one, the observed one
-    included); otherwise ``n_perm`` random relabellings give ``(k + 1) / (n_perm + 1)``.
-
-    >>> xa = np.array([[1.0, 1.0], [2.0, 2.0]]); xb = np.array([[3.0, 1.0], [4.0, 0.0]])
-    >>> permutation_pvalues(xa, xb).round(3).tolist()   # 6 relabellings, 2 as extreme
-    [0.333, 0.333]
-    """
-    x = np.vstack([xa, xb])
-    total = x.sum(axis=1)
-    sum_x, sum_total = x.sum(axis=0), total.sum()
-    observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
-    tol = 1e-12 * np.maximum(observed, 1.0)
-    groups = _strata(strata_a, strata_b, len(xa), len(xb))
-    n_all = _n_relabellings(groups)
-    exact = n_all <= n_perm
-    count = np.zeros(x.shape[1])
-    for mask in _relabellings(groups, len(x), exact=exact, n_perm=n_perm, seed=seed):
-        in_a = mask.astype(np.float64)
-        state_a, total_a = in_a @ x, in_a @ total  # side B is the rest: sum - side A
-        with np.errstate(invalid="ignore", divide="ignore"):
-            d = (sum_x - state_a) / (sum_total - total_a)[:, None] - state_a / total_a[:, None]
-        count += (np.abs(d) >= observed - tol).sum(axis=0)
-    return count / n_all if exact else (count + 1) / (n_perm + 1)
-
-
-def _strata(
-    strata_a: np.ndarray | None, strata_b: np.ndarray | None, n_a: int, n_b: int
-) -> list[tuple[np.ndarray, int]]:
-    """Per stratum: the positions of its rows in ``vstack([xa, xb])`` and how many are A's."""
-    if strata_a is None:
-        return [(np.arange(n_a + n_b), n_a)]
-    codes, _ = pd.factorize(
-        np.concatenate([np.asarray(strata_a, dtype=object), np.asarray(strata_b, dtype=object)])
-    )
-    return [
-        (np.flatnonzero(codes == c), int((codes[:n_a] == c).sum())) for c in range(codes.max() + 1)
-    ]
-
-
-def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
-    """Distinct relabellings: the product over strata of C(stratum size, its A count)."""
-    return math.prod(math.comb(len(rows), m) for rows, m in groups)
-
-
-def _relabellings(
-    groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int
-) -> Iterator[np.ndarray]:
-    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i
-    (each stratum keeps its count of A rows).
-
-    Blocks hold at most ~2 million cells, so memory stays bounded (~50 MB with the float
-    copies the caller makes) however many traces there are.
-    """
-    batch = max(1, min(2000, 2_000_000 // n))
-    if exact:
-        choices = itertools.product(*(itertools.combinations(rows, m) for rows, m in groups))
-        while True:
-            block = list(itertools.islice(choices, batch))
-            if not block:
-                return
-            chosen = np.array(
-                [np.concatenate([np.asarray(c, dtype=np.int64) for c in combo]) for combo in block],
-                dtype=np.int64,
-            ).reshape(len(block), -1)
-            mask = np.zeros((len(block), n), bool)
-            np.put_along_axis(mask, chosen, True, axis=1)
-            yield mask
-    rng = np.random.default_rng(seed)
-    for start in range(0, n_perm, batch):
-        k = min(batch, n_perm - start)
-        mask = np.zeros((k, n), bool)
-        for rows, m in groups:
-            if m == 0:
-                continue
-            keys = rng.random((k, len(rows)))  # the m smallest keys of a row: a uniform m-subset
-            kth = np.partition(keys, m - 1, axis=1)[:, m - 1 : m]
-            mask[:, rows] = keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
-        yield mask
-
-
-def bootstrap_delta(
-    xa: np.ndarray,
-    xb: np.ndarray,
-    *,
-    strata_a: np.ndarray | None = None,
-    strata_b: np.ndarray | None = None,
-    n_boot: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
-
-    Each side's traces (rows) are resampled with replacement, independently (and within
-    each stratum when ``strata_a``/``strata_b`` are given). NaN when a side has fewer than
-    two traces or ``n_boot`` is 0 (no interval can be formed).
-    """
-    k = xa.shape[1]
-    if len(xa) < 2 or len(xb) < 2 or n_boot <= 0:
-        return np.full(k, np.nan), np.full(k, np.nan)
-    rng = np.random.default_rng(seed)
-    ta, tb = xa.sum(axis=1), xb.sum(axis=1)
-    deltas = np.empty((n_boot, k))
-    batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
-    for start in range(0, n_boot, batch):
-        m = min(batch, n_boot - start)
-        wa, wb = (
-            _resample_weights(rng, strata_a, len(xa), m),
-            _resample_weights(rng, strata_b, len(xb), m),
-        )
-        deltas[start : start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
-    tail = (1.0 - confidence) / 2.0
-    return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
-
-
-def _resample_weights(
-    rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int
-) -> np.ndarray:
-    """``m x n`` bootstrap weights: how often each row is drawn, each stratum keeping its size."""
-    if strata is None:
-        return rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)
-    weights = np.zeros((m, n))
-    codes, _ = pd.factorize(np.asarray(strata, dtype=object))
-    for c in range(codes.max() + 1):
-        rows = np.flatnonzero(codes == c)
-        weights[:, rows] = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), size=m)
-    return weights
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not counted.
-
-    >>> holm(np.array([0.01, 0.04, 0.03, np.nan])).round(3).tolist()
-    [0.03, 0.06, 0.06, nan]
-    """
-    p = np.asarray(p, dtype=float)
-    out = np.full_like(p, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    return out
-
-
 def _presence(in_a: np.ndarray, in_b: np.ndarray) -> np.ndarray:
     return np.where(in_a & in_b, "both", np.where(in_a, "only_a", "only_b"))
 
@@ -711,7 +516,7 @@ def _presence(in_a: np.ndarray, in_b: np.ndarray) -> np.ndarray:
 def _transition_diff(
     sa: pd.DataFrame, sb: pd.DataFrame, *, test: TransitionTest, alpha: float, seed: int
 ) -> pd.DataFrame:
-    """The transitions table from two :func:`~statemine.analyze.transition_stats` tables."""
+    """The transitions table from two :func:`~statemine.stats.summary.transition_stats` tables."""
     m = pd.merge(
         sa[["src", "dst", "count"]],
         sb[["src", "dst", "count"]],
@@ -1007,14 +812,9 @@ __all__ = [
     "MAX_CELLS",
     "MAX_STATES",
     "DiffResult",
-    "bootstrap_delta",
     "check_size",
     "diff",
-    "holm",
     "identical_columns",
-    "permutation_pvalues",
-    "pooled_fraction",
-    "power",
     "trace_shares",
     "transition_test",
 ]

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from statemine.analyze import bootstrap_ratio, state_stats, transition_stats, visits
+from statemine.stats.resampling import bootstrap_ratio
+from statemine.stats.summary import state_stats, transition_stats, visits
 from statemine.traces import TraceSet
 
 
@@ -242,13 +243,19 @@ def test_visits_table():
 
 @pytest.mark.parametrize("collapse_repeats", [False, True])
 @pytest.mark.parametrize("end", ["close", "last-state"])
-def test_visits_and_transitions_is_one_fold_of_the_two(collapse_repeats, end):
-    """diff's one fold per side gives what visits() and transition_stats() give apart."""
-    from statemine.analyze import visits_and_transitions
+def test_per_trace_statistics_are_the_visits_sums(collapse_repeats, end):
+    """diff's per-trace statistics (one map per side) hold, bit for bit, the traces x
+    states seconds and the traces per state summed from visits() in pandas."""
+    from statemine.stats import StatsOptions, map_traces
+    from statemine.stats.summary import trace_state_times
     from statemine.traces import load
 
     ts = load(Path(__file__).resolve().parent / "data/diff/quic-go-mobile-servers.parquet")
-    opts = dict(collapse_repeats=collapse_repeats, end=end)
-    v, t = visits_and_transitions(ts, **opts)
-    pd.testing.assert_frame_equal(v, visits(ts, **opts))
-    pd.testing.assert_frame_equal(t, transition_stats(ts, n_boot=0, **opts))
+    opts = StatsOptions(collapse_repeats=collapse_repeats, end=end)
+    v = visits(ts, opts)
+    p = map_traces(ts, opts)
+    table = trace_state_times(v, ts)
+    assert list(table.columns) == list(p.names)
+    assert np.array_equal(table.to_numpy(), p.trace_state_seconds())
+    nunique = v.groupby("state", observed=True)["trace"].nunique().reindex(p.names)
+    assert p.traces_per_state().tolist() == nunique.tolist()

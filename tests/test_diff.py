@@ -11,18 +11,10 @@ import pytest
 from scipy import stats
 from test_diff_data import make_set, one_trace
 
-from statemine.analyze import state_stats, trace_state_times, visits
-from statemine.compare import (
-    STATE_COLUMNS,
-    TRANSITION_COLUMNS,
-    bootstrap_delta,
-    diff,
-    holm,
-    permutation_pvalues,
-    pooled_fraction,
-    transition_test,
-)
+from statemine.compare import STATE_COLUMNS, TRANSITION_COLUMNS, diff, transition_test
 from statemine.errors import UsageError
+from statemine.stats.resampling import bootstrap_delta, holm, permutation_pvalues, pooled_fraction
+from statemine.stats.summary import state_stats, trace_state_times, visits
 from statemine.traces import TraceSet, concat
 
 

@@ -14,17 +14,9 @@ from click.testing import CliRunner
 from scipy import stats
 from test_diff_data import make_set
 
-from statemine.analyze import trace_state_times, visits
-from statemine.compare import (
-    IDENTICAL_TOL,
-    bootstrap_delta,
-    diff,
-    identical_columns,
-    permutation_pvalues,
-    pooled_fraction,
-    power,
-    trace_shares,
-)
+from statemine.compare import IDENTICAL_TOL, diff, identical_columns, trace_shares
+from statemine.stats.resampling import bootstrap_delta, permutation_pvalues, pooled_fraction, power
+from statemine.stats.summary import trace_state_times, visits
 from statemine.traces import TraceSet, concat, save
 
 

@@ -3,7 +3,7 @@
 * statemine log: generated files mixing valid lines with hostile ones (control bytes,
   NUL, escape sequences, bad numbers, bytes that are not UTF-8, CR, repeated fields) are
   read by two independent paths -- the streamed statistics (compiled scanner, fold,
-  :func:`statemine.stream.summarize_logs`) and the trace set (:func:`statemine.read` then
+  :func:`statemine.stats.stream.summarize_logs`) and the trace set (:func:`statemine.read` then
   :func:`statemine.summarize`) -- and gzip-compressed: every path must refuse the file
   with an :class:`InputError` at the same FILE:LINE, or give the same tables.
 * qlog: generated connections are written as a JSON document, JSON-SEQ and NDJSON, plain
@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 import statemine
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
-from statemine.stream import summarize_logs
+from statemine.stats.stream import summarize_logs
 
 EXAMPLES = int(os.environ.get("STATEMINE_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(

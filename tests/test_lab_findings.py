@@ -415,7 +415,7 @@ def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(v
 
 def test_reproduced_findings_survive_holm_over_all_claims(verdicts):
     """docs/findings.md: Holm once more over the claimed comparisons keeps every reproduced one below 0.01."""
-    from statemine.compare import holm
+    from statemine.stats.resampling import holm
 
     claims = verdicts[(verdicts["direction"] != "either") & verdicts["finding"].isin(QUIC_ONLY)]
     again = holm(claims["p_holm"].to_numpy())

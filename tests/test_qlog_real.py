@@ -11,8 +11,8 @@ import math
 import pytest
 from shared_data import shared
 
-from statemine.analyze import state_stats
 from statemine.parse.qlog import read_qlog
+from statemine.stats.summary import state_stats
 
 NEWRENO = {"0": "SlowStart", "1": "CongestionAvoidance"}
 
@@ -420,8 +420,8 @@ def test_derived_states_agree_with_quic_gos_logged_states(version, tmp_path):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from test_quicgo import LOSSY, link, make_config
 
-    from statemine.analyze import state_stats
     from statemine.lab.runners import quicgo
+    from statemine.stats.summary import state_stats
 
     qdir = tmp_path / "qlog"
     qdir.mkdir()

@@ -1,4 +1,4 @@
-"""Sparse sufficient statistics (statemine.visitstats) against a plain dense computation,
+"""Sparse sufficient statistics (statemine.stats) against a plain dense computation,
 the cap on distinct state names, and memory on hostile logs (issue 11 item 1)."""
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import statemine
-from statemine import visitstats
-from statemine.analyze import MAX_STATES, trace_state_times, visits
 from statemine.errors import InputError
-from statemine.stream import summarize_logs
+from statemine.stats import partial, resampling, tables
+from statemine.stats.options import MAX_STATES, StatsOptions
+from statemine.stats.partial import VisitStats
+from statemine.stats.resampling import bootstrap_ratio, linear_quantiles
+from statemine.stats.stream import summarize_logs
+from statemine.stats.summary import trace_state_times, visits
+from statemine.stats.sums import KeyedSums
+from statemine.stats.visits import VisitFold, traceset_visits
 from statemine.traces import TraceSet
-from statemine.visitfold import VisitFold
-from statemine.visitstats import KeyedSums, VisitStats, bootstrap_ratio, linear_quantiles
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,13 +127,13 @@ def layout(request, monkeypatch):
     """Run each comparison with the default layout and with every column group sparse
     (the gathered products), groups of a few columns, and weights kept or redrawn."""
     if request.param != "as configured":
-        monkeypatch.setattr(visitstats, "_DENSE_CELLS", 1)
-        monkeypatch.setattr(visitstats, "_STAT_CELLS", 700)
+        monkeypatch.setattr(resampling, "_DENSE_CELLS", 1)
+        monkeypatch.setattr(resampling, "_STAT_CELLS", 700)
         monkeypatch.setattr(
-            visitstats, "_EDGE_TABLE_CELLS", 0
+            partial, "_EDGE_TABLE_CELLS", 0
         )  # transitions numbered by binary search
     if request.param == "sparse, weights drawn again":
-        monkeypatch.setattr(visitstats, "_WEIGHT_BYTES", 0)
+        monkeypatch.setattr(resampling, "_WEIGHT_BYTES", 0)
     return request.param
 
 
@@ -154,7 +157,9 @@ def test_sparse_tables_equal_a_dense_computation(
     for c in chunks:
         stats.add(c, n_traces, n_states)
     names = [f"s{i}" for i in range(n_states)]
-    states, transitions = stats.columns(names, n_boot=n_boot, seed=seed)
+    states, transitions = tables.columns(
+        stats.partial(names), StatsOptions(n_boot=n_boot, seed=seed)
+    )
     ref_states, ref_edges = dense_reference(chunks, n_traces, n_states, n_boot, seed)
 
     assert sorted(states["state"]) == sorted(names[s] for s in ref_states)
@@ -205,12 +210,13 @@ def test_tables_do_not_depend_on_the_chunk_size(seed, n_traces, n_states, n_line
     with pytest.MonkeyPatch.context() as mp:
         for sparse in (False, True):
             if sparse:
-                mp.setattr(visitstats, "_DENSE_CELLS", 1)
-                mp.setattr(visitstats, "_STAT_CELLS", 300)
-            mp.setattr(visitstats, "_CHUNK", 1 << 20)
-            whole = stats.columns(names, n_boot=50, seed=seed)
-            mp.setattr(visitstats, "_CHUNK", chunk)
-            for a, b in zip(whole, stats.columns(names, n_boot=50, seed=seed)):
+                mp.setattr(resampling, "_DENSE_CELLS", 1)
+                mp.setattr(resampling, "_STAT_CELLS", 300)
+            mp.setattr(tables, "_CHUNK", 1 << 20)
+            opts = StatsOptions(n_boot=50, seed=seed)
+            whole = tables.columns(stats.partial(names), opts)
+            mp.setattr(tables, "_CHUNK", chunk)
+            for a, b in zip(whole, tables.columns(stats.partial(names), opts)):
                 assert a.keys() == b.keys()
                 for name in a:
                     assert np.array_equal(a[name], b[name], equal_nan=a[name].dtype != object), name
@@ -272,9 +278,7 @@ def test_per_trace_table_for_diff_equals_the_sparse_sums():
     ]
     ts = TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"]))
     table = trace_state_times(visits(ts), ts)
-    from statemine.analyze import _traceset_visits
-
-    names, chunk = _traceset_visits(ts, False, "close", MAX_STATES)
+    names, chunk = traceset_visits(ts, StatsOptions())
     stats = VisitStats()
     stats.add(chunk, ts.n_traces, len(names))
     keys, (seconds, _) = stats.state_sums.result()

@@ -1,4 +1,4 @@
-"""Streaming statistics (statemine.stream) against the in-memory ones, block splits, the
+"""Streaming statistics (statemine.stats.stream) against the in-memory ones, block splits, the
 dwell-time sketch, and the read-ahead thread."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import statemine
 from statemine.errors import InputError
 from statemine.parse.lines import read_ahead
 from statemine.parse.statemine_log import FileEnd, LogScan, scan_files
-from statemine.stream import summarize_logs, summarize_scanned
-from statemine.visitfold import VisitFold
-from statemine.visitstats import DwellTimes
+from statemine.stats.dwell import ALPHA, DwellTimes
+from statemine.stats.stream import summarize_logs, summarize_scanned
+from statemine.stats.visits import VisitFold
 
 STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited"]
 
@@ -125,7 +125,7 @@ def test_dwell_sketch_quantiles_within_its_accuracy():
     for g in range(3):
         truth = np.quantile(duration[state == g], qs)
         assert np.allclose(e[:, g], truth, rtol=1e-12)
-        assert np.allclose(s[:, g], truth, rtol=DwellTimes.ALPHA, atol=0)
+        assert np.allclose(s[:, g], truth, rtol=ALPHA, atol=0)
 
 
 def test_streamed_dwell_quantiles_say_when_approximate(tmp_path):

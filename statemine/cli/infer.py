@@ -18,6 +18,7 @@ from ..commands import (
     reader_warnings,
 )
 from ..errors import UsageError
+from ..stats.options import StatsOptions
 from . import main
 from .console import make_console
 from .synoptic import ToolCommand, run_synoptic_engine
@@ -255,12 +256,14 @@ def infer(
         out_dir,
         read=read,
         selections=selections,
-        collapse_repeats=collapse_repeats,
-        end=end_rule,
-        n_boot=n_boot,
-        seed=seed,
-        confidence=confidence,
-        max_states=max_states,
+        stats=StatsOptions(
+            collapse_repeats=collapse_repeats,
+            end=end_rule,
+            n_boot=n_boot,
+            seed=seed,
+            confidence=confidence,
+            max_states=max_states,
+        ),
         svg=svg,
         title=title,
     )

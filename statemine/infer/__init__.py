@@ -22,7 +22,7 @@ def infer(
     """Infer the state machine of ``traces``.
 
     ``engine="observed"``: one node per state with time fractions and transition
-    probabilities (``options`` as for :func:`statemine.analyze.summarize`).
+    probabilities (``options``: the fields of :class:`~statemine.stats.options.StatsOptions`).
     ``engine="synoptic"``: Synoptic's model (several nodes may share a state), in which
     every invariant mined from the traces holds; point events count as events too.
 

@@ -4,7 +4,7 @@ Nodes are the states seen in the traces plus ``INITIAL`` and ``TERMINAL``; an ed
 ``a -> b`` exists when some trace goes from ``a`` straight to ``b``. Node attributes:
 ``time_fraction``, ``time_fraction_lo``, ``time_fraction_hi``, ``visits``, ``time_s``;
 edge attributes: ``count``, ``probability``, ``probability_lo``, ``probability_hi``
-(definitions in :mod:`statemine.analyze`).
+(definitions in :mod:`statemine.stats.summary`).
 """
 
 from __future__ import annotations
@@ -17,29 +17,24 @@ from typing import TYPE_CHECKING, Any, Union
 import networkx as nx
 import numpy as np
 
-from ..visitfold import EndRule
-from ..visitstats import INITIAL, MAX_STATES, TERMINAL
+from ..stats.options import StatsOptions
+from ..stats.tables import INITIAL, TERMINAL
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..traces import TraceSet
 
-#: A table as a DataFrame or as columns (name -> array), e.g. from ``VisitStats.columns``.
+#: A table as a DataFrame or as columns (name -> array), e.g. from :func:`statemine.stats.tables.columns`.
 Table = Union["pd.DataFrame", Mapping[str, np.ndarray]]
 
 
 def observed_model(
-    traces: TraceSet,
-    *,
-    collapse_repeats: bool = False,
-    end: EndRule = "close",
-    n_boot: int = 1000,
-    seed: int = 0,
-    max_states: int = MAX_STATES,
+    traces: TraceSet, options: StatsOptions | None = None, **changes: Any
 ) -> nx.DiGraph:
     """Build the observed-state model of ``traces`` as a networkx DiGraph (one node per
-    state: at most ``max_states``, as :func:`statemine.analyze.summarize`).
+    state: at most ``max_states``, as :func:`statemine.stats.summary.summarize`, which
+    takes the same ``options`` and keywords).
 
     >>> import pandas as pd
     >>> from statemine.traces import TraceSet
@@ -49,23 +44,14 @@ def observed_model(
     >>> sorted(G.successors("SlowStart")), G.edges["SlowStart", "Recovery"]["probability"]
     (['Recovery', 'TERMINAL'], 0.5)
     """
-    from ..analyze import summarize
+    from ..stats.summary import summarize
 
-    return model_from_stats(
-        *summarize(
-            traces,
-            collapse_repeats=collapse_repeats,
-            end=end,
-            n_boot=n_boot,
-            seed=seed,
-            max_states=max_states,
-        )
-    )
+    return model_from_stats(*summarize(traces, options, **changes))
 
 
 def model_from_stats(states: Table, transitions: Table) -> nx.DiGraph:
-    """The model graph from :func:`~statemine.analyze.state_stats` and
-    :func:`~statemine.analyze.transition_stats` tables (DataFrames, or the same columns
+    """The model graph from :func:`~statemine.stats.summary.state_stats` and
+    :func:`~statemine.stats.summary.transition_stats` tables (DataFrames, or the same columns
     as a mapping of arrays)."""
     G: nx.DiGraph = nx.DiGraph(engine="observed")
     G.add_node(INITIAL, kind="initial")

@@ -4,7 +4,7 @@ Each :class:`Finding` compares the **server's** (the data sender's) share of tim
 state between conditions of one scenario's output folder (``traces/<scenario>/``, as
 written by :mod:`statemine.lab.grid`). Shares are pooled over the runs of a condition:
 the seconds all its server traces spent in the state over their total seconds
-(:func:`statemine.analyze.state_stats`). Conditions select runs by the trace labels the
+(:func:`statemine.stats.summary.state_stats`). Conditions select runs by the trace labels the
 grid writes (a cell's values as text: ``"mobile"``, ``"10"``, ``"default"``).
 
 Next to each share: the losses the server declared (``LossDetected``) and the packets
@@ -30,10 +30,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .. import analyze, traces
+from .. import traces
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 from ..outcomes import welch_cell
+from ..stats import summary as analyze
 
 
 @dataclass(frozen=True)

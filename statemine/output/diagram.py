@@ -22,7 +22,7 @@ from ..errors import StatemineError
 from ..escape import DISPLAY_CHARS, html_text, one_line
 from ..fileio import write_atomic
 from ..parse.statenames import DERIVED_MARK
-from ..visitstats import INITIAL, TERMINAL
+from ..stats.tables import INITIAL, TERMINAL
 
 FORMATS = ("dot", "svg", "png")
 #: Longest shown title (characters).

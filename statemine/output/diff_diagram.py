@@ -17,9 +17,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analyze import INITIAL, TERMINAL
 from ..escape import DISPLAY_CHARS, html_text
 from ..fileio import write_atomic
+from ..stats.tables import INITIAL, TERMINAL
 from .diagram import dot_to, format_fraction, format_probability
 
 if TYPE_CHECKING:

@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .. import units
-from ..analyze import EndRule, summarize
 from ..errors import UsageError
 from ..escape import html_text
 from ..fileio import write_atomic
+from ..stats.options import CompareOptions, EndRule, StatsOptions
+from ..stats.summary import summarize
 from ..traces import TraceSet
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..compare import DiffResult, TransitionTest
+    from ..compare import DiffResult
 
 _CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.4}
@@ -41,6 +42,8 @@ img{max-width:100%;height:auto;border:0}.note{background:#fff7e0;border-left:4px
 
 #: Most heatmap facets drawn (one per value of the scenario columns that are not rows/cols).
 MAX_FACETS = 12
+#: The report's statistics unless told otherwise: the diff's, with 1000 bootstrap resamples.
+REPORT_OPTIONS = CompareOptions(n_boot=1000)
 
 
 @dataclass(frozen=True)
@@ -67,21 +70,18 @@ def build_report(
     label_b: str = "B",
     title: str | None = None,
     outcomes: Outcomes | None = None,
-    n_perm: int = 9999,
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
-    end: EndRule = "close",
-    collapse_repeats: bool = False,
-    transition_test: TransitionTest = "chi2",
-    strata: str | Sequence[str] | None = None,
+    compare: CompareOptions | None = None,
+    **changes: Any,
 ) -> str:
     """The HTML text of the report on ``a`` (and its comparison with ``b`` when given).
 
-    The statistical options are those of :func:`statemine.compare.diff` (two sides) or
-    :func:`statemine.analyze.state_stats` (one side); ``outcomes`` adds the per-cell outcome
-    comparison and heatmaps.
+    The statistical options (``compare`` and/or its fields as keywords; 1000 bootstrap
+    resamples unless given) are those of :func:`statemine.compare.diff` (two sides) or
+    :func:`statemine.stats.summary.state_stats` (one side); ``outcomes`` adds the per-cell
+    outcome comparison and heatmaps.
     """
+    opts = CompareOptions.of(compare or REPORT_OPTIONS, **changes)
+    end, strata = opts.end, list(opts.strata) or None
     title = title or (
         f"statemine: {label_a} vs {label_b}" if b is not None else f"statemine: {label_a}"
     )
@@ -90,29 +90,12 @@ def build_report(
         _inputs_section([(label_a, a)] + ([(label_b, b)] if b is not None else [])),
     ]
     if b is None:
-        parts.append(
-            _single_section(
-                a, label_a, n_boot=n_boot, seed=seed, end=end, collapse_repeats=collapse_repeats
-            )
-        )
+        parts.append(_single_section(a, label_a, opts))
         parts.append(_timeline_section([(label_a, a)], end=end))
     else:
         from ..compare import diff
 
-        result = diff(
-            a,
-            b,
-            label_a=label_a,
-            label_b=label_b,
-            n_perm=n_perm,
-            n_boot=n_boot,
-            seed=seed,
-            alpha=alpha,
-            transition_test=transition_test,
-            strata=strata,
-            end=end,
-            collapse_repeats=collapse_repeats,
-        )
+        result = diff(a, b, opts, label_a=label_a, label_b=label_b)
         parts.append(_diff_section(result))
         parts.append(
             _timeline_section(
@@ -160,17 +143,13 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
     return "<h2>Inputs</h2>" + _table(pd.DataFrame(rows))
 
 
-def _single_section(
-    ts: TraceSet, label: str, *, n_boot: int, seed: int, end: EndRule, collapse_repeats: bool
-) -> str:
+def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
     from ..infer.observed import model_from_stats
     from .diagram import DRAWN_STATES, dot_to, to_dot
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
-    states, trans = summarize(  # one pass, one bootstrap for both tables
-        ts, end=end, collapse_repeats=collapse_repeats, n_boot=n_boot, seed=seed
-    )
+    states, trans = summarize(ts, opts)  # one pass, one bootstrap for both tables
     if len(states) > DRAWN_STATES:
         figure = (
             f'<p class="note">Not drawn: {len(states)} states are more than Graphviz lays out in '

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..analyze import EndRule, trace_state_times, visits
 from ..errors import UsageError
+from ..stats.options import EndRule
+from ..stats.summary import trace_state_times, visits
 from ..traces import TraceSet
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ The file is read in blocks of whole lines (bounded memory) and each block is tok
 the compiled :mod:`statemine.parse._linescan` scanner into integer-coded columns. The
 scanner keeps, across blocks, the codes of traces and names and each trace's last time,
 so it checks time order while streaming. :class:`LogScan` gives the blocks (for streaming
-statistics, :mod:`statemine.stream`); :func:`read_statemine_log` joins them into a
+statistics, :mod:`statemine.stats.stream`); :func:`read_statemine_log` joins them into a
 :class:`TraceSet`.
 """
 
@@ -215,8 +215,8 @@ def _to_traceset(
     """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
     import pandas as pd
 
+    from ..stats.visits import group_order
     from ..traces import TraceSet
-    from ..visitfold import group_order
 
     ids = trace_ids(source, table)
     codes = np.concatenate([b.trace for b in blocks])

@@ -1,5 +1,11 @@
 """From state lines to state visits, block by block (the rules of docs/log-format.md).
 
+Rules: a state lasts from its line to the next state line of the same trace; the last
+state ends at the trace's end (:func:`trace_ends`, the one end-of-trace rule of both the
+in-memory and the streamed path); ``collapse_repeats`` merges a state logged again while
+already in it into one visit; transitions include ``INITIAL -> first state`` and
+``last state -> TERMINAL``.
+
 A visit is one stay in a state: it starts at a state line and ends at the next state line
 of the same trace, or, for the trace's last state, at the trace's end. :class:`VisitFold`
 turns blocks of state lines (any interleaving of traces, log order within a trace) into
@@ -12,15 +18,20 @@ stands for INITIAL (a source) and TERMINAL (a destination).
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .options import EndRule, StatsOptions
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..errors import InputError
+    from ..traces import TraceSet
+
 #: Code of INITIAL (as a visit's predecessor) and TERMINAL (as its successor).
 OUTSIDE = -1
-#: Where a trace's last state ends: its explicit end (a Close line) or last line, or its own line.
-EndRule = Literal["close", "last-state"]
-END_RULES = ("close", "last-state")
 
 
 class VisitChunk(NamedTuple):
@@ -46,6 +57,21 @@ def group_order(codes: np.ndarray) -> np.ndarray:
     if len(codes) and codes.min() >= 0 and codes.max() < 2**15:
         return np.argsort(codes.astype(np.int16), kind="stable")
     return np.argsort(codes, kind="stable")
+
+
+def trace_ends(explicit: np.ndarray, last_line: np.ndarray, end: EndRule) -> np.ndarray:
+    """Where each trace's last state ends (seconds), the one end-of-trace rule: with
+    ``end="close"`` the trace's explicit end (``explicit``, e.g. an ``event=Close`` line;
+    NaN when unknown) else its last line of any kind (``last_line``); with
+    ``end="last-state"`` at the state's own line (``-inf``: :meth:`VisitFold.finish`
+    never ends a visit before it starts).
+
+    >>> trace_ends(np.array([5.0, np.nan]), np.array([4.0, 3.0]), "close").tolist()
+    [5.0, 3.0]
+    """
+    if end == "last-state":
+        return np.full(len(last_line), -np.inf)
+    return np.where(np.isnan(explicit), last_line, explicit)
 
 
 class VisitFold:
@@ -118,3 +144,77 @@ class VisitFold:
         prev_state[new] = self._state[tr[new]]
         prev_start[new] = self._start[tr[new]]
         return prev_state, prev_start, new
+
+
+def traceset_visits(traces: TraceSet, options: StatsOptions) -> tuple[list[str], VisitChunk]:
+    """Every visit of a trace set (its state rows through :class:`VisitFold` as one block),
+    with state codes into the returned names (sorted) and trace codes = rows of
+    ``traces.traces``. More than ``options.max_states`` names raise
+    :class:`~statemine.errors.InputError` naming the file and line of the first name past
+    the cap (in trace order)."""
+    ev = traces.events
+    codes_all = trace_codes(ev["trace"], traces.traces["trace"])
+    is_state = (ev["kind"] == "state").to_numpy()
+    state, names = state_codes(ev["state"][is_state])
+    if len(names) > options.max_states:
+        raise _too_many_states(traces, np.flatnonzero(is_state), state, options.max_states)
+    fold = VisitFold(options.collapse_repeats)
+    closed = fold.add(codes_all[is_state], state, ev["time"].to_numpy()[is_state])
+    time = ev["time"].to_numpy()
+    last_line = np.full(traces.n_traces, -np.inf)
+    np.maximum.at(last_line, codes_all, time)
+    explicit = traces.traces["end"].to_numpy(dtype=float)
+    last = fold.finish(trace_ends(explicit, last_line, options.end))
+    trace, state, start, end_, next_ = (
+        np.concatenate([a, b]) for a, b in zip(closed[:5], last[:5])
+    )
+    return names, VisitChunk(
+        trace, state, start, end_, next_, closed.first_trace, closed.first_state
+    )
+
+
+def state_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of a state column and the names they index, sorted by name."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = column.cat.categories.astype(str)
+        codes = column.cat.codes.to_numpy()
+        used = np.unique(codes)
+        names = sorted(cats[used])
+        remap = np.full(len(cats), -1, np.int64)
+        remap[used] = pd.Index(names).get_indexer(cats[used])
+        return remap[codes], names
+    names_arr, codes = np.unique(column.astype(str).to_numpy(), return_inverse=True)
+    return codes.astype(np.int64), [str(x) for x in names_arr]
+
+
+def trace_codes(trace_column: pd.Series, trace_ids: pd.Series) -> np.ndarray:
+    """Position of each event's trace in ``trace_ids`` (the traces frame order)."""
+    import pandas as pd
+
+    index = pd.Index(trace_ids.astype(str))
+    if isinstance(trace_column.dtype, pd.CategoricalDtype):
+        where = index.get_indexer(trace_column.cat.categories.astype(str))
+        return where[trace_column.cat.codes.to_numpy()]
+    return index.get_indexer(pd.Index(trace_column.astype(str)))
+
+
+def _too_many_states(
+    traces: TraceSet, rows: np.ndarray, state: np.ndarray, max_states: int
+) -> InputError:
+    """The error for more than ``max_states`` state names, at the first state line (events
+    order: by trace, then log order) of the first name past the cap."""
+    from ..errors import InputError
+    from .options import too_many_states
+
+    _, first = np.unique(state, return_index=True)
+    row = rows[np.sort(first)[max_states]]
+    event = traces.events.iloc[row]
+    trace = traces.traces.set_index(traces.traces["trace"].astype(str)).loc[str(event["trace"])]
+    line, source = int(event["line"]), trace.get("source")
+    return InputError(
+        source if isinstance(source, str) else None,
+        line if line > 0 else None,
+        too_many_states(max_states),
+    )

@@ -3,12 +3,13 @@
 :func:`summarize_logs` gives the tables of :func:`statemine.summarize` for statemine log
 files without building a :class:`~statemine.traces.TraceSet`: each block of lines is
 tokenized (:class:`~statemine.parse.statemine_log.LogScan`), its state lines folded into
-visits (:class:`~statemine.visitfold.VisitFold`) and counted
-(:class:`~statemine.visitstats.VisitStats`), then dropped. Memory holds one block, a few
+visits (:class:`~statemine.stats.visits.VisitFold`) and counted
+(:class:`~statemine.stats.partial.VisitStats`), then dropped: the map step of
+:mod:`statemine.stats.partial` for one partition (the logs), fed block by block. Memory holds one block, a few
 numbers per distinct (trace, state) and (trace, transition) pair, and the dwell times
 (exact up to ``DwellTimes.budget`` visits, then a sketch within 0.1%); it does not grow
 with the number of lines per trace. More than ``max_states`` distinct state names (default
-:data:`~statemine.visitstats.MAX_STATES`) is an error naming the line that crossed the cap.
+:data:`~statemine.stats.options.MAX_STATES`) is an error naming the line that crossed the cap.
 ``statemine infer`` takes this path for statemine logs.
 """
 
@@ -17,15 +18,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .errors import InputError
-from .parse import expand_paths, progress_reporter
-from .parse.statemine_log import KINDS, FileEnd, ScannedBlock, no_lines_error, scan_files
-from .visitfold import END_RULES, EndRule, VisitFold
-from .visitstats import MAX_STATES, VisitStats, check_max_states, too_many_states
+from ..errors import InputError
+from ..parse import expand_paths, progress_reporter
+from ..parse.statemine_log import KINDS, FileEnd, ScannedBlock, no_lines_error, scan_files
+from .options import StatsOptions, too_many_states
+from .partial import PartialStats, VisitStats
+from .tables import tables
+from .visits import VisitFold, trace_ends
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,15 +46,10 @@ class LogSummary(NamedTuple):
 
 def summarize_logs(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
+    options: StatsOptions | None = None,
     *,
-    collapse_repeats: bool = False,
-    end: EndRule = "close",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
     progress: bool = False,
-    dwell_budget: int | None = None,
-    max_states: int = MAX_STATES,
+    **changes: Any,
 ) -> LogSummary:
     """:func:`statemine.summarize` of statemine log files (or folders of them), streamed.
 
@@ -71,77 +69,41 @@ def summarize_logs(
     files = expand_paths(paths)
     with progress_reporter(files, progress) as advance:
         return summarize_scanned(
-            scan_files(files, advance),
-            collapse_repeats=collapse_repeats,
-            end=end,
-            confidence=confidence,
-            n_boot=n_boot,
-            seed=seed,
-            dwell_budget=dwell_budget,
-            files=files,
-            max_states=max_states,
+            scan_files(files, advance), StatsOptions.of(options, **changes), files=files
         )
-
-
-class FoldedLogs(NamedTuple):
-    """What :func:`fold_scanned` counted: the statistics, the state names their codes
-    index, and how many traces and lines (events) there were."""
-
-    stats: VisitStats
-    names: list[str]
-    n_traces: int
-    n_events: int
 
 
 def summarize_scanned(
     scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
+    options: StatsOptions | None = None,
     *,
-    collapse_repeats: bool = False,
-    end: EndRule = "close",
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-    dwell_budget: int | None = None,
     files: Sequence[Path] | None = None,
-    max_states: int = MAX_STATES,
+    **changes: Any,
 ) -> LogSummary:
     """:func:`summarize_logs` of the output of
     :func:`~statemine.parse.statemine_log.scan_files` (which may have started earlier);
     ``files`` are the scanned paths (to name them in errors)."""
-    folded = fold_scanned(
-        scanned,
-        collapse_repeats=collapse_repeats,
-        end=end,
-        dwell_budget=dwell_budget,
-        files=files,
-        max_states=max_states,
-    )
-    states, transitions = folded.stats.tables(
-        folded.names, confidence=confidence, n_boot=n_boot, seed=seed
-    )
-    return LogSummary(states, transitions, folded.n_traces, folded.n_events)
+    opts = StatsOptions.of(options, **changes)
+    partial = fold_scanned(scanned, opts, files=files)
+    states, transitions = tables(partial, opts)
+    return LogSummary(states, transitions, partial.n_traces, partial.n_events)
 
 
 def fold_scanned(
     scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
+    options: StatsOptions = StatsOptions(),
     *,
-    collapse_repeats: bool = False,
-    end: EndRule = "close",
-    dwell_budget: int | None = None,
     files: Sequence[Path] | None = None,
-    max_states: int = MAX_STATES,
-) -> FoldedLogs:
-    """Fold scanned blocks into visits and count them (numpy only, no pandas); ``files``
-    name the scanned paths in errors, such as more than ``max_states`` state names."""
-    if end not in END_RULES:
-        raise ValueError(f"end must be one of {END_RULES}, not {end!r}")
-    check_max_states(max_states)
-    fold = VisitFold(collapse_repeats)
-    stats = VisitStats(dwell_budget)
+    part: int = 0,
+) -> PartialStats:
+    """Fold scanned blocks into visits and count them (numpy only, no pandas): the
+    statistics of the logs' traces (numbered ``(part, 0..)`` in the order of the files and
+    their connections' first lines); ``files`` name the scanned paths in errors, such as
+    more than ``max_states`` state names."""
+    fold = VisitFold(options.collapse_repeats)
+    stats = VisitStats(options.dwell_budget)
     names: dict[str, int] = {}  # state name -> code
-    to_global = np.zeros(
-        0, np.int64
-    )  # the current file's name codes -> codes of ``names`` (-1: none yet)
+    to_global = np.zeros(0, np.int64)  # the file's name codes -> codes of ``names`` (-1: none yet)
     ends: list[np.ndarray] = []
     n_traces = n_events = 0
     state_kind = KINDS.index("state")
@@ -151,16 +113,10 @@ def fold_scanned(
             if not len(table.conn):
                 raise no_lines_error(item.path)
             n_traces += len(table.conn)
-            ends.append(
-                np.full(len(table.conn), -np.inf)
-                if end == "last-state"
-                else np.where(np.isnan(table.close_time), table.last_time, table.close_time)
-            )
+            ends.append(trace_ends(table.close_time, table.last_time, options.end))
             to_global = np.zeros(0, np.int64)
-            del (
-                item,
-                table,
-            )  # the connection names (a str each) are not needed: free them before the last fold
+            # the connection names (a str each) are not needed: free them before the last fold
+            del item, table
             continue
         if not len(item.time):
             continue
@@ -169,17 +125,19 @@ def fold_scanned(
         local = item.name[states]
         if len(local) and (local.max() >= len(to_global) or (to_global[local] < 0).any()):
             to_global = _state_codes(local, item.names, to_global, names)
-            if len(names) > max_states:
-                line = _crossing_line(local, to_global, item.line[states], max_states)
+            if len(names) > options.max_states:
+                line = _crossing_line(local, to_global, item.line[states], options.max_states)
                 raise InputError(
-                    None if files is None else files[index], line, too_many_states(max_states)
+                    None if files is None else files[index],
+                    line,
+                    too_many_states(options.max_states),
                 )
         chunk = fold.add(
             item.trace[states].astype(np.int64) + n_traces, to_global[local], item.time[states]
         )
         stats.add(chunk, n_traces + int(item.trace.max()) + 1, len(names))
     stats.add(fold.finish(np.concatenate(ends) if ends else np.zeros(0)), n_traces, len(names))
-    return FoldedLogs(stats, sorted(names, key=names.__getitem__), n_traces, n_events)
+    return stats.partial(sorted(names, key=names.__getitem__), part=part, n_events=n_events)
 
 
 def _state_codes(

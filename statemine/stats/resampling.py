@@ -1,0 +1,507 @@
+"""Resampling over traces: the one bootstrap, the one permutation test, Holm's correction.
+
+The unit of replication is the **trace** (one connection): the bootstrap resamples whole
+traces with replacement (percentile intervals, Efron & Tibshirani 1993, ch. 13), the
+permutation test relabels whole traces between two sides (exact enumeration when there
+are few relabellings, else random ones with the ``(k + 1) / (n + 1)`` estimate of Phipson
+& Smyth 2010), and Holm's step-down correction (Holm 1979) adjusts a family of p-values.
+All take per-trace statistics (traces x columns, dense or sparse) and a seed.
+
+* :func:`bootstrap_ratio` / :func:`bootstrap_by_column`: intervals of ratios of pooled
+  sums (a time fraction, a transition probability) for the tables of one trace set;
+* :func:`bootstrap_delta`: the interval of the difference of two sides' pooled fractions
+  (``statemine.diff``), resampling each side (within strata) independently;
+* :func:`permutation_pvalues`, :func:`power`, :func:`holm`: the two-side tests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from .sums import Coo
+
+#: Cells of the bootstrap's statistics (resamples x columns) computed at a time (8 bytes each).
+_STAT_CELLS = 1 << 21
+#: A column group's per-trace sums are made dense (a matrix product) when they fit this many cells.
+_DENSE_CELLS = 1 << 21
+#: The bootstrap's resampling weights are kept (not drawn again per column group) up to this size.
+_WEIGHT_BYTES = 1 << 27
+
+
+def bootstrap_ratio(
+    num: np.ndarray,
+    den: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``sum(num) / sum(den)`` over resampled rows.
+
+    ``num`` is ``rows x k`` and ``den`` is ``rows x k`` or ``rows x 1``: each row is one
+    trace, resampled whole. Returns ``(lo, hi)``, arrays of length ``k``; NaN when there are
+    fewer than two rows or ``n_boot`` is 0. The same ``seed`` gives the same interval
+    (that of :func:`bootstrap_ratio_sparse` on the same numbers).
+    """
+    den_of = (
+        np.arange(num.shape[1])
+        if den.shape[1] == num.shape[1]
+        else np.zeros(num.shape[1], np.int64)
+    )
+    return bootstrap_ratio_sparse(
+        Coo.from_dense(num),
+        Coo.from_dense(den),
+        den_of,
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def bootstrap_ratio_sparse(
+    num: Coo,
+    den: Coo,
+    den_of: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``sum(num[:, j]) / sum(den[:, den_of[j]])`` per
+    column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`
+    (see :func:`bootstrap_by_column`)."""
+    by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
+    position = np.empty(len(by_den), np.int64)
+    position[by_den] = np.arange(len(by_den))
+    parts = [(num.row, position[num.col], num.val)]
+    sorted_lo, sorted_hi = bootstrap_by_column(
+        by_column(parts, parts, num.n_cols, num.n_rows),
+        by_column([den[:3]], [den[:3]], den.n_cols, den.n_rows),
+        np.asarray(den_of)[by_den],
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
+    lo[by_den], hi[by_den] = sorted_lo, sorted_hi
+    return lo, hi
+
+
+class ByColumn(NamedTuple):
+    """Sparse ``n_rows x (len(bounds) - 1)`` entries sorted by column, rows in input order
+    within a column: column ``j``'s are ``row[bounds[j]:bounds[j + 1]]`` (int32) and ``val[...]``."""
+
+    row: np.ndarray
+    val: np.ndarray
+    bounds: np.ndarray
+    n_rows: int
+
+
+def by_column(
+    parts: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    again: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    n_cols: int,
+    n_rows: int,
+) -> ByColumn:
+    """The entries of ``(row, col, val)`` parts (``again``: the same parts, read a second
+    time) as :class:`ByColumn`, by a stable counting sort: the first reading counts the
+    columns, the second scatters each part, so only one part's temporaries exist at a time."""
+    counts = np.zeros(n_cols, np.int64)
+    for _, col, _ in parts:
+        counts += np.bincount(col, minlength=n_cols)
+    bounds = np.r_[0, np.cumsum(counts)]
+    row_out, val_out = np.empty(int(bounds[-1]), np.int32), np.empty(int(bounds[-1]))
+    fill = bounds[:-1].copy()  # where each column's next entry goes
+    for row, col, val in again:
+        if not len(col):
+            continue
+        order = np.argsort(col, kind="stable")
+        col = col[order]
+        first = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        size = np.diff(np.r_[first, len(col)])
+        at = np.repeat(fill[col[first]] - first, size) + np.arange(len(col))
+        row_out[at], val_out[at] = row[order], val[order]
+        fill[col[first]] += size
+    return ByColumn(row_out, val_out, bounds, n_rows)
+
+
+def bootstrap_by_column(
+    num: ByColumn, den: ByColumn, den_of: np.ndarray, *, confidence: float, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of :func:`bootstrap_ratio_sparse` for columns whose denominators
+    ``den_of`` ascend (columns sharing one side by side).
+
+    Memory is bounded whatever the numbers of rows and columns: the columns are taken in
+    groups whose resampled statistics fit ``_STAT_CELLS`` cells, each group's per-row sums
+    as a dense matrix when small (or dense) enough and as gathered entries otherwise.
+    Every group sees the same resamples (kept when they fit ``_WEIGHT_BYTES``, else drawn
+    again from ``seed``), so the interval does not depend on the grouping.
+    """
+    rows, k = num.n_rows, len(num.bounds) - 1
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    if rows < 2 or n_boot <= 0 or k == 0:
+        return lo, hi
+    alpha = (1.0 - confidence) / 2.0
+    width = max(1, _STAT_CELLS // n_boot)
+    resamples = _Resamples(rows, n_boot, seed, keep=k > width)
+    kept_cols, kept_sums = (
+        np.zeros(0, np.int64),
+        np.zeros((n_boot, 0)),
+    )  # the previous group's denominators
+    for c0 in range(0, k, width):
+        c1 = min(k, c0 + width)
+        num_m = _operand(num.row, num.val, num.bounds[c0 : c1 + 1], rows)
+        den_cols, den_index = np.unique(den_of[c0:c1], return_inverse=True)
+        reused = np.isin(den_cols, kept_cols)
+        den_m = _operand(*_columns(den, den_cols[~reused]), rows)
+        num_sums, den_sums = np.empty((n_boot, c1 - c0)), np.empty((n_boot, len(den_cols)))
+        den_sums[:, reused] = kept_sums[:, np.searchsorted(kept_cols, den_cols[reused])]
+        for start, weights in resamples:
+            num_sums[start : start + len(weights)] = _times(weights, num_m)
+            den_sums[start : start + len(weights), ~reused] = _times(weights, den_m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats = num_sums / den_sums[:, den_index.reshape(-1)]
+        kept_cols, kept_sums = den_cols, den_sums
+        stats.sort(axis=0)  # NaN (0 / 0: a resample without the source or any time) sorts last
+        stats = stats.T.ravel()
+        valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
+        firsts = np.arange(c1 - c0) * n_boot
+        lo[c0:c1], hi[c0:c1] = (
+            linear_quantiles(stats, firsts, valid, q) for q in (alpha, 1.0 - alpha)
+        )
+    return lo, hi
+
+
+def _columns(entries: ByColumn, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, val, bounds)`` of the columns ``cols`` (ascending) of ``entries``: views
+    when the columns are consecutive, else gathered."""
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):
+        return entries.row, entries.val, entries.bounds[cols[0] : cols[-1] + 2]
+    first, size = entries.bounds[cols], entries.bounds[cols + 1] - entries.bounds[cols]
+    at = np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
+    return entries.row[at], entries.val[at], np.r_[0, np.cumsum(size)]
+
+
+def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
+    """The ``q``-quantile of each segment ``values[start[i]:start[i] + n[i]]`` (each sorted
+    ascending), by numpy's default method (linear interpolation, computed as
+    ``np.quantile`` computes it); NaN for empty segments."""
+    n = np.asarray(n)
+    virtual = (n - 1) * q
+    below = np.floor(virtual)
+    gamma = virtual - below
+    if not len(values):
+        return np.full(len(n), np.nan)
+    last = np.maximum(n - 1, 0)
+    top = len(values) - 1  # an empty segment may start past the end
+    a = values[np.minimum(start + np.minimum(below, last).astype(np.int64), top)]
+    b = values[np.minimum(start + np.minimum(below + 1, last).astype(np.int64), top)]
+    d = b - a
+    with np.errstate(invalid="ignore"):
+        out = np.where(gamma >= 0.5, b - d * (1 - gamma), a + d * gamma)
+    return np.where(n > 0, out, np.nan)
+
+
+class _Resamples:
+    """The ``n_boot x rows`` resampling weights (how often each row is drawn), iterated as
+    ``(first resample, weights)`` blocks of at most ~16 MB; every iteration gives the same
+    weights: kept (as unsigned integers, exact, given as such) when ``keep`` and they fit
+    ``_WEIGHT_BYTES``, else drawn again from ``seed`` (as floats)."""
+
+    def __init__(self, rows: int, n_boot: int, seed: int, keep: bool) -> None:
+        self.rows, self.n_boot, self.seed = rows, n_boot, seed
+        self.batch = max(1, min(n_boot, 2_000_000 // rows))
+        dtype = np.uint16 if rows < 2**16 else np.uint32  # a count is at most ``rows``
+        fits = n_boot * rows * np.dtype(dtype).itemsize <= _WEIGHT_BYTES
+        self._kept = (
+            np.concatenate([w.astype(dtype) for _, w in self._drawn()]) if keep and fits else None
+        )
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        if self._kept is None:
+            yield from self._drawn()
+            return
+        for start in range(0, self.n_boot, self.batch):
+            yield start, self._kept[start : start + self.batch]
+
+    def _drawn(self) -> Iterator[tuple[int, np.ndarray]]:
+        rng = np.random.default_rng(self.seed)
+        weights = np.empty((self.batch, self.rows))
+        for start in range(0, self.n_boot, self.batch):
+            b = min(self.batch, self.n_boot - start)
+            # Resampling rows with replacement = multinomial counts per row, drawn exactly
+            # (and much faster than rng.multinomial) by counting uniform row picks.
+            picks = rng.integers(0, self.rows, size=(b, self.rows), dtype=np.int32)
+            for i in range(b):
+                weights[i] = np.bincount(picks[i], minlength=self.rows)
+            yield start, weights[:b]
+
+
+class _Entries(NamedTuple):
+    """A sparse operand of :func:`_times`: column ``j``'s entries are ``row[bounds[j]:bounds[j + 1]]``."""
+
+    row: np.ndarray
+    val: np.ndarray
+    bounds: np.ndarray
+    n_cols: int
+
+
+def _operand(
+    row: np.ndarray, val: np.ndarray, bounds: np.ndarray, n_rows: int
+) -> np.ndarray | _Entries:
+    """The columns whose entries are ``row[bounds[j]:bounds[j + 1]]`` (distinct rows) as a
+    dense ``n_rows x columns`` matrix when that is small (or at least a quarter full and
+    not big), else as :class:`_Entries` (views, not copies)."""
+    n_cols = len(bounds) - 1
+    row, val, bounds = row[bounds[0] : bounds[-1]], val[bounds[0] : bounds[-1]], bounds - bounds[0]
+    cells = n_rows * n_cols
+    if cells <= _DENSE_CELLS or (cells <= 8 * _DENSE_CELLS and cells <= 4 * len(val)):
+        matrix = np.zeros((n_rows, n_cols))
+        matrix[row, np.repeat(np.arange(n_cols, dtype=np.int32), np.diff(bounds))] = val
+        return matrix
+    return _Entries(row, val, bounds, n_cols)
+
+
+def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
+    """``weights @ matrix`` for an :func:`_operand`; sparse entries are gathered in pieces
+    of at most ``_STAT_CELLS`` products, each summed per column in entry order (so only
+    the gathered weights are read, whatever the number of rows)."""
+    if isinstance(operand, np.ndarray):
+        return weights.astype(float, copy=False) @ operand
+    out = np.zeros((len(weights), operand.n_cols))
+    step = max(1, _STAT_CELLS // len(weights))
+    bounds = operand.bounds
+    for a in range(0, len(operand.row), step):
+        b = min(a + step, len(operand.row))
+        # the columns with entries in [a, b) and where each starts there
+        cols = np.arange(
+            np.searchsorted(bounds, a, "right") - 1, np.searchsorted(bounds, b - 1, "right")
+        )
+        first = np.maximum(bounds[cols], a) - a
+        has = np.minimum(bounds[cols + 1], b) - a > first
+        products = weights[:, operand.row[a:b]] * operand.val[a:b]
+        out[:, cols[has]] += np.add.reduceat(products, first[has], axis=1)
+    return out
+
+
+def pooled_fraction(x: np.ndarray) -> np.ndarray:
+    """Pooled time fraction per state: column sums of ``x`` (traces x states, seconds) over its total.
+
+    >>> pooled_fraction(np.array([[1.0, 3.0], [1.0, 0.0]])).tolist()
+    [0.4, 0.6]
+    """
+    return x.sum(axis=0) / x.sum()
+
+
+def permutation_pvalues(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    *,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    n_perm: int = 9999,
+    seed: int = 0,
+) -> np.ndarray:
+    """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
+
+    Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
+    stratum when ``strata_a``/``strata_b`` (one label per row) are given. When there are at
+    most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact (the
+    share of relabellings whose ``|delta|`` is at least the observed one, the observed one
+    included); otherwise ``n_perm`` random relabellings give ``(k + 1) / (n_perm + 1)``.
+
+    >>> xa = np.array([[1.0, 1.0], [2.0, 2.0]]); xb = np.array([[3.0, 1.0], [4.0, 0.0]])
+    >>> permutation_pvalues(xa, xb).round(3).tolist()   # 6 relabellings, 2 as extreme
+    [0.333, 0.333]
+    """
+    x = np.vstack([xa, xb])
+    total = x.sum(axis=1)
+    sum_x, sum_total = x.sum(axis=0), total.sum()
+    observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
+    tol = 1e-12 * np.maximum(observed, 1.0)
+    groups = _strata(strata_a, strata_b, len(xa), len(xb))
+    n_all = _n_relabellings(groups)
+    exact = n_all <= n_perm
+    count = np.zeros(x.shape[1])
+    for mask in _relabellings(groups, len(x), exact=exact, n_perm=n_perm, seed=seed):
+        in_a = mask.astype(np.float64)
+        state_a, total_a = in_a @ x, in_a @ total  # side B is the rest: sum - side A
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (sum_x - state_a) / (sum_total - total_a)[:, None] - state_a / total_a[:, None]
+        count += (np.abs(d) >= observed - tol).sum(axis=0)
+    return count / n_all if exact else (count + 1) / (n_perm + 1)
+
+
+def _strata(
+    strata_a: np.ndarray | None, strata_b: np.ndarray | None, n_a: int, n_b: int
+) -> list[tuple[np.ndarray, int]]:
+    """Per stratum: the positions of its rows in ``vstack([xa, xb])`` and how many are A's."""
+    if strata_a is None:
+        return [(np.arange(n_a + n_b), n_a)]
+    codes = factorize(
+        np.concatenate([np.asarray(strata_a, dtype=object), np.asarray(strata_b, dtype=object)])
+    )
+    return [
+        (np.flatnonzero(codes == c), int((codes[:n_a] == c).sum())) for c in range(codes.max() + 1)
+    ]
+
+
+def _n_relabellings(groups: list[tuple[np.ndarray, int]]) -> int:
+    """Distinct relabellings: the product over strata of C(stratum size, its A count)."""
+    return math.prod(math.comb(len(rows), m) for rows, m in groups)
+
+
+def _relabellings(
+    groups: list[tuple[np.ndarray, int]], n: int, *, exact: bool, n_perm: int, seed: int
+) -> Iterator[np.ndarray]:
+    """Yield boolean ``k x n`` blocks: row i marks the rows given to side A in relabelling i
+    (each stratum keeps its count of A rows).
+
+    Blocks hold at most ~2 million cells, so memory stays bounded (~50 MB with the float
+    copies the caller makes) however many traces there are.
+    """
+    batch = max(1, min(2000, 2_000_000 // n))
+    if exact:
+        choices = itertools.product(*(itertools.combinations(rows, m) for rows, m in groups))
+        while True:
+            block = list(itertools.islice(choices, batch))
+            if not block:
+                return
+            chosen = np.array(
+                [np.concatenate([np.asarray(c, dtype=np.int64) for c in combo]) for combo in block],
+                dtype=np.int64,
+            ).reshape(len(block), -1)
+            mask = np.zeros((len(block), n), bool)
+            np.put_along_axis(mask, chosen, True, axis=1)
+            yield mask
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_perm, batch):
+        k = min(batch, n_perm - start)
+        mask = np.zeros((k, n), bool)
+        for rows, m in groups:
+            if m == 0:
+                continue
+            keys = rng.random((k, len(rows)))  # the m smallest keys of a row: a uniform m-subset
+            kth = np.partition(keys, m - 1, axis=1)[:, m - 1 : m]
+            mask[:, rows] = keys <= kth  # ties between 53-bit random keys: probability ~ n^2 / 2^53
+        yield mask
+
+
+def power(
+    n_a: int,
+    n_b: int,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    *,
+    n_perm: int = 9999,
+    n_tests: int = 1,
+) -> tuple[float, float]:
+    """``(min_p, min_p_holm)``: the smallest p-value :func:`permutation_pvalues` can give
+    with ``n_a`` and ``n_b`` traces (relabelled within strata when given), and the smallest
+    Holm-adjusted one over ``n_tests`` tests (``min(1, n_tests * min_p)``: Holm multiplies
+    the smallest p-value by the number of tests).
+
+    Exact enumeration (at most ``n_perm`` relabellings, ``N`` of them): ``1 / N``, or
+    ``2 / N`` when every stratum is balanced (swapping all labels gives the same
+    ``|delta|``, so the observed labelling always ties with its mirror). Random
+    relabellings: ``1 / (n_perm + 1)``.
+
+    >>> power(3, 3)                      # C(6, 3) = 20 relabellings, two per extreme split
+    (0.1, 0.1)
+    >>> power(20, 20, n_perm=9999, n_tests=5)   # C(40, 20) > 9999: Monte Carlo floor
+    (0.0001, 0.0005)
+    """
+    groups = _strata(strata_a, strata_b, n_a, n_b)
+    n_all = _n_relabellings(groups)
+    if n_all <= n_perm:
+        balanced = all(2 * m == len(rows) for rows, m in groups)
+        min_p = min(1.0, (2.0 if balanced else 1.0) / n_all)
+    else:
+        min_p = 1.0 / (n_perm + 1)
+    return min_p, min(1.0, max(1, n_tests) * min_p)
+
+
+def bootstrap_delta(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    *,
+    strata_a: np.ndarray | None = None,
+    strata_b: np.ndarray | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
+
+    Each side's traces (rows) are resampled with replacement, independently (and within
+    each stratum when ``strata_a``/``strata_b`` are given). NaN when a side has fewer than
+    two traces or ``n_boot`` is 0 (no interval can be formed).
+    """
+    k = xa.shape[1]
+    if len(xa) < 2 or len(xb) < 2 or n_boot <= 0:
+        return np.full(k, np.nan), np.full(k, np.nan)
+    rng = np.random.default_rng(seed)
+    ta, tb = xa.sum(axis=1), xb.sum(axis=1)
+    deltas = np.empty((n_boot, k))
+    batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
+    for start in range(0, n_boot, batch):
+        m = min(batch, n_boot - start)
+        wa, wb = (
+            _resample_weights(rng, strata_a, len(xa), m),
+            _resample_weights(rng, strata_b, len(xb), m),
+        )
+        deltas[start : start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
+    tail = (1.0 - confidence) / 2.0
+    return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
+
+
+def _resample_weights(
+    rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int
+) -> np.ndarray:
+    """``m x n`` bootstrap weights: how often each row is drawn, each stratum keeping its size."""
+    if strata is None:
+        return rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)
+    weights = np.zeros((m, n))
+    codes = factorize(strata)
+    for c in range(codes.max() + 1):
+        rows = np.flatnonzero(codes == c)
+        weights[:, rows] = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), size=m)
+    return weights
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not counted.
+
+    >>> holm(np.array([0.01, 0.04, 0.03, np.nan])).round(3).tolist()
+    [0.03, 0.06, 0.06, nan]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
+def factorize(labels: Iterable) -> np.ndarray:
+    """Integer codes of ``labels`` (strings), numbered in order of first appearance (as
+    ``pandas.factorize``).
+
+    >>> factorize(["b", "a", "b", "c"]).tolist()
+    [0, 1, 0, 2]
+    """
+    values = np.asarray(
+        list(labels) if not isinstance(labels, np.ndarray) else labels, dtype=object
+    )
+    if not len(values):
+        return np.zeros(0, np.int64)
+    _, first, inverse = np.unique(values.astype(str), return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
