@@ -57,7 +57,17 @@ from . import cellular
 from .path import Gilbert, PathValueError, RateSchedule
 
 #: The stacks `statemine lab` can run (not the qlog state-name tables: parse.statenames).
-LAB_IMPLEMENTATIONS = ("aioquic", "quic-go", "quiche", "tcp", "quic-go-rt")
+LAB_IMPLEMENTATIONS = (
+    "aioquic",
+    "quic-go",
+    "quiche",
+    "tcp",
+    "quic-go-rt",
+    "aioquic-rt",
+    "quiche-rt",
+)
+#: Real-time twins of the QUIC stacks (docs/realtime.md): the same patched versions.
+REALTIME_SUFFIX = "-rt"
 #: The kernel-TCP "versions": congestion controls, run in real time (docs/realtime.md).
 TCP_VERSIONS = ("reno", "cubic", "bbr")
 #: Congestion controllers the ``cc`` key names (quiche's; the other stacks have one each).
@@ -230,9 +240,10 @@ def _stack(v: Any) -> str:
                 f"tcp@{version}: unknown congestion control (known: {', '.join(TCP_VERSIONS)})"
             )
         return v
-    # quic-go-rt: the patched quic-go in real time (docs/realtime.md), the same versions
-    known = patched_versions("quic-go" if impl == "quic-go-rt" else impl)
-    if version not in known and not (impl == "aioquic" and version == "installed"):
+    # quic-go-rt, aioquic-rt, quiche-rt: the patched stack in real time (docs/realtime.md)
+    base = impl.removesuffix(REALTIME_SUFFIX)
+    known = patched_versions(base)
+    if version not in known and not (base == "aioquic" and version == "installed"):
         raise _Bad(
             f"{impl} {version} has no instrument patch (patched versions: "
             f"{', '.join(sorted(known)) or 'none'})"
@@ -254,7 +265,7 @@ GRID_KEYS: dict[str, Key] = {
     "stack": Key(
         _stack,
         "aioquic@1.7.2",
-        "implementation@version, e.g. 'quic-go@v0.65.0'; 'tcp@cubic' (reno, bbr): kernel TCP in real time; 'quic-go-rt@v0.65.0': quic-go in real time",
+        "implementation@version, e.g. 'quic-go@v0.65.0'; 'tcp@cubic' (reno, bbr): kernel TCP in real time; 'quic-go-rt@v0.65.0', 'aioquic-rt@1.7.2', 'quiche-rt@0.30.0': the QUIC stack in real time",
     ),
     "rate_mbps": Key(_rate, 50.0, "bottleneck rate server->client, Mbit/s, in [0.001, 100000]"),
     "up_rate_mbps": Key(_optional(_rate), None, "client->server rate, Mbit/s (default: rate_mbps)"),
@@ -539,7 +550,7 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
     for combo in itertools.product(*axes.values()):
         cell = dict(fixed)
         cell.update(zip(axes.keys(), combo))
-        if cell["cc"] is not None and not cell["stack"].startswith("quiche@"):
+        if cell["cc"] is not None and not cell["stack"].startswith(("quiche@", "quiche-rt@")):
             raise bad(
                 "grid.cc",
                 f"only the quiche stack takes a congestion controller, not {cell['stack']}",

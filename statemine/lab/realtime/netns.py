@@ -19,9 +19,11 @@ that no longer run (the names are its convention: ``sm-<pid>-...``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import signal
+import socket
 import struct
 import subprocess
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ SERVER_ADDR = "10.201.0.2"
 #: MTU of the TUN devices, bytes (Ethernet's, so packet sizes match the virtual lab's).
 MTU = 1500
 
+_CLONE_NEWNET = 0x40000000
 _TUNSETIFF = 0x400454CA
 _IFF_TUN = 0x0001
 _IFF_NO_PI = 0x1000
@@ -169,3 +172,32 @@ def signals_raise() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def inside(ns: str) -> Iterator[None]:
+    """Run the block's socket creation in network namespace ``ns`` (this thread only)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(target, _CLONE_NEWNET) != 0:
+            raise SetupError(f"setns {ns}: {os.strerror(ctypes.get_errno())}")
+        try:
+            yield
+        finally:
+            if libc.setns(own, _CLONE_NEWNET) != 0:  # never stay in the run's namespace
+                raise SetupError(f"setns back: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(own)
+        os.close(target)
+
+
+def udp_socket(ns: str, addr: str, port: int) -> socket.socket:
+    """A UDP socket bound to ``addr:port`` inside namespace ``ns`` (``port`` 0: any),
+    inheritable (a harness subprocess gets its fd), used from this namespace."""
+    with inside(ns):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((addr, port))
+    s.set_inheritable(True)
+    return s

@@ -11,13 +11,9 @@ in the virtual lab.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,36 +22,8 @@ from . import netns
 from .emulator import Emulator
 from .run import run_and_write
 
-_CLONE_NEWNET = 0x40000000
 #: The server's UDP port inside its namespace.
 SERVER_PORT = 4433
-
-
-@contextlib.contextmanager
-def inside(ns: str) -> Iterator[None]:
-    """Run the block's socket creation in network namespace ``ns`` (this thread only)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        if libc.setns(target, _CLONE_NEWNET) != 0:
-            raise netns.SetupError(f"setns {ns}: {os.strerror(ctypes.get_errno())}")
-        try:
-            yield
-        finally:
-            if libc.setns(own, _CLONE_NEWNET) != 0:  # never stay in the run's namespace
-                raise netns.SetupError(f"setns back: {os.strerror(ctypes.get_errno())}")
-    finally:
-        os.close(own)
-        os.close(target)
-
-
-def _udp(ns: str, addr: str, port: int) -> socket.socket:
-    with inside(ns):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind((addr, port))
-    s.set_inheritable(True)
-    return s
 
 
 def _env(config: dict, config_path: Path, fds: str) -> dict[str, str]:
@@ -96,8 +64,8 @@ def simulate(config: dict, cache_dir: Any = None) -> tuple[dict, Emulator]:
             config.get("client"),
         ).start()
         try:
-            srv = _udp(topo.server_ns, netns.SERVER_ADDR, SERVER_PORT)
-            cli = _udp(topo.client_ns, netns.CLIENT_ADDR, 0)
+            srv = netns.udp_socket(topo.server_ns, netns.SERVER_ADDR, SERVER_PORT)
+            cli = netns.udp_socket(topo.client_ns, netns.CLIENT_ADDR, 0)
             with srv, cli:
                 fds = f"{srv.fileno()},{cli.fileno()}"
                 proc = subprocess.run(

@@ -24,6 +24,8 @@ MODULES = {
     "quiche": "quiche",
     "tcp": "tcp",
     "quic-go-rt": "quicgo_rt",
+    "aioquic-rt": "aioquic_rt",
+    "quiche-rt": "quiche_rt",
 }
 
 
