@@ -30,10 +30,8 @@ from typing import Any
 from ...fileio import write_json
 from . import netns
 from .emulator import Emulator
-from .run import run_and_write
+from .run import over_sockets, run_and_write
 
-#: The server's UDP port inside its namespace.
-SERVER_PORT = 4433
 #: Seconds the loop keeps running after the transfer so both ends exchange CONNECTION_CLOSE.
 CLOSE_GRACE_S = 2.0
 #: Longest single wait in ``select``, s (the loop rechecks its deadline at least this often).
@@ -220,77 +218,36 @@ def simulate(config: dict, cache_dir: Any = None) -> tuple[dict, Emulator]:
     """Run ``config`` (``implementation = "aioquic-rt"``) in real time; writes the
     statemine log to ``log_path``; the transfer's result plus the path's counters, and
     the emulator. The transfer runs in a child process (``--transfer``) that inherits the
-    two sockets: in this process it would hold the GIL the emulator's thread needs (one
-    run in-process had packets written up to 42 ms late; the other runners' stay below
-    15 ms)."""
+    two sockets (:func:`statemine.lab.realtime.run.over_sockets`): in this process it
+    would hold the GIL the emulator's thread needs (one run in-process had packets
+    written up to 42 ms late, 5 ms in a child)."""
     from ..runners import aioquic as rq
 
-    rq.build(config["version"], cache_dir or config.get("cache_dir"))  # fetch once, here
-    config_path = Path(config["result_path"]).with_name("aioquic-rt.transfer.json")
-    write_json(config_path, config)
-    Path(config["log_path"]).write_bytes(b"")
-    limit = float(config.get("time_limit_s") or 120.0) + 30.0
-    with netns.signals_raise(), netns.Topology() as topo:
-        emu = Emulator(
-            topo.client_fd,
-            topo.server_fd,
-            config["path"],
-            int(config["seed"]),
-            config.get("client"),
-        ).start()
-        try:
-            srv = netns.udp_socket(topo.server_ns, netns.SERVER_ADDR, SERVER_PORT)
-            cli = netns.udp_socket(topo.client_ns, netns.CLIENT_ADDR, 0)
-            with srv, cli:
-                fds = f"{srv.fileno()},{cli.fileno()}"
-                proc = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "statemine.lab.realtime.aioquic",
-                        "--transfer",
-                        str(config_path),
-                        fds,
-                    ],
-                    env=_transfer_env(),
-                    pass_fds=(srv.fileno(), cli.fileno()),
-                    capture_output=True,
-                    text=True,
-                    timeout=limit,
-                )
-        finally:
-            emu.stop()
-    config_path.unlink(missing_ok=True)
-    if emu.error is not None:
-        raise RuntimeError(f"emulator failed: {emu.error!r}")
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise RuntimeError(f"aioquic transfer exited with {proc.returncode}: {tail}")
-    result = dict(json.loads(lines[-1]))
-    result.update(emu.stats())
-    return result, emu
+    config = dict(config, cache_dir=str(cache_dir or config.get("cache_dir") or "") or None)
+    rq.build(config["version"], config["cache_dir"])  # fetch and patch once, here
+
+    def argv(path: str) -> list[str]:
+        return [sys.executable, "-m", "statemine.lab.realtime.aioquic", "--transfer", path]
+
+    return over_sockets(config, argv, _transfer_env(), "aioquic-rt")
 
 
-def transfer_main(config_path: str, fds: str) -> int:
-    """The transfer child: the patched aioquic over the inherited sockets ``fds``
-    (``SERVER,CLIENT``); prints the result as one JSON line."""
+def transfer_main(config_path: str) -> int:
+    """The transfer child: the patched aioquic over the inherited sockets
+    ``$STATEMINE_REALNET_FDS`` (``SERVER,CLIENT``); writes the result to ``result_path``."""
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    _use_tree(config, None)
+    _use_tree(config, config.get("cache_dir"))
     import aioquic
 
-    srv_fd, cli_fd = (int(x) for x in fds.split(","))
-    with (
-        socket.socket(fileno=srv_fd) as srv,
-        socket.socket(fileno=cli_fd) as cli,
-    ):
+    srv_fd, cli_fd = (int(x) for x in os.environ["STATEMINE_REALNET_FDS"].split(","))
+    with socket.socket(fileno=srv_fd) as srv, socket.socket(fileno=cli_fd) as cli:
         try:
             result = transfer(config, srv, cli)
         except RuntimeError as exc:
             result = {"ok": False, "error": str(exc)}
     logging.shutdown()
     result["version"] = getattr(aioquic, "__version__", config["version"])
-    print(json.dumps(result), flush=True)
+    write_json(config["result_path"], result)
     return 0
 
 
@@ -303,5 +260,5 @@ def run_config_file(path: str) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--transfer"]:
-        sys.exit(transfer_main(sys.argv[2], sys.argv[3]))
+        sys.exit(transfer_main(sys.argv[2]))
     sys.exit(run_config_file(sys.argv[1]))

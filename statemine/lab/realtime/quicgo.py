@@ -11,22 +11,16 @@ in the virtual lab.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
-from ...fileio import write_json
 from . import netns
 from .emulator import Emulator
-from .run import run_and_write
-
-#: The server's UDP port inside its namespace.
-SERVER_PORT = 4433
+from .run import over_sockets, run_and_write
 
 
-def _env(config: dict, config_path: Path, fds: str) -> dict[str, str]:
+def _env(config: dict) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -34,8 +28,6 @@ def _env(config: dict, config_path: Path, fds: str) -> dict[str, str]:
     }
     env.update(
         STATEMINE_LOG=config["log_path"],
-        STATEMINE_RUN_CONFIG=str(config_path),
-        STATEMINE_REALNET_FDS=fds,
         QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING="true",
     )
     if config.get("reordering_threshold") is not None:
@@ -51,43 +43,8 @@ def simulate(config: dict, cache_dir: Any = None) -> tuple[dict, Emulator]:
     from ..runners import quicgo
 
     binary = quicgo.build(config["version"], cache_dir or config.get("cache_dir"))
-    config_path = Path(config["result_path"]).with_name("realnet.config.json")
-    write_json(config_path, config)
-    Path(config["log_path"]).write_bytes(b"")
-    limit = float(config.get("time_limit_s") or 120.0) + 30.0
-    with netns.signals_raise(), netns.Topology() as topo:
-        emu = Emulator(
-            topo.client_fd,
-            topo.server_fd,
-            config["path"],
-            int(config["seed"]),
-            config.get("client"),
-        ).start()
-        try:
-            srv = netns.udp_socket(topo.server_ns, netns.SERVER_ADDR, SERVER_PORT)
-            cli = netns.udp_socket(topo.client_ns, netns.CLIENT_ADDR, 0)
-            with srv, cli:
-                fds = f"{srv.fileno()},{cli.fileno()}"
-                proc = subprocess.run(
-                    [str(binary), "-test.run=^TestRealNet$", "-test.count=1"],
-                    env=_env(config, config_path, fds),
-                    pass_fds=(srv.fileno(), cli.fileno()),
-                    capture_output=True,
-                    text=True,
-                    timeout=limit,
-                )
-        finally:
-            emu.stop()
-    config_path.unlink(missing_ok=True)
-    if emu.error is not None:
-        raise RuntimeError(f"emulator failed: {emu.error!r}")
-    try:
-        result = json.loads(Path(config["result_path"]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        result = {"ok": False, "error": f"harness exited with {proc.returncode}: {tail}"}
-    result.update(emu.stats())
-    return result, emu
+    argv = [str(binary), "-test.run=^TestRealNet$", "-test.count=1"]
+    return over_sockets(config, lambda _path: argv, _env(config), "quic-go-rt")
 
 
 def run_config_file(path: str) -> int:

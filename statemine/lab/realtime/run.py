@@ -215,6 +215,65 @@ def simulate(config: dict, record: bool = False) -> tuple[dict, Emulator]:
     return result, emu
 
 
+#: The server's UDP port inside its namespace (QUIC runs: one socket per namespace).
+SERVER_PORT = 4433
+
+
+def over_sockets(
+    config: dict, argv: Callable[[str], list[str]], env: dict[str, str], name: str
+) -> tuple[dict, Emulator]:
+    """Run a QUIC program over two UDP sockets joined by the real-time path: namespaces,
+    the emulator, a socket bound in each namespace (server on :data:`SERVER_PORT`), then
+    the program ``argv(config_path)`` with the sockets inherited and named by
+    ``$STATEMINE_REALNET_FDS = "SERVER,CLIENT"`` (config also in
+    ``$STATEMINE_RUN_CONFIG``). The program writes the statemine log to ``log_path`` and
+    its result to ``result_path``; returns that result plus the path's counters, and the
+    emulator. ``name`` labels the config file and the error of a program that wrote no
+    result."""
+    config_path = Path(config["result_path"]).with_name(f"{name}.realnet.json")
+    write_json(config_path, config)
+    Path(config["log_path"]).write_bytes(b"")
+    Path(config["result_path"]).unlink(missing_ok=True)
+    limit = float(config.get("time_limit_s") or 120.0) + 30.0
+    with netns.signals_raise(), netns.Topology() as topo:
+        emu = Emulator(
+            topo.client_fd,
+            topo.server_fd,
+            config["path"],
+            int(config["seed"]),
+            config.get("client"),
+        ).start()
+        try:
+            srv = netns.udp_socket(topo.server_ns, netns.SERVER_ADDR, SERVER_PORT)
+            cli = netns.udp_socket(topo.client_ns, netns.CLIENT_ADDR, 0)
+            with srv, cli:
+                fds = f"{srv.fileno()},{cli.fileno()}"
+                proc = subprocess.run(
+                    argv(str(config_path)),
+                    env={
+                        **env,
+                        "STATEMINE_REALNET_FDS": fds,
+                        "STATEMINE_RUN_CONFIG": str(config_path),
+                    },
+                    pass_fds=(srv.fileno(), cli.fileno()),
+                    capture_output=True,
+                    text=True,
+                    timeout=limit,
+                )
+        finally:
+            emu.stop()
+    config_path.unlink(missing_ok=True)
+    if emu.error is not None:
+        raise RuntimeError(f"emulator failed: {emu.error!r}")
+    try:
+        result = json.loads(Path(config["result_path"]).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        result = {"ok": False, "error": f"{name} exited with {proc.returncode}: {tail}"}
+    result.update(emu.stats())
+    return result, emu
+
+
 def run_and_write(
     path: str,
     simulate: Callable[[dict], tuple[dict, Any]],

@@ -1,5 +1,6 @@
 //! `statemine-quiche-harness CONFIG.json`: one lab run of quiche (docs/lab-protocol.md).
-//! Writes the statemine log (the instrument patch's lines, virtual `t=`) to the config's
+//! Writes the statemine log (the instrument patch's lines, virtual `t=`; real time over
+//! inherited sockets with $STATEMINE_REALNET_FDS, src/realnet.rs) to the config's
 //! `log_path`, a qlog per connection into $QLOGDIR when set, and the run result to
 //! `result_path`. Exit 0 when a result was written (ok or not), 2 for a bad config (one
 //! line on stderr naming the key), 1 when even the result could not be written.
@@ -7,6 +8,7 @@
 mod config;
 #[allow(dead_code, unused_imports)] // the vectors crate uses all of it, the harness not
 mod pathmodel;
+mod realnet;
 mod sim;
 
 use std::io::Write;
@@ -99,7 +101,17 @@ fn main() {
         cc: cfg.cc.clone().unwrap_or_else(|| "cubic".into()),
         ..Default::default()
     };
-    match sim::simulate(&cfg, &cert_dir, qlog_dir) {
+    // $STATEMINE_REALNET_FDS = "SERVER,CLIENT": real time over the caller's sockets
+    let realnet = std::env::var("STATEMINE_REALNET_FDS").ok().map(|v| {
+        let fd = |s: Option<&str>| s.and_then(|x| x.parse::<i32>().ok()).unwrap_or(-1);
+        let mut it = v.split(',');
+        (fd(it.next()), fd(it.next()))
+    });
+    let outcome = match realnet {
+        Some(fds) => realnet::simulate(&cfg, &cert_dir, qlog_dir, fds),
+        None => sim::simulate(&cfg, &cert_dir, qlog_dir),
+    };
+    match outcome {
         Ok(out) => {
             res.ok = out.error.is_none();
             res.error = out.error;

@@ -166,7 +166,7 @@ struct Sim<'a> {
     error: Option<String>,
 }
 
-fn quiche_config(cfg: &Config, server: bool, cert_dir: &str) -> Result<quiche::Config, String> {
+pub fn quiche_config(cfg: &Config, server: bool, cert_dir: &str) -> Result<quiche::Config, String> {
     let e = |what: &str, err: quiche::Error| format!("quiche {what}: {err}");
     let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|x| e("config", x))?;
     c.set_application_protos(&[ALPN])
@@ -196,7 +196,7 @@ fn quiche_config(cfg: &Config, server: bool, cert_dir: &str) -> Result<quiche::C
     Ok(c)
 }
 
-fn set_qlog(
+pub fn set_qlog(
     conn: &mut quiche::Connection,
     dir: &Option<String>,
     scid: &[u8],
@@ -212,6 +212,112 @@ fn set_qlog(
         role.into(),
     );
     Ok(())
+}
+
+/// The lab's application protocol, shared by the virtual-time loop and the real-time one
+/// (src/realnet.rs).
+///
+/// Server: reads the requests readable on `conn` (8-byte big-endian sizes, then FIN) into
+/// `requests`; a complete one becomes `pending[stream] = size`.
+pub fn read_requests(
+    conn: &mut quiche::Connection,
+    requests: &mut HashMap<u64, Vec<u8>>,
+    pending: &mut BTreeMap<u64, u64>,
+    buf: &mut [u8],
+) -> Result<(), String> {
+    let readable: Vec<u64> = conn.readable().collect();
+    for s in readable {
+        loop {
+            match conn.stream_recv(s, buf) {
+                Ok((n, fin)) => {
+                    let req = requests.entry(s).or_default();
+                    if req.len() + n > 8 {
+                        return Err(format!("stream {s}: request longer than 8 bytes"));
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    if fin {
+                        let size = <[u8; 8]>::try_from(req.as_slice())
+                            .map(u64::from_be_bytes)
+                            .map_err(|_| format!("stream {s}: a request is 8 bytes"))?;
+                        pending.insert(s, size);
+                    }
+                }
+                Err(quiche::Error::Done) => break,
+                Err(e) => return Err(format!("server stream_recv: {e}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Server: writes pending response bytes (from `zeros`) into their streams while quiche
+/// takes them; a finished response leaves `pending`.
+pub fn serve(
+    conn: &mut quiche::Connection,
+    pending: &mut BTreeMap<u64, u64>,
+    zeros: &[u8],
+) -> Result<(), String> {
+    let mut finished = Vec::new();
+    for (&s, rem) in pending.iter_mut() {
+        while *rem > 0 {
+            let n = (*rem).min(zeros.len() as u64) as usize;
+            match conn.stream_send(s, &zeros[..n], *rem == n as u64) {
+                Ok(w) => {
+                    *rem -= w as u64;
+                    if w < n {
+                        break;
+                    }
+                }
+                Err(quiche::Error::Done) => break,
+                Err(e) => return Err(format!("server stream_send: {e}")),
+            }
+        }
+        if *rem > 0 {
+            break; // the connection has no more send capacity now
+        }
+        finished.push(s);
+    }
+    for s in finished {
+        pending.remove(&s);
+    }
+    Ok(())
+}
+
+/// Client: opens one stream per object and sends its request (the size, FIN).
+pub fn send_requests(conn: &mut quiche::Connection, cfg: &Config) -> Result<(), String> {
+    for i in 0..cfg.objects.count {
+        let size = cfg.objects.size_bytes.to_be_bytes();
+        conn.stream_send(4 * i, &size, true)
+            .map_err(|e| format!("client stream_send: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Client (desktop): reads everything readable, counting bytes per stream in `got`;
+/// the number of streams that finished.
+pub fn read_all(
+    conn: &mut quiche::Connection,
+    got: &mut HashMap<u64, u64>,
+    buf: &mut [u8],
+) -> Result<u64, String> {
+    let mut fins = 0;
+    let readable: Vec<u64> = conn.readable().collect();
+    for s in readable {
+        loop {
+            match conn.stream_recv(s, buf) {
+                Ok((n, fin)) => {
+                    *got.entry(s).or_default() += n as u64;
+                    if fin {
+                        fins += 1;
+                        break; // quiche forgets a finished stream
+                    }
+                }
+                Err(quiche::Error::Done) => break,
+                Err(e) => return Err(format!("client stream_recv: {e}")),
+            }
+        }
+    }
+    Ok(fins)
 }
 
 impl<'a> Sim<'a> {
@@ -368,30 +474,8 @@ impl<'a> Sim<'a> {
                 return self.fail(format!("server recv: {e}"));
             }
         }
-        let readable: Vec<u64> = conn.readable().collect();
-        for s in readable {
-            loop {
-                match conn.stream_recv(s, &mut self.buf) {
-                    Ok((n, fin)) => {
-                        let req = self.requests.entry(s).or_default();
-                        if req.len() + n > 8 {
-                            return self.fail(format!("stream {s}: request longer than 8 bytes"));
-                        }
-                        req.extend_from_slice(&self.buf[..n]);
-                        if fin {
-                            let size = match <[u8; 8]>::try_from(req.as_slice()) {
-                                Ok(b) => u64::from_be_bytes(b),
-                                Err(_) => {
-                                    return self.fail(format!("stream {s}: a request is 8 bytes"))
-                                }
-                            };
-                            self.pending.insert(s, size);
-                        }
-                    }
-                    Err(quiche::Error::Done) => break,
-                    Err(e) => return self.fail(format!("server stream_recv: {e}")),
-                }
-            }
+        if let Err(e) = read_requests(conn, &mut self.requests, &mut self.pending, &mut self.buf) {
+            return self.fail(e);
         }
         self.serve();
         self.flush(SERVER);
@@ -400,31 +484,8 @@ impl<'a> Sim<'a> {
     /// Writes pending response bytes into the server's streams while quiche takes them.
     fn serve(&mut self) {
         let conn = self.conns[SERVER].as_mut().unwrap();
-        let mut finished = Vec::new();
-        for (&s, rem) in self.pending.iter_mut() {
-            while *rem > 0 {
-                let n = (*rem).min(self.zeros.len() as u64) as usize;
-                match conn.stream_send(s, &self.zeros[..n], *rem == n as u64) {
-                    Ok(w) => {
-                        *rem -= w as u64;
-                        if w < n {
-                            break;
-                        }
-                    }
-                    Err(quiche::Error::Done) => break,
-                    Err(e) => {
-                        self.error.get_or_insert(format!("server stream_send: {e}"));
-                        return;
-                    }
-                }
-            }
-            if *rem > 0 {
-                break; // the connection has no more send capacity now
-            }
-            finished.push(s);
-        }
-        for s in finished {
-            self.pending.remove(&s);
+        if let Err(e) = serve(conn, &mut self.pending, &self.zeros) {
+            self.error.get_or_insert(e);
         }
     }
 
@@ -446,11 +507,8 @@ impl<'a> Sim<'a> {
         if !self.requested && conn.is_established() {
             // the requests: one stream per object, opened once the server's limits are known
             self.requested = true;
-            for i in 0..self.cfg.objects.count {
-                let size = self.cfg.objects.size_bytes.to_be_bytes();
-                if let Err(e) = conn.stream_send(4 * i, &size, true) {
-                    return self.fail(format!("client stream_send: {e}"));
-                }
+            if let Err(e) = send_requests(conn, self.cfg) {
+                return self.fail(e);
             }
         }
         if self.transport_done.is_none() {
@@ -470,23 +528,11 @@ impl<'a> Sim<'a> {
     /// Desktop: read everything readable; close when every object is in.
     fn read_all(&mut self) {
         let conn = self.conns[CLIENT].as_mut().unwrap();
-        let readable: Vec<u64> = conn.readable().collect();
-        for s in readable {
-            loop {
-                match conn.stream_recv(s, &mut self.buf) {
-                    Ok((n, fin)) => {
-                        *self.got.entry(s).or_default() += n as u64;
-                        if fin {
-                            self.objects_done += 1;
-                            break; // quiche forgets a finished stream
-                        }
-                    }
-                    Err(quiche::Error::Done) => break,
-                    Err(e) => {
-                        self.error.get_or_insert(format!("client stream_recv: {e}"));
-                        return;
-                    }
-                }
+        match read_all(conn, &mut self.got, &mut self.buf) {
+            Ok(fins) => self.objects_done += fins,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return;
             }
         }
         if self.objects_done == self.cfg.objects.count {
