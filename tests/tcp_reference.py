@@ -3,7 +3,9 @@
 Deliberately simple and unlike :mod:`statemine.parse.ftrace` (whitespace splitting and
 dicts in plain Python, no regexes, no arrays): per socket, the time spent in each
 congestion state (Open from the socket's first event of either kind; a state holds until
-the next state event or the socket's last event) and the list of state changes.
+the next state event or the socket's last event) and the list of state changes. A 4-tuple
+that several sockets used in turn is cut where ``sock_cookie`` changes, the state events
+since the previous probe from the last Open on going to the new socket (keys ``~2``, ...).
 """
 
 from __future__ import annotations
@@ -46,40 +48,69 @@ def read_reference(path: str | Path) -> dict[str, dict]:
         kv = dict(x.split("=", 1) for x in tokens[j + 1 :] if "=" in x)
         events[_socket(kv, name)].append((t, name, kv))
     out = {}
-    for key, evs in events.items():
-        evs.sort(key=lambda e: e[0])  # stable: file order among equal times
-        start, end = evs[0][0], evs[-1][0]
-        state, since = "Open", start
-        changes: list[tuple[float, str]] = []
-        seconds: dict[str, float] = defaultdict(float)
-        sender = False
-        una0 = None
-        cwnd = []
-        for t, name, kv in evs:
-            if name == "tcp_probe":
-                cwnd.append(int(kv["snd_cwnd"]))
-                una, nxt = int(kv["snd_una"], 16), int(kv["snd_nxt"], 16)
-                sender |= nxt != una or (una0 is not None and una != una0)
-                una0 = una
-                continue
-            new = NAMES[int(kv["cong_state"])]
-            sender |= new != "Open"
-            if not changes:
-                if t > start:
-                    changes.append((start, "Open"))
-                else:
-                    state = new
-                    changes.append((t, new))
-                    continue
-            if new != state:
-                seconds[state] += t - since
-                state, since = new, t
-                changes.append((t, new))
-        if not changes:
-            changes.append((start, "Open"))
-        seconds[state] += end - since
-        out[key] = {"changes": changes, "seconds": dict(seconds), "sender": sender, "cwnd": cwnd}
+    for tuple_key, all_evs in events.items():
+        all_evs.sort(key=lambda e: e[0])  # stable: file order among equal times
+        for n, evs in enumerate(_by_cookie(all_evs)):
+            out[tuple_key + (f"~{n + 1}" if n else "")] = _one_socket(evs)
     return out
+
+
+def _by_cookie(evs: list) -> list[list]:
+    """The events of one 4-tuple cut into sockets by ``sock_cookie`` (see the module text)."""
+    parts: list[list] = [[]]
+    pending: list = []  # state events since the last probe
+    cookie = None
+    for e in evs:
+        if e[1] != "tcp_probe":
+            pending.append(e)
+            continue
+        new = e[2].get("sock_cookie")
+        if new is not None and cookie is not None and new != cookie:
+            opens = [i for i, p in enumerate(pending) if p[2]["cong_state"] == "0"]
+            cut = opens[-1] if opens else len(pending)
+            parts[-1] += pending[:cut]
+            parts.append([])
+            pending = pending[cut:]
+        cookie = new if new is not None else cookie
+        parts[-1] += [*pending, e]
+        pending = []
+    parts[-1] += pending
+    return parts
+
+
+def _one_socket(evs: list) -> dict:
+    """One socket's changes, seconds per state, sender flag and cwnd (time order)."""
+    start, end = evs[0][0], evs[-1][0]
+    state, since = "Open", start
+    changes: list[tuple[float, str]] = []
+    seconds: dict[str, float] = defaultdict(float)
+    sender = False
+    una0 = None
+    cwnd = []
+    for t, name, kv in evs:
+        if name == "tcp_probe":
+            cwnd.append(int(kv["snd_cwnd"]))
+            una, nxt = int(kv["snd_una"], 16), int(kv["snd_nxt"], 16)
+            sender |= nxt != una or (una0 is not None and una != una0)
+            una0 = una
+            continue
+        new = NAMES[int(kv["cong_state"])]
+        sender |= new != "Open"
+        if not changes:
+            if t > start:
+                changes.append((start, "Open"))
+            else:
+                state = new
+                changes.append((t, new))
+                continue
+        if new != state:
+            seconds[state] += t - since
+            state, since = new, t
+            changes.append((t, new))
+    if not changes:
+        changes.append((start, "Open"))
+    seconds[state] += end - since
+    return {"changes": changes, "seconds": dict(seconds), "sender": sender, "cwnd": cwnd}
 
 
 def shares(ref: dict[str, dict], senders_only: bool = True) -> dict[str, float]:

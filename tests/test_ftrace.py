@@ -37,13 +37,17 @@ def cong(t, state, s=SND, layout="tracefs", v6=False):
     return _line(t, "tcp_cong_state_set", body, layout)
 
 
-def probe(t, cwnd, una, nxt, s=SND, layout="tracefs", ssthresh=2147483647, srtt=1000, v6=False):
+def probe(
+    t, cwnd, una, nxt, s=SND, layout="tracefs", ssthresh=2147483647, srtt=1000, v6=False, cookie="4"
+):
     sa, sp, da, dp = s
     src, dst = (f"[{sa}]:{sp}", f"[{da}]:{dp}") if v6 else (f"{sa}:{sp}", f"{da}:{dp}")
     body = (
         f"family={'AF_INET6' if v6 else 'AF_INET'} src={src} dest={dst} mark=0x0 data_len=0 "
         f"snd_nxt={nxt:#x} snd_una={una:#x} snd_cwnd={cwnd} ssthresh={ssthresh} "
-        f"snd_wnd=65160 srtt={srtt} rcv_wnd=65536 sock_cookie=4 skbaddr=00000000a "
+        f"snd_wnd=65160 srtt={srtt} rcv_wnd=65536"
+        + (f" sock_cookie={cookie}" if cookie else "")
+        + " skbaddr=00000000a "
         "skaddr=00000000b"
     )
     return _line(t, "tcp_probe", body, layout)
@@ -337,3 +341,72 @@ def test_recorded_files_show_the_congestion_states():
         assert {"Open", "Recovery"} <= set(ev["state"]), path.name
         assert ("Loss" in set(ev["state"])) == ("loss" in path.name), path.name
         assert np.all(np.diff(ev["time"].to_numpy()) >= 0)
+
+
+def reused(cookies=("1a", "ffffffff0000002b"), layout="tracefs"):
+    """Two sockets on one 4-tuple, one after the other: the first goes Open -> Recovery ->
+    Open and ends with a Recovery after its last probe; the second logs Open at set-up,
+    then CWR. The state events between the last probe of one and the first of the other
+    are 2.9 Recovery, 3.0 Open (the old socket's), 3.5 Open (the new socket's set-up)."""
+    a, b = cookies
+    kw = {"layout": layout}
+    return "".join(
+        [
+            cong(1.0, 0, **kw),
+            probe(1.1, 10, 100, 5000, cookie=a, **kw),
+            cong(2.0, 3, **kw),
+            probe(2.5, 5, 2000, 6000, cookie=a, **kw),
+            cong(2.9, 3, **kw),
+            cong(3.0, 0, **kw),
+            cong(3.5, 0, **kw),
+            probe(4.0, 10, 7000, 9000, cookie=b, **kw),
+            cong(5.0, 2, **kw),
+            probe(6.0, 8, 9000, 9500, cookie=b, **kw),
+        ]
+    )
+
+
+@pytest.mark.parametrize("layout", ["tracefs", "trace-cmd", "perf"])
+def test_a_reused_four_tuple_is_split_by_sock_cookie(tmp_path, layout):
+    p = write(tmp_path, reused(layout=layout))
+    ts = read_ftrace(p)
+    key = "10.0.0.1:40001-10.0.0.2:5201"
+    tr = ts.traces.set_index("trace")
+    first, second = f"trace.txt#{key}", f"trace.txt#{key}~2"
+    assert list(tr.index) == [first, second]
+    assert tr.loc[first, "cookie"] == "1a" and tr.loc[second, "cookie"] == "ffffffff0000002b"
+    assert tr["incarnation"].tolist() == [1, 2] and (tr["conn"] == key).all()
+    assert tr.loc[first, "end"] == 3.0 and tr.loc[second, "end"] == 6.0
+    ev = ts.events
+    got = {t: list(zip(g["time"], g["state"])) for t, g in ev.groupby("trace", observed=True)}
+    assert got == {
+        first: [(1.0, "Open"), (2.0, "Recovery"), (3.0, "Open")],
+        second: [(3.5, "Open"), (5.0, "CWR")],
+    }
+    assert ts.metrics.groupby("trace", observed=True).size().to_dict() == {first: 2, second: 2}
+    # the independent reading cuts the same way
+    ref = read_reference(p)
+    assert {k: v["changes"] for k, v in ref.items()} == {
+        key: got[first],
+        key + "~2": got[second],
+    }
+    states = statemine.summarize(ts)[0]
+    assert dict(zip(states["state"], states["time_fraction"])) == pytest.approx(shares(ref))
+
+
+def test_without_cookies_a_reused_tuple_stays_one_trace(tmp_path):
+    """Older kernels' tcp_probe has no sock_cookie: nothing to split by."""
+    p = write(tmp_path, reused(cookies=("", "")))
+    ts = read_ftrace(p)
+    assert len(ts.traces) == 1 and ts.traces["cookie"].tolist() == [""]
+    assert ts.traces["incarnation"].tolist() == [1] and ts.traces["end"].tolist() == [6.0]
+
+
+def test_the_same_cookie_is_one_socket_and_a_bad_cookie_an_error(tmp_path):
+    same = read_ftrace(write(tmp_path, reused(cookies=("7", "7"))))
+    assert len(same.traces) == 1 and same.traces["cookie"].tolist() == ["7"]
+    bad = write(tmp_path, reused(cookies=("7", "xyz")), "bad.txt")
+    with pytest.raises(
+        InputError, match=r"bad.txt:8: tcp_probe line with a malformed sock_cookie="
+    ):
+        read_ftrace(bad)

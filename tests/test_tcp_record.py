@@ -62,6 +62,41 @@ while struct.unpack("i", fcntl.ioctl(s.fileno(), 0x5411, b"\0" * 4))[0]:
 s.close()
 """
 
+# Two connections in turn from one local port (the same 4-tuple): each sends N bytes,
+# waits until they are acknowledged, and closes with an RST (SO_LINGER 0: no TIME_WAIT,
+# so the port can be bound again at once).
+CLIENT_TWICE = r"""
+import fcntl, socket, struct, sys, time
+for _ in range(2):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", int(sys.argv[5])))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[3].encode())
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    s.sendall(b"x" * int(sys.argv[4]))
+    while struct.unpack("i", fcntl.ioctl(s.fileno(), 0x5411, b"\0" * 4))[0]:
+        time.sleep(0.005)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    time.sleep(0.2)
+"""
+SERVER_TWICE = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("ready", flush=True)
+for _ in range(2):
+    c, _ = s.accept()
+    try:
+        while c.recv(1 << 16):
+            pass
+    except ConnectionResetError:
+        pass
+    c.close()
+print("done", flush=True)
+"""
 
 STATEMINE = [sys.executable, "-m", "statemine"]
 
@@ -366,3 +401,52 @@ def test_record_refuses_bad_options(tmp_path):
     done = run("--duration", "1")
     assert done.returncode == 2 and "mine.txt" in done.stderr, done.stderr
     assert foreign.read_text() == "keep" and os.listdir(foreign.parent) == ["mine.txt"]
+
+
+@pytest.mark.slow
+def test_a_reused_four_tuple_recorded_here_is_two_traces(tmp_path):
+    """Two connections in turn from one client port to one server port: the recording has
+    one 4-tuple for two sockets, which the reader splits by sock_cookie; both traces match
+    the independent reading (which cuts its own way) and each acknowledged its bytes."""
+    if "cubic" not in _available_ccs():
+        pytest.skip("congestion control cubic not available in this kernel")
+    from statemine.traces import load
+
+    nbytes, port, cport = 1 << 20, 5302, 41002
+    out = tmp_path / "rec"
+    with veth_path() as (a, b, addr_b):
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", b, sys.executable, "-c", SERVER_TWICE, addr_b, str(port)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+            client = ["ip", "netns", "exec", a, sys.executable, "-c", CLIENT_TWICE, addr_b]
+            done = statemine(
+                "tcp", "record", "--out", str(out), "--port", str(port), "--", *client,
+                str(port), "cubic", str(nbytes), str(cport), timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert server.stdout.readline().strip() == "done"
+        finally:
+            server.kill()
+            server.wait()
+    ts = load(out / "traces.parquet")
+    tr = ts.traces.sort_values("incarnation")
+    assert tr["incarnation"].tolist() == [1, 2]
+    assert tr["conn"].nunique() == 1 and tr["sport"].tolist() == [cport, cport]
+    assert tr["cookie"].nunique() == 2 and (tr["cookie"] != "").all()
+    for row in tr.itertuples():
+        assert 0.95 * nbytes <= row.bytes_acked <= nbytes + 1, row
+    first_end = tr["end"].iloc[0]
+    second = ts.events[ts.events["trace"] == tr["trace"].iloc[1]]
+    assert second["time"].min() > first_end  # the second socket begins after the first ends
+    ref = read_reference(out / "trace.txt")
+    key = tr["conn"].iloc[0]
+    for row in tr.itertuples():
+        ref_key = key + ("~2" if row.incarnation == 2 else "")
+        ev = ts.events[ts.events["trace"] == row.trace]
+        assert list(zip(ev["time"], ev["state"])) == ref[ref_key]["changes"]
+        m = ts.metrics[ts.metrics["trace"] == row.trace]
+        assert m["cwnd_segments"].tolist() == ref[ref_key]["cwnd"]

@@ -25,7 +25,10 @@ unless ``ignore_nonmatching`` (the CLI's ``-i``): then the lines are skipped and
 in a warning.
 
 Traces: one per socket, keyed by its 4-tuple as that socket sees it
-(``saddr:sport-daddr:dport``, IPv6 addresses in brackets). States are the kernel's
+(``saddr:sport-daddr:dport``, IPv6 addresses in brackets). A 4-tuple that a later socket
+reused within the file is split where ``tcp_probe``'s ``sock_cookie`` changes (the new
+socket's ``Open`` at set-up goes with it): the later sockets' traces get ``~2``, ``~3``,
+... after the key (:func:`_split_reused`); without cookies (older kernels) they stay one. States are the kernel's
 ``enum tcp_ca_state`` names :data:`STATES`; a socket is ``Open`` before its first
 ``tcp_cong_state_set`` and its trace starts at its first event of either kind and ends
 (``end``) at its last. A state logged again while in it continues the visit (dropped)
@@ -106,6 +109,9 @@ _FIELDS = {
         "srtt": _DECIMAL,
     },
 }
+#: Fields read when present: tcp_probe's ``sock_cookie`` (hex, unique per socket for the
+#: kernel's uptime) splits a 4-tuple that a later socket reused (older kernels lack it).
+_OPTIONAL = {"tcp_probe": {"sock_cookie": r"^(?:0[xX])?[0-9a-fA-F]{1,16}$"}}
 # Lines that are not events but are understood (checked in this order).
 _ENTRIES = r"^#\s*entries-in-buffer/entries-written:\s*(?P<a>\d{1,19})/(?P<b>\d{1,19})"
 _BUFFER_STARTED = r"^#{5}\s*CPU\s+(?P<cpu>\d{1,6})\s+buffer started\s*#{4}"
@@ -145,6 +151,7 @@ class _Columns:
     srtt: list = field(default_factory=list)
     nxt: list = field(default_factory=list)
     una: list = field(default_factory=list)
+    cookie: list = field(default_factory=list)  # sock_cookie, 0 when not logged
 
     def joined(self) -> dict[str, np.ndarray]:
         """The columns as arrays; the blocks are let go one column at a time (memory:
@@ -200,7 +207,9 @@ def read_ftrace(
 
     Trace ids are ``"<source>#<saddr:sport-daddr:dport>"`` (``source`` defaults to the
     file name); the traces frame has ``conn`` (the 4-tuple), ``saddr``, ``sport``,
-    ``daddr``, ``dport``, ``role`` (``sender``/``receiver``), ``bytes_acked`` (bytes
+    ``daddr``, ``dport``, ``role`` (``sender``/``receiver``), ``incarnation`` (1, 2, ...
+    for sockets that reused the 4-tuple), ``cookie`` (its ``sock_cookie``, hex, "" when
+    not logged), ``bytes_acked`` (bytes
     acknowledged during the trace, from ``snd_una``), ``probes`` and ``state_events``
     (lines of each event). ``mss`` (bytes) adds ``cwnd``/``ssthresh`` in bytes to the
     metrics. Raises :class:`InputError` (file, line, reason) for a line that is none of
@@ -357,6 +366,13 @@ class _Tokens:
             ok = _mask(pc.match_substring_regex(value, shape))
             _first_bad(path, numbers, ok, f"{event} line with a malformed {key}=", value)
             out[key] = value
+        for key, shape in _OPTIONAL.get(event, {}).items():
+            at = self._find(key, rows)
+            has = at > ev
+            value = pc.utf8_slice_codeunits(self.token(np.where(has, at, ev)), len(key) + 1)
+            ok = _mask(pc.match_substring_regex(value, shape)) | ~has
+            _first_bad(path, numbers, ok, f"{event} line with a malformed {key}=", value)
+            out[key] = (value, has)
         return out
 
     def _find(self, key: str, rows: np.ndarray) -> np.ndarray:
@@ -454,6 +470,7 @@ def _cong_rows(
         nan,
         zero,
         zero,
+        np.zeros(n, np.uint64),
     )
 
 
@@ -479,6 +496,7 @@ def _probe_rows(
         _number(f["srtt"]) * 1e-6,
         hex_u32(f["snd_nxt"]),
         hex_u32(f["snd_una"]),
+        _cookies(*f["sock_cookie"]),
     )
 
 
@@ -524,15 +542,26 @@ def hex_u32(values: Arrow) -> np.ndarray:
     >>> hex_u32(pa.array([b"0xa2900463", b"0", b"ff"])).tolist()
     [2727347299, 0, 255]
     """
+    return _hex(values, 8).astype(np.uint32)
+
+
+def _hex(values: Arrow, width: int) -> np.ndarray:
+    """Hexadecimal numbers of at most ``width`` (<= 16) digits as uint64, vectorized."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     digits = pc.replace_substring_regex(values.cast(pa.string()), r"^0[xX]", "")
-    padded = pc.utf8_lpad(digits, 8, "0").cast(pa.large_string())
+    padded = pc.utf8_lpad(digits, width, "0").cast(pa.large_string())
     padded = pa.concat_arrays([padded])  # offset 0, one buffer
-    data = np.frombuffer(padded.buffers()[2], np.uint8)[: 8 * len(padded)].reshape(-1, 8)
-    shifts = np.arange(28, -1, -4, dtype=np.uint64)
-    return (_HEX_VALUE[data] << shifts).sum(axis=1).astype(np.uint32)
+    data = np.frombuffer(padded.buffers()[2], np.uint8)[: width * len(padded)]
+    shifts = np.arange(4 * (width - 1), -1, -4, dtype=np.uint64)
+    return (_HEX_VALUE[data.reshape(-1, width)] << shifts).sum(axis=1, dtype=np.uint64)
+
+
+def _cookies(values: Arrow, has: np.ndarray) -> np.ndarray:
+    """``sock_cookie`` values as uint64, 0 where the line has none (the kernel never
+    hands out cookie 0)."""
+    return np.where(has, _hex(values, 16), np.uint64(0)).astype(np.uint64)
 
 
 def _other_lines(
@@ -622,11 +651,11 @@ def _build(
     for k in list(d):  # reordered one column at a time: one column twice at most
         d[k] = d[k][order]
     del order
-    sock = d["socket"]
-    n_sock = len(sockets)
+    is_probe = d["state"] < 0
+    sock, tuple_of, incarnation = _split_reused(d["socket"], d, is_probe)
+    n_sock = len(tuple_of)
     first = np.r_[True, sock[1:] != sock[:-1]]
     starts = np.flatnonzero(first)
-    is_probe = d["state"] < 0
     role_sender = _senders(sock, d, is_probe, n_sock)
     bytes_acked = _bytes_acked(sock, d, is_probe, n_sock)
     keep = role_sender | keep_receivers
@@ -640,8 +669,12 @@ def _build(
 
     states = _state_rows(sock, d, is_probe, starts, keep_repeats)
     states = {k: v[keep[states["socket"]]] for k, v in states.items()}
-    keys = [k.decode("utf-8", "replace") for k in sockets]
-    ids = [f"{source}#{k}" for k in keys]
+    tuples = [k.decode("utf-8", "replace") for k in sockets]
+    keys = [tuples[t] for t in tuple_of]
+    ids = [
+        f"{source}#{k}" + (f"~{n + 1}" if n else "")
+        for k, n in zip(keys, incarnation.tolist(), strict=True)
+    ]
     kept = np.flatnonzero(keep)
     categories = pd.Index([ids[i] for i in kept], dtype=str)
     remap = np.full(n_sock, -1, np.int64)
@@ -672,6 +705,8 @@ def _build(
             "daddr": [parts[i][2] for i in kept],
             "dport": [parts[i][3] for i in kept],
             "role": ["sender" if role_sender[i] else "receiver" for i in kept],
+            "incarnation": incarnation[kept] + 1,
+            "cookie": [f"{c:x}" if c else "" for c in _first_cookie(sock, d, n_sock)[kept]],
             "bytes_acked": bytes_acked[kept],
             "probes": np.bincount(sock[is_probe], minlength=n_sock)[kept],
             "state_events": np.bincount(sock[~is_probe], minlength=n_sock)[kept],
@@ -685,6 +720,43 @@ def _build(
         "receivers_left_out": str(n_sock - len(kept)),
     }
     return TraceSet.from_events(events, traces, meta, metrics)
+
+
+def _split_reused(
+    sock: np.ndarray, d: dict, is_probe: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split the rows of a 4-tuple that several sockets used one after the other.
+
+    Rows are grouped by 4-tuple (``sock``) and in time order. A new socket begins where a
+    ``tcp_probe`` carries another ``sock_cookie`` than the tuple's previous one; the
+    state events between the two probes belong to the old socket, except from the last
+    ``Open`` among them on (a new socket logs ``Open`` when it is set up), which begins
+    the new one. Returns the new socket code of every row (grouped, numbered in row
+    order), and per new socket its 4-tuple code and incarnation (0 for the first)."""
+    cookie = d["cookie"]
+    at = np.flatnonzero(is_probe & (cookie != 0))
+    change = (sock[at[1:]] == sock[at[:-1]]) & (cookie[at[1:]] != cookie[at[:-1]])
+    before, probe = at[:-1][change], at[1:][change]
+    opens = np.where(~is_probe & (d["state"] == 0), np.arange(len(sock)), -1)
+    last_open = np.maximum.accumulate(opens) if len(opens) else opens
+    begin = np.where(last_open[probe - 1] > before, last_open[probe - 1], probe)
+    new = np.r_[True, sock[1:] != sock[:-1]]
+    new[begin] = True
+    code = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    tuple_of = sock[starts]
+    first_of_tuple = np.r_[True, tuple_of[1:] != tuple_of[:-1]]
+    group = np.cumsum(first_of_tuple) - 1
+    incarnation = np.arange(len(starts)) - np.flatnonzero(first_of_tuple)[group]
+    return code, tuple_of, incarnation
+
+
+def _first_cookie(sock: np.ndarray, d: dict, n_sock: int) -> np.ndarray:
+    """Per socket: the ``sock_cookie`` of its first probe that has one (0: none)."""
+    out = np.zeros(n_sock, np.uint64)
+    at = np.flatnonzero(d["cookie"] != 0)[::-1]  # the first row of a socket written last
+    out[sock[at]] = d["cookie"][at]
+    return out
 
 
 def _senders(sock: np.ndarray, d: dict, is_probe: np.ndarray, n_sock: int) -> np.ndarray:
