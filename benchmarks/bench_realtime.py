@@ -3,6 +3,7 @@ at which the emulator stops keeping up. Needs root (namespaces, TUN devices).
 
     python benchmarks/bench_realtime.py [--seconds 2] [--pps 1000,5000,...] [--fidelity-only]
     python benchmarks/bench_realtime.py --tcp-traces traces/tcp-jitter   # kernel RTTs
+    python benchmarks/bench_realtime.py --quic quiche-rt@0.30.0,aioquic-rt@1.7.2 --quic-mbps 10,50
 
 Fidelity: a paced UDP flow through a path of 10 Mbit/s, 112 ms RTT (56 ms each way),
 10 ms jitter, a one-BDP buffer, offered at 50% and 200% of the rate; every packet's real
@@ -17,6 +18,14 @@ emulator keeps up while (a) the real throughput is within 1% of the model's and 
 p99 error stays under 1 ms. (With a full buffer a packet read 0.1 ms late sees 0.1 ms more
 of the queue drained, so a few tail drops fall on neighbouring packets: "only-model" and
 "only-real" count those; the totals agree.) Figures vary with the machine's load (2 shared cores).
+
+QUIC (--quic): each real-time QUIC stack, one bulk transfer (2 s at the rate, at least
+2 MB) through paths of rising rate at 10 ms RTT with a one-BDP buffer, against the same
+stack, config and seed in virtual time (what the program achieves when the clock waits
+for it): throughput of both, the stack's own RTT estimates where its result has them
+(quiche, aioquic: smoothed and minimum at the end), packets through the emulator per
+second, the emulator's latest write and the load average when the row ran. Where the real
+run falls well below the virtual one, the program or the emulator has stopped keeping up.
 """
 
 from __future__ import annotations
@@ -107,6 +116,76 @@ def show_tcp(r: dict) -> None:
     )
 
 
+#: The module of statemine.lab.realtime that runs each real-time QUIC implementation.
+_RT_MODULES = {"quic-go-rt": "quicgo", "aioquic-rt": "aioquic", "quiche-rt": "quiche"}
+
+
+def quic_row(stack: str, mbps: float, seconds: float = 2.0) -> dict:
+    """One real-time QUIC transfer and its virtual-time twin (see the module text)."""
+    import importlib
+    import os
+    import tempfile
+
+    from statemine.lab.runners import runner_for
+
+    impl, version = stack.split("@", 1)
+    base = impl.removesuffix("-rt")
+    rate = mbps * 1e6
+    link = {"rate_bps": rate, "buffer_bytes": max(100_000, int(rate * 0.01 / 8)), "delay_s": 0.005}
+    size = max(2_000_000, int(rate * seconds / 8))
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as d:
+        cfg = {
+            "seed": 1,
+            "implementation": base,
+            "version": version,
+            "objects": {"count": 1, "size_bytes": size},
+            "client": {"profile": "desktop"},
+            "path": {"down": link, "up": link},
+            "time_limit_s": 120,
+            "reordering_threshold": None,
+            "time_threshold": None,
+            "log_path": f"{d}/log",
+            "result_path": f"{d}/r.json",
+        }
+        mod = importlib.import_module(f"statemine.lab.realtime.{_RT_MODULES[impl]}")
+        res, _ = mod.simulate(cfg)
+        virtual = runner_for(base).run(dict(cfg, log_path=f"{d}/vlog", result_path=f"{d}/v.json"))
+    fwd = res.get("packets_up", 0) + res.get("packets_down", 0)
+    return {
+        "case": f"{stack} {mbps:g} Mbit/s 10ms",
+        "rate_bps": rate,
+        "ok": res["ok"] and virtual.get("ok"),
+        "error": res.get("error") or virtual.get("error"),
+        "throughput_bps": res.get("throughput_bps") or math.nan,
+        "virtual_throughput_bps": virtual.get("throughput_bps") or math.nan,
+        "srtt_s": res.get("srtt_s"),
+        "min_rtt_s": res.get("min_rtt_s"),
+        "max_late_s": res.get("max_late_s"),
+        "pps": fwd / res["plt_s"] if res.get("plt_s") else math.nan,
+        "retransmissions": res.get("retransmissions"),
+        "virtual_retransmissions": virtual.get("retransmissions"),
+        "load": load,
+    }
+
+
+def show_quic(r: dict) -> None:
+    rtt = (
+        f"srtt {r['srtt_s'] * 1e3:6.2f} ms min {r['min_rtt_s'] * 1e3:6.2f} ms"
+        if r.get("srtt_s") and r.get("min_rtt_s")
+        else "rtt n/a"
+    )
+    print(
+        f"{r['case']:<36} real {r['throughput_bps'] / 1e6:7.2f} Mbit/s "
+        f"virtual {r['virtual_throughput_bps'] / 1e6:7.2f} Mbit/s "
+        f"({100 * r['throughput_bps'] / r['virtual_throughput_bps']:5.1f}%) | {rtt} | "
+        f"{r['pps']:6.0f} packets/s | max late {(r['max_late_s'] or 0) * 1e3:5.2f} ms | "
+        f"losses {r['retransmissions']} (virtual {r['virtual_retransmissions']}) | "
+        f"load {r['load']:.1f}" + ("" if r["ok"] else f" | FAILED {r['error']}"),
+        flush=True,
+    )
+
+
 def tcp_traces(folder: Path) -> None:
     """Per condition of a real-time TCP output folder: the server socket's smallest and
     largest smoothed RTT (the kernel's tcp_probe srtt, ms) and the emulator's latest write
@@ -152,7 +231,18 @@ def main() -> int:
     ap.add_argument(
         "--tcp-traces", type=Path, help="only summarise a real-time TCP output folder (RTTs)"
     )
+    ap.add_argument("--quic", help="only the real-time QUIC rows of these stacks (comma-separated)")
+    ap.add_argument("--quic-mbps", default="10,25,50,100,200")
     args = ap.parse_args()
+    if args.quic:
+        rows = []
+        for stack in args.quic.split(","):
+            for mbps in (float(x) for x in args.quic_mbps.split(",")):
+                rows.append(quic_row(stack, mbps))
+                show_quic(rows[-1])
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+        return 0
     if args.tcp_traces:
         tcp_traces(args.tcp_traces)
         return 0

@@ -115,6 +115,36 @@ def test_scenario_rejects_unknown_congestion_control(tmp_path):
         sc.load(_scenario(tmp_path, 'stack = "tcp@vegas"'))
 
 
+def test_scenario_accepts_quic_stacks_in_real_time(tmp_path):
+    s = sc.load(
+        _scenario(
+            tmp_path,
+            'stack = ["aioquic-rt@1.7.2", "quiche-rt@0.30.0", "quic-go-rt@v0.65.0"]',
+        )
+    )
+    cfgs = [sc.run_config(c, 1, 60.0) for c in s.cells]
+    assert [(c["implementation"], c["version"]) for c in cfgs] == [
+        ("aioquic-rt", "1.7.2"),
+        ("quiche-rt", "0.30.0"),
+        ("quic-go-rt", "v0.65.0"),
+    ]
+    with_cc = sc.load(_scenario(tmp_path, 'stack = "quiche-rt@0.30.0"\ncc = "bbr2"'))
+    assert sc.run_config(with_cc.cells[0], 1, 60.0)["cc"] == "bbr2"
+
+
+@pytest.mark.parametrize(
+    ("grid", "match"),
+    [
+        ('stack = "quiche-rt@9.9.9"', r"s.toml:4: grid.stack: quiche-rt 9.9.9 has no instrument patch"),
+        ('stack = "aioquic-rt@0.0.1"', r"grid.stack: aioquic-rt 0.0.1 has no instrument patch"),
+        ('stack = "aioquic-rt@1.7.2"\ncc = "bbr2"', r"only the quiche stack"),
+    ],
+)
+def test_scenario_rejects_bad_real_time_quic_stacks(tmp_path, grid, match):
+    with pytest.raises(InputError, match=match):
+        sc.load(_scenario(tmp_path, grid))
+
+
 # -- slow: real namespaces, TUN devices, tracing ----------------------------------------
 @pytest.mark.slow
 @needs_netns
@@ -347,3 +377,62 @@ def test_diff_relates_tcp_and_quic_vocabularies():
     assert not any("kernel TCP" in n for n in same.notes)
     unlabelled = tcp.with_labels(implementation="")
     assert tcp_quic_note(d.states, unlabelled, quic, "tcp", "quic").startswith("tcp is kernel")
+
+
+def _why_no_quic_rt(stack: str) -> str | None:
+    if stack.startswith("quiche") and shutil.which("cargo") is None:
+        return "no cargo to build the quiche harness"
+    return _why_no_realtime()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", ["aioquic-rt@1.7.2", "quiche-rt@0.30.0"])
+def test_quic_stack_in_real_time_through_the_lab(tmp_path, stack):
+    """``statemine lab run`` of a real-time QUIC stack: 400 kB over 10 Mbit/s, 40 ms RTT and
+    a 20 kB buffer (tail drops): every byte arrives no faster than the rate allows, the
+    server's trace has the states of a transfer that lost packets (SlowStart, Recovery),
+    the client's trace exists, the log's timestamps are this run's clock, the path's
+    counters add up, and no namespace is left behind."""
+    reason = _why_no_quic_rt(stack)
+    if reason:
+        pytest.skip(reason)
+    import statemine
+    from statemine.tcp.netns import namespaces
+
+    before = set(namespaces())
+    scen = tmp_path / "s.toml"
+    scen.write_text(
+        f'[scenario]\nname = "rt"\nruns = 1\nseed = 3\ntime_limit_s = 60\n[grid]\n'
+        f'stack = "{stack}"\nrate_mbps = 10\nrtt_ms = 40\nbuffer_bytes = 20000\n'
+        "object_size_bytes = 400000\n"
+    )
+    wall, mono = time.time(), time.monotonic()
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "statemine", "lab", "run", str(scen), "--out", str(out), "-j", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert set(namespaces()) <= before  # the run's namespaces (and TUN devices) are gone
+    (run,) = (out / "runs").iterdir()
+    res = json.loads((run / "result.json").read_text())
+    assert res["ok"], res
+    assert res["bytes"] == 400_000
+    assert 400_000 * 8 / 10e6 + 0.04 < res["plt_s"] < 30
+    assert res["packets_sent"] == res["packets_up"] + res["packets_down"]
+    assert res["packets_dropped"] >= res["down_tail_dropped"] > 0
+    assert res["retransmissions"] >= 1  # the server declared losses
+    ts = statemine.load(run / "traces.parquet")
+    roles = {t.rsplit("/", 1)[1]: t for t in ts.traces["trace"]}
+    assert set(roles) == {"client", "server"}
+    server = ts.events[ts.events["trace"] == roles["server"]]
+    assert {"Init", "SlowStart", "Recovery"} <= set(server["state"])
+    t = server["time"].to_numpy()
+    assert (np.diff(t) >= 0).all() and t[-1] - t[0] <= res["wall_time_s"]
+    # aioquic logs the monotonic clock it was driven with, quiche's patch Unix time
+    now = time.monotonic() if stack.startswith("aioquic") else time.time()
+    start = mono if stack.startswith("aioquic") else wall
+    assert start < t[0] and t[-1] < now

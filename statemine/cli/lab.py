@@ -182,6 +182,8 @@ def keys_cmd() -> None:
             "cellular-mobile-vs-desktop",
             "quic-vs-tcp-jitter",
             "quic-go-real-vs-virtual",
+            "quic-rt-vs-tcp-jitter",
+            "quic-rt-real-vs-virtual",
             "tcp-mobile-vs-desktop",
             "quiche-cubic-recovery-under-loss",
             "quiche-bbr-startup-vs-size",

@@ -228,6 +228,50 @@ FINDINGS: tuple[Finding, ...] = (
         per_stack=False,
     ),
     Finding(
+        "quic-rt-vs-tcp-jitter",
+        "tcp-jitter+quic-rt-jitter",
+        "Recovery",
+        "finding 5 with the QUIC stacks in real time too: aioquic (fixed packet threshold 3) "
+        "and quiche (adapts its threshold) run through the real-time path like kernel TCP "
+        "(cubic, RACK-TLP), 112 ms RTT, 10 ms jitter",
+        (
+            Condition(
+                "TCP cubic", {"implementation": "tcp", "version": "cubic", "jitter_ms": "10"}
+            ),
+            Condition(
+                "aioquic 1.7.2 real",
+                {"implementation": "aioquic-rt", "version": "1.7.2", "jitter_ms": "10"},
+            ),
+            Condition(
+                "quiche 0.30.0 real",
+                {"implementation": "quiche-rt", "version": "0.30.0", "jitter_ms": "10"},
+            ),
+        ),
+        (
+            Comparison("TCP cubic", "aioquic 1.7.2 real", "up"),
+            Comparison("TCP cubic", "quiche 0.30.0 real", "either"),
+        ),
+        per_stack=False,
+    ),
+    Finding(
+        "quic-rt-real-vs-virtual",
+        "quic-rt-jitter+aioquic-versions+quiche-jitter",
+        "Recovery",
+        "fidelity, no paper: aioquic and quiche in real time through the real-time path "
+        "against the same stacks in virtual time through the same path model (112 ms RTT, "
+        "10 ms jitter): does real time change their time in Recovery?",
+        tuple(
+            Condition(f"{name} {mode}", {"implementation": impl, "version": v, "jitter_ms": "10"})
+            for name, v in (("aioquic", "1.7.2"), ("quiche", "0.30.0"))
+            for mode, impl in (("virtual", name), ("real", f"{name}-rt"))
+        ),
+        tuple(
+            Comparison(f"{name} virtual", f"{name} real", "either")
+            for name in ("aioquic", "quiche")
+        ),
+        per_stack=False,
+    ),
+    Finding(
         "tcp-mobile-vs-desktop",
         "tcp-mobile",
         "Recovery",

@@ -177,6 +177,9 @@ def transfer(config: dict, server_sock: socket.socket, client_sock: socket.socke
         "bytes": received.bytes,
         "throughput_bps": 8.0 * received.bytes / plt if plt > 0 else None,
         "retransmissions": losses[0],
+        # the server's RTT estimates at the end (aioquic's private recovery fields)
+        "srtt_s": getattr(server.conn._loss, "_rtt_smoothed", None),
+        "min_rtt_s": getattr(server.conn._loss, "_rtt_min", None),
         "send_errors": server.send_errors + client.send_errors,
         "virtual_time_s": time.monotonic() - t0,
     }

@@ -191,6 +191,11 @@ pub struct RunResult {
     pub virtual_time_s: f64,
     pub wall_time_s: f64,
     pub cpu_time_s: Option<f64>,
+    /// The server's smoothed and minimum RTT at the end, s (real-time mode only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub srtt_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rtt_s: Option<f64>,
     pub implementation: String,
     pub version: String,
     pub cc: String,

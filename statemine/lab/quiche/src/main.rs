@@ -125,6 +125,8 @@ fn main() {
             res.packets_sent = out.packets_sent;
             res.packets_dropped = out.packets_dropped;
             res.virtual_time_s = out.virtual_time_s;
+            res.srtt_s = out.srtt_s;
+            res.min_rtt_s = out.min_rtt_s;
         }
         Err(e) => res.error = Some(e),
     }

@@ -272,6 +272,10 @@ pub fn simulate(
         out.plt_s = done.map(|d| (d - start).as_secs_f64());
     }
     out.retransmissions = server.conn.as_ref().map_or(0, |c| c.stats().lost as u64);
+    if let Some(p) = server.conn.as_ref().and_then(|c| c.path_stats().next()) {
+        out.srtt_s = Some(p.rtt.as_secs_f64());
+        out.min_rtt_s = p.min_rtt.map(|d| d.as_secs_f64());
+    }
     out.packets_sent = server.sent + client.sent;
     out.packets_dropped = server.send_errors + client.send_errors; // local; the path's are the emulator's
     out.virtual_time_s = start.elapsed().as_secs_f64();

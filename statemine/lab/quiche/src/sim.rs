@@ -116,6 +116,9 @@ pub struct Outcome {
     pub packets_dropped: u64,
     pub virtual_time_s: f64,
     pub error: Option<String>,
+    /// The server's smoothed and minimum RTT at the end, s (set by the real-time loop).
+    pub srtt_s: Option<f64>,
+    pub min_rtt_s: Option<f64>,
 }
 
 /// The mobile client's network thread and application.
