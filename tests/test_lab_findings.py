@@ -825,7 +825,7 @@ def _pooled_p(ia, ta, ib, tb) -> float:
             - seconds[xa].sum(axis=axis) / totals[xa].sum(axis=axis)
         )
 
-    return stats.permutation_test(
+    return stats.permutation_test(  # type: ignore[return-value]  # a float for 1-d samples
         (np.arange(len(ia)), np.arange(len(ia), len(seconds))),
         stat,
         vectorized=True,

@@ -135,7 +135,10 @@ def test_scenario_accepts_quic_stacks_in_real_time(tmp_path):
 @pytest.mark.parametrize(
     ("grid", "match"),
     [
-        ('stack = "quiche-rt@9.9.9"', r"s.toml:4: grid.stack: quiche-rt 9.9.9 has no instrument patch"),
+        (
+            'stack = "quiche-rt@9.9.9"',
+            r"s.toml:4: grid.stack: quiche-rt 9.9.9 has no instrument patch",
+        ),
         ('stack = "aioquic-rt@0.0.1"', r"grid.stack: aioquic-rt 0.0.1 has no instrument patch"),
         ('stack = "aioquic-rt@1.7.2"\ncc = "bbr2"', r"only the quiche stack"),
     ],

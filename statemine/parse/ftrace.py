@@ -358,7 +358,9 @@ class _Tokens:
         stamp = self.token(np.maximum(ev - 1, 0))
         ok = _mask(pc.match_substring_regex(stamp, _TIMESTAMP))
         _first_bad(path, numbers, ok, f"{event} line without a timestamp before the event")
-        out = {"time": _seconds(path, pc.utf8_slice_codeunits(stamp, 0, -1), numbers)}
+        out: dict[str, Any] = {
+            "time": _seconds(path, pc.utf8_slice_codeunits(stamp, 0, -1), numbers)
+        }
         for key, shape in _FIELDS[event].items():
             at = self._find(key, rows)
             _first_bad(path, numbers, at > ev, f"{event} line without {key}=")
