@@ -19,10 +19,8 @@ and each command is one call (statemine.commands), writing what the command writ
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
 from .errors import InputError, StatemineError, UsageError
+from .lazy import lazy_exports
 
 #: Public name -> the module that defines it, imported on first use (PEP 562), so the
 #: command line starts without loading pandas and friends it may not need yet.
@@ -54,16 +52,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 #: The version, written only here (setup.cfg reads it: ``attr: statemine.__version__``).

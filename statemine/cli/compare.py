@@ -10,101 +10,81 @@ import click
 from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
-from .console import make_console
+from .console import make_console, text_table
 from .infer import _input_options, print_warnings
+from .options import (
+    alpha_option,
+    bootstrap_option,
+    collapse_repeats_option,
+    end_option,
+    permutations_option,
+    seed_option,
+    with_options,
+)
 
 if TYPE_CHECKING:
-    from rich.console import JustifyMethod
-
     from ..compare import DiffResult
 
-_STAT_OPTIONS = [
-    click.option(
-        "--label-a", help="Name of side A in tables and diagrams (default: A's file name)."
-    ),
-    click.option("--label-b", help="Name of side B (default: B's file name)."),
-    click.option(
-        "--permutations",
-        "n_perm",
-        type=click.IntRange(1),
-        default=9999,
-        show_default=True,
-        help="Random relabellings of the permutation test (all of them when there are fewer).",
-    ),
-    click.option(
-        "--bootstrap",
-        "n_boot",
-        type=click.IntRange(0),
-        default=2000,
-        show_default=True,
-        help="Bootstrap resamples for the intervals of the differences (0: none).",
-    ),
-    click.option(
-        "--alpha",
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.05,
-        show_default=True,
-        help="Family-wise error rate (Holm) of the state and transition tests.",
-    ),
-    click.option(
-        "--test",
-        "transition_test",
-        type=click.Choice(["chi2", "g"]),
-        default="chi2",
-        show_default=True,
-        help="Large-count test of the transitions (small counts use Fisher's exact test).",
-    ),
-    click.option(
-        "--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."
-    ),
-    click.option(
-        "--strata",
-        multiple=True,
-        metavar="LABEL",
-        help="Trace label to stratify by (repeatable), e.g. implementation: relabel and resample "
-        "only within each stratum.",
-    ),
-    click.option(
-        "--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."
-    ),
-    click.option(
-        "--end",
-        "end_rule",
-        type=click.Choice(["close", "last-state"]),
-        default="close",
-        show_default=True,
-        help="Where a trace's last state ends.",
-    ),
-]
+_stat_options = with_options(
+    [
+        click.option(
+            "--label-a", help="Name of side A in tables and diagrams (default: A's file name)."
+        ),
+        click.option("--label-b", help="Name of side B (default: B's file name)."),
+        permutations_option(),
+        bootstrap_option(
+            default=2000,
+            minimum=0,
+            help="Bootstrap resamples for the intervals of the differences (0: none).",
+        ),
+        alpha_option(
+            default=0.05, help="Family-wise error rate (Holm) of the state and transition tests."
+        ),
+        click.option(
+            "--test",
+            "transition_test",
+            type=click.Choice(["chi2", "g"]),
+            default="chi2",
+            show_default=True,
+            help="Large-count test of the transitions (small counts use Fisher's exact test).",
+        ),
+        seed_option(),
+        click.option(
+            "--strata",
+            multiple=True,
+            metavar="LABEL",
+            help="Trace label to stratify by (repeatable), e.g. implementation: relabel and "
+            "resample only within each stratum.",
+        ),
+        collapse_repeats_option(),
+        end_option(),
+    ]
+)
 
-
-def _stat_options(func):
-    for option in reversed(_STAT_OPTIONS):
-        func = option(func)
-    return func
-
-
-_SELECT_OPTIONS = [
-    click.option(
-        "--select",
-        "select_both",
-        multiple=True,
-        metavar="LABEL=VALUE",
-        help="Keep only traces with this label value, on both sides (repeatable), e.g. role=server.",
-    ),
-    click.option(
-        "--select-a", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side A only."
-    ),
-    click.option(
-        "--select-b", multiple=True, metavar="LABEL=VALUE", help="Like --select, for side B only."
-    ),
-]
-
-
-def _select_options(func):
-    for option in reversed(_SELECT_OPTIONS):
-        func = option(func)
-    return func
+_select_options = with_options(
+    [
+        click.option(
+            "--select",
+            "select_both",
+            multiple=True,
+            metavar="LABEL=VALUE",
+            help="Keep only traces with this label value, on both sides (repeatable), "
+            "e.g. role=server.",
+        ),
+        click.option(
+            "--select-a",
+            multiple=True,
+            metavar="LABEL=VALUE",
+            help="Like --select, for side A only.",
+        ),
+        click.option(
+            "--select-b",
+            multiple=True,
+            metavar="LABEL=VALUE",
+            help="Like --select, for side B only.",
+        ),
+    ]
+)
 
 
 def _read_options(opts: dict) -> dict[str, Any]:
@@ -180,40 +160,27 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
 def print_summary(result: DiffResult, *, top: int = 10) -> None:
     """Print the ranking of the largest significant changes (with the states' bootstrap
     intervals), the evidence verdict (power, pseudo-replicates) and the notes (rich)."""
-    from rich.table import Table
-
     from .. import units
     from ..escape import TERMINAL_CHARS, display_name, one_line, rich_cell
-    from ..escape import markup_text as escape
 
     console = make_console()
     ranking = result.ranking(top)
     header = (
-        f"{escape(result.label_a)} ({result.n_traces_a} traces) vs {escape(result.label_b)} "
+        f"{result.label_a} ({result.n_traces_a} traces) vs {result.label_b} "
         f"({result.n_traces_b} traces): {len(result.ranking(None))} significant change(s) "
         f"(Holm, alpha={result.alpha:g})"
     )
-    table = Table(title=header, title_justify="left")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("kind", "left"),
-        ("name", "left"),
-        (result.label_a, "right"),
-        (result.label_b, "right"),
-        ("B - A [95% CI]", "right"),
-        ("p (Holm)", "right"),
-    )
-    for column, justify in columns:
-        table.add_column(escape(column), justify=justify, overflow="fold")
+    headers = ("kind", "name", result.label_a, result.label_b, "B - A [95% CI]", "p (Holm)")
+    rows = []
     row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in ranking.itertuples(index=False):
-        a, b, delta = units.ranking_cells(
-            row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi
-        )
-        table.add_row(row.kind, rich_cell(row.name), a, b, delta, f"{row.p_holm:.2g}")
+        cells = units.ranking_cells(row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi)
+        rows.append((row.kind, rich_cell(row.name), *cells, f"{row.p_holm:.2g}"))
+    table = text_table(headers, rows, title=header, right=(2, 3, 4, 5))
     if len(ranking):
         console.print(table)
     else:
-        console.print(header)
+        console.print(header, markup=False, highlight=False)
     console.print(
         f"power: smallest possible p {result.min_p:.3g}, {result.min_p_holm:.3g} after Holm over the "
         "states" + (": UNDERPOWERED, no state can be significant" if result.underpowered else ""),

@@ -21,6 +21,13 @@ from ..errors import UsageError
 from ..stats.options import StatsOptions
 from . import main
 from .console import make_console
+from .options import (
+    bootstrap_option,
+    collapse_repeats_option,
+    end_option,
+    seed_option,
+    with_options,
+)
 from .synoptic import ToolCommand, run_synoptic_engine
 
 _INPUT_OPTIONS = [
@@ -96,9 +103,7 @@ def _input_options(func):
         values = {k: kwargs.pop(k) for k in _READ_KEYS}
         return func(*args, read=read_options(click.get_current_context(), **values), **kwargs)
 
-    for option in reversed(_INPUT_OPTIONS):
-        gathered = option(gathered)
-    return gathered
+    return with_options(_INPUT_OPTIONS)(gathered)
 
 
 _SELECT_OPTION = click.option(
@@ -164,37 +169,17 @@ def print_warnings(warnings: Sequence[str], limit: int = 10) -> None:
     metavar="PREFIX",
     help="Synoptic engines: write PREFIX.dot, PREFIX.invariants.txt, PREFIX.json.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed of the bootstrap / Synoptic refinement.",
-)
+@seed_option("Seed of the bootstrap / Synoptic refinement.")
 @click.option(
     "--synoptic-jar",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="STATEMINE_SYNOPTIC_JAR",
     help="A real synoptic.jar, for --engine synoptic-jar.",
 )
-@click.option(
-    "--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."
-)
-@click.option(
-    "--end",
-    "end_rule",
-    type=click.Choice(["close", "last-state"]),
-    default="close",
-    show_default=True,
-    help="Where a trace's last state ends: its Close line / last line, or its own line.",
-)
-@click.option(
-    "--bootstrap",
-    "n_boot",
-    type=click.IntRange(0),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples for the confidence intervals (0: none).",
+@collapse_repeats_option()
+@end_option()
+@bootstrap_option(
+    default=1000, minimum=0, help="Bootstrap resamples for the confidence intervals (0: none)."
 )
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
 @click.option(

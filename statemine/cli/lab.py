@@ -5,15 +5,37 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import UsageError
 from . import main
+from .options import (
+    WIDE_OPTION,
+    alpha_option,
+    bootstrap_option,
+    permutations_option,
+    seed_option,
+    with_options,
+)
 
-if TYPE_CHECKING:
-    from rich.table import Table
+#: ``--finding`` choices: the names of :data:`statemine.lab.findings.FINDINGS` (a test
+#: checks they match; listed here so that --help does not import the statistics).
+FINDING_NAMES = (
+    "mobile-vs-desktop",
+    "jitter-recovery",
+    "quic-go-adaptive-reordering",
+    "cellular-mobile-vs-desktop",
+    "quic-vs-tcp-jitter",
+    "quic-go-real-vs-virtual",
+    "quic-rt-vs-tcp-jitter",
+    "quic-rt-real-vs-virtual",
+    "tcp-mobile-vs-desktop",
+    "quiche-cubic-recovery-under-loss",
+    "quiche-bbr-startup-vs-size",
+    "quiche-bbr-probebw-vs-size",
+    "quiche-jitter-recovery",
+)
 
 
 def _only(values: tuple[str, ...]) -> dict[str, str]:
@@ -66,12 +88,11 @@ def run_cmd(
     no_progress: bool,
 ) -> None:
     """Run every unfinished run of SCENARIO (a TOML grid) into --out."""
-    from ..lab import grid
-    from ..lab import scenario as sc
+    from ..escape import one_line
+    from ..lab.commands import run_scenario
 
-    spec = sc.load(scenario)
-    table = grid.run_grid(
-        spec,
+    run = run_scenario(
+        scenario,
         out,
         jobs=jobs,
         only=_only(only),
@@ -79,21 +100,12 @@ def run_cmd(
         command=["statemine", *sys.argv[1:]],
         progress=not no_progress,
     )
-    ok = int(table["ok"].fillna(False).astype(bool).sum())
-    failed = len(table) - ok
-    click.echo(f"{len(table)} runs in {out}: {ok} ok, {failed} failed (results.csv, manifest.json)")
-    if failed:
-        from ..escape import one_line
-
-        for row in table[~table["ok"].fillna(False).astype(bool)].head(10).itertuples():
-            click.echo(f"  failed {row.run_id}: {one_line(row.error)}", err=True)
-
-
-_WIDE_OPTION = click.option(
-    "--wide",
-    is_flag=True,
-    help="Print tables at full width (the default when output is not a terminal).",
-)
+    failed = len(run.failures)
+    click.echo(
+        f"{len(run.table)} runs in {out}: {run.ok} ok, {failed} failed (results.csv, manifest.json)"
+    )
+    for run_id, error in run.failures[:10]:
+        click.echo(f"  failed {run_id}: {one_line(error)}", err=True)
 
 
 @lab.command("scenarios")
@@ -110,62 +122,30 @@ _WIDE_OPTION = click.option(
     hidden=True,
     help="Deprecated: give the folder as the argument DIR.",
 )
-@_WIDE_OPTION
+@WIDE_OPTION
 def scenarios_cmd(directory: Path | None, dir_option: Path | None, wide: bool) -> None:
     """List the scenario files of folder DIR (default: the shipped examples/scenarios):
     name, runs, and the grid's axes."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .console import make_console
+    from ..lab.commands import list_scenarios
+    from .console import print_frame
 
     if dir_option is not None:
         if directory is not None:
             raise UsageError("give the folder once: as DIR (--dir is the deprecated form)")
         click.echo("statemine: note: --dir is deprecated; give the folder as DIR", err=True)
         directory = dir_option
-    if directory is None:
-        from ..resources import data_dir
-
-        directory = data_dir("examples/scenarios")
-
-    from ..lab import scenario as sc
-
-    table = Table(title=escape(str(directory)))
-    for col in ("file", "name", "cells", "runs", "axes"):
-        table.add_column(col)
-    for path in sorted(directory.glob("*.toml")):
-        spec = sc.load(path)
-        axes = escape(
-            ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.axes.items() if len(v) > 1)
-        )
-        table.add_row(
-            escape(path.name),
-            escape(spec.name),
-            str(len(spec.cells)),
-            str(len(spec.cells) * spec.runs),
-            axes,
-        )
-    make_console(wide=wide).print(table)
+    frame = list_scenarios(directory)
+    print_frame(frame, title=frame.attrs["directory"], right=(2, 3), wide=wide)
 
 
 @lab.command("keys")
-def keys_cmd() -> None:
+@WIDE_OPTION
+def keys_cmd(wide: bool) -> None:
     """List the grid keys a scenario may set, with units and defaults."""
-    from rich.markup import escape
-    from rich.table import Table
+    from ..lab.commands import list_keys
+    from .console import print_frame
 
-    from ..lab.scenario import GRID_KEYS
-    from .console import make_console
-
-    table = Table()
-    for col in ("key", "default", "meaning"):
-        table.add_column(col)
-    for key, spec in GRID_KEYS.items():
-        table.add_row(
-            key, "-" if spec.default is None else escape(str(spec.default)), escape(spec.doc)
-        )
-    make_console().print(table)
+    print_frame(list_keys(), wide=wide)
 
 
 @lab.command("findings")
@@ -174,50 +154,24 @@ def keys_cmd() -> None:
     "--finding",
     "names",
     multiple=True,
-    type=click.Choice(
-        [
-            "mobile-vs-desktop",
-            "jitter-recovery",
-            "quic-go-adaptive-reordering",
-            "cellular-mobile-vs-desktop",
-            "quic-vs-tcp-jitter",
-            "quic-go-real-vs-virtual",
-            "quic-rt-vs-tcp-jitter",
-            "quic-rt-real-vs-virtual",
-            "tcp-mobile-vs-desktop",
-            "quiche-cubic-recovery-under-loss",
-            "quiche-bbr-startup-vs-size",
-            "quiche-bbr-probebw-vs-size",
-            "quiche-jitter-recovery",
-        ]
-    ),
+    type=click.Choice(FINDING_NAMES),
     help="Only this finding (repeatable; default: all).",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.01,
-    show_default=True,
-    help="A finding is reproduced when its Holm-adjusted p-value is below this (the paper's 0.01).",
-)
-@click.option(
-    "--permutations",
-    "n_perm",
-    type=click.IntRange(1),
-    default=9999,
-    show_default=True,
-    help="Random relabellings of the permutation test.",
-)
-@click.option(
-    "--bootstrap",
-    "n_boot",
-    type=click.IntRange(1),
-    default=2000,
-    show_default=True,
-    help="Bootstrap resamples for the interval of each difference.",
-)
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of permutations and bootstrap."
+@with_options(
+    [
+        alpha_option(
+            default=0.01,
+            help="A finding is reproduced when its Holm-adjusted p-value is below this "
+            "(the paper's 0.01).",
+        ),
+        permutations_option(),
+        bootstrap_option(
+            default=2000,
+            minimum=1,
+            help="Bootstrap resamples for the interval of each difference.",
+        ),
+        seed_option(),
+    ]
 )
 @click.option(
     "--csv",
@@ -229,7 +183,7 @@ def keys_cmd() -> None:
 @click.option(
     "--markdown", is_flag=True, help="Print the tables as Markdown (as in docs/findings.md)."
 )
-@_WIDE_OPTION
+@WIDE_OPTION
 def findings_cmd(
     root: Path,
     names: tuple[str, ...],
@@ -246,21 +200,15 @@ def findings_cmd(
     conditions, the difference with its bootstrap interval, the permutation p-value (Holm)
     and whether it is reproduced (p < alpha in the paper's direction, no evidence flag);
     then each condition's shares, page-load times and losses."""
-    from ..escape import frame_csv, one_line, visible
-    from ..fileio import write_atomic
+    from ..escape import one_line, visible
     from ..lab import findings
-    from .console import make_console
+    from ..lab.commands import measure_findings
+    from .console import make_console, text_table
 
-    chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
-    verdicts, conditions = findings.measure(
-        root, chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
+    found = measure_findings(
+        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path
     )
-    if verdicts.empty:
-        raise UsageError(
-            f"{root}: no scenario folder of a finding ({', '.join(f.scenario for f in findings.FINDINGS)})"
-        )
-    if csv_path is not None:
-        write_atomic(csv_path, frame_csv(verdicts))
+    verdicts, conditions = found.verdicts, found.conditions
     console = make_console(wide=wide)
     say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
     say(
@@ -269,7 +217,7 @@ def findings_cmd(
         f"interval of B - A in percentage points); reproduced when p < {alpha:g} in the paper's direction with no "
         "evidence flag"
     )
-    for f in chosen:
+    for f in found.findings:
         rows = verdicts[verdicts["finding"] == f.name]
         if rows.empty:
             continue
@@ -285,13 +233,15 @@ def findings_cmd(
             )
             continue
         console.print(
-            _table(findings.VERDICT_HEADERS, findings.verdict_cells(rows), left=(0, 1, 7, 8))
+            text_table(
+                findings.VERDICT_HEADERS, findings.verdict_cells(rows), right=(2, 3, 4, 5, 6)
+            )
         )
         console.print(
-            _table(
+            text_table(
                 findings.CONDITION_HEADERS,
                 findings.condition_cells(conditions[conditions["finding"] == f.name]),
-                left=(0, 1),
+                right=range(2, len(findings.CONDITION_HEADERS)),
             )
         )
         for note in findings.known_notes(rows):
@@ -305,23 +255,6 @@ def findings_cmd(
     )
     for r in verdicts[verdicts["direction"] == "either"].itertuples(index=False):
         say(f"{r.finding} / {r.stack}: {r.verdict}")
-
-
-def _table(
-    headers: tuple[str, ...], cells: list[tuple[str, ...]], *, left: tuple[int, ...]
-) -> Table:
-    """A rich table of text cells (shown literally, controls made visible); columns ``left``
-    left-aligned, the rest right."""
-    from rich.table import Table
-
-    from ..escape import rich_cell
-
-    table = Table()
-    for i, col in enumerate(headers):
-        table.add_column(col, justify="left" if i in left else "right", overflow="fold")
-    for row in cells:
-        table.add_row(*(rich_cell(c, None) for c in row))
-    return table
 
 
 @lab.command("rerun")
@@ -338,38 +271,9 @@ def rerun_cmd(config: Path, out: Path) -> None:
     stack version gives the same log, byte for byte."""
     import json
 
-    from ..errors import InputError
-    from ..lab.grid import resolve_link_traces
-    from ..lab.runners import runner_for
+    from ..lab.commands import RERUN_FIELDS, rerun
 
-    try:
-        cfg = json.loads(config.read_text(encoding="utf-8"))
-        impl = cfg["implementation"]
-        runner = runner_for(impl)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(config, None, f"not a run config: {exc}") from None
-    if not isinstance(cfg.get("path"), dict):
-        raise InputError(config, None, "not a run config: no path table")
-    cfg = resolve_link_traces(cfg, config.resolve().parent, config)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = dict(
-        cfg, log_path=str(out.resolve() / "run.log"), result_path=str(out.resolve() / "result.json")
-    )
-    result = runner.run(cfg)
-    click.echo(
-        json.dumps(
-            {
-                k: result.get(k)
-                for k in (
-                    "ok",
-                    "error",
-                    "plt_s",
-                    "retransmissions",
-                    "packets_sent",
-                    "packets_dropped",
-                )
-            }
-        )
-    )
+    result = rerun(config, out)
+    click.echo(json.dumps({k: result.get(k) for k in RERUN_FIELDS}))
     if not result.get("ok"):
         sys.exit(1)

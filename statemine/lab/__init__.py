@@ -4,5 +4,55 @@ path, producing statemine traces (``statemine lab run``; docs/lab.md).
 Modules: :mod:`.path` (the path model), :mod:`.scenario` (TOML grids), :mod:`.grid`
 (running a grid: parallel, resumable, results table and manifest), :mod:`.runners`
 (one runner per implementation), :mod:`.findings` (the paper's findings measured on a
-grid's traces).
+grid's traces), :mod:`.commands` (each ``statemine lab`` command as one call).
+
+The commands' library calls, imported when first used:
+
+>>> import statemine.lab
+>>> run = statemine.lab.run_scenario("examples/scenarios/jitter.toml", "out/")  # doctest: +SKIP
+>>> statemine.lab.list_scenarios()  # doctest: +SKIP
+>>> statemine.lab.list_keys()  # doctest: +SKIP
+>>> found = statemine.lab.measure_findings("traces", ["jitter-recovery"])  # doctest: +SKIP
+>>> statemine.lab.rerun("traces/jitter/runs/ID/config.json", "again/")  # doctest: +SKIP
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .commands import (
+        FindingsOutput,
+        LabRun,
+        list_keys,
+        list_scenarios,
+        measure_findings,
+        rerun,
+        run_scenario,
+    )
+
+_LAZY = dict.fromkeys(
+    (
+        "FindingsOutput",
+        "LabRun",
+        "list_keys",
+        "list_scenarios",
+        "measure_findings",
+        "rerun",
+        "run_scenario",
+    ),
+    "commands",
+)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
+__all__ = [
+    "FindingsOutput",
+    "LabRun",
+    "list_keys",
+    "list_scenarios",
+    "measure_findings",
+    "rerun",
+    "run_scenario",
+]

@@ -1,0 +1,89 @@
+"""Options several commands share (one definition each), and one way to add a list of
+options to a command."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[Any], Any]
+
+
+def with_options(options: Sequence[Decorator]) -> Callable[[F], F]:
+    """One decorator adding ``options`` to a command, shown in --help in the given order."""
+
+    def add(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return add
+
+
+def seed_option(help: str = "Seed of permutations and bootstrap.") -> Decorator:
+    """``--seed`` (an int, default 0)."""
+    return click.option("--seed", type=int, default=0, show_default=True, help=help)
+
+
+def permutations_option() -> Decorator:
+    """``--permutations`` (``n_perm``): random relabellings of a permutation test."""
+    return click.option(
+        "--permutations",
+        "n_perm",
+        type=click.IntRange(1),
+        default=9999,
+        show_default=True,
+        help="Random relabellings of the permutation test (all of them when there are fewer).",
+    )
+
+
+def bootstrap_option(*, default: int, minimum: int, help: str) -> Decorator:
+    """``--bootstrap`` (``n_boot``): bootstrap resamples, at least ``minimum``."""
+    return click.option(
+        "--bootstrap",
+        "n_boot",
+        type=click.IntRange(minimum),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def alpha_option(*, default: float, help: str) -> Decorator:
+    """``--alpha``: a significance level in (0, 1)."""
+    return click.option(
+        "--alpha",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def collapse_repeats_option() -> Decorator:
+    """``--collapse-repeats``: merge a state logged again while already in it."""
+    return click.option(
+        "--collapse-repeats", is_flag=True, help="Merge a state logged again while already in it."
+    )
+
+
+def end_option() -> Decorator:
+    """``--end`` (``end_rule``): where a trace's last state ends."""
+    return click.option(
+        "--end",
+        "end_rule",
+        type=click.Choice(["close", "last-state"]),
+        default="close",
+        show_default=True,
+        help="Where a trace's last state ends: its Close line / last line, or its own line.",
+    )
+
+
+WIDE_OPTION = click.option(
+    "--wide",
+    is_flag=True,
+    help="Print tables at full width (the default when output is not a terminal).",
+)

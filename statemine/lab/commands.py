@@ -1,0 +1,203 @@
+"""The ``statemine lab`` commands as library calls: each command is one of these plus
+printing (the CLI in :mod:`statemine.cli.lab` parses arguments, calls, prints).
+
+* :func:`run_scenario` -- ``statemine lab run SCENARIO --out DIR``
+* :func:`list_scenarios` -- ``statemine lab scenarios [DIR]``
+* :func:`list_keys` -- ``statemine lab keys``
+* :func:`measure_findings` -- ``statemine lab findings [ROOT]``
+* :func:`rerun` -- ``statemine lab rerun CONFIG --out DIR``
+
+Nothing is printed here; every file the command writes is written here.
+Units: times in seconds, shares as fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .findings import Finding
+    from .grid import Runner
+    from .scenario import Scenario
+
+#: Columns of :func:`list_scenarios`.
+SCENARIO_COLUMNS = ("file", "name", "cells", "runs", "axes")
+#: Columns of :func:`list_keys`.
+KEY_COLUMNS = ("key", "default", "meaning")
+#: What :func:`rerun` returns of a run's result (and ``lab rerun`` prints as JSON).
+RERUN_FIELDS = ("ok", "error", "plt_s", "retransmissions", "packets_sent", "packets_dropped")
+
+
+@dataclass(frozen=True)
+class LabRun:
+    """What :func:`run_scenario` ran: the results table (one row per run of the grid, also
+    those finished before), and the (run id, error) of each failed run."""
+
+    table: pd.DataFrame
+    out: Path
+    failures: tuple[tuple[str, str], ...]
+
+    @property
+    def ok(self) -> int:
+        """Runs that finished well."""
+        return len(self.table) - len(self.failures)
+
+
+def run_scenario(
+    scenario: str | os.PathLike | Scenario,
+    out: str | os.PathLike,
+    *,
+    jobs: int | None = None,
+    only: Mapping[str, str] | None = None,
+    retry_failed: bool = False,
+    progress: bool = False,
+    command: list[str] | None = None,
+    runners: Mapping[str, Runner] | None = None,
+) -> LabRun:
+    """``statemine lab run``: every unfinished run of ``scenario`` (a TOML file or a loaded
+    :class:`~statemine.lab.scenario.Scenario`) into ``out`` (:func:`statemine.lab.grid.run_grid`:
+    runs/, results.csv/.parquet, manifest.json; resumable). ``only``: grid key -> value,
+    the cells to run; ``command``: the command line the manifest records (default
+    ``sys.argv``); ``runners``: implementation -> runner, instead of the shipped ones."""
+    from . import grid
+    from .scenario import Scenario, load
+
+    spec = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
+    table = grid.run_grid(
+        spec,
+        out,
+        jobs=jobs,
+        only=only,
+        retry_failed=retry_failed,
+        runners=runners,
+        command=command,
+        progress=progress,
+    )
+    ok = table["ok"].fillna(False).astype(bool)
+    failures = tuple(
+        (str(r), "" if e is None or e != e else str(e))
+        for r, e in zip(table.loc[~ok, "run_id"], table.loc[~ok, "error"])
+    )
+    return LabRun(table=table, out=Path(out), failures=failures)
+
+
+def list_scenarios(directory: str | os.PathLike | None = None) -> pd.DataFrame:
+    """``statemine lab scenarios``: one row per ``*.toml`` scenario of ``directory``
+    (default: the shipped examples/scenarios), by file name: :data:`SCENARIO_COLUMNS`
+    (cells of the grid, runs = cells x runs per cell, axes: the keys with more than one
+    value as ``key=v1|v2``); ``attrs["directory"]``: the folder listed."""
+    import pandas as pd
+
+    from .scenario import load
+
+    if directory is None:
+        from ..resources import data_dir
+
+        directory = data_dir("examples/scenarios")
+    rows = []
+    for path in sorted(Path(directory).glob("*.toml")):
+        spec = load(path)
+        axes = ", ".join(f"{k}={'|'.join(map(str, v))}" for k, v in spec.axes.items() if len(v) > 1)
+        rows.append((path.name, spec.name, len(spec.cells), len(spec.cells) * spec.runs, axes))
+    frame = pd.DataFrame(rows, columns=list(SCENARIO_COLUMNS))
+    frame.attrs["directory"] = str(directory)
+    return frame
+
+
+def list_keys() -> pd.DataFrame:
+    """``statemine lab keys``: one row per grid key a scenario may set (:data:`KEY_COLUMNS`;
+    the default as text, "-" where there is none; the meaning with its unit)."""
+    import pandas as pd
+
+    from .scenario import GRID_KEYS
+
+    rows = [
+        (key, "-" if spec.default is None else str(spec.default), spec.doc)
+        for key, spec in GRID_KEYS.items()
+    ]
+    return pd.DataFrame(rows, columns=list(KEY_COLUMNS))
+
+
+@dataclass(frozen=True)
+class FindingsOutput:
+    """What :func:`measure_findings` measured: the findings tested (in order), the
+    comparisons (:func:`statemine.lab.findings.assess` rows) and each condition's figures
+    (:func:`statemine.lab.findings.evaluate` rows)."""
+
+    findings: tuple[Finding, ...]
+    verdicts: pd.DataFrame
+    conditions: pd.DataFrame
+
+
+def measure_findings(
+    root: str | os.PathLike = "traces",
+    names: Sequence[str] = (),
+    *,
+    alpha: float = 0.01,
+    n_perm: int = 9999,
+    n_boot: int = 2000,
+    seed: int = 0,
+    csv: str | os.PathLike | None = None,
+) -> FindingsOutput:
+    """``statemine lab findings``: test the paper's findings (``names``, default all of
+    :data:`statemine.lab.findings.FINDINGS`) on the lab traces under ``root`` with
+    statemine's diff (``n_perm`` permutations, ``n_boot`` bootstrap resamples, ``seed``;
+    reproduced when p < ``alpha``), and with ``csv`` write the comparisons there
+    (atomically). Raises :class:`UsageError` when ``root`` holds no finding's folder or a
+    name is unknown."""
+    from . import findings
+
+    known = {f.name for f in findings.FINDINGS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"unknown finding {unknown[0]!r} (findings: {', '.join(sorted(known))})")
+    chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
+    verdicts, conditions = findings.measure(
+        Path(root), chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
+    )
+    if verdicts.empty:
+        raise UsageError(
+            f"{root}: no scenario folder of a finding "
+            f"({', '.join(f.scenario for f in findings.FINDINGS)})"
+        )
+    if csv is not None:
+        from ..escape import frame_csv
+        from ..fileio import write_atomic
+
+        write_atomic(csv, frame_csv(verdicts))
+    return FindingsOutput(findings=chosen, verdicts=verdicts, conditions=conditions)
+
+
+def rerun(config: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:
+    """``statemine lab rerun``: run one run config (a run folder's config.json) again into
+    ``out`` (run.log, result.json); the same stack version gives the same log, byte for
+    byte. Returns the run's result (:data:`RERUN_FIELDS` and more); a config that is not
+    one is an :class:`InputError`."""
+    from .grid import resolve_link_traces
+    from .runners import runner_for
+
+    config, out = Path(config), Path(out)
+    try:
+        cfg = json.loads(config.read_text(encoding="utf-8"))
+        runner = runner_for(cfg["implementation"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(config, None, f"not a run config: {exc}") from None
+    except OSError as exc:
+        raise InputError(config, None, f"cannot read: {exc.strerror or exc}") from None
+    if not isinstance(cfg.get("path"), dict):
+        raise InputError(config, None, "not a run config: no path table")
+    cfg = resolve_link_traces(cfg, config.resolve().parent, config)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = dict(
+        cfg, log_path=str(out.resolve() / "run.log"), result_path=str(out.resolve() / "result.json")
+    )
+    return runner.run(cfg)
