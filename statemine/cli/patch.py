@@ -23,14 +23,6 @@ def _lib():
     return patch
 
 
-def _rich():
-    """rich's Console and Table, imported when a command prints one."""
-    from rich.console import Console
-    from rich.table import Table
-
-    return Console, Table
-
-
 _impl = click.option("--impl", required=True, help="Implementation, e.g. aioquic or quic-go.")
 _version = click.option(
     "--version", "version", required=True, help="Version, e.g. 1.7.2 or v0.48.2."
@@ -45,15 +37,10 @@ _dir = click.argument("directory", type=click.Path(file_okay=False, path_type=Pa
 
 
 def _print_hunks(frame: pd.DataFrame, title: str) -> None:
-    from ..escape import rich_cell
+    """A hunk report (one row per hunk) as a table on stdout."""
+    from .console import print_frame
 
-    Console, Table = _rich()
-    table = Table(title=title)
-    for col in frame.columns:
-        table.add_column(col)
-    for row in frame.itertuples(index=False):
-        table.add_row(*(rich_cell(v, None) for v in row))
-    Console(width=max(140, Console().width)).print(table)
+    print_frame(frame, title=title)
 
 
 def _visible_diff(text: str) -> str:
@@ -77,25 +64,18 @@ def patch() -> None:
 @_patches
 def list_cmd(patches: Path | None) -> None:
     """List implementations, patched versions and the files each patch touches."""
+    from .console import make_console, text_table
+
     frame = _lib().list_patches(patches)
-    Console, Table = _rich()
-    table = Table(box=None)
-    for col in ("impl", "version", "file", "added", "removed"):
-        table.add_column(
-            col, no_wrap=True, justify="right" if col in ("added", "removed") else "left"
-        )
-    previous = None
+    rows, previous = [], None
     for row in frame.itertuples(index=False):
         key = (row.impl, row.version)
         name = row.file + (" (new)" if row.new else "")
-        table.add_row(
-            *(key if key != previous else ("", "")),
-            name,
-            f"+{row.lines_added}",
-            f"-{row.lines_removed}",
-        )
+        shown = key if key != previous else ("", "")
+        rows.append((*shown, name, f"+{row.lines_added}", f"-{row.lines_removed}"))
         previous = key
-    Console(width=max(100, Console().width)).print(table)
+    headers = ("impl", "version", "file", "added", "removed")
+    make_console().print(text_table(headers, rows, right=(3, 4), no_wrap=True, box=False))
 
 
 @patch.command()
@@ -105,11 +85,10 @@ def list_cmd(patches: Path | None) -> None:
 @_dir
 def fetch(impl: str, version: str, patches: Path | None, directory: Path) -> None:
     """Fetch the pristine source of IMPL VERSION from its package registry into DIRECTORY."""
-    root = _lib().fetch(impl, version, directory, patches)
-    click.echo(f"fetched {impl} {version} into {root}")
-    python_path = _lib().load_impl(impl, patches).python_path
-    if python_path:
-        click.echo(f"import it with PYTHONPATH={root / python_path}")
+    fetched = _lib().fetch_source(impl, version, directory, patches)
+    click.echo(f"fetched {impl} {version} into {fetched.root}")
+    if fetched.import_path is not None:
+        click.echo(f"import it with PYTHONPATH={fetched.import_path}")
 
 
 def _outcome(result: Outcome, verbose: bool) -> None:
@@ -203,26 +182,23 @@ def port(
     offset and context fuzz but inside the function its context names, or nothing
     changed and a non-zero exit listing the hunks that need a human."""
     lib = _lib()
-    old = from_source if from_source is not None else lib.pristine(impl, from_version, patches)
     try:
-        report = lib.port(
+        report = lib.port_tree(
             impl,
             from_version,
             to_version,
             directory,
             fuzz=fuzz,
+            max_offset=max_offset,
+            from_source=from_source,
+            rejects=rejects,
             dry_run=dry_run,
             patches=patches,
-            old_root=old,
-            max_offset=max_offset,
         )
     except lib.PortFailed as exc:
         click.echo(str(exc.report))
         _print_hunks(exc.report.hunks, "hunks (offset in lines, fuzz in context lines)")
         if rejects is not None:
-            from ..fileio import write_atomic
-
-            write_atomic(rejects, exc.report.rejects.encode("utf-8"))
             click.echo(f"the hunks that need a human: {rejects}")
         else:
             click.echo("the hunks that need a human (line numbers of " + from_version + "):")
