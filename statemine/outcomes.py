@@ -23,32 +23,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .columns import OUTCOME_COLUMNS
 from .errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-#: Columns of a results table that are outcomes or bookkeeping, never scenario values.
-OUTCOME_COLUMNS = (
-    "run_id",
-    "ok",
-    "error",
-    "plt_s",
-    "bytes",
-    "throughput_bps",
-    "retransmissions",
-    "packets_sent",
-    "packets_dropped",
-    "virtual_time_s",
-    "wall_time_s",
-    "seed",
-    "trace",
-    "source",
-    "end",
-    "conn",
-    "role",
-)
 #: The metrics statemine knows, with their units.
 METRICS = {"plt_s": "s", "throughput_bps": "bit/s", "retransmissions": "packets"}
 OUTCOME_TABLE_COLUMNS = [
@@ -364,7 +345,6 @@ def _isnan(value: object) -> bool:
 __all__ = [
     "IDENTICAL_RTOL",
     "METRICS",
-    "OUTCOME_COLUMNS",
     "compare_outcomes",
     "heatmap",
     "identical_runs",

@@ -135,3 +135,20 @@ def test_rerun_is_the_rerun_command(tmp_path, fake):
     (tmp_path / "bad.json").write_text("[1]")
     with pytest.raises(statemine.InputError, match="not a run config"):
         statemine.lab.rerun(tmp_path / "bad.json", tmp_path / "x")
+
+
+def test_results_columns_are_one_list_that_imports_no_statistics():
+    """The lab's results columns are the outcome columns' head (statemine/columns.py), and
+    importing them loads neither scipy nor pandas (the lab writes them; outcomes reads)."""
+    import subprocess
+    import sys
+
+    from statemine import outcomes
+    from statemine.columns import OUTCOME_COLUMNS, RESULT_COLUMNS
+    from statemine.lab import grid
+
+    assert OUTCOME_COLUMNS[: len(RESULT_COLUMNS)] == RESULT_COLUMNS
+    assert grid.RESULT_COLUMNS is RESULT_COLUMNS and outcomes.OUTCOME_COLUMNS is OUTCOME_COLUMNS
+    code = "import sys, statemine.columns; print(sorted({'scipy', 'pandas', 'numpy'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

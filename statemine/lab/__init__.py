@@ -33,20 +33,6 @@ if TYPE_CHECKING:
         run_scenario,
     )
 
-_LAZY = dict.fromkeys(
-    (
-        "FindingsOutput",
-        "LabRun",
-        "list_keys",
-        "list_scenarios",
-        "measure_findings",
-        "rerun",
-        "run_scenario",
-    ),
-    "commands",
-)
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
-
 __all__ = [
     "FindingsOutput",
     "LabRun",
@@ -56,3 +42,6 @@ __all__ = [
     "rerun",
     "run_scenario",
 ]
+#: Every public name lives in :mod:`.commands`.
+_LAZY = dict.fromkeys(__all__, "commands")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

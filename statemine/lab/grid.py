@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from ..columns import RESULT_COLUMNS
 from ..errors import InputError, UsageError
 from ..fileio import atomic_path, write_atomic, write_json
 from .cellular import read_trace_bytes
@@ -47,20 +48,6 @@ from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 RUNS_DIR = "runs"
 #: The results table is rewritten at most this often while a grid runs (and at its end), s.
 RESULTS_EVERY_S = 5.0
-RESULT_COLUMNS = [
-    "run_id",
-    "ok",
-    "error",
-    "plt_s",
-    "bytes",
-    "throughput_bps",
-    "retransmissions",
-    "packets_sent",
-    "packets_dropped",
-    "virtual_time_s",
-    "wall_time_s",
-    "seed",
-]
 
 
 class Runner(Protocol):
@@ -306,7 +293,7 @@ def results_table(
         row = _flat_cell(run.cell)
         row.update({c: res.get(c) for c in RESULT_COLUMNS})
         rows.append(row)
-    columns = list(GRID_KEYS) + RESULT_COLUMNS
+    columns = [*GRID_KEYS, *RESULT_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -95,6 +95,11 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         rows["line"].append(line)
         rows["fields"].append(" ".join(f for f in fields if f))
 
+    def resume_after_pto(k: int, state: str) -> None:
+        """The controller's ``state`` again at metrics update ``k`` (the ACK ending a PTO)."""
+        fields = (f"raw={_token(state)}", "after=pto")
+        add(m_time[k], m_seq[k], "state", state, int(m_line[k]), fields, mark=True)
+
     controller: str | None = None  # the controller's own last state (raw name)
     app_limited = False
     pto_end: int | None = None  # metrics update (time-order index) that ends a fired PTO
@@ -103,15 +108,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         if pto_end is not None:
             if pto_end < len(m_time) and (m_time[pto_end], m_seq[pto_end]) <= (time, seq):
                 if controller is not None:
-                    add(
-                        m_time[pto_end],
-                        m_seq[pto_end],
-                        "state",
-                        controller,
-                        int(m_line[pto_end]),
-                        (f"raw={_token(controller)}", "after=pto"),
-                        mark=True,
-                    )
+                    resume_after_pto(pto_end, controller)
                 pto_end = None
             elif code == _STATE:
                 pto_end = None  # the controller's own state event ends it
@@ -213,15 +210,7 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
             pto_end = next_metrics(time, seq)
     if pto_end is not None and pto_end < len(m_time) and controller is not None:
-        add(
-            m_time[pto_end],
-            m_seq[pto_end],
-            "state",
-            controller,
-            int(m_line[pto_end]),
-            (f"raw={_token(controller)}", "after=pto"),
-            mark=True,
-        )
+        resume_after_pto(pto_end, controller)
     frame = pd.DataFrame(rows)
     frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
     # each row carries the latest value of each metric logged at or before it (log order among
