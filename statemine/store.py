@@ -313,6 +313,31 @@ def _partition_info(root: Path, folder: Path, keys: tuple[str, ...]) -> Partitio
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    traces: set[str] = set()
+    events = 0
+    files = _data_files(folder)
+    for path, rows in files:
+        try:
+            events += rows
+            ids = pq.read_table(path, columns=["trace"])["trace"].cast(pa.string())
+            traces.update(pc.unique(ids).to_pylist())
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    return PartitionInfo(_folder_labels(root, folder, keys), len(files), len(traces), events)
+
+
+def _folder_labels(root: Path, folder: Path, keys: tuple[str, ...]) -> dict[str, str]:
+    """The labels (key -> value) of the partition folder ``folder`` of the store ``root``."""
+    return dict(zip(keys, (p.partition("=")[2] for p in folder.relative_to(root).parts)))
+
+
+def _data_files(folder: Path) -> list[tuple[Path, int]]:
+    """The data files of one partition folder (sorted by name) and their rows, checking
+    each: a Parquet file (its footer only) with the store's schema; no other files, and
+    at least one ("missing files")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     schema = _schema()
     names = sorted(_visible(folder))
     files = [n for n in names if n.endswith(".parquet")]
@@ -321,21 +346,180 @@ def _partition_info(root: Path, folder: Path, keys: tuple[str, ...]) -> Partitio
         raise InputError(folder / stray[0], None, "not a data file of the store (*.parquet)")
     if not files:
         raise InputError(folder, None, "a partition without data files (missing files)")
-    traces: set[str] = set()
-    events = 0
+    out = []
     for name in files:
         path = folder / name
         try:
             pf = pq.ParquetFile(path)
             found = pf.schema_arrow
-            if not found.equals(schema):
-                raise InputError(
-                    path, None, f"schema differs from the store's (mixed schemas): {found}"
-                )
-            events += pf.metadata.num_rows
-            ids = pq.read_table(path, columns=["trace"])["trace"].cast(pa.string())
-            traces.update(pc.unique(ids).to_pylist())
+            rows = pf.metadata.num_rows
         except (pa.ArrowException, OSError) as exc:
             raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-    labels = dict(zip(keys, (p.partition("=")[2] for p in folder.relative_to(root).parts)))
-    return PartitionInfo(labels, len(files), len(traces), events)
+        if not found.equals(schema):
+            raise InputError(
+                path, None, f"schema differs from the store's (mixed schemas): {found}"
+            )
+        out.append((path, rows))
+    return out
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder holding a store's metadata file."""
+    return (Path(path) / META_NAME).is_file()
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """One data file of a store: its path, rows, and its partition's labels (key -> value)."""
+
+    path: Path
+    rows: int
+    labels: dict[str, str]
+
+
+def store_files(
+    store: str | os.PathLike, where: Mapping[str, str] | None = None
+) -> list[StoreFile]:
+    """The data files of ``store`` in store order (partition folders sorted by path, files
+    by name) whose partition labels equal ``where`` (key -> value; the pruning is a
+    pyarrow dataset filter on the partition columns, so no other partition's files are
+    opened). Checks the layout as :func:`store_info` does, and the kept files' schemas.
+    Raises :class:`UsageError` for a key that is not a partition key, or when no
+    partition matches."""
+    root = Path(store)
+    keys = _read_meta(root)
+    folders = _partition_folders(root, keys)
+    where = dict(where or {})
+    unknown = [k for k in where if k not in keys]
+    if unknown:
+        raise UsageError(
+            f"{root}: the traces have no label {unknown[0]!r} (labels: {', '.join(keys) or 'none'})"
+        )
+    labels = {folder: _folder_labels(root, folder, keys) for folder in folders}
+    kept = _pruned(root, keys, folders, where) if where else folders
+    if not kept:
+        values = {k: sorted({lab[k] for lab in labels.values()})[:8] for k in where}
+        shown = " ".join(f"{k}={v}" for k, v in where.items())
+        raise UsageError(f"{root}: no trace matches {shown} (values: {values})")
+    return [
+        StoreFile(path, rows, labels[folder])
+        for folder in kept
+        for path, rows in _data_files(folder)
+    ]
+
+
+def _pruned(
+    root: Path, keys: tuple[str, ...], folders: list[Path], where: Mapping[str, str]
+) -> list[Path]:
+    """The partition ``folders`` whose labels match ``where``, by a pyarrow dataset filter
+    on the Hive partition columns (evaluated on the folder names alone)."""
+    import functools
+    import operator
+
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.fs
+
+    part = ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive")
+    # one placeholder path per folder: the filter reads the partition values off the path
+    paths = [str(folder / "x.parquet") for folder in folders]
+    expr = functools.reduce(operator.and_, (ds.field(k) == str(v) for k, v in where.items()))
+    fragments = ds.FileSystemDataset.from_paths(
+        paths,
+        schema=pa.schema([(k, pa.string()) for k in keys]),
+        format=ds.ParquetFileFormat(),
+        filesystem=pyarrow.fs.LocalFileSystem(),
+        partitions=[part.parse(f"{f.relative_to(root).as_posix()}/") for f in folders],
+    ).get_fragments(filter=expr)
+    kept = {Path(f.path).parent for f in fragments}
+    return [folder for folder in folders if folder in kept]
+
+
+def read_store(store: str | os.PathLike, where: Mapping[str, str] | None = None) -> TraceSet:
+    """The traces of ``store`` (partitions pruned to ``where``, as :func:`store_files`) as
+    one :class:`TraceSet`, in store order; each trace is labelled with its partition's
+    labels. A trace id met again in a later file (the same input added twice) gets
+    ``#2``, ``#3``, ... appended. Raises :class:`InputError` naming a file whose rows are
+    not grouped by trace in log order."""
+    import numpy as np
+    import pandas as pd
+
+    from .traces import NUMERIC_FIELDS, TraceSet
+
+    events, traces = [], []
+    seen: dict[str, int] = {}
+    for f in store_files(store, where):
+        table = read_data_file(f.path)
+        ids = table["trace"].to_numpy()
+        first = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.zeros(0, bool)
+        unique = [_unique_id(str(t), seen) for t in ids[first]]
+        ev = pd.DataFrame(
+            {
+                "trace": np.repeat(
+                    np.array(unique, dtype=object), np.diff(np.r_[np.flatnonzero(first), len(ids)])
+                ),
+                **{c: table[c] for c in ("seq", "time", "kind", "state", "line")},
+                **{c: table[c] for c in NUMERIC_FIELDS if table[c].notna().any()},
+            }
+        )
+        events.append(ev)
+        traces.append(
+            pd.DataFrame(
+                {
+                    "trace": unique,
+                    "source": table["source"].to_numpy()[first],
+                    "end": table["end"].to_numpy()[first],
+                    **f.labels,
+                }
+            )
+        )
+    ev = pd.concat(events, ignore_index=True)
+    for col in ("kind", "state"):
+        ev[col] = ev[col].astype(str)
+    return TraceSet.from_events(ev, pd.concat(traces, ignore_index=True))
+
+
+def read_data_file(path: Path) -> pd.DataFrame:
+    """One data file of a store as a DataFrame (text columns as categoricals), its rows
+    checked (:func:`check_rows`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        frame = pq.read_table(path, schema=_schema()).to_pandas()
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    check_rows(
+        path, frame["trace"].cat.codes.to_numpy(), frame["seq"].to_numpy(), frame["time"].to_numpy()
+    )
+    return frame
+
+
+def check_rows(
+    path: Path, trace: np.ndarray, seq: np.ndarray, time: np.ndarray, first_seq: int = 0
+) -> None:
+    """Raise :class:`InputError` naming ``path`` unless the rows (trace codes, equal codes
+    = one trace) are grouped by trace, each trace's ``seq`` is ``first_seq`` (its first
+    run's start), then 0, 1, 2, ... for later traces, consecutive, and its times finite
+    and non-decreasing. ``first_seq`` lets a trace continue from an earlier block."""
+    import numpy as np
+
+    if not len(trace):
+        return
+    if not np.isfinite(time).all():
+        raise InputError(path, None, "a time that is not a finite number of seconds")
+    new = np.r_[True, trace[1:] != trace[:-1]]
+    starts = np.flatnonzero(new)
+    if len(np.unique(trace)) != len(starts):
+        raise InputError(path, None, "rows are not grouped by trace (a trace's rows are apart)")
+    expected = np.zeros(len(starts), np.int64)
+    expected[0] = first_seq
+    if (seq[starts] != expected).any() or (np.diff(seq)[~new[1:]] != 1).any():
+        raise InputError(path, None, "seq is not 0, 1, 2, ... within a trace")
+    if (np.diff(time)[~new[1:]] < 0).any():
+        raise InputError(path, None, "time goes backwards within a trace")
+
+
+def _unique_id(trace: str, seen: dict[str, int]) -> str:
+    seen[trace] = seen.get(trace, 0) + 1
+    return trace if seen[trace] == 1 else f"{trace}#{seen[trace]}"
