@@ -2,4 +2,5 @@
 
 from .cli import main
 
-main(prog_name="statemine")
+if __name__ == "__main__":  # not when a worker process (Dask's, multiprocessing's) imports it
+    main(prog_name="statemine")

@@ -29,6 +29,7 @@ from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
     import numpy as np
+    from dask.distributed import Client
 
     from .compare import DiffResult
     from .traces import TraceSet
@@ -105,11 +106,20 @@ def read_inputs(
     *,
     labels: dict[str, str] | None = None,
     selections: Sequence[str] = (),
+    client: Client | None = None,
 ) -> TraceSet:
     """Read ``inputs`` with :func:`statemine.parse.read`, label every trace with ``labels``,
-    and keep the traces matching every ``LABEL=VALUE`` of ``selections``."""
+    and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A trace store
+    (:mod:`statemine.store`; given alone) is read with its partitions pruned to the
+    selections, its files on ``client``'s Dask workers when given."""
     from .parse import read as parse_read
 
+    store = _store_input(inputs, client)
+    if store is not None:
+        from .store import read_store
+
+        ts = read_store(store, selection_pairs(selections), mapper=_mapper(client, read))
+        return ts.with_labels(**labels) if labels else ts
     names = None
     if read.names_file is not None:
         from .parse.statenames import load_names
@@ -138,22 +148,59 @@ def select_traces(ts: TraceSet, selections: Sequence[str], where: str) -> TraceS
     or when nothing matches (``where`` names the input in the message)."""
     if not selections:
         return ts
-    wanted = {}
-    for item in selections:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
+    wanted = selection_pairs(selections)
+    for key in wanted:
         if key not in ts.traces.columns:
             labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
             raise UsageError(
                 f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})"
             )
-        wanted[key] = value
     kept = ts.select(wanted)
     if kept.n_traces == 0:
         values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
         raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
     return kept
+
+
+def selection_pairs(selections: Sequence[str]) -> dict[str, str]:
+    """``LABEL=VALUE`` strings as a dict (a later value of a label wins).
+
+    >>> selection_pairs(["role=server", "profile=mobile"])
+    {'role': 'server', 'profile': 'mobile'}
+    """
+    wanted = {}
+    for item in selections:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
+        wanted[key] = value
+    return wanted
+
+
+def _store_input(inputs: Inputs, client: Client | None) -> Path | None:
+    """The store folder when ``inputs`` is one trace store, else None; with a Dask
+    ``client`` the input must be a store."""
+    from .store import is_store
+
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    stores = [Path(p) for p in paths if is_store(p)]
+    if stores and len(paths) > 1:
+        raise UsageError(f"{stores[0]}: a trace store is read alone, not with other inputs")
+    if client is not None and not stores:
+        raise UsageError(
+            "--dask runs on a trace store (make one with statemine store add); "
+            f"{' '.join(map(str, paths))} is not one"
+        )
+    return stores[0] if stores else None
+
+
+def _mapper(client: Client | None, read: ReadOptions) -> Callable[..., Any]:
+    """How a store's files are mapped: on ``client``'s workers, else here (``map``)."""
+    if client is None:
+        return map
+    from .distributed.run import dask_mapper
+
+    return dask_mapper(client, progress=read.progress)
 
 
 def infer_to_dir(
@@ -165,6 +212,7 @@ def infer_to_dir(
     stats: StatsOptions = StatsOptions(),
     svg: bool = True,
     title: str | None = None,
+    client: Client | None = None,
 ) -> InferOutput:
     """``statemine infer``: the per-state and per-transition tables of the observed-state
     model (:func:`statemine.summarize`), and with ``out_dir`` the files states.csv,
@@ -176,15 +224,35 @@ def infer_to_dir(
     the same numbers (tests/test_stream.py). ``stats``: how visits are made and the
     intervals computed (:class:`~statemine.stats.options.StatsOptions`: the end rule,
     ``collapse_repeats``, ``n_boot`` bootstrap resamples over traces seeded by ``seed`` for
-    the ``confidence`` intervals, ``max_states``)."""
+    the ``confidence`` intervals, ``max_states``).
+
+    A trace store (given alone) is read whole, or with a Dask ``client`` folded per group
+    of data files on the workers and reduced here (:mod:`statemine.distributed`): both give
+    the same tables to the last bit (tests/test_distributed.py)."""
     if out_dir is not None:
         from .fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
-    files = _streamable(inputs, read.fmt, read.regex, selections)
+    store = _store_input(inputs, client)
+    files = [] if store is not None else _streamable(inputs, read.fmt, read.regex, selections)
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
-    if files:
+    if store is not None and client is not None:
+        from .distributed.run import store_summary
+        from .distributed.storestats import FoldOptions
+
+        fold = FoldOptions(collapse_repeats, end, max_states)  # type: ignore[arg-type]
+        reduced = store_summary(store, selection_pairs(selections), fold, _mapper(client, read))
+        frames = reduced.stats.tables(
+            reduced.names, confidence=confidence, n_boot=n_boot, seed=seed
+        )
+        states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
+        dwell, n_traces, n_events = (
+            frames[0].attrs["dwell_quantiles"],
+            reduced.n_traces,
+            reduced.n_events,
+        )
+    elif files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(
             files, stats, read.progress
         )
@@ -334,11 +402,13 @@ def read_sides(
     read: ReadOptions,
     select_a: Sequence[str] = (),
     select_b: Sequence[str] = (),
+    client: Client | None = None,
 ) -> tuple[TraceSet, TraceSet | None, list[str]]:
     """Both sides' trace sets (B None when not given), each read and filtered by its
-    selections, and the readers' warnings (A's first)."""
-    ts_a = read_inputs([a], read, selections=select_a)
-    ts_b = read_inputs([b], read, selections=select_b) if b else None
+    selections (stores on ``client``'s Dask workers when given), and the readers'
+    warnings (A's first)."""
+    ts_a = read_inputs([a], read, selections=select_a, client=client)
+    ts_b = read_inputs([b], read, selections=select_b, client=client) if b else None
     warnings = reader_warnings(ts_a) + (reader_warnings(ts_b) if ts_b is not None else [])
     return ts_a, ts_b, warnings
 
@@ -356,18 +426,20 @@ def diff_to_dir(
     compare: CompareOptions = CompareOptions(),
     svg: bool = True,
     title: str | None = None,
+    client: Client | None = None,
 ) -> DiffOutput:
     """``statemine diff``: compare the traces of ``a`` with those of ``b``
     (:func:`statemine.diff` with the ``compare`` options) and write states_diff.csv,
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
-    ``out_dir`` as one set. Side labels default to the inputs' file names."""
+    ``out_dir`` as one set. Side labels default to the inputs' file names. Trace stores
+    are read on ``client``'s Dask workers when given."""
     from .compare import diff
     from .fileio import check_out_dir, write_set
     from .output.out_files import diff_files
 
     check_out_dir(out_dir, DIFF_OUTPUTS)
     label_a, label_b = side_labels(label_a, label_b, a, b)
-    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b, client)
     assert ts_b is not None
     result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
     files = diff_files(result, svg=svg, title=title)  # all files or none
@@ -394,14 +466,16 @@ def report_to_file(
     cols: str = "object_size_bytes",
     outcome_alpha: float = 0.01,
     compare: CompareOptions = CompareOptions(),
+    client: Client | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """``statemine report``: one self-contained HTML page about ``a`` (or comparing it with
     ``b``), written atomically to ``out_file`` (:func:`statemine.output.html_report.write_report`;
     ``compare`` as in :func:`diff_to_dir`). With ``results`` (a ``statemine lab``
     results.csv/.parquet), ``by`` names the column telling the sides apart, ``values`` its
     values for A and B (default: the side labels), and the page compares ``metric`` per
-    (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Returns the path
-    written and the readers' warnings."""
+    (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Trace stores are
+    read on ``client``'s Dask workers when given. Returns the path written and the
+    readers' warnings."""
     from .output.html_report import Outcomes, write_report
 
     label_a, label_b = side_labels(label_a, label_b, a, b)
@@ -424,7 +498,7 @@ def report_to_file(
             cols=cols,
             alpha=outcome_alpha,
         )
-    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b, client)
     path = write_report(
         out_file,
         ts_a,

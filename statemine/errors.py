@@ -27,6 +27,10 @@ class InputError(StatemineError):
         self.reason = reason
         super().__init__(self._format())
 
+    def __reduce__(self) -> tuple:
+        """Pickled by its parts (a Dask worker's error reaches the driver whole)."""
+        return (type(self), (self.file, self.line, self.reason))
+
     def _format(self) -> str:
         if self.file is None:  # callers that know the file re-raise with it (check-model does)
             return self.reason if self.line is None else f"line {self.line}: {self.reason}"

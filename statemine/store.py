@@ -18,10 +18,10 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, StatemineError, UsageError
 from .fileio import atomic_path, write_json
@@ -435,48 +435,68 @@ def _pruned(
     return [folder for folder in folders if folder in kept]
 
 
-def read_store(store: str | os.PathLike, where: Mapping[str, str] | None = None) -> TraceSet:
+def read_store(
+    store: str | os.PathLike,
+    where: Mapping[str, str] | None = None,
+    *,
+    mapper: Callable[[Callable[[StoreFile], Any], list[StoreFile]], Iterable[Any]] = map,
+) -> TraceSet:
     """The traces of ``store`` (partitions pruned to ``where``, as :func:`store_files`) as
     one :class:`TraceSet`, in store order; each trace is labelled with its partition's
     labels. A trace id met again in a later file (the same input added twice) gets
-    ``#2``, ``#3``, ... appended. Raises :class:`InputError` naming a file whose rows are
-    not grouped by trace in log order."""
+    ``#2``, ``#3``, ... appended. ``mapper(fn, files)`` reads the files (in order; e.g. on
+    Dask workers). Raises :class:`InputError` naming a file whose rows are not grouped by
+    trace in log order."""
     import numpy as np
     import pandas as pd
 
-    from .traces import NUMERIC_FIELDS, TraceSet
+    from .traces import TraceSet
 
     events, traces = [], []
     seen: dict[str, int] = {}
-    for f in store_files(store, where):
-        table = read_data_file(f.path)
-        ids = table["trace"].to_numpy()
-        first = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.zeros(0, bool)
-        unique = [_unique_id(str(t), seen) for t in ids[first]]
-        ev = pd.DataFrame(
-            {
-                "trace": np.repeat(
-                    np.array(unique, dtype=object), np.diff(np.r_[np.flatnonzero(first), len(ids)])
-                ),
-                **{c: table[c] for c in ("seq", "time", "kind", "state", "line")},
-                **{c: table[c] for c in NUMERIC_FIELDS if table[c].notna().any()},
-            }
-        )
-        events.append(ev)
-        traces.append(
-            pd.DataFrame(
-                {
-                    "trace": unique,
-                    "source": table["source"].to_numpy()[first],
-                    "end": table["end"].to_numpy()[first],
-                    **f.labels,
-                }
+    for ev, tr in mapper(file_frames, store_files(store, where)):
+        ids = [_unique_id(str(t), seen) for t in tr["trace"]]
+        if ids != list(tr["trace"]):
+            runs = np.flatnonzero(
+                np.r_[True, ev["trace"].to_numpy()[1:] != ev["trace"].to_numpy()[:-1]]
             )
-        )
-    ev = pd.concat(events, ignore_index=True)
-    for col in ("kind", "state"):
-        ev[col] = ev[col].astype(str)
-    return TraceSet.from_events(ev, pd.concat(traces, ignore_index=True))
+            ev["trace"] = np.repeat(np.array(ids, dtype=object), np.diff(np.r_[runs, len(ev)]))
+            tr["trace"] = ids
+        events.append(ev)
+        traces.append(tr)
+    return TraceSet.from_events(
+        pd.concat(events, ignore_index=True), pd.concat(traces, ignore_index=True)
+    )
+
+
+def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The events and traces frames of one data file (trace ids as stored; the traces
+    labelled with the partition's labels; metric columns only when logged)."""
+    import numpy as np
+    import pandas as pd
+
+    from .traces import NUMERIC_FIELDS
+
+    table = read_data_file(f.path)
+    ids = table["trace"].astype(str).to_numpy()
+    first = np.r_[True, ids[1:] != ids[:-1]] if len(ids) else np.zeros(0, bool)
+    ev = pd.DataFrame(
+        {
+            "trace": ids,
+            **{c: table[c] for c in ("seq", "time", "line")},
+            **{c: table[c].astype(str) for c in ("kind", "state")},
+            **{c: table[c] for c in NUMERIC_FIELDS if table[c].notna().any()},
+        }
+    )
+    tr = pd.DataFrame(
+        {
+            "trace": ids[first],
+            "source": table["source"].astype(str).to_numpy()[first],
+            "end": table["end"].to_numpy()[first],
+            **f.labels,
+        }
+    )
+    return ev, tr
 
 
 def read_data_file(path: Path) -> pd.DataFrame:

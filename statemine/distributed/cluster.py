@@ -1,0 +1,99 @@
+"""Where the work runs: a Dask client for ``--dask local:N`` or ``--dask tcp://HOST:PORT``.
+
+``local:N`` starts N worker processes (one thread each, at most :data:`WORKER_MEMORY` bytes
+each) with their scheduler on the loopback address, and stops them when the ``with`` block
+ends; ``tcp://HOST:PORT`` connects to a running scheduler (whose workers must be able to
+import statemine) and leaves it running.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import StatemineError, UsageError
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
+
+#: Memory limit of each local worker, bytes (Dask spills, then pauses, then restarts a
+#: worker that passes it).
+WORKER_MEMORY = 2 * 1024**3
+#: Most local workers ``local:N`` starts.
+MAX_LOCAL_WORKERS = 256
+_LOCAL = re.compile(r"local:([0-9]{1,4})\Z")
+_TCP = re.compile(r"tcp://[^\s/]+:[0-9]{1,5}\Z")
+
+
+@dataclass(frozen=True)
+class DaskSpec:
+    """A parsed ``--dask`` value: ``workers`` local workers, or a scheduler ``address``."""
+
+    workers: int = 0
+    address: str | None = None
+
+
+def parse_dask_spec(spec: str) -> DaskSpec:
+    """``local:N`` (1 <= N <= :data:`MAX_LOCAL_WORKERS`) or ``tcp://HOST:PORT``.
+
+    >>> parse_dask_spec("local:2")
+    DaskSpec(workers=2, address=None)
+    >>> parse_dask_spec("tcp://127.0.0.1:8786").address
+    'tcp://127.0.0.1:8786'
+    """
+    local = _LOCAL.match(spec)
+    if local and 1 <= int(local.group(1)) <= MAX_LOCAL_WORKERS:
+        return DaskSpec(workers=int(local.group(1)))
+    if _TCP.match(spec):
+        return DaskSpec(address=spec)
+    raise UsageError(
+        f"--dask {spec!r}: give local:N (N workers on this machine, 1 to {MAX_LOCAL_WORKERS}) "
+        "or tcp://HOST:PORT (a running Dask scheduler)"
+    )
+
+
+@contextmanager
+def dask_client(spec: str | DaskSpec, *, timeout: float = 10.0) -> Iterator[Client]:
+    """A :class:`dask.distributed.Client` for ``spec`` (see :func:`parse_dask_spec`),
+    closed (and a local cluster stopped) on exit. A scheduler not reached within
+    ``timeout`` seconds raises :class:`StatemineError` (one line, no traceback)."""
+    parsed = parse_dask_spec(spec) if isinstance(spec, str) else spec
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--dask needs dask.distributed: pip install 'statemine[dask]'") from None
+    if parsed.address is None:
+        cluster = LocalCluster(
+            n_workers=parsed.workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            memory_limit=WORKER_MEMORY,
+        )
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+        return
+    try:
+        client = Client(parsed.address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise StatemineError(
+            f"--dask {parsed.address}: cannot reach the Dask scheduler within {timeout:g} s "
+            f"({type(exc).__name__})"
+        ) from None
+    with client:
+        yield client
+
+
+def dashboard_link(client: Client) -> str | None:
+    """The address of the client's dashboard (None when the scheduler serves none)."""
+    try:
+        return str(client.dashboard_link)
+    except (KeyError, AttributeError):
+        return None

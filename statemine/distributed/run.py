@@ -1,0 +1,114 @@
+"""Running the map on a Dask client (or in this process) and the reduce here.
+
+:func:`dask_mapper` turns a client into a ``mapper(fn, items)`` (like the builtin ``map``:
+results in the items' order) that submits one task per item, shows a progress bar on a
+terminal's stderr, and cancels what is left when a task fails (its error is raised here).
+Dask reruns the tasks of a worker that dies (up to its ``allowed-failures``), so a lost
+worker costs time, not results.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..store import StoreFile, store_files
+from .storestats import FoldOptions, Reduced, fold_files, reduce_folds
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
+
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
+#: Rows (events) per map task: files are grouped in store order up to about this many.
+TASK_ROWS = 1 << 22
+
+
+def dask_mapper(client: Client, *, progress: bool = False) -> Mapper:
+    """A mapper running each call on ``client``'s workers; ``progress``: a bar on stderr
+    when it is a terminal."""
+
+    def mapper(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        from dask.distributed import as_completed
+
+        futures = client.map(fn, list(items), pure=False)
+        try:
+            with _bar(len(futures), progress) as advance:
+                for _ in as_completed(futures):
+                    advance()
+            return client.gather(futures)
+        finally:
+            client.cancel(futures)
+
+    return mapper
+
+
+class _bar:
+    """A rich progress bar of finished tasks on stderr (a terminal only), else nothing."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self._progress = None
+        if enabled and total > 1 and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self._progress = Progress(
+                "tasks",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._task = self._progress.add_task("tasks", total=total)
+
+    def __enter__(self) -> Callable[[], None]:
+        if self._progress is None:
+            return lambda: None
+        self._progress.__enter__()
+        return lambda: self._progress.advance(self._task)  # type: ignore[union-attr]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+
+def file_tasks(files: Sequence[StoreFile], task_rows: int = TASK_ROWS) -> list[list[str]]:
+    """The data files in consecutive groups of about ``task_rows`` rows (a bigger file
+    alone), in store order: one map task each."""
+    tasks: list[list[str]] = []
+    rows = task_rows
+    for f in files:
+        if rows + f.rows > task_rows:
+            tasks.append([])
+            rows = 0
+        tasks[-1].append(os.fspath(f.path))
+        rows += f.rows
+    return tasks
+
+
+def store_summary(
+    store: str | os.PathLike,
+    where: dict[str, str] | None,
+    opts: FoldOptions,
+    mapper: Mapper = map,
+    *,
+    task_rows: int = TASK_ROWS,
+) -> Reduced:
+    """The statistics of the traces of ``store`` (pruned to ``where``): the map
+    (:func:`~.storestats.fold_files`) per group of files through ``mapper``, the reduce
+    here; equal to :func:`statemine.summarize` of :func:`statemine.store.read_store`."""
+    tasks = file_tasks(store_files(store, where), task_rows)
+    folds = list(mapper(_Fold(opts), tasks))
+    return reduce_folds(folds, opts)
+
+
+class _Fold:
+    """``fold_files(paths, opts)`` as a one-argument callable (picklable for the workers)."""
+
+    def __init__(self, opts: FoldOptions) -> None:
+        self.opts = opts
+
+    def __call__(self, paths: list[str]) -> Any:
+        return fold_files(paths, self.opts)
