@@ -238,11 +238,17 @@ def infer_to_dir(
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
     if store is not None and client is not None:
-        from .distributed.run import store_summary
+        from .distributed.run import store_summary, tasks_for
         from .distributed.storestats import FoldOptions
 
         fold = FoldOptions(collapse_repeats, end, max_states)  # type: ignore[arg-type]
-        reduced = store_summary(store, selection_pairs(selections), fold, _mapper(client, read))
+        reduced = store_summary(
+            store,
+            selection_pairs(selections),
+            fold,
+            _mapper(client, read),
+            n_tasks=tasks_for(client),
+        )
         frames = reduced.stats.tables(
             reduced.names, confidence=confidence, n_boot=n_boot, seed=seed
         )

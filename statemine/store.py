@@ -530,12 +530,12 @@ def check_rows(
         raise InputError(path, None, "a time that is not a finite number of seconds")
     new = np.r_[True, trace[1:] != trace[:-1]]
     starts = np.flatnonzero(new)
-    if len(np.unique(trace)) != len(starts):
-        raise InputError(path, None, "rows are not grouped by trace (a trace's rows are apart)")
     expected = np.zeros(len(starts), np.int64)
     expected[0] = first_seq
     if (seq[starts] != expected).any() or (np.diff(seq)[~new[1:]] != 1).any():
         raise InputError(path, None, "seq is not 0, 1, 2, ... within a trace")
+    if len(np.unique(trace)) != len(starts):
+        raise InputError(path, None, "rows are not grouped by trace (a trace's rows are apart)")
     if (np.diff(time)[~new[1:]] < 0).any():
         raise InputError(path, None, "time goes backwards within a trace")
 

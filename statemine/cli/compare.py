@@ -11,6 +11,7 @@ from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
 from .console import make_console, text_table
+from .dask_option import DASK_OPTION, dask_session
 from .infer import _input_options, print_warnings
 from .options import (
     alpha_option,
@@ -132,7 +133,8 @@ def _compare_options(opts: dict) -> CompareOptions:
     help="Changes listed in the summary.",
 )
 @click.option("--title", help="Title drawn on the diagram.")
-def diff_command(a, b, out_dir, svg, top, title, **opts):
+@DASK_OPTION
+def diff_command(a, b, out_dir, svg, top, title, dask_spec, **opts):
     """Compare traces A with traces B: log files, folders, saved .parquet trace sets, or
     'statemine lab' output folders (pick conditions with --select-a/--select-b).
 
@@ -141,17 +143,19 @@ def diff_command(a, b, out_dir, svg, top, title, **opts):
     probabilities and a per-source chi-square/G or Fisher test. Prints the largest
     significant changes.
     """
-    out = diff_to_dir(
-        a,
-        b,
-        out_dir,
-        label_a=opts["label_a"],
-        label_b=opts["label_b"],
-        svg=svg,
-        title=title,
-        **_read_options(opts),
-        compare=_compare_options(opts),
-    )
+    with dask_session(dask_spec) as client:
+        out = diff_to_dir(
+            a,
+            b,
+            out_dir,
+            label_a=opts["label_a"],
+            label_b=opts["label_b"],
+            svg=svg,
+            title=title,
+            **_read_options(opts),
+            compare=_compare_options(opts),
+            client=client,
+        )
     print_warnings(out.warnings)
     print_summary(out.result, top=top)
     click.echo(f"wrote {', '.join(out.written)} to {out_dir}", err=True)
@@ -244,8 +248,21 @@ def print_summary(result: DiffResult, *, top: int = 10) -> None:
     show_default=True,
     help="Significance threshold of Welch's test per cell (the paper's 0.01).",
 )
+@DASK_OPTION
 def report_command(
-    a, b, out_file, title, results_path, by, values, metric, rows, cols, outcome_alpha, **opts
+    a,
+    b,
+    out_file,
+    title,
+    results_path,
+    by,
+    values,
+    metric,
+    rows,
+    cols,
+    outcome_alpha,
+    dask_spec,
+    **opts,
 ):
     """Write one self-contained HTML page about traces A, or comparing A with B: tables,
     state machine (or the two-sided diff diagram), cwnd timelines and, with --results,
@@ -255,22 +272,24 @@ def report_command(
         if len(parts) != 2 or not all(parts):
             raise UsageError(f"--values wants two comma-separated values, not {values!r}")
         values = tuple(parts)
-    path, warnings = report_to_file(
-        a,
-        b,
-        out_file,
-        label_a=opts["label_a"],
-        label_b=opts["label_b"],
-        title=title,
-        results=results_path,
-        by=by,
-        values=values,
-        metric=metric,
-        rows=rows,
-        cols=cols,
-        outcome_alpha=outcome_alpha,
-        **_read_options(opts),
-        compare=_compare_options(opts),
-    )
+    with dask_session(dask_spec) as client:
+        path, warnings = report_to_file(
+            a,
+            b,
+            out_file,
+            label_a=opts["label_a"],
+            label_b=opts["label_b"],
+            title=title,
+            results=results_path,
+            by=by,
+            values=values,
+            metric=metric,
+            rows=rows,
+            cols=cols,
+            outcome_alpha=outcome_alpha,
+            **_read_options(opts),
+            compare=_compare_options(opts),
+            client=client,
+        )
     print_warnings(warnings)
     click.echo(f"wrote {path}", err=True)

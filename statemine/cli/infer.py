@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..stats.options import StatsOptions
 from . import main
 from .console import make_console
+from .dask_option import DASK_OPTION, dask_session
 from .options import (
     bootstrap_option,
     collapse_repeats_option,
@@ -197,6 +198,7 @@ def print_warnings(warnings: Sequence[str], limit: int = 10) -> None:
     help="Most distinct state names accepted (more look like an id in the state field).",
 )
 @_SELECT_OPTION
+@DASK_OPTION
 @click.pass_context
 def infer(
     ctx,
@@ -215,6 +217,7 @@ def infer(
     title,
     max_states,
     selections,
+    dask_spec,
 ):
     """Infer the state machine of LOG files (or folders) and report where the time goes.
 
@@ -236,22 +239,24 @@ def infer(
     if not logs:
         raise UsageError("no LOG given")
 
-    out = infer_to_dir(
-        logs,
-        out_dir,
-        read=read,
-        selections=selections,
-        stats=StatsOptions(
-            collapse_repeats=collapse_repeats,
-            end=end_rule,
-            n_boot=n_boot,
-            seed=seed,
-            confidence=confidence,
-            max_states=max_states,
-        ),
-        svg=svg,
-        title=title,
-    )
+    with dask_session(dask_spec) as client:
+        out = infer_to_dir(
+            logs,
+            out_dir,
+            read=read,
+            selections=selections,
+            stats=StatsOptions(
+                collapse_repeats=collapse_repeats,
+                end=end_rule,
+                n_boot=n_boot,
+                seed=seed,
+                confidence=confidence,
+                max_states=max_states,
+            ),
+            svg=svg,
+            title=title,
+            client=client,
+        )
     print_warnings(out.warnings)
     print_model(out, out_dir)
 

@@ -8,6 +8,7 @@ import statemine) and leaves it running.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,6 +74,7 @@ def dask_client(spec: str | DaskSpec, *, timeout: float = 10.0) -> Iterator[Clie
             host="127.0.0.1",
             dashboard_address="127.0.0.1:0",
             memory_limit=WORKER_MEMORY,
+            silence_logs=logging.CRITICAL,  # a task's error reaches the user once, here
         )
         try:
             with Client(cluster) as client:

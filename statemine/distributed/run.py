@@ -74,9 +74,20 @@ class _bar:
             self._progress.__exit__(None, None, None)
 
 
-def file_tasks(files: Sequence[StoreFile], task_rows: int = TASK_ROWS) -> list[list[str]]:
-    """The data files in consecutive groups of about ``task_rows`` rows (a bigger file
-    alone), in store order: one map task each."""
+def tasks_for(client: Client) -> int:
+    """How many map tasks to make for ``client``: four per worker (a lost or slow
+    worker's share is small, and the progress bar moves)."""
+    return 4 * max(1, len(client.scheduler_info()["workers"]))
+
+
+def file_tasks(
+    files: Sequence[StoreFile], n_tasks: int = 1, task_rows: int = TASK_ROWS
+) -> list[list[str]]:
+    """The data files in consecutive groups (store order), one map task each: about
+    ``n_tasks`` groups of equal rows, but none above ``task_rows`` rows (except a bigger
+    file alone)."""
+    total = sum(f.rows for f in files)
+    task_rows = max(1, min(task_rows, -(-total // max(1, n_tasks))))
     tasks: list[list[str]] = []
     rows = task_rows
     for f in files:
@@ -94,12 +105,14 @@ def store_summary(
     opts: FoldOptions,
     mapper: Mapper = map,
     *,
+    n_tasks: int = 1,
     task_rows: int = TASK_ROWS,
 ) -> Reduced:
     """The statistics of the traces of ``store`` (pruned to ``where``): the map
     (:func:`~.storestats.fold_files`) per group of files through ``mapper``, the reduce
-    here; equal to :func:`statemine.summarize` of :func:`statemine.store.read_store`."""
-    tasks = file_tasks(store_files(store, where), task_rows)
+    here, in about ``n_tasks`` tasks (see :func:`file_tasks`); equal to
+    :func:`statemine.summarize` of :func:`statemine.store.read_store`."""
+    tasks = file_tasks(store_files(store, where), n_tasks, task_rows)
     folds = list(mapper(_Fold(opts), tasks))
     return reduce_folds(folds, opts)
 

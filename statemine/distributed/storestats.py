@@ -20,14 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from ..errors import InputError
 from ..store import check_rows
 from ..visitfold import END_RULES, OUTSIDE, EndRule, VisitChunk, VisitFold
 from ..visitstats import (
+    DwellTimes,
     KeyedSums,
     VisitStats,
     check_max_states,
@@ -106,8 +110,6 @@ def fold_files(paths: Sequence[str | Path], opts: FoldOptions) -> FilesFold:
     names = _Names()
     state_parts: list[tuple[np.ndarray, np.ndarray]] = []
     edge_parts: list[tuple[np.ndarray, ...]] = []
-    from ..visitstats import DwellTimes
-
     dwell = DwellTimes(opts.dwell_budget)
     n_traces = n_events = n_visits = 0
     overflow = False
@@ -167,8 +169,10 @@ def _visits(block: _Block, local: np.ndarray, n: int, opts: FoldOptions) -> Visi
         last = np.r_[np.flatnonzero(local[1:] != local[:-1]), len(local) - 1]
         ends = np.where(np.isnan(block.explicit_end), block.time[last], block.explicit_end)
     final = fold.finish(ends)
-    both = [np.concatenate([a, b]) for a, b in zip(closed[:5], final[:5])]
-    return VisitChunk(*both, closed.first_trace, closed.first_state)
+    trace, state, start, end, next_ = (
+        np.concatenate([a, b]) for a, b in zip(closed[:5], final[:5])
+    )
+    return VisitChunk(trace, state, start, end, next_, closed.first_trace, closed.first_state)
 
 
 def _edges(chunk: VisitChunk, base: int) -> tuple[np.ndarray, ...]:
@@ -183,7 +187,7 @@ def _edges(chunk: VisitChunk, base: int) -> tuple[np.ndarray, ...]:
     return (keys >> _SHIFT) + base, (edge >> _SHIFT) - 1, (edge & _LOW) - 1, count
 
 
-def _dwell_parts(dwell) -> tuple[str, np.ndarray, np.ndarray]:
+def _dwell_parts(dwell: DwellTimes) -> tuple[str, np.ndarray, np.ndarray]:
     """The dwell times as raw (state, seconds) arrays, or the sketch's cells and counts."""
     if dwell._sketch is None:  # interim: visitstats has no public accessor for these
         state = np.concatenate(dwell._states) if dwell._states else np.zeros(0, np.int32)
@@ -243,7 +247,9 @@ def _blocks(path: Path, names: _Names, max_states: int) -> Iterator[_Block]:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
 
 
-def _decode(batch, ids: dict[str, int], names: _Names, max_states: int) -> dict[str, np.ndarray]:
+def _decode(
+    batch: pa.RecordBatch, ids: dict[str, int], names: _Names, max_states: int
+) -> dict[str, np.ndarray]:
     """A record batch's columns as numpy arrays: trace codes of the file (``ids``), state
     codes of the task (``names``, new names coded in order of their first state line)."""
     import pyarrow as pa
@@ -341,8 +347,6 @@ def _reduce_dwell(
 ) -> None:
     """The tasks' dwell times into ``stats.dwell``: all raw while the visits stay within
     ``budget`` (as one fold would keep them), else every time in the sketch."""
-    from ..visitstats import DwellTimes
-
     dwell = stats.dwell = DwellTimes(budget)
     total = sum(f.n_visits for f in folds)
     for fold in folds:

@@ -1,0 +1,339 @@
+"""Statistics of a trace store on Dask: equal to the single-machine results byte for byte
+(generated stores and the shipped traces), partition pruning, progress, a killed worker,
+bad input. A local cluster of 2 worker processes serves the module."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import statemine
+from statemine.cli import main
+from statemine.commands import infer_to_dir
+from statemine.distributed import run as dist_run
+from statemine.distributed import storestats
+from statemine.distributed.cluster import dask_client, parse_dask_spec
+from statemine.distributed.storestats import FoldOptions
+from statemine.errors import InputError, StatemineError, UsageError
+from statemine.store import read_store, store_files
+
+REPO = Path(__file__).resolve().parent.parent
+STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited"]
+INFER_FILES = ("states.csv", "transitions.csv", "model.dot", "model.json")
+
+
+def synthetic_log(rng: np.random.Generator, n_lines: int, n_conns: int) -> str:
+    """Interleaved connections: states with repeats, point events, some Close lines,
+    some instants with several lines."""
+    clock = np.zeros(n_conns)
+    lines = []
+    for _ in range(n_lines):
+        c = int(rng.integers(n_conns))
+        clock[c] += float(rng.choice([0.0, rng.exponential(0.2)]))
+        r = rng.random()
+        what = (
+            "event=Close"
+            if r < 0.02
+            else "event=Loss"
+            if r < 0.2
+            else f"state={STATES[int(rng.integers(len(STATES)))]}"
+        )
+        lines.append(f"STATEMINE t={clock[c]:.6f} conn=c{c} {what}\n")
+    return "".join(lines)
+
+
+def make_store(
+    root: Path, seed: int, layout: dict[str, int], lines: tuple[int, int] = (20, 400)
+) -> Path:
+    """A store partitioned by ``env`` (and ``day``): per ``ENV/DAY`` label, that many log
+    files of random sizes; one input added twice (its trace ids repeat)."""
+    rng = np.random.default_rng(seed)
+    logs = root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    store = root / "store"
+    first = None
+    for part, n_files in layout.items():
+        env, day = part.split("/")
+        for i in range(n_files):
+            log = logs / f"{env}-{day}-{i}.log"
+            log.write_text(synthetic_log(rng, int(rng.integers(*lines)), int(rng.integers(1, 9))))
+            statemine.store_add([log], store, {"env": env, "day": day})
+            first = first or (log, {"env": env, "day": day})
+    assert first is not None
+    statemine.store_add([first[0]], store, first[1])
+    return store
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client("local:2") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    layout = {"lab/d1": 3, "lab/d2": 2, "mobile/d1": 4, "wired/d3": 1}
+    return make_store(tmp_path_factory.mktemp("gen"), 7, layout)
+
+
+def _same_files(a: Path, b: Path, names=INFER_FILES) -> None:
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        pytest.param({"collapse_repeats": True}, marks=pytest.mark.slow),
+        pytest.param({"end": "last-state", "n_boot": 300, "seed": 3}, marks=pytest.mark.slow),
+        pytest.param({"selections": ["env=mobile"]}, marks=pytest.mark.slow),
+        {"selections": ["env=lab", "day=d2"], "confidence": 0.9},
+    ],
+)
+def test_dask_infer_equals_single_machine_byte_for_byte(client, generated, tmp_path, options):
+    single = infer_to_dir(generated, tmp_path / "single", svg=False, **options)
+    dask = infer_to_dir(generated, tmp_path / "dask", svg=False, client=client, **options)
+    _same_files(tmp_path / "single", tmp_path / "dask")
+    assert (dask.n_traces, dask.n_events) == (single.n_traces, single.n_events)
+    # against a count made another way: the rows of the kept files, read with pyarrow
+    where = dict(s.split("=") for s in options.get("selections", []))
+    rows = sum(f.rows for f in store_files(generated, where))
+    assert dask.n_events == rows and dask.n_traces > 0
+
+
+def test_the_store_s_tables_equal_those_of_its_logs(generated):
+    """Reading the store whole is the single-machine reference: it must agree with
+    reading the logs the store was made from."""
+    logs = sorted((generated.parent / "logs").glob("mobile-*.log"))
+    from_store = statemine.summarize(read_store(generated, {"env": "mobile"}), n_boot=100)
+    from_logs = statemine.summarize(statemine.read(logs), n_boot=100)
+    for a, b in zip(from_store, from_logs):
+        assert a.equals(b)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 64])
+def test_traces_crossing_read_blocks_fold_as_whole(generated, monkeypatch, rows):
+    """Blocks of a few rows (traces span many): the map's carry keeps whole traces."""
+    monkeypatch.setattr(storestats, "BLOCK_ROWS", rows)
+    opts = FoldOptions(collapse_repeats=True)
+    reduced = dist_run.store_summary(generated, None, opts, n_tasks=5)
+    got = reduced.stats.tables(reduced.names, n_boot=50)
+    want = statemine.summarize(read_store(generated), collapse_repeats=True, n_boot=50)
+    for g, w in zip(got, want):
+        assert g.equals(w)
+
+
+def test_dwell_sketch_is_merged_exactly(generated):
+    """Past the dwell budget every task's times go to the sketch; equal to one fold's."""
+    from statemine.analyze import _traceset_visits
+    from statemine.visitstats import VisitStats
+
+    ts = read_store(generated)
+    names, chunk = _traceset_visits(ts, False, "close", 100_000)
+    one = VisitStats(dwell_budget=200)
+    one.add(chunk, ts.n_traces, len(names))
+    want = one.tables(names, n_boot=0)[0]
+    reduced = dist_run.store_summary(generated, None, FoldOptions(dwell_budget=200), n_tasks=7)
+    got = reduced.stats.tables(reduced.names, n_boot=0)[0]
+    assert got.attrs["dwell_quantiles"] != "exact" and got.equals(want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", ["mobile", "quiche-bbr", "tcp-jitter"])
+def test_shipped_traces_on_dask_equal_the_folder_s_tables(client, tmp_path, folder):
+    store = tmp_path / "store"
+    statemine.store_add([REPO / "traces" / folder], store, {"set": folder})
+    statemine.store_add([REPO / "traces" / "aioquic-versions"], store, {"set": "other"})
+    infer_to_dir(REPO / "traces" / folder, tmp_path / "folder", svg=False)
+    infer_to_dir(store, tmp_path / "single", svg=False, selections=[f"set={folder}"])
+    infer_to_dir(store, tmp_path / "dask", svg=False, selections=[f"set={folder}"], client=client)
+    _same_files(tmp_path / "folder", tmp_path / "dask")
+    _same_files(tmp_path / "single", tmp_path / "dask")
+
+
+@pytest.mark.slow
+def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path):
+    from statemine.commands import DIFF_OUTPUTS, CompareOptions, diff_to_dir, report_to_file
+
+    opts = dict(
+        select_a=["env=lab"], select_b=["env=mobile"], compare=CompareOptions(n_perm=199, n_boot=99)
+    )
+    diff_to_dir(str(generated), str(generated), tmp_path / "single", svg=False, **opts)
+    diff_to_dir(str(generated), str(generated), tmp_path / "dask", svg=False, client=client, **opts)
+    _same_files(
+        tmp_path / "single", tmp_path / "dask", [n for n in DIFF_OUTPUTS if n != "diff.svg"]
+    )
+    report_to_file(str(generated), None, tmp_path / "a.html", select_a=["env=lab"])
+    report_to_file(str(generated), None, tmp_path / "b.html", select_a=["env=lab"], client=client)
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_selection_prunes_partitions_before_any_file_is_opened(generated, tmp_path):
+    kept = store_files(generated, {"env": "mobile"})
+    assert {f.labels["env"] for f in kept} == {"mobile"} and len(kept) == 4
+    # a damaged file in another partition is never opened when pruned away
+    bad = next((generated / "env=wired" / "day=d3").glob("*.parquet"))
+    bad.write_bytes(b"PAR1 not parquet")
+    try:
+        assert len(store_files(generated, {"env": "mobile"})) == 4
+        with pytest.raises(InputError, match="not a readable Parquet file"):
+            store_files(generated)
+    finally:
+        bad.unlink()
+        statemine.store_add(
+            [generated.parent / "logs" / "wired-d3-0.log"], generated, {"env": "wired", "day": "d3"}
+        )
+
+
+@pytest.mark.slow
+def test_selection_errors_match_the_single_machine_ones(client, generated):
+    for select, message in ((["role=server"], "no label 'role'"), (["env=none"], "no trace")):
+        for c in (None, client):
+            with pytest.raises(UsageError, match=message):
+                infer_to_dir(generated, None, selections=select, client=c)
+
+
+@pytest.mark.slow
+def test_dask_needs_a_store_input(client):
+    with pytest.raises(UsageError, match="trace store"):
+        infer_to_dir(REPO / "traces" / "mobile", None, client=client)
+
+
+@pytest.mark.parametrize("spec", ["local:0", "local:", "local:2x", "tcp://host", "http://a:1", ""])
+def test_bad_dask_spec_is_a_usage_error(spec):
+    with pytest.raises(UsageError, match="local:N"):
+        parse_dask_spec(spec)
+
+
+def test_unreachable_scheduler_is_one_clear_error():
+    port = _free_port()
+    start = time.monotonic()
+    message = f"tcp://127.0.0.1:{port}: cannot reach"
+    with (
+        pytest.raises(StatemineError, match=message),
+        dask_client(f"tcp://127.0.0.1:{port}", timeout=1),
+    ):
+        pass
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.slow
+def test_cli_unreachable_scheduler_exit_2_one_line(generated):
+    result = CliRunner().invoke(
+        main, ["infer", str(generated), "--dask", f"tcp://127.0.0.1:{_free_port()}"]
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _broken_copy(generated: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(generated, store)
+    return store
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["mixed schema", "missing files", "rows apart", "seq gap"])
+def test_bad_stores_are_clear_errors_on_both_paths(client, generated, tmp_path, damage):
+    import pyarrow.parquet as pq
+
+    store = _broken_copy(generated, tmp_path)
+    part = store / "env=mobile" / "day=d1"
+    victim = sorted(part.glob("*.parquet"))[1]
+    table = pq.read_table(victim)
+    if damage == "mixed schema":
+        pq.write_table(table.drop_columns(["srtt"]), victim)
+        where = victim
+    elif damage == "missing files":
+        for f in (store / "env=wired" / "day=d3").glob("*.parquet"):
+            f.unlink()
+        where = store / "env=wired" / "day=d3"
+    else:
+        order = np.arange(table.num_rows)
+        if damage == "rows apart":
+            order = np.r_[order[1:], order[:1]]  # the first trace's first row moves last
+        else:
+            order = np.r_[order[:1], order[2:]]  # a row of the first trace goes missing
+        pq.write_table(table.take(order), victim, row_group_size=1 << 20)
+        where = victim
+    messages = []
+    for c in (None, client):
+        with pytest.raises(InputError) as err:
+            infer_to_dir(store, None, client=c)
+        assert err.value.file == str(where)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+    result = CliRunner().invoke(main, ["infer", str(store), "--dask", "local:1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("statemine: dask: 1 worker")
+    assert lines[1].startswith(f"statemine: error: {where}")
+
+
+@pytest.mark.slow
+def test_too_many_states_names_the_same_line_on_both_paths(client, generated):
+    errors = []
+    for c in (None, client):
+        with pytest.raises(InputError) as err:
+            infer_to_dir(generated, None, max_states=2, client=c)
+        errors.append((err.value.file, err.value.line, err.value.reason))
+    assert errors[0] == errors[1] and errors[0][1] is not None
+
+
+@pytest.mark.slow
+def test_cli_prints_the_dashboard_and_writes_the_files(generated, tmp_path):
+    args = ["infer", str(generated), "--no-svg", "--select", "env=lab"]
+    single = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    dask = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b"), "--dask", "local:2"])
+    assert single.exit_code == dask.exit_code == 0, dask.output
+    assert "dask: 2 workers, dashboard http://127.0.0.1:" in dask.stderr
+    assert dask.stdout == single.stdout
+    _same_files(tmp_path / "a", tmp_path / "b")
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_is_retried_with_the_same_result(tmp_path):
+    """Dask reruns the killed worker's task elsewhere; the tables do not change. The kill
+    happens while that worker is running a map task (checked)."""
+    store = make_store(tmp_path, 11, {f"e{i}/d": 2 for i in range(6)}, lines=(4000, 8000))
+    want = infer_to_dir(store, tmp_path / "single", svg=False)
+    with dask_client("local:2") as c:
+        pids = c.run(os.getpid)
+        killed: list[str] = []
+
+        def killer() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not killed:
+                busy = [w for w, tasks in c.processing().items() if tasks]
+                if busy:
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                time.sleep(0.005)
+
+        thread = threading.Thread(target=killer)
+        thread.start()
+        got = infer_to_dir(store, tmp_path / "dask", svg=False, client=c)
+        thread.join()
+    assert killed, "no worker was killed while running a task"
+    assert got.n_events == want.n_events
+    _same_files(tmp_path / "single", tmp_path / "dask")
