@@ -1,0 +1,171 @@
+"""Benchmark: the tables of a large trace store on Dask (issue 17, part 3).
+
+Synthesizes a store directly with pyarrow (not from text) in a temporary folder: EVENTS
+events in FILES data files over 5 partitions (``day=d0..d4``), traces of about
+EVENTS_PER_TRACE events (80% state lines over 4 states, 20% point events, exponential
+gaps, a Close time on half the traces). Then, for each worker count, starts a local
+cluster (1 thread and 2 GiB per worker), runs the map (per group of files, on the workers)
+and the reduce plus the tables (here, without bootstrap: ``--bootstrap 0``, which runs on
+the driver and does not scale with workers), and prints wall times, events per second,
+the workers' and the driver's peak RSS, and the scaling projected from the serial (driver)
+and parallel (map) parts. The store is deleted at the end. Nothing is asserted.
+
+With ``--check`` (small stores only) the tables are also compared with the single-machine
+ones (read whole, :func:`statemine.summarize`).
+
+Run:  python benchmarks/bench_dask.py [--events 100000000] [--files 50] [--workers 1 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's statemine
+
+STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited"]
+
+
+def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int = 0) -> None:
+    """Write a store of ``events`` rows in ``files`` files (the schema of docs/store.md)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from statemine.store import META_NAME, ROW_GROUP, _schema
+
+    rng = np.random.default_rng(seed)
+    schema = _schema()
+    store.mkdir(parents=True)
+    (store / META_NAME).write_text(json.dumps({"format": 1, "partition_keys": ["day"]}))
+    per_file = events // files
+    trace_no = 0
+    for i in range(files):
+        n = per_file + (events - per_file * files if i == files - 1 else 0)
+        n_traces = max(1, n // per_trace)
+        cuts = np.sort(rng.choice(np.arange(1, n), n_traces - 1, replace=False))
+        trace = np.repeat(np.arange(n_traces, dtype=np.int32), np.diff(np.r_[0, cuts, n]))
+        starts = np.r_[0, cuts]
+        seq = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        gaps = rng.exponential(0.01, n)
+        gaps[starts] = 0.0
+        time_ = np.cumsum(gaps)
+        time_ -= np.repeat(time_[starts], np.diff(np.r_[starts, n]))
+        kind = (rng.random(n) < 0.2).astype(np.int32)  # 0 state, 1 event
+        kind[starts] = 0
+        state = rng.integers(0, len(STATES), n, dtype=np.int32)
+        last = np.r_[starts[1:], n] - 1
+        end_per = np.where(rng.random(n_traces) < 0.5, time_[last] + 0.05, np.nan)
+        ids = np.array([f"t{trace_no + k}" for k in range(n_traces)], dtype=object)
+        trace_no += n_traces
+
+        def text(codes: np.ndarray, values) -> pa.DictionaryArray:
+            return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(values))
+
+        table = pa.table(
+            {
+                "trace": text(trace, ids),
+                "seq": seq,
+                "time": time_,
+                "kind": text(kind, ["state", "event"]),
+                "state": text(np.where(kind == 1, len(STATES), state), [*STATES, "Loss"]),
+                "line": seq + 1,
+                "cwnd": pa.nulls(n, pa.float64()),
+                "inflight": pa.nulls(n, pa.float64()),
+                "ssthresh": pa.nulls(n, pa.float64()),
+                "srtt": pa.nulls(n, pa.float64()),
+                "source": text(np.zeros(n, np.int32), [f"gen-{i}.log"]),
+                "end": end_per[trace],
+            }
+        ).cast(schema)
+        folder = store / f"day=d{i % 5}"
+        folder.mkdir(exist_ok=True)
+        pq.write_table(
+            table, folder / f"part-{i:05d}.parquet", compression="zstd", row_group_size=ROW_GROUP
+        )
+
+
+def run(store: Path, workers: int, check: bool) -> dict:
+    from statemine.distributed.cluster import dask_client
+    from statemine.distributed.run import _Fold, dask_mapper, file_tasks, tasks_for
+    from statemine.distributed.storestats import FoldOptions, reduce_folds
+    from statemine.store import store_files
+
+    opts = FoldOptions()
+    with dask_client(f"local:{workers}") as client:
+        t0 = time.perf_counter()
+        files = store_files(store)
+        tasks = file_tasks(files, tasks_for(client))
+        folds = list(dask_mapper(client)(_Fold(opts), tasks))
+        t1 = time.perf_counter()
+        reduced = reduce_folds(folds, opts)
+        states, transitions = reduced.stats.tables(reduced.names, n_boot=0)
+        t2 = time.perf_counter()
+        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if check:
+        import statemine
+        from statemine.store import read_store
+
+        want = statemine.summarize(read_store(store), n_boot=0)
+        assert states.equals(want[0]) and transitions.equals(want[1]), "tables differ"
+    return {
+        "workers": workers,
+        "tasks": len(tasks),
+        "events": reduced.n_events,
+        "traces": reduced.n_traces,
+        "map_s": t1 - t0,
+        "reduce_s": t2 - t1,
+        "worker_peak_mib": max(peaks.values()),
+        "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--events", type=int, default=100_000_000)
+    ap.add_argument("--files", type=int, default=50)
+    ap.add_argument("--events-per-trace", type=int, default=200)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--check", action="store_true", help="compare with the single machine")
+    args = ap.parse_args()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
+        store = Path(tmp) / "store"
+        t0 = time.perf_counter()
+        synthesize(store, args.events, args.files, args.events_per_trace)
+        size = sum(p.stat().st_size for p in store.rglob("*.parquet"))
+        print(
+            f"store: {args.events:,} events in {args.files} files, {size / 1e6:.0f} MB "
+            f"({size / args.events:.2f} bytes/event), synthesized in {time.perf_counter() - t0:.0f} s"
+        )
+        results = []
+        for w in args.workers:
+            r = run(store, w, args.check)
+            results.append(r)
+            total = r["map_s"] + r["reduce_s"]
+            print(
+                f"{w} worker(s): {r['tasks']} tasks, {r['traces']:,} traces; map {r['map_s']:.1f} s, "
+                f"reduce + tables {r['reduce_s']:.1f} s; {r['events'] / total:,.0f} events/s; "
+                f"peak RSS per worker {r['worker_peak_mib']:.0f} MiB, driver {r['driver_peak_mib']:.0f} MiB"
+            )
+            print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        one = next((r for r in results if r["workers"] == 1), None)
+        if one is not None:
+            serial, parallel = one["reduce_s"], one["map_s"]
+            for n in (2, 4, 8, 16, 32):
+                t = serial + parallel / n
+                print(
+                    f"projected {n:2d} workers (own cores, same disk bandwidth per core): "
+                    f"{t:.1f} s, {one['events'] / t:,.0f} events/s"
+                )
+
+
+if __name__ == "__main__":
+    main()
