@@ -95,25 +95,27 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
 def run(store: Path, workers: int, check: bool) -> dict:
     from statemine.distributed.cluster import dask_client
     from statemine.distributed.run import _Fold, dask_mapper, file_tasks, tasks_for
-    from statemine.distributed.storestats import FoldOptions, reduce_folds
+    from statemine.distributed.storestats import reduce_folds
+    from statemine.stats.options import StatsOptions
+    from statemine.stats.tables import tables
     from statemine.store import store_files
 
-    opts = FoldOptions()
+    opts = StatsOptions(n_boot=0)
     with dask_client(f"local:{workers}") as client:
         t0 = time.perf_counter()
         files = store_files(store)
         tasks = file_tasks(files, tasks_for(client))
-        folds = list(dask_mapper(client)(_Fold(opts), tasks))
+        folds = list(dask_mapper(client)(_Fold(opts), list(enumerate(tasks))))
         t1 = time.perf_counter()
         reduced = reduce_folds(folds, opts)
-        states, transitions = reduced.stats.tables(reduced.names, n_boot=0)
+        states, transitions = tables(reduced, opts)
         t2 = time.perf_counter()
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     if check:
         import statemine
         from statemine.store import read_store
 
-        want = statemine.summarize(read_store(store), n_boot=0)
+        want = statemine.summarize(read_store(store), opts)
         assert states.equals(want[0]) and transitions.equals(want[1]), "tables differ"
     return {
         "workers": workers,

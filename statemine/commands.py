@@ -239,25 +239,19 @@ def infer_to_dir(
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
     if store is not None and client is not None:
         from .distributed.run import store_summary, tasks_for
-        from .distributed.storestats import FoldOptions
+        from .stats.tables import tables
 
-        fold = FoldOptions(collapse_repeats, end, max_states)  # type: ignore[arg-type]
-        reduced = store_summary(
+        partial = store_summary(
             store,
             selection_pairs(selections),
-            fold,
+            stats,
             _mapper(client, read),
             n_tasks=tasks_for(client),
         )
-        frames = reduced.stats.tables(
-            reduced.names, confidence=confidence, n_boot=n_boot, seed=seed
-        )
+        frames = tables(partial, stats)
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
-        dwell, n_traces, n_events = (
-            frames[0].attrs["dwell_quantiles"],
-            reduced.n_traces,
-            reduced.n_events,
-        )
+        dwell, n_traces = frames[0].attrs["dwell_quantiles"], partial.n_traces
+        n_events = partial.n_events
     elif files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(
             files, stats, read.progress

@@ -20,8 +20,9 @@ from statemine.commands import infer_to_dir
 from statemine.distributed import run as dist_run
 from statemine.distributed import storestats
 from statemine.distributed.cluster import dask_client, parse_dask_spec
-from statemine.distributed.storestats import FoldOptions
 from statemine.errors import InputError, StatemineError, UsageError
+from statemine.stats.options import CompareOptions, StatsOptions
+from statemine.stats.tables import tables
 from statemine.store import read_store, store_files
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,10 +93,12 @@ def _same_files(a: Path, b: Path, names=INFER_FILES) -> None:
     "options",
     [
         {},
-        pytest.param({"collapse_repeats": True}, marks=pytest.mark.slow),
-        pytest.param({"end": "last-state", "n_boot": 300, "seed": 3}, marks=pytest.mark.slow),
+        pytest.param({"stats": StatsOptions(collapse_repeats=True)}, marks=pytest.mark.slow),
+        pytest.param(
+            {"stats": StatsOptions(end="last-state", n_boot=300, seed=3)}, marks=pytest.mark.slow
+        ),
         pytest.param({"selections": ["env=mobile"]}, marks=pytest.mark.slow),
-        {"selections": ["env=lab", "day=d2"], "confidence": 0.9},
+        {"selections": ["env=lab", "day=d2"], "stats": StatsOptions(confidence=0.9)},
     ],
 )
 def test_dask_infer_equals_single_machine_byte_for_byte(client, generated, tmp_path, options):
@@ -123,26 +126,18 @@ def test_the_store_s_tables_equal_those_of_its_logs(generated):
 def test_traces_crossing_read_blocks_fold_as_whole(generated, monkeypatch, rows):
     """Blocks of a few rows (traces span many): the map's carry keeps whole traces."""
     monkeypatch.setattr(storestats, "BLOCK_ROWS", rows)
-    opts = FoldOptions(collapse_repeats=True)
-    reduced = dist_run.store_summary(generated, None, opts, n_tasks=5)
-    got = reduced.stats.tables(reduced.names, n_boot=50)
-    want = statemine.summarize(read_store(generated), collapse_repeats=True, n_boot=50)
+    opts = StatsOptions(collapse_repeats=True, n_boot=50)
+    got = tables(dist_run.store_summary(generated, None, opts, n_tasks=5), opts)
+    want = statemine.summarize(read_store(generated), opts)
     for g, w in zip(got, want):
         assert g.equals(w)
 
 
 def test_dwell_sketch_is_merged_exactly(generated):
     """Past the dwell budget every task's times go to the sketch; equal to one fold's."""
-    from statemine.analyze import _traceset_visits
-    from statemine.visitstats import VisitStats
-
-    ts = read_store(generated)
-    names, chunk = _traceset_visits(ts, False, "close", 100_000)
-    one = VisitStats(dwell_budget=200)
-    one.add(chunk, ts.n_traces, len(names))
-    want = one.tables(names, n_boot=0)[0]
-    reduced = dist_run.store_summary(generated, None, FoldOptions(dwell_budget=200), n_tasks=7)
-    got = reduced.stats.tables(reduced.names, n_boot=0)[0]
+    opts = StatsOptions(dwell_budget=200, n_boot=0)
+    want = statemine.summarize(read_store(generated), opts)[0]
+    got = tables(dist_run.store_summary(generated, None, opts, n_tasks=7), opts)[0]
     assert got.attrs["dwell_quantiles"] != "exact" and got.equals(want)
 
 
@@ -161,7 +156,7 @@ def test_shipped_traces_on_dask_equal_the_folder_s_tables(client, tmp_path, fold
 
 @pytest.mark.slow
 def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path):
-    from statemine.commands import DIFF_OUTPUTS, CompareOptions, diff_to_dir, report_to_file
+    from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
 
     opts = dict(
         select_a=["env=lab"], select_b=["env=mobile"], compare=CompareOptions(n_perm=199, n_boot=99)
@@ -295,7 +290,7 @@ def test_too_many_states_names_the_same_line_on_both_paths(client, generated):
     errors = []
     for c in (None, client):
         with pytest.raises(InputError) as err:
-            infer_to_dir(generated, None, max_states=2, client=c)
+            infer_to_dir(generated, None, stats=StatsOptions(max_states=2), client=c)
         errors.append((err.value.file, err.value.line, err.value.reason))
     assert errors[0] == errors[1] and errors[0][1] is not None
 

@@ -14,11 +14,14 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..stats.options import StatsOptions
 from ..store import StoreFile, store_files
-from .storestats import FoldOptions, Reduced, fold_files, reduce_folds
+from .storestats import fold_files, reduce_folds
 
 if TYPE_CHECKING:
     from dask.distributed import Client
+
+    from ..stats.partial import PartialStats
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 #: Rows (events) per map task: files are grouped in store order up to about this many.
@@ -102,26 +105,28 @@ def file_tasks(
 def store_summary(
     store: str | os.PathLike,
     where: dict[str, str] | None,
-    opts: FoldOptions,
+    options: StatsOptions = StatsOptions(),
     mapper: Mapper = map,
     *,
     n_tasks: int = 1,
     task_rows: int = TASK_ROWS,
-) -> Reduced:
+) -> PartialStats:
     """The statistics of the traces of ``store`` (pruned to ``where``): the map
     (:func:`~.storestats.fold_files`) per group of files through ``mapper``, the reduce
-    here, in about ``n_tasks`` tasks (see :func:`file_tasks`); equal to
-    :func:`statemine.summarize` of :func:`statemine.store.read_store`."""
+    here, in about ``n_tasks`` tasks (see :func:`file_tasks`). Their tables
+    (:func:`statemine.stats.tables.tables`) equal those of
+    :func:`statemine.store.read_store`'s trace set."""
     tasks = file_tasks(store_files(store, where), n_tasks, task_rows)
-    folds = list(mapper(_Fold(opts), tasks))
-    return reduce_folds(folds, opts)
+    folds = list(mapper(_Fold(options), list(enumerate(tasks))))
+    return reduce_folds(folds, options)
 
 
 class _Fold:
-    """``fold_files(paths, opts)`` as a one-argument callable (picklable for the workers)."""
+    """``fold_files(part, paths, options)`` of a ``(part, paths)`` item (picklable for
+    the workers)."""
 
-    def __init__(self, opts: FoldOptions) -> None:
-        self.opts = opts
+    def __init__(self, options: StatsOptions) -> None:
+        self.options = options
 
-    def __call__(self, paths: list[str]) -> Any:
-        return fold_files(paths, self.opts)
+    def __call__(self, item: tuple[int, list[str]]) -> Any:
+        return fold_files(item[0], item[1], self.options)

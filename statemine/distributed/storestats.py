@@ -1,19 +1,19 @@
-"""The state and transition tables of a trace store as a map over its data files and an
-exact reduce on the driver.
+"""The state and transition tables of a trace store as a map over its data files and the
+exact reduce of :mod:`statemine.stats.partial`.
 
 Map (:func:`fold_files`, on a worker): the files of one task are read block by block
-(columns trace, seq, time, kind, state, end; a block is cut after its last whole trace, so
-at most one trace's rows are carried to the next), checked (:func:`statemine.store.check_rows`),
-folded into visits by the rules of :mod:`statemine.visitfold` and reduced to per-trace
-sums: seconds and visits per (trace, state), counts per (trace, transition), and the dwell
-times (raw, or the bounded sketch past its budget). Memory: one block plus one trace.
+(columns trace, seq, time, kind, state, line, source, end; a block is cut after its last
+whole trace, so at most one trace's rows are carried to the next), checked
+(:func:`statemine.store.check_rows`), folded into visits by the rules of
+:mod:`statemine.stats.visits` and added to the per-trace sufficient statistics
+(:class:`~statemine.stats.partial.PartialStats`, the task's rank as ``part``). Memory: one
+block plus one trace, plus the statistics.
 
-Reduce (:func:`reduce_folds`, on the driver): the tasks' traces are numbered in store order
-(each task's after the previous task's), their state names are merged and sorted, and the
-sums are arranged exactly as :func:`statemine.summarize` arranges them for the same traces
-read whole (:func:`statemine.store.read_store`): every per-trace sum was added up in the
-same order, and integer counts are exact in any order, so the tables (and the bootstrap,
-drawn over the same traces) are equal to the last bit.
+Reduce (:func:`reduce_folds`, on the driver): :func:`statemine.stats.partial.merge` of
+the tasks' statistics, whose tables equal, bit for bit, those of the same traces read whole
+(:func:`statemine.store.read_store`): a trace lies in one block of one task, so each of its
+sums is added in the same order as on one machine, and the merge orders traces by
+``(task, row)`` -- store order.
 """
 
 from __future__ import annotations
@@ -28,57 +28,29 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from ..errors import InputError
+from ..stats.options import END_RULES, StatsOptions, too_many_states
+from ..stats.partial import PartialStats, VisitStats, merge
+from ..stats.visits import VisitChunk, VisitFold, trace_ends
 from ..store import check_rows
-from ..visitfold import END_RULES, OUTSIDE, EndRule, VisitChunk, VisitFold
-from ..visitstats import (
-    DwellTimes,
-    KeyedSums,
-    VisitStats,
-    check_max_states,
-    too_many_states,
-    unique_sums,
-)
 
-_SHIFT = 32
-_LOW = (1 << _SHIFT) - 1
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 #: Rows read per block.
 BLOCK_ROWS = 1 << 20
 _COLUMNS = ["trace", "seq", "time", "kind", "state", "line", "source", "end"]
 
 
-class FoldOptions(NamedTuple):
-    """The statistics' options that act in the map (as :func:`statemine.summarize`)."""
-
-    collapse_repeats: bool = False
-    end: EndRule = "close"
-    max_states: int = 100_000
-    dwell_budget: int = 1 << 20
-
-
 class FilesFold(NamedTuple):
-    """What :func:`fold_files` sums for one task (codes local to the task).
+    """What :func:`fold_files` computed for one task: the statistics, and for the
+    too-many-states error the task's state names in order of their first state line
+    (``names``), the (source, line) of that line (``first_lines``), and whether more than
+    ``max_states`` names were met (``overflow``: the fold stopped there)."""
 
-    ``names``: state names by code, in order of first state line; ``first_lines``: per name,
-    the (source, line) of that line (for the too-many-states error); ``overflow``: more than
-    ``max_states`` names were met and the fold stopped there. ``state_keys``/``state_sums``:
-    ascending ``trace << 32 | state`` keys with seconds and visits (2 x n);
-    ``edge_trace``/``edge_src``/``edge_dst``/``edge_count``: transitions per trace (OUTSIDE
-    for INITIAL/TERMINAL); ``dwell``: ``("raw", state, seconds)`` or ``("sketch", keys,
-    counts)`` (the sketch's ``state << 32 | bucket`` cells)."""
-
+    partial: PartialStats
     names: list[str]
     first_lines: list[tuple[str, int]]
     overflow: bool
-    n_traces: int
-    n_events: int
-    state_keys: np.ndarray
-    state_sums: np.ndarray
-    edge_trace: np.ndarray
-    edge_src: np.ndarray
-    edge_dst: np.ndarray
-    edge_count: np.ndarray
-    dwell: tuple[str, np.ndarray, np.ndarray]
-    n_visits: int
 
 
 class _Block(NamedTuple):
@@ -102,99 +74,48 @@ class _Names:
         self.first_lines: list[tuple[str, int]] = []
 
 
-def fold_files(paths: Sequence[str | Path], opts: FoldOptions) -> FilesFold:
-    """The map: the per-trace sums of the data files ``paths`` (in this order)."""
-    if opts.end not in END_RULES:
-        raise ValueError(f"end must be one of {END_RULES}, not {opts.end!r}")
-    check_max_states(opts.max_states)
+def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) -> FilesFold:
+    """The map: the statistics of the traces of the data files ``paths`` (in this order),
+    numbered ``(part, 0..)``."""
+    if options.end not in END_RULES:
+        raise ValueError(f"end must be one of {END_RULES}, not {options.end!r}")
     names = _Names()
-    state_parts: list[tuple[np.ndarray, np.ndarray]] = []
-    edge_parts: list[tuple[np.ndarray, ...]] = []
-    dwell = DwellTimes(opts.dwell_budget)
-    n_traces = n_events = n_visits = 0
+    stats = VisitStats(options.dwell_budget)
+    n_traces = n_events = 0
     overflow = False
     for path in map(Path, paths):
-        for block in _blocks(path, names, opts.max_states):
-            if len(names.codes) > opts.max_states:  # the driver names the line
+        for block in _blocks(path, names, options.max_states):
+            if len(names.codes) > options.max_states:  # the driver names the line
                 overflow = True
                 break
             n_events += len(block.trace)
             local = np.cumsum(np.r_[True, block.trace[1:] != block.trace[:-1]]) - 1
             n_block = int(local[-1]) + 1
-            chunk = _visits(block, local, n_block, opts)
-            duration = chunk.end - chunk.start
-            keys, sums = unique_sums(chunk.trace, chunk.state, [duration, None])
-            state_parts.append((keys + (n_traces << _SHIFT), sums))
-            edge_parts.append(_edges(chunk, n_traces))
-            dwell.add(chunk.state, duration)
-            n_visits += len(chunk.trace)
+            chunk = _visits(block, local, n_block, options)
+            chunk = chunk._replace(
+                trace=chunk.trace + n_traces, first_trace=chunk.first_trace + n_traces
+            )
             n_traces += n_block
+            stats.add(chunk, n_traces, len(names.codes))
         if overflow:
             break
-    state_keys = (
-        np.concatenate([k for k, _ in state_parts]) if state_parts else np.zeros(0, np.int64)
-    )
-    state_sums = (
-        np.concatenate([s for _, s in state_parts], axis=1) if state_parts else np.zeros((2, 0))
-    )
-    edges = (
-        [np.concatenate(c) for c in zip(*edge_parts)] if edge_parts else [np.zeros(0, np.int64)] * 4
-    )
-    return FilesFold(
-        names=sorted(names.codes, key=names.codes.__getitem__),
-        first_lines=names.first_lines,
-        overflow=overflow,
-        n_traces=n_traces,
-        n_events=n_events,
-        state_keys=state_keys,
-        state_sums=state_sums,
-        edge_trace=edges[0],
-        edge_src=edges[1],
-        edge_dst=edges[2],
-        edge_count=edges[3],
-        dwell=_dwell_parts(dwell),
-        n_visits=n_visits,
-    )
+    in_order = sorted(names.codes, key=names.codes.__getitem__)
+    partial = stats.partial(in_order, part=part, n_events=n_events)
+    return FilesFold(partial, in_order, names.first_lines, overflow)
 
 
-def _visits(block: _Block, local: np.ndarray, n: int, opts: FoldOptions) -> VisitChunk:
+def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> VisitChunk:
     """The visits of a block of whole traces (trace codes ``local``, 0..n-1): the closed
-    ones in row order, then each trace's last (as :func:`statemine.summarize` orders them)."""
-    fold = VisitFold(opts.collapse_repeats)
+    ones in row order, then each trace's last (as one fold of the whole store orders them)."""
+    fold = VisitFold(options.collapse_repeats)
     s = block.is_state
     closed = fold.add(local[s], block.state[s], block.time[s])
-    if opts.end == "last-state":
-        ends = np.full(n, -np.inf)
-    else:
-        last = np.r_[np.flatnonzero(local[1:] != local[:-1]), len(local) - 1]
-        ends = np.where(np.isnan(block.explicit_end), block.time[last], block.explicit_end)
-    final = fold.finish(ends)
+    last = np.r_[np.flatnonzero(local[1:] != local[:-1]), len(local) - 1]
+    final = fold.finish(trace_ends(block.explicit_end, block.time[last], options.end))
     trace, state, start, end, next_ = (
         np.concatenate([a, b]) for a, b in zip(closed[:5], final[:5])
     )
     return VisitChunk(trace, state, start, end, next_, closed.first_trace, closed.first_state)
-
-
-def _edges(chunk: VisitChunk, base: int) -> tuple[np.ndarray, ...]:
-    """Transitions per trace of a chunk: (trace + base, src, dst, count), INITIAL ->
-    first state included; the same pairs :class:`~statemine.visitstats.VisitStats` counts."""
-    src = np.concatenate([np.full(len(chunk.first_trace), OUTSIDE), chunk.state])
-    dst = np.concatenate([chunk.first_state, chunk.next])
-    trace = np.concatenate([chunk.first_trace, chunk.trace])
-    pair, number = np.unique(((src + 1) << _SHIFT) | (dst + 1), return_inverse=True)
-    keys, (count,) = unique_sums(trace, number.reshape(-1), [None])
-    edge = pair[keys & _LOW]
-    return (keys >> _SHIFT) + base, (edge >> _SHIFT) - 1, (edge & _LOW) - 1, count
-
-
-def _dwell_parts(dwell: DwellTimes) -> tuple[str, np.ndarray, np.ndarray]:
-    """The dwell times as raw (state, seconds) arrays, or the sketch's cells and counts."""
-    if dwell._sketch is None:  # interim: visitstats has no public accessor for these
-        state = np.concatenate(dwell._states) if dwell._states else np.zeros(0, np.int32)
-        values = np.concatenate(dwell._durations) if dwell._durations else np.zeros(0)
-        return "raw", state, values
-    keys, (counts,) = dwell._sketch.result()
-    return "sketch", keys, counts
 
 
 def _blocks(path: Path, names: _Names, max_states: int) -> Iterator[_Block]:
@@ -293,73 +214,13 @@ def _decode(
     }
 
 
-class Reduced(NamedTuple):
-    """The reduce's result: the statistics (as :func:`statemine.summarize` builds them),
-    the state names their codes index, and the traces and events counted."""
-
-    stats: VisitStats
-    names: list[str]
-    n_traces: int
-    n_events: int
-
-
-def reduce_folds(folds: Sequence[FilesFold], opts: FoldOptions) -> Reduced:
-    """The driver's reduce: the tasks' sums (in store order) as one :class:`VisitStats`,
-    arranged exactly as for the same traces read whole."""
-    _check_names(folds, opts.max_states)
-    names = sorted({n for f in folds for n in f.names})
-    offsets = np.cumsum([0] + [f.n_traces for f in folds])
-    state_keys, state_sums, edge_trace, edge_key, edge_count = [], [], [], [], []
-    for fold, base in zip(folds, offsets):
-        to_global = np.searchsorted(names, fold.names).astype(np.int64)
-        trace, state = fold.state_keys >> _SHIFT, fold.state_keys & _LOW
-        state_keys.append(((trace + base) << _SHIFT) | to_global[state])
-        state_sums.append(fold.state_sums)
-        src, dst = (
-            np.where(c == OUTSIDE, OUTSIDE, to_global[c]) for c in (fold.edge_src, fold.edge_dst)
-        )
-        edge_trace.append(fold.edge_trace + base)
-        edge_key.append(((src + 1) << _SHIFT) | (dst + 1))
-        edge_count.append(fold.edge_count)
-    stats = VisitStats()
-    stats.n_traces, stats.n_states = int(offsets[-1]), len(names)
-    keys = np.concatenate(state_keys) if state_keys else np.zeros(0, np.int64)
-    order = np.argsort(keys, kind="stable")
-    if len(keys):  # interim: VisitStats is built in place (its sums as one sorted run)
-        stats.state_sums._runs = [(keys[order], np.concatenate(state_sums, axis=1)[:, order])]
-    pairs = np.concatenate(edge_key) if edge_key else np.zeros(0, np.int64)
-    unique_pairs, number = np.unique(pairs, return_inverse=True)  # numbered in key order
-    stats.edge_src = (unique_pairs >> _SHIFT) - 1
-    stats.edge_dst = (unique_pairs & _LOW) - 1
-    stats._edge_keys, stats._edge_ids = unique_pairs, np.arange(len(unique_pairs))
-    if len(pairs):
-        ekeys = (np.concatenate(edge_trace) << _SHIFT) | number.reshape(-1)
-        order = np.argsort(ekeys, kind="stable")
-        stats.edge_sums._runs = [
-            (ekeys[order], np.concatenate(edge_count)[order][None, :].astype(float))
-        ]
-    _reduce_dwell(stats, folds, names, opts.dwell_budget)
-    return Reduced(stats, names, int(offsets[-1]), sum(f.n_events for f in folds))
-
-
-def _reduce_dwell(
-    stats: VisitStats, folds: Sequence[FilesFold], names: list[str], budget: int
-) -> None:
-    """The tasks' dwell times into ``stats.dwell``: all raw while the visits stay within
-    ``budget`` (as one fold would keep them), else every time in the sketch."""
-    dwell = stats.dwell = DwellTimes(budget)
-    total = sum(f.n_visits for f in folds)
-    for fold in folds:
-        to_global = np.searchsorted(names, fold.names).astype(np.int64)
-        kind, a, b = fold.dwell
-        if kind == "raw" and total <= budget:
-            dwell.add(to_global[a].astype(np.int32), b)
-        elif kind == "raw":
-            dwell._to_sketch(to_global[a], b)
-        else:
-            if dwell._sketch is None:
-                dwell._sketch = KeyedSums(1)
-            dwell._sketch.add(to_global[a >> _SHIFT], a & _LOW, [b])
+def reduce_folds(folds: Sequence[FilesFold], options: StatsOptions) -> PartialStats:
+    """The driver's reduce: the tasks' statistics merged (after checking the number of
+    state names as one fold of the whole store would)."""
+    _check_names(folds, options.max_states)
+    if not folds:
+        raise ValueError("no map results to reduce")
+    return merge(*(f.partial for f in folds))
 
 
 def _check_names(folds: Sequence[FilesFold], max_states: int) -> None:
