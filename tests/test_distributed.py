@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_stream import random_log
 
 import statemine
 from statemine.cli import main
@@ -26,28 +27,7 @@ from statemine.stats.tables import tables
 from statemine.store import read_store, store_files
 
 REPO = Path(__file__).resolve().parent.parent
-STATES = ["SlowStart", "CongestionAvoidance", "Recovery", "ApplicationLimited"]
 INFER_FILES = ("states.csv", "transitions.csv", "model.dot", "model.json")
-
-
-def synthetic_log(rng: np.random.Generator, n_lines: int, n_conns: int) -> str:
-    """Interleaved connections: states with repeats, point events, some Close lines,
-    some instants with several lines."""
-    clock = np.zeros(n_conns)
-    lines = []
-    for _ in range(n_lines):
-        c = int(rng.integers(n_conns))
-        clock[c] += float(rng.choice([0.0, rng.exponential(0.2)]))
-        r = rng.random()
-        what = (
-            "event=Close"
-            if r < 0.02
-            else "event=Loss"
-            if r < 0.2
-            else f"state={STATES[int(rng.integers(len(STATES)))]}"
-        )
-        lines.append(f"STATEMINE t={clock[c]:.6f} conn=c{c} {what}\n")
-    return "".join(lines)
 
 
 def make_store(
@@ -64,7 +44,7 @@ def make_store(
         env, day = part.split("/")
         for i in range(n_files):
             log = logs / f"{env}-{day}-{i}.log"
-            log.write_text(synthetic_log(rng, int(rng.integers(*lines)), int(rng.integers(1, 9))))
+            log.write_text(random_log(rng, int(rng.integers(*lines)), int(rng.integers(1, 9))))
             statemine.store_add([log], store, {"env": env, "day": day})
             first = first or (log, {"env": env, "day": day})
     assert first is not None
@@ -332,3 +312,19 @@ def test_a_worker_killed_mid_run_is_retried_with_the_same_result(tmp_path):
     assert killed, "no worker was killed while running a task"
     assert got.n_events == want.n_events
     _same_files(tmp_path / "single", tmp_path / "dask")
+
+
+@pytest.mark.slow
+def test_progress_bar_on_a_terminal_only(client, monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for tty, shown in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", tty)
+        mapper = dist_run.dask_mapper(client, progress=True)
+        assert mapper(abs, [-1, -2, 3, -4]) == [1, 2, 3, 4]  # results in the items' order
+        assert ("tasks" in tty.getvalue() and "4/4" in tty.getvalue()) is shown
