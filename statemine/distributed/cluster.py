@@ -67,15 +67,20 @@ def dask_client(spec: str | DaskSpec, *, timeout: float = 10.0) -> Iterator[Clie
     except ImportError:
         raise UsageError("--dask needs dask.distributed: pip install 'statemine[dask]'") from None
     if parsed.address is None:
-        cluster = LocalCluster(
-            n_workers=parsed.workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-            memory_limit=WORKER_MEMORY,
-            silence_logs=logging.CRITICAL,  # a task's error reaches the user once, here
-        )
+        try:
+            cluster = LocalCluster(
+                n_workers=parsed.workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+                memory_limit=WORKER_MEMORY,
+                silence_logs=logging.CRITICAL,  # a task's error reaches the user once, here
+            )
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            raise StatemineError(
+                f"--dask local:{parsed.workers}: the local Dask cluster did not start ({exc})"
+            ) from None
         try:
             with Client(cluster) as client:
                 yield client
