@@ -439,8 +439,6 @@ def _per_run_seconds(folder: Path, run_ids, state: str) -> tuple[np.ndarray, np.
 def test_mobile_numbers_against_raw_logs_and_scipy(verdicts, stack):
     """The mobile finding's shares from the raw logs, and its p-value from scipy's
     permutation test on those per-run seconds (two-sided, 9999 random relabellings)."""
-    from scipy import stats
-
     r = verdicts[(verdicts["finding"] == "mobile-vs-desktop") & (verdicts["stack"] == stack)].iloc[
         0
     ]
@@ -454,29 +452,7 @@ def test_mobile_numbers_against_raw_logs_and_scipy(verdicts, stack):
     )
     assert r["share_a"] == pytest.approx(ia.sum() / ta.sum(), rel=1e-6)
     assert r["share_b"] == pytest.approx(ib.sum() / tb.sum(), rel=1e-6)
-    seconds, totals = np.r_[ia, ib], np.r_[ta, tb]
-
-    def stat(xa, xb, axis):
-        xa, xb = xa.astype(int), xb.astype(int)
-        return np.abs(
-            seconds[xb].sum(axis=axis) / totals[xb].sum(axis=axis)
-            - seconds[xa].sum(axis=axis) / totals[xa].sum(axis=axis)
-        )
-
-    n_a = len(ia)
-    ref = stats.permutation_test(
-        (np.arange(n_a), np.arange(n_a, len(seconds))),
-        stat,
-        vectorized=True,
-        permutation_type="independent",
-        alternative="greater",
-        n_resamples=9999,
-        rng=np.random.default_rng(1),
-    ).pvalue
-    if ref <= 1e-4:  # both at the Monte Carlo floor 1 / (9999 + 1)
-        assert r["p_value"] == pytest.approx(1e-4)
-    else:
-        assert abs(r["p_value"] - ref) < 5 * np.sqrt(ref * (1 - ref) / 9999) + 1e-4
+    _same_p(r["p_value"], _pooled_p(ia, ta, ib, tb))
 
 
 def test_mobile_does_not_limit_an_aioquic_sender_through_flow_control(table):

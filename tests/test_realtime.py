@@ -439,3 +439,52 @@ def test_quic_stack_in_real_time_through_the_lab(tmp_path, stack):
     now = time.monotonic() if stack.startswith("aioquic") else time.time()
     start = mono if stack.startswith("aioquic") else wall
     assert start < t[0] and t[-1] < now
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text``."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and text.encode() in (d / "cmdline").read_bytes().replace(
+                b"\0", b" "
+            ):
+                pids.append(int(d.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.slow
+@needs_netns
+def test_a_terminated_aioquic_run_leaves_nothing(tmp_path):
+    """SIGTERM in the middle of an aioquic-rt transfer: the run records why it stopped,
+    its transfer child is gone and its namespaces (and TUN devices) are removed."""
+    cfg = _tcp_config(
+        tmp_path,
+        implementation="aioquic-rt",
+        version="1.7.2",
+        objects={"count": 1, "size_bytes": 50_000_000},
+    )
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statemine.lab.realtime.aioquic", str(tmp_path / "c.json")],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _processes_naming(f"--transfer {tmp_path}"):
+            time.sleep(0.1)
+        assert _processes_naming(f"--transfer {tmp_path}"), "the transfer did not start"
+        assert len(_sm_state(proc.pid)[0]) == 2
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 1
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert _sm_state(proc.pid)[0] == []
+    assert _processes_naming(f"--transfer {tmp_path}") == []
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["ok"] is False and "interrupted" in result["error"]

@@ -19,16 +19,15 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::pathmodel::rng::Rng;
 use crate::sim::{
-    quiche_config, read_all, read_requests, send_requests, serve, set_qlog, Outcome, SERVER_NAME,
+    quiche_config, read_all, read_requests, seed_run, send_requests, serve, set_qlog, Outcome,
+    SERVER_NAME,
 };
 
 /// Longest single wait, so the loop checks its deadline at least this often.
 const MAX_WAIT: Duration = Duration::from_millis(50);
 /// Time the loop keeps running after the transfer so both ends exchange CONNECTION_CLOSE.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
-const CID_LEN: usize = 16;
 
 /// One endpoint: its socket, address, connection and paced datagrams not yet due.
 struct End {
@@ -140,14 +139,7 @@ pub fn simulate(
     if cfg.mobile() {
         return Err("the mobile profile is not supported in real time for quiche".into());
     }
-    quiche::statemine::set_random_seed(Rng::new(cfg.seed, 0x4a2d).next_u64());
-    let mut ids = Rng::new(cfg.seed, 0x1d5);
-    let mut cid = || {
-        (0..CID_LEN)
-            .map(|_| ids.next_u64() as u8)
-            .collect::<Vec<u8>>()
-    };
-    let (client_scid, server_scid) = (cid(), cid());
+    let (client_scid, server_scid) = seed_run(cfg.seed);
     let mut server = End::new(fds.0)?;
     let mut client = End::new(fds.1)?;
     let raw = [server.sock.as_raw_fd(), client.sock.as_raw_fd()];

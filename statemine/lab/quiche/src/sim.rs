@@ -695,19 +695,24 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Runs the transfer of `cfg` in virtual time. `cert_dir` holds the lab's cert.pem and
-/// key.pem; with `qlog_dir` each connection writes a qlog there.
-pub fn simulate(cfg: &Config, cert_dir: &str, qlog_dir: Option<String>) -> Result<Outcome, String> {
-    quiche::statemine::set_virtual_time(Duration::ZERO);
-    // quiche's own random draws (packet-number skips) from the run's seed
-    quiche::statemine::set_random_seed(Rng::new(cfg.seed, 0x4a2d).next_u64());
-    let mut ids = Rng::new(cfg.seed, 0x1d5);
+/// Seeds quiche's own random draws (packet-number skips) on this thread from the run's
+/// `seed`; the client's and the server's connection ids, drawn from it too.
+pub fn seed_run(seed: u64) -> (Vec<u8>, Vec<u8>) {
+    quiche::statemine::set_random_seed(Rng::new(seed, 0x4a2d).next_u64());
+    let mut ids = Rng::new(seed, 0x1d5);
     let mut cid = || {
         (0..CID_LEN)
             .map(|_| ids.next_u64() as u8)
             .collect::<Vec<u8>>()
     };
-    let (client_scid, server_scid) = (cid(), cid());
+    (cid(), cid())
+}
+
+/// Runs the transfer of `cfg` in virtual time. `cert_dir` holds the lab's cert.pem and
+/// key.pem; with `qlog_dir` each connection writes a qlog there.
+pub fn simulate(cfg: &Config, cert_dir: &str, qlog_dir: Option<String>) -> Result<Outcome, String> {
+    quiche::statemine::set_virtual_time(Duration::ZERO);
+    let (client_scid, server_scid) = seed_run(cfg.seed);
     let down = Link::new(cfg.path.down.clone(), direction_seed(cfg.seed, true), None)
         .map_err(|e| format!("path.down.{e}"))?;
     let up = Link::new(cfg.path.up.clone(), direction_seed(cfg.seed, false), None)
