@@ -2,7 +2,8 @@
 :func:`statemine.lab.runners.aioquic.build`) driven on the real clock over two real UDP
 sockets, one in each namespace, joined by the real-time path (docs/realtime.md).
 
-aioquic is sans-IO; here one thread runs both endpoints as the virtual-time runner does
+aioquic is sans-IO; a child process (:func:`transfer_main`, which inherits the two
+sockets) runs both endpoints in one thread as the virtual-time runner does
 (the same configurations, application protocol and loss counter,
 :mod:`statemine.lab.runners.aioquic`), but ``now`` is ``time.monotonic()`` and the
 datagrams go through the kernel's sockets and the emulator instead of a heap. The loop
@@ -39,12 +40,11 @@ MAX_WAIT_S = 0.05
 
 
 class _Side:
-    """One endpoint: its socket, connection (None until the server's first datagram),
-    peer address and the instant its timer is due (monotonic seconds, None: no timer)."""
+    """One endpoint: its socket, its connection (None until the server's first datagram)
+    and the datagrams it could not send."""
 
-    def __init__(self, sock: socket.socket, peer: tuple[str, int] | None) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.peer = peer
         self.conn: Any = None
         self.send_errors = 0
 
@@ -78,7 +78,7 @@ def transfer(config: dict, server_sock: socket.socket, client_sock: socket.socke
     mobile = prof.get("profile", "desktop") == "mobile" and prof.get("read_rate_bps")
     app = rq.AppReader(rq.read_rate(prof, int(config["seed"])) if mobile else None)
     server_addr = server_sock.getsockname()
-    server, client = _Side(server_sock, None), _Side(client_sock, server_addr)
+    server, client = _Side(server_sock), _Side(client_sock)
     received = rq._Received()
     losses = [0]
     requests: dict[int, bytearray] = {}
@@ -209,11 +209,13 @@ def _use_tree(config: dict, cache_dir: Any) -> None:
 
 
 def _transfer_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STATEMINE_")}
+    """The child's environment: this checkout first on ``PYTHONPATH``; the patch's log and
+    knobs are set by the child from the config (``$STATEMINE_CACHE`` and
+    ``$STATEMINE_PATCHES`` stay, so it finds the same patched tree)."""
+    knobs = ("STATEMINE_LOG", "STATEMINE_REORDERING_THRESHOLD", "STATEMINE_TIME_THRESHOLD")
+    env = {k: v for k, v in os.environ.items() if k not in knobs}
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if os.environ.get("STATEMINE_CACHE"):
-        env["STATEMINE_CACHE"] = os.environ["STATEMINE_CACHE"]
     return env
 
 
