@@ -229,27 +229,33 @@ FINDINGS: tuple[Finding, ...] = (
     ),
     Finding(
         "quic-rt-vs-tcp-jitter",
-        "tcp-jitter+quic-rt-jitter",
+        "tcp-jitter+quic-rt-jitter+quic-go-rt-jitter",
         "Recovery",
-        "finding 5 with the QUIC stacks in real time too: aioquic (fixed packet threshold 3) "
-        "and quiche (adapts its threshold) run through the real-time path like kernel TCP "
-        "(cubic, RACK-TLP), 112 ms RTT, 10 ms jitter",
+        "finding 5 with the QUIC stacks in real time too: aioquic and quic-go v0.63.0 (fixed "
+        "packet threshold 3), quiche and quic-go v0.65.0 (adapt their threshold) run through "
+        "the real-time path like kernel TCP (cubic, RACK-TLP), 112 ms RTT, 10 ms jitter",
         (
             Condition(
                 "TCP cubic", {"implementation": "tcp", "version": "cubic", "jitter_ms": "10"}
             ),
-            Condition(
-                "aioquic 1.7.2 real",
-                {"implementation": "aioquic-rt", "version": "1.7.2", "jitter_ms": "10"},
-            ),
-            Condition(
-                "quiche 0.30.0 real",
-                {"implementation": "quiche-rt", "version": "0.30.0", "jitter_ms": "10"},
+            *(
+                Condition(
+                    f"{name} {version} real",
+                    {"implementation": f"{name}-rt", "version": version, "jitter_ms": "10"},
+                )
+                for name, version in (
+                    ("aioquic", "1.7.2"),
+                    ("quic-go", "v0.63.0"),
+                    ("quiche", "0.30.0"),
+                    ("quic-go", "v0.65.0"),
+                )
             ),
         ),
         (
             Comparison("TCP cubic", "aioquic 1.7.2 real", "up"),
+            Comparison("TCP cubic", "quic-go v0.63.0 real", "up"),
             Comparison("TCP cubic", "quiche 0.30.0 real", "either"),
+            Comparison("TCP cubic", "quic-go v0.65.0 real", "either"),
         ),
         per_stack=False,
     ),
