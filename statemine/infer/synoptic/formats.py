@@ -201,11 +201,15 @@ def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
     return b"".join(bytes(p) for p in json_pieces(model, invariants)).decode("utf-8")
 
 
-def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator[bytes]:
+def json_pieces(
+    model: PartitionModel, invariants: pd.DataFrame, invariants_text: str | None = None
+) -> Iterator[bytes]:
     """``model.json`` as UTF-8 byte pieces (bytes or Arrow buffers), made a block of
     ``JSON_BLOCK`` events at a time with Arrow string kernels: each event's text is put
     together from a few small lookup tables (per type, per trace, per index in the
-    trace) and its line and time texts, so memory stays bounded by the block."""
+    trace) and its line and time texts, so memory stays bounded by the block.
+    ``invariants_text``: the body of the ``invariants`` list as given (Perfume's
+    constrained entries) instead of entries made from ``invariants``."""
     log = model.log
     trace_of = log.trace_of
     index = np.arange(log.n_events) - log.starts[trace_of]
@@ -213,12 +217,13 @@ def json_pieces(model: PartitionModel, invariants: pd.DataFrame) -> Iterator[byt
     yield from _log_json(log, trace_of, index)
     yield b'],"partitions":['
     yield from _partitions_json(model, trace_of, index)
-    inv = sort_invariants(invariants)
-    invs = ",".join(
-        f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},{json.dumps(b)}]}}'
-        for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
-    )
-    yield f'],"invariants":[{invs}]}}'.encode()
+    if invariants_text is None:
+        inv = sort_invariants(invariants)
+        invariants_text = ",".join(
+            f'{{"invariantType":{json.dumps(k)},"predicates":[{json.dumps(a)},{json.dumps(b)}]}}'
+            for k, a, b in zip(inv["kind"], inv["first"], inv["second"])
+        )
+    yield f'],"invariants":[{invariants_text}]}}'.encode()
 
 
 def _joined_bytes(*columns: pa.Array | str) -> pa.Buffer:

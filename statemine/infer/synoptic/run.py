@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ...parse.regex import RegexEvents
     from .log import EventLog
     from .model import PartitionModel
+    from .timecheck import TimedCodes
 
 
 @dataclass
@@ -256,16 +257,28 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
 
 
 def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
-    """Perfume's mining (:mod:`.perfume`); its time-constrained refinement is not
-    implemented, so only ``--onlyMineInvariants=true`` runs (anything else is refused)."""
+    """Perfume: its performance-constrained invariants (:mod:`.perfume`), then (unless
+    ``--onlyMineInvariants``) its model (:mod:`.perfume_infer`) and files
+    (:mod:`.perfume_formats`)."""
     from ...errors import UsageError
-    from .perfume import constrained_invariants_txt, constrained_text, mine_constrained
+    from .engine import SynopticResult
+    from .formats import json_pieces
+    from .model import PartitionModel
+    from .perfume import (
+        constrained_invariants_txt,
+        constrained_json,
+        constrained_text,
+        mine_constrained,
+    )
+    from .perfume_formats import invariants_json, perfume_dot
+    from .perfume_infer import infer_perfume
+    from .timecheck import TimedCodes, exact_ticks, refuse_timeless
 
-    if not a["onlyMineInvariants"]:
+    refuse_timeless(a["regExps"])
+    if a["exportAsGML"]:
         raise UsageError(
-            "--engine perfume: Perfume's time-constrained refinement is not "
-            "implemented in statemine; give --onlyMineInvariants=true to mine "
-            "and write its performance-constrained invariants"
+            "--exportAsGML=true is not supported with --engine perfume: statemine writes "
+            "Perfume's time-range labels in dot only"
         )
     inv = mine_constrained(
         log,
@@ -279,13 +292,68 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
         out.stderr += ["Mined invariants:", *constrained_text(inv)]
     if a["outputInvariantsToFile"]:
         out.files[".invariants.txt"] = text
-    if a["outputPathPrefix"] is None:
-        out.stdout = text
-    out.result = inv
+    if a["onlyMineInvariants"]:
+        if a["outputPathPrefix"] is None:
+            out.stdout = text
+        out.result = SynopticResult(PartitionModel.initial(log), inv)
+        out.stderr.append(
+            f"perfume: {log.n_traces} traces, {log.n_events} events, "
+            f"{len(inv)} constrained invariants"
+        )
+        return out
+    ticks, scale = exact_ticks(log)
+    codes = TimedCodes.from_frame(inv, log.types, scale)
+    if a["dumpInitialPartitionGraph"]:
+        out.files[".condensed.dot"] = perfume_dot(PartitionModel.initial(log), ticks)
+    seed = a["randomSeed"] if a["randomSeed"] is not None else 0
+    model = infer_perfume(
+        log,
+        codes,
+        ticks,
+        seed,
+        refine_model=not a["noRefinement"],
+        coarsen_model=not a["noCoarsening"],
+    )
+    out.result = SynopticResult(model, inv)
+    if a["performExtraChecks"]:
+        _perfume_checks(model, codes, ticks, out)
+    if not a["noModelOutput"]:
+        out.files[".dot"] = perfume_dot(
+            model, ticks, a["outputProbLabels"], a["showInitialNode"], a["showTerminalNode"]
+        )
+    if a["outputJSON"]:
+        out.files[".json"] = json_pieces(model, inv, invariants_json(constrained_json(inv)))
     out.stderr.append(
-        f"perfume: {log.n_traces} traces, {log.n_events} events, {len(inv)} constrained invariants"
+        f"perfume: {log.n_traces} traces, {log.n_events} events, "
+        f"{len(inv)} constrained invariants, {model.n_nodes} nodes"
     )
     return out
+
+
+def _perfume_checks(
+    model: PartitionModel, codes: TimedCodes, ticks: np.ndarray, out: ToolRun
+) -> None:
+    """``--performExtraChecks`` for Perfume: every trace accepted, every constrained
+    invariant holds (:mod:`.timecheck`); InputError if not."""
+    from .check import rejected_traces
+    from .timecheck import timed_graph, violations
+
+    log = model.log
+    g = timed_graph(model.part, model.node_type, log, ticks)
+    bad = violations(g, codes, len(log.types))
+    adj = model.edge_counts() > 0
+    labels = [lab if n > 1 else f"\0{lab}" for n, lab in enumerate(model.labels())]
+    rejected = rejected_traces(adj, labels, [log.trace(k) for k in range(log.n_traces)])
+    if bad.any() or rejected:
+        raise InputError(
+            None,
+            None,
+            f"--performExtraChecks: the model rejects {len(rejected)} traces and violates "
+            f"{int(bad.sum())} constrained invariants",
+        )
+    out.stderr.append(
+        f"checked: {log.n_traces} traces accepted, {codes.n_rows} constrained invariants hold"
+    )
 
 
 def _extra_checks(

@@ -1,0 +1,344 @@
+"""Perfume's model inference: refinement until every performance-constrained invariant
+holds, then coarsening that keeps them (Ohmann, Herzberg, Fiss, Halle, Palyart,
+Beschastnikh, Brun: *Behavioral Resource-Aware Model Inference*, ASE 2014, section 3).
+
+Learnt from the paper and, for the algorithm only, from ModelInference/synoptic
+(``Bisimulation.getSplitsConstrained`` / ``makeConstrainedSplitIfStitch``); no code is
+taken from it.
+
+1. Start from Synoptic's initial partition graph (one node per event type) and make the
+   untimed invariants hold with Synoptic's refinement (:func:`~.refine.refine`).
+2. ``a IntrBy b`` (no ``b`` between two ``a``): a shortest INITIAL path that breaks it is
+   followed through the traces and split where no trace can continue it (Synoptic's split).
+3. Time bounds: take a violated bound (seeded choice), a walk from an ``a`` node to a
+   ``b`` node that breaks it (:func:`timed_counterexample`: edges weighted by their
+   largest delta for an upper bound, smallest for a lower one), and look along its inner
+   nodes for a *stitch*: the events entering the node by the walk's previous edge with
+   that edge's extreme delta are not the events leaving it by the next edge with its
+   extreme delta.  Such a node is split (entering events stay, leaving events move, the
+   others go either way by the seeded generator).  A walk without a stitch would be a
+   trace segment taking that time, which the mined bound excludes, so a stitch always
+   exists on a violating walk; a split that makes the bound hold is preferred.
+4. Coarsening: merge same-type nodes (seeded order) while every invariant still holds;
+   merging only adds walks and widens edge ranges, so a merge that failed fails in any
+   coarser model and is not tried again.
+
+The smallest model over a few seeded attempts is kept.  Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ...errors import StatemineError
+from .check import violated
+from .log import EventLog
+from .model import INIT_NODE, TERM_NODE, PartitionModel
+from .refine import apply_split, candidate_splits, refine
+from .timecheck import (
+    TimedCodes,
+    TimedGraph,
+    aggregate_edges,
+    bound_violations,
+    first_nodes,
+    intr_violations,
+    timed_graph,
+    violations,
+    walk_extremes,
+)
+
+#: Counterexample-guided untimed splits before the targeted history split finishes.
+UNTIMED_STEPS = 60
+#: Seeded refinement + coarsening attempts; the smallest model wins.
+ATTEMPTS = 3
+
+
+def timed_counterexample(
+    g: TimedGraph,
+    a: int,
+    b: int,
+    limit: float,
+    upper: bool,
+    first_only: bool = False,
+    max_len: int | None = None,
+) -> list[int] | None:
+    """A walk ``[a node, ..., b node]`` (>= 1 edge) whose total (largest deltas for
+    ``upper``, else smallest) breaks ``limit``, or None when none has at most
+    ``max_len`` edges (default: ``max(4 n, 256)``); ``first_only``: from a first ``a``
+    of a model path, through no other ``a`` node (:func:`~.timecheck.walk_extremes`).
+    Layered search: layer k holds the extreme total of walks of exactly k edges into
+    each node, with their predecessors."""
+    n = g.n
+    max_len = max_len if max_len is not None else max(4 * n, 256)
+    order = np.argsort(g.dst, kind="stable")
+    src, dst = g.src[order], g.dst[order]
+    w = (g.wmax if upper else g.wmin)[order]
+    none = -np.inf if upper else np.inf
+    is_a = g.node_type == a
+    starts = first_nodes(g, np.array([a]))[0] if first_only else is_a
+    cur = np.where(starts, 0.0, none)
+    is_b = g.node_type == b
+    preds: list[np.ndarray] = []
+    for layer in range(max_len):
+        if first_only and layer:
+            cur = np.where(is_a, none, cur)
+        vals = cur[src] + w
+        # per target, the edge with the extreme value (ties: the first edge)
+        key = -vals if upper else vals
+        idx = np.lexsort((np.arange(len(vals)), key, dst))
+        first = np.r_[True, dst[idx][1:] != dst[idx][:-1]]
+        best = idx[first]
+        nxt = np.full(n, none)
+        pred = np.full(n, -1, dtype=np.int64)
+        nxt[dst[best]] = vals[best]
+        pred[dst[best]] = src[best]
+        pred[~np.isfinite(nxt)] = -1
+        preds.append(pred)
+        hit = np.nonzero(is_b & ((nxt > limit) if upper else (nxt < limit)))[0]
+        if hit.size:
+            path = [int(hit[0])]
+            for p in reversed(preds):
+                path.append(int(p[path[-1]]))
+            return path[::-1]
+        if not np.isfinite(nxt).any():
+            return None
+        cur = nxt
+    return None
+
+
+def _transitions(model: PartitionModel, delta: np.ndarray, u: int, v: int, w: float) -> np.ndarray:
+    """Events of node ``u`` whose successor lies in node ``v`` with delta ``w``."""
+    nxt = model.successor_nodes()
+    return np.nonzero((model.part == u) & (nxt == v) & (delta == w))[0]
+
+
+def stitch_splits(
+    model: PartitionModel,
+    g: TimedGraph,
+    delta: np.ndarray,
+    path: list[int],
+    upper: bool,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
+    """Masks of events to move out of an inner node of the violating walk ``path``, one
+    per node with a stitch, from the walk's end backwards (Perfume's order)."""
+    weight = {
+        (int(s), int(d)): float(x) for s, d, x in zip(g.src, g.dst, g.wmax if upper else g.wmin)
+    }
+    out = []
+    for j in range(len(path) - 2, 0, -1):
+        prev, node, nxt = path[j - 1], path[j], path[j + 1]
+        came = _transitions(model, delta, prev, node, weight[(prev, node)]) + 1
+        leaves = _transitions(model, delta, node, nxt, weight[(node, nxt)])
+        came_set, leave_set = set(came.tolist()), set(leaves.tolist())
+        if came_set == leave_set:
+            continue
+        move = np.zeros(len(model.part), dtype=bool)
+        move[list(leave_set - came_set)] = True
+        if came_set - leave_set:
+            move[list(came_set & leave_set)] = True
+        members = np.nonzero(model.part == node)[0]
+        others = np.setdiff1d(members, np.fromiter(came_set | leave_set, dtype=np.int64))
+        move[others[rng.random(others.size) < 0.5]] = True
+        out.append(move)
+    return out
+
+
+def fallback_split(model: PartitionModel, nodes: list[int]) -> np.ndarray | None:
+    """A split of one of ``nodes`` that always separates something: the events that
+    repeat their node within their trace, else the later half of its events."""
+    log = model.log
+    for node in sorted(set(nodes), key=lambda x: -int((model.part == x).sum())):
+        if node in (INIT_NODE, TERM_NODE):
+            continue
+        members = np.nonzero(model.part == node)[0]
+        if members.size < 2:
+            continue
+        trace = log.trace_of[members]
+        repeat = np.r_[False, trace[1:] == trace[:-1]]
+        move = np.zeros(len(model.part), dtype=bool)
+        if repeat.any():
+            move[members[repeat]] = True
+        else:
+            move[members[members.size // 2 :]] = True
+        return move
+    return None
+
+
+def intr_counterexample(model: PartitionModel, a: int, b: int) -> list[int] | None:
+    """A shortest path from INITIAL that reaches an ``a`` node twice with no ``b`` node
+    between (breadth-first over (node, "a seen since the last b"))."""
+    adj = model.edge_counts() > 0
+    nt = model.node_type
+    succ = [np.nonzero(row)[0].tolist() for row in adj]
+    start = (INIT_NODE, 0)
+    parent: dict = {start: None}
+    queue = deque([start])
+    while queue:
+        v, armed = queue.popleft()
+        for w in succ[v]:
+            if w == TERM_NODE:
+                continue
+            if nt[w] == a and armed:
+                path = [w]
+                cur = (v, armed)
+                while cur is not None:
+                    path.append(cur[0])
+                    cur = parent[cur]
+                return path[::-1]
+            state = (w, 1 if nt[w] == a else 0 if nt[w] == b else armed)
+            if state not in parent:
+                parent[state] = (v, armed)
+                queue.append(state)
+    return None
+
+
+def _bound_holds(
+    g: TimedGraph, a: int, b: int, limit: float, upper: bool, first_only: bool
+) -> bool:
+    ext = walk_extremes(g, np.array([a]), upper, first_only)[0]
+    got = ext[g.node_type == b]
+    if not got.size:
+        return True
+    return bool(got.max() <= limit) if upper else bool(got.min() >= limit)
+
+
+def refine_timed(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    rng: np.random.Generator,
+    strict: bool = False,
+) -> PartitionModel:
+    """Split ``model`` until every invariant of ``codes`` holds (module doc, steps 1-3;
+    ``strict``: see :func:`~.timecheck.bound_violations`)."""
+    log = model.log
+    n_types = len(log.types)
+    delta = np.zeros(log.n_events)
+    delta[:-1] = ticks[1:] - ticks[:-1]
+    if (
+        len(codes.untimed)
+        and violated(
+            model.edge_counts() > 0, model.node_type, codes.untimed, n_types, trim=False
+        ).any()
+    ):
+        model = refine(model, codes.untimed, rng, max_steps=UNTIMED_STEPS, finish="targeted")
+    for _ in range(log.n_events + 2):
+        g = timed_graph(model.part, model.node_type, log, ticks)
+        bad_intr = np.nonzero(intr_violations(g, codes))[0]
+        if bad_intr.size:
+            i = int(bad_intr[rng.integers(bad_intr.size)])
+            path = intr_counterexample(model, int(codes.intr_a[i]), int(codes.intr_b[i]))
+            splits = candidate_splits(model, path) if path else []
+            if not splits:
+                raise StatemineError("internal error: no split removes an IntrBy counterexample")
+            model = apply_split(model, splits[int(rng.integers(len(splits)))])
+            continue
+        bad = np.nonzero(bound_violations(g, codes, n_types, strict))[0]
+        if not bad.size:
+            return model
+        i = int(bad[rng.integers(bad.size)])
+        a, b = int(codes.bound_a[i]), int(codes.bound_b[i])
+        limit, upper = float(codes.bound_value[i]), bool(codes.bound_upper[i])
+        first = bool(codes.bound_first_only[i]) and not strict
+        path = timed_counterexample(g, a, b, limit, upper, first)
+        splits = stitch_splits(model, g, delta, path, upper, rng) if path else []
+        chosen = None
+        for mask in splits:
+            trial = apply_split(model, mask)
+            trial_g = timed_graph(trial.part, trial.node_type, log, ticks)
+            if _bound_holds(trial_g, a, b, limit, upper, first):
+                chosen = mask
+                break
+        if chosen is None and splits:
+            chosen = splits[int(rng.integers(len(splits)))]
+        if chosen is None:
+            nodes = path if path else np.nonzero(np.isin(model.node_type, [a, b]))[0].tolist()
+            chosen = fallback_split(model, nodes) if nodes else None
+            if chosen is None:
+                chosen = fallback_split(model, list(range(2, model.n_nodes)))
+        if chosen is None:
+            raise StatemineError("internal error: a time bound fails on the trace graph")
+        model = apply_split(model, chosen)
+    raise StatemineError("internal error: Perfume refinement did not finish")
+
+
+def coarsen_timed(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    rng: np.random.Generator,
+    strict: bool = False,
+) -> PartitionModel:
+    """Merge same-type nodes of ``model`` (pairs in a seeded order, passes until one
+    merges nothing) while every invariant of ``codes`` holds."""
+    log = model.log
+    n_types = len(log.types)
+    fine = timed_graph(model.part, model.node_type, log, ticks)
+    n = model.n_nodes
+    group = np.arange(n)
+    failed: dict[int, set[int]] = {}
+
+    def holds(grp: np.ndarray) -> bool:
+        g = aggregate_edges(n, grp[fine.src], grp[fine.dst], fine.wmin, fine.wmax, model.node_type)
+        return not violations(g, codes, n_types, strict, any_only=True).any()
+
+    changed = True
+    while changed:
+        changed = False
+        reps = np.nonzero(group == np.arange(n))[0]
+        pairs = [
+            (int(p), int(q))
+            for t in np.unique(model.node_type[reps][model.node_type[reps] >= 0])
+            for same in [reps[model.node_type[reps] == t]]
+            for i, p in enumerate(same)
+            for q in same[i + 1 :]
+        ]
+        for k in rng.permutation(len(pairs)):
+            p, q = pairs[k]
+            if group[p] != p or group[q] != q or q in failed.get(p, ()):
+                continue
+            keep, gone = min(p, q), max(p, q)
+            trial = np.where(group == gone, keep, group)
+            if not holds(trial):
+                failed.setdefault(p, set()).add(q)
+                failed.setdefault(q, set()).add(p)
+                continue
+            group = trial
+            moved = failed.pop(gone, set())
+            for x in moved:
+                failed[x].discard(gone)
+                failed[x].add(keep)
+            failed.setdefault(keep, set()).update(moved)
+            changed = True
+    return PartitionModel(log, group[model.part], model.node_type.copy()).compact()
+
+
+def infer_perfume(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    seed: int = 0,
+    refine_model: bool = True,
+    coarsen_model: bool = True,
+    attempts: int = ATTEMPTS,
+    strict: bool = False,
+) -> PartitionModel:
+    """Perfume's model of ``log``: the initial partition graph refined until every
+    invariant of ``codes`` holds, then coarsened; the smallest of ``attempts`` seeded
+    runs (ties: the first)."""
+    initial = PartitionModel.initial(log)
+    if not refine_model:
+        return initial
+    best: PartitionModel | None = None
+    for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
+        rng = np.random.default_rng(sub)
+        model = refine_timed(initial, codes, ticks, rng, strict)
+        if coarsen_model:
+            model = coarsen_timed(model, codes, ticks, rng, strict)
+        if best is None or model.n_nodes < best.n_nodes:
+            best = model
+    assert best is not None
+    return best

@@ -1,0 +1,417 @@
+"""Model checking of Perfume's performance-constrained invariants (Ohmann et al., ASE 2014).
+
+A Perfume model is a partition graph whose edges carry the time deltas of the event-level
+transitions they stand for.  A constrained invariant ``a X(t) b, lowerbound = L`` /
+``upperbound = U`` holds on the model when, on every model path, every walk from an
+``a`` node to a later ``b`` node (``a`` node for IntrBy) takes at least ``L`` when each
+edge counts its *smallest* delta, and at most ``U`` when each edge counts its *largest*
+delta (Perfume's ``*LowerTracingSet``/``*UpperTracingSet`` add up min/max deltas along
+the path; read in ModelInference/synoptic ``invariants/fsmcheck``, for the semantics
+only).  statemine checks *every* (a, later b) pair of a walk, which is what the mined
+bounds mean (the min and max over every such pair of every trace), so a model that
+passes here also passes Perfume's own automata.  The untimed part (``a AFby b``,
+``a AP b``, ``a NFby b``, ``a IntrBy b``) must hold as well.
+
+Times are exact: the decimal time texts are scaled to integers (``ticks``) held in
+float64, exact below 2**53 (beyond, the plain float times are used).  Deltas are >= 0
+(times within a trace are non-decreasing), so a shortest walk is a simple path, and a
+longest walk is unbounded exactly when a cycle with a positive edge lies on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from .check import InvariantCodes, violated_edges
+from .invariants import AP
+from .log import EventLog
+
+INTRBY = "IntrBy"
+_EXACT_LIMIT = float(2**53)
+
+
+def exact_ticks(log: EventLog) -> tuple[np.ndarray, int]:
+    """``(ticks, scale)``: every event's time as written x 10**scale (float64 holding an
+    integer, so sums and differences are exact), ``scale`` the most decimal places of any
+    time text.  Falls back to the float times (scale 0) when the integers would pass 2**53."""
+    texts = log.time_text.to_pylist()
+    try:
+        decs = [Decimal(t) for t in texts]
+    except InvalidOperation:
+        return np.asarray(log.times, dtype=np.float64), 0
+    exps = [d.as_tuple().exponent for d in decs]
+    scale = max([-e for e in exps if isinstance(e, int)] + [0])
+    unit = Decimal(10) ** scale
+    ints = [int(d * unit) for d in decs]
+    if ints and max(abs(i) for i in ints) >= _EXACT_LIMIT:
+        return np.asarray(log.times, dtype=np.float64), 0
+    return np.asarray(ints, dtype=np.float64), scale
+
+
+def bound_ticks(value: str, scale: int) -> float:
+    """A bound's text in ticks (10**-scale units)."""
+    return float(Decimal(value).scaleb(scale))
+
+
+@dataclass(frozen=True)
+class TimedCodes:
+    """Perfume's invariants coded for checking: ``untimed`` (the distinct untimed
+    AFby/NFby/AP forms, for :func:`~.check.violated_edges`), ``intr_a/intr_b`` (the
+    distinct IntrBy pairs), ``bound_a/bound_b/bound_value/bound_upper`` (the time bounds
+    in ticks; for IntrBy ``bound_b == bound_a``).  ``row_untimed``, ``row_intr``,
+    ``row_bound``: per row of the :func:`~.perfume.mine_constrained` frame, its index in
+    each of those (-1: none)."""
+
+    untimed: InvariantCodes
+    intr_a: np.ndarray
+    intr_b: np.ndarray
+    bound_a: np.ndarray
+    bound_b: np.ndarray
+    bound_value: np.ndarray
+    bound_upper: np.ndarray
+    bound_first_only: np.ndarray
+    row_untimed: np.ndarray
+    row_intr: np.ndarray
+    row_bound: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the invariant frame."""
+        return len(self.row_bound)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, types: list[str], scale: int) -> TimedCodes:
+        """Code the constrained invariants ``frame`` (``kind, first, second, bound,
+        value``) over the log's type names; the untimed form of each bounded invariant is
+        checked once."""
+        code = {t: i for i, t in enumerate(types)}
+        kinds = frame["kind"].tolist()
+        firsts = [code[x] for x in frame["first"]]
+        seconds = [code[x] for x in frame["second"]]
+        bounds = frame["bound"].tolist()
+        values = frame["value"].tolist()
+        untimed_idx: dict[tuple, int] = {}
+        intr_idx: dict[tuple, int] = {}
+        ba: list[int] = []
+        bb: list[int] = []
+        bv: list[float] = []
+        bu: list[bool] = []
+        bf: list[bool] = []
+        n = len(kinds)
+        row_u, row_i, row_b = np.full(n, -1), np.full(n, -1), np.full(n, -1)
+        for i, (k, a, b, bound, value) in enumerate(zip(kinds, firsts, seconds, bounds, values)):
+            if k == INTRBY:
+                row_i[i] = intr_idx.setdefault((a, b), len(intr_idx))
+            else:
+                row_u[i] = untimed_idx.setdefault((k, a, b), len(untimed_idx))
+            if bound:
+                row_b[i] = len(ba)
+                ba.append(a)
+                bb.append(a if k == INTRBY else b)
+                bv.append(bound_ticks(value, scale))
+                bu.append(bound == "upperbound")
+                bf.append(bound == "upperbound" and k == AP)
+        keys = list(untimed_idx)
+        untimed = InvariantCodes.from_frame(
+            pd.DataFrame(
+                {
+                    "kind": [k for k, _, _ in keys],
+                    "first": [types[a] for _, a, _ in keys],
+                    "second": [types[b] for _, _, b in keys],
+                }
+            ),
+            dict(code),
+        )
+        intr = list(intr_idx)
+        return cls(
+            untimed,
+            np.array([a for a, _ in intr], dtype=np.int64),
+            np.array([b for _, b in intr], dtype=np.int64),
+            np.array(ba, dtype=np.int64),
+            np.array(bb, dtype=np.int64),
+            np.array(bv, dtype=np.float64),
+            np.array(bu, dtype=bool),
+            np.array(bf, dtype=bool),
+            row_u.astype(np.int64),
+            row_i.astype(np.int64),
+            row_b.astype(np.int64),
+        )
+
+
+@dataclass(frozen=True)
+class TimedGraph:
+    """A model as an edge list with the smallest and largest delta (ticks) of each edge
+    (0 on edges from INITIAL and into TERMINAL, which carry no time)."""
+
+    n: int
+    src: np.ndarray
+    dst: np.ndarray
+    wmin: np.ndarray
+    wmax: np.ndarray
+    node_type: np.ndarray
+
+
+def timed_graph(
+    part: np.ndarray, node_type: np.ndarray, log: EventLog, ticks: np.ndarray
+) -> TimedGraph:
+    """The :class:`TimedGraph` of the partition ``part`` (node per event; nodes 0/1 are
+    INITIAL/TERMINAL) of ``log``: one edge per (node, successor's node) with the min/max
+    of ``ticks[next] - ticks[event]``."""
+    n = len(node_type)
+    nxt = np.empty_like(part)
+    nxt[:-1] = part[1:]
+    nxt[log.is_last] = 1
+    delta = np.zeros(len(part), dtype=np.float64)
+    delta[:-1] = ticks[1:] - ticks[:-1]
+    delta[log.is_last] = 0.0
+    src = np.concatenate([np.zeros(log.n_traces, dtype=np.int64), part])
+    dst = np.concatenate([part[log.starts[:-1]], nxt])
+    delta = np.concatenate([np.zeros(log.n_traces), delta])
+    return aggregate_edges(n, src, dst, delta, delta, node_type)
+
+
+def aggregate_edges(
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    wmin: np.ndarray,
+    wmax: np.ndarray,
+    node_type: np.ndarray,
+) -> TimedGraph:
+    """Merge parallel edges (same ``src``, ``dst``): min of ``wmin``, max of ``wmax``."""
+    key = src * n + dst
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.r_[True, key[1:] != key[:-1]]
+    starts = np.nonzero(first)[0]
+    uk = key[starts]
+    return TimedGraph(
+        n,
+        uk // n,
+        uk % n,
+        np.minimum.reduceat(wmin[order], starts),
+        np.maximum.reduceat(wmax[order], starts),
+        node_type,
+    )
+
+
+class _Relax:
+    """Per-row walk extremes over an edge list: ``step(x)[r, v]`` = max (or min) over
+    edges ``u -> v`` of ``x[r, u] + w``.  Nodes without incoming edges get -inf (+inf)."""
+
+    def __init__(self, g: TimedGraph, upper: bool):
+        order = np.argsort(g.dst, kind="stable")
+        self.src = g.src[order]
+        d = g.dst[order]
+        self.w = (g.wmax if upper else g.wmin)[order]
+        self.starts = np.nonzero(np.r_[True, d[1:] != d[:-1]])[0] if len(d) else d
+        self.targets = d[self.starts] if len(d) else d
+        self.upper = upper
+        self.n = g.n
+
+    def step(self, x: np.ndarray) -> np.ndarray:
+        out = np.full(x.shape, -np.inf if self.upper else np.inf)
+        if len(self.src):
+            vals = x[:, self.src] + self.w
+            red = (np.maximum if self.upper else np.minimum).reduceat(vals, self.starts, axis=1)
+            out[:, self.targets] = red
+        return out
+
+
+def first_nodes(g: TimedGraph, types: np.ndarray) -> np.ndarray:
+    """``out[r, v]``: node ``v`` has type ``types[r]`` and some path from INITIAL (node 0)
+    reaches it through no other node of that type (an occurrence of the *first* ``a`` of
+    a model path)."""
+    nt = g.node_type[None, :]
+    is_a = nt == types[:, None]
+    reach = _Reach(g)
+    x = np.zeros(is_a.shape, dtype=bool)
+    x[:, 0] = True
+    while True:
+        more = x | reach(x & ~is_a)
+        if np.array_equal(more, x):
+            return x & is_a
+        x = more
+
+
+def walk_extremes(
+    g: TimedGraph,
+    sources: np.ndarray,
+    upper: bool,
+    first_only: bool = False,
+    cap: np.ndarray | None = None,
+    stop: np.ndarray | None = None,
+) -> np.ndarray:
+    """``out[r, v]``: the largest (``upper``, edges weighted by their largest delta) or
+    smallest (edges weighted by their smallest delta) total of a walk of >= 1 edge from a
+    node of type ``sources[r]`` to ``v``; -inf / +inf when there is none, +inf (upper)
+    when such walks are unbounded (a positive cycle).  ``first_only``: walks start at a
+    first ``a`` of a model path (:func:`first_nodes`) and do not pass another ``a`` node
+    (Perfume's AlwaysPrecedes upper-bound automaton).
+
+    Bellman-Ford over all rows at once: n + 1 rounds at most; nodes still growing after
+    that are fed by a positive cycle, and so is everything they reach.  ``cap[r]``
+    (upper only): totals above it are cut to it (a verdict against bounds below the cap
+    is unchanged, and cycles stop growing there).  ``stop[r, v]``: return as soon as a
+    total passes it (above for upper, below for lower; totals only move that way while
+    iterating, and every total met is that of a real walk, so that is final)."""
+    relax = _Relax(g, upper)
+    none = -np.inf if upper else np.inf
+    is_src = g.node_type[None, :] == sources[:, None]
+    starts = first_nodes(g, sources) if first_only else is_src
+    start = np.where(starts, 0.0, none)
+    better = np.maximum if upper else np.minimum
+    limit = cap[:, None] if cap is not None else None
+
+    def step(x: np.ndarray) -> np.ndarray:
+        if first_only:
+            x = np.where(is_src, none, x)
+        out = better(x, relax.step(better(x, start)))
+        return out if limit is None else np.minimum(out, limit)
+
+    x = np.full(start.shape, none)
+    for _ in range(g.n + 1):
+        nxt = step(x)
+        if np.array_equal(nxt, x):
+            return x
+        if stop is not None and ((nxt > stop) if upper else (nxt < stop)).any():
+            return nxt
+        changed = nxt != x
+        x = nxt
+    # still growing: positive cycles; everything reachable from a changed node is unbounded
+    grow = changed
+    reach = _Reach(g)
+    while True:
+        more = grow | reach(grow & ~is_src if first_only else grow)
+        if np.array_equal(more, grow):
+            break
+        grow = more
+    x[grow] = np.inf
+    return x
+
+
+class _Reach:
+    """``reach(m)[r, v]``: some edge ``u -> v`` has ``m[r, u]``."""
+
+    def __init__(self, g: TimedGraph):
+        self.g = g
+
+    def __call__(self, m: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(m)
+        hit = m[:, self.g.src]
+        rows, k = np.nonzero(hit)
+        out[rows, self.g.dst[k]] = True
+        return out
+
+
+def _per_type(values: np.ndarray, node_type: np.ndarray, n_types: int, upper: bool) -> np.ndarray:
+    """``out[r, t]``: max (min) of ``values[r, v]`` over the nodes ``v`` of type ``t``."""
+    none = -np.inf if upper else np.inf
+    out = np.full((values.shape[0], max(n_types, 1)), none)
+    real = np.nonzero(node_type >= 0)[0]
+    ufunc = np.maximum if upper else np.minimum
+    ufunc.at(out.T, node_type[real], values[:, real].T)
+    return out
+
+
+def bound_violations(
+    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False, any_only: bool = False
+) -> np.ndarray:
+    """Bool per bound of ``codes`` (``bound_*`` arrays): does the model break it?
+    ``strict``: every (a, later b) pair of a walk counts; otherwise an AlwaysPrecedes
+    upper bound counts only the pairs (first a of the path, b before the next a), as
+    Perfume's automaton does (module doc).  ``any_only``: stop at the first violation
+    found (the answer's ``any()`` is right, not every entry)."""
+    bad = np.zeros(len(codes.bound_a), dtype=bool)
+    for upper, first_only in ((True, False), (True, True), (False, False)):
+        mask = codes.bound_upper == upper
+        if upper:
+            mask &= (codes.bound_first_only & ~strict) == first_only
+        sel = np.nonzero(mask)[0]
+        if not sel.size:
+            continue
+        sources, row = np.unique(codes.bound_a[sel], return_inverse=True)
+        row = row.ravel()
+        target, limit = codes.bound_b[sel], codes.bound_value[sel]
+        # per (row, type): the tightest bound, spread to the nodes of that type
+        tight = np.full((len(sources), max(n_types, 1)), np.inf if upper else -np.inf)
+        (np.minimum if upper else np.maximum).at(tight, (row, target), limit)
+        nt = np.where(g.node_type >= 0, g.node_type, 0)
+        stop = np.where(g.node_type[None, :] >= 0, tight[:, nt], np.inf if upper else -np.inf)
+        cap = None
+        if upper:
+            cap = np.full(len(sources), -np.inf)
+            np.maximum.at(cap, row, limit)
+            cap = cap + 1.0
+        walks = walk_extremes(g, sources, upper, first_only, cap, stop if any_only else None)
+        ext = _per_type(walks, g.node_type, n_types, upper)
+        got = ext[row, target]
+        bad[sel] = got > limit if upper else got < limit
+        if any_only and bad.any():
+            return bad
+    return bad
+
+
+def intr_violations(g: TimedGraph, codes: TimedCodes) -> np.ndarray:
+    """Bool per IntrBy pair: is there a walk from an ``a`` node to an ``a`` node whose
+    inner nodes are no ``b`` nodes (two ``a`` with no ``b`` between)?"""
+    if not len(codes.intr_a):
+        return np.zeros(0, dtype=bool)
+    nt = g.node_type[None, :]
+    is_a = nt == codes.intr_a[:, None]
+    through = ~is_a & (nt != codes.intr_b[:, None])
+    reach = _Reach(g)
+    x = reach(is_a)
+    while True:
+        more = x | reach(x & through)
+        if np.array_equal(more, x):
+            break
+        x = more
+    return (x & is_a).any(axis=1)
+
+
+def violations(
+    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False, any_only: bool = False
+) -> np.ndarray:
+    """Bool per row of the invariant frame ``codes`` was made from: does the model
+    (every node on an INITIAL -> TERMINAL path) break it?  A bounded AFby/AP/IntrBy row
+    fails when its untimed form or its bound fails."""
+
+    def at(flags: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.where(idx >= 0, np.append(flags, False)[idx], False)
+
+    out = at(
+        violated_edges(g.n, g.src, g.dst, g.node_type, codes.untimed, n_types), codes.row_untimed
+    )
+    if any_only and out.any():
+        return out
+    out |= at(intr_violations(g, codes), codes.row_intr)
+    if any_only and out.any():
+        return out
+    return out | at(bound_violations(g, codes, n_types, strict, any_only), codes.row_bound)
+
+
+def refuse_timeless(regexes: list[str] | None) -> None:
+    """InputError naming ``-r`` when a regex that makes events has no time group: Perfume
+    needs event times (the real Perfume silently takes line numbers, whose deltas mean
+    nothing)."""
+    import re
+
+    from ...parse.regex import compile_regex
+
+    for rx in regexes or ["^(?<TYPE>.*)$"]:
+        if re.search(r"\(\?<DATETIME=?>", rx):
+            continue
+        compiled = compile_regex(rx)
+        if not compiled.hidden and compiled.time_group is None:
+            raise InputError(
+                None,
+                None,
+                f"-r {rx!r}: Perfume needs event times, and this regex has no "
+                "TIME, LTIME, FTIME, DTIME or DATETIME group",
+            )
