@@ -7,18 +7,35 @@ from __future__ import annotations
 import json
 import shutil
 from decimal import Decimal
+from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from perfume_reference import (
+    dot_edge_labels,
+    edge_labels,
+    generated_timed_log,
+    read_model_json,
+    rejected,
+    violated_rows,
+)
 from shared_data import shared
 from synoptic_reference import brute_invariants
 from test_synoptic_oracle import oracle_cases
 
 from statemine.cli import main
+from statemine.infer.synoptic.formats import model_from_json
 from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import constrained_json, mine_constrained
+from statemine.infer.synoptic.perfume_formats import perfume_dot
+from statemine.infer.synoptic.perfume_infer import infer_perfume
+from statemine.infer.synoptic.run import read_log
+from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks, timed_graph, violations
 from statemine.parse.regex import read_regex_arrays
 
 steps = st.sampled_from(["0", "1", "2.5", "0.25", "10", "3.0"])
@@ -114,16 +131,10 @@ def test_perfume_invariants_are_the_real_perfumes(case, tmp_path, monkeypatch):
         work / "perfume.invariants.txt"
     ).read_text()
     # the JSON invariants (constraints included) as a set
-    from statemine.infer.synoptic.options import parse_args
-    from statemine.infer.synoptic.run import read_log
-
     log = read_log(parse_args(args, "perfume"))
     theirs = json.loads((work / "model.json").read_text())["invariants"]
     ours = constrained_json(mine_constrained(log))
     assert sorted(map(json.dumps, ours)) == sorted(map(json.dumps, theirs))
-    # the model itself is refused, not faked
-    res = CliRunner().invoke(main, ["infer", "--engine", "perfume", *args])
-    assert res.exit_code == 2 and "refinement is not implemented" in res.output
 
 
 def test_perfume_refuses_decreasing_times_with_keep_order(tmp_path, monkeypatch):
@@ -158,26 +169,208 @@ def test_perfume_refuses_decreasing_times_with_keep_order(tmp_path, monkeypatch)
     assert res.exit_code == 0 and "lowerbound = 2" in res.output
 
 
-def test_perfume_without_a_time_group_uses_line_numbers(tmp_path, monkeypatch):
-    """Perfume on a log with no times does not fail: an event's time is its line number
-    (separator lines count), as the real Perfume does (README-perfume-ktails.md)."""
+def test_perfume_refuses_a_log_without_times(tmp_path, monkeypatch):
+    """Perfume on a regex with no time group: a one-line error naming -r, exit 2,
+    nothing written (the real Perfume would take line numbers as times)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "n.log").write_text("a\nb\n--\na\nx\nb\n")
-    res = CliRunner().invoke(
-        main,
-        [
-            "infer",
-            "--engine",
-            "perfume",
-            "-r",
-            "^(?<TYPE>.*)$",
-            "-s",
-            "^--$",
-            "--onlyMineInvariants=true",
-            "n.log",
-        ],
-    )
+    for extra in ([], ["--onlyMineInvariants=true"]):
+        res = CliRunner().invoke(
+            main,
+            [
+                "infer",
+                "--engine",
+                "perfume",
+                "-r",
+                "^(?<TYPE>.*)$",
+                "-s",
+                "^--$",
+                "-o",
+                "m",
+                "--outputJSON=true",
+                "--outputInvariantsToFile=true",
+                *extra,
+                "n.log",
+            ],
+        )
+        assert res.exit_code == 2, res.output
+        assert "-r '^(?<TYPE>.*)$'" in res.output and "needs event times" in res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["n.log"]
+
+
+# -- the model ---------------------------------------------------------------------------
+
+
+def _oracle_run(case: str, out_dir, extra=()) -> tuple[list[str], Path]:
+    """Run ``--engine perfume`` on an oracle case in place (its folder is the working
+    directory, the files go to ``out_dir``); returns (args, prefix)."""
+    args = json.loads((shared("synoptic-oracle", case) / "case.json").read_text())["args"]
+    prefix = Path(out_dir) / "model"
+    args = [str(prefix) if a == "model" and args[i - 1] == "-o" else a for i, a in enumerate(args)]
+    res = CliRunner().invoke(main, ["infer", "--engine", "perfume", *args, *extra])
     assert res.exit_code == 0, res.output
-    lines = res.output.splitlines()
-    assert "Binary inv:a AlwaysFollowedBy(t) b, Constraint: lowerbound = 1" in lines  # 2 - 1
-    assert "Binary inv:a AlwaysFollowedBy(t) b, Constraint: upperbound = 2" in lines  # 6 - 4
+    return args, prefix
+
+
+@pytest.mark.parametrize("case", oracle_cases("perfume"))
+def test_perfume_model_on_the_oracle_cases(case, tmp_path, monkeypatch):
+    """The same invariants (text, JSON) and parsed log as the real Perfume; a model that
+    accepts every trace and satisfies every constrained invariant (checked by the
+    independent reference on the written model.json); no more nodes than the real
+    Perfume's model; every dot edge label as rebuilt from the partitions."""
+    theirs = shared("synoptic-oracle", case)
+    monkeypatch.chdir(theirs)
+    args, prefix = _oracle_run(case, tmp_path)
+    ours_txt = Path(f"{prefix}.invariants.txt").read_text()
+    assert ours_txt == (theirs / "model.invariants.txt").read_text()
+    ours_json = json.loads(Path(f"{prefix}.json").read_text())
+    their_json = json.loads((theirs / "model.json").read_text())
+    assert ours_json["log"] == their_json["log"]
+    assert sorted(map(json.dumps, ours_json["invariants"])) == sorted(
+        map(json.dumps, their_json["invariants"])
+    )
+    g, traces = read_model_json(Path(f"{prefix}.json"))
+    log = read_log(parse_args(args, "perfume"))
+    rows = mine_constrained(log).to_dict("records")
+    assert rejected(g, traces) == []
+    assert violated_rows(g, rows) == []
+    our_nodes, our_edges = dot_edge_labels(Path(f"{prefix}.dot"))
+    their_nodes, _ = dot_edge_labels(theirs / "model.dot")
+    assert len(our_nodes) <= len(their_nodes)
+    prob = "--outputProbLabels=true" in args
+    assert our_edges == edge_labels(g, prob)
+    assert sorted(our_nodes) == sorted([g.nodes[n]["label"] for n in g])
+
+
+@pytest.mark.parametrize("case", oracle_cases("perfume"))
+def test_perfume_labels_are_the_real_perfumes(case, monkeypatch):
+    """Perfume's model.json partitions rendered by statemine's dot writer give the real
+    Perfume's model.dot (node labels and every edge's label, up to node ids)."""
+    theirs = shared("synoptic-oracle", case)
+    monkeypatch.chdir(theirs)
+    args = json.loads((theirs / "case.json").read_text())["args"]
+    log = read_log(parse_args(args, "perfume"))
+    model = model_from_json(theirs / "model.json", log)
+    ticks, _ = exact_ticks(log)
+    text = perfume_dot(model, ticks, prob="--outputProbLabels=true" in args)
+    ours = dot_edge_labels_text(text)
+    assert ours == dot_edge_labels(theirs / "model.dot")
+    # and the reference's rebuild of the same partitions agrees too
+    g, _ = read_model_json(theirs / "model.json")
+    assert ours[1] == edge_labels(g, "--outputProbLabels=true" in args)
+
+
+def dot_edge_labels_text(text: str):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "m.dot"
+        path.write_text(text)
+        return dot_edge_labels(path)
+
+
+@pytest.mark.parametrize("case", oracle_cases("perfume"))
+def test_perfume_is_deterministic_for_a_seed(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(shared("synoptic-oracle", case))
+    _, first = _oracle_run(case, tmp_path / "one")
+    _, second = _oracle_run(case, tmp_path / "two")
+    for suffix in (".dot", ".json", ".invariants.txt"):
+        assert Path(f"{first}{suffix}").read_bytes() == Path(f"{second}{suffix}").read_bytes()
+
+
+GENERATED = Path(__file__).parent / "data" / "perfume"
+
+
+@pytest.mark.parametrize(
+    "kind, n_traces, seed", [("latency", 40, 1), ("retry", 30, 2), ("states", 30, 3)]
+)
+def test_perfume_on_generated_logs(kind, n_traces, seed, tmp_path):
+    """Generated logs with times (tests/data/perfume, remade by the generator here): the
+    model accepts every trace, satisfies every constrained invariant (reference checker)
+    and is the same for the same seed."""
+    path = GENERATED / f"{kind}.log"
+    assert path.read_text() == generated_timed_log(kind, n_traces, seed)
+    base = ["-r", "^(?<DTIME>)(?<TYPE>)$", "-s", "^--$", "--outputJSON=true", "--randomSeed=3"]
+    outs = []
+    for name in ("a", "b"):
+        args = [*base, "-o", str(tmp_path / name), str(path)]
+        res = CliRunner().invoke(main, ["infer", "--engine", "perfume", *args])
+        assert res.exit_code == 0, res.output
+        outs.append((tmp_path / f"{name}.dot").read_bytes())
+    assert outs[0] == outs[1]
+    g, traces = read_model_json(tmp_path / "a.json")
+    rows = mine_constrained(read_log(parse_args([*base, str(path)], "perfume"))).to_dict("records")
+    assert rejected(g, traces) == []
+    assert violated_rows(g, rows) == []
+    assert len(g) < sum(len(t) for t in traces) + 2  # merged something
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_perfume_model_holds_on_random_logs(tmp_path_factory, traces, seed):
+    log = write_log(tmp_path_factory.mktemp("p"), traces)
+    inv = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    codes = TimedCodes.from_frame(inv, log.types, scale)
+    model = infer_perfume(log, codes, ticks, seed, attempts=1)
+    g = _reference_graph(model)
+    rows = inv.to_dict("records")
+    assert violated_rows(g, rows) == []
+    assert rejected(g, [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16), st.booleans())
+def test_timed_checker_agrees_with_the_reference(tmp_path_factory, traces, seed, strict):
+    """On random partitions (random groupings of the events of each type), the engine's
+    vectorised checker and the networkx reference flag the same invariants."""
+    log = write_log(tmp_path_factory.mktemp("c"), traces)
+    inv = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    codes = TimedCodes.from_frame(inv, log.types, scale)
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, 3, log.n_events)
+    key = log.codes * 3 + groups
+    _, part = np.unique(key, return_inverse=True)
+    node_type = np.zeros(part.max() + 1, dtype=np.int64)
+    node_type[part] = log.codes
+    model = PartitionModel(log, part.ravel() + 2, np.r_[-1, -1, node_type]).compact()
+    tg = timed_graph(model.part, model.node_type, log, ticks)
+    ours = np.nonzero(violations(tg, codes, len(log.types), strict))[0].tolist()
+    assert ours == violated_rows(_reference_graph(model), inv.to_dict("records"), strict)
+
+
+def _reference_graph(model: PartitionModel):
+    """The reference's graph of an engine model, through its model.json text."""
+    import tempfile
+
+    from statemine.infer.synoptic.formats import to_json
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "m.json"
+        path.write_text(to_json(model, mine_constrained(model.log).iloc[:0]))
+        g, _ = read_model_json(path)
+    return g
+
+
+def test_perfume_bad_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.log").write_text("1 a\n2 b\n")
+    base = ["infer", "--engine", "perfume", "-r", "^(?<DTIME>)(?<TYPE>)$", "-o", "m"]
+    res = CliRunner().invoke(main, [*base, "--exportAsGML=true", "t.log"])
+    assert res.exit_code == 2 and "--exportAsGML" in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.log"]
+    res = CliRunner().invoke(main, [*base, "--noRefinement=true", "t.log"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "m.dot").read_text() == (
+        "digraph G {\n"
+        '  0 [label="a"];\n'
+        '  1 [label="b"];\n'
+        '  2 [label="TERMINAL",shape=diamond];\n'
+        '  3 [label="INITIAL",shape=box];\n'
+        '0->1 [label="1"];\n'
+        '1->2 [label=""];\n'
+        '3->0 [label=""];\n'
+        "}\n"
+    )
