@@ -178,3 +178,31 @@ def test_every_ktails_option_is_honoured_or_refused(name, tmp_path, monkeypatch)
         return
     assert res.exit_code == 0, res.output
     assert files != before_files or res.output != before.output or name in KTAILS_NO_EFFECT
+
+
+@pytest.mark.parametrize("case", oracle_cases("ktails"))
+def test_ktails_model_checks_on_the_oracle_cases(case, tmp_path, monkeypatch):
+    """k-tails on each shared case, read in place: no invariants (k-tails mines none,
+    nor does the real one), a model that accepts every trace (reference simulation), no
+    more nodes than the real k-tails' model, the same files for the same arguments."""
+    src = shared("synoptic-oracle", case)
+    monkeypatch.chdir(src)
+    args = json.loads((src / "case.json").read_text())["args"]
+    outs = []
+    for name in ("a", "b"):
+        run = [
+            str(tmp_path / name) if x == "model" and args[i - 1] == "-o" else x
+            for i, x in enumerate(args)
+        ]
+        res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *run])
+        assert res.exit_code == 0, res.output
+        outs.append({p.name: p.read_bytes() for p in sorted(tmp_path.glob(f"{name}.*"))})
+    assert outs[0] == {k.replace("b.", "a.", 1): v for k, v in outs[1].items()}
+    assert sorted(outs[0]) == ["a.dot", "a.lts"]
+    ours, theirs = read_dot(tmp_path / "a.dot"), read_dot(src / "model.dot")
+    assert ours.number_of_nodes() <= theirs.number_of_nodes()
+    from statemine.infer.synoptic.options import parse_args
+    from statemine.infer.synoptic.run import read_log
+
+    log = read_log(parse_args(args, "ktails"))
+    assert all(accepts(ours, log.trace(k)) for k in range(log.n_traces))

@@ -270,7 +270,15 @@ def dot_edge_labels_text(text: str):
         return dot_edge_labels(path)
 
 
-@pytest.mark.parametrize("case", oracle_cases("perfume"))
+def _slow_big(cases: list) -> list:
+    """The oracle cases, the large one (a few seconds per run) in the slow tier."""
+    return [
+        pytest.param(c, marks=pytest.mark.slow) if c == "perfume-gen-cc-states-small" else c
+        for c in cases
+    ]
+
+
+@pytest.mark.parametrize("case", _slow_big(oracle_cases("perfume")))
 def test_perfume_is_deterministic_for_a_seed(case, tmp_path, monkeypatch):
     monkeypatch.chdir(shared("synoptic-oracle", case))
     _, first = _oracle_run(case, tmp_path / "one")

@@ -161,7 +161,7 @@ def print_warnings(warnings: Sequence[str], limit: int = 10) -> None:
     show_default=True,
     help="observed: one node per state (Fig. 13); synoptic: Synoptic's refinement; "
     "synoptic-jar: a real synoptic.jar; ktails: k-tails; perfume: Perfume's "
-    "invariant mining. These take the original tool's command line (see docs/synoptic-engine.md).",
+    "time-bounded model. These take the original tool's command line (see docs/synoptic-engine.md).",
 )
 @click.option(
     "-o",

@@ -33,11 +33,12 @@ from collections import deque
 import numpy as np
 
 from ...errors import StatemineError
-from .check import violated
+from .check import MergeCheck, violated
 from .log import EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
 from .refine import apply_split, candidate_splits, refine
 from .timecheck import (
+    BoundCheck,
     TimedCodes,
     TimedGraph,
     aggregate_edges,
@@ -45,7 +46,6 @@ from .timecheck import (
     first_nodes,
     intr_violations,
     timed_graph,
-    violations,
     walk_extremes,
 )
 
@@ -265,6 +265,43 @@ def refine_timed(
     raise StatemineError("internal error: Perfume refinement did not finish")
 
 
+class _TimedMerges:
+    """Coarsening trials on a fine model: node groups (``group[n]``: the smallest id of
+    the group of node ``n``) with incremental checks (:class:`~.check.MergeCheck` for
+    the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds, the
+    IntrBy reachability from scratch)."""
+
+    def __init__(self, model: PartitionModel, codes: TimedCodes, ticks: np.ndarray, strict: bool):
+        log = model.log
+        self.n_types = len(log.types)
+        self.fine = timed_graph(model.part, model.node_type, log, ticks)
+        self.node_type = model.node_type
+        self.group = np.arange(model.n_nodes)
+        self.codes = codes
+        self.untimed = MergeCheck(
+            model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
+        )
+        self.bounds = BoundCheck(self.fine, codes, self.n_types, strict)
+
+    def merge(self, keep: int, gone: int) -> bool:
+        """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
+        trial = np.where(self.group == gone, keep, self.group)
+        f = self.fine
+        g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, self.node_type)
+        if intr_violations(g, self.codes).any():
+            return False
+        saved = (self.untimed.src, self.untimed.dst, self.untimed.fix)
+        if not self.untimed.merge(keep, gone):
+            return False
+        fix = self.bounds.check(g, (keep, gone))
+        if fix is None:
+            self.untimed.src, self.untimed.dst, self.untimed.fix = saved
+            return False
+        self.bounds.fix = fix
+        self.group = trial
+        return True
+
+
 def coarsen_timed(
     model: PartitionModel,
     codes: TimedCodes,
@@ -273,47 +310,41 @@ def coarsen_timed(
     strict: bool = False,
 ) -> PartitionModel:
     """Merge same-type nodes of ``model`` (pairs in a seeded order, passes until one
-    merges nothing) while every invariant of ``codes`` holds."""
-    log = model.log
-    n_types = len(log.types)
-    fine = timed_graph(model.part, model.node_type, log, ticks)
+    merges nothing) while every invariant of ``codes`` holds.  A pair that failed is not
+    tried again (merging only adds walks and widens edge ranges, so it would fail in any
+    coarser model too)."""
+    merges = _TimedMerges(model, codes, ticks, strict)
     n = model.n_nodes
-    group = np.arange(n)
     failed: dict[int, set[int]] = {}
-
-    def holds(grp: np.ndarray) -> bool:
-        g = aggregate_edges(n, grp[fine.src], grp[fine.dst], fine.wmin, fine.wmax, model.node_type)
-        return not violations(g, codes, n_types, strict, any_only=True).any()
-
-    changed = True
+    changed = merges.bounds.fix is not None and merges.untimed.fix is not None
     while changed:
         changed = False
+        group = merges.group
         reps = np.nonzero(group == np.arange(n))[0]
+        types = model.node_type[reps]
         pairs = [
             (int(p), int(q))
-            for t in np.unique(model.node_type[reps][model.node_type[reps] >= 0])
-            for same in [reps[model.node_type[reps] == t]]
+            for t in np.unique(types[types >= 0])
+            for same in [reps[types == t]]
             for i, p in enumerate(same)
             for q in same[i + 1 :]
         ]
         for k in rng.permutation(len(pairs)):
             p, q = pairs[k]
-            if group[p] != p or group[q] != q or q in failed.get(p, ()):
+            if merges.group[p] != p or merges.group[q] != q or q in failed.get(p, ()):
                 continue
             keep, gone = min(p, q), max(p, q)
-            trial = np.where(group == gone, keep, group)
-            if not holds(trial):
+            if not merges.merge(keep, gone):
                 failed.setdefault(p, set()).add(q)
                 failed.setdefault(q, set()).add(p)
                 continue
-            group = trial
             moved = failed.pop(gone, set())
             for x in moved:
                 failed[x].discard(gone)
                 failed[x].add(keep)
             failed.setdefault(keep, set()).update(moved)
             changed = True
-    return PartitionModel(log, group[model.part], model.node_type.copy()).compact()
+    return PartitionModel(model.log, merges.group[model.part], model.node_type.copy()).compact()
 
 
 def infer_perfume(

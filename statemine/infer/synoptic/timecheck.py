@@ -239,6 +239,27 @@ def first_nodes(g: TimedGraph, types: np.ndarray) -> np.ndarray:
         x = more
 
 
+def positive_cycle_nodes(g: TimedGraph, blocked: np.ndarray | None = None) -> np.ndarray:
+    """Nodes on a cycle with a positive largest delta: those in a strongly connected
+    component holding an edge of positive ``wmax`` (any edge of a component lies on a
+    cycle).  ``blocked[r]``: per row, nodes whose outgoing edges do not count (walks end
+    there); returns one row per ``blocked`` row, or one row."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    masks = [None] if blocked is None else list(blocked)
+    out = np.zeros((len(masks), g.n), dtype=bool)
+    for r, mask in enumerate(masks):
+        keep = np.ones(len(g.src), dtype=bool) if mask is None else ~mask[g.src]
+        src, dst = g.src[keep], g.dst[keep]  # sorted by source (aggregate_edges)
+        indptr = np.searchsorted(src, np.arange(g.n + 1))
+        graph = csr_matrix((np.ones(len(src)), dst, indptr), shape=(g.n, g.n))
+        _, comp = connected_components(graph, directed=True, connection="strong")
+        inner = (comp[src] == comp[dst]) & (g.wmax[keep] > 0)
+        out[r] = np.isin(comp, comp[src[inner]])
+    return out
+
+
 def walk_extremes(
     g: TimedGraph,
     sources: np.ndarray,
@@ -246,6 +267,7 @@ def walk_extremes(
     first_only: bool = False,
     cap: np.ndarray | None = None,
     stop: np.ndarray | None = None,
+    init: np.ndarray | None = None,
 ) -> np.ndarray:
     """``out[r, v]``: the largest (``upper``, edges weighted by their largest delta) or
     smallest (edges weighted by their smallest delta) total of a walk of >= 1 edge from a
@@ -259,7 +281,9 @@ def walk_extremes(
     (upper only): totals above it are cut to it (a verdict against bounds below the cap
     is unchanged, and cycles stop growing there).  ``stop[r, v]``: return as soon as a
     total passes it (above for upper, below for lower; totals only move that way while
-    iterating, and every total met is that of a real walk, so that is final)."""
+    iterating, and every total met is that of a real walk, so that is final).  ``init``:
+    start the iteration there instead of "no walk" (it must be below the answer for
+    upper, above for lower, e.g. the answer on a finer model; the result is the same)."""
     relax = _Relax(g, upper)
     none = -np.inf if upper else np.inf
     is_src = g.node_type[None, :] == sources[:, None]
@@ -267,14 +291,18 @@ def walk_extremes(
     start = np.where(starts, 0.0, none)
     better = np.maximum if upper else np.minimum
     limit = cap[:, None] if cap is not None else None
+    # upper: a node on a positive cycle that a walk reaches has unbounded totals
+    cyclic = positive_cycle_nodes(g, is_src if first_only else None) if upper else None
 
     def step(x: np.ndarray) -> np.ndarray:
         if first_only:
             x = np.where(is_src, none, x)
         out = better(x, relax.step(better(x, start)))
+        if cyclic is not None:
+            out = np.where(cyclic & (out > -np.inf), np.inf, out)
         return out if limit is None else np.minimum(out, limit)
 
-    x = np.full(start.shape, none)
+    x = np.full(start.shape, none) if init is None else init
     for _ in range(g.n + 1):
         nxt = step(x)
         if np.array_equal(nxt, x):
@@ -355,6 +383,60 @@ def bound_violations(
         if any_only and bad.any():
             return bad
     return bad
+
+
+class BoundCheck:
+    """The time bounds of ``codes`` on a model and on models made from it by merging
+    nodes (coarsening), each check starting from the current model's walk totals
+    (``walk_extremes(init=...)``: merging only adds walks and widens edge ranges, so the
+    current totals are below (upper) / above (lower) the merged model's).  ``fix`` is
+    None when a bound already fails on the current model."""
+
+    def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False):
+        self.groups = []
+        none_up, none_lo = np.inf, -np.inf
+        for upper, first_only in ((True, False), (True, True), (False, False)):
+            mask = codes.bound_upper == upper
+            if upper:
+                mask &= (codes.bound_first_only & ~strict) == first_only
+            sel = np.nonzero(mask)[0]
+            if not sel.size:
+                continue
+            sources, row = np.unique(codes.bound_a[sel], return_inverse=True)
+            row = row.ravel()
+            target, limit = codes.bound_b[sel], codes.bound_value[sel]
+            tight = np.full((len(sources), max(n_types, 1)), none_up if upper else none_lo)
+            (np.minimum if upper else np.maximum).at(tight, (row, target), limit)
+            nt = np.where(g.node_type >= 0, g.node_type, 0)
+            stop = np.where(g.node_type[None, :] >= 0, tight[:, nt], none_up if upper else none_lo)
+            cap = None
+            if upper:
+                cap = np.full(len(sources), -np.inf)
+                np.maximum.at(cap, row, limit)
+                cap = cap + 1.0
+            self.groups.append((upper, first_only, sources, cap, stop))
+        self.fix: list[np.ndarray] | None = self.check(g)
+
+    def check(
+        self, g: TimedGraph, merged: tuple[int, int] | None = None
+    ) -> list[np.ndarray] | None:
+        """The walk totals of each bound group on ``g`` (the current model with node
+        ``merged[1]`` merged into ``merged[0]``, or the current model itself), None as
+        soon as a bound fails."""
+        out = []
+        for k, (upper, first_only, sources, cap, stop) in enumerate(self.groups):
+            init = None
+            if merged is not None and self.fix is not None:
+                keep, gone = merged
+                init = self.fix[k].copy()
+                better = np.maximum if upper else np.minimum
+                init[:, keep] = better(init[:, keep], init[:, gone])
+                init[:, gone] = -np.inf if upper else np.inf
+            x = walk_extremes(g, sources, upper, first_only, cap, stop, init)
+            if ((x > stop) if upper else (x < stop)).any():
+                return None
+            out.append(x)
+        return out
 
 
 def intr_violations(g: TimedGraph, codes: TimedCodes) -> np.ndarray:
