@@ -21,7 +21,7 @@ def read_model_json(path: Path) -> tuple[nx.DiGraph, list[list[tuple[str, Decima
     data = json.loads(Path(path).read_text(), parse_float=Decimal, parse_int=Decimal)
     traces = [[(e["eventType"], Decimal(e["timestamp"])) for e in t["events"]] for t in data["log"]]
     node_of: dict[tuple[int, int], tuple[str, int]] = {}
-    g = nx.DiGraph()
+    g: nx.DiGraph = nx.DiGraph()
     g.add_node("INITIAL", label="INITIAL", state=None)
     g.add_node("TERMINAL", label="TERMINAL", state=None)
     for k, p in enumerate(data["partitions"]):
@@ -29,7 +29,7 @@ def read_model_json(path: Path) -> tuple[nx.DiGraph, list[list[tuple[str, Decima
         for e in p["events"]:
             node_of[(int(e["traceID"]), int(e["eventIndex"]))] = ("p", k)
     for t, tr in enumerate(traces):
-        prev = "INITIAL"
+        prev: str | tuple[str, int] = "INITIAL"
         for i, (typ, time) in enumerate(tr):
             node = node_of[(t, i)]
             assert g.nodes[node]["state"] == typ
@@ -63,7 +63,7 @@ def bound_holds(
         starts = {n for n in a_nodes if any(p in seen for p in g.predecessors(n))}
     else:
         starts = a_nodes
-    w = nx.DiGraph()
+    w: nx.DiGraph = nx.DiGraph()
     for u, v, d in g.edges(data=True):
         if u == "INITIAL" or v == "TERMINAL" or (first_only and u in a_nodes):
             continue
@@ -96,7 +96,7 @@ def intr_holds(g: nx.DiGraph, a: str, b: str) -> bool:
     """No walk from an ``a`` node reaches an ``a`` node without passing a ``b`` node."""
     a_nodes = set(_of_type(g, a))
     for s in a_nodes:
-        h = nx.DiGraph()
+        h: nx.DiGraph = nx.DiGraph()
         h.add_node("SOURCE")
         for u, v in g.edges:
             if g.nodes[u]["state"] not in (a, b, None) and g.nodes[v]["state"] != b:
@@ -197,7 +197,7 @@ def generated_timed_log(kind: str, n_traces: int, seed: int) -> str:
         if k:
             lines.append("--")
         if kind == "latency":
-            t = rnd.randint(0, 5)
+            t = Decimal(rnd.randint(0, 5))
             slow = rnd.random() < 0.5
             steps = [
                 ("Connect", 0),
@@ -219,7 +219,7 @@ def generated_timed_log(kind: str, n_traces: int, seed: int) -> str:
             t += Decimal(rnd.randint(60, 130)) / 1000
             lines.append(f"{t} {'Accept' if rnd.random() < 0.6 else 'Reject'}")
         else:
-            t = 0
+            t = Decimal(0)
             lines.append(f"{t} Init")
             t += rnd.randint(100, 3000)
             lines.append(f"{t} SlowStart")
