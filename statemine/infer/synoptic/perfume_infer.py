@@ -51,8 +51,14 @@ from .timecheck import (
 
 #: Counterexample-guided untimed splits before the targeted history split finishes.
 UNTIMED_STEPS = 60
-#: Seeded refinement + coarsening attempts; the smallest model wins.
+#: Seeded refinement + coarsening attempts (the smallest model wins) on logs up to
+#: ``ONE_ATTEMPT_EVENTS`` events; one beyond (coarsening a near-trace-graph model costs
+#: O(nodes^2) merge trials).
 ATTEMPTS = 3
+ONE_ATTEMPT_EVENTS = 1_000
+#: Refinement handles one violated bound per step on logs up to this many events, and
+#: ``events // BATCH_EVENTS`` of them (on distinct nodes, no trial splits) beyond.
+BATCH_EVENTS = 500
 
 
 def timed_counterexample(
@@ -205,6 +211,44 @@ def _bound_holds(
     return bool(got.max() <= limit) if upper else bool(got.min() >= limit)
 
 
+def _bound_split(
+    model: PartitionModel,
+    g: TimedGraph,
+    ticks: np.ndarray,
+    delta: np.ndarray,
+    codes: TimedCodes,
+    i: int,
+    strict: bool,
+    rng: np.random.Generator,
+    trials: bool,
+) -> np.ndarray:
+    """Events to move out of their node to remove a violating walk of bound ``i``: the
+    first stitch split after which the bound holds (``trials``; else the first stitch
+    split), a seeded stitch split, or a fallback split."""
+    log = model.log
+    a, b = int(codes.bound_a[i]), int(codes.bound_b[i])
+    limit, upper = float(codes.bound_value[i]), bool(codes.bound_upper[i])
+    first = bool(codes.bound_first_only[i]) and not strict
+    path = timed_counterexample(g, a, b, limit, upper, first)
+    splits = stitch_splits(model, g, delta, path, upper, rng) if path else []
+    if splits and not trials:
+        return splits[0]
+    for mask in splits:
+        trial = apply_split(model, mask)
+        trial_g = timed_graph(trial.part, trial.node_type, log, ticks)
+        if _bound_holds(trial_g, a, b, limit, upper, first):
+            return mask
+    if splits:
+        return splits[int(rng.integers(len(splits)))]
+    nodes = path if path else np.nonzero(np.isin(model.node_type, [a, b]))[0].tolist()
+    chosen = fallback_split(model, nodes) if nodes else None
+    if chosen is None:
+        chosen = fallback_split(model, list(range(2, model.n_nodes)))
+    if chosen is None:
+        raise StatemineError("internal error: a time bound fails on the trace graph")
+    return chosen
+
+
 def refine_timed(
     model: PartitionModel,
     codes: TimedCodes,
@@ -239,29 +283,22 @@ def refine_timed(
         bad = np.nonzero(bound_violations(g, codes, n_types, strict))[0]
         if not bad.size:
             return model
-        i = int(bad[rng.integers(bad.size)])
-        a, b = int(codes.bound_a[i]), int(codes.bound_b[i])
-        limit, upper = float(codes.bound_value[i]), bool(codes.bound_upper[i])
-        first = bool(codes.bound_first_only[i]) and not strict
-        path = timed_counterexample(g, a, b, limit, upper, first)
-        splits = stitch_splits(model, g, delta, path, upper, rng) if path else []
-        chosen = None
-        for mask in splits:
-            trial = apply_split(model, mask)
-            trial_g = timed_graph(trial.part, trial.node_type, log, ticks)
-            if _bound_holds(trial_g, a, b, limit, upper, first):
-                chosen = mask
-                break
-        if chosen is None and splits:
-            chosen = splits[int(rng.integers(len(splits)))]
-        if chosen is None:
-            nodes = path if path else np.nonzero(np.isin(model.node_type, [a, b]))[0].tolist()
-            chosen = fallback_split(model, nodes) if nodes else None
-            if chosen is None:
-                chosen = fallback_split(model, list(range(2, model.n_nodes)))
-        if chosen is None:
-            raise StatemineError("internal error: a time bound fails on the trace graph")
-        model = apply_split(model, chosen)
+        batch = max(1, log.n_events // BATCH_EVENTS)
+        picked = (
+            [int(bad[rng.integers(bad.size)])]
+            if batch == 1
+            else bad[rng.permutation(bad.size)][:batch]
+        )
+        touched: set[int] = set()
+        masks = []
+        for i in picked:
+            mask = _bound_split(model, g, ticks, delta, codes, int(i), strict, rng, batch == 1)
+            node = int(model.part[np.argmax(mask)])
+            if node not in touched:
+                touched.add(node)
+                masks.append(mask)
+        for mask in masks:
+            model = apply_split(model, mask)
     raise StatemineError("internal error: Perfume refinement did not finish")
 
 
@@ -354,16 +391,19 @@ def infer_perfume(
     seed: int = 0,
     refine_model: bool = True,
     coarsen_model: bool = True,
-    attempts: int = ATTEMPTS,
+    attempts: int | None = None,
     strict: bool = False,
 ) -> PartitionModel:
     """Perfume's model of ``log``: the initial partition graph refined until every
     invariant of ``codes`` holds, then coarsened; the smallest of ``attempts`` seeded
-    runs (ties: the first)."""
+    runs (ties: the first; default: ``ATTEMPTS``, one above ``ONE_ATTEMPT_EVENTS``
+    events)."""
     initial = PartitionModel.initial(log)
     if not refine_model:
         return initial
     best: PartitionModel | None = None
+    if attempts is None:
+        attempts = ATTEMPTS if log.n_events <= ONE_ATTEMPT_EVENTS else 1
     for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
         rng = np.random.default_rng(sub)
         model = refine_timed(initial, codes, ticks, rng, strict)
