@@ -95,6 +95,7 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 APPLICATION_LIMITED = "ApplicationLimited"
+PROBE_TIMEOUT = "ProbeTimeout"
 
 
 #: Default for "no undo events" (read only, so one shared array is safe as a default).
@@ -173,11 +174,40 @@ def _app_limited(
     return ffill(verdict) == 1
 
 
+def _count_at(time: np.ndarray, count_time: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The latest of the (time-ordered) ``count`` values logged at or before each ``time``
+    (0 before the first)."""
+    k = np.searchsorted(count_time, time, side="right") - 1
+    return np.where(k >= 0, count[np.maximum(k, 0)], 0.0) if count.size else np.zeros(time.shape)
+
+
+def end_at_window_growth(
+    periods: list[tuple[float, float, bool]], time: np.ndarray, cwnd: np.ndarray
+) -> list[tuple[float, float, bool]]:
+    """``periods`` with each one ended, as undone, at the first update inside it whose cwnd
+    is larger than the update's before: the window does not grow during a recovery period
+    (RFC 9002 section 7.3.2), so growth means the sender left it by undoing the reduction
+    (quiche CUBIC's rollback after a spurious loss restores cwnd and ssthresh and logs no
+    spurious_loss). ``time``/``cwnd``: the metrics updates, time-ordered, cwnd forward-filled.
+
+    >>> end_at_window_growth([(1.0, 5.0, False)], np.array([0.0, 1.0, 2.0, 3.0]),
+    ...                      np.array([20.0, 10.0, 10.0, 20.0]))
+    [(1.0, 3.0, True)]
+    """
+    grew = np.r_[False, np.diff(cwnd) > 0]
+    out = []
+    for start, end, undone in periods:
+        inside = np.flatnonzero(grew & (time > start) & (time < end))
+        out.append((start, float(time[inside[0]]), True) if inside.size else (start, end, undone))
+    return out
+
+
 def derive_states_rfc9002(
     metrics: pd.DataFrame,
     periods: list[tuple[float, float, bool]],
     *,
     app_limited_slack: float = 3 * 1280.0,
+    pto_count: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """State changes from metrics and RFC 9002 recovery periods (packet events known).
 
@@ -187,9 +217,12 @@ def derive_states_rfc9002(
     slow start at most half the window), else ``SlowStart`` below ssthresh (logged, or
     inferred as in :func:`derive_states`: the window right after the latest reduction) and
     ``CongestionAvoidance`` above; window reductions within an undone period do not count
-    (the sender restored its window and threshold). States are evaluated at every metrics update and at each
-    period's start and end (metrics forward-filled); only changes are kept, with
-    ``ssthresh_inferred`` as in :func:`derive_states`.
+    (the sender restored its window and threshold). Where the stack logs its PTO count
+    (``pto_count``: time-ordered ``(times, counts)``, quiche), ``ProbeTimeout`` while the
+    latest count is above 0 (a PTO fired and no ACK came since, RFC 9002 section 6.2),
+    before every other state. States are evaluated at every metrics update, at each
+    period's start and end and at each logged count (metrics forward-filled); only changes
+    are kept, with ``ssthresh_inferred`` as in :func:`derive_states`.
 
     >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
     ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
@@ -198,6 +231,8 @@ def derive_states_rfc9002(
     """
     base = metrics.reset_index(drop=True)
     bounds = [t for start, end, _ in periods for t in (start, end) if np.isfinite(t)]
+    if pto_count is not None:
+        bounds += pto_count[0].tolist()
     rows = pd.concat([base, pd.DataFrame({"time": bounds})], ignore_index=True)
     rows = rows.iloc[np.argsort(rows["time"].to_numpy(float), kind="stable")].reset_index(drop=True)
     for column in rows.columns.drop(
@@ -233,10 +268,19 @@ def derive_states_rfc9002(
         else np.full(cwnd.shape, np.nan)
     )
     limited = _app_limited(cwnd, inflight, slow, app_limited_slack)
+    probing = (
+        np.zeros(time.size, dtype=bool) if pto_count is None else _count_at(time, *pto_count) > 0
+    )
     state = np.where(
-        in_recovery,
-        RECOVERY,
-        np.where(limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)),
+        probing,
+        PROBE_TIMEOUT,
+        np.where(
+            in_recovery,
+            RECOVERY,
+            np.where(
+                limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)
+            ),
+        ),
     )
     change = np.r_[True, state[1:] != state[:-1]]
     rows["cwnd"] = cwnd

@@ -6,6 +6,9 @@ writes the statemine log (the instrument patch's lines, logged through
 ``logging.getLogger("quic")`` with ``t=`` the sans-IO ``now``) to ``log_path`` and the run
 result to ``result_path``. :func:`run` starts that subprocess with the patched aioquic on
 ``PYTHONPATH`` (see :func:`build`), a fixed ``PYTHONHASHSEED`` and the loss-detection knobs.
+With ``qlog_dir`` (environment ``QLOGDIR`` of the subprocess) aioquic's own qlog of each
+end is written there too (:class:`VirtualQlog`: aioquic's ``QuicLogger`` with event times
+from the virtual clock, ``server.qlog`` and ``client.qlog``).
 
 The simulation (:func:`simulate`) is a discrete-event loop over a heap of
 ``(time, seq, action)``; ``seq`` breaks ties in insertion order so runs are deterministic.
@@ -254,6 +257,36 @@ class _Received:
     plt: float = 0.0
 
 
+def _virtual_qlog(clock: Callable[[], float]) -> Any:
+    """An aioquic ``QuicLogger`` whose traces stamp events with ``clock()`` (virtual
+    seconds) instead of ``time.time()``: aioquic's ``QuicLoggerTrace.log_event`` reads the
+    wall clock, which means nothing in virtual time."""
+    from aioquic.quic.logger import QuicLogger, QuicLoggerTrace
+
+    class Trace(QuicLoggerTrace):
+        def log_event(self, *, category: str, event: str, data: dict) -> None:
+            self._events.append(
+                {"data": data, "name": f"{category}:{event}", "time": clock() * 1000.0}
+            )
+
+    class Logger(QuicLogger):
+        def start_trace(self, is_client: bool, odcid: bytes) -> QuicLoggerTrace:
+            trace = Trace(is_client=is_client, odcid=odcid)
+            self._traces.append(trace)
+            return trace
+
+    return Logger()
+
+
+def write_qlogs(logger: Any, qlog_dir: str | os.PathLike) -> None:
+    """One contained qlog document per trace of ``logger`` (an aioquic ``QuicLogger``),
+    ``<vantage point>.qlog`` (``server.qlog``, ``client.qlog``) in ``qlog_dir``."""
+    doc = logger.to_dict()
+    for trace in doc["traces"]:
+        name = str(trace.get("vantage_point", {}).get("type", "trace"))
+        write_json(Path(qlog_dir) / f"{name}.qlog", {**doc, "traces": [trace]})
+
+
 def _configurations(config: dict) -> tuple[QuicConfiguration, QuicConfiguration]:
     from aioquic.quic.configuration import QuicConfiguration
 
@@ -306,11 +339,13 @@ def _count_losses(conn: Any, counter: list[int]) -> None:
     rec._on_packets_lost = counting
 
 
-def simulate(config: dict) -> dict:
+def simulate(config: dict, qlog: Any = None) -> dict:
     """Run one transfer in virtual time; returns the run result dict (without wall time).
 
     When ``time_limit_s`` passes first the result is ``ok: false`` with the error
     ``virtual time limit reached`` and the counters (bytes received, packets) so far.
+    ``qlog``: a function of the virtual clock returning an aioquic ``QuicLogger`` both
+    ends log to (:func:`_virtual_qlog`), or None.
     """
     from aioquic.buffer import Buffer
     from aioquic.quic import events
@@ -319,6 +354,8 @@ def simulate(config: dict) -> dict:
 
     client_cfg, server_cfg = _configurations(config)
     loop = EventLoop()
+    if qlog is not None:
+        client_cfg.quic_logger = server_cfg.quic_logger = qlog(lambda: loop.now)
     path = PathModel.from_config(config["path"], int(config["seed"]))
     count = int(config["objects"]["count"])
     size = int(config["objects"]["size_bytes"])
@@ -467,8 +504,15 @@ def main(argv: list[str] | None = None) -> int:
 
     started, cpu_started = time.perf_counter(), time.process_time()
     base = {"implementation": "aioquic", "version": getattr(aioquic, "__version__", "?")}
+    qlog_dir = os.environ.get("QLOGDIR")
+    loggers: list[Any] = []
+
+    def qlog(clock: Callable[[], float]) -> Any:
+        loggers.append(_virtual_qlog(clock))
+        return loggers[-1]
+
     try:
-        result = simulate(config)
+        result = simulate(config, qlog if qlog_dir else None)
     except Exception as exc:  # a crash of the stack under test is a failed run, recorded
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     result.update(
@@ -477,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         cpu_time_s=time.process_time() - cpu_started,
     )
     logging.shutdown()
+    for logger in loggers:
+        write_qlogs(logger, str(qlog_dir))
     write_json(config["result_path"], result)
     return 0
 
@@ -533,12 +579,17 @@ def subprocess_env(tree: Path | None, config: dict) -> dict[str, str]:
     return env
 
 
-def run(config: dict, cache: str | os.PathLike | None = None) -> dict:
+def run(
+    config: dict,
+    cache: str | os.PathLike | None = None,
+    qlog_dir: str | os.PathLike | None = None,
+) -> dict:
     """Run one config in a subprocess (the runner protocol); always returns a result dict.
 
     The config JSON is written beside ``result_path`` (``<stem>.config.json``). A crash
     or the wall-clock limit (config ``wall_limit_s``, default :data:`DEFAULT_WALL_LIMIT_S`)
-    gives ``{"ok": False, "error": ...}``.
+    gives ``{"ok": False, "error": ...}``. With ``qlog_dir`` aioquic's qlog of each end is
+    written there too (``server.qlog``, ``client.qlog``; times on the virtual clock).
     """
     tree = build(config["version"], cache)
     wall_limit_s = float(config.get("wall_limit_s") or DEFAULT_WALL_LIMIT_S)
@@ -546,10 +597,14 @@ def run(config: dict, cache: str | os.PathLike | None = None) -> dict:
     config_path = result_path.with_name(f"{result_path.stem}.config.json")
     write_json(str(config_path), config)
     result_path.unlink(missing_ok=True)
+    env = subprocess_env(tree, config)
+    env.pop("QLOGDIR", None)
+    if qlog_dir is not None:
+        env["QLOGDIR"] = str(qlog_dir)
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "statemine.lab.runners.aioquic", str(config_path)],
-            env=subprocess_env(tree, config),
+            env=env,
             capture_output=True,
             text=True,
             timeout=wall_limit_s,

@@ -49,6 +49,9 @@ class _Connection:
     acks: array = field(
         default_factory=lambda: array("d")
     )  # ACKs received: time, largest acknowledged
+    # the PTO count metrics updates log (quic-go, quiche: PTOs fired since the last ACK):
+    # time, seq, count
+    pto_count: array = field(default_factory=lambda: array("d"))
     end: float = -math.inf
     start: float = math.inf  # time of the connection's first event of any kind (seconds)
     path: str | None = None  # path_id, when the trace has more than one path
@@ -172,6 +175,10 @@ def _extract(
                 conn.unordered = True
             conn.last = seconds
         conn.n_events += 1
+        if code == _METRICS:
+            count = _num(data.get("pto_count"))
+            if count == count:
+                conn.pto_count.extend((seconds, conn.n_events, count))
         if code in (_METRICS, _MVFST):
             conn.metrics.extend(
                 (

@@ -43,7 +43,7 @@ def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[fl
     )
     undo = undo.reshape(-1, 2)
     loss = np.array(losses, float).reshape(-1, 3)
-    return _derive.recovery_periods(
+    periods = _derive.recovery_periods(
         loss[:, 0],
         loss[:, 1],
         sent[:, 0],
@@ -54,17 +54,33 @@ def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[fl
         undo[:, 0],
         undo[:, 1],
     )
+    time = metrics["time"].to_numpy(float)
+    cwnd = _derive.ffill(metrics["cwnd"].to_numpy(float))
+    return _derive.end_at_window_growth(periods, time, cwnd)
+
+
+def _pto_counts(conn: _Connection) -> tuple[np.ndarray, np.ndarray] | None:
+    """The PTO counts metrics updates logged ``(times, counts)`` in time order, None where
+    they log none."""
+    if not conn.pto_count:
+        return None
+    counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
+    counts = counts[np.argsort(counts[:, 0], kind="stable")]
+    return counts[:, 0].copy(), counts[:, 2].copy()
 
 
 def _derived_rows(
-    metrics: pd.DataFrame, periods: list[tuple[float, float, bool]] | None = None
+    metrics: pd.DataFrame,
+    periods: list[tuple[float, float, bool]] | None = None,
+    pto_count: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """State rows derived from a connection's metrics updates (see statemine.parse.derive):
-    with RFC 9002 recovery periods where packet events gave them, else from cwnd alone."""
+    with RFC 9002 recovery periods where packet events gave them (and ProbeTimeout from the
+    PTO counts where the metrics log them), else from cwnd alone."""
     if periods is None:
         derived = _derive.derive_states(metrics)
     else:
-        derived = _derive.derive_states_rfc9002(metrics, periods)
+        derived = _derive.derive_states_rfc9002(metrics, periods, pto_count=pto_count)
         derived["line"] = (
             derived["line"].fillna(-1).astype("int64")
         )  # a period's end is no metrics line

@@ -24,7 +24,7 @@ from ..statenames import (
 )
 from .common import NoCongestionData, _field, _num, _Report, _token
 from .connections import _Connection
-from .derivation import _derived_rows, _recovery_periods
+from .derivation import _derived_rows, _pto_counts, _recovery_periods
 from .metrics import _metrics_frame, _metrics_seen
 from .vocabulary import (
     _APP_LIMITED,
@@ -63,7 +63,8 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     Besides the logged states: the first state event's ``old`` is the state from the
     connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
     ``ProbeTimeout`` until the next metrics update or state event (quic-go logs metrics on
-    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement), then the
+    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement; where the
+    metrics log ``pto_count``, the next update that logs it back at 0), then the
     controller's state again (``after=pto``).
     """
     items = conn.items
@@ -74,11 +75,17 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             np.lexsort((metrics[:, 1], metrics[:, 0]))
         ]  # else already in (time, seq) order
     m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
+    counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
+    resets = None if not counts.size else frozenset(counts[counts[:, 2] == 0, 1].tolist())
 
     def next_metrics(time: float, seq: float) -> int:
-        """Index (in time order) of the first metrics update after (time, seq); len if none."""
+        """Index (in time order) of the first metrics update after (time, seq) -- that logs
+        pto_count 0, where the connection's updates log pto_count; len if none."""
         k = int(np.searchsorted(m_time, time, side="left"))
-        while k < len(m_time) and m_time[k] == time and m_seq[k] <= seq:
+        while k < len(m_time) and (
+            (m_time[k] == time and m_seq[k] <= seq)
+            or (resets is not None and m_seq[k] not in resets)
+        ):
             k += 1
         return k
 
@@ -291,7 +298,7 @@ def _connection_events(
             list(_METRIC_COLUMNS)
         ].ffill()  # latest known values
         periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
-        states = _derived_rows(metrics, periods)
+        states = _derived_rows(metrics, periods, _pto_counts(conn))
         if states.empty:
             report.warn(
                 None,

@@ -1,0 +1,136 @@
+"""Agreement of qlog-derived states with logged states, on lab runs of real stacks.
+
+Not a speed benchmark: it measures how well ``read_qlog(..., derive_states=True)``
+(statemine.parse.derive: RFC 9002 recovery periods from packet events, ApplicationLimited
+from the stack's own flag or bytes in flight against cwnd) reproduces the states a stack
+logs, for docs/qlog.md. Each run transfers one object over a lossy path in ``statemine
+lab``'s virtual time with the stack writing its qlog; the server's states are then
+
+* logged: quic-go's own qlog ``congestion_state_updated``; quiche's and aioquic's
+  instrument-patch lines (quiche's qlog ``recovery`` state lasts only the instant of the
+  congestion event, aioquic logs no states);
+* derived: from the server's qlog with every ``congestion_state_updated`` removed.
+
+Prints per run and state the two shares of time (percent) and the gap (points), and the
+largest gap per stack. ConservativeSlowStart (HyStart++, no metric shows it) counts as
+SlowStart. BBR2's logged states are BBR phases, which the derivation (NewReno's states)
+cannot give: its rows are printed for the record, not compared.
+
+    python benchmarks/qlog_derive_agreement.py [--seeds 1 2 3] [--size 1000000] [--only quiche]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from statemine.lab.runners import aioquic, quicgo, quiche
+from statemine.parse import read
+from statemine.parse.qlog import read_qlog
+from statemine.parse.qlog.agreement import agreement, strip_state_events
+
+#: (stack, version, controller): what is run.
+STACKS = (
+    ("quiche", "0.30.0", "reno"),
+    ("quiche", "0.30.0", "cubic"),
+    ("quiche", "0.30.0", "bbr2"),
+    ("quic-go", "v0.65.0", None),
+    ("quic-go", "v0.48.2", None),
+    ("aioquic", "1.7.2", None),
+)
+#: Path cases: name -> downlink impairments (the uplink is clean).
+PATHS = {"loss1%": {"loss": 0.01}, "loss1%+jitter2ms": {"loss": 0.01, "jitter_s": 0.002}}
+MERGE = {"ConservativeSlowStart": "SlowStart"}
+RUNNERS = {"quiche": quiche, "quic-go": quicgo, "aioquic": aioquic}
+
+
+def link(**kw: float) -> dict:
+    """A 20 Mbit/s, 15 ms, 60 kB-buffer link with ``kw``'s impairments."""
+    d = {
+        "rate_bps": 20e6,
+        "buffer_bytes": 60000,
+        "delay_s": 0.015,
+        "jitter_s": 0.0,
+        "loss": 0.0,
+        "gilbert": None,
+        "rate_schedule": None,
+    }
+    return {**d, **kw}
+
+
+def lab_config(
+    tmp: Path, stack: str, version: str, cc: str | None, seed: int, size: int, down: dict
+) -> dict:
+    """A one-object run config (docs/lab-protocol.md) writing under ``tmp``."""
+    cfg = {
+        "seed": seed,
+        "implementation": stack,
+        "version": version,
+        "objects": {"count": 1, "size_bytes": size},
+        "client": {"profile": "desktop", "read_rate_bps": None, "per_packet_cpu_s": 0.0},
+        "path": {"down": link(**down), "up": link()},
+        "reordering_threshold": None,
+        "time_threshold": None,
+        "time_limit_s": 120.0,
+        "log_path": str(tmp / "run.log"),
+        "result_path": str(tmp / "run.result.json"),
+    }
+    if cc:
+        cfg["cc"] = cc
+    return cfg
+
+
+def measure(cfg: dict, tmp: Path):
+    """Run ``cfg`` writing qlog into ``tmp``; the server's agreement table (a DataFrame)."""
+    qdir = tmp / "qlog"
+    qdir.mkdir()
+    res = RUNNERS[cfg["implementation"]].run(cfg, qlog_dir=qdir)
+    if not res["ok"]:
+        raise RuntimeError(f"{cfg['implementation']} run failed: {res['error']}")
+    (server,) = [p for p in qdir.iterdir() if "server" in p.name]
+    stripped = strip_state_events(server, tmp / f"stripped{server.suffix}")
+    derived = read_qlog(stripped, derive_states=True)
+    if cfg["implementation"] == "quic-go":
+        logged = read_qlog(server)
+    else:
+        logged = read(cfg["log_path"]).select({"role": "server"})
+    return agreement(logged, derived, MERGE)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--size", type=int, default=1_000_000, help="bytes of the one object")
+    ap.add_argument("--only", help="run only this stack (quiche, quic-go, aioquic)")
+    args = ap.parse_args()
+    worst: dict[str, float] = {}
+    for stack, version, cc in STACKS:
+        if args.only and stack != args.only:
+            continue
+        name = f"{stack} {version}" + (f" {cc}" if cc else "")
+        for case, down in PATHS.items():
+            for seed in args.seeds:
+                with tempfile.TemporaryDirectory() as d:
+                    cfg = lab_config(Path(d), stack, version, cc, seed, args.size, down)
+                    table = measure(cfg, Path(d))
+                gap = float(table["gap_pts"].abs().max())
+                if cc != "bbr2":
+                    worst[name] = max(worst.get(name, 0.0), gap)
+                cells = "  ".join(
+                    f"{r.state} {r.logged_pct:.1f}/{r.derived_pct:.1f}"
+                    for r in table.itertuples()
+                    if r.logged_pct >= 0.05 or r.derived_pct >= 0.05
+                )
+                print(f"{name:22s} {case:17s} seed {seed}: max gap {gap:5.1f} pts | {cells}")
+    for name, gap in worst.items():
+        print(f"{name}: largest gap {gap:.1f} points (logged/derived %)")
+
+
+if __name__ == "__main__":
+    main()
