@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -118,3 +119,138 @@ def test_matches_the_plain_loop(cwnds, data):
         known[i] for i in range(len(per_update)) if i == 0 or per_update[i] != per_update[i - 1]
     ]
     assert out["time"].tolist() == starts
+
+
+# -- RFC 9002 derivation on qlog with packet events --------------------------------------------
+def _write_seq(path, events: list[dict]) -> None:
+    """A JSON-SEQ (0.3) qlog of ``events`` (times in ms)."""
+    import json
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "t", "trace": {}}
+    path.write_bytes(b"".join(b"\x1e" + json.dumps(r).encode() + b"\n" for r in [header, *events]))
+
+
+def _sent(t: float, pn: int) -> dict:
+    return {
+        "time": t,
+        "name": "transport:packet_sent",
+        "data": {"header": {"packet_type": "1RTT", "packet_number": pn}},
+    }
+
+
+def _acked(t: float, largest: int) -> dict:
+    return {
+        "time": t,
+        "name": "transport:packet_received",
+        "data": {
+            "header": {"packet_type": "1RTT", "packet_number": 1000 + largest},
+            "frames": [{"frame_type": "ack", "acked_ranges": [[0, largest]]}],
+        },
+    }
+
+
+def _metrics(t: float, **data) -> dict:
+    return {"time": t, "name": "recovery:metrics_updated", "data": data}
+
+
+def _rollback_and_pto_events() -> list[dict]:
+    """A connection that cuts its window at 10 ms and restores it at 20 ms (quiche CUBIC's
+    rollback after a spurious loss: no spurious_loss event), whose first packet sent after
+    the cut is acknowledged only at 30 ms, and whose PTO count is 1 from 40 to 50 ms.
+    Bytes in flight stay at cwnd (never application limited)."""
+    return [
+        _metrics(0, congestion_window=20000, bytes_in_flight=20000),
+        _sent(1, 1),
+        _sent(5, 2),
+        _metrics(10, congestion_window=10000, bytes_in_flight=10000, ssthresh=10000),
+        _sent(12, 3),
+        _acked(15, 2),
+        _metrics(20, congestion_window=20000, bytes_in_flight=20000, ssthresh=20000),
+        _acked(30, 3),
+        _metrics(40, pto_count=1),
+        _metrics(45, congestion_window=20000, bytes_in_flight=20000),
+        _metrics(50, pto_count=0),
+        _sent(60, 4),
+    ]
+
+
+def test_window_growth_ends_recovery_and_pto_count_gives_probe_timeout(tmp_path):
+    """RFC 9002 section 7.3.2: cwnd does not grow in recovery, so the restored window at 20
+    ms ends the period (not the ACK at 30 ms); section 6.2: a PTO lasts until an ACK, which
+    the PTO count going back to 0 shows."""
+    from statemine.parse.qlog import read_qlog
+
+    path = tmp_path / "d.sqlog"
+    _write_seq(path, _rollback_and_pto_events())
+    ts = read_qlog(path, derive_states=True)
+    st_rows = ts.events[ts.events["kind"] == "state"]
+    got = list(zip(st_rows["time"].round(6), st_rows["state"]))
+    assert got == [
+        (0.0, "SlowStart (derived)"),
+        (0.01, "Recovery (derived)"),
+        (0.02, "CongestionAvoidance (derived)"),
+        (0.04, "ProbeTimeout (derived)"),
+        (0.05, "CongestionAvoidance (derived)"),
+    ]
+    assert st_rows["fields"].str.startswith("derived=rfc9002").all()
+
+
+def test_logged_pto_lasts_until_the_pto_count_is_back_at_0(tmp_path):
+    """quic-go logs pto_count 1 right after the expired timer: the PTO lasts until the
+    update that logs pto_count 0 (the ACK), not until that first update."""
+    from statemine.parse.qlog import read_qlog
+
+    events = [
+        {"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+        _metrics(0, congestion_window=20000),
+        {
+            "time": 40,
+            "name": "recovery:loss_timer_updated",
+            "data": {"timer_type": "pto", "event_type": "expired"},
+        },
+        _metrics(40, pto_count=1),
+        _metrics(45, congestion_window=20000, bytes_in_flight=100),
+        _metrics(50, pto_count=0),
+        _sent(60, 4),
+    ]
+    path = tmp_path / "l.sqlog"
+    _write_seq(path, events)
+    st_rows = read_qlog(path).events.query("kind == 'state'")
+    assert list(zip(st_rows["time"].round(6), st_rows["state"])) == [
+        (0.0, "SlowStart"),
+        (0.04, "ProbeTimeout"),
+        (0.05, "SlowStart"),
+    ]
+
+
+def test_agreement_strips_state_events_and_compares_shares(tmp_path):
+    """strip_state_events keeps every other record; agreement's shares and gaps against
+    the same quantities computed by hand from the rows."""
+    from statemine.parse.qlog import read_qlog
+    from statemine.parse.qlog.agreement import agreement, strip_state_events
+
+    logged_events = [
+        {"time": 0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+        {"time": 10, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}},
+        {
+            "time": 25,
+            "name": "recovery:congestion_state_updated",
+            "data": {"new": "congestion_avoidance"},
+        },
+        *_rollback_and_pto_events()[:8],
+    ]
+    path = tmp_path / "both.sqlog"
+    _write_seq(path, logged_events)
+    stripped = strip_state_events(path, tmp_path / "s.sqlog")
+    records = [r for r in path.read_bytes().split(b"\x1e") if b"congestion_state" not in r]
+    assert stripped.read_bytes() == b"\x1e".join(records)
+    table = agreement(read_qlog(path), read_qlog(stripped, derive_states=True))
+    t = table.set_index("state")
+    # logged: SlowStart 0-10, Recovery 10-25, CA 25-30 ms; derived: 10, 10, 10 ms (of 30)
+    assert t["logged_pct"].to_dict() == pytest.approx(
+        {"SlowStart": 100 / 3, "Recovery": 50.0, "CongestionAvoidance": 50 / 3}
+    )
+    assert t["derived_pct"].to_dict() == pytest.approx(
+        {"SlowStart": 100 / 3, "Recovery": 100 / 3, "CongestionAvoidance": 100 / 3}
+    )
+    assert (t["gap_pts"] == t["derived_pct"] - t["logged_pct"]).all()

@@ -301,3 +301,50 @@ def test_build_time_recorded(harness, record_property):
     """The harness build's wall time (cold: BoringSSL and quiche; warm: ~0), for the report."""
     record_property("quiche_harness_build_s", round(harness[1], 1))
     assert harness[0].is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "cc, seed, jitter_s, bound",
+    [("cubic", 1, 0.0, 6.0), ("cubic", 2, 0.002, 2.0), ("reno", 2, 0.002, 2.0)],
+)
+def test_states_derived_from_quiches_qlog_agree_with_its_logged_states(
+    harness, cc, seed, jitter_s, bound, tmp_path
+):
+    """Issue 14 item 4 on quiche: states derived from quiche's qlog alone (its
+    congestion_state_updated removed) against the patch's statemine lines of the same run,
+    per state as shares of time: within the bounds docs/qlog.md documents (measured: 4.5
+    points at most over seeds 1-3 with 1 % loss, 1.4 with 2 ms jitter added; Recovery
+    exact where no rollback). quiche's own qlog `recovery` lasts only the instant of the
+    congestion event, so it is not the reference (the issue's "0.4 % logged")."""
+    from statemine.parse.qlog import read_qlog
+    from statemine.parse.qlog.agreement import agreement, strip_state_events
+
+    qdir = tmp_path / "qlog"
+    qdir.mkdir()
+    cfg = config(
+        tmp_path,
+        cc=cc,
+        seed=seed,
+        objects={"count": 1, "size_bytes": 1_000_000},
+        path={"down": link(loss=0.01, jitter_s=jitter_s), "up": link()},
+    )
+    assert runner.run(cfg, qlog_dir=qdir)["ok"]
+    (qpath,) = qdir.glob("*_server.sqlog")
+    derived = read_qlog(strip_state_events(qpath, tmp_path / "s.sqlog"), derive_states=True)
+    assert derived.traces["derived"].all()
+    assert (
+        derived.events.loc[derived.events["kind"] == "state", "state"]
+        .str.endswith(" (derived)")
+        .all()
+    )
+    logged = read(cfg["log_path"]).select({"role": "server"})
+    table = agreement(logged, derived, {"ConservativeSlowStart": "SlowStart"}).set_index("state")
+    assert table["gap_pts"].abs().max() < bound, table
+    assert table.loc["Recovery", "logged_pct"] > 10  # the lossy path gave periods to compare
+    if jitter_s == 0.0:  # no rollback: the RFC 9002 periods are the patch's, to the packet
+        assert abs(table.loc["Recovery", "gap_pts"]) < 0.1, table
+    # quiche's own qlog states: 'recovery' only from the congestion event to quiche's next
+    # state check, a small part of the RFC 9002 period
+    own = agreement(read_qlog(qpath), derived).set_index("state")
+    assert own.loc["Recovery", "logged_pct"] < table.loc["Recovery", "logged_pct"] / 4
