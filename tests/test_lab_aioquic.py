@@ -124,6 +124,38 @@ def test_runs_are_deterministic_and_losses_match_the_log(tmp_path):
 
 
 @pytest.mark.slow
+def test_qlog_of_both_ends_on_the_virtual_clock(tmp_path):
+    """With qlog_dir, aioquic's own qlog of each end: event times on the virtual clock
+    (within the run's virtual time, the server's first packet_lost at the patch's first
+    LossDetected line), one packet_lost per LossDetected line, and the derivation reads it."""
+    import json
+
+    from statemine.parse.qlog import read_qlog
+
+    cfg = base_config(tmp_path)
+    cfg["path"]["down"]["loss"] = 0.02
+    qdir = tmp_path / "qlog"
+    qdir.mkdir()
+    res = runner.run(cfg, qlog_dir=qdir)
+    assert res["ok"], res
+    assert sorted(p.name for p in qdir.iterdir()) == ["client.qlog", "server.qlog"]
+    (trace,) = json.loads((qdir / "server.qlog").read_text())["traces"]
+    times = [e["time"] / 1000 for e in trace["events"]]
+    assert min(times) > 0 and max(times) <= res["virtual_time_s"]
+    lost = [e for e in trace["events"] if e["name"] == "recovery:packet_lost"]
+    lines = [
+        line
+        for line in Path(cfg["log_path"]).read_text().splitlines()
+        if "role=server" in line and "event=LossDetected" in line
+    ]
+    assert len(lost) == len(lines) == res["retransmissions"] > 0
+    first = float(re.search(r"STATEMINE t=(\S+)", lines[0]).group(1))
+    assert lost[0]["time"] / 1000 == pytest.approx(first, abs=1e-6)  # the line: 6 decimals
+    ts = read_qlog(qdir / "server.qlog", derive_states=True)
+    assert ts.traces["derived"].all() and (ts.events["state"] == "Recovery (derived)").any()
+
+
+@pytest.mark.slow
 def test_virtual_time_limit_fails_the_run(tmp_path):
     res = runner.run(base_config(tmp_path, time_limit_s=0.05))
     assert not res["ok"] and res["error"].startswith("virtual time limit reached")

@@ -76,17 +76,18 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         ]  # else already in (time, seq) order
     m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
     counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
-    resets = None if not counts.size else frozenset(counts[counts[:, 2] == 0, 1].tolist())
+    # where the updates log pto_count, only one logging it back at 0 ends a PTO
+    ends = np.flatnonzero(np.isin(m_seq, counts[counts[:, 2] == 0, 1])) if counts.size else None
 
     def next_metrics(time: float, seq: float) -> int:
-        """Index (in time order) of the first metrics update after (time, seq) -- that logs
-        pto_count 0, where the connection's updates log pto_count; len if none."""
+        """Index (in time order) of the first metrics update after (time, seq) that can end
+        a PTO; len if none."""
         k = int(np.searchsorted(m_time, time, side="left"))
-        while k < len(m_time) and (
-            (m_time[k] == time and m_seq[k] <= seq)
-            or (resets is not None and m_seq[k] not in resets)
-        ):
+        while k < len(m_time) and m_time[k] == time and m_seq[k] <= seq:
             k += 1
+        if ends is not None:
+            j = int(np.searchsorted(ends, k))
+            k = int(ends[j]) if j < ends.size else len(m_time)
         return k
 
     rows: dict[str, list] = {
