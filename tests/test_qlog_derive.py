@@ -254,3 +254,40 @@ def test_agreement_strips_state_events_and_compares_shares(tmp_path):
         {"SlowStart": 100 / 3, "Recovery": 100 / 3, "CongestionAvoidance": 100 / 3}
     )
     assert (t["gap_pts"] == t["derived_pct"] - t["logged_pct"]).all()
+
+
+def test_loss_of_an_ack_only_packet_is_no_congestion_event(tmp_path):
+    """RFC 9002 section 7.3.2: only packets in flight count (aioquic's ACK-only packets are
+    not); an ACK of any packet sent after the start (an ACK-only one too) ends a period."""
+    from statemine.parse.qlog import read_qlog
+
+    def sent(t, pn, frames):
+        e = _sent(t, pn)
+        e["data"]["frames"] = [{"frame_type": f} for f in frames]
+        return e
+
+    def lost(t, pn):
+        return {"time": t, "name": "recovery:packet_lost", "data": {"packet_number": pn}}
+
+    events = [
+        _metrics(0, congestion_window=20000, bytes_in_flight=20000),
+        sent(1, 1, ["stream"]),
+        sent(2, 2, ["ack"]),
+        sent(3, 3, ["stream"]),
+        lost(10, 2),  # ACK-only: nothing
+        lost(20, 1),  # in flight: a period from 20 ms
+        _metrics(20, congestion_window=10000, bytes_in_flight=10000),
+        sent(25, 4, ["ack", "padding"]),
+        sent(26, 5, ["stream"]),
+        _acked(30, 3),  # sent before the start: still recovering
+        _acked(40, 4),  # the ACK-only packet sent after the start: the period ends
+        _metrics(50, congestion_window=10000, bytes_in_flight=10000),
+    ]
+    path = tmp_path / "a.sqlog"
+    _write_seq(path, events)
+    rows = read_qlog(path, derive_states=True).events.query("kind == 'state'")
+    assert list(zip(rows["time"].round(6), rows["state"])) == [
+        (0.0, "SlowStart (derived)"),
+        (0.02, "Recovery (derived)"),
+        (0.04, "CongestionAvoidance (derived)"),
+    ]

@@ -5,15 +5,17 @@ as it is, and with its state events removed and the states derived from metrics 
 packets (``read_qlog(..., derive_states=True)``). A stack whose states statemine's
 instrument patch logs (quiche, aioquic: the statemine lines) gives the logged states of
 the same run another way. :func:`agreement` compares the two per state, as shares of the
-trace's time in percent.
+time both cover, in percent.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...fileio import write_atomic
@@ -42,26 +44,52 @@ def strip_state_events(src: str | Path, dst: str | Path) -> Path:
     return write_atomic(dst, json.dumps(doc))
 
 
-def state_shares(ts: TraceSet, merge: Mapping[str, str] | None = None) -> pd.Series:
-    """Each state's share of all traces' time, in percent (summing to 100), indexed by state
-    name with the derived mark removed and names renamed by ``merge`` (shares of states
-    merged into one are added)."""
-    from ...analyze import state_stats
+def _span(ts: TraceSet) -> tuple[float, float]:
+    """``(first state row, latest end)`` of a set's traces, seconds."""
+    states = ts.events.loc[ts.events["kind"] == "state", "time"]
+    return float(states.min()), float(ts.traces["end"].max())
 
-    stats = state_stats(ts, n_boot=0)
-    names = stats["state"].str.removesuffix(DERIVED_MARK).replace(dict(merge or {}))
-    return (100.0 * stats["time_fraction"]).groupby(names.to_numpy()).sum()
+
+def state_shares(
+    ts: TraceSet,
+    merge: Mapping[str, str] | None = None,
+    window: tuple[float, float] = (-math.inf, math.inf),
+) -> pd.Series:
+    """Each state's share of the traces' time within ``window`` (seconds), in percent
+    (summing to 100), indexed by state name with the derived mark removed and names renamed
+    by ``merge`` (shares of states merged into one are added). A state lasts from its row
+    to the trace's next state row, the last one to the trace's ``end``."""
+    lo, hi = window
+    ends = ts.traces.set_index("trace")["end"].to_dict()
+    rows = ts.events.loc[ts.events["kind"] == "state", ["trace", "time", "state"]]
+    parts = []
+    for trace, one in rows.groupby("trace", observed=True, sort=False):
+        one = one.sort_values("time", kind="stable")
+        start = one["time"].to_numpy(float)
+        stop = np.r_[start[1:], float(ends[trace])]
+        seconds = np.clip(stop, lo, hi) - np.clip(start, lo, hi)
+        parts.append(pd.Series(seconds, index=one["state"].astype(str).to_numpy()))
+    seconds = pd.concat(parts) if parts else pd.Series(dtype=float)
+    names = seconds.index.str.removesuffix(DERIVED_MARK).map(lambda n: (merge or {}).get(n, n))
+    total = seconds.groupby(names).sum()
+    return 100.0 * total / total.sum()
 
 
 def agreement(
     logged: TraceSet, derived: TraceSet, merge: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
-    """Per state: ``logged_pct``, ``derived_pct`` (shares of time, percent) and ``gap_pts``
-    (derived minus logged, percentage points), one row per state either set visits, sorted
-    by state name; ``merge`` renames states in both (e.g. a state no metric shows onto the
-    one the derivation gives instead)."""
+    """Per state: ``logged_pct``, ``derived_pct`` (shares of time, percent, over the span
+    both sets cover: a patch's log and a qlog of the same connection start and end at
+    different events) and ``gap_pts`` (derived minus logged, percentage points), one row per
+    state either set visits, sorted by state name; ``merge`` renames states in both (e.g. a
+    state no metric shows onto the one the derivation gives instead)."""
+    (a0, a1), (b0, b1) = _span(logged), _span(derived)
+    window = (max(a0, b0), min(a1, b1))
     both = pd.DataFrame(
-        {"logged_pct": state_shares(logged, merge), "derived_pct": state_shares(derived, merge)}
+        {
+            "logged_pct": state_shares(logged, merge, window),
+            "derived_pct": state_shares(derived, merge, window),
+        }
     ).fillna(0.0)
     both["gap_pts"] = both["derived_pct"] - both["logged_pct"]
     return both.sort_index().rename_axis("state").reset_index()

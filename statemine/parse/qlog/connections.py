@@ -43,9 +43,9 @@ class _Connection:
     )  # non-metrics events: (time s, code, data, line, index, seq)
     # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
     metrics: array = field(default_factory=lambda: array("d"))
-    sent: array = field(
-        default_factory=lambda: array("d")
-    )  # application-space packets sent: time, number
+    # application-space packets sent: time, number, in flight (1.0; 0.0: only ACK,
+    # PADDING or CONNECTION_CLOSE frames, RFC 9002 section 2)
+    sent: array = field(default_factory=lambda: array("d"))
     acks: array = field(
         default_factory=lambda: array("d")
     )  # ACKs received: time, largest acknowledged
@@ -216,9 +216,22 @@ def _extract(
     return list(connections.values())
 
 
+#: Frames that do not make a packet count in flight (RFC 9002 section 2, "In flight").
+_NOT_IN_FLIGHT = frozenset({"ack", "padding", "connection_close"})
+
+
+def _in_flight(frames: object) -> float:
+    """1.0 if a packet with ``frames`` (a qlog frames list) counts in flight, 0.0 if every
+    frame is ACK, PADDING or CONNECTION_CLOSE; 1.0 where the frames are not logged."""
+    if not isinstance(frames, list) or not frames:
+        return 1.0
+    kinds = {str(f.get("frame_type", "")).lower() for f in frames if isinstance(f, dict)}
+    return 0.0 if kinds and kinds <= _NOT_IN_FLIGHT else 1.0
+
+
 def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
-    """Keep an application-space packet sent (time, number) or an ACK received (time,
-    largest acknowledged number) for the RFC 9002 recovery periods."""
+    """Keep an application-space packet sent (time, number, in flight) or an ACK received
+    (time, largest acknowledged number) for the RFC 9002 recovery periods."""
     header = _object_at(data, "header")
     space = str(header.get("packet_type", data.get("packet_type", ""))).lower()
     if space in _OTHER_SPACES:
@@ -226,7 +239,7 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
     if code == _SENT:
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:
-            conn.sent.extend((seconds, number))
+            conn.sent.extend((seconds, number, _in_flight(data.get("frames"))))
         return
     largest = math.nan
     for frame in data.get("frames") or ():

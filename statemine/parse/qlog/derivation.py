@@ -18,23 +18,24 @@ from .vocabulary import _LOSS, _SPURIOUS, _packet_number
 
 def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods of a connection with packet events. Congestion events are
-    the losses declared (with the send time of the lost packet, from the packets sent), or,
-    in a log without packet_lost events, the window reductions; a spurious loss ends a
-    period (quic-go restores the window)."""
-    sent = np.frombuffer(conn.sent, dtype=float).reshape(-1, 2)
+    the losses declared of packets in flight (with the send time of the lost packet, from
+    the packets sent; the loss of a packet carrying only ACK, PADDING or CONNECTION_CLOSE
+    frames is no congestion event, RFC 9002 section 7.3.2 OnPacketsLost), or, in a log
+    without packet_lost events, the window reductions; a period ends when a packet sent after
+    its start is acknowledged (any packet: RFC 9002 section 7.3.2, "a packet sent during the
+    recovery period"; aioquic's ACK-only packets count), when the loss that began it proves
+    spurious (quic-go restores the window) or when the window grows (a rollback)."""
+    sent = np.frombuffer(conn.sent, dtype=float).reshape(-1, 3)
     acks = np.frombuffer(conn.acks, dtype=float).reshape(-1, 2)
     sent = sent[np.argsort(sent[:, 0], kind="stable")]
+    not_in_flight = set(sent[sent[:, 2] == 0, 1].tolist())
     acks = acks[np.argsort(acks[:, 0], kind="stable")]
     sent_at = dict(
         zip(sent[:, 1].tolist(), sent[:, 0].tolist())
     )  # packet number -> (last) send time
-    losses = [
-        (it[0], sent_at.get(pn, math.nan), pn)
-        for it in conn.items
-        if it[1] == _LOSS
-        for pn in (_num(_packet_number(it[2])),)
-    ]
-    if not losses:
+    declared = [(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _LOSS]
+    losses = [(t, sent_at.get(pn, math.nan), pn) for t, pn in declared if pn not in not_in_flight]
+    if not declared:
         cwnd = metrics["cwnd"].to_numpy(float)
         cut = np.r_[False, np.diff(cwnd) < 0] if cwnd.size else np.zeros(0, bool)
         losses = [(t, math.nan, math.nan) for t in metrics["time"].to_numpy(float)[cut]]
