@@ -497,8 +497,14 @@ def test_derived_states_are_marked_in_every_output(tmp_path):
     assert t["SlowStart (derived)"] == pytest.approx(0.010) and t[
         "Recovery (derived)"
     ] == pytest.approx(0.010)
-    assert "(derived)" in (out / "transitions.csv").read_text()
-    assert "Recovery (derived)" in (out / "model.json").read_text()
+    # a derived column: true exactly for the marked names (transitions: either end)
+    assert (states["derived"] == states["state"].str.endswith(" (derived)")).all()
+    trans = __import__("pandas").read_csv(out / "transitions.csv")
+    either = trans["src"].str.endswith(" (derived)") | trans["dst"].str.endswith(" (derived)")
+    assert (trans["derived"] == either).all() and either.any() and not either.all()
+    model = json.loads((out / "model.json").read_text())
+    flagged = {n["id"] for n in model["nodes"] if n.get("derived")}
+    assert flagged == {n for n in names if n.endswith(" (derived)")}
     dot = (out / "model.dot").read_text()
     assert "Recovery (derived)" in dot
     # drawn dashed, the logged states not
@@ -506,6 +512,21 @@ def test_derived_states_are_marked_in_every_output(tmp_path):
     assert all(("dashed" in line) == ("(derived)" in line) for line in lines) and len(lines) == len(
         names
     )
+    # the HTML report: the names, the derived column and a note saying what the mark means
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", "--derive-states", "--out", str(html), str(folder)])
+    assert res.exit_code == 0, res.output
+    page = html.read_text()
+    assert "Recovery (derived)" in page and "derived from qlog metrics" in page
+    assert "<th>derived</th>" in page.replace(' style="text-align: right;"', "")
+    # logged states only: no derived column, no note, no node attribute
+    plain = tmp_path / "plain"
+    res = CliRunner().invoke(
+        main, ["infer", "--no-svg", "--out", str(plain), str(folder / "a.sqlog")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "derived" not in (plain / "states.csv").read_text().splitlines()[0]
+    assert '"derived"' not in (plain / "model.json").read_text()
 
 
 def test_metrics_table_keeps_every_update_and_timelines_draw_from_it():

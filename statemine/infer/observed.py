@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Union
 import networkx as nx
 import numpy as np
 
+from ..parse.statenames import is_derived
 from ..stats.options import StatsOptions
 from ..stats.tables import INITIAL, TERMINAL
 
@@ -66,6 +67,7 @@ def model_from_stats(states: Table, transitions: Table) -> nx.DiGraph:
             time_fraction_hi=float(hi),
             time_s=float(time_s),
             visits=int(visits),
+            **({"derived": True} if is_derived(state) else {}),
         )
     G.add_node(TERMINAL, kind="terminal")
     for src, dst, count, p, lo, hi in _rows(

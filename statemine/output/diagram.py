@@ -21,7 +21,7 @@ import networkx as nx
 from ..errors import StatemineError
 from ..escape import DISPLAY_CHARS, html_text, one_line
 from ..fileio import write_atomic
-from ..parse.statenames import DERIVED_MARK
+from ..parse.statenames import is_derived
 from ..stats.tables import INITIAL, TERMINAL
 
 FORMATS = ("dot", "svg", "png")
@@ -92,7 +92,7 @@ def to_dot(G: nx.DiGraph, *, title: str | None = None, min_probability: float = 
             if "time_fraction" in attrs:
                 extra = f'<br/><font color="red">{html_text(format_fraction(attrs["time_fraction"]))}</font>'
             # a state derived from metrics (qlog without state events): dashed outline
-            style = ', style="rounded,dashed"' if str(node).endswith(DERIVED_MARK) else ""
+            style = ', style="rounded,dashed"' if is_derived(node) else ""
             lines.append(f"  {nid} [label=<<b>{name}</b>{extra}>{style}];")
     for src, dst, attrs in sorted(G.edges(data=True), key=lambda e: (ids[e[0]], ids[e[1]])):
         p = attrs.get("probability")

@@ -145,6 +145,7 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
 
 def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
     from ..infer.observed import model_from_stats
+    from ..parse.statenames import is_derived
     from .diagram import DRAWN_STATES, dot_to, to_dot
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
@@ -170,9 +171,18 @@ def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
             "traces",
         ]
     ]
+    derived = states["state"].map(is_derived)
+    if derived.any():  # a column and a note, as in states.csv; the diagram draws them dashed
+        shown = shown.assign(derived=derived.to_numpy())
     return (
         "<h2>State machine</h2><p>Figure-13 style: share of time in red under each state, "
         "transition probability on each edge.</p>"
+        + (
+            '<p class="note">States marked &quot;(derived)&quot; (dashed) were derived from '
+            "qlog metrics and packets, not logged by the stack (docs/qlog.md).</p>"
+            if derived.any()
+            else ""
+        )
         + figure
         + "<h2>States</h2>"
         + _table(

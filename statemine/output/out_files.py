@@ -49,8 +49,8 @@ def infer_files(
     G = model_from_stats(states, transitions)
     dot = to_dot(G, title=title)
     outputs: dict[str, bytes | str] = {
-        "states.csv": columns_csv(states),
-        "transitions.csv": columns_csv(transitions),
+        "states.csv": columns_csv(with_derived_column(states, "state")),
+        "transitions.csv": columns_csv(with_derived_column(transitions, "src", "dst")),
         "model.dot": dot,
         "model.json": model_to_json(G),
     }
@@ -65,6 +65,21 @@ def infer_files(
     elif svg:
         note = "Graphviz's dot is not installed; model.svg not written"
     return outputs, note
+
+
+def with_derived_column(columns: dict[str, np.ndarray], *names: str) -> dict[str, np.ndarray]:
+    """``columns`` (a table, name -> array) with a boolean ``derived`` column -- True where
+    a state in any of the ``names`` columns was derived from qlog metrics -- when any row
+    has one; unchanged otherwise (inputs with logged states only keep their columns)."""
+    import numpy as np
+
+    from ..parse.statenames import is_derived
+
+    marks = np.array(
+        [any(is_derived(row) for row in cells) for cells in zip(*(columns[n] for n in names))],
+        dtype=bool,
+    )
+    return {**columns, "derived": marks} if marks.any() else columns
 
 
 def diff_files(result: DiffResult, *, svg: bool, title: str | None) -> dict[str, bytes | str]:

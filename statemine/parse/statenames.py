@@ -40,6 +40,13 @@ from ..errors import InputError
 #: reports) and never pool with logged states of the same name.
 DERIVED_MARK = " (derived)"
 
+
+def is_derived(name: object) -> bool:
+    """True for a state name that carries :data:`DERIVED_MARK` (a state derived from qlog
+    metrics, not logged)."""
+    return str(name).endswith(DERIVED_MARK)
+
+
 #: The statemine vocabulary (docs/log-format.md, plus BBR's four states).
 CANONICAL = (
     "Init",
