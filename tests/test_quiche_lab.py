@@ -306,16 +306,15 @@ def test_build_time_recorded(harness, record_property):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "cc, seed, jitter_s, bound",
-    [("cubic", 1, 0.0, 6.0), ("cubic", 2, 0.002, 2.0), ("reno", 2, 0.002, 2.0)],
+    [("cubic", 1, 0.0, 4.0), ("cubic", 2, 0.002, 2.0), ("reno", 2, 0.002, 2.0)],
 )
 def test_states_derived_from_quiches_qlog_agree_with_its_logged_states(
     harness, cc, seed, jitter_s, bound, tmp_path
 ):
     """Issue 14 item 4 on quiche: states derived from quiche's qlog alone (its
     congestion_state_updated removed) against the patch's statemine lines of the same run,
-    per state as shares of time: within the bounds docs/qlog.md documents (measured: 4.5
-    points at most over seeds 1-3 with 1 % loss, 1.4 with 2 ms jitter added; Recovery
-    exact where no rollback). quiche's own qlog `recovery` lasts only the instant of the
+    per state as shares of the time both cover: within the bounds docs/qlog.md documents
+    (measured on these runs: 2.3, 0.9 and 1.0 points; Recovery exact where no rollback). quiche's own qlog `recovery` lasts only the instant of the
     congestion event, so it is not the reference (the issue's "0.4 % logged")."""
     from statemine.parse.qlog import read_qlog
     from statemine.parse.qlog.agreement import agreement, strip_state_events

@@ -309,7 +309,12 @@ def _connection_events(
         report.warn(
             None,
             f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
-            "(marked derived)",
+            + (
+                "and packet events (RFC 9002 recovery periods; marked derived)"
+                if periods is not None
+                else "alone (marked derived): no packet events, so a recovery period ends "
+                "only when cwnd grows again and ApplicationLimited is not derived"
+            ),
         )
         # states the file marks without congestion_state_updated (app limited, a fired PTO)
         # stay as event rows: the derived states are the trace's states
