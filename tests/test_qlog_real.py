@@ -137,6 +137,8 @@ def test_chromium_trace_app_limited_pacing_and_losses():
     assert app["time"].tolist() == pytest.approx(limited) and len(limited) == 1
     assert ev["pacing_rate"].dropna().iloc[-1] == last_pacing
     assert ts.traces["file_events"].tolist() == [len([r for r in records if r.get("event_type")])]
+    # the converter's closing empty event "[]" is no event, and no warning
+    assert trace["events"][-1] == [] and not any("event 18556" in w for w in warnings_of(ts))
 
 
 # -- hand-written: quic-go v0.65 vocabulary, quiche by its names, bad input ---------------------

@@ -129,7 +129,7 @@ def _extract(
     for line, index, event in raw.events:
         decoded = _decode(event, ctx)
         if decoded is None:
-            if event != {}:
+            if event != {} and event != []:  # empty events (draft-02 "{}", quictrace "[]")
                 report.warn(
                     line,
                     f"trace {raw.index} event {index} is neither an object nor an array; skipped",

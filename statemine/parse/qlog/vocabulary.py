@@ -120,6 +120,8 @@ def _decode(
         path = event.get("path_id", event.get("path"))
         return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group), path
     if type(event) is list:
+        if not event:
+            return None  # quictrace-to-qlog ends its events array with an empty event "[]"
         fields = ctx.fields or (_NO_TIME_FIELDS if len(event) == 4 else _NO_TIME_FIELDS_TRIGGER)
         record = dict(zip(fields, event))
         if "relative_time" in record:
