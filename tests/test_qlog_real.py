@@ -298,6 +298,16 @@ def test_bad_input_is_warned_about_with_what_was_assumed(tmp_path):
     # the path's own connection has metrics only: left out, said so
     assert any("t.sqlog#0/path1.5: no congestion_state_updated events" in x for x in w)
     assert ts.traces["trace"].tolist() == ["t.sqlog#0"]
+    # numbers as state names without a table: kept, and the warning says how to choose one
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "trace": {}}
+    numbers = [
+        {"time": t, "name": "recovery:congestion_state_updated", "data": {"new": n}}
+        for t, n in ((0, "1"), (5, "2"))
+    ]
+    ts = read_qlog(seq(tmp_path, header, numbers, "n.sqlog"))
+    w = [x for x in warnings_of(ts) if "state name '1'" in x]
+    assert len(w) == 1 and "kept as is" in w[0] and "--implementation" in w[0]
+    assert set(ts.events["state"]) == {"1", "2"}
 
 
 def test_picoquic_numbers_without_hint_say_they_are_ambiguous(tmp_path):

@@ -260,7 +260,13 @@ def _canonical_states(
             report.warn(
                 None,
                 f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
-                f"kept as is ({int((raw == name).sum())} times)",
+                f"kept as is ({int((raw == name).sum())} times)"
+                + (
+                    "; a number names a state only in its implementation's table: give "
+                    "--implementation (e.g. picoquic-newreno, picoquic-cubic) or --names FILE"
+                    if str(name).strip().isdigit()
+                    else ""
+                ),
             )
     frame.loc[is_state, "state"] = raw.map(mapping)
     if implementation in PICOQUIC_BBR_PHASES:  # the phase and flags of a packed number
