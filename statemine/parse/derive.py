@@ -194,11 +194,14 @@ def end_at_window_growth(
     ...                      np.array([20.0, 10.0, 10.0, 20.0]))
     [(1.0, 3.0, True)]
     """
-    grew = np.r_[False, np.diff(cwnd) > 0]
+    grown = time[np.r_[False, np.diff(cwnd) > 0]]  # times of the updates that grew cwnd
     out = []
     for start, end, undone in periods:
-        inside = np.flatnonzero(grew & (time > start) & (time < end))
-        out.append((start, float(time[inside[0]]), True) if inside.size else (start, end, undone))
+        k = int(np.searchsorted(grown, start, side="right"))
+        if k < grown.size and grown[k] < end:
+            out.append((start, float(grown[k]), True))
+        else:
+            out.append((start, end, undone))
     return out
 
 
@@ -218,7 +221,7 @@ def derive_states_rfc9002(
     inferred as in :func:`derive_states`: the window right after the latest reduction) and
     ``CongestionAvoidance`` above; window reductions within an undone period do not count
     (the sender restored its window and threshold). Where the stack logs its PTO count
-    (``pto_count``: time-ordered ``(times, counts)``, quiche), ``ProbeTimeout`` while the
+    (``pto_count``: time-ordered ``(times, counts)``; quic-go, quiche), ``ProbeTimeout`` while the
     latest count is above 0 (a PTO fired and no ACK came since, RFC 9002 section 6.2),
     before every other state. States are evaluated at every metrics update, at each
     period's start and end and at each logged count (metrics forward-filled); only changes
