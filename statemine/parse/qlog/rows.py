@@ -412,9 +412,8 @@ def _build(
         events.insert(0, "trace", trace_id)
         frames.append(events)
         if conn.metrics:
-            table = _metrics_frame(conn)
-            conn.metrics = array("d")  # the table holds them now
-            del table["line"]
+            table = _metrics_frame(conn, line=False, copy=False)
+            conn.metrics = array("d")  # the table holds them now (views, not a copy)
             codes = np.zeros(len(table), np.int8)
             trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
             # pandas-stubs' insert() takes no ExtensionArray; pandas does
