@@ -240,18 +240,45 @@ def diff(
     [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
     """
     opts = CompareOptions.of(options, **changes)
-    _check_options(opts)
-    if str(label_a) == str(label_b):
-        raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
+    _check_options(opts, label_a, label_b)
+    return diff_stats(
+        (map_traces(a, opts), a.traces),
+        (map_traces(b, opts), b.traces),
+        opts,
+        label_a=label_a,
+        label_b=label_b,
+    )
+
+
+def diff_stats(
+    a: tuple[PartialStats, pd.DataFrame],
+    b: tuple[PartialStats, pd.DataFrame],
+    options: CompareOptions | None = None,
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    **changes: Any,
+) -> DiffResult:
+    """:func:`diff` from each side's per-trace statistics (a
+    :class:`~statemine.stats.partial.PartialStats`, e.g. merged from partitions summarized
+    on dask workers with :func:`~statemine.stats.partial.map_traces`, made with the same
+    ``options``) and its traces frame (``trace``, ``source`` and the labels, one row per
+    trace in the statistics' trace order). The tests run here, from the per-trace sums."""
+    opts = CompareOptions.of(options, **changes)
+    _check_options(opts, label_a, label_b)
+    (pa, traces_a), (pb, traces_b) = a, b
     notes: list[str] = []
-    for ts, label in ((a, label_a), (b, label_b)):
-        _check_side(ts, label)
-    pa, pb = map_traces(a, opts), map_traces(b, opts)
+    for p, traces, label in ((pa, traces_a, label_a), (pb, traces_b, label_b)):
+        if len(traces) != p.n_traces:
+            raise ValueError(
+                f"side {label}: {len(traces)} rows of traces for statistics of {p.n_traces}"
+            )
+        _check_side(p, label)
     names = sorted(set(pa.names) | set(pb.names))
     check_size(
-        a.n_traces + b.n_traces,
+        pa.n_traces + pb.n_traces,
         len(names),
-        _first_source(a if len(pa.names) >= len(pb.names) else b),
+        _first_source(traces_a if len(pa.names) >= len(pb.names) else traces_b),
     )
     ta, tb = _seconds(pa, names), _seconds(pb, names)
     for table, label in ((ta, label_a), (tb, label_b)):
@@ -261,7 +288,7 @@ def diff(
                 "(does the log have an end, e.g. an event=Close line?)"
             )
     strata = list(opts.strata) or None
-    ga, gb = _strata_labels(a, strata, label_a), _strata_labels(b, strata, label_b)
+    ga, gb = _strata_labels(traces_a, strata, label_a), _strata_labels(traces_b, strata, label_b)
     states, (min_p, min_p_holm) = _state_diff(
         names,
         (ta, tb),
@@ -279,8 +306,8 @@ def diff(
         alpha=opts.alpha,
         seed=opts.seed,
     )
-    notes.extend(_vocabulary_notes(states, a, b, label_a, label_b))
-    notes.extend(_mixing_notes(a, b, strata))
+    notes.extend(_vocabulary_notes(states, traces_a, traces_b, label_a, label_b))
+    notes.extend(_mixing_notes(traces_a, traces_b, strata))
     return DiffResult(
         states=states,
         transitions=trans,
@@ -288,8 +315,8 @@ def diff(
         only_b=_only(states, trans, "only_b", "fraction_b", "prob_b", "count_b"),
         label_a=label_a,
         label_b=label_b,
-        n_traces_a=a.n_traces,
-        n_traces_b=b.n_traces,
+        n_traces_a=pa.n_traces,
+        n_traces_b=pb.n_traces,
         alpha=opts.alpha,
         notes=notes,
         min_p=min_p,
@@ -312,7 +339,9 @@ def _per_state(p: PartialStats, names: list[str]) -> np.ndarray:
     return out
 
 
-def _check_options(opts: CompareOptions) -> None:
+def _check_options(opts: CompareOptions, label_a: str, label_b: str) -> None:
+    if str(label_a) == str(label_b):
+        raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
     if opts.n_perm < 1:
         raise UsageError(f"n_perm must be at least 1, not {opts.n_perm}")
     if opts.n_boot < 0:
@@ -326,19 +355,19 @@ def _check_options(opts: CompareOptions) -> None:
 
 
 def _strata_labels(
-    ts: TraceSet, strata: str | Sequence[str] | None, label: str
+    traces: pd.DataFrame, strata: str | Sequence[str] | None, label: str
 ) -> np.ndarray | None:
     """One stratum label per trace (``traces`` order), joining the ``strata`` columns; None without."""
     if strata is None:
         return None
     columns = [strata] if isinstance(strata, str) else list(strata)
-    missing = [c for c in columns if c not in ts.traces.columns]
+    missing = [c for c in columns if c not in traces.columns]
     if missing:
         raise UsageError(
             f"side {label} has no trace label {missing[0]!r} to stratify by "
-            f"(labels: {', '.join(c for c in ts.traces.columns if c not in ('trace', 'source', 'end'))})"
+            f"(labels: {', '.join(c for c in traces.columns if c not in ('trace', 'source', 'end'))})"
         )
-    return ts.traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
+    return traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
 
 
 def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
@@ -370,17 +399,17 @@ def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
         )
 
 
-def _first_source(ts: TraceSet) -> str | None:
-    """The first input file of a trace set (for messages), None when it names none."""
-    if "source" not in ts.traces.columns or ts.n_traces == 0:
+def _first_source(traces: pd.DataFrame) -> str | None:
+    """The first input file of a side (for messages), None when it names none."""
+    if "source" not in traces.columns or len(traces) == 0:
         return None
-    return str(ts.traces["source"].iloc[0])
+    return str(traces["source"].iloc[0])
 
 
-def _check_side(ts: TraceSet, label: str) -> None:
-    if ts.n_traces == 0:
+def _check_side(p: PartialStats, label: str) -> None:
+    if p.n_traces == 0:
         raise UsageError(f"side {label} has no traces: nothing to compare")
-    if not (ts.events["kind"] == "state").any():
+    if not p.names:
         raise UsageError(f"side {label} has no state lines (only events): nothing to compare")
 
 
@@ -731,10 +760,10 @@ TCP_STATES_IN_QUIC: dict[str, str] = {
 }
 
 
-def _is_kernel_tcp(ts: TraceSet, names: set[str]) -> bool:
+def _is_kernel_tcp(traces: pd.DataFrame, names: set[str]) -> bool:
     """A side of kernel-TCP traces: labelled ``implementation=tcp``, or (unlabelled) all its
     state names TCP's, with ``Open`` among them."""
-    impl = _labels(ts, "implementation")
+    impl = _labels(traces, "implementation")
     if impl:
         return impl == {"tcp"}
     return "Open" in names and names <= set(TCP_STATES_IN_QUIC)
@@ -745,9 +774,16 @@ def tcp_quic_note(
 ) -> str:
     """When one side is kernel TCP and the other is not: how the two vocabularies relate
     (docs/tcp.md, "TCP's states against QUIC's"), else ""."""
+    return _tcp_note(states, a.traces, b.traces, label_a, label_b)
+
+
+def _tcp_note(
+    states: pd.DataFrame, traces_a: pd.DataFrame, traces_b: pd.DataFrame, label_a: str, label_b: str
+) -> str:
+    """:func:`tcp_quic_note` of two sides' traces frames."""
     names_a = set(states.loc[states["presence"] != "only_b", "state"].astype(str))
     names_b = set(states.loc[states["presence"] != "only_a", "state"].astype(str))
-    tcp_a, tcp_b = _is_kernel_tcp(a, names_a), _is_kernel_tcp(b, names_b)
+    tcp_a, tcp_b = _is_kernel_tcp(traces_a, names_a), _is_kernel_tcp(traces_b, names_b)
     if tcp_a == tcp_b:
         return ""
     tcp, other = (label_a, label_b) if tcp_a else (label_b, label_a)
@@ -762,10 +798,10 @@ def tcp_quic_note(
 
 
 def _vocabulary_notes(
-    states: pd.DataFrame, a: TraceSet, b: TraceSet, label_a: str, label_b: str
+    states: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str
 ) -> list[str]:
     notes = []
-    bridge = tcp_quic_note(states, a, b, label_a, label_b)
+    bridge = _tcp_note(states, a, b, label_a, label_b)
     if bridge:
         notes.append(bridge)
     shared = int((states["presence"] == "both").sum())
@@ -787,7 +823,9 @@ def _vocabulary_notes(
     return notes
 
 
-def _mixing_notes(a: TraceSet, b: TraceSet, strata: str | Sequence[str] | None) -> list[str]:
+def _mixing_notes(
+    a: pd.DataFrame, b: pd.DataFrame, strata: str | Sequence[str] | None
+) -> list[str]:
     """Suggest strata when both sides mix implementations (or versions) and none are given."""
     if strata is not None:
         return []
@@ -801,10 +839,10 @@ def _mixing_notes(a: TraceSet, b: TraceSet, strata: str | Sequence[str] | None) 
     return []
 
 
-def _labels(ts: TraceSet, column: str) -> set[str]:
-    if column not in ts.traces.columns:
+def _labels(traces: pd.DataFrame, column: str) -> set[str]:
+    if column not in traces.columns:
         return set()
-    return {str(v) for v in ts.traces[column].dropna().unique() if str(v)}
+    return {str(v) for v in traces[column].dropna().unique() if str(v)}
 
 
 __all__ = [
@@ -814,6 +852,7 @@ __all__ = [
     "DiffResult",
     "check_size",
     "diff",
+    "diff_stats",
     "identical_columns",
     "trace_shares",
     "transition_test",

@@ -159,3 +159,27 @@ def test_streamed_logs_merge_with_trace_sets(tmp_path):
     got, want = tables(merged, opts), statemine.summarize(whole, opts)
     for g, w in zip(got, want):  # streamed sums add block by block: equal within rounding
         pd.testing.assert_frame_equal(g, w, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10**6), n_parts=st.integers(1, 4))
+def test_diff_of_merged_partitions_is_the_diff_of_the_whole(seed, n_parts):
+    """diff_stats on each side's merged partitions (as on dask workers) gives diff's result."""
+    from statemine.compare import diff, diff_stats
+    from statemine.stats import CompareOptions
+
+    rng = np.random.default_rng(seed)
+    a, b = random_traceset(rng, 9), random_traceset(rng, 7)
+    opts = CompareOptions(n_perm=99, n_boot=40, seed=seed)
+    try:
+        want = diff(a, b, opts, label_a="a", label_b="b")
+    except statemine.UsageError:  # a side without state lines or time: nothing to merge
+        return
+    sides = [
+        (merge(*partitions(ts, rng.integers(0, n_parts, ts.n_traces), opts)), ts.traces)
+        for ts in (a, b)
+    ]
+    got = diff_stats(*sides, opts, label_a="a", label_b="b")
+    for name in ("states", "transitions", "only_a", "only_b"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True)
+    assert got.notes == want.notes and got.min_p == want.min_p
