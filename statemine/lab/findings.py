@@ -34,7 +34,7 @@ from .. import traces
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 from ..outcomes import welch_cell
-from ..stats import summary as analyze
+from ..stats.summary import state_stats, trace_state_times, visits
 
 
 @dataclass(frozen=True)
@@ -392,7 +392,7 @@ def state_time(ts: traces.TraceSet, state: str) -> tuple[float, float]:
     ``state``, and those seconds summed over the traces (NaN, NaN if ``ts`` is empty)."""
     if ts.n_traces == 0:
         return float("nan"), float("nan")
-    st = analyze.state_stats(ts, n_boot=0).set_index("state")
+    st = state_stats(ts, n_boot=0).set_index("state")
     if state not in st.index:
         return 0.0, 0.0
     share, seconds = st.loc[state, ["time_fraction", "time_s"]].to_numpy(dtype=float)
@@ -704,7 +704,7 @@ def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
     run's server traces pooled; shares in 0..1 compared on a grid of ``tol``)."""
     if ts.n_traces == 0:
         return 0
-    times = analyze.trace_state_times(analyze.visits(ts), ts)
+    times = trace_state_times(visits(ts), ts)
     per_run = times.groupby(
         ts.traces.set_index("trace")["run_id"].reindex(times.index).to_numpy()
     ).sum()
