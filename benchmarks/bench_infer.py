@@ -6,7 +6,8 @@ docs/log-format.md, then measures:
 * end to end: `statemine infer LOG --out DIR` as a subprocess (wall time, CPU time, peak
   RSS), which streams the statistics (statemine.stats.stream);
 * in process: parse to a TraceSet, the streamed statistics, statistics of the TraceSet
-  without and with the bootstrap, model + DOT.
+  without and with the bootstrap, the same as map (8 partitions) + merge + tables (checked
+  equal), model + DOT.
 
 Run:  python benchmarks/bench_infer.py [--events 1000000] [--repeat 3]
 (`--events 10000000 --trace-lines 1000` against the default shows that peak memory does not
@@ -153,11 +154,43 @@ def main() -> None:
             _timed(lambda n_boot=n_boot: summarize(ts, n_boot=n_boot)) for _ in range(args.repeat)
         )
         print(f"{'statistics, bootstrap=' + str(n_boot):<28} {best:7.3f} s")
+    _map_reduce(ts, args.repeat)
     states, transitions = summarize(ts, n_boot=0)
     best = min(
         _timed(lambda: to_dot(model_from_stats(states, transitions))) for _ in range(args.repeat)
     )
     print(f"{'model + DOT':<28} {best:7.3f} s")
+
+
+def _map_reduce(ts, repeat: int, n_parts: int = 8) -> None:
+    """The statistics as map (one PartialStats per partition of the traces) and reduce
+    (merge, then the tables), timed apart; checks the tables equal summarize's exactly."""
+    import pandas as pd
+
+    from statemine.stats import StatsOptions, map_traces, merge
+    from statemine.stats.summary import summarize
+    from statemine.stats.tables import tables
+
+    opts = StatsOptions(n_boot=1000)
+    label = np.arange(ts.n_traces) * n_parts // ts.n_traces
+    chunks = [ts.subset(label == i) for i in range(n_parts)]
+
+    def map_all() -> list:
+        return [map_traces(c, opts, part=i) for i, c in enumerate(chunks)]
+
+    best = min(_timed(map_all) for _ in range(repeat))
+    parts = map_all()
+    print(f"{f'map, {n_parts} partitions':<28} {best:7.3f} s")
+    best = min(_timed(lambda: merge(*parts)) for _ in range(repeat))
+    size = sum(
+        a.nbytes for p in parts for a in vars(p).values() if isinstance(a, np.ndarray)
+    ) + sum(p.dwell.state.nbytes + p.dwell.seconds.nbytes for p in parts)
+    print(f"{'merge':<28} {best:7.3f} s  (partials {size / 2**20:.1f} MiB)")
+    merged = merge(*parts)
+    best = min(_timed(lambda: tables(merged, opts)) for _ in range(repeat))
+    print(f"{'tables, bootstrap=1000':<28} {best:7.3f} s")
+    for got, want in zip(tables(merged, opts), summarize(ts, opts)):
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
 def _timed(fn) -> float:
