@@ -382,3 +382,21 @@ def test_perfume_bad_options(tmp_path, monkeypatch):
         '3->0 [label=""];\n'
         "}\n"
     )
+
+
+def test_perfume_batched_refinement_on_a_larger_log(tmp_path):
+    """Beyond 1000 events refinement splits for several violated bounds per step and
+    runs one attempt: the model still accepts every trace and keeps every bound."""
+    path = tmp_path / "big.log"
+    path.write_text(generated_timed_log("latency", 240, 7))
+    args = ["-r", "^(?<DTIME>)(?<TYPE>)$", "-s", "^--$", "--outputJSON=true", "--randomSeed=2"]
+    res = CliRunner().invoke(
+        main, ["infer", "--engine", "perfume", *args, "-o", str(tmp_path / "m"), str(path)]
+    )
+    assert res.exit_code == 0, res.output
+    log = read_log(parse_args([*args, str(path)], "perfume"))
+    assert log.n_events > 1000
+    g, traces = read_model_json(tmp_path / "m.json")
+    assert rejected(g, traces) == []
+    assert violated_rows(g, mine_constrained(log).to_dict("records")) == []
+    assert len(g) < 40
