@@ -1,18 +1,25 @@
 """A trace store: a Hive-partitioned Parquet dataset of events (schema in docs/store.md).
 
 Layout: ``STORE/_statemine_store.json`` (format and partition keys, in order), then one
-folder level per key, ``KEY=VALUE``, holding ``part-*.parquet`` files, one per input file
-added. Every file has the columns of :func:`_schema` (the partition labels live only in
-the folder names). pyarrow (``pyarrow.dataset.dataset(STORE, partitioning="hive")``) and
-DuckDB (``read_parquet('STORE/**/*.parquet', hive_partitioning=true)``) read it unchanged;
-names starting with ``.`` or ``_`` (metadata, files being written) are skipped by both.
+folder level per key, ``KEY=VALUE``, holding ``part-<id>.parquet`` files, one per input
+file added. Every file has the columns of :func:`_schema` (the partition labels live only
+in the folder names). Beside them, under the same partition folders: the per-trace
+labels of each data file in ``STORE/_labels/.../labels-<id>.parquet``
+(:func:`_labels_schema`) and the readers' full-resolution metrics table (qlog) in
+``STORE/_metrics/.../metrics-<id>.parquet`` (:func:`_metrics_schema`). pyarrow
+(``pyarrow.dataset.dataset(STORE, partitioning="hive")``) and DuckDB
+(``read_parquet('STORE/**/part-*.parquet', hive_partitioning=true)``) read the events
+unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 
-:func:`store_add` reads one input file at a time (memory: one file's trace set) and
-writes it beside its final name, then renames it in: a file appears whole or not at all.
+:func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
+bounded memory whatever its size) and reads any other input one file's trace set at a
+time. Every file is written beside its final name and renamed in, the data file last:
+an input's files appear whole, and its data file only once its labels and metrics are in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -32,11 +39,17 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
     import pyarrow as pa
 
     from .commands import ReadOptions
+    from .store_stream import Spill
     from .traces import TraceSet
 
 #: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
 META_NAME = "_statemine_store.json"
-STORE_FORMAT = 1
+#: 1: data files only; 2: also ``_labels`` (required) and ``_metrics`` (when logged).
+STORE_FORMAT = 2
+#: Folders (at the store's top) of the per-trace labels and of the metrics tables.
+LABELS_DIR, METRICS_DIR = "_labels", "_metrics"
+#: Events gathered per row group when a statemine log is streamed (store_stream.gather).
+STREAM_BATCH_ROWS = 1 << 20
 #: Rows per Parquet row group (bounds a reader's memory per group).
 ROW_GROUP = 1 << 20
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -69,14 +82,37 @@ def _schema() -> pa.Schema:
     )
 
 
+def _labels_schema() -> pa.Schema:
+    """The per-trace labels of one data file: one row per trace and label (a reader's
+    ``traces`` columns other than trace, source and end, e.g. ``conn``, ``role``)."""
+    import pyarrow as pa
+
+    text = pa.dictionary(pa.int32(), pa.string())
+    return pa.schema([("trace", text), ("key", text), ("value", text)])
+
+
+def _metrics_schema() -> pa.Schema:
+    """The metrics table of one data file (``TraceSet.metrics``: every update, full
+    resolution; null where an update does not log a value)."""
+    import pyarrow as pa
+
+    floats = ("time", "cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
+    return pa.schema(
+        [("trace", pa.dictionary(pa.int32(), pa.string()))] + [(c, pa.float64()) for c in floats]
+    )
+
+
 @dataclass(frozen=True)
 class PartitionInfo:
-    """One partition: its labels (key -> value), data files, traces and events (rows)."""
+    """One partition: its labels (key -> value), data files, traces, events (rows), the
+    per-trace label keys its traces carry, and its metrics rows."""
 
     labels: dict[str, str]
     files: int
     traces: int
     events: int
+    trace_labels: tuple[str, ...] = ()
+    metrics: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,13 +181,18 @@ def store_add(
     store: str | os.PathLike,
     labels: Mapping[str, str] | None = None,
     read: ReadOptions | None = None,
+    *,
+    batch_rows: int = STREAM_BATCH_ROWS,
 ) -> AddOutput:
     """Append the events of ``logs`` (any format :func:`statemine.read` reads) to the
-    partition of ``labels`` in ``store``, one data file per input file.
+    partition of ``labels`` in ``store``, one data file per input file, with its per-trace
+    labels and metrics table beside it.
 
     A new store takes the label keys (in the given order) as its partition keys; an
-    existing one needs the same keys. Each file is written beside its final name and
-    renamed in, so a failure or signal leaves only whole files of earlier inputs.
+    existing one needs the same keys. A statemine log is streamed (memory bounded by
+    ``batch_rows``, whatever the file's size); other inputs are read one file's trace set
+    at a time. Each file is written beside its final name and renamed in (the data file
+    last), so a failure or signal leaves only whole inputs of earlier batches.
     """
     from .commands import ReadOptions, read_inputs
     from .parse import expand_paths
@@ -161,24 +202,167 @@ def store_add(
         check_label(key, value)
     root = Path(store)
     keys = _store_keys(root, tuple(labels))
-    partition = root.joinpath(*(f"{k}={labels[k]}" for k in keys))
+    where = [f"{k}={labels[k]}" for k in keys]
     read = read or ReadOptions()
     files = expand_paths(list(logs))
     if read.fmt == "regex" or read.regex:  # Synoptic's options read the files as one log
-        batches: list[list[Path]] = [files]
+        groups: list[list[Path]] = [files]
     else:
-        batches = [[f] for f in files]
+        groups = [[f] for f in files]
     written, traces, events = [], 0, 0
-    for batch in batches:
-        ts = read_inputs(batch, read)
-        table = to_table(ts)
+    for group in groups:
+        if _streams(group, read):
+            batch = _stream_batch(group[0], root, batch_rows)
+        else:
+            batch = _traceset_batch(read_inputs(group, read))
         if not (root / META_NAME).exists():  # a new store: created once its first file is read
             write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
-        name = f"part-{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
-        written.append(_write_part(table, partition / name))
-        traces += int(ts.events["trace"].nunique())
-        events += len(ts.events)
-    return AddOutput(partition, tuple(written), traces, events)
+        written.append(_write_batch(root, where, batch))
+        traces += batch.traces
+        events += batch.events
+    return AddOutput(root.joinpath(*where), tuple(written), traces, events)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One input's tables: ``write(path)`` writes the data file; labels and metrics are
+    whole tables (metrics None when the input logs none)."""
+
+    write: Callable[[Path], object]
+    labels: pa.Table
+    metrics: pa.Table | None
+    traces: int
+    events: int
+
+
+def _streams(group: list[Path], read: ReadOptions) -> bool:
+    """Whether the input is one statemine log (read by streaming it)."""
+    from .parse import detect_format
+
+    if len(group) != 1 or read.fmt not in ("auto", "statemine"):
+        return False
+    return read.fmt == "statemine" or detect_format(group[0]) == "statemine"
+
+
+def _traceset_batch(ts: TraceSet) -> _Batch:
+    """The tables of one trace set read whole."""
+    table = to_table(ts)
+    return _Batch(
+        lambda path: _write_table(table, path),
+        labels_table(ts.traces),
+        None if ts.metrics is None else metrics_table(ts.metrics),
+        int(ts.events["trace"].nunique()),
+        len(ts.events),
+    )
+
+
+def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
+    """The tables of one statemine log, its data file written by streaming (spilled to a
+    hidden folder in ``root`` first, to learn its traces)."""
+    import numpy as np
+    import pandas as pd
+
+    from .parse.statemine_log import trace_ids
+    from .store_stream import spill, spill_folder
+
+    created = not root.exists()
+    folder = spill_folder(root)
+    try:
+        sp = spill(path, Path(folder.name))
+    except BaseException:
+        folder.cleanup()
+        if created:  # a new store appears with its first file only
+            root.rmdir()
+        raise
+    ids = trace_ids(path.name, sp.table)
+    traces = pd.DataFrame(
+        {"trace": ids, "conn": sp.table.conn, "role": pd.Series(sp.table.role, dtype=object)}
+    )
+
+    def write(target: Path) -> None:
+        try:
+            _write_streamed(sp, ids, str(path), target, batch_rows)
+        finally:
+            folder.cleanup()
+
+    return _Batch(
+        write,
+        labels_table(traces),
+        None,
+        int((sp.table.n_events > 0).sum()),
+        int(np.sum(sp.blocks)),
+    )
+
+
+def _write_streamed(sp: Spill, ids: list[str], source: str, target: Path, rows: int) -> None:
+    """The data file of a spilled log: its traces in code order, ``rows`` events per row
+    group (a longer trace in several)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from .store_stream import batches, gather, rows_table
+
+    schema = _schema()
+    seq_start = np.zeros(len(ids), np.int64)
+    with atomic_path(target) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+        for first, stop in batches(sp.table.n_events, rows):
+            for part in gather(sp, first, stop, rows):
+                out.write_table(rows_table(part, seq_start, ids, sp, source, schema), rows)
+
+
+def labels_table(traces: pd.DataFrame) -> pa.Table:
+    """The per-trace labels (``traces`` columns but trace, source and end) as rows
+    ``trace, key, value`` (:func:`_labels_schema`), values as text; a missing value (None,
+    NaN) has no row."""
+    import pandas as pd
+    import pyarrow as pa
+
+    keys = [c for c in traces.columns if c not in ("trace", "source", "end")]
+    long = traces.melt(id_vars="trace", value_vars=keys, var_name="key")
+    long = long[long["value"].notna()]
+    columns = {
+        c: dictionary_array(*_codes(pd.Series(long[c].astype(str).to_numpy(), dtype=object)))
+        for c in ("trace", "key", "value")
+    }
+    return pa.table(columns).cast(_labels_schema())
+
+
+def metrics_table(metrics: pd.DataFrame) -> pa.Table:
+    """``TraceSet.metrics`` in :func:`_metrics_schema` (a column it lacks is null)."""
+    import pyarrow as pa
+
+    schema = _metrics_schema()
+    columns = {"trace": dictionary_array(*_codes(metrics["trace"]))}
+    for f in schema:
+        if f.name != "trace":
+            columns[f.name] = (
+                pa.array(metrics[f.name].to_numpy(float), from_pandas=True)
+                if f.name in metrics.columns
+                else pa.nulls(len(metrics), f.type)
+            )
+    return pa.table(columns).cast(schema)
+
+
+def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
+    """Write one input's files: labels, metrics, then the data file (each atomically; if
+    a later one fails, the earlier ones are removed). Returns the data file."""
+    ident = f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}"
+    first = [(root / LABELS_DIR).joinpath(*where, f"labels-{ident}.parquet")]
+    tables = [batch.labels]
+    if batch.metrics is not None:
+        first.append((root / METRICS_DIR).joinpath(*where, f"metrics-{ident}.parquet"))
+        tables.append(batch.metrics)
+    done: list[Path] = []
+    try:
+        for path, table in zip(first, tables):
+            done.append(_write_table(table, path))
+        data = root.joinpath(*where, f"part-{ident}.parquet")
+        batch.write(data)
+    except BaseException:
+        for path in done:
+            path.unlink(missing_ok=True)
+        raise
+    return data
 
 
 def to_table(ts: TraceSet) -> pa.Table:
@@ -198,11 +382,11 @@ def to_table(ts: TraceSet) -> pa.Table:
             values = per_trace[f.name].reindex(trace_ids.astype(str)).to_numpy()
             if f.name == "source":
                 codes, names = _codes(pd.Series(values, dtype=object).astype(str))
-                columns[f.name] = _dictionary(codes[trace_codes], names)
+                columns[f.name] = dictionary_array(codes[trace_codes], names)
             else:
                 columns[f.name] = pa.array(values.astype("float64")[trace_codes])
         elif pa.types.is_dictionary(f.type):
-            columns[f.name] = _dictionary(*_codes(ev[f.name]))
+            columns[f.name] = dictionary_array(*_codes(ev[f.name]))
         elif f.name in ev.columns:
             columns[f.name] = pa.array(ev[f.name].to_numpy(), type=f.type, from_pandas=True)
         else:
@@ -223,7 +407,8 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype("int32"), np.asarray(uniques, dtype=object).astype(str)
 
 
-def _dictionary(codes: np.ndarray, values: np.ndarray) -> pa.DictionaryArray:
+def dictionary_array(codes: np.ndarray, values: Sequence[str] | np.ndarray) -> pa.DictionaryArray:
+    """An Arrow dictionary array of int32 ``codes`` into the str ``values``."""
     import pyarrow as pa
 
     return pa.DictionaryArray.from_arrays(
@@ -231,7 +416,7 @@ def _dictionary(codes: np.ndarray, values: np.ndarray) -> pa.DictionaryArray:
     )
 
 
-def _write_part(table: pa.Table, path: Path) -> Path:
+def _write_table(table: pa.Table, path: Path) -> Path:
     import pyarrow.parquet as pq
 
     with atomic_path(path) as tmp:
@@ -259,6 +444,11 @@ def _store_keys(root: Path, given: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _read_meta(root: Path) -> tuple[str, ...]:
+    return _read_meta_doc(root)[0]
+
+
+def _read_meta_doc(root: Path) -> tuple[tuple[str, ...], int]:
+    """The store's partition keys and format, checked."""
     meta = root / META_NAME
     try:
         doc = json.loads(meta.read_text(encoding="utf-8"))
@@ -272,7 +462,7 @@ def _read_meta(root: Path) -> tuple[str, ...]:
         raise InputError(meta, None, f"written by a newer statemine (store format {version})")
     if not all(_KEY.match(k) for k in keys):
         raise InputError(meta, None, "damaged store metadata: a partition key is not a name")
-    return keys
+    return keys, version
 
 
 def store_info(store: str | os.PathLike) -> StoreInfo:
@@ -281,9 +471,79 @@ def store_info(store: str | os.PathLike) -> StoreInfo:
     holds data files, and every file has the store's schema. Raises :class:`InputError`
     naming the folder or file otherwise."""
     root = Path(store)
-    keys = _read_meta(root)
-    parts = [_partition_info(root, folder, keys) for folder in _partition_folders(root, keys)]
+    keys, version = _read_meta_doc(root)
+    folders = _partition_folders(root, keys)
+    parts = [_partition_info(root, folder, keys) for folder in folders]
+    if version >= 2:
+        parts = [_with_sidecars(root, folder, p) for folder, p in zip(folders, parts)]
+        for top in (LABELS_DIR, METRICS_DIR):
+            _check_orphans(root, top, keys, folders)
     return StoreInfo(keys, tuple(parts))
+
+
+def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionInfo:
+    """``part`` with its traces' label keys and metrics rows, checking that every data
+    file of ``folder`` has its labels file, and the labels and metrics files' schemas."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rel = folder.relative_to(root).parts
+    keys: set[str] = set()
+    metrics = 0
+    for name in sorted(n for n in _visible(folder) if n.startswith("part-")):
+        ident = name[len("part-") :]
+        labels = (root / LABELS_DIR).joinpath(*rel, f"labels-{ident}")
+        if not labels.exists():
+            raise InputError(
+                folder / name, None, f"its labels file is missing (missing files): {labels}"
+            )
+        _check_schema(labels, _labels_schema())
+        try:
+            found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(labels, None, f"not a readable Parquet file: {exc}") from None
+        keys.update(pc.unique(found).to_pylist())
+        extra = (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
+        if extra.exists():
+            metrics += _check_schema(extra, _metrics_schema())
+    return dataclasses.replace(part, trace_labels=tuple(sorted(keys)), metrics=metrics)
+
+
+def _check_schema(path: Path, schema: pa.Schema) -> int:
+    """The rows of the Parquet file ``path``; an :class:`InputError` unless it has ``schema``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        found, rows = pf.schema_arrow, pf.metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    if not found.equals(schema):
+        raise InputError(path, None, f"schema differs from the store's (mixed schemas): {found}")
+    return rows
+
+
+def _check_orphans(root: Path, top: str, keys: tuple[str, ...], folders: list[Path]) -> None:
+    """An :class:`InputError` for a file under ``root/top`` (labels or metrics) whose data
+    file is not in the store (left by an add that was killed), or any other file there."""
+    base = root / top
+    if not base.exists():
+        return
+    prefix = "labels-" if top == LABELS_DIR else "metrics-"
+    data = {f.relative_to(root) for f in folders}
+    for folder in _partition_folders(base, keys):
+        rel = folder.relative_to(base)
+        for name in sorted(_visible(folder)):
+            ident = name[len(prefix) :] if name.startswith(prefix) else None
+            if ident is None or rel not in data or not (root / rel / f"part-{ident}").exists():
+                raise InputError(
+                    folder / name,
+                    None,
+                    "not a labels or metrics file of a data file in the store "
+                    "(left by an interrupted add? remove it)",
+                )
 
 
 def _partition_folders(root: Path, keys: tuple[str, ...]) -> list[Path]:

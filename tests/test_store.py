@@ -96,7 +96,7 @@ def test_duckdb_reads_the_store_unchanged(inputs, tmp_path):
     statemine.store_add([inputs["log"]], store, {"impl": "x"})
     got = duckdb.sql(
         f"select impl, count(*), count(distinct trace) from "
-        f"read_parquet('{store}/**/*.parquet', hive_partitioning=true) group by impl"
+        f"read_parquet('{store}/**/part-*.parquet', hive_partitioning=true) group by impl"
     ).fetchall()
     assert got == [("x", 21, 3)]
 
@@ -184,3 +184,131 @@ def test_cli_add_then_info(inputs, tmp_path):
     res = CliRunner().invoke(main, ["store", "info", "--store", store])
     assert res.exit_code == 0, res.output
     assert "impl=x\tfiles=1\ttraces=3\tevents=21" in res.output
+
+
+def _interleaved_log(path: Path) -> Path:
+    """Connections interleaved through the file, one of them long, with roles, metrics,
+    a point event and a Close (the trace's end)."""
+    rows = []
+    for i in range(60):
+        c = i % 4 if i < 40 else 0  # conn 0 continues alone: a long trace
+        state = ("SlowStart", "Recovery", "CongestionAvoidance")[(i * 7) % 3]
+        role = " role=server" if c != 3 else ""
+        rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c{c}{role} state={state} cwnd={1000 + i}\n")
+        if i == 30:
+            rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c2 role=server event=Close\n")
+    path.write_text("".join(rows))
+    return path
+
+
+def _plain(table: pa.Table) -> pd.DataFrame:
+    return table.to_pandas().astype({c: str for c in ("trace", "kind", "state", "source")})
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 1 << 20])
+def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, batch_rows):
+    import functools
+
+    import statemine.store_stream as stream
+    from statemine.parse.statemine_log import LogScan
+    from statemine.store import to_table
+
+    log = _interleaved_log(tmp_path / "a.log")
+    held: list[int] = []
+    monkeypatch.setattr(stream, "LogScan", functools.partial(LogScan, chunk_bytes=200))
+    real = stream.rows_table
+
+    def counting(rows, *args):
+        held.append(len(rows["trace"]))
+        return real(rows, *args)
+
+    monkeypatch.setattr(stream, "rows_table", counting)
+    out = statemine.store_add([log], tmp_path / "s", {"impl": "x"}, batch_rows=batch_rows)
+    got = _plain(pq.read_table(out.files[0]))
+    want = _plain(to_table(statemine.read(log)))
+    pd.testing.assert_frame_equal(got, want)
+    assert (out.events, out.traces) == (len(want), want["trace"].nunique())
+    # memory: a batch holds at most batch_rows events, or one trace's slice of one block
+    blocks = len(list(LogScan(log, chunk_bytes=200)))
+    assert blocks > 3 and len(held) > (blocks if batch_rows == 1 else 0)
+    longest = pd.Series(next(iter(LogScan(log, chunk_bytes=200))).trace).value_counts().max()
+    assert max(held) <= max(batch_rows, 1) + 2 * longest or batch_rows == 1 << 20
+    assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".")]  # no spill
+
+
+def _long_labels(traces: pd.DataFrame) -> pd.DataFrame:
+    """Each trace's labels as rows trace, key, value (text), one trace after another."""
+    rows = [
+        (str(t), key, str(value))
+        for t, row in zip(
+            traces["trace"], traces.drop(columns=["trace", "source", "end"]).to_dict("records")
+        )
+        for key, value in row.items()
+        if value is not None and value == value  # not None, not NaN
+    ]
+    return pd.DataFrame(rows, columns=["trace", "key", "value"])
+
+
+def test_trace_labels_and_metrics_are_stored(tmp_path):
+    store = tmp_path / "s"
+    log = _interleaved_log(tmp_path / "a.log")
+    statemine.store_add([log, QLOG], store, {"impl": "x"})
+    want = pd.concat([_long_labels(statemine.read(f).traces) for f in (log, QLOG)])
+    labels = pads.dataset(store / "_labels", format="parquet", partitioning="hive").to_table()
+    got = labels.to_pandas()[["trace", "key", "value"]].astype(str)
+    key = ["trace", "key"]
+    pd.testing.assert_frame_equal(
+        got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+    )
+    metrics = statemine.read(QLOG).metrics
+    table = pads.dataset(store / "_metrics", format="parquet", partitioning="hive").to_table()
+    stored = table.to_pandas()
+    assert len(stored) == len(metrics) > 0
+    for col in metrics.columns:
+        if col != "trace":
+            np.testing.assert_array_equal(stored[col].to_numpy(float), metrics[col].to_numpy(float))
+    info = statemine.store_info(store)
+    assert info.partitions[0].metrics == len(metrics)
+    assert set(info.partitions[0].trace_labels) == set(want["key"])
+    res = CliRunner().invoke(main, ["store", "info", "--store", str(store)])
+    assert f"metrics={len(metrics)}\ttrace labels=" in res.output and "conn" in res.output
+
+
+def test_labels_and_metrics_files_are_checked(inputs, tmp_path):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    (labels,) = (store / "_labels" / "impl=x").iterdir()
+    (metrics,) = (store / "_metrics" / "impl=x").iterdir()
+    saved = labels.read_bytes()
+    labels.unlink()
+    with pytest.raises(InputError, match="labels file is missing"):
+        statemine.store_info(store)
+    pq.write_table(pa.table({"trace": ["a"]}), labels)
+    with pytest.raises(InputError, match="mixed schemas"):
+        statemine.store_info(store)
+    labels.write_bytes(saved)
+    metrics.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="not a readable Parquet"):
+        statemine.store_info(store)
+    metrics.unlink()
+    (store / "_metrics" / "impl=x" / "metrics-123.parquet").write_bytes(b"")
+    with pytest.raises(InputError, match="interrupted add"):
+        statemine.store_info(store)
+
+
+def test_a_failed_data_file_write_removes_its_labels(tmp_path, monkeypatch):
+    import statemine.store as st
+
+    log = _interleaved_log(tmp_path / "a.log")
+    store = tmp_path / "s"
+    statemine.store_add([log], store, {"impl": "x"})
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+
+    def fail(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(st, "_write_streamed", fail)
+    with pytest.raises(KeyboardInterrupt):
+        statemine.store_add([log], store, {"impl": "x"})
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    statemine.store_info(store)

@@ -42,14 +42,17 @@ def add(
 @store.command("info")
 @click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
 def info(store_dir: Path) -> None:
-    """List the partitions of a store with their files, traces and events."""
+    """List the partitions of a store: files, traces, events, metrics rows, trace labels."""
     from ..escape import one_line
 
     result = store_info(store_dir)
     click.echo(f"partition keys: {', '.join(result.keys) or '(none)'}")
     for p in result.partitions:
         where = "/".join(f"{k}={v}" for k, v in p.labels.items()) or "."
-        click.echo(f"{one_line(where)}\tfiles={p.files}\ttraces={p.traces}\tevents={p.events}")
+        click.echo(
+            f"{one_line(where)}\tfiles={p.files}\ttraces={p.traces}\tevents={p.events}"
+            f"\tmetrics={p.metrics}\ttrace labels={one_line(','.join(p.trace_labels)) or '-'}"
+        )
     click.echo(
         f"total\tpartitions={len(result.partitions)}\ttraces={result.traces}\tevents={result.events}"
     )
