@@ -15,7 +15,14 @@ with the default 1000 bootstrap resamples. Cases and targets:
 * ``one-trace-20k-states``: one connection through 20,000 distinct states (was 3 GiB);
   the hostile ones: target a few hundred MB.
 
-Run:  python benchmarks/bench_memory.py [--case NAME ...] [--repeat 1]
+``--traceset`` measures instead the in-memory TraceSet (issue 17, part 4) of the 1e6- and
+1e7-event bench_infer logs (100 lines per connection): in a fresh process that has
+imported numpy, pandas, pyarrow and statemine, ``statemine.read(LOG)``, then the bytes of
+the set's own arrays per event (``events`` per column, deep, and the ``traces`` frame),
+the process's RSS growth per event (after the read, and after ``malloc_trim``: what
+glibc keeps of freed parser buffers) and its peak growth during the read (VmHWM).
+
+Run:  python benchmarks/bench_memory.py [--case NAME ...] [--repeat 1] [--traceset]
 Prints one line per case; nothing is asserted (targets live in docs/benchmarks.md).
 """
 
@@ -85,12 +92,67 @@ CASES = {
 }
 
 
+#: Run in a fresh interpreter: prints the TraceSet's bytes per event (argv[1]: the log).
+_TRACESET = """
+import ctypes, gc, json, sys
+import numpy, pandas, pyarrow, statemine
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+base = status('VmRSS')
+ts = statemine.read(sys.argv[1])
+gc.collect()
+rss = status('VmRSS') - base
+peak = status('VmHWM') - base
+ctypes.CDLL('libc.so.6').malloc_trim(0)
+trimmed = status('VmRSS') - base
+n = len(ts.events)
+columns = ts.events.memory_usage(deep=True, index=True)
+print(json.dumps({"n": n, "columns": {k: v / n for k, v in columns.items()},
+                  "traces": ts.traces.memory_usage(deep=True).sum() / n,
+                  "rss": rss / n, "trimmed": trimmed / n, "peak": peak / n}))
+"""
+
+TRACESET_LOGS = {1_000_000: "bench-1000000.log", 10_000_000: "bench-10000000.log"}
+
+
+def traceset_memory(cache: Path) -> None:
+    """One line per log size: the TraceSet's own bytes per event and the RSS growth."""
+    import json
+    import subprocess
+    import sys
+
+    for events, name in TRACESET_LOGS.items():
+        log = cache / name
+        if not log.exists():
+            generate(log, events)
+        out = subprocess.run(
+            [sys.executable, "-c", _TRACESET, str(log)], check=True, capture_output=True
+        )
+        r = json.loads(out.stdout)
+        core = sum(
+            v
+            for k, v in r["columns"].items()
+            if k in ("trace", "seq", "time", "kind", "state", "line")
+        )
+        total = sum(r["columns"].values())
+        shown = " ".join(f"{k}={v:.2f}" for k, v in r["columns"].items() if k != "Index")
+        print(
+            f"TraceSet {r['n']:.0e} events: {core:.2f} B/event core columns, {total:.2f} with "
+            f"metrics ({shown}), traces frame {r['traces']:.2f}; RSS growth {r['rss']:.0f} B/event "
+            f"({r['trimmed']:.0f} after malloc_trim), peak during the read {r['peak']:.0f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--case", action="append", choices=sorted(CASES), help="run only these (repeatable)"
     )
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--traceset", action="store_true", help="the TraceSet's bytes per event")
     ap.add_argument(
         "--cache",
         type=Path,
@@ -98,6 +160,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
+    if args.traceset:
+        traceset_memory(args.cache)
+        return
     for name in args.case or list(CASES):
         filename, make = CASES[name]
         log = args.cache / filename

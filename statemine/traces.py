@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -242,6 +242,20 @@ def _as_codes(column: pd.Series) -> pd.Series:
             return column.cat.rename_categories(cats.astype(str).tolist())
         return column
     return column.astype(str).astype("category")
+
+
+def categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical[str]:
+    """Integer ``codes`` into distinct ``names`` as the categorical :meth:`TraceSet.from_events`
+    would make of the text (sorted categories), without making the text.
+
+    >>> categorical(np.array([0, 1, 0]), ["b", "a"]).codes.tolist()
+    [1, 0, 1]
+    """
+    index = pd.Index(names, dtype=str)
+    cats, order = index.sort_values(return_indexer=True)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return pd.Categorical.from_codes(rank[codes], categories=cats)
 
 
 def _as_int32(column: pd.Series, what: str) -> pd.Series:

@@ -390,7 +390,7 @@ CASES = [
         ["store", "add", "{d}/good.log", "--store", "{out}", "--label", "impl=x"],
         True,
         stdout="added",
-        outputs=("_statemine_store.json", "impl=x"),
+        outputs=("_labels", "_statemine_store.json", "impl=x"),
         fast=True,
     ),
     Case(

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, UsageError
-from ..traces import TraceSet
+from ..traces import TraceSet, categorical
 from .lines import ordered_map
 from .re2line import Re2Line, translate
 
@@ -432,21 +432,20 @@ class RegexEvents:
 
     def to_traceset(self) -> TraceSet:
         """The events as a :class:`TraceSet` (see the module docstring for its columns)."""
+        ids = [str(i) for i in range(len(self.partitions))]
         ev = pd.DataFrame(
             {
+                "trace": categorical(self.trace, ids),  # codes, not text (traces.py)
                 "synoptic_trace": self.trace,
                 "time": self.times,
-                "state": self.types,
+                "state": categorical(self.type_codes, self.type_names),
                 "line": self.lines,
                 "synoptic_time": self.time_text.to_numpy(zero_copy_only=False),
             }
         )
-        ev.insert(0, "trace", ev["synoptic_trace"].astype(str))
-        ev["kind"] = "state"
-        ev["seq"] = ev.groupby("synoptic_trace", sort=False).cumcount().astype("int64")
         traces = pd.DataFrame(
             {
-                "trace": [str(i) for i in range(len(self.partitions))],
+                "trace": ids,
                 "source": self.sources,
                 "partition": self.partitions,
             }
