@@ -160,10 +160,35 @@ def read_statemine_log(
     scan = LogScan(
         path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress
     )
-    blocks = list(scan)
-    if not sum(len(b.time) for b in blocks):
+    columns: dict[str, list[np.ndarray]] = {
+        c: [] for c in ("trace", "time", "kind", "name", "line")
+    }
+    numeric: dict[str, list[np.ndarray | None]] = {k: [] for k in NUMERIC_KEYS}
+    fields: list[tuple[np.ndarray, list[str]]] = []
+    n = 0
+    for b in scan:  # keep each block's columns compactly: line as int32, no all-NaN metrics
+        columns["trace"].append(b.trace)
+        columns["time"].append(b.time)
+        columns["kind"].append(b.kind)
+        columns["name"].append(b.name)
+        columns["line"].append(_int32_lines(path, b.line))
+        for k in NUMERIC_KEYS:
+            numeric[k].append(None if np.isnan(b.numeric[k]).all() else b.numeric[k])
+        if b.extra_text:
+            fields.append((b.extra_rows + n, b.extra_text))
+        n += len(b.time)
+    if not n:
         raise no_lines_error(path)
-    return _to_traceset(Path(path), source or Path(path).name, blocks, scan.names(), scan.traces())
+    return _to_traceset(
+        Path(path), source or Path(path).name, columns, numeric, fields, scan.names(), scan.traces()
+    )
+
+
+def _int32_lines(path: str | Path, line: np.ndarray) -> np.ndarray:
+    """Line numbers as int32 (the TraceSet's dtype), or an error past 2^31 - 1 lines."""
+    if len(line) and line[-1] > np.iinfo(np.int32).max:
+        raise InputError(path, None, "more than 2^31 - 1 lines: use statemine store add")
+    return line.astype(np.int32)
 
 
 def no_lines_error(path: str | Path) -> InputError:
@@ -210,48 +235,64 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
 
 
 def _to_traceset(
-    path: Path, source: str, blocks: list[ScannedBlock], names: list[str], table: TraceTable
+    path: Path,
+    source: str,
+    columns: dict[str, list[np.ndarray]],
+    numeric: dict[str, list[np.ndarray | None]],
+    fields: list[tuple[np.ndarray, list[str]]],
+    names: list[str],
+    table: TraceTable,
 ) -> TraceSet:
-    """Group the rows by trace (stable: log order within a trace) into a TraceSet."""
+    """Group the rows (per column, one array per block) by trace (stable: log order within
+    a trace) into a TraceSet. Each column's blocks are joined, reordered and released one
+    column at a time, so the peak is the finished columns plus one column's copies."""
     import pandas as pd
 
     from ..stats.visits import group_order
     from ..traces import TraceSet
 
+    def take(blocks: list) -> np.ndarray:
+        joined = np.concatenate(blocks)
+        blocks.clear()
+        return joined[order]
+
     ids = trace_ids(source, table)
-    codes = np.concatenate([b.trace for b in blocks])
+    sizes = [len(b) for b in columns["trace"]]
+    codes = np.concatenate(columns["trace"])
+    columns["trace"].clear()
     order = group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    seq = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    seq = (np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))).astype(
+        np.int32
+    )
     events = pd.DataFrame(
         {
             "trace": pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str)),
             "seq": seq,
-            "time": np.concatenate([b.time for b in blocks])[order],
+            "time": take(columns["time"]),
             "kind": pd.Categorical.from_codes(
-                np.concatenate([b.kind for b in blocks])[order],
-                categories=pd.Index(KINDS, dtype=str),
+                take(columns["kind"]), categories=pd.Index(KINDS, dtype=str)
             ),
             "state": pd.Categorical.from_codes(
-                np.concatenate([b.name for b in blocks])[order],
-                categories=pd.Index(names, dtype=str),
+                take(columns["name"]), categories=pd.Index(names, dtype=str)
             ),
-            "line": np.concatenate([b.line for b in blocks])[order],
+            "line": take(columns["line"]),
         },
         copy=False,
     )
     for k in NUMERIC_KEYS:
-        values = np.concatenate([b.numeric[k] for b in blocks])
-        if not np.isnan(values).all():
-            events[k] = values[order]
-    if any(b.extra_text for b in blocks):
-        fields = np.full(len(codes), None, dtype=object)
-        offset = 0
-        for b in blocks:
-            fields[b.extra_rows + offset] = b.extra_text
-            offset += len(b.time)
-        events["fields"] = fields[order]
+        blocks = numeric[k]
+        if any(b is not None for b in blocks):
+            events[k] = take(
+                [np.full(m, np.nan) if b is None else b for b, m in zip(blocks, sizes)]
+            )
+        blocks.clear()
+    if fields:
+        text = np.full(len(codes), None, dtype=object)
+        for rows, values in fields:
+            text[rows] = values
+        events["fields"] = text[order]
     traces = pd.DataFrame(
         {
             "trace": pd.Series(ids, dtype=str),
