@@ -49,7 +49,7 @@ STORE_FORMAT = 2
 #: Folders (at the store's top) of the per-trace labels and of the metrics tables.
 LABELS_DIR, METRICS_DIR = "_labels", "_metrics"
 #: Events gathered per row group when a statemine log is streamed (store_stream.gather).
-STREAM_BATCH_ROWS = 1 << 20
+STREAM_BATCH_ROWS = 1 << 18
 #: Rows per Parquet row group (bounds a reader's memory per group).
 ROW_GROUP = 1 << 20
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")

@@ -9,15 +9,16 @@ connections from first line to last. So the log is read twice over:
 2. *gather*: the traces are taken in code order (first seen first, as
    :func:`statemine.read` orders them) in batches of at most ``batch_rows`` events (a
    longer trace alone); for each batch, each spilled block's rows of those traces are
-   one contiguous slice (the block is sorted), read with ``np.fromfile``; the batch is
-   sorted by trace (stable) and written as one row group. A trace longer than
+   one contiguous slice (the block is sorted: found by binary search in the mapped codes
+   file, a few pages per block), read with ``np.fromfile``; the batch is sorted by trace
+   (stable) and written as one row group. A trace longer than
    ``batch_rows`` is written slice by slice as it is read.
 
 Memory: one block (about 60 bytes per event of the block) while spilling, one batch
 (``batch_rows`` events, about 80 bytes each as arrays and an Arrow table) while
 gathering, and the per-trace table (conn, role, times: about 150 bytes per trace).
-Temporary disk: 57 bytes per event. Time: one pass over the log, then per batch one
-read of the spilled trace codes (4 bytes per event) and of the batch's own rows.
+Temporary disk: 57 bytes per event. Time: one pass over the log, then each spilled row
+read once, plus a binary search per block and batch.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def batches(counts: np.ndarray, batch_rows: int) -> Iterator[tuple[int, int]]:
     """Consecutive trace code ranges ``[first, stop)`` of at most ``batch_rows`` events
     (``counts`` per code), a trace with more alone.
 
-    >>> list(batches(np.array([3, 3, 5, 1]), 6))
+    >>> list(batches(np.array([3, 3, 8, 1]), 6))
     [(0, 2), (2, 3), (3, 4)]
     """
     first, total = 0, 0
@@ -107,9 +108,10 @@ def gather(sp: Spill, first: int, stop: int, flush_rows: int) -> Iterator[dict[s
     pieces: list[dict[str, np.ndarray]] = []
     held = 0
     offset = 0
+    # binary search in the mapped codes: a few pages per block, not the whole spill
+    mapped = np.memmap(sp.folder / "trace.bin", np.dtype(_SPILL["trace"]), mode="r")
     for size in sp.blocks:
-        codes = _read(sp.folder, "trace", offset, size)
-        lo, hi = np.searchsorted(codes, [first, stop])
+        lo, hi = np.searchsorted(mapped[offset : offset + size], [first, stop])
         if hi > lo:
             pieces.append({c: _read(sp.folder, c, offset + int(lo), int(hi - lo)) for c in _SPILL})
             held += int(hi - lo)
@@ -117,6 +119,7 @@ def gather(sp: Spill, first: int, stop: int, flush_rows: int) -> Iterator[dict[s
         if stop - first == 1 and held >= flush_rows:  # one long trace: already in log order
             yield _joined(pieces)
             pieces, held = [], 0
+    del mapped
     if pieces:
         joined = _joined(pieces)
         if stop - first > 1:
