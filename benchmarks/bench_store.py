@@ -3,7 +3,9 @@
 Generates (once, cached; the log of benchmarks/bench_infer.py) N events over N/100
 connections, then runs `statemine store add LOG --store DIR --label impl=bench` as a
 subprocess and prints wall time, events per second, peak RSS and the store's bytes per
-event on disk (all data files). Nothing is asserted; figures go in the closing notes.
+event on disk (all its Parquet files: data and labels). A statemine log is streamed
+within the file (statemine/store_stream.py), so the peak should not grow with --events
+(1e6 and 1e7: figures in docs/store.md). Nothing is asserted; figures go in the closing notes.
 
 Run:  python benchmarks/bench_store.py [--events 1000000] [--repeat 1]
 """
