@@ -595,9 +595,6 @@ def _data_files(folder: Path) -> list[tuple[Path, int]]:
     """The data files of one partition folder (sorted by name) and their rows, checking
     each: a Parquet file (its footer only) with the store's schema; no other files, and
     at least one ("missing files")."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     schema = _schema()
     names = sorted(_visible(folder))
     files = [n for n in names if n.endswith(".parquet")]
@@ -606,21 +603,7 @@ def _data_files(folder: Path) -> list[tuple[Path, int]]:
         raise InputError(folder / stray[0], None, "not a data file of the store (*.parquet)")
     if not files:
         raise InputError(folder, None, "a partition without data files (missing files)")
-    out = []
-    for name in files:
-        path = folder / name
-        try:
-            pf = pq.ParquetFile(path)
-            found = pf.schema_arrow
-            rows = pf.metadata.num_rows
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-        if not found.equals(schema):
-            raise InputError(
-                path, None, f"schema differs from the store's (mixed schemas): {found}"
-            )
-        out.append((path, rows))
-    return out
+    return [(folder / name, _check_schema(folder / name, schema)) for name in files]
 
 
 def is_store(path: str | os.PathLike) -> bool:
