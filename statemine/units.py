@@ -3,7 +3,8 @@
 * a share of time (a fraction in [0, 1]) as a percentage with one decimal: ``23.9%``;
 * a difference of shares in percentage points with one decimal and a sign: ``+46.8 pp``;
 * a transition probability with two decimals: ``0.49``; its difference with a sign: ``+0.29``;
-* a duration (seconds) with a readable unit: ``362.6 ms`` below one second, ``1.54 s`` above.
+* a duration (seconds) with a readable unit: ``362.6 ms`` below one second, ``1.54 s`` above;
+* a p-value with two significant digits: ``0.0005``, ``4.9e-20``.
 
 Missing values (NaN) are shown as ``n/a``. The CSV files keep full precision in SI units
 (fractions, seconds); only what people read is rounded.
@@ -90,6 +91,15 @@ def seconds(value: float | None) -> str:
     return f"{value * 1e3:.1f} ms"
 
 
+def p_value(value: float | None) -> str:
+    """A p-value (or a Holm-adjusted one) with two significant digits.
+
+    >>> p_value(0.000499), p_value(4.87e-20), p_value(1.0), p_value(float("nan"))
+    ('0.0005', '4.9e-20', '1', 'n/a')
+    """
+    return NA if not _present(value) else f"{value:.2g}"
+
+
 def ranking_cells(
     kind: str, a: float, b: float, delta: float, lo: float = float("nan"), hi: float = float("nan")
 ) -> tuple[str, str, str]:
@@ -112,6 +122,7 @@ def ranking_cells(
 
 __all__ = [
     "NA",
+    "p_value",
     "probability",
     "probability_delta",
     "ranking_cells",

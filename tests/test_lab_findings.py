@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from statemine import units
 from statemine.cli import main
 from statemine.compare import diff
 from statemine.lab import findings
@@ -191,7 +192,7 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
             f"{r.share_a:.1%}",
             f"{r.share_b:.1%}",
             f"{r.p_holm:.2g}",
-            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
+            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}] pp",
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
         ):
             assert text in line, (text, line)
@@ -207,7 +208,7 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
             plt = results.loc[(results["impl"] == impl) & (results["profile"] == profile), "plt_s"]
             assert (
                 f"{pooled_share(root, impl, profile):.1%}" in line
-                and f"{sum(plt) / len(plt):.2f}" in line
+                and units.seconds(sum(plt) / len(plt)) in line
             ), line
     assert "quic-go@v0.65.0: known cause" not in res.output
     assert "aioquic@1.7.2: known cause: aioquic grants flow-control credit" in " ".join(

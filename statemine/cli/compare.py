@@ -179,7 +179,7 @@ def print_summary(result: DiffResult, *, top: int = 10) -> None:
     row: Any  # a frame row: pandas-stubs types every field as any scalar
     for row in ranking.itertuples(index=False):
         cells = units.ranking_cells(row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi)
-        rows.append((row.kind, rich_cell(row.name), *cells, f"{row.p_holm:.2g}"))
+        rows.append((row.kind, rich_cell(row.name), *cells, units.p_value(row.p_holm)))
     table = text_table(headers, rows, title=header, right=(2, 3, 4, 5))
     if len(ranking):
         console.print(table)

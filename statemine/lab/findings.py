@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .. import traces
+from .. import traces, units
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 from ..outcomes import welch_cell
@@ -739,20 +739,20 @@ VERDICT_HEADERS = (
     "A -> B",
     "A",
     "B",
-    "B - A [95% CI] pp",
+    "B - A [95% CI]",
     "p (Holm)",
     "runs (distinct)",
     "verdict",
-    "PLT A / B s (Welch p)",
+    "PLT A / B (Welch p)",
 )
 CONDITION_HEADERS = (
     "stack",
     "condition",
     "share",
     "paper",
-    "s/run",
+    "time/run",
     "runs",
-    "PLT s",
+    "PLT",
     "declared",
     "dropped",
     "pkt rule",
@@ -761,36 +761,36 @@ CONDITION_HEADERS = (
 
 
 def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
-    """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`): shares in %, the
-    difference and its interval in percentage points, p (Holm), runs (distinct runs), the
-    verdict, marked ``[i]`` when a documented cause is listed as note ``i`` (1-based row)."""
+    """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`), in the units of
+    :mod:`statemine.units` as ``diff`` prints them: shares in %, the difference and its
+    interval in percentage points, p (Holm), runs (distinct runs), the verdict, marked
+    ``[i]`` when a documented cause is listed as note ``i`` (1-based row), page-load times."""
     return [
         (
             r.stack,
             f"{r.a} -> {r.b} ({r.direction})",
-            f"{r.share_a:.1%}",
-            f"{r.share_b:.1%}",
-            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}]",
-            f"{r.p_holm:.2g}",
+            *units.ranking_cells("state", r.share_a, r.share_b, r.delta, r.delta_lo, r.delta_hi),
+            units.p_value(r.p_holm),
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
-            f"{r.plt_a:.2f} / {r.plt_b:.2f} ({r.plt_p:.2g})",
+            f"{units.seconds(r.plt_a)} / {units.seconds(r.plt_b)} ({units.p_value(r.plt_p)})",
         )
         for i, r in enumerate(records(rows))
     ]
 
 
 def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
-    """One text row per :func:`evaluate` row (:data:`CONDITION_HEADERS`)."""
+    """One text row per :func:`evaluate` row (:data:`CONDITION_HEADERS`; shares and times in
+    the units of :mod:`statemine.units`)."""
     return [
         (
             r.stack,
             r.condition,
-            f"{r.share:.1%}",
+            units.share(r.share),
             r.paper or "-",
-            f"{r.seconds_per_run:.2f}",
+            units.seconds(r.seconds_per_run),
             str(r.runs),
-            f"{r.plt_s:.2f}",
+            units.seconds(r.plt_s),
             str(r.declared_lost),
             str(r.path_dropped),
             str(r.lost_by_packet_rule),

@@ -312,7 +312,7 @@ def _timeline_section(
             trace, caption = pick_trace(ts), ""
         else:
             trace, share = representative_trace(ts, state, end=end)
-            caption = f" ({state} {share:.1%} of its time, median of {ts.n_traces} traces)"
+            caption = f" ({state} {units.share(share)} of its time, median of {ts.n_traces} traces)"
         name = f"{label}{' / ' + group if group else ''}"
         if "cwnd" not in ts.events.columns or ts.events["cwnd"].notna().sum() == 0:
             out.append(
@@ -429,7 +429,7 @@ def _ranking_table(ranking: pd.DataFrame, label_a: str, label_b: str) -> str:
             label_a: [c[0] for c in cells],
             label_b: [c[1] for c in cells],
             "B - A [95% CI]": [c[2] for c in cells],
-            "p (Holm)": ranking["p_holm"],
+            "p (Holm)": [units.p_value(p) for p in ranking["p_holm"]],
         }
     )
     return _table(shown)
