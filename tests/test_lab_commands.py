@@ -152,3 +152,13 @@ def test_results_columns_are_one_list_that_imports_no_statistics():
     code = "import sys, statemine.columns; print(sorted({'scipy', 'pandas', 'numpy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_run_only_is_parsed_as_key_values(tmp_path, fake):
+    (tmp_path / "fake.toml").write_text(SCENARIO)
+    res = invoke("run", tmp_path / "fake.toml", "--out", tmp_path / "o", "--only", "rtt_ms")
+    assert res.exit_code == 2 and "--only takes KEY=VALUE, not 'rtt_ms'" in res.stderr
+    res = invoke("run", tmp_path / "fake.toml", "--out", tmp_path / "o", "--only", "rtt_ms = 20")
+    assert res.exit_code == 0, res.output
+    lib = statemine.lab.run_scenario(tmp_path / "fake.toml", tmp_path / "l", only={"rtt_ms": "20"})
+    assert "2 runs in" in res.stdout and len(lib.table) == 2  # one cell, two runs

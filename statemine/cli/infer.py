@@ -26,6 +26,7 @@ from .options import (
     bootstrap_option,
     collapse_repeats_option,
     end_option,
+    key_values,
     seed_option,
     with_options,
 )
@@ -300,12 +301,7 @@ def read_command(
     """Parse LOG files into one saved trace set (Parquet), for notebooks and `statemine diff`."""
     from ..traces import save
 
-    pairs = {}
-    for item in labels:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--label takes KEY=VALUE, not {item!r}")
-        pairs[key] = value
+    pairs = key_values(labels, "--label")
     ts = read_inputs(logs, read, labels=pairs or None, selections=selections)
     print_warnings(reader_warnings(ts))
     save(ts, output)

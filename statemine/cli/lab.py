@@ -14,6 +14,7 @@ from .options import (
     WIDE_OPTION,
     alpha_option,
     bootstrap_option,
+    key_values,
     permutations_option,
     seed_option,
     with_options,
@@ -36,16 +37,6 @@ FINDING_NAMES = (
     "quiche-bbr-probebw-vs-size",
     "quiche-jitter-recovery",
 )
-
-
-def _only(values: tuple[str, ...]) -> dict[str, str]:
-    only = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--only {item!r}: expected KEY=VALUE")
-        only[key.strip()] = value.strip()
-    return only
 
 
 @main.group()
@@ -95,7 +86,7 @@ def run_cmd(
         scenario,
         out,
         jobs=jobs,
-        only=_only(only),
+        only=key_values(only, "--only", strip=True),
         retry_failed=retry_failed,
         command=["statemine", *sys.argv[1:]],
         progress=not no_progress,

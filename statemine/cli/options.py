@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from ..errors import UsageError
+
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[Any], Any]
 
@@ -21,6 +23,22 @@ def with_options(options: Sequence[Decorator]) -> Callable[[F], F]:
         return func
 
     return add
+
+
+def key_values(items: Sequence[str], option: str, *, strip: bool = False) -> dict[str, str]:
+    """``KEY=VALUE`` strings of a repeatable ``option`` as a dict (``strip``: white space
+    around key and value removed); a malformed one is a one-line :class:`UsageError`.
+
+    >>> key_values(["profile=mobile", "rtt_ms = 20"], "--only", strip=True)
+    {'profile': 'mobile', 'rtt_ms': '20'}
+    """
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} takes KEY=VALUE, not {item!r}")
+        pairs[key.strip() if strip else key] = value.strip() if strip else value
+    return pairs
 
 
 def seed_option(help: str = "Seed of permutations and bootstrap.") -> Decorator:
