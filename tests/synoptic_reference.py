@@ -201,7 +201,7 @@ def model_json_text(model, invariants) -> str:
     from statemine.infer.synoptic.invariants import sort_invariants
 
     log = model.log
-    stamps = [str(s) for s in log.time_text.to_pylist()]
+    stamps = log.time_texts()
 
     def number(text):
         """The text when it is a JSON number (json.loads refuses 007, 00.5), else the

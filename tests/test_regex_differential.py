@@ -39,17 +39,27 @@ def outcome(read):
 
 
 def both_scans(read, **patches):
-    """``read()``'s outcome with the vectorized scan allowed, and with the line loop only
-    (the vectorized scan declines every block); ``patches`` set module constants."""
+    """``read()``'s outcome with Arrow and the vectorized scan allowed, and with the line
+    loop only (the vectorized scan declines every block); ``patches`` set module
+    constants.  The line loop without Arrow (numpy strings: what small inputs get) must
+    give the line loop's outcome too (checked here)."""
     with pytest.MonkeyPatch.context() as m:
         for name, value in patches.items():
             m.setattr(regex_mod, name, value)
+        m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
         fast = outcome(read)
     with pytest.MonkeyPatch.context() as m:
         for name, value in patches.items():
             m.setattr(regex_mod, name, value)
+        m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
         m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
         loop = outcome(read)
+    with pytest.MonkeyPatch.context() as m:
+        for name, value in patches.items():
+            m.setattr(regex_mod, name, value)
+        m.setattr(regex_mod, "SMALL_INPUT_BYTES", 1 << 62)
+        plain = outcome(read)
+    assert_same(plain, loop)
     return fast, loop
 
 
@@ -154,6 +164,7 @@ def test_the_vectorized_scan_runs_on_the_common_regexes(tmp_path, monkeypatch):
     vectorized scan (and it does not decline them)."""
     log = tmp_path / "a.log"
     log.write_text("1 a\n--\n2 b\n")
+    monkeypatch.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
     calls = []
     real = regex_mod._scan_vectorized
     monkeypatch.setattr(

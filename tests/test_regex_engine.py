@@ -150,6 +150,7 @@ def test_the_issue_patterns_give_one_answer_on_both_paths(tmp_path):
     log.write_text("1 Probe\n")
     for fast in (True, False):
         with pytest.MonkeyPatch.context() as m:
+            m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
             if not fast:
                 m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
             with pytest.raises(
@@ -166,6 +167,7 @@ def test_catastrophic_pattern_runs_in_linear_time(tmp_path):
     log.write_text(("a" * 34 + "b\n") * 200 + "a" * 35 + "\n")
     for fast in (True, False):
         with pytest.MonkeyPatch.context() as m:
+            m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
             if not fast:
                 m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
             t0 = time.process_time()

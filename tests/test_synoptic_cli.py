@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import stat
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -248,3 +249,57 @@ def test_library_call_refuses_what_the_command_refuses(generated):
     with pytest.raises(UsageError, match="unknown Synoptic engine"):
         synoptic("cc.log", engine="nope")
     assert not list(generated[0].glob("model*"))
+
+
+def test_a_small_log_runs_without_pandas_or_pyarrow(generated, tmp_path, monkeypatch):
+    """The command's start-up is most of its time on small logs (issue 13: a 1e4-event
+    log within 0.2 s, see benchmarks/bench_synoptic.py): it reads, infers and writes
+    every file without importing pandas or pyarrow (each import costs more than the
+    work), and writes what the Arrow paths (large inputs) write."""
+    import subprocess
+    import sys
+
+    import statemine.infer.synoptic.formats as formats
+    import statemine.parse.regex as regex_mod
+
+    folder, _ = generated
+
+    def args(prefix):
+        return [
+            "infer",
+            "--engine",
+            "synoptic",
+            "-r",
+            "^(?<DTIME>)(?<TYPE>)$",
+            "-s",
+            "^--$",
+            "-o",
+            str(prefix),
+            "--outputInvariantsToFile=true",
+            "--outputSupportCount=true",
+            "-j",
+            str(folder / "cc.log"),
+        ]
+
+    code = (
+        "import sys\n"
+        "from statemine.cli import main\n"
+        "try:\n"
+        f"    main({args(tmp_path / 'plain')!r})\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'scipy', 'networkx', 'matplotlib')"
+        " if m in sys.modules))\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's package
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+    monkeypatch.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
+    monkeypatch.setattr(formats, "PLAIN_JSON_EVENTS", 0)
+    result = CliRunner().invoke(main, args(tmp_path / "arrow"))
+    assert result.exit_code == 0, result.output
+    for suffix in (".dot", ".invariants.txt", ".json"):
+        plain = (tmp_path / f"plain{suffix}").read_bytes()
+        assert plain == (tmp_path / f"arrow{suffix}").read_bytes(), suffix

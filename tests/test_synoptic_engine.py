@@ -168,21 +168,33 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     ),
     st.sampled_from([1, 2, 3, 1 << 16]),
     st.sampled_from([1, 2]),
+    st.booleans(),
+    st.booleans(),
 )
-def test_model_json_is_the_event_by_event_text(traces, stamps, block, workers):
-    """The block-wise writer (Arrow kernels, blocks on threads) writes the same bytes as
-    an event-by-event json.dumps writer, odd time texts included."""
+def test_model_json_is_the_event_by_event_text(traces, stamps, block, workers, plain, arrow):
+    """The block-wise writer (Arrow kernels, blocks on threads) and the plain one (Python
+    strings, small logs) write the same bytes as an event-by-event json.dumps writer, odd
+    time texts included, from time texts in a numpy or a pyarrow array."""
+    import pyarrow as pa
+
     import statemine.infer.synoptic.formats as formats
     from statemine.infer.synoptic.log import _text_array
 
     log = EventLog.from_sequences(traces)
     texts = [stamps[i % len(stamps)] for i in range(log.n_events)]
     log = EventLog(
-        log.types, log.codes, log.starts, log.times, log.lines, _text_array(texts), log.trace_ids
+        log.types,
+        log.codes,
+        log.starts,
+        log.times,
+        log.lines,
+        _text_array(pa.array(texts) if arrow else texts),
+        log.trace_ids,
     )
     res = infer_log(log)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(formats, "JSON_BLOCK", block)
+        m.setattr(formats, "PLAIN_JSON_EVENTS", 1 << 30 if plain else 0)
         m.setattr(formats, "WORKERS", workers)
         text = formats.to_json(res.model, res.invariants)
     assert text == model_json_text(res.model, res.invariants)

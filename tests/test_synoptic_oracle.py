@@ -203,6 +203,6 @@ def test_array_path_codes_the_same_log(case):
     direct = EventLog.from_regex_events(
         read_regex_arrays(a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"])
     )
-    assert direct.types == log.types and direct.time_text == log.time_text
+    assert direct.types == log.types and direct.time_texts() == log.time_texts()
     for name in ("codes", "starts", "times", "lines"):
         assert getattr(direct, name).tolist() == getattr(log, name).tolist(), name

@@ -9,9 +9,12 @@ from statemine.errors import InputError, UsageError
 from statemine.parse.regex import compile_regex, read_regex, substitute
 
 
-@pytest.fixture(params=["fast", "loop"])
+@pytest.fixture(params=["fast", "loop", "plain"])
 def engine(request, monkeypatch):
-    """Run each test with the Arrow fast path and with the line loop only."""
+    """Run each test with the Arrow fast path, with the line loop only, and with the line
+    loop on numpy strings (no Arrow: what inputs up to SMALL_INPUT_BYTES get)."""
+    if request.param != "plain":
+        monkeypatch.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
     if request.param == "loop":
         monkeypatch.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
     return request.param
@@ -146,12 +149,18 @@ def test_fast_path_and_line_loop_agree_on_the_oracle_logs(monkeypatch):
     for case in CASES:
         a = synoptic_args(case)
         args = (a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"])
-        fast = read_regex(*args)
         with monkeypatch.context() as m:
+            m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
+            fast = read_regex(*args)
             m.setattr(regex_mod, "_scan_vectorized", lambda *x, **k: None)
             loop = read_regex(*args)
+        with monkeypatch.context() as m:
+            m.setattr(regex_mod, "SMALL_INPUT_BYTES", 1 << 62)
+            plain = read_regex(*args)
         assert fast.events.equals(loop.events), case
         assert fast.traces.equals(loop.traces), case
+        assert plain.events.equals(loop.events), case
+        assert plain.traces.equals(loop.traces), case
 
 
 # -- the vectorized path against the line loop, on generated logs ------------------------
@@ -251,6 +260,7 @@ def test_vectorized_path_and_line_loop_agree_on_generated_logs(
             m.setattr(regex_mod, "BLOCK_CHARS", block)
             m.setattr(regex_mod, "WORKERS", workers)
             m.setattr(regex_mod, "MAX_LINE_CHARS", longest)
+            m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
             fast = _outcome(read)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)
@@ -271,6 +281,7 @@ def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
         assert all(regex_mod._vectorizable(r) for r in compiled)
     calls = []
     real = regex_mod._scan_vectorized
+    monkeypatch.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
     monkeypatch.setattr(
         regex_mod, "_scan_vectorized", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
@@ -281,6 +292,7 @@ def test_vectorized_path_is_used_for_the_common_regexes(tmp_path, monkeypatch):
 def _fast_and_loop(monkeypatch, read, block=1 << 21):
     with monkeypatch.context() as m:
         m.setattr(regex_mod, "BLOCK_CHARS", block)
+        m.setattr(regex_mod, "SMALL_INPUT_BYTES", -1)
         fast = _outcome(read)
     with monkeypatch.context() as m:
         m.setattr(regex_mod, "_scan_vectorized", lambda *a, **k: None)

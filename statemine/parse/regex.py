@@ -42,15 +42,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError, UsageError
-from ..traces import TraceSet, categorical
 from .lines import ordered_map
 from .re2line import Re2Line, translate
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ..traces import TraceSet
 
 #: Synoptic's default partition mapping: one trace per input file.
 DEFAULT_MAPPING = r"\k<FILE>"
@@ -278,9 +278,10 @@ def read_regex_arrays(
 
     acc = _Accumulator()
     template = _split_template(mapping)
+    arrow = _input_bytes(paths) > SMALL_INPUT_BYTES
     for path in map(Path, paths):
         events = _read_file(
-            path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding
+            path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding, arrow
         )
         acc.add(events, str(path))
     if not acc.n_events:
@@ -290,6 +291,18 @@ def read_regex_arrays(
             "no events parsed (empty input, or every line hidden/ignored)",
         )
     return acc.sorted_events(time_scale)
+
+
+def _input_bytes(paths: Sequence[str | os.PathLike]) -> int:
+    """Total size of the files in bytes (a file that cannot be sized counts as large: the
+    read reports it)."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            return SMALL_INPUT_BYTES + 1
+    return total
 
 
 def _check_mapping(mapping: str, compiled: list[LineRegex]) -> str:
@@ -323,8 +336,8 @@ def _split_template(template: str) -> list[tuple[str, str | None]]:
 class _FileEvents:
     """One file's events in line order: ``trace_key`` / ``type_key`` (int64 indices into
     ``names``, the filled-in mappings, and ``types``), ``lines`` (int64, 1-based),
-    ``times`` (float64, the log's unit) and ``texts`` (a pyarrow string array: the time as
-    Synoptic prints it)."""
+    ``times`` (float64, the log's unit) and ``texts`` (a pyarrow string array, or a numpy
+    object array for small inputs: the time as Synoptic prints it)."""
 
     trace_key: np.ndarray
     names: list[str]
@@ -332,7 +345,7 @@ class _FileEvents:
     types: list[str]
     lines: np.ndarray
     times: np.ndarray
-    texts: pa.LargeStringArray
+    texts: pa.LargeStringArray | np.ndarray
 
 
 @dataclass
@@ -371,27 +384,21 @@ class _Accumulator:
     def sorted_events(self, time_scale: float) -> RegexEvents:
         """All events, each trace ordered by time (stable: ties keep line order); type
         codes renumbered in order of first appearance in that order."""
-        import pyarrow as pa
-
         cat = {
             k: np.concatenate([c[k] for c in self.chunks])
             for k in ("trace", "type", "line", "time")
         }
-        texts = (
-            self.chunks[0]["text"]
-            if len(self.chunks) == 1
-            else pa.concat_arrays([c["text"].cast(pa.large_string()) for c in self.chunks])
-        )
+        texts = _concat([c["text"] for c in self.chunks])
         trace, times = cat["trace"], cat["time"]
         if not _sorted_by_trace_and_time(trace, times):
             order = np.lexsort((np.arange(len(trace)), times, trace))
             cat = {k: v[order] for k, v in cat.items()}
-            texts = texts.take(pa.array(order))
-        codes, first_types = pd.factorize(cat["type"], sort=False)
+            texts = _take(texts, order)
+        codes, first_types = first_seen_codes(cat["type"])
         names = list(self.type_ids)
         return RegexEvents(
             cat["trace"],
-            codes.astype(np.int64),
+            codes,
             [names[t] for t in first_types],
             cat["time"] * time_scale,
             cat["line"],
@@ -399,6 +406,114 @@ class _Accumulator:
             self.partitions,
             self.sources,
         )
+
+
+def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)``: int64 codes numbering the distinct values in order of first
+    appearance, and those values in that order (``uniques[codes] == values``), as
+    ``pandas.factorize(values, sort=False)`` gives (without importing pandas).
+
+    >>> codes, uniques = first_seen_codes(np.array(["b", "a", "b", "c"], dtype=object))
+    >>> codes.tolist(), uniques.tolist()
+    ([0, 1, 0, 2], ['b', 'a', 'c'])
+    """
+    uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
+    return rank[inverse.reshape(-1)], uniq[order]
+
+
+#: Inputs up to this many bytes in all are read without Arrow, by the line loop, with
+#: strings in numpy object arrays: Arrow's first array conversion imports pandas (about
+#: 0.2 s), longer than the line loop takes on such a log (~1.6 us a line).
+SMALL_INPUT_BYTES = 1 << 20
+
+
+def _is_arrow(column: Any) -> bool:
+    """Is a string column a pyarrow array (else a numpy object array)?"""
+    return not isinstance(column, np.ndarray)
+
+
+def _strings(values: list[str], arrow: bool) -> Any:
+    """A string column: a pyarrow large_string array or a numpy object array."""
+    if not arrow:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    import pyarrow as pa
+
+    return pa.array(values, pa.large_string())
+
+
+def _object_array(column: Any) -> np.ndarray:
+    """A string column as a numpy object array."""
+    if isinstance(column, np.ndarray):
+        return column
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _int_texts(numbers: np.ndarray, arrow: bool) -> Any:
+    """The decimal texts of integers, as a string column."""
+    if not arrow:
+        return _strings([str(k) for k in numbers.tolist()], False)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(pa.array(numbers), pa.large_string())
+
+
+def _concat(columns: list) -> Any:
+    """String columns (all pyarrow or all numpy) end to end."""
+    if not _is_arrow(columns[0]):
+        return np.concatenate(columns)
+    import pyarrow as pa
+
+    if len(columns) == 1:
+        return columns[0]
+    return pa.concat_arrays([c.cast(pa.large_string()) for c in columns])
+
+
+def _take(column: Any, index: np.ndarray) -> Any:
+    """A string column's values at ``index``."""
+    if not _is_arrow(column):
+        return column[index]
+    import pyarrow as pa
+
+    return column.take(pa.array(index))
+
+
+def _encode(column: Any) -> tuple[np.ndarray, list[str]]:
+    """``(codes, names)``: int64 codes of a string column's values numbered in order of
+    first appearance, and the values in that order."""
+    if not _is_arrow(column):
+        codes, names = first_seen_codes(column)
+        return codes, names.tolist()
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), (
+        encoded.dictionary.to_pylist()
+    )
+
+
+def _join(parts: list) -> Any:
+    """Row-wise concatenation of string columns and literal str (at least one column)."""
+    if not any(_is_arrow(p) for p in parts if not isinstance(p, str)):
+        out = parts[0]
+        for part in parts[1:]:
+            out = out + part  # object arrays: element-wise str concatenation
+        return out
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(
+        *[
+            pa.scalar(a, pa.large_string()) if isinstance(a, str) else a.cast(pa.large_string())
+            for a in parts
+        ],
+        pa.scalar("", pa.large_string()),
+    )
 
 
 def _sorted_by_trace_and_time(trace: np.ndarray, times: np.ndarray) -> bool:
@@ -412,7 +527,8 @@ class RegexEvents:
     """Parsed events sorted by trace id then time: ``trace`` (int64 Synoptic trace id),
     ``type_codes`` (int64 index into ``type_names``, numbered in order of first
     appearance), ``times`` (float64, seconds after ``time_scale``), ``lines`` (int64,
-    1-based), ``time_text`` (a pyarrow string array: the time as Synoptic prints it); per
+    1-based), ``time_text`` (the time as Synoptic prints it: a pyarrow string array, or a
+    numpy object array for inputs up to ``SMALL_INPUT_BYTES``); per
     trace id: ``partitions`` (the filled-in mapping) and ``sources`` (file of its first
     event)."""
 
@@ -421,7 +537,7 @@ class RegexEvents:
     type_names: list[str]
     times: np.ndarray
     lines: np.ndarray
-    time_text: pa.LargeStringArray
+    time_text: pa.LargeStringArray | np.ndarray
     partitions: list[str]
     sources: list[str]
 
@@ -432,6 +548,10 @@ class RegexEvents:
 
     def to_traceset(self) -> TraceSet:
         """The events as a :class:`TraceSet` (see the module docstring for its columns)."""
+        import pandas as pd
+
+        from ..traces import TraceSet, categorical
+
         ids = [str(i) for i in range(len(self.partitions))]
         ev = pd.DataFrame(
             {
@@ -440,7 +560,7 @@ class RegexEvents:
                 "time": self.times,
                 "state": categorical(self.type_codes, self.type_names),
                 "line": self.lines,
-                "synoptic_time": self.time_text.to_numpy(zero_copy_only=False),
+                "synoptic_time": _object_array(self.time_text),
             }
         )
         traces = pd.DataFrame(
@@ -499,16 +619,17 @@ def _read_file(
     by_file: bool,
     ignore: bool,
     encoding: str,
+    arrow: bool = True,
 ) -> _FileEvents:
     """Parse one file: its lines in blocks of about ``BLOCK_CHARS`` characters, each
     scanned by :func:`_scan_loop` (the reference: Synoptic's rules line by line) or, where
     the regexes allow and it does not decline, by :func:`_scan_vectorized` (the same
     result, faster; tests/test_regex_differential.py compares them); then one way from
     scans to events and errors for both. Blocks are scanned on ``WORKERS`` threads (Arrow
-    releases the GIL) when no counter carries state from block to block."""
-    import pyarrow as pa
-
-    vectorized = all(_vectorizable(r) for r in compiled)
+    releases the GIL) when no counter carries state from block to block.  Without
+    ``arrow`` the line loop scans every block and strings stay numpy object arrays
+    (no pyarrow import: small inputs, see ``SMALL_INPUT_BYTES``)."""
+    vectorized = arrow and all(_vectorizable(r) for r in compiled)
     has_sep = any(r.post_inc for r in compiled) and vectorized
     file_name = str(path.resolve())
     pieces = _name_pieces(template, compiled, by_file, has_sep, file_name, vectorized)
@@ -523,6 +644,8 @@ def _read_file(
     def scan_block(text: str) -> _Scan:
         found = None
         if vectorized:
+            import pyarrow as pa
+
             try:
                 found = _scan_vectorized(
                     _arrow_lines(text), compiled, patterns, time_kind, ignore, needed
@@ -530,7 +653,9 @@ def _read_file(
             except pa.ArrowInvalid:  # Arrow's RE2 refuses a pattern: the line loop runs it
                 found = None
         if found is None:
-            found = _scan_loop(_text_lines(text), compiled, time_kind, ignore, needed, counters)
+            found = _scan_loop(
+                _text_lines(text), compiled, time_kind, ignore, needed, counters, arrow
+            )
         return found
 
     blocks: list[_Block] = []
@@ -544,13 +669,15 @@ def _read_file(
                     unmatched += [(first_line + i + 1, t) for i, t in scan.unmatched]
                 _raise_first_error(path, unmatched, scan.errors, first_line, time_kind)
                 if scan.parts:
-                    blocks.append(_block_events(scan, pieces, time_kind, first_line, seps_before))
+                    blocks.append(
+                        _block_events(scan, pieces, time_kind, first_line, seps_before, arrow)
+                    )
                 first_line += len(scan.sep_line)
                 seps_before += int(scan.sep_line.sum())
     except OSError as exc:  # InputError is no OSError: only reading errors land here
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     _raise_nonmatching(path, unmatched)
-    return _merge_blocks(blocks, pieces)
+    return _merge_blocks(blocks, pieces, arrow)
 
 
 def _scan_loop(
@@ -560,6 +687,7 @@ def _scan_loop(
     ignore: bool,
     needed: set[str],
     counters: dict[str, int],
+    arrow: bool = True,
 ) -> _Scan:
     """The regexes tried on each line in order, the first that matches taking it (as
     Synoptic's parser does): what they make of a block of lines (see :class:`_Scan`).
@@ -569,9 +697,8 @@ def _scan_loop(
     a constant is filled in from the line's groups and counters. TYPE defaults to the
     whole line. A time that does not parse stops the parse, or with ``ignore`` lets the
     next regex try the line. ``needed`` groups are kept per event ('' when unset; a
-    mapping's counters and constants too, when the regexes have any)."""
-    import pyarrow as pa
-
+    mapping's counters and constants too, when the regexes have any).  Strings come
+    out as pyarrow arrays, or numpy object arrays without ``arrow``."""
     n = len(lines)
     sep_line = np.zeros(n, dtype=bool)
     unmatched: list[tuple[int, str]] = []
@@ -625,8 +752,8 @@ def _scan_loop(
             parts.append(
                 (
                     np.asarray(idx, dtype=np.int64),
-                    {g: pa.array(v, pa.large_string()) for g, v in groups.items()},
-                    (np.asarray(times, dtype=np.float64), pa.array(texts, pa.large_string()))
+                    {g: _strings(v, arrow) for g, v in groups.items()},
+                    (np.asarray(times, dtype=np.float64), _strings(texts, arrow))
                     if time_kind
                     else None,
                 )
@@ -884,25 +1011,29 @@ class _Block:
     """A block's events in line order: ``lines`` (int64, 1-based), ``type_key`` (int64
     index into ``types``), ``times`` (float64), ``texts`` (pyarrow strings: the time as
     Synoptic prints it) and ``trace``: the separator count (int64) when the trace name
-    depends on nothing else, else the trace names (pyarrow strings)."""
+    depends on nothing else, else the trace names (pyarrow strings or a numpy object
+    array)."""
 
     lines: np.ndarray
     type_key: np.ndarray
     types: list[str]
     times: np.ndarray
-    texts: pa.LargeStringArray
+    texts: pa.LargeStringArray | np.ndarray
     trace: np.ndarray | pa.LargeStringArray
 
 
 def _block_events(
-    scan: _Scan, pieces: list, time_kind: str | None, first_line: int, seps_before: int
+    scan: _Scan,
+    pieces: list,
+    time_kind: str | None,
+    first_line: int,
+    seps_before: int,
+    arrow: bool = True,
 ) -> _Block:
     """A block's events from its scan (line ``first_line`` of the file is its first,
     ``seps_before`` separators came before it): the regexes' parts merged in line order,
-    the types coded, the trace name (the mapping filled in) or its separator count."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    the types coded, the trace name (the mapping filled in) or its separator count.
+    String columns are pyarrow arrays, or numpy object arrays without ``arrow``."""
     if len(scan.parts) == 1:
         idx, order = scan.parts[0][0], None
     else:
@@ -915,11 +1046,9 @@ def _block_events(
         """One value per event from each part's arrays, in line order."""
         if order is None:
             return get(scan.parts[0])
-        return pa.concat_arrays([get(p).cast(pa.large_string()) for p in scan.parts]).take(
-            pa.array(order)
-        )
+        return _take(_concat([get(p) for p in scan.parts]), order)
 
-    types = pc.dictionary_encode(column(lambda p: p[1]["TYPE"]))
+    type_key, types = _encode(column(lambda p: p[1]["TYPE"]))
     if time_kind:
         # with a time group every part has its times (values, texts)
         times = np.concatenate([p[2][0] for p in scan.parts if p[2] is not None])
@@ -927,46 +1056,32 @@ def _block_events(
         texts = column(lambda p: p[2][1])
     else:
         times = line_no.astype(np.float64)
-        texts = pc.cast(pa.array(line_no), pa.large_string())
+        texts = _int_texts(line_no, arrow)
     trace = (np.cumsum(scan.sep_line) - scan.sep_line + seps_before)[idx]
     if any(isinstance(p, tuple) for p in pieces):
-        count_text = pc.cast(pa.array(trace), pa.large_string())
-        args = [
-            count_text
-            if p is None
-            else column(
-                lambda part, g=p[1]: (
-                    part[1][g] if g in part[1] else pa.array([""] * len(part[0]), pa.large_string())
+        count_text = _int_texts(trace, arrow)
+        trace = _join(
+            [
+                count_text
+                if p is None
+                else column(
+                    lambda part, g=p[1]: (
+                        part[1][g] if g in part[1] else _strings([""] * len(part[0]), arrow)
+                    )
                 )
-            )
-            if isinstance(p, tuple)
-            else pa.scalar(p, pa.large_string())
-            for p in pieces
-        ]
-        trace = pc.binary_join_element_wise(
-            *[a if isinstance(a, pa.Scalar) else a.cast(pa.large_string()) for a in args],
-            pa.scalar("", pa.large_string()),
+                if isinstance(p, tuple)
+                else p
+                for p in pieces
+            ]
         )
-    return _Block(
-        line_no,
-        types.indices.to_numpy(zero_copy_only=False).astype(np.int64),
-        types.dictionary.to_pylist(),
-        times,
-        texts,
-        trace,
-    )
+    return _Block(line_no, type_key, types, times, texts, trace)
 
 
-def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
+def _merge_blocks(blocks: list[_Block], pieces: list, arrow: bool = True) -> _FileEvents:
     """A file's events from its blocks: types and trace names coded once for the file."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not blocks:
         empty = np.zeros(0, dtype=np.int64)
-        return _FileEvents(
-            empty, [], empty, [], empty, np.zeros(0), pa.array([], pa.large_string())
-        )
+        return _FileEvents(empty, [], empty, [], empty, np.zeros(0), _strings([], arrow))
     type_ids: dict[str, int] = {}
     type_key = np.concatenate(
         [
@@ -976,14 +1091,13 @@ def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
             for b in blocks
         ]
     )
-    texts = [b.texts.cast(pa.large_string()) for b in blocks]
-    if isinstance(blocks[0].trace, np.ndarray):
-        trace_key, counts = pd.factorize(np.concatenate([b.trace for b in blocks]), sort=False)
+    names: list[str]
+    trace = blocks[0].trace
+    if isinstance(trace, np.ndarray) and trace.dtype.kind in "iu":  # separator counts
+        trace_key, counts = first_seen_codes(np.concatenate([b.trace for b in blocks]))
         names = _fill_counts(pieces, counts.tolist())
     else:
-        encoded = pc.dictionary_encode(pa.concat_arrays([b.trace for b in blocks]))
-        trace_key = encoded.indices.to_numpy(zero_copy_only=False)
-        names = encoded.dictionary.to_pylist()
+        trace_key, names = _encode(_concat([b.trace for b in blocks]))
     return _FileEvents(
         np.asarray(trace_key, dtype=np.int64),
         names,
@@ -991,7 +1105,7 @@ def _merge_blocks(blocks: list[_Block], pieces: list) -> _FileEvents:
         list(type_ids),
         np.concatenate([b.lines for b in blocks]),
         np.concatenate([b.times for b in blocks]),
-        texts[0] if len(texts) == 1 else pa.concat_arrays(texts),
+        _concat([b.texts for b in blocks]),
     )
 
 

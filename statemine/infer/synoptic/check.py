@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
-import pandas as pd
 
-from .invariants import AFBY, AP, NFBY
+from .invariants import AFBY, AP, NFBY, Invariants
 from .log import INITIAL
 
 if TYPE_CHECKING:
     import networkx as nx
+    import pandas as pd
 
     from .log import EventLog
 
@@ -45,9 +45,11 @@ class InvariantCodes:
     b: np.ndarray
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, type_code: dict[str, int]) -> InvariantCodes:
-        """Code a frame of :func:`~.invariants.mine`; unknown type names get fresh codes
-        appended to ``type_code`` (they label no node)."""
+    def from_frame(
+        cls, frame: Invariants | pd.DataFrame, type_code: dict[str, int]
+    ) -> InvariantCodes:
+        """Code :class:`~.invariants.Invariants` or a frame of :func:`~.invariants.mine`;
+        unknown type names get fresh codes appended to ``type_code`` (they label no node)."""
 
         def code(name: str) -> int:
             if name == INITIAL:
@@ -55,7 +57,7 @@ class InvariantCodes:
             return type_code.setdefault(name, len(type_code))
 
         return cls(
-            frame["kind"].map(_KIND_CODE).to_numpy(dtype=np.int64),
+            np.array([_KIND_CODE[k] for k in frame["kind"]], dtype=np.int64),
             np.array([code(x) for x in frame["first"]], dtype=np.int64),
             np.array([code(x) for x in frame["second"]], dtype=np.int64),
         )
@@ -444,13 +446,17 @@ class CheckReport:
         return not self.rejected and self.violated.empty
 
 
-def check_model(graph: nx.DiGraph, log: EventLog, invariants: pd.DataFrame) -> CheckReport:
+def check_model(
+    graph: nx.DiGraph, log: EventLog, invariants: Invariants | pd.DataFrame
+) -> CheckReport:
     """Check a model (a DiGraph whose nodes carry ``label`` and ``state``, None for the
     synthetic INITIAL/TERMINAL, as :meth:`~.model.PartitionModel.to_networkx` and
     :func:`~.formats.read_dot` give) against the traces of ``log`` (an
     :class:`~.log.EventLog`) and ``invariants`` (a frame of :func:`~.invariants.mine`)."""
     from ...errors import InputError
 
+    if isinstance(invariants, Invariants):
+        invariants = invariants.to_frame()
     nodes = list(graph.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     labels = [graph.nodes[n].get("label", "") for n in nodes]

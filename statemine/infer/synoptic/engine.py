@@ -10,27 +10,42 @@ networkx.  :mod:`.check` is the model checker, :mod:`.jar` runs a real ``synopti
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from ...traces import TraceSet
 from .check import InvariantCodes, violated
 from .coarsen import coarsen as coarsen_model
 from .coarsen import merge_and_repair
-from .invariants import mine
+from .invariants import Invariants, mine_invariants
 from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
 from .refine import refine_targeted
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ...traces import TraceSet
+
 
 @dataclass
 class SynopticResult:
-    """An inferred model with the invariants it satisfies."""
+    """An inferred model with the invariants it satisfies (``table``: columns, or a frame
+    of :func:`~.invariants.mine`, kept as columns; None from k-tails, which mines none)."""
 
     model: PartitionModel
-    invariants: pd.DataFrame | None  # None from k-tails, which mines none
+    table: Invariants | pd.DataFrame | None
+
+    def __post_init__(self) -> None:
+        if self.table is not None:
+            self.table = Invariants.of(self.table)
+
+    @cached_property
+    def invariants(self) -> pd.DataFrame | None:
+        """The invariants as a frame ``kind, first, second, support`` (None: k-tails)."""
+        return None if self.table is None else Invariants.of(self.table).to_frame()
 
     @property
     def log(self) -> EventLog:
@@ -63,7 +78,7 @@ REPAIR_MAX_EVENTS = 20_000
 def infer_log(
     log: EventLog,
     seed: int = 0,
-    invariants: pd.DataFrame | None = None,
+    invariants: Invariants | pd.DataFrame | None = None,
     refine: bool = True,
     coarsen: bool = True,
 ) -> SynopticResult:
@@ -82,7 +97,7 @@ def infer_log(
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
     8
     """
-    inv = mine(log) if invariants is None else invariants
+    inv = mine_invariants(log) if invariants is None else Invariants.of(invariants)
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
     bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types), trim=False)

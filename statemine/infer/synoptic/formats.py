@@ -18,21 +18,21 @@ import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ...errors import InputError
 from ...fileio import cleanup_on_signals
 from ...parse.lines import ordered_map
 from ...parse.regex import WORKERS
-from .invariants import KINDS, invariant_text, sort_invariants
+from .invariants import KINDS, Invariants, invariant_lines, sort_invariants
 from .log import INITIAL, TERMINAL, EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 if TYPE_CHECKING:
     import networkx as nx
+    import pandas as pd
     import pyarrow as pa
 
 
@@ -81,11 +81,13 @@ def to_dot(
             out.append(f'  {k} [label="{lab}",shape=box];')
         else:
             out.append(f'  {k} [label="{lab}"];')
-    row: Any  # a frame row: pandas-stubs types every field as any scalar
-    for row in model.edges(times=False).itertuples(index=False):
-        if row.node_src in ident and row.node_dst in ident:
-            text = edge_label(row.p_text, row.count, prob, count)
-            out.append(f'{ident[row.node_src]}->{ident[row.node_dst]} [label="{text}"];')
+    e = model.edge_table()
+    for u, v, c, p_text in zip(
+        e.node_src.tolist(), e.node_dst.tolist(), e.count.tolist(), e.p_text
+    ):
+        if u in ident and v in ident:
+            text = edge_label(p_text, c, prob, count)
+            out.append(f'{ident[u]}->{ident[v]} [label="{text}"];')
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -119,14 +121,16 @@ def to_gml(
             f'    graphics [ type "{shape}" ]',
             "  ]",
         ]
-    row: Any  # a frame row: pandas-stubs types every field as any scalar
-    for row in model.edges(times=False).itertuples(index=False):
-        if row.node_src in ident and row.node_dst in ident:
-            text = _gml_string(edge_label(row.p_text, row.count, prob, count))
+    e = model.edge_table()
+    for u, v, c, p_text in zip(
+        e.node_src.tolist(), e.node_dst.tolist(), e.count.tolist(), e.p_text
+    ):
+        if u in ident and v in ident:
+            text = _gml_string(edge_label(p_text, c, prob, count))
             out += [
                 "  edge [",
-                f"    source {ident[row.node_src]}",
-                f"    target {ident[row.node_dst]}",
+                f"    source {ident[u]}",
+                f"    target {ident[v]}",
                 f'    label "{text}"',
                 "  ]",
             ]
@@ -181,42 +185,52 @@ def to_lts(model: PartitionModel) -> str:
     return "Synoptic = S0,\n\n" + ",\n\n".join(blocks) + ".\n\n||MTS_Synoptic = (Synoptic).\n"
 
 
-def to_invariants_txt(invariants: pd.DataFrame, support: bool = True) -> str:
+def to_invariants_txt(invariants: Invariants | pd.DataFrame, support: bool = True) -> str:
     """Synoptic's ``model.invariants.txt``: sorted lines ``text<TAB>support count N``
     (``support=False``: the text alone, ``--outputSupportCount=false``)."""
     inv = sort_invariants(invariants)
-    lines = invariant_text(inv)
+    lines = invariant_lines(inv)
     if support:
-        lines = lines + "\tsupport count " + inv["support"].astype(str)
+        lines = [f"{line}\tsupport count {int(n)}" for line, n in zip(lines, inv["support"])]
     return "".join(line + "\n" for line in lines)
 
 
 _JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 #: Events per block of ``model.json`` text built at once (bounded memory per block).
 JSON_BLOCK = 1 << 16
+#: Logs of at most this many events get ``model.json`` from Python strings (no pyarrow).
+PLAIN_JSON_EVENTS = 1 << 16
 
 
-def to_json(model: PartitionModel, invariants: pd.DataFrame) -> str:
+def to_json(model: PartitionModel, invariants: Invariants | pd.DataFrame) -> str:
     """Synoptic's ``model.json`` (compact): ``log``, ``partitions``, ``invariants``."""
     return b"".join(bytes(p) for p in json_pieces(model, invariants)).decode("utf-8")
 
 
 def json_pieces(
-    model: PartitionModel, invariants: pd.DataFrame, invariants_text: str | None = None
+    model: PartitionModel,
+    invariants: Invariants | pd.DataFrame,
+    invariants_text: str | None = None,
 ) -> Iterator[bytes]:
     """``model.json`` as UTF-8 byte pieces (bytes or Arrow buffers), made a block of
     ``JSON_BLOCK`` events at a time with Arrow string kernels: each event's text is put
     together from a few small lookup tables (per type, per trace, per index in the
-    trace) and its line and time texts, so memory stays bounded by the block.
-    ``invariants_text``: the body of the ``invariants`` list as given (Perfume's
-    constrained entries) instead of entries made from ``invariants``."""
+    trace) and its line and time texts, so memory stays bounded by the block.  Logs of
+    at most ``PLAIN_JSON_EVENTS`` events are written with Python strings instead (the
+    same bytes, without importing pyarrow).  ``invariants_text``: the body of the
+    ``invariants`` list as given (Perfume's constrained entries) instead of entries made
+    from ``invariants``."""
     log = model.log
     trace_of = log.trace_of
     index = np.arange(log.n_events) - log.starts[trace_of]
+    small = log.n_events <= PLAIN_JSON_EVENTS
     yield b'{"log":['
-    yield from _log_json(log, trace_of, index)
+    yield from _log_json_plain(log) if small else _log_json(log, trace_of, index)
     yield b'],"partitions":['
-    yield from _partitions_json(model, trace_of, index)
+    if small:
+        yield from _partitions_json_plain(model, trace_of, index)
+    else:
+        yield from _partitions_json(model, trace_of, index)
     if invariants_text is None:
         inv = sort_invariants(invariants)
         invariants_text = ",".join(
@@ -270,6 +284,46 @@ def _json_numbers(texts: pa.LargeStringArray) -> np.ndarray:
     return ok
 
 
+_JSON_NUMBER_TEXT = re.compile(_JSON_NUMBER.removeprefix("^").removesuffix("$"), re.ASCII)
+
+
+def _stamp_json(text: str) -> str:
+    """A time text as a JSON number: as written when it is one, else the double's
+    ``json.dumps`` (as :func:`_log_json` does)."""
+    return text if _JSON_NUMBER_TEXT.fullmatch(text) else json.dumps(float(text))
+
+
+def _log_json_plain(log: EventLog) -> Iterator[bytes]:
+    """:func:`_log_json` with Python strings (small logs)."""
+    types = [json.dumps(t) for t in log.types]
+    codes, lines, stamps = log.codes.tolist(), log.lines.tolist(), log.time_texts()
+    starts = log.starts.tolist()
+    traces = []
+    for k in range(log.n_traces):
+        events = ",".join(
+            f'{{"eventIndex":{i - starts[k]},"eventType":{types[codes[i]]},'
+            f'"logLine":{lines[i]},"timestamp":{_stamp_json(stamps[i])}}}'
+            for i in range(starts[k], starts[k + 1])
+        )
+        traces.append(f'{{"traceID":{k},"events":[{events}]}}')
+    yield ",".join(traces).encode()
+
+
+def _partitions_json_plain(
+    model: PartitionModel, trace_of: np.ndarray, index: np.ndarray
+) -> Iterator[bytes]:
+    """:func:`_partitions_json` with Python strings (small logs)."""
+    labels = model.labels()
+    members: dict[int, list[str]] = {}
+    for node, k, i in zip(model.part.tolist(), trace_of.tolist(), index.tolist()):
+        members.setdefault(node, []).append(f'{{"traceID":{k},"eventIndex":{i}}}')
+    yield ",".join(
+        f'{{"eventType":{json.dumps(labels[n])},"events":[{",".join(members[n])}]}}'
+        for n in model.dot_order().tolist()
+        if n in members
+    ).encode()
+
+
 def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterator[bytes]:
     """The ``log`` list of ``model.json``: per trace ``{"traceID":k,"events":[...]}``,
     per event ``{"eventIndex":i,"eventType":"t","logLine":l,"timestamp":time}``."""
@@ -294,6 +348,8 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
         [f',"eventType":{json.dumps(t)},"logLine":' for t in log.types], pa.large_string()
     )
     stamps = log.time_text
+    if isinstance(stamps, np.ndarray):
+        stamps = pa.array(stamps, pa.large_string())
 
     def block(a: int) -> pa.Buffer:
         """The text of events a .. a + JSON_BLOCK - 1."""
@@ -358,7 +414,7 @@ def _partitions_json(
 
 
 def write_outputs(
-    model: PartitionModel, invariants: pd.DataFrame, prefix: str | os.PathLike
+    model: PartitionModel, invariants: Invariants | pd.DataFrame, prefix: str | os.PathLike
 ) -> list[Path]:
     """Write ``PREFIX.dot``, ``PREFIX.invariants.txt`` and ``PREFIX.json`` atomically."""
     return write_texts(
@@ -479,9 +535,8 @@ def read_invariants_txt(path: str | os.PathLike) -> pd.DataFrame:
         if not m:
             raise InputError(path, no, f"not a Synoptic invariant: {line[:80]!r}")
         rows.append((m.group(2), m.group(1), m.group(3), int(m.group(4) or -1)))
-    frame = pd.DataFrame(rows, columns=["kind", "first", "second", "support"])
-    frame["support"] = frame["support"].astype("int64")
-    return frame
+    columns = [list(col) for col in zip(*rows)] if rows else [[], [], [], []]
+    return Invariants.from_rows(*columns).to_frame()
 
 
 def model_from_json(path: str | os.PathLike, log: EventLog | None = None) -> PartitionModel:

@@ -13,15 +13,14 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ...errors import InputError
-from ...traces import TraceSet
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from ...parse.regex import RegexEvents
+    from ...traces import TraceSet
 
 #: Names of the synthetic start and end events (never codes of real events).
 INITIAL = "INITIAL"
@@ -32,16 +31,22 @@ TERMINAL = "TERMINAL"
 class EventLog:
     """Traces as flat arrays: ``codes`` (int64 type codes), ``starts`` (trace offsets,
     length ``n_traces + 1``), ``times`` (float64 seconds) and per-event ``lines`` and
-    ``time_text`` (Synoptic's printed time, a pyarrow large_string array) for
-    ``model.json``."""
+    ``time_text`` (Synoptic's printed time, a pyarrow large_string array or a numpy object
+    array of str; :meth:`time_texts` lists them) for ``model.json``."""
 
     types: list[str]
     codes: np.ndarray
     starts: np.ndarray
     times: np.ndarray
     lines: np.ndarray
-    time_text: pa.LargeStringArray = field(repr=False)
+    time_text: pa.LargeStringArray | np.ndarray = field(repr=False)
     trace_ids: list[str] = field(default_factory=list)
+
+    def time_texts(self) -> list[str]:
+        """Synoptic's printed time of every event."""
+        if isinstance(self.time_text, np.ndarray):
+            return self.time_text.tolist()
+        return self.time_text.to_pylist()
 
     @property
     def n_traces(self) -> int:
@@ -76,6 +81,10 @@ class EventLog:
         >>> EventLog.from_sequences([["a", "b"], ["b"]]).codes.tolist()
         [0, 1, 1]
         """
+        import pandas as pd
+
+        from ...traces import TraceSet
+
         rows = [(str(k), i, float(i), t) for k, seq in enumerate(traces) for i, t in enumerate(seq)]
         ev = pd.DataFrame(rows, columns=["trace", "seq", "time", "state"])
         return cls.from_traceset(
@@ -107,6 +116,8 @@ class EventLog:
     def from_traceset(cls, ts: TraceSet) -> EventLog:
         """Code the events of ``ts``; traces in ``synoptic_trace`` order when that column
         exists (the Synoptic regex reader), else in the order of ``ts.traces``."""
+        import pandas as pd  # a TraceSet's frames have loaded it
+
         ev = ts.events
         if ev.empty:
             raise InputError(None, None, "no events to infer a model from")
@@ -148,12 +159,14 @@ class EventLog:
 
 def _text_array(texts):
     """Texts (a sequence of str or a pyarrow string array) as a pyarrow large_string
-    array."""
+    array, or a numpy object array of str (what a sequence stays: no pyarrow import)."""
+    if isinstance(texts, (np.ndarray, list)):
+        out = np.empty(len(texts), dtype=object)
+        out[:] = [str(t) for t in texts]
+        return out
     import pyarrow as pa
 
-    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        return texts.cast(pa.large_string())
-    return pa.array(texts, pa.large_string())
+    return texts.cast(pa.large_string())
 
 
 def _refuse_synthetic(uniques: Iterable[str], codes: np.ndarray, lines: np.ndarray) -> None:

@@ -16,16 +16,32 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
     import networkx as nx
+    import pandas as pd
 
 from .invariants import java_key
 from .log import INITIAL, TERMINAL, EventLog
 
 INIT_NODE = 0
 TERM_NODE = 1
+
+
+@dataclass(frozen=True)
+class EdgeTable:
+    """A model's edges, one entry per edge sorted by dot ids (``src``, then ``dst``):
+    ``node_src``/``node_dst`` (node ids), ``src``/``dst`` (dot ids), ``count`` (int64),
+    ``probability`` (count / instances of the source) and ``p_text`` (its two-decimal
+    text, :func:`probability_text`)."""
+
+    node_src: np.ndarray
+    node_dst: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    count: np.ndarray
+    probability: np.ndarray
+    p_text: list[str]
 
 
 @dataclass
@@ -111,32 +127,59 @@ class PartitionModel:
         real = sorted(range(2, self.n_nodes), key=lambda n: (java_key(labels[n]), first[n]))
         return np.array([*real, TERM_NODE, INIT_NODE], dtype=np.int64)
 
-    def edges(self, times: bool = True) -> pd.DataFrame:
-        """One row per edge, sorted by dot ids ``src, dst`` (target ids follow the
-        target labels, as in Synoptic's files), ``src_label``,
-        ``dst_label``, ``count``, ``probability`` (count / instances of src), ``p_text``
-        (Synoptic's two-decimal half-up text) and, with ``times``, ``time_min/median/max``
-        (seconds between the two events; NaN on INITIAL/TERMINAL edges)."""
+    def edge_table(self) -> EdgeTable:
+        """The edges sorted by dot ids ``src, dst`` (target ids follow the target labels,
+        as in Synoptic's files), as numpy columns (see :class:`EdgeTable`)."""
         order = self.dot_order()
         dot_id = np.empty(self.n_nodes, dtype=np.int64)
         dot_id[order] = np.arange(self.n_nodes)
-        labels = self.labels()
         counts = self.edge_counts()
         sizes = self.node_sizes()
         src, dst = np.nonzero(counts)
-        frame = pd.DataFrame({"node_src": src, "node_dst": dst, "count": counts[src, dst]})
-        frame["src"] = dot_id[src]
-        frame["dst"] = dot_id[dst]
-        frame["src_label"] = [labels[s] for s in src]
-        frame["dst_label"] = [labels[d] for d in dst]
-        frame["probability"] = frame["count"] / sizes[src]
-        frame["p_text"] = [probability_text(c, s) for c, s in zip(frame["count"], sizes[src])]
+        sort = np.lexsort((dot_id[dst], dot_id[src]))
+        src, dst = src[sort], dst[sort]
+        count = counts[src, dst]
+        return EdgeTable(
+            src,
+            dst,
+            dot_id[src],
+            dot_id[dst],
+            count,
+            count / sizes[src],
+            [probability_text(c, t) for c, t in zip(count.tolist(), sizes[src].tolist())],
+        )
+
+    def edges(self, times: bool = True) -> pd.DataFrame:
+        """:meth:`edge_table` as a frame: ``node_src``, ``node_dst``, ``count``, ``src``,
+        ``dst`` (dot ids), ``src_label``, ``dst_label``, ``probability`` (count / instances
+        of src), ``p_text`` (Synoptic's two-decimal half-up text) and, with ``times``,
+        ``time_min/median/max`` (seconds between the two events; NaN on INITIAL/TERMINAL
+        edges)."""
+        import pandas as pd
+
+        e = self.edge_table()
+        labels = self.labels()
+        frame = pd.DataFrame(
+            {
+                "node_src": e.node_src,
+                "node_dst": e.node_dst,
+                "count": e.count,
+                "src": e.src,
+                "dst": e.dst,
+                "src_label": [labels[s] for s in e.node_src],
+                "dst_label": [labels[d] for d in e.node_dst],
+                "probability": e.probability,
+                "p_text": e.p_text,
+            }
+        )
         if times:
             frame = frame.join(self._edge_times(), on=["node_src", "node_dst"])
-        return frame.sort_values(["src", "dst"]).reset_index(drop=True)
+        return frame
 
     def _edge_times(self) -> pd.DataFrame:
         """min/median/max of the time between consecutive events, per (src, dst) node."""
+        import pandas as pd
+
         log = self.log
         inner = ~log.is_last
         if not inner.any():

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ...errors import InputError
 from .options import ParsedArgs
 
 if TYPE_CHECKING:
     from ...parse.regex import RegexEvents
+    from .invariants import Invariants
     from .log import EventLog
     from .model import PartitionModel
     from .timecheck import TimedCodes
@@ -95,6 +95,7 @@ def _read_datetime(
     then ordered by date within each trace (ties keep line order).  A date that does not
     parse is an error naming its file and line (skipped with ``-i``, as Synoptic does for
     bad times)."""
+    from ...parse.regex import first_seen_codes
     from .javadate import compile_date_format
 
     try:
@@ -129,31 +130,34 @@ def _read_datetime(
             keep[k] = False
     idx = np.nonzero(keep)[0]
     order = idx[np.lexsort((types.lines[idx], millis[idx], types.trace[idx]))]
-    trace, _ = pd.factorize(types.trace[order], sort=True)
-    names = np.asarray(types.type_names, dtype=object)[types.type_codes[order]]
-    codes, uniques = pd.factorize(names, sort=False)
+    trace = np.unique(types.trace[order], return_inverse=True)[1]
+    codes, uniques = first_seen_codes(types.type_codes[order])
     return SimpleNamespace(
         trace=trace.astype(np.int64),
-        type_codes=codes.astype(np.int64),
-        type_names=[str(u) for u in uniques],
+        type_codes=codes,
+        type_names=[str(types.type_names[u]) for u in uniques],
         times=millis[order].astype(np.float64),
         lines=types.lines[order],
         time_text=[str(int(x)) for x in millis[order]],
     )
 
 
-def mined_invariants(a: ParsedArgs, log: EventLog) -> pd.DataFrame:
+def mined_invariants(a: ParsedArgs, log: EventLog) -> Invariants:
     """Mined invariants after the run's filters (support threshold, NFby, type set)."""
-    from .invariants import filter_invariants, mine
+    from .invariants import filter_invariants, mine_invariants
 
     return filter_invariants(
-        mine(log), a["supportCountThreshold"], a["ignoreNFbyInvs"], a["ignoreInvsOverETypeSet"]
+        mine_invariants(log),
+        a["supportCountThreshold"],
+        a["ignoreNFbyInvs"],
+        a["ignoreInvsOverETypeSet"],
     )
 
 
-def model_files(a: ParsedArgs, model: PartitionModel, invariants: pd.DataFrame | None) -> dict:
+def model_files(a: ParsedArgs, model: PartitionModel, invariants: Invariants | None) -> dict:
     """Suffix -> text of the model files the options ask for."""
     from .formats import json_pieces, to_dot, to_gml, to_lts
+    from .invariants import Invariants
 
     labels = a.values.get("outputEdgeLabels", True)
     style = dict(
@@ -169,11 +173,7 @@ def model_files(a: ParsedArgs, model: PartitionModel, invariants: pd.DataFrame |
         else:
             files[".dot"] = to_dot(model, **style)
     if a["outputJSON"]:
-        inv = (
-            invariants
-            if invariants is not None
-            else pd.DataFrame({"kind": [], "first": [], "second": [], "support": []})
-        )
+        inv = invariants if invariants is not None else Invariants.from_rows([], [], [], [])
         files[".json"] = json_pieces(model, inv)
     if a.values.get("outputLTS"):
         files[".lts"] = to_lts(model)
@@ -184,7 +184,7 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     """Run ``engine`` (synoptic, synoptic-jar, ktails, perfume) as the parsed command line asks."""
     from .engine import SynopticResult, infer_log
     from .formats import to_dot, to_invariants_txt
-    from .invariants import invariant_text
+    from .invariants import invariant_lines
     from .model import PartitionModel
 
     out = ToolRun()
@@ -232,7 +232,7 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         return out
     inv = mined_invariants(a, log)
     if a["dumpInvariants"]:
-        out.stderr += ["Mined invariants:", *invariant_text(inv)]
+        out.stderr += ["Mined invariants:", *invariant_lines(inv)]
     if a["outputInvariantsToFile"]:
         out.files[".invariants.txt"] = to_invariants_txt(inv, a["outputSupportCount"])
     if a["onlyMineInvariants"]:
@@ -357,21 +357,15 @@ def _perfume_checks(
 
 
 def _extra_checks(
-    model: PartitionModel, log: EventLog, invariants: pd.DataFrame | None, out: ToolRun
+    model: PartitionModel, log: EventLog, invariants: Invariants | None, out: ToolRun
 ) -> None:
     """``--performExtraChecks``: the model must accept every trace and satisfy every
     invariant (none for k-tails); InputError if it does not."""
     from .check import check_model
+    from .invariants import Invariants
 
     if invariants is None:
-        invariants = pd.DataFrame(
-            {
-                "kind": pd.Series([], dtype=object),
-                "first": pd.Series([], dtype=object),
-                "second": pd.Series([], dtype=object),
-                "support": pd.Series([], dtype="int64"),
-            }
-        )
+        invariants = Invariants.from_rows([], [], [], [])
     report = check_model(model.to_networkx(), log, invariants)
     if not report.ok:
         raise InputError(
