@@ -5,6 +5,7 @@ aliases, argument forms and arguments files do what Synoptic's do."""
 from __future__ import annotations
 
 import json
+import re
 
 import networkx as nx
 import pytest
@@ -75,6 +76,7 @@ DOCUMENTED = {
     "noRefinement": ("bool", False),
     "enablePerfDebugging": ("bool", False),
     "noModelOutput": ("bool", False),
+    "traceNormalization": ("bool", False),  # in SynopticOptions' later versions too
 }
 #: Non-default values to try for options that are not plain booleans.
 VALUES = {
@@ -214,8 +216,18 @@ def test_output_switches(work):
     assert all("\tsupport count " in line for line in with_counts)
     assert run([*BASE, "--outputEdgeLabels=false", "cc.log"]).exit_code == 0
     assert all(
-        'label=""' in line for line in (folder / "out.dot").read_text().splitlines() if "->" in line
+        line.endswith(" [];")
+        for line in (folder / "out.dot").read_text().splitlines()
+        if "->" in line
     )
+
+
+def well_formed_gml(text: str) -> str:
+    """Synoptic's GML made readable by networkx: without the comma it writes after an
+    edge's label (``,]``), which GML parsers refuse, and marked ``directed 1`` (Synoptic
+    leaves it out, so readers take the graph as undirected)."""
+    assert "\n,]\n" in text or "label" not in text.split("edge", 1)[-1]
+    return text.replace("\n,]\n", "\n]\n").replace("graph [\n", "graph [\ndirected 1\n", 1)
 
 
 def test_show_node_switches_and_gml(work):
@@ -235,7 +247,7 @@ def test_show_node_switches_and_gml(work):
     (folder / "out.dot").unlink()
     assert run([*BASE, "--outputCountLabels=true", "--exportAsGML=true", "cc.log"]).exit_code == 0
     assert not (folder / "out.dot").exists()  # GML instead of dot, not beside it
-    gml = nx.parse_gml((folder / "out.gml").read_text(), label="id")
+    gml = nx.parse_gml(well_formed_gml((folder / "out.gml").read_text()), label="id")
     assert sorted(d["label"] for _, d in gml.nodes(data=True)) == sorted(
         d["label"] for _, d in full.nodes(data=True)
     )
@@ -250,7 +262,7 @@ def test_gml_and_dot_escape_hostile_labels(tmp_path):
 
     res = infer_log(EventLog.from_sequences([['a"]\n[x', "b&c"], ["é"]]))
     text = to_gml(res.model)
-    g = nx.parse_gml(text, label="id")
+    g = nx.parse_gml(well_formed_gml(text), label="id")
     assert {d["label"] for _, d in g.nodes(data=True)} >= {'a"]\n[x', "b&c", "é"}
 
 
@@ -465,3 +477,92 @@ def test_datetime_groups_order_events_by_date(tmp_path, monkeypatch):
     assert res.exit_code == 0
     res = run([*args, "--dateFormat=yyyy-MM-dd", "d.log"])
     assert res.exit_code == 2 and "does not match the date format" in res.output
+
+
+# -- output forms no oracle case was run with, derived from one that was ----------------
+#: An oracle case whose model keeps one node per type: statemine's dot is Synoptic's byte
+#: for byte (test_synoptic_oracle), so the other forms can be derived from Synoptic's file.
+FORM_CASE = "repo-simple-email"
+_NODE_LINE = re.compile(r'^  (\d+) \[label="(.*?)"(,shape=\w+)?\];$')
+_EDGE_LINE = re.compile(r'^(\d+)->(\d+) \[label="P: ([0-9.]+), Cnt: (\d+)"\];$')
+
+
+def synoptic_form(dot: str, prob: bool, count: bool, initial: bool, terminal: bool, gml: bool):
+    """What Synoptic writes for these switches, derived from its own ``model.dot`` (written
+    with P and Cnt labels) by the rules of its GraphExporter / DotExportFormatter /
+    GmlExportFormatter (ModelInference/synoptic, read for the format): a hidden
+    INITIAL/TERMINAL is dropped before ids are given (ids stay consecutive in the same
+    order) with its edges; an edge label is ``P: p, Cnt: c``, ``P: p``, ``Cnt: c`` or
+    absent (dot ``u->v [];``, GML no label line and no comma)."""
+    nodes, edges = [], []
+    for line in dot.splitlines():
+        if m := _NODE_LINE.match(line):
+            nodes.append((int(m.group(1)), m.group(2), m.group(3) or ""))
+        elif m := _EDGE_LINE.match(line):
+            edges.append((int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)))
+    hidden = {"INITIAL"} - ({"INITIAL"} if initial else set())
+    hidden |= {"TERMINAL"} - ({"TERMINAL"} if terminal else set())
+    kept = [(k, label, shape) for k, label, shape in nodes if not (shape and label in hidden)]
+    new = {k: i for i, (k, _, _) in enumerate(kept)}
+    parts = (["P: {p}"] if prob else []) + (["Cnt: {c}"] if count else [])
+    label = ", ".join(parts)
+    out = []
+    if not gml:
+        out.append("digraph G {")
+        out += [f'  {new[k]} [label="{lab}"{shape}];' for k, lab, shape in kept]
+        for u, v, p, c in edges:
+            if u in new and v in new:
+                text = label.format(p=p, c=c)
+                attributes = f'label="{text}"' if text else ""
+                out.append(f"{new[u]}->{new[v]} [{attributes}];")
+        out.append("}")
+    else:
+        out.append("graph [")
+        kinds = {",shape=box": "rectangle", ",shape=diamond": "rhombus", "": "oval"}
+        for k, lab, shape in kept:
+            out += ["node", "[", f"  id {new[k]}", f'  label "{lab}"', "graphics ["]
+            out += [f'  type "{kinds[shape]}"', "]", "]"]
+        for u, v, p, c in edges:
+            if u in new and v in new:
+                out += ["edge", "[", f"  source {new[u]}", f"  target {new[v]}"]
+                text = label.format(p=p, c=c)
+                out += [f'  label "{text}"', ",]"] if text else ["]"]
+        out.append("]")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("gml", [False, True])
+@pytest.mark.parametrize(
+    "prob,count,initial,terminal",
+    [
+        (True, True, True, True),
+        (True, False, True, True),
+        (False, True, True, True),
+        (False, False, True, True),
+        (True, True, False, True),
+        (True, True, True, False),
+        (False, True, False, False),
+    ],
+)
+def test_label_and_hidden_node_forms_are_synoptics(tmp_path, prob, count, initial, terminal, gml):
+    """P:-only / Cnt:-only / no labels, hidden INITIAL/TERMINAL and GML: statemine's file
+    against Synoptic's model.dot of an oracle case turned into that form by Synoptic's
+    export rules (no oracle case was run with these switches)."""
+    from shared_data import shared
+
+    case = shared("synoptic-oracle", FORM_CASE)  # skips with the reason where absent
+    args = json.loads((case / "case.json").read_text())["args"]
+    keep = [a for a in args[:-1] if not a.startswith(("--output", "--dump"))]
+    keep = [a for a, before in zip(keep, ["", *keep]) if a != "-o" and before != "-o"]
+    flags = [
+        f"--outputProbLabels={str(prob).lower()}",
+        f"--outputCountLabels={str(count).lower()}",
+        f"--showInitialNode={str(initial).lower()}",
+        f"--showTerminalNode={str(terminal).lower()}",
+        f"--exportAsGML={str(gml).lower()}",
+    ]
+    result = run([*keep, *flags, "-o", str(tmp_path / "m"), str(case / args[-1])])
+    assert result.exit_code == 0, result.output
+    ours = (tmp_path / ("m.gml" if gml else "m.dot")).read_text()
+    theirs = (case / "model.dot").read_text()
+    assert ours == synoptic_form(theirs, prob, count, initial, terminal, gml)

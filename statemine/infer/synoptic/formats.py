@@ -66,9 +66,12 @@ def to_dot(
     show_initial: bool = True,
     show_terminal: bool = True,
 ) -> str:
-    """The model in Synoptic's ``model.dot`` format: ``P:``/``Cnt:`` edge labels (each
-    can be left out; no label at all: ``label=""``); INITIAL/TERMINAL and their edges can
-    be hidden (the other nodes keep consecutive ids in dot order)."""
+    """The model in Synoptic's ``model.dot`` format: edge labels ``P: 0.43, Cnt: 12``,
+    ``P: 0.43`` or ``Cnt: 12`` (``prob``/``count``), none at all an empty attribute list
+    ``u->v [];`` (Synoptic's ``DotExportFormatter``: ``edgeToStringWithProbCnt``,
+    ``...WithProb``, ``...WithCnt``, ``...WithNoProb``); INITIAL/TERMINAL and their edges
+    can be hidden: Synoptic's ``GraphExporter`` drops the node before numbering, so the
+    other nodes keep consecutive ids in dot order, and skips edges to or from it."""
     labels = model.labels()
     shown = _shown_nodes(model, show_initial, show_terminal)
     ident = {n: k for k, n in enumerate(shown)}
@@ -87,15 +90,24 @@ def to_dot(
     ):
         if u in ident and v in ident:
             text = edge_label(p_text, c, prob, count)
-            out.append(f'{ident[u]}->{ident[v]} [label="{text}"];')
+            attributes = f'label="{text}"' if text else ""
+            out.append(f"{ident[u]}->{ident[v]} [{attributes}];")
     out.append("}")
     return "\n".join(out) + "\n"
 
 
 def _gml_string(text: str) -> str:
-    """A GML string body: ``&``, ``"`` and characters outside printable ASCII as
-    HTML entities (GML's escape), so no label can end the string or the file."""
-    return "".join(c if 32 <= ord(c) < 127 and c not in '&"' else f"&#{ord(c)};" for c in text)
+    r"""A label inside a GML string: ``\`` doubled as Synoptic's ``quote()`` writes it;
+    ``"``, ``&`` and control characters as HTML entities (GML's escape: Synoptic's
+    ``\"`` would end the string early, so a label could write GML of its own).
+
+    >>> _gml_string('a"b\\c&d')
+    'a&#34;b\\\\c&#38;d'
+    """
+    return "".join(
+        "\\\\" if c == "\\" else f"&#{ord(c)};" if c in '"&' or ord(c) < 32 or ord(c) == 127 else c
+        for c in text
+    )
 
 
 def to_gml(
@@ -105,35 +117,30 @@ def to_gml(
     show_initial: bool = True,
     show_terminal: bool = True,
 ) -> str:
-    """The model as GML (``--exportAsGML``): the nodes and edges of :func:`to_dot` (same
-    ids, labels and edge label text), INITIAL drawn as a rectangle, TERMINAL as a rhombus,
-    others as ovals, as Synoptic's GML export does."""
+    """The model as GML (``--exportAsGML``) in the layout of Synoptic's
+    ``GmlExportFormatter`` (ModelInference/synoptic, read for the format): the nodes and
+    edges of :func:`to_dot` (same ids, order, labels and edge label text), each node a
+    block ``node`` / ``[`` / ``  id K`` / ``  label "X"`` / ``graphics [`` /
+    ``  type "oval"`` (INITIAL ``rectangle``, TERMINAL ``rhombus``) / ``]`` / ``]``, each
+    edge ``edge`` / ``[`` / ``  source K`` / ``  target L`` / ``  label "P: 0.43, Cnt:
+    12"`` / ``,]`` -- the comma before the closing bracket is Synoptic's (it follows the
+    label; an edge without a label has neither).  Labels: :func:`_gml_string`."""
     labels = model.labels()
     shown = _shown_nodes(model, show_initial, show_terminal)
     ident = {n: k for k, n in enumerate(shown)}
-    out = ["graph [", "  directed 1"]
+    out = ["graph ["]
     for k, n in enumerate(shown):
         shape = "rectangle" if n == INIT_NODE else "rhombus" if n == TERM_NODE else "oval"
-        out += [
-            "  node [",
-            f"    id {k}",
-            f'    label "{_gml_string(labels[n])}"',
-            f'    graphics [ type "{shape}" ]',
-            "  ]",
-        ]
+        out += ["node", "[", f"  id {k}", f'  label "{_gml_string(labels[n])}"']
+        out += ["graphics [", f'  type "{shape}"', "]", "]"]
     e = model.edge_table()
     for u, v, c, p_text in zip(
         e.node_src.tolist(), e.node_dst.tolist(), e.count.tolist(), e.p_text
     ):
         if u in ident and v in ident:
-            text = _gml_string(edge_label(p_text, c, prob, count))
-            out += [
-                "  edge [",
-                f"    source {ident[u]}",
-                f"    target {ident[v]}",
-                f'    label "{text}"',
-                "  ]",
-            ]
+            out += ["edge", "[", f"  source {ident[u]}", f"  target {ident[v]}"]
+            text = edge_label(p_text, c, prob, count)
+            out += [f'  label "{_gml_string(text)}"', ",]"] if text else ["]"]
     out.append("]")
     return "\n".join(out) + "\n"
 
@@ -458,7 +465,9 @@ def write_texts(
 
 # -- readers ------------------------------------------------------------------------------
 _DOT_NODE = re.compile(r'^\s*(\d+) \[label="((?:[^"\\]|\\.)*)"(?:,shape=(\w+))?\];\s*$')
-_DOT_EDGE = re.compile(r'^\s*(\d+)->(\d+) \[label="(?:P: ([0-9.]+))?(?:, )?(?:Cnt: (\d+))?"\];\s*$')
+_DOT_EDGE = re.compile(
+    r'^\s*(\d+)->(\d+) \[(?:label="(?:P: ([0-9.]+))?(?:, )?(?:Cnt: (\d+))?")?\];\s*$'
+)
 _INV_LINE = re.compile(r"^(.*) (" + "|".join(KINDS) + r")\(t\) (.*?)(?:\tsupport count (\d+))?$")
 
 

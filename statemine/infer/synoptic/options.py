@@ -221,7 +221,8 @@ OPTIONS: tuple[Opt, ...] = (
         "traceNormalization",
         "bool",
         False,
-        tools=("perfume",),
+        aliases=("trace-norm",),
+        tools=_SYN_PERF,  # SynopticOptions has it too (it acts on times, i.e. Perfume)
         refuse_reason="trace-wise time normalisation is not implemented",
     ),
     # Verbosity
