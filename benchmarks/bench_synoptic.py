@@ -19,24 +19,27 @@ the reader and writer use both cores) and the model's nodes.  Each log runs
 ``--repeat`` times (default 3) and the run with the smallest total is shown (the
 machine is shared; the log file and memory are warm after the first run).  A warm-up
 run first: Python's lazy imports are paid once per process.  ``--cli`` also times the
-command line on the 1e5-event state log in fresh processes (imports included; best of
-``--repeat``, with its user + system CPU time).  The load average is printed first.
+command line in fresh processes on the 1e4-event event log, the 1e5- and (without
+``--quick``) the 1e6-event state logs (imports included; best of ``--repeat`` after a
+warm-up, with its user + system CPU time and peak RSS).  Each row also shows the peak of
+Python and numpy allocations (tracemalloc, a separate run), and the growth of time and
+memory with events and with event types is fitted as a power law (the exponent of the
+least-squares line through the log-log points).  The load average is printed first.
 
 Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli] [--readers] [--perfume]
 [--sizes]`` (``--readers``: only the regex reader, per path, on a 1e6-event state log;
-``--quick`` skips the 1e6-event log; ``--perfume``: only ``--engine perfume`` on
+``--quick`` skips the 1e6-event logs; ``--perfume``: only ``--engine perfume`` on
 generated logs with times (:func:`run_perfume`); ``--sizes``: only model sizes, inference time and
 peak memory on generated event logs of 3e3..1e5 events and on the oracle's repo logs, next
 to Synoptic's node counts where a real Synoptic made them: the oracle cases, or a jar named
-by ``STATEMINE_SYNOPTIC_JAR``, which runs on the generated logs too).  Reference: the real Synoptic took 24.5 s on a 1e5-event
-state log, > 600 s on 1e6, and 6.2 s on a 1e4-event event log needing refinement.
+by ``STATEMINE_SYNOPTIC_JAR``, which runs on the generated logs too).  Reference (issue 13, the real Synoptic, whole process): 3.27 s on a 1e4-event event log
+needing refinement, 5.19 s on a 1e5-event state log, 401 s and 12.3 GB on 1e6.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -149,41 +152,58 @@ def write_log(traces: list[list[str]], path: Path, rng: np.random.Generator) -> 
 
 def run(
     name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator, repeat: int
-) -> Path:
-    """Time parse, inference and output of one log (best of ``repeat`` runs by total);
-    returns the log's path."""
+) -> tuple[Path, int, float, float]:
+    """Time parse, inference and output of one log (best of ``repeat`` runs by total),
+    then measure the peak of Python and numpy allocations (tracemalloc) in one more run;
+    returns the log's path, its events, the best total (seconds) and the peak (MiB)."""
+    import tracemalloc
+
     path = tmp / f"{name.split()[0]}.log"
     n = write_log(traces, path, rng)
     del traces[:]  # the generator's lists: not part of what is measured
-    best: tuple[float, float, float, float, float] | None = None
-    for k in range(repeat):
+
+    def once(k: int) -> tuple[float, float, float, float, float, int, int]:
         c0 = time.process_time()
         t0 = time.perf_counter()
         log = EventLog.from_regex_events(read_regex_arrays([path], [REGEX], SEPARATOR))
         t1 = time.perf_counter()
         res = infer_log(log, seed=1)
         t2 = time.perf_counter()
-        assert res.invariants is not None  # Synoptic's engine mines them
-        write_outputs(res.model, res.invariants, tmp / f"{name.split()[0]}-{k}")
+        assert res.table is not None  # Synoptic's engine mines invariants
+        write_outputs(res.model, res.table, tmp / f"{name.split()[0]}-{k}")
         t3 = time.perf_counter()
         cpu = time.process_time() - c0
-        if best is None or t3 - t0 < best[3]:
-            best = (t1 - t0, t2 - t1, t3 - t2, t3 - t0, cpu)
         for old in tmp.glob(f"{name.split()[0]}-{k}.*"):
             old.unlink()
-    assert best is not None  # repeat >= 1
-    parse, infer, write, total, cpu = best
+        return t1 - t0, t2 - t1, t3 - t2, t3 - t0, cpu, len(log.types), res.model.n_nodes
+
+    best = min((once(k) for k in range(repeat)), key=lambda r: r[3])
+    tracemalloc.start()
+    once(repeat)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    parse, infer, write, total, cpu, types, nodes = best
     print(
-        f"{name:28s} {n:>9d} {len(log.types):>5d} {parse:>8.3f} {infer:>8.3f} "
-        f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {res.model.n_nodes:>6d}",
+        f"{name:28s} {n:>9d} {types:>5d} {parse:>8.3f} {infer:>8.3f} "
+        f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {peak:>8.1f} {nodes:>6d}",
         flush=True,
     )
-    return path
+    return path, n, total, peak
 
 
-def run_cli(path: Path, tmp: Path, repeat: int) -> None:
+def growth(label: str, xs: list[float], ys: list[float]) -> str:
+    """``label: y ~ x^k`` with k the least-squares slope of log y on log x."""
+    k = float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+    return f"{label}: ~ x^{k:.2f}"
+
+
+def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
     """Time ``python -m statemine infer --engine synoptic`` on ``path`` in fresh
-    processes: best wall time of ``repeat``, with that run's user + system CPU time."""
+    processes (the options of Synoptic's measured runs: dot with P and Cnt labels,
+    invariants with support counts, json): best wall time of ``repeat`` after a warm-up
+    run, with that run's user + system CPU time and the child's peak RSS.  Byte code is
+    written on the warm-up (as an installed package has it), whatever
+    PYTHONDONTWRITEBYTECODE says."""
     cmd = [
         sys.executable,
         "-m",
@@ -201,24 +221,30 @@ def run_cli(path: Path, tmp: Path, repeat: int) -> None:
         "--outputSupportCount=true",
         "--outputCountLabels=true",
         "-j",
+        "--randomSeed=1",
         str(path),
     ]
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    best: tuple[float, float] | None = None
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    best: tuple[float, float, float] | None = None
+    for k in range(repeat + 1):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if best is None or wall < best[0]:
-            best = (wall, cpu)
+        assert child.stderr is not None
+        err = child.stderr.read().decode()
+        child.stderr.close()
+        child.returncode = os.waitstatus_to_exitcode(status)
+        assert child.returncode == 0, err
+        cpu = usage.ru_utime + usage.ru_stime
+        if k and (best is None or wall < best[0]):
+            best = (wall, cpu, usage.ru_maxrss / 1024)
     assert best is not None  # repeat >= 1
     print(
-        f"CLI on {path.name}: {best[0]:.2f} s wall, {best[1]:.2f} s CPU (best of {repeat}; "
-        "imports included)",
+        f"CLI {label} ({path.name}): {best[0]:.3f} s wall, {best[1]:.3f} s CPU, "
+        f"{best[2]:.0f} MiB peak RSS (best of {repeat} after a warm-up; imports included)",
         flush=True,
     )
 
@@ -390,7 +416,7 @@ def run_perfume(tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="skip the 1e6-event log")
+    parser.add_argument("--quick", action="store_true", help="skip the 1e6-event logs")
     parser.add_argument("--repeat", type=int, default=3, help="runs per log (best shown)")
     parser.add_argument("--cli", action="store_true", help="also time the command line")
     parser.add_argument(
@@ -417,7 +443,7 @@ def main() -> None:
         return
     print(
         f"{'log':28s} {'events':>9s} {'types':>5s} {'parse s':>8s} {'infer s':>8s} "
-        f"{'write s':>8s} {'total s':>8s} {'cpu s':>8s} {'nodes':>6s}"
+        f"{'write s':>8s} {'total s':>8s} {'cpu s':>8s} {'peak MiB':>8s} {'nodes':>6s}"
     )
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -431,21 +457,38 @@ def main() -> None:
             write_log(state_log(1_000_000, rng), path, rng)
             run_readers(path, r)
             return
-        run("event-log-1e4 (target 0.1)", event_log(10_000, rng), tmp, rng, r)
-        state_1e5 = run("state-log-1e5 (target 0.25)", state_log(100_000, rng), tmp, rng, r)
+        event_1e4 = run("event-log-1e4", event_log(10_000, rng), tmp, rng, r)[0]
+        state_1e5 = run("state-log-1e5", state_log(100_000, rng), tmp, rng, r)[0]
+        state_1e6 = None
         if not opts.quick:
-            run("state-log-1e6 (target 3)", state_log(1_000_000, rng), tmp, rng, r)
+            state_1e6 = run("state-log-1e6", state_log(1_000_000, rng), tmp, rng, r)[0]
         if opts.cli:
-            run_cli(state_1e5, tmp, r)
-        print("-- growth with events (event logs)")
-        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
-            run(f"event-log-{n}", event_log(n, rng), tmp, rng, r)
-        print("-- growth with events (state logs)")
-        for n in (10_000, 100_000, 300_000):
-            run(f"state-log-{n}", state_log(n, rng), tmp, rng, r)
+            run_cli(event_1e4, tmp, r, "event log 1e4 (target 0.2 s)")
+            run_cli(state_1e5, tmp, r, "state log 1e5 (Synoptic 5.19 s)")
+            if state_1e6 is not None:
+                run_cli(state_1e6, tmp, 1, "state log 1e6 (Synoptic 401 s)")
+        fits = []
+        for kind, make, sizes in (
+            ("event logs", event_log, (1_000, 3_000, 10_000, 30_000, 100_000)),
+            (
+                "state logs",
+                state_log,
+                (10_000, 30_000, 100_000, 300_000, 1_000_000)[: 4 if opts.quick else 5],
+            ),
+        ):
+            print(f"-- growth with events ({kind})")
+            got = [run(f"{kind.split()[0]}-log-{n}", make(n, rng), tmp, rng, r) for n in sizes]
+            xs = [float(g[1]) for g in got]
+            fits.append(growth(f"{kind} time vs events", xs, [g[2] for g in got]))
+            fits.append(growth(f"{kind} peak memory vs events", xs, [g[3] for g in got]))
         print("-- growth with types (Markov logs, 1e5 events)")
-        for k in (4, 8, 16, 32, 64):
-            run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng, r)
+        types = (4, 8, 16, 32, 64)
+        got = [run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng, r) for k in types]
+        fits.append(growth("Markov logs time vs types", list(types), [g[2] for g in got]))
+        fits.append(growth("Markov logs peak memory vs types", list(types), [g[3] for g in got]))
+        print("-- fitted growth exponents (least squares on log-log)")
+        for line in fits:
+            print(line)
 
 
 if __name__ == "__main__":

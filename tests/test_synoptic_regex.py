@@ -373,3 +373,41 @@ def test_too_long_lines_are_listed_as_not_matching(tmp_path, monkeypatch):
             lambda log=log: read_regex([log], ["^(?<DTIME>)(?<TYPE>)$"], ignore_nonmatching=True),
         )
         assert fast[0].equals(loop[0]) and fast[0]["state"].tolist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("regex", ["^(?<DTIME>)(?<TYPE>)$", "(?<TYPE>)", "^--$", "^-+$"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1 a",
+        "  1\ta  ",
+        "1 a b",
+        "",
+        " ",
+        "--",
+        "-- ",
+        "---",
+        "1\x0ba",
+        "1\x1ca",
+        "1\x1fa",
+        "1\xa0a",
+        "1\u2028a",
+        "1\x85a",
+        "é a",
+        "1 a\x00",
+        "1\x0c a\r",
+    ],
+)
+def test_line_matcher_shortcuts_answer_as_re2(regex, line):
+    """The line loop's string comparison (literal lines) and whitespace split (regexes of
+    empty groups) give RE2's answer, on lines with whitespace Java and Python disagree on."""
+    separator = "TYPE" not in regex
+    r = compile_regex(regex, *(["-s", "(?<SEPCOUNT++>)(?<HIDE=>true)"] if separator else []))
+    assert regex_mod._line_matcher(r)(line) == r.pattern.fullmatch(line)
+
+
+def test_line_matcher_shortcuts_are_taken():
+    """The comparison above compares something: these regexes take the shortcuts."""
+    for regex, extra in (("^(?<DTIME>)(?<TYPE>)$", []), ("^--$", ["-s", "(?<HIDE=>true)"])):
+        r = compile_regex(regex, *extra)
+        assert regex_mod._line_matcher(r) != r.pattern.fullmatch

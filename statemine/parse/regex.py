@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -205,14 +205,14 @@ def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float
     number = float(text)
     if not math.isfinite(number):
         raise ValueError("not finite")
-    return number, _decimal_text(text, Decimal(text))
+    return number, _decimal_text(text)
 
 
-def _decimal_text(text: str, dec: Decimal) -> str:
-    """Java ``BigDecimal.toString`` of a parsed decimal: plain text kept, exponents kept."""
+def _decimal_text(text: str) -> str:
+    """Java ``BigDecimal.toString`` of a decimal text: plain text kept, exponents kept."""
     if _PLAIN_DECIMAL.fullmatch(text):
         return text.lstrip("+")
-    return str(dec).replace("e", "E")
+    return str(Decimal(text)).replace("e", "E")
 
 
 _PLAIN_DECIMAL = re.compile(r"[+-]?\d+(\.\d+)?")
@@ -705,13 +705,15 @@ def _scan_loop(
     errors: list[tuple[int, int, str | None]] = []
     hits: list[list] = [[[], {g: [] for g in needed}, [], []] for _ in compiled]
     plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
+    matchers = [_line_matcher(r) for r in compiled]
+    refused: dict[str, bool] = {}  # type -> _type_problem(type), asked once per type
     for i, line in enumerate(lines):
         if len(line) > MAX_LINE_CHARS:
             if len(unmatched) < MAX_LISTED_LINES:
                 unmatched.append((i, f"<line of {len(line)} characters: too long>"))
             continue
         for k, r in enumerate(compiled):
-            m = r.pattern.fullmatch(line)
+            m = matchers[k](line)
             if m is None:
                 continue
             values = m if plain[k] else _apply_extras(r, m, counters)
@@ -720,7 +722,10 @@ def _scan_loop(
                 break
             etype = values.get("TYPE")
             etype = line if etype is None else etype
-            if _type_problem(etype):
+            bad_type = refused.get(etype)
+            if bad_type is None:
+                bad_type = refused[etype] = _type_problem(etype)
+            if bad_type:
                 errors.append((i, 0, etype))
                 break
             tval = values.get(time_kind) if time_kind else None
@@ -759,6 +764,34 @@ def _scan_loop(
                 )
             )
     return _Scan(parts, sep_line, unmatched, errors)
+
+
+#: ASCII characters Python's ``str.split()`` takes as whitespace and Java's ``\s`` does not.
+_PY_ONLY_SPACE = re.compile("[\x1c-\x1f]")
+
+
+def _line_matcher(r: LineRegex) -> Callable[[str], dict[str, str | None] | None]:
+    r"""``r.pattern.fullmatch`` for the line loop, without RE2 where the regex allows: a
+    plain literal line without groups (``^--$``) is a string comparison, a regex made only
+    of empty groups (``^(?<DTIME>)(?<TYPE>)$``) a whitespace split of ASCII lines (Java's
+    ``\s`` is ASCII; lines with characters Python splits on but Java does not, or with
+    non-ASCII characters, go to RE2).  Same answers (the reader's differential tests)."""
+    literal = _literal_line(r.pattern.pattern)
+    if literal is not None and not r.pattern.groupindex:
+        return lambda line: {} if line == literal else None
+    tokens = r.tokens
+    if tokens is None or set(r.pattern.groupindex) != set(tokens):
+        return r.pattern.fullmatch
+    full = r.pattern.fullmatch
+    n = len(tokens)
+
+    def split(line: str) -> dict[str, str | None] | None:
+        if not line.isascii() or _PY_ONLY_SPACE.search(line):
+            return full(line)
+        parts = line.split()
+        return dict(zip(tokens, parts)) if len(parts) == n else None
+
+    return split
 
 
 def _name_pieces(

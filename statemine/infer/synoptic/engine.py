@@ -71,8 +71,10 @@ ATTEMPTS_BY_SIZE = (
 )
 #: Logs up to this many events get :func:`~.coarsen.merge_and_repair` after coarsening
 #: (each of its trials refines, O(events) per split step); it takes repo-apache-cse142
-#: from 236 to 233 nodes (Synoptic: 234) and a generated 6e3-event log from 38 to 37.
-REPAIR_MAX_EVENTS = 20_000
+#: from 236 to 233 nodes (Synoptic: 234).  On generated event logs of 6e3 and 1e4 events
+#: (benchmarks/bench_synoptic.py's generator, seeds 0-3) it found no smaller model and
+#: took 0.15-0.19 s CPU of 0.2-0.25 s, so larger logs skip it (was 20,000).
+REPAIR_MAX_EVENTS = 5_000
 
 
 def infer_log(
