@@ -155,7 +155,8 @@ def run(
 ) -> tuple[Path, int, float, float]:
     """Time parse, inference and output of one log (best of ``repeat`` runs by total),
     then measure the peak of Python and numpy allocations (tracemalloc) in one more run;
-    returns the log's path, its events, the best total (seconds) and the peak (MiB)."""
+    returns the log's path, its events, the best run's CPU seconds (steadier than wall
+    time on a shared machine) and the peak (MiB)."""
     import tracemalloc
 
     path = tmp / f"{name.split()[0]}.log"
@@ -188,7 +189,7 @@ def run(
         f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {peak:>8.1f} {nodes:>6d}",
         flush=True,
     )
-    return path, n, total, peak
+    return path, n, cpu, peak
 
 
 def growth(label: str, xs: list[float], ys: list[float]) -> str:
@@ -197,17 +198,31 @@ def growth(label: str, xs: list[float], ys: list[float]) -> str:
     return f"{label}: ~ x^{k:.2f}"
 
 
+#: ``python -m statemine ARGS`` that prints its own peak RSS (VmHWM, kB) on stderr at exit:
+#: wait4's ru_maxrss of a child counts the parent's memory at fork/exec.
+_PEAK_RSS_WRAPPER = """
+import atexit, runpy, sys
+def peak():
+    with open('/proc/self/status') as f:
+        hwm = [l.split()[1] for l in f if l.startswith('VmHWM:')]
+    sys.stderr.write('VmHWM ' + (hwm[0] if hwm else '0') + '\\n')
+atexit.register(peak)
+sys.argv = ['statemine', *sys.argv[1:]]
+runpy.run_module('statemine', run_name='__main__')
+"""
+
+
 def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
     """Time ``python -m statemine infer --engine synoptic`` on ``path`` in fresh
     processes (the options of Synoptic's measured runs: dot with P and Cnt labels,
     invariants with support counts, json): best wall time of ``repeat`` after a warm-up
-    run, with that run's user + system CPU time and the child's peak RSS.  Byte code is
+    run, with that run's user + system CPU time and the child's peak RSS (its VmHWM).  Byte code is
     written on the warm-up (as an installed package has it), whatever
     PYTHONDONTWRITEBYTECODE says."""
     cmd = [
         sys.executable,
-        "-m",
-        "statemine",
+        "-c",
+        _PEAK_RSS_WRAPPER,
         "infer",
         "--engine",
         "synoptic",
@@ -239,8 +254,9 @@ def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
         child.returncode = os.waitstatus_to_exitcode(status)
         assert child.returncode == 0, err
         cpu = usage.ru_utime + usage.ru_stime
+        peak = int(err.rsplit("VmHWM ", 1)[1].split()[0]) / 1024
         if k and (best is None or wall < best[0]):
-            best = (wall, cpu, usage.ru_maxrss / 1024)
+            best = (wall, cpu, peak)
     assert best is not None  # repeat >= 1
     print(
         f"CLI {label} ({path.name}): {best[0]:.3f} s wall, {best[1]:.3f} s CPU, "
@@ -479,12 +495,17 @@ def main() -> None:
             print(f"-- growth with events ({kind})")
             got = [run(f"{kind.split()[0]}-log-{n}", make(n, rng), tmp, rng, r) for n in sizes]
             xs = [float(g[1]) for g in got]
-            fits.append(growth(f"{kind} time vs events", xs, [g[2] for g in got]))
+            fits.append(growth(f"{kind} CPU time vs events", xs, [g[2] for g in got]))
             fits.append(growth(f"{kind} peak memory vs events", xs, [g[3] for g in got]))
+            big = [g for g in got if g[1] >= 100_000]  # the Arrow reader's sizes
+            if len(big) > 1:
+                xs = [float(g[1]) for g in big]
+                fits.append(growth(f"{kind} >= 1e5 CPU time vs events", xs, [g[2] for g in big]))
+                fits.append(growth(f"{kind} >= 1e5 peak memory vs events", xs, [g[3] for g in big]))
         print("-- growth with types (Markov logs, 1e5 events)")
         types = (4, 8, 16, 32, 64)
         got = [run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng, r) for k in types]
-        fits.append(growth("Markov logs time vs types", list(types), [g[2] for g in got]))
+        fits.append(growth("Markov logs CPU time vs types", list(types), [g[2] for g in got]))
         fits.append(growth("Markov logs peak memory vs types", list(types), [g[3] for g in got]))
         print("-- fitted growth exponents (least squares on log-log)")
         for line in fits:
