@@ -33,19 +33,19 @@ if TYPE_CHECKING:
 @dataclass
 class SynopticResult:
     """An inferred model with the invariants it satisfies (``table``: columns, or a frame
-    of :func:`~.invariants.mine`, kept as columns; None from k-tails, which mines none)."""
+    such as :func:`~.invariants.mine`'s or Perfume's constrained one, kept as given; None
+    from k-tails, which mines none)."""
 
     model: PartitionModel
     table: Invariants | pd.DataFrame | None
 
-    def __post_init__(self) -> None:
-        if self.table is not None:
-            self.table = Invariants.of(self.table)
-
     @cached_property
     def invariants(self) -> pd.DataFrame | None:
-        """The invariants as a frame ``kind, first, second, support`` (None: k-tails)."""
-        return None if self.table is None else Invariants.of(self.table).to_frame()
+        """The invariants as a frame (``kind, first, second, support``, and Perfume's
+        columns when it gave them; None: k-tails)."""
+        if isinstance(self.table, Invariants):
+            return self.table.to_frame()
+        return self.table
 
     @property
     def log(self) -> EventLog:

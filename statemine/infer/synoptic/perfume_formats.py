@@ -67,7 +67,7 @@ def edge_rows(model: PartitionModel, ticks: np.ndarray, prob: bool) -> pd.DataFr
     labels = model.labels()
     counts = model.edge_counts()
     sizes = model.node_sizes()
-    texts = log.time_text.to_pylist()
+    texts = log.time_texts()
     inner = np.nonzero(~log.is_last)[0]
     src_n, dst_n = model.part[inner], model.part[inner + 1]
     delta = ticks[inner + 1] - ticks[inner]

@@ -39,7 +39,7 @@ def exact_ticks(log: EventLog) -> tuple[np.ndarray, int]:
     """``(ticks, scale)``: every event's time as written x 10**scale (float64 holding an
     integer, so sums and differences are exact), ``scale`` the most decimal places of any
     time text.  Falls back to the float times (scale 0) when the integers would pass 2**53."""
-    texts = log.time_text.to_pylist()
+    texts = log.time_texts()
     try:
         decs = [Decimal(t) for t in texts]
     except InvalidOperation:
