@@ -135,12 +135,7 @@ def test_shipped_traces_on_dask_equal_the_folder_s_tables(client, tmp_path, fold
 
 
 @pytest.mark.slow
-def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path, monkeypatch):
-    import matplotlib
-
-    # the page's SVG figures carry a date and random ids unless made reproducible
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
-    monkeypatch.setitem(matplotlib.rcParams, "svg.hashsalt", "test_distributed")
+def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path):
     from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
 
     opts = dict(

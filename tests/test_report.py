@@ -268,3 +268,26 @@ def test_report_tables_use_the_units_of_the_terminal():
     assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][4] == "125.0 ms"
     edge = next(c for c in cells if c[:2] == ["SlowStart", "Recovery"])
     assert edge[3] == "0.50"  # src, dst, count, probability: 1 of SlowStart's 2 exits
+
+
+def test_the_same_input_gives_the_same_report_byte_for_byte(tmp_path):
+    """The embedded matplotlib figures carry no creation date and no random ids."""
+    save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
+    pages = []
+    for name in ("one.html", "two.html"):
+        res = CliRunner().invoke(
+            main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / name)]
+        )
+        assert res.exit_code == 0, res.output
+        pages.append((tmp_path / name).read_bytes())
+    assert b"<svg" in base64_svgs(pages[0])
+    assert pages[0] == pages[1]
+
+
+def base64_svgs(page: bytes) -> bytes:
+    """The decoded SVG images of a report page, concatenated."""
+    import base64
+    import re
+
+    found = re.findall(rb"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", page)
+    return b"".join(base64.b64decode(f) for f in found)

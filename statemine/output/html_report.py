@@ -452,8 +452,14 @@ def _img(data: bytes, mime: str, alt: str) -> str:
 
 
 def _figure_svg(fig: Figure) -> bytes:
+    """The figure as SVG bytes, the same for the same figure: no creation date in the
+    metadata and a fixed salt for matplotlib's clip-path and glyph ids (otherwise random),
+    so one input gives one report byte for byte."""
+    import matplotlib
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    with matplotlib.rc_context({"svg.hashsalt": "statemine"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     return buf.getvalue()
 
 
