@@ -347,6 +347,53 @@ def _per_type(values: np.ndarray, node_type: np.ndarray, n_types: int, upper: bo
     return out
 
 
+@dataclass(frozen=True)
+class _BoundGroup:
+    """The bounds of one kind (upper or lower; AlwaysPrecedes' first-a-only or every
+    pair), ready for :func:`walk_extremes`: ``sel`` their indices in ``codes``, one walk
+    per distinct source type (``sources``; ``row`` maps each bound to it), ``stop`` the
+    tightest bound per (source, node), ``cap`` the walks' cut-off (upper bounds only)."""
+
+    upper: bool
+    first_only: bool
+    sel: np.ndarray
+    sources: np.ndarray
+    row: np.ndarray
+    cap: np.ndarray | None
+    stop: np.ndarray
+
+
+def _bound_groups(
+    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool
+) -> list[_BoundGroup]:
+    """The non-empty bound groups of ``codes`` on ``g`` (``strict``: as in
+    :func:`bound_violations`)."""
+    groups = []
+    nt = np.where(g.node_type >= 0, g.node_type, 0)
+    for upper, first_only in ((True, False), (True, True), (False, False)):
+        mask = codes.bound_upper == upper
+        if upper:
+            mask &= (codes.bound_first_only & ~strict) == first_only
+        sel = np.nonzero(mask)[0]
+        if not sel.size:
+            continue
+        none = np.inf if upper else -np.inf
+        sources, row = np.unique(codes.bound_a[sel], return_inverse=True)
+        row = row.ravel()
+        target, limit = codes.bound_b[sel], codes.bound_value[sel]
+        # per (row, type): the tightest bound, spread to the nodes of that type
+        tight = np.full((len(sources), max(n_types, 1)), none)
+        (np.minimum if upper else np.maximum).at(tight, (row, target), limit)
+        stop = np.where(g.node_type[None, :] >= 0, tight[:, nt], none)
+        cap = None
+        if upper:
+            cap = np.full(len(sources), -np.inf)
+            np.maximum.at(cap, row, limit)
+            cap = cap + 1.0
+        groups.append(_BoundGroup(upper, first_only, sel, sources, row, cap, stop))
+    return groups
+
+
 def bound_violations(
     g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False, any_only: bool = False
 ) -> np.ndarray:
@@ -356,30 +403,13 @@ def bound_violations(
     Perfume's automaton does (module doc).  ``any_only``: stop at the first violation
     found (the answer's ``any()`` is right, not every entry)."""
     bad = np.zeros(len(codes.bound_a), dtype=bool)
-    for upper, first_only in ((True, False), (True, True), (False, False)):
-        mask = codes.bound_upper == upper
-        if upper:
-            mask &= (codes.bound_first_only & ~strict) == first_only
-        sel = np.nonzero(mask)[0]
-        if not sel.size:
-            continue
-        sources, row = np.unique(codes.bound_a[sel], return_inverse=True)
-        row = row.ravel()
-        target, limit = codes.bound_b[sel], codes.bound_value[sel]
-        # per (row, type): the tightest bound, spread to the nodes of that type
-        tight = np.full((len(sources), max(n_types, 1)), np.inf if upper else -np.inf)
-        (np.minimum if upper else np.maximum).at(tight, (row, target), limit)
-        nt = np.where(g.node_type >= 0, g.node_type, 0)
-        stop = np.where(g.node_type[None, :] >= 0, tight[:, nt], np.inf if upper else -np.inf)
-        cap = None
-        if upper:
-            cap = np.full(len(sources), -np.inf)
-            np.maximum.at(cap, row, limit)
-            cap = cap + 1.0
-        walks = walk_extremes(g, sources, upper, first_only, cap, stop if any_only else None)
-        ext = _per_type(walks, g.node_type, n_types, upper)
-        got = ext[row, target]
-        bad[sel] = got > limit if upper else got < limit
+    for b in _bound_groups(g, codes, n_types, strict):
+        stop = b.stop if any_only else None
+        walks = walk_extremes(g, b.sources, b.upper, b.first_only, b.cap, stop)
+        ext = _per_type(walks, g.node_type, n_types, b.upper)
+        got = ext[b.row, codes.bound_b[b.sel]]
+        limit = codes.bound_value[b.sel]
+        bad[b.sel] = got > limit if b.upper else got < limit
         if any_only and bad.any():
             return bad
     return bad
@@ -393,28 +423,10 @@ class BoundCheck:
     None when a bound already fails on the current model."""
 
     def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False):
-        self.groups = []
-        none_up, none_lo = np.inf, -np.inf
-        for upper, first_only in ((True, False), (True, True), (False, False)):
-            mask = codes.bound_upper == upper
-            if upper:
-                mask &= (codes.bound_first_only & ~strict) == first_only
-            sel = np.nonzero(mask)[0]
-            if not sel.size:
-                continue
-            sources, row = np.unique(codes.bound_a[sel], return_inverse=True)
-            row = row.ravel()
-            target, limit = codes.bound_b[sel], codes.bound_value[sel]
-            tight = np.full((len(sources), max(n_types, 1)), none_up if upper else none_lo)
-            (np.minimum if upper else np.maximum).at(tight, (row, target), limit)
-            nt = np.where(g.node_type >= 0, g.node_type, 0)
-            stop = np.where(g.node_type[None, :] >= 0, tight[:, nt], none_up if upper else none_lo)
-            cap = None
-            if upper:
-                cap = np.full(len(sources), -np.inf)
-                np.maximum.at(cap, row, limit)
-                cap = cap + 1.0
-            self.groups.append((upper, first_only, sources, cap, stop))
+        self.groups = [
+            (b.upper, b.first_only, b.sources, b.cap, b.stop)
+            for b in _bound_groups(g, codes, n_types, strict)
+        ]
         self.fix: list[np.ndarray] | None = self.check(g)
 
     def check(
