@@ -16,7 +16,7 @@ from test_diff_data import make_set
 from statemine.cli import main
 from statemine.errors import UsageError
 from statemine.output.html_report import Outcomes, build_report
-from statemine.traces import TraceSet, concat, save
+from statemine.traces import TraceSet, concat, load, save
 
 pytestmark = pytest.mark.skipif(
     shutil.which("dot") is None, reason="Graphviz 'dot' is not installed"
@@ -291,3 +291,65 @@ def base64_svgs(page: bytes) -> bytes:
 
     found = re.findall(rb"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", page)
     return b"".join(base64.b64decode(f) for f in found)
+
+
+def downloads(page: str) -> dict[str, bytes]:
+    """The files a report page carries as download links, name -> bytes."""
+    found = re.findall(r'<a download="([^"]+)" href="data:[^;]+;base64,([A-Za-z0-9+/=]+)"', page)
+    return {name: base64.b64decode(data) for name, data in found}
+
+
+def embedded_svgs(page: str) -> list[bytes]:
+    """The SVG images of a report page, decoded, in order."""
+    found = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", page)
+    return [base64.b64decode(f) for f in found]
+
+
+def test_report_draws_through_the_files_of_infer_and_diff_out(tmp_path):
+    """One chain: the report's model diagram and files are those `infer --out` writes, its
+    diff diagram and files those of `diff --out` -- byte for byte, for the same options."""
+    save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
+    save(make_set("b", 6, seed=2, cwnd=True), tmp_path / "mobile.parquet")
+    a, b = str(tmp_path / "desktop.parquet"), str(tmp_path / "mobile.parquet")
+    stats = ["--bootstrap", "50", "--seed", "3"]
+    run = lambda *args: CliRunner().invoke(main, [*args, *stats])  # noqa: E731
+    assert run("infer", a, "--title", "desktop", "--out", str(tmp_path / "infer")).exit_code == 0
+    assert run("report", a, "--out", str(tmp_path / "one.html")).exit_code == 0
+    page = (tmp_path / "one.html").read_text()
+    infer_out = {p.name: p.read_bytes() for p in (tmp_path / "infer").iterdir()}
+    assert embedded_svgs(page)[0] == infer_out.pop("model.svg")
+    assert downloads(page) == infer_out
+    assert set(infer_out) == {"states.csv", "transitions.csv", "model.dot", "model.json"}
+
+    args = (a, b, "--permutations", "99")
+    assert run("diff", *args, "--out", str(tmp_path / "diff")).exit_code == 0
+    assert run("report", *args, "--out", str(tmp_path / "two.html")).exit_code == 0
+    page = (tmp_path / "two.html").read_text()
+    diff_out = {p.name: p.read_bytes() for p in (tmp_path / "diff").iterdir()}
+    assert embedded_svgs(page)[0] == diff_out.pop("diff.svg")
+    assert downloads(page) == diff_out
+    assert "one_sided.csv" in diff_out and "notes.txt" in diff_out
+
+
+@pytest.mark.parametrize("why", ["too many states", "no Graphviz"])
+def test_report_and_infer_say_the_same_when_the_model_is_not_drawn(tmp_path, monkeypatch, why):
+    """A model too large to draw (here: more than 2 states) or no Graphviz: the page is
+    still written, with the note `infer --out` prints and model.dot to download."""
+    from statemine.commands import infer_to_dir
+    from statemine.output import diagram
+
+    if why == "too many states":
+        monkeypatch.setattr(diagram, "DRAWN_STATES", 2)
+        expected = "model.svg not drawn: 5 states are more than Graphviz lays out in reasonable "
+        expected += "time (2); model.dot has the model"
+    else:
+        monkeypatch.setattr(diagram, "graphviz_available", lambda: False)
+        expected = "model.svg not drawn: Graphviz's dot is not installed (apt-get install "
+        expected += "graphviz); model.dot has the model"
+    save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
+    out = infer_to_dir(tmp_path / "desktop.parquet", tmp_path / "infer", title="desktop")
+    assert expected in out.notes and "model.svg" not in out.written
+    page = build_report(load(tmp_path / "desktop.parquet"), label_a="desktop")
+    assert expected in parse(page).text  # one paragraph, whole
+    assert 'alt="state machine of desktop"' not in page
+    assert downloads(page)["model.dot"] == (tmp_path / "infer" / "model.dot").read_bytes()

@@ -144,21 +144,18 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
 
 
 def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
-    from ..infer.observed import model_from_stats
     from ..parse.statenames import is_derived
-    from .diagram import DRAWN_STATES, dot_to, to_dot
+    from .out_files import infer_files
 
     if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
         raise UsageError(f"{label} has no state lines: nothing to report")
     states, trans = summarize(ts, opts)  # one pass, one bootstrap for both tables
-    if len(states) > DRAWN_STATES:
-        figure = (
-            f'<p class="note">Not drawn: {len(states)} states are more than Graphviz lays out in '
-            f"reasonable time ({DRAWN_STATES}); the tables below have every state.</p>"
-        )
-    else:
-        svg = dot_to(to_dot(model_from_stats(states, trans), title=label), "svg")
-        figure = _img(svg, "image/svg+xml", f"state machine of {label}")
+    files, not_drawn = infer_files(states, trans, svg=True, title=label)  # as infer --out
+    figure = (
+        _img(files.pop("model.svg"), "image/svg+xml", f"state machine of {label}")
+        if "model.svg" in files
+        else f'<p class="note">{_e(not_drawn)}</p>'
+    )
     shown = states[
         [
             "state",
@@ -184,6 +181,7 @@ def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
             else ""
         )
         + figure
+        + _downloads(files, "statemine infer --out")
         + "<h2>States</h2>"
         + _table(
             shown,
@@ -203,11 +201,11 @@ def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
 
 
 def _diff_section(result: DiffResult) -> str:
-    from .diagram import dot_to
-    from .diff_diagram import diff_to_dot
+    from .out_files import diff_files
 
     label_a, label_b = result.label_a, result.label_b
-    svg = dot_to(diff_to_dot(result), "svg")
+    files = diff_files(result, svg=True, title=None)  # as diff --out
+    svg = files.pop("diff.svg")
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in result.notes)
     ranking = result.ranking(None)
     top = (
@@ -233,6 +231,7 @@ def _diff_section(result: DiffResult) -> str:
         + top
         + "<h3>Two-sided state machine</h3>"
         + _img(svg, "image/svg+xml", "diff diagram")
+        + _downloads(files, "statemine diff --out")
         + "<h3>States</h3>"
         + _table(
             states,
@@ -446,9 +445,31 @@ def _one_sided_table(one_sided: pd.DataFrame) -> str:
     return _table(shown)
 
 
-def _img(data: bytes, mime: str, alt: str) -> str:
-    encoded = base64.b64encode(data).decode("ascii")
-    return f'<p><img alt="{_e(alt)}" src="data:{mime};base64,{encoded}"></p>'
+#: The media type of each kind of file a report carries (by suffix).
+_MEDIA_TYPES = {".csv": "text/csv", ".dot": "text/vnd.graphviz", ".json": "application/json"}
+
+
+def _downloads(files: Mapping[str, bytes | str], command: str) -> str:
+    """Links that download ``files`` (name -> content, the files ``command`` writes) from
+    ``data:`` URIs, so the page carries them with no external reference."""
+    links = []
+    for name, content in files.items():
+        uri = _data_uri(content, _MEDIA_TYPES.get(Path(name).suffix, "text/plain"))
+        links.append(f'<a download="{_e(name)}" href="{uri}">{_e(name)}</a>')
+    return (
+        f'<p class="muted">The files <code>{_e(command)}</code> writes for these traces and '
+        f"options: {' · '.join(links)}</p>"
+    )
+
+
+def _img(data: bytes | str, mime: str, alt: str) -> str:
+    return f'<p><img alt="{_e(alt)}" src="{_data_uri(data, mime)}"></p>'
+
+
+def _data_uri(content: bytes | str, mime: str) -> str:
+    """``content`` (text as UTF-8) as a base64 ``data:`` URI of media type ``mime``."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _figure_svg(fig: Figure) -> bytes:

@@ -12,12 +12,13 @@ names of the files are known without them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ..compare import DiffResult
+    from ..infer.observed import Table
 
 #: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
 INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
@@ -33,19 +34,18 @@ DIFF_OUTPUTS = (
 
 
 def infer_files(
-    states: dict[str, np.ndarray],
-    transitions: dict[str, np.ndarray],
-    *,
-    svg: bool,
-    title: str | None,
+    states: Table, transitions: Table, *, svg: bool, title: str | None
 ) -> tuple[dict[str, bytes | str], str | None]:
-    """The files of ``infer --out`` from the tables as columns (name -> array, times in
-    seconds, fractions in [0, 1]), and a note when model.svg is left out (too many states
-    to draw, or no Graphviz); ``svg`` False leaves it out without a note."""
+    """The files of ``infer --out`` from the tables of :func:`statemine.summarize` (as
+    DataFrames or as columns, name -> array; times in seconds, fractions in [0, 1]), and a
+    note when model.svg is left out (too many states to draw, or no Graphviz); ``svg``
+    False leaves it out without a note. The one path from tables to the model's DOT, JSON
+    and SVG: ``statemine infer --out`` and the HTML report both draw through it."""
     from ..escape import columns_csv
     from ..infer.observed import model_from_stats, model_to_json
     from .diagram import DRAWN_STATES, dot_to, graphviz_available, to_dot
 
+    states, transitions = as_columns(states), as_columns(transitions)
     G = model_from_stats(states, transitions)
     dot = to_dot(G, title=title)
     outputs: dict[str, bytes | str] = {
@@ -54,17 +54,25 @@ def infer_files(
         "model.dot": dot,
         "model.json": model_to_json(G),
     }
-    note = None
+    why = None
     if svg and len(states["state"]) > DRAWN_STATES:
-        note = (
-            f"model.svg not drawn: {len(states['state'])} states are more than Graphviz lays "
-            f"out in reasonable time ({DRAWN_STATES}); model.dot has the model"
+        why = (
+            f"{len(states['state'])} states are more than Graphviz lays out in reasonable time "
+            f"({DRAWN_STATES})"
         )
     elif svg and graphviz_available():
         outputs["model.svg"] = dot_to(dot, "svg")
     elif svg:
-        note = "Graphviz's dot is not installed; model.svg not written"
-    return outputs, note
+        why = "Graphviz's dot is not installed (apt-get install graphviz)"
+    return outputs, why and f"model.svg not drawn: {why}; model.dot has the model"
+
+
+def as_columns(table: Table) -> dict[str, np.ndarray]:
+    """A table (DataFrame, or columns: name -> array) as columns, name -> array."""
+    import numpy as np
+
+    named: Any = table  # a DataFrame iterates over its column names, as a mapping does
+    return {str(name): np.asarray(named[name]) for name in named}
 
 
 def with_derived_column(columns: dict[str, np.ndarray], *names: str) -> dict[str, np.ndarray]:
