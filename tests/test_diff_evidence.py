@@ -236,17 +236,17 @@ def test_monte_carlo_p_agrees_with_scipy():
 
 
 def test_bootstrap_interval_by_numpy_percentile():
-    """The interval is the numpy percentile of the deltas of the same resamples, computed
-    here trace by trace."""
+    """The interval is the numpy percentile of the deltas of the documented draws
+    (statemine.stats.resampling: per resample, one ``int32`` pick per position, A's
+    positions then B's, each within its side), drawn here one pick at a time and summed
+    trace by trace."""
     xa, xb = matrix(make_set("a", 7, seed=11)), matrix(make_set("b", 9, seed=12, recovery_mean=0.3))
     lo, hi = bootstrap_delta(xa, xb, n_boot=400, seed=5, confidence=0.9)
     rng = np.random.default_rng(5)
-    wa = rng.multinomial(7, np.full(7, 1 / 7), size=400)
-    wb = rng.multinomial(9, np.full(9, 1 / 9), size=400)
     deltas = []
-    for ra, rb in zip(wa, wb):
-        a_rows = np.repeat(np.arange(7), ra)  # the resampled traces, with repeats
-        b_rows = np.repeat(np.arange(9), rb)
+    for _ in range(400):
+        a_rows = [int(rng.integers(0, 7, dtype=np.int32)) for _ in range(7)]  # with repeats
+        b_rows = [int(rng.integers(0, 9, dtype=np.int32)) for _ in range(9)]
         deltas.append(
             xb[b_rows].sum(axis=0) / xb[b_rows].sum() - xa[a_rows].sum(axis=0) / xa[a_rows].sum()
         )

@@ -7,10 +7,25 @@ are few relabellings, else random ones with the ``(k + 1) / (n + 1)`` estimate o
 & Smyth 2010), and Holm's step-down correction (Holm 1979) adjusts a family of p-values.
 All take per-trace statistics (traces x columns, dense or sparse) and a seed.
 
+**The bootstrap's draws** (:class:`Resamples`, the only source of resamples): rows are
+traces, each with a stratum code; a trace set's intervals (``infer``, the report's
+tables) use one stratum, ``diff`` one per side (x the ``--strata`` labels), so each side,
+and each stratum within it, keeps its number of traces. With numpy's PCG64 generator
+``np.random.default_rng(seed)``, resample ``i`` (``i = 0 .. n_boot - 1``, in order) draws,
+for each row position ``j`` in row order, ``rng.integers(0, m_j, dtype=np.int32)`` where
+``m_j`` is the number of rows of ``j``'s stratum: the index, within that stratum (rows in
+their order), of the trace put in position ``j``. A row's **weight** in resample ``i`` is
+how often it was put in a position (multinomial counts, summing to its stratum's size).
+One stratum draws ``rng.integers(0, rows, size=(b, rows), dtype=np.int32)`` blocks, the
+same numbers (tested). A resample's statistic is the plug-in one with these weights, and
+an interval is the linear-interpolation quantiles (numpy's default) of the statistics
+that are defined (a ratio 0 / 0 is left out).
+
 * :func:`bootstrap_ratio` / :func:`bootstrap_by_column`: intervals of ratios of pooled
-  sums (a time fraction, a transition probability) for the tables of one trace set;
+  sums (a time fraction, a transition probability) for the tables of one trace set,
+  dense or sparse operands of the same draws;
 * :func:`bootstrap_delta`: the interval of the difference of two sides' pooled fractions
-  (``statemine.diff``), resampling each side (within strata) independently;
+  (``statemine.diff``);
 * :func:`permutation_pvalues`, :func:`power`, :func:`holm`: the two-side tests.
 """
 
@@ -22,8 +37,6 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import numpy as np
-
-from .sums import Coo
 
 #: Cells of the bootstrap's statistics (resamples x columns) computed at a time (8 bytes each).
 _STAT_CELLS = 1 << 21
@@ -44,18 +57,19 @@ def bootstrap_ratio(
     """Percentile bootstrap interval of ``sum(num) / sum(den)`` over resampled rows.
 
     ``num`` is ``rows x k`` and ``den`` is ``rows x k`` or ``rows x 1``: each row is one
-    trace, resampled whole. Returns ``(lo, hi)``, arrays of length ``k``; NaN when there are
-    fewer than two rows or ``n_boot`` is 0. The same ``seed`` gives the same interval
-    (that of :func:`bootstrap_ratio_sparse` on the same numbers).
+    trace, resampled whole (one stratum, see the module doc). Returns ``(lo, hi)``, arrays
+    of length ``k``; NaN when there are fewer than two rows or ``n_boot`` is 0. The dense
+    form of :func:`bootstrap_by_column` (same draws, same intervals).
+
+    >>> num = np.array([[1.0], [2.0], [3.0], [4.0]]); den = np.full((4, 1), 10.0)
+    >>> [round(float(v[0]), 3) for v in bootstrap_ratio(num, den, n_boot=200, seed=1)]
+    [0.125, 0.35]
     """
-    den_of = (
-        np.arange(num.shape[1])
-        if den.shape[1] == num.shape[1]
-        else np.zeros(num.shape[1], np.int64)
-    )
-    return bootstrap_ratio_sparse(
-        Coo.from_dense(num),
-        Coo.from_dense(den),
+    k = num.shape[1]
+    den_of = np.arange(k) if den.shape[1] == k else np.zeros(k, np.int64)  # ascending
+    return bootstrap_by_column(
+        _dense_by_column(num),
+        _dense_by_column(den),
         den_of,
         confidence=confidence,
         n_boot=n_boot,
@@ -63,33 +77,11 @@ def bootstrap_ratio(
     )
 
 
-def bootstrap_ratio_sparse(
-    num: Coo,
-    den: Coo,
-    den_of: np.ndarray,
-    *,
-    confidence: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval of ``sum(num[:, j]) / sum(den[:, den_of[j]])`` per
-    column ``j``, over resampled rows (traces, resampled whole); as :func:`bootstrap_ratio`
-    (see :func:`bootstrap_by_column`)."""
-    by_den = np.argsort(den_of, kind="stable")  # columns sharing a denominator side by side
-    position = np.empty(len(by_den), np.int64)
-    position[by_den] = np.arange(len(by_den))
-    parts = [(num.row, position[num.col], num.val)]
-    sorted_lo, sorted_hi = bootstrap_by_column(
-        by_column(parts, parts, num.n_cols, num.n_rows),
-        by_column([den[:3]], [den[:3]], den.n_cols, den.n_rows),
-        np.asarray(den_of)[by_den],
-        confidence=confidence,
-        n_boot=n_boot,
-        seed=seed,
-    )
-    lo, hi = np.empty(len(by_den)), np.empty(len(by_den))
-    lo[by_den], hi[by_den] = sorted_lo, sorted_hi
-    return lo, hi
+def _dense_by_column(matrix: np.ndarray) -> ByColumn:
+    """The nonzero entries of a dense ``rows x k`` matrix as :class:`ByColumn`."""
+    col, row = np.nonzero(matrix.T)  # by column, rows ascending within one
+    bounds = np.r_[0, np.cumsum(np.bincount(col, minlength=matrix.shape[1]))]
+    return ByColumn(row.astype(np.int32), matrix[row, col].astype(float), bounds, len(matrix))
 
 
 class ByColumn(NamedTuple):
@@ -146,9 +138,8 @@ def bootstrap_by_column(
     lo, hi = np.full(k, np.nan), np.full(k, np.nan)
     if rows < 2 or n_boot <= 0 or k == 0:
         return lo, hi
-    alpha = (1.0 - confidence) / 2.0
     width = max(1, _STAT_CELLS // n_boot)
-    resamples = _Resamples(rows, n_boot, seed, keep=k > width)
+    resamples = Resamples(rows, n_boot, seed, keep=k > width)
     kept_cols, kept_sums = (
         np.zeros(0, np.int64),
         np.zeros((n_boot, 0)),
@@ -167,13 +158,25 @@ def bootstrap_by_column(
         with np.errstate(invalid="ignore", divide="ignore"):
             stats = num_sums / den_sums[:, den_index.reshape(-1)]
         kept_cols, kept_sums = den_cols, den_sums
-        stats.sort(axis=0)  # NaN (0 / 0: a resample without the source or any time) sorts last
-        stats = stats.T.ravel()
-        valid = np.count_nonzero(~np.isnan(stats.reshape(c1 - c0, n_boot)), axis=1)
-        firsts = np.arange(c1 - c0) * n_boot
-        lo[c0:c1], hi[c0:c1] = (
-            linear_quantiles(stats, firsts, valid, q) for q in (alpha, 1.0 - alpha)
-        )
+        lo[c0:c1], hi[c0:c1] = percentile_interval(stats, confidence)
+    return lo, hi
+
+
+def percentile_interval(stats: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` per column of ``stats`` (resamples x columns, sorted here in place): the
+    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles (numpy's linear method)
+    of the column's values that are not NaN (a resample without the denominator's source
+    or any time gives 0 / 0); NaN for a column without any.
+
+    >>> percentile_interval(np.array([[3.0, np.nan], [1.0, 5.0], [2.0, np.nan]]), 0.5)
+    (array([1.5, 5. ]), array([2.5, 5. ]))
+    """
+    n_boot, k = stats.shape
+    stats.sort(axis=0)  # NaN sorts last
+    valid = np.count_nonzero(~np.isnan(stats), axis=0)
+    flat, firsts = stats.T.ravel(), np.arange(k) * n_boot
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = (linear_quantiles(flat, firsts, valid, q) for q in (tail, 1.0 - tail))
     return lo, hi
 
 
@@ -207,15 +210,39 @@ def linear_quantiles(values: np.ndarray, start: np.ndarray, n: np.ndarray, q: fl
     return np.where(n > 0, out, np.nan)
 
 
-class _Resamples:
-    """The ``n_boot x rows`` resampling weights (how often each row is drawn), iterated as
-    ``(first resample, weights)`` blocks of at most ~16 MB; every iteration gives the same
-    weights: kept (as unsigned integers, exact, given as such) when ``keep`` and they fit
-    ``_WEIGHT_BYTES``, else drawn again from ``seed`` (as floats)."""
+class Resamples:
+    """The bootstrap's ``n_boot x rows`` resampling weights (how often each row, a trace,
+    is drawn), as the module doc defines them: ``np.random.default_rng(seed)``, one
+    ``int32`` uniform pick per row position and resample, within the position's stratum.
 
-    def __init__(self, rows: int, n_boot: int, seed: int, keep: bool) -> None:
+    ``strata``: an integer stratum code per row (None: one stratum). Iterated as ``(first
+    resample, weights)`` blocks of at most ~2e6 cells; every iteration gives the same
+    weights, whatever the block size: kept (as unsigned integers, exact) when ``keep`` and
+    they fit ``_WEIGHT_BYTES``, else drawn again from ``seed`` (as floats).
+
+    >>> [w.tolist() for _, w in Resamples(4, 2, seed=1, strata=np.array([0, 0, 1, 1]))]
+    [[[1.0, 1.0, 0.0, 2.0], [2.0, 0.0, 0.0, 2.0]]]
+    """
+
+    def __init__(
+        self,
+        rows: int,
+        n_boot: int,
+        seed: int,
+        *,
+        strata: np.ndarray | None = None,
+        keep: bool = False,
+    ) -> None:
         self.rows, self.n_boot, self.seed = rows, n_boot, seed
-        self.batch = max(1, min(n_boot, 2_000_000 // rows))
+        self.batch = max(1, min(n_boot, 2_000_000 // max(rows, 1)))
+        self._high: int | np.ndarray = rows
+        self._row_of: tuple[np.ndarray, np.ndarray] | None = None
+        codes = None if strata is None else np.asarray(strata, np.int64)
+        if codes is not None and len(codes) and codes.max() > 0:  # else: one stratum
+            sizes = np.bincount(codes)
+            # position j picks row order[first[j] + pick]: the stratum's rows in row order
+            first = np.r_[0, np.cumsum(sizes)[:-1]][codes]
+            self._high, self._row_of = sizes[codes], (np.argsort(codes, kind="stable"), first)
         dtype = np.uint16 if rows < 2**16 else np.uint32  # a count is at most ``rows``
         fits = n_boot * rows * np.dtype(dtype).itemsize <= _WEIGHT_BYTES
         self._kept = (
@@ -235,9 +262,13 @@ class _Resamples:
         for start in range(0, self.n_boot, self.batch):
             b = min(self.batch, self.n_boot - start)
             # Resampling rows with replacement = multinomial counts per row, drawn exactly
-            # (and much faster than rng.multinomial) by counting uniform row picks.
-            picks = rng.integers(0, self.rows, size=(b, self.rows), dtype=np.int32)
-            for i in range(b):
+            # (and much faster than rng.multinomial) by counting uniform row picks. One
+            # stratum: a scalar bound, faster than (and drawing as) per-position bounds.
+            picks = rng.integers(0, self._high, size=(b, self.rows), dtype=np.int32)
+            if self._row_of is not None:
+                order, first = self._row_of
+                picks = order[first + picks]
+            for i in range(b):  # row by row: faster than one bincount of the block
                 weights[i] = np.bincount(picks[i], minlength=self.rows)
             yield start, weights[:b]
 
@@ -439,39 +470,40 @@ def bootstrap_delta(
     """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
 
     Each side's traces (rows) are resampled with replacement, independently (and within
-    each stratum when ``strata_a``/``strata_b`` are given). NaN when a side has fewer than
+    each stratum when ``strata_a``/``strata_b`` are given): one :class:`Resamples` over
+    ``vstack([xa, xb])`` stratified by :func:`side_strata`. NaN when a side has fewer than
     two traces or ``n_boot`` is 0 (no interval can be formed).
+
+    >>> xa = np.array([[1.0, 1.0], [2.0, 2.0]]); xb = np.array([[3.0, 1.0], [6.0, 2.0]])
+    >>> [v.tolist() for v in bootstrap_delta(xa, xb, n_boot=50)]   # every resample: 3/4 - 1/2
+    [[0.25, -0.25], [0.25, -0.25]]
     """
-    k = xa.shape[1]
-    if len(xa) < 2 or len(xb) < 2 or n_boot <= 0:
+    k, n_a = xa.shape[1], len(xa)
+    if n_a < 2 or len(xb) < 2 or n_boot <= 0:
         return np.full(k, np.nan), np.full(k, np.nan)
-    rng = np.random.default_rng(seed)
     ta, tb = xa.sum(axis=1), xb.sum(axis=1)
     deltas = np.empty((n_boot, k))
-    batch = max(1, min(n_boot, 2_000_000 // max(len(xa), len(xb))))
-    for start in range(0, n_boot, batch):
-        m = min(batch, n_boot - start)
-        wa, wb = (
-            _resample_weights(rng, strata_a, len(xa), m),
-            _resample_weights(rng, strata_b, len(xb), m),
-        )
-        deltas[start : start + m] = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
-    tail = (1.0 - confidence) / 2.0
-    return np.quantile(deltas, tail, axis=0), np.quantile(deltas, 1.0 - tail, axis=0)
+    strata = side_strata(strata_a, strata_b, n_a, len(xb))
+    for start, w in Resamples(n_a + len(xb), n_boot, seed, strata=strata):
+        wa, wb = w[:, :n_a], w[:, n_a:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
+        deltas[start : start + len(w)] = d
+    return percentile_interval(deltas, confidence)
 
 
-def _resample_weights(
-    rng: np.random.Generator, strata: np.ndarray | None, n: int, m: int
+def side_strata(
+    strata_a: np.ndarray | None, strata_b: np.ndarray | None, n_a: int, n_b: int
 ) -> np.ndarray:
-    """``m x n`` bootstrap weights: how often each row is drawn, each stratum keeping its size."""
-    if strata is None:
-        return rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)
-    weights = np.zeros((m, n))
-    codes = factorize(strata)
-    for c in range(codes.max() + 1):
-        rows = np.flatnonzero(codes == c)
-        weights[:, rows] = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), size=m)
-    return weights
+    """The stratum codes of :class:`Resamples` for ``vstack([xa, xb])``: each side's own
+    labels (one stratum without), B's numbered after A's, so no trace changes side.
+
+    >>> side_strata(np.array(["x", "y", "x"]), None, 3, 2).tolist()
+    [0, 1, 0, 2, 2]
+    """
+    a = np.zeros(n_a, np.int64) if strata_a is None else factorize(strata_a)
+    b = np.zeros(n_b, np.int64) if strata_b is None else factorize(strata_b)
+    return np.r_[a, b + (a.max() + 1 if n_a else 0)]
 
 
 def holm(p: np.ndarray) -> np.ndarray:

@@ -7,8 +7,6 @@ per pair chunk by chunk in memory proportional to the distinct pairs.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 #: A pair key is ``row << 32 | column``: rows (traces) and columns below 2**31.
@@ -16,21 +14,6 @@ _SHIFT = 32
 _LOW = (1 << _SHIFT) - 1
 #: Stored pair sums are re-sorted by column or summed per source this many at a time (bounds the temporaries).
 _CHUNK = 1 << 20
-
-
-class Coo(NamedTuple):
-    """A sparse ``n_rows x n_cols`` matrix as coordinates (one entry per distinct cell)."""
-
-    row: np.ndarray
-    col: np.ndarray
-    val: np.ndarray
-    n_rows: int
-    n_cols: int
-
-    @classmethod
-    def from_dense(cls, matrix: np.ndarray) -> Coo:
-        row, col = np.nonzero(matrix)
-        return cls(row, col, matrix[row, col].astype(float), matrix.shape[0], matrix.shape[1])
 
 
 class KeyedSums:
