@@ -44,8 +44,9 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
 
 #: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
 META_NAME = "_statemine_store.json"
-#: 1: data files only; 2: also ``_labels`` (required) and ``_metrics`` (when logged).
-STORE_FORMAT = 2
+#: 1: data files only; 2: also ``_labels`` (required) and ``_metrics`` (when logged);
+#: 3: metrics files may have the segment columns (ftrace) and their columns listed.
+STORE_FORMAT = 3
 #: Folders (at the store's top) of the per-trace labels and of the metrics tables.
 LABELS_DIR, METRICS_DIR = "_labels", "_metrics"
 #: Events gathered per row group when a statemine log is streamed (store_stream.gather).
@@ -91,15 +92,36 @@ def _labels_schema() -> pa.Schema:
     return pa.schema([("trace", text), ("key", text), ("value", text)])
 
 
-def _metrics_schema() -> pa.Schema:
+#: The float64 columns of a metrics file (format 2 files lack the last two).
+METRICS_COLUMNS = (
+    "time",
+    "cwnd",
+    "inflight",
+    "ssthresh",
+    "srtt",
+    "pacing_rate",
+    "bandwidth",
+    "cwnd_segments",
+    "ssthresh_segments",
+)
+#: Schema metadata keys: a labels file's label dtypes, a metrics file's logged columns.
+_LABEL_TYPES, _LOGGED = b"statemine.label_types", b"statemine.metrics_columns"
+
+
+def _metrics_schema(columns: Sequence[str] = METRICS_COLUMNS) -> pa.Schema:
     """The metrics table of one data file (``TraceSet.metrics``: every update, full
-    resolution; null where an update does not log a value)."""
+    resolution; null where an update does not log a value). ``columns``: format 2's
+    subset for checking older files."""
     import pyarrow as pa
 
-    floats = ("time", "cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
     return pa.schema(
-        [("trace", pa.dictionary(pa.int32(), pa.string()))] + [(c, pa.float64()) for c in floats]
+        [("trace", pa.dictionary(pa.int32(), pa.string()))] + [(c, pa.float64()) for c in columns]
     )
+
+
+def _metrics_schemas() -> tuple[pa.Schema, ...]:
+    """The schemas a metrics file may have: this format's, then format 2's."""
+    return (_metrics_schema(), _metrics_schema(METRICS_COLUMNS[:7]))
 
 
 @dataclass(frozen=True)
@@ -215,7 +237,9 @@ def store_add(
             batch = _stream_batch(group[0], root, batch_rows)
         else:
             batch = _traceset_batch(read_inputs(group, read))
-        if not (root / META_NAME).exists():  # a new store: created once its first file is read
+        if not (root / META_NAME).exists() or _read_meta_doc(root)[1] == 2:
+            # a new store (created once its first file is read), or one of format 2,
+            # whose metrics files this version may widen
             write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
         written.append(_write_batch(root, where, batch))
         traces += batch.traces
@@ -312,8 +336,12 @@ def _write_streamed(sp: Spill, ids: list[str], source: str, target: Path, rows: 
 
 def labels_table(traces: pd.DataFrame) -> pa.Table:
     """The per-trace labels (``traces`` columns but trace, source and end) as rows
-    ``trace, key, value`` (:func:`_labels_schema`), values as text; a missing value (None,
-    NaN) has no row."""
+    ``trace, key, value`` (:func:`_labels_schema`), values as text (``str``; a float's
+    shortest repr, so it reads back exactly); a missing value (None, NaN) has no row. The
+    schema metadata keeps every key, in order, with its dtype (``bool``, ``int64``,
+    ``float64`` or ``str``) for :func:`trace_labels`."""
+    import json
+
     import pandas as pd
     import pyarrow as pa
 
@@ -324,11 +352,18 @@ def labels_table(traces: pd.DataFrame) -> pa.Table:
         c: dictionary_array(*_codes(pd.Series(long[c].astype(str).to_numpy(), dtype=object)))
         for c in ("trace", "key", "value")
     }
-    return pa.table(columns).cast(_labels_schema())
+    kinds = {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}
+    types = {k: kinds.get(traces[k].dtype.kind, "str") for k in keys}
+    table = pa.table(columns).cast(_labels_schema())
+    return table.replace_schema_metadata({_LABEL_TYPES: json.dumps(types).encode()})
 
 
 def metrics_table(metrics: pd.DataFrame) -> pa.Table:
-    """``TraceSet.metrics`` in :func:`_metrics_schema` (a column it lacks is null)."""
+    """``TraceSet.metrics`` in :func:`_metrics_schema` (a column it lacks is null; one
+    outside :data:`METRICS_COLUMNS` is not stored). The schema metadata lists the
+    columns it has, in its order, for :func:`file_metrics`."""
+    import json
+
     import pyarrow as pa
 
     schema = _metrics_schema()
@@ -340,7 +375,9 @@ def metrics_table(metrics: pd.DataFrame) -> pa.Table:
                 if f.name in metrics.columns
                 else pa.nulls(len(metrics), f.type)
             )
-    return pa.table(columns).cast(schema)
+    logged = [c for c in metrics.columns if c in METRICS_COLUMNS]
+    table = pa.table(columns).cast(schema)
+    return table.replace_schema_metadata({_LOGGED: json.dumps(logged).encode()})
 
 
 def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
@@ -506,12 +543,13 @@ def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionIn
         keys.update(pc.unique(found).to_pylist())
         extra = (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
         if extra.exists():
-            metrics += _check_schema(extra, _metrics_schema())
+            metrics += _check_schema(extra, *_metrics_schemas())
     return dataclasses.replace(part, trace_labels=tuple(sorted(keys)), metrics=metrics)
 
 
-def _check_schema(path: Path, schema: pa.Schema) -> int:
-    """The rows of the Parquet file ``path``; an :class:`InputError` unless it has ``schema``."""
+def _check_schema(path: Path, schema: pa.Schema, *others: pa.Schema) -> int:
+    """The rows of the Parquet file ``path``; an :class:`InputError` unless it has
+    ``schema`` (or one of ``others``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -520,7 +558,7 @@ def _check_schema(path: Path, schema: pa.Schema) -> int:
         found, rows = pf.schema_arrow, pf.metadata.num_rows
     except (pa.ArrowException, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-    if not found.equals(schema):
+    if not any(found.equals(s) for s in (schema, *others)):
         raise InputError(path, None, f"schema differs from the store's (mixed schemas): {found}")
     return rows
 
@@ -685,36 +723,47 @@ def read_store(
     mapper: Callable[[Callable[[StoreFile], Any], list[StoreFile]], Iterable[Any]] = map,
 ) -> TraceSet:
     """The traces of ``store`` (partitions pruned to ``where``, as :func:`store_files`) as
-    one :class:`TraceSet`, in store order; each trace is labelled with its partition's
-    labels. A trace id met again in a later file (the same input added twice) gets
-    ``#2``, ``#3``, ... appended. ``mapper(fn, files)`` reads the files (in order; e.g. on
-    Dask workers). Raises :class:`InputError` naming a file whose rows are not grouped by
+    one :class:`TraceSet`, in store order, with their stored per-trace labels
+    (:func:`trace_labels`) and metrics tables (:func:`file_metrics`); each trace is also
+    labelled with its partition's labels (which win over a per-trace label of the same
+    key). A trace id met again in a later file (the same input added twice) gets ``#2``,
+    ``#3``, ... appended. ``mapper(fn, files)`` reads the files (in order; e.g. on Dask
+    workers). Raises :class:`InputError` naming a file whose rows are not grouped by
     trace in log order."""
     import numpy as np
     import pandas as pd
 
     from .traces import TraceSet
 
-    events, traces = [], []
+    events, traces, metrics = [], [], []
     seen: dict[str, int] = {}
-    for ev, tr in mapper(file_frames, store_files(store, where)):
+    for ev, tr, mx in mapper(file_frames, store_files(store, where)):
         ids = [_unique_id(str(t), seen) for t in tr["trace"]]
         if ids != list(tr["trace"]):
             runs = np.flatnonzero(
                 np.r_[True, ev["trace"].to_numpy()[1:] != ev["trace"].to_numpy()[:-1]]
             )
             ev["trace"] = np.repeat(np.array(ids, dtype=object), np.diff(np.r_[runs, len(ev)]))
+            if mx is not None:
+                mx["trace"] = mx["trace"].map(dict(zip(tr["trace"], ids)))
             tr["trace"] = ids
         events.append(ev)
         traces.append(tr)
+        if mx is not None:
+            metrics.append(mx)
+    joined = None
+    if metrics:
+        joined = pd.concat(metrics, ignore_index=True)
+        joined["trace"] = joined["trace"].astype("category")
     return TraceSet.from_events(
-        pd.concat(events, ignore_index=True), pd.concat(traces, ignore_index=True)
+        pd.concat(events, ignore_index=True), pd.concat(traces, ignore_index=True), None, joined
     )
 
 
-def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The events and traces frames of one data file (trace ids as stored; the traces
-    labelled with the partition's labels; metric columns only when logged)."""
+def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """The events, traces and metrics (None if not stored) frames of one data file (trace
+    ids as stored; the traces labelled with their stored labels, then the partition's;
+    metric columns of the events only when logged)."""
     import numpy as np
     import pandas as pd
 
@@ -736,10 +785,88 @@ def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame]:
             "trace": ids[first],
             "source": table["source"].astype(str).to_numpy()[first],
             "end": table["end"].to_numpy()[first],
-            **f.labels,
         }
     )
-    return ev, tr
+    labels = _sidecar(f, LABELS_DIR)
+    if labels.exists():
+        stored = trace_labels(labels, ids[first])
+        tr = pd.concat([tr, stored.drop(columns=[k for k in f.labels if k in stored])], axis=1)
+    tr = tr.assign(**f.labels)
+    metrics = _sidecar(f, METRICS_DIR)
+    return ev, tr, file_metrics(metrics) if metrics.exists() else None
+
+
+def _sidecar(f: StoreFile, top: str) -> Path:
+    """The labels (``top`` = :data:`LABELS_DIR`) or metrics file of the data file ``f``."""
+    folder = f.path.parent
+    root = folder.parents[len(f.labels) - 1] if f.labels else folder
+    prefix = "labels-" if top == LABELS_DIR else "metrics-"
+    ident = f.path.name[len("part-") :]
+    return (root / top).joinpath(*folder.relative_to(root).parts, prefix + ident)
+
+
+def _read_parquet(path: Path, schemas: Sequence[pa.Schema]) -> pa.Table:
+    """A labels or metrics file, checked to have one of ``schemas``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _check_schema(path, *schemas)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+
+
+def trace_labels(path: Path, ids: Sequence[str] | np.ndarray) -> pd.DataFrame:
+    """The labels file ``path`` as one column per key (in stored order, also a key no
+    trace has a value for) and one row per trace of ``ids`` (a trace without a value:
+    None, or NaN for a float label). A label stored as bool, integer or float gets that
+    dtype back when every trace has it."""
+    import json
+
+    import pandas as pd
+
+    table = _read_parquet(path, [_labels_schema()])
+    types = json.loads((table.schema.metadata or {}).get(_LABEL_TYPES, b"{}"))
+    long = pd.DataFrame({c: table[c].to_numpy(zero_copy_only=False) for c in table.column_names})
+    long = long.astype(str)
+    try:
+        wide = long.pivot(index="trace", columns="key", values="value")
+    except ValueError:
+        raise InputError(path, None, "a trace has the same label twice") from None
+    keys = list(types) or list(pd.unique(long["key"]))  # a file without types: its keys
+    wide = wide.reindex(index=list(ids), columns=keys)
+    out: dict[str, np.ndarray] = {}
+    for key in wide.columns:
+        values = wide[key]
+        kind = types.get(key)
+        if kind == "float64":
+            out[key] = values.astype("float64").to_numpy()
+        elif kind == "bool" and values.notna().all():
+            out[key] = (values == "True").to_numpy()
+        elif kind == "int64" and values.notna().all():
+            out[key] = values.astype("int64").to_numpy()
+        else:
+            out[key] = values.astype(object).where(values.notna(), None).to_numpy()
+    return pd.DataFrame(out, index=range(len(ids)))
+
+
+def file_metrics(path: Path) -> pd.DataFrame:
+    """The metrics file ``path`` as ``TraceSet.metrics`` (trace ids as stored): ``trace``,
+    then the columns its writer logged (all but all-null ones for a file that does not
+    list them)."""
+    import json
+
+    table = _read_parquet(path, _metrics_schemas())
+    listed = (table.schema.metadata or {}).get(_LOGGED)
+    names = [c for c in table.column_names if c != "trace"]
+    if listed is not None:
+        keep = [c for c in json.loads(listed) if c in names]
+    else:
+        keep = ["time"] + [c for c in names[1:] if table[c].null_count < len(table)]
+    frame = table.select(["trace", *keep]).to_pandas()
+    frame["trace"] = frame["trace"].astype(str)
+    return frame
 
 
 def read_data_file(path: Path) -> pd.DataFrame:

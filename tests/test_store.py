@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import statemine
 from statemine.cli import main
 from statemine.errors import InputError, StatemineError, UsageError
+from statemine.store import read_store
 
 REPO = Path(__file__).resolve().parent.parent
 QLOG = REPO / "tests" / "data" / "qlog" / "draft02.qlog"
@@ -312,3 +313,73 @@ def test_a_failed_data_file_write_removes_its_labels(tmp_path, monkeypatch):
         statemine.store_add([log], store, {"impl": "x"})
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
     statemine.store_info(store)
+
+
+def _same_set(got: statemine.TraceSet, want: statemine.TraceSet, partition: dict) -> None:
+    """``got`` (read from a store) holds ``want``'s events, per-trace labels (dtypes
+    included) and metrics, and every trace carries the ``partition`` labels."""
+    pd.testing.assert_frame_equal(_events(got), _events(want))
+    tr = got.traces
+    for key, value in partition.items():
+        assert (tr[key] == value).all()
+    pd.testing.assert_frame_equal(tr.drop(columns=list(partition)), want.traces)
+    if want.metrics is None:
+        assert got.metrics is None
+        return
+    as_text = {"trace": str}
+    pd.testing.assert_frame_equal(
+        got.metrics.astype(as_text), want.metrics.astype(as_text), check_like=False
+    )
+
+
+ROUND_TRIP = [
+    "qlog/draft02.qlog",
+    "qlog/draft00_mvfst.qlog",
+    "qlog/draft01_picoquic.qlog",
+    "qlog/v03.sqlog",
+    "qlog/v04.qlog",
+    "qlog/file_schema.sqlog",
+    "tcp/record-cubic-3kb-loss.txt.gz",
+]
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_labels_and_metrics_round_trip_through_the_store(tmp_path, name):
+    path = REPO / "tests" / "data" / name
+    store = tmp_path / "s"
+    statemine.store_add([path], store, {"fleet": "a", "env": "lab"})
+    statemine.store_add([_log(tmp_path / "other.log")], store, {"fleet": "b", "env": "lab"})
+    want = statemine.read(path)
+    partition = {"fleet": "a", "env": "lab"}
+    _same_set(read_store(store, {"fleet": "a"}), want, partition)  # the other partition pruned
+    # the same through the commands' reader, with a selection
+    from statemine.commands import read_inputs
+
+    _same_set(read_inputs(store, selections=["fleet=a"]), want, partition)
+    everything = read_store(store)
+    assert set(everything.traces["fleet"]) == {"a", "b"}
+    assert len(everything.metrics) == len(want.metrics) if want.metrics is not None else True
+
+
+def test_an_input_added_twice_keeps_its_metrics_under_the_renamed_trace(tmp_path):
+    store = tmp_path / "s"
+    for _ in range(2):
+        statemine.store_add([QLOG], store, {"fleet": "a"})
+    got = read_store(store)
+    want = statemine.read(QLOG)
+    (trace,) = want.traces["trace"]
+    assert list(got.traces["trace"]) == [trace, f"{trace}#2"]
+    metrics = got.metrics.astype({"trace": str})
+    for name in (trace, f"{trace}#2"):
+        one = metrics[metrics["trace"] == name].drop(columns="trace").reset_index(drop=True)
+        pd.testing.assert_frame_equal(one, want.metrics.drop(columns="trace"))
+
+
+def test_a_label_given_twice_in_a_labels_file_is_an_input_error(tmp_path):
+    store = tmp_path / "s"
+    statemine.store_add([QLOG], store, {"fleet": "a"})
+    (labels,) = (store / "_labels" / "fleet=a").iterdir()
+    table = pq.read_table(labels)
+    pq.write_table(pa.concat_tables([table, table]), labels)
+    with pytest.raises(InputError, match="same label twice"):
+        read_store(store)
