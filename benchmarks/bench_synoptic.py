@@ -32,7 +32,9 @@ Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli] [--rea
 generated logs with times (:func:`run_perfume`); ``--sizes``: only model sizes, inference time and
 peak memory on generated event logs of 3e3..1e5 events and on the oracle's repo logs, next
 to Synoptic's node counts where a real Synoptic made them: the oracle cases, or a jar named
-by ``STATEMINE_SYNOPTIC_JAR``, which runs on the generated logs too).  Reference (issue 13, the real Synoptic, whole process): 3.27 s on a 1e4-event event log
+by ``STATEMINE_SYNOPTIC_JAR``, which runs on the generated logs too; the issue's figures, on
+other logs of this generator, in parentheses) and the lower bound no model of that log can
+undercut (:func:`statemine.infer.synoptic.bounds.node_lower_bound`, Synoptic's included).  Reference (issue 13, the real Synoptic, whole process): 3.27 s on a 1e4-event event log
 needing refinement, 5.19 s on a 1e5-event state log, 401 s and 12.3 GB on 1e6.
 """
 
@@ -298,19 +300,25 @@ def run_readers(path: Path, repeat: int) -> None:
 ISSUE_SYNOPTIC_NODES = {3_000: 38, 6_000: 27, 10_000: 24, 30_000: 18, 100_000: 18}
 
 
-def peak_infer(log: EventLog, seed: int) -> tuple[int, float, float]:
-    """(nodes, seconds, peak MiB of Python and numpy allocations) of one inference; the
-    time is of a run without tracing, the memory of a second, traced run."""
+def peak_infer(log: EventLog, seed: int) -> tuple[int, int, float, float]:
+    """(nodes, lower bound on any model's nodes, seconds, peak MiB of Python and numpy
+    allocations) of one inference; the time is of a run without tracing, the memory of a
+    second, traced run."""
     import tracemalloc
 
+    from statemine.infer.synoptic.bounds import node_lower_bound
+    from statemine.infer.synoptic.check import InvariantCodes
+
     t0 = time.perf_counter()
-    nodes = infer_log(log, seed=seed).model.n_nodes
+    res = infer_log(log, seed=seed)
     wall = time.perf_counter() - t0
     tracemalloc.start()
     infer_log(log, seed=seed)
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return nodes, wall, peak
+    assert res.table is not None
+    codes = InvariantCodes.from_frame(res.table, {t: i for i, t in enumerate(log.types)})
+    return res.model.n_nodes, node_lower_bound(log, codes), wall, peak
 
 
 def jar_nodes(path: Path) -> str:
@@ -326,26 +334,28 @@ def jar_nodes(path: Path) -> str:
 def run_sizes(tmp: Path) -> None:
     """Model sizes: generated event logs (seeded by their size), then the oracle's cases."""
     print(
-        f"{'log':24s} {'events':>8s} {'types':>5s} {'nodes':>6s} {'synoptic':>8s} "
+        f"{'log':24s} {'events':>8s} {'types':>5s} {'nodes':>6s} {'bound':>6s} {'synoptic':>8s} "
         f"{'infer s':>8s} {'peak MiB':>8s}"
     )
     for n in (3_000, 6_000, 10_000, 20_000, 30_000, 100_000):
         path = tmp / f"sizes-{n}.log"
         write_log(event_log(n, np.random.default_rng(n)), path, np.random.default_rng(0))
         log = EventLog.from_regex_events(read_regex_arrays([path], [REGEX], SEPARATOR))
-        nodes, wall, peak = peak_infer(log, 1)
+        nodes, bound, wall, peak = peak_infer(log, 1)
         ref = jar_nodes(path)
         if ref == "-" and n in ISSUE_SYNOPTIC_NODES:
             ref = f"({ISSUE_SYNOPTIC_NODES[n]})"
         print(
             f"{'event-log-' + str(n):24s} {log.n_events:>8d} {len(log.types):>5d} {nodes:>6d} "
-            f"{ref:>8s} {wall:>8.3f} {peak:>8.1f}",
+            f"{bound:>6d} {ref:>8s} {wall:>8.3f} {peak:>8.1f}",
             flush=True,
         )
     oracle = Path(__file__).resolve().parents[2] / "shared" / "synoptic-oracle"
     if not oracle.is_dir():
         print(f"(oracle cases skipped: {oracle} is absent)")
         return
+    from statemine.infer.synoptic.bounds import node_lower_bound
+    from statemine.infer.synoptic.check import InvariantCodes
     from statemine.infer.synoptic.command import run_command
     from statemine.infer.synoptic.formats import read_dot
 
@@ -364,9 +374,12 @@ def run_sizes(tmp: Path) -> None:
         wall = time.perf_counter() - t0
         theirs = read_dot(case / "model.dot").number_of_nodes()
         log = done.result.log
+        assert done.result.table is not None
+        types = {t: i for i, t in enumerate(log.types)}
+        bound = node_lower_bound(log, InvariantCodes.from_frame(done.result.table, types))
         print(
             f"{case.name:24s} {log.n_events:>8d} {len(log.types):>5d} "
-            f"{done.result.model.n_nodes:>6d} {theirs:>8d} {wall:>8.3f} {'':>8s}",
+            f"{done.result.model.n_nodes:>6d} {bound:>6d} {theirs:>8d} {wall:>8.3f} {'':>8s}",
             flush=True,
         )
 

@@ -97,24 +97,29 @@ def coarsen(
     return PartitionModel(model.log, part, model.node_type.copy()).compact()
 
 
-#: Counterexample-guided splits :func:`merge_and_repair` allows per trial before the
-#: targeted history split finishes the repair.
-REPAIR_STEPS = 40
-
-
 def merge_and_repair(
-    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator, rounds: int = 3
+    model: PartitionModel,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+    rounds: int = 3,
+    target: int = 0,
+    type_bounds: np.ndarray | None = None,
+    steps: int = 40,
 ) -> PartitionModel:
     """Local search after coarsening, which is greedy and stops where no single merge
     keeps every invariant: for each event type with several nodes (in a seeded order),
     merge all its nodes into one, repair the invariants this breaks by refinement
-    (:func:`~.refine.refine`, counterexample-guided, finished by the targeted history
-    split), coarsen the nodes of that type and of the types the repair split, and keep the
+    (:func:`~.refine.refine`, ``steps`` counterexample-guided splits, finished by the
+    targeted history split), coarsen the nodes of that type and of the types the repair split, and keep the
     result when it has fewer nodes.  ``rounds`` passes at most, stopping at a pass that
     gains nothing.  Every kept model is a refinement-then-coarsening result, so it accepts
     every trace and satisfies every invariant; the node count never grows.
     (Synoptic's refinement only splits and its coarsening only merges; the two-step move
     lets a model leave that local minimum: repo-apache-cse142 goes from 239 to 233 nodes.)
+    Stops early once the model has ``target`` nodes or fewer (a lower bound); with
+    ``type_bounds`` (per type code, a lower bound on its nodes:
+    :func:`~.bounds.type_lower_bounds`), only types with more nodes than their bound are
+    tried.
     """
     from .refine import refine
 
@@ -122,18 +127,23 @@ def merge_and_repair(
     for _ in range(rounds):
         gained = False
         counts = np.bincount(model.node_type[model.node_type >= 0], minlength=len(log.types))
-        for t in rng.permutation(np.nonzero(counts > 1)[0]):
+        floor = np.ones(len(counts), dtype=np.int64)
+        if type_bounds is not None:
+            floor[: len(type_bounds)] = np.maximum(type_bounds[: len(counts)], 1)
+        for t in rng.permutation(np.nonzero(counts > floor)[0]):
             nodes = np.nonzero(model.node_type == t)[0]
             if nodes.size < 2:
                 continue  # an earlier trial of this pass merged them already
             part = model.part.copy()
             part[np.isin(part, nodes)] = nodes[0]
             merged = PartitionModel(log, part, model.node_type.copy()).compact()
-            repaired = refine(merged, inv, rng, max_steps=REPAIR_STEPS, finish="targeted")
+            repaired = refine(merged, inv, rng, max_steps=steps, finish="targeted")
             touched = np.union1d(np.unique(repaired.node_type[merged.n_nodes :]), [t])
             trial = coarsen(repaired, inv, rng, types=touched)
             if trial.n_nodes < model.n_nodes:
                 model, gained = trial, True
+                if model.n_nodes <= target:
+                    return model
         if not gained:
             break
     return model

@@ -3,8 +3,10 @@
 Pipeline: :mod:`.log` (integer-coded traces) -> :mod:`.invariants` (mining) ->
 :mod:`.model` (partition graph, one node per event type) -> :mod:`.refine` (split along
 counterexamples until every invariant holds) -> :mod:`.coarsen` (k-tails, k = 0, merges
-that keep every invariant) -> :mod:`.formats` (Synoptic's dot / invariants / json) and
-networkx.  :mod:`.check` is the model checker, :mod:`.jar` runs a real ``synoptic.jar``.
+that keep every invariant; merge-and-repair) -> :mod:`.formats` (Synoptic's dot /
+invariants / json) and networkx.  :mod:`.check` is the model checker, :mod:`.bounds` the
+lower bound on any model's size (the search stops there), :mod:`.jar` runs a real
+``synoptic.jar``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bounds import type_lower_bounds
 from .check import InvariantCodes, violated
 from .coarsen import coarsen as coarsen_model
 from .coarsen import merge_and_repair
@@ -57,24 +60,39 @@ class SynopticResult:
         return self.model.to_networkx()
 
 
-#: Counterexample-guided split steps before the history split finishes refinement.
-MAX_SPLIT_STEPS = 60
 #: Refinement attempts beside the targeted history split (the smallest model wins):
-#: (max events, number of counterexample-splitting seeds, the finishes tried per seed).
-#: Larger logs get one splitting run finished by the targeted split: on generated
-#: congestion-control event logs it takes the model from 51/43/43/25 nodes to 38/26/27/17
-#: at 6e3/1e4/3e4/1e5 events (Synoptic: 27/24/18/18), for about 0.1-0.5 s.
-ATTEMPTS_BY_SIZE = (
-    (1_000, 5, ("history", "targeted")),
-    (5_000, 3, ("history", "targeted")),
-    (None, 1, ("targeted",)),
+#: (max events, number of counterexample-splitting seeds, the finishes tried per seed,
+#: the split steps before the finish).  Each attempt is coarsened; attempts stop as soon
+#: as one reaches the lower bound of :func:`~.bounds.node_lower_bound` (no model can be
+#: smaller).  Step counts: 60 steps then the history split gave the smallest models on
+#: small logs, 30 steps reach 36 nodes on a generated 6e3-event log where 60 give 38
+#: (bound: 35).  Larger logs get fewer seeds (each split step costs O(events)).
+ATTEMPTS_BY_SIZE: tuple[tuple[int | None, int, tuple[str, ...], tuple[int, ...]], ...] = (
+    (1_000, 5, ("history", "targeted"), (60,)),
+    (5_000, 3, ("history", "targeted"), (60, 30)),
+    (None, 1, ("targeted",), (60,)),
 )
-#: Logs up to this many events get :func:`~.coarsen.merge_and_repair` after coarsening
-#: (each of its trials refines, O(events) per split step); it takes repo-apache-cse142
-#: from 236 to 233 nodes (Synoptic: 234).  On generated event logs of 6e3 and 1e4 events
-#: (benchmarks/bench_synoptic.py's generator, seeds 0-3) it found no smaller model and
-#: took 0.15-0.19 s CPU of 0.2-0.25 s, so larger logs skip it (was 20,000).
-REPAIR_MAX_EVENTS = 5_000
+
+
+#: Counterexample-guided split steps per :func:`~.coarsen.merge_and_repair` trial before
+#: the targeted history split finishes its repair, on logs up to 5,000 events and above
+#: (each step costs O(events); the 10-step repair keeps a 1e4-event log's search near
+#: 0.03 s).
+REPAIR_STEPS = 40
+REPAIR_STEPS_LARGE = 10
+
+
+def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
+    """The refinement attempts for a log of ``n_events`` events: ``(finish, split steps,
+    seed)``, finish ``"targeted"`` with 0 steps being the targeted history split alone
+    (first), then ``ATTEMPTS_BY_SIZE``'s splitting runs; deterministic for ``seed``."""
+    n_seeds, finishes, steps = next(
+        (k, f, st) for limit, k, f, st in ATTEMPTS_BY_SIZE if limit is None or n_events <= limit
+    )
+    seeds = np.random.SeedSequence(seed).spawn(n_seeds)
+    plan = [("targeted", 0, seeds[0])]
+    plan += [(f, st, s) for st in steps for f in finishes for s in seeds]
+    return plan
 
 
 def infer_log(
@@ -88,12 +106,12 @@ def infer_log(
     be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
 
     Refinement: the targeted history split (one vectorized pass) and counterexample-guided
-    splitting (Synoptic's) with five, three or (above 5000 events) one seed derived from
-    ``seed`` (see ``ATTEMPTS_BY_SIZE``), each finished after ``MAX_SPLIT_STEPS`` steps by
-    the global or targeted history split (large logs: targeted only).  Each is coarsened and
-    the model with the fewest nodes wins (ties: the first); on logs up to
-    ``REPAIR_MAX_EVENTS`` events, :func:`~.coarsen.merge_and_repair` then looks for a
-    smaller one.  Deterministic for a seed.
+    splitting (Synoptic's) with several seeds derived from ``seed`` (see
+    :func:`attempt_plan`), each finished after a number of steps by the global or targeted
+    history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
+    first); :func:`~.coarsen.merge_and_repair` then looks for a smaller one.  Every step
+    stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
+    undercut.  Deterministic for a seed.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
@@ -105,28 +123,28 @@ def infer_log(
     bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types), trim=False)
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
-    n_seeds, finishes = next(
-        (k, f) for limit, k, f in ATTEMPTS_BY_SIZE if limit is None or log.n_events <= limit
-    )
-    seeds = np.random.SeedSequence(seed).spawn(max(n_seeds, 1))
-    attempts = [("targeted", seeds[0])]
-    attempts += [(f"split-{finish}", s) for finish in finishes for s in seeds[:n_seeds]]
+    type_bounds = type_lower_bounds(log, codes, bad)
+    bound = int(type_bounds.sum()) + 2 if coarsen else 0
     best: PartitionModel | None = None
-    for how, sub_seed in attempts:
+    for finish, steps, sub_seed in attempt_plan(log.n_events, seed):
         rng = np.random.default_rng(sub_seed)
-        if how == "targeted":
+        if steps == 0:
             model = refine_targeted(initial, codes, bad)
         else:
-            model = refine_model(
-                initial, codes, rng, max_steps=MAX_SPLIT_STEPS, finish=how.split("-", 1)[1]
-            )
+            model = refine_model(initial, codes, rng, max_steps=steps, finish=finish)
         if coarsen:
             model = coarsen_model(model, codes, rng)
         if best is None or model.n_nodes < best.n_nodes:
             best = model
-    assert best is not None  # attempts begins with "targeted"
-    if coarsen and log.n_events <= REPAIR_MAX_EVENTS:
-        best = merge_and_repair(best, codes, np.random.default_rng(seeds[0]))
+        if best.n_nodes <= bound:
+            break
+    assert best is not None  # the plan begins with the targeted split
+    if coarsen and best.n_nodes > bound:
+        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        steps = REPAIR_STEPS if log.n_events <= 5_000 else REPAIR_STEPS_LARGE
+        best = merge_and_repair(
+            best, codes, rng, target=bound, type_bounds=type_bounds, steps=steps
+        )
     return SynopticResult(best, inv)
 
 

@@ -1,0 +1,178 @@
+"""The lower bound on model size (statemine.infer.synoptic.bounds): never above the
+smallest model found by enumerating every partition of a tiny log, never above the real
+Synoptic's node count on the oracle cases, and reached by the engine on generated event
+logs where it is proven optimal."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shared_data import shared
+
+from statemine.infer.synoptic import infer_log
+from statemine.infer.synoptic.bounds import invariant_sides, node_lower_bound, type_lower_bounds
+from statemine.infer.synoptic.check import InvariantCodes, check_model, violated
+from statemine.infer.synoptic.invariants import mine, mine_invariants
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
+
+
+def codes_of(log: EventLog, inv) -> InvariantCodes:
+    return InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
+
+
+def set_partitions(items: list[int]):
+    """Every partition of ``items`` into blocks (lists)."""
+    if not items:
+        yield []
+        return
+    head, rest = items[0], items[1:]
+    for part in set_partitions(rest):
+        for k in range(len(part)):
+            yield [*part[:k], [head, *part[k]], *part[k + 1 :]]
+        yield [[head], *part]
+
+
+def smallest_model(log: EventLog, codes: InvariantCodes) -> int:
+    """Fewest nodes of any partition of the events into single-type nodes on which every
+    invariant holds (every such model accepts its traces), by enumeration."""
+    per_type = [
+        list(set_partitions(np.nonzero(log.codes == t)[0].tolist())) for t in range(len(log.types))
+    ]
+    best = None
+    for choice in itertools.product(*per_type):
+        blocks = [b for part in choice for b in part]
+        if best is not None and len(blocks) + 2 >= best:
+            continue
+        part = np.empty(log.n_events, dtype=np.int64)
+        node_type = np.full(len(blocks) + 2, -1, dtype=np.int64)
+        for k, b in enumerate(blocks):
+            part[b] = k + 2
+            node_type[k + 2] = log.codes[b[0]]
+        model = PartitionModel(log, part, node_type)
+        adj = model.edge_counts() > 0
+        if not violated(adj, node_type, codes, len(log.types), trim=False).any():
+            best = len(blocks) + 2
+    assert best is not None  # the trace graph itself satisfies every mined invariant
+    return best
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4), min_size=1, max_size=3))
+def test_bound_never_exceeds_the_smallest_model(traces):
+    """Enumerating every model of a tiny log: none has fewer nodes than the bound, and
+    the engine's model has at least as many."""
+    log = EventLog.from_sequences(traces)
+    if log.n_events > 6:
+        return
+    codes = codes_of(log, mine_invariants(log))
+    bound = node_lower_bound(log, codes)
+    smallest = smallest_model(log, codes)
+    assert bound <= smallest
+    assert smallest <= infer_log(log).model.n_nodes
+
+
+def test_bound_is_tight_where_a_pair_must_split():
+    """``a b c`` and ``x b d``: the ``b`` after ``a`` and the ``b`` before ``d`` would
+    give ``a ... d`` (``a NFby d``), so ``b`` needs two nodes; the others one each."""
+    log = EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]])
+    codes = codes_of(log, mine_invariants(log))
+    per_type = dict(zip(log.types, type_lower_bounds(log, codes).tolist()))
+    assert per_type == {"a": 1, "b": 2, "c": 1, "x": 1, "d": 1}
+    assert node_lower_bound(log, codes) == smallest_model(log, codes) == 8
+
+
+def test_sides_follow_their_definitions():
+    """Sides under ``a AP b`` on ``x a y b`` and ``y x``: the ``x``/``y`` before any
+    ``a`` are open, the ``y`` between the ``a`` and the ``b`` is on the chain."""
+    log = EventLog.from_sequences([["x", "a", "y", "b"], ["y", "x"]])
+    t = {n: i for i, n in enumerate(log.types)}
+    inv = InvariantCodes(np.array([2]), np.array([t["a"]]), np.array([t["b"]]))
+    assert invariant_sides(log, inv)[:, 0].tolist() == [2, 0, 1, 0, 2, 2]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=10), min_size=1, max_size=7),
+    st.integers(0, 3),
+)
+def test_engine_models_are_at_or_above_the_bound(traces, seed):
+    log = EventLog.from_sequences(traces)
+    codes = codes_of(log, mine_invariants(log))
+    assert infer_log(log, seed=seed).model.n_nodes >= node_lower_bound(log, codes)
+
+
+def test_bound_is_at_most_synoptics_nodes_on_the_oracle_cases():
+    """The real Synoptic's models obey the bound too (each case's mined invariants, which
+    test_synoptic_oracle checks against Synoptic's)."""
+    from test_synoptic_oracle import CASES, synoptic_args
+
+    from statemine.infer.synoptic.formats import read_dot
+    from statemine.parse.regex import read_regex
+
+    oracle = shared("synoptic-oracle")
+    checked = 0
+    for case in CASES:
+        if not isinstance(case, str):
+            continue  # placeholders
+        a = synoptic_args(case)
+        ts = read_regex(a["files"], a["regexes"], a["separator"], a["mapping"], a["ignore"])
+        log = EventLog.from_traceset(ts)
+        bound = node_lower_bound(log, codes_of(log, mine_invariants(log)))
+        assert bound <= read_dot(oracle / case / "model.dot").number_of_nodes(), case
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.slow
+def test_bound_on_the_large_oracle_case():
+    from test_synoptic_oracle import parsed
+
+    from statemine.infer.synoptic.formats import read_dot
+
+    _, log, res = parsed("repo-apache-cse142")
+    bound = node_lower_bound(log, codes_of(log, res.table))
+    theirs = read_dot(shared("synoptic-oracle") / "repo-apache-cse142" / "model.dot")
+    assert bound <= res.model.n_nodes <= theirs.number_of_nodes()
+
+
+def bench_event_log(n_events: int) -> EventLog:
+    """benchmarks/bench_synoptic.py's generated event log of ``n_events`` (its ``--sizes``
+    logs: generator seeded with the size), coded as the benchmark codes it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_synoptic.py"
+    spec = importlib.util.spec_from_file_location("bench_synoptic", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return EventLog.from_sequences(bench.event_log(n_events, np.random.default_rng(n_events)))
+
+
+#: (nodes, lower bound) of the engine's model (seed 1) on the benchmark's logs, as
+#: docs/synoptic-engine.md tabulates them.
+BENCH_SIZES = {
+    3_000: (42, 38),
+    6_000: (38, 35),
+    10_000: (26, 26),
+    30_000: (27, 27),
+    100_000: (17, 17),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_events", sorted(BENCH_SIZES))
+def test_benchmark_event_logs_up_to_1e5_events(n_events):
+    """The generated congestion-control event logs of 3e3..1e5 events: the model accepts
+    every trace, satisfies every invariant, and has the documented size and bound (at
+    1e4 events and above: the bound, so no model of that log is smaller)."""
+    log = bench_event_log(n_events)
+    res = infer_log(log, seed=1)
+    inv = mine(log)
+    assert check_model(res.to_networkx(), log, inv).ok
+    assert (res.model.n_nodes, node_lower_bound(log, codes_of(log, inv))) == BENCH_SIZES[n_events]
