@@ -244,8 +244,11 @@ def test_visits_table():
 @pytest.mark.parametrize("collapse_repeats", [False, True])
 @pytest.mark.parametrize("end", ["close", "last-state"])
 def test_per_trace_statistics_are_the_visits_sums(collapse_repeats, end):
-    """diff's per-trace statistics (one map per side) hold, bit for bit, the traces x
-    states seconds and the traces per state summed from visits() in pandas."""
+    """The per-trace statistics (diff's map per side, the timelines' and lab findings'
+    trace_state_times) hold, bit for bit, the traces x states seconds summed one visit at a
+    time from visits(), and the traces per state counted from visits() in pandas."""
+    from test_diff_data import visit_seconds
+
     from statemine.stats import StatsOptions, map_traces
     from statemine.stats.summary import trace_state_times
     from statemine.traces import load
@@ -254,8 +257,11 @@ def test_per_trace_statistics_are_the_visits_sums(collapse_repeats, end):
     opts = StatsOptions(collapse_repeats=collapse_repeats, end=end)
     v = visits(ts, opts)
     p = map_traces(ts, opts)
-    table = trace_state_times(v, ts)
-    assert list(table.columns) == list(p.names)
-    assert np.array_equal(table.to_numpy(), p.trace_state_seconds())
+    table = trace_state_times(ts, opts)
+    oracle = visit_seconds(ts, collapse_repeats=collapse_repeats, end=end)
+    assert list(table.columns) == list(p.names) == sorted(set(v["state"].astype(str)))
+    assert list(table.index) == ts.traces["trace"].astype(str).tolist()
+    assert np.array_equal(table.to_numpy(), oracle)
+    assert np.array_equal(p.trace_state_seconds(), oracle)
     nunique = v.groupby("state", observed=True)["trace"].nunique().reindex(p.names)
     assert p.traces_per_state().tolist() == nunique.tolist()

@@ -9,17 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_diff_data import make_set, one_trace
+from test_diff_data import make_set, one_trace, visit_seconds
 
 from statemine.compare import STATE_COLUMNS, TRANSITION_COLUMNS, diff, transition_test
 from statemine.errors import UsageError
 from statemine.stats.resampling import bootstrap_delta, holm, permutation_pvalues, pooled_fraction
-from statemine.stats.summary import state_stats, trace_state_times, visits
+from statemine.stats.summary import state_stats, visits
 from statemine.traces import TraceSet, concat
 
 
 def matrix(ts: TraceSet) -> np.ndarray:
-    return trace_state_times(visits(ts), ts).to_numpy()
+    return visit_seconds(ts)
 
 
 # -- a known difference is found; none is not -------------------------------------------

@@ -12,11 +12,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from scipy import stats
-from test_diff_data import make_set
+from test_diff_data import make_set, visit_seconds
 
 from statemine.compare import IDENTICAL_TOL, diff, identical_columns, trace_shares
 from statemine.stats.resampling import bootstrap_delta, permutation_pvalues, pooled_fraction, power
-from statemine.stats.summary import trace_state_times, visits
 from statemine.traces import TraceSet, concat, save
 
 
@@ -48,7 +47,7 @@ SLOW = {"SlowStart": 1.0, "Recovery": 4.0, "CongestionAvoidance": 5.0}
 
 
 def matrix(ts: TraceSet) -> np.ndarray:
-    return trace_state_times(visits(ts), ts).to_numpy()
+    return visit_seconds(ts)
 
 
 # -- pseudo-replicates ----------------------------------------------------------------------

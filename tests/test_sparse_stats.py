@@ -24,9 +24,9 @@ from statemine.stats.options import MAX_STATES, StatsOptions
 from statemine.stats.partial import VisitStats
 from statemine.stats.resampling import bootstrap_ratio, linear_quantiles
 from statemine.stats.stream import summarize_logs
-from statemine.stats.summary import trace_state_times, visits
+from statemine.stats.summary import trace_state_times
 from statemine.stats.sums import KeyedSums
-from statemine.stats.visits import VisitFold, traceset_visits
+from statemine.stats.visits import VisitFold
 from statemine.traces import TraceSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,24 +268,34 @@ def test_linear_quantiles_are_numpys():
         assert np.array_equal(got, want, equal_nan=True)  # bit for bit
 
 
-def test_per_trace_table_for_diff_equals_the_sparse_sums():
-    """trace_state_times (the traces x states table diff and timelines use) holds the
-    same seconds as the sparse (trace, state) sums of the tables."""
+def test_per_trace_table_is_the_seconds_by_hand():
+    """trace_state_times (the traces x states table of the timelines and lab findings)
+    holds each trace's seconds per state summed by hand from the rows: a state lasts to
+    the trace's next row, the last one to the trace's explicit end where it has one, else
+    its last line (so 0 s)."""
     rng = np.random.default_rng(4)
     rows = [
         (f"t{int(rng.integers(0, 12))}", float(t), f"S{int(rng.integers(0, 6))}")
         for t in np.cumsum(rng.exponential(1.0, 300))
     ]
-    ts = TraceSet.from_events(pd.DataFrame(rows, columns=["trace", "time", "state"]))
-    table = trace_state_times(visits(ts), ts)
-    names, chunk = traceset_visits(ts, StatsOptions())
-    stats = VisitStats()
-    stats.add(chunk, ts.n_traces, len(names))
-    keys, (seconds, _) = stats.state_sums.result()
-    sparse = np.zeros((ts.n_traces, len(names)))
-    sparse[keys >> 32, keys & 0xFFFFFFFF] = seconds
-    assert list(table.columns) == names
-    assert np.allclose(table.to_numpy(), sparse, rtol=1e-12, atol=1e-12)
+    ends = {f"t{i}": 400.0 + i for i in range(0, 12, 3)}  # a Close after every line
+    ids = sorted({r[0] for r in rows})
+    ts = TraceSet.from_events(
+        pd.DataFrame(rows, columns=["trace", "time", "state"]),
+        pd.DataFrame({"trace": ids, "end": [ends.get(t, np.nan) for t in ids]}),
+    )
+    table = trace_state_times(ts)
+    want: dict[str, dict[str, float]] = {}
+    for trace in ids:
+        mine = [(t, state) for tr, t, state in rows if tr == trace]
+        stops = [t for t, _ in mine[1:]] + [ends.get(trace, mine[-1][0])]
+        for (t, state), stop in zip(mine, stops):
+            want.setdefault(trace, {}).setdefault(state, 0.0)
+            want[trace][state] += stop - t
+    expected = pd.DataFrame(want).T.reindex(index=table.index, columns=table.columns).fillna(0.0)
+    assert list(table.columns) == sorted({r[2] for r in rows})
+    assert np.allclose(table.to_numpy(), expected.to_numpy(), rtol=1e-12, atol=1e-12)
+    assert table.loc["t0"].sum() == pytest.approx(400.0 - min(t for tr, t, _ in rows if tr == "t0"))
 
 
 # -- the cap on distinct state names -------------------------------------------------------

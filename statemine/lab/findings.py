@@ -34,7 +34,7 @@ from .. import traces, units
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 from ..outcomes import welch_cell
-from ..stats.summary import state_stats, trace_state_times, visits
+from ..stats.summary import state_stats, trace_state_times
 
 
 @dataclass(frozen=True)
@@ -704,7 +704,7 @@ def distinct_runs(ts: traces.TraceSet, *, tol: float = IDENTICAL_TOL) -> int:
     run's server traces pooled; shares in 0..1 compared on a grid of ``tol``)."""
     if ts.n_traces == 0:
         return 0
-    times = trace_state_times(visits(ts), ts)
+    times = trace_state_times(ts)
     per_run = times.groupby(
         ts.traces.set_index("trace")["run_id"].reindex(times.index).to_numpy()
     ).sum()

@@ -22,7 +22,7 @@ from .. import units
 from ..errors import UsageError
 from ..escape import html_text
 from ..fileio import write_atomic
-from ..stats.options import CompareOptions, EndRule, StatsOptions
+from ..stats.options import CompareOptions, StatsOptions
 from ..stats.summary import summarize
 from ..traces import TraceSet
 
@@ -81,7 +81,7 @@ def build_report(
     outcome comparison and heatmaps.
     """
     opts = CompareOptions.of(compare or REPORT_OPTIONS, **changes)
-    end, strata = opts.end, list(opts.strata) or None
+    strata = list(opts.strata) or None
     title = title or (
         f"statemine: {label_a} vs {label_b}" if b is not None else f"statemine: {label_a}"
     )
@@ -91,7 +91,7 @@ def build_report(
     ]
     if b is None:
         parts.append(_single_section(a, label_a, opts))
-        parts.append(_timeline_section([(label_a, a)], end=end))
+        parts.append(_timeline_section([(label_a, a)], opts))
     else:
         from ..compare import diff
 
@@ -99,7 +99,7 @@ def build_report(
         parts.append(_diff_section(result))
         parts.append(
             _timeline_section(
-                [(label_a, a), (label_b, b)], end=end, state=reported_state(result), strata=strata
+                [(label_a, a), (label_b, b)], opts, state=reported_state(result), strata=strata
             )
         )
     if outcomes is not None:
@@ -286,13 +286,14 @@ def reported_state(result: DiffResult) -> str:
 
 def _timeline_section(
     sides: Sequence[tuple[str, TraceSet]],
+    options: StatsOptions,
     *,
-    end: EndRule,
     state: str | None = None,
     strata: str | Sequence[str] | None = None,
 ) -> str:
     """cwnd (and throughput) timelines: one trace per side (and per stratum) -- the trace of
-    median length, or with ``state``, the trace whose share of ``state`` is its group's median."""
+    median length, or with ``state``, the trace whose share of ``state`` is its group's median;
+    visits made by ``options`` (as the statistics)."""
     from .timeline import pick_trace, plot_cwnd, plot_throughput, representative_trace
 
     how = (
@@ -310,7 +311,7 @@ def _timeline_section(
         if state is None:
             trace, caption = pick_trace(ts), ""
         else:
-            trace, share = representative_trace(ts, state, end=end)
+            trace, share = representative_trace(ts, state, options=options)
             caption = f" ({state} {units.share(share)} of its time, median of {ts.n_traces} traces)"
         name = f"{label}{' / ' + group if group else ''}"
         if "cwnd" not in ts.events.columns or ts.events["cwnd"].notna().sum() == 0:
@@ -321,13 +322,13 @@ def _timeline_section(
         out.append(f"<h3>{_e(name)}: trace {_e(trace)}{_e(caption)}</h3>")
         out.append(
             _img(
-                _figure_svg(plot_cwnd(ts, trace, end=end, title=f"{name}: {trace}")),
+                _figure_svg(plot_cwnd(ts, trace, options=options, title=f"{name}: {trace}")),
                 "image/svg+xml",
                 f"cwnd timeline of {name}",
             )
         )
         try:
-            fig = plot_throughput(ts, trace, end=end, title=f"{name}: {trace}")
+            fig = plot_throughput(ts, trace, options=options, title=f"{name}: {trace}")
         except UsageError as exc:
             out.append(f'<p class="muted">No throughput timeline: {_e(exc)}</p>')
         else:

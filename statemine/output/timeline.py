@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..stats.options import EndRule
+from ..stats.options import StatsOptions
 from ..stats.summary import trace_state_times, visits
+from ..stats.visits import trace_ends
 from ..traces import TraceSet
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ def state_colour(state: str, others: list[str]) -> Colour:
 
 
 def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> str:
-    """A representative trace id: the one of median duration (or the longest).
+    """A representative trace id: the one of median duration (or the longest), a trace
+    lasting from its first line to its end (:func:`~statemine.stats.visits.trace_ends`:
+    its Close line, else its last line).
 
     >>> ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "a", "b", "b", "c", "c"],
     ...     "time": [0, 1, 0, 5, 0, 3.0], "state": ["SlowStart", "Recovery"] * 3}))
@@ -65,11 +68,11 @@ def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> s
     """
     if ts.n_traces == 0:
         raise UsageError("the trace set is empty: no trace to plot")
-    span = ts.events.groupby("trace", observed=True)["time"].agg(lambda t: t.max() - t.min())
-    ends = ts.traces.set_index("trace")["end"]
-    starts = ts.events.groupby("trace", observed=True)["time"].min()
-    span = span.clip(lower=(ends.reindex(span.index) - starts).fillna(0.0))
-    span = span.sort_values(kind="stable")
+    times = ts.events.groupby("trace", observed=True)["time"]
+    first, last = times.min(), times.max()
+    explicit = ts.traces.set_index("trace")["end"].reindex(first.index).to_numpy(float)
+    end = trace_ends(explicit, last.to_numpy(float), "close")
+    span = pd.Series(end - first.to_numpy(float), index=first.index).sort_values(kind="stable")
     if rule == "longest":
         return str(span.index[-1])
     if rule != "median":
@@ -77,11 +80,14 @@ def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> s
     return str(span.index[(len(span) - 1) // 2])
 
 
-def representative_trace(ts: TraceSet, state: str, *, end: EndRule = "close") -> tuple[str, float]:
+def representative_trace(
+    ts: TraceSet, state: str, *, options: StatsOptions | None = None
+) -> tuple[str, float]:
     """``(trace id, its share)``: the trace whose own share of time in ``state`` (0..1) is
     the median of ``ts``'s traces (the lower median for an even count; ties by trace id),
     so a timeline of it shows what a typical trace of the set does in that state. Traces
-    lasting 0 s are left out.
+    lasting 0 s are left out. The shares are the per-trace seconds of the statistics
+    (:func:`~statemine.stats.summary.trace_state_times`, visits made by ``options``).
 
     >>> ts = TraceSet.from_events(pd.DataFrame({"trace": list("aabbcc"), "time": [0, 1, 0, 3, 0, 1.0],
     ...     "state": ["Recovery", "SlowStart", "Recovery", "SlowStart", "SlowStart", "Recovery"]}))
@@ -90,7 +96,7 @@ def representative_trace(ts: TraceSet, state: str, *, end: EndRule = "close") ->
     """
     if ts.n_traces == 0:
         raise UsageError("the trace set is empty: no trace to plot")
-    times = trace_state_times(visits(ts, end=end), ts)
+    times = trace_state_times(ts, options)
     total = times.sum(axis=1)
     times = times[total > 0]
     if times.empty:
@@ -129,8 +135,10 @@ def _origin(one: TraceSet) -> float:
     return float(one.events["time"].min()) if len(one.events) else 0.0
 
 
-def state_spans(ts: TraceSet, trace: str, *, end: EndRule = "close") -> pd.DataFrame:
-    """The state visits of one trace: ``state, start, end`` in seconds from its first line.
+def state_spans(ts: TraceSet, trace: str, *, options: StatsOptions | None = None) -> pd.DataFrame:
+    """The state visits of one trace: ``state, start, end`` in seconds from its first line
+    (:func:`~statemine.stats.summary.visits`, made by ``options``' rules: ``end``,
+    ``collapse_repeats``).
 
     >>> ts = TraceSet.from_events(pd.DataFrame({"trace": "a", "time": [10.0, 11.0, 14.0],
     ...     "state": ["SlowStart", "Recovery", "SlowStart"]}))
@@ -138,7 +146,7 @@ def state_spans(ts: TraceSet, trace: str, *, end: EndRule = "close") -> pd.DataF
     [['SlowStart', 0.0, 1.0], ['Recovery', 1.0, 4.0], ['SlowStart', 4.0, 4.0]]
     """
     one = _one(ts, trace)
-    v = visits(one, end=end)
+    v = visits(one, options)
     t0 = _origin(one)
     return pd.DataFrame(
         {"state": v["state"].astype(str), "start": v["start"] - t0, "end": v["end"] - t0}
@@ -217,18 +225,19 @@ def plot_cwnd(
     inflight: bool = True,
     ssthresh: bool = False,
     events: bool = True,
-    end: EndRule = "close",
+    options: StatsOptions | None = None,
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Figure:
     """Congestion window (kB) over time, background shaded by state, for one trace
     (default: :func:`pick_trace`). Bytes in flight and ssthresh when asked and logged;
-    ``events`` marks point events (losses) under the curve. Returns the Figure."""
+    ``events`` marks point events (losses) under the curve; ``options`` make the visits
+    (:func:`state_spans`). Returns the Figure."""
     from matplotlib.patches import Patch
 
     trace = pick_trace(ts) if trace is None else str(trace)
     fig, ax = _axes(ax)
-    spans = state_spans(ts, trace, end=end)
+    spans = state_spans(ts, trace, options=options)
     handles = _shade(ax, spans)
     lines = []
     metrics: tuple[tuple[str, bool, dict[str, Any]], ...] = (
@@ -269,7 +278,7 @@ def plot_throughput(
     *,
     bin_s: float = 0.1,
     title: str | None = None,
-    end: EndRule = "close",
+    options: StatsOptions | None = None,
     ax: Axes | None = None,
 ) -> Figure:
     """Throughput (Mbit/s) over time for one trace (see :func:`throughput_series`), over the
@@ -277,7 +286,7 @@ def plot_throughput(
     trace = pick_trace(ts) if trace is None else str(trace)
     series, method = throughput_series(ts, trace, bin_s=bin_s)
     fig, ax = _axes(ax)
-    _shade(ax, state_spans(ts, trace, end=end))
+    _shade(ax, state_spans(ts, trace, options=options))
     ax.step(series["time"], series["bps"] / 1e6, where="post", color="black", lw=1.2)
     ax.set_ylabel(
         "cwnd/srtt (Mbit/s, estimate)"

@@ -32,9 +32,8 @@ import pandas as pd
 from ..traces import TraceSet
 from .options import StatsOptions
 from .partial import map_traces
-from .sums import per_trace
 from .tables import TERMINAL, tables
-from .visits import OUTSIDE, VisitChunk, group_order, state_codes, trace_codes, traceset_visits
+from .visits import OUTSIDE, VisitChunk, group_order, traceset_visits
 
 __all__ = [
     "state_stats",
@@ -126,18 +125,26 @@ def transition_stats(
     return summarize(traces, options, **changes)[1]
 
 
-def trace_state_times(v: pd.DataFrame, traces: TraceSet) -> pd.DataFrame:
+def trace_state_times(
+    traces: TraceSet, options: StatsOptions | None = None, **changes: Any
+) -> pd.DataFrame:
     """Seconds each trace spends in each state: a traces x states frame (0 where absent).
 
-    ``v`` is the output of :func:`visits`; rows follow ``traces.traces`` order, columns
-    are the states visited, sorted by name.
+    Rows follow ``traces.traces`` order (index ``trace``), columns are the states visited,
+    sorted by name (``state``). The seconds are the per-trace statistics every table and
+    diff sums (:meth:`~statemine.stats.partial.PartialStats.trace_state_seconds`), visits
+    made by the options' rules (``end``, ``collapse_repeats``; as for :func:`summarize`).
+
+    >>> ts = TraceSet.from_events(pd.DataFrame({"trace": ["a", "a", "b", "b"],
+    ...     "time": [0.0, 1.0, 0.0, 4.0], "state": ["SlowStart", "Recovery"] * 2}))
+    >>> trace_state_times(ts).values.tolist()
+    [[0.0, 1.0], [0.0, 4.0]]
     """
-    trace_ids = pd.Index(traces.traces["trace"].astype(str))
-    rows = trace_codes(v["trace"], traces.traces["trace"])
-    cols, names = state_codes(v["state"])
-    matrix = per_trace(rows, cols, v["duration"].to_numpy(float), len(trace_ids), len(names))
+    p = map_traces(traces, StatsOptions.of(options, **changes))
     return pd.DataFrame(
-        matrix, index=pd.Index(trace_ids, name="trace"), columns=pd.Index(names, name="state")
+        p.trace_state_seconds(),
+        index=pd.Index(traces.traces["trace"].astype(str), name="trace"),
+        columns=pd.Index(list(p.names), name="state"),
     )
 
 

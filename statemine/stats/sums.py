@@ -107,11 +107,3 @@ def _split(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _pair_keys(row: np.ndarray, col: np.ndarray) -> np.ndarray:
     return (np.asarray(row, np.int64) << _SHIFT) | np.asarray(col, np.int64)
-
-
-def per_trace(
-    trace: np.ndarray, col: np.ndarray, weights: np.ndarray | None, n_traces: int, n_cols: int
-) -> np.ndarray:
-    """Sum ``weights`` (or count) into a ``n_traces x n_cols`` matrix at (trace, col)."""
-    flat = np.bincount(trace * n_cols + col, weights=weights, minlength=n_traces * n_cols)
-    return flat.reshape(n_traces, n_cols).astype(float, copy=False)
