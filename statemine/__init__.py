@@ -47,6 +47,7 @@ _LAZY = {
     "diff_to_dir": "commands",
     "report_to_file": "commands",
     "read_inputs": "commands",
+    "read_to_file": "commands",
     "store_add": "store",
     "store_info": "store",
 }
@@ -76,6 +77,7 @@ __all__ = [
     "load",
     "read",
     "read_inputs",
+    "read_to_file",
     "render",
     "report_to_file",
     "save",

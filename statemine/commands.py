@@ -3,7 +3,8 @@
 * :func:`infer_to_dir` -- ``statemine infer LOG... [--out DIR]``
 * :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
 * :func:`report_to_file` -- ``statemine report A [B] --out FILE``
-* :func:`read_inputs` -- ``statemine read`` (and the reading step of the three above)
+* :func:`read_to_file` -- ``statemine read LOG... -o FILE``
+* :func:`read_inputs` -- the reading step of all of them
 
 They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
 output folders), read them with :class:`ReadOptions`, compute, and write the same files
@@ -90,6 +91,17 @@ class DiffOutput:
     written: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class ReadOutput:
+    """What :func:`read_to_file` (or :func:`statemine.tcp.read_to_file`) wrote: the
+    Parquet file, its traces and event rows, and the readers' warnings."""
+
+    path: Path
+    n_traces: int
+    n_events: int
+    warnings: tuple[str, ...] = ()
+
+
 #: Rows of the states table the CLI prints (the CSV has every state).
 PRINTED_STATES = 200
 
@@ -141,6 +153,28 @@ def read_inputs(
         strict=read.strict,
     )
     return select_traces(ts, selections, " ".join(map(str, paths)))
+
+
+def read_to_file(
+    inputs: Inputs,
+    output: str | os.PathLike,
+    read: ReadOptions = ReadOptions(),
+    *,
+    labels: dict[str, str] | None = None,
+    selections: Sequence[str] = (),
+) -> ReadOutput:
+    """``statemine read``: :func:`read_inputs` (every trace labelled with ``labels``, the
+    traces matching ``selections`` kept), saved as one Parquet file."""
+    return save_traces(read_inputs(inputs, read, labels=labels, selections=selections), output)
+
+
+def save_traces(ts: TraceSet, output: str | os.PathLike) -> ReadOutput:
+    """Save ``ts`` as one Parquet file (:func:`statemine.traces.save`: written beside
+    ``output`` and renamed, so a failure leaves none) and say what was written."""
+    from .traces import save
+
+    path = save(ts, output)
+    return ReadOutput(path, ts.n_traces, len(ts.events), tuple(reader_warnings(ts)))
 
 
 def select_traces(ts: TraceSet, selections: Sequence[str], where: str) -> TraceSet:

@@ -8,6 +8,7 @@ one call.
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 from golden import ROOT, normalize, read_golden
@@ -90,3 +91,26 @@ def test_read_options_are_honoured(tmp_path):
     assert ts.n_traces == 1
     with pytest.raises(UsageError, match="no trace matches"):
         statemine.read_inputs(log, read, selections=["partition=nope"])
+
+
+def test_read_to_file_writes_what_read_writes(tmp_path):
+    """`statemine read` is read_to_file plus printing: the same Parquet file, and the counts
+    and warnings it returns are those of the file read back."""
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+
+    log = ROOT / "tests/data/golden/inputs/custom.log"
+    regex = r"(?<DTIME>\S+) quic conn=(?<conn>\S+) cc_state (?<TYPE>\S+).*"
+    read = statemine.ReadOptions(fmt="regex", regex=(regex,), ignore_nonmatching=True)
+    got = statemine.read_to_file(log, tmp_path / "lib.parquet", read, labels={"env": "lab"})
+    args = ["read", str(log), "-o", str(tmp_path / "cli.parquet"), "--label", "env=lab"]
+    res = CliRunner().invoke(main, [*args, "--format", "regex", "-r", regex, "-i"])
+    assert res.exit_code == 0, res.output
+    lib, cli = statemine.load(got.path), statemine.load(tmp_path / "cli.parquet")
+    assert lib.events.equals(cli.events) and lib.traces.equals(cli.traces)
+    cc_lines = sum("cc_state" in line for line in log.read_text().splitlines())
+    assert (got.n_traces, got.n_events) == (lib.n_traces, len(lib.events)) == (1, cc_lines)
+    assert set(lib.traces["env"]) == {"lab"}
+    assert got.warnings == tuple(json.loads(lib.meta.get("warnings", "[]")))
+    assert f"wrote 1 traces, {cc_lines} events to {tmp_path / 'cli.parquet'}" in res.output

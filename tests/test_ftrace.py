@@ -178,6 +178,28 @@ def test_tcp_read_command_applies_the_options(tmp_path):
     assert sorted(set(ts.traces["source"])) == [str(a), str(b)]  # same name: paths in ids
     assert (ts.events["state"] == "Recovery").sum() == 2 * 3  # repeats kept
     assert ts.metrics["cwnd"].max() == 1000
+    assert f"wrote 4 traces ({len(ts.events)} state rows) to {out}" in result.output
+
+
+def test_tcp_read_to_file_is_the_command_in_one_call(tmp_path):
+    """statemine.tcp.read_to_file: bad lines refused before anything is written, or skipped
+    (-i) with the reader's warning; what it says it wrote is what the file reads back as,
+    and it is what `read` gives (sender: Open CWR Recovery Open Loss, receiver: Open)."""
+    from statemine.tcp import read_to_file
+
+    p = write(tmp_path, sample() + "garbage here\n")
+    out = tmp_path / "t.parquet"
+    with pytest.raises(InputError, match="garbage here"):
+        read_to_file(p, out)
+    assert sorted(tmp_path.iterdir()) == [p]  # no file, no temporary left
+    got = read_to_file(p, out, keep_receivers=True, ignore_nonmatching=True)
+    back = statemine.load(out)
+    assert got.path == out and (got.n_traces, got.n_events) == (2, 6)
+    assert (back.n_traces, len(back.events)) == (got.n_traces, got.n_events)
+    (warning,) = got.warnings
+    assert "1 lines" in warning and warning == json.loads(back.meta["warnings"])[0]
+    want = read_ftrace(p, keep_receivers=True, ignore_nonmatching=True)
+    assert back.events["state"].astype(str).tolist() == want.events["state"].astype(str).tolist()
 
 
 def test_repeats_continue_the_visit_in_statistics(tmp_path):

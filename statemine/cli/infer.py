@@ -14,8 +14,7 @@ from ..commands import (
     InferOutput,
     ReadOptions,
     infer_to_dir,
-    read_inputs,
-    reader_warnings,
+    read_to_file,
 )
 from ..errors import UsageError
 from ..stats.options import StatsOptions
@@ -299,13 +298,10 @@ def read_command(
     selections,
 ):
     """Parse LOG files into one saved trace set (Parquet), for notebooks and `statemine diff`."""
-    from ..traces import save
-
     pairs = key_values(labels, "--label")
-    ts = read_inputs(logs, read, labels=pairs or None, selections=selections)
-    print_warnings(reader_warnings(ts))
-    save(ts, output)
-    click.echo(f"wrote {ts.n_traces} traces, {len(ts.events)} events to {output}", err=True)
+    out = read_to_file(logs, output, read, labels=pairs or None, selections=selections)
+    print_warnings(out.warnings)
+    click.echo(f"wrote {out.n_traces} traces, {out.n_events} events to {out.path}", err=True)
 
 
 def _print_states(

@@ -79,22 +79,19 @@ def read_command(traces, output, keep_receivers, keep_repeats, mss, ignore_nonma
     """Read ftrace text of kernel TCP (tracefs trace/trace_pipe, trace-cmd report, perf
     script) with the reader's options and save the traces (with their metrics) as one
     Parquet file for infer, diff and report."""
-    import json
-
-    from ..tcp import read
-    from ..traces import save
+    from ..tcp import read_to_file
     from .infer import print_warnings
 
-    ts = read(
+    out = read_to_file(
         traces,
+        output,
         keep_receivers=keep_receivers,
         keep_repeats=keep_repeats,
         mss=mss,
         ignore_nonmatching=ignore_nonmatching,
     )
-    print_warnings(json.loads(ts.meta.get("warnings", "[]")))
-    save(ts, output)
-    click.echo(f"wrote {ts.n_traces} traces ({len(ts.events)} state rows) to {output}", err=True)
+    print_warnings(out.warnings)
+    click.echo(f"wrote {out.n_traces} traces ({out.n_events} state rows) to {out.path}", err=True)
 
 
 @tcp.command()
