@@ -184,7 +184,49 @@ def test_cli_add_then_info(inputs, tmp_path):
     assert "added 21 events of 3 traces in 1 files" in res.output
     res = CliRunner().invoke(main, ["store", "info", "--store", store])
     assert res.exit_code == 0, res.output
-    assert "impl=x\tfiles=1\ttraces=3\tevents=21" in res.output
+    assert "│ impl=x               │     1 │      3 │     21 │" in res.output
+    assert "│ total (1 partitions) │     1 │      3 │     21 │" in res.output
+
+
+def table_cells(text: str) -> list[list[str]]:
+    """The body rows of the rich tables in ``text``, as stripped cell texts."""
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    return [[c.strip() for c in line.strip("│").split("│")] for line in rows]
+
+
+def test_cli_info_is_a_table_that_fits_the_terminal_or_csv(inputs, tmp_path):
+    """`store info` prints the fitted table the other commands print (whole rows when piped
+    or --wide) and, with --csv, one CSV row per partition: the numbers of store_info, and
+    the events those of the logs (counted here from their lines)."""
+    import csv
+    import io
+    import re
+
+    store = tmp_path / "store"
+    for impl in ("quic-go-with-a-long-name", "x"):
+        statemine.store_add([inputs["log"]], store, {"impl": impl, "day": "2026-11-24"})
+    events = inputs["log"].read_text().count("STATEMINE t=")
+    args = ["store", "info", "--store", str(store)]
+    rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(main, [*args, "--csv"]).stdout)))
+    assert [(r["partition"], r["files"], r["events"]) for r in rows] == [
+        ("impl=quic-go-with-a-long-name/day=2026-11-24", "1", str(events)),
+        ("impl=x/day=2026-11-24", "1", str(events)),
+    ]
+    info = statemine.store_info(store)
+    assert [int(r["traces"]) for r in rows] == [p.traces for p in info.partitions]
+    assert [r["trace labels"] for r in rows] == [",".join(p.trace_labels) for p in info.partitions]
+    tty = {"COLUMNS": "40", "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "TERM": "xterm"}
+    plain = lambda text: re.sub(r"\x1b\[[0-9;]*m", "", text)  # noqa: E731
+    fitted = CliRunner().invoke(main, args, env=tty)
+    assert fitted.exit_code == 0 and max(map(len, plain(fitted.stdout).splitlines())) <= 40
+    wide = CliRunner().invoke(main, [*args, "--wide"], env=tty)
+    piped = CliRunner().invoke(main, args, env={"COLUMNS": "40"})
+    assert (
+        plain(wide.stdout) == piped.stdout and f"{store}: partition keys impl, day" in piped.stdout
+    )
+    cells = table_cells(piped.stdout)
+    assert cells[-1][:4] == ["total (2 partitions)", "2", str(info.traces), str(2 * events)]
+    assert cells[0][0] == "impl=quic-go-with-a-long-name/day=2026-11-24"  # whole
 
 
 def _interleaved_log(path: Path) -> Path:
@@ -272,7 +314,9 @@ def test_trace_labels_and_metrics_are_stored(tmp_path):
     assert info.partitions[0].metrics == len(metrics)
     assert set(info.partitions[0].trace_labels) == set(want["key"])
     res = CliRunner().invoke(main, ["store", "info", "--store", str(store)])
-    assert f"metrics={len(metrics)}\ttrace labels=" in res.output and "conn" in res.output
+    row = table_cells(res.output)[0]
+    want_row = ["impl=x", "2", str(info.partitions[0].traces), str(info.events), str(len(metrics))]
+    assert row[:5] == want_row and "conn" in row[5]
 
 
 def test_labels_and_metrics_files_are_checked(inputs, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,12 @@ from ..commands import ReadOptions
 from ..store import parse_labels, store_add, store_info
 from . import main
 from .infer import _input_options
+from .options import WIDE_OPTION
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import StoreInfo
 
 
 @main.group()
@@ -41,18 +48,42 @@ def add(
 
 @store.command("info")
 @click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
-def info(store_dir: Path) -> None:
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV: one row per partition.")
+@WIDE_OPTION
+def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
     """List the partitions of a store: files, traces, events, metrics rows, trace labels."""
-    from ..escape import one_line
-
     result = store_info(store_dir)
-    click.echo(f"partition keys: {', '.join(result.keys) or '(none)'}")
-    for p in result.partitions:
-        where = "/".join(f"{k}={v}" for k, v in p.labels.items()) or "."
-        click.echo(
-            f"{one_line(where)}\tfiles={p.files}\ttraces={p.traces}\tevents={p.events}"
-            f"\tmetrics={p.metrics}\ttrace labels={one_line(','.join(p.trace_labels)) or '-'}"
+    if as_csv:
+        from ..escape import frame_csv
+
+        click.echo(frame_csv(_info_frame(result, total=False)), nl=False)
+        return
+    from .console import print_frame
+
+    keys = ", ".join(result.keys) or "(none)"
+    frame = _info_frame(result, total=True)
+    print_frame(frame, title=f"{store_dir}: partition keys {keys}", right=(1, 2, 3, 4), wide=wide)
+
+
+def _info_frame(result: StoreInfo, *, total: bool) -> pd.DataFrame:
+    """One row per partition: its folder (``KEY=VALUE/...``; ``.`` without keys), data
+    files, traces, events, metrics rows and the label keys its traces carry; with
+    ``total``, a last row of the sums."""
+    import pandas as pd
+
+    rows: list[tuple] = [
+        (
+            "/".join(f"{k}={v}" for k, v in p.labels.items()) or ".",
+            p.files,
+            p.traces,
+            p.events,
+            p.metrics,
+            ",".join(p.trace_labels),
         )
-    click.echo(
-        f"total\tpartitions={len(result.partitions)}\ttraces={result.traces}\tevents={result.events}"
-    )
+        for p in result.partitions
+    ]
+    if total:
+        sums = [sum(row[i] for row in rows) for i in range(1, 5)]
+        rows.append((f"total ({len(rows)} partitions)", *sums, ""))
+    columns = ["partition", "files", "traces", "events", "metrics", "trace labels"]
+    return pd.DataFrame(rows, columns=columns)
