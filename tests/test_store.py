@@ -221,9 +221,8 @@ def test_cli_info_is_a_table_that_fits_the_terminal_or_csv(inputs, tmp_path):
     assert fitted.exit_code == 0 and max(map(len, plain(fitted.stdout).splitlines())) <= 40
     wide = CliRunner().invoke(main, [*args, "--wide"], env=tty)
     piped = CliRunner().invoke(main, args, env={"COLUMNS": "40"})
-    assert (
-        plain(wide.stdout) == piped.stdout and f"{store}: partition keys impl, day" in piped.stdout
-    )
+    assert plain(wide.stdout) == piped.stdout
+    assert piped.stdout.startswith("partition keys: impl, day")
     cells = table_cells(piped.stdout)
     assert cells[-1][:4] == ["total (2 partitions)", "2", str(info.traces), str(2 * events)]
     assert cells[0][0] == "impl=quic-go-with-a-long-name/day=2026-11-24"  # whole

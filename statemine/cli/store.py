@@ -62,7 +62,7 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
 
     keys = ", ".join(result.keys) or "(none)"
     frame = _info_frame(result, total=True)
-    print_frame(frame, title=f"{store_dir}: partition keys {keys}", right=(1, 2, 3, 4), wide=wide)
+    print_frame(frame, title=f"partition keys: {keys}", right=(1, 2, 3, 4), wide=wide)
 
 
 def _info_frame(result: StoreInfo, *, total: bool) -> pd.DataFrame:
