@@ -123,8 +123,9 @@ def infer_log(
     bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types), trim=False)
     if not refine or not bad.any():
         return SynopticResult(initial, inv)
-    type_bounds = type_lower_bounds(log, codes, bad)
-    bound = int(type_bounds.sum()) + 2 if coarsen else 0
+    # without coarsening the refined model is kept as it is: no bound needed
+    type_bounds = type_lower_bounds(log, codes, bad) if coarsen else None
+    bound = 0 if type_bounds is None else int(type_bounds.sum()) + 2
     best: PartitionModel | None = None
     for finish, steps, sub_seed in attempt_plan(log.n_events, seed):
         rng = np.random.default_rng(sub_seed)
