@@ -24,8 +24,14 @@ fields    str              optional: other ``key=value`` pairs of the line, spac
 
 A category column is integer codes (pandas picks int8 up to 127 distinct values, int16 up
 to 32767, int32 beyond) into one array of the distinct str values. So the six columns
-every set has cost 19 to 25 bytes per event (21 or 22 for fleet data: int16 or int32 trace
-codes, fewer than 128 state names), plus the distinct values once each. An optional
+every set has cost 19 to 22 bytes per event (21 or 22 for fleet data: int16 or int32 trace
+codes, fewer than 128 state names) whenever there are at most 32767 distinct state/event
+names, any number of traces; plus the distinct values once each. The bound is 24 bytes
+except in one corner: more than 32767 distinct names *and* more than 32767 traces (int32
+codes for both) cost 25. That is a log with an id in the state field (a new name on
+nearly every line), which every analysis refuses past ``max_states``; it is bounded at 25
+rather than narrowed (pandas codes are int8, int16 or int32 only, and ``seq``, ``time``
+and ``line`` need their widths). An optional
 metric column is present only when the source logs that value, 8 bytes per event (the
 qlog reader's full-resolution updates are the separate ``metrics`` table below).
 
