@@ -19,13 +19,14 @@ an input's files appear whole, and its data file only once its labels and metric
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -233,8 +234,11 @@ def store_add(
         groups = [[f] for f in files]
     written, traces, events = [], 0, 0
     for group in groups:
-        if _streams(group, read):
+        fmt = _streamed_format(group, read)
+        if fmt == "statemine":
             batch = _stream_batch(group[0], root, batch_rows)
+        elif fmt is not None:
+            batch = _pieces_batch(group[0], fmt, read, root, batch_rows)
         else:
             batch = _traceset_batch(read_inputs(group, read))
         if not (root / META_NAME).exists() or _read_meta_doc(root)[1] == 2:
@@ -249,32 +253,150 @@ def store_add(
 
 @dataclass(frozen=True)
 class _Batch:
-    """One input's tables: ``write(path)`` writes the data file; labels and metrics are
-    whole tables (metrics None when the input logs none)."""
+    """One input's tables: ``write(path)`` writes the data file, ``metrics(path)`` the
+    metrics file (None when the input logs none); the labels are a whole table."""
 
     write: Callable[[Path], object]
     labels: pa.Table
-    metrics: pa.Table | None
+    metrics: Callable[[Path], object] | None
     traces: int
     events: int
 
 
-def _streams(group: list[Path], read: ReadOptions) -> bool:
-    """Whether the input is one statemine log (read by streaming it)."""
+def _streamed_format(group: list[Path], read: ReadOptions) -> str | None:
+    """The format of a one-file input that is read in pieces (statemine, qlog, ftrace),
+    else None (read whole: a saved trace set, Synoptic-style input)."""
     from .parse import detect_format
 
-    if len(group) != 1 or read.fmt not in ("auto", "statemine"):
-        return False
-    return read.fmt == "statemine" or detect_format(group[0]) == "statemine"
+    if len(group) != 1 or read.fmt not in ("auto", "statemine", "qlog", "ftrace"):
+        return None
+    fmt = detect_format(group[0]) if read.fmt == "auto" else read.fmt
+    return fmt if fmt in ("statemine", "qlog", "ftrace") else None
+
+
+def _pieces(path: Path, fmt: str, read: ReadOptions, folder: Path, rows: int) -> Iterator[TraceSet]:
+    """The trace set of one qlog or ftrace file, as its reader's consecutive pieces of
+    whole traces (ftrace spills to ``folder``, ``rows`` lines a batch)."""
+    from .parse import _source_names
+
+    source = _source_names([path])[path]
+    if fmt == "ftrace":
+        from .parse.ftrace import read_ftrace_batches
+
+        return read_ftrace_batches(
+            path,
+            folder,
+            batch_rows=rows,
+            source=source,
+            ignore_nonmatching=read.ignore_nonmatching,
+        )
+    from .parse.qlog import read_qlog_batches
+
+    names = None
+    if read.names_file is not None:
+        from .parse.statenames import load_names
+
+        names = load_names(read.names_file)
+    return read_qlog_batches(
+        path,
+        names=names,
+        implementation=read.implementation,
+        derive_states=read.derive_states,
+        source=source,
+    )
+
+
+def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int) -> _Batch:
+    """The tables of one qlog or ftrace file read piece by piece (:func:`_pieces`): each
+    piece's events and metrics (in slices of ``rows``) are appended as row groups to a
+    data and a metrics file in a hidden folder of ``root``, moved in by ``_write_batch``;
+    the per-trace labels are gathered (about 100 bytes per trace). Memory: one piece and
+    its tables."""
+    import pyarrow.parquet as pq
+
+    from .store_stream import spill_folder
+
+    created = not root.exists()
+    folder = spill_folder(root)
+    tmp = Path(folder.name)
+    labels: list[pa.Table] = []
+    traces = events = 0
+    data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
+    try:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
+            extra = None
+            for ts in _pieces(path, fmt, read, tmp, rows):
+                out.write_table(to_table(ts), ROW_GROUP)
+                labels.append(labels_table(ts.traces))
+                traces += ts.n_traces
+                events += len(ts.events)
+                for part in _slices(ts.metrics, rows):
+                    table = metrics_table(part)
+                    if extra is None:
+                        extra = stack.enter_context(
+                            pq.ParquetWriter(metrics, table.schema, compression="zstd")
+                        )
+                    extra.write_table(table, ROW_GROUP)
+                del ts
+    except BaseException:
+        folder.cleanup()
+        if created:  # a new store appears with its first file only
+            root.rmdir()
+        raise
+
+    def move(source: Path) -> Callable[[Path], None]:
+        def write(target: Path) -> None:
+            with atomic_path(target) as swap:
+                os.replace(source, swap)
+
+        return write
+
+    def write_data(target: Path) -> None:
+        try:
+            move(data)(target)
+        finally:
+            folder.cleanup()
+
+    return _Batch(
+        write_data,
+        _joined_labels(labels),
+        move(metrics) if metrics.exists() else None,
+        traces,
+        events,
+    )
+
+
+def _slices(frame: pd.DataFrame | None, rows: int) -> Iterator[pd.DataFrame]:
+    """``frame`` in consecutive slices of at most ``rows`` rows (none for None)."""
+    for first in range(0, 0 if frame is None else len(frame), rows):
+        assert frame is not None
+        yield frame.iloc[first : first + rows]
+
+
+def _joined_labels(tables: list[pa.Table]) -> pa.Table:
+    """The labels tables of consecutive pieces as one, their label dtypes merged (a key
+    whose dtype differs between pieces is text)."""
+    import json
+
+    import pyarrow as pa
+
+    types: dict[str, str] = {}
+    for table in tables:
+        for key, kind in json.loads(table.schema.metadata[_LABEL_TYPES]).items():
+            types[key] = kind if types.get(key, kind) == kind else "str"
+    joined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    return joined.replace_schema_metadata({_LABEL_TYPES: json.dumps(types).encode()})
 
 
 def _traceset_batch(ts: TraceSet) -> _Batch:
     """The tables of one trace set read whole."""
     table = to_table(ts)
+    metrics = None if ts.metrics is None else metrics_table(ts.metrics)
     return _Batch(
         lambda path: _write_table(table, path),
         labels_table(ts.traces),
-        None if ts.metrics is None else metrics_table(ts.metrics),
+        None if metrics is None else lambda path: _write_table(metrics, path),
         int(ts.events["trace"].nunique()),
         len(ts.events),
     )
@@ -384,15 +506,19 @@ def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
     """Write one input's files: labels, metrics, then the data file (each atomically; if
     a later one fails, the earlier ones are removed). Returns the data file."""
     ident = f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}"
-    first = [(root / LABELS_DIR).joinpath(*where, f"labels-{ident}.parquet")]
-    tables = [batch.labels]
+    labels = (root / LABELS_DIR).joinpath(*where, f"labels-{ident}.parquet")
+    first: list[tuple[Path, Callable[[Path], object]]] = [
+        (labels, lambda path: _write_table(batch.labels, path))
+    ]
     if batch.metrics is not None:
-        first.append((root / METRICS_DIR).joinpath(*where, f"metrics-{ident}.parquet"))
-        tables.append(batch.metrics)
+        first.append(
+            ((root / METRICS_DIR).joinpath(*where, f"metrics-{ident}.parquet"), batch.metrics)
+        )
     done: list[Path] = []
     try:
-        for path, table in zip(first, tables):
-            done.append(_write_table(table, path))
+        for path, write in first:
+            write(path)
+            done.append(path)
         data = root.joinpath(*where, f"part-{ident}.parquet")
         batch.write(data)
     except BaseException:

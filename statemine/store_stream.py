@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -64,25 +64,46 @@ def spill(path: Path, folder: Path, chunk_bytes: int | None = None) -> Spill:
     each block's rows sorted by trace code. Raises what :class:`LogScan` raises, and
     :func:`no_lines_error` for a log without statemine lines."""
     scan = LogScan(path) if chunk_bytes is None else LogScan(path, chunk_bytes=chunk_bytes)
-    sizes = []
-    with contextlib.ExitStack() as stack:
-        handles = {c: stack.enter_context(open(folder / f"{c}.bin", "wb")) for c in _SPILL}
-        for block in scan:
-            order = np.argsort(block.trace, kind="stable")
-            columns = {
-                "trace": block.trace,
-                "time": block.time,
-                "kind": block.kind,
-                "name": block.name,
-                "line": block.line,
-                **block.numeric,
-            }
-            for name, values in columns.items():
-                values[order].astype(_SPILL[name], copy=False).tofile(handles[name])
-            sizes.append(len(order))
+    blocks = (
+        {
+            "trace": block.trace,
+            "time": block.time,
+            "kind": block.kind,
+            "name": block.name,
+            "line": block.line,
+            **block.numeric,
+        }
+        for block in scan
+    )
+    sizes = spill_columns(blocks, folder, _SPILL, _by_trace)
     if not sum(sizes):
         raise no_lines_error(path)
-    return Spill(folder, tuple(sizes), scan.names(), scan.traces())
+    return Spill(folder, sizes, scan.names(), scan.traces())
+
+
+def _by_trace(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Rows grouped by trace code, log order within a trace (stable)."""
+    return np.argsort(columns["trace"], kind="stable")
+
+
+def spill_columns(
+    blocks: Iterable[dict[str, np.ndarray]],
+    folder: Path,
+    dtypes: Mapping[str, Any],
+    order: Callable[[dict[str, np.ndarray]], np.ndarray],
+) -> tuple[int, ...]:
+    """Append each block of columns (``dtypes``' names; the first is the grouping code),
+    its rows in ``order(block)`` (sorted by that code first), to one raw file per column
+    in ``folder``. Returns the row count of each block; only one block is in memory."""
+    sizes = []
+    with contextlib.ExitStack() as stack:
+        handles = {c: stack.enter_context(open(folder / f"{c}.bin", "wb")) for c in dtypes}
+        for block in blocks:
+            rows = order(block)
+            for name, values in block.items():
+                values[rows].astype(dtypes[name], copy=False).tofile(handles[name])
+            sizes.append(len(rows))
+    return tuple(sizes)
 
 
 def batches(counts: np.ndarray, batch_rows: int) -> Iterator[tuple[int, int]]:
@@ -105,36 +126,56 @@ def batches(counts: np.ndarray, batch_rows: int) -> Iterator[tuple[int, int]]:
 def gather(sp: Spill, first: int, stop: int, flush_rows: int) -> Iterator[dict[str, np.ndarray]]:
     """The spilled rows of traces ``first .. stop-1``, grouped by trace in log order: one
     dict of columns, or (a single trace past ``flush_rows`` rows) several in order."""
+    return gather_columns(sp.folder, sp.blocks, _SPILL, first, stop, flush_rows, _by_trace)
+
+
+def gather_columns(
+    folder: Path,
+    blocks: tuple[int, ...],
+    dtypes: Mapping[str, Any],
+    first: int,
+    stop: int,
+    flush_rows: int | None,
+    order: Callable[[dict[str, np.ndarray]], np.ndarray],
+) -> Iterator[dict[str, np.ndarray]]:
+    """The rows of codes ``first .. stop-1`` (the first column of ``dtypes``) spilled by
+    :func:`spill_columns` in ``blocks``, in ``order`` (which must give the blocks' own
+    order among rows of one block: the file order is kept among equal keys). One dict of
+    columns, or for a single code past ``flush_rows`` rows (None: never) several, each in
+    order (the blocks' own order is already right for one code)."""
+    key = next(iter(dtypes))
     pieces: list[dict[str, np.ndarray]] = []
     held = 0
     offset = 0
     # binary search in the mapped codes: a few pages per block, not the whole spill
-    mapped = np.memmap(sp.folder / "trace.bin", np.dtype(_SPILL["trace"]), mode="r")
-    for size in sp.blocks:
+    mapped = np.memmap(folder / f"{key}.bin", np.dtype(dtypes[key]), mode="r")
+    for size in blocks:
         lo, hi = np.searchsorted(mapped[offset : offset + size], [first, stop])
         if hi > lo:
-            pieces.append({c: _read(sp.folder, c, offset + int(lo), int(hi - lo)) for c in _SPILL})
+            pieces.append(
+                {c: _read(folder, c, dtypes[c], offset + int(lo), int(hi - lo)) for c in dtypes}
+            )
             held += int(hi - lo)
         offset += size
-        if stop - first == 1 and held >= flush_rows:  # one long trace: already in log order
-            yield _joined(pieces)
+        if flush_rows is not None and stop - first == 1 and held >= flush_rows:
+            yield _joined(pieces)  # one long trace: already in order
             pieces, held = [], 0
     del mapped
     if pieces:
         joined = _joined(pieces)
-        if stop - first > 1:
-            order = np.argsort(joined["trace"], kind="stable")
-            joined = {c: v[order] for c, v in joined.items()}
+        if stop - first > 1 or len(pieces) > 1:
+            rows = order(joined)
+            joined = {c: v[rows] for c, v in joined.items()}
         yield joined
 
 
-def _read(folder: Path, column: str, start: int, count: int) -> np.ndarray:
-    dtype = np.dtype(_SPILL[column])
+def _read(folder: Path, column: str, kind: Any, start: int, count: int) -> np.ndarray:
+    dtype = np.dtype(kind)
     return np.fromfile(folder / f"{column}.bin", dtype, count, offset=start * dtype.itemsize)
 
 
 def _joined(pieces: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    return {c: np.concatenate([p[c] for p in pieces]) for c in _SPILL}
+    return {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
 
 
 def rows_table(

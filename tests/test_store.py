@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -426,3 +427,124 @@ def test_a_label_given_twice_in_a_labels_file_is_an_input_error(tmp_path):
     pq.write_table(pa.concat_tables([table, table]), labels)
     with pytest.raises(InputError, match="same label twice"):
         read_store(store)
+
+
+def _ftrace(path: Path, sockets: int, lines: int) -> Path:
+    """A tracefs text of ``sockets`` senders' interleaved probes and state changes, some
+    lines out of time order (per-CPU buffers), one 4-tuple reused by a second socket."""
+    rng = np.random.default_rng(3)
+    rows = ["# tracer: nop\n"]
+    for i in range(lines):
+        s = int(rng.integers(sockets))
+        t = 100 + i * 1e-3 - (2e-3 if i % 17 == 5 else 0)
+        head = f"  iperf3-1 [00{s % 2}] ..s1. {t:.6f}: "
+        if i % 9 == 4:
+            rows.append(
+                head + f"tcp_cong_state_set: family=AF_INET sport={40000 + s} dport=5201 "
+                f"saddr=10.0.0.1 daddr=10.0.0.2 saddrv6=::1 daddrv6=::2 cong_state={i % 5}\n"
+            )
+        else:
+            cookie = 7 if (s == 0 and i > lines // 2) else s + 1
+            rows.append(
+                head + f"tcp_probe: family=AF_INET src=10.0.0.1:{40000 + s} dest=10.0.0.2:5201 "
+                f"mark=0x0 data_len=0 snd_nxt=0x{i + 900:x} snd_una=0x{i:x} snd_cwnd={10 + i % 7} "
+                f"ssthresh=2147483647 snd_wnd=6 srtt={50 + i % 3} rcv_wnd=6 sock_cookie={cookie:x}\n"
+            )
+    path.write_text("".join(rows))
+    return path
+
+
+@pytest.mark.parametrize("batch_rows", [1, 40, 1 << 20])
+def test_ftrace_is_added_in_batches_with_the_set_read_whole(tmp_path, monkeypatch, batch_rows):
+    import statemine.parse.ftrace as ft
+
+    log = _ftrace(tmp_path / "trace.txt", sockets=12, lines=600)
+    held: list[int] = []
+    real = ft._build
+
+    def counting(path, source, data, *args):
+        held.append(len(data["time"]))
+        return real(path, source, data, *args)
+
+    monkeypatch.setattr(ft, "_build", counting)
+    store = tmp_path / "s"
+    out = statemine.store_add([log], store, {"fleet": "a"}, batch_rows=batch_rows)
+    pieces = list(held)
+    want = statemine.read(log)
+    held.clear()
+    _same_set(read_store(store), want, {"fleet": "a"})
+    assert (out.traces, out.events) == (want.n_traces, len(want.events))
+    # memory: a batch holds at most batch_rows lines, or one 4-tuple's lines
+    per_tuple = np.bincount(
+        [int(m) for m in re.findall(r"(?:sport=|src=10\.0\.0\.1:)4(\d{4})", log.read_text())]
+    )
+    assert sum(pieces) == per_tuple.sum() == 600
+    assert max(pieces) <= max(batch_rows, per_tuple.max())
+    assert len(pieces) == (12 if batch_rows == 1 else 1 if batch_rows > 600 else len(pieces))
+    assert len(pieces) > 1 or batch_rows > 600
+    metrics = pq.ParquetFile(next((store / "_metrics").rglob("*.parquet")))
+    assert metrics.metadata.num_row_groups >= len(pieces)
+    assert not [p for p in store.iterdir() if p.name.startswith(".")]  # no spill left
+    # many small blocks (out-of-order lines across them): the pieces join to the whole set
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    joined = statemine.concat(
+        ft.read_ftrace_batches(log, spill, batch_rows=batch_rows, chunk_bytes=4096)
+    )
+    assert (spill / "time.bin").stat().st_size == 600 * 8
+    # (the reader numbers a block's sockets state lines first: the order follows the blocks)
+    want = ft.read_ftrace(log, chunk_bytes=4096)
+    text = {"trace": str, "kind": str, "state": str}
+    pd.testing.assert_frame_equal(joined.events.astype(text), want.events.astype(text))
+    pd.testing.assert_frame_equal(joined.traces, want.traces)
+    as_text = {"trace": str}
+    pd.testing.assert_frame_equal(joined.metrics.astype(as_text), want.metrics.astype(as_text))
+
+
+def _qlog_connections(path: Path, conns: int, events: int) -> Path:
+    """A JSON-SEQ qlog whose ``conns`` connections (group_id) interleave."""
+    import json
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go", "trace": {}}
+    rows = ["\x1e" + json.dumps(header) + "\n"]
+    for i in range(events):
+        g, t = f"g{i % conns}", i * 0.5
+        if i % 7 == 0:
+            ev = {"name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}}
+            if i % 14 == 0:
+                ev["data"] = {"new": "congestion_avoidance"}
+        else:
+            ev = {"name": "recovery:metrics_updated", "data": {"congestion_window": 1000 + i}}
+        rows.append("\x1e" + json.dumps({"time": t, "group_id": g, **ev}) + "\n")
+    path.write_text("".join(rows))
+    return path
+
+
+def test_qlog_is_added_one_connection_at_a_time(tmp_path, monkeypatch):
+    import statemine.store as st
+
+    log = _qlog_connections(tmp_path / "c.sqlog", conns=5, events=400)
+    sizes: list[int] = []
+    real = st.metrics_table
+
+    def counting(metrics):
+        sizes.append(len(metrics))
+        return real(metrics)
+
+    monkeypatch.setattr(st, "metrics_table", counting)
+    statemine.store_add([log], tmp_path / "s", {"fleet": "a"}, batch_rows=16)
+    want = statemine.read(log)
+    _same_set(read_store(tmp_path / "s"), want, {"fleet": "a"})
+    assert want.n_traces == 5 and len(want.metrics) > 5 * 16
+    # the metrics are written 16 rows at a time, connection by connection
+    assert max(sizes) <= 16 and sum(sizes) == len(want.metrics)
+    assert len(sizes) >= 5 * np.ceil(len(want.metrics) / 5 / 16)
+
+
+def test_a_failed_qlog_add_leaves_nothing(tmp_path):
+    store = tmp_path / "s"
+    bad = tmp_path / "bad.sqlog"
+    bad.write_text('\x1e{"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "trace": {}}\n')
+    with pytest.raises(InputError):
+        statemine.store_add([bad], store, {"fleet": "a"})
+    assert not store.exists()

@@ -50,7 +50,7 @@ memory is the events' columns plus one block.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -224,13 +224,27 @@ def read_ftrace(
     )
     data = cols.joined()
     if not len(data["time"]):
-        raise InputError(
-            path,
-            None,
-            "no tcp_cong_state_set or tcp_probe lines found; is this the right --format?",
-        )
-    return _build(
+        raise _no_events(path)
+    ts, n_sockets = _build(
         path, source or path.name, data, sockets, losses, keep_repeats, keep_receivers, mss
+    )
+    if ts is None:
+        raise _only_receivers(path, n_sockets)
+    return ts
+
+
+def _no_events(path: Path) -> InputError:
+    return InputError(
+        path, None, "no tcp_cong_state_set or tcp_probe lines found; is this the right --format?"
+    )
+
+
+def _only_receivers(path: Path, n_sockets: int) -> InputError:
+    return InputError(
+        path,
+        None,
+        f"only receiving sockets ({n_sockets}: never left Open, no data sent); "
+        "keep_receivers (--keep-receivers) reads them",
     )
 
 
@@ -242,11 +256,30 @@ def _scan(
     on_progress: Callable[[int], None] | None,
 ) -> tuple[_Columns, _Losses, dict[bytes, int]]:
     """All blocks of the file: the event columns, the loss reports, the socket keys."""
+    cols, losses = _Columns(), _Losses()
+    sockets: dict[bytes, int] = {}
+    for _ in _blocks(
+        path, lenient, chunk_bytes, max_line_bytes, on_progress, cols, losses, sockets
+    ):
+        pass
+    return cols, losses, sockets
+
+
+def _blocks(
+    path: Path,
+    lenient: bool,
+    chunk_bytes: int,
+    max_line_bytes: int,
+    on_progress: Callable[[int], None] | None,
+    cols: _Columns,
+    losses: _Losses,
+    sockets: dict[bytes, int],
+) -> Iterator[None]:
+    """Scan the file block by block, appending each block's events to ``cols`` and its
+    reports to ``losses`` (socket keys numbered in ``sockets``); yields after each block."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cols, losses = _Columns(), _Losses()
-    sockets: dict[bytes, int] = {}
     done = [0]  # lines before the current block
     for block in iter_blocks(
         path,
@@ -261,7 +294,88 @@ def _scan(
         _check_lengths(path, lines, done[0], max_line_bytes)
         _scan_block(path, lines, done[0], lenient, cols, losses, sockets)
         done[0] += len(lines)
-    return cols, losses, sockets
+        yield
+
+
+def read_ftrace_batches(
+    path: str | Path,
+    folder: Path,
+    *,
+    batch_rows: int,
+    source: str | None = None,
+    keep_repeats: bool = False,
+    keep_receivers: bool = False,
+    mss: int | None = None,
+    ignore_nonmatching: bool = False,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[TraceSet]:
+    """:func:`read_ftrace`'s trace set as consecutive pieces of whole traces, in bounded
+    memory: each block's rows are sorted by (4-tuple, time) and spilled to raw column
+    files in ``folder`` (:func:`statemine.store_stream.spill_columns`); then the 4-tuples
+    are taken in order in batches of at most ``batch_rows`` lines (a busier 4-tuple
+    alone), gathered from the spill and built as :func:`read_ftrace` builds the whole
+    file. Joined, the pieces are that trace set (same traces, order, events, metrics;
+    ``meta`` on every piece). Memory: one block while spilling, one batch after; disk
+    about 90 bytes per event line. Raises what :func:`read_ftrace` raises (the errors of
+    the whole file before the first piece)."""
+    from ..store_stream import batches, gather_columns, spill_columns
+
+    if mss is not None and mss <= 0:
+        raise InputError(path, None, f"mss must be a positive number of bytes, not {mss}")
+    path = Path(path)
+    cols, losses = _Columns(), _Losses()
+    sockets: dict[bytes, int] = {}
+    counts = np.zeros(0, np.int64)
+
+    def blocks() -> Iterator[dict[str, np.ndarray]]:
+        nonlocal counts
+        scan = _blocks(
+            path, ignore_nonmatching, chunk_bytes, max_line_bytes, None, cols, losses, sockets
+        )
+        for _ in scan:
+            data = cols.joined()
+            data = {"socket": data.pop("socket"), **data}
+            if len(data["time"]):
+                found = np.bincount(data["socket"], minlength=len(sockets))
+                counts = np.r_[counts, np.zeros(len(found) - len(counts), np.int64)] + found
+                yield data
+
+    sizes = spill_columns(blocks(), folder, _SPILL, _by_socket)
+    if not sum(sizes):
+        raise _no_events(path)
+    n_sockets, made = 0, False
+    for first, stop in batches(counts, batch_rows):
+        for data in gather_columns(folder, sizes, _SPILL, first, stop, None, _by_socket):
+            ts, n = _build(
+                path, source or path.name, data, sockets, losses, keep_repeats, keep_receivers, mss
+            )
+            n_sockets += n
+            if ts is not None:
+                made = True
+                yield ts
+    if not made:
+        raise _only_receivers(path, n_sockets)
+
+
+#: The spilled columns of :func:`read_ftrace_batches` (the grouping code first).
+_SPILL = {
+    "socket": np.int32,
+    "line": np.int64,
+    "time": np.float64,
+    "state": np.int8,
+    "cwnd": np.float64,
+    "ssthresh": np.float64,
+    "srtt": np.float64,
+    "nxt": np.uint32,
+    "una": np.uint32,
+    "cookie": np.uint64,
+}
+
+
+def _by_socket(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Rows by 4-tuple, then time (stable: file order among ties), as :func:`_build`."""
+    return np.lexsort((columns["time"], columns["socket"]))
 
 
 def _check_lengths(path: Path, lines: Arrow, base: int, max_line_bytes: int) -> None:
@@ -642,8 +756,9 @@ def _build(
     keep_repeats: bool,
     keep_receivers: bool,
     mss: int | None,
-) -> TraceSet:
-    """Group the rows by socket into a TraceSet."""
+) -> tuple[TraceSet | None, int]:
+    """Group the rows by socket into a TraceSet (None when every socket is a receiver and
+    ``keep_receivers`` is off), and the number of sockets."""
     import pandas as pd
 
     from ..traces import TraceSet
@@ -662,12 +777,7 @@ def _build(
     bytes_acked = _bytes_acked(sock, d, is_probe, n_sock)
     keep = role_sender | keep_receivers
     if not keep.any():
-        raise InputError(
-            path,
-            None,
-            f"only receiving sockets ({n_sock}: never left Open, no data sent); "
-            "keep_receivers (--keep-receivers) reads them",
-        )
+        return None, n_sock
 
     states = _state_rows(sock, d, is_probe, starts, keep_repeats)
     states = {k: v[keep[states["socket"]]] for k, v in states.items()}
@@ -721,7 +831,7 @@ def _build(
         "lost_events": json.dumps(losses.summary()),
         "receivers_left_out": str(n_sock - len(kept)),
     }
-    return TraceSet.from_events(events, traces, meta, metrics)
+    return TraceSet.from_events(events, traces, meta, metrics), n_sock
 
 
 def _split_reused(

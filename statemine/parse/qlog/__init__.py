@@ -38,14 +38,14 @@ import contextlib
 import os
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ...traces import TraceSet
 from ..lines import open_binary
 from ..statenames import implementation_key
 from .common import NoCongestionData, _Report
-from .connections import _extract
+from .connections import _Connection, _extract
 from .reading import (
     _BLANK,
     _GZIP_MAGIC,
@@ -61,13 +61,14 @@ from .reading import (
     _sequential_traces,
     _streamed_document_traces,
 )
-from .rows import _build
+from .rows import _build, _why_no_states
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
     "DEFAULT_MAX_RECORD_BYTES",
     "NoCongestionData",
     "read_qlog",
+    "read_qlog_batches",
     "sniff_qlog",
 ]
 
@@ -133,8 +134,69 @@ def read_qlog(
     """
     path = Path(path)
     report = _Report(path)
-    overrides = dict(names) if names else None
-    forced = implementation
+    connections = list(
+        _connections(
+            path, report, implementation, derive_states, max_record_bytes, max_document_bytes
+        )
+    )
+    ts = _build(path, source or path.name, connections, _overrides(names), derive_states, report)
+    assert ts is not None  # without allow_empty, _build raises instead
+    return ts
+
+
+def read_qlog_batches(
+    path: str | os.PathLike,
+    *,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    source: str | None = None,
+) -> Iterator[TraceSet]:
+    """:func:`read_qlog`'s trace set as consecutive pieces, one connection each: joined,
+    they are that trace set (same traces, order, events, metrics; ``meta`` holds the
+    warnings so far). Memory: the file's qlog traces are read one after another and each
+    connection is built and let go before the next is read; a connection's congestion
+    events (state, loss and metrics updates, not its packets) are held whole, since its
+    state-name table, PTO ends and trace id are decided over all of them, and a JSON-SEQ
+    file's connections (``group_id``) are interleaved, so held together. Raises what
+    :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""
+    path = Path(path)
+    report = _Report(path)
+    overrides = _overrides(names)
+    n_connections, n_metrics, made = 0, 0, False
+    stream = _connections(
+        path, report, implementation, derive_states, max_record_bytes, max_document_bytes
+    )
+    for conn in stream:
+        n_connections += 1
+        n_metrics += len(conn.metric_rows())
+        ts = _build(
+            path, source or path.name, [conn], overrides, derive_states, report, allow_empty=True
+        )
+        if ts is not None:
+            made = True
+            yield ts
+    if not made:
+        raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, derive_states))
+
+
+def _overrides(names: Mapping[str, str] | None) -> dict[str, str] | None:
+    return dict(names) if names else None
+
+
+def _connections(
+    path: Path,
+    report: _Report,
+    forced: str | None,
+    derive_states: bool,
+    max_record_bytes: int,
+    max_document_bytes: int,
+) -> Iterator[_Connection]:
+    """The connections of the qlog file ``path``, one qlog trace after another (the
+    cyclic garbage collector paused while the file is parsed, running while the caller
+    has a connection)."""
     if forced is not None and implementation_key(forced) is None:
         report.warn(
             None, f"no state-name table for implementation {forced!r}; using the common names"
@@ -143,7 +205,7 @@ def read_qlog(
         fh = open_binary(path)
         stack.callback(fh.close)
         reader = _Reader(fh, path)
-        stack.enter_context(_gc_paused())
+        paused = stack.enter_context(_gc_paused())
         head = reader.read(_HEAD_BYTES)
         layout = _layout(head, path)
         if layout == "document":
@@ -161,9 +223,7 @@ def read_qlog(
             raw_traces = _sequential_traces(
                 path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
             )
-        connections = [
-            conn
-            for raw in raw_traces
-            for conn in _extract(raw, forced, report, packets=derive_states)
-        ]
-    return _build(path, source or path.name, connections, overrides, derive_states, report)
+        for raw in raw_traces:
+            for conn in _extract(raw, forced, report, packets=derive_states):
+                with paused.resumed():
+                    yield conn

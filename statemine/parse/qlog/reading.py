@@ -36,8 +36,25 @@ _RS = b"\x1e"
 _BLANK = b"\xef\xbb\xbf \t\r\n"
 
 
+class _Paused:
+    """The collector's state before :func:`_gc_paused`; :meth:`resumed` restores it for a
+    while (a caller that builds frames between parsed pieces)."""
+
+    def __init__(self, was_enabled: bool) -> None:
+        self.was_enabled = was_enabled
+
+    @contextlib.contextmanager
+    def resumed(self) -> Iterator[None]:
+        if self.was_enabled:
+            gc.enable()
+        try:
+            yield
+        finally:
+            gc.disable()
+
+
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def _gc_paused() -> Iterator[_Paused]:
     """Pause the cyclic garbage collector while millions of acyclic JSON objects are made.
 
     Parsing allocates containers only; without this, CPython's collector rescans them all
@@ -46,7 +63,7 @@ def _gc_paused() -> Iterator[None]:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        yield _Paused(was_enabled)
     finally:
         if was_enabled:
             gc.enable()

@@ -371,11 +371,11 @@ def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
     return table
 
 
-def _why_no_states(connections: list[_Connection], derive: bool) -> str:
-    """The reason a file gave no state row at all, with what to do about it."""
-    if not connections:
+def _why_no_states(n_connections: int, n_metrics: int, derive: bool) -> str:
+    """The reason a file gave no state row at all (of ``n_connections`` connections with
+    ``n_metrics`` metrics updates in all), with what to do about it."""
+    if not n_connections:
         return "no congestion state in any trace: the file has no qlog events"
-    n_metrics = sum(len(conn.metric_rows()) for conn in connections)
     if n_metrics and not derive:
         return (
             f"no congestion state in any trace: no congestion_state_updated events, only {n_metrics} "
@@ -395,8 +395,11 @@ def _build(
     overrides: Mapping[str, str] | None,
     derive: bool,
     report: _Report,
-) -> TraceSet:
-    """Assemble the TraceSet of a file from its connections."""
+    *,
+    allow_empty: bool = False,
+) -> TraceSet | None:
+    """Assemble the TraceSet of a file from its connections; none with a state row is
+    :class:`NoCongestionData`, or None with ``allow_empty``."""
     frames = []
     tables = []
     rows = []
@@ -430,7 +433,10 @@ def _build(
             }
         )
     if not frames:
-        raise NoCongestionData(path, None, _why_no_states(connections, derive))
+        if allow_empty:
+            return None
+        n_metrics = sum(len(conn.metric_rows()) for conn in connections)
+        raise NoCongestionData(path, None, _why_no_states(len(connections), n_metrics, derive))
     warnings = report.finish()
     events = pd.concat(frames, ignore_index=True)
     traces = pd.DataFrame(rows)
