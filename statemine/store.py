@@ -12,8 +12,9 @@ labels of each data file in ``STORE/_labels/.../labels-<id>.parquet``
 unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 
 :func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
-bounded memory whatever its size) and reads any other input one file's trace set at a
-time. Every file is written beside its final name and renamed in, the data file last:
+bounded memory whatever its size), adds a qlog file one connection at a time and an ftrace
+file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
+input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file is written beside its final name and renamed in, the data file last:
 an input's files appear whole, and its data file only once its labels and metrics are in.
 """
 
@@ -213,8 +214,10 @@ def store_add(
 
     A new store takes the label keys (in the given order) as its partition keys; an
     existing one needs the same keys. A statemine log is streamed (memory bounded by
-    ``batch_rows``, whatever the file's size); other inputs are read one file's trace set
-    at a time. Each file is written beside its final name and renamed in (the data file
+    ``batch_rows``, whatever the file's size); an ftrace file is added in batches of at
+    most ``batch_rows`` lines (a busier socket alone) and a qlog file one connection at a
+    time, their metrics ``batch_rows`` rows at a time; other inputs are read one file's
+    trace set at a time. Each file is written beside its final name and renamed in (the data file
     last), so a failure or signal leaves only whole inputs of earlier batches.
     """
     from .commands import ReadOptions, read_inputs
