@@ -62,9 +62,9 @@ def events(n: int):
             }
 
 
-def write_files(n: int, folder: Path, gz: bool = True) -> dict[str, Path]:
+def write_files(n: int, folder: Path, gzipped: bool = True) -> dict[str, Path]:
     """The JSON-SEQ and JSON document files of ``n`` events in ``folder`` (and both
-    gzip'ed with ``gz``)."""
+    gzip'ed with ``gzipped``)."""
     header = {
         "qlog_format": "JSON-SEQ",
         "qlog_version": "0.3",
@@ -90,7 +90,7 @@ def write_files(n: int, folder: Path, gz: bool = True) -> dict[str, Path]:
             fh.write(("," if i else "") + json.dumps(ev))
         fh.write("]}]}")
     files = {"json-seq": seq, "json document": doc}
-    for label, plain in (("gzip json-seq", seq), ("gzip document", doc)) if gz else ():
+    for label, plain in (("gzip json-seq", seq), ("gzip document", doc)) if gzipped else ():
         gz = plain.with_name(plain.name + ".gz")
         with open(plain, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
             shutil.copyfileobj(src, dst, 1 << 20)  # in pieces: this process stays small

@@ -55,7 +55,7 @@ def make_input(fmt: str, events: int, cache: Path) -> Path:
         from bench_qlog import write_files
 
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            written = write_files(events, Path(tmp), gz=False)
+            written = write_files(events, Path(tmp), gzipped=False)
             key = "json-seq" if fmt == "qlog" else "json document"
             os.replace(written[key], path)
     return path
