@@ -175,6 +175,7 @@ def read_qlog_batches(
         ts = _build(
             path, source or path.name, [conn], overrides, derive_states, report, allow_empty=True
         )
+        del conn  # its events are in the piece now
         if ts is not None:
             made = True
             yield ts
@@ -224,6 +225,7 @@ def _connections(
                 path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
             )
         for raw in raw_traces:
-            for conn in _extract(raw, forced, report, packets=derive_states):
+            found = _extract(raw, forced, report, packets=derive_states)[::-1]
+            while found:  # handed over one by one: only the caller holds a connection
                 with paused.resumed():
-                    yield conn
+                    yield found.pop()
