@@ -384,6 +384,8 @@ ROUND_TRIP = [
     "qlog/v04.qlog",
     "qlog/file_schema.sqlog",
     "tcp/record-cubic-3kb-loss.txt.gz",
+    "tcp/perf-script-reno-tbf.txt.gz",
+    "tcp/trace-cmd-report-reno-tbf.txt.gz",
 ]
 
 
@@ -548,3 +550,18 @@ def test_a_failed_qlog_add_leaves_nothing(tmp_path):
     with pytest.raises(InputError):
         statemine.store_add([bad], store, {"fleet": "a"})
     assert not store.exists()
+
+
+@pytest.mark.parametrize("name", ["parallel_10_50KB_f5.qlog", "doublevantage_100ms.qlog"])
+def test_real_qlogs_round_trip_through_the_store_connection_by_connection(tmp_path, name):
+    """Real qlogs (one with two traces; states derived: they log metrics only) added
+    connection by connection read back as the file read whole."""
+    from statemine.commands import ReadOptions
+    from tests.shared_data import shared
+
+    path = shared("real-qlog", *name.split("/"))
+    want = statemine.read(path, derive_states=True)
+    read = ReadOptions(derive_states=True)
+    statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=64)
+    _same_set(read_store(tmp_path / "s"), want, {"fleet": "real"})
+    assert want.n_traces == (2 if name.startswith("doublevantage") else 1)
