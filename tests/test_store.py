@@ -12,9 +12,11 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from shared_data import shared
 
 import statemine
 from statemine.cli import main
+from statemine.commands import ReadOptions
 from statemine.errors import InputError, StatemineError, UsageError
 from statemine.store import read_store
 
@@ -556,9 +558,6 @@ def test_a_failed_qlog_add_leaves_nothing(tmp_path):
 def test_real_qlogs_round_trip_through_the_store_connection_by_connection(tmp_path, name):
     """Real qlogs (one with two traces; states derived: they log metrics only) added
     connection by connection read back as the file read whole."""
-    from statemine.commands import ReadOptions
-    from tests.shared_data import shared
-
     path = shared("real-qlog", *name.split("/"))
     want = statemine.read(path, derive_states=True)
     read = ReadOptions(derive_states=True)
