@@ -255,7 +255,9 @@ def test_a_small_log_runs_without_pandas_or_pyarrow(generated, tmp_path, monkeyp
     """The command's start-up is most of its time on small logs (issue 13: a 1e4-event
     log within 0.2 s, see benchmarks/bench_synoptic.py): it reads, infers and writes
     every file without importing pandas or pyarrow (each import costs more than the
-    work), and writes what the Arrow paths (large inputs) write."""
+    work), nor scipy, networkx, matplotlib, the other commands' modules or the
+    statistics stack (``statemine.commands``, ``statemine.stats``), and writes what the
+    Arrow paths (large inputs) write."""
     import subprocess
     import sys
 
@@ -281,6 +283,9 @@ def test_a_small_log_runs_without_pandas_or_pyarrow(generated, tmp_path, monkeyp
             str(folder / "cc.log"),
         ]
 
+    heavy = ("pandas", "pyarrow", "scipy", "networkx", "matplotlib", "statemine.commands")
+    heavy += ("statemine.stats", "statemine.output", "statemine.traces")
+    heavy += tuple(f"statemine.cli.{m}" for m in ("compare", "lab", "patch", "store", "tcp"))
     code = (
         "import sys\n"
         "from statemine.cli import main\n"
@@ -288,8 +293,7 @@ def test_a_small_log_runs_without_pandas_or_pyarrow(generated, tmp_path, monkeyp
         f"    main({args(tmp_path / 'plain')!r})\n"
         "except SystemExit as exc:\n"
         "    assert not exc.code, exc.code\n"
-        "print(sorted(m for m in ('pandas', 'pyarrow', 'scipy', 'networkx', 'matplotlib')"
-        " if m in sys.modules))\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
     )
     root = str(Path(__file__).resolve().parents[1])  # this checkout's package
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))

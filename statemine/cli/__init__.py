@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import import_module
 from typing import Any
 
 # The command's matrix products are small (bootstrap: 1000 x traces x states); OpenBLAS's
@@ -17,12 +18,35 @@ import click
 from .. import __version__
 from ..errors import StatemineError
 
+#: Command name -> the module of this package that defines it (and registers it on
+#: ``main`` when imported). A module is imported only when one of its commands runs or
+#: help lists them, so ``statemine infer`` does not load lab, patch, diff, ... at start.
+COMMAND_MODULES = {
+    "check-model": "synoptic",
+    "diff": "compare",
+    "infer": "infer",
+    "lab": "lab",
+    "patch": "patch",
+    "read": "infer",
+    "report": "compare",
+    "store": "store",
+    "tcp": "tcp",
+}
+
 
 class _Group(click.Group):
     """A click group that turns :class:`StatemineError` and OS errors (a file that
     cannot be read or written, a full disk) into a one-line message, exit 2; control
     characters in the message are made visible. A closed stdout (``| head``) ends the
-    command quietly."""
+    command quietly. Commands are loaded on first use (:data:`COMMAND_MODULES`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -56,16 +80,3 @@ def _quiet_exit() -> None:
 def main() -> None:
     """Infer the congestion-control state machine of a QUIC implementation from its
     logs, see where the time goes, and what changed between two sets of traces."""
-
-
-# Each command module registers itself on ``main`` when imported; they import ``main``
-# from here, so this import must follow its definition.
-from . import (  # noqa: E402
-    compare,  # noqa: F401
-    infer,  # noqa: F401
-    lab,  # noqa: F401
-    patch,  # noqa: F401
-    store,  # noqa: F401
-    synoptic,  # noqa: F401
-    tcp,  # noqa: F401
-)

@@ -5,19 +5,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..commands import (
-    PRINTED_STATES,
-    InferOutput,
-    ReadOptions,
-    infer_to_dir,
-    read_to_file,
-)
 from ..errors import UsageError
-from ..stats.options import StatsOptions
 from . import main
 from .console import make_console
 from .dask_option import DASK_OPTION, dask_session
@@ -30,6 +22,9 @@ from .options import (
     with_options,
 )
 from .synoptic import ToolCommand, run_synoptic_engine
+
+if TYPE_CHECKING:  # statemine.commands loads the statistics stack: not on the Synoptic path
+    from ..commands import InferOutput, ReadOptions
 
 _INPUT_OPTIONS = [
     click.option(
@@ -97,12 +92,15 @@ _READ_KEYS = (
 
 def _input_options(func):
     """Add the input options to a command; it receives them as one ``read`` argument
-    (a :class:`~statemine.commands.ReadOptions`)."""
+    (a :class:`~statemine.commands.ReadOptions`; None when a Synoptic-family engine takes
+    the original tool's arguments instead, see :class:`ToolCommand`)."""
 
     @functools.wraps(func)
     def gathered(*args, **kwargs):
         values = {k: kwargs.pop(k) for k in _READ_KEYS}
-        return func(*args, read=read_options(click.get_current_context(), **values), **kwargs)
+        ctx = click.get_current_context()
+        read = None if "tool_args" in ctx.meta else read_options(ctx, **values)
+        return func(*args, read=read, **kwargs)
 
     return with_options(_INPUT_OPTIONS)(gathered)
 
@@ -118,6 +116,8 @@ _SELECT_OPTION = click.option(
 
 def read_options(ctx: click.Context, **opts: Any) -> ReadOptions:
     """The :class:`~statemine.commands.ReadOptions` of the input options' values."""
+    from ..commands import ReadOptions
+
     return ReadOptions(
         fmt=opts["fmt"],
         regex=tuple(opts["regexes"]),
@@ -238,6 +238,8 @@ def infer(
         raise UsageError("-o PREFIX is for --engine synoptic; use --out DIR")
     if not logs:
         raise UsageError("no LOG given")
+    from ..commands import infer_to_dir
+    from ..stats.options import StatsOptions
 
     with dask_session(dask_spec) as client:
         out = infer_to_dir(
@@ -264,6 +266,8 @@ def infer(
 def print_model(out: InferOutput, out_dir: Path | None) -> None:
     """Print what :func:`~statemine.commands.infer_to_dir` computed: the states table on
     stdout, notes and the files written on stderr."""
+    from ..commands import PRINTED_STATES
+
     shown = {c: v[:PRINTED_STATES] for c, v in out.states.items()}
     _print_states(shown, out.n_traces, out.n_events, out.confidence)
     for note in out.notes:
@@ -298,6 +302,8 @@ def read_command(
     selections,
 ):
     """Parse LOG files into one saved trace set (Parquet), for notebooks and `statemine diff`."""
+    from ..commands import read_to_file
+
     pairs = key_values(labels, "--label")
     out = read_to_file(logs, output, read, labels=pairs or None, selections=selections)
     print_warnings(out.warnings)
