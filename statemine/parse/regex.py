@@ -416,7 +416,26 @@ def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> codes, uniques = first_seen_codes(np.array(["b", "a", "b", "c"], dtype=object))
     >>> codes.tolist(), uniques.tolist()
     ([0, 1, 0, 2], ['b', 'a', 'c'])
+
+    Integers in the two orders the reader makes are coded in O(n), without a sort:
+    non-decreasing (separator counts: each run of equal values one code) and already
+    first-seen codes (each value at most one more than every value before it).
+
+    >>> [c.tolist() for c in first_seen_codes(np.array([3, 3, 5, 9, 9]))]
+    [[0, 0, 1, 2, 2], [3, 5, 9]]
+    >>> [c.tolist() for c in first_seen_codes(np.array([0, 1, 0, 2, 1]))]
+    [[0, 1, 0, 2, 1], [0, 1, 2]]
     """
+    if values.dtype.kind in "iu" and len(values):
+        new = np.empty(len(values), dtype=bool)
+        new[0] = True
+        np.not_equal(values[1:], values[:-1], out=new[1:])
+        if bool(np.all(values[1:] >= values[:-1])):  # sorted: a code per run
+            return np.cumsum(new, dtype=np.int64) - 1, values[new]
+        top = np.maximum.accumulate(values)
+        first_seen = values[0] == 0 and bool(np.all(values[1:] <= top[:-1] + 1))
+        if first_seen and bool(np.all(values >= 0)):  # already first-seen codes
+            return values.astype(np.int64), np.arange(int(top[-1]) + 1, dtype=values.dtype)
     uniq, first, inverse = np.unique(values, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(uniq), dtype=np.int64)
