@@ -20,8 +20,12 @@ the reader and writer use both cores) and the model's nodes.  Each log runs
 machine is shared; the log file and memory are warm after the first run).  A warm-up
 run first: Python's lazy imports are paid once per process.  ``--cli`` also times the
 command line in fresh processes on the 1e4-event event log, the 1e5- and (without
-``--quick``) the 1e6-event state logs (imports included; best of ``--repeat`` after a
-warm-up, with its user + system CPU time and peak RSS).  Each row also shows the peak of
+``--quick``) the 1e6-event state logs (imports included; the median and best wall time
+of ``--repeat`` runs after a warm-up, the median user + system CPU time, peak RSS and the
+load average around them: only a wall time at a load well below the 2 cores means
+anything).  The in-process 1e5 and 1e6 rows are compared with the real Synoptic's times
+(issue 13's goal: at least 100x), and every row is repeated at the end as a markdown
+table.  Each row also shows the peak of
 Python and numpy allocations (tracemalloc, a separate run), and the growth of time and
 memory with events and with event types is fitted as a power law (the exponent of the
 least-squares line through the log-log points).  The load average is printed first.
@@ -153,12 +157,19 @@ def write_log(traces: list[list[str]], path: Path, rng: np.random.Generator) -> 
 
 
 def run(
-    name: str, traces: list[list[str]], tmp: Path, rng: np.random.Generator, repeat: int
-) -> tuple[Path, int, float, float]:
+    name: str,
+    traces: list[list[str]],
+    tmp: Path,
+    rng: np.random.Generator,
+    repeat: int,
+    rows: list[tuple[str, int, int, float, float, float, int]] | None = None,
+) -> tuple[Path, int, float, float, float]:
     """Time parse, inference and output of one log (best of ``repeat`` runs by total),
-    then measure the peak of Python and numpy allocations (tracemalloc) in one more run;
-    returns the log's path, its events, the best run's CPU seconds (steadier than wall
-    time on a shared machine) and the peak (MiB)."""
+    then measure the peak of Python and numpy allocations (tracemalloc, which does not
+    see Arrow's buffers) in one more run; returns the log's path, its events, the best
+    run's CPU seconds (steadier than wall time on a shared machine), the peak (MiB) and
+    the best run's wall seconds, and appends (name, events, types, wall s, CPU s, peak
+    MiB, nodes) to ``rows``."""
     import tracemalloc
 
     path = tmp / f"{name.split()[0]}.log"
@@ -191,7 +202,32 @@ def run(
         f"{write:>8.3f} {total:>8.3f} {cpu:>8.3f} {peak:>8.1f} {nodes:>6d}",
         flush=True,
     )
-    return path, n, cpu, peak
+    if rows is not None:
+        rows.append((name, n, types, total, cpu, peak, nodes))
+    return path, n, cpu, peak, total
+
+
+#: The real Synoptic on the issue's logs (issue 13; whole process, JVM start-up and a
+#: PNG rendering included): events -> seconds.
+SYNOPTIC_SECONDS = {100_000: 5.19, 1_000_000: 401.0}
+
+
+def versus_synoptic(n: int, wall: float, cpu: float) -> str:
+    """How many times faster than the real Synoptic a run of ``n`` events is (wall and
+    CPU seconds; issue 13's goal: at least 100x from 1e5 events on)."""
+    ref = SYNOPTIC_SECONDS[n]
+    return (
+        f"in process vs Synoptic at {n:.0e} events: {ref} s / {wall:.3f} s wall = "
+        f"{ref / wall:.0f}x ({ref / cpu:.0f}x by CPU time {cpu:.3f} s); goal >= 100x"
+    )
+
+
+def markdown(rows: list[tuple[str, int, int, float, float, float, int]]) -> str:
+    """The measured rows as a markdown table (for docs/synoptic-engine.md)."""
+    out = ["| log | events | types | wall s | CPU s | peak MiB | nodes |", "|---" * 7 + "|"]
+    for name, n, types, wall, cpu, peak, nodes in rows:
+        out.append(f"| {name} | {n:,} | {types} | {wall:.3f} | {cpu:.3f} | {peak:.1f} | {nodes} |")
+    return "\n".join(out)
 
 
 def growth(label: str, xs: list[float], ys: list[float]) -> str:
@@ -214,13 +250,17 @@ runpy.run_module('statemine', run_name='__main__')
 """
 
 
-def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
+def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> tuple[float, float]:
     """Time ``python -m statemine infer --engine synoptic`` on ``path`` in fresh
     processes (the options of Synoptic's measured runs: dot with P and Cnt labels,
-    invariants with support counts, json): best wall time of ``repeat`` after a warm-up
-    run, with that run's user + system CPU time and the child's peak RSS (its VmHWM).  Byte code is
-    written on the warm-up (as an installed package has it), whatever
-    PYTHONDONTWRITEBYTECODE says."""
+    invariants with support counts, json): ``repeat`` runs after a warm-up run, printing
+    the median and best wall time, the median user + system CPU time, the child's peak
+    RSS (its VmHWM) and the load average before and after (the machine is shared: a wall
+    time means something only at a load well below the 2 cores).  Byte code is written
+    on the warm-up (as an installed package has it), whatever PYTHONDONTWRITEBYTECODE
+    says.  Returns (median wall, median CPU) in seconds."""
+    import statistics
+
     cmd = [
         sys.executable,
         "-c",
@@ -244,7 +284,8 @@ def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    best: tuple[float, float, float] | None = None
+    load_before = os.getloadavg()[0]
+    runs: list[tuple[float, float, float]] = []  # (wall s, CPU s, peak MiB)
     for k in range(repeat + 1):
         t0 = time.perf_counter()
         child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -255,16 +296,20 @@ def run_cli(path: Path, tmp: Path, repeat: int, label: str) -> None:
         child.stderr.close()
         child.returncode = os.waitstatus_to_exitcode(status)
         assert child.returncode == 0, err
-        cpu = usage.ru_utime + usage.ru_stime
         peak = int(err.rsplit("VmHWM ", 1)[1].split()[0]) / 1024
-        if k and (best is None or wall < best[0]):
-            best = (wall, cpu, peak)
-    assert best is not None  # repeat >= 1
+        if k:  # the first run is the warm-up
+            runs.append((wall, usage.ru_utime + usage.ru_stime, peak))
+    assert runs  # repeat >= 1
+    wall_median = statistics.median(r[0] for r in runs)
+    cpu_median = statistics.median(r[1] for r in runs)
     print(
-        f"CLI {label} ({path.name}): {best[0]:.3f} s wall, {best[1]:.3f} s CPU, "
-        f"{best[2]:.0f} MiB peak RSS (best of {repeat} after a warm-up; imports included)",
+        f"CLI {label} ({path.name}): median {wall_median:.3f} s wall (best "
+        f"{min(r[0] for r in runs):.3f}), median {cpu_median:.3f} s CPU, "
+        f"{max(r[2] for r in runs):.0f} MiB peak RSS; {len(runs)} runs after a warm-up, "
+        f"imports included; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}",
         flush=True,
     )
+    return wall_median, cpu_median
 
 
 #: The regex reader's three paths on one state log: a whitespace split (regexes made of
@@ -486,11 +531,19 @@ def main() -> None:
             write_log(state_log(1_000_000, rng), path, rng)
             run_readers(path, r)
             return
-        event_1e4 = run("event-log-1e4", event_log(10_000, rng), tmp, rng, r)[0]
-        state_1e5 = run("state-log-1e5", state_log(100_000, rng), tmp, rng, r)[0]
+        rows: list[tuple[str, int, int, float, float, float, int]] = []
+        event_1e4 = run("event-log-1e4", event_log(10_000, rng), tmp, rng, r, rows)[0]
+        state_1e5, _, cpu, _, wall = run(
+            "state-log-1e5", state_log(100_000, rng), tmp, rng, r, rows
+        )
+        ratios = [versus_synoptic(100_000, wall, cpu)]
         state_1e6 = None
         if not opts.quick:
-            state_1e6 = run("state-log-1e6", state_log(1_000_000, rng), tmp, rng, r)[0]
+            state_1e6, _, cpu, _, wall = run(
+                "state-log-1e6", state_log(1_000_000, rng), tmp, rng, r, rows
+            )
+            ratios.append(versus_synoptic(1_000_000, wall, cpu))
+        print("\n".join(ratios), flush=True)
         if opts.cli:
             run_cli(event_1e4, tmp, r, "event log 1e4 (target 0.2 s)")
             run_cli(state_1e5, tmp, r, "state log 1e5 (Synoptic 5.19 s)")
@@ -506,7 +559,9 @@ def main() -> None:
             ),
         ):
             print(f"-- growth with events ({kind})")
-            got = [run(f"{kind.split()[0]}-log-{n}", make(n, rng), tmp, rng, r) for n in sizes]
+            got = [
+                run(f"{kind.split()[0]}-log-{n}", make(n, rng), tmp, rng, r, rows) for n in sizes
+            ]
             xs = [float(g[1]) for g in got]
             fits.append(growth(f"{kind} CPU time vs events", xs, [g[2] for g in got]))
             fits.append(growth(f"{kind} peak memory vs events", xs, [g[3] for g in got]))
@@ -517,12 +572,17 @@ def main() -> None:
                 fits.append(growth(f"{kind} >= 1e5 peak memory vs events", xs, [g[3] for g in big]))
         print("-- growth with types (Markov logs, 1e5 events)")
         types = (4, 8, 16, 32, 64)
-        got = [run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng, r) for k in types]
+        got = [
+            run(f"markov-{k}-types", markov_log(100_000, k, rng), tmp, rng, r, rows) for k in types
+        ]
         fits.append(growth("Markov logs CPU time vs types", list(types), [g[2] for g in got]))
         fits.append(growth("Markov logs peak memory vs types", list(types), [g[3] for g in got]))
         print("-- fitted growth exponents (least squares on log-log)")
         for line in fits:
             print(line)
+        print("-- every row (best run; peak: tracemalloc)")
+        print(markdown(rows))
+        print("load average at the end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":
