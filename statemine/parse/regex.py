@@ -181,6 +181,9 @@ def compile_regex(source: str, option: str = "-r", suffix: str = "") -> LineRege
     )
 
 
+#: Most digits of a time :func:`_parse_time` takes without its regexes, per kind: TIME
+#: (31 bits) and LTIME (63 bits) stay in range, a decimal stays finite.
+_FAST_DIGITS = {"TIME": 9, "LTIME": 18, "DTIME": 300, "FTIME": 300}
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 
@@ -191,6 +194,11 @@ def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float
         return float(line_no), str(line_no)
     if text is None:
         raise ValueError("no time")
+    # the common case, without the regexes below: plain ASCII digits that fit print as
+    # written (an integer without a leading zero; a decimal always)
+    fast = text.isdigit() and text.isascii() and len(text) <= _FAST_DIGITS.get(kind, -1)
+    if fast and (kind in ("DTIME", "FTIME") or text[0] != "0" or text == "0"):
+        return float(text), text
     text = text.strip()
     if kind in ("TIME", "LTIME"):
         if not _INTEGER.fullmatch(text):
@@ -505,9 +513,10 @@ def _take(column: Any, index: np.ndarray) -> Any:
 def _encode(column: Any) -> tuple[np.ndarray, list[str]]:
     """``(codes, names)``: int64 codes of a string column's values numbered in order of
     first appearance, and the values in that order."""
-    if not _is_arrow(column):
-        codes, names = first_seen_codes(column)
-        return codes, names.tolist()
+    if not _is_arrow(column):  # small inputs: a dict beats sorting strings
+        ids: dict[str, int] = {}
+        codes = [ids.setdefault(value, len(ids)) for value in column.tolist()]
+        return np.asarray(codes, dtype=np.int64), list(ids)
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(column)
