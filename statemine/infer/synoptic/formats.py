@@ -296,7 +296,13 @@ _JSON_NUMBER_TEXT = re.compile(_JSON_NUMBER.removeprefix("^").removesuffix("$"),
 
 def _stamp_json(text: str) -> str:
     """A time text as a JSON number: as written when it is one, else the double's
-    ``json.dumps`` (as :func:`_log_json` does)."""
+    ``json.dumps`` (as :func:`_log_json` does).
+
+    >>> [_stamp_json(t) for t in ("12", "0", "007", "1.50", "1e3")]
+    ['12', '0', '7.0', '1.50', '1e3']
+    """
+    if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
+        return text  # the common case: a JSON number as it is
     return text if _JSON_NUMBER_TEXT.fullmatch(text) else json.dumps(float(text))
 
 
