@@ -39,15 +39,7 @@ TARGETS = {"aioquic": 10_000, "quic-go": 50_000, "quiche": 50_000}
 
 
 def config(impl: str, version: str, size: int, tmp: Path) -> dict:
-    link = {
-        "rate_bps": 50e6,
-        "buffer_bytes": 225_000,
-        "delay_s": 0.018,
-        "jitter_s": 0.0,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
+    link = scenario.link_config(50e6, 225_000, 0.018)
     return {
         "seed": 1,
         "implementation": impl,
@@ -100,26 +92,29 @@ def bench_path(packets: int = 300_000) -> list[dict]:
     """The Python path model alone: sends per second with each source, and with link
     traces of 10 s and 3600 s periods (equal cost: O(1) per packet)."""
     rows = []
-    base = {"rate_bps": 50e6, "buffer_bytes": 10**9, "delay_s": 0.018}
+
+    def base(**kw: Any) -> dict[str, Any]:
+        return scenario.link_config(50e6, 10**9, 0.018, **kw)
+
     traces = {
         p: LinkTrace.from_times(cellular.synthesize(cellular.PROFILES["tmobile-lte-down"], p, 1))
         for p in (10.0, 3600.0)
     }
     cases: dict[str, tuple[dict[str, Any], LinkTrace | None]] = {
-        "plain": (base, None),
-        "loss+jitter": ({**base, "loss": 0.01, "jitter_s": 0.002}, None),
-        "gilbert": ({**base, "gilbert": {"p_gb": 0.01, "p_bg": 0.3}}, None),
-        "rate schedule": ({**base, "rate_schedule": {"lo_bps": 5e6, "hi_bps": 50e6}}, None),
+        "plain": (base(), None),
+        "loss+jitter": (base(loss=0.01, jitter_s=0.002), None),
+        "gilbert": (base(gilbert={"p_gb": 0.01, "p_bg": 0.3}), None),
+        "rate schedule": (base(rate_schedule={"lo_bps": 5e6, "hi_bps": 50e6}), None),
         "cross traffic 0.3 on/off": (
-            {**base, "cross_traffic": {"load": 0.3, "mean_on_s": 0.1, "mean_off_s": 0.1}},
+            base(cross_traffic={"load": 0.3, "mean_on_s": 0.1, "mean_off_s": 0.1}),
             None,
         ),
         "link trace, 10 s period": (
-            {**base, "link_trace": {"file": "-", "offset_ms": 0}},
+            base(link_trace={"file": "-", "offset_ms": 0}),
             traces[10.0],
         ),
         "link trace, 3600 s period": (
-            {**base, "link_trace": {"file": "-", "offset_ms": 0}},
+            base(link_trace={"file": "-", "offset_ms": 0}),
             traces[3600.0],
         ),
     }

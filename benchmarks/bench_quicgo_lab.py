@@ -19,20 +19,12 @@ import tempfile
 from pathlib import Path
 
 from statemine.lab.runners import quicgo
+from statemine.lab.scenario import link_config
 
 
 def link(rate_bps: float, **kw) -> dict:
-    d = {
-        "rate_bps": rate_bps,
-        "buffer_bytes": 60000,
-        "delay_s": 0.018,
-        "jitter_s": 0.0,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
-    d.update(kw)
-    return d
+    """A link of ``rate_bps`` (bit/s), 18 ms one way, 60 kB buffer, with ``kw``'s impairments."""
+    return link_config(rate_bps, 60000, 0.018, **kw)
 
 
 SCENARIOS = {

@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from statemine.lab.realtime import probe
+from statemine.lab.scenario import link_config
 
 SIZE = 1200  # UDP payload, bytes (1228-byte IP packets)
 
@@ -76,7 +77,7 @@ def tcp_row(mbps: float, size: int = 40_000_000) -> dict:
 
     rate = mbps * 1e6
     buf = max(100_000, int(rate * 0.01 / 8))
-    link = {"rate_bps": rate, "buffer_bytes": buf, "delay_s": 0.005}
+    link = link_config(rate, buf, 0.005)
     with tempfile.TemporaryDirectory() as d:
         cfg = {
             "seed": 1,
@@ -131,7 +132,7 @@ def quic_row(stack: str, mbps: float, seconds: float = 2.0) -> dict:
     impl, version = stack.split("@", 1)
     base = impl.removesuffix("-rt")
     rate = mbps * 1e6
-    link = {"rate_bps": rate, "buffer_bytes": max(100_000, int(rate * 0.01 / 8)), "delay_s": 0.005}
+    link = link_config(rate, max(100_000, int(rate * 0.01 / 8)), 0.005)
     size = max(2_000_000, int(rate * seconds / 8))
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
@@ -248,13 +249,13 @@ def main() -> int:
         return 0
     rows = []
     rate = 10e6
-    jitter = {"rate_bps": rate, "buffer_bytes": 140_000, "delay_s": 0.056, "jitter_s": 0.01}
+    jitter = link_config(rate, 140_000, 0.056, jitter_s=0.01)
     for frac in (0.5, 2.0):
         pps = frac * rate / (8 * (SIZE + probe.UDP_IP_OVERHEAD))
         rows.append(row(f"10M 112ms jitter10 x{frac:g}", jitter, pps, args.seconds))
         show(rows[-1])
     if not args.fidelity_only:
-        fast = {"rate_bps": 10e9, "buffer_bytes": 1 << 24, "delay_s": 0.01}
+        fast = link_config(10e9, 1 << 24, 0.01)
         for pps in (float(x) for x in args.pps.split(",")):
             rows.append(row("speed 10G 20ms", fast, pps, args.seconds))
             show(rows[-1])

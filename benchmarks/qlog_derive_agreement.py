@@ -25,10 +25,12 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from statemine.lab.runners import aioquic, quicgo, quiche
+from statemine.lab.scenario import link_config
 from statemine.parse import read
 from statemine.parse.qlog import read_qlog
 from statemine.parse.qlog.agreement import agreement, strip_state_events
@@ -48,18 +50,9 @@ MERGE = {"ConservativeSlowStart": "SlowStart"}
 RUNNERS = {"quiche": quiche, "quic-go": quicgo, "aioquic": aioquic}
 
 
-def link(**kw: float) -> dict:
+def link(**kw: Any) -> dict:
     """A 20 Mbit/s, 15 ms, 60 kB-buffer link with ``kw``'s impairments."""
-    d = {
-        "rate_bps": 20e6,
-        "buffer_bytes": 60000,
-        "delay_s": 0.015,
-        "jitter_s": 0.0,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
-    return {**d, **kw}
+    return link_config(20e6, 60000, 0.015, **kw)
 
 
 def lab_config(

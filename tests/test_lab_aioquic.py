@@ -11,6 +11,7 @@ import pytest
 
 from statemine.lab.runners import aioquic as runner
 from statemine.lab.runners.aioquic import EventLoop, VirtualTimeLimit
+from statemine.lab.scenario import link_config
 
 VERSION = "1.7.2"
 
@@ -38,15 +39,7 @@ def test_event_loop_never_goes_back_in_time_and_enforces_the_limit():
 
 
 def base_config(tmp: Path, **over) -> dict:
-    link = {
-        "rate_bps": 10e6,
-        "buffer_bytes": 10**7,
-        "delay_s": 0.018,
-        "jitter_s": 0.0,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
+    link = link_config(10e6, 10**7, 0.018)
     cfg = {
         "seed": 1,
         "implementation": "aioquic",
@@ -92,15 +85,7 @@ def test_clean_path_transfer_is_timed_right(tmp_path):
 
 @pytest.mark.slow
 def test_runs_are_deterministic_and_losses_match_the_log(tmp_path):
-    down = {
-        "rate_bps": 10e6,
-        "buffer_bytes": 30_000,
-        "delay_s": 0.056,
-        "jitter_s": 0.01,
-        "loss": 0.01,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
+    down = link_config(10e6, 30_000, 0.056, jitter_s=0.01, loss=0.01)
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     results = []
@@ -180,15 +165,7 @@ def test_mobile_client_is_limited_by_its_read_rate(tmp_path):
 
 @pytest.mark.slow
 def test_loss_thresholds_reach_the_patched_stack(tmp_path):
-    jittery = {
-        "rate_bps": 10e6,
-        "buffer_bytes": 10**7,
-        "delay_s": 0.056,
-        "jitter_s": 0.01,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
+    jittery = link_config(10e6, 10**7, 0.056, jitter_s=0.01)
     runs = {}
     for name, rt, tt in (("default", None, None), ("loose", 1000, 10.0)):
         d = tmp_path / name

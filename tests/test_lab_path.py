@@ -19,6 +19,7 @@ from statemine.lab.path import (
     RateSchedule,
     direction_seed,
 )
+from statemine.lab.scenario import link_config
 
 
 def link(**kw: Any) -> Link:
@@ -195,8 +196,8 @@ def test_direction_seeds_follow_the_protocol():
     assert direction_seed(3, "down") == 7 and direction_seed(3, "up") == 8
     p = PathModel.from_config(
         {
-            "down": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
-            "up": {"rate_bps": 1e6, "buffer_bytes": 1, "delay_s": 0},
+            "down": link_config(1e6, 1, 0.0),
+            "up": link_config(1e6, 1, 0.0),
         },
         seed=3,
     )
@@ -221,8 +222,7 @@ def test_direction_seeds_follow_the_protocol():
     ],
 )
 def test_impossible_values_name_their_key(bad, key):
-    cfg = {"rate_bps": 1e6, "buffer_bytes": 1000, "delay_s": 0.01}
-    cfg.update(bad)
+    cfg = {**link_config(1e6, 1000, 0.01), **bad}
     with pytest.raises(PathValueError) as info:
         LinkConfig.from_dict(cfg)
     assert info.value.key == key

@@ -377,3 +377,54 @@ def test_aioquic_build_cache_is_keyed_by_the_patch(tmp_path, monkeypatch):
     (mine / "aioquic" / "1.7.2" / "statemine.patch").write_text("changed\n")
     b = aioquic.build("1.7.2", tmp_path / "cache")
     assert a != b and a.parent.parent == b.parent.parent
+
+
+def test_link_config_holds_every_link_key_and_round_trips():
+    """link_config (the one builder of a run config's path direction) writes exactly the
+    keys the path model reads, each value as given, and LinkConfig reads it back whole."""
+    from statemine.lab.path import LinkConfig
+
+    full = sc.link_config(
+        5e6,
+        30_000,
+        0.018,
+        jitter_s=0.002,
+        loss=0.01,
+        gilbert={"p_gb": 0.01, "p_bg": 0.3, "loss_good": 0.0, "loss_bad": 1.0},
+        cross_traffic={"load": 0.2, "packet_bytes": 1500, "mean_on_s": 0.1, "mean_off_s": 0.2},
+        link_trace={"file": "x.trace", "sha256": "0" * 64, "offset_ms": None},
+    )
+    assert tuple(full) == LinkConfig.KEYS
+    assert LinkConfig.from_dict(full).to_dict() == full
+    assert (full["rate_bps"], full["buffer_bytes"], full["delay_s"]) == (5e6, 30_000, 0.018)
+    plain = sc.link_config(1e6, 1000, 0.0)
+    assert LinkConfig.from_dict(plain) == LinkConfig(1e6, 1000, 0.0)
+    assert [k for k, v in plain.items() if v is not None] == [
+        "rate_bps",
+        "buffer_bytes",
+        "delay_s",
+        "jitter_s",
+        "loss",
+    ]
+    gilbert = {"p_gb": 0.1, "p_bg": 0.2}
+    assert sc.link_config(1e6, 1, 0.0, gilbert=gilbert)["gilbert"] is not gilbert  # a copy
+
+
+def test_run_configs_give_the_shipped_run_ids():
+    """Every run folder of the shipped traces is named by the run id its scenario's
+    run_config gives today (so resuming finds them, and the config builder did not drift)."""
+    root = Path(__file__).resolve().parents[1]
+    checked = 0
+    for folder in sorted((root / "traces").iterdir()):
+        scenario_file = root / "examples" / "scenarios" / f"{folder.name}.toml"
+        if not (folder / "runs").is_dir() or not scenario_file.exists():
+            continue
+        s = sc.load(scenario_file)
+        ids = {
+            sc.run_id(sc.run_config(c, seed, s.time_limit_s, s.link_traces))
+            for c in s.cells
+            for seed in s.runs_of(c)
+        }
+        assert ids == {p.name for p in (folder / "runs").iterdir()}, folder.name
+        checked += 1
+    assert checked >= 10

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from statemine.cli import main
+from statemine.lab.scenario import link_config
 
 ALL_SOURCES = """
 [scenario]
@@ -75,12 +76,9 @@ def test_all_sources_runs_differ_and_rerun_is_byte_identical(stack, tmp_path):
 def test_rerun_refuses_a_missing_or_changed_link_trace(tmp_path):
     run = tmp_path / "runs" / "r1"
     run.mkdir(parents=True)
-    link = {
-        "rate_bps": 1e6,
-        "buffer_bytes": 30000,
-        "delay_s": 0.01,
-        "link_trace": {"file": "../../link-traces/x.trace", "sha256": "0" * 64},
-    }
+    link = link_config(
+        1e6, 30000, 0.01, link_trace={"file": "../../link-traces/x.trace", "sha256": "0" * 64}
+    )
     cfg = {
         "seed": 1,
         "implementation": "aioquic",

@@ -14,6 +14,7 @@ import pytest
 
 from statemine.lab.cellular import LinkTrace
 from statemine.lab.path import Link, LinkConfig
+from statemine.lab.scenario import link_config
 from statemine.lab.variability import CpuTime, ReadRate
 
 VECTORS = json.loads(
@@ -102,12 +103,12 @@ def test_sources_are_off_at_zero_and_seeded():
     """A zero parameter draws nothing; the same seed repeats, another seed differs."""
     assert {CpuTime(1e-4, 0.0, s).draw() for s in range(5)} == {1e-4}
     assert ReadRate(5e6, 0.0, 0.1, 3).at(7.0) == 5e6
-    base = {"rate_bps": 1e7, "buffer_bytes": 10**6, "delay_s": 0.0}
-    quiet = Link(LinkConfig.from_dict({**base, "cross_traffic": {"load": 0.0}}), 1)
+    quiet = Link(LinkConfig.from_dict(link_config(1e7, 10**6, 0.0, cross_traffic={"load": 0.0})), 1)
     quiet.advance(100.0)
     assert quiet.stats.cross_sent == 0
     a, b, c = (
-        Link(LinkConfig.from_dict({**base, "cross_traffic": {"load": 0.5}}), s) for s in (1, 1, 2)
+        Link(LinkConfig.from_dict(link_config(1e7, 10**6, 0.0, cross_traffic={"load": 0.5})), s)
+        for s in (1, 1, 2)
     )
     for lk in (a, b, c):
         lk.advance(10.0)

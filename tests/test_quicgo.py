@@ -17,6 +17,7 @@ import pytest
 
 from statemine.errors import StatemineError
 from statemine.lab.runners import quicgo
+from statemine.lab.scenario import link_config
 from statemine.parse import read
 
 VERSIONS = ["v0.37.5", "v0.48.2", "v0.63.0", "v0.65.0"]
@@ -42,17 +43,8 @@ QLOG_STATES = {
 
 
 def link(**kw) -> dict:
-    d = {
-        "rate_bps": 20e6,
-        "buffer_bytes": 60000,
-        "delay_s": 0.015,
-        "jitter_s": 0.0,
-        "loss": 0.0,
-        "gilbert": None,
-        "rate_schedule": None,
-    }
-    d.update(kw)
-    return d
+    """A 20 Mbit/s link, 15 ms one way, 60 kB buffer, with ``kw`` changed (link_config's keys)."""
+    return link_config(**{"rate_bps": 20e6, "buffer_bytes": 60000, "delay_s": 0.015, **kw})
 
 
 def make_config(

@@ -68,7 +68,7 @@ def test_cpu_stage_mean_service_time():
 def test_compare_matches_the_model_for_exact_arrivals():
     """A 'real' path that delivers exactly when the model says has zero error; a dropped
     packet and a late one show up as such."""
-    link = {"rate_bps": 1e6, "buffer_bytes": 5000, "delay_s": 0.01, "jitter_s": 0.002}
+    link = sc.link_config(1e6, 5000, 0.01, jitter_s=0.002)
     sent = [100.0 + i * 0.001 for i in range(50)]
     model = Link(LinkConfig.from_dict(link), direction_seed(3, "up"))
     arr = [model.send(t - 100.0, 1228) for t in sent]
@@ -175,7 +175,7 @@ def test_probe_follows_the_model():
     """A paced UDP flow at half the rate of a 112 ms RTT / 10 ms jitter path: every packet
     arrives, within 2 ms of the model's time for the median packet, the throughput and mean
     delay within 1% / 2 ms of the model's."""
-    link = {"rate_bps": 10e6, "buffer_bytes": 140_000, "delay_s": 0.056, "jitter_s": 0.01}
+    link = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
     table, _ = probe.measure(link, 5, 500.0, 600)
     s = probe.summary(table, 1200)
     assert s["sent"] == 600 and s["model_only"] == 0 and s["real_only"] == 0
@@ -198,8 +198,8 @@ def _tcp_config(tmp_path: Path, cc: str = "cubic", **over) -> dict:
         "objects": {"count": 1, "size_bytes": 1_000_000},
         "client": {"profile": "desktop"},
         "path": {
-            "down": {"rate_bps": 10e6, "buffer_bytes": 50_000, "delay_s": 0.02},
-            "up": {"rate_bps": 10e6, "buffer_bytes": 50_000, "delay_s": 0.02},
+            "down": sc.link_config(10e6, 50_000, 0.02),
+            "up": sc.link_config(10e6, 50_000, 0.02),
         },
         "time_limit_s": 60,
         "log_path": str(tmp_path / "run.log"),

@@ -47,7 +47,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -564,6 +564,52 @@ def from_dict(doc: dict, path: Path, text: str = "", sha256: str = "") -> Scenar
     return Scenario(name, description, runs, seed, limit, axes, cells, path, sha256, traces)
 
 
+def link_config(
+    rate_bps: float,
+    buffer_bytes: int,
+    delay_s: float,
+    *,
+    jitter_s: float = 0.0,
+    loss: float = 0.0,
+    gilbert: Mapping[str, float] | None = None,
+    rate_schedule: Mapping[str, float] | None = None,
+    cross_traffic: Mapping[str, float] | None = None,
+    link_trace: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One direction of a run config's ``path`` (docs/lab-protocol.md), every key present.
+
+    ``rate_bps``: the bottleneck rate, bits per second; ``buffer_bytes``: the queue before
+    it, bytes (tail drop); ``delay_s``: one-way propagation delay, seconds; ``jitter_s``:
+    the per-packet delay variation, seconds; ``loss``: random loss probability (0..1);
+    ``gilbert`` (``p_gb``, ``p_bg``: per-packet transition probabilities), ``rate_schedule``
+    (``lo_bps``, ``hi_bps``, ``interval_s``), ``cross_traffic`` (``load``, ``packet_bytes``,
+    ``mean_on_s``, ``mean_off_s``) and ``link_trace`` (``file``, ``sha256``, ``offset_ms``):
+    their tables, copied, or None (off). The values are checked where they are used
+    (:meth:`statemine.lab.path.LinkConfig.from_dict`, and the Go and Rust harnesses).
+
+    >>> link_config(20e6, 60_000, 0.015, loss=0.01)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'rate_bps': 20000000.0, 'buffer_bytes': 60000, 'delay_s': 0.015, 'jitter_s': 0.0,
+     'loss': 0.01, 'gilbert': None, 'rate_schedule': None, 'cross_traffic': None,
+     'link_trace': None}
+    """
+
+    def table(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else dict(value)
+
+    return {
+        "rate_bps": rate_bps,
+        "buffer_bytes": buffer_bytes,
+        "delay_s": delay_s,
+        "jitter_s": jitter_s,
+        "loss": loss,
+        "gilbert": table(gilbert),
+        "rate_schedule": table(rate_schedule),
+        "cross_traffic": table(cross_traffic),
+        "link_trace": table(link_trace),
+    }
+
+
 def run_config(
     cell: dict, seed: int, time_limit_s: float, traces: dict[str, TraceFile] | None = None
 ) -> dict:
@@ -611,33 +657,30 @@ def run_config(
             "mean_on_s": on_off[0] / 1000.0 if on_off else 0.0,
             "mean_off_s": on_off[1] / 1000.0 if on_off else 0.0,
         }
-    down = {
-        "rate_bps": rate,
-        "buffer_bytes": buffer,
-        "delay_s": delay,
-        "jitter_s": cell["jitter_ms"] / 1000.0,
-        "loss": cell["loss"],
-        "gilbert": dict(gilbert) if gilbert else None,
-        "rate_schedule": {"lo_bps": sched[0] * 1e6, "hi_bps": sched[1] * 1e6, "interval_s": 1.0}
+    down = link_config(
+        rate,
+        buffer,
+        delay,
+        jitter_s=cell["jitter_ms"] / 1000.0,
+        loss=cell["loss"],
+        gilbert=gilbert or None,
+        rate_schedule={"lo_bps": sched[0] * 1e6, "hi_bps": sched[1] * 1e6, "interval_s": 1.0}
         if sched
         else None,
-        "cross_traffic": cross,
-        "link_trace": ref(down_trace) if down_trace else None,
-    }
+        cross_traffic=cross,
+        link_trace=ref(down_trace) if down_trace else None,
+    )
     up_rate = (
         up_trace.mean_rate_bps if up_trace else (cell["up_rate_mbps"] or cell["rate_mbps"]) * 1e6
     )
-    up = {
-        "rate_bps": up_rate,
-        "buffer_bytes": bdp(up_rate),
-        "delay_s": delay,
-        "jitter_s": cell["up_jitter_ms"] / 1000.0,
-        "loss": cell["up_loss"],
-        "gilbert": None,
-        "rate_schedule": None,
-        "cross_traffic": None,
-        "link_trace": ref(up_trace) if up_trace else None,
-    }
+    up = link_config(
+        up_rate,
+        bdp(up_rate),
+        delay,
+        jitter_s=cell["up_jitter_ms"] / 1000.0,
+        loss=cell["up_loss"],
+        link_trace=ref(up_trace) if up_trace else None,
+    )
     mobile = cell["profile"] == "mobile"
     client = {
         "profile": cell["profile"],

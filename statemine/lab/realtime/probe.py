@@ -119,11 +119,12 @@ def measure(
     the emulator's counters (plus ``wall_s``)."""
     import subprocess
 
+    from ..scenario import link_config
     from . import netns
     from .emulator import Emulator
     from .run import _env, _last_json
 
-    quiet = {"rate_bps": 1e9, "buffer_bytes": 1 << 20, "delay_s": 0.0}
+    quiet = link_config(1e9, 1 << 20, 0.0)  # the down direction: no effect on the probe
     t_start = time.monotonic()
     with netns.signals_raise(), netns.Topology() as topo:
         emu = Emulator(topo.client_fd, topo.server_fd, {"up": link, "down": quiet}, seed).start()
