@@ -1,10 +1,14 @@
-"""The lab: real, instrumented QUIC implementations run in virtual time over an emulated
-path, producing statemine traces (``statemine lab run``; docs/lab.md).
+"""The lab: real, instrumented QUIC implementations (and kernel TCP) run over an emulated
+path, in virtual time or in real time, producing statemine traces (``statemine lab run``;
+docs/lab.md).
 
-Modules: :mod:`.path` (the path model), :mod:`.scenario` (TOML grids), :mod:`.grid`
-(running a grid: parallel, resumable, results table and manifest), :mod:`.runners`
-(one runner per implementation), :mod:`.findings` (the paper's findings measured on a
-grid's traces), :mod:`.commands` (each ``statemine lab`` command as one call).
+Modules: :mod:`.path` (the path model; its Go and Rust twins are in ``quicgo/`` and
+``quiche/``), :mod:`.scenario` (TOML grids; ``run_config`` and ``link_config`` build the
+runner protocol's configs), :mod:`.grid` (running a grid: parallel, resumable, results
+table and manifest), :mod:`.runners` (one runner per implementation), :mod:`.realtime`
+(real-time runs in network namespaces), :mod:`.cellular` and :mod:`.variability` (link
+traces, the mobile client's randomness), :mod:`.findings` (the paper's findings measured
+on a grid's traces), :mod:`.commands` (each ``statemine lab`` command as one call).
 
 The commands' library calls, imported when first used:
 
