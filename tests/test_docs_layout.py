@@ -39,7 +39,9 @@ def test_every_module_and_package_is_in_the_layout():
             found = re.search(rf"\b{re.escape(path.stem)}\b", block)
         if not found:
             missing.append(rel.as_posix())
-    assert missing == [], f"not described in docs/architecture.md's layout: {missing}"
+    assert missing == [], (
+        f"not described in docs/architecture.md's layout (add a line there): {missing}"
+    )
 
 
 def test_every_named_python_file_and_doc_exists():
