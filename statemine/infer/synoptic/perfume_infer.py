@@ -218,7 +218,6 @@ def _bound_split(
     delta: np.ndarray,
     codes: TimedCodes,
     i: int,
-    strict: bool,
     rng: np.random.Generator,
     trials: bool,
 ) -> np.ndarray:
@@ -228,7 +227,7 @@ def _bound_split(
     log = model.log
     a, b = int(codes.bound_a[i]), int(codes.bound_b[i])
     limit, upper = float(codes.bound_value[i]), bool(codes.bound_upper[i])
-    first = bool(codes.bound_first_only[i]) and not strict
+    first = bool(codes.bound_first_only[i])
     path = timed_counterexample(g, a, b, limit, upper, first)
     splits = stitch_splits(model, g, delta, path, upper, rng) if path else []
     if splits and not trials:
@@ -254,10 +253,8 @@ def refine_timed(
     codes: TimedCodes,
     ticks: np.ndarray,
     rng: np.random.Generator,
-    strict: bool = False,
 ) -> PartitionModel:
-    """Split ``model`` until every invariant of ``codes`` holds (module doc, steps 1-3;
-    ``strict``: see :func:`~.timecheck.bound_violations`)."""
+    """Split ``model`` until every invariant of ``codes`` holds (module doc, steps 1-3)."""
     log = model.log
     n_types = len(log.types)
     delta = np.zeros(log.n_events)
@@ -280,7 +277,7 @@ def refine_timed(
                 raise StatemineError("internal error: no split removes an IntrBy counterexample")
             model = apply_split(model, splits[int(rng.integers(len(splits)))])
             continue
-        bad = np.nonzero(bound_violations(g, codes, n_types, strict))[0]
+        bad = np.nonzero(bound_violations(g, codes, n_types))[0]
         if not bad.size:
             return model
         batch = max(1, log.n_events // BATCH_EVENTS)
@@ -292,7 +289,7 @@ def refine_timed(
         touched: set[int] = set()
         masks = []
         for i in picked:
-            mask = _bound_split(model, g, ticks, delta, codes, int(i), strict, rng, batch == 1)
+            mask = _bound_split(model, g, ticks, delta, codes, int(i), rng, batch == 1)
             node = int(model.part[np.argmax(mask)])
             if node not in touched:
                 touched.add(node)
@@ -308,7 +305,7 @@ class _TimedMerges:
     the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds, the
     IntrBy reachability from scratch)."""
 
-    def __init__(self, model: PartitionModel, codes: TimedCodes, ticks: np.ndarray, strict: bool):
+    def __init__(self, model: PartitionModel, codes: TimedCodes, ticks: np.ndarray):
         log = model.log
         self.n_types = len(log.types)
         self.fine = timed_graph(model.part, model.node_type, log, ticks)
@@ -318,7 +315,7 @@ class _TimedMerges:
         self.untimed = MergeCheck(
             model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
         )
-        self.bounds = BoundCheck(self.fine, codes, self.n_types, strict)
+        self.bounds = BoundCheck(self.fine, codes, self.n_types)
 
     def merge(self, keep: int, gone: int) -> bool:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
@@ -344,13 +341,12 @@ def coarsen_timed(
     codes: TimedCodes,
     ticks: np.ndarray,
     rng: np.random.Generator,
-    strict: bool = False,
 ) -> PartitionModel:
     """Merge same-type nodes of ``model`` (pairs in a seeded order, passes until one
     merges nothing) while every invariant of ``codes`` holds.  A pair that failed is not
     tried again (merging only adds walks and widens edge ranges, so it would fail in any
     coarser model too)."""
-    merges = _TimedMerges(model, codes, ticks, strict)
+    merges = _TimedMerges(model, codes, ticks)
     n = model.n_nodes
     failed: dict[int, set[int]] = {}
     changed = merges.bounds.fix is not None and merges.untimed.fix is not None
@@ -392,7 +388,6 @@ def infer_perfume(
     refine_model: bool = True,
     coarsen_model: bool = True,
     attempts: int | None = None,
-    strict: bool = False,
 ) -> PartitionModel:
     """Perfume's model of ``log``: the initial partition graph refined until every
     invariant of ``codes`` holds, then coarsened; the smallest of ``attempts`` seeded
@@ -406,9 +401,9 @@ def infer_perfume(
         attempts = ATTEMPTS if log.n_events <= ONE_ATTEMPT_EVENTS else 1
     for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
         rng = np.random.default_rng(sub)
-        model = refine_timed(initial, codes, ticks, rng, strict)
+        model = refine_timed(initial, codes, ticks, rng)
         if coarsen_model:
-            model = coarsen_timed(model, codes, ticks, rng, strict)
+            model = coarsen_timed(model, codes, ticks, rng)
         if best is None or model.n_nodes < best.n_nodes:
             best = model
     assert best is not None

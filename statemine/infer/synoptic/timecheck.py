@@ -2,15 +2,29 @@
 
 A Perfume model is a partition graph whose edges carry the time deltas of the event-level
 transitions they stand for.  A constrained invariant ``a X(t) b, lowerbound = L`` /
-``upperbound = U`` holds on the model when, on every model path, every walk from an
-``a`` node to a later ``b`` node (``a`` node for IntrBy) takes at least ``L`` when each
-edge counts its *smallest* delta, and at most ``U`` when each edge counts its *largest*
-delta (Perfume's ``*LowerTracingSet``/``*UpperTracingSet`` add up min/max deltas along
-the path; read in ModelInference/synoptic ``invariants/fsmcheck``, for the semantics
-only).  statemine checks *every* (a, later b) pair of a walk, which is what the mined
-bounds mean (the min and max over every such pair of every trace), so a model that
-passes here also passes Perfume's own automata.  The untimed part (``a AFby b``,
-``a AP b``, ``a NFby b``, ``a IntrBy b``) must hold as well.
+``upperbound = U`` holds on the model when every walk from an ``a`` node to a later ``b``
+node (``a`` node for IntrBy) takes at least ``L`` when each edge counts its *smallest*
+delta, and at most ``U`` when each edge counts its *largest* delta.  Which walks count is
+Perfume's, read in ModelInference/synoptic ``invariants/fsmcheck`` (``AFbyUpperTracingSet``,
+``APUpperTracingSet``, ``*LowerTracingSet``, ``IntrBy*TracingSet``: automata run along the
+model's paths from INITIAL, adding up the max/min delta of each edge; semantics only, no
+code taken):
+
+* every bound but one: every (``a``, later ``b``) pair of a walk.  For an upper bound the
+  automaton's clock runs from the path's first ``a`` and is never reset, so its largest
+  total is that of the longest (a, b) walk; lower bounds reset at each ``a``, the shortest
+  walk starts at the latest one; with deltas >= 0 both are every pair.
+* **AlwaysPrecedes upper bound: only (first ``a`` of a path, a ``b`` before the next
+  ``a``)**.  ``APUpperTracingSet`` starts its clock at the first ``a`` and has no
+  transition for a second ``a`` (the path is no longer followed), so a ``b`` after a later
+  ``a`` is never timed.  The real Perfume's models need this rule: its 9-node
+  ``perfume-repo-radius-auth`` model (``../shared/synoptic-oracle``) satisfies every mined
+  bound under it but breaks ``Access-Request AlwaysPrecedes(t) Access-Accept, upperbound =
+  352`` if every pair counted (Request -> slow Challenge -> Request -> Accept takes 3,312);
+  the mined bound itself is the largest delta over every pair (README-perfume-ktails.md),
+  so traces meet it under either rule.
+
+The untimed part (``a AFby b``, ``a AP b``, ``a NFby b``, ``a IntrBy b``) must hold as well.
 
 Times are exact: the decimal time texts are scaled to integers (``ticks``) held in
 float64, exact below 2**53 (beyond, the plain float times are used).  Deltas are >= 0
@@ -363,17 +377,14 @@ class _BoundGroup:
     stop: np.ndarray
 
 
-def _bound_groups(
-    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool
-) -> list[_BoundGroup]:
-    """The non-empty bound groups of ``codes`` on ``g`` (``strict``: as in
-    :func:`bound_violations`)."""
+def _bound_groups(g: TimedGraph, codes: TimedCodes, n_types: int) -> list[_BoundGroup]:
+    """The non-empty bound groups of ``codes`` on ``g``."""
     groups = []
     nt = np.where(g.node_type >= 0, g.node_type, 0)
     for upper, first_only in ((True, False), (True, True), (False, False)):
         mask = codes.bound_upper == upper
         if upper:
-            mask &= (codes.bound_first_only & ~strict) == first_only
+            mask &= codes.bound_first_only == first_only
         sel = np.nonzero(mask)[0]
         if not sel.size:
             continue
@@ -395,15 +406,14 @@ def _bound_groups(
 
 
 def bound_violations(
-    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False, any_only: bool = False
+    g: TimedGraph, codes: TimedCodes, n_types: int, any_only: bool = False
 ) -> np.ndarray:
-    """Bool per bound of ``codes`` (``bound_*`` arrays): does the model break it?
-    ``strict``: every (a, later b) pair of a walk counts; otherwise an AlwaysPrecedes
-    upper bound counts only the pairs (first a of the path, b before the next a), as
-    Perfume's automaton does (module doc).  ``any_only``: stop at the first violation
-    found (the answer's ``any()`` is right, not every entry)."""
+    """Bool per bound of ``codes`` (``bound_*`` arrays): does the model break it?  An
+    AlwaysPrecedes upper bound counts only the pairs (first a of a path, b before the next
+    a), every other bound every (a, later b) pair of a walk (module doc).  ``any_only``:
+    stop at the first violation found (the answer's ``any()`` is right, not every entry)."""
     bad = np.zeros(len(codes.bound_a), dtype=bool)
-    for b in _bound_groups(g, codes, n_types, strict):
+    for b in _bound_groups(g, codes, n_types):
         stop = b.stop if any_only else None
         walks = walk_extremes(g, b.sources, b.upper, b.first_only, b.cap, stop)
         ext = _per_type(walks, g.node_type, n_types, b.upper)
@@ -422,10 +432,10 @@ class BoundCheck:
     current totals are below (upper) / above (lower) the merged model's).  ``fix`` is
     None when a bound already fails on the current model."""
 
-    def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False):
+    def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int):
         self.groups = [
             (b.upper, b.first_only, b.sources, b.cap, b.stop)
-            for b in _bound_groups(g, codes, n_types, strict)
+            for b in _bound_groups(g, codes, n_types)
         ]
         self.fix: list[np.ndarray] | None = self.check(g)
 
@@ -470,7 +480,7 @@ def intr_violations(g: TimedGraph, codes: TimedCodes) -> np.ndarray:
 
 
 def violations(
-    g: TimedGraph, codes: TimedCodes, n_types: int, strict: bool = False, any_only: bool = False
+    g: TimedGraph, codes: TimedCodes, n_types: int, any_only: bool = False
 ) -> np.ndarray:
     """Bool per row of the invariant frame ``codes`` was made from: does the model
     (every node on an INITIAL -> TERMINAL path) break it?  A bounded AFby/AP/IntrBy row
@@ -487,7 +497,7 @@ def violations(
     out |= at(intr_violations(g, codes), codes.row_intr)
     if any_only and out.any():
         return out
-    return out | at(bound_violations(g, codes, n_types, strict, any_only), codes.row_bound)
+    return out | at(bound_violations(g, codes, n_types, any_only), codes.row_bound)
 
 
 def refuse_timeless(regexes: list[str] | None) -> None:
