@@ -86,12 +86,18 @@ def test_ktails_bad_k_and_invariant_options(tmp_path, monkeypatch):
     (tmp_path / "a.log").write_text("x\ny\n")
     monkeypatch.chdir(tmp_path)
     for args, needle in (
-        (["-k", "-1"], "must be 0 or more"),
-        (["-k", "two"], "integer"),
+        (["-k", "-1"], "--kTailsK (-k) must be 0 or more, not -1"),
+        (["--kTailsK=-3"], "--kTailsK (-k) must be 0 or more, not -3"),
+        (["-k", "two"], "--kTailsK takes an integer, not 'two'"),
+        (["-k", "1.5"], "--kTailsK takes an integer, not '1.5'"),
         (["--outputInvariantsToFile=true"], "option of synoptic"),
     ):
-        res = CliRunner().invoke(main, ["infer", "--engine", "ktails", *args, "a.log"])
+        res = CliRunner().invoke(
+            main, ["infer", "--engine", "ktails", *args, "-o", "m", "--outputLTS", "a.log"]
+        )
         assert res.exit_code == 2 and needle in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.log"]  # nothing written
     res = CliRunner().invoke(
         main, ["infer", "--engine", "ktails", "-k", "1", "--outputLTS", "-o", "m", "a.log"]
     )

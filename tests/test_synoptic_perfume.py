@@ -174,7 +174,8 @@ def test_perfume_refuses_a_log_without_times(tmp_path, monkeypatch):
     nothing written (the real Perfume would take line numbers as times)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "n.log").write_text("a\nb\n--\na\nx\nb\n")
-    for extra in ([], ["--onlyMineInvariants=true"]):
+    timed = ["-r", "^(?<DTIME>[0-9]+) (?<TYPE>.*)$"]  # matches no line: a timeless -r too
+    for extra in ([], ["--onlyMineInvariants=true"], timed):
         res = CliRunner().invoke(
             main,
             [

@@ -188,6 +188,10 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     from .model import PartitionModel
 
     out = ToolRun()
+    if engine == "perfume":
+        from .timecheck import refuse_timeless
+
+        refuse_timeless(a["regExps"])  # before reading: it names the -r regex, not a line
     log = read_log(a)
     seed = a["randomSeed"] if a["randomSeed"] is not None else 0
     if engine == "ktails":
@@ -272,9 +276,8 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
     )
     from .perfume_formats import invariants_json, perfume_dot
     from .perfume_infer import infer_perfume
-    from .timecheck import TimedCodes, exact_ticks, refuse_timeless
+    from .timecheck import TimedCodes, exact_ticks
 
-    refuse_timeless(a["regExps"])
     if a["exportAsGML"]:
         raise UsageError(
             "--exportAsGML=true is not supported with --engine perfume: statemine writes "
