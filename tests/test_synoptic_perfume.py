@@ -406,7 +406,8 @@ def test_perfume_bad_options(tmp_path, monkeypatch):
     (tmp_path / "t.log").write_text("1 a\n2 b\n")
     base = ["infer", "--engine", "perfume", "-r", "^(?<DTIME>)(?<TYPE>)$", "-o", "m"]
     res = CliRunner().invoke(main, [*base, "--exportAsGML=true", "t.log"])
-    assert res.exit_code == 2 and "--exportAsGML" in res.output
+    assert res.exit_code == 2 and "--exportAsGML" in res.output and "GML text" in res.output
+    assert len(res.output.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.log"]
     res = CliRunner().invoke(main, [*base, "--noRefinement=true", "t.log"])
     assert res.exit_code == 0, res.output

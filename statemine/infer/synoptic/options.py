@@ -195,7 +195,11 @@ OPTIONS: tuple[Opt, ...] = (
         "bool",
         False,
         tools=("perfume",),
-        refuse_reason="median times on edges are not implemented",
+        refuse_reason=(
+            "median times on edges are not implemented: the label text Perfume writes "
+            "for them is not in the Synoptic source versions available here (and its "
+            "'median' is the middle of the unsorted deltas)"
+        ),
     ),
     Opt("showTerminalNode", "bool", True, help="draw the TERMINAL node"),
     Opt("showInitialNode", "bool", True, help="draw the INITIAL node"),

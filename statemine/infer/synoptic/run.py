@@ -280,8 +280,9 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
 
     if a["exportAsGML"]:
         raise UsageError(
-            "--exportAsGML=true is not supported with --engine perfume: statemine writes "
-            "Perfume's time-range labels in dot only"
+            "--exportAsGML=true is not supported with --engine perfume: the GML text of "
+            "Perfume's time-range labels is not in the Synoptic source versions available "
+            "here (their GmlExportFormatter predates time labels); statemine writes dot only"
         )
     inv = mine_constrained(
         log,
