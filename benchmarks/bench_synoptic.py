@@ -30,10 +30,9 @@ Python and numpy allocations (tracemalloc, a separate run), and the growth of ti
 memory with events and with event types is fitted as a power law (the exponent of the
 least-squares line through the log-log points).  The load average is printed first.
 
-Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli] [--readers] [--perfume]
+Run: ``python benchmarks/bench_synoptic.py [--quick] [--repeat N] [--cli] [--readers]
 [--sizes]`` (``--readers``: only the regex reader, per path, on a 1e6-event state log;
-``--quick`` skips the 1e6-event logs; ``--perfume``: only ``--engine perfume`` on
-generated logs with times (:func:`run_perfume`); ``--sizes``: only model sizes, inference time and
+``--quick`` skips the 1e6-event logs (Perfume: ``bench_perfume.py``); ``--sizes``: only model sizes, inference time and
 peak memory on generated event logs of 3e3..1e5 events and on the oracle's repo logs, next
 to Synoptic's node counts where a real Synoptic made them: the oracle cases, or a jar named
 by ``STATEMINE_SYNOPTIC_JAR``, which runs on the generated logs too; the issue's figures, on
@@ -429,65 +428,6 @@ def run_sizes(tmp: Path) -> None:
         )
 
 
-def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str, int]]]:
-    """Perfume's kind of log: Connect, TokenAuth (fast) or PasswordAuth (slow), Query,
-    Reply (5-9 ms after a token, 0.2-1.2 s after a password), Close; (type, ms) pairs."""
-    traces = []
-    for _ in range(n_traces):
-        slow = rng.random() < 0.5
-        t = int(rng.integers(0, 5))
-        trace = [("Connect", t)]
-        for name, lo, hi in (
-            ("PasswordAuth" if slow else "TokenAuth", 2, 6),
-            ("Query", 2, 7),
-            ("Reply", 200, 1200) if slow else ("Reply", 4, 10),
-            ("Close", 1, 4),
-        ):
-            t += int(rng.integers(lo, hi))
-            trace.append((name, t))
-        traces.append(trace)
-    return traces
-
-
-def run_perfume(tmp: Path) -> None:
-    """``--engine perfume`` as a command (in process: parse, mining, refinement,
-    coarsening, files) on generated logs with times: latency logs of growing size (few
-    nodes) and state logs with random delays (every delay its own bound: models near one
-    node per event, Perfume's worst case); wall and CPU seconds, peak MiB (tracemalloc,
-    a second run)."""
-    import tracemalloc
-
-    from statemine.infer.synoptic.command import run_command
-
-    print(f"{'log':24s} {'events':>8s} {'nodes':>6s} {'wall s':>8s} {'cpu s':>8s} {'peak MiB':>8s}")
-    logs = []
-    for n in (1_000, 10_000, 100_000):
-        path = tmp / f"latency-{n}.log"
-        traces = latency_log(n // 5, np.random.default_rng(n))
-        text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
-        path.write_text(text + "\n")
-        logs.append((f"latency-{n}", path))
-    for n in (250, 500, 1_000):
-        path = tmp / f"states-{n}.log"
-        write_log(state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-        logs.append((f"states-{n}", path))
-    for name, path in logs:
-        args = ["-r", REGEX, "-s", SEPARATOR, "--randomSeed=1", "-o", str(tmp / name), str(path)]
-        c0, t0 = time.process_time(), time.perf_counter()
-        done = run_command("perfume", args)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        tracemalloc.start()
-        run_command("perfume", args)
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        log = done.result.log
-        print(
-            f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
-            f"{cpu:>8.2f} {peak:>8.1f}",
-            flush=True,
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1e6-event logs")
@@ -495,9 +435,6 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="also time the command line")
     parser.add_argument(
         "--sizes", action="store_true", help="only model sizes on generated and oracle logs"
-    )
-    parser.add_argument(
-        "--perfume", action="store_true", help="only --engine perfume on generated timed logs"
     )
     parser.add_argument(
         "--readers",
@@ -510,10 +447,6 @@ def main() -> None:
     if opts.sizes:
         with tempfile.TemporaryDirectory() as tmp_name:
             run_sizes(Path(tmp_name))
-        return
-    if opts.perfume:
-        with tempfile.TemporaryDirectory() as tmp_name:
-            run_perfume(Path(tmp_name))
         return
     print(
         f"{'log':28s} {'events':>9s} {'types':>5s} {'parse s':>8s} {'infer s':>8s} "

@@ -33,7 +33,7 @@ from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import constrained_json, mine_constrained
 from statemine.infer.synoptic.perfume_formats import perfume_dot
-from statemine.infer.synoptic.perfume_infer import infer_perfume
+from statemine.infer.synoptic.perfume_infer import infer_perfume, trace_chain_model
 from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks, timed_graph, violations
 from statemine.parse.regex import read_regex_arrays
@@ -440,3 +440,34 @@ def test_perfume_batched_refinement_on_a_larger_log(tmp_path):
     assert rejected(g, traces) == []
     assert violated_rows(g, mine_constrained(log).to_dict("records")) == []
     assert len(g) < 40
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16), st.sampled_from([0, 2, 4]))
+def test_perfume_caps_keep_every_invariant(tmp_path_factory, traces, seed, cap):
+    """The caps that bound Perfume's cost (refinement past ``refine_nodes`` nodes gives the
+    trace-chain model; no coarsening above ``coarsen_nodes``): the model still accepts
+    every trace and satisfies every constrained invariant (reference checker)."""
+    log = write_log(tmp_path_factory.mktemp("p"), traces)
+    inv = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    codes = TimedCodes.from_frame(inv, log.types, scale)
+    model = infer_perfume(
+        log, codes, ticks, seed, attempts=1, refine_nodes=len(log.types) + cap, coarsen_nodes=cap
+    )
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []
+    assert rejected(g, [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]) == []
+
+
+def test_trace_chain_model_paths_are_the_traces():
+    """trace_chain_model: first events share a node per type, last events of longer traces
+    too, one-event traces join the first events' node, every other event is its own."""
+    log = EventLog.from_sequences([["a", "b", "c"], ["a", "c"], ["a"], ["b", "b", "c"]])
+    model = trace_chain_model(log)
+    # nodes: first a, first b, last c, b (trace 0), b (trace 3), INITIAL, TERMINAL
+    assert model.n_nodes == 7
+    part = model.part
+    assert part[0] == part[3] == part[5]  # the first a's (the one-event trace too)
+    assert part[2] == part[4] == part[8]  # the last c's
+    assert len({part[1], part[7], part[6]}) == 3  # inner b's and the first b: distinct

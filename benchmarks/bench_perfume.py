@@ -1,0 +1,104 @@
+"""Speed and memory of statemine's Perfume (``--engine perfume``), in process.
+
+Two kinds of generated logs in the oracle's format (``<time> <Type>`` lines, ``--`` between
+traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
+
+* *latency logs*: Connect, TokenAuth (fast) or PasswordAuth (slow), Query, Reply (5-9 ms
+  after a token, 0.2-1.2 s after a password), Close: delays fall into a few regimes, and
+  the model stays small;
+* *state logs*: CC states from a Markov chain with random delays (1-200,000 us), i.e.
+  every delay distinct, every mined bound tight: Perfume's worst case, where its model
+  approaches one node per event (``perfume_infer``'s module doc: the caps that bound it).
+
+Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
+refinement, coarsening, files written), and the peak of Python and numpy allocations
+(tracemalloc, a second run).  The load average is printed first (the machine is shared:
+read the CPU seconds).
+
+Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_synoptic import REGEX, SEPARATOR, state_log, write_log
+
+from statemine.infer.synoptic.command import run_command
+
+
+def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str, int]]]:
+    """``n_traces`` latency traces as (type, ms) pairs (module doc)."""
+    traces = []
+    for _ in range(n_traces):
+        slow = rng.random() < 0.5
+        t = int(rng.integers(0, 5))
+        trace = [("Connect", t)]
+        for name, lo, hi in (
+            ("PasswordAuth" if slow else "TokenAuth", 2, 6),
+            ("Query", 2, 7),
+            ("Reply", 200, 1200) if slow else ("Reply", 4, 10),
+            ("Close", 1, 4),
+        ):
+            t += int(rng.integers(lo, hi))
+            trace.append((name, t))
+        traces.append(trace)
+    return traces
+
+
+def run(name: str, path: Path, tmp: Path) -> None:
+    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc."""
+    args = ["-r", REGEX, "-s", SEPARATOR, "--randomSeed=1", "-o", str(tmp / name), str(path)]
+    c0, t0 = time.process_time(), time.perf_counter()
+    done = run_command("perfume", args)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    tracemalloc.start()
+    run_command("perfume", args)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    log = done.result.log
+    print(
+        f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
+        f"{cpu:>8.2f} {peak:>8.1f}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
+    parser.add_argument("--kinds", default="latency,states", help="log kinds to run")
+    opts = parser.parse_args()
+    sizes = [int(x) for x in opts.sizes.split(",")]
+    kinds = opts.kinds.split(",")
+    print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"{'log':24s} {'events':>8s} {'nodes':>6s} {'wall s':>8s} {'cpu s':>8s} {'peak MiB':>8s}")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for kind in kinds:
+            for n in sizes:
+                path = tmp / f"{kind}-{n}.log"
+                if kind == "latency":
+                    traces = latency_log(n // 5, np.random.default_rng(n))
+                    text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
+                    path.write_text(text + "\n")
+                else:
+                    write_log(
+                        state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0)
+                    )
+                run(f"{kind}-{n}", path, tmp)
+
+
+if __name__ == "__main__":
+    main()
