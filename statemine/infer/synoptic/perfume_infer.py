@@ -42,6 +42,7 @@ into a few regimes stay far below them.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -105,18 +106,22 @@ def timed_counterexample(
     cur = np.where(starts, 0.0, none)
     is_b = g.node_type == b
     preds: list[np.ndarray] = []
+    if not len(dst):
+        return None
+    group = np.nonzero(np.r_[True, dst[1:] != dst[:-1]])[0]  # edges into one node: a run
+    target, run_of = dst[group], np.repeat(np.arange(len(group)), np.diff(np.r_[group, len(dst)]))
+    extreme = np.maximum if upper else np.minimum
     for layer in range(max_len):
         if first_only and layer:
             cur = np.where(is_a, none, cur)
         vals = cur[src] + w
-        # per target, the edge with the extreme value (ties: the first edge)
-        key = -vals if upper else vals
-        idx = np.lexsort((np.arange(len(vals)), key, dst))
-        first = np.r_[True, dst[idx][1:] != dst[idx][:-1]]
-        best = idx[first]
+        # per target, the edge with the extreme value (ties: the first edge); O(edges)
+        red = extreme.reduceat(vals, group)
+        at_best = np.flatnonzero(vals == red[run_of])
+        best = at_best[np.unique(run_of[at_best], return_index=True)[1]]
         nxt = np.full(n, none)
         pred = np.full(n, -1, dtype=np.int64)
-        nxt[dst[best]] = vals[best]
+        nxt[target] = red
         pred[dst[best]] = src[best]
         pred[~np.isfinite(nxt)] = -1
         preds.append(pred)
@@ -132,12 +137,6 @@ def timed_counterexample(
     return None
 
 
-def _transitions(model: PartitionModel, delta: np.ndarray, u: int, v: int, w: float) -> np.ndarray:
-    """Events of node ``u`` whose successor lies in node ``v`` with delta ``w``."""
-    nxt = model.successor_nodes()
-    return np.nonzero((model.part == u) & (nxt == v) & (delta == w))[0]
-
-
 def stitch_splits(
     model: PartitionModel,
     g: TimedGraph,
@@ -145,29 +144,35 @@ def stitch_splits(
     path: list[int],
     upper: bool,
     rng: np.random.Generator,
-) -> list[np.ndarray]:
+) -> Iterator[np.ndarray]:
     """Masks of events to move out of an inner node of the violating walk ``path``, one
-    per node with a stitch, from the walk's end backwards (Perfume's order)."""
-    weight = {
-        (int(s), int(d)): float(x) for s, d, x in zip(g.src, g.dst, g.wmax if upper else g.wmin)
-    }
-    out = []
+    per node with a stitch, from the walk's end backwards (Perfume's order), made lazily:
+    a walk that breaks an upper bound by going round a cycle can be thousands of edges
+    long, and a caller that takes the first split does not pay for the others."""
+    edge_key = g.src * g.n + g.dst  # sorted (aggregate_edges)
+    weights = g.wmax if upper else g.wmin
+    part, nxt_node = model.part, model.successor_nodes()
+
+    def transitions(u: int, v: int) -> np.ndarray:
+        """Events of node ``u`` whose successor lies in node ``v`` with the edge's extreme
+        delta."""
+        w = weights[np.searchsorted(edge_key, u * g.n + v)]
+        return np.nonzero((part == u) & (nxt_node == v) & (delta == w))[0]
+
     for j in range(len(path) - 2, 0, -1):
         prev, node, nxt = path[j - 1], path[j], path[j + 1]
-        came = _transitions(model, delta, prev, node, weight[(prev, node)]) + 1
-        leaves = _transitions(model, delta, node, nxt, weight[(node, nxt)])
-        came_set, leave_set = set(came.tolist()), set(leaves.tolist())
+        came_set = set((transitions(prev, node) + 1).tolist())
+        leave_set = set(transitions(node, nxt).tolist())
         if came_set == leave_set:
             continue
-        move = np.zeros(len(model.part), dtype=bool)
+        move = np.zeros(len(part), dtype=bool)
         move[list(leave_set - came_set)] = True
         if came_set - leave_set:
             move[list(came_set & leave_set)] = True
-        members = np.nonzero(model.part == node)[0]
+        members = np.nonzero(part == node)[0]
         others = np.setdiff1d(members, np.fromiter(came_set | leave_set, dtype=np.int64))
         move[others[rng.random(others.size) < 0.5]] = True
-        out.append(move)
-    return out
+        yield move
 
 
 def fallback_split(model: PartitionModel, nodes: list[int]) -> np.ndarray | None:
@@ -247,9 +252,12 @@ def _bound_split(
     limit, upper = float(codes.bound_value[i]), bool(codes.bound_upper[i])
     first = bool(codes.bound_first_only[i])
     path = timed_counterexample(g, a, b, limit, upper, first)
-    splits = stitch_splits(model, g, delta, path, upper, rng) if path else []
-    if splits and not trials:
-        return splits[0]
+    lazy = stitch_splits(model, g, delta, path, upper, rng) if path else iter(())
+    if not trials:
+        mask = next(lazy, None)
+        if mask is not None:
+            return mask
+    splits = list(lazy)
     for mask in splits:
         trial = apply_split(model, mask)
         trial_g = timed_graph(trial.part, trial.node_type, log, ticks)
