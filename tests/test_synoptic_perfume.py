@@ -446,14 +446,14 @@ def test_perfume_batched_refinement_on_a_larger_log(tmp_path):
 @given(traces_strategy, st.integers(0, 2**16), st.sampled_from([0, 2, 4]))
 def test_perfume_caps_keep_every_invariant(tmp_path_factory, traces, seed, cap):
     """The caps that bound Perfume's cost (refinement past ``refine_nodes`` nodes gives the
-    trace-chain model; no coarsening above ``coarsen_nodes``): the model still accepts
-    every trace and satisfies every constrained invariant (reference checker)."""
+    trace-chain model; coarsening stops after ``coarsen_failures`` failed merges): the model
+    still accepts every trace and satisfies every constrained invariant (reference checker)."""
     log = write_log(tmp_path_factory.mktemp("p"), traces)
     inv = mine_constrained(log)
     ticks, scale = exact_ticks(log)
     codes = TimedCodes.from_frame(inv, log.types, scale)
     model = infer_perfume(
-        log, codes, ticks, seed, attempts=1, refine_nodes=len(log.types) + cap, coarsen_nodes=cap
+        log, codes, ticks, seed, attempts=1, refine_nodes=len(log.types) + cap, coarsen_failures=cap
     )
     g = _reference_graph(model)
     assert violated_rows(g, inv.to_dict("records")) == []

@@ -31,12 +31,13 @@ per step on large logs), and coarsening tries O(nodes^2) merges, each such a che
 logs where every delay is distinct (log-normal latencies: every bound is tight) the model
 approaches one node per event -- the real Perfume gave 128 nodes for 241 events -- so both
 grow with the square of the events (measured: 250 events 7.7 CPU s, 507 events 63 s).
-Two caps bound that: coarsening is skipped on a refined model of more than
-``COARSEN_NODES`` nodes (the refined model already satisfies everything), and refinement
-stops once the model passes ``REFINE_NODES`` nodes and the model is then
-:func:`trace_chain_model` (built in O(events), every invariant holds by construction).
-A model past those sizes is no summary a reader can use anyway; logs whose delays fall
-into a few regimes stay far below them.
+Two caps bound that: coarsening stops after ``COARSEN_FAILURES`` merges that failed
+(every merge it made was checked, so the model still satisfies everything), and
+refinement stops once the model passes ``max(REFINE_NODES, events // REFINE_EVENTS)``
+nodes, the model then being :func:`trace_chain_model` (built in O(events), every
+invariant holds by construction).  Logs whose delays fall into a few regimes stay below
+both: 1e4 latency events refine to 1,426 nodes (cap 2,500) and coarsen to 16, the
+failures few because most merges succeed.
 """
 
 from __future__ import annotations
@@ -73,11 +74,12 @@ ONE_ATTEMPT_EVENTS = 1_000
 #: Refinement handles one violated bound per step on logs up to this many events, and
 #: ``events // BATCH_EVENTS`` of them (on distinct nodes, no trial splits) beyond.
 BATCH_EVENTS = 500
-#: Refinement gives up past this many nodes (module doc: the model is then
-#: :func:`trace_chain_model`).
+#: Refinement gives up past ``max(REFINE_NODES, events // REFINE_EVENTS)`` nodes (module
+#: doc: the model is then :func:`trace_chain_model`).
 REFINE_NODES = 1_000
-#: Coarsening (O(nodes^2) merge trials) is skipped on refined models larger than this.
-COARSEN_NODES = 300
+REFINE_EVENTS = 4
+#: Coarsening stops after this many failed merge trials.
+COARSEN_FAILURES = 5_000
 
 
 def timed_counterexample(
@@ -394,16 +396,18 @@ def coarsen_timed(
     codes: TimedCodes,
     ticks: np.ndarray,
     rng: np.random.Generator,
+    max_failures: int | None = None,
 ) -> PartitionModel:
     """Merge same-type nodes of ``model`` (pairs in a seeded order, passes until one
-    merges nothing) while every invariant of ``codes`` holds.  A pair that failed is not
-    tried again (merging only adds walks and widens edge ranges, so it would fail in any
-    coarser model too)."""
+    merges nothing, or ``max_failures`` merges failed) while every invariant of ``codes``
+    holds.  A pair that failed is not tried again (merging only adds walks and widens edge
+    ranges, so it would fail in any coarser model too)."""
     merges = _TimedMerges(model, codes, ticks)
     n = model.n_nodes
     failed: dict[int, set[int]] = {}
     changed = merges.bounds.fix is not None and merges.untimed.fix is not None
-    while changed:
+    failures = 0
+    while changed and (max_failures is None or failures < max_failures):
         changed = False
         group = merges.group
         reps = np.nonzero(group == np.arange(n))[0]
@@ -420,7 +424,10 @@ def coarsen_timed(
             if merges.group[p] != p or merges.group[q] != q or q in failed.get(p, ()):
                 continue
             keep, gone = min(p, q), max(p, q)
+            if max_failures is not None and failures >= max_failures:
+                break
             if not merges.merge(keep, gone):
+                failures += 1
                 failed.setdefault(p, set()).add(q)
                 failed.setdefault(q, set()).add(p)
                 continue
@@ -441,29 +448,35 @@ def infer_perfume(
     refine_model: bool = True,
     coarsen_model: bool = True,
     attempts: int | None = None,
-    refine_nodes: int = REFINE_NODES,
-    coarsen_nodes: int = COARSEN_NODES,
+    refine_nodes: int | None = None,
+    coarsen_failures: int = COARSEN_FAILURES,
 ) -> PartitionModel:
     """Perfume's model of ``log``: the initial partition graph refined until every
     invariant of ``codes`` holds, then coarsened; the smallest of ``attempts`` seeded
     runs (ties: the first; default: ``ATTEMPTS``, one above ``ONE_ATTEMPT_EVENTS``
-    events).  Caps (module doc): no coarsening above ``coarsen_nodes`` refined nodes; an
-    attempt whose refinement passes ``refine_nodes`` nodes gives :func:`trace_chain_model`."""
+    events).  Caps (module doc): coarsening stops after ``coarsen_failures`` failed merges;
+    an attempt whose refinement passes ``refine_nodes`` nodes (default: ``max(REFINE_NODES,
+    events // REFINE_EVENTS)``) gives :func:`trace_chain_model`."""
     initial = PartitionModel.initial(log)
     if not refine_model:
         return initial
     best: PartitionModel | None = None
     if attempts is None:
         attempts = ATTEMPTS if log.n_events <= ONE_ATTEMPT_EVENTS else 1
+    cap = (
+        refine_nodes
+        if refine_nodes is not None
+        else max(REFINE_NODES, log.n_events // REFINE_EVENTS)
+    )
     for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
         rng = np.random.default_rng(sub)
         try:
-            model = refine_timed(initial, codes, ticks, rng, refine_nodes)
+            model = refine_timed(initial, codes, ticks, rng, cap)
         except _TooLarge:
             model = trace_chain_model(log)
         else:
-            if coarsen_model and model.n_nodes <= coarsen_nodes:
-                model = coarsen_timed(model, codes, ticks, rng)
+            if coarsen_model:
+                model = coarsen_timed(model, codes, ticks, rng, coarsen_failures)
         if best is None or model.n_nodes < best.n_nodes:
             best = model
     assert best is not None
