@@ -30,9 +30,11 @@ from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
     from dask.distributed import Client
 
     from .compare import DiffResult
+    from .stats.partial import PartialStats
     from .traces import TraceSet
 
 Inputs = str | os.PathLike | Sequence[str | os.PathLike]
@@ -211,16 +213,25 @@ def selection_pairs(selections: Sequence[str]) -> dict[str, str]:
     return wanted
 
 
-def _store_input(inputs: Inputs, client: Client | None) -> Path | None:
+def require_stores(sides: Sequence[Inputs]) -> None:
+    """Raise :class:`UsageError` unless every side's input is one trace store (what
+    ``--dask`` runs on): checked before a cluster is started."""
+    for inputs in sides:
+        _store_input(inputs, dask=True)
+
+
+def _store_input(
+    inputs: Inputs, client: Client | None = None, *, dask: bool = False
+) -> Path | None:
     """The store folder when ``inputs`` is one trace store, else None; with a Dask
-    ``client`` the input must be a store."""
+    ``client`` (or ``dask``) the input must be a store."""
     from .store import is_store
 
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     stores = [Path(p) for p in paths if is_store(p)]
     if stores and len(paths) > 1:
         raise UsageError(f"{stores[0]}: a trace store is read alone, not with other inputs")
-    if client is not None and not stores:
+    if (client is not None or dask) and not stores:
         raise UsageError(
             "--dask runs on a trace store (make one with statemine store add); "
             f"{' '.join(map(str, paths))} is not one"
@@ -447,6 +458,30 @@ def read_sides(
     return ts_a, ts_b, warnings
 
 
+def store_side_stats(
+    sides: Sequence[tuple[str | os.PathLike, Sequence[str]]],
+    options: StatsOptions,
+    client: Client,
+    read: ReadOptions = ReadOptions(),
+) -> list[tuple[PartialStats, pd.DataFrame]]:
+    """Per side ``(store, selections)``: its per-trace statistics and traces frame
+    (:func:`statemine.distributed.run.store_sides`), mapped on ``client``'s workers and
+    merged here; raises :class:`UsageError` for a side that is not a trace store."""
+    from .distributed.run import store_sides, tasks_for
+
+    wanted = []
+    for path, selections in sides:
+        store = _store_input(path, client)
+        assert store is not None  # with a client, anything else raised
+        wanted.append((store, selection_pairs(selections)))
+    return store_sides(
+        wanted,
+        options,
+        _mapper(client, read),
+        n_tasks=tasks_for(client),
+    )
+
+
 def diff_to_dir(
     a: str,
     b: str,
@@ -467,15 +502,26 @@ def diff_to_dir(
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
     ``out_dir`` as one set. Side labels default to the inputs' file names. Trace stores
     are read on ``client``'s Dask workers when given."""
-    from .compare import diff
+    from .compare import diff, diff_stats
     from .fileio import check_out_dir, write_set
     from .output.out_files import diff_files
 
     check_out_dir(out_dir, DIFF_OUTPUTS)
     label_a, label_b = side_labels(label_a, label_b, a, b)
-    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b, client)
-    assert ts_b is not None
-    result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
+    warnings: list[str] = []
+    if client is not None:
+        side_a, side_b = store_side_stats([(a, select_a), (b, select_b)], compare, client, read)
+        result = diff_stats(
+            side_a,
+            side_b,
+            compare,
+            label_a=label_a,
+            label_b=label_b,
+        )
+    else:
+        ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+        assert ts_b is not None
+        result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
     files = diff_files(result, svg=svg, title=title)  # all files or none
     write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
     return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))

@@ -867,7 +867,7 @@ def read_store(
     events, traces, metrics = [], [], []
     seen: dict[str, int] = {}
     for ev, tr, mx in mapper(file_frames, store_files(store, where)):
-        ids = [_unique_id(str(t), seen) for t in tr["trace"]]
+        ids = [unique_id(str(t), seen) for t in tr["trace"]]
         if ids != list(tr["trace"]):
             runs = np.flatnonzero(
                 np.r_[True, ev["trace"].to_numpy()[1:] != ev["trace"].to_numpy()[:-1]]
@@ -916,13 +916,22 @@ def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame 
             "end": table["end"].to_numpy()[first],
         }
     )
+    metrics = _sidecar(f, METRICS_DIR)
+    return ev, with_labels(f, tr), file_metrics(metrics) if metrics.exists() else None
+
+
+def with_labels(f: StoreFile, traces: pd.DataFrame) -> pd.DataFrame:
+    """``traces`` (the traces frame of the data file ``f``: ``trace`` ids as stored, one
+    row per trace in file order) with their stored labels (:func:`trace_labels`), then
+    the partition's (which win)."""
+    import pandas as pd
+
     labels = _sidecar(f, LABELS_DIR)
     if labels.exists():
-        stored = trace_labels(labels, ids[first])
-        tr = pd.concat([tr, stored.drop(columns=[k for k in f.labels if k in stored])], axis=1)
-    tr = tr.assign(**f.labels)
-    metrics = _sidecar(f, METRICS_DIR)
-    return ev, tr, file_metrics(metrics) if metrics.exists() else None
+        stored = trace_labels(labels, traces["trace"].to_numpy())
+        stored = stored.drop(columns=[k for k in f.labels if k in stored])
+        traces = pd.concat([traces.reset_index(drop=True), stored], axis=1)
+    return traces.assign(**f.labels)
 
 
 def _sidecar(f: StoreFile, top: str) -> Path:
@@ -1039,6 +1048,7 @@ def check_rows(
         raise InputError(path, None, "time goes backwards within a trace")
 
 
-def _unique_id(trace: str, seen: dict[str, int]) -> str:
+def unique_id(trace: str, seen: dict[str, int]) -> str:
+    """``trace``, or when ``seen`` counted it before, ``trace#N`` for its N-th sighting."""
     seen[trace] = seen.get(trace, 0) + 1
     return trace if seen[trace] == 1 else f"{trace}#{seen[trace]}"

@@ -11,17 +11,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from test_stream import random_log
 
 import statemine
 from statemine.cli import main
-from statemine.commands import infer_to_dir
+from statemine.commands import infer_to_dir, selection_pairs
+from statemine.compare import diff_stats
 from statemine.distributed import run as dist_run
 from statemine.distributed import storestats
 from statemine.distributed.cluster import dask_client, parse_dask_spec
+from statemine.distributed.run import store_sides
 from statemine.errors import InputError, StatemineError, UsageError
+from statemine.output.out_files import diff_files
 from statemine.stats.options import CompareOptions, StatsOptions
 from statemine.stats.tables import tables
 from statemine.store import read_store, store_files
@@ -134,15 +138,97 @@ def test_shipped_traces_on_dask_equal_the_folder_s_tables(client, tmp_path, fold
     _same_files(tmp_path / "single", tmp_path / "dask")
 
 
+def _diff_bytes(result) -> dict:
+    return diff_files(result, svg=False, title=None)
+
+
+@pytest.mark.parametrize(
+    "sides, options",
+    [
+        ((["env=lab"], ["env=mobile"]), CompareOptions(n_perm=199, n_boot=99)),
+        ((["env=lab", "day=d1"], []), CompareOptions(n_perm=99, n_boot=50, strata=("day",))),
+        ((["env=mobile"], ["env=wired"]), CompareOptions(n_perm=99, n_boot=0, end="last-state")),
+    ],
+)
+def test_store_sides_diff_equals_the_whole_trace_sets_diff(generated, monkeypatch, sides, options):
+    """The per-trace statistics and traces frames of both sides (mapped here in several
+    tasks, as on workers) give the diff of the trace sets read whole, file for file."""
+    want = statemine.diff(
+        read_store(generated, selection_pairs(sides[0])),
+        read_store(generated, selection_pairs(sides[1])),
+        options,
+        label_a="a",
+        label_b="b",
+    )
+    monkeypatch.setattr("statemine.store.read_store", _no_events)
+    monkeypatch.setattr("statemine.store.file_frames", _no_events)
+    got_a, got_b = store_sides(
+        [(generated, selection_pairs(s)) for s in sides], options, n_tasks=3, task_rows=500
+    )
+    got = diff_stats(got_a, got_b, options, label_a="a", label_b="b")
+    assert _diff_bytes(got) == _diff_bytes(want)
+    assert got.notes == want.notes and got.n_traces_a == want.n_traces_a
+
+
+def _no_events(*args, **kwargs):
+    raise AssertionError("the events were read")
+
+
+def test_store_sides_traces_frame_is_read_store_s(generated):
+    """Ids (a repeated input's ``#2``), sources, ends and labels, in the same order."""
+    ((partial, traces),) = store_sides([(generated, None)], StatsOptions(), n_tasks=4)
+    want = read_store(generated).traces
+    assert partial.n_traces == len(traces) == len(want)
+    assert list(traces.columns) == [c for c in want.columns if c in traces.columns]
+    assert {"trace", "source", "end", "role", "env", "day"} <= set(traces.columns)
+    assert traces["trace"].str.contains("#2").any()
+    for column in traces.columns:
+        pd.testing.assert_series_equal(
+            traces[column].astype(str), want[column].astype(str), check_names=False
+        )
+
+
 @pytest.mark.slow
-def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path):
+def test_shipped_traces_diff_on_dask_equals_the_folders_diff(client, tmp_path):
+    """tcp-jitter vs quic-rt-jitter (kernel TCP vs QUIC: the vocabulary note, the
+    implementation labels): from a store on 2 workers, the files of the folders' diff."""
+    from statemine.commands import DIFF_OUTPUTS, diff_to_dir
+
+    store = tmp_path / "store"
+    for folder in ("tcp-jitter", "quic-rt-jitter"):
+        statemine.store_add([REPO / "traces" / folder], store, {"set": folder})
+    opts = dict(label_a="tcp", label_b="quic", compare=CompareOptions(n_perm=499, n_boot=199))
+    folders = [str(REPO / "traces" / f) for f in ("tcp-jitter", "quic-rt-jitter")]
+    diff_to_dir(*folders, tmp_path / "folders", svg=False, **opts)
+    diff_to_dir(
+        str(store),
+        str(store),
+        tmp_path / "dask",
+        svg=False,
+        select_a=["set=tcp-jitter"],
+        select_b=["set=quic-rt-jitter"],
+        client=client,
+        **opts,
+    )
+    names = [n for n in DIFF_OUTPUTS if n != "diff.svg"]
+    _same_files(tmp_path / "folders", tmp_path / "dask", names)
+    assert "kernel TCP" in (tmp_path / "dask" / "notes.txt").read_text()
+
+
+@pytest.mark.slow
+def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path, monkeypatch):
     from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
 
     opts = dict(
         select_a=["env=lab"], select_b=["env=mobile"], compare=CompareOptions(n_perm=199, n_boot=99)
     )
     diff_to_dir(str(generated), str(generated), tmp_path / "single", svg=False, **opts)
-    diff_to_dir(str(generated), str(generated), tmp_path / "dask", svg=False, client=client, **opts)
+    with monkeypatch.context() as m:  # the driver reads no events: only the workers do
+        m.setattr("statemine.store.read_store", _no_events)
+        m.setattr("statemine.store.file_frames", _no_events)
+        diff_to_dir(
+            str(generated), str(generated), tmp_path / "dask", svg=False, client=client, **opts
+        )
     _same_files(
         tmp_path / "single", tmp_path / "dask", [n for n in DIFF_OUTPUTS if n != "diff.svg"]
     )
@@ -180,6 +266,25 @@ def test_selection_errors_match_the_single_machine_ones(client, generated):
 def test_dask_needs_a_store_input(client):
     with pytest.raises(UsageError, match="trace store"):
         infer_to_dir(REPO / "traces" / "mobile", None, client=client)
+
+
+@pytest.mark.parametrize("command", ["infer", "diff", "report"])
+def test_cli_rejects_a_non_store_before_a_cluster_starts(generated, tmp_path, monkeypatch, command):
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr("statemine.distributed.cluster.dask_client", no_cluster)
+    folder = str(REPO / "traces" / "mobile")
+    args = {
+        "infer": ["infer", folder, "--no-svg"],
+        "diff": ["diff", str(generated), folder, "--out", str(tmp_path / "d")],
+        "report": ["report", folder, "--out", str(tmp_path / "r.html")],
+    }[command]
+    res = CliRunner().invoke(main, [*args, "--dask", "local:2"])
+    assert res.exit_code == 2, res.output
+    assert "--dask runs on a trace store" in res.stderr and "Traceback" not in res.output
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("spec", ["local:0", "local:", "local:2x", "tcp://host", "http://a:1", ""])

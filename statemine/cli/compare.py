@@ -143,7 +143,7 @@ def diff_command(a, b, out_dir, svg, top, title, dask_spec, **opts):
     probabilities and a per-source chi-square/G or Fisher test. Prints the largest
     significant changes.
     """
-    with dask_session(dask_spec) as client:
+    with dask_session(dask_spec, [a, b]) as client:
         out = diff_to_dir(
             a,
             b,
@@ -272,7 +272,7 @@ def report_command(
         if len(parts) != 2 or not all(parts):
             raise UsageError(f"--values wants two comma-separated values, not {values!r}")
         values = tuple(parts)
-    with dask_session(dask_spec) as client:
+    with dask_session(dask_spec, [a] + ([b] if b else [])) as client:
         path, warnings = report_to_file(
             a,
             b,

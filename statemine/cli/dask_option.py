@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -10,6 +10,8 @@ import click
 
 if TYPE_CHECKING:
     from dask.distributed import Client
+
+    from ..commands import Inputs
 
 DASK_OPTION = click.option(
     "--dask",
@@ -21,14 +23,18 @@ DASK_OPTION = click.option(
 
 
 @contextmanager
-def dask_session(spec: str | None) -> Iterator[Client | None]:
-    """The client of ``--dask`` (None without it), its dashboard address on stderr."""
+def dask_session(spec: str | None, sides: Sequence[Inputs]) -> Iterator[Client | None]:
+    """The client of ``--dask`` (None without it), its dashboard address on stderr.
+    ``sides``: the inputs, each checked to be a trace store before a cluster starts."""
     if spec is None:
         yield None
         return
+    from ..commands import require_stores
     from ..distributed.cluster import dashboard_link, dask_client, parse_dask_spec
 
-    with dask_client(parse_dask_spec(spec)) as client:
+    parsed = parse_dask_spec(spec)
+    require_stores(sides)
+    with dask_client(parsed) as client:
         link = dashboard_link(client)
         n = len(client.scheduler_info()["workers"])
         where = f", dashboard {link}" if link else ""

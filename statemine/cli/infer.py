@@ -241,7 +241,7 @@ def infer(
     from ..commands import infer_to_dir
     from ..stats.options import StatsOptions
 
-    with dask_session(dask_spec) as client:
+    with dask_session(dask_spec, [logs]) as client:
         out = infer_to_dir(
             logs,
             out_dir,

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..stats.options import StatsOptions
-from ..store import StoreFile, store_files
-from .storestats import fold_files, reduce_folds
+from ..store import StoreFile, store_files, unique_id, with_labels
+from .storestats import FilesFold, fold_files, reduce_folds
 
 if TYPE_CHECKING:
+    import pandas as pd
     from dask.distributed import Client
 
     from ..stats.partial import PartialStats
@@ -85,19 +86,19 @@ def tasks_for(client: Client) -> int:
 
 def file_tasks(
     files: Sequence[StoreFile], n_tasks: int = 1, task_rows: int = TASK_ROWS
-) -> list[list[str]]:
+) -> list[list[StoreFile]]:
     """The data files in consecutive groups (store order), one map task each: about
     ``n_tasks`` groups of equal rows, but none above ``task_rows`` rows (except a bigger
     file alone)."""
     total = sum(f.rows for f in files)
     task_rows = max(1, min(task_rows, -(-total // max(1, n_tasks))))
-    tasks: list[list[str]] = []
+    tasks: list[list[StoreFile]] = []
     rows = task_rows
     for f in files:
         if rows + f.rows > task_rows:
             tasks.append([])
             rows = 0
-        tasks[-1].append(os.fspath(f.path))
+        tasks[-1].append(f)
         rows += f.rows
     return tasks
 
@@ -121,12 +122,50 @@ def store_summary(
     return reduce_folds(folds, options)
 
 
+def store_sides(
+    sides: Sequence[tuple[str | os.PathLike, dict[str, str] | None]],
+    options: StatsOptions = StatsOptions(),
+    mapper: Mapper = map,
+    *,
+    n_tasks: int = 1,
+    task_rows: int = TASK_ROWS,
+) -> list[tuple[PartialStats, pd.DataFrame]]:
+    """Per side ``(store, where)``: the statistics of its traces (as :func:`store_summary`)
+    and its traces frame (``trace``, ``source``, ``end`` and the labels, one row per trace
+    in the statistics' order; ids as :func:`statemine.store.read_store` gives them) -- what
+    :func:`statemine.compare.diff_stats` takes. Every side's tasks go to ``mapper`` in one
+    call (they run side by side); only per-trace rows come back, never events."""
+    import pandas as pd
+
+    tasks = [
+        (side, part, group)
+        for side, (store, where) in enumerate(sides)
+        for part, group in enumerate(file_tasks(store_files(store, where), n_tasks, task_rows))
+    ]
+    folds = list(mapper(_Fold(options, labelled=True), [(p, g) for _, p, g in tasks]))
+    out = []
+    for side in range(len(sides)):
+        mine = [fold for (s, _, _), fold in zip(tasks, folds) if s == side]
+        partial = reduce_folds(mine, options)
+        traces = pd.concat([t for fold in mine for t in fold.traces], ignore_index=True)
+        seen: dict[str, int] = {}
+        traces["trace"] = [unique_id(str(t), seen) for t in traces["trace"]]
+        out.append((partial, traces))
+    return out
+
+
 class _Fold:
-    """``fold_files(part, paths, options)`` of a ``(part, paths)`` item (picklable for
-    the workers)."""
+    """``fold_files(part, paths, options)`` of a ``(part, files)`` item (picklable for
+    the workers); ``labelled``: each file's traces frame labelled
+    (:func:`statemine.store.with_labels`), else none returned."""
 
-    def __init__(self, options: StatsOptions) -> None:
+    def __init__(self, options: StatsOptions, *, labelled: bool = False) -> None:
         self.options = options
+        self.labelled = labelled
 
-    def __call__(self, item: tuple[int, list[str]]) -> Any:
-        return fold_files(item[0], item[1], self.options)
+    def __call__(self, item: tuple[int, list[StoreFile]]) -> FilesFold:
+        part, files = item
+        fold = fold_files(part, [f.path for f in files], self.options)
+        if not self.labelled:
+            return fold._replace(traces=[])
+        return fold._replace(traces=[with_labels(f, t) for f, t in zip(files, fold.traces)])

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 from ..errors import InputError
@@ -32,9 +33,6 @@ from ..stats.options import END_RULES, StatsOptions, too_many_states
 from ..stats.partial import PartialStats, VisitStats, merge
 from ..stats.visits import VisitChunk, VisitFold, trace_ends
 from ..store import check_rows
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 #: Rows read per block.
 BLOCK_ROWS = 1 << 20
@@ -45,17 +43,21 @@ class FilesFold(NamedTuple):
     """What :func:`fold_files` computed for one task: the statistics, and for the
     too-many-states error the task's state names in order of their first state line
     (``names``), the (source, line) of that line (``first_lines``), and whether more than
-    ``max_states`` names were met (``overflow``: the fold stopped there)."""
+    ``max_states`` names were met (``overflow``: the fold stopped there); ``traces``: per
+    file, its traces in the statistics' order (:func:`file_traces` frames: ``trace`` id as
+    stored, ``source``, ``end`` seconds or NaN)."""
 
     partial: PartialStats
     names: list[str]
     first_lines: list[tuple[str, int]]
     overflow: bool
+    traces: list[pd.DataFrame]
 
 
 class _Block(NamedTuple):
     """Whole traces of one file: per row the file's trace code, seq, seconds, whether a
-    state line, the task's state code (-1 for events), line; per trace its end."""
+    state line, the task's state code (-1 for events), line; per trace its end and the
+    file's codes of its id and source (:class:`_FileIds`)."""
 
     trace: np.ndarray
     seq: np.ndarray
@@ -64,6 +66,32 @@ class _Block(NamedTuple):
     state: np.ndarray
     line: np.ndarray
     explicit_end: np.ndarray
+    source: np.ndarray
+
+
+class _FileIds:
+    """One file's trace ids and sources, coded in order of first sight."""
+
+    def __init__(self) -> None:
+        self.traces: dict[str, int] = {}
+        self.sources: dict[str, int] = {}
+
+    def frame(
+        self, trace: list[np.ndarray], source: list[np.ndarray], end: list[np.ndarray]
+    ) -> pd.DataFrame:
+        """The traces frame of per-block codes (``trace``, ``source``) and ends."""
+        import pandas as pd
+
+        ids = np.array(list(self.traces), dtype=object)
+        sources = np.array(list(self.sources), dtype=object)
+        empty = np.zeros(0, np.int64)
+        return pd.DataFrame(
+            {
+                "trace": ids[np.concatenate([empty, *trace])],
+                "source": sources[np.concatenate([empty, *source])],
+                "end": np.concatenate([np.zeros(0), *end]),
+            }
+        )
 
 
 class _Names:
@@ -83,13 +111,17 @@ def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) ->
     stats = VisitStats(options.dwell_budget)
     n_traces = n_events = 0
     overflow = False
+    frames = []
     for path in map(Path, paths):
-        for block in _blocks(path, names, options.max_states):
+        ids = _FileIds()
+        trace_codes, source_codes, ends = [], [], []
+        for block in _blocks(path, names, options.max_states, ids):
             if len(names.codes) > options.max_states:  # the driver names the line
                 overflow = True
                 break
             n_events += len(block.trace)
-            local = np.cumsum(np.r_[True, block.trace[1:] != block.trace[:-1]]) - 1
+            first = np.r_[True, block.trace[1:] != block.trace[:-1]]
+            local = np.cumsum(first) - 1
             n_block = int(local[-1]) + 1
             chunk = _visits(block, local, n_block, options)
             chunk = chunk._replace(
@@ -97,11 +129,15 @@ def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) ->
             )
             n_traces += n_block
             stats.add(chunk, n_traces, len(names.codes))
+            trace_codes.append(block.trace[first])
+            source_codes.append(block.source)
+            ends.append(block.explicit_end)
+        frames.append(ids.frame(trace_codes, source_codes, ends))
         if overflow:
             break
     in_order = sorted(names.codes, key=names.codes.__getitem__)
     partial = stats.partial(in_order, part=part, n_events=n_events)
-    return FilesFold(partial, in_order, names.first_lines, overflow)
+    return FilesFold(partial, in_order, names.first_lines, overflow, frames)
 
 
 def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> VisitChunk:
@@ -118,15 +154,15 @@ def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> 
     return VisitChunk(trace, state, start, end, next_, closed.first_trace, closed.first_state)
 
 
-def _blocks(path: Path, names: _Names, max_states: int) -> Iterator[_Block]:
-    """The rows of one data file as blocks of whole traces, checked."""
+def _blocks(path: Path, names: _Names, max_states: int, ids: _FileIds) -> Iterator[_Block]:
+    """The rows of one data file as blocks of whole traces, checked (trace ids and
+    sources coded in ``ids``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
         batches = pf.iter_batches(batch_size=BLOCK_ROWS, columns=_COLUMNS)
-        ids: dict[str, int] = {}
         done = np.zeros(0, bool)
         carry: dict[str, np.ndarray] | None = None
         while True:
@@ -147,8 +183,8 @@ def _blocks(path: Path, names: _Names, max_states: int) -> Iterator[_Block]:
             if not cut:
                 continue
             check_rows(path, whole["trace"], whole["seq"], whole["time"])
-            if len(done) < len(ids):
-                done = np.r_[done, np.zeros(len(ids) - len(done), bool)]
+            if len(done) < len(ids.traces):
+                done = np.r_[done, np.zeros(len(ids.traces) - len(done), bool)]
             if done[whole["trace"]].any():
                 raise InputError(
                     path, None, "rows are not grouped by trace (a trace's rows are apart)"
@@ -163,16 +199,18 @@ def _blocks(path: Path, names: _Names, max_states: int) -> Iterator[_Block]:
                 whole["state"],
                 whole["line"],
                 whole["end"][first],
+                whole["source"][first],
             )
     except (pa.ArrowException, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
 
 
 def _decode(
-    batch: pa.RecordBatch, ids: dict[str, int], names: _Names, max_states: int
+    batch: pa.RecordBatch, ids: _FileIds, names: _Names, max_states: int
 ) -> dict[str, np.ndarray]:
-    """A record batch's columns as numpy arrays: trace codes of the file (``ids``), state
-    codes of the task (``names``, new names coded in order of their first state line)."""
+    """A record batch's columns as numpy arrays: trace and source codes of the file
+    (``ids``), state codes of the task (``names``, new names coded in order of their first
+    state line)."""
     import pyarrow as pa
 
     columns = {}
@@ -182,7 +220,8 @@ def _decode(
             col = col.dictionary_encode()
         columns[name] = col
     trace = columns["trace"]
-    lut = np.array([ids.setdefault(s, len(ids)) for s in trace.dictionary.to_pylist()], np.int64)
+    lut = _codes(trace.dictionary.to_pylist(), ids.traces)
+    source_lut = _codes(columns["source"].dictionary.to_pylist(), ids.sources)
     kind_is_state = np.array([k == "state" for k in columns["kind"].dictionary.to_pylist()], bool)
     is_state = kind_is_state[columns["kind"].indices.to_numpy(zero_copy_only=False)]
     state_idx = columns["state"].indices.to_numpy(zero_copy_only=False)
@@ -211,7 +250,13 @@ def _decode(
         "state": state,
         "line": line,
         "end": batch.column("end").to_numpy(zero_copy_only=False),
+        "source": source_lut[columns["source"].indices.to_numpy(zero_copy_only=False)],
     }
+
+
+def _codes(values: list[str], codes: dict[str, int]) -> np.ndarray:
+    """The code of each of ``values`` in ``codes`` (a new value: the next code)."""
+    return np.array([codes.setdefault(v, len(codes)) for v in values], np.int64)
 
 
 def reduce_folds(folds: Sequence[FilesFold], options: StatsOptions) -> PartialStats:
