@@ -30,11 +30,11 @@ from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
     from dask.distributed import Client
 
     from .compare import DiffResult
-    from .stats.partial import PartialStats
+    from .distributed.run import StoreSide
+    from .output.sides import Side
     from .traces import TraceSet
 
 Inputs = str | os.PathLike | Sequence[str | os.PathLike]
@@ -463,10 +463,13 @@ def store_side_stats(
     options: StatsOptions,
     client: Client,
     read: ReadOptions = ReadOptions(),
-) -> list[tuple[PartialStats, pd.DataFrame]]:
-    """Per side ``(store, selections)``: its per-trace statistics and traces frame
-    (:func:`statemine.distributed.run.store_sides`), mapped on ``client``'s workers and
-    merged here; raises :class:`UsageError` for a side that is not a trace store."""
+    *,
+    facts: bool = False,
+) -> list[StoreSide]:
+    """Per side ``(store, selections)``: its per-trace statistics and traces frame (and
+    ``facts``; :func:`statemine.distributed.run.store_sides`), mapped on ``client``'s
+    workers and merged here; raises :class:`UsageError` for a side that is not a trace
+    store."""
     from .distributed.run import store_sides, tasks_for
 
     wanted = []
@@ -478,6 +481,7 @@ def store_side_stats(
         wanted,
         options,
         _mapper(client, read),
+        facts=facts,
         n_tasks=tasks_for(client),
     )
 
@@ -512,8 +516,8 @@ def diff_to_dir(
     if client is not None:
         side_a, side_b = store_side_stats([(a, select_a), (b, select_b)], compare, client, read)
         result = diff_stats(
-            side_a,
-            side_b,
+            side_a[:2],
+            side_b[:2],
             compare,
             label_a=label_a,
             label_b=label_b,
@@ -578,11 +582,17 @@ def report_to_file(
             cols=cols,
             alpha=outcome_alpha,
         )
-    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b, client)
+    side_a: TraceSet | Side
+    side_b: TraceSet | Side | None
+    warnings: list[str] = []
+    if client is not None:
+        side_a, side_b = _report_sides(a, b, select_a, select_b, compare, client, read)
+    else:
+        side_a, side_b, warnings = read_sides(a, b, read, select_a, select_b)
     path = write_report(
         out_file,
-        ts_a,
-        ts_b,
+        side_a,
+        side_b,
         label_a=label_a,
         label_b=label_b,
         title=title,
@@ -590,3 +600,25 @@ def report_to_file(
         compare=compare,
     )
     return path, tuple(warnings)
+
+
+def _report_sides(
+    a: str,
+    b: str | None,
+    select_a: Sequence[str],
+    select_b: Sequence[str],
+    compare: CompareOptions,
+    client: Client,
+    read: ReadOptions,
+) -> tuple[Side, Side | None]:
+    """The report's sides of stores summarized on ``client``'s workers: statistics and
+    per-trace facts; a drawn trace is fetched alone (:func:`~.distributed.run.fetch_trace`)."""
+    from .distributed.run import dask_mapper
+
+    wanted = [(a, select_a)] + ([(b, select_b)] if b else [])
+    fetch_mapper = dask_mapper(client)
+    sides = [
+        s.report_side(fetch_mapper)
+        for s in store_side_stats(wanted, compare, client, read, facts=True)
+    ]
+    return sides[0], (sides[1] if b else None)

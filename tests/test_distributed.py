@@ -23,7 +23,7 @@ from statemine.compare import diff_stats
 from statemine.distributed import run as dist_run
 from statemine.distributed import storestats
 from statemine.distributed.cluster import dask_client, parse_dask_spec
-from statemine.distributed.run import store_sides
+from statemine.distributed.run import fetch_trace, store_sides
 from statemine.errors import InputError, StatemineError, UsageError
 from statemine.output.out_files import diff_files
 from statemine.stats.options import CompareOptions, StatsOptions
@@ -165,7 +165,7 @@ def test_store_sides_diff_equals_the_whole_trace_sets_diff(generated, monkeypatc
     got_a, got_b = store_sides(
         [(generated, selection_pairs(s)) for s in sides], options, n_tasks=3, task_rows=500
     )
-    got = diff_stats(got_a, got_b, options, label_a="a", label_b="b")
+    got = diff_stats(got_a[:2], got_b[:2], options, label_a="a", label_b="b")
     assert _diff_bytes(got) == _diff_bytes(want)
     assert got.notes == want.notes and got.n_traces_a == want.n_traces_a
 
@@ -176,7 +176,7 @@ def _no_events(*args, **kwargs):
 
 def test_store_sides_traces_frame_is_read_store_s(generated):
     """Ids (a repeated input's ``#2``), sources, ends and labels, in the same order."""
-    ((partial, traces),) = store_sides([(generated, None)], StatsOptions(), n_tasks=4)
+    partial, traces, _, _ = store_sides([(generated, None)], StatsOptions(), n_tasks=4)[0]
     want = read_store(generated).traces
     assert partial.n_traces == len(traces) == len(want)
     assert list(traces.columns) == [c for c in want.columns if c in traces.columns]
@@ -189,10 +189,11 @@ def test_store_sides_traces_frame_is_read_store_s(generated):
 
 
 @pytest.mark.slow
-def test_shipped_traces_diff_on_dask_equals_the_folders_diff(client, tmp_path):
+def test_shipped_traces_diff_and_report_on_dask_equal_the_folders(client, tmp_path):
     """tcp-jitter vs quic-rt-jitter (kernel TCP vs QUIC: the vocabulary note, the
-    implementation labels): from a store on 2 workers, the files of the folders' diff."""
-    from statemine.commands import DIFF_OUTPUTS, diff_to_dir
+    implementation labels): from a store on 2 workers, the files of the folders' diff and
+    their report."""
+    from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
 
     store = tmp_path / "store"
     for folder in ("tcp-jitter", "quic-rt-jitter"):
@@ -213,6 +214,19 @@ def test_shipped_traces_diff_on_dask_equals_the_folders_diff(client, tmp_path):
     names = [n for n in DIFF_OUTPUTS if n != "diff.svg"]
     _same_files(tmp_path / "folders", tmp_path / "dask", names)
     assert "kernel TCP" in (tmp_path / "dask" / "notes.txt").read_text()
+    report = dict(opts, compare=CompareOptions(n_perm=99, n_boot=50))
+    report_to_file(*folders, tmp_path / "folders.html", **report)
+    report_to_file(
+        str(store),
+        str(store),
+        tmp_path / "dask.html",
+        select_a=["set=tcp-jitter"],
+        select_b=["set=quic-rt-jitter"],
+        client=client,
+        **report,
+    )
+    html = (tmp_path / "dask.html").read_text()
+    assert html == (tmp_path / "folders.html").read_text() and "cwnd timeline of" in html
 
 
 @pytest.mark.slow
@@ -233,8 +247,45 @@ def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path, 
         tmp_path / "single", tmp_path / "dask", [n for n in DIFF_OUTPUTS if n != "diff.svg"]
     )
     report_to_file(str(generated), None, tmp_path / "a.html", select_a=["env=lab"])
-    report_to_file(str(generated), None, tmp_path / "b.html", select_a=["env=lab"], client=client)
+    with monkeypatch.context() as m:
+        m.setattr("statemine.store.read_store", _no_events)
+        report_to_file(
+            str(generated), None, tmp_path / "b.html", select_a=["env=lab"], client=client
+        )
     assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    # two sides, timelines per stratum: one trace fetched per group
+    two = dict(opts, compare=CompareOptions(n_perm=99, n_boot=50, strata=("day",)))
+    report_to_file(str(generated), str(generated), tmp_path / "c.html", **two)
+    with monkeypatch.context() as m:
+        m.setattr("statemine.store.read_store", _no_events)
+        report_to_file(str(generated), str(generated), tmp_path / "d.html", client=client, **two)
+    html = (tmp_path / "d.html").read_text()
+    assert html == (tmp_path / "c.html").read_text() and html.count("cwnd timeline of") == 3
+
+
+def test_fetch_trace_is_the_trace_of_read_store(generated):
+    """The one trace a report draws, read alone from its file: as read_store gives it
+    (also a repeated input's ``#2`` id)."""
+    from statemine.output.timeline import _one
+
+    (side,) = store_sides([(generated, None)], StatsOptions(), facts=True, n_tasks=3)
+    whole = read_store(generated)
+    ids = side.traces["trace"].astype(str)
+    assert (side.facts["stored"] != ids).any()
+    for trace in [ids.iloc[0], ids[ids.str.contains("#2")].iloc[0], ids.iloc[-1]]:
+        got, want = fetch_trace(side, trace), _one(whole, trace)
+        for g, w in ((got.events, want.events), (got.traces, want.traces)):
+            pd.testing.assert_frame_equal(
+                g.astype(str).reset_index(drop=True), w.astype(str).reset_index(drop=True)
+            )
+    facts = side.facts
+    ev = whole.events
+    assert facts["state_lines"].sum() == (ev["kind"] == "state").sum()
+    assert facts["event_lines"].sum() == (ev["kind"] == "event").sum()
+    assert facts["cwnd_lines"].sum() == ev["cwnd"].notna().sum() > 0
+    span = ev.groupby("trace", observed=True)["time"].agg(lambda t: t.max() - t.min())
+    span = span.reindex(whole.traces["trace"].astype(str)).to_numpy()
+    assert np.array_equal((facts["last_s"] - facts["first_s"]).to_numpy(), span)
 
 
 def test_selection_prunes_partitions_before_any_file_is_opened(generated, tmp_path):

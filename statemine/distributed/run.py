@@ -12,17 +12,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import pandas as pd
 
 from ..stats.options import StatsOptions
-from ..store import StoreFile, store_files, unique_id, with_labels
+from ..store import StoreFile, file_frames, store_files, unique_id, with_labels
 from .storestats import FilesFold, fold_files, reduce_folds
 
 if TYPE_CHECKING:
-    import pandas as pd
     from dask.distributed import Client
 
+    from ..output.sides import Side
     from ..stats.partial import PartialStats
+    from ..traces import TraceSet
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 #: Rows (events) per map task: files are grouped in store order up to about this many.
@@ -122,50 +126,120 @@ def store_summary(
     return reduce_folds(folds, options)
 
 
+class StoreSide(NamedTuple):
+    """One side of :func:`store_sides`: the statistics of its traces, its traces frame
+    (``trace``, ``source``, ``end`` and the labels, one row per trace in the statistics'
+    order; ids as :func:`statemine.store.read_store` gives them), with ``facts`` the
+    traces' :data:`~statemine.output.sides.FACTS` plus ``file`` (which of ``files`` holds
+    the trace) and ``stored`` (its id there), else None; ``files``: the side's data files."""
+
+    partial: PartialStats
+    traces: pd.DataFrame
+    facts: pd.DataFrame | None
+    files: list[StoreFile]
+
+    def report_side(self, mapper: Mapper = map) -> Side:
+        """This side for the report: a drawn trace is fetched alone through ``mapper``
+        (:func:`fetch_trace`). Needs the facts."""
+        import functools
+
+        from ..output.sides import Side
+
+        if self.facts is None:
+            raise ValueError("a report side needs store_sides(..., facts=True)")
+        return Side(
+            self.partial,
+            np.arange(self.partial.n_traces),
+            self.traces,
+            self.facts,
+            functools.partial(fetch_trace, self, mapper=mapper),
+        )
+
+
 def store_sides(
     sides: Sequence[tuple[str | os.PathLike, dict[str, str] | None]],
     options: StatsOptions = StatsOptions(),
     mapper: Mapper = map,
     *,
+    facts: bool = False,
     n_tasks: int = 1,
     task_rows: int = TASK_ROWS,
-) -> list[tuple[PartialStats, pd.DataFrame]]:
-    """Per side ``(store, where)``: the statistics of its traces (as :func:`store_summary`)
-    and its traces frame (``trace``, ``source``, ``end`` and the labels, one row per trace
-    in the statistics' order; ids as :func:`statemine.store.read_store` gives them) -- what
-    :func:`statemine.compare.diff_stats` takes. Every side's tasks go to ``mapper`` in one
-    call (they run side by side); only per-trace rows come back, never events."""
-    import pandas as pd
+) -> list[StoreSide]:
+    """Per side ``(store, where)``: its :class:`StoreSide` (statistics as
+    :func:`store_summary`; the traces frame is what :func:`statemine.compare.diff_stats`
+    takes). Every side's tasks go to ``mapper`` in one call (they run side by side); only
+    per-trace rows come back, never events."""
+    from ..output.sides import FACTS
 
-    tasks = [
-        (side, part, group)
-        for side, (store, where) in enumerate(sides)
-        for part, group in enumerate(file_tasks(store_files(store, where), n_tasks, task_rows))
-    ]
-    folds = list(mapper(_Fold(options, labelled=True), [(p, g) for _, p, g in tasks]))
+    files = [store_files(store, where) for store, where in sides]
+    groups = [file_tasks(f, n_tasks, task_rows) for f in files]
+    items = [(part, group) for side in groups for part, group in enumerate(side)]
+    folds = iter(mapper(_Fold(options, labelled=True, facts=facts), items))
     out = []
-    for side in range(len(sides)):
-        mine = [fold for (s, _, _), fold in zip(tasks, folds) if s == side]
+    for side_files, side_groups in zip(files, groups):
+        mine = [next(folds) for _ in side_groups]
         partial = reduce_folds(mine, options)
-        traces = pd.concat([t for fold in mine for t in fold.traces], ignore_index=True)
+        frames = [t for fold in mine for t in fold.traces]
+        traces = pd.concat(frames, ignore_index=True)
         seen: dict[str, int] = {}
-        traces["trace"] = [unique_id(str(t), seen) for t in traces["trace"]]
-        out.append((partial, traces))
+        stored = traces["trace"].to_numpy()
+        traces["trace"] = [unique_id(str(t), seen) for t in stored]
+        side_facts = None
+        if facts:
+            side_facts = traces[list(FACTS)].assign(
+                file=np.repeat(np.arange(len(frames)), [len(t) for t in frames]), stored=stored
+            )
+            traces = traces.drop(columns=list(FACTS))
+        out.append(StoreSide(partial, traces, side_facts, side_files))
     return out
 
 
+def fetch_trace(side: StoreSide, trace: str, mapper: Mapper = map) -> TraceSet:
+    """The trace set of one trace of ``side`` (``trace``: its id in ``side.traces``), its
+    data file read by ``mapper`` (e.g. on a worker) and all but that trace's rows dropped
+    there: as :func:`statemine.store.read_store` would give it."""
+    from ..traces import TraceSet
+
+    assert side.facts is not None, "store_sides(..., facts=True) keeps where traces are"
+    row = int(np.flatnonzero(side.traces["trace"].astype(str).to_numpy() == trace)[0])
+    f = side.files[int(side.facts["file"].iloc[row])]
+    ((ev, tr, mx),) = mapper(_OneTrace(str(side.facts["stored"].iloc[row])), [f])
+    ev["trace"], tr["trace"] = trace, trace
+    if mx is not None:
+        mx["trace"] = pd.Series(trace, index=mx.index, dtype="category")
+    return TraceSet.from_events(ev, tr, None, mx)
+
+
+class _OneTrace:
+    """:func:`statemine.store.file_frames` of a file cut to the trace ``stored`` (picklable)."""
+
+    def __init__(self, stored: str) -> None:
+        self.stored = stored
+
+    def __call__(self, f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+        ev, tr, mx = file_frames(f)
+        ev = ev[ev["trace"] == self.stored].reset_index(drop=True)
+        tr = tr[tr["trace"] == self.stored].reset_index(drop=True)
+        if mx is not None:
+            mx = mx[mx["trace"] == self.stored].reset_index(drop=True)
+        return ev, tr, mx
+
+
 class _Fold:
-    """``fold_files(part, paths, options)`` of a ``(part, files)`` item (picklable for
-    the workers); ``labelled``: each file's traces frame labelled
+    """``fold_files(part, paths, options, facts=facts)`` of a ``(part, files)`` item
+    (picklable for the workers); ``labelled``: each file's traces frame labelled
     (:func:`statemine.store.with_labels`), else none returned."""
 
-    def __init__(self, options: StatsOptions, *, labelled: bool = False) -> None:
+    def __init__(
+        self, options: StatsOptions, *, labelled: bool = False, facts: bool = False
+    ) -> None:
         self.options = options
         self.labelled = labelled
+        self.facts = facts
 
     def __call__(self, item: tuple[int, list[StoreFile]]) -> FilesFold:
         part, files = item
-        fold = fold_files(part, [f.path for f in files], self.options)
+        fold = fold_files(part, [f.path for f in files], self.options, facts=self.facts)
         if not self.labelled:
             return fold._replace(traces=[])
         return fold._replace(traces=[with_labels(f, t) for f, t in zip(files, fold.traces)])

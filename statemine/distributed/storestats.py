@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from ..errors import InputError
+from ..output.sides import FACTS
 from ..stats.options import END_RULES, StatsOptions, too_many_states
 from ..stats.partial import PartialStats, VisitStats, merge
 from ..stats.visits import VisitChunk, VisitFold, trace_ends
@@ -57,7 +58,8 @@ class FilesFold(NamedTuple):
 class _Block(NamedTuple):
     """Whole traces of one file: per row the file's trace code, seq, seconds, whether a
     state line, the task's state code (-1 for events), line; per trace its end and the
-    file's codes of its id and source (:class:`_FileIds`)."""
+    file's code of its source (:class:`_FileIds`); per row whether an event line and
+    (when read) whether it logs a cwnd."""
 
     trace: np.ndarray
     seq: np.ndarray
@@ -67,6 +69,8 @@ class _Block(NamedTuple):
     line: np.ndarray
     explicit_end: np.ndarray
     source: np.ndarray
+    is_event: np.ndarray
+    cwnd: np.ndarray | None
 
 
 class _FileIds:
@@ -76,22 +80,33 @@ class _FileIds:
         self.traces: dict[str, int] = {}
         self.sources: dict[str, int] = {}
 
-    def frame(
-        self, trace: list[np.ndarray], source: list[np.ndarray], end: list[np.ndarray]
-    ) -> pd.DataFrame:
-        """The traces frame of per-block codes (``trace``, ``source``) and ends."""
+    def frame(self, blocks: list[dict[str, np.ndarray]], facts: bool) -> pd.DataFrame:
+        """The traces frame of the blocks' per-trace columns (:func:`_per_trace`): ids
+        and sources decoded, with the :data:`~statemine.output.sides.FACTS` columns when ``facts``."""
         import pandas as pd
 
         ids = np.array(list(self.traces), dtype=object)
         sources = np.array(list(self.sources), dtype=object)
-        empty = np.zeros(0, np.int64)
+        keys = ["trace", "source", "end", *(FACTS if facts else ())]
+        empty = {k: np.zeros(0, np.float64 if k in ("end", *FACTS[:2]) else np.int64) for k in keys}
+        cols = {k: np.concatenate([empty[k], *(b[k] for b in blocks)]) for k in keys}
         return pd.DataFrame(
-            {
-                "trace": ids[np.concatenate([empty, *trace])],
-                "source": sources[np.concatenate([empty, *source])],
-                "end": np.concatenate([np.zeros(0), *end]),
-            }
+            {**cols, "trace": ids[cols["trace"]], "source": sources[cols["source"]]}
         )
+
+
+def _per_trace(block: _Block, first: np.ndarray, facts: bool) -> dict[str, np.ndarray]:
+    """A block's per-trace columns (``first``: whether a row starts a trace)."""
+    starts = np.flatnonzero(first)
+    out = {"trace": block.trace[starts], "source": block.source, "end": block.explicit_end}
+    if facts:
+        last = np.r_[starts[1:], len(first)] - 1
+        counts = [block.is_state, block.is_event, block.cwnd]
+        out.update(first_s=block.time[starts], last_s=block.time[last])
+        for name, flag in zip(FACTS[2:], counts):
+            assert flag is not None
+            out[name] = np.add.reduceat(flag.astype(np.int64), starts)
+    return out
 
 
 class _Names:
@@ -102,9 +117,11 @@ class _Names:
         self.first_lines: list[tuple[str, int]] = []
 
 
-def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) -> FilesFold:
+def fold_files(
+    part: int, paths: Sequence[str | Path], options: StatsOptions, *, facts: bool = False
+) -> FilesFold:
     """The map: the statistics of the traces of the data files ``paths`` (in this order),
-    numbered ``(part, 0..)``."""
+    numbered ``(part, 0..)``; with ``facts``, each trace's :data:`~statemine.output.sides.FACTS` in its frame."""
     if options.end not in END_RULES:
         raise ValueError(f"end must be one of {END_RULES}, not {options.end!r}")
     names = _Names()
@@ -114,8 +131,8 @@ def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) ->
     frames = []
     for path in map(Path, paths):
         ids = _FileIds()
-        trace_codes, source_codes, ends = [], [], []
-        for block in _blocks(path, names, options.max_states, ids):
+        per_trace = []
+        for block in _blocks(path, names, options.max_states, ids, facts):
             if len(names.codes) > options.max_states:  # the driver names the line
                 overflow = True
                 break
@@ -129,10 +146,8 @@ def fold_files(part: int, paths: Sequence[str | Path], options: StatsOptions) ->
             )
             n_traces += n_block
             stats.add(chunk, n_traces, len(names.codes))
-            trace_codes.append(block.trace[first])
-            source_codes.append(block.source)
-            ends.append(block.explicit_end)
-        frames.append(ids.frame(trace_codes, source_codes, ends))
+            per_trace.append(_per_trace(block, first, facts))
+        frames.append(ids.frame(per_trace, facts))
         if overflow:
             break
     in_order = sorted(names.codes, key=names.codes.__getitem__)
@@ -154,15 +169,18 @@ def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> 
     return VisitChunk(trace, state, start, end, next_, closed.first_trace, closed.first_state)
 
 
-def _blocks(path: Path, names: _Names, max_states: int, ids: _FileIds) -> Iterator[_Block]:
+def _blocks(
+    path: Path, names: _Names, max_states: int, ids: _FileIds, cwnd: bool = False
+) -> Iterator[_Block]:
     """The rows of one data file as blocks of whole traces, checked (trace ids and
-    sources coded in ``ids``)."""
+    sources coded in ``ids``; ``cwnd``: which rows log one)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
-        batches = pf.iter_batches(batch_size=BLOCK_ROWS, columns=_COLUMNS)
+        columns = [*_COLUMNS, "cwnd"] if cwnd else _COLUMNS
+        batches = pf.iter_batches(batch_size=BLOCK_ROWS, columns=columns)
         done = np.zeros(0, bool)
         carry: dict[str, np.ndarray] | None = None
         while True:
@@ -200,6 +218,8 @@ def _blocks(path: Path, names: _Names, max_states: int, ids: _FileIds) -> Iterat
                 whole["line"],
                 whole["end"][first],
                 whole["source"][first],
+                whole["is_event"],
+                whole.get("cwnd"),
             )
     except (pa.ArrowException, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
@@ -222,8 +242,9 @@ def _decode(
     trace = columns["trace"]
     lut = _codes(trace.dictionary.to_pylist(), ids.traces)
     source_lut = _codes(columns["source"].dictionary.to_pylist(), ids.sources)
-    kind_is_state = np.array([k == "state" for k in columns["kind"].dictionary.to_pylist()], bool)
-    is_state = kind_is_state[columns["kind"].indices.to_numpy(zero_copy_only=False)]
+    kinds = columns["kind"].dictionary.to_pylist()
+    kind = columns["kind"].indices.to_numpy(zero_copy_only=False)
+    is_state = np.array([k == "state" for k in kinds], bool)[kind]
     state_idx = columns["state"].indices.to_numpy(zero_copy_only=False)
     line = batch.column("line").to_numpy(zero_copy_only=False)
     state = np.full(len(state_idx), -1, np.int64)
@@ -251,6 +272,12 @@ def _decode(
         "line": line,
         "end": batch.column("end").to_numpy(zero_copy_only=False),
         "source": source_lut[columns["source"].indices.to_numpy(zero_copy_only=False)],
+        "is_event": np.array([k == "event" for k in kinds], bool)[kind],
+        **(
+            {"cwnd": batch.column("cwnd").is_valid().to_numpy(zero_copy_only=False)}
+            if "cwnd" in batch.schema.names
+            else {}
+        ),
     }
 
 

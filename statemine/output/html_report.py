@@ -23,8 +23,8 @@ from ..errors import UsageError
 from ..escape import html_text
 from ..fileio import write_atomic
 from ..stats.options import CompareOptions, StatsOptions
-from ..stats.summary import summarize
 from ..traces import TraceSet
+from .sides import Side, traceset_side
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,8 +63,8 @@ class Outcomes:
 
 
 def build_report(
-    a: TraceSet,
-    b: TraceSet | None = None,
+    a: TraceSet | Side,
+    b: TraceSet | Side | None = None,
     *,
     label_a: str = "A",
     label_b: str = "B",
@@ -78,28 +78,41 @@ def build_report(
     The statistical options (``compare`` and/or its fields as keywords; 1000 bootstrap
     resamples unless given) are those of :func:`statemine.compare.diff` (two sides) or
     :func:`statemine.stats.summary.state_stats` (one side); ``outcomes`` adds the per-cell
-    outcome comparison and heatmaps.
+    outcome comparison and heatmaps. A side is a trace set, or a :class:`~.sides.Side`
+    (its statistics and per-trace facts, e.g. summarized on Dask workers, made with the
+    same options): both give the same page.
     """
     opts = CompareOptions.of(compare or REPORT_OPTIONS, **changes)
     strata = list(opts.strata) or None
     title = title or (
         f"statemine: {label_a} vs {label_b}" if b is not None else f"statemine: {label_a}"
     )
+    side_a = a if isinstance(a, Side) else traceset_side(a, opts)
+    side_b = b if b is None or isinstance(b, Side) else traceset_side(b, opts)
     parts = [
         f"<h1>{_e(title)}</h1>",
-        _inputs_section([(label_a, a)] + ([(label_b, b)] if b is not None else [])),
+        _inputs_section([(label_a, side_a)] + ([(label_b, side_b)] if side_b is not None else [])),
     ]
-    if b is None:
-        parts.append(_single_section(a, label_a, opts))
-        parts.append(_timeline_section([(label_a, a)], opts))
+    if side_b is None:
+        parts.append(_single_section(side_a, label_a, opts))
+        parts.append(_timeline_section([(label_a, side_a)], opts))
     else:
-        from ..compare import diff
+        from ..compare import diff_stats
 
-        result = diff(a, b, opts, label_a=label_a, label_b=label_b)
+        result = diff_stats(
+            (side_a.partial, side_a.traces),
+            (side_b.partial, side_b.traces),
+            opts,
+            label_a=label_a,
+            label_b=label_b,
+        )
         parts.append(_diff_section(result))
         parts.append(
             _timeline_section(
-                [(label_a, a), (label_b, b)], opts, state=reported_state(result), strata=strata
+                [(label_a, side_a), (label_b, side_b)],
+                opts,
+                state=reported_state(result),
+                strata=strata,
             )
         )
     if outcomes is not None:
@@ -114,28 +127,30 @@ def build_report(
 
 
 def write_report(
-    path: str | os.PathLike, a: TraceSet, b: TraceSet | None = None, **options: Any
+    path: str | os.PathLike, a: TraceSet | Side, b: TraceSet | Side | None = None, **options: Any
 ) -> Path:
     """Build the report (see :func:`build_report`) and write it to ``path`` atomically."""
     return write_atomic(Path(path), build_report(a, b, **options))
 
 
 # -- sections ----------------------------------------------------------------------------
-def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
+def _inputs_section(sides: Sequence[tuple[str, Side]]) -> str:
     rows = []
-    for label, ts in sides:
-        ev = ts.events
-        span = ev.groupby("trace", observed=True)["time"].agg(lambda t: t.max() - t.min())
+    for label, side in sides:
+        facts = side.facts
+        span = (facts["last_s"] - facts["first_s"]).dropna()
         impl = ", ".join(
-            sorted({str(v) for v in ts.traces.get("implementation", pd.Series(dtype=str)).dropna()})
+            sorted(
+                {str(v) for v in side.traces.get("implementation", pd.Series(dtype=str)).dropna()}
+            )
         )
         rows.append(
             {
                 "side": label,
-                "traces": ts.n_traces,
-                "files": ts.traces["source"].nunique(),
-                "state lines": int((ev["kind"] == "state").sum()),
-                "event lines": int((ev["kind"] == "event").sum()),
+                "traces": side.n_traces,
+                "files": side.traces["source"].nunique(),
+                "state lines": int(facts["state_lines"].sum()),
+                "event lines": int(facts["event_lines"].sum()),
                 "median trace length (s)": float(span.median()) if len(span) else float("nan"),
                 "implementation": impl or "-",
             }
@@ -143,13 +158,14 @@ def _inputs_section(sides: Sequence[tuple[str, TraceSet]]) -> str:
     return "<h2>Inputs</h2>" + _table(pd.DataFrame(rows))
 
 
-def _single_section(ts: TraceSet, label: str, opts: StatsOptions) -> str:
+def _single_section(side: Side, label: str, opts: StatsOptions) -> str:
     from ..parse.statenames import is_derived
+    from ..stats.tables import tables
     from .out_files import infer_files
 
-    if ts.n_traces == 0 or not (ts.events["kind"] == "state").any():
+    if side.n_traces == 0 or not side.facts["state_lines"].sum():
         raise UsageError(f"{label} has no state lines: nothing to report")
-    states, trans = summarize(ts, opts)  # one pass, one bootstrap for both tables
+    states, trans = tables(side.partial, opts)  # one pass, one bootstrap for both tables
     files, not_drawn = infer_files(states, trans, svg=True, title=label)  # as infer --out
     figure = (
         _img(files.pop("model.svg"), "image/svg+xml", f"state machine of {label}")
@@ -285,7 +301,7 @@ def reported_state(result: DiffResult) -> str:
 
 
 def _timeline_section(
-    sides: Sequence[tuple[str, TraceSet]],
+    sides: Sequence[tuple[str, Side]],
     options: StatsOptions,
     *,
     state: str | None = None,
@@ -294,7 +310,7 @@ def _timeline_section(
     """cwnd (and throughput) timelines: one trace per side (and per stratum) -- the trace of
     median length, or with ``state``, the trace whose share of ``state`` is its group's median;
     visits made by ``options`` (as the statistics)."""
-    from .timeline import pick_trace, plot_cwnd, plot_throughput, representative_trace
+    from .timeline import plot_cwnd, plot_throughput, share_pick, span_pick
 
     how = (
         f"the trace whose share of time in {_e(state)} is the median of its group"
@@ -305,21 +321,29 @@ def _timeline_section(
         f"<h2>Timelines</h2><p>One connection per side, and per stratum (or implementation, when a side "
         f"mixes several) ({how}): congestion window and bytes in flight, background shaded by state.</p>"
     ]
-    for label, group, ts in _groups(sides, strata):
-        if ts.n_traces == 0:
+    for label, group, side in _groups(sides, strata):
+        if side.n_traces == 0:
             continue
         if state is None:
-            trace, caption = pick_trace(ts), ""
+            f = side.facts
+            ids = side.traces["trace"].astype(str).to_numpy()
+            trace, caption = (
+                span_pick(ids, f["first_s"].to_numpy(), f["last_s"].to_numpy(), side.end()),
+                "",
+            )
         else:
-            trace, share = representative_trace(ts, state, options=options)
-            caption = f" ({state} {units.share(share)} of its time, median of {ts.n_traces} traces)"
+            trace, share = share_pick(side.seconds(), state)
+            caption = (
+                f" ({state} {units.share(share)} of its time, median of {side.n_traces} traces)"
+            )
         name = f"{label}{' / ' + group if group else ''}"
-        if "cwnd" not in ts.events.columns or ts.events["cwnd"].notna().sum() == 0:
+        if not side.facts["cwnd_lines"].sum():
             out.append(
                 f'<p class="note">{_e(name)}: the traces log no cwnd; no window timeline.</p>'
             )
             continue
         out.append(f"<h3>{_e(name)}: trace {_e(trace)}{_e(caption)}</h3>")
+        ts = side.fetch(trace)
         out.append(
             _img(
                 _figure_svg(plot_cwnd(ts, trace, options=options, title=f"{name}: {trace}")),
@@ -337,8 +361,8 @@ def _timeline_section(
 
 
 def _groups(
-    sides: Sequence[tuple[str, TraceSet]], strata: str | Sequence[str] | None
-) -> Iterator[tuple[str, str, TraceSet]]:
+    sides: Sequence[tuple[str, Side]], strata: str | Sequence[str] | None
+) -> Iterator[tuple[str, str, Side]]:
     """``(side label, stratum text or "", traces)`` per side, and per stratum when given --
     or per implementation when a side mixes several (one stack's trace would hide another's)."""
     columns = [] if strata is None else ([strata] if isinstance(strata, str) else list(strata))

@@ -71,8 +71,26 @@ def pick_trace(ts: TraceSet, rule: Literal["median", "longest"] = "median") -> s
     times = ts.events.groupby("trace", observed=True)["time"]
     first, last = times.min(), times.max()
     explicit = ts.traces.set_index("trace")["end"].reindex(first.index).to_numpy(float)
-    end = trace_ends(explicit, last.to_numpy(float), "close")
-    span = pd.Series(end - first.to_numpy(float), index=first.index).sort_values(kind="stable")
+    return span_pick(
+        first.index.astype(str), first.to_numpy(float), last.to_numpy(float), explicit, rule
+    )
+
+
+def span_pick(
+    ids: np.ndarray | pd.Index,
+    first: np.ndarray,
+    last: np.ndarray,
+    explicit: np.ndarray,
+    rule: Literal["median", "longest"] = "median",
+) -> str:
+    """:func:`pick_trace` from per-trace arrays (traces in the set's order): ids, first and
+    last line's seconds, explicit end (seconds, NaN when none).
+
+    >>> span_pick(np.array(["a", "b", "c"]), np.zeros(3), np.array([1.0, 5, 3]), np.full(3, np.nan))
+    'c'
+    """
+    end = trace_ends(explicit, last, "close")
+    span = pd.Series(end - first, index=ids).sort_values(kind="stable")
     if rule == "longest":
         return str(span.index[-1])
     if rule != "median":
@@ -96,7 +114,16 @@ def representative_trace(
     """
     if ts.n_traces == 0:
         raise UsageError("the trace set is empty: no trace to plot")
-    times = trace_state_times(ts, options)
+    return share_pick(trace_state_times(ts, options), state)
+
+
+def share_pick(times: pd.DataFrame, state: str) -> tuple[str, float]:
+    """:func:`representative_trace` from the set's seconds per trace (rows, index: trace
+    ids, in the set's order) and state (columns, named).
+
+    >>> share_pick(pd.DataFrame({"Recovery": [1.0, 3, 0], "SlowStart": [0.0, 0, 1]}, index=list("abc")), "Recovery")
+    ('a', 1.0)
+    """
     total = times.sum(axis=1)
     times = times[total > 0]
     if times.empty:
