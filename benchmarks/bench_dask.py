@@ -1,7 +1,7 @@
 """Benchmark: the tables of a large trace store on Dask (issue 17, part 3).
 
 Synthesizes a store directly with pyarrow (not from text) in a temporary folder: EVENTS
-events in FILES data files over 5 partitions (``day=d0..d4``), traces of about
+events in FILES data files over 10 partitions (``half=a|b/day=d0..d4``), traces of about
 EVENTS_PER_TRACE events (80% state lines over 4 states, 20% point events, exponential
 gaps, a Close time on half the traces). Then, for each worker count, starts a local
 cluster (1 thread and 2 GiB per worker), runs the map (per group of files, on the workers)
@@ -10,8 +10,14 @@ the driver and does not scale with workers), and prints wall times, events per s
 the workers' and the driver's peak RSS, and the scaling projected from the serial (driver)
 and parallel (map) parts. The store is deleted at the end. Nothing is asserted.
 
+The diff (``--runs diff``): ``statemine diff`` of the store's two halves (partition key
+``half=a|b``, every other file) on the cluster -- per-trace statistics from the workers,
+merged and tested on the driver (``--n-perm`` permutations, ``--n-boot`` resamples) --
+with its wall time, events per second and the driver's peak memory over the run.
+
 With ``--check`` (small stores only) the tables are also compared with the single-machine
-ones (read whole, :func:`statemine.summarize`).
+ones (read whole, :func:`statemine.summarize`), and the diff's files with those of the
+diff of the halves read whole.
 
 Run:  python benchmarks/bench_dask.py [--events 100000000] [--files 50] [--workers 1 2]
 """
@@ -44,7 +50,7 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
     rng = np.random.default_rng(seed)
     schema = _schema()
     store.mkdir(parents=True)
-    (store / META_NAME).write_text(json.dumps({"format": 1, "partition_keys": ["day"]}))
+    (store / META_NAME).write_text(json.dumps({"format": 1, "partition_keys": ["half", "day"]}))
     per_file = events // files
     trace_no = 0
     for i in range(files):
@@ -85,11 +91,64 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
                 "end": end_per[trace],
             }
         ).cast(schema)
-        folder = store / f"day=d{i % 5}"
-        folder.mkdir(exist_ok=True)
+        folder = store / f"half={'ab'[i % 2]}" / f"day=d{i % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
         pq.write_table(
             table, folder / f"part-{i:05d}.parquet", compression="zstd", row_group_size=ROW_GROUP
         )
+
+
+def run_diff(store: Path, workers: int, n_perm: int, n_boot: int, check: bool) -> dict:
+    """``statemine diff STORE STORE --select-a half=a --select-b half=b --dask local:N``
+    through the library: wall time, the driver's peak RSS over the run (sampled, MiB above
+    what it held before) and the workers' peak."""
+    import threading
+
+    from statemine.commands import diff_to_dir
+    from statemine.distributed.cluster import dask_client
+    from statemine.stats.options import CompareOptions
+
+    compare = CompareOptions(n_perm=n_perm, n_boot=n_boot)
+    sides = dict(select_a=["half=a"], select_b=["half=b"], compare=compare, svg=False)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-dask-diff-") as out,
+        dask_client(f"local:{workers}") as client,
+    ):
+        base = _rss_mib()
+        peak = [base]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.05):
+                peak[0] = max(peak[0], _rss_mib())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        t0 = time.perf_counter()
+        got = diff_to_dir(str(store), str(store), Path(out) / "dask", client=client, **sides)
+        wall = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        if check:
+            diff_to_dir(str(store), str(store), Path(out) / "single", **sides)
+            for name in ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt"):
+                a, b = (Path(out) / d / name for d in ("dask", "single"))
+                assert a.read_bytes() == b.read_bytes(), f"{name} differs"
+    return {
+        "workers": workers,
+        "traces": got.result.n_traces_a + got.result.n_traces_b,
+        "wall_s": wall,
+        "driver_mib": peak[0] - base,
+        "driver_base_mib": base,
+        "worker_peak_mib": max(peaks.values()),
+    }
+
+
+def _rss_mib() -> float:
+    """This process's resident memory now, MiB (Linux /proc)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def run(store: Path, workers: int, check: bool) -> dict:
@@ -136,6 +195,15 @@ def main() -> None:
     ap.add_argument("--events-per-trace", type=int, default=200)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--check", action="store_true", help="compare with the single machine")
+    ap.add_argument(
+        "--runs",
+        nargs="+",
+        choices=["summary", "diff"],
+        default=["summary", "diff"],
+        help="summary: the tables (infer); diff: half=a against half=b",
+    )
+    ap.add_argument("--n-perm", type=int, default=999, help="diff's permutations")
+    ap.add_argument("--n-boot", type=int, default=200, help="diff's bootstrap resamples")
     args = ap.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
@@ -148,7 +216,16 @@ def main() -> None:
             f"({size / args.events:.2f} bytes/event), synthesized in {time.perf_counter() - t0:.0f} s"
         )
         results = []
-        for w in args.workers:
+        for w in args.workers if "diff" in args.runs else []:
+            d = run_diff(store, w, args.n_perm, args.n_boot, args.check)
+            print(
+                f"diff half=a vs half=b, {w} worker(s): {d['traces']:,} traces, "
+                f"{d['wall_s']:.1f} s, {args.events / d['wall_s']:,.0f} events/s; driver peak "
+                f"+{d['driver_mib']:.0f} MiB over its {d['driver_base_mib']:.0f} MiB, "
+                f"worker peak {d['worker_peak_mib']:.0f} MiB"
+            )
+            print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for w in args.workers if "summary" in args.runs else []:
             r = run(store, w, args.check)
             results.append(r)
             total = r["map_s"] + r["reduce_s"]
