@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,9 @@ def run_diff(store: Path, workers: int, n_perm: int, n_boot: int, check: bool) -
     from statemine.stats.options import CompareOptions
 
     compare = CompareOptions(n_perm=n_perm, n_boot=n_boot)
-    sides = dict(select_a=["half=a"], select_b=["half=b"], compare=compare, svg=False)
+    sides: dict[str, Any] = dict(
+        select_a=["half=a"], select_b=["half=b"], compare=compare, svg=False
+    )
     with (
         tempfile.TemporaryDirectory(prefix="bench-dask-diff-") as out,
         dask_client(f"local:{workers}") as client,
