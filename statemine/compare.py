@@ -357,7 +357,8 @@ def _check_options(opts: CompareOptions, label_a: str, label_b: str) -> None:
 def _strata_labels(
     traces: pd.DataFrame, strata: str | Sequence[str] | None, label: str
 ) -> np.ndarray | None:
-    """One stratum label per trace (``traces`` order), joining the ``strata`` columns; None without."""
+    """One stratum label per trace (``traces`` order), joining the ``strata`` columns; None
+    without. A trace without a label is in the stratum ``(no <column>)`` of its side."""
     if strata is None:
         return None
     columns = [strata] if isinstance(strata, str) else list(strata)
@@ -367,7 +368,10 @@ def _strata_labels(
             f"side {label} has no trace label {missing[0]!r} to stratify by "
             f"(labels: {', '.join(c for c in traces.columns if c not in ('trace', 'source', 'end'))})"
         )
-    return traces[columns].astype(str).agg(" | ".join, axis=1).to_numpy(dtype=object)
+    parts = [
+        traces[c].astype(object).where(traces[c].notna(), f"(no {c})").map(str) for c in columns
+    ]
+    return pd.concat(parts, axis=1).agg(" | ".join, axis=1).to_numpy(dtype=object)
 
 
 def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:

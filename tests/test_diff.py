@@ -430,6 +430,22 @@ def test_stratified_diff_pools_implementations():
     assert any("one side only" in n for n in lonely.notes)
 
 
+def test_traces_without_the_stratum_label_form_their_own_stratum():
+    """A trace lacking the --strata label is compared within its side's unlabelled stratum:
+    the same p-values and intervals as giving those traces an explicit label of their own."""
+    a = concat([make_set("a", 3, seed=1, role="x"), make_set("c", 3, seed=2)])
+    b = concat([make_set("b", 3, seed=3, role="x", recovery_mean=0.8), make_set("d", 3, seed=4)])
+    filled = [
+        TraceSet(ts.events, ts.traces.assign(role=ts.traces["role"].fillna("elsewhere")))
+        for ts in (a, b)
+    ]
+    got = diff(a, b, strata="role", n_boot=200, seed=3)
+    want = diff(*filled, strata="role", n_boot=200, seed=3)
+    cols = ["p_value", "p_holm", "delta_lo", "delta_hi"]
+    assert got.states[cols].equals(want.states[cols])
+    assert got.states["p_value"].min() >= 2 / 400 - 1e-12  # two strata of 3 + 3 a side
+
+
 def test_stratified_false_positive_rate():
     reps, n, alpha = 300, 6, 0.05
     fast = matrix(make_set("p", n * reps * 2, seed=71))
