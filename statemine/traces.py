@@ -207,13 +207,7 @@ class TraceSet:
         >>> ts.select({"role": "server"}).events["state"].tolist()
         ['X']
         """
-        mask = np.ones(len(self.traces), bool)
-        for key, value in where.items():
-            if key not in self.traces.columns:
-                mask[:] = False
-                break
-            mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
-        return self.subset(mask)
+        return self.subset(label_mask(self.traces, where))
 
     def subset(self, mask: np.ndarray) -> TraceSet:
         """The traces where ``mask`` (one bool per ``traces`` row) is True, with their
@@ -235,6 +229,21 @@ class TraceSet:
         for key, value in labels.items():
             tr[key] = value
         return TraceSet(self.events, tr, {**self.meta, **labels}, self.metrics)
+
+
+def label_mask(traces: pd.DataFrame, where: Mapping[str, object]) -> np.ndarray:
+    """One bool per ``traces`` row: its labels equal ``where``, compared as text; a label
+    the traces do not carry matches nothing.
+
+    >>> label_mask(pd.DataFrame({"trace": ["a", "b"], "role": ["server", None]}), {"role": "server"}).tolist()
+    [True, False]
+    """
+    mask = np.ones(len(traces), bool)
+    for key, value in where.items():
+        if key not in traces.columns:
+            return np.zeros(len(traces), bool)
+        mask &= (traces[key].astype(str) == str(value)).to_numpy()
+    return mask
 
 
 def _as_codes(column: pd.Series) -> pd.Series:

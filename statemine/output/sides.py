@@ -22,6 +22,7 @@ import pandas as pd
 from ..stats.options import StatsOptions
 from ..stats.partial import PartialStats, map_traces
 from ..stats.sums import _LOW, _SHIFT
+from ..traces import label_mask
 
 if TYPE_CHECKING:
     from ..traces import TraceSet
@@ -50,12 +51,7 @@ class Side:
 
     def select(self, where: Mapping[str, object]) -> Side:
         """The traces whose labels equal ``where`` (as :meth:`TraceSet.select`)."""
-        mask = np.ones(self.n_traces, bool)
-        for key, value in where.items():
-            if key not in self.traces.columns:
-                mask[:] = False
-                break
-            mask &= (self.traces[key].astype(str) == str(value)).to_numpy()
+        mask = label_mask(self.traces, where)
         return Side(
             self.partial,
             self.rows[mask],
