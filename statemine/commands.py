@@ -128,7 +128,7 @@ def read_inputs(
     selections, its files on ``client``'s Dask workers when given."""
     from .parse import read as parse_read
 
-    store = _store_input(inputs, client)
+    store = _store_input(inputs, required=client is not None)
     if store is not None:
         from .store import read_store
 
@@ -217,21 +217,19 @@ def require_stores(sides: Sequence[Inputs]) -> None:
     """Raise :class:`UsageError` unless every side's input is one trace store (what
     ``--dask`` runs on): checked before a cluster is started."""
     for inputs in sides:
-        _store_input(inputs, dask=True)
+        _store_input(inputs, required=True)
 
 
-def _store_input(
-    inputs: Inputs, client: Client | None = None, *, dask: bool = False
-) -> Path | None:
-    """The store folder when ``inputs`` is one trace store, else None; with a Dask
-    ``client`` (or ``dask``) the input must be a store."""
+def _store_input(inputs: Inputs, *, required: bool = False) -> Path | None:
+    """The store folder when ``inputs`` is one trace store, else None; ``required`` (a run
+    on Dask): the input must be a store."""
     from .store import is_store
 
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     stores = [Path(p) for p in paths if is_store(p)]
     if stores and len(paths) > 1:
         raise UsageError(f"{stores[0]}: a trace store is read alone, not with other inputs")
-    if (client is not None or dask) and not stores:
+    if required and not stores:
         raise UsageError(
             "--dask runs on a trace store (make one with statemine store add); "
             f"{' '.join(map(str, paths))} is not one"
@@ -278,7 +276,7 @@ def infer_to_dir(
         from .fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
-    store = _store_input(inputs, client)
+    store = _store_input(inputs, required=client is not None)
     files = [] if store is not None else _streamable(inputs, read.fmt, read.regex, selections)
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
@@ -474,7 +472,7 @@ def store_side_stats(
 
     wanted = []
     for path, selections in sides:
-        store = _store_input(path, client)
+        store = _store_input(path, required=True)
         assert store is not None  # with a client, anything else raised
         wanted.append((store, selection_pairs(selections)))
     return store_sides(
