@@ -36,6 +36,8 @@ from .errors import InputError, StatemineError, UsageError
 from .fileio import atomic_path, write_json
 
 if TYPE_CHECKING:  # the command line loads this module: numeric libraries load on use
+    import tempfile
+
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -317,36 +319,26 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
     its tables."""
     import pyarrow.parquet as pq
 
-    from .store_stream import spill_folder
-
-    created = not root.exists()
-    folder = spill_folder(root)
-    tmp = Path(folder.name)
     labels: list[pa.Table] = []
     traces = events = 0
-    data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
-    try:
-        with contextlib.ExitStack() as stack:
-            out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
-            extra = None
-            for ts in _pieces(path, fmt, read, tmp, rows):
-                out.write_table(to_table(ts), ROW_GROUP)
-                labels.append(labels_table(ts.traces))
-                traces += ts.n_traces
-                events += len(ts.events)
-                for part in _slices(ts.metrics, rows):
-                    table = metrics_table(part)
-                    if extra is None:
-                        extra = stack.enter_context(
-                            pq.ParquetWriter(metrics, table.schema, compression="zstd")
-                        )
-                    extra.write_table(table, ROW_GROUP)
-                del ts
-    except BaseException:
-        folder.cleanup()
-        if created:  # a new store appears with its first file only
-            root.rmdir()
-        raise
+    with _spill_folder(root) as folder, contextlib.ExitStack() as stack:
+        tmp = Path(folder.name)
+        data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
+        out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
+        extra = None
+        for ts in _pieces(path, fmt, read, tmp, rows):
+            out.write_table(to_table(ts), ROW_GROUP)
+            labels.append(labels_table(ts.traces))
+            traces += ts.n_traces
+            events += len(ts.events)
+            for part in _slices(ts.metrics, rows):
+                table = metrics_table(part)
+                if extra is None:
+                    extra = stack.enter_context(
+                        pq.ParquetWriter(metrics, table.schema, compression="zstd")
+                    )
+                extra.write_table(table, ROW_GROUP)
+            del ts
 
     def move(source: Path) -> Callable[[Path], None]:
         def write(target: Path) -> None:
@@ -405,6 +397,25 @@ def _traceset_batch(ts: TraceSet) -> _Batch:
     )
 
 
+@contextlib.contextmanager
+def _spill_folder(root: Path) -> Iterator[tempfile.TemporaryDirectory]:
+    """A hidden spill folder in the store ``root``
+    (:func:`statemine.store_stream.spill_folder`), kept on success (the batch's writer
+    cleans it up); on an error it is removed, and so is ``root`` when this call created it
+    (a new store appears with its first file only)."""
+    from .store_stream import spill_folder
+
+    created = not root.exists()
+    folder = spill_folder(root)
+    try:
+        yield folder
+    except BaseException:
+        folder.cleanup()
+        if created:
+            root.rmdir()
+        raise
+
+
 def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
     """The tables of one statemine log, its data file written by streaming (spilled to a
     hidden folder in ``root`` first, to learn its traces)."""
@@ -412,17 +423,10 @@ def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
     import pandas as pd
 
     from .parse.statemine_log import trace_ids
-    from .store_stream import spill, spill_folder
+    from .store_stream import spill
 
-    created = not root.exists()
-    folder = spill_folder(root)
-    try:
+    with _spill_folder(root) as folder:
         sp = spill(path, Path(folder.name))
-    except BaseException:
-        folder.cleanup()
-        if created:  # a new store appears with its first file only
-            root.rmdir()
-        raise
     ids = trace_ids(path.name, sp.table)
     traces = pd.DataFrame(
         {"trace": ids, "conn": sp.table.conn, "role": pd.Series(sp.table.role, dtype=object)}
