@@ -13,12 +13,8 @@ the ``b`` events that have an ``a`` earlier in theirs.  Support counts: #a for A
 NFby, #b for AP, #x for ``INITIAL AFby x`` (what Synoptic prints with
 ``--outputSupportCount``).
 
-Per trace, #F(a,b) is the number of ``a`` before the *last* ``b`` and #P(a,b) the number
-of ``b`` after the *first* ``a``.  With C_a[p] the number of ``a`` among the first p
-events of the log (a running count), the ``a`` of trace t before position p number
-C_a[p] - C_a[start of t], so both are sums of differences of running counts at the
-first/last positions of the M (trace, type) pairs present: O(T * (N + M)) for T types
-and N events, one running count at a time, with no per-event Python loop.
+The counts are the :class:`.evidence.Evidence` of the traces (sums over traces, so
+mergeable: a trace store's invariants are mined from the merged evidence of its files).
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .evidence import Evidence, trace_evidence
 from .log import INITIAL, EventLog
 
 if TYPE_CHECKING:
@@ -38,46 +35,6 @@ NFBY = "NeverFollowedBy"
 AP = "AlwaysPrecedes"
 #: Invariant kinds as Synoptic names them.
 KINDS = (AFBY, NFBY, AP)
-
-
-def pair_counts(log: EventLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(count, F, P, in_all)``: per-type counts, the #F and #P matrices (T x T, int64,
-    ``F[a, b]`` / ``P[a, b]`` as in the module docstring) and which types occur in every
-    trace.
-
-    >>> c, F, P, every = pair_counts(EventLog.from_sequences([["a", "b", "a"], ["b"]]))
-    >>> c.tolist(), F.tolist(), P.tolist(), every.tolist()
-    ([2, 2], [[1, 1], [1, 0]], [[1, 1], [1, 0]], [False, True])
-    """
-    n_types = len(log.types)
-    codes = log.codes
-    n = len(codes)
-    count = np.bincount(codes, minlength=n_types).astype(np.int64)
-    # (trace, type) pairs present, in (trace, type) order: first and last position of each.
-    key = log.trace_of * n_types + codes
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    head = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    first = order[head]
-    last = order[np.r_[head[1:], n] - 1]
-    pair_trace = key[head] // n_types
-    pair_type = key[head] % n_types
-    start = log.starts[pair_trace]
-    end = log.starts[pair_trace + 1]
-    F = np.zeros((n_types, n_types), dtype=np.int64)
-    P = np.zeros((n_types, n_types), dtype=np.int64)
-    is_x = np.empty(n, dtype=bool)
-    running = np.zeros(n + 1, dtype=np.int64)  # running[p]: events of type x before p
-    for x in range(n_types):
-        np.equal(codes, x, out=is_x)
-        np.cumsum(is_x, out=running[1:])
-        F[x] = np.bincount(pair_type, weights=running[last] - running[start], minlength=n_types)
-        P[:, x] = np.bincount(
-            pair_type, weights=running[end] - running[first + 1], minlength=n_types
-        )
-    per_type_traces = np.bincount(pair_type, minlength=n_types)
-    in_all = per_type_traces == log.n_traces
-    return count, F, P, in_all
 
 
 #: Columns of an invariant table (:class:`Invariants` or a frame of :func:`mine`).
@@ -147,8 +104,21 @@ def mine_invariants(log: EventLog) -> Invariants:
     >>> invariant_lines(inv)[:3]
     ['INITIAL AlwaysFollowedBy(t) a', 'INITIAL AlwaysFollowedBy(t) b', 'a AlwaysFollowedBy(t) b']
     """
-    count, F, P, in_all = pair_counts(log)
-    names = np.array(log.types, dtype=object)
+    return invariants_of(trace_evidence(log.types, log.codes, log.starts))
+
+
+def invariants_of(evidence: Evidence) -> Invariants:
+    """The invariants that ``evidence`` (of a set of traces) shows, sorted as Synoptic's
+    ``model.invariants.txt`` is (so the order of its types does not matter).
+
+    >>> from .evidence import trace_evidence
+    >>> ev = trace_evidence(["a", "b"], np.array([0, 1, 1]), np.array([0, 2, 3]))
+    >>> invariant_lines(invariants_of(ev))[:2]
+    ['INITIAL AlwaysFollowedBy(t) b', 'a AlwaysFollowedBy(t) b']
+    """
+    count, F, P = evidence.count, evidence.F, evidence.P
+    names = np.empty(len(evidence.types), dtype=object)
+    names[:] = evidence.types
     parts = []
     a_idx, b_idx = np.nonzero(count[:, None] == F)
     parts.append((AFBY, names[a_idx], names[b_idx], count[a_idx]))
@@ -156,7 +126,7 @@ def mine_invariants(log: EventLog) -> Invariants:
     parts.append((NFBY, names[a_idx], names[b_idx], count[a_idx]))
     a_idx, b_idx = np.nonzero(count[None, :] == P)
     parts.append((AP, names[a_idx], names[b_idx], count[b_idx]))
-    x = np.nonzero(in_all)[0]
+    x = np.nonzero(evidence.traces == evidence.n_traces)[0]
     parts.append((AFBY, np.full(len(x), INITIAL, dtype=object), names[x], count[x]))
     table = Invariants.from_rows(
         np.concatenate([np.full(len(a), k, dtype=object) for k, a, _, _ in parts]),
