@@ -270,11 +270,11 @@ class _Batch:
 
 def _streamed_format(group: list[Path], read: ReadOptions) -> str | None:
     """The format of a one-file input that is read in pieces (statemine, qlog, ftrace),
-    else None (read whole: a saved trace set, Synoptic-style input)."""
+    else None (read whole: a saved trace set, Synoptic-style input, any input with -r)."""
     from .parse import detect_format
 
-    if len(group) != 1 or read.fmt not in ("auto", "statemine", "qlog", "ftrace"):
-        return None
+    if len(group) != 1 or read.regex or read.fmt not in ("auto", "statemine", "qlog", "ftrace"):
+        return None  # -r: a Synoptic-style log, as the readers take it
     fmt = detect_format(group[0]) if read.fmt == "auto" else read.fmt
     return fmt if fmt in ("statemine", "qlog", "ftrace") else None
 

@@ -1,4 +1,4 @@
-"""``statemine store add`` and ``statemine store info``: a partitioned Parquet trace store."""
+"""``statemine store add``, ``info`` and ``invariants``: a partitioned Parquet trace store."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from ..commands import ReadOptions
+from ..distributed.storeevidence import MAX_TYPES
 from ..store import parse_labels, store_add, store_info
 from . import main
-from .infer import _input_options
+from .dask_option import DASK_OPTION, dask_session
+from .infer import _SELECT_OPTION, _input_options
 from .options import WIDE_OPTION
 
 if TYPE_CHECKING:
@@ -63,6 +65,56 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
     keys = ", ".join(result.keys) or "(none)"
     frame = _info_frame(result, total=True)
     print_frame(frame, title=f"partition keys: {keys}", right=(1, 2, 3, 4), wide=wide)
+
+
+@store.command("invariants")
+@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@_SELECT_OPTION
+@DASK_OPTION
+@click.option(
+    "--support-count",
+    is_flag=True,
+    help="Append each invariant's support count (Synoptic's --outputSupportCount).",
+)
+@click.option(
+    "--max-types",
+    type=click.IntRange(min=1),
+    default=MAX_TYPES,
+    show_default=True,
+    help="Cap on distinct event types (the pair-count matrices grow as its square).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the invariants to FILE (e.g. PREFIX.invariants.txt) instead of stdout.",
+)
+def invariants(
+    store_dir: Path,
+    selections: tuple[str, ...],
+    dask_spec: str | None,
+    support_count: bool,
+    max_types: int,
+    output: Path | None,
+) -> None:
+    """Mine Synoptic's temporal invariants (AlwaysFollowedBy, NeverFollowedBy,
+    AlwaysPrecedes) of a store's traces, in Synoptic's model.invariants.txt format.
+    Event types are the state events' names (docs/store.md)."""
+    from ..commands import selection_pairs
+    from ..distributed.run import dask_mapper, store_invariants, tasks_for
+    from ..fileio import write_atomic
+    from ..infer.synoptic.formats import to_invariants_txt
+
+    where = selection_pairs(selections)
+    with dask_session(dask_spec, [store_dir]) as client:
+        mapper = map if client is None else dask_mapper(client, progress=True)
+        n_tasks = 1 if client is None else tasks_for(client)
+        inv = store_invariants(store_dir, where, mapper, max_types=max_types, n_tasks=n_tasks)
+    text = to_invariants_txt(inv, support_count)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(output, text)
 
 
 def _info_frame(result: StoreInfo, *, total: bool) -> pd.DataFrame:

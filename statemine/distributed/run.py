@@ -9,9 +9,11 @@ worker costs time, not results.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -19,11 +21,14 @@ import pandas as pd
 
 from ..stats.options import StatsOptions
 from ..store import StoreFile, file_frames, store_files, unique_id, with_labels
+from .storeevidence import MAX_TYPES, fold_evidence, reduce_evidence
 from .storestats import FilesFold, fold_files, reduce_folds
 
 if TYPE_CHECKING:
     from dask.distributed import Client
 
+    from ..infer.synoptic.evidence import Evidence
+    from ..infer.synoptic.invariants import Invariants
     from ..output.sides import Side
     from ..stats.partial import PartialStats
     from ..traces import TraceSet
@@ -126,6 +131,52 @@ def store_summary(
     return reduce_folds(folds, options)
 
 
+def store_evidence(
+    store: str | os.PathLike,
+    where: dict[str, str] | None = None,
+    mapper: Mapper = map,
+    *,
+    max_types: int = MAX_TYPES,
+    n_tasks: int = 1,
+    task_rows: int = TASK_ROWS,
+) -> Evidence:
+    """Synoptic's invariant evidence of the traces of ``store`` (pruned to ``where``):
+    :func:`~.storeevidence.fold_evidence` per group of files through ``mapper``, merged
+    here (tasks as :func:`file_tasks`). Raises :class:`~statemine.errors.InputError` when
+    no trace has a state event (a state row: Synoptic's event types, see
+    :mod:`.storeevidence`) or there are more than ``max_types`` types."""
+    from ..errors import InputError
+
+    tasks = file_tasks(store_files(store, where), n_tasks, task_rows)
+    fold = functools.partial(fold_evidence, max_types=max_types)
+    folds = list(mapper(fold, [[f.path for f in t] for t in tasks]))
+    evidence = reduce_evidence(folds, max_types)
+    if not evidence.n_traces:
+        raise InputError(Path(store), None, "no state events (Synoptic's event types) to mine")
+    return evidence
+
+
+def store_invariants(
+    store: str | os.PathLike,
+    where: dict[str, str] | None = None,
+    mapper: Mapper = map,
+    *,
+    max_types: int = MAX_TYPES,
+    n_tasks: int = 1,
+    task_rows: int = TASK_ROWS,
+) -> Invariants:
+    """Synoptic's temporal invariants of the traces of ``store`` (pruned to ``where``),
+    with support counts, sorted as ``model.invariants.txt``: those of
+    :func:`statemine.infer.synoptic.invariants.mine_invariants` on the same traces, mined
+    from :func:`store_evidence`."""
+    from ..infer.synoptic.invariants import invariants_of
+
+    evidence = store_evidence(
+        store, where, mapper, max_types=max_types, n_tasks=n_tasks, task_rows=task_rows
+    )
+    return invariants_of(evidence)
+
+
 class StoreSide(NamedTuple):
     """One side of :func:`store_sides`: the statistics of its traces, its traces frame
     (``trace``, ``source``, ``end`` and the labels, one row per trace in the statistics'
@@ -141,8 +192,6 @@ class StoreSide(NamedTuple):
     def report_side(self, mapper: Mapper = map) -> Side:
         """This side for the report: a drawn trace is fetched alone through ``mapper``
         (:func:`fetch_trace`). Needs the facts."""
-        import functools
-
         from ..output.sides import Side
 
         if self.facts is None:

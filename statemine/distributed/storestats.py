@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class FilesFold(NamedTuple):
 class _Block(NamedTuple):
     """Whole traces of one file: per row the file's trace code, seq, seconds, whether a
     state line, the task's state code (-1 for events), line; per trace its end and the
-    file's code of its source (:class:`_FileIds`); per row whether an event line and
+    file's code of its source (:class:`FileIds`); per row whether an event line and
     (when read) whether it logs a cwnd."""
 
     trace: np.ndarray
@@ -73,7 +73,7 @@ class _Block(NamedTuple):
     cwnd: np.ndarray | None
 
 
-class _FileIds:
+class FileIds:
     """One file's trace ids and sources, coded in order of first sight."""
 
     def __init__(self) -> None:
@@ -109,7 +109,7 @@ def _per_trace(block: _Block, first: np.ndarray, facts: bool) -> dict[str, np.nd
     return out
 
 
-class _Names:
+class StateNames:
     """The task's state names, coded in order of their first state line."""
 
     def __init__(self) -> None:
@@ -124,15 +124,15 @@ def fold_files(
     numbered ``(part, 0..)``; with ``facts``, each trace's :data:`~statemine.output.sides.FACTS` in its frame."""
     if options.end not in END_RULES:
         raise ValueError(f"end must be one of {END_RULES}, not {options.end!r}")
-    names = _Names()
+    names = StateNames()
     stats = VisitStats(options.dwell_budget)
     n_traces = n_events = 0
     overflow = False
     frames = []
     for path in map(Path, paths):
-        ids = _FileIds()
+        ids = FileIds()
         per_trace = []
-        for block in _blocks(path, names, options.max_states, ids, facts):
+        for block in file_blocks(path, names, options.max_states, ids, facts):
             if len(names.codes) > options.max_states:  # the driver names the line
                 overflow = True
                 break
@@ -169,8 +169,8 @@ def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> 
     return VisitChunk(trace, state, start, end, next_, closed.first_trace, closed.first_state)
 
 
-def _blocks(
-    path: Path, names: _Names, max_states: int, ids: _FileIds, cwnd: bool = False
+def file_blocks(
+    path: Path, names: StateNames, max_states: int, ids: FileIds, cwnd: bool = False
 ) -> Iterator[_Block]:
     """The rows of one data file as blocks of whole traces, checked (trace ids and
     sources coded in ``ids``; ``cwnd``: which rows log one)."""
@@ -226,7 +226,7 @@ def _blocks(
 
 
 def _decode(
-    batch: pa.RecordBatch, ids: _FileIds, names: _Names, max_states: int
+    batch: pa.RecordBatch, ids: FileIds, names: StateNames, max_states: int
 ) -> dict[str, np.ndarray]:
     """A record batch's columns as numpy arrays: trace and source codes of the file
     (``ids``), state codes of the task (``names``, new names coded in order of their first
@@ -289,15 +289,27 @@ def _codes(values: list[str], codes: dict[str, int]) -> np.ndarray:
 def reduce_folds(folds: Sequence[FilesFold], options: StatsOptions) -> PartialStats:
     """The driver's reduce: the tasks' statistics merged (after checking the number of
     state names as one fold of the whole store would)."""
-    _check_names(folds, options.max_states)
+    check_names(folds, options.max_states)
     if not folds:
         raise ValueError("no map results to reduce")
     return merge(*(f.partial for f in folds))
 
 
-def _check_names(folds: Sequence[FilesFold], max_states: int) -> None:
-    """Raise the too-many-states error at the state line that one fold of the whole store
-    would name: the first line of the ``max_states + 1``-th name in store order."""
+class Named(Protocol):
+    """A map result that lists its task's state names in order of their first state line
+    (``names``) and where that line is (``first_lines``: source, line)."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def first_lines(self) -> list[tuple[str, int]]: ...
+
+
+def check_names(folds: Sequence[Named], max_states: int, reason: str | None = None) -> None:
+    """Raise the too-many-states error (``reason``, by default :func:`too_many_states`) at
+    the state line that one fold of the whole store would name: the first line of the
+    ``max_states + 1``-th name in store order."""
     seen: set[str] = set()
     for fold in folds:
         for name, (source, line) in zip(fold.names, fold.first_lines):
@@ -305,4 +317,5 @@ def _check_names(folds: Sequence[FilesFold], max_states: int) -> None:
                 continue
             seen.add(name)
             if len(seen) > max_states:
-                raise InputError(source, line if line > 0 else None, too_many_states(max_states))
+                message = reason or too_many_states(max_states)
+                raise InputError(source, line if line > 0 else None, message)

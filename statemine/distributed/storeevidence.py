@@ -1,0 +1,84 @@
+"""Synoptic's invariant evidence of a trace store as a map over its data files and an
+associative reduce (:class:`statemine.infer.synoptic.evidence.Evidence`).
+
+Synoptic's event types of a store are the names of its *state* rows (kind ``state``):
+point events (kind ``event``) and metrics rows are not types, and a trace without state
+rows is not a trace of the log. A trace's state rows are taken in store order, which is
+``seq`` order with non-decreasing times (checked, :func:`statemine.store.check_rows`):
+the order Synoptic's reader gives them (a store made by ``statemine store add -r ... -s
+...`` from a Synoptic log keeps its reader's order). A trace id met again in a later file
+is another trace, as :func:`statemine.store.read_store` counts it.
+
+Map (:func:`fold_evidence`, on a worker): the files of one task read block by block of
+whole traces (:func:`.storestats.file_blocks`, memory one block plus one trace), each
+block's evidence merged into the task's. Reduce (:func:`reduce_evidence`, on the
+driver): the tasks' evidence merged; it equals, count for count, the evidence of the same
+traces read whole, since every count is a sum over traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from ..infer.synoptic.evidence import Evidence, trace_evidence
+from .storestats import FileIds, StateNames, check_names, file_blocks
+
+#: Default cap on distinct event types: the #F and #P matrices take 16 T^2 bytes.
+MAX_TYPES = 2048
+
+
+def too_many_types(max_types: int) -> str:
+    """The reason given when a store has more than ``max_types`` distinct state names."""
+    return (
+        f"more than {max_types} distinct event types: the invariant matrices grow with its "
+        "square (raise the cap with --max-types if the types are real)"
+    )
+
+
+class EvidenceFold(NamedTuple):
+    """What :func:`fold_evidence` computed for one task: the evidence, the task's state
+    names in order of their first state line (``names``) with the (source, line) of that
+    line (``first_lines``), and whether more than ``max_types`` names were met
+    (``overflow``: the fold stopped there)."""
+
+    evidence: Evidence
+    names: list[str]
+    first_lines: list[tuple[str, int]]
+    overflow: bool
+
+
+def fold_evidence(paths: Sequence[str | Path], max_types: int = MAX_TYPES) -> EvidenceFold:
+    """The map: the invariant evidence of the traces of the data files ``paths``."""
+    names = StateNames()
+    evidence = Evidence.empty()
+    overflow = False
+    for path in map(Path, paths):
+        for block in file_blocks(path, names, max_types, FileIds()):
+            if len(names.codes) > max_types:  # the driver names the line
+                overflow = True
+                break
+            s = block.is_state
+            trace, codes = block.trace[s], block.state[s]
+            if not len(trace):
+                continue
+            starts = np.r_[np.flatnonzero(np.r_[True, trace[1:] != trace[:-1]]), len(trace)]
+            in_order = sorted(names.codes, key=names.codes.__getitem__)
+            evidence = evidence.merge(trace_evidence(in_order, codes, starts))
+        if overflow:
+            break
+    in_order = sorted(names.codes, key=names.codes.__getitem__)
+    return EvidenceFold(evidence, in_order, names.first_lines, overflow)
+
+
+def reduce_evidence(folds: Sequence[EvidenceFold], max_types: int = MAX_TYPES) -> Evidence:
+    """The driver's reduce: the tasks' evidence merged in order (after checking the number
+    of event types as one fold of the whole store would)."""
+    check_names(folds, max_types, too_many_types(max_types))
+    evidence = Evidence.empty()
+    for fold in folds:
+        evidence = evidence.merge(fold.evidence)
+    return evidence
