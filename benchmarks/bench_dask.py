@@ -15,9 +15,16 @@ The diff (``--runs diff``): ``statemine diff`` of the store's two halves (partit
 merged and tested on the driver (``--n-perm`` permutations, ``--n-boot`` resamples) --
 with its wall time, events per second and the driver's peak memory over the run.
 
+The invariants (``--runs invariants``): ``statemine store invariants STORE --dask
+local:N`` through the library (:func:`statemine.distributed.run.store_invariants`: each
+task's invariant evidence on the workers, merged and mined on the driver), with its wall
+time, events per second, the CPU seconds of the workers and of the driver, and peak RSS;
+``--workers 0`` runs it in this process without Dask.
+
 With ``--check`` (small stores only) the tables are also compared with the single-machine
-ones (read whole, :func:`statemine.summarize`), and the diff's files with those of the
-diff of the halves read whole.
+ones (read whole, :func:`statemine.summarize`), the diff's files with those of the
+diff of the halves read whole, and the invariants with those mined from the store's
+state events read whole (:func:`statemine.infer.synoptic.invariants.mine_invariants`).
 
 Run:  python benchmarks/bench_dask.py [--events 100000000] [--files 50] [--workers 1 2]
 """
@@ -148,6 +155,56 @@ def run_diff(store: Path, workers: int, n_perm: int, n_boot: int, check: bool) -
     }
 
 
+def run_invariants(store: Path, workers: int, check: bool) -> dict:
+    """``statemine store invariants STORE --dask local:N`` (``workers`` 0: in this process)
+    through the library: wall time, CPU seconds of the workers and of this process."""
+    from contextlib import nullcontext
+
+    from statemine.distributed.cluster import dask_client
+    from statemine.distributed.run import dask_mapper, store_invariants, tasks_for
+    from statemine.infer.synoptic.formats import to_invariants_txt
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    with dask_client(f"local:{workers}") if workers else nullcontext() as client:
+        before = client.run(cpu) if client else {}
+        driver = cpu()
+        t0 = time.perf_counter()
+        if client is None:
+            inv = store_invariants(store)
+        else:
+            inv = store_invariants(store, mapper=dask_mapper(client), n_tasks=tasks_for(client))
+        wall = time.perf_counter() - t0
+        driver = cpu() - driver
+        after = client.run(cpu) if client else {}
+        peaks = (
+            client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            if client
+            else {}
+        )
+    if check:
+        from statemine.infer.synoptic.invariants import mine_invariants
+        from statemine.infer.synoptic.log import EventLog
+        from statemine.store import read_store
+
+        ts = read_store(store)
+        ev = ts.events[ts.events["kind"] == "state"]
+        seqs = [g["state"].astype(str).tolist() for _, g in ev.groupby("trace", observed=True)]
+        want = mine_invariants(EventLog.from_sequences(seqs))
+        assert to_invariants_txt(inv) == to_invariants_txt(want), "invariants differ"
+    return {
+        "workers": workers,
+        "invariants": len(inv),
+        "wall_s": wall,
+        "worker_cpu_s": sum(after[w] - before[w] for w in after),
+        "driver_cpu_s": driver,
+        "worker_peak_mib": max(peaks.values(), default=0.0),
+        "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
 def _rss_mib() -> float:
     """This process's resident memory now, MiB (Linux /proc)."""
     with open("/proc/self/statm") as fh:
@@ -201,9 +258,10 @@ def main() -> None:
     ap.add_argument(
         "--runs",
         nargs="+",
-        choices=["summary", "diff"],
+        choices=["summary", "diff", "invariants"],
         default=["summary", "diff"],
-        help="summary: the tables (infer); diff: half=a against half=b",
+        help="summary: the tables (infer); diff: half=a against half=b; invariants: "
+        "Synoptic's invariants (store invariants)",
     )
     ap.add_argument("--n-perm", type=int, default=999, help="diff's permutations")
     ap.add_argument("--n-boot", type=int, default=200, help="diff's bootstrap resamples")
@@ -226,6 +284,16 @@ def main() -> None:
                 f"{d['wall_s']:.1f} s, {args.events / d['wall_s']:,.0f} events/s; driver peak "
                 f"+{d['driver_mib']:.0f} MiB over its {d['driver_base_mib']:.0f} MiB, "
                 f"worker peak {d['worker_peak_mib']:.0f} MiB"
+            )
+            print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for w in args.workers if "invariants" in args.runs else []:
+            v = run_invariants(store, w, args.check)
+            print(
+                f"invariants, {w or 'no'} worker(s){'' if w else ' (in process)'}: "
+                f"{v['invariants']} invariants, {v['wall_s']:.1f} s, "
+                f"{args.events / v['wall_s']:,.0f} events/s; CPU workers {v['worker_cpu_s']:.1f} s, "
+                f"driver {v['driver_cpu_s']:.1f} s; peak RSS per worker "
+                f"{v['worker_peak_mib']:.0f} MiB, driver {v['driver_peak_mib']:.0f} MiB"
             )
             print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for w in args.workers if "summary" in args.runs else []:

@@ -160,21 +160,15 @@ def store_invariants(
     store: str | os.PathLike,
     where: dict[str, str] | None = None,
     mapper: Mapper = map,
-    *,
-    max_types: int = MAX_TYPES,
-    n_tasks: int = 1,
-    task_rows: int = TASK_ROWS,
+    **options: int,
 ) -> Invariants:
     """Synoptic's temporal invariants of the traces of ``store`` (pruned to ``where``),
     with support counts, sorted as ``model.invariants.txt``: those of
     :func:`statemine.infer.synoptic.invariants.mine_invariants` on the same traces, mined
-    from :func:`store_evidence`."""
+    from :func:`store_evidence` (``options``: its ``max_types``, ``n_tasks``, ``task_rows``)."""
     from ..infer.synoptic.invariants import invariants_of
 
-    evidence = store_evidence(
-        store, where, mapper, max_types=max_types, n_tasks=n_tasks, task_rows=task_rows
-    )
-    return invariants_of(evidence)
+    return invariants_of(store_evidence(store, where, mapper, **options))
 
 
 class StoreSide(NamedTuple):

@@ -29,8 +29,8 @@ import numpy as np
 class Evidence:
     """Invariant evidence of ``n_traces`` traces: per type ``types[i]`` (distinct names),
     ``count[i]`` events in ``traces[i]`` traces; ``F``/``P`` (T x T) the pair counts.
-    All int64; every listed type has ``count >= 1`` except in :meth:`empty` merges'
-    operands (types are only ever added by traces that contain them)."""
+    All int64; every listed type has ``count >= 1`` (types are only ever added by the
+    traces that contain them)."""
 
     types: tuple[str, ...]
     count: np.ndarray
