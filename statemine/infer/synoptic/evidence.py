@@ -106,13 +106,16 @@ def trace_evidence(types: Sequence[str], codes: np.ndarray, starts: np.ndarray) 
     >>> ev.types, ev.count.tolist(), ev.F.tolist(), ev.P.tolist(), ev.traces.tolist()
     (('a', 'b'), [2, 2], [[1, 1], [1, 0]], [[1, 1], [1, 0]], [1, 2])
     """
-    present, codes = np.unique(np.asarray(codes, np.int64), return_inverse=True)
-    codes = codes.reshape(-1)
+    codes = np.asarray(codes, np.int64)
+    count = np.bincount(codes, minlength=len(types)).astype(np.int64)
+    present = np.flatnonzero(count)
+    if len(present) < len(types):  # renumber the types that occur 0..T-1
+        lut = np.cumsum(count > 0) - 1
+        codes, count = lut[codes], count[present]
     n_types = len(present)
     n = len(codes)
     n_traces = len(starts) - 1
     trace_of = np.repeat(np.arange(n_traces), np.diff(starts))
-    count = np.bincount(codes, minlength=n_types).astype(np.int64)
     # (trace, type) pairs present, in (trace, type) order: first and last position of each.
     key = trace_of * n_types + codes
     order = np.argsort(key, kind="stable")
