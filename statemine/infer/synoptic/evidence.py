@@ -139,5 +139,5 @@ def trace_evidence(types: Sequence[str], codes: np.ndarray, starts: np.ndarray) 
             pair_type, weights=running[end] - running[first + 1], minlength=n_types
         )
     traces = np.bincount(pair_type, minlength=n_types).astype(np.int64)
-    names = tuple(str(types[i]) for i in present)
+    names = tuple(str(types[i]) for i in present.tolist())
     return Evidence(names, count, F, P, traces, n_traces)
