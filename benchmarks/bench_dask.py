@@ -179,11 +179,7 @@ def run_invariants(store: Path, workers: int, check: bool) -> dict:
         wall = time.perf_counter() - t0
         driver = cpu() - driver
         after = client.run(cpu) if client else {}
-        peaks = (
-            client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-            if client
-            else {}
-        )
+        peaks = client.run(_hwm_mib) if client else {}
     if check:
         from statemine.infer.synoptic.invariants import mine_invariants
         from statemine.infer.synoptic.log import EventLog
@@ -201,8 +197,16 @@ def run_invariants(store: Path, workers: int, check: bool) -> dict:
         "worker_cpu_s": sum(after[w] - before[w] for w in after),
         "driver_cpu_s": driver,
         "worker_peak_mib": max(peaks.values(), default=0.0),
-        "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "driver_peak_mib": _hwm_mib(),
     }
+
+
+def _hwm_mib() -> float:
+    """This process's peak resident memory, MiB (Linux /proc VmHWM: per address space, so
+    unlike ``ru_maxrss`` not inherited from the process that spawned a worker)."""
+    with open("/proc/self/status") as fh:
+        line = next(x for x in fh if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def _rss_mib() -> float:
