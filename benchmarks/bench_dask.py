@@ -139,7 +139,7 @@ def run_diff(store: Path, workers: int, n_perm: int, n_boot: int, check: bool) -
         wall = time.perf_counter() - t0
         done.set()
         sampler.join()
-        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        peaks = client.run(_hwm_mib)
         if check:
             diff_to_dir(str(store), str(store), Path(out) / "single", **sides)
             for name in ("states_diff.csv", "transitions_diff.csv", "one_sided.csv", "notes.txt"):
@@ -233,7 +233,7 @@ def run(store: Path, workers: int, check: bool) -> dict:
         reduced = reduce_folds(folds, opts)
         states, transitions = tables(reduced, opts)
         t2 = time.perf_counter()
-        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        peaks = client.run(_hwm_mib)
     if check:
         import statemine
         from statemine.store import read_store
