@@ -247,7 +247,7 @@ def diff(
     [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
     """
     opts = CompareOptions.of(options, **changes)
-    _check_options(opts, label_a, label_b)
+    check_options(opts, (label_a, label_b))
     return diff_stats(
         (map_traces(a, opts), a.traces),
         (map_traces(b, opts), b.traces),
@@ -272,7 +272,7 @@ def diff_stats(
     ``options``) and its traces frame (``trace``, ``source`` and the labels, one row per
     trace in the statistics' trace order). The tests run here, from the per-trace sums."""
     opts = CompareOptions.of(options, **changes)
-    _check_options(opts, label_a, label_b)
+    check_options(opts, (label_a, label_b))
     (pa, traces_a), (pb, traces_b) = a, b
     notes: list[str] = []
     for p, traces, label in ((pa, traces_a, label_a), (pb, traces_b, label_b)):
@@ -355,9 +355,14 @@ def _per_state(p: PartialStats, names: list[str]) -> np.ndarray:
     return out
 
 
-def _check_options(opts: CompareOptions, label_a: str, label_b: str) -> None:
-    if str(label_a) == str(label_b):
-        raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
+def check_options(opts: CompareOptions, labels: tuple[str, str] | None = None) -> None:
+    """Raise :class:`~statemine.errors.UsageError` for an option out of range, an empty
+    ``strata`` label, or two equal side ``labels``: what can be checked before any trace
+    is read (``statemine diff`` and ``report`` check it before a Dask cluster starts)."""
+    if labels is not None and str(labels[0]) == str(labels[1]):
+        raise UsageError(f"both sides are labelled {labels[0]!r}: give them different labels")
+    if any(not str(s).strip() for s in opts.strata):
+        raise UsageError("--strata: a trace label name is empty")
     if opts.n_perm < 1:
         raise UsageError(f"n_perm must be at least 1, not {opts.n_perm}")
     if opts.n_boot < 0:
@@ -899,6 +904,7 @@ __all__ = [
     "IDENTICAL_TOL",
     "MAX_STATES",
     "DiffResult",
+    "check_options",
     "check_size",
     "diff",
     "diff_stats",
