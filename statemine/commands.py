@@ -468,19 +468,18 @@ def check_sides(
 
 def _check_store_strata(path: str | os.PathLike, strata: Sequence[str]) -> None:
     """Raise :class:`UsageError` when ``path`` is a trace store none of whose traces can
-    carry one of the ``strata`` labels (not a partition key, a stored trace label, or a
-    column of every traces frame)."""
+    carry one of the ``strata`` labels (a partition key, a stored trace label, or a column
+    of every traces frame: trace, source, end)."""
     store = _store_input(path)
     if store is None or not strata:
         return
-    from .store import store_info
+    from .store import label_names
 
-    info = store_info(store)
-    labels = {"trace", "source", "end", *info.keys}
-    labels.update(label for p in info.partitions for label in p.trace_labels)
+    base = {"trace", "source", "end"}
+    labels = label_names(store)
     for name in strata:
-        if name not in labels:
-            shown = ", ".join(sorted(labels - {"trace", "source", "end"})) or "none"
+        if name not in labels | base:
+            shown = ", ".join(sorted(labels)) or "none"
             raise UsageError(
                 f"--strata {name!r}: the traces of {store} have no such label (labels: {shown})"
             )
