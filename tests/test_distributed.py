@@ -230,8 +230,16 @@ def test_shipped_traces_diff_and_report_on_dask_equal_the_folders(client, tmp_pa
 
 
 @pytest.mark.slow
-def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path, monkeypatch):
+@pytest.mark.parametrize("layout", ["as configured", "sparse"])
+def test_dask_diff_and_report_equal_single_machine(
+    client, generated, tmp_path, monkeypatch, layout
+):
+    """Byte for byte, in the dense layout and (``DENSE_CELLS`` 0 on the driver, where the
+    tests run) in the sparse one: one statistics core for both paths."""
     from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
+
+    if layout == "sparse":
+        monkeypatch.setattr("statemine.compare.DENSE_CELLS", 0)
 
     opts = dict(
         select_a=["env=lab"], select_b=["env=mobile"], compare=CompareOptions(n_perm=199, n_boot=99)
