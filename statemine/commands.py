@@ -439,6 +439,93 @@ def side_labels(label_a: str | None, label_b: str | None, a: str, b: str | None)
     return la, lb
 
 
+def check_sides(
+    a: str,
+    b: str | None,
+    *,
+    label_a: str | None = None,
+    label_b: str | None = None,
+    compare: CompareOptions = CompareOptions(),
+    select_a: Sequence[str] = (),
+    select_b: Sequence[str] = (),
+) -> tuple[str, str]:
+    """The side labels (:func:`side_labels`) after checking what ``diff`` and ``report``
+    take that needs no trace: the statistics' options and two distinct labels
+    (:func:`statemine.compare.check_options`), the ``LABEL=VALUE`` selections, and each
+    ``--strata`` label against the labels of an input that is a trace store (its
+    metadata and label files, no events). Raises :class:`UsageError` (or
+    :class:`InputError` for a damaged store). Run before a Dask cluster starts."""
+    from .compare import check_options
+
+    la, lb = side_labels(label_a, label_b, a, b)
+    check_options(compare, (la, lb) if b is not None else None)
+    for selections in (select_a, select_b):
+        selection_pairs(selections)
+    for path in (a, b) if b is not None else (a,):
+        _check_store_strata(path, compare.strata)
+    return la, lb
+
+
+def _check_store_strata(path: str | os.PathLike, strata: Sequence[str]) -> None:
+    """Raise :class:`UsageError` when ``path`` is a trace store none of whose traces can
+    carry one of the ``strata`` labels (a partition key, a stored trace label, or a column
+    of every traces frame: trace, source, end)."""
+    store = _store_input(path)
+    if store is None or not strata:
+        return
+    from .store import label_names
+
+    base = {"trace", "source", "end"}
+    labels = label_names(store)
+    for name in strata:
+        if name not in labels | base:
+            shown = ", ".join(sorted(labels)) or "none"
+            raise UsageError(
+                f"--strata {name!r}: the traces of {store} have no such label (labels: {shown})"
+            )
+
+
+def check_diff(
+    a: str,
+    b: str,
+    out_dir: str | os.PathLike,
+    **sides: Any,
+) -> tuple[str, str]:
+    """What :func:`diff_to_dir` checks before any trace is read: the output folder
+    (:func:`~statemine.fileio.check_out_dir`) and :func:`check_sides` (``sides``: its
+    keywords); returns the side labels. The CLI runs it before a Dask cluster starts."""
+    from .fileio import check_out_dir
+
+    check_out_dir(out_dir, DIFF_OUTPUTS)
+    return check_sides(a, b, **sides)
+
+
+def check_report(
+    a: str,
+    b: str | None,
+    out_file: str | os.PathLike,
+    *,
+    results: str | os.PathLike | None = None,
+    by: str | None = None,
+    **sides: Any,
+) -> tuple[str, str]:
+    """What :func:`report_to_file` checks before any trace is read: the output file
+    (:func:`~statemine.fileio.check_out_file`), ``results`` (a file, with ``by``) and
+    :func:`check_sides`; returns the side labels. The CLI runs it before a Dask cluster
+    starts."""
+    from .fileio import check_out_file
+
+    check_out_file(out_file)
+    if results is not None:
+        if not by:
+            raise UsageError(
+                "--results needs --by COLUMN (the results column telling the sides apart)"
+            )
+        if not Path(results).is_file():
+            raise UsageError(f"--results {results}: no such file")
+    return check_sides(a, b, **sides)
+
+
 def read_sides(
     a: str,
     b: str | None,
@@ -505,11 +592,19 @@ def diff_to_dir(
     ``out_dir`` as one set. Side labels default to the inputs' file names. Trace stores
     are read on ``client``'s Dask workers when given."""
     from .compare import diff, diff_stats
-    from .fileio import check_out_dir, write_set
+    from .fileio import write_set
     from .output.out_files import diff_files
 
-    check_out_dir(out_dir, DIFF_OUTPUTS)
-    label_a, label_b = side_labels(label_a, label_b, a, b)
+    label_a, label_b = check_diff(
+        a,
+        b,
+        out_dir,
+        label_a=label_a,
+        label_b=label_b,
+        compare=compare,
+        select_a=select_a,
+        select_b=select_b,
+    )
     warnings: list[str] = []
     if client is not None:
         side_a, side_b = store_side_stats([(a, select_a), (b, select_b)], compare, client, read)
@@ -560,15 +655,23 @@ def report_to_file(
     readers' warnings."""
     from .output.html_report import Outcomes, write_report
 
-    label_a, label_b = side_labels(label_a, label_b, a, b)
+    label_a, label_b = check_report(
+        a,
+        b,
+        out_file,
+        label_a=label_a,
+        label_b=label_b,
+        compare=compare,
+        select_a=select_a,
+        select_b=select_b,
+        results=results,
+        by=by,
+    )
     outcomes = None
     if results is not None:
         from .outcomes import read_results
 
-        if not by:
-            raise UsageError(
-                "--results needs --by COLUMN (the results column telling the sides apart)"
-            )
+        assert by  # checked
         value_a, value_b = values or (label_a, label_b)
         outcomes = Outcomes(
             read_results(results),

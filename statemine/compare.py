@@ -43,7 +43,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,7 @@ from .errors import InputError, UsageError
 from .stats.options import CompareOptions, TransitionTest
 from .stats.partial import PartialStats, map_traces
 from .stats.resampling import (
+    Table,
     bootstrap_delta,
     factorize,
     holm,
@@ -61,6 +62,9 @@ from .stats.resampling import (
 )
 from .stats.tables import tables
 from .traces import TraceSet
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 #: Smallest expected count for the chi-square / G approximation (Cochran's rule).
 MIN_EXPECTED = 5.0
@@ -89,15 +93,18 @@ STATE_COLUMNS = [
 #: 0.01 percentage points, ten times finer than any share statemine prints. Deterministic
 #: runs that differ only in float rounding or in a few microseconds fall under it.
 IDENTICAL_TOL = 1e-4
-#: Limits of what :func:`diff` compares. Its statistics hold dense traces x states tables
-#: (seconds, per-trace shares, relabelled sums) and an ``n_boot x states`` table of
-#: bootstrap differences, so both are bounded: at most ``MAX_STATES`` distinct states over
-#: both sides, and at most ``MAX_CELLS`` (traces of both sides) x states cells, i.e. about
-#: 32 MiB per float64 table and ~65 MiB of bootstrap differences at the default n_boot.
-#: Congestion-control logs have tens of states; thousands look like an id in the state
-#: field. (Sparse versions of these statistics are an open part of issue 11.)
+#: Most distinct states :func:`diff` compares (both sides): its bootstrap keeps an
+#: ``n_boot x states`` table of differences (~65 MiB at the default n_boot) and every state
+#: is a test. Congestion-control logs have tens of states; thousands look like an id in the
+#: state field.
 MAX_STATES = 4096
-MAX_CELLS = 1 << 22
+#: The state statistics hold dense traces (of both sides) x states tables up to this many
+#: cells (32 MiB per float64 table), else sparse ones (scipy CSR: memory grows with the
+#: (trace, state) pairs visited, not with traces x states). The same functions run on
+#: either (:data:`~statemine.stats.resampling.Table`); the dense layout's numbers are those
+#: of statemine before the sparse one existed, bit for bit, and the sparse layout's equal
+#: them up to float rounding (tests/test_diff_sparse.py).
+DENSE_CELLS = 1 << 22
 TRANSITION_COLUMNS = [
     "src",
     "dst",
@@ -240,7 +247,7 @@ def diff(
     [['Recovery', 0.5, 0.25, -0.25, 0.1], ['SlowStart', 0.5, 0.75, 0.25, 0.1]]
     """
     opts = CompareOptions.of(options, **changes)
-    _check_options(opts, label_a, label_b)
+    check_options(opts, (label_a, label_b))
     return diff_stats(
         (map_traces(a, opts), a.traces),
         (map_traces(b, opts), b.traces),
@@ -265,7 +272,7 @@ def diff_stats(
     ``options``) and its traces frame (``trace``, ``source`` and the labels, one row per
     trace in the statistics' trace order). The tests run here, from the per-trace sums."""
     opts = CompareOptions.of(options, **changes)
-    _check_options(opts, label_a, label_b)
+    check_options(opts, (label_a, label_b))
     (pa, traces_a), (pb, traces_b) = a, b
     notes: list[str] = []
     for p, traces, label in ((pa, traces_a, label_a), (pb, traces_b, label_b)):
@@ -275,12 +282,9 @@ def diff_stats(
             )
         _check_side(p, label)
     names = sorted(set(pa.names) | set(pb.names))
-    check_size(
-        pa.n_traces + pb.n_traces,
-        len(names),
-        _first_source(traces_a if len(pa.names) >= len(pb.names) else traces_b),
-    )
-    ta, tb = _seconds(pa, names), _seconds(pb, names)
+    check_size(len(names), _first_source(traces_a if len(pa.names) >= len(pb.names) else traces_b))
+    dense = (pa.n_traces + pb.n_traces) * len(names) <= DENSE_CELLS
+    ta, tb = _seconds(pa, names, dense), _seconds(pb, names, dense)
     for table, label in ((ta, label_a), (tb, label_b)):
         if table.sum() <= 0:
             raise UsageError(
@@ -325,11 +329,23 @@ def diff_stats(
     )
 
 
-def _seconds(p: PartialStats, names: list[str]) -> np.ndarray:
-    """Seconds per trace (rows) and state (columns as ``names``, a superset of ``p.names``)."""
-    out = np.zeros((p.n_traces, len(names)))
-    out[:, np.searchsorted(names, p.names)] = p.trace_state_seconds()
-    return out
+def _seconds(p: PartialStats, names: list[str], dense: bool) -> Table:
+    """Seconds per trace (rows) and state (columns as ``names``, a superset of ``p.names``):
+    a dense array, or (not ``dense``) a CSR array of the visited (trace, state) pairs."""
+    column = np.searchsorted(names, p.names)
+    if dense:
+        out = np.zeros((p.n_traces, len(names)))
+        out[:, column] = p.trace_state_seconds()
+        return out
+    from scipy.sparse import csr_array
+
+    trace, state, seconds = p.trace_state_entries()
+    # entries ascend by (trace, state) and ``column`` ascends: CSR order, sorted columns
+    indptr = np.r_[0, np.cumsum(np.bincount(trace, minlength=p.n_traces))]
+    return csr_array(
+        (seconds.astype(float), column[state].astype(np.int32), indptr),
+        shape=(p.n_traces, len(names)),
+    )
 
 
 def _per_state(p: PartialStats, names: list[str]) -> np.ndarray:
@@ -339,9 +355,14 @@ def _per_state(p: PartialStats, names: list[str]) -> np.ndarray:
     return out
 
 
-def _check_options(opts: CompareOptions, label_a: str, label_b: str) -> None:
-    if str(label_a) == str(label_b):
-        raise UsageError(f"both sides are labelled {label_a!r}: give them different labels")
+def check_options(opts: CompareOptions, labels: tuple[str, str] | None = None) -> None:
+    """Raise :class:`~statemine.errors.UsageError` for an option out of range, an empty
+    ``strata`` label, or two equal side ``labels``: what can be checked before any trace
+    is read (``statemine diff`` and ``report`` check it before a Dask cluster starts)."""
+    if labels is not None and str(labels[0]) == str(labels[1]):
+        raise UsageError(f"both sides are labelled {labels[0]!r}: give them different labels")
+    if any(not str(s).strip() for s in opts.strata):
+        raise UsageError("--strata: a trace label name is empty")
     if opts.n_perm < 1:
         raise UsageError(f"n_perm must be at least 1, not {opts.n_perm}")
     if opts.n_boot < 0:
@@ -374,32 +395,24 @@ def _strata_labels(
     return pd.concat(parts, axis=1).agg(" | ".join, axis=1).to_numpy(dtype=object)
 
 
-def check_size(n_traces: int, n_states: int, source: str | None = None) -> None:
-    """Refuse a comparison past :data:`MAX_STATES` distinct states or :data:`MAX_CELLS`
-    traces x states cells, before any table of that size is built; ``source`` (an input
-    file, the side with more states) is named in the error.
+def check_size(n_states: int, source: str | None = None) -> None:
+    """Refuse a comparison past :data:`MAX_STATES` distinct states, before any per-state
+    table is built; ``source`` (an input file, the side with more states) is named in the
+    error. (Traces are not bounded: past :data:`DENSE_CELLS` the tables are sparse.)
 
-    >>> check_size(40, 6)
-    >>> check_size(10_000, 10_000, "ids.log")
+    >>> check_size(6)
+    >>> check_size(10_000, "ids.log")
     Traceback (most recent call last):
     ...
-    statemine.errors.InputError: ids.log: 10000 distinct states: diff compares at most 4096 (a dense traces x states table); so many states looks like an id in the state field: narrow the input with --select, or fix the log's state field
+    statemine.errors.InputError: ids.log: 10000 distinct states: diff compares at most 4096; so many states looks like an id in the state field: narrow the input with --select, or fix the log's state field
     """
     if n_states > MAX_STATES:
         raise InputError(
             source,
             None,
-            f"{n_states} distinct states: diff compares at most {MAX_STATES} (a dense "
-            "traces x states table); so many states looks like an id in the state field: narrow "
-            "the input with --select, or fix the log's state field",
-        )
-    if n_traces * n_states > MAX_CELLS:
-        raise InputError(
-            source,
-            None,
-            f"{n_traces} traces x {n_states} states = {n_traces * n_states:,} cells: "
-            f"diff holds at most {MAX_CELLS:,} (a dense traces x states table); narrow the input "
-            "with --select",
+            f"{n_states} distinct states: diff compares at most {MAX_STATES}; so many states "
+            "looks like an id in the state field: narrow the input with --select, or fix the "
+            "log's state field",
         )
 
 
@@ -407,7 +420,7 @@ def _first_source(traces: pd.DataFrame) -> str | None:
     """The first input file of a side (for messages), None when it names none."""
     if "source" not in traces.columns or len(traces) == 0:
         return None
-    return str(traces["source"].iloc[0])
+    return str(traces["source"].iloc[0]) or None
 
 
 def _check_side(p: PartialStats, label: str) -> None:
@@ -420,7 +433,7 @@ def _check_side(p: PartialStats, label: str) -> None:
 # -- states ---------------------------------------------------------------------------
 def _state_diff(
     names: list[str],
-    seconds: tuple[np.ndarray, np.ndarray],
+    seconds: tuple[Table, Table],
     traces: tuple[np.ndarray, np.ndarray],
     strata: tuple[np.ndarray | None, np.ndarray | None],
     opts: CompareOptions,
@@ -444,10 +457,9 @@ def _state_diff(
         xa, xb, strata_a=ga, strata_b=gb, n_boot=opts.n_boot, confidence=opts.confidence, seed=seed
     )
     n_tests = int(np.isfinite(p).sum())
-    min_p, min_p_holm = power(len(xa), len(xb), ga, gb, n_perm=n_perm, n_tests=n_tests)
-    notes.extend(
-        _sample_size_notes(len(xa), len(xb), ga, gb, min_p, min_p_holm, n_tests, alpha, labels)
-    )
+    n_a, n_b = xa.shape[0], xb.shape[0]
+    min_p, min_p_holm = power(n_a, n_b, ga, gb, n_perm=n_perm, n_tests=n_tests)
+    notes.extend(_sample_size_notes(n_a, n_b, ga, gb, min_p, min_p_holm, n_tests, alpha, labels))
     share_a, share_b = trace_shares(xa), trace_shares(xb)
     flat_a, flat_b = identical_columns(share_a, ga), identical_columns(share_b, gb)
     pseudo = flat_a | flat_b
@@ -486,43 +498,63 @@ def _state_diff(
     return out[STATE_COLUMNS].reset_index(drop=True), (min_p, min_p_holm)
 
 
-def trace_shares(x: np.ndarray) -> np.ndarray:
+@overload
+def trace_shares(x: np.ndarray) -> np.ndarray: ...
+@overload
+def trace_shares(x: csr_array) -> csr_array: ...
+def trace_shares(x: Table) -> Table:
     """Each trace's own share of time per state: rows of ``x`` (traces x states, seconds,
-    every row total > 0) over their totals; rows sum to 1.
+    every row total > 0) over their totals; rows sum to 1. Sparse in, sparse out (the
+    stored cells divided as the dense ones are).
 
     >>> trace_shares(np.array([[1.0, 3.0], [2.0, 0.0]])).tolist()
     [[0.25, 0.75], [1.0, 0.0]]
     """
-    return x / x.sum(axis=1, keepdims=True)
+    if isinstance(x, np.ndarray):
+        return x / x.sum(axis=1, keepdims=True)
+    from scipy.sparse import csr_array
+
+    per_cell = np.repeat(x.sum(axis=1), np.diff(x.indptr))
+    return csr_array((x.data / per_cell, x.indices, x.indptr), shape=x.shape)
 
 
-def _sd(share: np.ndarray) -> np.ndarray:
-    """Sample standard deviation per column (NaN with fewer than two rows)."""
-    if len(share) < 2:
-        return np.full(share.shape[1], np.nan)
-    return share.std(axis=0, ddof=1)
+def _sd(share: Table) -> np.ndarray:
+    """Sample standard deviation per column (NaN with fewer than two rows); a sparse
+    ``share``'s unstored cells count as zeros (the squared deviations of the stored cells,
+    plus the mean squared once per unstored cell)."""
+    n, k = share.shape
+    if n < 2:
+        return np.full(k, np.nan)
+    if isinstance(share, np.ndarray):
+        return share.std(axis=0, ddof=1)
+    mean = share.sum(axis=0) / n
+    stored = np.bincount(share.indices, minlength=k)
+    squares = np.bincount(
+        share.indices, weights=(share.data - mean[share.indices]) ** 2, minlength=k
+    )
+    return np.sqrt((squares + (n - stored) * mean**2) / (n - 1))
 
 
 def identical_columns(
-    share: np.ndarray, strata: np.ndarray | None = None, *, tol: float = IDENTICAL_TOL
+    share: Table, strata: np.ndarray | None = None, *, tol: float = IDENTICAL_TOL
 ) -> np.ndarray:
-    """Per column (state) of ``share`` (traces x states, per-trace shares in [0, 1]): True
-    when the traces are pseudo-replicates -- in some stratum holding at least two traces
-    (the whole side without ``strata``) the values differ by at most ``tol`` and the state
-    occurs there (a value > 0). A state absent from every trace of a stratum is a real
-    constant, not a copy; one stratum of copies is enough to inflate a stratified test.
+    """Per column (state) of ``share`` (traces x states, per-trace shares in [0, 1], dense
+    or sparse): True when the traces are pseudo-replicates -- in some stratum holding at
+    least two traces (the whole side without ``strata``) the values differ by at most
+    ``tol`` and the state occurs there (a value > 0). A state absent from every trace of a
+    stratum is a real constant, not a copy; one stratum of copies is enough to inflate a
+    stratified test.
 
     >>> identical_columns(np.array([[0.2, 0.0, 0.5], [0.2, 0.0, 0.7]])).tolist()
     [True, False, False]
     >>> identical_columns(np.array([[0.2], [0.2], [0.1], [0.3]]), np.array(["x", "x", "y", "y"])).tolist()
     [True]
     """
-    codes = (
-        np.zeros(len(share), np.int64)
-        if strata is None
-        else factorize(np.asarray(strata, dtype=object))
-    )
-    flat = np.zeros(share.shape[1], bool)
+    n, k = share.shape
+    codes = np.zeros(n, np.int64) if strata is None else factorize(np.asarray(strata, dtype=object))
+    if not isinstance(share, np.ndarray):
+        return _identical_sparse(share, codes, tol)
+    flat = np.zeros(k, bool)
     for c in np.unique(codes):
         part = share[codes == c]
         if len(part) >= 2:
@@ -530,7 +562,25 @@ def identical_columns(
     return flat
 
 
-def _nonzero_rows(x: np.ndarray, label: str, notes: list[str]) -> np.ndarray:
+def _identical_sparse(share: csr_array, codes: np.ndarray, tol: float) -> np.ndarray:
+    """:func:`identical_columns` of a CSR ``share`` with stratum ``codes`` per row, in
+    memory of its stored cells: the max and min per (stratum, column) pair stored; the
+    min is 0 when some row of the stratum has the cell unstored (shares are >= 0)."""
+    k = share.shape[1]
+    size = np.bincount(codes)
+    stratum = np.repeat(codes, np.diff(share.indptr))
+    pair, at = np.unique(stratum * k + share.indices, return_inverse=True)
+    hi, lo = np.zeros(len(pair)), np.full(len(pair), np.inf)
+    np.maximum.at(hi, at, share.data)
+    np.minimum.at(lo, at, share.data)
+    lo = np.where(np.bincount(at, minlength=len(pair)) < size[pair // k], 0.0, lo)
+    flat_pair = (size[pair // k] >= 2) & (hi - lo <= tol) & (hi > 0)
+    flat = np.zeros(k, bool)
+    flat[pair[flat_pair] % k] = True
+    return flat
+
+
+def _nonzero_rows(x: Table, label: str, notes: list[str]) -> np.ndarray:
     """Rows to keep: traces that last 0 s carry no time and would make a pooled 0/0."""
     keep = x.sum(axis=1) > 0
     if not keep.all():
@@ -850,10 +900,11 @@ def _labels(traces: pd.DataFrame, column: str) -> set[str]:
 
 
 __all__ = [
+    "DENSE_CELLS",
     "IDENTICAL_TOL",
-    "MAX_CELLS",
     "MAX_STATES",
     "DiffResult",
+    "check_options",
     "check_size",
     "diff",
     "diff_stats",

@@ -212,6 +212,28 @@ def check_out_dir(out_dir: str | os.PathLike, owned: Iterable[str]) -> Path:
     return out
 
 
+def check_out_file(path: str | os.PathLike) -> Path:
+    """``path``, after checking that :func:`write_atomic` can replace it: not a folder,
+    and its nearest existing parent a folder we may write into. Call it before the work,
+    to fail early (one line, :class:`StatemineError`).
+
+    >>> import tempfile
+    >>> check_out_file(Path(tempfile.mkdtemp()) / "new" / "report.html").name
+    'report.html'
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise StatemineError(f"{out}: is a folder, not a file")
+    parent = out.parent
+    while not parent.exists() and not parent.is_symlink() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise StatemineError(f"{parent}: exists and is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StatemineError(f"{parent}: cannot write: Permission denied")
+    return out
+
+
 def _check_replaceable(out: Path, allowed: set[str]) -> None:
     """Raise unless ``out`` is missing or a folder holding only ``allowed`` names."""
     if not out.exists():

@@ -777,6 +777,25 @@ def _data_files(folder: Path) -> list[tuple[Path, int]]:
     return [(folder / name, _check_schema(folder / name, schema)) for name in files]
 
 
+def label_names(store: str | os.PathLike) -> set[str]:
+    """Every trace label a trace of ``store`` can carry: its partition keys and the label
+    names of its labels files (their ``key`` column only; no events read). Raises
+    :class:`InputError` naming a damaged metadata or labels file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = Path(store)
+    names = set(_read_meta(root))
+    for labels in sorted((root / LABELS_DIR).rglob("labels-*")):
+        try:
+            found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
+        except (pa.ArrowException, OSError, KeyError) as exc:
+            raise InputError(labels, None, f"not a readable labels file: {exc}") from None
+        names.update(str(k) for k in pc.unique(found).to_pylist())
+    return names
+
+
 def is_store(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder holding a store's metadata file."""
     return (Path(path) / META_NAME).is_file()

@@ -230,8 +230,16 @@ def test_shipped_traces_diff_and_report_on_dask_equal_the_folders(client, tmp_pa
 
 
 @pytest.mark.slow
-def test_dask_diff_and_report_equal_single_machine(client, generated, tmp_path, monkeypatch):
+@pytest.mark.parametrize("layout", ["as configured", "sparse"])
+def test_dask_diff_and_report_equal_single_machine(
+    client, generated, tmp_path, monkeypatch, layout
+):
+    """Byte for byte, in the dense layout and (``DENSE_CELLS`` 0 on the driver, where the
+    tests run) in the sparse one: one statistics core for both paths."""
     from statemine.commands import DIFF_OUTPUTS, diff_to_dir, report_to_file
+
+    if layout == "sparse":
+        monkeypatch.setattr("statemine.compare.DENSE_CELLS", 0)
 
     opts = dict(
         select_a=["env=lab"], select_b=["env=mobile"], compare=CompareOptions(n_perm=199, n_boot=99)
@@ -336,6 +344,66 @@ def test_cli_rejects_a_non_store_before_a_cluster_starts(generated, tmp_path, mo
     assert "--dask runs on a trace store" in res.stderr and "Traceback" not in res.output
     assert len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "d").exists() and not (tmp_path / "r.html").exists()
+
+
+_HALVES = ["--select-a", "env=lab", "--select-b", "env=mobile"]
+
+
+@pytest.mark.parametrize(
+    ("command", "extra", "message"),
+    [
+        ("diff", ["--label-a", "x", "--label-b", "x"], "both sides are labelled 'x'"),
+        ("diff", ["--strata", "nosuch"], "--strata 'nosuch': the traces of"),
+        ("diff", ["--strata", " "], "--strata: a trace label name is empty"),
+        ("diff", ["--select-a", "envlab"], "a selection is LABEL=VALUE, not 'envlab'"),
+        ("diff", ["--out-file"], "exists and is not a folder"),
+        ("report", ["--label-a", "x", "--label-b", "x"], "both sides are labelled 'x'"),
+        ("report", ["--strata", "nosuch"], "--strata 'nosuch': the traces of"),
+        ("report", ["--results", "results.csv"], "--results needs --by COLUMN"),
+        ("report", ["--results", "missing.csv", "--by", "p"], "--results missing.csv: no such"),
+        ("report", ["--out-folder"], "is a folder, not a file"),
+        ("report", ["--out-under-file"], "exists and is not a folder"),
+    ],
+)
+def test_cli_rejects_bad_options_before_a_cluster_starts(
+    generated, tmp_path, monkeypatch, command, extra, message
+):
+    """Every diff/report option that needs no trace is checked before ``--dask`` starts a
+    cluster (and before any worker runs): exit 2, one line, nothing written."""
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr("statemine.distributed.cluster.dask_client", no_cluster)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results.csv").write_text("p,plt_s\na,1\n")
+    (tmp_path / "afile").write_text("")
+    out = {
+        "--out-file": "afile",
+        "--out-folder": str(tmp_path),
+        "--out-under-file": "afile/r.html",
+    }.get(extra[0], "out.html" if command == "report" else "out")
+    extra = [] if extra[0] in ("--out-file", "--out-folder", "--out-under-file") else extra
+    store = str(generated)
+    args = [command, store, store, "--out", out, *_HALVES, *extra, "--dask", "local:2"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], res.stderr
+    assert "Traceback" not in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "results.csv"]
+
+
+def test_the_option_checks_accept_what_runs(generated, tmp_path):
+    """The checks refuse nothing that runs: a store's partition key and a stored trace
+    label stratify, and the output's missing parent folders are made."""
+    from statemine.commands import check_diff, check_report
+
+    store = str(generated)
+    for strata in (("env",), ("role",), ("day", "conn")):
+        opts = CompareOptions(strata=strata)
+        assert check_diff(store, store, tmp_path / "d", compare=opts) == ("store (A)", "store (B)")
+        check_report(store, None, tmp_path / "new" / "r.html", compare=opts)
 
 
 @pytest.mark.parametrize("spec", ["local:0", "local:", "local:2x", "tcp://host", "http://a:1", ""])

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..commands import CompareOptions, diff_to_dir, report_to_file
+from ..commands import CompareOptions, check_diff, check_report, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
 from .console import make_console, text_table
@@ -88,11 +88,17 @@ _select_options = with_options(
 )
 
 
-def _read_options(opts: dict) -> dict[str, Any]:
-    """The reading options and both sides' selections of the CLI options."""
-    read = opts["read"]
+def _side_options(opts: dict) -> dict[str, Any]:
+    """The side labels, both sides' selections and the statistics' options of the CLI
+    options (the keywords of :func:`~statemine.commands.check_sides`)."""
     both = opts["select_both"]
-    return dict(read=read, select_a=both + opts["select_a"], select_b=both + opts["select_b"])
+    return dict(
+        label_a=opts["label_a"],
+        label_b=opts["label_b"],
+        select_a=both + opts["select_a"],
+        select_b=both + opts["select_b"],
+        compare=_compare_options(opts),
+    )
 
 
 def _compare_options(opts: dict) -> CompareOptions:
@@ -143,18 +149,11 @@ def diff_command(a, b, out_dir, svg, top, title, dask_spec, **opts):
     probabilities and a per-source chi-square/G or Fisher test. Prints the largest
     significant changes.
     """
+    sides = _side_options(opts)
+    check_diff(a, b, out_dir, **sides)  # every option, before a Dask cluster starts
     with dask_session(dask_spec, [a, b]) as client:
         out = diff_to_dir(
-            a,
-            b,
-            out_dir,
-            label_a=opts["label_a"],
-            label_b=opts["label_b"],
-            svg=svg,
-            title=title,
-            **_read_options(opts),
-            compare=_compare_options(opts),
-            client=client,
+            a, b, out_dir, svg=svg, title=title, read=opts["read"], client=client, **sides
         )
     print_warnings(out.warnings)
     print_summary(out.result, top=top)
@@ -272,13 +271,13 @@ def report_command(
         if len(parts) != 2 or not all(parts):
             raise UsageError(f"--values wants two comma-separated values, not {values!r}")
         values = tuple(parts)
+    sides = _side_options(opts)
+    check_report(a, b, out_file, results=results_path, by=by, **sides)  # before a cluster
     with dask_session(dask_spec, [a] + ([b] if b else [])) as client:
         path, warnings = report_to_file(
             a,
             b,
             out_file,
-            label_a=opts["label_a"],
-            label_b=opts["label_b"],
             title=title,
             results=results_path,
             by=by,
@@ -287,9 +286,9 @@ def report_command(
             rows=rows,
             cols=cols,
             outcome_alpha=outcome_alpha,
-            **_read_options(opts),
-            compare=_compare_options(opts),
+            read=opts["read"],
             client=client,
+            **sides,
         )
     print_warnings(warnings)
     click.echo(f"wrote {path}", err=True)

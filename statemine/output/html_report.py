@@ -310,7 +310,7 @@ def _timeline_section(
     """cwnd (and throughput) timelines: one trace per side (and per stratum) -- the trace of
     median length, or with ``state``, the trace whose share of ``state`` is its group's median;
     visits made by ``options`` (as the statistics)."""
-    from .timeline import plot_cwnd, plot_throughput, share_pick, span_pick
+    from .timeline import plot_cwnd, plot_throughput, span_pick
 
     how = (
         f"the trace whose share of time in {_e(state)} is the median of its group"
@@ -332,7 +332,7 @@ def _timeline_section(
                 "",
             )
         else:
-            trace, share = share_pick(side.seconds(), state)
+            trace, share = side.share_pick(state)
             caption = (
                 f" ({state} {units.share(share)} of its time, median of {side.n_traces} traces)"
             )

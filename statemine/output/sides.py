@@ -64,6 +64,33 @@ class Side:
         """Each trace's explicit end (seconds; NaN when none)."""
         return self.traces["end"].to_numpy(float)
 
+    def share_pick(self, state: str) -> tuple[str, float]:
+        """The trace of median share of ``state`` and that share:
+        :func:`~statemine.output.timeline.share_pick` of :meth:`seconds` while the
+        statistics' traces x states table is small (``statemine.compare.DENSE_CELLS``),
+        else from the visited (trace, state) pairs alone, in memory of those (the same
+        pick, the share equal up to float rounding)."""
+        from ..compare import DENSE_CELLS
+        from ..errors import UsageError
+        from .timeline import median_share, share_pick
+
+        p = self.partial
+        if p.n_traces * len(p.names) <= DENSE_CELLS:  # what seconds() holds
+            return share_pick(self.seconds(), state)
+        trace, code, seconds = p.trace_state_entries()
+        position = np.full(p.n_traces, -1, np.int64)
+        position[self.rows] = np.arange(self.n_traces)
+        mine = position[trace] >= 0
+        row, code, seconds = position[trace[mine]], code[mine], seconds[mine]
+        total = np.bincount(row, weights=seconds, minlength=self.n_traces)
+        in_state = (code == p.names.index(state)) if state in p.names else np.zeros(len(row), bool)
+        part = np.bincount(row[in_state], weights=seconds[in_state], minlength=self.n_traces)
+        keep = total > 0
+        if not keep.any():
+            raise UsageError("every trace lasts 0 s: no trace to plot")
+        ids = self.traces["trace"].astype(str).to_numpy()
+        return median_share(ids[keep], part[keep] / total[keep])
+
     def seconds(self) -> pd.DataFrame:
         """Seconds per trace (rows, index: ids) and state (columns: the states these traces
         visit, sorted), as :func:`~statemine.stats.summary.trace_state_times` of these

@@ -131,7 +131,17 @@ def share_pick(times: pd.DataFrame, state: str) -> tuple[str, float]:
     share = (times[state] if state in times.columns else pd.Series(0.0, index=times.index)) / total[
         total > 0
     ]
-    order = pd.DataFrame({"share": share.to_numpy(), "trace": share.index.astype(str)}).sort_values(
+    return median_share(share.index.astype(str).to_numpy(), share.to_numpy())
+
+
+def median_share(ids: np.ndarray, share: np.ndarray) -> tuple[str, float]:
+    """The trace (of ``ids``) whose ``share`` is the median (the lower one of an even
+    count), ties by id: ``(id, share)``.
+
+    >>> median_share(np.array(["b", "a", "c"]), np.array([0.5, 0.5, 0.9]))
+    ('b', 0.5)
+    """
+    order = pd.DataFrame({"share": share, "trace": ids}).sort_values(
         ["share", "trace"], kind="stable"
     )
     pick = order.iloc[(len(order) - 1) // 2]
@@ -396,6 +406,7 @@ def _mark_events(ax: Axes, ts: TraceSet, trace: str) -> None:
 
 __all__ = [
     "STATE_COLOURS",
+    "median_share",
     "metric_series",
     "pick_trace",
     "plot_cwnd",

@@ -36,7 +36,7 @@ import numpy as np
 from . import dwell as dwell_times
 from .dwell import Dwell, DwellTimes
 from .options import DWELL_BUDGET, StatsOptions
-from .sums import _LOW, _SHIFT, KeyedSums, _pair_keys
+from .sums import _LOW, _SHIFT, KeyedSums, _pair_keys, _split
 from .visits import OUTSIDE, VisitChunk
 
 if TYPE_CHECKING:
@@ -83,6 +83,12 @@ class PartialStats:
         out = np.zeros((self.n_traces, len(self.names)))
         out[self.state_keys >> _SHIFT, self.state_keys & _LOW] = self.seconds
         return out
+
+    def trace_state_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The visited cells of :meth:`trace_state_seconds` (the others are 0): ``(trace,
+        state, seconds)`` per (trace, state) pair, ascending by (trace, state); codes int32."""
+        trace, state = _split(self.state_keys)
+        return trace, state, self.seconds
 
     def traces_per_state(self) -> np.ndarray:
         """How many traces visit each state (as ``names``)."""

@@ -34,9 +34,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
+
+#: Per-trace statistics: traces (rows) x columns, a dense array or a scipy CSR array
+#: (:func:`left_times`, :func:`stack_rows`; the sums of either are ``x.sum(axis=...)``).
+Table: TypeAlias = "np.ndarray | csr_array"
 
 #: Cells of the bootstrap's statistics (resamples x columns) computed at a time (8 bytes each).
 _STAT_CELLS = 1 << 21
@@ -320,7 +327,30 @@ def _times(weights: np.ndarray, operand: np.ndarray | _Entries) -> np.ndarray:
     return out
 
 
-def pooled_fraction(x: np.ndarray) -> np.ndarray:
+def left_times(weights: np.ndarray, x: Table) -> np.ndarray:
+    """``weights @ x`` (``weights``: dense ``k x rows``; ``x``: a :data:`Table`), a dense
+    ``k x columns`` array; a sparse ``x`` costs ``k`` products per stored entry.
+
+    >>> from scipy.sparse import csr_array
+    >>> x = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]]); w = np.array([[1.0, 2.0, 0.0]])
+    >>> left_times(w, csr_array(x)).tolist() == (w @ x).tolist() == [[1.0, 4.0]]
+    True
+    """
+    if isinstance(x, np.ndarray):
+        return weights @ x
+    return np.asarray((x.T @ weights.T).T)
+
+
+def stack_rows(a: Table, b: Table) -> Table:
+    """The rows of ``a`` then those of ``b`` (both dense, or both sparse: CSR)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.vstack([a, b])
+    from scipy.sparse import csr_array, vstack
+
+    return csr_array(vstack([csr_array(a), csr_array(b)], format="csr"))
+
+
+def pooled_fraction(x: Table) -> np.ndarray:
     """Pooled time fraction per state: column sums of ``x`` (traces x states, seconds) over its total.
 
     >>> pooled_fraction(np.array([[1.0, 3.0], [1.0, 0.0]])).tolist()
@@ -330,8 +360,8 @@ def pooled_fraction(x: np.ndarray) -> np.ndarray:
 
 
 def permutation_pvalues(
-    xa: np.ndarray,
-    xb: np.ndarray,
+    xa: Table,
+    xb: Table,
     *,
     strata_a: np.ndarray | None = None,
     strata_b: np.ndarray | None = None,
@@ -340,7 +370,8 @@ def permutation_pvalues(
 ) -> np.ndarray:
     """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
 
-    Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
+    ``xa``, ``xb``: per-trace statistics (:data:`Table`: dense, or sparse for many traces
+    and states). Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
     stratum when ``strata_a``/``strata_b`` (one label per row) are given. When there are at
     most ``n_perm`` distinct relabellings, all are enumerated and the p-value is exact (the
     share of relabellings whose ``|delta|`` is at least the observed one, the observed one
@@ -350,18 +381,18 @@ def permutation_pvalues(
     >>> permutation_pvalues(xa, xb).round(3).tolist()   # 6 relabellings, 2 as extreme
     [0.333, 0.333]
     """
-    x = np.vstack([xa, xb])
+    x = stack_rows(xa, xb)
     total = x.sum(axis=1)
     sum_x, sum_total = x.sum(axis=0), total.sum()
     observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
     tol = 1e-12 * np.maximum(observed, 1.0)
-    groups = _strata(strata_a, strata_b, len(xa), len(xb))
+    groups = _strata(strata_a, strata_b, xa.shape[0], xb.shape[0])
     n_all = _n_relabellings(groups)
     exact = n_all <= n_perm
     count = np.zeros(x.shape[1])
-    for mask in _relabellings(groups, len(x), exact=exact, n_perm=n_perm, seed=seed):
+    for mask in _relabellings(groups, x.shape[0], exact=exact, n_perm=n_perm, seed=seed):
         in_a = mask.astype(np.float64)
-        state_a, total_a = in_a @ x, in_a @ total  # side B is the rest: sum - side A
+        state_a, total_a = left_times(in_a, x), in_a @ total  # side B: sum - side A
         with np.errstate(invalid="ignore", divide="ignore"):
             d = (sum_x - state_a) / (sum_total - total_a)[:, None] - state_a / total_a[:, None]
         count += (np.abs(d) >= observed - tol).sum(axis=0)
@@ -458,8 +489,8 @@ def power(
 
 
 def bootstrap_delta(
-    xa: np.ndarray,
-    xb: np.ndarray,
+    xa: Table,
+    xb: Table,
     *,
     strata_a: np.ndarray | None = None,
     strata_b: np.ndarray | None = None,
@@ -469,7 +500,7 @@ def bootstrap_delta(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
 
-    Each side's traces (rows) are resampled with replacement, independently (and within
+    ``xa``, ``xb``: as in :func:`permutation_pvalues`. Each side's traces (rows) are resampled with replacement, independently (and within
     each stratum when ``strata_a``/``strata_b`` are given): one :class:`Resamples` over
     ``vstack([xa, xb])`` stratified by :func:`side_strata`. NaN when a side has fewer than
     two traces or ``n_boot`` is 0 (no interval can be formed).
@@ -478,16 +509,16 @@ def bootstrap_delta(
     >>> [v.tolist() for v in bootstrap_delta(xa, xb, n_boot=50)]   # every resample: 3/4 - 1/2
     [[0.25, -0.25], [0.25, -0.25]]
     """
-    k, n_a = xa.shape[1], len(xa)
-    if n_a < 2 or len(xb) < 2 or n_boot <= 0:
+    k, n_a = xa.shape[1], xa.shape[0]
+    if n_a < 2 or xb.shape[0] < 2 or n_boot <= 0:
         return np.full(k, np.nan), np.full(k, np.nan)
     ta, tb = xa.sum(axis=1), xb.sum(axis=1)
     deltas = np.empty((n_boot, k))
-    strata = side_strata(strata_a, strata_b, n_a, len(xb))
-    for start, w in Resamples(n_a + len(xb), n_boot, seed, strata=strata):
+    strata = side_strata(strata_a, strata_b, n_a, xb.shape[0])
+    for start, w in Resamples(n_a + xb.shape[0], n_boot, seed, strata=strata):
         wa, wb = w[:, :n_a], w[:, n_a:]
         with np.errstate(invalid="ignore", divide="ignore"):
-            d = wb @ xb / (wb @ tb)[:, None] - wa @ xa / (wa @ ta)[:, None]
+            d = left_times(wb, xb) / (wb @ tb)[:, None] - left_times(wa, xa) / (wa @ ta)[:, None]
         deltas[start : start + len(w)] = d
     return percentile_interval(deltas, confidence)
 
