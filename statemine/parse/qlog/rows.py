@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -68,6 +69,19 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     return frame.iloc[order].drop(columns="seq").reset_index(drop=True)
 
 
+def _start_state(first: tuple | None, start: float) -> str | None:
+    """The raw state a connection is in from its first event (time ``start``) on, where the
+    first item that makes a state row (``first``) is a congestion_state_updated after that
+    event whose ``old`` names another state than its ``new`` (the ``start=old`` row);
+    None otherwise."""
+    if first is None or first[1] != _STATE or not start < first[0]:
+        return None
+    old = first[2].get("old")
+    if old is None or isinstance(old, (dict, list)) or str(old) in ("", _new_state(first[2])):
+        return None
+    return str(old)
+
+
 def _row_frames(
     items: Iterable[tuple],
     cursor: _MetricsCursor,
@@ -126,24 +140,10 @@ def _row_frames(
         fields = (f"raw={_token(state)}", "after=pto")
         add(update[0], update[1], "state", state, int(update[2]), fields, mark=True)
 
-    if first is not None and first[1] == _STATE:
-        time, _, data, line, index, _ = first
-        old = data.get("old")
-        if (
-            old is not None
-            and not isinstance(old, (dict, list))
-            and str(old) != ""
-            and start < time
-            and str(old) != _new_state(data)
-        ):
-            add(
-                start,
-                -1,
-                "state",
-                str(old),
-                line,
-                (f"raw={_token(old)}", "start=old", f"ev={index}"),
-            )
+    old = _start_state(first, start)
+    if old is not None and first is not None:
+        _, _, _, line, index, _ = first
+        add(start, -1, "state", old, line, (f"raw={_token(old)}", "start=old", f"ev={index}"))
     controller: str | None = None  # the controller's own last state (raw name)
     app_limited = False
     pto = False  # a fired PTO waits for the metrics update that ends it
@@ -262,35 +262,53 @@ def _canonical_states(
     trace_id: str,
     report: _Report,
 ) -> pd.DataFrame:
-    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``)."""
+    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``),
+    with a warning for each unknown name."""
+    frame, unknown = _renamed(frame, implementation, overrides)
+    _warn_unknown(unknown, implementation, trace_id, report)
+    return frame
+
+
+def _renamed(
+    frame: pd.DataFrame, implementation: str | None, overrides: Mapping[str, str] | None
+) -> tuple[pd.DataFrame, Counter]:
+    """``frame`` with raw state names renamed to statemine's, and how often each name no
+    table knows is kept as is (in order of first appearance)."""
     is_state = frame["kind"] == "state"
     raw = frame.loc[is_state, "state"]
     mapping = {}
+    unknown: Counter = Counter()
     for name in pd.unique(raw):
         canonical, known = resolve_state(name, implementation, overrides)
         mapping[name] = canonical
         if not known:
-            table = (
-                f"the {implementation} table"
-                if implementation_key(implementation)
-                else "the common names"
-            )
-            report.warn(
-                None,
-                f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
-                f"kept as is ({int((raw == name).sum())} times)"
-                + (
-                    "; a number names a state only in its implementation's table: give "
-                    "--implementation (e.g. picoquic-newreno, picoquic-cubic) or --names FILE"
-                    if str(name).strip().isdigit()
-                    else ""
-                ),
-            )
+            unknown[name] = int((raw == name).sum())
     frame.loc[is_state, "state"] = raw.map(mapping)
     if implementation in PICOQUIC_BBR_PHASES:  # the phase and flags of a packed number
         extra = {name: picoquic_bbr_fields(name, implementation) for name in pd.unique(raw)}
         frame.loc[is_state, "fields"] = frame.loc[is_state, "fields"] + raw.map(extra)
-    return frame
+    return frame, unknown
+
+
+def _warn_unknown(
+    unknown: Counter, implementation: str | None, trace_id: str, report: _Report
+) -> None:
+    """One warning per raw state name no table knows (``unknown``: name -> rows)."""
+    table = (
+        f"the {implementation} table" if implementation_key(implementation) else "the common names"
+    )
+    for name, times in unknown.items():
+        report.warn(
+            None,
+            f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
+            f"kept as is ({times} times)"
+            + (
+                "; a number names a state only in its implementation's table: give "
+                "--implementation (e.g. picoquic-newreno, picoquic-cubic) or --names FILE"
+                if str(name).strip().isdigit()
+                else ""
+            ),
+        )
 
 
 def _connection_events(
@@ -406,6 +424,37 @@ def _why_no_states(n_connections: int, n_metrics: int, derive: bool) -> str:
     )
 
 
+def _trace_id(source: str, conn: _Connection) -> str:
+    """``"<source>#<trace index>"``, with ``/<group_id>`` and ``/path<path_id>`` where the
+    qlog trace mixes connections or paths."""
+    return (
+        f"{source}#{conn.trace_index}"
+        + ("" if conn.group is None else f"/{conn.group}")
+        + ("" if conn.path is None else f"/path{conn.path}")
+    )
+
+
+def _trace_row(path: Path, trace_id: str, conn: _Connection, derived: bool) -> dict:
+    """The traces-frame row of a connection."""
+    return {
+        "trace": trace_id,
+        "source": str(path),
+        "end": conn.end,
+        **conn.labels,
+        "file_events": conn.n_events,
+        "derived": derived,
+    }
+
+
+def _with_trace(table: pd.DataFrame, trace_id: str) -> pd.DataFrame:
+    """``table`` (a connection's metrics) with a first ``trace`` column (categorical)."""
+    codes = np.zeros(len(table), np.int8)
+    trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
+    # pandas-stubs' insert() takes no ExtensionArray; pandas does
+    table.insert(0, "trace", trace)  # type: ignore[arg-type]
+    return table
+
+
 def _build(
     path: Path,
     source: str,
@@ -422,11 +471,7 @@ def _build(
     tables = []
     rows = []
     for conn in connections:
-        trace_id = (
-            f"{source}#{conn.trace_index}"
-            + ("" if conn.group is None else f"/{conn.group}")
-            + ("" if conn.path is None else f"/path{conn.path}")
-        )
+        trace_id = _trace_id(source, conn)
         events, derived = _connection_events(conn, trace_id, overrides, derive, report)
         if events is None:
             continue
@@ -435,21 +480,8 @@ def _build(
         if conn.metrics:
             table = _metrics_frame(conn, line=False, copy=False)
             conn.metrics = array("d")  # the table holds them now (views, not a copy)
-            codes = np.zeros(len(table), np.int8)
-            trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
-            # pandas-stubs' insert() takes no ExtensionArray; pandas does
-            table.insert(0, "trace", trace)  # type: ignore[arg-type]
-            tables.append(table)
-        rows.append(
-            {
-                "trace": trace_id,
-                "source": str(path),
-                "end": conn.end,
-                **conn.labels,
-                "file_events": conn.n_events,
-                "derived": derived,
-            }
-        )
+            tables.append(_with_trace(table, trace_id))
+        rows.append(_trace_row(path, trace_id, conn, derived))
     if not frames:
         if allow_empty:
             return None
