@@ -123,16 +123,16 @@ def _row_frames(
         rows["fields"].append(" ".join(f for f in fields if f))
         carried.append(cursor.values())
 
-    def frame() -> pd.DataFrame:
-        out = pd.DataFrame(rows)
-        values = np.array(carried).reshape(-1, len(_METRIC_COLUMNS))
+    def frame(n: int | None = None) -> pd.DataFrame:
+        """The first ``n`` rows held (None: all) as a frame, let go."""
+        out = pd.DataFrame({k: v[:n] for k, v in rows.items()})
+        values = np.array(carried[:n]).reshape(-1, len(_METRIC_COLUMNS))
         for k, column in enumerate(_METRIC_COLUMNS):
             out[column] = values[:, k].copy()
         out["line"] = out["line"].astype("int64")
         out["mark"] = out["mark"].astype(bool)
-        for values_list in rows.values():
-            values_list.clear()
-        carried.clear()
+        for held in (*rows.values(), carried):
+            del held[:n]
         return out
 
     def resume_after_pto(update: np.ndarray, state: str) -> None:
@@ -148,9 +148,9 @@ def _row_frames(
     app_limited = False
     pto = False  # a fired PTO waits for the metrics update that ends it
     for time, code, data, line, index, seq in items:
-        if slice_rows is not None and len(rows["time"]) >= slice_rows:
+        while slice_rows is not None and len(rows["time"]) >= slice_rows:
             made = True
-            yield frame()
+            yield frame(slice_rows)
         ev = f"ev={index}"
         if pto:
             update = cursor.advance(time, seq, until_end=True)
@@ -251,6 +251,8 @@ def _row_frames(
         update = cursor.advance(math.inf, math.inf, until_end=True)
         if update is not None:
             resume_after_pto(update, controller)
+    while slice_rows is not None and len(rows["time"]) > slice_rows:
+        yield frame(slice_rows)
     if rows["time"] or not made:
         yield frame()
 
