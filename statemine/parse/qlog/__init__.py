@@ -75,6 +75,8 @@ __all__ = [
 
 #: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
+#: Most events or metrics rows of one part of :func:`read_qlog_parts` (a few MiB held).
+_PART_ROWS = 1 << 14
 #: Largest ``.qlog`` JSON document accepted by default (bytes, after gunzip).
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
 
@@ -165,13 +167,14 @@ def read_qlog_parts(
     updates; packets only with ``derive_states``) are appended to per-connection files in
     ``folder`` (an existing folder, e.g. a temporary one) whenever 32,768 (or
     ``slice_rows``, if fewer) are held, and a connection spilled is then built in one forward walk over its files, at
-    most ``slice_rows`` events or metrics rows a part (:mod:`.slices`). A connection never
+    most ``slice_rows`` (and 16,384) events or metrics rows a part (:mod:`.slices`). A connection never
     spilled, and one that needs more than a forward walk (events out of time order,
     derived states, picoquic's numeric states), is built whole, one part. Raises what
     :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""
     path = Path(path)
     report = _Report(path)
     overrides = _overrides(names)
+    slice_rows = min(slice_rows, _PART_ROWS)
     n_connections, n_metrics, made = 0, 0, False
     stream = _connections(
         path,

@@ -83,5 +83,5 @@ class _MetricsCursor:
 
     def values(self) -> np.ndarray:
         """The latest value of each metric column logged up to the current position (NaN
-        where none yet; a copy, so rows held do not keep a chunk alive)."""
-        return (self._filled[self._pos - 1] if self._pos else self._last).copy()
+        where none yet; a view: copy what is kept)."""
+        return self._filled[self._pos - 1] if self._pos else self._last

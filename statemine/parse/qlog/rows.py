@@ -110,7 +110,7 @@ def _row_frames(
     """
     keys = ("time", "seq", "kind", "state", "line", "fields", "mark")
     rows: dict[str, list] = {k: [] for k in keys}
-    carried: list[np.ndarray] = []
+    carried = array("d")  # the metric values carried onto each row, flat
     made = False
 
     def add(time, seq, kind, name, line, fields, mark=False):
@@ -121,18 +121,20 @@ def _row_frames(
         rows["state"].append(name)
         rows["line"].append(line)
         rows["fields"].append(" ".join(f for f in fields if f))
-        carried.append(cursor.values())
+        carried.extend(cursor.values())
 
     def frame(n: int | None = None) -> pd.DataFrame:
         """The first ``n`` rows held (None: all) as a frame, let go."""
         out = pd.DataFrame({k: v[:n] for k, v in rows.items()})
-        values = np.array(carried[:n]).reshape(-1, len(_METRIC_COLUMNS))
+        width = len(_METRIC_COLUMNS)
+        values = np.array(carried[: None if n is None else n * width]).reshape(-1, width)
         for k, column in enumerate(_METRIC_COLUMNS):
             out[column] = values[:, k].copy()
         out["line"] = out["line"].astype("int64")
         out["mark"] = out["mark"].astype(bool)
-        for held in (*rows.values(), carried):
+        for held in rows.values():
             del held[:n]
+        del carried[: None if n is None else n * width]
         return out
 
     def resume_after_pto(update: np.ndarray, state: str) -> None:

@@ -37,9 +37,6 @@ from .rows import (
 )
 from .vocabulary import _METRIC_COLUMNS
 
-#: Metrics updates the forward walk reads at a time (about 120 bytes each while held).
-_CURSOR_ROWS = 1 << 16
-
 
 def _sliceable(conn: _Connection, derive: bool) -> bool:
     """Whether a connection is built in slices (from its spill files): one that was
@@ -74,7 +71,7 @@ def _sliced_parts(
     if not summary.n_items and not summary.n_metrics:
         report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
         return
-    cursor = _MetricsCursor(conn.metric_chunks(min(slice_rows, _CURSOR_ROWS)))
+    cursor = _MetricsCursor(conn.metric_chunks(slice_rows))
     frames = _row_frames(
         conn.stored_items(),
         cursor,
