@@ -12,8 +12,8 @@ labels of each data file in ``STORE/_labels/.../labels-<id>.parquet``
 unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 
 :func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
-bounded memory whatever its size), adds a qlog file one connection at a time and an ftrace
-file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
+bounded memory whatever its size), adds a qlog file in spilled slices of its connections
+and an ftrace file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
 input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file is written beside its final name and renamed in, the data file last:
 an input's files appear whole, and its data file only once its labels and metrics are in.
 """
@@ -217,8 +217,10 @@ def store_add(
     A new store takes the label keys (in the given order) as its partition keys; an
     existing one needs the same keys. A statemine log is streamed (memory bounded by
     ``batch_rows``, whatever the file's size); an ftrace file is added in batches of at
-    most ``batch_rows`` lines (a busier socket alone) and a qlog file one connection at a
-    time, their metrics ``batch_rows`` rows at a time; other inputs are read one file's
+    most ``batch_rows`` lines (a busier socket alone) and a qlog file in parts of at most
+    ``batch_rows`` (and 16,384) rows of one connection, spilled first
+    (:func:`statemine.parse.qlog.read_qlog_parts`), their metrics ``batch_rows`` rows at a
+    time; other inputs are read one file's
     trace set at a time. Each file is written beside its final name and renamed in (the data file
     last), so a failure or signal leaves only whole inputs of earlier batches.
     """
