@@ -45,7 +45,7 @@ from ...traces import TracePart, TraceSet
 from ..lines import open_binary
 from ..statenames import implementation_key
 from .common import NoCongestionData, _Report
-from .connections import _SPILL_EVENTS, _Connection, _extract
+from .connections import _SLICE_ROWS, _Connection, _extract
 from .reading import (
     _BLANK,
     _GZIP_MAGIC,
@@ -75,8 +75,6 @@ __all__ = [
 
 #: Largest JSON-SEQ / NDJSON record accepted by default (bytes).
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
-#: Most events or metrics rows of one part of :func:`read_qlog_parts` (a few MiB held).
-_PART_ROWS = 1 << 14
 #: Largest ``.qlog`` JSON document accepted by default (bytes, after gunzip).
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 30
 
@@ -165,16 +163,16 @@ def read_qlog_parts(
     Memory does not grow with the file or a connection: the file's qlog traces are read one
     after another; the congestion events of a trace's connections (state, loss and metrics
     updates; packets only with ``derive_states``) are appended to per-connection files in
-    ``folder`` (an existing folder, e.g. a temporary one) whenever 32,768 (or
-    ``slice_rows``, if fewer) are held, and a connection spilled is then built in one forward walk over its files, at
-    most ``slice_rows`` (and 16,384) events or metrics rows a part (:mod:`.slices`). A connection never
-    spilled, and one that needs more than a forward walk (events out of time order,
+    ``folder`` (an existing folder, e.g. a temporary one) whenever ``slice_rows`` (at most
+    16,384) are held, and a connection spilled is then built in one forward walk over its
+    files, at most that many events or metrics rows a part (:mod:`.slices`). A connection
+    never spilled, and one that needs more than a forward walk (events out of time order,
     derived states, picoquic's numeric states), is built whole, one part. Raises what
     :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""
     path = Path(path)
     report = _Report(path)
     overrides = _overrides(names)
-    slice_rows = min(slice_rows, _PART_ROWS)
+    slice_rows = min(slice_rows, _SLICE_ROWS)
     n_connections, n_metrics, made = 0, 0, False
     stream = _connections(
         path,
@@ -184,7 +182,7 @@ def read_qlog_parts(
         max_record_bytes,
         max_document_bytes,
         Path(folder),
-        min(slice_rows, _SPILL_EVENTS),
+        slice_rows,
     )
     for conn in stream:
         n_connections += 1
@@ -222,7 +220,7 @@ def _connections(
     max_record_bytes: int,
     max_document_bytes: int,
     spill: Path | None = None,
-    spill_events: int = _SPILL_EVENTS,
+    spill_events: int = _SLICE_ROWS,
 ) -> Iterator[_Connection]:
     """The connections of the qlog file ``path``, one qlog trace after another (the
     cyclic garbage collector paused while the file is parsed, running while the caller

@@ -30,11 +30,12 @@ from .vocabulary import (
     _TraceContext,
 )
 
-#: Congestion events (items, metrics updates, packets) held over all connections of a qlog
-#: trace before they are appended to their spill files, when the file is read in slices.
-_SPILL_EVENTS = 1 << 15
-#: The flat float64 arrays of a connection (values per row) and their spill file suffixes.
-_ARRAYS = {"metrics": _METRIC_STRIDE, "pto_count": 3, "sent": 3, "acks": 2}
+#: When a file is read in slices: the most congestion events (items, metrics updates,
+#: packets) held over all connections of a qlog trace before they are appended to their
+#: spill files, and the most rows of one part (a few MiB either way).
+_SLICE_ROWS = 1 << 14
+#: The flat float64 arrays of a connection, each also a spill file suffix.
+_ARRAYS = ("metrics", "pto_count", "sent", "acks")
 
 _OTHER_SPACES = frozenset(
     {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
@@ -208,7 +209,7 @@ def _extract(
     report: _Report,
     packets: bool = False,
     spill: Path | None = None,
-    spill_events: int = _SPILL_EVENTS,
+    spill_events: int = _SLICE_ROWS,
 ) -> list[_Connection]:
     """Split a trace's events by connection (group_id) and path (path_id), keeping the
     congestion-related ones. With a ``spill`` folder, the events held over all connections
