@@ -8,9 +8,10 @@ the process's peak RSS and the store's bytes per event on disk (all its Parquet 
   N/100 connections; streamed within the file (statemine/store_stream.py).
 * ``--format qlog``: benchmarks/bench_qlog.py's one quic-go-like connection as JSON-SEQ
   (1 % state changes, 20 % metrics updates, the rest packet events); ``--format
-  qlog-document``: the same as one contained JSON document. Added one connection at a
-  time (statemine.parse.qlog.read_qlog_batches): a connection's congestion events are
-  held whole, its packet events never.
+  qlog-document``: the same as one contained JSON document. Added in bounded memory
+  (statemine.parse.qlog.read_qlog_parts): the connection's congestion events are spilled
+  to the store's spill folder, then built 2^18 rows at a time; its packet events are
+  only counted.
 * ``--format ftrace``: benchmarks/bench_ftrace.py's tracefs text (200 sockets, 95 %
   tcp_probe); spilled and added in batches of 2^18 lines (read_ftrace_batches).
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -79,14 +81,17 @@ def add_once(log: Path, events: int) -> str:
         store = Path(tmp) / "store"
         argv = ["store", "add", str(log), "--store", str(store), "--label", "impl=bench"]
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(
             [sys.executable, "-c", _CHILD, *argv], check=True, capture_output=True, text=True
         )
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         peak = int(done.stderr.split()[-1]) / 1024
         size = sum(p.stat().st_size for p in store.rglob("*.parquet"))
     return (
-        f"store add: {wall:.2f} s wall, {events / wall:,.0f} events/s, "
+        f"store add: {wall:.2f} s wall, {cpu:.2f} s CPU, {events / wall:,.0f} events/s, "
         f"peak RSS {peak:.0f} MiB, {size / events:.2f} bytes/event on disk"
     )
 

@@ -12,8 +12,8 @@ labels of each data file in ``STORE/_labels/.../labels-<id>.parquet``
 unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 
 :func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
-bounded memory whatever its size), adds a qlog file one connection at a time and an ftrace
-file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
+bounded memory whatever its size), adds a qlog file in spilled slices of its connections
+and an ftrace file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
 input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file is written beside its final name and renamed in, the data file last:
 an input's files appear whole, and its data file only once its labels and metrics are in.
 """
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
 
     from .commands import ReadOptions
     from .store_stream import Spill
-    from .traces import TraceSet
+    from .traces import TracePart, TraceSet
 
 #: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
 META_NAME = "_statemine_store.json"
@@ -217,8 +217,10 @@ def store_add(
     A new store takes the label keys (in the given order) as its partition keys; an
     existing one needs the same keys. A statemine log is streamed (memory bounded by
     ``batch_rows``, whatever the file's size); an ftrace file is added in batches of at
-    most ``batch_rows`` lines (a busier socket alone) and a qlog file one connection at a
-    time, their metrics ``batch_rows`` rows at a time; other inputs are read one file's
+    most ``batch_rows`` lines (a busier socket alone) and a qlog file in parts of at most
+    ``batch_rows`` (and 16,384) rows of one connection, spilled first
+    (:func:`statemine.parse.qlog.read_qlog_parts`), their metrics ``batch_rows`` rows at a
+    time; other inputs are read one file's
     trace set at a time. Each file is written beside its final name and renamed in (the data file
     last), so a failure or signal leaves only whole inputs of earlier batches.
     """
@@ -279,43 +281,50 @@ def _streamed_format(group: list[Path], read: ReadOptions) -> str | None:
     return fmt if fmt in ("statemine", "qlog", "ftrace") else None
 
 
-def _pieces(path: Path, fmt: str, read: ReadOptions, folder: Path, rows: int) -> Iterator[TraceSet]:
-    """The trace set of one qlog or ftrace file, as its reader's consecutive pieces of
-    whole traces (ftrace spills to ``folder``, ``rows`` lines a batch)."""
+def _pieces(
+    path: Path, fmt: str, read: ReadOptions, folder: Path, rows: int
+) -> Iterator[TracePart]:
+    """The trace set of one qlog or ftrace file, as its reader's consecutive parts (both
+    spill to ``folder``; ftrace: pieces of whole traces, ``rows`` lines a batch; qlog:
+    slices of at most ``rows`` rows of one connection)."""
     from .parse import _source_names
+    from .traces import TracePart
 
     source = _source_names([path])[path]
     if fmt == "ftrace":
         from .parse.ftrace import read_ftrace_batches
 
-        return read_ftrace_batches(
+        pieces = read_ftrace_batches(
             path,
             folder,
             batch_rows=rows,
             source=source,
             ignore_nonmatching=read.ignore_nonmatching,
         )
-    from .parse.qlog import read_qlog_batches
+        return (TracePart.whole(ts) for ts in pieces)
+    from .parse.qlog import read_qlog_parts
 
     names = None
     if read.names_file is not None:
         from .parse.statenames import load_names
 
         names = load_names(read.names_file)
-    return read_qlog_batches(
+    return read_qlog_parts(
         path,
+        folder,
         names=names,
         implementation=read.implementation,
         derive_states=read.derive_states,
         source=source,
+        slice_rows=rows,
     )
 
 
 def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int) -> _Batch:
-    """The tables of one qlog or ftrace file read piece by piece (:func:`_pieces`): each
-    piece's events and metrics (in slices of ``rows``) are appended as row groups to a
+    """The tables of one qlog or ftrace file read part by part (:func:`_pieces`): each
+    part's events and metrics (in slices of ``rows``) are appended as row groups to a
     data and a metrics file in a hidden folder of ``root``, moved in by ``_write_batch``;
-    the per-trace labels are gathered (about 100 bytes per trace). Memory: one piece and
+    the per-trace labels are gathered (about 100 bytes per trace). Memory: one part and
     its tables."""
     import pyarrow.parquet as pq
 
@@ -326,19 +335,21 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
         data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
         out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
         extra = None
-        for ts in _pieces(path, fmt, read, tmp, rows):
-            out.write_table(to_table(ts), ROW_GROUP)
-            labels.append(labels_table(ts.traces))
-            traces += ts.n_traces
-            events += len(ts.events)
-            for part in _slices(ts.metrics, rows):
-                table = metrics_table(part)
+        for part in _pieces(path, fmt, read, tmp, rows):
+            if part.events is not None:
+                out.write_table(events_table(part.events, part.traces), ROW_GROUP)
+                events += len(part.events)
+            if part.first:
+                labels.append(labels_table(part.traces))
+                traces += len(part.traces)
+            for piece in _slices(part.metrics, rows):
+                table = metrics_table(piece)
                 if extra is None:
                     extra = stack.enter_context(
                         pq.ParquetWriter(metrics, table.schema, compression="zstd")
                     )
                 extra.write_table(table, ROW_GROUP)
-            del ts
+            del part
 
     def move(source: Path) -> Callable[[Path], None]:
         def write(target: Path) -> None:
@@ -536,15 +547,20 @@ def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
 
 
 def to_table(ts: TraceSet) -> pa.Table:
-    """The events of ``ts`` in the store's schema (:func:`_schema`) (per-trace ``source`` and
-    ``end`` repeated on every row; Parquet's dictionary and run-length encoding make the
-    repeats nearly free). Metric columns a reader does not give are null."""
+    """The events of ``ts`` in the store's schema (:func:`events_table`)."""
+    return events_table(ts.events, ts.traces)
+
+
+def events_table(ev: pd.DataFrame, traces: pd.DataFrame) -> pa.Table:
+    """Events rows (columns as ``TraceSet.events``) in the store's schema (:func:`_schema`),
+    with their traces' ``source`` and ``end`` from ``traces`` repeated on every row
+    (Parquet's dictionary and run-length encoding make the repeats nearly free). Metric
+    columns a reader does not give are null."""
     import pandas as pd
     import pyarrow as pa
 
     schema = _schema()
-    ev = ts.events
-    per_trace = ts.traces.set_index("trace")
+    per_trace = traces.set_index("trace")
     trace_codes, trace_ids = _codes(ev["trace"])
     columns = {}
     for f in schema:

@@ -423,3 +423,24 @@ def _split_metrics(
     events = table.filter(pc.invert(is_metrics)).select(event_columns).to_pandas()
     metrics = table.filter(is_metrics).select(metrics_columns).to_pandas()
     return events, metrics.astype({"trace": "category"})
+
+
+@dataclass(frozen=True)
+class TracePart:
+    """A consecutive part of a trace set read in pieces (a store appends them one by one).
+
+    ``traces``: the traces-frame rows of the traces this part's rows belong to (the same
+    for every part of one trace); ``first``: they begin here (each trace is first in one
+    part only); ``events``: events rows (columns as :attr:`TraceSet.events`, ``seq`` counted
+    over the whole trace), ``metrics``: rows of the metrics table, each None where the part
+    has none. Joined in order (by trace, then seq) the parts are the trace set."""
+
+    traces: pd.DataFrame
+    first: bool
+    events: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
+
+    @classmethod
+    def whole(cls, ts: TraceSet) -> TracePart:
+        """A trace set as one part."""
+        return cls(ts.traces, True, ts.events, ts.metrics)

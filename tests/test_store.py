@@ -564,3 +564,231 @@ def test_real_qlogs_round_trip_through_the_store_connection_by_connection(tmp_pa
     statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=64)
     _same_set(read_store(tmp_path / "s"), want, {"fleet": "real"})
     assert want.n_traces == (2 if name.startswith("doublevantage") else 1)
+
+
+def _qlog_events(seed: int, n: int, groups: tuple[str, ...]) -> list[dict]:
+    """``n`` random qlog events (time in ms, ordered) of the connections ``groups`` (a
+    group named ``m...`` logs metrics and packets only, so its states are derived):
+    state changes (a missing ``new``, an ``old`` that breaks the chain, names no table
+    knows), metrics updates (some logging pto_count), PTO timers, losses, spurious losses,
+    mvfst app-limited and metric updates, packets sent and acknowledged. A connection
+    with states begins with a metrics update, then a state change (a ``start=old`` row)."""
+    import random
+
+    rng = random.Random(seed)
+    names = ["slow_start", "congestion_avoidance", "recovery", "Turbo", "17"]
+    t, sent, last = 0.0, dict.fromkeys(groups, 0), dict.fromkeys(groups, "slow_start")
+    seen = dict.fromkeys(groups, 0)
+    out = []
+    for _ in range(n):
+        g = rng.choice(groups)
+        t += rng.choice([0.0, 0.25, 1.0])
+        r = rng.random() if not g.startswith("m") else 0.1 + 0.25 * rng.random()
+        if seen[g] < 2 and not g.startswith("m"):
+            r = (0.2, 0.0)[seen[g]]
+        seen[g] += 1
+        if r < 0.1:
+            new = "congestion_avoidance" if seen[g] == 2 else rng.choice(names)
+            data: dict = {"new": new, "old": last[g] if rng.random() < 0.8 else "Other"}
+            data = data if rng.random() > 0.05 else {"old": "x"}
+            last[g] = new
+            name = "recovery:congestion_state_updated"
+        elif r < 0.35:
+            data = {"congestion_window": 1000 + rng.randrange(50000)}
+            data["bytes_in_flight"] = rng.randrange(40000)
+            if rng.random() < 0.5:
+                data["pto_count"] = rng.choice([0, 0, 1])
+            name = "recovery:metrics_updated"
+        elif r < 0.45:
+            pn = sent[g] = sent[g] + 1
+            data = {"header": {"packet_type": "1RTT", "packet_number": pn}}
+            name = "transport:packet_sent"
+        elif r < 0.52:
+            top = max(sent[g] - rng.randrange(3), 0)
+            frames = [{"frame_type": "ack", "acked_ranges": [[0, top]]}]
+            data, name = (
+                {"header": {"packet_type": "1RTT"}, "frames": frames},
+                "transport:packet_received",
+            )
+        elif r < 0.6:
+            data = {"timer_type": "pto", "event_type": rng.choice(["expired", "set"])}
+            name = "recovery:loss_timer_updated"
+        elif r < 0.7:
+            data = {
+                "header": {"packet_number": rng.randrange(sent[g] + 1)},
+                "trigger": "time_threshold",
+            }
+            name = "recovery:packet_lost"
+        elif r < 0.75:
+            data, name = {"packet_number": rng.randrange(sent[g] + 1)}, "recovery:spurious_loss"
+        elif r < 0.85:
+            data = {"app_limited": rng.choice(["app limited", "app unlimited", "sometimes"])}
+            name = "recovery:app_limited_update"
+        else:
+            data = {"current_cwnd": rng.randrange(5000, 60000), "state": rng.choice(["Steady", ""])}
+            name = "recovery:congestion_metric_update"
+        out.append({"time": t, "group_id": g, "name": name, "data": data})
+    return out
+
+
+def _sliced_qlog(tmp_path: Path, layout: str) -> Path:
+    """A generated qlog: ``seq`` (JSON-SEQ, three interleaved connections and a derived
+    one), ``one`` (JSON-SEQ, one connection), ``doc`` (a JSON document of two traces, the
+    second mixing connections), each also gzip'ed (``...-gz``)."""
+    import gzip
+    import json
+
+    kind = layout.removesuffix("-gz")
+    if kind == "doc":
+        traces = [_qlog_events(3, 600, ("a",)), _qlog_events(4, 600, ("a", "b"))]
+        for event in traces[0]:
+            del event["group_id"]
+        doc = {
+            "qlog_version": "0.3",
+            "title": "quic-go",
+            "traces": [{"vantage_point": {"type": "server"}, "events": e} for e in traces],
+        }
+        text = json.dumps(doc)
+    else:
+        groups = ("a", "b", "c", "m") if kind == "seq" else ("a",)
+        header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go", "trace": {}}
+        events = _qlog_events(1 if kind == "seq" else 2, 1200, groups)
+        text = "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events])
+    path = tmp_path / f"{layout}.{'qlog' if kind == 'doc' else 'sqlog'}"
+    if layout.endswith("-gz"):
+        path = path.with_name(path.name + ".gz")
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("layout", "rows", "derive"),
+    [
+        *[(layout, 2, False) for layout in ("seq", "one", "doc", "seq-gz", "doc-gz")],
+        ("seq", 2, True),
+        ("doc", 2, True),
+        ("seq", 50, False),
+    ],
+)
+def test_long_qlog_connections_are_added_in_slices(tmp_path, layout, rows, derive):
+    """A qlog whose connections pass ``batch_rows`` is spilled and built slice by slice
+    (several row groups per connection; one each before): the store holds what reading
+    the file whole gives, with PTO ends, start=old rows, app-limited marks, unknown names
+    and (with ``derive``) a connection of derived states among interleaved ones."""
+    path = _sliced_qlog(tmp_path, layout)
+    want = statemine.read(path, derive_states=derive)
+    store = tmp_path / "s"
+    statemine.store_add(
+        [path], store, {"fleet": "a"}, ReadOptions(derive_states=derive), batch_rows=rows
+    )
+    _same_set(read_store(store), want, {"fleet": "a"})
+    states = want.events["fields"].astype(str)
+    assert states.str.contains("after=pto").any() and states.str.contains("start=old").any()
+    assert want.traces["derived"].any() == (derive and layout.startswith("seq"))
+    (data,) = store.rglob("part-*.parquet")
+    groups = pq.ParquetFile(data).num_row_groups
+    derived = want.traces.loc[want.traces["derived"], "trace"]
+    sliced = int((~want.events["trace"].astype(str).isin(derived)).sum())
+    assert groups >= sliced / rows > want.n_traces if rows < 50 else groups > 1
+    assert not list(store.glob(".spill-*"))
+
+
+def test_qlog_parts_are_bounded_by_the_slice_size(tmp_path, monkeypatch):
+    """Each part holds at most ``slice_rows`` events or metrics rows, and no more than
+    ``slice_rows`` congestion events are held before they go to the spill files."""
+    from statemine.parse.qlog import read_qlog_parts
+    from statemine.parse.qlog.connections import _Connection
+
+    held: list[int] = []
+    real = _Connection.flush
+
+    def flush(self, stem):
+        held.append(len(self.items) + len(self.metric_rows()))
+        real(self, stem)
+
+    monkeypatch.setattr(_Connection, "flush", flush)
+    path = _sliced_qlog(tmp_path, "seq")
+    parts = list(read_qlog_parts(path, tmp_path, slice_rows=20))
+    sizes = [len(p.events) for p in parts if p.events is not None]
+    sizes += [len(p.metrics) for p in parts if p.metrics is not None]
+    assert max(sizes) <= 20 and len(sizes) > 30
+    assert held and max(held) <= 20
+    want = statemine.read(path)
+    events = pd.concat([p.events for p in parts if p.events is not None], ignore_index=True)
+    text = {"trace": str, "kind": str, "state": str}
+    events = events.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
+    expected = want.events.sort_values(["trace", "seq"], kind="stable").reset_index(drop=True)
+    columns = list(expected.columns)
+    pd.testing.assert_frame_equal(
+        events[columns].astype(text), expected.astype(text), check_dtype=False
+    )
+    assert sum(p.first for p in parts) == want.n_traces
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("seq-", "0-"))]
+
+
+def test_an_unordered_qlog_connection_is_added_whole(tmp_path):
+    """A connection whose events go back in time is sorted, so read back and built whole;
+    the store still holds what the whole read gives."""
+    import json
+
+    events = _qlog_events(5, 1200, ("a", "b"))
+    for k, event in enumerate(events):
+        if event["group_id"] == "b" and k % 9 == 0:
+            event["time"] = max(event["time"] - 5.0, 0.0)
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go", "trace": {}}
+    path = tmp_path / "u.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events]))
+    want = statemine.read(path)
+    statemine.store_add([path], tmp_path / "s", {"fleet": "a"}, batch_rows=4)
+    _same_set(read_store(tmp_path / "s"), want, {"fleet": "a"})
+
+
+def test_a_qlog_cut_off_after_spilling_leaves_nothing(tmp_path):
+    """A gzip'ed qlog cut off past its first spills: one error naming the file, no store,
+    no spill folder, and an existing store unchanged."""
+    import gzip
+
+    path = _sliced_qlog(tmp_path, "seq-gz")
+    whole = path.read_bytes()
+    cut = tmp_path / "cut.sqlog.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(InputError, match=r"cut\.sqlog\.gz"):
+        statemine.store_add([cut], tmp_path / "new", {"fleet": "a"}, batch_rows=8)
+    assert not (tmp_path / "new").exists()
+    store = tmp_path / "s"
+    statemine.store_add([QLOG], store, {"fleet": "a"})
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    with pytest.raises(InputError, match=r"cut\.sqlog\.gz"):
+        statemine.store_add([cut], store, {"fleet": "a"}, batch_rows=8)
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    result = CliRunner().invoke(
+        main, ["store", "add", str(cut), "--store", str(store), "--label", "fleet=a"]
+    )
+    assert result.exit_code == 2 and "cut.sqlog.gz" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    assert gzip.decompress(whole)  # the whole file is valid
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "doublevantage_100ms.qlog",
+        "parallel_10_50KB_f5.qlog",
+        "picoquic/multipath_qlog_ref.txt",
+        "picoquic/qlog_trace_ecn_ref.txt",
+        "picoquic/qlog_trace_ref.txt",
+        pytest.param("qvis/quictrace_example_github.qlog.gz", marks=pytest.mark.slow),
+    ],
+)
+def test_real_qlogs_round_trip_in_slices_of_one_row(tmp_path, name):
+    """Real qlogs (read in place) added with one-row slices (every connection spilled
+    after each event) read back as the file read whole."""
+    path = shared("real-qlog", *name.split("/"))
+    want = statemine.read(path, derive_states=True)
+    read = ReadOptions(derive_states=True)
+    statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=1)
+    _same_set(read_store(tmp_path / "s"), want, {"fleet": "real"})

@@ -41,11 +41,11 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ...traces import TraceSet
+from ...traces import TracePart, TraceSet
 from ..lines import open_binary
 from ..statenames import implementation_key
 from .common import NoCongestionData, _Report
-from .connections import _Connection, _extract
+from .connections import _SLICE_ROWS, _Connection, _extract
 from .reading import (
     _BLANK,
     _GZIP_MAGIC,
@@ -62,13 +62,14 @@ from .reading import (
     _streamed_document_traces,
 )
 from .rows import _build, _why_no_states
+from .slices import _sliceable, _sliced_parts
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
     "DEFAULT_MAX_RECORD_BYTES",
     "NoCongestionData",
     "read_qlog",
-    "read_qlog_batches",
+    "read_qlog_parts",
     "sniff_qlog",
 ]
 
@@ -144,8 +145,9 @@ def read_qlog(
     return ts
 
 
-def read_qlog_batches(
+def read_qlog_parts(
     path: str | os.PathLike,
+    folder: str | os.PathLike,
     *,
     names: Mapping[str, str] | None = None,
     implementation: str | None = None,
@@ -153,32 +155,55 @@ def read_qlog_batches(
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     source: str | None = None,
-) -> Iterator[TraceSet]:
-    """:func:`read_qlog`'s trace set as consecutive pieces, one connection each: joined,
-    they are that trace set (same traces, order, events, metrics; ``meta`` holds the
-    warnings so far). Memory: the file's qlog traces are read one after another and each
-    connection is built and let go before the next is read; a connection's congestion
-    events (state, loss and metrics updates, not its packets) are held whole, since its
-    state-name table, PTO ends and trace id are decided over all of them, and a JSON-SEQ
-    file's connections (``group_id``) are interleaved, so held together. Raises what
+    slice_rows: int = 1 << 18,
+) -> Iterator[TracePart]:
+    """:func:`read_qlog`'s trace set as consecutive parts (:class:`TracePart`): joined, they
+    are that trace set (same traces, order, events, metrics), without its warnings.
+
+    Memory does not grow with the file or a connection: the file's qlog traces are read one
+    after another; the congestion events of a trace's connections (state, loss and metrics
+    updates; packets only with ``derive_states``) are appended to per-connection files in
+    ``folder`` (an existing folder, e.g. a temporary one) whenever ``slice_rows`` (at most
+    16,384) are held, and a connection spilled is then built in one forward walk over its
+    files, at most that many events or metrics rows a part (:mod:`.slices`). A connection
+    never spilled, and one that needs more than a forward walk (events out of time order,
+    derived states, picoquic's numeric states), is built whole, one part. Raises what
     :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""
     path = Path(path)
     report = _Report(path)
     overrides = _overrides(names)
+    slice_rows = min(slice_rows, _SLICE_ROWS)
     n_connections, n_metrics, made = 0, 0, False
     stream = _connections(
-        path, report, implementation, derive_states, max_record_bytes, max_document_bytes
+        path,
+        report,
+        implementation,
+        derive_states,
+        max_record_bytes,
+        max_document_bytes,
+        Path(folder),
+        slice_rows,
     )
     for conn in stream:
         n_connections += 1
-        n_metrics += len(conn.metric_rows())
+        n_metrics += conn.summary.n_metrics
+        if _sliceable(conn, derive_states):
+            for part in _sliced_parts(
+                conn, path, source or path.name, overrides, report, slice_rows
+            ):
+                made = True
+                yield part
+            conn.discard()
+            continue
+        if conn.stem is not None:
+            conn.load()
         ts = _build(
             path, source or path.name, [conn], overrides, derive_states, report, allow_empty=True
         )
-        del conn  # its events are in the piece now
+        del conn  # its events are in the part now
         if ts is not None:
             made = True
-            yield ts
+            yield TracePart.whole(ts)
     if not made:
         raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, derive_states))
 
@@ -194,10 +219,12 @@ def _connections(
     derive_states: bool,
     max_record_bytes: int,
     max_document_bytes: int,
+    spill: Path | None = None,
+    spill_events: int = _SLICE_ROWS,
 ) -> Iterator[_Connection]:
     """The connections of the qlog file ``path``, one qlog trace after another (the
     cyclic garbage collector paused while the file is parsed, running while the caller
-    has a connection)."""
+    has a connection); with a ``spill`` folder, long ones on disk (:func:`_extract`)."""
     if forced is not None and implementation_key(forced) is None:
         report.warn(
             None, f"no state-name table for implementation {forced!r}; using the common names"
@@ -225,7 +252,9 @@ def _connections(
                 path, reader, head, sep, max_record_bytes, report, time_only=not derive_states
             )
         for raw in raw_traces:
-            found = _extract(raw, forced, report, packets=derive_states)[::-1]
+            found = _extract(
+                raw, forced, report, derive_states, spill=spill, spill_events=spill_events
+            )[::-1]
             while found:  # handed over one by one: only the caller holds a connection
                 with paused.resumed():
                     yield found.pop()

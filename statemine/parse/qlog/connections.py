@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -20,14 +23,46 @@ from .vocabulary import (
     _MVFST,
     _RECEIVED,
     _SENT,
+    _STATE,
     _decode,
+    _item_state,
     _metrics,
     _TraceContext,
 )
 
+#: When a file is read in slices: the most congestion events (items, metrics updates,
+#: packets) held over all connections of a qlog trace before they are appended to their
+#: spill files, and the most rows of one part (a few MiB either way).
+_SLICE_ROWS = 1 << 14
+#: The flat float64 arrays of a connection, each also a spill file suffix.
+_ARRAYS = ("metrics", "pto_count", "sent", "acks")
+
 _OTHER_SPACES = frozenset(
     {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
 )
+
+
+@dataclass
+class _Summary:
+    """What a connection's rows need decided over all its congestion events, gathered as
+    they are read (so a connection spilled to disk is built in one forward pass)."""
+
+    names: set[str] = field(default_factory=set)  # raw names its state rows can have
+    has_states: bool = False  # a congestion_state_updated / mvfst state (not marks only)
+    first_state: tuple | None = None  # the first item that makes a state row (log order)
+    n_items: int = 0
+    n_metrics: int = 0
+    n_pto_counts: int = 0  # metrics updates that log pto_count
+
+    def note(self, item: tuple) -> None:
+        """Count a congestion item ``(time, code, data, line, index, seq)``."""
+        self.n_items += 1
+        state = _item_state(item[1], item[2])
+        if state is not None:
+            self.names.add(state)
+            self.has_states = self.has_states or item[1] in (_STATE, _MVFST)
+            if self.first_state is None:
+                self.first_state = item
 
 
 @dataclass
@@ -60,6 +95,10 @@ class _Connection:
     )
     last: float = -math.inf  # time of the latest event read
     unordered: bool = False  # an event came earlier than one logged before it
+    summary: _Summary = field(default_factory=_Summary)
+    # spill files (stem + .items, .metrics, .ends, .pto_count, .sent, .acks) holding the
+    # events flushed so far; None while all are in memory
+    stem: Path | None = None
 
     def metric_rows(self) -> np.ndarray:
         """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
@@ -68,6 +107,67 @@ class _Connection:
             if self.metrics
             else np.empty((0, _METRIC_STRIDE))
         )
+
+    def flush(self, stem: Path) -> None:
+        """Append the events held to the spill files at ``stem`` (kept as :attr:`stem`) and
+        let them go. A metrics update that logs ``pto_count`` 0 is marked in ``.ends``."""
+        self.stem = self.stem or stem
+        counts = np.frombuffer(self.pto_count, dtype=float).reshape(-1, 3)
+        seqs = self.metric_rows()[:, 1]
+        ends = np.isin(seqs, counts[counts[:, 2] == 0, 1])
+        with open(self._file("ends"), "ab") as fh:
+            ends.astype(np.uint8).tofile(fh)
+        for name in _ARRAYS:
+            with open(self._file(name), "ab") as fh:
+                getattr(self, name).tofile(fh)
+            setattr(self, name, array("d"))
+        with open(self._file("items"), "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(item) + "\n" for item in self.items)
+        self.items = []
+
+    def _file(self, suffix: str) -> Path:
+        assert self.stem is not None
+        return self.stem.with_name(f"{self.stem.name}.{suffix}")
+
+    def stored_items(self) -> Iterator[tuple]:
+        """The spilled items, in log order, read one by one."""
+        with open(self._file("items"), encoding="utf-8") as fh:
+            for line in fh:
+                yield tuple(json.loads(line))
+
+    def metric_chunks(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The spilled metrics updates in log order, ``rows`` at a time, each chunk with
+        whether each update can end a PTO (one logging pto_count 0 where the connection
+        logs counts, else any)."""
+        stride = _METRIC_STRIDE * 8
+        total = os.path.getsize(self._file("metrics")) // stride
+        logs_counts = self.summary.n_pto_counts > 0
+        for first in range(0, total, rows):
+            count = min(rows, total - first)
+            chunk = np.fromfile(
+                self._file("metrics"), float, count * _METRIC_STRIDE, offset=first * stride
+            )
+            ends = np.fromfile(self._file("ends"), np.uint8, count, offset=first).astype(bool)
+            yield chunk.reshape(-1, _METRIC_STRIDE), ends if logs_counts else np.ones(count, bool)
+
+    def load(self) -> None:
+        """Read the spilled events back into memory (a connection built whole), removing
+        the files."""
+        assert self.stem is not None
+        self.flush(self.stem)
+        self.items = list(self.stored_items())
+        for name in _ARRAYS:
+            values = array("d")
+            values.frombytes(self._file(name).read_bytes())
+            setattr(self, name, values)
+        self.discard()
+
+    def discard(self) -> None:
+        """Remove the spill files (nothing if none)."""
+        if self.stem is not None:
+            for suffix in ("items", "ends", *_ARRAYS):
+                self._file(suffix).unlink(missing_ok=True)
+            self.stem = None
 
 
 def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
@@ -104,10 +204,18 @@ def _version_label(file_header: dict) -> str | None:
 
 
 def _extract(
-    raw: _RawTrace, forced: str | None, report: _Report, packets: bool = False
+    raw: _RawTrace,
+    forced: str | None,
+    report: _Report,
+    packets: bool = False,
+    spill: Path | None = None,
+    spill_events: int = _SLICE_ROWS,
 ) -> list[_Connection]:
     """Split a trace's events by connection (group_id) and path (path_id), keeping the
-    congestion-related ones."""
+    congestion-related ones. With a ``spill`` folder, the events held over all connections
+    are appended to per-connection files there whenever they reach ``spill_events``
+    (memory stays bounded however long a connection is); a connection never flushed stays
+    in memory, one flushed has everything on disk when this returns."""
     ctx = _TraceContext.of(raw.header)
     vantage = _object_at(raw.header, "vantage_point")
     implementation = forced or detect_implementation(
@@ -126,6 +234,7 @@ def _extract(
     }
     connections: dict[tuple[str | None, str | None], _Connection] = {}
     clock = 0.0
+    held = 0  # events held since the last flush
     for line, index, event in raw.events:
         decoded = _decode(event, ctx)
         if decoded is None:
@@ -179,7 +288,9 @@ def _extract(
             count = _num(data.get("pto_count"))
             if count == count:
                 conn.pto_count.extend((seconds, conn.n_events, count))
+                conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
+            conn.summary.n_metrics += 1
             conn.metrics.extend(
                 (
                     seconds,
@@ -194,7 +305,16 @@ def _extract(
                     "state": data.get("state"),
                     "congestion_event": data.get("congestion_event"),
                 }
-            conn.items.append((seconds, code, data, line, index, conn.n_events))
+            item = (seconds, code, data, line, index, conn.n_events)
+            conn.items.append(item)
+            conn.summary.note(item)
+        if spill is not None:
+            held += 1
+            if held >= spill_events:
+                for k, each in enumerate(connections.values()):
+                    if each.items or each.metrics or each.sent or each.acks:
+                        each.flush(spill / f"{raw.index}-{k}")
+                held = 0
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
         if conn is None:
@@ -205,6 +325,9 @@ def _extract(
         conn.n_events += raw.skipped.count
         conn.start = min(conn.start, (raw.skipped.first + ctx.offset) / ctx.per_second)
         conn.end = max(conn.end, (raw.skipped.last + ctx.offset) / ctx.per_second)
+    for conn in connections.values():
+        if conn.stem is not None:
+            conn.flush(conn.stem)
     if not connections:
         report.warn(None, f"trace {raw.index} has no events; left out")
     if len({group for group, _ in connections}) == 1:

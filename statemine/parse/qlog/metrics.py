@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
+from .. import derive as _derive
 from .connections import _Connection
-from .vocabulary import _METRIC_COLUMNS
-
-
-def _metrics_seen(
-    m_time: np.ndarray, m_seq: np.ndarray, time: np.ndarray, seq: np.ndarray
-) -> np.ndarray:
-    """For each row (time, seq), how many metrics updates (sorted by (m_time, m_seq)) come
-    at or before it."""
-    lo = np.searchsorted(m_time, time, side="left")
-    hi = np.searchsorted(m_time, time, side="right")
-    out = hi.copy()
-    for i in np.flatnonzero(hi > lo):  # ties in time: order by seq
-        out[i] = lo[i] + np.searchsorted(m_seq[lo[i] : hi[i]], seq[i], side="right")
-    return out
+from .vocabulary import _METRIC_COLUMNS, _METRIC_STRIDE
 
 
 def _metrics_frame(conn: _Connection, *, line: bool = True, copy: bool = True) -> pd.DataFrame:
@@ -36,3 +26,62 @@ def _metrics_frame(conn: _Connection, *, line: bool = True, copy: bool = True) -
         columns["line"] = metrics[:, 2].astype("int64")
     columns.update({name: metrics[:, 3 + k] for k, name in enumerate(_METRIC_COLUMNS)})
     return pd.DataFrame(columns, copy=copy)
+
+
+class _MetricsCursor:
+    """A connection's metrics updates walked forward in (time, seq) order, chunk by chunk:
+    each chunk is ``(rows, ends)``, rows of :data:`_METRIC_STRIDE` floats (time, seq, line,
+    then :data:`_METRIC_COLUMNS`) sorted by (time, seq), and whether each update can end a
+    fired PTO. Only the current chunk (and the previous one's last values) is held."""
+
+    def __init__(self, chunks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+        self._chunks = chunks
+        self._rows = np.empty((0, _METRIC_STRIDE))
+        self._filled = np.empty((0, len(_METRIC_COLUMNS)))
+        self._ends = np.empty(0, bool)
+        self._pos = 0  # next update of the chunk not yet passed
+        self._last = np.full(len(_METRIC_COLUMNS), np.nan)  # latest values before the chunk
+        self._done = False
+
+    def _next_chunk(self) -> bool:
+        """Load the next non-empty chunk (False at the end)."""
+        if len(self._filled):
+            self._last = self._filled[-1]
+        for rows, ends in self._chunks:
+            if len(rows):
+                values = np.vstack([self._last, rows[:, 3:]])
+                self._filled = np.column_stack(
+                    [_derive.ffill(values[:, k]) for k in range(values.shape[1])]
+                )[1:]
+                self._rows, self._ends, self._pos = rows, ends, 0
+                return True
+        self._done = True
+        return False
+
+    def advance(self, time: float, seq: float, until_end: bool = False) -> np.ndarray | None:
+        """Pass every update at or before (time, seq); with ``until_end``, stop right after
+        the first one that can end a PTO and return its row (time, seq, line, ...), else
+        None."""
+        while not self._done:
+            if self._pos == len(self._rows) and not self._next_chunk():
+                break
+            m_time = self._rows[:, 0]
+            lo = int(np.searchsorted(m_time, time, side="left"))
+            hi = int(np.searchsorted(m_time, time, side="right"))
+            stop = max(
+                lo + int(np.searchsorted(self._rows[lo:hi, 1], seq, side="right")), self._pos
+            )
+            if until_end:
+                found = np.flatnonzero(self._ends[self._pos : stop])
+                if found.size:
+                    self._pos += int(found[0]) + 1
+                    return self._rows[self._pos - 1]
+            self._pos = stop
+            if stop < len(self._rows):
+                break
+        return None
+
+    def values(self) -> np.ndarray:
+        """The latest value of each metric column logged up to the current position (NaN
+        where none yet; a view: copy what is kept)."""
+        return self._filled[self._pos - 1] if self._pos else self._last

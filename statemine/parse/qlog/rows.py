@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ...traces import TraceSet
-from .. import derive as _derive
 from ..statenames import (
     PICOQUIC_BBR_PHASES,
     PICOQUIC_TABLES,
@@ -25,7 +25,7 @@ from ..statenames import (
 from .common import NoCongestionData, _field, _num, _Report, _token
 from .connections import _Connection
 from .derivation import _derived_rows, _pto_counts, _recovery_periods
-from .metrics import _metrics_frame, _metrics_seen
+from .metrics import _metrics_frame, _MetricsCursor
 from .vocabulary import (
     _APP_LIMITED,
     _CHROMIUM_AL,
@@ -36,63 +36,82 @@ from .vocabulary import (
     _SPURIOUS,
     _STATE,
     _TIMER,
+    _app_limited,
+    _item_state,
+    _new_state,
     _packet_number,
     _pto_fired,
 )
 
 
-def _app_limited(value: object) -> bool | None:
-    """mvfst's app_limited value ("app limited"/"app unlimited", or a bool/0/1) as a bool."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return bool(value)
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in ("app limited", "limited", "true", "yes", "1"):
-            return True
-        if word in ("app unlimited", "unlimited", "false", "no", "0"):
-            return False
-    return None
-
-
 def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.DataFrame:
-    """Rows (state, event and internal 'metrics' rows) of one connection, time-ordered
-    (log order among equal times).
-
-    Besides the logged states: the first state event's ``old`` is the state from the
-    connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
-    ``ProbeTimeout`` until the next metrics update or state event (quic-go logs metrics on
-    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement; where the
-    metrics log ``pto_count``, the next update that logs it back at 0), then the
-    controller's state again (``after=pto``).
-    """
-    items = conn.items
+    """Rows (state and event rows, ``mark`` for states the file marks outside
+    congestion_state_updated) of one connection held whole, time-ordered (log order among
+    equal times): :func:`_row_frames` over its sorted items and metrics updates."""
+    items = sorted(conn.items, key=lambda it: (it[0], it[5]))
     metrics = conn.metric_rows()
     if conn.unordered:
         report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
         metrics = metrics[
             np.lexsort((metrics[:, 1], metrics[:, 0]))
         ]  # else already in (time, seq) order
-    m_time, m_seq, m_line = metrics[:, 0], metrics[:, 1], metrics[:, 2]
     counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
     # where the updates log pto_count, only one logging it back at 0 ends a PTO
-    ends = np.flatnonzero(np.isin(m_seq, counts[counts[:, 2] == 0, 1])) if counts.size else None
+    ends = (
+        np.isin(metrics[:, 1], counts[counts[:, 2] == 0, 1])
+        if counts.size
+        else np.ones(len(metrics), bool)
+    )
+    first = next((it for it in items if _item_state(it[1], it[2]) is not None), None)
+    cursor = _MetricsCursor(iter([(metrics, ends)]))
+    frame = next(_row_frames(items, cursor, first, conn.start, trace_id, report))
+    order = np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))
+    return frame.iloc[order].drop(columns="seq").reset_index(drop=True)
 
-    def next_metrics(time: float, seq: float) -> int:
-        """Index (in time order) of the first metrics update after (time, seq) that can end
-        a PTO; len if none."""
-        k = int(np.searchsorted(m_time, time, side="left"))
-        while k < len(m_time) and m_time[k] == time and m_seq[k] <= seq:
-            k += 1
-        if ends is not None:
-            j = int(np.searchsorted(ends, k))
-            k = int(ends[j]) if j < ends.size else len(m_time)
-        return k
 
-    rows: dict[str, list] = {
-        k: [] for k in ("time", "seq", "kind", "state", "line", "fields", "mark")
-    }
+def _start_state(first: tuple | None, start: float) -> str | None:
+    """The raw state a connection is in from its first event (time ``start``) on, where the
+    first item that makes a state row (``first``) is a congestion_state_updated after that
+    event whose ``old`` names another state than its ``new`` (the ``start=old`` row);
+    None otherwise."""
+    if first is None or first[1] != _STATE or not start < first[0]:
+        return None
+    old = first[2].get("old")
+    if old is None or isinstance(old, (dict, list)) or str(old) in ("", _new_state(first[2])):
+        return None
+    return str(old)
+
+
+def _row_frames(
+    items: Iterable[tuple],
+    cursor: _MetricsCursor,
+    first: tuple | None,
+    start: float,
+    trace_id: str,
+    report: _Report,
+    slice_rows: int | None = None,
+) -> Iterator[pd.DataFrame]:
+    """The rows of one connection from its congestion ``items`` ``(time s, code, data,
+    line, index, seq)`` in (time, seq) order and its metrics updates (``cursor``), walked
+    forward together: frames of columns time, seq, kind, state, line, fields, mark and the
+    metric columns, in (time, seq) order after the ``start=old`` row, each at most
+    ``slice_rows`` rows (None: one frame). ``first`` is the first item that makes a state
+    row (:func:`_item_state`) and ``start`` the time of the connection's first event,
+    both decided over the whole connection.
+
+    Besides the logged states: the first state event's ``old`` is the state from the
+    connection's first event on (``start=old`` in ``fields``); a fired PTO timer enters
+    ``ProbeTimeout`` until the next metrics update or state event (quic-go logs metrics on
+    each ACK, RFC 9002 section 6.2: a PTO lasts until an acknowledgement; where the
+    metrics log ``pto_count``, the next update that logs it back at 0), then the
+    controller's state again (``after=pto``). Each row carries the latest value of each
+    metric logged at or before it (log order among equal times; an mvfst event's own
+    metrics come before its state).
+    """
+    keys = ("time", "seq", "kind", "state", "line", "fields", "mark")
+    rows: dict[str, list] = {k: [] for k in keys}
+    carried = array("d")  # the metric values carried onto each row, flat
+    made = False
 
     def add(time, seq, kind, name, line, fields, mark=False):
         rows["mark"].append(mark)  # a state the file marks outside congestion_state_updated
@@ -102,56 +121,69 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
         rows["state"].append(name)
         rows["line"].append(line)
         rows["fields"].append(" ".join(f for f in fields if f))
+        carried.extend(cursor.values())
 
-    def resume_after_pto(k: int, state: str) -> None:
-        """The controller's ``state`` again at metrics update ``k`` (the ACK ending a PTO)."""
+    def frame(n: int | None = None) -> pd.DataFrame:
+        """The first ``n`` rows held (None: all) as a frame, let go."""
+        out = pd.DataFrame({k: v[:n] for k, v in rows.items()})
+        width = len(_METRIC_COLUMNS)
+        values = np.array(carried[: None if n is None else n * width]).reshape(-1, width)
+        for k, column in enumerate(_METRIC_COLUMNS):
+            out[column] = values[:, k].copy()
+        out["line"] = out["line"].astype("int64")
+        out["mark"] = out["mark"].astype(bool)
+        for held in rows.values():
+            del held[:n]
+        del carried[: None if n is None else n * width]
+        return out
+
+    def resume_after_pto(update: np.ndarray, state: str) -> None:
+        """The controller's ``state`` again at metrics ``update`` (the ACK ending a PTO)."""
         fields = (f"raw={_token(state)}", "after=pto")
-        add(m_time[k], m_seq[k], "state", state, int(m_line[k]), fields, mark=True)
+        add(update[0], update[1], "state", state, int(update[2]), fields, mark=True)
 
+    old = _start_state(first, start)
+    if old is not None and first is not None:
+        _, _, _, line, index, _ = first
+        add(start, -1, "state", old, line, (f"raw={_token(old)}", "start=old", f"ev={index}"))
     controller: str | None = None  # the controller's own last state (raw name)
     app_limited = False
-    pto_end: int | None = None  # metrics update (time-order index) that ends a fired PTO
-    for time, code, data, line, index, seq in sorted(items, key=lambda it: (it[0], it[5])):
+    pto = False  # a fired PTO waits for the metrics update that ends it
+    for time, code, data, line, index, seq in items:
+        while slice_rows is not None and len(rows["time"]) >= slice_rows:
+            made = True
+            yield frame(slice_rows)
         ev = f"ev={index}"
-        if pto_end is not None:
-            if pto_end < len(m_time) and (m_time[pto_end], m_seq[pto_end]) <= (time, seq):
+        if pto:
+            update = cursor.advance(time, seq, until_end=True)
+            if update is not None:
                 if controller is not None:
-                    resume_after_pto(pto_end, controller)
-                pto_end = None
+                    resume_after_pto(update, controller)
+                pto = False
             elif code == _STATE:
-                pto_end = None  # the controller's own state event ends it
+                pto = False  # the controller's own state event ends it
+        cursor.advance(time, seq)
         if code == _STATE:
-            new = data.get("new", data.get("state"))
-            if new is None or isinstance(new, (dict, list)) or str(new) == "":
+            new = _new_state(data)
+            if new is None:
                 report.warn(
                     line,
                     f"trace {trace_id} event {index}: congestion_state_updated without 'new'; skipped",
-                    kind="no new",
                 )
                 continue
             old = data.get("old")
-            if old is not None and not isinstance(old, (dict, list)) and str(old) != "":
-                if (
-                    controller is None
-                    and conn.start < time
-                    and str(old) != str(new)
-                    and "state" not in rows["kind"]
-                ):
-                    add(
-                        conn.start,
-                        -1,
-                        "state",
-                        str(old),
-                        line,
-                        (f"raw={_token(old)}", "start=old", ev),
-                    )
-                elif controller is not None and str(old) != controller:
-                    report.warn(
-                        line,
-                        f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
-                        f"state event entered {controller!r}; kept the logged 'new'",
-                        kind="old chain",
-                    )
+            if (
+                controller is not None
+                and old is not None
+                and not isinstance(old, (dict, list))
+                and str(old) not in ("", controller)
+            ):
+                report.warn(
+                    line,
+                    f"trace {trace_id} event {index}: 'old' is {str(old)!r} but the previous "
+                    f"state event entered {controller!r}; kept the logged 'new'",
+                    kind="old chain",
+                )
             fields: tuple[str, ...] = (
                 f"raw={_token(new)}",
                 _field("old", old),
@@ -159,8 +191,8 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
                 _field("cc_param", data.get("cc_param")),
                 ev,
             )
-            add(time, seq, "state", str(new), line, fields)
-            controller, app_limited = str(new), False
+            add(time, seq, "state", new, line, fields)
+            controller, app_limited = new, False
         elif code == _MVFST:
             state = data.get("state")
             if isinstance(state, str) and state and state != controller:
@@ -216,25 +248,15 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
             add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
         elif code == _TIMER and _pto_fired(data):
             add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
-            pto_end = next_metrics(time, seq)
-    if pto_end is not None and pto_end < len(m_time) and controller is not None:
-        resume_after_pto(pto_end, controller)
-    frame = pd.DataFrame(rows)
-    frame = frame.iloc[np.lexsort((frame["seq"].to_numpy(float), frame["time"].to_numpy(float)))]
-    # each row carries the latest value of each metric logged at or before it (log order among
-    # equal times; an mvfst event's own metrics come before its state)
-    seen = _metrics_seen(
-        m_time, m_seq - 0.5, frame["time"].to_numpy(float), frame["seq"].to_numpy(float)
-    )
-    frame = frame.drop(columns="seq").reset_index(drop=True)
-    for k, column in enumerate(_METRIC_COLUMNS):  # one column at a time: memory stays small
-        values = np.full(len(frame), np.nan)
-        if len(metrics):
-            values[seen > 0] = _derive.ffill(metrics[:, 3 + k])[seen[seen > 0] - 1]
-        frame[column] = values
-    frame["line"] = frame["line"].astype("int64")
-    frame["mark"] = frame["mark"].astype(bool)
-    return frame
+            pto = True
+    if pto and controller is not None:
+        update = cursor.advance(math.inf, math.inf, until_end=True)
+        if update is not None:
+            resume_after_pto(update, controller)
+    while slice_rows is not None and len(rows["time"]) > slice_rows:
+        yield frame(slice_rows)
+    if rows["time"] or not made:
+        yield frame()
 
 
 def _canonical_states(
@@ -244,35 +266,53 @@ def _canonical_states(
     trace_id: str,
     report: _Report,
 ) -> pd.DataFrame:
-    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``)."""
+    """Rename raw state names to statemine's (the raw name stays in ``fields`` as ``raw=``),
+    with a warning for each unknown name."""
+    frame, unknown = _renamed(frame, implementation, overrides)
+    _warn_unknown(unknown, implementation, trace_id, report)
+    return frame
+
+
+def _renamed(
+    frame: pd.DataFrame, implementation: str | None, overrides: Mapping[str, str] | None
+) -> tuple[pd.DataFrame, Counter]:
+    """``frame`` with raw state names renamed to statemine's, and how often each name no
+    table knows is kept as is (in order of first appearance)."""
     is_state = frame["kind"] == "state"
     raw = frame.loc[is_state, "state"]
     mapping = {}
+    unknown: Counter = Counter()
     for name in pd.unique(raw):
         canonical, known = resolve_state(name, implementation, overrides)
         mapping[name] = canonical
         if not known:
-            table = (
-                f"the {implementation} table"
-                if implementation_key(implementation)
-                else "the common names"
-            )
-            report.warn(
-                None,
-                f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
-                f"kept as is ({int((raw == name).sum())} times)"
-                + (
-                    "; a number names a state only in its implementation's table: give "
-                    "--implementation (e.g. picoquic-newreno, picoquic-cubic) or --names FILE"
-                    if str(name).strip().isdigit()
-                    else ""
-                ),
-            )
+            unknown[name] = int((raw == name).sum())
     frame.loc[is_state, "state"] = raw.map(mapping)
     if implementation in PICOQUIC_BBR_PHASES:  # the phase and flags of a packed number
         extra = {name: picoquic_bbr_fields(name, implementation) for name in pd.unique(raw)}
         frame.loc[is_state, "fields"] = frame.loc[is_state, "fields"] + raw.map(extra)
-    return frame
+    return frame, unknown
+
+
+def _warn_unknown(
+    unknown: Counter, implementation: str | None, trace_id: str, report: _Report
+) -> None:
+    """One warning per raw state name no table knows (``unknown``: name -> rows)."""
+    table = (
+        f"the {implementation} table" if implementation_key(implementation) else "the common names"
+    )
+    for name, times in unknown.items():
+        report.warn(
+            None,
+            f"trace {trace_id}: state name {name!r} is in neither {table} nor the overrides; "
+            f"kept as is ({times} times)"
+            + (
+                "; a number names a state only in its implementation's table: give "
+                "--implementation (e.g. picoquic-newreno, picoquic-cubic) or --names FILE"
+                if str(name).strip().isdigit()
+                else ""
+            ),
+        )
 
 
 def _connection_events(
@@ -388,6 +428,37 @@ def _why_no_states(n_connections: int, n_metrics: int, derive: bool) -> str:
     )
 
 
+def _trace_id(source: str, conn: _Connection) -> str:
+    """``"<source>#<trace index>"``, with ``/<group_id>`` and ``/path<path_id>`` where the
+    qlog trace mixes connections or paths."""
+    return (
+        f"{source}#{conn.trace_index}"
+        + ("" if conn.group is None else f"/{conn.group}")
+        + ("" if conn.path is None else f"/path{conn.path}")
+    )
+
+
+def _trace_row(path: Path, trace_id: str, conn: _Connection, derived: bool) -> dict:
+    """The traces-frame row of a connection."""
+    return {
+        "trace": trace_id,
+        "source": str(path),
+        "end": conn.end,
+        **conn.labels,
+        "file_events": conn.n_events,
+        "derived": derived,
+    }
+
+
+def _with_trace(table: pd.DataFrame, trace_id: str) -> pd.DataFrame:
+    """``table`` (a connection's metrics) with a first ``trace`` column (categorical)."""
+    codes = np.zeros(len(table), np.int8)
+    trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
+    # pandas-stubs' insert() takes no ExtensionArray; pandas does
+    table.insert(0, "trace", trace)  # type: ignore[arg-type]
+    return table
+
+
 def _build(
     path: Path,
     source: str,
@@ -404,11 +475,7 @@ def _build(
     tables = []
     rows = []
     for conn in connections:
-        trace_id = (
-            f"{source}#{conn.trace_index}"
-            + ("" if conn.group is None else f"/{conn.group}")
-            + ("" if conn.path is None else f"/path{conn.path}")
-        )
+        trace_id = _trace_id(source, conn)
         events, derived = _connection_events(conn, trace_id, overrides, derive, report)
         if events is None:
             continue
@@ -417,21 +484,8 @@ def _build(
         if conn.metrics:
             table = _metrics_frame(conn, line=False, copy=False)
             conn.metrics = array("d")  # the table holds them now (views, not a copy)
-            codes = np.zeros(len(table), np.int8)
-            trace = pd.Categorical.from_codes(codes, categories=pd.Index([trace_id]))
-            # pandas-stubs' insert() takes no ExtensionArray; pandas does
-            table.insert(0, "trace", trace)  # type: ignore[arg-type]
-            tables.append(table)
-        rows.append(
-            {
-                "trace": trace_id,
-                "source": str(path),
-                "end": conn.end,
-                **conn.labels,
-                "file_events": conn.n_events,
-                "derived": derived,
-            }
-        )
+            tables.append(_with_trace(table, trace_id))
+        rows.append(_trace_row(path, trace_id, conn, derived))
     if not frames:
         if allow_empty:
             return None

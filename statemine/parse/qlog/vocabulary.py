@@ -188,6 +188,47 @@ def _pto_fired(data: dict) -> bool:
     return timer == "pto" and action in ("expired", "fired")
 
 
+def _app_limited(value: object) -> bool | None:
+    """mvfst's app_limited value ("app limited"/"app unlimited", or a bool/0/1) as a bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("app limited", "limited", "true", "yes", "1"):
+            return True
+        if word in ("app unlimited", "unlimited", "false", "no", "0"):
+            return False
+    return None
+
+
+def _new_state(data: dict) -> str | None:
+    """The state a congestion_state_updated event enters (``new``, or ``state``), None
+    where it names none (missing, empty, an object or array)."""
+    new = data.get("new", data.get("state"))
+    if new is None or isinstance(new, (dict, list)) or str(new) == "":
+        return None
+    return str(new)
+
+
+def _item_state(code: int, data: dict) -> str | None:
+    """The raw state name a congestion item puts on a state row, where it can make one:
+    congestion_state_updated's ``new``, mvfst's ``state``, ``app_limited`` for an
+    app-limited mark, ``ProbeTimeout`` for a fired PTO timer; None for any other item
+    (losses, timers set, app unlimited, a state event without a state)."""
+    if code == _STATE:
+        return _new_state(data)
+    if code == _MVFST:
+        state = data.get("state")
+        return state if isinstance(state, str) and state else None
+    if code == _CHROMIUM_AL or (code == _APP_LIMITED and _app_limited(data.get("app_limited"))):
+        return "app_limited"
+    if code == _TIMER and _pto_fired(data):
+        return "ProbeTimeout"
+    return None
+
+
 def _metrics(
     data: dict, per_second: float, line: int, where: str, report: _Report
 ) -> tuple[float, ...]:

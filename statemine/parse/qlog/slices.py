@@ -1,0 +1,113 @@
+"""A connection spilled to disk (pass 1, :func:`statemine.parse.qlog.connections._extract`)
+built in slices (pass 2): its rows in one forward walk over the spill files, appended part
+by part, so memory does not grow with the connection.
+
+What the rows need decided over the whole connection is in its :class:`_Summary` (the
+first item that makes a state row, the raw state names, whether it has state events and
+logs PTO counts) or in its own fields (first and last event time, event count, labels), so
+each slice comes out as the same rows of :func:`statemine.parse.qlog.read_qlog`'s frame.
+Connections that need more than one forward pass -- events out of time order (sorted),
+states derived from metrics (RFC 9002 recovery periods look ahead) and picoquic's numeric
+states (the controller table is chosen over all state changes) -- are read back and built
+whole.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...traces import TRACE_COLUMNS, TracePart
+from ..statenames import detect_by_names, implementation_key
+from .common import _Report
+from .connections import _Connection
+from .metrics import _MetricsCursor
+from .rows import (
+    _renamed,
+    _row_frames,
+    _start_state,
+    _trace_id,
+    _trace_row,
+    _warn_unknown,
+    _with_trace,
+)
+from .vocabulary import _METRIC_COLUMNS
+
+
+def _sliceable(conn: _Connection, derive: bool) -> bool:
+    """Whether a connection is built in slices (from its spill files): one that was
+    spilled, in time order, with state events (or left out: no states, none derived), not
+    picoquic's. Sets the implementation detected from its state names, as a whole read
+    does."""
+    summary = conn.summary
+    if conn.stem is None or conn.unordered or not (summary.has_states or not derive):
+        return False
+    if summary.has_states and conn.labels["implementation"] is None:
+        names = set(summary.names)
+        old = _start_state(summary.first_state, conn.start)
+        if old is not None:
+            names.add(old)
+        conn.labels["implementation"] = detect_by_names(names)
+    return implementation_key(conn.labels["implementation"]) != "picoquic"
+
+
+def _sliced_parts(
+    conn: _Connection,
+    path: Path,
+    source: str,
+    overrides: Mapping[str, str] | None,
+    report: _Report,
+    slice_rows: int,
+) -> Iterator[TracePart]:
+    """The parts of a :func:`_sliceable` connection: its events, then its metrics updates,
+    at most ``slice_rows`` rows each (none when it is left out, with the warning a whole
+    read gives)."""
+    summary = conn.summary
+    trace_id = _trace_id(source, conn)
+    if not summary.n_items and not summary.n_metrics:
+        report.warn(None, f"trace {trace_id}: no congestion events at all; left out")
+        return
+    cursor = _MetricsCursor(conn.metric_chunks(slice_rows))
+    frames = _row_frames(
+        conn.stored_items(),
+        cursor,
+        summary.first_state,
+        conn.start,
+        trace_id,
+        report,
+        slice_rows,
+    )
+    if not summary.has_states:
+        for _ in frames:  # its warnings, as a whole read gives them
+            pass
+        report.warn(
+            None,
+            f"trace {trace_id}: no congestion_state_updated events (only {summary.n_metrics} "
+            "metrics updates); left out. Pass derive_states=True to derive states from "
+            "cwnd/ssthresh",
+        )
+        return
+    implementation = conn.labels["implementation"]
+    traces = pd.DataFrame([_trace_row(path, trace_id, conn, False)])
+    traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
+    unknown: Counter = Counter()
+    seq, first = 0, True
+    for frame in frames:
+        frame, names = _renamed(frame, implementation, overrides)
+        unknown.update(names)
+        frame = frame.drop(columns="mark")
+        frame["seq"] = np.arange(seq, seq + len(frame))
+        seq += len(frame)
+        frame.insert(0, "trace", trace_id)
+        yield TracePart(traces, first, events=frame)
+        first = False
+    _warn_unknown(unknown, implementation, trace_id, report)
+    for chunk, _ in conn.metric_chunks(slice_rows):
+        table = pd.DataFrame(
+            {"time": chunk[:, 0], **{c: chunk[:, 3 + k] for k, c in enumerate(_METRIC_COLUMNS)}}
+        )
+        yield TracePart(traces, False, metrics=_with_trace(table, trace_id))
