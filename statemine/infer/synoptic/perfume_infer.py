@@ -152,19 +152,26 @@ def stitch_splits(
     a walk that breaks an upper bound by going round a cycle can be thousands of edges
     long, and a caller that takes the first split does not pay for the others."""
     edge_key = g.src * g.n + g.dst  # sorted (aggregate_edges)
-    weights = g.wmax if upper else g.wmin
     part, nxt_node = model.part, model.successor_nodes()
 
-    def transitions(u: int, v: int) -> np.ndarray:
-        """Events of node ``u`` whose successor lies in node ``v`` with the edge's extreme
-        delta."""
-        w = weights[np.searchsorted(edge_key, u * g.n + v)]
-        return np.nonzero((part == u) & (nxt_node == v) & (delta == w))[0]
+    def transitions(u: int, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """Events of node ``u`` whose successor lies in node ``v``, and how close each
+        one's delta is to the edge's extreme (1: the extreme, 0: the other end)."""
+        k = np.searchsorted(edge_key, u * g.n + v)
+        lo, hi = g.wmin[k], g.wmax[k]
+        events = np.nonzero((part == u) & (nxt_node == v))[0]
+        d = delta[events]
+        if hi == lo:
+            return events, np.ones(events.size)
+        return events, (d - lo) / (hi - lo) if upper else (hi - d) / (hi - lo)
 
     for j in range(len(path) - 2, 0, -1):
         prev, node, nxt = path[j - 1], path[j], path[j + 1]
-        came_set = set((transitions(prev, node) + 1).tolist())
-        leave_set = set(transitions(node, nxt).tolist())
+        came, came_score = transitions(prev, node)
+        came = came + 1
+        leave, leave_score = transitions(node, nxt)
+        came_set = set(came[came_score == 1].tolist())
+        leave_set = set(leave[leave_score == 1].tolist())
         if came_set == leave_set:
             continue
         move = np.zeros(len(part), dtype=bool)
@@ -173,7 +180,16 @@ def stitch_splits(
             move[list(came_set & leave_set)] = True
         members = np.nonzero(part == node)[0]
         others = np.setdiff1d(members, np.fromiter(came_set | leave_set, dtype=np.int64))
-        move[others[rng.random(others.size) < 0.5]] = True
+        coin = rng.random(others.size) < 0.5
+        # the others follow the nearer extreme: one that entered by the walk's previous
+        # edge with a delta nearer its extreme than its delta out by the next edge is to
+        # that edge's extreme stays (-1: not on that edge); ties go by the coin
+        s_in = np.full(len(part), -1.0)
+        s_out = np.full(len(part), -1.0)
+        s_in[came] = came_score
+        s_out[leave] = leave_score
+        a, b = s_in[others], s_out[others]
+        move[others] = np.where(a == b, coin, b > a)
         yield move
 
 
