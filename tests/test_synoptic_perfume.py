@@ -562,3 +562,35 @@ def test_refinement_node_cap_grows_with_the_log_up_to_a_ceiling():
         2_500,
         2_500,
     ]
+
+
+def test_perfume_extra_checks_use_no_dense_matrix(tmp_path, monkeypatch):
+    """``--performExtraChecks`` checks traces on the edge list: it asked 57 GiB for a nodes
+    x nodes matrix on a 1e5-event trace-chain model (87,549 nodes); here the dense matrix
+    is refused outright, and a model that rejects a trace is still caught."""
+    from statemine.infer.synoptic.check import rejected_traces
+
+    def refuse(self):
+        raise AssertionError("dense edge matrix")
+
+    monkeypatch.setattr(PartitionModel, "edge_counts", refuse)
+    path = tmp_path / "t.log"
+    path.write_text("1 a\n2 b\n--\n1 a\n5 c\n")
+    args = ["-r", "^(?<DTIME>)(?<TYPE>)$", "-s", "^--$", "--noRefinement=true"]
+    res = CliRunner().invoke(
+        main,
+        [
+            "infer",
+            "--engine",
+            "perfume",
+            *args,
+            "--performExtraChecks=true",
+            "-o",
+            str(tmp_path / "m"),
+            str(path),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    labels = ["\0INITIAL", "\0TERMINAL", "a", "b", "c"]
+    src, dst = np.array([0, 2, 3, 2]), np.array([2, 3, 1, 4])  # c -> TERMINAL missing
+    assert rejected_traces(src, dst, labels, [["a", "b"], ["a", "c"], ["b"]]) == [1, 2]
