@@ -8,12 +8,15 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   the model stays small;
 * *state logs*: CC states from a Markov chain with random delays (1-200,000 us), i.e.
   every delay distinct, every mined bound tight: Perfume's worst case, where its model
-  approaches one node per event (``perfume_infer``'s module doc: the caps that bound it).
+  approaches one node per event (``perfume_infer``'s module doc: the caps that bound it);
+* *event logs*: the same states with point events (loss, tlp, rto, acks, close/timeout;
+  ``bench_synoptic.event_log``), the same random delays.
 
 Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
-refinement, coarsening, files written), and the peak of Python and numpy allocations
-(tracemalloc, a second run).  The load average is printed first (the machine is shared:
-read the CPU seconds).
+refinement, coarsening, files written), the peak of Python and numpy allocations
+(tracemalloc, a second run) and the process's peak RSS so far (``ru_maxrss``: it only
+grows, so run one log per process, ``--sizes N --kinds K``, to read it per log).  The
+load average is printed first (the machine is shared: read the CPU seconds).
 
 Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000]``.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -33,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_synoptic import REGEX, SEPARATOR, state_log, write_log
+from bench_synoptic import REGEX, SEPARATOR, event_log, state_log, write_log
 
 from statemine.infer.synoptic.command import run_command
 
@@ -67,10 +71,11 @@ def run(name: str, path: Path, tmp: Path) -> None:
     run_command("perfume", args)
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     log = done.result.log
     print(
         f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
-        f"{cpu:>8.2f} {peak:>8.1f}",
+        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f}",
         flush=True,
     )
 
@@ -78,12 +83,13 @@ def run(name: str, path: Path, tmp: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
-    parser.add_argument("--kinds", default="latency,states", help="log kinds to run")
+    parser.add_argument("--kinds", default="latency,states,events", help="log kinds to run")
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"{'log':24s} {'events':>8s} {'nodes':>6s} {'wall s':>8s} {'cpu s':>8s} {'peak MiB':>8s}")
+    head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB"]
+    print(f"{'log':24s} " + " ".join(f"{h:>{6 if h == 'nodes' else 8}s}" for h in head))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for kind in kinds:
@@ -94,9 +100,8 @@ def main() -> None:
                     text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
                     path.write_text(text + "\n")
                 else:
-                    write_log(
-                        state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0)
-                    )
+                    make = state_log if kind == "states" else event_log
+                    write_log(make(n, np.random.default_rng(n)), path, np.random.default_rng(0))
                 run(f"{kind}-{n}", path, tmp)
 
 

@@ -400,17 +400,22 @@ def _next_phase(
 
 
 def rejected_traces(
-    adj: np.ndarray, node_labels: list[str], traces: list[list[str]], init: int = 0, term: int = 1
+    src: np.ndarray,
+    dst: np.ndarray,
+    node_labels: list[str],
+    traces: list[list[str]],
+    init: int = 0,
+    term: int = 1,
 ) -> list[int]:
-    """Indices of the traces the model does not accept (no path INITIAL, nodes labelled
-    with the trace's events in order, TERMINAL).  Subset simulation, memoized per
-    (node set, label) so long logs cost one dict lookup per event."""
-    by_label: list[dict[str, frozenset[int]]] = []
-    for row in adj:
-        d: dict[str, set[int]] = {}
-        for w in np.nonzero(row)[0]:
-            d.setdefault(node_labels[w], set()).add(int(w))
-        by_label.append({k: frozenset(v) for k, v in d.items()})
+    """Indices of the traces the model (edges ``src[i] -> dst[i]``, nodes ``0 ..
+    len(node_labels) - 1``) does not accept (no path INITIAL, nodes labelled with the
+    trace's events in order, TERMINAL).  Subset simulation, memoized per (node set,
+    label) so long logs cost one dict lookup per event; O(nodes + edges) memory."""
+    sets: list[dict[str, set[int]]] = [{} for _ in node_labels]
+    for u, w in zip(src.tolist(), dst.tolist()):
+        sets[u].setdefault(node_labels[w], set()).add(w)
+    by_label = [{k: frozenset(v) for k, v in d.items()} for d in sets]
+    ends = {u for u, w in zip(src.tolist(), dst.tolist()) if w == term}
     memo: dict[tuple[frozenset[int], str], frozenset[int]] = {}
     start = frozenset([init])
     bad = []
@@ -425,7 +430,7 @@ def rejected_traces(
             cur = nxt
             if not cur:
                 break
-        if not cur or not any(adj[v, term] for v in cur):
+        if not cur or not any(v in ends for v in cur):
             bad.append(k)
     return bad
 
@@ -476,8 +481,9 @@ def check_model(
     )
     bad = violated(adj, node_type, codes, len(type_code), init, term)
     node_labels = [lab if st is not None else f"\0{lab}" for lab, st in zip(labels, states)]
+    src, dst = np.nonzero(adj)
     rejected = rejected_traces(
-        adj, node_labels, [log.trace(k) for k in range(log.n_traces)], init, term
+        src, dst, node_labels, [log.trace(k) for k in range(log.n_traces)], init, term
     )
     return CheckReport(
         rejected, invariants[bad].reset_index(drop=True), log.n_traces, len(invariants)

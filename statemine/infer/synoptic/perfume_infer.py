@@ -15,10 +15,14 @@ taken from it.
    largest delta for an upper bound, smallest for a lower one), and look along its inner
    nodes for a *stitch*: the events entering the node by the walk's previous edge with
    that edge's extreme delta are not the events leaving it by the next edge with its
-   extreme delta.  Such a node is split (entering events stay, leaving events move, the
-   others go either way by the seeded generator).  A walk without a stitch would be a
-   trace segment taking that time, which the mined bound excludes, so a stitch always
-   exists on a violating walk; a split that makes the bound hold is preferred.
+   extreme delta.  Such a node is split: entering events stay, leaving events move, and
+   each other event follows the extreme its deltas are nearer (its delta in by the
+   previous edge against that edge's range, its delta out by the next edge against that
+   one's; not on an edge: -1; ties by the seeded generator), so that one split parts a
+   node's fast and slow events instead of peeling off the extreme ones.  A walk without
+   a stitch would be a trace segment taking that time, which the mined bound excludes, so
+   a stitch always exists on a violating walk; a split that makes the bound hold is
+   preferred.
 4. Coarsening: merge same-type nodes (seeded order) while every invariant still holds;
    merging only adds walks and widens edge ranges, so a merge that failed fails in any
    coarser model and is not tried again.
@@ -30,20 +34,22 @@ Cost, and its bounds.  Each refinement step checks every bound on the whole mode
 per step on large logs), and coarsening tries O(nodes^2) merges, each such a check.  On
 logs where every delay is distinct (log-normal latencies: every bound is tight) the model
 approaches one node per event -- the real Perfume gave 128 nodes for 241 events -- so both
-grow with the square of the events (measured: 250 events 7.7 CPU s, 507 events 63 s).
-Two caps bound that: coarsening stops after ``COARSEN_FAILURES`` merges that failed
-(every merge it made was checked, so the model still satisfies everything), and
-refinement stops once the model passes ``max(REFINE_NODES, events // REFINE_EVENTS)``
-nodes, the model then being :func:`trace_chain_model` (built in O(events), every
-invariant holds by construction).  Logs whose delays fall into a few regimes stay below
-both: 1e4 latency events refine to 1,426 nodes (cap 2,500) and coarsen to 16, the
-failures few because most merges succeed.
+grow with the square of the events.  Caps bound that: refinement stops once the model
+passes :func:`refine_node_cap` nodes (a quarter of the events, at least ``REFINE_NODES``,
+at most ``REFINE_NODES_MAX``), the model then being :func:`trace_chain_model` (built in
+O(events), every invariant holds by construction); coarsening stops after
+``COARSEN_FAILURES`` merges that failed (every merge it made was checked, so the model
+still satisfies everything) and draws its candidate pairs lazily beyond ``EAGER_PAIRS``
+(:func:`merge_candidates`: O(types) memory, not O(nodes^2)).  Logs whose delays fall into
+a few regimes stay far below the caps: the nearer-extreme splits refine a 1e5-event
+latency log to 18 nodes.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from math import gcd, isqrt
 
 import numpy as np
 
@@ -74,12 +80,16 @@ ONE_ATTEMPT_EVENTS = 1_000
 #: Refinement handles one violated bound per step on logs up to this many events, and
 #: ``events // BATCH_EVENTS`` of them (on distinct nodes, no trial splits) beyond.
 BATCH_EVENTS = 500
-#: Refinement gives up past ``max(REFINE_NODES, events // REFINE_EVENTS)`` nodes (module
-#: doc: the model is then :func:`trace_chain_model`).
+#: Refinement gives up past ``max(REFINE_NODES, min(events // REFINE_EVENTS,
+#: REFINE_NODES_MAX))`` nodes (module doc: the model is then :func:`trace_chain_model`).
 REFINE_NODES = 1_000
 REFINE_EVENTS = 4
+REFINE_NODES_MAX = 2_500
 #: Coarsening stops after this many failed merge trials.
 COARSEN_FAILURES = 5_000
+#: Coarsening passes with more same-type pairs than this draw them lazily
+#: (:func:`lazy_pair_order`) instead of listing and shuffling them.
+EAGER_PAIRS = 200_000
 
 
 def timed_counterexample(
@@ -99,7 +109,7 @@ def timed_counterexample(
     each node, with their predecessors."""
     n = g.n
     max_len = max_len if max_len is not None else max(4 * n, 256)
-    order = np.argsort(g.dst, kind="stable")
+    order = g.dst_order
     src, dst = g.src[order], g.dst[order]
     w = (g.wmax if upper else g.wmin)[order]
     none = -np.inf if upper else np.inf
@@ -152,19 +162,26 @@ def stitch_splits(
     a walk that breaks an upper bound by going round a cycle can be thousands of edges
     long, and a caller that takes the first split does not pay for the others."""
     edge_key = g.src * g.n + g.dst  # sorted (aggregate_edges)
-    weights = g.wmax if upper else g.wmin
     part, nxt_node = model.part, model.successor_nodes()
 
-    def transitions(u: int, v: int) -> np.ndarray:
-        """Events of node ``u`` whose successor lies in node ``v`` with the edge's extreme
-        delta."""
-        w = weights[np.searchsorted(edge_key, u * g.n + v)]
-        return np.nonzero((part == u) & (nxt_node == v) & (delta == w))[0]
+    def transitions(u: int, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """Events of node ``u`` whose successor lies in node ``v``, and how close each
+        one's delta is to the edge's extreme (1: the extreme, 0: the other end)."""
+        k = np.searchsorted(edge_key, u * g.n + v)
+        lo, hi = g.wmin[k], g.wmax[k]
+        events = np.nonzero((part == u) & (nxt_node == v))[0]
+        d = delta[events]
+        if hi == lo:
+            return events, np.ones(events.size)
+        return events, (d - lo) / (hi - lo) if upper else (hi - d) / (hi - lo)
 
     for j in range(len(path) - 2, 0, -1):
         prev, node, nxt = path[j - 1], path[j], path[j + 1]
-        came_set = set((transitions(prev, node) + 1).tolist())
-        leave_set = set(transitions(node, nxt).tolist())
+        came, came_score = transitions(prev, node)
+        came = came + 1
+        leave, leave_score = transitions(node, nxt)
+        came_set = set(came[came_score == 1].tolist())
+        leave_set = set(leave[leave_score == 1].tolist())
         if came_set == leave_set:
             continue
         move = np.zeros(len(part), dtype=bool)
@@ -173,7 +190,16 @@ def stitch_splits(
             move[list(came_set & leave_set)] = True
         members = np.nonzero(part == node)[0]
         others = np.setdiff1d(members, np.fromiter(came_set | leave_set, dtype=np.int64))
-        move[others[rng.random(others.size) < 0.5]] = True
+        coin = rng.random(others.size) < 0.5
+        # the others follow the nearer extreme: one that entered by the walk's previous
+        # edge with a delta nearer its extreme than its delta out by the next edge is to
+        # that edge's extreme stays (-1: not on that edge); ties go by the coin
+        s_in = np.full(len(part), -1.0)
+        s_out = np.full(len(part), -1.0)
+        s_in[came] = came_score
+        s_out[leave] = leave_score
+        a, b = s_in[others], s_out[others]
+        move[others] = np.where(a == b, coin, b > a)
         yield move
 
 
@@ -295,6 +321,12 @@ def trace_chain_model(log: EventLog) -> PartitionModel:
     return PartitionModel(log, part, node_type.astype(np.int64)).compact()
 
 
+def refine_node_cap(n_events: int) -> int:
+    """Nodes past which refinement gives up (module doc): ``max(REFINE_NODES,
+    min(n_events // REFINE_EVENTS, REFINE_NODES_MAX))``."""
+    return max(REFINE_NODES, min(n_events // REFINE_EVENTS, REFINE_NODES_MAX))
+
+
 class _TooLarge(Exception):
     """Refinement passed its node cap."""
 
@@ -391,17 +423,66 @@ class _TimedMerges:
         return True
 
 
+def merge_candidates(
+    same_type: list[np.ndarray], rng: np.random.Generator, eager_pairs: int = EAGER_PAIRS
+) -> Iterator[tuple[int, int]]:
+    """Every pair of nodes within each array of ``same_type`` once, in a seeded order:
+    the listed pairs shuffled when there are at most ``eager_pairs``, else
+    :func:`lazy_pair_order` (O(groups) memory instead of O(pairs))."""
+    sizes = np.array([len(s) for s in same_type], dtype=np.int64)
+    counts = sizes * (sizes - 1) // 2
+    total = int(counts.sum())
+    if total <= eager_pairs:
+        pairs = [
+            (int(p), int(q))
+            for same in same_type
+            for i, p in enumerate(same)
+            for q in same[i + 1 :]
+        ]
+        for k in rng.permutation(len(pairs)):
+            yield pairs[k]
+        return
+    offsets = np.r_[0, np.cumsum(counts)]
+    for k in lazy_pair_order(total, rng):
+        g = int(np.searchsorted(offsets, k, side="right")) - 1
+        i, j = triangle_pair(k - int(offsets[g]))
+        yield int(same_type[g][i]), int(same_type[g][j])
+
+
+def lazy_pair_order(total: int, rng: np.random.Generator) -> Iterator[int]:
+    """``0 .. total - 1`` each once, in the seeded order ``k -> (a k + b) mod total``
+    (``a`` coprime with ``total``, so the map is a bijection); O(1) memory."""
+    if total <= 1:
+        yield from range(total)
+        return
+    a = int(rng.integers(1, total))
+    while gcd(a, total) != 1:
+        a = a % (total - 1) + 1
+    b = int(rng.integers(total))
+    for k in range(total):
+        yield (a * k + b) % total
+
+
+def triangle_pair(k: int) -> tuple[int, int]:
+    """The ``k``-th pair ``(i, j)``, ``i < j``, in the order (0,1), (0,2), (1,2), (0,3), ...
+    (``j`` is the largest with ``j (j - 1) / 2 <= k``; exact integer square root)."""
+    j = (1 + isqrt(1 + 8 * k)) // 2
+    return k - j * (j - 1) // 2, j
+
+
 def coarsen_timed(
     model: PartitionModel,
     codes: TimedCodes,
     ticks: np.ndarray,
     rng: np.random.Generator,
     max_failures: int | None = None,
+    eager_pairs: int = EAGER_PAIRS,
 ) -> PartitionModel:
-    """Merge same-type nodes of ``model`` (pairs in a seeded order, passes until one
-    merges nothing, or ``max_failures`` merges failed) while every invariant of ``codes``
-    holds.  A pair that failed is not tried again (merging only adds walks and widens edge
-    ranges, so it would fail in any coarser model too)."""
+    """Merge same-type nodes of ``model`` (pairs in a seeded order, :func:`merge_candidates`
+    with ``eager_pairs``; passes until one merges nothing, or ``max_failures`` merges
+    failed) while every invariant of ``codes`` holds.  A pair that failed is not tried
+    again (merging only adds walks and widens edge ranges, so it would fail in any
+    coarser model too)."""
     merges = _TimedMerges(model, codes, ticks)
     n = model.n_nodes
     failed: dict[int, set[int]] = {}
@@ -412,15 +493,8 @@ def coarsen_timed(
         group = merges.group
         reps = np.nonzero(group == np.arange(n))[0]
         types = model.node_type[reps]
-        pairs = [
-            (int(p), int(q))
-            for t in np.unique(types[types >= 0])
-            for same in [reps[types == t]]
-            for i, p in enumerate(same)
-            for q in same[i + 1 :]
-        ]
-        for k in rng.permutation(len(pairs)):
-            p, q = pairs[k]
+        same_type = [reps[types == t] for t in np.unique(types[types >= 0])]
+        for p, q in merge_candidates(same_type, rng, eager_pairs):
             if merges.group[p] != p or merges.group[q] != q or q in failed.get(p, ()):
                 continue
             keep, gone = min(p, q), max(p, q)
@@ -455,19 +529,15 @@ def infer_perfume(
     invariant of ``codes`` holds, then coarsened; the smallest of ``attempts`` seeded
     runs (ties: the first; default: ``ATTEMPTS``, one above ``ONE_ATTEMPT_EVENTS``
     events).  Caps (module doc): coarsening stops after ``coarsen_failures`` failed merges;
-    an attempt whose refinement passes ``refine_nodes`` nodes (default: ``max(REFINE_NODES,
-    events // REFINE_EVENTS)``) gives :func:`trace_chain_model`."""
+    an attempt whose refinement passes ``refine_nodes`` nodes (default:
+    :func:`refine_node_cap`) gives :func:`trace_chain_model`."""
     initial = PartitionModel.initial(log)
     if not refine_model:
         return initial
     best: PartitionModel | None = None
     if attempts is None:
         attempts = ATTEMPTS if log.n_events <= ONE_ATTEMPT_EVENTS else 1
-    cap = (
-        refine_nodes
-        if refine_nodes is not None
-        else max(REFINE_NODES, log.n_events // REFINE_EVENTS)
-    )
+    cap = refine_nodes if refine_nodes is not None else refine_node_cap(log.n_events)
     for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
         rng = np.random.default_rng(sub)
         try:

@@ -345,9 +345,9 @@ def _perfume_checks(
     log = model.log
     g = timed_graph(model.part, model.node_type, log, ticks)
     bad = violations(g, codes, len(log.types))
-    adj = model.edge_counts() > 0
     labels = [lab if n > 1 else f"\0{lab}" for n, lab in enumerate(model.labels())]
-    rejected = rejected_traces(adj, labels, [log.trace(k) for k in range(log.n_traces)])
+    traces = [log.trace(k) for k in range(log.n_traces)]
+    rejected = rejected_traces(g.src, g.dst, labels, traces)  # sparse: O(edges) memory
     if bad.any() or rejected:
         raise InputError(
             None,

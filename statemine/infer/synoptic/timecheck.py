@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -169,6 +170,11 @@ class TimedGraph:
     wmax: np.ndarray
     node_type: np.ndarray
 
+    @cached_property
+    def dst_order(self) -> np.ndarray:
+        """Edge indices sorted by target (stable), computed once per graph."""
+        return np.argsort(self.dst, kind="stable")
+
 
 def timed_graph(
     part: np.ndarray, node_type: np.ndarray, log: EventLog, ticks: np.ndarray
@@ -219,7 +225,7 @@ class _Relax:
     edges ``u -> v`` of ``x[r, u] + w``.  Nodes without incoming edges get -inf (+inf)."""
 
     def __init__(self, g: TimedGraph, upper: bool):
-        order = np.argsort(g.dst, kind="stable")
+        order = g.dst_order
         self.src = g.src[order]
         d = g.dst[order]
         self.w = (g.wmax if upper else g.wmin)[order]
