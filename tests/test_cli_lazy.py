@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from statemine.cli import COMMAND_MODULES, main
@@ -59,3 +60,39 @@ def test_one_command_loads_only_its_module():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "['statemine.cli.synoptic']"
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["diff", "a", "b", "--permutations", "0"], "'--permutations'"),
+        (["infer", "--bootstrap", "-1", "x.log"], "'--bootstrap'"),
+        (["diff", "--no-such-option", "a", "b"], "--no-such-option"),
+        (["infer"], "'LOGS...'"),
+        (["nope"], "'nope'"),
+        (["store", "info"], "'--store'"),
+    ],
+)
+def test_usage_error_is_one_line_exit_2(args, names):
+    """A bad option value, an unknown option or command, a missing argument: one line on
+    stderr naming it and pointing at the command's help, exit 2, nothing on stdout (click
+    itself prints a usage block over several lines)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "statemine", *args], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("statemine: error: "), lines
+    assert names in lines[0] and "--help" in lines[0], lines
+
+
+def test_bare_group_still_shows_its_help():
+    """``statemine store`` without a command shows the group's help (click's own
+    behaviour), not an error line."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "statemine", "store"], capture_output=True, text=True, timeout=60
+    )
+    assert "Commands:" in proc.stdout + proc.stderr
+    assert "statemine: error" not in proc.stderr

@@ -34,6 +34,15 @@ COMMAND_MODULES = {
 }
 
 
+#: What click (8.2 on) raises for a group run without a command: shown as help, not as an
+#: error line.
+_NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
+
+
 class _Group(click.Group):
     """A click group that turns :class:`StatemineError` and OS errors (a file that
     cannot be read or written, a full disk) into a one-line message, exit 2; control
@@ -47,6 +56,34 @@ class _Group(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
             import_module(f"{__name__}.{COMMAND_MODULES[cmd_name]}")
         return super().get_command(ctx, cmd_name)
+
+    def main(  # type: ignore[override]  # one signature for both of click's overloads
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        standalone_mode: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Run as click does, except that a usage error (an unknown option, a value out of
+        range, a missing argument) is one line naming the option and the command's help,
+        exit 2, like every other bad input; ``standalone_mode=False`` is click's own."""
+        if not standalone_mode:
+            return super().main(args, prog_name, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except _NO_ARGS_IS_HELP as exc:  # a group run bare: its help, as click shows it
+            assert isinstance(exc, click.UsageError)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            _fail(exc.format_message() + where)
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
