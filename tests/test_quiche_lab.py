@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_configs_without_cc_keep_their_run_ids():
 def test_cli_unknown_controller_is_one_line_exit_2(tmp_path):
     p = write_scenario(tmp_path, 'stack = "quiche@0.30.0"\ncc = "bbr3"')
     proc = subprocess.run(
-        ["python3", "-m", "statemine", "lab", "run", str(p), "--out", str(tmp_path / "o")],
+        [sys.executable, "-m", "statemine", "lab", "run", str(p), "--out", str(tmp_path / "o")],
         capture_output=True,
         text=True,
         check=False,

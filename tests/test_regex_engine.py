@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -266,7 +267,7 @@ def test_cli_refuses_unknown_mapping_group(tmp_path):
     ):
         res = subprocess.run(
             [
-                "python3",
+                sys.executable,
                 "-m",
                 "statemine",
                 *cmd,
