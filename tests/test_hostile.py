@@ -239,6 +239,13 @@ def build_inputs(d: Path) -> None:
         main, ["infer", "--engine", "synoptic", "-o", str(d / "syn"), str(d / "syn.log")]
     )
     assert res.exit_code == 0, res.output
+    # k-tails with a k past every trace: about one node per event (20,000)
+    w(
+        "many_futures.log",
+        "".join(
+            f"{rng.choice('abcdefgh')}\n" + ("\n" if i % 200 == 199 else "") for i in range(20_000)
+        ),
+    )
     w("m_types.json", '{"log": 5, "partitions": []}')
     w("m_garbage.dot", "digraph {\n  this is not synoptic\n}\n")
     w("m_no_initial.dot", "digraph {\n}\n")
@@ -636,6 +643,21 @@ CASES = [
         True,
         outputs=("m.dot",),
         fast=True,
+    ),
+    Case(  # about 20,000 nodes: the edges are counted sparsely (a dense n x n was 3.2 GB)
+        "syn-ktails-20k-nodes",
+        [
+            "infer",
+            "--engine",
+            "ktails",
+            "-k",
+            "2147483647",
+            "-o",
+            "{out}/m",
+            "{d}/many_futures.log",
+        ],
+        True,
+        outputs=("m.dot",),
     ),
     Case(
         "syn-args-folder",

@@ -52,6 +52,20 @@ def test_ktails_partition_is_k_equivalence(traces, k):
             assert (part[i] == part[j]) == (classes[i] == classes[j])
     g = model.to_networkx()
     assert all(accepts(g, tr) for tr in traces)
+    # the sparse edge list: the node pairs of consecutive events, INITIAL -> first and
+    # last -> TERMINAL, counted along the traces
+    from collections import Counter
+    from itertools import pairwise
+
+    walked: Counter = Counter()
+    start = 0
+    for tr in traces:
+        nodes = [0, *(int(x) for x in model.part[start : start + len(tr)]), 1]
+        walked.update(pairwise(nodes))
+        start += len(tr)
+    src, dst, count = model.edge_list()
+    assert dict(zip(zip(src.tolist(), dst.tolist()), count.tolist())) == dict(walked)
+    assert list(zip(src.tolist(), dst.tolist())) == sorted(walked)
 
 
 def test_k_one_is_the_initial_graph():
