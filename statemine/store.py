@@ -62,6 +62,8 @@ _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 #: letters, digits and ``. _ + - @ : ~``; no ``/``, ``=``, ``%`` (Hive escapes), NUL or space.
 _VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@:~-]*\Z")
 _MAX_LABEL = 200
+#: Longest partition folder name ``KEY=VALUE`` (NAME_MAX of Linux and macOS file systems).
+_MAX_FOLDER = 255
 
 
 def _schema() -> pa.Schema:
@@ -110,6 +112,9 @@ METRICS_COLUMNS = (
 )
 #: Schema metadata keys: a labels file's label dtypes, a metrics file's logged columns.
 _LABEL_TYPES, _LOGGED = b"statemine.label_types", b"statemine.metrics_columns"
+#: Labels-file metadata key: ``1`` when its data file has a metrics file, ``0`` when not
+#: (files written before it have neither: their metrics file cannot be missed).
+_HAS_METRICS = b"statemine.metrics_file"
 
 
 def _metrics_schema(columns: Sequence[str] = METRICS_COLUMNS) -> pa.Schema:
@@ -198,7 +203,13 @@ def check_label(key: str, value: str) -> None:
     if not _VALUE.match(value) or ".." in value or len(value) > _MAX_LABEL:
         raise UsageError(
             f"--label {key}: value {value!r} cannot name a partition: use a letter or digit, "
-            "then letters, digits or . _ + - @ : ~ (no '/', '=', '..', spaces; not empty)"
+            "then letters, digits or . _ + - @ : ~ (no '/', '=', '..', spaces; not empty; "
+            f"at most {_MAX_LABEL} characters)"
+        )
+    if len(key) + 1 + len(value) > _MAX_FOLDER:
+        raise UsageError(
+            f"--label {key}: KEY=VALUE is {len(key) + 1 + len(value)} characters, longer "
+            f"than a folder name can be ({_MAX_FOLDER})"
         )
 
 
@@ -231,6 +242,7 @@ def store_add(
     for key, value in labels.items():
         check_label(key, value)
     root = Path(store)
+    created = not root.exists()
     keys = _store_keys(root, tuple(labels))
     where = [f"{k}={labels[k]}" for k in keys]
     read = read or ReadOptions()
@@ -248,26 +260,49 @@ def store_add(
             batch = _pieces_batch(group[0], fmt, read, root, batch_rows)
         else:
             batch = _traceset_batch(read_inputs(group, read))
-        if not (root / META_NAME).exists() or _read_meta_doc(root)[1] == 2:
-            # a new store (created once its first file is read), or one of format 2,
-            # whose metrics files this version may widen
-            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
-        written.append(_write_batch(root, where, batch))
+        new = not (root / META_NAME).exists()
+        with _undone_if_new(root, new, created):
+            if new or _read_meta_doc(root)[1] == 2:
+                # a new store (created once its first file is read), or one of format 2,
+                # whose metrics files this version may widen
+                write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+            written.append(_write_batch(root, where, batch))
         traces += batch.traces
         events += batch.events
     return AddOutput(root.joinpath(*where), tuple(written), traces, events)
 
 
+@contextlib.contextmanager
+def _undone_if_new(root: Path, new: bool, created: bool) -> Iterator[None]:
+    """On an error while the first input is written to a ``new`` store, remove what was
+    made for it (its metadata file, the folders left empty), and ``root`` itself when
+    this add ``created`` it: a new store appears with its first whole file only.  (A new
+    store's folder held only hidden names before: nothing else is touched.)"""
+    try:
+        yield
+    except BaseException:
+        if new:
+            (root / META_NAME).unlink(missing_ok=True)
+            for folder, _, _ in os.walk(root, topdown=False):
+                if Path(folder) != root or created:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(folder)  # only empty folders go
+        raise
+
+
 @dataclass(frozen=True)
 class _Batch:
     """One input's tables: ``write(path)`` writes the data file, ``metrics(path)`` the
-    metrics file (None when the input logs none); the labels are a whole table."""
+    metrics file (None when the input logs none); the labels are a whole table.
+    ``discard()`` removes what the batch holds on disk (its spill folder) when it is not
+    written after all."""
 
     write: Callable[[Path], object]
     labels: pa.Table
     metrics: Callable[[Path], object] | None
     traces: int
     events: int
+    discard: Callable[[], object] = lambda: None
 
 
 def _streamed_format(group: list[Path], read: ReadOptions) -> str | None:
@@ -370,6 +405,7 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
         move(metrics) if metrics.exists() else None,
         traces,
         events,
+        folder.cleanup,
     )
 
 
@@ -455,6 +491,7 @@ def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
         None,
         int((sp.table.n_events > 0).sum()),
         int(np.sum(sp.blocks)),
+        folder.cleanup,
     )
 
 
@@ -525,13 +562,18 @@ def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
     a later one fails, the earlier ones are removed). Returns the data file."""
     ident = f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}"
     labels = (root / LABELS_DIR).joinpath(*where, f"labels-{ident}.parquet")
+    meta = {
+        **(batch.labels.schema.metadata or {}),
+        _HAS_METRICS: b"%d" % (batch.metrics is not None),
+    }
     first: list[tuple[Path, Callable[[Path], object]]] = [
-        (labels, lambda path: _write_table(batch.labels, path))
+        (labels, lambda path: _write_table(batch.labels.replace_schema_metadata(meta), path))
     ]
     if batch.metrics is not None:
         first.append(
             ((root / METRICS_DIR).joinpath(*where, f"metrics-{ident}.parquet"), batch.metrics)
         )
+    made = _missing_folders(root, [labels.parent, *(p.parent for p, _ in first[1:])], where)
     done: list[Path] = []
     try:
         for path, write in first:
@@ -542,8 +584,24 @@ def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
     except BaseException:
         for path in done:
             path.unlink(missing_ok=True)
+        batch.discard()
+        for folder in made:  # an empty partition folder would read as "missing files"
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if still empty (a concurrent add may have filled it)
         raise
     return data
+
+
+def _missing_folders(root: Path, sidecars: list[Path], where: list[str]) -> list[Path]:
+    """The folders the files of one input go to (the partition folder ``where`` of
+    ``root``, and the ``sidecars`` folders) and their parents below ``root`` that do not
+    exist yet, deepest first."""
+    missing: set[Path] = set()
+    for folder in [root.joinpath(*where), *sidecars]:
+        while folder != root and not folder.exists():
+            missing.add(folder)
+            folder = folder.parent
+    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
 
 
 def to_table(ts: TraceSet) -> pa.Table:
@@ -680,11 +738,9 @@ def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionIn
     for name in sorted(n for n in _visible(folder) if n.startswith("part-")):
         ident = name[len("part-") :]
         labels = (root / LABELS_DIR).joinpath(*rel, f"labels-{ident}")
-        if not labels.exists():
-            raise InputError(
-                folder / name, None, f"its labels file is missing (missing files): {labels}"
-            )
-        _check_schema(labels, _labels_schema())
+        _check_sidecars(
+            folder / name, labels, (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
+        )
         try:
             found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
         except (pa.ArrowException, OSError) as exc:
@@ -694,6 +750,30 @@ def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionIn
         if extra.exists():
             metrics += _check_schema(extra, *_metrics_schemas())
     return dataclasses.replace(part, trace_labels=tuple(sorted(keys)), metrics=metrics)
+
+
+def _check_sidecars(data: Path, labels: Path, metrics: Path) -> None:
+    """An :class:`InputError` naming the data file when its labels file is not there, or
+    its metrics file is not there although the labels file says it was written ("missing
+    files"); the labels file's schema is checked.  (A labels or metrics file whose data
+    file is missing is :func:`_check_orphans`' case: a reader may see one while an add
+    is writing, since the data file is renamed in last.)"""
+    if not labels.exists():
+        raise InputError(data, None, f"its labels file is missing (missing files): {labels}")
+    _check_schema(labels, _labels_schema())
+    if not metrics.exists() and _labels_meta(labels).get(_HAS_METRICS) == b"1":
+        raise InputError(data, None, f"its metrics file is missing (missing files): {metrics}")
+
+
+def _labels_meta(path: Path) -> dict[bytes, bytes]:
+    """The schema metadata of a (schema-checked) labels file (its footer only)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return dict(pq.read_schema(path).metadata or {})
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
 
 
 def _check_schema(path: Path, schema: pa.Schema, *others: pa.Schema) -> int:
@@ -708,8 +788,45 @@ def _check_schema(path: Path, schema: pa.Schema, *others: pa.Schema) -> int:
     except (pa.ArrowException, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
     if not any(found.equals(s) for s in (schema, *others)):
-        raise InputError(path, None, f"schema differs from the store's (mixed schemas): {found}")
+        raise InputError(
+            path,
+            None,
+            f"schema differs from the store's (mixed schemas): {schema_difference(found, schema)}",
+        )
     return rows
+
+
+def schema_difference(found: pa.Schema, want: pa.Schema) -> str:
+    """How ``found`` differs from ``want``, in a few words (at most five names per kind):
+    columns missing, extra, of another type; else the columns as found.
+
+    >>> import pyarrow as pa
+    >>> want = pa.schema([("trace", pa.string()), ("time", pa.float64())])
+    >>> schema_difference(pa.schema([("time", pa.string()), ("x", pa.int64())]), want)
+    'missing trace; not in the store: x; time is string, not double'
+    """
+    names, wanted = found.names, want.names
+
+    def listed(items: list[str]) -> str:
+        return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+    parts = []
+    if missing := [n for n in wanted if n not in names]:
+        parts.append(f"missing {listed(missing)}")
+    if extra := [n for n in names if n not in wanted]:
+        parts.append(f"not in the store: {listed(extra)}")
+    retyped = [
+        f"{n} is {found.field(n).type}, not {want.field(n).type}"
+        for n in wanted
+        if n in names and names.count(n) == 1 and not found.field(n).type.equals(want.field(n).type)
+    ]
+    if retyped:
+        parts.append(listed(retyped))
+    if not parts:
+        parts.append(
+            f"the columns (repeated, in another order or of another nullability): {listed(names)}"
+        )
+    return "; ".join(parts)
 
 
 def _check_orphans(root: Path, top: str, keys: tuple[str, ...], folders: list[Path]) -> None:
@@ -832,12 +949,15 @@ def store_files(
     """The data files of ``store`` in store order (partition folders sorted by path, files
     by name) whose partition labels equal ``where`` (key -> value; the pruning is a
     pyarrow dataset filter on the partition columns, so no other partition's files are
-    opened). Checks the layout as :func:`store_info` does, and the kept files' schemas.
+    opened). Checks the layout as :func:`store_info` does, and the kept files' schemas
+    and that their labels and metrics files are there (:func:`_check_sidecars`).
     Raises :class:`UsageError` for a key that is not a partition key, or when no
     partition matches."""
     root = Path(store)
-    keys = _read_meta(root)
+    keys, version = _read_meta_doc(root)
     folders = _partition_folders(root, keys)
+    if not folders:
+        raise InputError(root, None, "the store has no partitions (missing files)")
     where = dict(where or {})
     unknown = [k for k in where if k not in keys]
     if unknown:
@@ -850,11 +970,15 @@ def store_files(
         values = {k: sorted({lab[k] for lab in labels.values()})[:8] for k in where}
         shown = " ".join(f"{k}={v}" for k, v in where.items())
         raise UsageError(f"{root}: no trace matches {shown} (values: {values})")
-    return [
+    files = [
         StoreFile(path, rows, labels[folder])
         for folder in kept
         for path, rows in _data_files(folder)
     ]
+    if version >= 2:
+        for f in files:
+            _check_sidecars(f.path, _sidecar(f, LABELS_DIR), _sidecar(f, METRICS_DIR))
+    return files
 
 
 def _pruned(

@@ -404,10 +404,39 @@ def test_the_option_checks_accept_what_runs(generated, tmp_path):
         check_report(store, None, tmp_path / "new" / "r.html", compare=opts)
 
 
-@pytest.mark.parametrize("spec", ["local:0", "local:", "local:2x", "tcp://host", "http://a:1", ""])
+BAD_SPECS = [
+    "local:0",
+    "local:-1",
+    "local:abc",
+    "local:",
+    "local:2x",
+    "local:257",
+    "tcp://host",
+    "tcp://127.0.0.1:0",
+    "tcp://127.0.0.1:65536",
+    "tcp://127.0.0.1:99999",
+    "http://a:1",
+    "",
+]
+
+
+@pytest.mark.parametrize("spec", BAD_SPECS)
 def test_bad_dask_spec_is_a_usage_error(spec):
     with pytest.raises(UsageError, match="local:N"):
         parse_dask_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["local:0", "local:-1", "local:abc", "tcp://127.0.0.1:99999"])
+def test_cli_bad_dask_spec_is_one_line_exit_2_before_anything_starts(generated, tmp_path, spec):
+    out = tmp_path / "t"
+    result = CliRunner().invoke(main, ["infer", str(generated), "--out", str(out), "--dask", spec])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"statemine: error: --dask {spec!r}: give local:N (N workers on this machine, 1 to "
+        "256) or tcp://HOST:PORT (a running Dask scheduler; PORT 1 to 65535)"
+    ]
+    assert not out.exists()
 
 
 def test_unreachable_scheduler_is_one_clear_error():
@@ -448,7 +477,9 @@ def _broken_copy(generated: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", ["mixed schema", "missing files", "rows apart", "seq gap"])
+@pytest.mark.parametrize(
+    "damage", ["mixed schema", "missing files", "missing labels", "rows apart", "seq gap"]
+)
 def test_bad_stores_are_clear_errors_on_both_paths(client, generated, tmp_path, damage):
     import pyarrow.parquet as pq
 
@@ -463,6 +494,9 @@ def test_bad_stores_are_clear_errors_on_both_paths(client, generated, tmp_path, 
         for f in (store / "env=wired" / "day=d3").glob("*.parquet"):
             f.unlink()
         where = store / "env=wired" / "day=d3"
+    elif damage == "missing labels":
+        (store / "_labels" / "env=mobile" / "day=d1" / f"labels-{victim.name[5:]}").unlink()
+        where = victim
     else:
         order = np.arange(table.num_rows)
         if damage == "rows apart":

@@ -239,6 +239,13 @@ def build_inputs(d: Path) -> None:
         main, ["infer", "--engine", "synoptic", "-o", str(d / "syn"), str(d / "syn.log")]
     )
     assert res.exit_code == 0, res.output
+    # k-tails with a k past every trace: about one node per event (20,000)
+    w(
+        "many_futures.log",
+        "".join(
+            f"{rng.choice('abcdefgh')}\n" + ("\n" if i % 200 == 199 else "") for i in range(20_000)
+        ),
+    )
     w("m_types.json", '{"log": 5, "partitions": []}')
     w("m_garbage.dot", "digraph {\n  this is not synoptic\n}\n")
     w("m_no_initial.dot", "digraph {\n}\n")
@@ -594,6 +601,69 @@ CASES = [
         ["infer", "--engine", "synoptic", "-o", "{out}/m", "{d}/random.bin"],
         False,
         _err("random.bin"),
+    ),
+    # Synoptic logs and arguments files (-c) that would block, never end or crash (issue 13)
+    Case(
+        "syn-log-fifo",
+        ["infer", "--engine", "synoptic", "-o", "{out}/m", "{d}/pipe.log"],
+        False,
+        _err("pipe.log"),
+        fast=True,
+    ),
+    Case(
+        "syn-log-dev-zero",
+        ["infer", "--engine", "synoptic", "-o", "{out}/m", "/dev/zero"],
+        False,
+        "/dev/zero:",
+    ),
+    Case(
+        "syn-args-fifo",
+        ["infer", "--engine", "synoptic", "-o", "{out}/m", "-c", "{d}/pipe.log", "{d}/syn.log"],
+        False,
+        "-c {d}/pipe.log:",
+        fast=True,
+    ),
+    Case(
+        "syn-args-dev-zero",
+        ["infer", "--engine", "synoptic", "-o", "{out}/m", "-c", "/dev/zero", "{d}/syn.log"],
+        False,
+        "-c /dev/zero:",
+        fast=True,
+    ),
+    Case(
+        "syn-args-binary",
+        ["infer", "--engine", "ktails", "-o", "{out}/m", "-c", "{d}/random.bin", "{d}/syn.log"],
+        False,
+        "-c {d}/random.bin:",
+        fast=True,
+    ),
+    Case(  # the largest -k: memory bounded by the traces, not by k (was events x k int64)
+        "syn-ktails-huge-k",
+        ["infer", "--engine", "ktails", "-k", "2147483647", "-o", "{out}/m", "{d}/syn.log"],
+        True,
+        outputs=("m.dot",),
+        fast=True,
+    ),
+    Case(  # about 20,000 nodes: the edges are counted sparsely (a dense n x n was 3.2 GB)
+        "syn-ktails-20k-nodes",
+        [
+            "infer",
+            "--engine",
+            "ktails",
+            "-k",
+            "2147483647",
+            "-o",
+            "{out}/m",
+            "{d}/many_futures.log",
+        ],
+        True,
+        outputs=("m.dot",),
+    ),
+    Case(
+        "syn-args-folder",
+        ["infer", "--engine", "perfume", "-o", "{out}/m", "-c", "{d}/nologs", "{d}/syn.log"],
+        False,
+        "-c {d}/nologs:",
     ),
     Case("check-model-good", ["check-model", "{d}/syn.dot", "{d}/syn.log"], True),
     Case(

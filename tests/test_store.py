@@ -117,6 +117,11 @@ def test_duckdb_reads_the_store_unchanged(inputs, tmp_path):
         "=x",
         "impl=.x",
         "trace=x",
+        "impl=a\nb",
+        "impl=..a",
+        "impl=" + "a" * 201,
+        "k" * 201 + "=a",
+        "k" * 100 + "=" + "v" * 200,  # each part allowed, the folder name too long for Linux
     ],
 )
 def test_bad_label_is_one_line_exit_2_and_writes_nothing(inputs, tmp_path, label):
@@ -326,7 +331,7 @@ def test_labels_and_metrics_files_are_checked(inputs, tmp_path):
     statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
     (labels,) = (store / "_labels" / "impl=x").iterdir()
     (metrics,) = (store / "_metrics" / "impl=x").iterdir()
-    saved = labels.read_bytes()
+    saved, saved_metrics = labels.read_bytes(), metrics.read_bytes()
     labels.unlink()
     with pytest.raises(InputError, match="labels file is missing"):
         statemine.store_info(store)
@@ -338,6 +343,9 @@ def test_labels_and_metrics_files_are_checked(inputs, tmp_path):
     with pytest.raises(InputError, match="not a readable Parquet"):
         statemine.store_info(store)
     metrics.unlink()
+    with pytest.raises(InputError, match="metrics file is missing"):  # the labels say it was
+        statemine.store_info(store)
+    metrics.write_bytes(saved_metrics)
     (store / "_metrics" / "impl=x" / "metrics-123.parquet").write_bytes(b"")
     with pytest.raises(InputError, match="interrupted add"):
         statemine.store_info(store)
@@ -792,3 +800,159 @@ def test_real_qlogs_round_trip_in_slices_of_one_row(tmp_path, name):
     read = ReadOptions(derive_states=True)
     statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=1)
     _same_set(read_store(tmp_path / "s"), want, {"fleet": "real"})
+
+
+# -- bad stores and interrupted appends (issue 17) -----------------------------------------
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (hidden ones too) with its bytes (None for a folder)."""
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def _cli_error(args: list[str]) -> str:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("statemine: error: "), res.stderr
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    return lines[0]
+
+
+def test_a_missing_labels_or_metrics_file_is_an_error_when_reading(inputs, tmp_path):
+    """A data file whose labels file is gone, or whose metrics file is gone although its
+    labels file says one was written: store info and every read name the data file (a
+    read used to go on without the labels or metrics)."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    (data,) = (store / "impl=x").iterdir()
+    (labels,) = (store / "_labels" / "impl=x").iterdir()
+    (metrics,) = (store / "_metrics" / "impl=x").iterdir()
+    for gone, what in ((metrics, "metrics"), (labels, "labels")):
+        saved = gone.read_bytes()
+        gone.unlink()
+        needle = f"{data}: its {what} file is missing (missing files): {gone}"
+        with pytest.raises(InputError) as err:
+            read_store(store)
+        assert str(err.value) == needle
+        out = ["-o", str(tmp_path / "out.parquet")]
+        for args in (["store", "info", "--store", str(store)], ["infer", str(store)]):
+            assert _cli_error(args) == f"statemine: error: {needle}"
+        assert _cli_error(["read", str(store), *out]) == f"statemine: error: {needle}"
+        assert not (tmp_path / "out.parquet").exists()
+        gone.write_bytes(saved)
+    read_store(store)
+
+
+def test_a_store_without_metrics_needs_no_metrics_file(inputs, tmp_path):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    assert not (store / "_metrics").exists()
+    assert read_store(store).n_traces == 3 and statemine.store_info(store).events == 21
+
+
+def test_a_store_without_partitions_is_named(inputs, tmp_path):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    for folder in (store / "impl=x", store / "_labels"):
+        for f in folder.rglob("*.parquet"):
+            f.unlink()
+        folder.rmdir() if folder.name == "impl=x" else None
+    line = _cli_error(["infer", str(store)])
+    assert line == f"statemine: error: {store}: the store has no partitions (missing files)"
+
+
+@pytest.mark.parametrize(
+    "table,needle",
+    [
+        (
+            pa.table({"x": [1]}),
+            "missing trace, seq, time, kind, state and 7 more; not in the store: x",
+        ),
+        (None, "time is string, not double"),
+    ],
+)
+def test_mixed_schema_names_the_columns(inputs, tmp_path, table, needle):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    (data,) = (store / "impl=x").iterdir()
+    if table is None:
+        table = pq.read_table(data)
+        table = table.set_column(2, "time", table["time"].cast(pa.string()))
+    pq.write_table(table, data)
+    for args in (["store", "info", "--store"], ["infer"]):
+        line = _cli_error([*args, str(store)])
+        assert (
+            line
+            == f"statemine: error: {data}: schema differs from the store's (mixed schemas): {needle}"
+        )
+
+
+def _fail_on_data_write(monkeypatch, after: int) -> list[int]:
+    """Writing a data file's row group (into ``part-*`` or a spilled ``data.parquet``)
+    past the first ``after`` raises KeyboardInterrupt, as Ctrl-C would there; returns the
+    count of such writes (one element)."""
+    calls = [0]
+    real = pq.ParquetWriter.write_table
+
+    def write(self, *args, **kwargs):
+        name = Path(str(self.where)).name
+        if "part-" in name or name == "data.parquet":
+            calls[0] += 1
+            if calls[0] > after:
+                raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["statemine", "qlog", "regex"])
+@pytest.mark.parametrize("partition", ["x", "new"])
+def test_an_interrupted_add_leaves_the_store_unchanged(
+    inputs, tmp_path, monkeypatch, kind, partition
+):
+    """A failure while one input's data file is written (at its second row group for the
+    streamed statemine log and qlog, at its only one for the -r input): the store is byte
+    for byte as before, to an existing or a new partition (whose empty folders used to
+    stay and read as "a partition without data files"), and reads."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    before = _snapshot(store)
+    read = None
+    if kind == "statemine":
+        log = _log(tmp_path / "c.log", conns=9)
+    elif kind == "qlog":
+        log = _qlog_connections(tmp_path / "c.sqlog", conns=5, events=30)
+    else:
+        log = tmp_path / "r.log"
+        log.write_text("".join(f"{i} s{i % 3}\n" for i in range(50)))
+        read = ReadOptions(fmt="regex", regex=(r"^(?<TIME>)(?<TYPE>)$",))
+    after = 0 if kind == "regex" else 1
+    calls = _fail_on_data_write(monkeypatch, after)
+    with pytest.raises(KeyboardInterrupt):
+        statemine.store_add([log], store, {"impl": partition}, read, batch_rows=5)
+    monkeypatch.undo()
+    assert calls == [after + 1]
+    assert _snapshot(store) == before
+    assert statemine.store_info(store).events == 21 and read_store(store).n_traces == 3
+
+
+def test_an_interrupted_first_add_leaves_no_store(tmp_path, monkeypatch):
+    """Into a new store: no folder afterwards (or, in a folder that existed, only what
+    was there)."""
+    log = _log(tmp_path / "c.log", conns=9)
+    for existing in (False, True):
+        store = tmp_path / f"s{existing}"
+        if existing:
+            store.mkdir()
+            (store / ".keep").write_text("mine")
+        _fail_on_data_write(monkeypatch, after=1)
+        with pytest.raises(KeyboardInterrupt):
+            statemine.store_add([log], store, {"i": "x"}, batch_rows=5)
+        monkeypatch.undo()
+        if existing:
+            assert sorted(p.name for p in store.iterdir()) == [".keep"]
+        else:
+            assert not store.exists()

@@ -33,14 +33,17 @@ def brute_k_classes(traces: list[list[str]], k: int) -> list[tuple]:
     for tr in traces:
         chain = [*tr, "TERMINAL"]
         for i, label in enumerate(tr):
-            strings = {tuple(chain[i : i + n]) for n in range(1, k + 1)}
+            # (a string can be no longer than the chain: slices past its end repeat)
+            strings = {tuple(chain[i : i + n]) for n in range(1, min(k, len(chain)) + 1)}
             out.append((label, frozenset(strings)))
     return out
 
 
 @settings(max_examples=150, deadline=None)
-@given(traces_strategy, st.integers(0, 4))
+@given(traces_strategy, st.integers(0, 10) | st.just(2**31 - 1))
 def test_ktails_partition_is_k_equivalence(traces, k):
+    """Also for k past the longest trace (the largest -k accepted: memory and time
+    stay bounded by the traces, not by k)."""
     model = ktails(EventLog.from_sequences(traces), k)
     classes = brute_k_classes(traces, k)
     part = model.part.tolist()
@@ -49,6 +52,20 @@ def test_ktails_partition_is_k_equivalence(traces, k):
             assert (part[i] == part[j]) == (classes[i] == classes[j])
     g = model.to_networkx()
     assert all(accepts(g, tr) for tr in traces)
+    # the sparse edge list: the node pairs of consecutive events, INITIAL -> first and
+    # last -> TERMINAL, counted along the traces
+    from collections import Counter
+    from itertools import pairwise
+
+    walked: Counter = Counter()
+    start = 0
+    for tr in traces:
+        nodes = [0, *(int(x) for x in model.part[start : start + len(tr)]), 1]
+        walked.update(pairwise(nodes))
+        start += len(tr)
+    src, dst, count = model.edge_list()
+    assert dict(zip(zip(src.tolist(), dst.tolist()), count.tolist())) == dict(walked)
+    assert list(zip(src.tolist(), dst.tolist())) == sorted(walked)
 
 
 def test_k_one_is_the_initial_graph():
@@ -90,6 +107,8 @@ def test_ktails_bad_k_and_invariant_options(tmp_path, monkeypatch):
         (["--kTailsK=-3"], "--kTailsK (-k) must be 0 or more, not -3"),
         (["-k", "two"], "--kTailsK takes an integer, not 'two'"),
         (["-k", "1.5"], "--kTailsK takes an integer, not '1.5'"),
+        (["-k", "2147483648"], "--kTailsK is out of range: 2147483648"),
+        (["-k"], "--kTailsK takes an integer, not '-o'"),  # the next argument, verbatim
         (["--outputInvariantsToFile=true"], "option of synoptic"),
     ):
         res = CliRunner().invoke(

@@ -26,7 +26,7 @@ WORKER_MEMORY = 2 * 1024**3
 #: Most local workers ``local:N`` starts.
 MAX_LOCAL_WORKERS = 256
 _LOCAL = re.compile(r"local:([0-9]{1,4})\Z")
-_TCP = re.compile(r"tcp://[^\s/]+:[0-9]{1,5}\Z")
+_TCP = re.compile(r"tcp://[^\s/]+:([0-9]{1,5})\Z")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ class DaskSpec:
 
 
 def parse_dask_spec(spec: str) -> DaskSpec:
-    """``local:N`` (1 <= N <= :data:`MAX_LOCAL_WORKERS`) or ``tcp://HOST:PORT``.
+    """``local:N`` (1 <= N <= :data:`MAX_LOCAL_WORKERS`) or ``tcp://HOST:PORT`` (1 <= PORT
+    <= 65535).
 
     >>> parse_dask_spec("local:2")
     DaskSpec(workers=2, address=None)
@@ -48,11 +49,12 @@ def parse_dask_spec(spec: str) -> DaskSpec:
     local = _LOCAL.match(spec)
     if local and 1 <= int(local.group(1)) <= MAX_LOCAL_WORKERS:
         return DaskSpec(workers=int(local.group(1)))
-    if _TCP.match(spec):
+    tcp = _TCP.match(spec)
+    if tcp and 1 <= int(tcp.group(1)) <= 65535:
         return DaskSpec(address=spec)
     raise UsageError(
         f"--dask {spec!r}: give local:N (N workers on this machine, 1 to {MAX_LOCAL_WORKERS}) "
-        "or tcp://HOST:PORT (a running Dask scheduler)"
+        "or tcp://HOST:PORT (a running Dask scheduler; PORT 1 to 65535)"
     )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -286,6 +287,8 @@ def read_regex_arrays(
 
     acc = _Accumulator()
     template = _split_template(mapping)
+    for path in paths:
+        _check_readable(path)
     arrow = _input_bytes(paths) > SMALL_INPUT_BYTES
     for path in map(Path, paths):
         events = _read_file(
@@ -299,6 +302,23 @@ def read_regex_arrays(
             "no events parsed (empty input, or every line hidden/ignored)",
         )
     return acc.sorted_events(time_scale)
+
+
+def _check_readable(path: str | os.PathLike) -> None:
+    """InputError for a path no log can be read from without hanging or failing oddly: a
+    name with a NUL byte (``open`` raises ValueError), a named pipe, socket or device (a
+    pipe with no writer blocks, ``/dev/zero`` never ends).  Missing files and folders are
+    reported by the read itself."""
+    if "\0" in str(path):
+        raise InputError(repr(str(path)), None, "a file name with a NUL byte")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(
+            str(path), None, "not a regular file (a pipe or device cannot be read as a log)"
+        )
 
 
 def _input_bytes(paths: Sequence[str | os.PathLike]) -> int:
@@ -365,6 +385,7 @@ class _Accumulator:
     partitions: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     type_ids: dict[str, int] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)  # one per chunk: chunk k is file k
 
     @property
     def n_events(self) -> int:
@@ -378,6 +399,7 @@ class _Accumulator:
         new = [name for name, i in zip(ev.names, ids) if i >= base]
         self.partitions += new
         self.sources += [source] * len(new)
+        self.paths.append(source)
         types = [self.type_ids.setdefault(t, len(self.type_ids)) for t in ev.types]
         self.chunks.append(
             {
@@ -397,6 +419,9 @@ class _Accumulator:
             for k in ("trace", "type", "line", "time")
         }
         texts = _concat([c["text"] for c in self.chunks])
+        small = np.min_scalar_type(max(len(self.chunks) - 1, 0))  # 1 byte up to 256 files
+        sizes = [len(c["line"]) for c in self.chunks]
+        cat["file"] = np.repeat(np.arange(len(self.chunks), dtype=small), sizes)
         trace, times = cat["trace"], cat["time"]
         if not _sorted_by_trace_and_time(trace, times):
             order = np.lexsort((np.arange(len(trace)), times, trace))
@@ -413,6 +438,8 @@ class _Accumulator:
             texts,
             self.partitions,
             self.sources,
+            cat["file"],
+            self.paths,
         )
 
 
@@ -558,7 +585,8 @@ class RegexEvents:
     1-based), ``time_text`` (the time as Synoptic prints it: a pyarrow string array, or a
     numpy object array for inputs up to ``SMALL_INPUT_BYTES``); per
     trace id: ``partitions`` (the filled-in mapping) and ``sources`` (file of its first
-    event)."""
+    event); per event ``files`` (unsigned index into ``paths``, the files in reading
+    order: with ``lines`` it names an event's place even when ``-m`` joins files)."""
 
     trace: np.ndarray
     type_codes: np.ndarray
@@ -568,6 +596,8 @@ class RegexEvents:
     time_text: pa.LargeStringArray | np.ndarray
     partitions: list[str]
     sources: list[str]
+    files: np.ndarray
+    paths: list[str]
 
     @property
     def types(self) -> np.ndarray:

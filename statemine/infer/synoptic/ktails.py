@@ -20,26 +20,30 @@ from .log import EventLog
 from .model import PartitionModel
 
 
-def k_futures(log: EventLog, k: int) -> np.ndarray:
-    """An (events x max(k, 1)) matrix: column j is the type code of the event j steps
-    later in the same trace, -1 for TERMINAL and -2 after it (column 0: the event's own
-    type).  Memory: events x k int64 (8 * k bytes per event)."""
-    width = max(k, 1)
-    n = log.n_events
-    trace = log.trace_of
-    out = np.full((n, width), -2, dtype=np.int64)
-    out[:, 0] = log.codes
-    idx = np.arange(n)
-    for j in range(1, width):
-        later = idx + j
-        inside = later < n
-        same = np.zeros(n, dtype=bool)
-        same[inside] = trace[later[inside]] == trace[inside]
-        out[same, j] = log.codes[later[same]]
-        # the first position past the trace's end is TERMINAL; further ones stay -2
-        ends = ~same & (out[:, j - 1] >= 0)
-        out[ends, j] = -1
-    return out
+def k_future_classes(log: EventLog, k: int) -> np.ndarray:
+    """The class of every event's k-future (int64, numbered in order of first event): two
+    events share a class iff they have the same type and the same types of the next k-1
+    events of their trace, cut after TERMINAL.
+
+    Built by refinement: the (j+1)-future of an event is its type followed by the
+    j-future of the next event of its trace (TERMINAL after its last event), so each step
+    codes (type, class of the next event) pairs.  A step that adds no class is a fixed
+    point (so is the longest trace's length + 1), so the steps stop there whatever ``k``:
+    memory is a few int64 per event and time O(events x min(k, longest trace)).
+    """
+    codes = np.asarray(log.codes, dtype=np.int64)
+    classes, uniques = pd.factorize(codes, sort=False)
+    last = log.is_last
+    after = np.arange(1, log.n_events + 1)
+    after[last] = 0  # a placeholder, masked below
+    count = len(uniques)
+    for _ in range(1, max(k, 1)):
+        then = np.where(last, -1, classes[after])  # -1: TERMINAL
+        classes, uniques = pd.factorize(codes * (count + 1) + (then + 1), sort=False)
+        if len(uniques) == count:
+            break
+        count = len(uniques)
+    return classes.astype(np.int64)
 
 
 def ktails(log: EventLog, k: int) -> PartitionModel:
@@ -52,10 +56,8 @@ def ktails(log: EventLog, k: int) -> PartitionModel:
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, not {k}")
-    futures = k_futures(log, k)
-    keys = pd.MultiIndex.from_arrays(list(futures.T)) if futures.shape[1] > 1 else futures[:, 0]
-    part, uniques = pd.factorize(keys, sort=False)
-    node_type = np.empty(len(uniques), dtype=np.int64)
+    part = k_future_classes(log, k)
+    node_type = np.empty(int(part.max()) + 1 if len(part) else 0, dtype=np.int64)
     node_type[part] = log.codes
     return PartitionModel(
         log, part.astype(np.int64) + 2, np.concatenate([[-1, -1], node_type]).astype(np.int64)

@@ -97,9 +97,19 @@ class PartitionModel:
     def edge_counts(self) -> np.ndarray:
         """Dense ``n x n`` int64 matrix of edge counts."""
         n = self.n_nodes
+        src, dst, count = self.edge_list()
+        counts = np.zeros((n, n), dtype=np.int64)
+        counts[src, dst] = count
+        return counts
+
+    def edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(src, dst, count)``: the edges with a count > 0, sorted by (src, dst) node
+        id (int64; memory linear in the events, not n x n)."""
+        n = self.n_nodes
         src = np.concatenate([np.full(self.log.n_traces, INIT_NODE), self.part])
         dst = np.concatenate([self.part[self.log.starts[:-1]], self.successor_nodes()])
-        return np.bincount(src * n + dst, minlength=n * n).reshape(n, n).astype(np.int64)
+        pairs, count = np.unique(src * n + dst, return_counts=True)
+        return pairs // n, pairs % n, count.astype(np.int64)
 
     def node_sizes(self) -> np.ndarray:
         """Instances per node (INITIAL and TERMINAL: the number of traces)."""
@@ -133,12 +143,10 @@ class PartitionModel:
         order = self.dot_order()
         dot_id = np.empty(self.n_nodes, dtype=np.int64)
         dot_id[order] = np.arange(self.n_nodes)
-        counts = self.edge_counts()
+        src, dst, count = self.edge_list()
         sizes = self.node_sizes()
-        src, dst = np.nonzero(counts)
         sort = np.lexsort((dot_id[dst], dot_id[src]))
-        src, dst = src[sort], dst[sort]
-        count = counts[src, dst]
+        src, dst, count = src[sort], dst[sort], count[sort]
         return EdgeTable(
             src,
             dst,

@@ -15,7 +15,9 @@ files, a loop or a missing file is an error.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -401,14 +403,7 @@ def _read_args_file(path: str, chain: tuple[str, ...]) -> list[str]:
     if resolved in chain:
         names = " -> ".join([*chain, resolved])
         raise UsageError(f"-c {path}: arguments files name each other in a loop: {names}")
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"-c {path}: cannot read the arguments file: {exc.strerror or exc}"
-        ) from None
-    if len(raw) > 1 << 20:
-        raise UsageError(f"-c {path}: the arguments file is over 1 MB")
+    raw = _args_file_text(path)
     out: list[str] = []
     logical = ""
     for line in raw.splitlines():
@@ -429,6 +424,41 @@ def _read_args_file(path: str, chain: tuple[str, ...]) -> list[str]:
         else:
             out.append(f"{key}={value}" if value != "" else key)
     return out
+
+
+#: The largest arguments file read (bytes); a larger one (or /dev/zero) is refused after
+#: reading one byte more, so memory stays bounded.
+ARGS_FILE_LIMIT = 1 << 20
+
+
+def _args_file_text(path: str) -> str:
+    """The text of arguments file ``path``: a regular file of at most
+    :data:`ARGS_FILE_LIMIT` bytes of UTF-8 without NUL bytes.  UsageError naming
+    ``-c path`` (and the line of a bad byte) otherwise: missing, a folder, pipe or device,
+    unreadable, too large, binary."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe could block, a device never end
+            raise UsageError(f"-c {path}: not a regular file (a folder, pipe or device)")
+        with open(path, "rb") as fh:
+            data = fh.read(ARGS_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise UsageError(
+            f"-c {path}: cannot read the arguments file: {exc.strerror or exc}"
+        ) from None
+    if len(data) > ARGS_FILE_LIMIT:
+        raise UsageError(f"-c {path}: the arguments file is over 1 MB")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise UsageError(f"-c {path}:{line}: a NUL byte: not a text arguments file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(
+            f"-c {path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): "
+            "not a text arguments file"
+        ) from None
 
 
 def _unescape(text: str) -> str:

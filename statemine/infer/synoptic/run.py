@@ -35,23 +35,34 @@ class ToolRun:
     result: object = None
 
 
-def _check_order(log: EventLog, keep_order: bool, where: str | None) -> None:
+def _check_order(log: EventLog, keep_order: bool, files: np.ndarray, paths: list[str]) -> None:
     """``--keepOrder=true`` keeps file order; statemine's reader orders each trace by time,
-    which is the same order unless a trace's times decrease in the file.  That case is
-    refused (naming the line), not silently reordered."""
+    which is the same order unless a trace's times decrease in the file order (files in
+    reading order, then lines: ``files`` is each event's index into ``paths``).  That case
+    is refused (naming the file and line), not silently reordered."""
     if not keep_order or log.n_events < 2:
         return
-    inner = ~log.is_last
-    idx = np.nonzero(inner)[0]
-    bad = idx[log.lines[idx + 1] < log.lines[idx]]
-    if len(bad):
+    idx = np.nonzero(~log.is_last)[0]
+    here, after = files[idx], files[idx + 1]
+    back = (after < here) | ((after == here) & (log.lines[idx + 1] < log.lines[idx]))
+    if back.any():
+        k = _first_decrease(log, files, int(log.trace_of[idx[np.argmax(back)]]))
         raise InputError(
-            where,
-            int(log.lines[bad[0]]),
+            paths[int(files[k])],
+            int(log.lines[k]),
             "--keepOrder=true (Perfume's default) on a trace whose times "
             "decrease in the file is not supported: statemine orders events "
             "by time (give --keepOrder=false)",
         )
+
+
+def _first_decrease(log: EventLog, files: np.ndarray, trace: int) -> int:
+    """Index (in ``log``) of the first event of ``trace`` in file order whose time is below
+    that of an event before it in file order (the trace is known to have one)."""
+    span = np.arange(log.starts[trace], log.starts[trace + 1])
+    in_file = span[np.lexsort((log.lines[span], files[span]))]
+    times = log.times[in_file]
+    return int(in_file[np.argmax(times < np.maximum.accumulate(times))])
 
 
 _DATETIME = re.compile(r"\(\?<DATETIME(=?)>")
@@ -80,7 +91,7 @@ def read_log(a: ParsedArgs) -> EventLog:
     else:
         ev = read(regexes)
     log = EventLog.from_regex_events(ev)
-    _check_order(log, a["keepOrder"], a.logs[0] if len(a.logs) == 1 else None)
+    _check_order(log, a["keepOrder"], np.asarray(ev.files), ev.paths)
     return log
 
 
@@ -125,7 +136,7 @@ def _read_datetime(
         except ValueError as exc:
             if not ignore:
                 raise InputError(
-                    types.sources[types.trace[k]], int(types.lines[k]), f"DATETIME: {exc}"
+                    types.paths[int(types.files[k])], int(types.lines[k]), f"DATETIME: {exc}"
                 ) from None
             keep[k] = False
     idx = np.nonzero(keep)[0]
@@ -139,6 +150,8 @@ def _read_datetime(
         times=millis[order].astype(np.float64),
         lines=types.lines[order],
         time_text=[str(int(x)) for x in millis[order]],
+        files=types.files[order],
+        paths=types.paths,
     )
 
 
