@@ -171,9 +171,8 @@ def test_bound_on_the_large_oracle_case():
     assert bound <= res.model.n_nodes <= theirs.number_of_nodes()
 
 
-def bench_event_log(n_events: int) -> EventLog:
-    """benchmarks/bench_synoptic.py's generated event log of ``n_events`` (its ``--sizes``
-    logs: generator seeded with the size), coded as the benchmark codes it."""
+def bench_module():
+    """benchmarks/bench_synoptic.py as a module (its log generators)."""
     import importlib.util
     from pathlib import Path
 
@@ -182,7 +181,15 @@ def bench_event_log(n_events: int) -> EventLog:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    return EventLog.from_sequences(bench.event_log(n_events, np.random.default_rng(n_events)))
+    return bench
+
+
+def bench_event_log(n_events: int) -> EventLog:
+    """benchmarks/bench_synoptic.py's generated event log of ``n_events`` (its ``--sizes``
+    logs: generator seeded with the size), coded as the benchmark codes it."""
+    return EventLog.from_sequences(
+        bench_module().event_log(n_events, np.random.default_rng(n_events))
+    )
 
 
 #: (nodes, lower bound) of the engine's model (seed 1) on the benchmark's logs, as
@@ -236,19 +243,6 @@ GENERATED_SIZES = {
 }
 
 
-def bench_module():
-    """benchmarks/bench_synoptic.py as a module (its log generators)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_synoptic.py"
-    spec = importlib.util.spec_from_file_location("bench_synoptic", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("n_events, k", sorted(GENERATED_SIZES))
 def test_generated_logs_never_above_the_old_engine(n_events, k):
@@ -283,3 +277,32 @@ def test_oracle_cases_above_the_bound_before(case):
     _, log, res = parsed(case)
     assert node_lower_bound(log, codes_of(log, res.table)) == bound
     assert res.model.n_nodes == now <= min(before, theirs)
+
+
+#: (nodes before recolouring, nodes now, lower bound) on two capture files of the
+#: generator whose connections ``-m '\k<FILE>#\k<conn>'`` merges (bench_synoptic.py
+#: ``write_captures(n, default_rng(n))``, seed 1).
+CAPTURE_SIZES = {1_000: (90, 89, 59), 3_000: (66, 66, 55), 6_000: (84, 84, 55)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_events", sorted(CAPTURE_SIZES))
+def test_two_capture_files_merged_by_connection(n_events, tmp_path):
+    """Connection ``c`` of both files is one trace (``\\k<FILE>`` is empty in a mapping
+    other than the default, as in Synoptic); the model is sound, has the documented size,
+    never more nodes than before recolouring, never fewer than the bound."""
+    from statemine.infer.synoptic.command import run_command
+
+    bench = bench_module()
+    rng = np.random.default_rng(n_events)
+    paths = bench.write_captures(n_events, rng, tmp_path)
+    n_traces = len(bench.event_log(n_events, np.random.default_rng(n_events)))
+    args = ["-r", bench.CAPTURE_REGEX, "-m", bench.CAPTURE_MAPPING, "--randomSeed=1"]
+    res = run_command("synoptic", [*args, *map(str, paths)]).result
+    log = res.log
+    inv = mine(log)
+    assert log.n_traces == n_traces - n_traces // 2  # the second file's connections
+    assert check_model(res.to_networkx(), log, inv).ok
+    before, now, bound = CAPTURE_SIZES[n_events]
+    assert node_lower_bound(log, codes_of(log, inv)) == bound
+    assert res.model.n_nodes == now <= before

@@ -87,10 +87,12 @@ RECOLOUR_TRIES = 4
 RECOLOUR_TRIES_LARGE = 2
 
 #: Rounds of :func:`local_search` on logs up to 1,000 events (over ten seeds, one round
-#: takes cc-events-small to its lower bound of 33 nodes in three, at 0.01-0.05 s each;
-#: repo-apache-cse142's six rounds take about 60 s and give 227 nodes where one gives
-#: 233: Synoptic took 286 s for 234).
+#: takes cc-events-small to its lower bound of 33 nodes in three, at 0.01-0.05 s each)...
 LOCAL_SEARCH_ROUNDS = 6
+#: ... but at most this many divided by the model's nodes, at least one (each step's
+#: cost grows with the nodes: repo-apache-cse142's 233-node model gets two rounds; six
+#: took over 80 s of CPU there and gave 227 nodes, one round 19 s and 233).
+LOCAL_SEARCH_NODE_ROUNDS = 600
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
@@ -116,18 +118,20 @@ def local_search(
     """Search for a smaller model than the coarsened ``model``, stopping at the lower
     bound ``sum(type_bounds) + 2``.  One round: :func:`~.coarsen.merge_and_repair` then
     :func:`~.coarsen.recolour`.  Logs up to 1,000 events get ``LOCAL_SEARCH_ROUNDS``
-    rounds, each starting from the previous one's result with fresh generators, and in
-    each round also the two steps in the other order from the round's starting model,
-    keeping the smaller result (ties: the first).  The first merge-and-repair runs with the
-    generator the engine used before recolouring existed and no step adds nodes, so the
-    result never has more nodes than that engine's.  Deterministic for ``seed``."""
+    rounds (at most ``LOCAL_SEARCH_NODE_ROUNDS`` / nodes), each starting from the
+    previous one's result with fresh generators, and in each round also the two steps in
+    the other order from the round's starting model, keeping the smaller result (ties:
+    the first).  The first merge-and-repair runs with the generator the engine used
+    before recolouring existed and no step adds nodes, so the result never has more
+    nodes than that engine's.  Deterministic for ``seed``."""
     bound = int(type_bounds.sum()) + 2
     n_events = model.log.n_events
     small = n_events <= 5_000
     steps = REPAIR_STEPS if small else REPAIR_STEPS_LARGE
     tries = RECOLOUR_TRIES if small else RECOLOUR_TRIES_LARGE
     tiny = n_events <= 1_000
-    rounds = LOCAL_SEARCH_ROUNDS if tiny else 1
+    rounds = min(LOCAL_SEARCH_ROUNDS, max(1, LOCAL_SEARCH_NODE_ROUNDS // model.n_nodes))
+    rounds = rounds if tiny else 1
     seeds = np.random.SeedSequence(seed).spawn(4 * rounds)
 
     def repair(m: PartitionModel, k: int) -> PartitionModel:
