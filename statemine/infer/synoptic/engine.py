@@ -90,9 +90,10 @@ RECOLOUR_TRIES_LARGE = 2
 #: takes cc-events-small to its lower bound of 33 nodes in three, at 0.01-0.05 s each)...
 LOCAL_SEARCH_ROUNDS = 6
 #: ... but at most this many divided by the model's nodes, at least one (each step's
-#: cost grows with the nodes: repo-apache-cse142's 233-node model gets two rounds; six
-#: took over 80 s of CPU there and gave 227 nodes, one round 19 s and 233).
-LOCAL_SEARCH_NODE_ROUNDS = 600
+#: cost grows with the nodes: repo-apache-cse142's 233-node model gets six rounds, 227
+#: nodes in 77 s of CPU, where one round takes 19 s and two 39 s for 233; the real
+#: Synoptic took 286 s for 234).
+LOCAL_SEARCH_NODE_ROUNDS = 1_500
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
