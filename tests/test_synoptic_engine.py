@@ -21,8 +21,9 @@ from synoptic_reference import (
 )
 
 from statemine.infer.synoptic import infer_log, infer_synoptic
+from statemine.infer.synoptic.bounds import clique_bounds, type_classes
 from statemine.infer.synoptic.check import InvariantCodes, check_model
-from statemine.infer.synoptic.coarsen import coarsen, merge_and_repair
+from statemine.infer.synoptic.coarsen import coarsen, merge_and_repair, recolour
 from statemine.infer.synoptic.invariants import mine
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel, probability_text
@@ -107,6 +108,29 @@ def test_merge_and_repair_is_sound_and_never_grows(traces, seed):
     better = merge_and_repair(start, codes, np.random.default_rng(seed))
     assert better.n_nodes <= start.n_nodes
     assert_sound(better, inv, traces)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=12), min_size=1, max_size=9),
+    st.integers(0, 5),
+)
+def test_recolour_is_sound_and_never_grows(traces, seed):
+    """Recolouring a type's instance classes (then repairing and coarsening) keeps a
+    model that accepts every trace and satisfies every invariant, with at most the nodes
+    it was given; every type keeps at least its lower bound of nodes."""
+    log = EventLog.from_sequences(traces)
+    inv = mine(log)
+    codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
+    start = refine_by_history(PartitionModel.initial(log), codes, np.ones(len(codes), dtype=bool))
+    classes = type_classes(log, codes)
+    bounds = clique_bounds(classes)
+    rng = np.random.default_rng(seed)
+    better = recolour(start, codes, rng, classes, bounds, tries=3)
+    assert better.n_nodes <= start.n_nodes
+    assert_sound(better, inv, traces)
+    counts = np.bincount(better.node_type[better.node_type >= 0], minlength=len(log.types))
+    assert (counts >= bounds).all()
 
 
 @settings(max_examples=80, deadline=None)
@@ -204,6 +228,19 @@ def test_same_seed_same_model():
     traces = [list("abcab"), list("acbd"), list("dcab"), list("abd")]
     one = infer_log(EventLog.from_sequences(traces), seed=5)
     two = infer_log(EventLog.from_sequences(traces), seed=5)
+    assert one.model.part.tolist() == two.model.part.tolist()
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), min_size=2, max_size=14), min_size=3, max_size=9),
+    st.integers(0, 3),
+)
+def test_same_seed_same_model_through_the_local_search(traces, seed):
+    """Two runs of one seed give the same partition, also where the search after
+    coarsening (merge-and-repair, recolouring, several rounds) runs."""
+    one = infer_log(EventLog.from_sequences(traces), seed=seed)
+    two = infer_log(EventLog.from_sequences(traces), seed=seed)
     assert one.model.part.tolist() == two.model.part.tolist()
 
 

@@ -131,45 +131,101 @@ def _max_clique(conflict: np.ndarray) -> int:
     return best
 
 
+def _initially_violated(log: EventLog, inv: InvariantCodes) -> np.ndarray:
+    """Bool per invariant: does it fail on the initial model (one node per type)?"""
+    from .check import violated
+    from .model import PartitionModel
+
+    initial = PartitionModel.initial(log)
+    adj = initial.edge_counts() > 0
+    return violated(adj, initial.node_type, inv, len(log.types), trim=False)
+
+
+def type_classes(
+    log: EventLog, inv: InvariantCodes, bad: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per type code, ``(cls, conflict)``: the class (0..k-1) of each instance of that
+    type, in log order (instances with the same sides under every invariant that puts
+    instances of the type on both sides), and the symmetric ``(k, k)`` bool matrix of
+    classes that can never share a node (module docstring).  A type no failing invariant
+    can split has one class.  Only the invariants that fail on the initial model
+    (``bad``, a bool mask, when known) are used: a conflicting pair gives a violating path
+    in every model where the two share a node, the initial model included."""
+    if bad is None:
+        bad = _initially_violated(log, inv)
+    sides = invariant_sides(log, InvariantCodes(inv.kind[bad], inv.a[bad], inv.b[bad]))
+    out = []
+    for t in range(len(log.types)):
+        rows = sides[log.codes == t]
+        # only invariants that put instances of t on both sides can split t
+        both = ((rows == _CHAIN).any(axis=0)) & ((rows == _OPEN).any(axis=0))
+        if not both.any():
+            out.append((np.zeros(len(rows), dtype=np.int64), np.zeros((1, 1), dtype=bool)))
+            continue
+        cols = rows[:, both].astype(np.int64)
+        if cols.shape[1] <= 39:  # 3**39 < 2**63: one integer key per class
+            _, first, cls = np.unique(
+                cols @ 3 ** np.arange(cols.shape[1]), return_index=True, return_inverse=True
+            )
+            classes = cols[first]
+        else:
+            classes, cls = np.unique(cols, axis=0, return_inverse=True)
+        chain = (classes == _CHAIN).astype(np.int64)
+        open_ = (classes == _OPEN).astype(np.int64)
+        conflict = (chain @ open_.T) > 0
+        out.append((cls.ravel(), conflict | conflict.T))
+    return out
+
+
+def clique_bounds(classes: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per type code, the largest clique of its class conflicts (:func:`type_classes`):
+    a lower bound on that type's nodes in every model (0 for types with no instance)."""
+    out = np.zeros(len(classes), dtype=np.int64)
+    for t, (cls, conflict) in enumerate(classes):
+        if len(cls):
+            out[t] = max(_max_clique(conflict), 1)
+    return out
+
+
 def type_lower_bounds(
     log: EventLog, inv: InvariantCodes, bad: np.ndarray | None = None
 ) -> np.ndarray:
     """Per type code (``len(log.types)`` entries), a lower bound on the nodes of that
     type in every model of ``log`` that accepts its traces and satisfies ``inv`` (1 for
-    every type present).  Only the invariants that fail on the initial model (one node
-    per type; ``bad``, a bool mask, when known) can split a type: a conflicting pair gives
-    a violating path in every model where the two share a node, the initial model
-    included."""
-    if bad is None:
-        from .check import violated
-        from .model import PartitionModel
+    every type present): :func:`clique_bounds` of :func:`type_classes`."""
+    return clique_bounds(type_classes(log, inv, bad))
 
-        initial = PartitionModel.initial(log)
-        adj = initial.edge_counts() > 0
-        bad = violated(adj, initial.node_type, inv, len(log.types), trim=False)
-    sides = invariant_sides(log, InvariantCodes(inv.kind[bad], inv.a[bad], inv.b[bad]))
-    n_types = len(log.types)
-    out = np.zeros(n_types, dtype=np.int64)
-    for t in range(n_types):
-        rows = sides[log.codes == t]
-        if not len(rows):
-            continue
-        # only invariants that put instances of t on both sides can split t
-        both = ((rows == _CHAIN).any(axis=0)) & ((rows == _OPEN).any(axis=0))
-        if not both.any():
-            out[t] = 1
-            continue
-        cols = rows[:, both].astype(np.int64)
-        if cols.shape[1] <= 39:  # 3**39 < 2**63: one integer key per class
-            _, first = np.unique(cols @ 3 ** np.arange(cols.shape[1]), return_index=True)
-            classes = cols[first]
-        else:
-            classes = np.unique(cols, axis=0)
-        chain = (classes == _CHAIN).astype(np.int64)
-        open_ = (classes == _OPEN).astype(np.int64)
-        conflict = (chain @ open_.T) > 0
-        out[t] = max(_max_clique(conflict | conflict.T), 1)
-    return out
+
+def colour_classes(
+    conflict: np.ndarray, k: int, order: np.ndarray, max_steps: int = 20_000
+) -> np.ndarray | None:
+    """A proper colouring of the classes with at most ``k`` colours (colour per class,
+    numbered by first use in ``order``; two conflicting classes never share one), found
+    by backtracking over the classes in ``order``, or None when none exists or
+    ``max_steps`` assignments did not find one.  Deterministic for an order."""
+    nbrs = [np.nonzero(row)[0].tolist() for row in conflict]
+    colour = np.full(len(conflict), -1, dtype=np.int64)
+    steps = 0
+
+    def place(i: int, used: int) -> bool:
+        nonlocal steps
+        if i == len(order):
+            return True
+        v = int(order[i])
+        taken = {int(colour[u]) for u in nbrs[v]}
+        for c in range(min(k, used + 1)):
+            if c in taken:
+                continue
+            steps += 1
+            if steps > max_steps:
+                return False
+            colour[v] = c
+            if place(i + 1, max(used, c + 1)):
+                return True
+        colour[v] = -1
+        return False
+
+    return colour if place(0, 0) else None
 
 
 def node_lower_bound(log: EventLog, inv: InvariantCodes, bad: np.ndarray | None = None) -> int:

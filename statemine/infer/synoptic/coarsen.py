@@ -138,8 +138,7 @@ def merge_and_repair(
             part[np.isin(part, nodes)] = nodes[0]
             merged = PartitionModel(log, part, model.node_type.copy()).compact()
             repaired = refine(merged, inv, rng, max_steps=steps, finish="targeted")
-            touched = np.union1d(np.unique(repaired.node_type[merged.n_nodes :]), [t])
-            trial = coarsen(repaired, inv, rng, types=touched)
+            trial = _coarsen_repaired(merged, repaired, int(t), inv, rng)
             if trial.n_nodes < model.n_nodes:
                 model, gained = trial, True
                 if model.n_nodes <= target:
@@ -147,3 +146,102 @@ def merge_and_repair(
         if not gained:
             break
     return model
+
+
+#: Budget of :func:`recolour`: trials times the model's nodes (each trial's repair and
+#: coarsening costs about O(nodes) checks), so a 40-node model gets up to 25 colourings and
+#: repo-apache-cse142's 233 nodes 4.
+RECOLOUR_NODE_TRIALS = 1_000
+
+
+def recolour(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+    classes: list[tuple[np.ndarray, np.ndarray]],
+    type_bounds: np.ndarray,
+    tries: int = 2,
+    rounds: int = 3,
+    max_trials: int = 25,
+    target: int = 0,
+) -> PartitionModel:
+    """Local search by colouring: for each event type with more nodes than its lower
+    bound (seeded order), replace its nodes by a colouring of its instance classes with
+    the bound's number of colours under the pairwise conflicts of
+    :func:`~.bounds.type_classes` (``tries`` distinct colourings from seeded class orders,
+    :func:`~.bounds.colour_classes`), repair the invariants that still fail through other
+    nodes by the targeted history split, coarsen the nodes of that type and of the types
+    the repair split, and keep the result when it has fewer nodes.  Each kept model is a
+    split of a partition followed by sound merges, so it accepts every trace and satisfies
+    every invariant; the node count never grows.  ``rounds`` passes at most (stopping at
+    one that gains nothing), ``max_trials`` colourings in all (fewer on large models:
+    :data:`RECOLOUR_NODE_TRIALS`), stopping early at
+    ``target`` nodes (a lower bound).  Types with more than
+    :data:`~.bounds.EXACT_CLIQUE_CLASSES` classes are skipped.  Deterministic for ``rng``.
+    """
+    from .bounds import EXACT_CLIQUE_CLASSES, colour_classes
+    from .check import violated
+    from .refine import refine_targeted
+
+    log = model.log
+    n_types = len(log.types)
+    trials = 0
+    max_trials = min(max_trials, RECOLOUR_NODE_TRIALS // model.n_nodes)
+    for _ in range(rounds):
+        gained = False
+        counts = np.bincount(model.node_type[model.node_type >= 0], minlength=n_types)
+        for t in rng.permutation(np.nonzero(counts > np.maximum(type_bounds, 1))[0]):
+            cls, conflict = classes[t]
+            if len(conflict) > EXACT_CLIQUE_CLASSES:
+                continue
+            seen: set[bytes] = set()
+            for _ in range(tries):
+                if trials >= max_trials:
+                    return model
+                colour = colour_classes(
+                    conflict, int(type_bounds[t]), rng.permutation(len(conflict))
+                )
+                if colour is None or colour.tobytes() in seen:
+                    continue
+                seen.add(colour.tobytes())
+                trials += 1
+                trial = _recoloured(model, int(t), colour[cls])
+                bad = violated(trial.edge_counts() > 0, trial.node_type, inv, n_types, trim=False)
+                if bad.any():
+                    repaired = refine_targeted(trial, inv, bad)
+                    trial = _coarsen_repaired(trial, repaired, int(t), inv, rng)
+                if trial.n_nodes < model.n_nodes:
+                    model, gained = trial, True
+                    if model.n_nodes <= target:
+                        return model
+                    break
+        if not gained:
+            break
+    return model
+
+
+def _coarsen_repaired(
+    before: PartitionModel,
+    repaired: PartitionModel,
+    t: int,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+) -> PartitionModel:
+    """:func:`coarsen` on ``repaired`` (a split of ``before``, whose new nodes are
+    numbered after ``before``'s), merging only nodes of type ``t`` and of the types the
+    repair split."""
+    touched = np.union1d(np.unique(repaired.node_type[before.n_nodes :]), [t])
+    return coarsen(repaired, inv, rng, types=touched)
+
+
+def _recoloured(model: PartitionModel, t: int, colour: np.ndarray) -> PartitionModel:
+    """``model`` with the instances of type ``t`` regrouped into one node per colour
+    (``colour``: per instance of ``t`` in log order, 0..k-1)."""
+    nodes = np.nonzero(model.node_type == t)[0]
+    k = int(colour.max()) + 1
+    extra = max(0, k - nodes.size)
+    ids = np.concatenate([nodes[:k], model.n_nodes + np.arange(extra)])
+    part = model.part.copy()
+    part[model.log.codes == t] = ids[colour]
+    node_type = np.concatenate([model.node_type, np.full(extra, t)])
+    return PartitionModel(model.log, part, node_type).compact()  # drops emptied nodes
