@@ -23,8 +23,8 @@ from ..statenames import (
     resolve_state,
 )
 from .common import NoCongestionData, _field, _num, _Report, _token
-from .connections import _Connection
-from .derivation import _derived_rows, _pto_counts, _recovery_periods
+from .connections import _SLICE_ROWS, _Connection
+from .derivation import _derived_frames
 from .metrics import _metrics_frame, _MetricsCursor
 from .vocabulary import (
     _APP_LIMITED,
@@ -328,7 +328,6 @@ def _connection_events(
         return None, False
     frame = _connection_rows(conn, trace_id, report)
     has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
-    derived = False
     if has_states:
         if (
             conn.labels["implementation"] is None
@@ -340,36 +339,12 @@ def _connection_events(
             conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
         frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
     elif derive:
-        metrics = _metrics_frame(conn)
-        metrics[list(_METRIC_COLUMNS)] = metrics[
-            list(_METRIC_COLUMNS)
-        ].ffill()  # latest known values
-        periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
-        states = _derived_rows(metrics, periods, _pto_counts(conn))
-        if states.empty:
-            report.warn(
-                None,
-                f"trace {trace_id}: no state events and no cwnd to derive states from; left out",
-            )
-            return None, False
-        report.warn(
-            None,
-            f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
-            + (
-                "and packet events (RFC 9002 recovery periods; marked derived)"
-                if periods is not None
-                else "alone (marked derived): no packet events, so a recovery period ends "
-                "only when cwnd grows again and ApplicationLimited is not derived"
-            ),
+        frames = list(
+            _derived_frames(conn, _SLICE_ROWS, iter([frame]), trace_id, overrides, report)
         )
-        # states the file marks without congestion_state_updated (app limited, a fired PTO)
-        # stay as event rows: the derived states are the trace's states
-        marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
-        marks = marks.assign(kind="event")
-        marks["state"] = marks["state"].map(lambda name: resolve_state(name, None, overrides)[0])
-        frame = pd.concat([states, frame.loc[frame["kind"] == "event"], marks], ignore_index=True)
-        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
-        derived = True
+        if not frames:
+            return None, False
+        return pd.concat(frames, ignore_index=True), True
     else:
         n_metrics = len(conn.metric_rows())
         report.warn(
@@ -378,7 +353,7 @@ def _connection_events(
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
-    return frame.drop(columns="mark"), derived
+    return frame.drop(columns="mark"), False
 
 
 def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
