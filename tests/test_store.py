@@ -1023,3 +1023,57 @@ def test_an_interrupted_first_add_leaves_no_store(tmp_path, monkeypatch):
             assert sorted(p.name for p in store.iterdir()) == [".keep"]
         else:
             assert not store.exists()
+
+
+def _picoquic_qlog(tmp_path: Path, values: tuple[int, ...], hint: bool) -> Path:
+    """A JSON-SEQ qlog of one picoquic connection (no controller named) of 300 numeric
+    state changes cycling through ``values``, each followed by a metrics update at its
+    time (with ``hint``, a state-1 change's cc_param is that window: newreno's)."""
+    import json
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "picoquic", "trace": {}}
+    events: list[dict] = []
+    for k in range(300):
+        t, value = float(k), values[k % len(values)]
+        cwnd = 10_000 + 37 * k
+        param = cwnd if hint and value == 1 else cwnd + 5
+        data = {"new": str(value), "cc_param": param}
+        events.append({"time": t, "name": "recovery:congestion_state_updated", "data": data})
+        events.append({"time": t, "name": "recovery:metrics_updated", "data": {"cwnd": cwnd}})
+    path = tmp_path / f"pico-{'-'.join(map(str, values))}-{int(hint)}.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("values", "hint", "table"),
+    [
+        ((0, 1), True, "picoquic-newreno"),
+        ((0, 1), False, "picoquic-newreno"),
+        ((0, 1, 2), False, "picoquic-cubic"),
+        ((0, 4, 2), False, "picoquic-bbr"),
+        ((0, 2, 655360), False, "picoquic-bbr"),
+    ],
+)
+def test_a_picoquic_connection_is_built_in_parts(tmp_path, values, hint, table):
+    """picoquic's numeric states: the controller table is chosen from the connection's
+    summary (distinct state values, the cc_param hint), so a long connection comes out in
+    parts of at most ``slice_rows`` rows (it was read back and built whole, one part), with
+    the table a whole read chooses; stored in parts of 2 and 50 rows it reads back as the
+    file read whole."""
+    from statemine.parse.qlog import read_qlog_parts
+
+    path = _picoquic_qlog(tmp_path, values, hint)
+    want = statemine.read(path)
+    assert list(want.traces["implementation"]) == [table]
+    assert ("cc_param equals the window" in want.meta["warnings"]) == hint
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    parts = list(read_qlog_parts(path, spill, slice_rows=20))
+    sizes = [len(p.events) for p in parts if p.events is not None]
+    assert len(sizes) > 5 and max(sizes) <= 20 and sum(sizes) == len(want.events)
+    assert list(parts[0].traces["implementation"]) == [table]
+    for rows in (2, 50):
+        store = tmp_path / f"s{rows}"
+        statemine.store_add([path], store, {"fleet": "p"}, batch_rows=rows)
+        _same_set(read_store(store), want, {"fleet": "p"})

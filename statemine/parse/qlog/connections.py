@@ -60,10 +60,32 @@ class _Summary:
     n_pto_counts: int = 0  # metrics updates that log pto_count
     last_packet: float = -math.inf  # time of the latest packet sent or ACK received kept
     packets_unordered: bool = False  # a packet came earlier than one kept before it
+    # what picoquic's controller table is chosen from (statenames.picoquic_controller):
+    # the distinct raw 'new' values of congestion_state_updated events, and whether a
+    # state-1 event's cc_param equals the first window logged at its time after it
+    # (pending: time -> cc_params of state-1 events still waiting for that window)
+    state_values: set[str] = field(default_factory=set)
+    window_hint: bool = False
+    pending: dict[float, set[float]] = field(default_factory=dict)
+
+    def note_window(self, time: float, cwnd: float) -> None:
+        """A metrics update at ``time`` logged cwnd ``cwnd`` (NaN: none): the window
+        logged after the state-1 events pending at that time."""
+        if cwnd == cwnd and self.pending:
+            params = self.pending.pop(time, set())
+            if cwnd in params:
+                self.window_hint = True
+                self.pending.clear()
 
     def note(self, item: tuple) -> None:
         """Count a congestion item ``(time, code, data, line, index, seq)``."""
         self.n_items += 1
+        if item[1] == _STATE:
+            new = str(item[2].get("new"))
+            self.state_values.add(new)
+            param = _num(item[2].get("cc_param"))
+            if new.strip() == "1" and param > 0 and not self.window_hint:
+                self.pending.setdefault(item[0], set()).add(param)
         state = _item_state(item[1], item[2])
         if state is not None:
             self.names.add(state)
@@ -323,14 +345,9 @@ def _extract(
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
             conn.summary.n_metrics += 1
-            conn.metrics.extend(
-                (
-                    seconds,
-                    conn.n_events,
-                    line,
-                    *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report),
-                )
-            )
+            values = _metrics(data, ctx.per_second, line, f"trace {raw.index}", report)
+            conn.metrics.extend((seconds, conn.n_events, line, *values))
+            conn.summary.note_window(seconds, values[0])
         if code is not None and code != _METRICS:
             if code == _MVFST:
                 data = {

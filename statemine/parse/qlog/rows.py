@@ -22,7 +22,7 @@ from ..statenames import (
     picoquic_controller,
     resolve_state,
 )
-from .common import NoCongestionData, _field, _num, _Report, _token
+from .common import NoCongestionData, _field, _Report, _token
 from .connections import _SLICE_ROWS, _Connection
 from .derivation import _derived_frames
 from .metrics import _metrics_frame, _MetricsCursor
@@ -358,16 +358,16 @@ def _connection_events(
 
 def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
     """The picoquic controller table for a connection (statenames.picoquic_controller), with
-    a warning that says which one was chosen and why (and how to choose another)."""
-    metrics = conn.metric_rows()
-    changes = []
-    for time, code, data, _, _, seq in conn.items:
-        if code != _STATE:
-            continue
-        after = metrics[(metrics[:, 0] == time) & (metrics[:, 1] > seq) & ~np.isnan(metrics[:, 3])]
-        changes.append(
-            (data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan)
-        )
+    a warning that says which one was chosen and why (and how to choose another). Chosen
+    from its summary (the distinct state values, and whether a state-1 event's cc_param
+    is the window logged after it, :class:`.connections._Summary`), so a spilled connection
+    needs no second pass; the choice depends on nothing else."""
+    summary = conn.summary
+    changes: list[tuple[object, float, float]] = [
+        (value, math.nan, math.nan) for value in sorted(summary.state_values)
+    ]
+    if summary.window_hint:  # a state-1 change whose cc_param is the window logged after it
+        changes.append(("1", 1.0, 1.0))
     table, reason, ambiguous = picoquic_controller(changes)
     others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
     if ambiguous:

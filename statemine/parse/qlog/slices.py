@@ -9,9 +9,9 @@ each slice comes out as the same rows of :func:`statemine.parse.qlog.read_qlog`'
 A connection whose states are derived from its metrics and packets (RFC 9002 recovery
 periods) takes a few more forward walks (:mod:`.derivation`: its losses, its packets for
 the periods, then its states chunk by chunk). Connections that need more -- events out of
-time order (sorted; packets too where states are derived), states derived without packet
-events, picoquic's numeric states (the controller table is chosen over all state
-changes) -- are read back and built whole.
+time order (sorted; packets too where states are derived) and states derived without
+packet events -- are read back and built whole. picoquic's numeric states are named by a
+controller table chosen from the summary (its distinct state values and one cc_param hint).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .connections import _Connection
 from .derivation import _derived_frames
 from .metrics import _MetricsCursor
 from .rows import (
+    _picoquic_table,
     _renamed,
     _row_frames,
     _start_state,
@@ -43,7 +44,8 @@ from .vocabulary import _METRIC_COLUMNS
 
 def _sliceable(conn: _Connection, derive: bool) -> bool:
     """Whether a connection is built in slices (from its spill files): one that was
-    spilled, in time order, with state events (not picoquic's), or without (left out, or
+    spilled, in time order, with state events (picoquic's table chosen from its summary),
+    or without (left out, or
     with ``derive`` states derived from its metrics and packets, also in time order). Sets
     the implementation detected from its state names, as a whole read does."""
     summary = conn.summary
@@ -58,7 +60,7 @@ def _sliceable(conn: _Connection, derive: bool) -> bool:
         if old is not None:
             names.add(old)
         conn.labels["implementation"] = detect_by_names(names)
-    return implementation_key(conn.labels["implementation"]) != "picoquic"
+    return True
 
 
 def _sliced_parts(
@@ -102,6 +104,8 @@ def _sliced_parts(
             "cwnd/ssthresh",
         )
         return
+    if implementation_key(conn.labels["implementation"]) == "picoquic":
+        conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
     implementation = conn.labels["implementation"]
     traces = pd.DataFrame([_trace_row(path, trace_id, conn, False)])
     traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
