@@ -829,8 +829,8 @@ def _derived_qlog(tmp_path: Path, seed: int, groups: tuple[str, ...], losses: bo
 def test_derived_qlog_connections_are_added_in_slices(tmp_path, seed, groups, losses, rows):
     """Connections whose states are derived (RFC 9002 recovery periods from their packets,
     PTO counts, app-limited verdicts) are added slice by slice and read back as the file
-    read whole: alone, among a connection with states and one derived from cwnd alone
-    (built whole), and with periods from window cuts (no packet_lost)."""
+    read whole: alone, among a connection with states and one derived from cwnd alone,
+    and with periods from window cuts (no packet_lost)."""
     path = _derived_qlog(tmp_path, seed, groups, losses)
     want = statemine.read(path, derive_states=True)
     fields = want.events["fields"].astype(str)
@@ -845,13 +845,15 @@ def test_derived_qlog_connections_are_added_in_slices(tmp_path, seed, groups, lo
     assert not list(store.glob(".spill-*"))
 
 
-def test_a_derived_qlog_connection_is_built_in_parts(tmp_path):
-    """A long connection whose states are derived from its metrics and packets comes out
-    in parts of at most ``slice_rows`` events (it was read back and built whole, one part),
-    which joined are the whole read's rows; no spill file is left behind."""
+@pytest.mark.parametrize("group", ["p", "m"])
+def test_a_derived_qlog_connection_is_built_in_parts(tmp_path, group):
+    """A long connection whose states are derived from its metrics and packets (``p``) or
+    from cwnd alone (``m``) comes out in parts of at most ``slice_rows`` events (it was
+    read back and built whole, one part), which joined are the whole read's rows; no spill
+    file is left behind."""
     from statemine.parse.qlog import read_qlog_parts
 
-    path = _derived_qlog(tmp_path, 12, ("p",))
+    path = _derived_qlog(tmp_path, 12, (group,))
     spill = tmp_path / "spill"
     spill.mkdir()
     parts = list(read_qlog_parts(path, spill, derive_states=True, slice_rows=20))

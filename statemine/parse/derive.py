@@ -57,14 +57,56 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
     and optionally ``ssthresh``; other columns are carried along. Returns the rows of
     ``metrics`` (with cwnd and ssthresh forward-filled) at which the derived state
     changes, with a ``state`` column, and ``ssthresh_inferred`` (the threshold used
-    where none was logged). Rows before the first known cwnd are ignored.
+    where none was logged). Rows before the first known cwnd are ignored. The series in
+    one chunk of :func:`derive_states_chunks`.
 
     >>> m = pd.DataFrame({"time": [0.0, 1, 2, 3, 4, 5],
     ...                   "cwnd": [10.0, 20, 40, 20, 20, 22]})
     >>> derive_states(m)[["time", "state"]].to_records(index=False).tolist()
     [(0.0, 'SlowStart'), (3.0, 'Recovery'), (5.0, 'CongestionAvoidance')]
     """
-    cwnd = ffill(pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float))
+    return pd.concat(list(derive_states_chunks([metrics])), ignore_index=True)
+
+
+@dataclass
+class _CwndCarry:
+    """What :func:`derive_states_chunks` carries from one chunk to the next (values of
+    the latest row before the chunk)."""
+
+    cwnd: float = math.nan  # forward-filled (NaN: none known yet)
+    ssthresh: float = math.nan  # forward-filled
+    recovery: float = 0.0  # 1.0 after a reduction until cwnd grows again
+    reduction: float = math.nan  # the cwnd right after the latest reduction
+    state: str | None = None
+
+
+def derive_states_chunks(metrics: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """:func:`derive_states` of a series in consecutive time-ordered chunks (at least
+    one, all with the same columns), chunk by chunk with a few carried scalars
+    (:class:`_CwndCarry`): the same rows as the series in one chunk, as consecutive
+    frames (the last one empty when none has a row)."""
+    carry = _CwndCarry()
+    made = False
+    out = pd.DataFrame()
+    for chunk in metrics:
+        out = _evaluate_cwnd(chunk, carry)
+        if len(out):
+            made = True
+            yield out
+    if not made:
+        yield out
+
+
+def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
+    """The state changes among one chunk of :func:`derive_states_chunks`, updating
+    ``carry``."""
+    raw = pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float)
+    cwnd = ffill(np.r_[carry.cwnd, raw])[1:]
+    has_logged = "ssthresh" in metrics.columns
+    if has_logged:
+        raw = pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float)
+        every = ffill(np.r_[carry.ssthresh, raw])[1:]
+        carry.ssthresh = float(every[-1]) if every.size else carry.ssthresh
     known = ~np.isnan(cwnd)
     rows = metrics.loc[known].copy()
     cwnd = cwnd[known]
@@ -72,27 +114,23 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
         rows["state"] = pd.Series(dtype=str)
         rows["ssthresh_inferred"] = pd.Series(dtype=float)
         return rows.reset_index(drop=True)
-    step = np.diff(cwnd, prepend=cwnd[0])
+    step = np.diff(cwnd, prepend=cwnd[0] if math.isnan(carry.cwnd) else carry.cwnd)
     reduced = step < 0
     grew = step > 0
-    in_recovery = _last_index_where(reduced) > _last_index_where(grew)
-
-    inferred = ffill(np.where(reduced, cwnd, np.nan))
-    inferred[np.isnan(inferred)] = np.inf
-    if "ssthresh" in rows.columns:
-        logged = ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[
-            known
-        ]
-    else:
-        logged = np.full(cwnd.shape, np.nan)
+    recovery = ffill(np.r_[carry.recovery, np.where(reduced, 1.0, np.where(grew, 0.0, np.nan))])
+    in_recovery = recovery[1:] == 1
+    reduction = ffill(np.r_[carry.reduction, np.where(reduced, cwnd, np.nan)])[1:]
+    inferred = np.where(np.isnan(reduction), np.inf, reduction)
+    logged = every[known] if has_logged else np.full(cwnd.shape, np.nan)
     threshold = np.where(np.isnan(logged), inferred, logged)
-
     state = np.where(
         in_recovery, RECOVERY, np.where(cwnd < threshold, SLOW_START, CONGESTION_AVOIDANCE)
-    )
-    change = np.r_[True, state[1:] != state[:-1]]
+    ).astype(object)
+    change = state != np.r_[np.array([carry.state], dtype=object), state[:-1]]
+    carry.cwnd, carry.recovery = float(cwnd[-1]), float(recovery[-1])
+    carry.reduction, carry.state = float(reduction[-1]), str(state[-1])
     rows["cwnd"] = cwnd
-    if "ssthresh" in rows.columns:
+    if has_logged:
         rows["ssthresh"] = logged
     rows["state"] = state
     rows["ssthresh_inferred"] = np.where(np.isnan(logged), inferred, np.nan)

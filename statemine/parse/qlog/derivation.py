@@ -36,13 +36,22 @@ def _metric_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
         yield _metrics_table(chunk, conn.unordered)
 
 
+def _filled(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The metrics frames with their metric columns forward-filled across frames (the
+    latest known values)."""
+    last = dict.fromkeys(_METRIC_COLUMNS, math.nan)
+    for frame in frames:
+        for column in _METRIC_COLUMNS:
+            values = _derive.ffill(np.r_[last[column], frame[column].to_numpy(float)])
+            last[column] = float(values[-1])
+            frame[column] = values[1:]
+        yield frame
+
+
 def _filled_cwnd(frames: Iterator[pd.DataFrame]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(time, cwnd)`` of each metrics frame, cwnd forward-filled across frames."""
-    before = math.nan
-    for frame in frames:
-        cwnd = _derive.ffill(np.r_[before, frame["cwnd"].to_numpy(float)])
-        before = float(cwnd[-1])
-        yield frame["time"].to_numpy(float), cwnd[1:]
+    for frame in _filled(frames):
+        yield frame["time"].to_numpy(float), frame["cwnd"].to_numpy(float)
 
 
 def _packet_columns(conn: _Connection, rows: int) -> list[np.ndarray]:
@@ -167,8 +176,8 @@ def _derived_frames(
     the derived state rows, its event rows and (as event rows) the states the file marks
     outside congestion_state_updated (app limited, a fired PTO), time-ordered (at equal
     times in that order). ``row_frames``: its rows (:func:`.rows._row_frames`), in (time,
-    seq) order. Nothing (and a warning) where it has no cwnd. With packet events (RFC 9002
-    recovery periods) the connection is read ``rows`` rows at a time; without, whole."""
+    seq) order. Nothing (and a warning) where it has no cwnd. The connection is read
+    ``rows`` rows at a time."""
     rfc9002 = conn.has("sent") and conn.has("acks")
     if rfc9002:
         periods = _recovery_periods(conn, rows)
@@ -176,9 +185,7 @@ def _derived_frames(
             _metric_frames(conn, rows), periods, pto_count=_pto_frames(conn, rows)
         )
     else:
-        metrics = pd.concat(list(_metric_frames(conn, rows)), ignore_index=True)
-        metrics[list(_METRIC_COLUMNS)] = metrics[list(_METRIC_COLUMNS)].ffill()  # latest known
-        states = iter([_derive.derive_states(metrics)])
+        states = _derive.derive_states_chunks(_filled(_metric_frames(conn, rows)))
     derived = (_derived_rows(frame, rfc9002).assign(_rank=0) for frame in states if len(frame))
     first = next(derived, None)
     if first is None:

@@ -6,12 +6,12 @@ What the rows need decided over the whole connection is in its :class:`_Summary`
 first item that makes a state row, the raw state names, whether it has state events and
 logs PTO counts) or in its own fields (first and last event time, event count, labels), so
 each slice comes out as the same rows of :func:`statemine.parse.qlog.read_qlog`'s frame.
-A connection whose states are derived from its metrics and packets (RFC 9002 recovery
+A connection whose states are derived from its metrics (and packets: RFC 9002 recovery
 periods) takes a few more forward walks (:mod:`.derivation`: its losses, its packets for
-the periods, then its states chunk by chunk). Connections that need more -- events out of
-time order (sorted; packets too where states are derived) and states derived without
-packet events -- are read back and built whole. picoquic's numeric states are named by a
-controller table chosen from the summary (its distinct state values and one cc_param hint).
+the periods, then its states chunk by chunk); picoquic's numeric states are named by a
+controller table chosen from the summary (its distinct state values and one cc_param
+hint). Connections whose events (or, with derived states, packets) go back in time are
+read back, sorted and built whole.
 """
 
 from __future__ import annotations
@@ -45,15 +45,14 @@ from .vocabulary import _METRIC_COLUMNS
 def _sliceable(conn: _Connection, derive: bool) -> bool:
     """Whether a connection is built in slices (from its spill files): one that was
     spilled, in time order, with state events (picoquic's table chosen from its summary),
-    or without (left out, or
-    with ``derive`` states derived from its metrics and packets, also in time order). Sets
-    the implementation detected from its state names, as a whole read does."""
+    or without (left out, or with ``derive`` states derived from its metrics, and packets
+    where it has them, also in time order). Sets the implementation detected from its
+    state names, as a whole read does."""
     summary = conn.summary
     if conn.stem is None or conn.unordered:
         return False
-    if not summary.has_states:
-        packets = conn.has("sent") and conn.has("acks") and not summary.packets_unordered
-        return not derive or packets
+    if not summary.has_states:  # RFC 9002 periods (with packets) need them in time order
+        return not (derive and conn.has("sent") and conn.has("acks") and summary.packets_unordered)
     if summary.has_states and conn.labels["implementation"] is None:
         names = set(summary.names)
         old = _start_state(summary.first_state, conn.start)
