@@ -26,12 +26,25 @@ from pathlib import Path
 _STATES = ("slow_start", "recovery", "congestion_avoidance", "application_limited")
 
 
-def events(n: int):
-    """n qlog 0.3 events of one connection, times in ms."""
+def events(n: int, derived: bool = False):
+    """n qlog 0.3 events of one connection, times in ms. With ``derived`` no state event:
+    an ACK (largest acknowledged: the packet before) in place of each state change, every
+    tenth of them a loss of the packet three before (states derived, RFC 9002)."""
     cwnd = 12000
     for i in range(n):
         t = i * 0.05
-        if i % 100 == 0:
+        if i % 100 == 0 and derived:
+            lost = {"header": {"packet_type": "1RTT", "packet_number": i - 3}}
+            ack = {
+                "header": {"packet_type": "1RTT"},
+                "frames": [{"frame_type": "ack", "acked_ranges": [[0, i - 1]]}],
+            }
+            yield (
+                {"time": t, "name": "recovery:packet_lost", "data": lost}
+                if i % 1000 == 0
+                else {"time": t, "name": "transport:packet_received", "data": ack}
+            )
+        elif i % 100 == 0:
             yield {
                 "time": t,
                 "name": "recovery:congestion_state_updated",
@@ -62,9 +75,11 @@ def events(n: int):
             }
 
 
-def write_files(n: int, folder: Path, gzipped: bool = True) -> dict[str, Path]:
+def write_files(
+    n: int, folder: Path, gzipped: bool = True, derived: bool = False
+) -> dict[str, Path]:
     """The JSON-SEQ and JSON document files of ``n`` events in ``folder`` (and both
-    gzip'ed with ``gzipped``)."""
+    gzip'ed with ``gzipped``; ``derived``: no state events, see :func:`events`)."""
     header = {
         "qlog_format": "JSON-SEQ",
         "qlog_version": "0.3",
@@ -77,7 +92,7 @@ def write_files(n: int, folder: Path, gzipped: bool = True) -> dict[str, Path]:
     seq = folder / "bench.sqlog"
     with open(seq, "w") as fh:
         fh.write("\x1e" + json.dumps(header) + "\n")
-        for ev in events(n):
+        for ev in events(n, derived):
             fh.write("\x1e" + json.dumps(ev) + "\n")
     doc = folder / "bench.qlog"
     with open(doc, "w") as fh:
@@ -86,7 +101,7 @@ def write_files(n: int, folder: Path, gzipped: bool = True) -> dict[str, Path]:
             '"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd", "time_format": "relative"},'
             ' "events": ['
         )
-        for i, ev in enumerate(events(n)):
+        for i, ev in enumerate(events(n, derived)):
             fh.write(("," if i else "") + json.dumps(ev))
         fh.write("]}]}")
     files = {"json-seq": seq, "json document": doc}

@@ -11,7 +11,9 @@ the process's peak RSS and the store's bytes per event on disk (all its Parquet 
   qlog-document``: the same as one contained JSON document. Added in bounded memory
   (statemine.parse.qlog.read_qlog_parts): the connection's congestion events are spilled
   to the store's spill folder, then built 2^18 rows at a time; its packet events are
-  only counted.
+  only counted. ``--format qlog-derived``: the JSON-SEQ connection without state events
+  (ACKs and losses in their place), added with ``--derive-states`` (RFC 9002 recovery
+  periods from the packets).
 * ``--format ftrace``: benchmarks/bench_ftrace.py's tracefs text (200 sockets, 95 %
   tcp_probe); spilled and added in batches of 2^18 lines (read_ftrace_batches).
 
@@ -34,12 +36,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-FORMATS = ("statemine", "qlog", "qlog-document", "ftrace")
+FORMATS = ("statemine", "qlog", "qlog-document", "qlog-derived", "ftrace")
 
 
 def make_input(fmt: str, events: int, cache: Path) -> Path:
     """The cached input file of ``events`` events in ``fmt`` (written once)."""
-    name = {"statemine": "log", "qlog": "sqlog", "qlog-document": "qlog", "ftrace": "ftrace.txt"}
+    name = {
+        "statemine": "log",
+        "qlog": "sqlog",
+        "qlog-document": "qlog",
+        "qlog-derived": "derived.sqlog",
+        "ftrace": "ftrace.txt",
+    }
     path = cache / f"bench-store-{events}.{name[fmt]}"
     if fmt == "statemine":
         path = cache / f"bench-{events}.log"  # bench_infer's cached log
@@ -57,8 +65,8 @@ def make_input(fmt: str, events: int, cache: Path) -> Path:
         from bench_qlog import write_files
 
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            written = write_files(events, Path(tmp), gzipped=False)
-            key = "json-seq" if fmt == "qlog" else "json document"
+            written = write_files(events, Path(tmp), gzipped=False, derived=fmt == "qlog-derived")
+            key = "json document" if fmt == "qlog-document" else "json-seq"
             os.replace(written[key], path)
     return path
 
@@ -75,11 +83,13 @@ finally:
 """
 
 
-def add_once(log: Path, events: int) -> str:
-    """Run `statemine store add` on ``log`` in a fresh process; one line of figures."""
+def add_once(log: Path, events: int, derive: bool = False) -> str:
+    """Run `statemine store add` on ``log`` in a fresh process (with ``--derive-states``
+    when ``derive``); one line of figures."""
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         argv = ["store", "add", str(log), "--store", str(store), "--label", "impl=bench"]
+        argv += ["--derive-states"] if derive else []
         t0 = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(
@@ -112,7 +122,7 @@ def main() -> None:
         log = make_input(args.format, events, args.cache)
         print(f"{args.format}: {log} ({events} events, {log.stat().st_size / 1e6:.0f} MB)")
         for _ in range(args.repeat):
-            print(add_once(log, events), flush=True)
+            print(add_once(log, events, args.format == "qlog-derived"), flush=True)
 
 
 if __name__ == "__main__":

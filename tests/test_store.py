@@ -576,7 +576,8 @@ def test_real_qlogs_round_trip_through_the_store_connection_by_connection(tmp_pa
 
 def _qlog_events(seed: int, n: int, groups: tuple[str, ...]) -> list[dict]:
     """``n`` random qlog events (time in ms, ordered) of the connections ``groups`` (a
-    group named ``m...`` logs metrics and packets only, so its states are derived):
+    group named ``m...`` logs metrics only, one named ``p...`` metrics, packets, losses and
+    PTO timers, so their states are derived, from cwnd alone or with RFC 9002 periods):
     state changes (a missing ``new``, an ``old`` that breaks the chain, names no table
     knows), metrics updates (some logging pto_count), PTO timers, losses, spurious losses,
     mvfst app-limited and metric updates, packets sent and acknowledged. A connection
@@ -591,8 +592,10 @@ def _qlog_events(seed: int, n: int, groups: tuple[str, ...]) -> list[dict]:
     for _ in range(n):
         g = rng.choice(groups)
         t += rng.choice([0.0, 0.25, 1.0])
-        r = rng.random() if not g.startswith("m") else 0.1 + 0.25 * rng.random()
-        if seen[g] < 2 and not g.startswith("m"):
+        r = rng.random()
+        if g.startswith(("m", "p")):  # no states: metrics (and packets, losses, timers)
+            r = 0.1 + (0.25 if g.startswith("m") else 0.65) * rng.random()
+        if seen[g] < 2 and not g.startswith(("m", "p")):
             r = (0.2, 0.0)[seen[g]]
         seen[g] += 1
         if r < 0.1:
@@ -792,14 +795,80 @@ def test_a_qlog_cut_off_after_spilling_leaves_nothing(tmp_path):
         pytest.param("qvis/quictrace_example_github.qlog.gz", marks=pytest.mark.slow),
     ],
 )
-def test_real_qlogs_round_trip_in_slices_of_one_row(tmp_path, name):
-    """Real qlogs (read in place) added with one-row slices (every connection spilled
-    after each event) read back as the file read whole."""
+@pytest.mark.parametrize("rows", [1, 2, 50])
+def test_real_qlogs_round_trip_in_slices(tmp_path, name, rows):
+    """Real qlogs (read in place) added with slices of one, two and 50 rows (with one,
+    every connection is spilled after each event; states derived where a connection has
+    none) read back as the file read whole."""
     path = shared("real-qlog", *name.split("/"))
     want = statemine.read(path, derive_states=True)
     read = ReadOptions(derive_states=True)
-    statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=1)
+    statemine.store_add([path], tmp_path / "s", {"fleet": "real"}, read, batch_rows=rows)
     _same_set(read_store(tmp_path / "s"), want, {"fleet": "real"})
+
+
+def _derived_qlog(tmp_path: Path, seed: int, groups: tuple[str, ...], losses: bool = True) -> Path:
+    """A generated JSON-SEQ qlog of 1,500 events of ``groups`` (:func:`_qlog_events`),
+    without packet_lost events unless ``losses`` (recovery periods from window cuts)."""
+    import json
+
+    events = _qlog_events(seed, 1500, groups)
+    if not losses:
+        events = [e for e in events if e["name"] != "recovery:packet_lost"]
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go", "trace": {}}
+    path = tmp_path / f"derived-{seed}.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events]))
+    return path
+
+
+@pytest.mark.parametrize("rows", [2, 50])
+@pytest.mark.parametrize(
+    ("seed", "groups", "losses"),
+    [(11, ("p",), True), (12, ("p", "a", "p2", "m"), True), (13, ("p", "p2"), False)],
+)
+def test_derived_qlog_connections_are_added_in_slices(tmp_path, seed, groups, losses, rows):
+    """Connections whose states are derived (RFC 9002 recovery periods from their packets,
+    PTO counts, app-limited verdicts) are added slice by slice and read back as the file
+    read whole: alone, among a connection with states and one derived from cwnd alone,
+    and with periods from window cuts (no packet_lost)."""
+    path = _derived_qlog(tmp_path, seed, groups, losses)
+    want = statemine.read(path, derive_states=True)
+    fields = want.events["fields"].astype(str)
+    assert fields.str.contains("derived=rfc9002").any()
+    assert {"Recovery (derived)", "ApplicationLimited (derived)", "ProbeTimeout (derived)"} <= set(
+        want.events["state"].astype(str)
+    )
+    store = tmp_path / "s"
+    read = ReadOptions(derive_states=True)
+    statemine.store_add([path], store, {"fleet": "a"}, read, batch_rows=rows)
+    _same_set(read_store(store), want, {"fleet": "a"})
+    assert not list(store.glob(".spill-*"))
+
+
+@pytest.mark.parametrize("group", ["p", "m"])
+def test_a_derived_qlog_connection_is_built_in_parts(tmp_path, group):
+    """A long connection whose states are derived from its metrics and packets (``p``) or
+    from cwnd alone (``m``) comes out in parts of at most ``slice_rows`` events (it was
+    read back and built whole, one part), which joined are the whole read's rows; no spill
+    file is left behind."""
+    from statemine.parse.qlog import read_qlog_parts
+
+    path = _derived_qlog(tmp_path, 12, (group,))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    parts = list(read_qlog_parts(path, spill, derive_states=True, slice_rows=20))
+    sizes = [len(p.events) for p in parts if p.events is not None]
+    want = statemine.read(path, derive_states=True)
+    assert bool(want.traces["derived"].all()) and want.n_traces == 1
+    assert len(sizes) > 5 and max(sizes) <= 20 and sum(sizes) == len(want.events)
+    assert sum(p.first for p in parts) == 1 and bool(parts[0].traces["derived"].all())
+    events = pd.concat([p.events for p in parts if p.events is not None], ignore_index=True)
+    text = {"trace": str, "kind": str, "state": str, "fields": str}
+    columns = list(want.events.columns)
+    pd.testing.assert_frame_equal(
+        events[columns].astype(text), want.events.astype(text), check_dtype=False
+    )
+    assert not list(spill.iterdir())
 
 
 # -- bad stores and interrupted appends (issue 17) -----------------------------------------
@@ -956,3 +1025,57 @@ def test_an_interrupted_first_add_leaves_no_store(tmp_path, monkeypatch):
             assert sorted(p.name for p in store.iterdir()) == [".keep"]
         else:
             assert not store.exists()
+
+
+def _picoquic_qlog(tmp_path: Path, values: tuple[int, ...], hint: bool) -> Path:
+    """A JSON-SEQ qlog of one picoquic connection (no controller named) of 300 numeric
+    state changes cycling through ``values``, each followed by a metrics update at its
+    time (with ``hint``, a state-1 change's cc_param is that window: newreno's)."""
+    import json
+
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "picoquic", "trace": {}}
+    events: list[dict] = []
+    for k in range(300):
+        t, value = float(k), values[k % len(values)]
+        cwnd = 10_000 + 37 * k
+        param = cwnd if hint and value == 1 else cwnd + 5
+        data = {"new": str(value), "cc_param": param}
+        events.append({"time": t, "name": "recovery:congestion_state_updated", "data": data})
+        events.append({"time": t, "name": "recovery:metrics_updated", "data": {"cwnd": cwnd}})
+    path = tmp_path / f"pico-{'-'.join(map(str, values))}-{int(hint)}.sqlog"
+    path.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("values", "hint", "table"),
+    [
+        ((0, 1), True, "picoquic-newreno"),
+        ((0, 1), False, "picoquic-newreno"),
+        ((0, 1, 2), False, "picoquic-cubic"),
+        ((0, 4, 2), False, "picoquic-bbr"),
+        ((0, 2, 655360), False, "picoquic-bbr"),
+    ],
+)
+def test_a_picoquic_connection_is_built_in_parts(tmp_path, values, hint, table):
+    """picoquic's numeric states: the controller table is chosen from the connection's
+    summary (distinct state values, the cc_param hint), so a long connection comes out in
+    parts of at most ``slice_rows`` rows (it was read back and built whole, one part), with
+    the table a whole read chooses; stored in parts of 2 and 50 rows it reads back as the
+    file read whole."""
+    from statemine.parse.qlog import read_qlog_parts
+
+    path = _picoquic_qlog(tmp_path, values, hint)
+    want = statemine.read(path)
+    assert list(want.traces["implementation"]) == [table]
+    assert ("cc_param equals the window" in want.meta["warnings"]) == hint
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    parts = list(read_qlog_parts(path, spill, slice_rows=20))
+    sizes = [len(p.events) for p in parts if p.events is not None]
+    assert len(sizes) > 5 and max(sizes) <= 20 and sum(sizes) == len(want.events)
+    assert list(parts[0].traces["implementation"]) == [table]
+    for rows in (2, 50):
+        store = tmp_path / f"s{rows}"
+        statemine.store_add([path], store, {"fleet": "p"}, batch_rows=rows)
+        _same_set(read_store(store), want, {"fleet": "p"})

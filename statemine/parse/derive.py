@@ -22,6 +22,11 @@ input uses (bytes for windows, seconds for time); the function only compares the
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain
+
 import numpy as np
 import pandas as pd
 
@@ -52,14 +57,56 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
     and optionally ``ssthresh``; other columns are carried along. Returns the rows of
     ``metrics`` (with cwnd and ssthresh forward-filled) at which the derived state
     changes, with a ``state`` column, and ``ssthresh_inferred`` (the threshold used
-    where none was logged). Rows before the first known cwnd are ignored.
+    where none was logged). Rows before the first known cwnd are ignored. The series in
+    one chunk of :func:`derive_states_chunks`.
 
     >>> m = pd.DataFrame({"time": [0.0, 1, 2, 3, 4, 5],
     ...                   "cwnd": [10.0, 20, 40, 20, 20, 22]})
     >>> derive_states(m)[["time", "state"]].to_records(index=False).tolist()
     [(0.0, 'SlowStart'), (3.0, 'Recovery'), (5.0, 'CongestionAvoidance')]
     """
-    cwnd = ffill(pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float))
+    return pd.concat(list(derive_states_chunks([metrics])), ignore_index=True)
+
+
+@dataclass
+class _CwndCarry:
+    """What :func:`derive_states_chunks` carries from one chunk to the next (values of
+    the latest row before the chunk)."""
+
+    cwnd: float = math.nan  # forward-filled (NaN: none known yet)
+    ssthresh: float = math.nan  # forward-filled
+    recovery: float = 0.0  # 1.0 after a reduction until cwnd grows again
+    reduction: float = math.nan  # the cwnd right after the latest reduction
+    state: str | None = None
+
+
+def derive_states_chunks(metrics: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """:func:`derive_states` of a series in consecutive time-ordered chunks (at least
+    one, all with the same columns), chunk by chunk with a few carried scalars
+    (:class:`_CwndCarry`): the same rows as the series in one chunk, as consecutive
+    frames (the last one empty when none has a row)."""
+    carry = _CwndCarry()
+    made = False
+    out = pd.DataFrame()
+    for chunk in metrics:
+        out = _evaluate_cwnd(chunk, carry)
+        if len(out):
+            made = True
+            yield out
+    if not made:
+        yield out
+
+
+def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
+    """The state changes among one chunk of :func:`derive_states_chunks`, updating
+    ``carry``."""
+    raw = pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float)
+    cwnd = ffill(np.r_[carry.cwnd, raw])[1:]
+    has_logged = "ssthresh" in metrics.columns
+    if has_logged:
+        raw = pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float)
+        every = ffill(np.r_[carry.ssthresh, raw])[1:]
+        carry.ssthresh = float(every[-1]) if every.size else carry.ssthresh
     known = ~np.isnan(cwnd)
     rows = metrics.loc[known].copy()
     cwnd = cwnd[known]
@@ -67,27 +114,23 @@ def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
         rows["state"] = pd.Series(dtype=str)
         rows["ssthresh_inferred"] = pd.Series(dtype=float)
         return rows.reset_index(drop=True)
-    step = np.diff(cwnd, prepend=cwnd[0])
+    step = np.diff(cwnd, prepend=cwnd[0] if math.isnan(carry.cwnd) else carry.cwnd)
     reduced = step < 0
     grew = step > 0
-    in_recovery = _last_index_where(reduced) > _last_index_where(grew)
-
-    inferred = ffill(np.where(reduced, cwnd, np.nan))
-    inferred[np.isnan(inferred)] = np.inf
-    if "ssthresh" in rows.columns:
-        logged = ffill(pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float))[
-            known
-        ]
-    else:
-        logged = np.full(cwnd.shape, np.nan)
+    recovery = ffill(np.r_[carry.recovery, np.where(reduced, 1.0, np.where(grew, 0.0, np.nan))])
+    in_recovery = recovery[1:] == 1
+    reduction = ffill(np.r_[carry.reduction, np.where(reduced, cwnd, np.nan)])[1:]
+    inferred = np.where(np.isnan(reduction), np.inf, reduction)
+    logged = every[known] if has_logged else np.full(cwnd.shape, np.nan)
     threshold = np.where(np.isnan(logged), inferred, logged)
-
     state = np.where(
         in_recovery, RECOVERY, np.where(cwnd < threshold, SLOW_START, CONGESTION_AVOIDANCE)
-    )
-    change = np.r_[True, state[1:] != state[:-1]]
+    ).astype(object)
+    change = state != np.r_[np.array([carry.state], dtype=object), state[:-1]]
+    carry.cwnd, carry.recovery = float(cwnd[-1]), float(recovery[-1])
+    carry.reduction, carry.state = float(reduction[-1]), str(state[-1])
     rows["cwnd"] = cwnd
-    if "ssthresh" in rows.columns:
+    if has_logged:
         rows["ssthresh"] = logged
     rows["state"] = state
     rows["ssthresh_inferred"] = np.where(np.isnan(logged), inferred, np.nan)
@@ -109,7 +152,7 @@ def recovery_periods(
     sent_time: np.ndarray,
     sent_pn: np.ndarray,
     ack_time: np.ndarray,
-    ack_largest: np.ndarray,
+    ack_best: np.ndarray,
     congestion_pn: np.ndarray | None = None,
     undo_time: np.ndarray = _NO_UNDO,
     undo_pn: np.ndarray = _NO_UNDO,
@@ -126,13 +169,14 @@ def recovery_periods(
     ``undo_pn``: spurious losses; ``congestion_pn``: the lost packets' numbers; quic-go then
     restores the window).
     ``sent_*`` are the application-space packets sent (time-ordered), ``ack_*`` the ACKs
-    received (time-ordered, largest acknowledged packet number of each).
+    received (time-ordered; ``ack_best``: the largest packet number acknowledged so far at
+    each, non-decreasing). Only a few elements of the packet arrays are read per period
+    (binary searches), so they can be memory maps of any length.
 
     >>> recovery_periods(np.array([1.0, 1.5, 4.0]), np.array([0.9, 1.2, 3.9]), np.array([0.5, 1.2, 2.0, 4.5]),
     ...                  np.array([1, 2, 3, 4]), np.array([1.1, 2.5, 3.0, 5.0]), np.array([1, 1, 2, 4]))
     [(1.0, 3.0, False), (4.0, 5.0, False)]
     """
-    best = np.maximum.accumulate(ack_largest) if ack_largest.size else ack_largest
     periods: list[tuple[float, float, bool]] = []
     start = end = -np.inf
     order = np.argsort(congestion, kind="stable")
@@ -147,7 +191,7 @@ def recovery_periods(
             end = np.inf
         else:
             k = max(
-                int(np.searchsorted(best, sent_pn[first], side="left")),
+                int(np.searchsorted(ack_best, sent_pn[first], side="left")),
                 int(np.searchsorted(ack_time, start, side="right")),
             )
             end = float(ack_time[k]) if k < ack_time.size else np.inf
@@ -158,106 +202,155 @@ def recovery_periods(
     return periods
 
 
-def _app_limited(
-    cwnd: np.ndarray, inflight: np.ndarray, slow: np.ndarray, slack: float
-) -> np.ndarray:
-    """Whether the sender is application limited at each update, judged as quic-go's cubic
-    sender does on each ACK (isCwndLimited, with the bytes in flight *before* the ACK): at
-    an update whose bytes in flight fell (an ACK), the previous update's value is compared
-    with the window -- limited by the window when at most ``slack`` bytes below it, or over
-    half of it in slow start; between ACKs the verdict stands."""
-    prior = np.r_[np.nan, inflight[:-1]]
-    ack = inflight < prior
-    with np.errstate(invalid="ignore"):
-        window_limited = (prior >= cwnd - slack) | (slow & (prior > cwnd / 2))
-    verdict = np.where(ack, np.where(window_limited, 0.0, 1.0), np.nan)
-    return ffill(verdict) == 1
-
-
-def _count_at(time: np.ndarray, count_time: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The latest of the (time-ordered) ``count`` values logged at or before each ``time``
-    (0 before the first)."""
-    k = np.searchsorted(count_time, time, side="right") - 1
-    return np.where(k >= 0, count[np.maximum(k, 0)], 0.0) if count.size else np.zeros(time.shape)
-
-
 def end_at_window_growth(
-    periods: list[tuple[float, float, bool]], time: np.ndarray, cwnd: np.ndarray
+    periods: list[tuple[float, float, bool]], chunks: Iterable[tuple[np.ndarray, np.ndarray]]
 ) -> list[tuple[float, float, bool]]:
-    """``periods`` with each one ended, as undone, at the first update inside it whose cwnd
-    is larger than the update's before: the window does not grow during a recovery period
-    (RFC 9002 section 7.3.2), so growth means the sender left it by undoing the reduction
-    (quiche CUBIC's rollback after a spurious loss restores cwnd and ssthresh and logs no
-    spurious_loss). ``time``/``cwnd``: the metrics updates, time-ordered, cwnd forward-filled.
+    """``periods`` (in order of start) with each one ended, as undone, at the first update
+    inside it whose cwnd is larger than the update's before: the window does not grow
+    during a recovery period (RFC 9002 section 7.3.2), so growth means the sender left it
+    by undoing the reduction (quiche CUBIC's rollback after a spurious loss restores cwnd
+    and ssthresh and logs no spurious_loss). ``chunks``: the metrics updates
+    ``(time, cwnd)``, time-ordered, in consecutive chunks (one: the whole series), cwnd
+    forward-filled; walked once, holding one chunk.
 
-    >>> end_at_window_growth([(1.0, 5.0, False)], np.array([0.0, 1.0, 2.0, 3.0]),
-    ...                      np.array([20.0, 10.0, 10.0, 20.0]))
+    >>> end_at_window_growth([(1.0, 5.0, False)], [(np.array([0.0, 1.0, 2.0, 3.0]),
+    ...                      np.array([20.0, 10.0, 10.0, 20.0]))])
     [(1.0, 3.0, True)]
     """
-    grown = time[np.r_[False, np.diff(cwnd) > 0]]  # times of the updates that grew cwnd
-    out = []
-    for start, end, undone in periods:
-        k = int(np.searchsorted(grown, start, side="right"))
-        if k < grown.size and grown[k] < end:
-            out.append((start, float(grown[k]), True))
-        else:
-            out.append((start, end, undone))
+    out = list(periods)
+    pending = 0  # periods before this one have found their growth (or need none)
+    before = math.nan  # the cwnd of the update before the chunk
+    for time, cwnd in chunks:
+        if not cwnd.size:
+            continue
+        grown = time[np.diff(cwnd, prepend=before) > 0]  # times of the updates that grew cwnd
+        before = float(cwnd[-1])
+        while grown.size and pending < len(out) and out[pending][0] < grown[-1]:
+            start, end, _ = out[pending]
+            first = float(grown[int(np.searchsorted(grown, start, side="right"))])
+            if first < end:
+                out[pending] = (start, first, True)
+            pending += 1
     return out
 
 
-def derive_states_rfc9002(
-    metrics: pd.DataFrame,
-    periods: list[tuple[float, float, bool]],
-    *,
-    app_limited_slack: float = 3 * 1280.0,
-    pto_count: tuple[np.ndarray, np.ndarray] | None = None,
+def _app_limited(
+    cwnd: np.ndarray,
+    inflight: np.ndarray,
+    prior: np.ndarray,
+    slow: np.ndarray,
+    slack: float,
+    verdict_before: float,
+) -> tuple[np.ndarray, float]:
+    """Whether the sender is application limited at each update, judged as quic-go's cubic
+    sender does on each ACK (isCwndLimited, with the bytes in flight *before* the ACK): at
+    an update whose bytes in flight fell below the update's before (``prior``: an ACK), the
+    previous update's value is compared with the window -- limited by the window when at
+    most ``slack`` bytes below it, or over half of it in slow start; between ACKs the
+    verdict stands (``verdict_before``: 1.0 limited, 0.0 not, NaN none yet). Returns the
+    verdicts and the last one (carried to the next chunk)."""
+    ack = inflight < prior
+    with np.errstate(invalid="ignore"):
+        window_limited = (prior >= cwnd - slack) | (slow & (prior > cwnd / 2))
+    verdict = ffill(
+        np.r_[verdict_before, np.where(ack, np.where(window_limited, 0.0, 1.0), np.nan)]
+    )
+    return verdict[1:] == 1, float(verdict[-1])
+
+
+#: Marks a PTO count's row among the rows evaluated (the count; NaN on other rows).
+PTO_COLUMN = "_pto_count"
+
+
+def merge_by_time(streams: list[Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
+    """The rows of time-ordered frame ``streams`` merged by ``time`` (stable: at equal
+    times the earlier stream first, each stream in its order), as consecutive frames that
+    each hold every row of the times they cover (so an equal-time group is never split).
+    Holds about one frame per stream (more only while a stream repeats one time)."""
+    held: list[pd.DataFrame] = [pd.DataFrame() for _ in streams]
+    live = [True] * len(streams)
+
+    def pull(i: int) -> None:
+        for frame in streams[i]:
+            if len(frame):
+                held[i] = pd.concat([held[i], frame], ignore_index=True) if len(held[i]) else frame
+                return
+        live[i] = False
+
+    while True:
+        for i in range(len(streams)):
+            if live[i] and not len(held[i]):
+                pull(i)
+        ends = [(float(held[i]["time"].iloc[-1]), i) for i in range(len(streams)) if live[i]]
+        cutoff, lowest = min(ends) if ends else (math.inf, -1)
+        out = []
+        for i, frame in enumerate(held):
+            if len(frame):
+                below = frame["time"].to_numpy(float) < cutoff
+                out.append(frame.loc[below])
+                held[i] = frame.loc[~below].reset_index(drop=True)
+        rows = [frame for frame in out if len(frame)]
+        if rows:
+            merged = pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0]
+            order = np.argsort(merged["time"].to_numpy(float), kind="stable")
+            yield merged.iloc[order].reset_index(drop=True)
+        if lowest < 0:
+            return
+        if not rows:
+            pull(lowest)
+
+
+@dataclass
+class _Carry:
+    """What the state evaluation of :func:`derive_states_rfc9002` carries from one chunk
+    of rows to the next (each a value of the latest row before the chunk)."""
+
+    values: dict[str, float] = field(default_factory=dict)  # forward-filled columns
+    cwnd: float = math.nan  # cwnd (NaN: no known cwnd yet)
+    reduction: float = math.nan  # the cwnd right after the latest counted reduction
+    inflight: float = math.nan
+    verdict: float = math.nan  # the app-limited verdict (1.0, 0.0, NaN: none yet)
+    count: float = 0.0  # the latest PTO count
+    state: str | None = None
+
+
+def _evaluate(
+    rows: pd.DataFrame,
+    periods: np.ndarray,
+    slack: float,
+    carry: _Carry,
 ) -> pd.DataFrame:
-    """State changes from metrics and RFC 9002 recovery periods (packet events known).
-
-    ``Recovery`` inside each period; outside them ``ApplicationLimited`` where the window is
-    not the limit (:func:`_app_limited`: at an ACK, the bytes in flight before it below cwnd
-    by more than ``app_limited_slack`` bytes -- quic-go's three 1280-byte packets -- and in
-    slow start at most half the window), else ``SlowStart`` below ssthresh (logged, or
-    inferred as in :func:`derive_states`: the window right after the latest reduction) and
-    ``CongestionAvoidance`` above; window reductions within an undone period do not count
-    (the sender restored its window and threshold). Where the stack logs its PTO count
-    (``pto_count``: time-ordered ``(times, counts)``; quic-go, quiche), ``ProbeTimeout`` while the
-    latest count is above 0 (a PTO fired and no ACK came since, RFC 9002 section 6.2),
-    before every other state. States are evaluated at every metrics update, at each
-    period's start and end and at each logged count (metrics forward-filled); only changes
-    are kept, with ``ssthresh_inferred`` as in :func:`derive_states`.
-
-    >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
-    ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
-    >>> derive_states_rfc9002(m, [(1.5, 2.5, False)])[["time", "state"]].to_records(index=False).tolist()
-    [(0.0, 'SlowStart'), (1.5, 'Recovery'), (2.5, 'CongestionAvoidance'), (3.0, 'ApplicationLimited')]
-    """
-    base = metrics.reset_index(drop=True)
-    bounds = [t for start, end, _ in periods for t in (start, end) if np.isfinite(t)]
-    if pto_count is not None:
-        bounds += pto_count[0].tolist()
-    rows = pd.concat([base, pd.DataFrame({"time": bounds})], ignore_index=True)
-    rows = rows.iloc[np.argsort(rows["time"].to_numpy(float), kind="stable")].reset_index(drop=True)
-    for column in rows.columns.drop(
-        ["time", "line"], errors="ignore"
-    ):  # period bounds carry the latest values
-        rows[column] = ffill(pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float))
+    """The state changes among one chunk of time-ordered ``rows`` (see
+    :func:`derive_states_rfc9002`), updating ``carry``. ``periods``: (n, 3) start, end,
+    undone."""
+    rows = rows.reset_index(drop=True)
+    counts = rows.pop(PTO_COLUMN).to_numpy(float)
+    for column in rows.columns.drop(["time", "line"], errors="ignore"):
+        values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+        filled = ffill(np.r_[carry.values.get(column, math.nan), values])
+        carry.values[column] = float(filled[-1])
+        rows[column] = filled[1:]
+    time_all = rows["time"].to_numpy(float)
+    logged_at = ~np.isnan(counts)  # the latest count at or before each row (in the chunk)
+    count_time, count = time_all[logged_at], counts[logged_at]
+    k = np.searchsorted(count_time, time_all, side="right") - 1
+    count_all = np.where(k >= 0, count[np.maximum(k, 0)] if count.size else 0.0, carry.count)
+    carry.count = float(count[-1]) if count.size else carry.count
     cwnd = rows["cwnd"].to_numpy(float)
     known = ~np.isnan(cwnd)
     rows, cwnd = rows.loc[known].reset_index(drop=True), cwnd[known]
     if not cwnd.size:
-        rows["state"] = pd.Series(dtype=str)
-        rows["ssthresh_inferred"] = pd.Series(dtype=float)
-        return rows
-    time = rows["time"].to_numpy(float)
+        return rows.assign(state=pd.Series(dtype=object), ssthresh_inferred=pd.Series(dtype=float))
+    time = time_all[known]
     in_recovery = np.zeros(time.size, dtype=bool)
-    reduced = np.diff(cwnd, prepend=cwnd[0]) < 0
-    for start, end, undone in periods:
+    reduced = np.diff(cwnd, prepend=cwnd[0] if math.isnan(carry.cwnd) else carry.cwnd) < 0
+    near = periods[(periods[:, 0] <= time[-1]) & (periods[:, 1] >= time[0])]
+    for start, end, undone in near:
         in_recovery |= (time >= start) & (time < end)
         if undone:
             reduced &= ~((time >= start) & (time <= end))
-    inferred = ffill(np.where(reduced, cwnd, np.nan))
-    inferred[np.isnan(inferred)] = np.inf
+    reduction = ffill(np.r_[carry.reduction, np.where(reduced, cwnd, np.nan)])[1:]
+    inferred = np.where(np.isnan(reduction), np.inf, reduction)
     logged = (
         rows["ssthresh"].to_numpy(float)
         if "ssthresh" in rows.columns
@@ -270,10 +363,9 @@ def derive_states_rfc9002(
         if "inflight" in rows.columns
         else np.full(cwnd.shape, np.nan)
     )
-    limited = _app_limited(cwnd, inflight, slow, app_limited_slack)
-    probing = (
-        np.zeros(time.size, dtype=bool) if pto_count is None else _count_at(time, *pto_count) > 0
-    )
+    prior = np.r_[carry.inflight, inflight[:-1]]
+    limited, carry.verdict = _app_limited(cwnd, inflight, prior, slow, slack, carry.verdict)
+    probing = count_all[known] > 0
     state = np.where(
         probing,
         PROBE_TIMEOUT,
@@ -284,9 +376,68 @@ def derive_states_rfc9002(
                 limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)
             ),
         ),
-    )
-    change = np.r_[True, state[1:] != state[:-1]]
+    ).astype(object)
+    change = state != np.r_[np.array([carry.state], dtype=object), state[:-1]]
+    carry.cwnd, carry.reduction = float(cwnd[-1]), float(reduction[-1])
+    carry.inflight, carry.state = float(inflight[-1]), str(state[-1])
     rows["cwnd"] = cwnd
     rows["state"] = state
     rows["ssthresh_inferred"] = np.where(np.isnan(logged), inferred, np.nan)
     return rows.loc[change].reset_index(drop=True)
+
+
+def derive_states_rfc9002(
+    metrics: Iterable[pd.DataFrame],
+    periods: list[tuple[float, float, bool]],
+    *,
+    app_limited_slack: float = 3 * 1280.0,
+    pto_count: Iterable[pd.DataFrame] = (),
+) -> Iterator[pd.DataFrame]:
+    """State changes from metrics and RFC 9002 recovery periods (packet events known), as
+    consecutive frames: one chunk of rows evaluated at a time, with what the evaluation
+    needs of the rows before it carried in a few scalars (:class:`_Carry`), so a series read
+    in chunks gives the same rows as one read whole (one chunk).
+
+    ``metrics``: the metrics updates (columns ``time``, ``cwnd``, optionally ``line``,
+    ``ssthresh``, ``inflight`` and others carried along), time-ordered, in consecutive
+    frames (at least one, all with the first one's columns). ``Recovery`` inside each period; outside them ``ApplicationLimited`` where the
+    window is not the limit (:func:`_app_limited`: at an ACK, the bytes in flight before it
+    below cwnd by more than ``app_limited_slack`` bytes -- quic-go's three 1280-byte packets
+    -- and in slow start at most half the window), else ``SlowStart`` below ssthresh
+    (logged, or inferred as in :func:`derive_states`: the window right after the latest
+    reduction) and ``CongestionAvoidance`` above; window reductions within an undone period
+    do not count (the sender restored its window and threshold). Where the stack logs its
+    PTO count (``pto_count``: time-ordered frames of ``time`` and ``count``; quic-go,
+    quiche), ``ProbeTimeout`` while the latest count is above 0 (a PTO fired and no ACK came
+    since, RFC 9002 section 6.2), before every other state. States are evaluated at every
+    metrics update, at each period's start and end and at each logged count (metrics
+    forward-filled); only changes are kept, with ``ssthresh_inferred`` as in
+    :func:`derive_states`.
+
+    >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
+    ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
+    >>> out = pd.concat(derive_states_rfc9002([m], [(1.5, 2.5, False)]))
+    >>> out[["time", "state"]].to_records(index=False).tolist()
+    [(0.0, 'SlowStart'), (1.5, 'Recovery'), (2.5, 'CongestionAvoidance'), (3.0, 'ApplicationLimited')]
+    """
+    table = np.array(periods, dtype=float).reshape(-1, 3)
+    bounds = np.sort(table[:, :2][np.isfinite(table[:, :2])], kind="stable")
+    counts = (
+        frame.rename(columns={"count": PTO_COLUMN})[["time", PTO_COLUMN]] for frame in pto_count
+    )
+    updates = iter(metrics)
+    first = next(updates)  # its columns are every chunk's
+    columns = [*first.columns, PTO_COLUMN]
+    streams = [chain([first], updates), iter([pd.DataFrame({"time": bounds})]), counts]
+    carry = _Carry()
+    made = False
+    for rows in merge_by_time(streams):
+        frame = rows.reindex(columns=columns)
+        if "line" in frame.columns:
+            frame["line"] = frame["line"].astype(float)  # NaN on a period bound or PTO count
+        out = _evaluate(frame, table, app_limited_slack, carry)
+        if len(out):
+            made = True
+            yield out
+    if not made:
+        yield _evaluate(first.iloc[:0].reindex(columns=columns), table, app_limited_slack, carry)

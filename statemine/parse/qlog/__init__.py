@@ -165,9 +165,10 @@ def read_qlog_parts(
     updates; packets only with ``derive_states``) are appended to per-connection files in
     ``folder`` (an existing folder, e.g. a temporary one) whenever ``slice_rows`` (at most
     16,384) are held, and a connection spilled is then built in one forward walk over its
-    files, at most that many events or metrics rows a part (:mod:`.slices`). A connection
-    never spilled, and one that needs more than a forward walk (events out of time order,
-    derived states, picoquic's numeric states), is built whole, one part. Raises what
+    files (a few where states are derived from its metrics and packets), at most that many
+    events or metrics rows a part (:mod:`.slices`). A connection never spilled, and one
+    that needs more (events or packets out of time order, states derived without packet
+    events, picoquic's numeric states), is built whole, one part. Raises what
     :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""
     path = Path(path)
     report = _Report(path)
@@ -188,9 +189,10 @@ def read_qlog_parts(
         n_connections += 1
         n_metrics += conn.summary.n_metrics
         if _sliceable(conn, derive_states):
-            for part in _sliced_parts(
-                conn, path, source or path.name, overrides, report, slice_rows
-            ):
+            parts = _sliced_parts(
+                conn, path, source or path.name, overrides, report, slice_rows, derive_states
+            )
+            for part in parts:
                 made = True
                 yield part
             conn.discard()

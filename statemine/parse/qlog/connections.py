@@ -37,6 +37,11 @@ _SLICE_ROWS = 1 << 14
 #: The flat float64 arrays of a connection, each also a spill file suffix.
 _ARRAYS = ("metrics", "pto_count", "sent", "acks")
 
+#: Column files of a spilled connection's packets, written when its states are derived
+#: (suffixes beside its spill files): packets sent (time, number), ACKs received (time,
+#: largest acknowledged so far).
+PACKET_COLUMNS = ("sent_time", "sent_pn", "ack_time", "ack_best")
+
 _OTHER_SPACES = frozenset(
     {"initial", "handshake", "retry", "version_negotiation", "stateless_reset"}
 )
@@ -53,10 +58,34 @@ class _Summary:
     n_items: int = 0
     n_metrics: int = 0
     n_pto_counts: int = 0  # metrics updates that log pto_count
+    last_packet: float = -math.inf  # time of the latest packet sent or ACK received kept
+    packets_unordered: bool = False  # a packet came earlier than one kept before it
+    # what picoquic's controller table is chosen from (statenames.picoquic_controller):
+    # the distinct raw 'new' values of congestion_state_updated events, and whether a
+    # state-1 event's cc_param equals the first window logged at its time after it
+    # (pending: time -> cc_params of state-1 events still waiting for that window)
+    state_values: set[str] = field(default_factory=set)
+    window_hint: bool = False
+    pending: dict[float, set[float]] = field(default_factory=dict)
+
+    def note_window(self, time: float, cwnd: float) -> None:
+        """A metrics update at ``time`` logged cwnd ``cwnd`` (NaN: none): the window
+        logged after the state-1 events pending at that time."""
+        if cwnd == cwnd and self.pending:
+            params = self.pending.pop(time, set())
+            if cwnd in params:
+                self.window_hint = True
+                self.pending.clear()
 
     def note(self, item: tuple) -> None:
         """Count a congestion item ``(time, code, data, line, index, seq)``."""
         self.n_items += 1
+        if item[1] == _STATE:
+            new = str(item[2].get("new"))
+            self.state_values.add(new)
+            param = _num(item[2].get("cc_param"))
+            if new.strip() == "1" and param > 0 and not self.window_hint:
+                self.pending.setdefault(item[0], set()).add(param)
         state = _item_state(item[1], item[2])
         if state is not None:
             self.names.add(state)
@@ -135,20 +164,45 @@ class _Connection:
             for line in fh:
                 yield tuple(json.loads(line))
 
+    def column_file(self, name: str) -> Path:
+        """The spill file of one of :data:`PACKET_COLUMNS`."""
+        return self._file(name)
+
+    def has(self, name: str) -> bool:
+        """Whether the flat array ``name`` (:data:`_ARRAYS`) holds a row, in memory or
+        spilled."""
+        if self.stem is None:
+            return len(getattr(self, name)) > 0
+        return self._file(name).exists() and self._file(name).stat().st_size > 0
+
+    def each_item(self) -> Iterator[tuple]:
+        """The items in log order: those held, or the spilled ones read one by one."""
+        return iter(self.items) if self.stem is None else self.stored_items()
+
+    def array_chunks(self, name: str, width: int, rows: int) -> Iterator[np.ndarray]:
+        """One of the flat arrays (:data:`_ARRAYS`, ``width`` floats a row) as (n, width)
+        chunks in log order: the one held in memory whole (one chunk), or the spilled one
+        ``rows`` rows at a time."""
+        if self.stem is None:
+            yield np.frombuffer(getattr(self, name), dtype=float).reshape(-1, width)
+            return
+        total = os.path.getsize(self._file(name)) // (width * 8)
+        for first in range(0, total, rows):
+            count = min(rows, total - first)
+            chunk = np.fromfile(self._file(name), float, count * width, offset=first * width * 8)
+            yield chunk.reshape(-1, width)
+
     def metric_chunks(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """The spilled metrics updates in log order, ``rows`` at a time, each chunk with
         whether each update can end a PTO (one logging pto_count 0 where the connection
         logs counts, else any)."""
-        stride = _METRIC_STRIDE * 8
-        total = os.path.getsize(self._file("metrics")) // stride
         logs_counts = self.summary.n_pto_counts > 0
-        for first in range(0, total, rows):
-            count = min(rows, total - first)
-            chunk = np.fromfile(
-                self._file("metrics"), float, count * _METRIC_STRIDE, offset=first * stride
-            )
+        first = 0
+        for chunk in self.array_chunks("metrics", _METRIC_STRIDE, rows):
+            count = len(chunk)
             ends = np.fromfile(self._file("ends"), np.uint8, count, offset=first).astype(bool)
-            yield chunk.reshape(-1, _METRIC_STRIDE), ends if logs_counts else np.ones(count, bool)
+            first += count
+            yield chunk, ends if logs_counts else np.ones(count, bool)
 
     def load(self) -> None:
         """Read the spilled events back into memory (a connection built whole), removing
@@ -165,7 +219,7 @@ class _Connection:
     def discard(self) -> None:
         """Remove the spill files (nothing if none)."""
         if self.stem is not None:
-            for suffix in ("items", "ends", *_ARRAYS):
+            for suffix in ("items", "ends", *_ARRAYS, *PACKET_COLUMNS):
                 self._file(suffix).unlink(missing_ok=True)
             self.stem = None
 
@@ -291,14 +345,9 @@ def _extract(
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
             conn.summary.n_metrics += 1
-            conn.metrics.extend(
-                (
-                    seconds,
-                    conn.n_events,
-                    line,
-                    *_metrics(data, ctx.per_second, line, f"trace {raw.index}", report),
-                )
-            )
+            values = _metrics(data, ctx.per_second, line, f"trace {raw.index}", report)
+            conn.metrics.extend((seconds, conn.n_events, line, *values))
+            conn.summary.note_window(seconds, values[0])
         if code is not None and code != _METRICS:
             if code == _MVFST:
                 data = {
@@ -359,6 +408,9 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
     space = str(header.get("packet_type", data.get("packet_type", ""))).lower()
     if space in _OTHER_SPACES:
         return
+    summary = conn.summary
+    summary.packets_unordered = summary.packets_unordered or seconds < summary.last_packet
+    summary.last_packet = max(summary.last_packet, seconds)
     if code == _SENT:
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:

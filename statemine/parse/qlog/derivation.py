@@ -1,22 +1,96 @@
-"""Derived states of a connection without state events (see statemine.parse.derive for the rules)."""
+"""Derived states of a connection without state events (see statemine.parse.derive for the rules).
+
+A connection held whole and one spilled to disk go through the same code: the spilled one's
+arrays are read in chunks (the one held, as one chunk), its recovery periods come from
+binary searches in memory maps of its packet columns, and its states are evaluated chunk by
+chunk (:func:`statemine.parse.derive.derive_states_rfc9002`), so memory does not grow with
+the connection (only with its congestion events, one recovery period each).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
+from itertools import chain
 
 import numpy as np
 import pandas as pd
 
 from .. import derive as _derive
-from ..statenames import (
-    DERIVED_MARK,
-)
-from .common import _num
-from .connections import _Connection
-from .vocabulary import _LOSS, _SPURIOUS, _packet_number
+from ..statenames import DERIVED_MARK, resolve_state
+from .common import _num, _Report
+from .connections import PACKET_COLUMNS, _Connection
+from .metrics import _metrics_table
+from .vocabulary import _LOSS, _METRIC_COLUMNS, _METRIC_STRIDE, _SPURIOUS, _packet_number
 
 
-def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[float, float, bool]]:
+def _by_time(chunk: np.ndarray) -> np.ndarray:
+    """A chunk of flat rows (time first) in time order (stable)."""
+    return chunk[np.argsort(chunk[:, 0], kind="stable")]
+
+
+def _metric_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
+    """The metrics updates as frames of time, line and the metric columns, (time, seq)
+    ordered, at most ``rows`` rows each for a spilled connection (one held: one frame)."""
+    for chunk in conn.array_chunks("metrics", _METRIC_STRIDE, rows):
+        yield _metrics_table(chunk, conn.unordered)
+
+
+def _filled(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The metrics frames with their metric columns forward-filled across frames (the
+    latest known values)."""
+    last = dict.fromkeys(_METRIC_COLUMNS, math.nan)
+    for frame in frames:
+        for column in _METRIC_COLUMNS:
+            values = _derive.ffill(np.r_[last[column], frame[column].to_numpy(float)])
+            last[column] = float(values[-1])
+            frame[column] = values[1:]
+        yield frame
+
+
+def _filled_cwnd(frames: Iterator[pd.DataFrame]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(time, cwnd)`` of each metrics frame, cwnd forward-filled across frames."""
+    for frame in _filled(frames):
+        yield frame["time"].to_numpy(float), frame["cwnd"].to_numpy(float)
+
+
+def _packet_columns(conn: _Connection, rows: int) -> list[np.ndarray]:
+    """The packets sent (time, number) and ACKs received (time, largest acknowledged so
+    far), each time-ordered, as :data:`PACKET_COLUMNS`: arrays for a connection held whole,
+    read-only memory maps of column files written beside a spilled one's (removed with
+    them; its packets are in time order, so chunks sorted one by one are sorted)."""
+    parts: list[list[np.ndarray]] = [[] for _ in PACKET_COLUMNS]
+
+    def put(k: int, values: np.ndarray) -> None:
+        if conn.stem is None:
+            parts[k].append(values)
+        else:
+            with open(conn.column_file(PACKET_COLUMNS[k]), "ab") as fh:
+                values.astype(float).tofile(fh)
+
+    for chunk in conn.array_chunks("sent", 3, rows):
+        chunk = _by_time(chunk)
+        put(0, chunk[:, 0])
+        put(1, chunk[:, 1])
+    best = -math.inf
+    for chunk in conn.array_chunks("acks", 2, rows):
+        chunk = _by_time(chunk)
+        most = np.maximum.accumulate(np.r_[best, chunk[:, 1]])[1:]
+        best = float(most[-1]) if most.size else best
+        put(2, chunk[:, 0])
+        put(3, most)
+    if conn.stem is None:
+        return [np.concatenate(p) if p else np.empty(0) for p in parts]
+    out = []
+    for name in PACKET_COLUMNS:
+        path = conn.column_file(name)
+        path.touch()
+        size = path.stat().st_size
+        out.append(np.memmap(path, float, "r") if size else np.empty(0))
+    return out
+
+
+def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods of a connection with packet events. Congestion events are
     the losses declared of packets in flight (with the send time of the lost packet, from
     the packets sent; the loss of a packet carrying only ACK, PADDING or CONNECTION_CLOSE
@@ -24,73 +98,129 @@ def _recovery_periods(conn: _Connection, metrics: pd.DataFrame) -> list[tuple[fl
     without packet_lost events, the window reductions; a period ends when a packet sent after
     its start is acknowledged (any packet: RFC 9002 section 7.3.2, "a packet sent during the
     recovery period"; aioquic's ACK-only packets count), when the loss that began it proves
-    spurious (quic-go restores the window) or when the window grows (a rollback)."""
-    sent = np.frombuffer(conn.sent, dtype=float).reshape(-1, 3)
-    acks = np.frombuffer(conn.acks, dtype=float).reshape(-1, 2)
-    sent = sent[np.argsort(sent[:, 0], kind="stable")]
-    not_in_flight = set(sent[sent[:, 2] == 0, 1].tolist())
-    acks = acks[np.argsort(acks[:, 0], kind="stable")]
-    sent_at = dict(
-        zip(sent[:, 1].tolist(), sent[:, 0].tolist())
-    )  # packet number -> (last) send time
-    declared = [(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _LOSS]
+    spurious (quic-go restores the window) or when the window grows (a rollback). Reads
+    the connection's arrays ``rows`` rows at a time; holds its losses and periods."""
+    declared, undo = [], []
+    for time, code, data, *_ in conn.each_item():
+        if code == _LOSS:
+            declared.append((time, _num(_packet_number(data))))
+        elif code == _SPURIOUS:
+            undo.append((time, _num(_packet_number(data))))
+    wanted = np.array([pn for _, pn in declared], float)
+    sent_at: dict[float, float] = {}  # lost packet number -> (last) send time
+    not_in_flight: set[float] = set()
+    for chunk in conn.array_chunks("sent", 3, rows):
+        chunk = _by_time(chunk)
+        for time, pn, flight in chunk[np.isin(chunk[:, 1], wanted)].tolist():
+            sent_at[pn] = time
+            if flight == 0:
+                not_in_flight.add(pn)
     losses = [(t, sent_at.get(pn, math.nan), pn) for t, pn in declared if pn not in not_in_flight]
     if not declared:
-        cwnd = metrics["cwnd"].to_numpy(float)
-        cut = np.r_[False, np.diff(cwnd) < 0] if cwnd.size else np.zeros(0, bool)
-        losses = [(t, math.nan, math.nan) for t in metrics["time"].to_numpy(float)[cut]]
-    undo = np.array(
-        [(it[0], _num(_packet_number(it[2]))) for it in conn.items if it[1] == _SPURIOUS], float
-    )
-    undo = undo.reshape(-1, 2)
+        losses = []
+        before = math.nan
+        for time, cwnd in _filled_cwnd(_metric_frames(conn, rows)):
+            cut = np.diff(cwnd, prepend=before) < 0
+            before = float(cwnd[-1]) if cwnd.size else before
+            losses += [(t, math.nan, math.nan) for t in time[cut].tolist()]
+    undone = np.array(undo, float).reshape(-1, 2)
     loss = np.array(losses, float).reshape(-1, 3)
+    sent_time, sent_pn, ack_time, ack_best = _packet_columns(conn, rows)
     periods = _derive.recovery_periods(
         loss[:, 0],
         loss[:, 1],
-        sent[:, 0],
-        sent[:, 1],
-        acks[:, 0],
-        acks[:, 1],
+        sent_time,
+        sent_pn,
+        ack_time,
+        ack_best,
         loss[:, 2],
-        undo[:, 0],
-        undo[:, 1],
+        undone[:, 0],
+        undone[:, 1],
     )
-    time = metrics["time"].to_numpy(float)
-    cwnd = _derive.ffill(metrics["cwnd"].to_numpy(float))
-    return _derive.end_at_window_growth(periods, time, cwnd)
+    return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
 
 
-def _pto_counts(conn: _Connection) -> tuple[np.ndarray, np.ndarray] | None:
-    """The PTO counts metrics updates logged ``(times, counts)`` in time order, None where
-    they log none."""
-    if not conn.pto_count:
-        return None
-    counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
-    counts = counts[np.argsort(counts[:, 0], kind="stable")]
-    return counts[:, 0].copy(), counts[:, 2].copy()
+def _pto_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
+    """The PTO counts metrics updates logged, frames of ``time`` and ``count`` in time
+    order (none where they log none)."""
+    for chunk in conn.array_chunks("pto_count", 3, rows):
+        chunk = _by_time(chunk)
+        yield pd.DataFrame({"time": chunk[:, 0], "count": chunk[:, 2]})
 
 
-def _derived_rows(
-    metrics: pd.DataFrame,
-    periods: list[tuple[float, float, bool]] | None = None,
-    pto_count: tuple[np.ndarray, np.ndarray] | None = None,
-) -> pd.DataFrame:
-    """State rows derived from a connection's metrics updates (see statemine.parse.derive):
-    with RFC 9002 recovery periods where packet events gave them (and ProbeTimeout from the
-    PTO counts where the metrics log them), else from cwnd alone."""
-    if periods is None:
-        derived = _derive.derive_states(metrics)
-    else:
-        derived = _derive.derive_states_rfc9002(metrics, periods, pto_count=pto_count)
-        derived["line"] = (
-            derived["line"].fillna(-1).astype("int64")
-        )  # a period's end is no metrics line
+def _derived_rows(derived: pd.DataFrame, rfc9002: bool) -> pd.DataFrame:
+    """State rows (kind, marked state names, ``fields``) from derived state changes (see
+    statemine.parse.derive), with RFC 9002 recovery periods where packet events gave them,
+    else from cwnd alone."""
+    derived["line"] = derived["line"].fillna(-1).astype("int64")  # a period's end: no line
     inferred = derived.pop("ssthresh_inferred")
     derived["fields"] = [
-        ("derived=1" if periods is None else "derived=rfc9002")
+        ("derived=rfc9002" if rfc9002 else "derived=1")
         + ("" if math.isnan(v) else f" ssthresh_inferred={v:g}")
         for v in inferred.to_numpy()
     ]
     derived["kind"] = "state"
     derived["state"] = derived["state"] + DERIVED_MARK
     return derived
+
+
+def _derived_frames(
+    conn: _Connection,
+    rows: int,
+    row_frames: Iterator[pd.DataFrame],
+    trace_id: str,
+    overrides: Mapping[str, str] | None,
+    report: _Report,
+) -> Iterator[pd.DataFrame]:
+    """The events frames of a connection whose states are derived from its metrics:
+    the derived state rows, its event rows and (as event rows) the states the file marks
+    outside congestion_state_updated (app limited, a fired PTO), time-ordered (at equal
+    times in that order). ``row_frames``: its rows (:func:`.rows._row_frames`), in (time,
+    seq) order. Nothing (and a warning) where it has no cwnd. The connection is read
+    ``rows`` rows at a time."""
+    rfc9002 = conn.has("sent") and conn.has("acks")
+    if rfc9002:
+        periods = _recovery_periods(conn, rows)
+        states = _derive.derive_states_rfc9002(
+            _metric_frames(conn, rows), periods, pto_count=_pto_frames(conn, rows)
+        )
+    else:
+        states = _derive.derive_states_chunks(_filled(_metric_frames(conn, rows)))
+    derived = (_derived_rows(frame, rfc9002).assign(_rank=0) for frame in states if len(frame))
+    first = next(derived, None)
+    if first is None:
+        for _ in row_frames:  # its warnings, as a whole read gives them
+            pass
+        report.warn(
+            None, f"trace {trace_id}: no state events and no cwnd to derive states from; left out"
+        )
+        return
+    report.warn(
+        None,
+        f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
+        + (
+            "and packet events (RFC 9002 recovery periods; marked derived)"
+            if rfc9002
+            else "alone (marked derived): no packet events, so a recovery period ends "
+            "only when cwnd grows again and ApplicationLimited is not derived"
+        ),
+    )
+    columns = [c for c in first.columns if c != "_rank"]
+    ranked = (_ranked(frame, overrides) for frame in row_frames)
+    for merged in _derive.merge_by_time([chain([first], derived), ranked]):
+        rank = merged["_rank"].to_numpy(float)
+        order = np.lexsort((rank, merged["time"].to_numpy(float)))
+        yield merged.iloc[order].reindex(columns=columns).reset_index(drop=True)
+
+
+def _ranked(frame: pd.DataFrame, overrides: Mapping[str, str] | None) -> pd.DataFrame:
+    """A connection's event rows (``_rank`` 1) and marked states (app limited, a fired
+    PTO: as event rows with the common name, ``_rank`` 2) among ``frame``'s rows."""
+    marks = (frame["kind"] == "state") & frame["mark"]
+    keep = frame.loc[(frame["kind"] == "event") | marks].copy()
+    is_mark = marks.loc[keep.index].to_numpy()
+    named = keep.loc[is_mark, "state"].map(lambda name: resolve_state(name, None, overrides)[0])
+    keep.loc[is_mark, "state"] = named
+    keep["kind"] = "event"
+    keep["_rank"] = np.where(is_mark, 2, 1)
+    return keep

@@ -18,8 +18,16 @@ def _metrics_frame(conn: _Connection, *, line: bool = True, copy: bool = True) -
     that are views of the connection's flat rows (no copy: the caller must own them, and
     nothing may extend ``conn.metrics`` any more); a 1 GB JSON-SEQ file's 912,000 updates
     then cost 72 bytes each, not 144 at the peak."""
-    metrics = conn.metric_rows()
-    if conn.unordered:
+    return _metrics_table(conn.metric_rows(), conn.unordered, line=line, copy=copy)
+
+
+def _metrics_table(
+    metrics: np.ndarray, unordered: bool, *, line: bool = True, copy: bool = True
+) -> pd.DataFrame:
+    """Flat metrics rows (time, seq, line, then :data:`_METRIC_COLUMNS`) as a frame of
+    ``time``, ``line`` (with ``line``) and the metric columns, sorted by (time, seq) when
+    ``unordered`` (see :func:`_metrics_frame`)."""
+    if unordered:
         metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
     columns: dict[str, np.ndarray] = {"time": metrics[:, 0]}
     if line:

@@ -22,9 +22,9 @@ from ..statenames import (
     picoquic_controller,
     resolve_state,
 )
-from .common import NoCongestionData, _field, _num, _Report, _token
-from .connections import _Connection
-from .derivation import _derived_rows, _pto_counts, _recovery_periods
+from .common import NoCongestionData, _field, _Report, _token
+from .connections import _SLICE_ROWS, _Connection
+from .derivation import _derived_frames
 from .metrics import _metrics_frame, _MetricsCursor
 from .vocabulary import (
     _APP_LIMITED,
@@ -328,7 +328,6 @@ def _connection_events(
         return None, False
     frame = _connection_rows(conn, trace_id, report)
     has_states = ((frame["kind"] == "state") & ~frame["mark"]).any()
-    derived = False
     if has_states:
         if (
             conn.labels["implementation"] is None
@@ -340,36 +339,12 @@ def _connection_events(
             conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
         frame = _canonical_states(frame, conn.labels["implementation"], overrides, trace_id, report)
     elif derive:
-        metrics = _metrics_frame(conn)
-        metrics[list(_METRIC_COLUMNS)] = metrics[
-            list(_METRIC_COLUMNS)
-        ].ffill()  # latest known values
-        periods = _recovery_periods(conn, metrics) if len(conn.sent) and len(conn.acks) else None
-        states = _derived_rows(metrics, periods, _pto_counts(conn))
-        if states.empty:
-            report.warn(
-                None,
-                f"trace {trace_id}: no state events and no cwnd to derive states from; left out",
-            )
-            return None, False
-        report.warn(
-            None,
-            f"trace {trace_id}: no congestion_state_updated events; states derived from cwnd/ssthresh "
-            + (
-                "and packet events (RFC 9002 recovery periods; marked derived)"
-                if periods is not None
-                else "alone (marked derived): no packet events, so a recovery period ends "
-                "only when cwnd grows again and ApplicationLimited is not derived"
-            ),
+        frames = list(
+            _derived_frames(conn, _SLICE_ROWS, iter([frame]), trace_id, overrides, report)
         )
-        # states the file marks without congestion_state_updated (app limited, a fired PTO)
-        # stay as event rows: the derived states are the trace's states
-        marks = frame.loc[(frame["kind"] == "state") & frame["mark"]]
-        marks = marks.assign(kind="event")
-        marks["state"] = marks["state"].map(lambda name: resolve_state(name, None, overrides)[0])
-        frame = pd.concat([states, frame.loc[frame["kind"] == "event"], marks], ignore_index=True)
-        frame = frame.sort_values("time", kind="stable").reset_index(drop=True)
-        derived = True
+        if not frames:
+            return None, False
+        return pd.concat(frames, ignore_index=True), True
     else:
         n_metrics = len(conn.metric_rows())
         report.warn(
@@ -378,21 +353,21 @@ def _connection_events(
             "left out. Pass derive_states=True to derive states from cwnd/ssthresh",
         )
         return None, False
-    return frame.drop(columns="mark"), derived
+    return frame.drop(columns="mark"), False
 
 
 def _picoquic_table(conn: _Connection, trace_id: str, report: _Report) -> str:
     """The picoquic controller table for a connection (statenames.picoquic_controller), with
-    a warning that says which one was chosen and why (and how to choose another)."""
-    metrics = conn.metric_rows()
-    changes = []
-    for time, code, data, _, _, seq in conn.items:
-        if code != _STATE:
-            continue
-        after = metrics[(metrics[:, 0] == time) & (metrics[:, 1] > seq) & ~np.isnan(metrics[:, 3])]
-        changes.append(
-            (data.get("new"), _num(data.get("cc_param")), after[0, 3] if len(after) else math.nan)
-        )
+    a warning that says which one was chosen and why (and how to choose another). Chosen
+    from its summary (the distinct state values, and whether a state-1 event's cc_param
+    is the window logged after it, :class:`.connections._Summary`), so a spilled connection
+    needs no second pass; the choice depends on nothing else."""
+    summary = conn.summary
+    changes: list[tuple[object, float, float]] = [
+        (value, math.nan, math.nan) for value in sorted(summary.state_values)
+    ]
+    if summary.window_hint:  # a state-1 change whose cc_param is the window logged after it
+        changes.append(("1", 1.0, 1.0))
     table, reason, ambiguous = picoquic_controller(changes)
     others = ", ".join(t for t in PICOQUIC_TABLES if t != table)
     if ambiguous:

@@ -6,10 +6,12 @@ What the rows need decided over the whole connection is in its :class:`_Summary`
 first item that makes a state row, the raw state names, whether it has state events and
 logs PTO counts) or in its own fields (first and last event time, event count, labels), so
 each slice comes out as the same rows of :func:`statemine.parse.qlog.read_qlog`'s frame.
-Connections that need more than one forward pass -- events out of time order (sorted),
-states derived from metrics (RFC 9002 recovery periods look ahead) and picoquic's numeric
-states (the controller table is chosen over all state changes) -- are read back and built
-whole.
+A connection whose states are derived from its metrics (and packets: RFC 9002 recovery
+periods) takes a few more forward walks (:mod:`.derivation`: its losses, its packets for
+the periods, then its states chunk by chunk); picoquic's numeric states are named by a
+controller table chosen from the summary (its distinct state values and one cc_param
+hint). Connections whose events (or, with derived states, packets) go back in time are
+read back, sorted and built whole.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from ...traces import TRACE_COLUMNS, TracePart
 from ..statenames import detect_by_names, implementation_key
 from .common import _Report
 from .connections import _Connection
+from .derivation import _derived_frames
 from .metrics import _MetricsCursor
 from .rows import (
+    _picoquic_table,
     _renamed,
     _row_frames,
     _start_state,
@@ -40,19 +44,22 @@ from .vocabulary import _METRIC_COLUMNS
 
 def _sliceable(conn: _Connection, derive: bool) -> bool:
     """Whether a connection is built in slices (from its spill files): one that was
-    spilled, in time order, with state events (or left out: no states, none derived), not
-    picoquic's. Sets the implementation detected from its state names, as a whole read
-    does."""
+    spilled, in time order, with state events (picoquic's table chosen from its summary),
+    or without (left out, or with ``derive`` states derived from its metrics, and packets
+    where it has them, also in time order). Sets the implementation detected from its
+    state names, as a whole read does."""
     summary = conn.summary
-    if conn.stem is None or conn.unordered or not (summary.has_states or not derive):
+    if conn.stem is None or conn.unordered:
         return False
+    if not summary.has_states:  # RFC 9002 periods (with packets) need them in time order
+        return not (derive and conn.has("sent") and conn.has("acks") and summary.packets_unordered)
     if summary.has_states and conn.labels["implementation"] is None:
         names = set(summary.names)
         old = _start_state(summary.first_state, conn.start)
         if old is not None:
             names.add(old)
         conn.labels["implementation"] = detect_by_names(names)
-    return implementation_key(conn.labels["implementation"]) != "picoquic"
+    return True
 
 
 def _sliced_parts(
@@ -62,10 +69,11 @@ def _sliced_parts(
     overrides: Mapping[str, str] | None,
     report: _Report,
     slice_rows: int,
+    derive: bool = False,
 ) -> Iterator[TracePart]:
     """The parts of a :func:`_sliceable` connection: its events, then its metrics updates,
     at most ``slice_rows`` rows each (none when it is left out, with the warning a whole
-    read gives)."""
+    read gives; with ``derive``, states derived where it has none)."""
     summary = conn.summary
     trace_id = _trace_id(source, conn)
     if not summary.n_items and not summary.n_metrics:
@@ -81,6 +89,10 @@ def _sliced_parts(
         report,
         slice_rows,
     )
+    if not summary.has_states and derive:
+        parts = _derived_frames(conn, slice_rows, frames, trace_id, overrides, report)
+        yield from _derived_parts(conn, parts, path, trace_id, slice_rows)
+        return
     if not summary.has_states:
         for _ in frames:  # its warnings, as a whole read gives them
             pass
@@ -91,6 +103,8 @@ def _sliced_parts(
             "cwnd/ssthresh",
         )
         return
+    if implementation_key(conn.labels["implementation"]) == "picoquic":
+        conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
     implementation = conn.labels["implementation"]
     traces = pd.DataFrame([_trace_row(path, trace_id, conn, False)])
     traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
@@ -106,8 +120,39 @@ def _sliced_parts(
         yield TracePart(traces, first, events=frame)
         first = False
     _warn_unknown(unknown, implementation, trace_id, report)
+    yield from _metric_parts(conn, traces, trace_id, slice_rows)
+
+
+def _metric_parts(
+    conn: _Connection, traces: pd.DataFrame, trace_id: str, slice_rows: int
+) -> Iterator[TracePart]:
+    """The parts of a connection's metrics table, at most ``slice_rows`` rows each."""
     for chunk, _ in conn.metric_chunks(slice_rows):
         table = pd.DataFrame(
             {"time": chunk[:, 0], **{c: chunk[:, 3 + k] for k, c in enumerate(_METRIC_COLUMNS)}}
         )
         yield TracePart(traces, False, metrics=_with_trace(table, trace_id))
+
+
+def _derived_parts(
+    conn: _Connection,
+    frames: Iterator[pd.DataFrame],
+    path: Path,
+    trace_id: str,
+    slice_rows: int,
+) -> Iterator[TracePart]:
+    """The parts of a connection whose states are derived (``frames``: its events,
+    :func:`._derived_frames`), at most ``slice_rows`` rows each; none when it has none."""
+    traces = pd.DataFrame([_trace_row(path, trace_id, conn, True)])
+    traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
+    seq, first = 0, True
+    for whole in frames:
+        for at in range(0, len(whole), slice_rows):
+            frame = whole.iloc[at : at + slice_rows].reset_index(drop=True)
+            frame["seq"] = np.arange(seq, seq + len(frame))
+            seq += len(frame)
+            frame.insert(0, "trace", trace_id)
+            yield TracePart(traces, first, events=frame)
+            first = False
+    if not first:
+        yield from _metric_parts(conn, traces, trace_id, slice_rows)
