@@ -66,12 +66,10 @@ def fold_evidence(paths: Sequence[str | Path], max_types: int = MAX_TYPES) -> Ev
             if not len(trace):
                 continue
             starts = np.r_[np.flatnonzero(np.r_[True, trace[1:] != trace[:-1]]), len(trace)]
-            in_order = sorted(names.codes, key=names.codes.__getitem__)
-            evidence = evidence.merge(trace_evidence(in_order, codes, starts))
+            evidence = evidence.merge(trace_evidence(names.in_order(), codes, starts))
         if overflow:
             break
-    in_order = sorted(names.codes, key=names.codes.__getitem__)
-    return EvidenceFold(evidence, in_order, names.first_lines, overflow)
+    return EvidenceFold(evidence, names.in_order(), names.first_lines, overflow)
 
 
 def reduce_evidence(folds: Sequence[EvidenceFold], max_types: int = MAX_TYPES) -> Evidence:

@@ -116,6 +116,11 @@ class StateNames:
         self.codes: dict[str, int] = {}
         self.first_lines: list[tuple[str, int]] = []
 
+    def in_order(self) -> list[str]:
+        """The names by code (a new name's code is the number of names before it, so the
+        dict's insertion order is the code order)."""
+        return list(self.codes)
+
 
 def fold_files(
     part: int, paths: Sequence[str | Path], options: StatsOptions, *, facts: bool = False
@@ -150,7 +155,7 @@ def fold_files(
         frames.append(ids.frame(per_trace, facts))
         if overflow:
             break
-    in_order = sorted(names.codes, key=names.codes.__getitem__)
+    in_order = names.in_order()
     partial = stats.partial(in_order, part=part, n_events=n_events)
     return FilesFold(partial, in_order, names.first_lines, overflow, frames)
 
