@@ -728,28 +728,31 @@ def store_info(store: str | os.PathLike) -> StoreInfo:
 def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionInfo:
     """``part`` with its traces' label keys and metrics rows, checking that every data
     file of ``folder`` has its labels file, and the labels and metrics files' schemas."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     rel = folder.relative_to(root).parts
     keys: set[str] = set()
     metrics = 0
     for name in sorted(n for n in _visible(folder) if n.startswith("part-")):
         ident = name[len("part-") :]
         labels = (root / LABELS_DIR).joinpath(*rel, f"labels-{ident}")
-        _check_sidecars(
-            folder / name, labels, (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
-        )
-        try:
-            found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(labels, None, f"not a readable Parquet file: {exc}") from None
-        keys.update(pc.unique(found).to_pylist())
         extra = (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
+        _check_sidecars(folder / name, labels, extra)
+        keys |= _label_keys(labels)
         if extra.exists():
             metrics += _check_schema(extra, *_metrics_schemas())
     return dataclasses.replace(part, trace_labels=tuple(sorted(keys)), metrics=metrics)
+
+
+def _label_keys(labels: Path) -> set[str]:
+    """The label names in a labels file (its ``key`` column only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
+    except (pa.ArrowException, OSError, KeyError) as exc:
+        raise InputError(labels, None, f"not a readable Parquet file: {exc}") from None
+    return {str(k) for k in pc.unique(found).to_pylist()}
 
 
 def _check_sidecars(data: Path, labels: Path, metrics: Path) -> None:
@@ -914,18 +917,10 @@ def label_names(store: str | os.PathLike) -> set[str]:
     """Every trace label a trace of ``store`` can carry: its partition keys and the label
     names of its labels files (their ``key`` column only; no events read). Raises
     :class:`InputError` naming a damaged metadata or labels file."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     root = Path(store)
     names = set(_read_meta(root))
     for labels in sorted((root / LABELS_DIR).rglob("labels-*")):
-        try:
-            found = pq.read_table(labels, columns=["key"])["key"].cast(pa.string())
-        except (pa.ArrowException, OSError, KeyError) as exc:
-            raise InputError(labels, None, f"not a readable labels file: {exc}") from None
-        names.update(str(k) for k in pc.unique(found).to_pylist())
+        names |= _label_keys(labels)
     return names
 
 
