@@ -28,7 +28,7 @@ from ..statenames import detect_by_names, implementation_key
 from .common import _Report
 from .connections import _Connection
 from .derivation import _derived_frames
-from .metrics import _MetricsCursor
+from .metrics import _metrics_table, _MetricsCursor
 from .rows import (
     _picoquic_table,
     _renamed,
@@ -39,7 +39,6 @@ from .rows import (
     _warn_unknown,
     _with_trace,
 )
-from .vocabulary import _METRIC_COLUMNS
 
 
 def _sliceable(conn: _Connection, derive: bool) -> bool:
@@ -106,8 +105,7 @@ def _sliced_parts(
     if implementation_key(conn.labels["implementation"]) == "picoquic":
         conn.labels["implementation"] = _picoquic_table(conn, trace_id, report)
     implementation = conn.labels["implementation"]
-    traces = pd.DataFrame([_trace_row(path, trace_id, conn, False)])
-    traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
+    traces = _part_traces(path, trace_id, conn, derived=False)
     unknown: Counter = Counter()
     seq, first = 0, True
     for frame in frames:
@@ -128,10 +126,15 @@ def _metric_parts(
 ) -> Iterator[TracePart]:
     """The parts of a connection's metrics table, at most ``slice_rows`` rows each."""
     for chunk, _ in conn.metric_chunks(slice_rows):
-        table = pd.DataFrame(
-            {"time": chunk[:, 0], **{c: chunk[:, 3 + k] for k, c in enumerate(_METRIC_COLUMNS)}}
-        )
+        table = _metrics_table(chunk, False, line=False)
         yield TracePart(traces, False, metrics=_with_trace(table, trace_id))
+
+
+def _part_traces(path: Path, trace_id: str, conn: _Connection, derived: bool) -> pd.DataFrame:
+    """The one-row traces frame of a connection's parts (columns in the traces frame's
+    order: :data:`~statemine.traces.TRACE_COLUMNS` first)."""
+    traces = pd.DataFrame([_trace_row(path, trace_id, conn, derived)])
+    return traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
 
 
 def _derived_parts(
@@ -143,8 +146,7 @@ def _derived_parts(
 ) -> Iterator[TracePart]:
     """The parts of a connection whose states are derived (``frames``: its events,
     :func:`._derived_frames`), at most ``slice_rows`` rows each; none when it has none."""
-    traces = pd.DataFrame([_trace_row(path, trace_id, conn, True)])
-    traces = traces[list(TRACE_COLUMNS) + [c for c in traces.columns if c not in TRACE_COLUMNS]]
+    traces = _part_traces(path, trace_id, conn, derived=True)
     seq, first = 0, True
     for whole in frames:
         for at in range(0, len(whole), slice_rows):
