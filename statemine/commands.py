@@ -20,6 +20,7 @@ import gc
 import json
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
     from .traces import TraceSet
 
 Inputs = str | os.PathLike | Sequence[str | os.PathLike]
+Connect = Callable[[], "AbstractContextManager[Client | None]"]
+"""Opens the Dask client to run on (None: on this machine), called once the options
+are checked: how the CLI's ``--dask`` starts its cluster only after them."""
 
 
 @dataclass(frozen=True)
@@ -493,7 +497,7 @@ def check_diff(
 ) -> tuple[str, str]:
     """What :func:`diff_to_dir` checks before any trace is read: the output folder
     (:func:`~statemine.fileio.check_out_dir`) and :func:`check_sides` (``sides``: its
-    keywords); returns the side labels. The CLI runs it before a Dask cluster starts."""
+    keywords); returns the side labels. Run before ``connect`` starts a Dask cluster."""
     from .fileio import check_out_dir
 
     check_out_dir(out_dir, DIFF_OUTPUTS)
@@ -511,8 +515,8 @@ def check_report(
 ) -> tuple[str, str]:
     """What :func:`report_to_file` checks before any trace is read: the output file
     (:func:`~statemine.fileio.check_out_file`), ``results`` (a file, with ``by``) and
-    :func:`check_sides`; returns the side labels. The CLI runs it before a Dask cluster
-    starts."""
+    :func:`check_sides`; returns the side labels. Run before ``connect`` starts a Dask
+    cluster."""
     from .fileio import check_out_file
 
     check_out_file(out_file)
@@ -585,12 +589,14 @@ def diff_to_dir(
     svg: bool = True,
     title: str | None = None,
     client: Client | None = None,
+    connect: Connect | None = None,
 ) -> DiffOutput:
     """``statemine diff``: compare the traces of ``a`` with those of ``b``
     (:func:`statemine.diff` with the ``compare`` options) and write states_diff.csv,
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
     ``out_dir`` as one set. Side labels default to the inputs' file names. Trace stores
-    are read on ``client``'s Dask workers when given."""
+    are read on the Dask workers of ``client``, or of the one ``connect`` opens after
+    :func:`check_diff` (not both)."""
     from .compare import diff, diff_stats
     from .fileio import write_set
     from .output.out_files import diff_files
@@ -606,22 +612,35 @@ def diff_to_dir(
         select_b=select_b,
     )
     warnings: list[str] = []
-    if client is not None:
-        side_a, side_b = store_side_stats([(a, select_a), (b, select_b)], compare, client, read)
-        result = diff_stats(
-            side_a[:2],
-            side_b[:2],
-            compare,
-            label_a=label_a,
-            label_b=label_b,
-        )
-    else:
-        ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
-        assert ts_b is not None
-        result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
+    with _client_after_checks(client, connect) as client:
+        if client is not None:
+            sides = [(a, select_a), (b, select_b)]
+            side_a, side_b = store_side_stats(sides, compare, client, read)
+            result = diff_stats(
+                side_a[:2],
+                side_b[:2],
+                compare,
+                label_a=label_a,
+                label_b=label_b,
+            )
+        else:
+            ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+            assert ts_b is not None
+            result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
     files = diff_files(result, svg=svg, title=title)  # all files or none
     write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
     return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))
+
+
+def _client_after_checks(
+    client: Client | None, connect: Connect | None
+) -> AbstractContextManager[Client | None]:
+    """``client`` as a context, or the client ``connect`` opens (given after the checks)."""
+    if connect is None:
+        return nullcontext(client)
+    if client is not None:
+        raise ValueError("give client or connect, not both")
+    return connect()
 
 
 def report_to_file(
@@ -644,6 +663,7 @@ def report_to_file(
     outcome_alpha: float = 0.01,
     compare: CompareOptions = CompareOptions(),
     client: Client | None = None,
+    connect: Connect | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """``statemine report``: one self-contained HTML page about ``a`` (or comparing it with
     ``b``), written atomically to ``out_file`` (:func:`statemine.output.html_report.write_report`;
@@ -651,8 +671,8 @@ def report_to_file(
     results.csv/.parquet), ``by`` names the column telling the sides apart, ``values`` its
     values for A and B (default: the side labels), and the page compares ``metric`` per
     (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Trace stores are
-    read on ``client``'s Dask workers when given. Returns the path written and the
-    readers' warnings."""
+    read on the Dask workers of ``client``, or of the one ``connect`` opens after
+    :func:`check_report` (not both). Returns the path written and the readers' warnings."""
     from .output.html_report import Outcomes, write_report
 
     label_a, label_b = check_report(
@@ -686,20 +706,21 @@ def report_to_file(
     side_a: TraceSet | Side
     side_b: TraceSet | Side | None
     warnings: list[str] = []
-    if client is not None:
-        side_a, side_b = _report_sides(a, b, select_a, select_b, compare, client, read)
-    else:
-        side_a, side_b, warnings = read_sides(a, b, read, select_a, select_b)
-    path = write_report(
-        out_file,
-        side_a,
-        side_b,
-        label_a=label_a,
-        label_b=label_b,
-        title=title,
-        outcomes=outcomes,
-        compare=compare,
-    )
+    with _client_after_checks(client, connect) as client:  # a drawn trace is fetched on it
+        if client is not None:
+            side_a, side_b = _report_sides(a, b, select_a, select_b, compare, client, read)
+        else:
+            side_a, side_b, warnings = read_sides(a, b, read, select_a, select_b)
+        path = write_report(
+            out_file,
+            side_a,
+            side_b,
+            label_a=label_a,
+            label_b=label_b,
+            title=title,
+            outcomes=outcomes,
+            compare=compare,
+        )
     return path, tuple(warnings)
 
 

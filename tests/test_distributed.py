@@ -392,6 +392,35 @@ def test_cli_rejects_bad_options_before_a_cluster_starts(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "results.csv"]
 
 
+def test_each_command_checks_its_options_once(generated, tmp_path, monkeypatch):
+    """diff and report check a store's ``--strata`` labels once per side (its labels files'
+    key columns read once), and the library calls still check on their own: a bad option
+    is refused before ``connect`` would start a cluster."""
+    from statemine import store as store_module
+    from statemine.commands import diff_to_dir, report_to_file
+
+    reads: list[str] = []
+    label_names = store_module.label_names
+    monkeypatch.setattr(store_module, "label_names", lambda s: reads.append(s) or label_names(s))
+    store = str(generated)
+    for command, out, sides in (("diff", "d", [store, store]), ("report", "r.html", [store])):
+        reads.clear()
+        args = [command, *sides, "--out", str(tmp_path / out), "--strata", "env"]
+        res = CliRunner().invoke(main, [*args, "--permutations", "99", "--bootstrap", "0"])
+        assert res.exit_code == 0, res.output
+        assert list(map(str, reads)) == [store] * len(sides), command
+
+    def no_cluster():
+        raise AssertionError("a cluster was started")
+
+    bad = CompareOptions(strata=("nosuch",))
+    with pytest.raises(UsageError, match="--strata 'nosuch'"):
+        diff_to_dir(store, store, tmp_path / "x", compare=bad, connect=no_cluster)
+    with pytest.raises(UsageError, match="--strata 'nosuch'"):
+        report_to_file(store, None, tmp_path / "x.html", compare=bad, connect=no_cluster)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.html").exists()
+
+
 def test_the_option_checks_accept_what_runs(generated, tmp_path):
     """The checks refuse nothing that runs: a store's partition key and a stored trace
     label stratify, and the output's missing parent folders are made."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..commands import CompareOptions, check_diff, check_report, diff_to_dir, report_to_file
+from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
 from .console import make_console, text_table
@@ -149,12 +150,16 @@ def diff_command(a, b, out_dir, svg, top, title, dask_spec, **opts):
     probabilities and a per-source chi-square/G or Fisher test. Prints the largest
     significant changes.
     """
-    sides = _side_options(opts)
-    check_diff(a, b, out_dir, **sides)  # every option, before a Dask cluster starts
-    with dask_session(dask_spec, [a, b]) as client:
-        out = diff_to_dir(
-            a, b, out_dir, svg=svg, title=title, read=opts["read"], client=client, **sides
-        )
+    out = diff_to_dir(
+        a,
+        b,
+        out_dir,
+        svg=svg,
+        title=title,
+        read=opts["read"],
+        connect=partial(dask_session, dask_spec, [a, b]),  # after every option is checked
+        **_side_options(opts),
+    )
     print_warnings(out.warnings)
     print_summary(out.result, top=top)
     click.echo(f"wrote {', '.join(out.written)} to {out_dir}", err=True)
@@ -271,24 +276,21 @@ def report_command(
         if len(parts) != 2 or not all(parts):
             raise UsageError(f"--values wants two comma-separated values, not {values!r}")
         values = tuple(parts)
-    sides = _side_options(opts)
-    check_report(a, b, out_file, results=results_path, by=by, **sides)  # before a cluster
-    with dask_session(dask_spec, [a] + ([b] if b else [])) as client:
-        path, warnings = report_to_file(
-            a,
-            b,
-            out_file,
-            title=title,
-            results=results_path,
-            by=by,
-            values=values,
-            metric=metric,
-            rows=rows,
-            cols=cols,
-            outcome_alpha=outcome_alpha,
-            read=opts["read"],
-            client=client,
-            **sides,
-        )
+    path, warnings = report_to_file(
+        a,
+        b,
+        out_file,
+        title=title,
+        results=results_path,
+        by=by,
+        values=values,
+        metric=metric,
+        rows=rows,
+        cols=cols,
+        outcome_alpha=outcome_alpha,
+        read=opts["read"],
+        connect=partial(dask_session, dask_spec, [a] + ([b] if b else [])),  # after the checks
+        **_side_options(opts),
+    )
     print_warnings(warnings)
     click.echo(f"wrote {path}", err=True)
