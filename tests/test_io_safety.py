@@ -280,6 +280,29 @@ def test_a_pipe_or_device_named_directly_is_refused(tmp_path):
             expand_paths(path)
 
 
+def test_the_regex_reader_refuses_inputs_as_expand_paths_does(tmp_path):
+    """The Synoptic-style reader (which takes files, not folders) and expand_paths (every
+    other reader) refuse a pipe, a device, a missing file and a name with a NUL byte in
+    the same words (they had two copies of the check, worded apart)."""
+    from statemine.parse.regex import read_regex
+
+    os.mkfifo(tmp_path / "p.log")
+    bad = {
+        tmp_path / "p.log": "not a regular file or folder (a pipe or device cannot be",
+        Path("/dev/zero"): "not a regular file or folder (a pipe or device cannot be",
+        tmp_path / "missing.log": "no such file or folder",
+        f"{tmp_path}/a\0b.log": "a file name with a NUL byte",
+    }
+    for path, reason in bad.items():
+        messages = []
+        for reader in (expand_paths, read_regex):
+            with pytest.raises(InputError) as caught:
+                reader([path])
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1] and reason in messages[0], messages
+        assert "\0" not in messages[0]  # the NUL shown escaped
+
+
 # -- gzip -------------------------------------------------------------------------------------
 def _bomb(path: Path, size: int, *, members: bool) -> Path:
     """A qlog document header followed by ``size`` spaces, gzip-compressed; with

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, UsageError
-from .lines import head_bytes, read_error
+from .lines import head_bytes, read_error, stat_input, stat_path
 
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
     from ..traces import TraceSet
@@ -170,32 +170,17 @@ def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
     for p in map(Path, paths):
-        st = _stat(p)
+        st = stat_input(p)
         if stat.S_ISDIR(st.st_mode):
             found = _folder_files(p, seen)
             if not found:
                 raise InputError(p, None, f"folder holds no log files ({', '.join(LOG_SUFFIXES)})")
             files.extend(found)
-        elif stat.S_ISREG(st.st_mode):
-            if _first_time(st, seen):
-                files.append(p)
-        else:
-            raise InputError(
-                p, None, "not a regular file or folder (a pipe or device cannot be read as a log)"
-            )
+        elif _first_time(st, seen):  # a regular file
+            files.append(p)
     if not files:
         raise UsageError("no input files given")
     return files
-
-
-def _stat(path: Path) -> os.stat_result:
-    """``os.stat`` (links followed) with errors as :class:`InputError`."""
-    try:
-        return path.stat()
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file or folder") from None
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _first_time(st: os.stat_result, seen: set[tuple[int, int]]) -> bool:
@@ -225,7 +210,7 @@ def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
             files.extend(
                 f
                 for f in sorted((folder / "runs").glob("*/traces.parquet"))
-                if _first_time(_stat(f), seen)
+                if _first_time(stat_path(f), seen)
             )
             return
         try:
@@ -237,7 +222,7 @@ def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
             ) from None
         stack.append(iter(entries))
 
-    enter(top, _stat(top))
+    enter(top, stat_path(top))
     while stack:
         entry = next(stack[-1], None)
         if entry is None:

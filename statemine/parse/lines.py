@@ -13,7 +13,9 @@ import collections
 import gzip
 import io
 import itertools
+import os
 import queue
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +70,32 @@ def read_error(
     if isinstance(exc, OSError):
         return InputError(path, line, f"{doing}: {exc.strerror or exc}")
     return InputError(path, line, f"{doing}: {exc}")
+
+
+def stat_path(path: str | Path) -> os.stat_result:
+    """``os.stat`` (links followed) with its errors as :class:`InputError` naming ``path``:
+    a name with a NUL byte (``os.stat`` and ``open`` raise ValueError; the name is shown
+    quoted), no such file or folder, or why it cannot be read."""
+    if "\0" in str(path):
+        raise InputError(repr(str(path)), None, "a file name with a NUL byte")
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file or folder") from None
+    except OSError as exc:
+        raise read_error(path, exc) from None
+
+
+def stat_input(path: str | Path) -> os.stat_result:
+    """:func:`stat_path` of a log file or folder named as input, refusing what no reader
+    may open: a named pipe, socket or device (a pipe with no writer blocks, ``/dev/zero``
+    never ends)."""
+    st = stat_path(path)
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise InputError(
+            path, None, "not a regular file or folder (a pipe or device cannot be read as a log)"
+        )
+    return st
 
 
 def head_bytes(path: str | Path, n: int = 65536) -> bytes:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -45,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from ..errors import InputError, UsageError
-from .lines import ordered_map
+from .lines import ordered_map, stat_input
 from .re2line import Re2Line, translate
 
 if TYPE_CHECKING:
@@ -287,8 +286,8 @@ def read_regex_arrays(
 
     acc = _Accumulator()
     template = _split_template(mapping)
-    for path in paths:
-        _check_readable(path)
+    for path in map(Path, paths):
+        stat_input(path)  # a pipe or device would block or never end; a folder fails below
     arrow = _input_bytes(paths) > SMALL_INPUT_BYTES
     for path in map(Path, paths):
         events = _read_file(
@@ -302,23 +301,6 @@ def read_regex_arrays(
             "no events parsed (empty input, or every line hidden/ignored)",
         )
     return acc.sorted_events(time_scale)
-
-
-def _check_readable(path: str | os.PathLike) -> None:
-    """InputError for a path no log can be read from without hanging or failing oddly: a
-    name with a NUL byte (``open`` raises ValueError), a named pipe, socket or device (a
-    pipe with no writer blocks, ``/dev/zero`` never ends).  Missing files and folders are
-    reported by the read itself."""
-    if "\0" in str(path):
-        raise InputError(repr(str(path)), None, "a file name with a NUL byte")
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise InputError(
-            str(path), None, "not a regular file (a pipe or device cannot be read as a log)"
-        )
 
 
 def _input_bytes(paths: Sequence[str | os.PathLike]) -> int:
