@@ -41,13 +41,26 @@ def _last_index_where(mask: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(idx) if idx.size else idx
 
 
-def ffill(values: np.ndarray) -> np.ndarray:
-    """Forward-fill NaNs of a float array (leading NaNs stay NaN)."""
-    last = _last_index_where(~np.isnan(values))
-    out = np.full(values.shape, np.nan)
+def ffill_from(before: float, values: np.ndarray) -> tuple[np.ndarray, float]:
+    """A chunk of a float series forward-filled (its NaNs take the latest value before
+    them), continuing from the chunks before it: ``before`` is their latest value (NaN:
+    none yet; leading NaNs then stay NaN). Returns the filled chunk and its latest value
+    (``before`` for an empty chunk), the next chunk's ``before``; so a series filled chunk
+    by chunk is filled as it is whole.
+
+    >>> ffill_from(2.0, np.array([np.nan, 5.0, np.nan]))
+    (array([2., 5., 5.]), 5.0)
+    >>> ffill_from(np.nan, np.array([np.nan, 1.0]))
+    (array([nan,  1.]), 1.0)
+    >>> ffill_from(3.0, np.array([]))
+    (array([], dtype=float64), 3.0)
+    """
+    series = np.r_[before, values]
+    last = _last_index_where(~np.isnan(series))
+    filled = np.full(series.shape, np.nan)
     ok = last >= 0
-    out[ok] = values[last[ok]]
-    return out
+    filled[ok] = series[last[ok]]
+    return filled[1:], float(filled[-1])
 
 
 def derive_states(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -101,12 +114,11 @@ def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
     """The state changes among one chunk of :func:`derive_states_chunks`, updating
     ``carry``."""
     raw = pd.to_numeric(metrics["cwnd"], errors="coerce").to_numpy(dtype=float)
-    cwnd = ffill(np.r_[carry.cwnd, raw])[1:]
+    cwnd, _ = ffill_from(carry.cwnd, raw)  # carried below, from the rows kept
     has_logged = "ssthresh" in metrics.columns
     if has_logged:
         raw = pd.to_numeric(metrics["ssthresh"], errors="coerce").to_numpy(dtype=float)
-        every = ffill(np.r_[carry.ssthresh, raw])[1:]
-        carry.ssthresh = float(every[-1]) if every.size else carry.ssthresh
+        every, carry.ssthresh = ffill_from(carry.ssthresh, raw)
     known = ~np.isnan(cwnd)
     rows = metrics.loc[known].copy()
     cwnd = cwnd[known]
@@ -117,9 +129,10 @@ def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
     step = np.diff(cwnd, prepend=cwnd[0] if math.isnan(carry.cwnd) else carry.cwnd)
     reduced = step < 0
     grew = step > 0
-    recovery = ffill(np.r_[carry.recovery, np.where(reduced, 1.0, np.where(grew, 0.0, np.nan))])
-    in_recovery = recovery[1:] == 1
-    reduction = ffill(np.r_[carry.reduction, np.where(reduced, cwnd, np.nan)])[1:]
+    marks = np.where(reduced, 1.0, np.where(grew, 0.0, np.nan))
+    recovery, carry.recovery = ffill_from(carry.recovery, marks)
+    in_recovery = recovery == 1
+    reduction, carry.reduction = ffill_from(carry.reduction, np.where(reduced, cwnd, np.nan))
     inferred = np.where(np.isnan(reduction), np.inf, reduction)
     logged = every[known] if has_logged else np.full(cwnd.shape, np.nan)
     threshold = np.where(np.isnan(logged), inferred, logged)
@@ -127,8 +140,7 @@ def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
         in_recovery, RECOVERY, np.where(cwnd < threshold, SLOW_START, CONGESTION_AVOIDANCE)
     ).astype(object)
     change = state != np.r_[np.array([carry.state], dtype=object), state[:-1]]
-    carry.cwnd, carry.recovery = float(cwnd[-1]), float(recovery[-1])
-    carry.reduction, carry.state = float(reduction[-1]), str(state[-1])
+    carry.cwnd, carry.state = float(cwnd[-1]), str(state[-1])
     rows["cwnd"] = cwnd
     if has_logged:
         rows["ssthresh"] = logged
@@ -252,10 +264,10 @@ def _app_limited(
     ack = inflight < prior
     with np.errstate(invalid="ignore"):
         window_limited = (prior >= cwnd - slack) | (slow & (prior > cwnd / 2))
-    verdict = ffill(
-        np.r_[verdict_before, np.where(ack, np.where(window_limited, 0.0, 1.0), np.nan)]
+    verdict, last = ffill_from(
+        verdict_before, np.where(ack, np.where(window_limited, 0.0, 1.0), np.nan)
     )
-    return verdict[1:] == 1, float(verdict[-1])
+    return verdict == 1, last
 
 
 #: Marks a PTO count's row among the rows evaluated (the count; NaN on other rows).
@@ -327,9 +339,7 @@ def _evaluate(
     counts = rows.pop(PTO_COLUMN).to_numpy(float)
     for column in rows.columns.drop(["time", "line"], errors="ignore"):
         values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
-        filled = ffill(np.r_[carry.values.get(column, math.nan), values])
-        carry.values[column] = float(filled[-1])
-        rows[column] = filled[1:]
+        rows[column], carry.values[column] = ffill_from(carry.values.get(column, math.nan), values)
     time_all = rows["time"].to_numpy(float)
     logged_at = ~np.isnan(counts)  # the latest count at or before each row (in the chunk)
     count_time, count = time_all[logged_at], counts[logged_at]
@@ -349,7 +359,7 @@ def _evaluate(
         in_recovery |= (time >= start) & (time < end)
         if undone:
             reduced &= ~((time >= start) & (time <= end))
-    reduction = ffill(np.r_[carry.reduction, np.where(reduced, cwnd, np.nan)])[1:]
+    reduction, carry.reduction = ffill_from(carry.reduction, np.where(reduced, cwnd, np.nan))
     inferred = np.where(np.isnan(reduction), np.inf, reduction)
     logged = (
         rows["ssthresh"].to_numpy(float)
@@ -378,8 +388,7 @@ def _evaluate(
         ),
     ).astype(object)
     change = state != np.r_[np.array([carry.state], dtype=object), state[:-1]]
-    carry.cwnd, carry.reduction = float(cwnd[-1]), float(reduction[-1])
-    carry.inflight, carry.state = float(inflight[-1]), str(state[-1])
+    carry.cwnd, carry.inflight, carry.state = float(cwnd[-1]), float(inflight[-1]), str(state[-1])
     rows["cwnd"] = cwnd
     rows["state"] = state
     rows["ssthresh_inferred"] = np.where(np.isnan(logged), inferred, np.nan)

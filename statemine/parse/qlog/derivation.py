@@ -42,9 +42,9 @@ def _filled(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     last = dict.fromkeys(_METRIC_COLUMNS, math.nan)
     for frame in frames:
         for column in _METRIC_COLUMNS:
-            values = _derive.ffill(np.r_[last[column], frame[column].to_numpy(float)])
-            last[column] = float(values[-1])
-            frame[column] = values[1:]
+            frame[column], last[column] = _derive.ffill_from(
+                last[column], frame[column].to_numpy(float)
+            )
         yield frame
 
 

@@ -57,10 +57,12 @@ class _MetricsCursor:
             self._last = self._filled[-1]
         for rows, ends in self._chunks:
             if len(rows):
-                values = np.vstack([self._last, rows[:, 3:]])
                 self._filled = np.column_stack(
-                    [_derive.ffill(values[:, k]) for k in range(values.shape[1])]
-                )[1:]
+                    [
+                        _derive.ffill_from(last, rows[:, 3 + k])[0]
+                        for k, last in enumerate(self._last)
+                    ]
+                )
                 self._rows, self._ends, self._pos = rows, ends, 0
                 return True
         self._done = True
