@@ -24,7 +24,8 @@ time, events per second, the CPU seconds of the workers and of the driver, and p
 With ``--check`` (small stores only) the tables are also compared with the single-machine
 ones (read whole, :func:`statemine.summarize`), the diff's files with those of the
 diff of the halves read whole, and the invariants with those mined from the store's
-state events read whole (:func:`statemine.infer.synoptic.invariants.mine_invariants`).
+events read whole, states and point events (what
+:func:`statemine.infer.synoptic.infer_synoptic` mines).
 
 Run:  python benchmarks/bench_dask.py [--events 100000000] [--files 50] [--workers 1 2]
 """
@@ -185,10 +186,7 @@ def run_invariants(store: Path, workers: int, check: bool) -> dict:
         from statemine.infer.synoptic.log import EventLog
         from statemine.store import read_store
 
-        ts = read_store(store)
-        ev = ts.events[ts.events["kind"] == "state"]
-        seqs = [g["state"].astype(str).tolist() for _, g in ev.groupby("trace", observed=True)]
-        want = mine_invariants(EventLog.from_sequences(seqs))
+        want = mine_invariants(EventLog.from_traceset(read_store(store)))  # infer_synoptic's
         assert to_invariants_txt(inv) == to_invariants_txt(want), "invariants differ"
     return {
         "workers": workers,

@@ -15,12 +15,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from synoptic_reference import brute_invariants
+from test_stream import random_log
 from test_synoptic_oracle import CASES, ORACLE, synoptic_args
 
 import statemine
 from statemine.cli import main
 from statemine.distributed import storestats
 from statemine.distributed.run import dask_mapper, store_evidence, store_invariants
+from statemine.infer.synoptic import infer_synoptic
 from statemine.infer.synoptic.evidence import Evidence, trace_evidence
 from statemine.infer.synoptic.formats import to_invariants_txt
 from statemine.infer.synoptic.invariants import invariants_of, mine_invariants
@@ -102,11 +104,10 @@ def walks(tmp_path_factory) -> Path:
     return root / "store"
 
 
-def _state_sequences(store: Path, where: dict[str, str] | None = None) -> list[list[str]]:
-    """The traces of ``store`` as read whole: each trace's state names in order (traces
-    without a state row left out)."""
-    ts = read_store(store, where)
-    ev = ts.events[ts.events["kind"] == "state"]
+def _event_sequences(store: Path, where: dict[str, str] | None = None) -> list[list[str]]:
+    """The traces of ``store`` as read whole: each trace's event names (state rows and
+    point events) in order."""
+    ev = read_store(store, where).events
     out = [
         g["state"].astype(str).tolist() for _, g in ev.groupby("trace", observed=True, sort=False)
     ]
@@ -120,7 +121,7 @@ def _rows(inv) -> set[tuple[str, str, str, int]]:
 @pytest.mark.parametrize("store", ["walks", "generated"])
 def test_stores_on_workers_are_the_single_machine_mining(store, request, client):
     root = request.getfixturevalue(store)
-    traces = _state_sequences(root)
+    traces = _event_sequences(root)
     whole = mine_invariants(EventLog.from_sequences(traces))
     # many small tasks, so that the reduce merges several workers' evidence
     on_dask = store_invariants(root, mapper=dask_mapper(client), n_tasks=8, task_rows=300)
@@ -194,7 +195,7 @@ def test_select_prunes_to_the_partition_s_traces(walks):
         return map(fn, items)
 
     inv = store_invariants(walks, {"env": "mobile"}, mapper)
-    traces = _state_sequences(walks, {"env": "mobile"})
+    traces = _event_sequences(walks, {"env": "mobile"})
     assert to_invariants_txt(inv) == to_invariants_txt(
         mine_invariants(EventLog.from_sequences(traces))
     )
@@ -213,13 +214,41 @@ def _cli_error(args: list[str]) -> str:
     return done.output
 
 
-def test_bad_input_is_one_line_exit_2_and_no_output(generated, tmp_path):
+#: Two connections of a statemine log with point events (LossDetected, Close).
+_POINT_EVENTS = "".join(
+    f"I1120 x.go:1] STATEMINE t={t} conn={c} {what} cwnd=1200\n"
+    for t, c, what in [
+        (0.0, "c1", "state=SlowStart"),
+        (0.0, "c2", "state=SlowStart"),
+        (0.5, "c1", "event=LossDetected"),
+        (0.5, "c1", "state=Recovery"),
+        (0.7, "c2", "event=LossDetected"),
+        (0.8, "c2", "state=Recovery"),
+        (0.9, "c1", "state=CongestionAvoidance"),
+        (1.0, "c2", "state=CongestionAvoidance"),
+        (1.5, "c1", "event=Close"),
+    ]
+)
+
+
+@pytest.mark.parametrize("text", [_POINT_EVENTS, "random"])
+def test_point_events_are_events_as_infer_synoptic_takes_them(tmp_path, text):
+    """Every event row is a Synoptic event, a point event too (as every line a Synoptic
+    regex matches is): the store's invariants are those infer_synoptic mines from the log
+    read whole (the store's miner took state rows only, so the two differed)."""
     log = tmp_path / "events.log"
-    log.write_text("I1120 x.go:1] STATEMINE t=0.5 conn=c1 event=LossDetected cwnd=1200\n")
+    log.write_text(random_log(np.random.default_rng(5), 400, 5) if text == "random" else text)
     statemine.store_add([log], tmp_path / "s")
-    out = tmp_path / "out.txt"
-    no_states = ["store", "invariants", "--store", str(tmp_path / "s"), "-o", str(out)]
-    assert "no state events" in _cli_error(no_states) and not out.exists()
+    whole = infer_synoptic(statemine.read(log)).invariants
+    mined = to_invariants_txt(store_invariants(tmp_path / "s"))
+    assert mined == to_invariants_txt(whole)
+    assert "LossDetected AlwaysFollowedBy(t) Recovery" in mined or text == "random"
+    assert "LossDetected" in mined
+    args = ["store", "invariants", "--store", str(tmp_path / "s"), "--support-count"]
+    assert CliRunner().invoke(main, args).output == mined
+
+
+def test_bad_input_is_one_line_exit_2_and_no_output(generated, tmp_path):
     base = ["store", "invariants", "--store", str(generated)]
     assert "no label 'role'" in _cli_error([*base, "--select", "role=server"])
     assert "no trace matches" in _cli_error([*base, "--select", "env=none"])

@@ -99,7 +99,7 @@ def invariants(
 ) -> None:
     """Mine Synoptic's temporal invariants (AlwaysFollowedBy, NeverFollowedBy,
     AlwaysPrecedes) of a store's traces, in Synoptic's model.invariants.txt format.
-    Event types are the state events' names (docs/store.md)."""
+    Events are the state and point event rows, typed by name (docs/store.md)."""
     from ..commands import selection_pairs
     from ..distributed.run import dask_mapper, store_invariants, tasks_for
     from ..fileio import write_atomic

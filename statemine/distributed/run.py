@@ -143,8 +143,8 @@ def store_evidence(
     """Synoptic's invariant evidence of the traces of ``store`` (pruned to ``where``):
     :func:`~.storeevidence.fold_evidence` per group of files through ``mapper``, merged
     here (tasks as :func:`file_tasks`). Raises :class:`~statemine.errors.InputError` when
-    no trace has a state event (a state row: Synoptic's event types, see
-    :mod:`.storeevidence`) or there are more than ``max_types`` types."""
+    no trace has an event (a state or point event row, see :mod:`.storeevidence`) or
+    there are more than ``max_types`` types."""
     from ..errors import InputError
 
     tasks = file_tasks(store_files(store, where), n_tasks, task_rows)
@@ -152,7 +152,7 @@ def store_evidence(
     folds = list(mapper(fold, [[f.path for f in t] for t in tasks]))
     evidence = reduce_evidence(folds, max_types)
     if not evidence.n_traces:
-        raise InputError(Path(store), None, "no state events (Synoptic's event types) to mine")
+        raise InputError(Path(store), None, "no events (state or point event rows) to mine")
     return evidence
 
 

@@ -1,10 +1,12 @@
 """Synoptic's invariant evidence of a trace store as a map over its data files and an
 associative reduce (:class:`statemine.infer.synoptic.evidence.Evidence`).
 
-Synoptic's event types of a store are the names of its *state* rows (kind ``state``):
-point events (kind ``event``) and metrics rows are not types, and a trace without state
-rows is not a trace of the log. A trace's state rows are taken in store order, which is
-``seq`` order with non-decreasing times (checked, :func:`statemine.store.check_rows`):
+Synoptic's events of a store are its event rows, as
+:func:`statemine.infer.synoptic.infer_synoptic` takes a trace set's: state rows (kind
+``state``) and point events (kind ``event``, e.g. ``LossDetected``), each typed by its
+name; metrics rows are not events (a trace set keeps them apart), and a trace without
+event rows is not a trace of the log. A trace's events are taken in store order, which
+is ``seq`` order with non-decreasing times (checked, :func:`statemine.store.check_rows`):
 the order Synoptic's reader gives them (a store made by ``statemine store add -r ... -s
 ...`` from a Synoptic log keeps its reader's order). A trace id met again in a later file
 is another trace, as :func:`statemine.store.read_store` counts it.
@@ -32,7 +34,7 @@ MAX_TYPES = 2048
 
 
 def too_many_types(max_types: int) -> str:
-    """The reason given when a store has more than ``max_types`` distinct state names."""
+    """The reason given when a store has more than ``max_types`` distinct event names."""
     return (
         f"more than {max_types} distinct event types: the invariant matrices grow with its "
         "square (raise the cap with --max-types if the types are real)"
@@ -40,8 +42,8 @@ def too_many_types(max_types: int) -> str:
 
 
 class EvidenceFold(NamedTuple):
-    """What :func:`fold_evidence` computed for one task: the evidence, the task's state
-    names in order of their first state line (``names``) with the (source, line) of that
+    """What :func:`fold_evidence` computed for one task: the evidence, the task's event
+    names in order of their first line (``names``) with the (source, line) of that
     line (``first_lines``), and whether more than ``max_types`` names were met
     (``overflow``: the fold stopped there)."""
 
@@ -57,12 +59,12 @@ def fold_evidence(paths: Sequence[str | Path], max_types: int = MAX_TYPES) -> Ev
     evidence = Evidence.empty()
     overflow = False
     for path in map(Path, paths):
-        for block in file_blocks(path, names, max_types, FileIds()):
+        for block in file_blocks(path, names, max_types, FileIds(), events=True):
             if len(names.codes) > max_types:  # the driver names the line
                 overflow = True
                 break
-            s = block.is_state
-            trace, codes = block.trace[s], block.state[s]
+            typed = block.is_state | block.is_event
+            trace, codes = block.trace[typed], block.state[typed]
             if not len(trace):
                 continue
             starts = np.r_[np.flatnonzero(np.r_[True, trace[1:] != trace[:-1]]), len(trace)]

@@ -57,7 +57,8 @@ class FilesFold(NamedTuple):
 
 class _Block(NamedTuple):
     """Whole traces of one file: per row the file's trace code, seq, seconds, whether a
-    state line, the task's state code (-1 for events), line; per trace its end and the
+    state line, the task's code of its name (-1 for point events unless they are coded,
+    see :func:`file_blocks`), line; per trace its end and the
     file's code of its source (:class:`FileIds`); per row whether an event line and
     (when read) whether it logs a cwnd."""
 
@@ -175,10 +176,17 @@ def _visits(block: _Block, local: np.ndarray, n: int, options: StatsOptions) -> 
 
 
 def file_blocks(
-    path: Path, names: StateNames, max_states: int, ids: FileIds, cwnd: bool = False
+    path: Path,
+    names: StateNames,
+    max_states: int,
+    ids: FileIds,
+    cwnd: bool = False,
+    *,
+    events: bool = False,
 ) -> Iterator[_Block]:
     """The rows of one data file as blocks of whole traces, checked (trace ids and
-    sources coded in ``ids``; ``cwnd``: which rows log one)."""
+    sources coded in ``ids``; ``cwnd``: which rows log one; ``events``: point events'
+    names coded in ``names`` too, as Synoptic's event types)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -190,7 +198,7 @@ def file_blocks(
         carry: dict[str, np.ndarray] | None = None
         while True:
             batch = next(batches, None)
-            rows = None if batch is None else _decode(batch, ids, names, max_states)
+            rows = None if batch is None else _decode(batch, ids, names, max_states, events)
             if rows is None and carry is None:
                 return
             if carry is not None:
@@ -231,11 +239,11 @@ def file_blocks(
 
 
 def _decode(
-    batch: pa.RecordBatch, ids: FileIds, names: StateNames, max_states: int
+    batch: pa.RecordBatch, ids: FileIds, names: StateNames, max_states: int, events: bool
 ) -> dict[str, np.ndarray]:
     """A record batch's columns as numpy arrays: trace and source codes of the file
-    (``ids``), state codes of the task (``names``, new names coded in order of their first
-    state line)."""
+    (``ids``), the codes of the task (``names``, new names coded in order of their first
+    line) of the state rows' names, and with ``events`` of the point events' too."""
     import pyarrow as pa
 
     columns = {}
@@ -250,14 +258,16 @@ def _decode(
     kinds = columns["kind"].dictionary.to_pylist()
     kind = columns["kind"].indices.to_numpy(zero_copy_only=False)
     is_state = np.array([k == "state" for k in kinds], bool)[kind]
+    is_event = np.array([k == "event" for k in kinds], bool)[kind]
+    named = is_state | is_event if events else is_state
     state_idx = columns["state"].indices.to_numpy(zero_copy_only=False)
     line = batch.column("line").to_numpy(zero_copy_only=False)
     state = np.full(len(state_idx), -1, np.int64)
     dictionary = columns["state"].dictionary.to_pylist()
     name_lut = np.array([names.codes.get(s, -1) for s in dictionary], np.int64)
-    used = state_idx[is_state]
+    used = state_idx[named]
     if len(used) and (name_lut[used] < 0).any():
-        rows = np.flatnonzero(is_state)
+        rows = np.flatnonzero(named)
         uniq, first = np.unique(used, return_index=True)
         new = name_lut[uniq] < 0
         sources = columns["source"]
@@ -267,7 +277,7 @@ def _decode(
             name_lut[code] = names.codes.setdefault(dictionary[code], len(names.codes))
             source = sources.dictionary[sources.indices[int(row)].as_py()].as_py()
             names.first_lines.append((str(source), int(line[row])))
-    state[is_state] = name_lut[used]
+    state[named] = name_lut[used]
     return {
         "trace": lut[trace.indices.to_numpy(zero_copy_only=False)],
         "seq": batch.column("seq").to_numpy(zero_copy_only=False),
@@ -277,7 +287,7 @@ def _decode(
         "line": line,
         "end": batch.column("end").to_numpy(zero_copy_only=False),
         "source": source_lut[columns["source"].indices.to_numpy(zero_copy_only=False)],
-        "is_event": np.array([k == "event" for k in kinds], bool)[kind],
+        "is_event": is_event,
         **(
             {"cwnd": batch.column("cwnd").is_valid().to_numpy(zero_copy_only=False)}
             if "cwnd" in batch.schema.names
