@@ -8,6 +8,9 @@ send time (``time.monotonic()``); the receiver (server namespace) notes each arr
 of the same config and seed: the model's arrival time of every packet, which the real
 arrival should match up to the emulator's error (reading late, writing late, the kernel's
 delivery). Both programs use the monotonic clock, shared by all namespaces.
+:func:`measure` also has the model replayed at the emulator's own read times (its
+record): the path without the sender's delay between timestamping a packet and the
+packet reaching the path, which the machine's load can stretch to milliseconds.
 
 ``python -m statemine.lab.realtime.probe send|recv JSON`` are the two programs.
 """
@@ -95,28 +98,52 @@ def compare(
     seed: int,
     size: int,
     t0: float,
+    record: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """One row per sent packet: its send time ``t`` (seconds since ``t0``, the emulator's
     origin), the model's arrival ``model`` (NaN: the model drops it) and the real
-    ``real`` (NaN: not received); ``error = real - model`` (seconds)."""
-    model = Link(LinkConfig.from_dict(link), direction_seed(seed, "up"))
+    ``real`` (NaN: not received); ``error = real - model`` (seconds).
+
+    With ``record``, the emulator's (read time, scheduled write time) of each packet that
+    left the sender (seconds since ``t0``, in send order; NaN: dropped), also ``read``,
+    ``due`` and ``model_read``: the model's arrival of each packet offered when the
+    emulator read it (NaN columns when the emulator read another number of packets than
+    were sent)."""
     t = np.asarray(sent, dtype=float) - t0
+    real = np.full(len(t), np.nan)
+    real[np.asarray(seq, dtype=int)] = np.asarray(arrival, dtype=float) - t0
+    pred = _replay(t, link, seed, size)
+    table = pd.DataFrame({"t": t, "model": pred, "real": real, "error": real - pred})
+    if record is not None:
+        left = np.isfinite(t)
+        read, due = np.full(len(t), np.nan), np.full(len(t), np.nan)
+        if len(record[0]) == left.sum():
+            read[left], due[left] = record
+        table["read"], table["due"] = read, due
+        table["model_read"] = _replay(read, link, seed, size)
+    return table
+
+
+def _replay(t: np.ndarray, link: dict, seed: int, size: int) -> np.ndarray:
+    """The arrival times of a fresh up-direction :class:`Link` of ``link`` and ``seed``
+    offered a packet of ``size`` bytes (plus headers) at each finite time of ``t`` (seconds
+    since the emulator's origin, in order); NaN where dropped or not offered."""
+    model = Link(LinkConfig.from_dict(link), direction_seed(seed, "up"))
     pred = np.full(len(t), np.nan)
     for i, ti in enumerate(t):
         if math.isfinite(ti):
             got = model.send(max(ti, 0.0), size + UDP_IP_OVERHEAD)
             pred[i] = np.nan if got is None else got
-    real = np.full(len(t), np.nan)
-    real[np.asarray(seq, dtype=int)] = np.asarray(arrival, dtype=float) - t0
-    return pd.DataFrame({"t": t, "model": pred, "real": real, "error": real - pred})
+    return pred
 
 
 def measure(
     link: dict, seed: int, pps: float, count: int, size: int = 1200, port: int = 19999
 ) -> tuple[pd.DataFrame, dict]:
     """Run the probe through a real-time path whose up direction (client -> server) is
-    ``link`` (a :class:`statemine.lab.path.LinkConfig` dict); the :func:`compare` table and
-    the emulator's counters (plus ``wall_s``)."""
+    ``link`` (a :class:`statemine.lab.path.LinkConfig` dict); the :func:`compare` table
+    (with the emulator's record of the packets) and the emulator's counters (plus
+    ``wall_s``)."""
     import subprocess
 
     from ..scenario import link_config
@@ -127,7 +154,8 @@ def measure(
     quiet = link_config(1e9, 1 << 20, 0.0)  # the down direction: no effect on the probe
     t_start = time.monotonic()
     with netns.signals_raise(), netns.Topology() as topo:
-        emu = Emulator(topo.client_fd, topo.server_fd, {"up": link, "down": quiet}, seed).start()
+        path = {"up": link, "down": quiet}
+        emu = Emulator(topo.client_fd, topo.server_fd, path, seed, record=True).start()
         procs = []
         try:
             argv = [sys.executable, "-m", "statemine.lab.realtime.probe"]
@@ -163,7 +191,11 @@ def measure(
             emu.stop()
     if emu.error is not None:
         raise RuntimeError(f"emulator failed: {emu.error!r}")
-    table = compare(sent, got["seq"], got["arrival"], link, seed, size, emu.t0)
+    rec = emu.record
+    assert rec is not None
+    up = np.frombuffer(rec.direction, np.int8) == 0
+    record = np.frombuffer(rec.t_read)[up], np.frombuffer(rec.due)[up]
+    table = compare(sent, got["seq"], got["arrival"], link, seed, size, emu.t0, record)
     stats = dict(emu.stats(), wall_s=time.monotonic() - t_start)
     return table, stats
 
