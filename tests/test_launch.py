@@ -21,8 +21,8 @@ from statemine.launch import _echo, engine_in, without_engine
 ROOT = Path(__file__).resolve().parents[1]  # this checkout's package
 
 #: Modules the Synoptic engines' command must not import: click (their options are the
-#: tool's own), the data-frame stack, the other commands (each is milliseconds of a
-#: command of about 0.2 s).
+#: tool's own), the data-frame stack, the other commands, and numpy or standard modules
+#: the path does not use (each is milliseconds of a command of about 0.2 s).
 NOT_LOADED = (
     "click",
     "rich",
@@ -35,6 +35,9 @@ NOT_LOADED = (
     "statemine.commands",
     "statemine.traces",
     "statemine.stats",
+    "numpy.ma",
+    "tempfile",
+    "shutil",
 )
 
 REGEX = ["-r", "^(?<DTIME>)(?<TYPE>)$", "-s", "^--$"]

@@ -23,7 +23,7 @@ import numpy as np
 from ...errors import StatemineError
 from .check import InvariantCodes, counterexample, violated
 from .log import EventLog
-from .model import INIT_NODE, TERM_NODE, PartitionModel
+from .model import INIT_NODE, TERM_NODE, PartitionModel, sorted_unique
 
 
 def _infeasible_step(model: PartitionModel, path: list[int]) -> int:
@@ -180,8 +180,8 @@ def refine_by_history(
     invariant that held (every path of the split model maps onto a path of the old one),
     so one call satisfies all the invariants; O(N * bits) vectorized work.
     """
-    past = np.unique(inv.a[bad & (inv.kind != 0) & (inv.a >= 0)])
-    future = np.unique(inv.b[bad & (inv.kind == 0)])
+    past = sorted_unique(inv.a[bad & (inv.kind != 0) & (inv.a >= 0)])
+    future = sorted_unique(inv.b[bad & (inv.kind == 0)])
     bits = history_bits(model.log, past, future)
     table = np.column_stack([model.part, bits.astype(np.int64)])
     _, inverse = np.unique(table, axis=0, return_inverse=True)
