@@ -112,7 +112,8 @@ class PartitionModel:
         """Dense ``n x n`` int64 matrix of edge counts (one bincount: the engine's checks
         call this on every trial, where small models make it cheaper than a sort)."""
         n = self.n_nodes
-        return np.bincount(self._transition_keys(), minlength=n * n).reshape(n, n).astype(np.int64)
+        counts = np.bincount(self._transition_keys(), minlength=n * n).reshape(n, n)
+        return counts.astype(np.int64, copy=False)
 
     def edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(src, dst, count)``: the edges with a count > 0, sorted by (src, dst) node
