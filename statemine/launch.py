@@ -176,10 +176,34 @@ def _tool_engine(args: Sequence[str]) -> tuple[str, Path | None] | None:
     return (engine, jar) if ok else None
 
 
-def run_tool_command(engine: str, args: Sequence[str], synoptic_jar: Path | None) -> NoReturn:
+def exit_process(status: int) -> NoReturn:
+    """End the process with ``status`` as a normal exit would for the command's path
+    (threads waited for, atexit handlers run, stdout and stderr flushed), but without
+    tearing the interpreter down: freeing every module, numpy's included, takes about
+    0.02 s, a tenth of ``infer --engine synoptic`` on a 1e4-event log.  A normal exit
+    when a thread that is not a daemon still runs, or when flushing fails (Python then
+    reports it as usual)."""
+    import atexit
+    import threading
+
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    atexit._run_exitfuncs()  # and clears them: a fallback sys.exit runs none twice
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(status)
+    os._exit(status)
+
+
+def run_tool_command(
+    engine: str, args: Sequence[str], synoptic_jar: Path | None, process: bool = False
+) -> NoReturn:
     """``statemine infer --engine ENGINE ARGS`` without click: one call of
     :func:`statemine.infer.synoptic.command.run_command`, its output printed; exits 2 on
-    bad input (one line), 1 on Ctrl-C (``Aborted!``, as click), else 0."""
+    bad input (one line), 1 on Ctrl-C (``Aborted!``, as click), else 0 (``process``:
+    the whole process, through :func:`exit_process`; else by ``SystemExit``)."""
     try:
         with exit_on_errors(_echo):
             from .infer.synoptic.command import run_command
@@ -189,16 +213,27 @@ def run_tool_command(engine: str, args: Sequence[str], synoptic_jar: Path | None
         _echo("", err=True)
         _echo("Aborted!", err=True)
         sys.exit(1)
+    if process:
+        exit_process(0)
     sys.exit(0)
 
 
-def main(args: Sequence[str] | None = None, prog_name: str | None = None) -> None:
-    """Run the ``statemine`` command on ``args`` (default: ``sys.argv[1:]``); exits."""
+def main(
+    args: Sequence[str] | None = None, prog_name: str | None = None, process: bool = False
+) -> None:
+    """Run the ``statemine`` command on ``args`` (default: ``sys.argv[1:]``); exits by
+    ``SystemExit`` (``process``: a successful Synoptic-family run ends the process at
+    once, :func:`exit_process`; for the program's entry points only)."""
     single_blas_thread()
     argv = list(sys.argv[1:] if args is None else args)
     tool = _tool_engine(argv)
     if tool is not None:
-        run_tool_command(tool[0], argv[1:], tool[1])
+        run_tool_command(tool[0], argv[1:], tool[1], process)
     from .cli import main as click_main
 
     click_main(args, prog_name=prog_name)
+
+
+def program() -> None:
+    """The console script ``statemine``: :func:`main` as the process's entry point."""
+    main(process=True)

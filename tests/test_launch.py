@@ -169,3 +169,36 @@ def test_echo_is_click_echo_on_plain_streams(capsys):
         ours = capsys.readouterr()
         click.echo(message, **kwargs)
         assert ours == capsys.readouterr()
+
+
+def test_exit_process_does_what_an_exit_does_for_the_command(tmp_path):
+    """:func:`statemine.launch.exit_process` runs atexit handlers and flushes stdout
+    before ending the process with the status; a running non-daemon thread is waited
+    for, as a normal exit does."""
+    done_file = tmp_path / "thread-done"
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from statemine.launch import exit_process\n"
+        "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
+        "def late():\n"
+        "    time.sleep(0.2)\n"
+        f"    open({str(done_file)!r}, 'w').close()\n"
+        "threading.Thread(target=late).start()\n"
+        "sys.stdout.write('unflushed output')\n"
+        "exit_process(3)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60
+    )
+    assert done.returncode == 3
+    assert done.stdout == "unflushed output"
+    assert done.stderr == "atexit ran\n"
+    assert done_file.exists()
+    quick = subprocess.run(
+        [sys.executable, "-c", code.replace("threading.Thread(target=late).start()\n", "")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert (quick.returncode, quick.stdout, quick.stderr) == (3, "unflushed output", "atexit ran\n")
