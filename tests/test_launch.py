@@ -202,3 +202,19 @@ def test_exit_process_does_what_an_exit_does_for_the_command(tmp_path):
         timeout=60,
     )
     assert (quick.returncode, quick.stdout, quick.stderr) == (3, "unflushed output", "atexit ran\n")
+
+
+def test_a_profiled_run_still_reports(log, tmp_path):
+    """Under ``python -m cProfile`` the command exits normally, so the profile is
+    written (it is written after the program returns)."""
+    out = tmp_path / "run.prof"
+    args = ["infer", "--engine", "synoptic", *REGEX, "-o", str(tmp_path / "m"), str(log)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "statemine", *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 0
