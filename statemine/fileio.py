@@ -23,7 +23,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -112,11 +111,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     'done'
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     with cleanup_on_signals():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            fd, tmp = new_temp_file(path, 0o666)
+            os.close(fd)
         except OSError as exc:
             raise os_error(path, exc) from None
         try:
@@ -129,6 +128,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def new_temp_file(path: Path, mode: int) -> tuple[int, Path]:
+    """Create a new empty file beside ``path`` (``.NAME.PID-XXXXXXXX.tmp``; ``mode`` less
+    the umask, never an existing file or a symlink's target); returns (an fd open for
+    writing, its path).  OSError when the folder does not take it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    return os.open(tmp, flags, mode), tmp
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
@@ -162,6 +170,8 @@ def write_set(
     followed. Raises :class:`StatemineError` (one line) on OS errors; nothing partial is
     left behind.
     """
+    import shutil
+
     allowed = set(owned) | set(files)
     out = check_out_dir(out_dir, allowed)
     parent = out.parent
@@ -271,6 +281,8 @@ def _fsync_dir(path: Path) -> None:
 
 def _swap_in(tmp: Path, out: Path, allowed: set[str]) -> None:
     """Put folder ``tmp`` at ``out`` in one step and remove what was there before."""
+    import shutil
+
     for _ in range(_SWAP_ATTEMPTS):
         try:
             os.rename(tmp, out)  # out missing (or an empty folder)
@@ -326,6 +338,8 @@ _STALE = re.compile(r"\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>\d+)-[0-9a-f]{8}\Z", r
 
 def _sweep_stale(parent: Path, name: str) -> None:
     """Remove temporary folders beside ``parent/name`` left by processes that no longer run."""
+    import shutil
+
     try:
         entries = os.listdir(parent)
     except OSError:

@@ -3,20 +3,17 @@ over the library function of the same name."""
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import import_module
 from typing import Any
 
-# The command's matrix products are small (bootstrap: 1000 x traces x states); OpenBLAS's
-# worker threads would spin beside the scanner thread and the imports. Set before numpy
-# loads; a user's own setting wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from ..launch import exit_on_errors, fail, single_blas_thread
 
-import click
+single_blas_thread()  # before numpy loads (bootstrap: 1000 x traces x states products)
 
-from .. import __version__
-from ..errors import StatemineError
+import click  # noqa: E402  # after the thread setting, as numpy
+
+from .. import __version__  # noqa: E402
 
 #: Command name -> the module of this package that defines it (and registers it on
 #: ``main`` when imported). A module is imported only when one of its commands runs or
@@ -77,39 +74,17 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-            _fail(exc.format_message() + where)
+            fail(exc.format_message() + where, click.echo)
         except click.ClickException as exc:
-            _fail(exc.format_message())
+            fail(exc.format_message(), click.echo)
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with exit_on_errors(click.echo):
             return super().invoke(ctx)
-        except StatemineError as exc:
-            _fail(str(exc))
-        except BrokenPipeError:
-            _quiet_exit()
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename is not None else ""
-            _fail(f"{where}{exc.strerror or exc}")
-
-
-def _fail(message: str) -> None:
-    from ..escape import one_line
-
-    click.echo(f"statemine: error: {one_line(message)}", err=True)
-    sys.exit(2)
-
-
-def _quiet_exit() -> None:
-    """stdout was closed by its reader: drop what is left to print and exit 1 (Python's
-    advice for SIGPIPE), without a traceback."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

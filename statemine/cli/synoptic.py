@@ -10,33 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..launch import engine_in, show, without_engine
 from . import main
 
 if TYPE_CHECKING:
     from ..infer.synoptic.run import ToolRun
-
-
-def engine_in(args: Sequence[str]) -> str | None:
-    """The value of ``--engine`` in raw ``args`` (``--engine X`` or ``--engine=X``)."""
-    for k, arg in enumerate(args):
-        if arg == "--engine" and k + 1 < len(args):
-            return args[k + 1]
-        if arg.startswith("--engine="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-def without_engine(args: Sequence[str]) -> list[str]:
-    """``args`` without its ``--engine X`` / ``--engine=X``."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--engine":
-            skip = True
-        elif not arg.startswith("--engine="):
-            out.append(arg)
-    return out
 
 
 class ToolCommand(click.Command):
@@ -58,14 +36,12 @@ def run_synoptic_engine(
     engine: str, args: Sequence[str], synoptic_jar: str | Path | None = None
 ) -> ToolRun | None:
     """``statemine infer --engine synoptic|synoptic-jar|ktails|perfume ARGS``: one call of
-    :func:`statemine.infer.synoptic.command.run_command`, then printing."""
+    :func:`statemine.infer.synoptic.command.run_command`, then printing.  The command
+    line's own entry point runs the same without click (:mod:`statemine.launch`)."""
     from ..infer.synoptic.command import run_command
 
     done = run_command(engine, args, synoptic_jar)
-    if done.stdout:
-        click.echo(done.stdout, nl=False)
-    for line in done.messages:
-        click.echo(line, err=True)
+    show(done, click.echo)
     return done.run
 
 

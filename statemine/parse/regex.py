@@ -188,16 +188,35 @@ _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
+def _fast_time(kind: str) -> Callable[[str], bool]:
+    """For times of ``kind`` (a key of ``_FAST_DIGITS``): is a time text the common case,
+    plain ASCII digits that fit and print as written (an integer without a leading zero;
+    a decimal always), whose value is ``float(text)`` and printed text ``text``?"""
+    digits = _FAST_DIGITS[kind]
+    decimal = kind in ("DTIME", "FTIME")
+
+    def fast(text: str) -> bool:
+        return (
+            text.isdigit()
+            and text.isascii()
+            and len(text) <= digits
+            and (decimal or text[0] != "0" or text == "0")
+        )
+
+    return fast
+
+
+_FAST_TIME = {kind: _fast_time(kind) for kind in _FAST_DIGITS}
+
+
 def _parse_time(kind: str | None, text: str | None, line_no: int) -> tuple[float, str]:
     """The time of one event (value, text as Synoptic prints it); ``ValueError`` if bad."""
     if kind is None:
         return float(line_no), str(line_no)
     if text is None:
         raise ValueError("no time")
-    # the common case, without the regexes below: plain ASCII digits that fit print as
-    # written (an integer without a leading zero; a decimal always)
-    fast = text.isdigit() and text.isascii() and len(text) <= _FAST_DIGITS.get(kind, -1)
-    if fast and (kind in ("DTIME", "FTIME") or text[0] != "0" or text == "0"):
+    fast = _FAST_TIME.get(kind)
+    if fast is not None and fast(text):  # without the regexes below
         return float(text), text
     text = text.strip()
     if kind in ("TIME", "LTIME"):
@@ -744,19 +763,25 @@ def _scan_loop(
     unmatched: list[tuple[int, str]] = []
     errors: list[tuple[int, int, str | None]] = []
     hits: list[list] = [[[], {g: [] for g in needed}, [], []] for _ in compiled]
-    plain = [not (r.constants or r.pre_inc or r.post_inc) for r in compiled]
-    matchers = [_line_matcher(r) for r in compiled]
+    # per regex: (regex, matcher, plain, its hits, its group columns); a plain regex's
+    # group that no counter shadows is the match's value ('' when unset), as _value says
+    rules = []
+    for r, hit in zip(compiled, hits):
+        is_plain = not (r.constants or r.pre_inc or r.post_inc)
+        columns = [(g, col, is_plain and g not in counters) for g, col in hit[1].items()]
+        rules.append((r, _line_matcher(r), is_plain, hit, columns))
+    fast_time = _FAST_TIME.get(time_kind or "")
     refused: dict[str, bool] = {}  # type -> _type_problem(type), asked once per type
     for i, line in enumerate(lines):
         if len(line) > MAX_LINE_CHARS:
             if len(unmatched) < MAX_LISTED_LINES:
                 unmatched.append((i, f"<line of {len(line)} characters: too long>"))
             continue
-        for k, r in enumerate(compiled):
-            m = matchers[k](line)
+        for r, matcher, is_plain, (idx, _, times, texts), columns in rules:
+            m = matcher(line)
             if m is None:
                 continue
-            values = m if plain[k] else _apply_extras(r, m, counters)
+            values = m if is_plain else _apply_extras(r, m, counters)
             if values is None:  # hidden
                 sep_line[i] = "SEPCOUNT" in r.post_inc
                 break
@@ -769,20 +794,27 @@ def _scan_loop(
                 errors.append((i, 0, etype))
                 break
             tval = values.get(time_kind) if time_kind else None
-            try:
-                t, t_text = _parse_time(time_kind, tval, i + 1)
-            except ValueError:
-                if ignore:
-                    continue
-                errors.append((i, 1, tval))
-                break
-            if not plain[k]:
+            if tval is not None and fast_time is not None and fast_time(tval):
+                t, t_text = float(tval), tval
+            else:
+                try:
+                    t, t_text = _parse_time(time_kind, tval, i + 1)
+                except ValueError:
+                    if ignore:
+                        continue
+                    errors.append((i, 1, tval))
+                    break
+            if not is_plain:
                 for name in r.post_inc:
                     counters[name] += 1
-            idx, groups, times, texts = hits[k]
             idx.append(i)
-            for g, column in groups.items():
-                column.append(etype if g == "TYPE" else _value(g, m, values, plain[k], counters))
+            for g, column, from_match in columns:
+                if g == "TYPE":
+                    column.append(etype)
+                elif from_match:
+                    column.append(m.get(g) or "")
+                else:
+                    column.append(_value(g, m, values, is_plain, counters))
             times.append(t)
             texts.append(t_text)
             break

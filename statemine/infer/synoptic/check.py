@@ -346,11 +346,9 @@ def counterexample(
     bounds = np.searchsorted(src, np.arange(n + 1)).tolist()
     targets = dst.tolist()
     succ = [targets[bounds[v] : bounds[v + 1]] for v in range(n)]
-    nodes = np.arange(n)
-    types = np.asarray(node_type)
-    move = [
-        _next_phase(kind, a, b, term, np.full(n, phase), nodes, types).tolist() for phase in (0, 1)
-    ]
+    # the moves from phase 0 (row 0) and from phase 1 (row 1), in one evaluation
+    phases = np.array([[0], [1]])
+    move = _next_phase(kind, a, b, term, phases, np.arange(n), np.asarray(node_type)).tolist()
     start = (init, 1 if (kind == 0 and a < 0) else 0)
     parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
     queue = deque([start])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .check import InvariantCodes, MergeCheck
-from .model import INIT_NODE, TERM_NODE, PartitionModel
+from .model import INIT_NODE, TERM_NODE, PartitionModel, sorted_unique
 
 
 class _Grouping:
@@ -61,7 +61,7 @@ class _Grouping:
 
     def reps_of_type(self, t: int) -> np.ndarray:
         """Representatives of the current groups of type ``t``."""
-        reps = np.unique(self.group)
+        reps = sorted_unique(self.group)
         return reps[self.node_type[reps] == t]
 
 
@@ -75,7 +75,7 @@ def coarsen(
     nodes of the type codes ``types`` when given)."""
     grouping = _Grouping(model, inv)
     if types is None:
-        types = np.unique(model.node_type[model.node_type >= 0])
+        types = sorted_unique(model.node_type[model.node_type >= 0])
     changed = True
     while changed:
         changed = False
@@ -230,7 +230,7 @@ def _coarsen_repaired(
     """:func:`coarsen` on ``repaired`` (a split of ``before``, whose new nodes are
     numbered after ``before``'s), merging only nodes of type ``t`` and of the types the
     repair split."""
-    touched = np.union1d(np.unique(repaired.node_type[before.n_nodes :]), [t])
+    touched = sorted_unique(np.append(repaired.node_type[before.n_nodes :], t))
     return coarsen(repaired, inv, rng, types=touched)
 
 

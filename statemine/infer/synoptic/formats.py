@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import InputError
-from ...fileio import cleanup_on_signals
+from ...fileio import cleanup_on_signals, new_temp_file
 from ...parse.lines import ordered_map
 from ...parse.regex import WORKERS
 from .invariants import KINDS, Invariants, invariant_lines, sort_invariants
@@ -449,12 +448,12 @@ def write_texts(
     prefix = Path(prefix)
     target_dir = prefix.parent
     target_dir.mkdir(parents=True, exist_ok=True)
-    done: list[tuple[str, Path]] = []
+    done: list[tuple[Path, Path]] = []
     with cleanup_on_signals():  # SIGTERM/SIGHUP also remove the temporaries
         try:
             for suffix, text in texts.items():
                 path = prefix.with_name(prefix.name + suffix)
-                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=target_dir)
+                fd, tmp = new_temp_file(path, 0o600)  # mode 0600, as mkstemp made the files
                 done.append((tmp, path))
                 with os.fdopen(fd, "wb") as fh:
                     pieces = [text.encode("utf-8")] if isinstance(text, str) else text
@@ -464,7 +463,7 @@ def write_texts(
                 os.replace(tmp, path)
         except BaseException:
             for tmp, _ in done:
-                Path(tmp).unlink(missing_ok=True)
+                tmp.unlink(missing_ok=True)
             raise
     return [path for _, path in done]
 

@@ -70,6 +70,16 @@ class EventLog:
         mask[self.starts[1:] - 1] = True
         return mask
 
+    @cached_property
+    def type_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, first, last)``: the sorted distinct ``trace * n_types + code`` of the
+        events, and the index of the first and of the last event of each (computed once
+        per log: refinement asks for it on every history split)."""
+        key = self.trace_of * len(self.types) + self.codes
+        keys, first = np.unique(key, return_index=True)
+        last = self.n_events - 1 - np.unique(key[::-1], return_index=True)[1]
+        return keys, first, last
+
     def trace(self, k: int) -> list[str]:
         """Event types of trace ``k`` in order."""
         return [self.types[c] for c in self.codes[self.starts[k] : self.starts[k + 1]]]

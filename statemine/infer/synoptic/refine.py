@@ -23,7 +23,7 @@ import numpy as np
 from ...errors import StatemineError
 from .check import InvariantCodes, counterexample, violated
 from .log import EventLog
-from .model import INIT_NODE, TERM_NODE, PartitionModel
+from .model import INIT_NODE, TERM_NODE, PartitionModel, sorted_unique
 
 
 def _infeasible_step(model: PartitionModel, path: list[int]) -> int:
@@ -90,8 +90,8 @@ def refine(
     n_types = len(model.log.types)
     steps = 0
     limit = max_steps if max_steps is not None else model.log.n_events + 2
+    adj = model.edge_counts() > 0
     while True:
-        adj = model.edge_counts() > 0
         still = violated(adj, model.node_type, inv, n_types, trim=False)
         bad = np.nonzero(still)[0]
         if bad.size == 0:
@@ -116,10 +116,12 @@ def refine(
         if not splits:
             raise StatemineError("internal error: no split removes a counterexample")
         order = rng.permutation(len(splits))
-        chosen = splits[0]
-        for k in order:
+        trials: dict[int, tuple[PartitionModel, np.ndarray]] = {}
+        chosen = 0  # when no split removes the counterexample
+        for k in order.tolist():
             trial = apply_split(model, splits[k])
             t_adj = trial.edge_counts() > 0
+            trials[k] = trial, t_adj
             if (
                 counterexample(
                     t_adj,
@@ -132,9 +134,10 @@ def refine(
                 )
                 is None
             ):
-                chosen = splits[k]
+                chosen = k
                 break
-        model = apply_split(model, chosen)
+        # every split was tried unless one passed: the chosen one's model and edges
+        model, adj = trials[chosen]
         steps += 1
 
 
@@ -143,10 +146,7 @@ def history_bits(log: EventLog, past_types: np.ndarray, future_types: np.ndarray
     earlier in the event's trace?) then one per type of ``future_types`` (later?)."""
     n_types = len(log.types)
     trace_of = log.trace_of
-    key = trace_of * n_types + log.codes
-    uniq, first = np.unique(key, return_index=True)
-    rev_uniq, rev_first = np.unique(key[::-1], return_index=True)
-    last = log.n_events - 1 - rev_first
+    uniq, first, last = log.type_spans
     pos = np.arange(log.n_events)
     cols = []
     for t in past_types:
@@ -156,8 +156,8 @@ def history_bits(log: EventLog, past_types: np.ndarray, future_types: np.ndarray
         cols.append(first_t[trace_of] < pos)
     for t in future_types:
         last_t = np.full(log.n_traces, -1, dtype=np.int64)
-        sel = rev_uniq % n_types == t
-        last_t[rev_uniq[sel] // n_types] = last[sel]
+        sel = uniq % n_types == t
+        last_t[uniq[sel] // n_types] = last[sel]
         cols.append(last_t[trace_of] > pos)
     if not cols:
         return np.zeros((log.n_events, 0), dtype=bool)
@@ -180,8 +180,8 @@ def refine_by_history(
     invariant that held (every path of the split model maps onto a path of the old one),
     so one call satisfies all the invariants; O(N * bits) vectorized work.
     """
-    past = np.unique(inv.a[bad & (inv.kind != 0) & (inv.a >= 0)])
-    future = np.unique(inv.b[bad & (inv.kind == 0)])
+    past = sorted_unique(inv.a[bad & (inv.kind != 0) & (inv.a >= 0)])
+    future = sorted_unique(inv.b[bad & (inv.kind == 0)])
     bits = history_bits(model.log, past, future)
     table = np.column_stack([model.part, bits.astype(np.int64)])
     _, inverse = np.unique(table, axis=0, return_inverse=True)
@@ -226,11 +226,14 @@ def refine_targeted(model: PartitionModel, inv: InvariantCodes, bad: np.ndarray)
     those nodes, and the other nodes lie on no violating path).  One pass; usually far
     fewer nodes than the global split."""
     log = model.log
+    edges_of = None  # the model succ and pred describe (recomputed after a split)
     for i in np.nonzero(bad)[0]:
         kind, a, b = int(inv.kind[i]), int(inv.a[i]), int(inv.b[i])
-        adj = model.edge_counts() > 0
-        succ = [np.nonzero(row)[0].tolist() for row in adj]
-        pred = [np.nonzero(col)[0].tolist() for col in adj.T]
+        if edges_of is not model:
+            adj = model.edge_counts() > 0
+            succ = [np.nonzero(row)[0].tolist() for row in adj]
+            pred = [np.nonzero(col)[0].tolist() for col in adj.T]
+            edges_of = model
         nt = model.node_type
         if kind == 0:  # AFby (a < 0: INITIAL): split by "b occurs later"
             is_b = nt == b
