@@ -26,6 +26,7 @@ from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
 from .refine import refine_targeted
+from .regions import regroup_coarsen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,6 +160,18 @@ def local_search(
     return model
 
 
+def regions_search(
+    starts: list[PartitionModel], inv: InvariantCodes, failing: np.ndarray, seed: int
+) -> PartitionModel:
+    """The smallest of :func:`~.regions.regroup_coarsen` from each of ``starts`` (models
+    satisfying every invariant; ties: the first), with generators derived from ``seed``."""
+    seeds = np.random.SeedSequence([seed, 13]).spawn(len(starts))
+    found = [
+        regroup_coarsen(m, inv, failing, np.random.default_rng(s)) for m, s in zip(starts, seeds)
+    ]
+    return min(found, key=lambda m: m.n_nodes)
+
+
 def infer_log(
     log: EventLog,
     seed: int = 0,
@@ -192,10 +205,11 @@ def infer_log(
     type_bounds = None if classes is None else clique_bounds(classes)
     bound = 0 if type_bounds is None else int(type_bounds.sum()) + 2
     best: PartitionModel | None = None
+    targeted = initial
     for finish, steps, sub_seed in attempt_plan(log.n_events, seed):
         rng = np.random.default_rng(sub_seed)
         if steps == 0:
-            model = refine_targeted(initial, codes, bad)
+            model = targeted = refine_targeted(initial, codes, bad)
         else:
             model = refine_model(initial, codes, rng, max_steps=steps, finish=finish)
         if coarsen:
@@ -205,6 +219,8 @@ def infer_log(
         if best.n_nodes <= bound:
             break
     assert best is not None  # the plan begins with the targeted split
+    if classes is not None and type_bounds is not None and best.n_nodes > bound:
+        best = regions_search([targeted, best], codes, bad, seed)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     return SynopticResult(best, inv)

@@ -1,0 +1,279 @@
+"""Region bits: a model as one bit vector per event, and a local search over them.
+
+For an invariant that fails on the initial model (one node per type), a refined model
+satisfies it iff some set of its nodes, the invariant's *region*, exists with:
+
+* ``a AlwaysPrecedes b``: INITIAL's successors that are no ``a`` node are in it, it is
+  closed under edges into non-``a`` nodes, and holds no ``a`` or ``b`` node (the nodes
+  INITIAL reaches avoiding ``a`` nodes are such a set, and any such set contains them);
+* ``a AlwaysFollowedBy b`` (``a`` may be INITIAL): TERMINAL's non-``b`` predecessors are
+  in it, it is closed under edges from non-``b`` nodes, and holds no ``b`` node and no
+  successor of an ``a`` node (the nodes reaching TERMINAL avoiding ``b`` nodes);
+* ``a NeverFollowedBy b``: the successors of ``a`` nodes are in it, it is closed under
+  edges, and holds no ``b`` node (the nodes reached from an ``a`` node in one step or more).
+
+Give every event its node's region bit per invariant.  Then along each trace the bits
+obey local rules: some events' bits are forced (``forced``: an ``a AP b`` event with no
+``a`` before it is in the region, one with a ``b`` later and no ``a`` in between is not,
+...), and between forced events, in *free runs* that never cross a reset (an ``a`` event
+for AP, a ``b`` for AFby), the bits are monotone (AP, NFby: 0s then 1s; AFby: 1s then
+0s), because the region is closed along the trace's edges.  Conversely, any bits obeying
+the rules that are equal on the events of a node give regions satisfying every
+invariant, so the model with one node per (type, bit vector) is sound, and no model of the
+log has fewer nodes than the fewest (type, vector) pairs over all such bit assignments.
+Model search thus becomes a search over bit assignments: :func:`regroup` moves every event
+of one (type, vector) group to another vector of its type, setting the bits the rules
+then force in the same free runs, when that lowers the number of groups.  Every
+intermediate state is a sound model: no repair step is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import _Occurrences
+from .check import InvariantCodes
+from .log import EventLog
+from .model import INIT_NODE, TERM_NODE, PartitionModel
+from .refine import _reach
+
+
+@dataclass(frozen=True)
+class FreeRuns:
+    """Per event and invariant (``(n_events, m)`` arrays): ``forced`` (0 / 1, -1 when the
+    bit is free), ``lo``/``hi`` (the event's free run ``[lo, hi)`` in log positions, -1
+    when forced); per invariant ``first``, the bit value the runs start with (0: 0s then
+    1s, 1: 1s then 0s)."""
+
+    forced: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    first: np.ndarray
+
+
+def free_runs(log: EventLog, inv: InvariantCodes) -> FreeRuns:
+    """The forced bits and free runs of every event under every invariant of ``inv``
+    (invariants that fail on the initial model; module doc)."""
+    occ = _Occurrences(log)
+    n, m = log.n_events, len(inv)
+    codes = log.codes
+    forced = np.full((n, m), -1, dtype=np.int8)
+    first = np.zeros(m, dtype=np.int8)
+    for i in range(m):
+        kind, a, b = int(inv.kind[i]), int(inv.a[i]), int(inv.b[i])
+        col = forced[:, i]
+        if kind == 2:  # a AP b: region = reached from INITIAL avoiding a
+            col[occ.prev(a) < 0] = 1
+            col[(occ.next(b) < occ.next(a)) & (occ.next(b) < n)] = 0
+            col[(codes == a) | (codes == b)] = 0
+        elif kind == 0:  # a AFby b: region = reaches TERMINAL avoiding b
+            prev_b = occ.prev(b)
+            col[(prev_b < 0) if a < 0 else (occ.prev(a) > prev_b) | (codes == a)] = 0
+            col[occ.next(b) >= n] = 1
+            col[codes == b] = 0
+            first[i] = 1
+        else:  # a NFby b: region = reached from an a in >= 1 step
+            col[occ.next(b) < n] = 0
+            col[codes == b] = 0
+            col[occ.prev(a) >= 0] = 1
+    free = forced < 0
+    pos = np.arange(n)[:, None]
+    opens = free.copy()
+    opens[1:] &= ~free[:-1]
+    opens[log.starts[:-1]] = free[log.starts[:-1]]
+    closes = free.copy()
+    closes[:-1] &= ~free[1:]
+    closes[log.starts[1:] - 1] = free[log.starts[1:] - 1]
+    lo = np.maximum.accumulate(np.where(opens, pos, -1), axis=0)
+    hi = np.minimum.accumulate(np.where(closes, pos + 1, n + 1)[::-1], axis=0)[::-1]
+    return FreeRuns(forced, np.where(free, lo, -1), np.where(free, hi, -1), first)
+
+
+def region_bits(model: PartitionModel, inv: InvariantCodes) -> np.ndarray:
+    """``(n_nodes, m)`` bool: each node's membership in each invariant's region (the
+    smallest region of the module doc; the model must satisfy every invariant)."""
+    adj = model.edge_counts() > 0
+    succ = [np.nonzero(row)[0].tolist() for row in adj]
+    pred = [np.nonzero(col)[0].tolist() for col in adj.T]
+    nt = model.node_type
+    out = np.zeros((model.n_nodes, len(inv)), dtype=bool)
+    for i in range(len(inv)):
+        kind, a, b = int(inv.kind[i]), int(inv.a[i]), int(inv.b[i])
+        if kind == 2:
+            out[:, i] = _reach(succ, [INIT_NODE], nt == a, include_starts=False)
+        elif kind == 0:
+            out[:, i] = _reach(pred, [TERM_NODE], nt == b, include_starts=False)
+        else:
+            starts = np.nonzero(nt == a)[0].tolist()
+            out[:, i] = _reach(succ, starts, np.zeros(len(nt), dtype=bool), include_starts=False)
+    out[[INIT_NODE, TERM_NODE]] = False
+    return out
+
+
+def _pack(bits: np.ndarray) -> list[int]:
+    """Each row of a bool matrix as a Python int (bit j = column j)."""
+    out = [0] * len(bits)
+    for lo in range(0, bits.shape[1], 62):
+        chunk = bits[:, lo : lo + 62].astype(np.int64) @ (
+            1 << np.arange(min(62, bits.shape[1] - lo))
+        )
+        out = [x | (int(c) << lo) for x, c in zip(out, chunk.tolist())]
+    return out
+
+
+def grouped(log: EventLog, vectors: list[int]) -> PartitionModel:
+    """The model with one node per (type, vector) of the events (nodes numbered in order
+    of their first event)."""
+    ids: dict[int, int] = {}
+    n_types = len(log.types)
+    codes = log.codes.tolist()
+    part = [ids.setdefault(v * n_types + t, len(ids)) for v, t in zip(vectors, codes)]
+    node_type = [-1, -1] + [key % n_types for key in ids]
+    return PartitionModel(
+        log, np.array(part, dtype=np.int64) + 2, np.array(node_type, dtype=np.int64)
+    )
+
+
+def regroup_coarsen(
+    model: PartitionModel, inv: InvariantCodes, failing: np.ndarray, rng: np.random.Generator
+) -> PartitionModel:
+    """:func:`regroup` (over the invariants of ``inv`` that ``failing`` marks: those that
+    fail on the initial model) and :func:`~.coarsen.coarsen` in turn, while they lower the
+    node count.  ``model`` must satisfy every invariant; the result does too, with no
+    more nodes."""
+    from .coarsen import coarsen
+
+    sub = InvariantCodes(inv.kind[failing], inv.a[failing], inv.b[failing])
+    while True:
+        nxt = coarsen(regroup(model, sub, rng), inv, rng)
+        if nxt.n_nodes >= model.n_nodes:
+            return model
+        model = nxt
+
+
+class _Search:
+    """The state of :func:`regroup`: per event its vector, per (vector, type) key its
+    events."""
+
+    def __init__(self, model: PartitionModel, inv: InvariantCodes):
+        log = model.log
+        runs = free_runs(log, inv)
+        self.n_types = len(log.types)
+        self.codes = log.codes.tolist()
+        self.vec = _pack(region_bits(model, inv)[model.part])
+        self.fixed = _pack(runs.forced >= 0)
+        self.lo, self.hi, self.first = runs.lo, runs.hi, runs.first.tolist()
+        self._cols: dict[int, tuple[list[int], list[int]]] = {}
+        self.members: dict[int, list[int]] = {}
+        for x, v in enumerate(self.vec):
+            self.members.setdefault(v * self.n_types + self.codes[x], []).append(x)
+        self.by_type: dict[int, set[int]] = {}
+        for k in self.members:
+            self.by_type.setdefault(k % self.n_types, set()).add(k)
+
+    def run(self, j: int) -> tuple[list[int], list[int]]:
+        """Free-run bounds of invariant ``j`` as lists (cached)."""
+        if j not in self._cols:
+            self._cols[j] = (self.lo[:, j].tolist(), self.hi[:, j].tolist())
+        return self._cols[j]
+
+    def move(self, src: int, dst: int) -> dict[int, int] | None:
+        """New vectors of the events that change when group ``src`` takes ``dst``'s
+        vector (the bits its free runs then force), None when a forced bit would change."""
+        events = self.members[src]
+        target = dst // self.n_types
+        diff = (src // self.n_types) ^ target
+        fixed = self.fixed
+        if any(fixed[x] & diff for x in events):
+            return None
+        new = dict.fromkeys(events, target)
+        vec = self.vec
+        for j in range(diff.bit_length()):
+            if not diff >> j & 1:
+                continue
+            bit = 1 << j
+            val = target >> j & 1
+            lo, hi = self.run(j)
+            later = val != self.first[j]
+            for x in events:
+                span = range(x + 1, hi[x]) if later else range(x - 1, lo[x] - 1, -1)
+                for y in span:
+                    if (vec[y] >> j & 1) == val:
+                        break  # the run is monotone: the rest already has val
+                    cur = new.get(y, vec[y])
+                    if (cur >> j & 1) != val:
+                        new[y] = cur ^ bit
+        return new
+
+    def gain(self, new: dict[int, int]) -> tuple[int, int]:
+        """(change in groups, minus the change in the sum of squared group sizes)."""
+        change: dict[int, int] = {}
+        for x, v in new.items():
+            t = self.codes[x]
+            old = self.vec[x] * self.n_types + t
+            key = v * self.n_types + t
+            if old != key:
+                change[old] = change.get(old, 0) - 1
+                change[key] = change.get(key, 0) + 1
+        groups = squares = 0
+        for key, d in change.items():
+            c = len(self.members.get(key, ()))
+            groups += (c + d > 0) - (c > 0)
+            squares += (c + d) ** 2 - c**2
+        return groups, -squares
+
+    def apply(self, new: dict[int, int]) -> None:
+        """Give the events of ``new`` their new vectors."""
+        for x, v in new.items():
+            t = self.codes[x]
+            old = self.vec[x] * self.n_types + t
+            key = v * self.n_types + t
+            if old == key:
+                continue
+            self.members[old].remove(x)
+            if not self.members[old]:
+                del self.members[old]
+                self.by_type[t].discard(old)
+            if key not in self.members:
+                self.members[key] = []
+                self.by_type[t].add(key)
+            self.members[key].append(x)
+            self.vec[x] = v
+
+
+def regroup(
+    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator, max_sweeps: int = 50
+) -> PartitionModel:
+    """Local search over region bits (module doc) from ``model``, which must satisfy every
+    invariant of ``inv`` (the invariants failing on the initial model): in sweeps over the
+    (type, vector) groups in a seeded order, move a group to the vector of another group
+    of its type that lowers the number of groups most (ties: the largest gain in the sum
+    of squared group sizes, which gathers events into fewer groups), while some move
+    gains.  Returns the model with one node per group: sound, and with no more nodes than
+    ``model``.  Deterministic for ``rng``."""
+    state = _Search(model, inv)
+    for _ in range(max_sweeps):
+        improved = False
+        keys = sorted(state.members)
+        for k in rng.permutation(len(keys)).tolist():
+            src = keys[k]
+            if src not in state.members:
+                continue
+            best: tuple[tuple[int, int], dict[int, int]] | None = None
+            for dst in sorted(state.by_type[src % state.n_types]):
+                if dst == src:
+                    continue
+                new = state.move(src, dst)
+                if new is None:
+                    continue
+                score = state.gain(new)
+                if best is None or score < best[0]:
+                    best = (score, new)
+            if best is not None and best[0] < (0, 0):
+                state.apply(best[1])
+                improved = True
+        if not improved:
+            break
+    return grouped(model.log, state.vec)
