@@ -97,6 +97,10 @@ LOCAL_SEARCH_ROUNDS = 6
 LOCAL_SEARCH_NODE_ROUNDS = 1_500
 
 
+#: Mixed into ``--randomSeed`` for the region search from the best attempt.
+REGIONS_SEED = 13
+
+
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
     """The refinement attempts for a log of ``n_events`` events: ``(finish, split steps,
     seed)``, finish ``"targeted"`` with 0 steps being the targeted history split alone
@@ -160,18 +164,6 @@ def local_search(
     return model
 
 
-def regions_search(
-    starts: list[PartitionModel], inv: InvariantCodes, failing: np.ndarray, seed: int
-) -> PartitionModel:
-    """The smallest of :func:`~.regions.regroup_coarsen` from each of ``starts`` (models
-    satisfying every invariant; ties: the first), with generators derived from ``seed``."""
-    seeds = np.random.SeedSequence([seed, 13]).spawn(len(starts))
-    found = [
-        regroup_coarsen(m, inv, failing, np.random.default_rng(s)) for m, s in zip(starts, seeds)
-    ]
-    return min(found, key=lambda m: m.n_nodes)
-
-
 def infer_log(
     log: EventLog,
     seed: int = 0,
@@ -205,22 +197,24 @@ def infer_log(
     type_bounds = None if classes is None else clique_bounds(classes)
     bound = 0 if type_bounds is None else int(type_bounds.sum()) + 2
     best: PartitionModel | None = None
-    targeted = initial
     for finish, steps, sub_seed in attempt_plan(log.n_events, seed):
         rng = np.random.default_rng(sub_seed)
         if steps == 0:
-            model = targeted = refine_targeted(initial, codes, bad)
+            model = refine_targeted(initial, codes, bad)
+            if coarsen:  # the region search, which coarsens in turn (regions.py)
+                model = regroup_coarsen(model, codes, bad, rng)
         else:
             model = refine_model(initial, codes, rng, max_steps=steps, finish=finish)
-        if coarsen:
-            model = coarsen_model(model, codes, rng)
+            if coarsen:
+                model = coarsen_model(model, codes, rng)
         if best is None or model.n_nodes < best.n_nodes:
             best = model
         if best.n_nodes <= bound:
             break
     assert best is not None  # the plan begins with the targeted split
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
-        best = regions_search([targeted, best], codes, bad, seed)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, REGIONS_SEED]))
+        best = regroup_coarsen(best, codes, bad, rng)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     return SynopticResult(best, inv)

@@ -126,14 +126,23 @@ def _pack(bits: np.ndarray) -> list[int]:
 def grouped(log: EventLog, vectors: list[int]) -> PartitionModel:
     """The model with one node per (type, vector) of the events (nodes numbered in order
     of their first event)."""
-    ids: dict[int, int] = {}
     n_types = len(log.types)
-    codes = log.codes.tolist()
-    part = [ids.setdefault(v * n_types + t, len(ids)) for v, t in zip(vectors, codes)]
-    node_type = [-1, -1] + [key % n_types for key in ids]
-    return PartitionModel(
-        log, np.array(part, dtype=np.int64) + 2, np.array(node_type, dtype=np.int64)
-    )
+    groups: dict[int, list[int]] = {}
+    for x, (v, t) in enumerate(zip(vectors, log.codes.tolist())):
+        groups.setdefault(v * n_types + t, []).append(x)
+    return _model_of(log, groups)
+
+
+def _model_of(log: EventLog, groups: dict[int, list[int]]) -> PartitionModel:
+    """The model whose nodes are the event lists of ``groups`` (numbered in order of
+    their first event; a key's type is ``key % n_types``)."""
+    n_types = len(log.types)
+    keys = sorted(groups, key=lambda k: min(groups[k]))
+    part = np.empty(log.n_events, dtype=np.int64)
+    for node, key in enumerate(keys):
+        part[groups[key]] = node + 2
+    node_type = np.array([-1, -1] + [k % n_types for k in keys], dtype=np.int64)
+    return PartitionModel(log, part, node_type)
 
 
 def regroup_coarsen(
@@ -146,8 +155,13 @@ def regroup_coarsen(
     from .coarsen import coarsen
 
     sub = InvariantCodes(inv.kind[failing], inv.a[failing], inv.b[failing])
+    coarsened = False
     while True:
-        nxt = coarsen(regroup(model, sub, rng), inv, rng)
+        regrouped, moves = _regroup(model, sub, rng)
+        if coarsened and moves == 0 and regrouped.n_nodes == model.n_nodes:
+            return model  # the same coarsened partition: coarsening merges nothing
+        nxt = coarsen(regrouped, inv, rng)
+        coarsened = True
         if nxt.n_nodes >= model.n_nodes:
             return model
         model = nxt
@@ -162,16 +176,31 @@ class _Search:
         runs = free_runs(log, inv)
         self.n_types = len(log.types)
         self.codes = log.codes.tolist()
-        self.vec = _pack(region_bits(model, inv)[model.part])
-        self.fixed = _pack(runs.forced >= 0)
+        self.forced = runs.forced >= 0
         self.lo, self.hi, self.first = runs.lo, runs.hi, runs.first.tolist()
         self._cols: dict[int, tuple[list[int], list[int]]] = {}
+        # nodes with one (type, vector) form one group (vectors per node, then per event)
+        node_vec = np.array(_pack(region_bits(model, inv)), dtype=object)
+        node_key = node_vec * self.n_types + model.node_type
+        self.vec: list[int] = node_vec[model.part].tolist()
+        order = np.argsort(model.part, kind="stable")
+        bounds = np.searchsorted(model.part[order], np.arange(model.n_nodes + 1))
         self.members: dict[int, list[int]] = {}
-        for x, v in enumerate(self.vec):
-            self.members.setdefault(v * self.n_types + self.codes[x], []).append(x)
+        for node in range(2, model.n_nodes):
+            events = order[bounds[node] : bounds[node + 1]].tolist()
+            self.members.setdefault(int(node_key[node]), []).extend(events)
         self.by_type: dict[int, set[int]] = {}
         for k in self.members:
             self.by_type.setdefault(k % self.n_types, set()).add(k)
+        #: per group, its forced bits (dropped when the group changes)
+        self._fixed: dict[int, int] = {}
+
+    def fixed_bits(self, key: int) -> int:
+        """The bits forced for some event of group ``key``."""
+        if key not in self._fixed:
+            rows = self.forced[self.members[key]]
+            self._fixed[key] = _pack(np.any(rows, axis=0, keepdims=True))[0]
+        return self._fixed[key]
 
     def run(self, j: int) -> tuple[list[int], list[int]]:
         """Free-run bounds of invariant ``j`` as lists (cached)."""
@@ -185,8 +214,7 @@ class _Search:
         events = self.members[src]
         target = dst // self.n_types
         diff = (src // self.n_types) ^ target
-        fixed = self.fixed
-        if any(fixed[x] & diff for x in events):
+        if self.fixed_bits(src) & diff:
             return None
         new = dict.fromkeys(events, target)
         vec = self.vec
@@ -232,6 +260,8 @@ class _Search:
             key = v * self.n_types + t
             if old == key:
                 continue
+            self._fixed.pop(old, None)
+            self._fixed.pop(key, None)
             self.members[old].remove(x)
             if not self.members[old]:
                 del self.members[old]
@@ -253,7 +283,15 @@ def regroup(
     of squared group sizes, which gathers events into fewer groups), while some move
     gains.  Returns the model with one node per group: sound, and with no more nodes than
     ``model``.  Deterministic for ``rng``."""
+    return _regroup(model, inv, rng, max_sweeps)[0]
+
+
+def _regroup(
+    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator, max_sweeps: int = 50
+) -> tuple[PartitionModel, int]:
+    """:func:`regroup`'s model and the number of moves it made."""
     state = _Search(model, inv)
+    moves = 0
     for _ in range(max_sweeps):
         improved = False
         keys = sorted(state.members)
@@ -274,6 +312,7 @@ def regroup(
             if best is not None and best[0] < (0, 0):
                 state.apply(best[1])
                 improved = True
+                moves += 1
         if not improved:
             break
-    return grouped(model.log, state.vec)
+    return _model_of(model.log, state.members), moves
