@@ -230,7 +230,7 @@ GENERATED_SIZES = {
     (6_000, 0): (36, 35, 35),
     (6_000, 1): (23, 23, 23),
     (6_000, 2): (38, 34, 34),
-    (6_000, 3): (40, 39, 35),
+    (6_000, 3): (40, 36, 35),
     (10_000, 0): (26, 26, 26),
     (10_000, 1): (31, 30, 29),
     (10_000, 2): (23, 23, 23),
@@ -285,7 +285,7 @@ def test_oracle_cases_above_the_bound_before(case):
 #: (nodes before the region search, nodes now, lower bound) on two capture files of the
 #: generator whose connections ``-m '\k<FILE>#\k<conn>'`` merges (bench_synoptic.py
 #: ``write_captures(n, default_rng(n))``, seed 1).
-CAPTURE_SIZES = {1_000: (89, 85, 59), 3_000: (66, 63, 55), 6_000: (84, 68, 55)}
+CAPTURE_SIZES = {1_000: (89, 85, 59), 3_000: (66, 64, 55), 6_000: (84, 67, 55)}
 
 
 @pytest.mark.slow

@@ -146,18 +146,24 @@ def _model_of(log: EventLog, groups: dict[int, list[int]]) -> PartitionModel:
 
 
 def regroup_coarsen(
-    model: PartitionModel, inv: InvariantCodes, failing: np.ndarray, rng: np.random.Generator
+    model: PartitionModel,
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    rng: np.random.Generator,
+    runs: FreeRuns | None = None,
 ) -> PartitionModel:
     """:func:`regroup` (over the invariants of ``inv`` that ``failing`` marks: those that
-    fail on the initial model) and :func:`~.coarsen.coarsen` in turn, while they lower the
-    node count.  ``model`` must satisfy every invariant; the result does too, with no
-    more nodes."""
+    fail on the initial model; ``runs``: their :func:`free_runs` when known) and
+    :func:`~.coarsen.coarsen` in turn, while they lower the node count.  ``model`` must
+    satisfy every invariant; the result does too, with no more nodes."""
     from .coarsen import coarsen
 
-    sub = InvariantCodes(inv.kind[failing], inv.a[failing], inv.b[failing])
+    sub = inv.select(failing)
+    if runs is None:
+        runs = free_runs(model.log, sub)
     coarsened = False
     while True:
-        regrouped, moves = _regroup(model, sub, rng)
+        regrouped, moves = _regroup(model, sub, rng, runs)
         if coarsened and moves == 0 and regrouped.n_nodes == model.n_nodes:
             return model  # the same coarsened partition: coarsening merges nothing
         nxt = coarsen(regrouped, inv, rng)
@@ -171,9 +177,8 @@ class _Search:
     """The state of :func:`regroup`: per event its vector, per (vector, type) key its
     events."""
 
-    def __init__(self, model: PartitionModel, inv: InvariantCodes):
+    def __init__(self, model: PartitionModel, inv: InvariantCodes, runs: FreeRuns):
         log = model.log
-        runs = free_runs(log, inv)
         self.n_types = len(log.types)
         self.codes = log.codes.tolist()
         self.forced = runs.forced >= 0
@@ -185,15 +190,17 @@ class _Search:
         self.vec: list[int] = node_vec[model.part].tolist()
         order = np.argsort(model.part, kind="stable")
         bounds = np.searchsorted(model.part[order], np.arange(model.n_nodes + 1))
+        node_fixed = _pack(np.logical_or.reduceat(self.forced[order], bounds[2:-1], axis=0))
         self.members: dict[int, list[int]] = {}
+        #: per group, the bits forced for some of its events (dropped when it changes)
+        self._fixed: dict[int, int] = {}
         for node in range(2, model.n_nodes):
-            events = order[bounds[node] : bounds[node + 1]].tolist()
-            self.members.setdefault(int(node_key[node]), []).extend(events)
+            key = int(node_key[node])
+            self.members.setdefault(key, []).extend(order[bounds[node] : bounds[node + 1]].tolist())
+            self._fixed[key] = self._fixed.get(key, 0) | node_fixed[node - 2]
         self.by_type: dict[int, set[int]] = {}
         for k in self.members:
             self.by_type.setdefault(k % self.n_types, set()).add(k)
-        #: per group, its forced bits (dropped when the group changes)
-        self._fixed: dict[int, int] = {}
 
     def fixed_bits(self, key: int) -> int:
         """The bits forced for some event of group ``key``."""
@@ -274,7 +281,11 @@ class _Search:
 
 
 def regroup(
-    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator, max_sweeps: int = 50
+    model: PartitionModel,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+    max_sweeps: int = 50,
+    runs: FreeRuns | None = None,
 ) -> PartitionModel:
     """Local search over region bits (module doc) from ``model``, which must satisfy every
     invariant of ``inv`` (the invariants failing on the initial model): in sweeps over the
@@ -282,15 +293,22 @@ def regroup(
     of its type that lowers the number of groups most (ties: the largest gain in the sum
     of squared group sizes, which gathers events into fewer groups), while some move
     gains.  Returns the model with one node per group: sound, and with no more nodes than
-    ``model``.  Deterministic for ``rng``."""
-    return _regroup(model, inv, rng, max_sweeps)[0]
+    ``model`` (``runs``: the invariants' :func:`free_runs` when known).  Deterministic for
+    ``rng``."""
+    return _regroup(
+        model, inv, rng, free_runs(model.log, inv) if runs is None else runs, max_sweeps
+    )[0]
 
 
 def _regroup(
-    model: PartitionModel, inv: InvariantCodes, rng: np.random.Generator, max_sweeps: int = 50
+    model: PartitionModel,
+    inv: InvariantCodes,
+    rng: np.random.Generator,
+    runs: FreeRuns,
+    max_sweeps: int = 50,
 ) -> tuple[PartitionModel, int]:
     """:func:`regroup`'s model and the number of moves it made."""
-    state = _Search(model, inv)
+    state = _Search(model, inv, runs)
     moves = 0
     for _ in range(max_sweeps):
         improved = False
