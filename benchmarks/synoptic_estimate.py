@@ -39,12 +39,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from statemine.infer.synoptic.check import InvariantCodes, counterexample, violated
+from statemine.infer.synoptic.check import InvariantCodes, violated
 from statemine.infer.synoptic.coarsen import _Grouping
 from statemine.infer.synoptic.invariants import mine_invariants
 from statemine.infer.synoptic.log import EventLog
-from statemine.infer.synoptic.model import INIT_NODE, TERM_NODE, PartitionModel
-from statemine.infer.synoptic.refine import apply_split, candidate_splits
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.refine import apply_split, candidate_splits, counterexample_of
 
 
 def _one(inv: InvariantCodes, i: int) -> InvariantCodes:
@@ -87,15 +87,7 @@ def synoptic_refine(
         arbitrary = None
         chosen: dict[int, list[np.ndarray]] = {}
         for i in bad[rng.permutation(bad.size)].tolist():
-            path = counterexample(
-                adj,
-                model.node_type,
-                int(inv.kind[i]),
-                int(inv.a[i]),
-                int(inv.b[i]),
-                INIT_NODE,
-                TERM_NODE,
-            )
+            path = counterexample_of(model, adj, inv, i)
             assert path is not None
             cands = candidate_splits(model, path)
             for k in rng.permutation(len(cands)).tolist():

@@ -39,6 +39,17 @@ def failing(log: EventLog, codes: InvariantCodes) -> tuple[np.ndarray, Invariant
     return bad, InvariantCodes(codes.kind[bad], codes.a[bad], codes.b[bad])
 
 
+def refining(
+    traces: list[list[str]],
+) -> tuple[EventLog, InvariantCodes, np.ndarray, InvariantCodes] | None:
+    """The log of ``traces``, its mined invariants' codes, the mask of those failing on
+    the initial model and those invariants; None when none fails (nothing to refine)."""
+    log = EventLog.from_sequences(traces)
+    codes = codes_of(log, mine_invariants(log))
+    bad, sub = failing(log, codes)
+    return None if not bad.any() else (log, codes, bad, sub)
+
+
 def runs_list(runs: FreeRuns, j: int) -> list[tuple[int, int]]:
     """The distinct free runs ``[lo, hi)`` of invariant ``j``."""
     lo, hi = runs.lo[:, j], runs.hi[:, j]
@@ -76,11 +87,10 @@ def test_free_runs_of_a_hand_example():
 @settings(max_examples=40, deadline=None)
 @given(TRACES)
 def test_a_sound_models_region_bits_obey_the_rules(traces):
-    log = EventLog.from_sequences(traces)
-    codes = codes_of(log, mine_invariants(log))
-    bad, sub = failing(log, codes)
-    if not bad.any():
+    got = refining(traces)
+    if got is None:
         return
+    log, _codes, _bad, sub = got
     model = infer_log(log, seed=1).model
     bits = region_bits(model, sub)[model.part]
     runs = free_runs(log, sub)
@@ -99,11 +109,10 @@ def test_a_sound_models_region_bits_obey_the_rules(traces):
 @settings(max_examples=40, deadline=None)
 @given(TRACES, st.randoms(use_true_random=False))
 def test_any_bits_obeying_the_rules_give_a_sound_model(traces, random):
-    log = EventLog.from_sequences(traces)
-    codes = codes_of(log, mine_invariants(log))
-    bad, sub = failing(log, codes)
-    if not bad.any():
+    got = refining(traces)
+    if got is None:
         return
+    log, _codes, _bad, sub = got
     runs = free_runs(log, sub)
     switches = {
         (j, lo, hi): random.randint(0, hi - lo)
@@ -120,13 +129,10 @@ def test_fewest_groups_is_the_smallest_model(traces):
     """Over every bit assignment obeying the rules of a tiny log, the fewest (type,
     vector) groups plus INITIAL and TERMINAL equals the smallest model found by
     enumerating every partition."""
-    log = EventLog.from_sequences(traces)
-    if log.n_events > 6:
+    got = refining(traces)
+    if got is None or got[0].n_events > 6:
         return
-    codes = codes_of(log, mine_invariants(log))
-    bad, sub = failing(log, codes)
-    if not bad.any():
-        return
+    log, codes, _bad, sub = got
     runs = free_runs(log, sub)
     keys = [(j, lo, hi) for j in range(len(sub)) for lo, hi in runs_list(runs, j)]
     fewest = min(
@@ -139,11 +145,10 @@ def test_fewest_groups_is_the_smallest_model(traces):
 @settings(max_examples=40, deadline=None)
 @given(TRACES, st.integers(0, 3))
 def test_regroup_never_adds_nodes_and_stays_sound(traces, seed):
-    log = EventLog.from_sequences(traces)
-    codes = codes_of(log, mine_invariants(log))
-    bad, sub = failing(log, codes)
-    if not bad.any():
+    got = refining(traces)
+    if got is None:
         return
+    log, codes, bad, sub = got
     start = refine_targeted(PartitionModel.initial(log), codes, bad)
     rng = np.random.default_rng(seed)
     out = regroup(start, sub, rng)
@@ -217,3 +222,25 @@ def test_the_region_search_is_skipped_near_the_bound_on_large_logs(monkeypatch, 
     log = EventLog.from_sequences(bench.event_log(6_000, np.random.default_rng(8_000)))
     assert engine.infer_log(log, seed=1).model.n_nodes == 34
     assert calls == [39]
+
+
+def test_counterexample_of_is_checks_for_that_invariant():
+    """refine.counterexample_of: the invariant's shortest violating path on the initial
+    model of ``a b c`` / ``x b d`` ('a NFby d' fails through the single b node)."""
+    from statemine.infer.synoptic.check import counterexample
+    from statemine.infer.synoptic.refine import counterexample_of
+
+    got = refining([["a", "b", "c"], ["x", "b", "d"]])
+    assert got is not None
+    log, codes, bad, _ = got
+    init = PartitionModel.initial(log)
+    adj = init.edge_counts() > 0
+    t = {x: i for i, x in enumerate(log.types)}
+    i = next(
+        k
+        for k in np.nonzero(bad)[0]
+        if (codes.kind[k], codes.a[k], codes.b[k]) == (1, t["a"], t["d"])
+    )
+    path = counterexample_of(init, adj, codes, int(i))
+    assert path == counterexample(adj, init.node_type, 1, t["a"], t["d"])
+    assert [init.labels()[v] for v in path] == ["INITIAL", "a", "b", "d"]
