@@ -285,7 +285,13 @@ def test_oracle_cases_above_the_bound_before(case):
 #: (nodes before the region search, nodes now, lower bound) on two capture files of the
 #: generator whose connections ``-m '\k<FILE>#\k<conn>'`` merges (bench_synoptic.py
 #: ``write_captures(n, default_rng(n))``, seed 1).
-CAPTURE_SIZES = {1_000: (89, 85, 59), 3_000: (66, 64, 55), 6_000: (84, 67, 55)}
+CAPTURE_SIZES = {
+    1_000: (89, 85, 59),
+    3_000: (66, 64, 55),
+    6_000: (84, 67, 55),
+    10_000: (67, 57, 49),
+    30_000: (56, 56, 48),
+}
 
 
 @pytest.mark.slow
