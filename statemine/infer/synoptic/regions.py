@@ -216,15 +216,15 @@ class _Search:
         return self._cols[j]
 
     def move(self, src: int, dst: int) -> dict[int, int] | None:
-        """New vectors of the events that change when group ``src`` takes ``dst``'s
+        """New vectors of the other events that change when group ``src`` takes ``dst``'s
         vector (the bits its free runs then force), None when a forced bit would change."""
         events = self.members[src]
         target = dst // self.n_types
         diff = (src // self.n_types) ^ target
         if self.fixed_bits(src) & diff:
             return None
-        new = dict.fromkeys(events, target)
-        vec = self.vec
+        new: dict[int, int] = {}
+        vec, codes, n_types = self.vec, self.codes, self.n_types
         for j in range(diff.bit_length()):
             if not diff >> j & 1:
                 continue
@@ -237,14 +237,17 @@ class _Search:
                 for y in span:
                     if (vec[y] >> j & 1) == val:
                         break  # the run is monotone: the rest already has val
+                    if vec[y] * n_types + codes[y] == src:
+                        continue  # a member: it takes the target vector
                     cur = new.get(y, vec[y])
                     if (cur >> j & 1) != val:
                         new[y] = cur ^ bit
         return new
 
-    def gain(self, new: dict[int, int]) -> tuple[int, int]:
-        """(change in groups, minus the change in the sum of squared group sizes)."""
-        change: dict[int, int] = {}
+    def _changes(self, src: int, dst: int, new: dict[int, int]) -> dict[int, int]:
+        """Change in size per group when ``src`` joins ``dst`` and ``new`` applies."""
+        size = len(self.members[src])
+        change = {src: -size, dst: size}
         for x, v in new.items():
             t = self.codes[x]
             old = self.vec[x] * self.n_types + t
@@ -252,21 +255,34 @@ class _Search:
             if old != key:
                 change[old] = change.get(old, 0) - 1
                 change[key] = change.get(key, 0) + 1
+        return change
+
+    def gain(self, src: int, dst: int, new: dict[int, int]) -> tuple[int, int]:
+        """(change in groups, minus the change in the sum of squared group sizes) when
+        ``src`` joins ``dst`` and the events of ``new`` take their new vectors."""
         groups = squares = 0
-        for key, d in change.items():
+        for key, d in self._changes(src, dst, new).items():
             c = len(self.members.get(key, ()))
             groups += (c + d > 0) - (c > 0)
             squares += (c + d) ** 2 - c**2
         return groups, -squares
 
-    def apply(self, new: dict[int, int]) -> None:
-        """Give the events of ``new`` their new vectors."""
+    def apply(self, src: int, dst: int, new: dict[int, int]) -> None:
+        """Move group ``src`` into ``dst`` and give the events of ``new`` their new
+        vectors."""
+        fixed = self.fixed_bits(dst) | self.fixed_bits(src)
+        target = dst // self.n_types
+        events = self.members.pop(src)
+        del self._fixed[src]
+        self.by_type[src % self.n_types].discard(src)
+        for x in events:
+            self.vec[x] = target
+        self.members[dst].extend(events)
+        self._fixed[dst] = fixed
         for x, v in new.items():
             t = self.codes[x]
             old = self.vec[x] * self.n_types + t
             key = v * self.n_types + t
-            if old == key:
-                continue
             self._fixed.pop(old, None)
             self._fixed.pop(key, None)
             self.members[old].remove(x)
@@ -317,18 +333,18 @@ def _regroup(
             src = keys[k]
             if src not in state.members:
                 continue
-            best: tuple[tuple[int, int], dict[int, int]] | None = None
+            best: tuple[tuple[int, int], int, dict[int, int]] | None = None
             for dst in sorted(state.by_type[src % state.n_types]):
                 if dst == src:
                     continue
                 new = state.move(src, dst)
                 if new is None:
                     continue
-                score = state.gain(new)
+                score = state.gain(src, dst, new)
                 if best is None or score < best[0]:
-                    best = (score, new)
+                    best = (score, dst, new)
             if best is not None and best[0] < (0, 0):
-                state.apply(best[1])
+                state.apply(src, best[1], best[2])
                 improved = True
                 moves += 1
         if not improved:
