@@ -3,7 +3,8 @@
 Pipeline: :mod:`.log` (integer-coded traces) -> :mod:`.invariants` (mining) ->
 :mod:`.model` (partition graph, one node per event type) -> :mod:`.refine` (split along
 counterexamples until every invariant holds) -> :mod:`.coarsen` (k-tails, k = 0, merges
-that keep every invariant; merge-and-repair) -> :mod:`.formats` (Synoptic's dot /
+that keep every invariant; merge-and-repair), :mod:`.regions` (the region search over
+per-event region bits) -> :mod:`.formats` (Synoptic's dot /
 invariants / json) and networkx.  :mod:`.check` is the model checker, :mod:`.bounds` the
 lower bound on any model's size (the search stops there), :mod:`.jar` runs a real
 ``synoptic.jar``.
