@@ -153,7 +153,7 @@ def type_classes(
     in every model where the two share a node, the initial model included."""
     if bad is None:
         bad = _initially_violated(log, inv)
-    sides = invariant_sides(log, InvariantCodes(inv.kind[bad], inv.a[bad], inv.b[bad]))
+    sides = invariant_sides(log, inv.select(bad))
     out = []
     for t in range(len(log.types)):
         rows = sides[log.codes == t]

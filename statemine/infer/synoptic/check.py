@@ -65,6 +65,10 @@ class InvariantCodes:
     def __len__(self) -> int:
         return len(self.kind)
 
+    def select(self, mask: np.ndarray) -> InvariantCodes:
+        """The invariants that ``mask`` (bool per invariant) marks."""
+        return InvariantCodes(self.kind[mask], self.a[mask], self.b[mask])
+
 
 def _trim(adj: np.ndarray, init: int, term: int) -> np.ndarray:
     """Nodes on some init -> term path (bool mask)."""

@@ -67,6 +67,16 @@ def candidate_splits(model: PartitionModel, path: list[int]) -> list[np.ndarray]
     return splits
 
 
+def counterexample_of(
+    model: PartitionModel, adj: np.ndarray, inv: InvariantCodes, i: int
+) -> list[int] | None:
+    """:func:`~.check.counterexample` of invariant ``i`` of ``inv`` on ``model`` (``adj``:
+    its edges as a bool matrix): a shortest violating node path, None if it holds."""
+    return counterexample(
+        adj, model.node_type, int(inv.kind[i]), int(inv.a[i]), int(inv.b[i]), INIT_NODE, TERM_NODE
+    )
+
+
 def apply_split(model: PartitionModel, mask: np.ndarray) -> PartitionModel:
     """A new model where the events of ``mask`` (all in one node) form a new node."""
     node = int(model.part[np.argmax(mask)])
@@ -101,15 +111,7 @@ def refine(
                 return refine_by_history(model, inv, still)
             return refine_targeted(model, inv, still)
         i = int(bad[rng.integers(bad.size)])
-        path = counterexample(
-            adj,
-            model.node_type,
-            int(inv.kind[i]),
-            int(inv.a[i]),
-            int(inv.b[i]),
-            INIT_NODE,
-            TERM_NODE,
-        )
+        path = counterexample_of(model, adj, inv, i)
         if path is None:
             raise StatemineError("internal error: violated invariant without counterexample")
         splits = candidate_splits(model, path)
@@ -122,18 +124,7 @@ def refine(
             trial = apply_split(model, splits[k])
             t_adj = trial.edge_counts() > 0
             trials[k] = trial, t_adj
-            if (
-                counterexample(
-                    t_adj,
-                    trial.node_type,
-                    int(inv.kind[i]),
-                    int(inv.a[i]),
-                    int(inv.b[i]),
-                    INIT_NODE,
-                    TERM_NODE,
-                )
-                is None
-            ):
+            if counterexample_of(trial, t_adj, inv, i) is None:
                 chosen = k
                 break
         # every split was tried unless one passed: the chosen one's model and edges

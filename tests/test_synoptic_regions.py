@@ -1,0 +1,246 @@
+"""Region bits (statemine.infer.synoptic.regions): a sound model's region bits obey the
+forced values and monotone free runs, any bits obeying them give a sound model (checked
+with the independent networkx checker), the fewest (type, vector) groups over all such
+bits is the smallest model found by enumerating every partition of a tiny log, and the
+regroup search never adds nodes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_synoptic_bounds import bench_module, codes_of, smallest_model
+
+from statemine.infer.synoptic import infer_log
+from statemine.infer.synoptic.bounds import node_lower_bound
+from statemine.infer.synoptic.check import InvariantCodes, check_model, violated
+from statemine.infer.synoptic.invariants import mine, mine_invariants
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.refine import refine_targeted
+from statemine.infer.synoptic.regions import (
+    FreeRuns,
+    free_runs,
+    grouped,
+    region_bits,
+    regroup,
+    regroup_coarsen,
+)
+
+TRACES = st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=7), min_size=1, max_size=5)
+
+
+def failing(log: EventLog, codes: InvariantCodes) -> tuple[np.ndarray, InvariantCodes]:
+    """The mask of invariants failing on the initial model, and those invariants."""
+    init = PartitionModel.initial(log)
+    bad = violated(init.edge_counts() > 0, init.node_type, codes, len(log.types), trim=False)
+    return bad, InvariantCodes(codes.kind[bad], codes.a[bad], codes.b[bad])
+
+
+def refining(
+    traces: list[list[str]],
+) -> tuple[EventLog, InvariantCodes, np.ndarray, InvariantCodes] | None:
+    """The log of ``traces``, its mined invariants' codes, the mask of those failing on
+    the initial model and those invariants; None when none fails (nothing to refine)."""
+    log = EventLog.from_sequences(traces)
+    codes = codes_of(log, mine_invariants(log))
+    bad, sub = failing(log, codes)
+    return None if not bad.any() else (log, codes, bad, sub)
+
+
+def runs_list(runs: FreeRuns, j: int) -> list[tuple[int, int]]:
+    """The distinct free runs ``[lo, hi)`` of invariant ``j``."""
+    lo, hi = runs.lo[:, j], runs.hi[:, j]
+    return sorted({(int(a), int(b)) for a, b in zip(lo, hi) if a >= 0})
+
+
+def bits_from_switches(runs: FreeRuns, switches: dict[tuple[int, int, int], int]) -> np.ndarray:
+    """Bits obeying the rules: forced values, and in run ``(j, lo, hi)`` the first
+    ``switches[...]`` events take ``first[j]``, the others its opposite."""
+    bits = runs.forced == 1
+    for (j, lo, hi), k in switches.items():
+        first = bool(runs.first[j])
+        bits[lo : lo + k, j] = first
+        bits[lo + k : hi, j] = not first
+    return bits
+
+
+def vectors(bits: np.ndarray) -> list[int]:
+    return [int(sum(1 << j for j in np.nonzero(row)[0])) for row in bits]
+
+
+def test_free_runs_of_a_hand_example():
+    """``a AP b`` on ``c a c b`` and ``c a b c``: the leading c's are in the region (no a
+    before), a, b and the c before b are not, and the last c is free (a run of one)."""
+    log = EventLog.from_sequences([list("cacb"), list("cabc")])
+    t = {x: i for i, x in enumerate(log.types)}
+    inv = InvariantCodes(np.array([2]), np.array([t["a"]]), np.array([t["b"]]))
+    runs = free_runs(log, inv)
+    assert runs.forced[:, 0].tolist() == [1, 0, 0, 0, 1, 0, 0, -1]
+    assert runs.lo[:, 0].tolist() == [-1] * 7 + [7]
+    assert runs.hi[:, 0].tolist() == [-1] * 7 + [8]
+    assert runs.first.tolist() == [0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(TRACES)
+def test_a_sound_models_region_bits_obey_the_rules(traces):
+    got = refining(traces)
+    if got is None:
+        return
+    log, _codes, _bad, sub = got
+    model = infer_log(log, seed=1).model
+    bits = region_bits(model, sub)[model.part]
+    runs = free_runs(log, sub)
+    forced = runs.forced >= 0
+    assert (bits[forced] == (runs.forced[forced] == 1)).all()
+    for j in range(len(sub)):
+        for lo, hi in runs_list(runs, j):
+            col = bits[lo:hi, j] != bool(runs.first[j])  # 0s then 1s once normalised
+            assert (np.diff(col.astype(int)) >= 0).all()
+    # one node per (type, vector): sound, and no more nodes than the model
+    regrouped = grouped(log, vectors(bits))
+    assert regrouped.n_nodes <= model.n_nodes
+    assert check_model(regrouped.to_networkx(), log, mine(log)).ok
+
+
+@settings(max_examples=40, deadline=None)
+@given(TRACES, st.randoms(use_true_random=False))
+def test_any_bits_obeying_the_rules_give_a_sound_model(traces, random):
+    got = refining(traces)
+    if got is None:
+        return
+    log, _codes, _bad, sub = got
+    runs = free_runs(log, sub)
+    switches = {
+        (j, lo, hi): random.randint(0, hi - lo)
+        for j in range(len(sub))
+        for lo, hi in runs_list(runs, j)
+    }
+    model = grouped(log, vectors(bits_from_switches(runs, switches)))
+    assert check_model(model.to_networkx(), log, mine(log)).ok
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4), min_size=1, max_size=3))
+def test_fewest_groups_is_the_smallest_model(traces):
+    """Over every bit assignment obeying the rules of a tiny log, the fewest (type,
+    vector) groups plus INITIAL and TERMINAL equals the smallest model found by
+    enumerating every partition."""
+    got = refining(traces)
+    if got is None or got[0].n_events > 6:
+        return
+    log, codes, _bad, sub = got
+    runs = free_runs(log, sub)
+    keys = [(j, lo, hi) for j in range(len(sub)) for lo, hi in runs_list(runs, j)]
+    fewest = min(
+        grouped(log, vectors(bits_from_switches(runs, dict(zip(keys, ks))))).n_nodes
+        for ks in itertools.product(*[range(hi - lo + 1) for _, lo, hi in keys])
+    )
+    assert fewest == smallest_model(log, codes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(TRACES, st.integers(0, 3))
+def test_regroup_never_adds_nodes_and_stays_sound(traces, seed):
+    got = refining(traces)
+    if got is None:
+        return
+    log, codes, bad, sub = got
+    start = refine_targeted(PartitionModel.initial(log), codes, bad)
+    rng = np.random.default_rng(seed)
+    out = regroup(start, sub, rng)
+    assert out.n_nodes <= start.n_nodes
+    assert check_model(out.to_networkx(), log, mine(log)).ok
+    both = regroup_coarsen(start, codes, bad, rng)
+    assert both.n_nodes <= start.n_nodes
+    assert check_model(both.to_networkx(), log, mine(log)).ok
+
+
+def test_regroup_reaches_the_bound_from_the_targeted_split():
+    """On a generated 6,000-event log (k = 2) the targeted history split has 46 nodes,
+    as many as its region groups; regroup alone takes it to 34, the lower bound (the
+    engine before the region search: 38)."""
+    log = EventLog.from_sequences(bench_module().event_log(6_000, np.random.default_rng(8_000)))
+    codes = codes_of(log, mine_invariants(log))
+    bad, sub = failing(log, codes)
+    start = refine_targeted(PartitionModel.initial(log), codes, bad)
+    plain = grouped(log, vectors(region_bits(start, sub)[start.part]))
+    out = regroup(start, sub, np.random.default_rng(0))
+    assert start.n_nodes == plain.n_nodes == 46
+    assert out.n_nodes == node_lower_bound(log, codes) == 34
+    assert check_model(out.to_networkx(), log, mine(log)).ok
+
+
+def test_select_keeps_the_marked_invariants():
+    inv = InvariantCodes(np.array([0, 1, 2]), np.array([-1, 3, 4]), np.array([5, 6, 7]))
+    sub = inv.select(np.array([True, False, True]))
+    assert (sub.kind.tolist(), sub.a.tolist(), sub.b.tolist()) == ([0, 2], [-1, 4], [5, 7])
+
+
+def test_regions_search_takes_the_smallest_start():
+    """From the targeted split and from one node per event type refined by the global
+    history split, the smaller region-search result wins; deterministic for a seed."""
+    from statemine.infer.synoptic.engine import regions_search
+    from statemine.infer.synoptic.refine import refine_by_history
+
+    log = EventLog.from_sequences(bench_module().event_log(6_000, np.random.default_rng(8_000)))
+    codes = codes_of(log, mine_invariants(log))
+    bad, _ = failing(log, codes)
+    init = PartitionModel.initial(log)
+    starts = [refine_by_history(init, codes, bad), refine_targeted(init, codes, bad)]
+    got = regions_search(starts, codes, bad, seed=1)
+    seeds = np.random.SeedSequence([1, 2]).spawn(2)
+    each = [regroup_coarsen(m, codes, bad, np.random.default_rng(s)) for m, s in zip(starts, seeds)]
+    assert got.n_nodes == min(m.n_nodes for m in each) == node_lower_bound(log, codes)
+    assert (got.part == regions_search(starts, codes, bad, seed=1).part).all()
+    assert check_model(got.to_networkx(), log, mine(log)).ok
+
+
+def test_the_region_search_is_skipped_near_the_bound_on_large_logs(monkeypatch, tmp_path):
+    """Above 5,000 events the search runs only when the attempts leave REGIONS_MIN_GAP
+    nodes above the bound: not on the benchmark's 1e4-event log (31 nodes after the
+    attempts, bound 29), on a 6e3-event log with a gap of 5 (39 nodes, bound 34)."""
+    from statemine.infer.synoptic import engine
+
+    calls = []
+    real = engine.regions_search
+
+    def spy(starts, *args):
+        calls.append(starts[1].n_nodes)
+        return real(starts, *args)
+
+    monkeypatch.setattr(engine, "regions_search", spy)
+    bench = bench_module()
+    rng = np.random.default_rng(20261122)  # bench_synoptic.py main(): its warm-up log first
+    bench.write_log(bench.event_log(500, np.random.default_rng(0)), tmp_path / "w.log", rng)
+    log = EventLog.from_sequences(bench.event_log(10_000, rng))
+    assert log.n_events == 10_016
+    assert engine.infer_log(log, seed=1).model.n_nodes == 30
+    log = EventLog.from_sequences(bench.event_log(6_000, np.random.default_rng(8_000)))
+    assert engine.infer_log(log, seed=1).model.n_nodes == 34
+    assert calls == [39]
+
+
+def test_counterexample_of_is_checks_for_that_invariant():
+    """refine.counterexample_of: the invariant's shortest violating path on the initial
+    model of ``a b c`` / ``x b d`` ('a NFby d' fails through the single b node)."""
+    from statemine.infer.synoptic.check import counterexample
+    from statemine.infer.synoptic.refine import counterexample_of
+
+    got = refining([["a", "b", "c"], ["x", "b", "d"]])
+    assert got is not None
+    log, codes, bad, _ = got
+    init = PartitionModel.initial(log)
+    adj = init.edge_counts() > 0
+    t = {x: i for i, x in enumerate(log.types)}
+    i = next(
+        k
+        for k in np.nonzero(bad)[0]
+        if (codes.kind[k], codes.a[k], codes.b[k]) == (1, t["a"], t["d"])
+    )
+    path = counterexample_of(init, adj, codes, int(i))
+    assert path == counterexample(adj, init.node_type, 1, t["a"], t["d"])
+    assert [init.labels()[v] for v in path] == ["INITIAL", "a", "b", "d"]
