@@ -183,6 +183,55 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
     )
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(3, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
+            st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2),
+        )
+    ),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 3), st.integers(0, 3)), min_size=1),
+)
+def test_violated_agrees_with_the_product_search(graph, invariants):
+    """The bitset fix-point checker flags exactly the invariants (any kind, INITIAL AFby
+    too) that the networkx product search finds broken on the model's INITIAL ->
+    TERMINAL paths."""
+    import networkx as nx
+
+    from statemine.infer.synoptic.check import _trim, violated
+
+    rows, types = graph
+    adj = np.array(rows, dtype=bool)
+    adj[:, 0] = False  # nothing enters INITIAL, nothing leaves TERMINAL
+    adj[1, :] = False
+    node_type = np.array([-1, -1, *types])
+    invariants = [(k, a if k == 0 else max(a, 0), b) for k, a, b in invariants]
+    invariants = [(k, a, b) for k, a, b in invariants if a != b]
+    kinds = ["AlwaysFollowedBy", "NeverFollowedBy", "AlwaysPrecedes"]
+    frame = pd.DataFrame(
+        {
+            "kind": [kinds[k] for k, _, _ in invariants],
+            "first": ["INITIAL" if a < 0 else "abcd"[a] for _, a, _ in invariants],
+            "second": ["abcd"[b] for _, _, b in invariants],
+        }
+    )
+    codes = InvariantCodes.from_frame(frame, {t: i for i, t in enumerate("abcd")})
+    got = violated(adj, node_type, codes, 4)
+    keep = _trim(adj, 0, 1)
+    g: nx.DiGraph = nx.DiGraph()
+    for v in np.nonzero(keep)[0].tolist():
+        synthetic = node_type[v] < 0
+        label = ["INITIAL", "TERMINAL"][v] if synthetic else "abcd"[node_type[v]]
+        g.add_node(v, label=label, state=None if synthetic else label)
+    g.add_edges_from((u, v) for u, v in zip(*np.nonzero(adj & keep[:, None] & keep[None, :])))
+    if not keep[0]:  # no INITIAL -> TERMINAL path: nothing can break
+        assert not got.any()
+        return
+    expected = [not invariant_holds(g, *row) for row in frame.itertuples(index=False)]
+    assert got.tolist() == expected
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     traces_strategy,

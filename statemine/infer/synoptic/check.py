@@ -91,9 +91,13 @@ def _or_by_label(values: np.ndarray, node_type: np.ndarray, n_codes: int) -> np.
     return out
 
 
-def _has_bit(words: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """words[rows[i]] has bit bits[i] set (bitsets of uint64 words)."""
-    w = words[rows, bits // 64]
+def _has_bit(
+    words: np.ndarray, rows: np.ndarray, blocks: np.ndarray, width: int, bits: np.ndarray
+) -> np.ndarray:
+    """Does bitset ``blocks[i]`` of row ``rows[i]`` have bit ``bits[i]`` set?  Each row of
+    ``words`` holds bitsets of ``width`` uint64 words side by side; a negative bit counts
+    from the end of its bitset, as a negative index does (bit -1: the last word's bit 63)."""
+    w = words[rows, blocks * width + (bits // 64) % width]
     return ((w >> (bits % 64).astype(np.uint64)) & np.uint64(1)).astype(bool)
 
 
@@ -159,27 +163,25 @@ def violated_edges(
     start[:, :words] = forward(lab)
     start[init, words:] = full[0]
     fix = _grow(forward, start, start, np.hstack([full, allowed]))
-    node_type = np.append(node_type, -2)
-    nfby = _or_by_label(fix[:, :words], node_type, n_codes)  # [b] -> set of a
-    pred_g = forward(fix[:, words:])  # [v] -> set of a
-    ap = _or_by_label(pred_g, node_type, n_codes)  # [b] -> set of a
     # AFby: E[v] = types b such that v is no b-node and reaches TERMINAL avoiding b-nodes.
     start = np.zeros_like(lab)
     start[term] = full[0]
     succ_e = backward(_grow(backward, start, start, allowed))  # [u] -> set of b
-    afby = _or_by_label(succ_e, node_type, n_codes)  # [a] -> set of b
-
+    # per type t, three bitsets side by side: NFby's a at the b-nodes (b = t), AP's a at
+    # the b-nodes (over predecessors), AFby's b after the a-nodes (a = t); then a row
+    # n_codes with INITIAL's AFby set
+    node_type = np.append(node_type, -2)
+    per_node = np.hstack([fix[:, :words], forward(fix[:, words:]), succ_e])
+    tables = np.vstack(
+        [
+            _or_by_label(per_node, node_type, n_codes),
+            np.concatenate([np.zeros(2 * words, dtype=np.uint64), succ_e[init]]),
+        ]
+    )
     k, x, y = inv.kind, inv.a, inv.b
-    out = np.zeros(len(inv), dtype=bool)
-    sel = (k == 0) & (x < 0)
-    out[sel] = _has_bit(succ_e, np.full(sel.sum(), init), y[sel])
-    sel = (k == 0) & (x >= 0)
-    out[sel] = _has_bit(afby, x[sel], y[sel])
-    sel = k == 1
-    out[sel] = _has_bit(nfby, y[sel], x[sel])
-    sel = k == 2
-    out[sel] = _has_bit(ap, y[sel], x[sel])
-    return out
+    afby = k == 0
+    rows = np.where(afby, np.where(x < 0, n_codes, x), y % n_codes)
+    return _has_bit(tables, rows, np.where(afby, 2, k - 1), words, np.where(afby, y, x))
 
 
 class MergeCheck:
@@ -327,12 +329,14 @@ def _grow(
     forbidden: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The least X >= start with X = start | (gather(X) & allowed), iterated from ``x``
-    (start <= x <= that fix-point); None as soon as X meets ``forbidden``."""
+    (start <= x <= that fix-point); None as soon as X meets ``forbidden``.  The tests
+    are the cheapest numpy has for these small arrays (~10 steps a call): a count of
+    nonzero words and a comparison of the bytes (same shape and dtype throughout)."""
     while True:
         nxt = start | (gather(x) & allowed)
-        if forbidden is not None and (nxt & forbidden).any():
+        if forbidden is not None and np.count_nonzero(nxt & forbidden):
             return None
-        if (nxt == x).all():
+        if nxt.tobytes() == x.tobytes():
             return x
         x = nxt
 
