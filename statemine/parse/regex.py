@@ -713,7 +713,14 @@ def _read_file(
                 found = None
         if found is None:
             found = _scan_loop(
-                _text_lines(text), compiled, time_kind, ignore, needed, counters, arrow
+                _text_lines(text),
+                compiled,
+                time_kind,
+                ignore,
+                needed,
+                counters,
+                arrow,
+                _plain_text(text),
             )
         return found
 
@@ -747,6 +754,7 @@ def _scan_loop(
     needed: set[str],
     counters: dict[str, int],
     arrow: bool = True,
+    plain_text: bool = False,
 ) -> _Scan:
     """The regexes tried on each line in order, the first that matches taking it (as
     Synoptic's parser does): what they make of a block of lines (see :class:`_Scan`).
@@ -757,7 +765,8 @@ def _scan_loop(
     whole line. A time that does not parse stops the parse, or with ``ignore`` lets the
     next regex try the line. ``needed`` groups are kept per event ('' when unset; a
     mapping's counters and constants too, when the regexes have any).  Strings come
-    out as pyarrow arrays, or numpy object arrays without ``arrow``."""
+    out as pyarrow arrays, or numpy object arrays without ``arrow``; ``plain_text``: every
+    line passes :func:`_plain_text` (the matchers skip that test per line)."""
     n = len(lines)
     sep_line = np.zeros(n, dtype=bool)
     unmatched: list[tuple[int, str]] = []
@@ -769,7 +778,7 @@ def _scan_loop(
     for r, hit in zip(compiled, hits):
         is_plain = not (r.constants or r.pre_inc or r.post_inc)
         columns = [(g, col, is_plain and g not in counters) for g, col in hit[1].items()]
-        rules.append((r, _line_matcher(r), is_plain, hit, columns))
+        rules.append((r, _line_matcher(r, plain_text), is_plain, hit, columns))
     fast_time = _FAST_TIME.get(time_kind or "")
     refused: dict[str, bool] = {}  # type -> _type_problem(type), asked once per type
     for i, line in enumerate(lines):
@@ -842,12 +851,25 @@ def _scan_loop(
 _PY_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 
-def _line_matcher(r: LineRegex) -> Callable[[str], dict[str, str | None] | None]:
+def _plain_text(text: str) -> bool:
+    r"""Is ``text`` ASCII without the characters Python's ``str.split()`` takes as
+    whitespace and Java's ``\s`` does not (where a whitespace split answers as RE2)?
+
+    >>> _plain_text("1 a\n2 b"), _plain_text("1\x1fa"), _plain_text("é a")
+    (True, False, False)
+    """
+    return text.isascii() and _PY_ONLY_SPACE.search(text) is None
+
+
+def _line_matcher(
+    r: LineRegex, plain_text: bool = False
+) -> Callable[[str], dict[str, str | None] | None]:
     r"""``r.pattern.fullmatch`` for the line loop, without RE2 where the regex allows: a
     plain literal line without groups (``^--$``) is a string comparison, a regex made only
-    of empty groups (``^(?<DTIME>)(?<TYPE>)$``) a whitespace split of ASCII lines (Java's
-    ``\s`` is ASCII; lines with characters Python splits on but Java does not, or with
-    non-ASCII characters, go to RE2).  Same answers (the reader's differential tests)."""
+    of empty groups (``^(?<DTIME>)(?<TYPE>)$``) a whitespace split of lines that pass
+    :func:`_plain_text` (Java's ``\s`` is ASCII; other lines go to RE2), tested per line
+    unless ``plain_text`` says every line passes.  Same answers (the reader's differential
+    tests)."""
     literal = _literal_line(r.pattern.pattern)
     if literal is not None and not r.pattern.groupindex:
         return lambda line: {} if line == literal else None
@@ -858,12 +880,16 @@ def _line_matcher(r: LineRegex) -> Callable[[str], dict[str, str | None] | None]
     n = len(tokens)
 
     def split(line: str) -> dict[str, str | None] | None:
-        if not line.isascii() or _PY_ONLY_SPACE.search(line):
+        if not _plain_text(line):
             return full(line)
         parts = line.split()
         return dict(zip(tokens, parts)) if len(parts) == n else None
 
-    return split
+    def split_plain(line: str) -> dict[str, str | None] | None:
+        parts = line.split()
+        return dict(zip(tokens, parts)) if len(parts) == n else None
+
+    return split_plain if plain_text else split
 
 
 def _name_pieces(
