@@ -162,7 +162,7 @@ def violated_edges(
     start = np.zeros((n + 1, 2 * words), dtype=np.uint64)
     start[:, :words] = forward(lab)
     start[init, words:] = full[0]
-    fix = _grow(forward, start, start, np.hstack([full, allowed]))
+    fix = _grow(forward, start, start, np.concatenate([full, allowed], axis=1))
     # AFby: E[v] = types b such that v is no b-node and reaches TERMINAL avoiding b-nodes.
     start = np.zeros_like(lab)
     start[term] = full[0]
@@ -171,7 +171,7 @@ def violated_edges(
     # the b-nodes (over predecessors), AFby's b after the a-nodes (a = t); then a row
     # n_codes with INITIAL's AFby set
     node_type = np.append(node_type, -2)
-    per_node = np.hstack([fix[:, :words], forward(fix[:, words:]), succ_e])
+    per_node = np.concatenate([fix[:, :words], forward(fix[:, words:]), succ_e], axis=1)
     tables = np.vstack(
         [
             _or_by_label(per_node, node_type, n_codes),
@@ -235,8 +235,10 @@ class MergeCheck:
         self.lab = lab
         self.reach = np.zeros_like(lab)
         self.reach[init] = full
-        self.fwd_allowed = np.hstack([np.broadcast_to(full, lab.shape), ~lab])
-        self.fwd_forbidden = np.hstack([forbid(b[k == 1], a[k == 1]), forbid(b[k == 2], a[k == 2])])
+        self.fwd_allowed = np.concatenate([np.broadcast_to(full, lab.shape), ~lab], axis=1)
+        self.fwd_forbidden = np.concatenate(
+            [forbid(b[k == 1], a[k == 1]), forbid(b[k == 2], a[k == 2])], axis=1
+        )
         # backward: E = types b such that the node reaches TERMINAL avoiding b-nodes
         # (AFby: b at the a-nodes of gather(E); INITIAL AFby b: b at INITIAL)
         self.bwd_allowed = ~lab
@@ -278,7 +280,7 @@ class MergeCheck:
         """The forward and backward fix-points of the model with these edges, None as
         soon as an invariant fails on it (``warm``: fix-points below them to start from)."""
         forward = _Gather(src, dst, self.n)
-        start = np.hstack([forward(self.lab), self.reach])
+        start = np.concatenate([forward(self.lab), self.reach], axis=1)
         fwd = _grow(
             forward,
             start,
@@ -310,7 +312,8 @@ class _Gather:
         self.starts = np.searchsorted(to[order], np.arange(n + 1))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.bitwise_or.reduceat(x[self.frm], self.starts, axis=0)
+        # ndarray.take: a few times faster than x[self.frm] on these small arrays
+        return np.bitwise_or.reduceat(x.take(self.frm, axis=0), self.starts, axis=0)
 
 
 @overload
