@@ -772,12 +772,11 @@ def _scan_loop(
     unmatched: list[tuple[int, str]] = []
     errors: list[tuple[int, int, str | None]] = []
     hits: list[list] = [[[], {g: [] for g in needed}, [], []] for _ in compiled]
-    # per regex: (regex, matcher, plain, its hits, its group columns); a plain regex's
-    # group that no counter shadows is the match's value ('' when unset), as _value says
+    # per regex: (regex, matcher, plain, its hits, its group columns with their source)
     rules = []
     for r, hit in zip(compiled, hits):
         is_plain = not (r.constants or r.pre_inc or r.post_inc)
-        columns = [(g, col, is_plain and g not in counters) for g, col in hit[1].items()]
+        columns = [(g, col, _column_source(g, is_plain, counters)) for g, col in hit[1].items()]
         rules.append((r, _line_matcher(r, plain_text), is_plain, hit, columns))
     fast_time = _FAST_TIME.get(time_kind or "")
     refused: dict[str, bool] = {}  # type -> _type_problem(type), asked once per type
@@ -817,13 +816,15 @@ def _scan_loop(
                 for name in r.post_inc:
                     counters[name] += 1
             idx.append(i)
-            for g, column, from_match in columns:
-                if g == "TYPE":
+            for g, column, source in columns:  # '' when unset
+                if source == _FROM_TYPE:
                     column.append(etype)
-                elif from_match:
+                elif source == _FROM_MATCH:
                     column.append(m.get(g) or "")
+                elif source == _FROM_COUNTER:
+                    column.append(str(counters[g]))
                 else:
-                    column.append(_value(g, m, values, is_plain, counters))
+                    column.append(values.get(g) or "")
             times.append(t)
             texts.append(t_text)
             break
@@ -1312,17 +1313,26 @@ def _arrow_times(
     return good, values[good], pa.array([t for t, g in zip(texts, good) if g], pa.large_string())
 
 
-def _value(
-    ref: str, m: dict[str, str | None], values: dict, plain: bool, counters: dict[str, int]
-) -> str:
-    """The value of mapping reference ``ref`` for a line ('' when unset), given its groups
-    ``m`` and, for a regex with extras (not ``plain``), its ``values`` (groups, counters
-    and constants, from :func:`_apply_extras`); a counter wins over a group."""
+#: Where the line loop takes a kept group's value from (:func:`_column_source`).
+_FROM_TYPE, _FROM_MATCH, _FROM_COUNTER, _FROM_EXTRAS = range(4)
+
+
+def _column_source(ref: str, plain: bool, counters: dict[str, int]) -> int:
+    """Where the value of kept group or mapping reference ``ref`` comes from, for a regex
+    without extras (``plain``) or with them: the line's type (TYPE), its match's group, a
+    counter's value (a counter wins over a group), or the values of
+    :func:`_apply_extras` (groups, counters and constants).
+
+    >>> _column_source("conn", True, {"SEPCOUNT": 0}) == _FROM_MATCH
+    True
+    >>> _column_source("SEPCOUNT", True, {"SEPCOUNT": 0}) == _FROM_COUNTER
+    True
+    """
+    if ref == "TYPE":
+        return _FROM_TYPE
     if not plain:
-        return values.get(ref) or ""
-    if ref in counters:
-        return str(counters[ref])
-    return m.get(ref) or ""
+        return _FROM_EXTRAS
+    return _FROM_COUNTER if ref in counters else _FROM_MATCH
 
 
 def _apply_extras(r: LineRegex, m: dict[str, str | None], counters: dict[str, int]) -> dict | None:
