@@ -156,14 +156,19 @@ def test_coarsening_merges_exactly_as_checking_every_trial_would(traces, seed):
         assert ours.node_type.tolist() == theirs.node_type.tolist()
 
 
+#: A directed graph on 3..12 nodes (rows of a bool matrix; nodes 0 and 1 are INITIAL and
+#: TERMINAL) and the event types (0..3) of its other nodes.
+SMALL_GRAPHS = st.integers(3, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
+        st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2),
+    )
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    st.integers(3, 12).flatmap(
-        lambda n: st.tuples(
-            st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
-            st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2),
-        )
-    ),
+    SMALL_GRAPHS,
     st.integers(0, 2),
     st.integers(-1, 3),
     st.integers(0, 3),
@@ -185,12 +190,7 @@ def test_counterexample_is_the_queue_searchs_path(graph, kind, a, b):
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.integers(3, 12).flatmap(
-        lambda n: st.tuples(
-            st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n),
-            st.lists(st.integers(0, 3), min_size=n - 2, max_size=n - 2),
-        )
-    ),
+    SMALL_GRAPHS,
     st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 3), st.integers(0, 3)), min_size=1),
 )
 def test_violated_agrees_with_the_product_search(graph, invariants):
