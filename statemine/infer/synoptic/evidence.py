@@ -116,15 +116,18 @@ def trace_evidence(types: Sequence[str], codes: np.ndarray, starts: np.ndarray) 
     n = len(codes)
     n_traces = len(starts) - 1
     trace_of = np.repeat(np.arange(n_traces), np.diff(starts))
-    # (trace, type) pairs present, in (trace, type) order: first and last position of each.
-    key = trace_of * n_types + codes
-    order = np.argsort(key, kind="stable")
-    key = key[order]
+    # (type, trace) pairs present, in (type, trace) order: first and last position of
+    # each.  A stable sort by type alone gives that order (positions ascend within a type,
+    # and traces with them), a radix sort for the small codes; every listed type occurs,
+    # so each type's pairs are one run, summed with add.reduceat.
+    order = np.argsort(codes.astype(np.int16 if n_types < (1 << 15) else np.int64), kind="stable")
+    key = codes[order] * max(n_traces, 1) + trace_of[order]
     head = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if n else np.zeros(0, np.int64)
     first = order[head]
     last = order[np.r_[head[1:], n] - 1] if n else head
-    pair_trace = key[head] // max(n_types, 1)
-    pair_type = key[head] % max(n_types, 1)
+    pair_type = key[head] // max(n_traces, 1)
+    pair_trace = key[head] % max(n_traces, 1)
+    runs = np.searchsorted(pair_type, np.arange(n_types))  # where each type's pairs begin
     start = starts[pair_trace]
     end = starts[pair_trace + 1]
     F = np.zeros((n_types, n_types), dtype=np.int64)
@@ -134,10 +137,8 @@ def trace_evidence(types: Sequence[str], codes: np.ndarray, starts: np.ndarray) 
     for x in range(n_types):
         np.equal(codes, x, out=is_x)
         np.cumsum(is_x, out=running[1:])
-        F[x] = np.bincount(pair_type, weights=running[last] - running[start], minlength=n_types)
-        P[:, x] = np.bincount(
-            pair_type, weights=running[end] - running[first + 1], minlength=n_types
-        )
+        F[x] = np.add.reduceat(running[last] - running[start], runs)
+        P[:, x] = np.add.reduceat(running[end] - running[first + 1], runs)
     traces = np.bincount(pair_type, minlength=n_types).astype(np.int64)
     names = tuple(str(types[i]) for i in present.tolist())
     return Evidence(names, count, F, P, traces, n_traces)
