@@ -373,11 +373,12 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
 
     n = log.n_events
     longest = int(np.diff(log.starts).max())
-    # opening of event i of trace k: ',{"eventIndex":i' (i > 0), or the trace's head first
+    # opening of event i of trace k, closing the event before (one column fewer to join):
+    # '},{"eventIndex":i' (i > 0), or the trace's head first; the log's first event has none
     opening = pa.concat_arrays(
         [
-            _texts(',{"eventIndex":', np.arange(1, longest), ""),
-            _texts(']},{"traceID":', np.arange(log.n_traces), ',"events":[{"eventIndex":0'),
+            _texts('},{"eventIndex":', np.arange(1, longest), ""),
+            _texts('}]},{"traceID":', np.arange(log.n_traces), ',"events":[{"eventIndex":0'),
         ]
     )
     row_kind = np.where(index > 0, index - 1, longest - 1 + trace_of)
@@ -408,11 +409,10 @@ def _log_json(log: EventLog, trace_of: np.ndarray, index: np.ndarray) -> Iterato
             pc.cast(pa.array(log.lines[a:b]), pa.large_string()),
             ',"timestamp":',
             stamp,
-            "}",
         )
 
     yield from ordered_map(block, range(0, n, JSON_BLOCK), WORKERS)
-    yield b"]}"
+    yield b"}]}"  # the last event's closing brace, then the last trace's
 
 
 def _partitions_json(
