@@ -179,6 +179,33 @@ def test_any_split_merged_in_any_order_is_the_evidence_of_the_whole(traces, data
         assert _rows(invariants_of(merged)) == brute_invariants(traces)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=12), min_size=1, max_size=10))
+def test_trace_evidence_counts_are_their_definitions(traces):
+    """trace_evidence's arrays against event-by-event counts (types 0..5 with some absent,
+    so its renumbering is exercised): #a, the traces holding a, #F(a, b) the a before the
+    last b of their trace, #P(a, b) the b after the first a of theirs."""
+    names = [f"t{k}" for k in range(6)]
+    codes = np.array([c for t in traces for c in t], np.int64)
+    starts = np.r_[0, np.cumsum([len(t) for t in traces])]
+    ev = trace_evidence(names, codes, starts)
+    present = sorted({c for t in traces for c in t})
+    assert ev.types == tuple(names[c] for c in present) and ev.n_traces == len(traces)
+    F = [[0] * len(present) for _ in present]
+    P = [[0] * len(present) for _ in present]
+    for t in traces:
+        for i, a in enumerate(present):
+            for j, b in enumerate(present):
+                if b in t:
+                    last_b = len(t) - 1 - t[::-1].index(b)
+                    F[i][j] += t[:last_b].count(a)
+                if a in t:
+                    P[i][j] += t[t.index(a) + 1 :].count(b)
+    assert ev.count.tolist() == [sum(t.count(a) for t in traces) for a in present]
+    assert ev.traces.tolist() == [sum(a in t for t in traces) for a in present]
+    assert ev.F.tolist() == F and ev.P.tolist() == P
+
+
 def test_same_tells_different_evidence_apart():
     a = _evidence([["a", "b"], ["b"]])
     assert a.same(_evidence([["b"], ["a", "b"]]))
