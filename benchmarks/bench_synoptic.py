@@ -55,7 +55,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from statemine.infer.synoptic import infer_log
+from statemine.infer.synoptic import SynopticResult, infer_log
 from statemine.infer.synoptic.formats import write_outputs
 from statemine.infer.synoptic.log import EventLog
 from statemine.parse.regex import read_regex, read_regex_arrays
@@ -379,9 +379,6 @@ def peak_infer(log: EventLog, seed: int) -> tuple[int, int, float, float]:
     second, traced run."""
     import tracemalloc
 
-    from statemine.infer.synoptic.bounds import node_lower_bound
-    from statemine.infer.synoptic.check import InvariantCodes
-
     t0 = time.perf_counter()
     res = infer_log(log, seed=seed)
     wall = time.perf_counter() - t0
@@ -389,9 +386,34 @@ def peak_infer(log: EventLog, seed: int) -> tuple[int, int, float, float]:
     infer_log(log, seed=seed)
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
+    return res.model.n_nodes, result_bound(res), wall, peak
+
+
+def result_bound(res: SynopticResult) -> int:
+    """The lower bound on any model's nodes for the log and mined invariants of ``res``."""
+    from statemine.infer.synoptic.bounds import node_lower_bound
+    from statemine.infer.synoptic.check import InvariantCodes
+
     assert res.table is not None
-    codes = InvariantCodes.from_frame(res.table, {t: i for i, t in enumerate(log.types)})
-    return res.model.n_nodes, node_lower_bound(log, codes), wall, peak
+    codes = InvariantCodes.from_frame(res.table, {t: i for i, t in enumerate(res.log.types)})
+    return node_lower_bound(res.log, codes)
+
+
+def print_command_size(name: str, args: list[str], theirs: str) -> None:
+    """One ``--sizes`` row for ``statemine infer --engine synoptic ARGS`` in process (its
+    wall time includes reading the logs and writing nothing); ``theirs``: Synoptic's
+    node count, or "-"."""
+    from statemine.infer.synoptic.command import run_command
+
+    t0 = time.perf_counter()
+    done = run_command("synoptic", args)
+    wall = time.perf_counter() - t0
+    log = done.result.log
+    print(
+        f"{name:24s} {log.n_events:>8d} {len(log.types):>5d} {done.result.model.n_nodes:>6d} "
+        f"{result_bound(done.result):>6d} {theirs:>8s} {wall:>8.3f} {'':>8s}",
+        flush=True,
+    )
 
 
 def jar_nodes(path: Path) -> str:
@@ -423,26 +445,14 @@ def run_sizes(tmp: Path) -> None:
             f"{bound:>6d} {ref:>8s} {wall:>8.3f} {peak:>8.1f}",
             flush=True,
         )
-    from statemine.infer.synoptic.bounds import node_lower_bound
-    from statemine.infer.synoptic.check import InvariantCodes
-    from statemine.infer.synoptic.command import run_command
+    import json
+
     from statemine.infer.synoptic.formats import read_dot
 
     for n in (1_000, 3_000, 6_000):
         paths = write_captures(n, np.random.default_rng(n), tmp)
         args = ["-r", CAPTURE_REGEX, "-m", CAPTURE_MAPPING, "--randomSeed=1", *map(str, paths)]
-        t0 = time.perf_counter()
-        done = run_command("synoptic", args)
-        wall = time.perf_counter() - t0
-        log = done.result.log
-        assert done.result.table is not None
-        types = {t: i for i, t in enumerate(log.types)}
-        bound = node_lower_bound(log, InvariantCodes.from_frame(done.result.table, types))
-        print(
-            f"{'two-captures-' + str(n):24s} {log.n_events:>8d} {len(log.types):>5d} "
-            f"{done.result.model.n_nodes:>6d} {bound:>6d} {'-':>8s} {wall:>8.3f} {'':>8s}",
-            flush=True,
-        )
+        print_command_size(f"two-captures-{n}", args, "-")
     oracle = Path(__file__).resolve().parents[2] / "shared" / "synoptic-oracle"
     if not oracle.is_dir():
         print(f"(oracle cases skipped: {oracle} is absent)")
@@ -450,27 +460,14 @@ def run_sizes(tmp: Path) -> None:
 
     for case in sorted(oracle.iterdir()):
         spec = case / "case.json"
-        if not spec.is_file() or "tool" in spec.read_text():
+        if not spec.is_file() or "tool" in (text := spec.read_text()):
             continue
-        import json
-
-        args = [a for a in json.loads(spec.read_text())["args"]]
+        args = [a for a in json.loads(text)["args"]]
         args = [str(case / a) if (case / a).is_file() else a for a in args]
         keep = [a for a, b in zip(args, ["", *args]) if b != "-o"]
         keep = [a for a in keep if a != "-o"]
-        t0 = time.perf_counter()
-        done = run_command("synoptic", keep)
-        wall = time.perf_counter() - t0
         theirs = read_dot(case / "model.dot").number_of_nodes()
-        log = done.result.log
-        assert done.result.table is not None
-        types = {t: i for i, t in enumerate(log.types)}
-        bound = node_lower_bound(log, InvariantCodes.from_frame(done.result.table, types))
-        print(
-            f"{case.name:24s} {log.n_events:>8d} {len(log.types):>5d} "
-            f"{done.result.model.n_nodes:>6d} {bound:>6d} {theirs:>8d} {wall:>8.3f} {'':>8s}",
-            flush=True,
-        )
+        print_command_size(case.name, keep, str(theirs))
 
 
 def main() -> None:
