@@ -316,20 +316,14 @@ def _print_states(
     """The states table (columns: name -> array) as a rich table on stdout. ``n_events``:
     the rows read, or (rows, events in the files) for qlog, whose files log far more
     events (packets) than statemine keeps as rows."""
-    from rich.table import Table
-
     from .. import units
     from ..escape import rich_cell
+    from .console import print_table
 
     if isinstance(n_events, tuple):
         counted = f"{n_events[0]} rows from {n_events[1]} events in the files"
     else:
         counted = f"{n_events} events"
-    table = Table(title=f"Time per state ({n_traces} traces, {counted})")
-    ci = f"{confidence:.0%} CI"
-    table.add_column("state", no_wrap=True)
-    for col in ("time", ci, "visits", "dwell mean", "dwell median", "dwell p95"):
-        table.add_column(col, justify="right")
     columns = (
         "state",
         "time_fraction",
@@ -340,8 +334,8 @@ def _print_states(
         "dwell_median",
         "dwell_p95",
     )
-    for state, frac, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns)):
-        table.add_row(
+    rows = [
+        (
             rich_cell(state),
             units.share(frac),
             units.share_interval(lo, hi),
@@ -350,4 +344,13 @@ def _print_states(
             units.seconds(median),
             units.seconds(p95),
         )
-    make_console().print(table)
+        for state, frac, lo, hi, visits, mean, median, p95 in zip(*(states[c] for c in columns))
+    ]
+    ci = f"{confidence:.0%} CI"
+    print_table(
+        make_console(),
+        ("state", "time", ci, "visits", "dwell mean", "dwell median", "dwell p95"),
+        rows,
+        title=f"Time per state ({n_traces} traces, {counted})",
+        right=range(1, 7),
+    )

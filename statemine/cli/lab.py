@@ -194,7 +194,7 @@ def findings_cmd(
     from ..escape import one_line, visible
     from ..lab import findings
     from ..lab.commands import measure_findings
-    from .console import make_console, text_table
+    from .console import make_console, print_table
 
     found = measure_findings(
         root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path
@@ -223,17 +223,17 @@ def findings_cmd(
                 )
             )
             continue
-        console.print(
-            text_table(
-                findings.VERDICT_HEADERS, findings.verdict_cells(rows), right=(2, 3, 4, 5, 6)
-            )
+        print_table(
+            console,
+            findings.VERDICT_HEADERS,
+            findings.verdict_cells(rows),
+            right=(2, 3, 4, 5, 6),
         )
-        console.print(
-            text_table(
-                findings.CONDITION_HEADERS,
-                findings.condition_cells(conditions[conditions["finding"] == f.name]),
-                right=range(2, len(findings.CONDITION_HEADERS)),
-            )
+        print_table(
+            console,
+            findings.CONDITION_HEADERS,
+            findings.condition_cells(conditions[conditions["finding"] == f.name]),
+            right=range(2, len(findings.CONDITION_HEADERS)),
         )
         for note in findings.known_notes(rows):
             say(note)
