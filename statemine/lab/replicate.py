@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import traces, units
 from ..errors import UsageError
-from ..stats.modes import modes
+from ..stats.modes import Modes, modes
 from ..stats.resampling import _ratio_moments, delta_se2, runs_for_halfwidth
 from ..stats.summary import trace_state_times
 from .findings import Finding, _stacks, assess, load_scenarios, records, select
@@ -219,10 +219,8 @@ CONDITION_COLUMNS = [
     "runs_fresh",
     "share_shipped",
     "share_fresh",
-    "modes",
-    "mode_locations",
-    "mode_sizes",
-    "modes_p",
+    "modes_shipped",
+    "modes_fresh",
     "clustered",
 ]
 
@@ -272,8 +270,8 @@ def compare(
     difference of two independent batches; ``runs_for_2pp``: runs per side for a 95%
     interval of +/-2 points, from the two batches' runs pooled.
     ``conditions`` (:data:`CONDITION_COLUMNS`): per condition, the pooled shares of each
-    batch and the modes of the per-run shares of both batches together (Silverman's test
-    at ``mode_alpha``: count, locations, the p-value of each count tested, as text).
+    batch and the modes of each batch's per-run shares (:class:`statemine.stats.modes.Modes`,
+    Silverman's test at ``mode_alpha``); ``clustered``: either batch is.
     """
     chosen = tuple(f for f in findings if replicable(f))
     opts: dict[str, Any] = dict(alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed)
@@ -306,8 +304,9 @@ def compare(
                 if ("shipped", stack, label) not in runs:
                     continue
                 xs, xf = runs["shipped", stack, label], runs["fresh", stack, label]
-                both = np.r_[xs, xf]
-                m = modes(both[:, 0] / both.sum(axis=1), alpha=mode_alpha, seed=seed)
+                ms, mf = (
+                    modes(x[:, 0] / x.sum(axis=1), alpha=mode_alpha, seed=seed) for x in (xs, xf)
+                )
                 cond_rows.append(
                     {
                         "finding": f.name,
@@ -317,11 +316,9 @@ def compare(
                         "runs_fresh": len(xf),
                         "share_shipped": _share(xs),
                         "share_fresh": _share(xf),
-                        "modes": m.k,
-                        "mode_locations": tuple(m.locations),
-                        "mode_sizes": tuple(m.sizes),
-                        "modes_p": tuple(m.p_values),
-                        "clustered": m.clustered,
+                        "modes_shipped": ms,
+                        "modes_fresh": mf,
+                        "clustered": ms.clustered or mf.clustered,
                     }
                 )
         for comp in f.comparisons:
@@ -395,7 +392,14 @@ REPLICATION_HEADERS = (
     "runs for ±2 pp",
     "verdict shipped / fresh",
 )
-MODE_HEADERS = ("stack", "condition", "share shipped / fresh", "runs", "per-run modes")
+MODE_HEADERS = (
+    "stack",
+    "condition",
+    "share shipped / fresh",
+    "runs",
+    "per-run modes, shipped",
+    "per-run modes, fresh",
+)
 
 
 def decimals(r: Any) -> int:
@@ -432,21 +436,20 @@ def replication_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     return out
 
 
-def modes_text(
-    locations: tuple[float, ...], sizes: tuple[int, ...], p_values: tuple[float, ...]
-) -> str:
+def modes_text(m: Modes) -> str:
     """``"1"`` or ``"clustered: 2 modes, 1% (9 runs), 28% (11 runs); p 0.001"``: the modes
     Silverman's test supports, where they lie (whole percent), the runs in each one's
     basin, and the p-value that rejected one mode fewer; "2 modes" without "clustered"
     when all but one mode hold a single run (an outlier).
 
-    >>> modes_text((0.012, 0.281), (9, 11), (0.001, 0.4))
+    >>> modes_text(Modes(2, (0.012, 0.281), (9, 11), (0.1, 0.05), (0.001, 0.4)))
     'clustered: 2 modes, 1% (9 runs), 28% (11 runs); p 0.001'
-    >>> modes_text((0.193, 0.211), (1, 19), (0.02, 0.7))
+    >>> modes_text(Modes(2, (0.193, 0.211), (1, 19), (0.1, 0.05), (0.02, 0.7)))
     '2 modes, 19% (1 run), 21% (19 runs); p 0.02'
-    >>> modes_text((0.2,), (20,), (0.3,))
+    >>> modes_text(Modes(1, (0.2,), (20,), (0.1,), (0.3,)))
     '1'
     """
+    locations, sizes, p_values = m.locations, m.sizes, m.p_values
     k = len(locations)
     if k <= 1:
         return "1"
@@ -466,7 +469,8 @@ def mode_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
             r.condition,
             f"{units.share(r.share_shipped)} / {units.share(r.share_fresh)}",
             f"{r.runs_shipped} + {r.runs_fresh}",
-            modes_text(r.mode_locations, r.mode_sizes, r.modes_p),
+            modes_text(r.modes_shipped),
+            modes_text(r.modes_fresh),
         )
         for r in records(rows)
     ]
