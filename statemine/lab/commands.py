@@ -259,7 +259,7 @@ def replicate_findings(
     todo = tuple(f for f in chosen if replicate.replicable(f))
     if not todo:
         raise UsageError("no finding to replicate: every one chosen runs stacks in real time")
-    batches = replicate.plan(root, todo, runs=runs, seed=first_seed)
+    batches = replicate.plan(Path(root), todo, runs=runs, seed=first_seed)
     failures: list[tuple[str, str]] = []
     for batch in batches:
         table = grid.run_grid(
@@ -276,7 +276,7 @@ def replicate_findings(
         ]
     seeds = batches[0].seeds
     comparisons, conditions = replicate.compare(
-        root, out, todo, seeds, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
+        Path(root), Path(out), todo, seeds, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
     )
     if csv is not None:
         from ..escape import frame_csv

@@ -413,7 +413,7 @@ def decimals(r: Any) -> int:
 def replication_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     """One text row per :func:`compare` comparison (:data:`REPLICATION_HEADERS`), the
     differences in percentage points to :func:`decimals`."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for r in records(rows):
         n = decimals(r)
         inside = ("yes" if r.inside else "no") + " / " + ("yes" if r.inside_t else "no")

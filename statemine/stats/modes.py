@@ -183,5 +183,7 @@ def modes(
     at = np.flatnonzero(peaks(f)[0]) + 1
     # each basin ends at the lowest point of the estimate between two neighbouring modes
     cuts = [grid[a + int(np.argmin(f[a : b + 1]))] for a, b in itertools.pairwise(at)]
-    sizes = np.bincount(np.searchsorted(cuts, x), minlength=len(at))
-    return Modes(len(at), tuple(map(float, grid[at])), tuple(map(int, sizes)), tuple(hs), tuple(ps))
+    counts = np.bincount(np.searchsorted(cuts, x), minlength=len(at))
+    return Modes(
+        len(at), tuple(map(float, grid[at])), tuple(map(int, counts)), tuple(hs), tuple(ps)
+    )
