@@ -351,7 +351,7 @@ def replicate_cmd(
     from ..escape import one_line, visible
     from ..lab import replicate
     from ..lab.commands import replicate_findings
-    from .console import make_console, text_table
+    from .console import make_console, print_table
 
     rep = replicate_findings(
         root,
@@ -393,17 +393,14 @@ def replicate_cmd(
                 continue
             say("")
             say(f"{f.name} ({f.state})", style="bold")
-            console.print(
-                text_table(
-                    replicate.REPLICATION_HEADERS,
-                    replicate.replication_cells(rows),
-                    right=(2, 3, 4, 5, 7, 8),
-                )
+            print_table(
+                console,
+                replicate.REPLICATION_HEADERS,
+                replicate.replication_cells(rows),
+                right=(2, 3, 4, 5, 7, 8),
             )
             conds = rep.conditions[rep.conditions["finding"] == f.name]
-            console.print(
-                text_table(replicate.MODE_HEADERS, replicate.mode_cells(conds), right=(2, 3))
-            )
+            print_table(console, replicate.MODE_HEADERS, replicate.mode_cells(conds), right=(2, 3))
     c = rep.comparisons
     say("")
     say(
