@@ -203,7 +203,7 @@ def test_explain_cli_writes_files(tmp_path):
     _write_log(tmp_path / "b.log", _side("b", 8, 4, True, 2))
     out = tmp_path / "why"
     args = ["explain", str(tmp_path / "a.log"), str(tmp_path / "b.log"), "--out", str(out)]
-    res = CliRunner().invoke(main, args + ["--permutations", "2000", "--bootstrap", "100"])
+    res = CliRunner().invoke(main, [*args, "--permutations", "2000", "--bootstrap", "100"])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in out.iterdir()) == ["explain.csv", "explain.md", "triggers.csv"]
     states = pd.read_csv(out / "explain.csv")
