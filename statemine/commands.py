@@ -734,6 +734,7 @@ def report_to_file(
             title=title,
             outcomes=outcomes,
             compare=compare,
+            runs=(lab_runs(a), lab_runs(b) if b else None),
         )
     return path, tuple(warnings)
 

@@ -331,3 +331,32 @@ def test_mobile_application_limited_through_the_read_side():
     assert "profile=desktop|mobile" in rows["knob_values"].iloc[0]
     assert list(r.differing["label"]) == ["profile"]
     assert_summary_from_cells(r)
+
+
+def test_quiche_cubic_recovery_follows_real_packet_threshold_losses():
+    # found: CUBIC's Recovery (absent under BBR2) is entered on packet-threshold
+    # declarations of packets the path really dropped (1% loss, no jitter: no reordering)
+    cell = dict(loss="0.01", object_size_bytes="10000000")
+    r = _explain("quiche-bbr", dict(cc="cubic", **cell), "quiche-bbr", dict(cc="bbr2", **cell))
+    rec = r.states.set_index("state").loc["Recovery"]
+    assert rec.changed and rec.delta < 0 and rec.share_b == 0
+    row = _trigger(r, "Recovery", "LossDetected rule=packet", "real").iloc[0]
+    assert row.share_of_change > 0.5 and row.p_holm < 0.01
+    assert row.evidence == "lab: the path reordered no packet (no jitter)"
+    assert list(r.differing["label"]) == ["cc"]
+
+
+def test_tcp_vs_quic_under_jitter():
+    # found: kernel TCP's Disorder is entered from Open (ftrace has no point events, the
+    # state before is the trigger); quic-go's Recovery after spurious packet-threshold losses
+    r = _explain(
+        "tcp-jitter",
+        dict(jitter_ms="10.0"),
+        "quiche-jitter",
+        dict(stack="quic-go@v0.63.0", jitter_ms="10.0"),
+    )
+    row = _trigger(r, "Disorder", "after Open").iloc[0]
+    assert row.share_of_change > 0.5 and row.p_holm < 0.01
+    assert row.knob.startswith("path reordering")
+    rec = _trigger(r, "Recovery", "LossDetected rule=packet", "spurious").iloc[0]
+    assert rec.rate_a == 0 and rec.p_holm < 0.01
