@@ -313,8 +313,8 @@ def _entries(
     # the previous entry (state row) of each entry, within its trace
     prev_of_entry = np.full(n, -1, np.int64)
     st_pos = np.flatnonzero(is_state)
-    shifted = pd.Series(np.where(is_state, idx, np.nan)).groupby(row).shift(1)
-    shifted = pd.Series(shifted).groupby(row).ffill().to_numpy()
+    before = pd.Series(np.where(is_state, idx, np.nan)).groupby(row).shift(1)
+    shifted = pd.Series(before).groupby(row).ffill().to_numpy()
     prev_of_entry[st_pos] = np.nan_to_num(shifted[st_pos], nan=-1).astype(np.int64)
     fields = (
         ev["fields"].astype(object).where(ev["fields"].notna(), "").astype(str).to_numpy()
@@ -324,8 +324,8 @@ def _entries(
     verdicts = _declaration_verdicts(ts, row, name, kind, fields, runs, spurious_logged)
     # the last event before each entry (its trigger when recent enough)
     is_event = (kind == "event") & (name != _CLOSE)
-    last_event = pd.Series(np.where(is_event, idx, np.nan)).groupby(row).ffill()
-    last_event = last_event.groupby(row).shift(1).to_numpy()  # strictly before the row
+    latest = pd.Series(np.where(is_event, idx, np.nan)).groupby(row).ffill()
+    last_event = latest.groupby(row).shift(1).to_numpy()  # strictly before the row
     out_trigger, out_verdict, out_evidence = [], [], []
     for i in st_pos:
         j = last_event[i]
@@ -621,16 +621,15 @@ def _trigger_table(
         out["share_of_change"] = np.where(delta_state != 0, out["rate_delta"] / delta_state, np.nan)
         out["share_of_entries_a"] = out["entries_a"] / by_state["entries_a"].transform("sum")
         out["share_of_entries_b"] = out["entries_b"] / by_state["entries_b"].transform("sum")
-    evidence = pd.concat([e[["state", "trigger", "verdict", "evidence"]] for e in entries])
+    found = pd.concat([e[["state", "trigger", "verdict", "evidence"]] for e in entries])
     evidence = (
-        evidence[evidence["evidence"] != ""]
+        found[found["evidence"] != ""]
         .groupby(["state", "trigger", "verdict"])["evidence"]
         .agg(lambda s: "; ".join(sorted(set(s))))
     )
-    out["evidence"] = [
-        evidence.get((r.state, r.trigger, r.verdict), "") for r in out.itertuples(index=False)
-    ]
-    knobs = [knob_of(r.state, r.trigger) for r in out.itertuples(index=False)]
+    records: list[Any] = list(out.itertuples(index=False))  # fields typed "any scalar"
+    out["evidence"] = [evidence.get((r.state, r.trigger, r.verdict), "") for r in records]
+    knobs = [knob_of(r.state, r.trigger) for r in records]
     out["knob"] = [k for k, _ in knobs]
     out["knob_values"] = [_label_values(labels, traces_a, traces_b) for _, labels in knobs]
     out = out.assign(size=out["rate_delta"].abs()).sort_values(

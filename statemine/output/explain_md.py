@@ -4,7 +4,7 @@ through :mod:`statemine.units`; the CSVs beside it keep full precision)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import units
 from ..escape import visible
@@ -41,6 +41,11 @@ def rate(value: float) -> str:
     return units.NA if value != value else f"{value:.3g}/s"
 
 
+def _records(frame: Any) -> list[Any]:
+    """A frame's rows as named tuples (pandas-stubs types their fields as any scalar)."""
+    return list(frame.itertuples(index=False))
+
+
 def explain_markdown(result: ExplainResult) -> str:
     """The whole explain.md."""
     la, lb = visible(result.label_a), visible(result.label_b)
@@ -66,7 +71,7 @@ def explain_markdown(result: ExplainResult) -> str:
                 units.share_delta(row.rate_part),
                 units.share_delta(row.dwell_part),
             )
-            for row in changed.itertuples(index=False)
+            for row in _records(changed)
         ]
         out.append(
             md_table(
@@ -100,7 +105,7 @@ def explain_markdown(result: ExplainResult) -> str:
                             units.p_value(row.p_holm),
                             units.share(row.share_of_change),
                         )
-                        for row in mine.itertuples(index=False)
+                        for row in _records(mine)
                     ],
                 )
             )
@@ -130,7 +135,7 @@ def explain_markdown(result: ExplainResult) -> str:
                     row.stack_spurious_events,
                     units.NA if row.path_dropped != row.path_dropped else int(row.path_dropped),
                 )
-                for row in result.losses.itertuples(index=False)
+                for row in _records(result.losses)
             ],
         )
     )

@@ -111,6 +111,7 @@ def build_report(
             label_b=label_b,
         )
         parts.append(_diff_section(result))
+        assert b is not None  # side_b is not None
         parts.append(_why_section(a, b, opts, label_a, label_b, runs))
         parts.append(
             _timeline_section(

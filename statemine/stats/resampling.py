@@ -389,8 +389,9 @@ def permutation_pvalues(
     """
     x = stack_rows(xa, xb)
     if den_a is not None and den_b is not None:
+        dense = x if isinstance(x, np.ndarray) else x.toarray()  # ratios: dense tables only
         return _ratio_pvalues(
-            x, np.vstack([den_a, den_b]), xa.shape[0], strata_a, strata_b, n_perm, seed
+            dense, np.vstack([den_a, den_b]), xa.shape[0], strata_a, strata_b, n_perm, seed
         )
     total = x.sum(axis=1)
     sum_x, sum_total = x.sum(axis=0), total.sum()
