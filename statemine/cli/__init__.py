@@ -21,6 +21,7 @@ from .. import __version__  # noqa: E402
 COMMAND_MODULES = {
     "check-model": "synoptic",
     "diff": "compare",
+    "explain": "explain",
     "infer": "infer",
     "lab": "lab",
     "patch": "patch",

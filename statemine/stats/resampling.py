@@ -369,8 +369,14 @@ def permutation_pvalues(
     strata_b: np.ndarray | None = None,
     n_perm: int = 9999,
     seed: int = 0,
+    den_a: np.ndarray | None = None,
+    den_b: np.ndarray | None = None,
 ) -> np.ndarray:
     """Two-sided permutation p-value per state of ``pooled_fraction(xb) - pooled_fraction(xa)``.
+
+    With ``den_a``/``den_b`` (dense, rows x 1 or rows x columns, the rows of ``xa``/``xb``)
+    the statistic is the pooled ratio ``x.sum(axis=0) / den.sum(axis=0)`` instead (e.g.
+    entries per second of connection, or seconds per visit): :func:`pooled_ratio`.
 
     ``xa``, ``xb``: per-trace statistics (:data:`Table`: dense, or sparse for many traces
     and states). Rows (traces) are relabelled between the sides, keeping the side sizes -- within each
@@ -384,6 +390,11 @@ def permutation_pvalues(
     [0.333, 0.333]
     """
     x = stack_rows(xa, xb)
+    if den_a is not None and den_b is not None:
+        dense = x if isinstance(x, np.ndarray) else x.toarray()  # ratios: dense tables only
+        return _ratio_pvalues(
+            dense, np.vstack([den_a, den_b]), xa.shape[0], strata_a, strata_b, n_perm, seed
+        )
     total = x.sum(axis=1)
     sum_x, sum_total = x.sum(axis=0), total.sum()
     observed = np.abs(pooled_fraction(xb) - pooled_fraction(xa))
@@ -399,6 +410,45 @@ def permutation_pvalues(
             d = (sum_x - state_a) / (sum_total - total_a)[:, None] - state_a / total_a[:, None]
         count += (np.abs(d) >= observed - tol).sum(axis=0)
     return count / n_all if exact else (count + 1) / (n_perm + 1)
+
+
+def pooled_ratio(x: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Per column: ``x``'s column sum over ``den``'s (rows x 1: one denominator for every
+    column); NaN where the denominator sums to 0.
+
+    >>> pooled_ratio(np.array([[1.0, 2.0], [3.0, 0.0]]), np.array([[2.0], [2.0]])).tolist()
+    [1.0, 0.5]
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(x.sum(axis=0) / den.sum(axis=0), dtype=float)
+
+
+def _ratio_pvalues(
+    x: np.ndarray,
+    den: np.ndarray,
+    n_a: int,
+    strata_a: np.ndarray | None,
+    strata_b: np.ndarray | None,
+    n_perm: int,
+    seed: int,
+) -> np.ndarray:
+    """:func:`permutation_pvalues` of ``pooled_ratio(B) - pooled_ratio(A)`` (``x``, ``den``:
+    both sides' rows, A's first); NaN where a side's denominator sums to 0."""
+    observed = np.abs(pooled_ratio(x[n_a:], den[n_a:]) - pooled_ratio(x[:n_a], den[:n_a]))
+    tol = 1e-12 * np.maximum(observed, 1.0)
+    groups = _strata(strata_a, strata_b, n_a, x.shape[0] - n_a)
+    n_all = _n_relabellings(groups)
+    exact = n_all <= n_perm
+    sum_x, sum_den = x.sum(axis=0), den.sum(axis=0)
+    count = np.zeros(x.shape[1])
+    for mask in _relabellings(groups, x.shape[0], exact=exact, n_perm=n_perm, seed=seed):
+        in_a = mask.astype(np.float64)
+        num_a, den_of_a = in_a @ x, in_a @ den  # side B: sum - side A
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (sum_x - num_a) / (sum_den - den_of_a) - num_a / den_of_a
+        count += (np.abs(d) >= observed - tol).sum(axis=0)  # NaN (0 / 0) never counts
+    p = count / n_all if exact else (count + 1) / (n_perm + 1)
+    return np.where(np.isfinite(observed), p, np.nan)
 
 
 def _strata(
@@ -505,8 +555,12 @@ def bootstrap_delta(
     confidence: float = 0.95,
     seed: int = 0,
     method: IntervalMethod = "percentile",
+    den_a: np.ndarray | None = None,
+    den_b: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state.
+    """Bootstrap interval of ``pooled_fraction(xb) - pooled_fraction(xa)`` per state
+    (with ``den_a``/``den_b``: of ``pooled_ratio(xb, den_b) - pooled_ratio(xa, den_a)``, as
+    in :func:`permutation_pvalues`; percentile intervals only).
 
     ``xa``, ``xb``: as in :func:`permutation_pvalues`. Each side's traces (rows) are
     resampled with replacement, independently (and within each stratum when
@@ -530,6 +584,8 @@ def bootstrap_delta(
     """
     if method not in INTERVAL_METHODS:
         raise ValueError(f"method must be one of {INTERVAL_METHODS}, not {method!r}")
+    if method == "studentized" and den_a is not None:
+        raise ValueError("a studentized interval is of shares: no den_a/den_b")
     k, n_a = xa.shape[1], xa.shape[0]
     if n_a < 2 or xb.shape[0] < 2 or n_boot <= 0:
         return np.full(k, np.nan), np.full(k, np.nan)
@@ -544,7 +600,13 @@ def bootstrap_delta(
     for start, w in Resamples(n_a + xb.shape[0], n_boot, seed, strata=strata):
         wa, wb = w[:, :n_a], w[:, n_a:]
         with np.errstate(invalid="ignore", divide="ignore"):
-            d = left_times(wb, xb) / (wb @ tb)[:, None] - left_times(wa, xa) / (wa @ ta)[:, None]
+            if den_a is not None and den_b is not None:
+                d = left_times(wb, xb) / (wb @ den_b) - left_times(wa, xa) / (wa @ den_a)
+            else:
+                d = (
+                    left_times(wb, xb) / (wb @ tb)[:, None]
+                    - left_times(wa, xa) / (wa @ ta)[:, None]
+                )
             if studentized:
                 se_w = np.sqrt(delta_se2(moments_a, wa) + delta_se2(moments_b, wb))
                 # a resample whose difference has no spread (se 0) standardizes to 0 when
