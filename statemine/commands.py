@@ -4,7 +4,7 @@
 * :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
 * :func:`report_to_file` -- ``statemine report A [B] --out FILE``
 * :func:`explain_to_dir` -- ``statemine explain A B --out DIR``
-* :func:`read_to_file` -- ``statemine read LOG... -o FILE``
+* :func:`read_to_file` -- ``statemine read LOG... --out FILE``
 * :func:`read_inputs` -- the reading step of all of them
 
 They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
