@@ -95,6 +95,13 @@ def test_the_one_scale_generator_forgets_too_fast():
     assert len(missed) >= 6, missed
 
 
+@pytest.mark.parametrize("name", sorted(cellular.MEASURED))
+def test_written_scales_are_what_the_fit_gives(name):
+    facts = cellular.MEASURED[name][1]
+    assert cellular.fit_scales(facts.rate_acf, facts.cv) == cellular.FITTED_SCALES[name]
+    assert cellular.PROFILES[name + cellular.MULTI_SCALE].scales == cellular.FITTED_SCALES[name]
+
+
 def test_fit_recovers_a_known_mixture():
     """Shares of two time constants and white noise, written as the rate's correlations
     at FIT_LAGS (the lognormal relation), come back from fit_scales."""

@@ -430,7 +430,7 @@ def _fitted() -> dict[str, Profile]:
             s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min / live_share, s.outage_ms
         )
         out[name] = one
-        out[f"{name}{MULTI_SCALE}"] = replace(one, scales=fit_scales(s.rate_acf, s.cv))
+        out[f"{name}{MULTI_SCALE}"] = replace(one, scales=FITTED_SCALES[name])
     return out
 
 
@@ -531,5 +531,36 @@ MEASURED: dict[str, tuple[str, Summary]] = {
             (0.781, 0.774, 0.738, 0.677, 0.526, 0.467, 0.348, 0.316),
         ),
     ),
+}
+#: :func:`fit_scales` of each profile's ``MEASURED`` rate autocorrelation and CV, written
+#: out so that importing this module does not run the fit (scipy);
+#: tests/test_cellular_memory.py checks that the fit gives these. (share, time constant s)
+FITTED_SCALES: dict[str, tuple[tuple[float, float], ...]] = {
+    "verizon-lte-down": ((0.1177, 0.05), (0.6088, 4.0), (0.2735, 10.0)),
+    "verizon-lte-up": ((0.0398, 0.05), (0.2604, 0.5), (0.0379, 1.5), (0.2916, 4.0), (0.3424, 10.0)),
+    "tmobile-lte-down": (
+        (0.0851, 0.05),
+        (0.0702, 0.15),
+        (0.0295, 0.5),
+        (0.2526, 1.5),
+        (0.5534, 4.0),
+    ),
+    "tmobile-lte-up": ((0.1536, 0.5), (0.8164, 100.0)),
+    "att-lte-driving-down": ((0.0779, 0.05), (0.1905, 0.15), (0.4583, 1.5), (0.2733, 4.0)),
+    "att-lte-driving-up": (
+        (0.2109, 0.05),
+        (0.0512, 0.15),
+        (0.1992, 0.5),
+        (0.3954, 1.5),
+        (0.1433, 100.0),
+    ),
+    "tmobile-umts-driving-down": (
+        (0.0146, 0.05),
+        (0.0322, 0.5),
+        (0.0656, 1.5),
+        (0.7689, 10.0),
+        (0.0749, 30.0),
+    ),
+    "tmobile-umts-driving-up": ((0.1257, 0.5), (0.051, 1.5), (0.3261, 4.0), (0.3353, 100.0)),
 }
 PROFILES.update(_fitted())
