@@ -164,3 +164,20 @@ def test_cli_refuses_the_issue_qlog_in_one_line(tmp_path):
 def test_read_dispatch_refuses_too(tmp_path):
     with pytest.raises(InputError):
         read([_statemine(tmp_path / "a.log", "-1e297")])
+
+
+@pytest.mark.parametrize("command", ["infer", "store"])
+def test_cli_streamed_paths_refuse_statemine_lines_in_one_line(tmp_path, command):
+    """``infer`` folds statemine logs streamed, ``store add`` spills them: both scan with
+    the bound."""
+    f = _statemine(tmp_path / "a.log", "-1e297")
+    out = tmp_path / "out"
+    argv = (
+        ["infer", str(f), "--out", str(out)]
+        if command == "infer"
+        else ["store", "add", str(f), "--store", str(out), "--label", "x=y"]
+    )
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{f}:2:" in lines[0] and "outside" in lines[0], lines
