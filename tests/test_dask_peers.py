@@ -146,3 +146,32 @@ def test_cli_silent_peer_is_one_line_exit_2_within_the_documented_10_s(store, tm
         elapsed, lines = _cli_one_line(store, address, tmp_path / "o")
     assert len(lines) == 1 and "sent nothing within 10 s" in lines[0], lines
     assert elapsed < 10 + 3, elapsed
+
+
+def test_a_peer_that_greets_like_a_scheduler_then_stalls_ends_within_the_timeout():
+    """A real scheduler's first message, replayed by a peer that then says nothing: past
+    the probe, Dask's own deadlines (the scheduler info, the stream start) end it."""
+    import struct
+
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=0,
+        processes=False,
+        protocol="tcp://",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster:
+        host, port = cluster.scheduler_address[len("tcp://") :].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.settimeout(5)
+            head = sock.recv(8, socket.MSG_WAITALL)
+            greeting = head + sock.recv(struct.unpack("<Q", head)[0], socket.MSG_WAITALL)
+    with listener(lambda conn: conn.sendall(greeting)) as address:
+        start = time.monotonic()
+        with (
+            pytest.raises(StatemineError, match=f"--dask {address}"),
+            dask_client(address, timeout=2),
+        ):
+            pass
+        assert time.monotonic() - start < 2 + 3
