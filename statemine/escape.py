@@ -12,6 +12,7 @@ CSV apart from the formula guard below) keep names whole and unchanged.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -172,6 +173,16 @@ def csv_rows(rows: Iterable[Sequence[str]]) -> str:
     return "".join(out)
 
 
+#: The line breaks the csv module's writer (LF line ends) leaves unquoted.
+_UNQUOTED_BREAKS = re.compile("[" + re.escape("".join(sorted(CSV_QUOTED - set(',"\n')))) + "]")
+
+
+def _csv_module_suffices(texts: Iterable[str]) -> bool:
+    """True when no text holds a line break that the csv module would leave unquoted:
+    then its writer (C, fast) writes exactly what :func:`csv_rows` would."""
+    return not _UNQUOTED_BREAKS.search("\n".join(texts))
+
+
 def frame_csv(frame: pd.DataFrame) -> str:
     """A pandas DataFrame as CSV text (no index) with :func:`csv_cell` applied to its
     text cells (numbers, including negative ones, are left as they are): pandas formats
@@ -184,6 +195,9 @@ def frame_csv(frame: pd.DataFrame) -> str:
     for column in safe.columns:
         if safe[column].dtype.kind not in "biufcmM":  # text (object or string dtype)
             safe[column] = safe[column].map(lambda v: csv_cell(v) if isinstance(v, str) else v)
+    texts = [v for c in safe.columns for v in safe[c] if isinstance(v, str)]
+    if _csv_module_suffices([*map(str, safe.columns), *texts]):
+        return safe.to_csv(index=False, lineterminator="\n")
     quoted = safe.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\n")
     return csv_rows(csv.reader(io.StringIO(quoted, newline="")))
 
@@ -192,6 +206,9 @@ def columns_csv(columns: dict) -> str:
     """A table given as columns (name -> array) as CSV text, formatted as pandas'
     ``DataFrame.to_csv(index=False)`` formats it: shortest round-trip floats, NaN empty;
     text cells through :func:`csv_cell`. (No pandas: the streamed infer never imports it.)"""
+    import csv
+    import io
+
     import numpy as np
 
     def cell(value: object) -> str:
@@ -202,7 +219,15 @@ def columns_csv(columns: dict) -> str:
         return str(value)
 
     header = [str(name) for name in columns]
-    return csv_rows([header, *([cell(v) for v in row] for row in zip(*columns.values()))])
+    rows = ([cell(v) for v in row] for row in zip(*columns.values()))
+    texts = [v for col in columns.values() if col.dtype.kind in "OUS" for v in col.tolist()]
+    if _csv_module_suffices([*header, *(v for v in texts if isinstance(v, str))]):
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        return out.getvalue()
+    return csv_rows([header, *rows])
 
 
 def one_line(message: object) -> str:
