@@ -59,6 +59,7 @@ import numpy as np
 
 from ..errors import InputError
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
+from .timerange import first_implausible, time_problem
 
 if TYPE_CHECKING:  # the traces module loads pandas; imported where the frames are built
     import pandas as pd
@@ -534,7 +535,11 @@ def _seconds(path: Path, text: Arrow, numbers: np.ndarray) -> np.ndarray:
             f"timestamp {text[i].as_py()!r} is not in seconds (a counter trace clock such as "
             "'counter' or 'x86-tsc'); record with trace_clock mono, global or local",
         )
-    return np.asarray(text.cast(pa.float64()), np.float64)
+    seconds = np.asarray(text.cast(pa.float64()), np.float64)
+    bad = first_implausible(seconds)
+    if bad is not None:
+        raise InputError(path, int(numbers[bad]), str(time_problem(float(seconds[bad]))))
+    return seconds
 
 
 def _number(values: Arrow) -> np.ndarray:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import InputError
 from ..statenames import (
     detect_implementation,
 )
+from ..timerange import MAX_TIME_S, time_problem
 from .common import _num, _object_at, _Report, _token
 from .reading import _RawTrace
 from .vocabulary import (
@@ -303,7 +305,11 @@ def _extract(
         if delta:
             time = clock + time
         seconds = (time + ctx.offset) / ctx.per_second
-        if not math.isfinite(seconds):
+        if math.isinf(seconds) or abs(seconds) > MAX_TIME_S:  # a number, but no clock's
+            raise InputError(
+                report.path, line, f"trace {raw.index} event {index}: {time_problem(seconds)}"
+            )
+        if not math.isfinite(seconds):  # no number at all (missing, text, NaN)
             report.warn(
                 line,
                 f"trace {raw.index} event {index} has no finite numeric time; skipped",
