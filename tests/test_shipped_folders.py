@@ -1,0 +1,129 @@
+"""Every reading command over every shipped trace folder and every pair of them (issue 25
+item 3): each ends in exit 0, or exit 2 with one ``statemine: error:`` line (check-model
+also 1: "the model does not accept the traces", its documented verdict), never a
+traceback. The shipped folders share runs (quic-go-versions/ and quiche-jitter/), carry
+different label columns and different stacks, so their unions are the inputs a user meets
+first.
+
+The commands run in process (click's runner). So that 66 inputs x 8 commands fit in
+minutes, a Parquet file is loaded once (``statemine.traces.load`` memoized: a pure
+function of the file) and one list of inputs is read once
+(``statemine.parse.read`` memoized per arguments): every command still gets what the
+reader returns for exactly its inputs, and every first read runs the real reader. Slow
+tier: about 10 minutes of CPU on the shipped traces.
+
+Not run here: ``store add`` (writes a store, 20 s per pair; tests/test_store.py),
+``lab run/rerun`` (run stacks; tests/test_lab_*.py), ``tcp record`` (root, ftrace).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import statemine.parse
+import statemine.traces
+from statemine.cli import main
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+FOLDERS = sorted(p for p in TRACES.iterdir() if (p / "runs").is_dir())
+#: Every shipped folder alone, then every pair of them.
+INPUTS = [(f,) for f in FOLDERS] + list(itertools.combinations(FOLDERS, 2))
+
+pytestmark = pytest.mark.slow
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+@pytest.fixture(scope="module")
+def memoized() -> Iterator[None]:
+    """``statemine.traces.load`` and ``statemine.parse.read`` memoized for this module."""
+    load = functools.lru_cache(maxsize=None)(statemine.traces.load)
+    reads: dict = {}
+    real_read = statemine.parse.read
+
+    def read(paths, *args, **kwargs):
+        key = (_freeze(paths), _freeze(args), _freeze(kwargs))
+        if key not in reads:
+            reads[key] = real_read(paths, *args, **kwargs)
+        return reads[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(statemine.traces, "load", load)
+        mp.setattr(statemine.parse, "read", read)
+        yield
+
+
+def _args(command: str, inputs: tuple[Path, ...], tmp: Path, model: Path) -> list[str]:
+    """The command line of ``command`` over ``inputs`` (a diff of one folder: with itself)."""
+    paths = [str(p) for p in inputs]
+    quick = ["--permutations", "9", "--bootstrap", "0"]
+    return {
+        "infer": ["infer", *paths, "--bootstrap", "0"],
+        "read": ["read", *paths, "-o", str(tmp / "read.parquet")],
+        "diff": ["diff", paths[0], paths[-1], "--out", str(tmp / "diff"), "--no-svg", *quick],
+        "report": ["report", *paths[:2], "--out", str(tmp / "report.html"), *quick],
+        "tcp read": ["tcp", "read", *paths, "-o", str(tmp / "tcp.parquet")],
+        "infer --engine synoptic": ["infer", "--engine", "synoptic", *paths, "-o", str(tmp / "s")],
+        "check-model": ["check-model", str(model), *paths],
+        "lab findings": ["lab", "findings", str(tmp / "root"), *quick],
+    }[command]
+
+
+COMMANDS = (
+    "infer",
+    "read",
+    "diff",
+    "report",
+    "tcp read",
+    "infer --engine synoptic",
+    "check-model",
+    "lab findings",
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_reads_every_shipped_folder_and_pair(command, memoized, tmp_path):
+    if len(FOLDERS) < 2:
+        pytest.skip("the shipped traces/ folders are absent (an sdist or wheel)")
+    model = tmp_path / "model.dot"  # a model of one folder, checked against every input
+    runner = CliRunner()
+    res = runner.invoke(
+        main, ["infer", str(TRACES / "tcp-mobile"), "--out", str(tmp_path), "--no-svg"]
+    )
+    assert res.exit_code == 0, res.output
+    failures = []
+    for inputs in INPUTS:
+        work = tmp_path / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "root").mkdir(parents=True)
+        for folder in inputs:  # lab findings reads ROOT/<scenario>
+            (work / "root" / folder.name).symlink_to(folder)
+        res = runner.invoke(main, _args(command, inputs, work, model))
+        names = " + ".join(f.name for f in inputs)
+        errors = [line for line in res.stderr.splitlines() if not line.startswith("statemine: ")]
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            failures.append(f"{names}: {type(res.exception).__name__}: {res.exception}")
+        elif "Traceback" in res.output or errors:
+            failures.append(f"{names}: exit {res.exit_code}, stderr {res.stderr[-500:]!r}")
+        elif res.exit_code == 2:
+            lines = res.stderr.splitlines()
+            if not lines or not lines[-1].startswith("statemine: error: ") or any(
+                line.startswith("statemine: error: ") for line in lines[:-1]
+            ):
+                failures.append(f"{names}: exit 2 without one error line: {res.stderr!r}")
+        elif res.exit_code not in ((0, 1) if command == "check-model" else (0,)):
+            failures.append(f"{names}: exit {res.exit_code}: {res.output[-500:]!r}")
+    assert not failures, "\n".join(failures)
