@@ -43,9 +43,7 @@ def run(spec, out, runner, **kw):
 
 def on_disk(out: Path) -> dict[str, dict]:
     """Every run folder's result.json, by run id (the other way to count the runs)."""
-    return {
-        p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/result.json")
-    }
+    return {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/result.json")}
 
 
 def test_two_only_calls_keep_both_calls_runs(spec, tmp_path):
@@ -175,9 +173,13 @@ def test_aioquic_runs_without_certifi_say_which_extra(tmp_path, monkeypatch, spe
     monkeypatch.setenv("PYTHONPATH", str(blocker.parent))
     table = run(spec, tmp_path / "out", aioquic, only={"rtt_ms": "20", "seed": "5"})
     assert len(table) == 1 and not table["ok"].iloc[0]
-    assert table["error"].iloc[0].endswith(
-        "No module named 'certifi' (statemine's lab extra is not installed: "
-        "pip install 'statemine[lab]')"
+    assert (
+        table["error"]
+        .iloc[0]
+        .endswith(
+            "No module named 'certifi' (statemine's lab extra is not installed: "
+            "pip install 'statemine[lab]')"
+        )
     )
 
 
@@ -199,9 +201,7 @@ def test_shipped_scenarios_run_by_name(tmp_path, monkeypatch):
 
     made: list[FakeRunner] = []
     monkeypatch.setattr(runners, "runner_for", lambda impl: made.append(FakeRunner()) or made[-1])
-    res = invoke(
-        "run", "cellular", "--out", "o", "--only", "profile=desktop", "--only", "seed=1"
-    )
+    res = invoke("run", "cellular", "--out", "o", "--only", "profile=desktop", "--only", "seed=1")
     assert res.exit_code == 0, res.output
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert manifest["scenario"]["file"] == str(shipped / "cellular.toml")

@@ -295,8 +295,8 @@ def results_table(
             res = finished(out, run.run_id)
         if res is not None:
             rows.append(_result_row(run.cell, res))
-    for run_id in sorted(finished_ids(out) - {r.run_id for r in runs}):
-        res = finished(out, run_id)
+    for rid in sorted(finished_ids(out) - {r.run_id for r in runs}):
+        res = finished(out, rid)
         if res is not None and isinstance(res.get("cell"), dict):
             rows.append(_result_row(res["cell"], res))
     columns = [*GRID_KEYS, *RESULT_COLUMNS]
@@ -535,18 +535,20 @@ def _previous_runs(out: Path) -> dict[str, dict]:
     result.json."""
     listed = _previous(out, "runs")
     runs = {}
-    for run_id in sorted(finished_ids(out)):
-        if run_id in listed:
-            runs[run_id] = listed[run_id]
+    for rid in sorted(finished_ids(out)):
+        if rid in listed:
+            runs[rid] = listed[rid]
             continue
-        folder = out / RUNS_DIR / run_id
+        folder = out / RUNS_DIR / rid
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-            stack = json.loads((folder / "result.json").read_text(encoding="utf-8"))["cell"]["stack"]
+            stack = json.loads((folder / "result.json").read_text(encoding="utf-8"))["cell"][
+                "stack"
+            ]
         except (OSError, ValueError, KeyError, TypeError):
             continue
         config = {k: v for k, v in config.items() if k not in ("log_path", "result_path")}
-        runs[run_id] = {"seed": config.get("seed"), "stack": stack, "config": config}
+        runs[rid] = {"seed": config.get("seed"), "stack": stack, "config": config}
     return runs
 
 
