@@ -2,8 +2,8 @@
 and manifest are the union of all its runs, a rerun replaces its own older result,
 ``lab run`` exits non-zero naming the first failure, a missing ``lab`` extra is named with
 its install command, shipped scenarios run by name, and ``lab findings`` without ROOT
-says where traces are. The stacks are fakes (test_lab_grid.FakeRunner) except in the one
-slow test that runs aioquic's runner without certifi."""
+says where traces are. The stacks are fakes (test_lab_grid.FakeRunner, or a stub aioquic
+package for aioquic's real runner subprocess): fast tier."""
 
 from __future__ import annotations
 
@@ -161,25 +161,30 @@ def test_a_run_subprocess_missing_a_lab_module_names_the_extra():
     assert extras.explain_missing_module(other) == other
 
 
-@pytest.mark.slow
 def test_aioquic_runs_without_certifi_say_which_extra(tmp_path, monkeypatch, spec):
-    """A real aioquic run whose subprocess cannot import certifi (a package that raises
-    on import first on PYTHONPATH): the run's error names the install command."""
+    """aioquic's runner subprocess failing to import certifi (a package that raises on
+    import first on PYTHONPATH; the aioquic tree a stub whose connection module imports
+    certifi at the top, as aioquic's tls.py does): the run's error names the install
+    command. (No real stack: the parent's check passes, the subprocess is real.)"""
     blocker = tmp_path / "block" / "certifi"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'certifi'\", name='certifi')\n"
     )
+    stub = tmp_path / "tree" / "aioquic" / "quic"
+    stub.mkdir(parents=True)
+    (stub.parent / "__init__.py").write_text("__version__ = 'stub'\n")
+    (stub / "__init__.py").write_text("")
+    (stub / "connection.py").write_text("import certifi\n")
+    monkeypatch.setattr(aioquic, "build", lambda version, cache=None: tmp_path / "tree")
     monkeypatch.setenv("PYTHONPATH", str(blocker.parent))
     table = run(spec, tmp_path / "out", aioquic, only={"rtt_ms": "20", "seed": "5"})
     assert len(table) == 1 and not table["ok"].iloc[0]
-    assert (
-        table["error"]
-        .iloc[0]
-        .endswith(
-            "No module named 'certifi' (statemine's lab extra is not installed: "
-            "pip install 'statemine[lab]')"
-        )
+    error = table["error"].iloc[0]
+    assert error.startswith("runner exited with status 1: ")
+    assert error.endswith(
+        "No module named 'certifi' (statemine's lab extra is not installed: "
+        "pip install 'statemine[lab]')"
     )
 
 
