@@ -15,6 +15,12 @@ and each command is one call (statemine.commands), writing what the command writ
 >>> statemine.infer_to_dir("traces/mobile", "out/")      # doctest: +SKIP
 >>> statemine.diff_to_dir("a.parquet", "b.parquet", "diff/")  # doctest: +SKIP
 >>> statemine.report_to_file("a.parquet", None, "report.html")  # doctest: +SKIP
+>>> statemine.explain_to_dir("a.parquet", "b.parquet", "why/")  # doctest: +SKIP
+
+and why two sets differ (rate or dwell, triggers, spurious losses, knobs) as DataFrames:
+
+>>> from statemine.explain import explain               # doctest: +SKIP
+>>> why = explain(desktop, mobile)                       # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ _LAZY = {
     "infer_to_dir": "commands",
     "diff_to_dir": "commands",
     "report_to_file": "commands",
+    "explain_to_dir": "commands",
+    "ExplainResult": "explain",
     "read_inputs": "commands",
     "read_to_file": "commands",
     "store_add": "store",
@@ -62,6 +70,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompareOptions",
     "DiffResult",
+    "ExplainResult",
     "InputError",
     "ReadOptions",
     "StatemineError",
@@ -72,6 +81,7 @@ __all__ = [
     "concat",
     "diff",
     "diff_to_dir",
+    "explain_to_dir",
     "infer",
     "infer_to_dir",
     "load",

@@ -3,7 +3,8 @@
 * :func:`infer_to_dir` -- ``statemine infer LOG... [--out DIR]``
 * :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
 * :func:`report_to_file` -- ``statemine report A [B] --out FILE``
-* :func:`read_to_file` -- ``statemine read LOG... -o FILE``
+* :func:`explain_to_dir` -- ``statemine explain A B --out DIR``
+* :func:`read_to_file` -- ``statemine read LOG... --out FILE``
 * :func:`read_inputs` -- the reading step of all of them
 
 They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
@@ -26,15 +27,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
-from .output.out_files import DIFF_OUTPUTS, INFER_OUTPUTS
+from .output.out_files import DIFF_OUTPUTS, EXPLAIN_OUTPUTS, INFER_OUTPUTS
 from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
     from dask.distributed import Client
 
     from .compare import DiffResult
     from .distributed.run import StoreSide
+    from .explain import ExplainResult
     from .output.sides import Side
     from .traces import TraceSet
 
@@ -93,6 +96,17 @@ class DiffOutput:
     the readers' warnings and the file names written."""
 
     result: DiffResult
+    warnings: tuple[str, ...] = ()
+    written: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ExplainOutput:
+    """What :func:`explain_to_dir` computed and wrote: the
+    :class:`~statemine.explain.ExplainResult`, the readers' warnings and the file names
+    written (none without an output folder)."""
+
+    result: ExplainResult
     warnings: tuple[str, ...] = ()
     written: tuple[str, ...] = field(default=())
 
@@ -720,6 +734,7 @@ def report_to_file(
             title=title,
             outcomes=outcomes,
             compare=compare,
+            runs=(lab_runs(a), lab_runs(b) if b else None),
         )
     return path, tuple(warnings)
 
@@ -744,3 +759,70 @@ def _report_sides(
         for s in store_side_stats(wanted, compare, client, read, facts=True)
     ]
     return sides[0], (sides[1] if b else None)
+
+
+def explain_to_dir(
+    a: str,
+    b: str,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    read: ReadOptions = ReadOptions(),
+    select_a: Sequence[str] = (),
+    select_b: Sequence[str] = (),
+    label_a: str | None = None,
+    label_b: str | None = None,
+    compare: CompareOptions = CompareOptions(),
+) -> ExplainOutput:
+    """``statemine explain``: why the traces of ``b`` differ from those of ``a``
+    (:func:`statemine.explain.explain`, the same inputs, selections and ``compare`` options
+    as :func:`diff_to_dir`), and with ``out_dir`` explain.csv, triggers.csv and explain.md
+    written there as one set. An input that is a ``statemine lab`` output folder lends its
+    results table (what the path dropped per run) as ground truth."""
+    from .explain import explain
+    from .fileio import check_out_dir, write_set
+    from .output.out_files import explain_files
+
+    if out_dir is not None:
+        check_out_dir(out_dir, EXPLAIN_OUTPUTS)
+    label_a, label_b = check_sides(
+        a,
+        b,
+        label_a=label_a,
+        label_b=label_b,
+        compare=compare,
+        select_a=select_a,
+        select_b=select_b,
+    )
+    ts_a, ts_b, warnings = read_sides(a, b, read, select_a, select_b)
+    assert ts_b is not None
+    result = explain(
+        ts_a,
+        ts_b,
+        compare,
+        label_a=label_a,
+        label_b=label_b,
+        runs_a=lab_runs(a),
+        runs_b=lab_runs(b),
+    )
+    written: tuple[str, ...] = ()
+    if out_dir is not None:
+        files = explain_files(result)
+        write_set(out_dir, files, owned=EXPLAIN_OUTPUTS)
+        written = tuple(files)
+    return ExplainOutput(result=result, warnings=tuple(warnings), written=written)
+
+
+def lab_runs(path: str | os.PathLike) -> pd.DataFrame | None:
+    """The results table (one row per run) of a ``statemine lab`` output folder, None for
+    any other input (or a folder whose table is missing)."""
+    from .parse import is_lab_output
+
+    folder = Path(path)
+    if not folder.is_dir() or not is_lab_output(folder):
+        return None
+    for name in ("results.parquet", "results.csv"):
+        if (folder / name).is_file():
+            from .outcomes import read_results
+
+            return read_results(folder / name)
+    return None

@@ -52,6 +52,7 @@ from .errors import InputError, UsageError
 from .stats.options import CompareOptions, TransitionTest
 from .stats.partial import PartialStats, map_traces
 from .stats.resampling import (
+    INTERVAL_METHODS,
     Table,
     bootstrap_delta,
     factorize,
@@ -373,6 +374,10 @@ def check_options(opts: CompareOptions, labels: tuple[str, str] | None = None) -
         raise UsageError(f"confidence must be in (0, 1), not {opts.confidence}")
     if opts.transition_test not in ("chi2", "g"):
         raise UsageError(f"transition_test must be 'chi2' or 'g', not {opts.transition_test!r}")
+    if opts.interval not in INTERVAL_METHODS:
+        raise UsageError(
+            f"interval must be one of {', '.join(INTERVAL_METHODS)}, not {opts.interval!r}"
+        )
 
 
 def _strata_labels(
@@ -454,7 +459,14 @@ def _state_diff(
     fa, fb = pooled_fraction(xa), pooled_fraction(xb)
     p = permutation_pvalues(xa, xb, strata_a=ga, strata_b=gb, n_perm=n_perm, seed=seed)
     lo, hi = bootstrap_delta(
-        xa, xb, strata_a=ga, strata_b=gb, n_boot=opts.n_boot, confidence=opts.confidence, seed=seed
+        xa,
+        xb,
+        strata_a=ga,
+        strata_b=gb,
+        n_boot=opts.n_boot,
+        confidence=opts.confidence,
+        seed=seed,
+        method=opts.interval,
     )
     n_tests = int(np.isfinite(p).sum())
     n_a, n_b = xa.shape[0], xb.shape[0]

@@ -25,6 +25,7 @@ from scipy import stats
 
 from .columns import OUTCOME_COLUMNS
 from .errors import InputError, UsageError
+from .traces import label_equals
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -103,7 +104,7 @@ def compare_outcomes(
     if "ok" in rows.columns:
         rows = rows[rows["ok"].astype("boolean").fillna(False).astype(bool)]
     rows = rows[pd.to_numeric(rows[metric], errors="coerce").notna()]
-    rows_a, rows_b = rows[_matches(rows[by], a)], rows[_matches(rows[by], b)]
+    rows_a, rows_b = rows[label_equals(rows[by], a)], rows[label_equals(rows[by], b)]
     for part, value in ((rows_a, a), (rows_b, b)):
         if part.empty:
             found = ", ".join(sorted(rows[by].astype(str).unique())) or "none"
@@ -126,20 +127,6 @@ def compare_outcomes(
         out.append({**dict(zip(cells, key)), **welch_cell(xa, xb, alpha=alpha)})
     columns = cells + OUTCOME_TABLE_COLUMNS
     return pd.DataFrame(out, columns=columns)
-
-
-def _matches(column: pd.Series, value: object) -> np.ndarray:
-    """Rows of ``column`` equal to ``value``: numerically when both are numbers (so "36"
-    matches 36.0), else as text.
-
-    >>> _matches(pd.Series([36.0, 112.0]), "36").tolist(), _matches(pd.Series(["a", "b"]), "b").tolist()
-    ([True, False], [False, True])
-    """
-    numbers = pd.to_numeric(column, errors="coerce")
-    target = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    if numbers.notna().any() and pd.notna(target):
-        return np.isclose(numbers.to_numpy(dtype=float), float(target), rtol=1e-12, atol=0.0)
-    return (column.astype(str) == str(value)).to_numpy()
 
 
 def welch_cell(xa: np.ndarray, xb: np.ndarray, *, alpha: float = 0.01) -> dict:

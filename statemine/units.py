@@ -120,8 +120,40 @@ def ranking_cells(
     return probability(a), probability(b), probability_delta(delta)
 
 
+def decimals_for(spread: float) -> int:
+    """Decimals of a figure in percentage points that varies by ``spread`` (a fraction)
+    between batches or within its interval: the place of the spread's first significant
+    digit, 0 or 1 (never finer than 0.1 points).
+
+    >>> decimals_for(0.067), decimals_for(0.006), decimals_for(0.0004)
+    (0, 1, 1)
+    """
+    if not _present(spread) or spread * 100 >= 1:
+        return 0
+    return 1
+
+
+def share_delta_at(
+    delta: float, lo: float = float("nan"), hi: float = float("nan"), *, decimals: int = 1
+) -> str:
+    """A difference of two fractions and its interval in percentage points, to ``decimals``.
+
+    >>> share_delta_at(-0.176, -0.219, -0.133, decimals=0)
+    '-18 [-22, -13] pp'
+    >>> share_delta_at(0.0012, decimals=1)
+    '+0.1 pp'
+    """
+    if not _present(delta):
+        return NA
+    text = f"{delta * 100:+.{decimals}f}"
+    if _present(lo) and _present(hi):
+        text += f" [{lo * 100:+.{decimals}f}, {hi * 100:+.{decimals}f}]"
+    return text + " pp"
+
+
 __all__ = [
     "NA",
+    "decimals_for",
     "p_value",
     "probability",
     "probability_delta",
@@ -129,6 +161,7 @@ __all__ = [
     "seconds",
     "share",
     "share_delta",
+    "share_delta_at",
     "share_delta_interval",
     "share_interval",
 ]

@@ -104,7 +104,7 @@ def test_read_to_file_writes_what_read_writes(tmp_path):
     regex = r"(?<DTIME>\S+) quic conn=(?<conn>\S+) cc_state (?<TYPE>\S+).*"
     read = statemine.ReadOptions(fmt="regex", regex=(regex,), ignore_nonmatching=True)
     got = statemine.read_to_file(log, tmp_path / "lib.parquet", read, labels={"env": "lab"})
-    args = ["read", str(log), "-o", str(tmp_path / "cli.parquet"), "--label", "env=lab"]
+    args = ["read", str(log), "--out", str(tmp_path / "cli.parquet"), "--label", "env=lab"]
     res = CliRunner().invoke(main, [*args, "--format", "regex", "-r", regex, "-i"])
     assert res.exit_code == 0, res.output
     lib, cli = statemine.load(got.path), statemine.load(tmp_path / "cli.parquet")

@@ -314,7 +314,7 @@ def test_full_disk_is_one_line_for_every_writer(tmp_path, small_disk, command):
             "0",
         ],
         "report": ["report", str(log), "--out", str(target), "--bootstrap", "0"],
-        "read": ["read", str(log), "-o", str(target)],
+        "read": ["read", str(log), "--out", str(target)],
         "synoptic": [
             "infer",
             "--engine",

@@ -170,7 +170,7 @@ def test_tcp_read_command_applies_the_options(tmp_path):
     (tmp_path / "sub").mkdir()
     b = write(tmp_path / "sub", sample("perf"), "a.txt")
     out = tmp_path / "t.parquet"
-    args = ["tcp", "read", str(a), str(b), "-o", str(out), "--keep-receivers", "--mss", "100"]
+    args = ["tcp", "read", str(a), str(b), "--out", str(out), "--keep-receivers", "--mss", "100"]
     result = CliRunner().invoke(main, [*args, "--keep-repeats"])
     assert result.exit_code == 0, result.output
     ts = statemine.load(out)

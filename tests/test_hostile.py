@@ -708,17 +708,19 @@ CASES = [
     Case("pq-truncated", _infer("truncated.parquet"), False, _err("truncated.parquet")),
     Case("pq-magic-garbage", _infer("magic_only.parquet"), False, _err("magic_only.parquet")),
     Case("pq-wrong-schema", _infer("wrong_schema.parquet"), False, _err("wrong_schema.parquet")),
-    Case("read-good", ["read", "{d}/hostile.log", "-o", "{out}"], True),
-    Case("read-to-a-folder", ["read", "{d}/good.log", "-o", "{d}/nologs"], False, _err("nologs")),
+    Case("read-good", ["read", "{d}/hostile.log", "--out", "{out}"], True),
+    Case(
+        "read-to-a-folder", ["read", "{d}/good.log", "--out", "{d}/nologs"], False, _err("nologs")
+    ),
     Case(
         "read-to-proc",
-        ["read", "{d}/good.log", "-o", "/proc/statemine.parquet"],
+        ["read", "{d}/good.log", "--out", "/proc/statemine.parquet"],
         False,
         "/proc/statemine.parquet:",
     ),
     Case(
         "read-select-no-match",
-        ["read", "{d}/good.log", "-o", "{out}", "--select", "role=client"],
+        ["read", "{d}/good.log", "--out", "{out}", "--select", "role=client"],
         False,
         _err("good.log"),
     ),

@@ -905,7 +905,7 @@ def test_a_missing_labels_or_metrics_file_is_an_error_when_reading(inputs, tmp_p
         with pytest.raises(InputError) as err:
             read_store(store)
         assert str(err.value) == needle
-        out = ["-o", str(tmp_path / "out.parquet")]
+        out = ["--out", str(tmp_path / "out.parquet")]
         for args in (["store", "info", "--store", str(store)], ["infer", str(store)]):
             assert _cli_error(args) == f"statemine: error: {needle}"
         assert _cli_error(["read", str(store), *out]) == f"statemine: error: {needle}"

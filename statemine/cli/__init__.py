@@ -7,7 +7,7 @@ import sys
 from importlib import import_module
 from typing import Any
 
-from ..launch import exit_on_errors, fail, single_blas_thread
+from ..runtime import exit_on_errors, fail, single_blas_thread
 
 single_blas_thread()  # before numpy loads (bootstrap: 1000 x traces x states products)
 
@@ -21,6 +21,7 @@ from .. import __version__  # noqa: E402
 COMMAND_MODULES = {
     "check-model": "synoptic",
     "diff": "compare",
+    "explain": "explain",
     "infer": "infer",
     "lab": "lab",
     "patch": "patch",
@@ -40,11 +41,35 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 
-class _Group(click.Group):
+class _SuggestingGroup(click.Group):
+    """A click group whose "No such command" names the closest command (difflib), for
+    its sub-groups too."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            import difflib
+
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if not close or name.startswith("-") or "Did you mean" in exc.message:
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {close[0]!r}?", exc.ctx) from None
+
+
+_SuggestingGroup.group_class = _SuggestingGroup  # sub-groups of a sub-group suggest too
+
+
+class _Group(_SuggestingGroup):
     """A click group that turns :class:`StatemineError` and OS errors (a file that
     cannot be read or written, a full disk) into a one-line message, exit 2; control
     characters in the message are made visible. A closed stdout (``| head``) ends the
     command quietly. Commands are loaded on first use (:data:`COMMAND_MODULES`)."""
+
+    group_class = _SuggestingGroup
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))

@@ -11,7 +11,7 @@ import click
 from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
 from . import main
-from .console import make_console, text_table
+from .console import make_console, print_table
 from .dask_option import DASK_OPTION, dask_session
 from .infer import _input_options, print_warnings
 from .options import (
@@ -184,9 +184,8 @@ def print_summary(result: DiffResult, *, top: int = 10) -> None:
     for row in ranking.itertuples(index=False):
         cells = units.ranking_cells(row.kind, row.a, row.b, row.delta, row.delta_lo, row.delta_hi)
         rows.append((row.kind, rich_cell(row.name), *cells, units.p_value(row.p_holm)))
-    table = text_table(headers, rows, title=header, right=(2, 3, 4, 5))
     if len(ranking):
-        console.print(table)
+        print_table(console, headers, rows, title=header, right=(2, 3, 4, 5))
     else:
         console.print(header, markup=False, highlight=False)
     console.print(

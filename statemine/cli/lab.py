@@ -206,7 +206,7 @@ def findings_cmd(
     from ..escape import one_line, visible
     from ..lab import findings
     from ..lab.commands import DEFAULT_TRACES, measure_findings
-    from .console import make_console, text_table
+    from .console import make_console, print_table
 
     found = measure_findings(
         root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path
@@ -236,17 +236,17 @@ def findings_cmd(
                 )
             )
             continue
-        console.print(
-            text_table(
-                findings.VERDICT_HEADERS, findings.verdict_cells(rows), right=(2, 3, 4, 5, 6)
-            )
+        print_table(
+            console,
+            findings.VERDICT_HEADERS,
+            findings.verdict_cells(rows),
+            right=(2, 3, 4, 5, 6),
         )
-        console.print(
-            text_table(
-                findings.CONDITION_HEADERS,
-                findings.condition_cells(conditions[conditions["finding"] == f.name]),
-                right=range(2, len(findings.CONDITION_HEADERS)),
-            )
+        print_table(
+            console,
+            findings.CONDITION_HEADERS,
+            findings.condition_cells(conditions[conditions["finding"] == f.name]),
+            right=range(2, len(findings.CONDITION_HEADERS)),
         )
         for note in findings.known_notes(rows):
             say(note)
@@ -281,3 +281,143 @@ def rerun_cmd(config: Path, out: Path) -> None:
     click.echo(json.dumps({k: result.get(k) for k in RERUN_FIELDS}))
     if not result.get("ok"):
         sys.exit(1)
+
+
+@lab.command("replicate")
+@click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the fresh runs (one lab output folder per scenario); reused to resume.",
+)
+@click.option(
+    "--finding",
+    "names",
+    multiple=True,
+    type=click.Choice(FINDING_NAMES),
+    help="Only this finding (repeatable; default: every finding in virtual time).",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=2, max=10_000),
+    default=20,
+    show_default=True,
+    help="Fresh runs per cell.",
+)
+@click.option(
+    "--first-seed",
+    type=click.IntRange(min=0, max=2**40),
+    default=None,
+    help="First fresh seed (default: past every shipped seed, at the next thousand plus one); "
+    "refused when a shipped run used one of the fresh seeds.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel runs (default: all cores).",
+)
+@with_options(
+    [
+        alpha_option(default=0.01, help="The findings' threshold on the Holm-adjusted p-value."),
+        permutations_option(),
+        bootstrap_option(
+            default=2000, minimum=1, help="Bootstrap resamples for the interval of each difference."
+        ),
+        seed_option(),
+    ]
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the comparisons table as CSV.",
+)
+@click.option("--markdown", is_flag=True, help="Print the tables as Markdown (docs/findings.md).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@WIDE_OPTION
+def replicate_cmd(
+    root: Path,
+    out: Path,
+    names: tuple[str, ...],
+    runs: int,
+    first_seed: int | None,
+    jobs: int | None,
+    alpha: float,
+    n_perm: int,
+    n_boot: int,
+    seed: int,
+    csv_path: Path | None,
+    markdown: bool,
+    no_progress: bool,
+    wide: bool,
+) -> None:
+    """Run the findings' cells again on fresh seeds into --out and compare them with the
+    shipped runs under ROOT: each comparison's difference with its interval (the shipped
+    percentile one, and studentized ones for both batches), p (Holm), whether the fresh
+    difference falls inside the shipped interval, and the runs a side needs for a ±2
+    point interval; then whether each condition's per-run shares are clustered."""
+    from ..escape import one_line, visible
+    from ..lab import replicate
+    from ..lab.commands import replicate_findings
+    from .console import make_console, print_table
+
+    rep = replicate_findings(
+        root,
+        out,
+        names,
+        runs=runs,
+        first_seed=first_seed,
+        jobs=jobs,
+        alpha=alpha,
+        n_perm=n_perm,
+        n_boot=n_boot,
+        seed=seed,
+        csv=csv_path,
+        progress=not no_progress,
+    )
+    console = make_console(wide=wide)
+    say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
+    say(
+        f"statemine lab replicate {root}: seeds {rep.seeds[0]}-{rep.seeds[1]} (fresh, {runs} runs a cell, "
+        f"in {out}) against the shipped runs; differences in percentage points, to the decimals that replicate"
+    )
+    for name, why in rep.skipped:
+        say(f"{name}: not replicated: {why}")
+    if rep.failures:
+        run_id, error = rep.failures[0]
+        say(f"{len(rep.failures)} fresh runs failed (left out), first {run_id}: {error}")
+    if markdown:
+        click.echo(
+            "\n"
+            + "\n".join(
+                visible(line, backslash=False)
+                for line in replicate.markdown(rep.comparisons, rep.conditions).split("\n")
+            )
+        )
+    else:
+        for f in rep.findings:
+            rows = rep.comparisons[rep.comparisons["finding"] == f.name]
+            if rows.empty:
+                continue
+            say("")
+            say(f"{f.name} ({f.state})", style="bold")
+            print_table(
+                console,
+                replicate.REPLICATION_HEADERS,
+                replicate.replication_cells(rows),
+                right=(2, 3, 4, 5, 7, 8),
+            )
+            conds = rep.conditions[rep.conditions["finding"] == f.name]
+            print_table(console, replicate.MODE_HEADERS, replicate.mode_cells(conds), right=(2, 3))
+    c = rep.comparisons
+    say("")
+    say(
+        f"{int(c['inside'].sum())} of {len(c)} fresh differences inside the shipped 95% interval "
+        f"(studentized: {int(c['inside_t'].sum())}); {int(c['same_verdict'].sum())} of {len(c)} "
+        f"same verdict; {int(rep.conditions['clustered'].sum())} conditions with clustered runs"
+    )

@@ -64,7 +64,7 @@ def patch() -> None:
 @_patches
 def list_cmd(patches: Path | None) -> None:
     """List implementations, patched versions and the files each patch touches."""
-    from .console import make_console, text_table
+    from .console import make_console, print_table
 
     frame = _lib().list_patches(patches)
     rows, previous = [], None
@@ -75,7 +75,7 @@ def list_cmd(patches: Path | None) -> None:
         rows.append((*shown, name, f"+{row.lines_added}", f"-{row.lines_removed}"))
         previous = key
     headers = ("impl", "version", "file", "added", "removed")
-    make_console().print(text_table(headers, rows, right=(3, 4), no_wrap=True, box=False))
+    print_table(make_console(), headers, rows, right=(3, 4), no_wrap=True, box=False)
 
 
 @patch.command()

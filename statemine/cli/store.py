@@ -13,7 +13,15 @@ from ..store import parse_labels, store_add, store_info
 from . import main
 from .dask_option import DASK_OPTION, dask_session
 from .infer import _SELECT_OPTION, _input_options
-from .options import WIDE_OPTION
+from .options import WIDE_OPTION, out_option
+
+STORE_OPTION = click.option(
+    "--store",
+    "store_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The trace store's folder (made by the first store add).",
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +36,7 @@ def store() -> None:
 
 @store.command("add")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option(
     "--label",
     "labels",
@@ -49,7 +57,7 @@ def add(
 
 
 @store.command("info")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV: one row per partition.")
 @WIDE_OPTION
 def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
@@ -68,7 +76,7 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
 
 
 @store.command("invariants")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @_SELECT_OPTION
 @DASK_OPTION
 @click.option(
@@ -83,7 +91,7 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
     show_default=True,
     help="Cap on distinct event types (the pair-count matrices grow as its square).",
 )
-@click.option(
+@out_option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -95,7 +103,7 @@ def invariants(
     dask_spec: str | None,
     support_count: bool,
     max_types: int,
-    output: Path | None,
+    out: Path | None,
 ) -> None:
     """Mine Synoptic's temporal invariants (AlwaysFollowedBy, NeverFollowedBy,
     AlwaysPrecedes) of a store's traces, in Synoptic's model.invariants.txt format.
@@ -111,10 +119,10 @@ def invariants(
         n_tasks = 1 if client is None else tasks_for(client)
         inv = store_invariants(store_dir, where, mapper, max_types=max_types, n_tasks=n_tasks)
     text = to_invariants_txt(inv, support_count)
-    if output is None:
+    if out is None:
         click.echo(text, nl=False)
     else:
-        write_atomic(output, text)
+        write_atomic(out, text)
 
 
 def _info_frame(result: StoreInfo, *, total: bool) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..launch import engine_in, show, without_engine
+from ..runtime import engine_in, show, without_engine
 from . import main
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ runner protocol's configs), :mod:`.grid` (running a grid: parallel, resumable, r
 table and manifest), :mod:`.runners` (one runner per implementation), :mod:`.realtime`
 (real-time runs in network namespaces), :mod:`.cellular` and :mod:`.variability` (link
 traces, the mobile client's randomness), :mod:`.findings` (the paper's findings measured
-on a grid's traces), :mod:`.commands` (each ``statemine lab`` command as one call).
+on a grid's traces), :mod:`.replicate` (the findings again on fresh seeds), :mod:`.commands` (each ``statemine lab`` command as one call).
 
 The commands' library calls, imported when first used:
 
@@ -18,6 +18,7 @@ The commands' library calls, imported when first used:
 >>> statemine.lab.list_keys()  # doctest: +SKIP
 >>> found = statemine.lab.measure_findings("traces", ["jitter-recovery"])  # doctest: +SKIP
 >>> statemine.lab.rerun("traces/jitter/runs/ID/config.json", "again/")  # doctest: +SKIP
+>>> rep = statemine.lab.replicate_findings("traces", "fresh/", ["jitter-recovery"])  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
     from .commands import (
         FindingsOutput,
         LabRun,
+        ReplicationOutput,
         list_keys,
         list_scenarios,
         measure_findings,
+        replicate_findings,
         rerun,
         run_scenario,
     )
@@ -40,9 +43,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FindingsOutput",
     "LabRun",
+    "ReplicationOutput",
     "list_keys",
     "list_scenarios",
     "measure_findings",
+    "replicate_findings",
     "rerun",
     "run_scenario",
 ]

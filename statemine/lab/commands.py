@@ -6,6 +6,7 @@ printing (the CLI in :mod:`statemine.cli.lab` parses arguments, calls, prints).
 * :func:`list_keys` -- ``statemine lab keys``
 * :func:`measure_findings` -- ``statemine lab findings [ROOT]``
 * :func:`rerun` -- ``statemine lab rerun CONFIG --out DIR``
+* :func:`replicate_findings` -- ``statemine lab replicate [ROOT] --out DIR``
 
 Nothing is printed here; every file the command writes is written here.
 Units: times in seconds, shares as fractions in [0, 1].
@@ -268,3 +269,85 @@ def rerun(config: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:
         cfg, log_path=str(out.resolve() / "run.log"), result_path=str(out.resolve() / "result.json")
     )
     return runner.run(cfg)
+
+
+@dataclass(frozen=True)
+class ReplicationOutput:
+    """What :func:`replicate_findings` did: the findings replicated and those skipped (with
+    why), the fresh seeds (first, last), the failed fresh runs (run id, error), and the two
+    tables of :func:`statemine.lab.replicate.compare`."""
+
+    findings: tuple[Finding, ...]
+    skipped: tuple[tuple[str, str], ...]
+    seeds: tuple[int, int]
+    failures: tuple[tuple[str, str], ...]
+    comparisons: pd.DataFrame
+    conditions: pd.DataFrame
+
+
+def replicate_findings(
+    root: str | os.PathLike = "traces",
+    out: str | os.PathLike = "replication",
+    names: Sequence[str] = (),
+    *,
+    runs: int = 20,
+    first_seed: int | None = None,
+    jobs: int | None = None,
+    alpha: float = 0.01,
+    n_perm: int = 9999,
+    n_boot: int = 2000,
+    seed: int = 0,
+    csv: str | os.PathLike | None = None,
+    progress: bool = False,
+    runners: Mapping[str, Runner] | None = None,
+) -> ReplicationOutput:
+    """``statemine lab replicate``: run the cells of the findings ``names`` (default all)
+    again on ``runs`` fresh seeds from ``first_seed`` (default past every shipped seed,
+    :func:`statemine.lab.replicate.plan`) into ``out/<scenario folder>`` (resumable), and
+    compare them with the shipped runs under ``root`` (:func:`statemine.lab.replicate.compare`,
+    ``alpha``, ``n_perm``, ``n_boot`` and ``seed`` as in :func:`measure_findings`); with
+    ``csv`` write the comparisons there (atomically). Findings with real-time stacks are
+    skipped. Raises :class:`UsageError` for an unknown name, a missing shipped folder, a
+    fresh seed a shipped run used, or nothing to replicate."""
+    from . import findings, grid, replicate
+
+    known = {f.name for f in findings.FINDINGS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"unknown finding {unknown[0]!r} (findings: {', '.join(sorted(known))})")
+    if runs < 2:
+        raise UsageError(f"--runs must be at least 2, not {runs}")
+    chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
+    skipped = tuple(
+        (f.name, "real-time stacks (namespaces, not deterministic per seed)")
+        for f in chosen
+        if not replicate.replicable(f)
+    )
+    todo = tuple(f for f in chosen if replicate.replicable(f))
+    if not todo:
+        raise UsageError("no finding to replicate: every one chosen runs stacks in real time")
+    batches = replicate.plan(Path(root), todo, runs=runs, seed=first_seed)
+    failures: list[tuple[str, str]] = []
+    for batch in batches:
+        table = grid.run_grid(
+            batch.scenario,
+            Path(out) / batch.folder,
+            jobs=jobs,
+            runners=runners,
+            progress=progress,
+            command=["statemine", "lab", "replicate", str(root), "--out", str(out)],
+        )
+        ok = table["ok"].fillna(False).astype(bool)
+        failures += [
+            (str(r), str(e)) for r, e in zip(table.loc[~ok, "run_id"], table.loc[~ok, "error"])
+        ]
+    seeds = batches[0].seeds
+    comparisons, conditions = replicate.compare(
+        Path(root), Path(out), todo, seeds, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
+    )
+    if csv is not None:
+        from ..escape import frame_csv
+        from ..fileio import write_atomic
+
+        write_atomic(csv, frame_csv(comparisons))
+    return ReplicationOutput(todo, skipped, seeds, tuple(failures), comparisons, conditions)

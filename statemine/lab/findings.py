@@ -574,6 +574,7 @@ def assess(
     confidence: float = 0.95,
     seed: int = 0,
     loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
+    interval: Literal["percentile", "studentized"] = "percentile",
 ) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
     conditions' server traces with :func:`statemine.compare.diff` (``alpha`` is its Holm
@@ -590,7 +591,8 @@ def assess(
     paper's sign, no flag), ``verdict`` (why not) and ``known`` (the documented reason
     when the comparison names one for the stack, else ""). ``root`` holds one folder per
     scenario; findings whose folder is absent are left out. ``loaded``:
-    :func:`load_scenarios` of ``root``, when already read.
+    :func:`load_scenarios` of ``root``, when already read. ``interval``: the bootstrap
+    interval's method (:func:`statemine.stats.resampling.bootstrap_delta`).
     """
     loaded = load_scenarios(root, findings) if loaded is None else loaded
     rows = []
@@ -615,6 +617,7 @@ def assess(
                     seed=seed,
                     alpha=alpha,
                     confidence=confidence,
+                    interval=interval,
                 )
                 st = d.states.set_index("state")
                 r = st.loc[f.state].to_dict() if f.state in st.index else None

@@ -71,9 +71,13 @@ def build_report(
     title: str | None = None,
     outcomes: Outcomes | None = None,
     compare: CompareOptions | None = None,
+    runs: tuple[pd.DataFrame | None, pd.DataFrame | None] = (None, None),
     **changes: Any,
 ) -> str:
     """The HTML text of the report on ``a`` (and its comparison with ``b`` when given).
+
+    Two trace sets also get a "Why" section (:func:`statemine.explain.explain`; ``runs``:
+    each side's lab results table, the ground truth of what the path dropped).
 
     The statistical options (``compare`` and/or its fields as keywords; 1000 bootstrap
     resamples unless given) are those of :func:`statemine.compare.diff` (two sides) or
@@ -107,6 +111,8 @@ def build_report(
             label_b=label_b,
         )
         parts.append(_diff_section(result))
+        assert b is not None  # side_b is not None
+        parts.append(_why_section(a, b, opts, label_a, label_b, runs))
         parts.append(
             _timeline_section(
                 [(label_a, side_a), (label_b, side_b)],
@@ -268,6 +274,65 @@ def _diff_section(result: DiffResult) -> str:
             },
         )
         + ("<h3>Seen on one side only</h3>" + _one_sided_table(one_sided) if len(one_sided) else "")
+    )
+
+
+def _why_section(
+    a: TraceSet | Side,
+    b: TraceSet | Side,
+    opts: CompareOptions,
+    label_a: str,
+    label_b: str,
+    runs: tuple[pd.DataFrame | None, pd.DataFrame | None],
+) -> str:
+    """Why the changed states changed (``statemine explain``): the summary paragraphs, the
+    rate/dwell split and each changed state's leading triggers."""
+    if isinstance(a, Side) or isinstance(b, Side):
+        return (
+            "<h2>Why</h2><p>Not available for statistics summarized on Dask workers: "
+            "explaining needs the events (run <code>statemine explain</code>).</p>"
+        )
+    from ..explain import explain
+    from .explain_md import TRIGGERS_SHOWN, rate
+
+    why = explain(a, b, opts, label_a=label_a, label_b=label_b, runs_a=runs[0], runs_b=runs[1])
+    paragraphs = "".join(f"<p>{_e(p)}</p>" for p in why.summary) or (
+        "<p>No state changed significantly.</p>"
+    )
+    changed = why.states[why.states["changed"]]
+    split = pd.DataFrame(
+        {
+            "state": changed["state"],
+            "change": changed["delta"].map(units.share_delta),
+            f"entries/s {label_a}": changed["rate_a"].map(rate),
+            f"entries/s {label_b}": changed["rate_b"].map(rate),
+            "p entries (Holm)": changed["rate_p_holm"].map(units.p_value),
+            f"dwell {label_a}": changed["dwell_a"].map(units.seconds),
+            f"dwell {label_b}": changed["dwell_b"].map(units.seconds),
+            "p dwell (Holm)": changed["dwell_p_holm"].map(units.p_value),
+            "by entries": changed["rate_part"].map(units.share_delta),
+            "by dwell": changed["dwell_part"].map(units.share_delta),
+        }
+    )
+    triggers = why.triggers[why.triggers["state"].isin(changed["state"])]
+    triggers = triggers.groupby("state", sort=False).head(TRIGGERS_SHOWN)
+    shown = pd.DataFrame(
+        {
+            "state": triggers["state"],
+            "trigger": triggers["trigger"],
+            "verdict": triggers["verdict"],
+            f"{label_a} /s": triggers["rate_a"].map(rate),
+            f"{label_b} /s": triggers["rate_b"].map(rate),
+            "p (Holm)": triggers["p_holm"].map(units.p_value),
+            "of the change": triggers["share_of_change"].map(units.share),
+            "knob": triggers["knob"],
+        }
+    )
+    return (
+        "<h2>Why</h2><p>Each changed state's share split into how often it is entered and "
+        "how long a visit lasts, and the events that led into it (statemine explain).</p>"
+        + paragraphs
+        + (_table(split) + _table(shown) if len(changed) else "")
     )
 
 

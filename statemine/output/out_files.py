@@ -5,6 +5,7 @@ here: :func:`statemine.fileio.write_set` writes a whole set atomically).
   in SI units, full precision), model.dot, model.json, model.svg
 * :func:`diff_files` -- ``statemine diff --out``: states_diff.csv, transitions_diff.csv,
   one_sided.csv, notes.txt, diff.dot, diff.svg
+* :func:`explain_files` -- ``statemine explain --out``: explain.csv, triggers.csv, explain.md
 
 Heavy libraries (networkx, pandas, Graphviz) are imported when a function runs, so the
 names of the files are known without them.
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..compare import DiffResult
+    from ..explain import ExplainResult
     from ..infer.observed import Table
 
 #: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
@@ -90,6 +92,10 @@ def with_derived_column(columns: dict[str, np.ndarray], *names: str) -> dict[str
     return {**columns, "derived": marks} if marks.any() else columns
 
 
+#: The files ``explain --out DIR`` writes (the folder is replaced as a whole set).
+EXPLAIN_OUTPUTS = ("explain.csv", "triggers.csv", "explain.md")
+
+
 def diff_files(result: DiffResult, *, svg: bool, title: str | None) -> dict[str, bytes | str]:
     """The files of ``diff --out`` for ``result``; diff.svg (``svg``) is drawn here, before
     anything is written, so a Graphviz failure leaves no partial set."""
@@ -108,3 +114,16 @@ def diff_files(result: DiffResult, *, svg: bool, title: str | None) -> dict[str,
     if svg:
         files["diff.svg"] = dot_to(dot, "svg")
     return files
+
+
+def explain_files(result: ExplainResult) -> dict[str, bytes | str]:
+    """The files of ``explain --out`` for ``result``: the states and triggers tables (SI
+    units, full precision) and explain.md (the summary and the tables, for people)."""
+    from ..escape import frame_csv
+    from .explain_md import explain_markdown
+
+    return {
+        "explain.csv": frame_csv(result.states),
+        "triggers.csv": frame_csv(result.triggers),
+        "explain.md": explain_markdown(result),
+    }

@@ -80,14 +80,17 @@ class CompareOptions(StatsOptions):
     """The statistics of ``diff`` and ``report`` (two trace sets), with the commands'
     defaults: as :class:`StatsOptions` (``n_boot`` resamples per side: 0 gives no
     intervals), plus ``n_perm`` permutations (seeded by ``seed``), Holm's family-wise
-    ``alpha``, the large-count ``transition_test`` ("chi2" or "g") and the trace labels to
-    stratify by (``strata``)."""
+    ``alpha``, the large-count ``transition_test`` ("chi2" or "g"), the trace labels to
+    stratify by (``strata``) and the bootstrap ``interval`` of each state's difference
+    ("percentile", or "studentized": bootstrap-t, see
+    :func:`statemine.stats.resampling.bootstrap_delta`)."""
 
     n_boot: int = 2000
     n_perm: int = 9999
     alpha: float = 0.05
     transition_test: TransitionTest = "chi2"
     strata: tuple[str, ...] = ()
+    interval: Literal["percentile", "studentized"] = "percentile"
 
     def __post_init__(self) -> None:
         super().__post_init__()
