@@ -109,6 +109,6 @@ def test_one_trace_id_in_two_files_is_refused_naming_both(tmp_path):
     message = str(err.value)
     assert message.startswith(str(tmp_path / "copy" / "two.parquet") + ": trace ")
     assert f"is also in {tmp_path / 'one.parquet'}" in message
-    res = CliRunner().invoke(main, ["read", str(tmp_path), "-o", str(tmp_path / "out.parquet")])
+    res = CliRunner().invoke(main, ["read", str(tmp_path), "--out", str(tmp_path / "out.parquet")])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
     assert "Traceback" not in res.output and not (tmp_path / "out.parquet").exists()

@@ -72,10 +72,15 @@ def _args(command: str, inputs: tuple[Path, ...], tmp: Path, model: Path) -> lis
     quick = ["--permutations", "9", "--bootstrap", "0"]
     return {
         "infer": ["infer", *paths, "--bootstrap", "0"],
-        "read": ["read", *paths, "-o", str(tmp / "read.parquet")],
+        "read": ["read", *paths, "--out", str(tmp / "read.parquet")],
         "diff": ["diff", paths[0], paths[-1], "--out", str(tmp / "diff"), "--no-svg", *quick],
+        "explain": [
+            "explain",
+            *(paths[0], paths[-1]),
+            *("--out", str(tmp / "explain"), "--permutations", "199", "--bootstrap", "0"),
+        ],
         "report": ["report", *paths[:2], "--out", str(tmp / "report.html"), *quick],
-        "tcp read": ["tcp", "read", *paths, "-o", str(tmp / "tcp.parquet")],
+        "tcp read": ["tcp", "read", *paths, "--out", str(tmp / "tcp.parquet")],
         "infer --engine synoptic": ["infer", "--engine", "synoptic", *paths, "-o", str(tmp / "s")],
         "check-model": ["check-model", str(model), *paths],
         "lab findings": ["lab", "findings", str(tmp / "root"), *quick],
@@ -86,6 +91,7 @@ COMMANDS = (
     "infer",
     "read",
     "diff",
+    "explain",
     "report",
     "tcp read",
     "infer --engine synoptic",
