@@ -10,7 +10,8 @@ minutes, a Parquet file is loaded once (``statemine.traces.load`` memoized: a pu
 function of the file) and one list of inputs is read once
 (``statemine.parse.read`` memoized per arguments): every command still gets what the
 reader returns for exactly its inputs, and every first read runs the real reader. Slow
-tier: about 10 minutes of CPU on the shipped traces.
+tier: on the shared 2-core machine at load 11, 12.6 min wall with ``-n 2`` for all but
+explain (report alone 60% of it) and 5.8 min with ``-n 1`` for explain.
 
 Not run here: ``store add`` (writes a store, 20 s per pair; tests/test_store.py),
 ``lab run/rerun`` (run stacks; tests/test_lab_*.py), ``tcp record`` (root, ftrace).
