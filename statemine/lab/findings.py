@@ -428,8 +428,11 @@ def load_scenarios(
 
 
 def _load_folder(folder: Path) -> tuple[traces.TraceSet, pd.DataFrame]:
-    """The server traces of one output folder's successful runs, and its results table."""
-    results = pd.read_csv(folder / "results.csv").set_index("run_id")
+    """The server traces of one output folder's successful runs, and its results table
+    (with every run finished on disk: results.csv of an older statemine may miss some)."""
+    from .grid import folder_results
+
+    results = folder_results(folder).set_index("run_id")
     ts = server_only(load_runs(folder))
     if "ok" in results.columns:
         ok = results.index[results["ok"].astype("boolean").fillna(False).astype(bool)]
