@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import io
 import json
+import shutil
 import sys
 import sysconfig
 import tarfile
@@ -328,3 +329,33 @@ def test_go_env_always_consults_the_checksum_database(monkeypatch, tmp_path):
     env = fetch_mod._go_env(tmp_path)
     assert not {"GONOSUMDB", "GOPRIVATE", "GOINSECURE", "GOSUMDB"} & set(env)
     assert env["GOENV"] == "off" and env["GOFLAGS"] == "-modcacherw"
+
+
+def test_the_wheel_is_built_by_pep_517_on_every_pip(demo, tmp_path, monkeypatch):
+    """Debian 12's venv pip (23.0.1) would run aioquic 0.9.x's legacy ``setup.py
+    bdist_wheel`` (no pyproject.toml), which fails without the ``wheel`` package: the
+    build asks for PEP 517 through the variable every pip up to 25 reads."""
+    shutil.rmtree(demo["wheel_dir"])
+    calls = []
+
+    def pip_wheel(cmd, cwd, env=None):
+        calls.append((cmd, env))
+        (cwd / "demo-1.0-py3-none-any.whl").write_bytes(wheel_bytes())
+        return ""
+
+    monkeypatch.setattr(fetch_mod, "_run", pip_wheel)
+    root = fetch("demo", "1.0", tmp_path / "dest", demo["patches"])
+    ((cmd, env),) = calls
+    assert cmd[1:4] == ["-m", "pip", "wheel"] and env is not None
+    assert env["PIP_USE_PEP517"] == "1"
+    rec = json.loads((demo["wheel_dir"] / "record.json").read_text())
+    assert rec == {
+        "sdist_sha256": sha256(sdist_bytes()),
+        "wheel": "demo-1.0-py3-none-any.whl",
+        "sha256": sha256(wheel_bytes()),
+    }
+    assert (
+        json.loads((root / ".statemine-source.json").read_text())["wheel_sha256"] == rec["sha256"]
+    )
+    fetch("demo", "1.0", tmp_path / "dest2", demo["patches"])
+    assert len(calls) == 1  # the recorded wheel is reused

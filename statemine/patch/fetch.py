@@ -278,6 +278,11 @@ def _built_wheel(impl: Impl, version: str, sdist: Path, sdist_sha: str) -> Path:
                     str(sdist),
                 ],
                 cwd=tmp,
+                # an isolated PEP 517 build for sdists without pyproject.toml (aioquic
+                # 0.9.x) on every pip: Debian 12's venv pip 23.0.1 would run the legacy
+                # `setup.py bdist_wheel`, which fails without the `wheel` package; pips
+                # that dropped the option (26) ignore the variable
+                env={**os.environ, "PIP_USE_PEP517": "1"},
             )
             made = _one(sorted(tmp.glob("*.whl")), f"wheel built from {sdist.name}")
             rec = {"sdist_sha256": sdist_sha, "wheel": made.name, "sha256": sha256_file(made)}
