@@ -223,9 +223,11 @@ def test_pristine_checks_the_archive_on_every_call(demo):
     ],
 )
 def test_digests_file_is_checked(demo, text, reason):
-    (demo["patches"] / "demo" / "digests.toml").write_text(text)
-    with pytest.raises(StatemineError, match=reason):
+    path = demo["patches"] / "demo" / "digests.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=reason) as err:
         pinned_digest("demo", "1.0", demo["patches"])
+    assert err.value.file == str(path)
 
 
 def test_shipped_pins_cover_every_patched_version():

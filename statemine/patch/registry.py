@@ -203,7 +203,8 @@ def pinned_digest(impl: str, version: str, root: str | Path | None = None) -> st
         raise InputError(path, None, f"needs exactly one table of {sorted(tables)}, not {unknown}")
     ((kind, table),) = data.items()
     for key, value in table.items():
-        checked_name("version", key)
+        if not _NAME.match(key):
+            raise InputError(path, None, f"{kind}: invalid version {key!r}")
         if not isinstance(value, str) or not tables[kind].match(value):
             raise InputError(path, None, f"{kind}.{key}: {value!r} is not a {kind} digest")
     found = table.get(version)
