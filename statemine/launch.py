@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .runtime import engine_in, exit_on_errors, show, single_blas_thread, without_engine
+from .runtime import engine_in, exit_on_errors, single_blas_thread, without_engine
 
 if TYPE_CHECKING:
     pass
@@ -129,7 +129,7 @@ def run_tool_command(
         with exit_on_errors(_echo):
             from .infer.synoptic.command import run_command
 
-            show(run_command(engine, without_engine(args), synoptic_jar), _echo)
+            run_command(engine, without_engine(args), synoptic_jar).show(_echo)
     except (KeyboardInterrupt, EOFError):
         _echo("", err=True)
         _echo("Aborted!", err=True)

@@ -10,12 +10,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from .errors import StatemineError
-
-if TYPE_CHECKING:
-    from .infer.synoptic.command import CommandResult
 
 #: ``click.echo``'s signature as used here: (message, nl=True, err=False).
 Echo = Callable[..., None]
@@ -88,12 +84,3 @@ def exit_on_errors(echo: Echo) -> Iterator[None]:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         fail(f"{where}{exc.strerror or exc}", echo)
-
-
-def show(done: CommandResult, echo: Echo) -> None:
-    """Print what a Synoptic-family command did: its stdout text, then its messages on
-    stderr."""
-    if done.stdout:
-        echo(done.stdout, nl=False)
-    for line in done.messages:
-        echo(line, err=True)

@@ -249,8 +249,7 @@ def _to_traceset(
     column at a time, so the peak is the finished columns plus one column's copies."""
     import pandas as pd
 
-    from ..stats.visits import group_order
-    from ..traces import TraceSet
+    from ..traces import TraceSet, group_order
 
     def take(blocks: list) -> np.ndarray:
         joined = np.concatenate(blocks)

@@ -11,7 +11,7 @@ honoured or refused (:mod:`.options`), the files the options ask for written bes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,14 @@ class CommandResult:
     stdout: str = ""
     messages: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+
+    def show(self, echo: Callable[..., None]) -> None:
+        """Print what the command did: its stdout text, then its messages on stderr
+        (``echo``: ``click.echo``'s signature)."""
+        if self.stdout:
+            echo(self.stdout, nl=False)
+        for line in self.messages:
+            echo(line, err=True)
 
     @property
     def result(self) -> Any:
