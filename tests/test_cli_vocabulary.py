@@ -3,6 +3,7 @@ suggestions for typos, numeric selections compared as numbers (issue 28)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,16 @@ def test_numeric_selections_compare_as_numbers() -> None:
     assert len({out for _, out, _ in shown.values()}) == 1  # the same 20 traces each time
     code, _, err = _run(*base, "--select", "jitter_ms=10.5")
     assert code == 2 and "no trace matches" in err
+
+
+@pytest.mark.parametrize("group", ["", "lab", "store", "patch", "tcp"])
+def test_group_listings_show_whole_sentences(group: str) -> None:
+    result = CliRunner().invoke(main, [*group.split(), "--help"], env={"COLUMNS": "80"})
+    listing = result.stdout.split("Commands:", 1)[1]
+    assert result.exit_code == 0
+    entries = re.split(r"\n  (?=\S)", listing.strip("\n"))  # one per command
+    assert len(entries) >= 2
+    for entry in entries:
+        text = " ".join(entry.split()[1:])
+        assert text.endswith(".") and not text.endswith("..."), f"cut short: {entry!r}"
+    assert all(len(line) <= 80 for line in listing.splitlines())

@@ -41,6 +41,20 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a command's help, whole (up to a full stop that ends a
+    sentence: not the one of "e.g.", "i.e." or an ellipsis "LOG..."), white space folded.
+
+    >>> first_sentence("Run one config again (e.g. a.json): the same log.  More.")
+    'Run one config again (e.g. a.json): the same log.'
+    """
+    import re
+
+    folded = " ".join(text.split())
+    m = re.search(r"^(.*?(?<!\be\.g)(?<!\bi\.e)(?<!\.)\.)(?:\s|$)", folded)
+    return m.group(1) if m else folded
+
+
 class _SuggestingGroup(click.Group):
     """A click group whose "No such command" names the closest command (difflib), for
     its sub-groups too."""
@@ -58,6 +72,18 @@ class _SuggestingGroup(click.Group):
             if not close or name.startswith("-") or "Did you mean" in exc.message:
                 raise
             raise click.UsageError(f"{exc.message} Did you mean {close[0]!r}?", exc.ctx) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with the whole first sentence of each one's help, wrapped (click
+        cuts it mid-phrase at the terminal's width)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, first_sentence(command.short_help or command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 _SuggestingGroup.group_class = _SuggestingGroup  # sub-groups of a sub-group suggest too
