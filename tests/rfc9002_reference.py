@@ -67,6 +67,7 @@ class Periods:
     periods: list[tuple[float, float]] = field(default_factory=list)
     first: float = 0.0
     last: float = 0.0
+    acks: int = 0  # ACK frames received: without any, no period can end (no reference)
 
     def recovery_share(self) -> float:
         span = self.last - self.first
@@ -120,11 +121,14 @@ def recovery_periods(path: Path) -> Periods:
             recovery_start = now
             result.periods.append((now, float("inf")))
             open_period = True
+        elif kind == "packet_received" and not open_period:
+            result.acks += any(f.get("frame_type") == "ack" for f in data.get("frames") or [])
         elif kind == "packet_received" and open_period:
             space = _space(header.get("packet_type"))
             for frame in data.get("frames") or []:
                 if frame.get("frame_type") != "ack":
                     continue
+                result.acks += 1
                 for bounds in frame.get("acked_ranges", []):
                     low, high = int(bounds[0]), int(bounds[-1])
                     if any(

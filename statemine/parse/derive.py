@@ -151,6 +151,9 @@ def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
 
 APPLICATION_LIMITED = "ApplicationLimited"
 PROBE_TIMEOUT = "ProbeTimeout"
+#: A PTO of the handshake (Initial or Handshake packet number space): the peer has not
+#: answered yet; no congestion state. Its PTO counts come negated in ``pto_count``.
+HANDSHAKE = "Handshake"
 
 
 #: Default for "no undo events" (read only, so one shared array is safe as a default).
@@ -399,14 +402,21 @@ def _evaluate(
     prior = np.r_[carry.inflight, inflight[:-1]]
     limited, carry.verdict = _app_limited(cwnd, inflight, prior, slow, slack, carry.verdict)
     probing = count_all[known] > 0
+    handshaking = count_all[known] < 0  # a PTO count of the handshake (kept negative)
     state = np.where(
-        probing,
-        PROBE_TIMEOUT,
+        handshaking,
+        HANDSHAKE,
         np.where(
-            in_recovery,
-            RECOVERY,
+            probing,
+            PROBE_TIMEOUT,
             np.where(
-                limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)
+                in_recovery,
+                RECOVERY,
+                np.where(
+                    limited,
+                    APPLICATION_LIMITED,
+                    np.where(slow, SLOW_START, CONGESTION_AVOIDANCE),
+                ),
             ),
         ),
     ).astype(object)

@@ -60,6 +60,7 @@ CANONICAL = (
     "TailLossProbe",
     "ProbeTimeout",
     "PersistentCongestion",
+    "Handshake",
     "BBRStartup",
     "BBRDrain",
     "BBRProbeBW",

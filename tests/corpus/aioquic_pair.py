@@ -56,6 +56,7 @@ async def run(listen: int, port: int, size: int, out: str, cc: str) -> None:
                 break
             got += len(chunk)
         assert got == size, (got, size)
+    await asyncio.sleep(1.0)  # the server's connection closes and its qlog is written
     server.close()
 
 

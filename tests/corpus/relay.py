@@ -10,6 +10,7 @@ Loopback only: it binds 127.0.0.1 and talks to 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import random
 import select
@@ -27,6 +28,7 @@ def main(argv: list[str]) -> None:
     back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     back.bind(("127.0.0.1", 0))
     back.connect(("127.0.0.1", server))
+    print("ready", flush=True)  # run_pair.py starts the stack after this line
     client: tuple[str, int] | None = None
     pending: list[tuple[float, int, bytes, bool]] = []  # (due, seq, data, to_client)
     link_free = 0.0  # when the bottleneck finishes its queued bytes (monotonic seconds)
@@ -36,7 +38,10 @@ def main(argv: list[str]) -> None:
         ready, _, _ = select.select([front, back], [], [], wait)
         now = time.monotonic()
         for sock in ready:
-            data, addr = sock.recvfrom(65536)
+            try:
+                data, addr = sock.recvfrom(65536)
+            except ConnectionRefusedError:  # the server is not listening (yet)
+                continue
             seq += 1
             if sock is front:
                 client = addr
@@ -52,7 +57,8 @@ def main(argv: list[str]) -> None:
             if to_client and client is not None:
                 front.sendto(data, client)
             elif not to_client:
-                back.send(data)
+                with contextlib.suppress(ConnectionRefusedError):  # not listening (yet)
+                    back.send(data)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ def main(argv: list[str]) -> int:
     os.makedirs(out, exist_ok=True)
     listen, front = free_port(), free_port()
     relay = os.path.join(os.path.dirname(os.path.abspath(__file__)), "relay.py")
-    proxy = subprocess.Popen([sys.executable, relay, str(front), str(listen), *shape])
+    proxy = subprocess.Popen(
+        [sys.executable, relay, str(front), str(listen), *shape], stdout=subprocess.PIPE, text=True
+    )
     try:
+        assert proxy.stdout is not None and proxy.stdout.readline().strip() == "ready"
         args = [a.format(listen=listen, connect=front, out=out) for a in program]
         return subprocess.run(args, timeout=120, check=False).returncode
     finally:

@@ -41,6 +41,7 @@ from .vocabulary import (
     _new_state,
     _packet_number,
     _pto_fired,
+    _pto_state,
 )
 
 
@@ -247,7 +248,9 @@ def _row_frames(
         elif code == _SPURIOUS:
             add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
         elif code == _TIMER and _pto_fired(data):
-            add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
+            name = _pto_state(data)
+            space = "space=handshake" if name == "Handshake" else ""
+            add(time, seq, "state", name, line, ("raw=pto_expired", space, ev), mark=True)
             pto = True
     if pto and controller is not None:
         update = cursor.advance(math.inf, math.inf, until_end=True)
