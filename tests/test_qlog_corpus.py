@@ -10,6 +10,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from rfc9002_reference import events, recovery_periods
 
@@ -176,3 +177,63 @@ def test_handshake_timeouts_are_no_congestion_state(tmp_path):
     assert "ProbeTimeout (derived)" not in derived
     want = _handshake_seconds(path, False)
     assert derived["Handshake (derived)"] == pytest.approx(want, abs=1e-9)
+
+
+def _many_connections(path: Path, n: int) -> Path:
+    """A server's JSON-SEQ of ``n`` connections (group_ids), each with a few states, one of
+    them unknown to every table, one connection with metrics only, one whose events are out
+    of time order."""
+    lines: list[dict[str, object]] = [
+        {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "trace": {}}
+    ]
+    for i in range(n):
+        group = f"g{i}"
+        states = ["slow_start", "recovery", "weird_state" if i % 7 == 0 else "congestion_avoidance"]
+        times = [i + 0.1, i + 0.3, i + 0.2] if i == 5 else [i + 0.1, i + 0.2, i + 0.3]
+        for t, state in zip(times, states, strict=True):
+            lines.append({"time": t * 1000, "name": "recovery:congestion_state_updated",
+                          "data": {"new": state}, "group_id": group})  # fmt: skip
+        lines.append({"time": (i + 0.25) * 1000, "name": "recovery:metrics_updated",
+                      "data": {"congestion_window": 1000 + i}, "group_id": group})  # fmt: skip
+    lines.append({"time": 1.0, "name": "recovery:metrics_updated",
+                  "data": {"congestion_window": 5}, "group_id": "metrics-only"})  # fmt: skip
+    path.write_text("".join("\x1e" + json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+@pytest.mark.parametrize("derive", [False, True])
+def test_connections_read_in_one_batch_equal_those_read_one_by_one(tmp_path, monkeypatch, derive):
+    """Issue 26 (speed): connections with logged states are gathered into one frame
+    instead of a frame each; the trace set (events, traces, metrics, warnings) is the one
+    the per-connection path makes, on the corpus, the qlog test files and a file of many
+    connections."""
+    from statemine.errors import InputError
+    from statemine.parse.qlog import rows
+
+    data = Path(__file__).resolve().parent / "data" / "qlog"
+    files = [*FILES, *sorted(data.glob("*.*qlog")), _many_connections(tmp_path / "m.sqlog", 60)]
+    fast = rows._fast_events
+    for path in files:
+        got = []
+        for batched in (True, False):
+            monkeypatch.setattr(rows, "_fast_events", fast if batched else lambda *a: None)
+            try:
+                got.append(read_qlog(path, derive_states=derive))
+            except InputError as exc:
+                got.append(str(exc))
+        a, b = got
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b, path
+            continue
+        pd.testing.assert_frame_equal(a.events, b.events)
+        pd.testing.assert_frame_equal(a.traces, b.traces)
+        if a.metrics is None or b.metrics is None:
+            assert a.metrics is None and b.metrics is None
+        else:
+            pd.testing.assert_frame_equal(a.metrics, b.metrics)
+        assert a.meta == b.meta, path
+    many = read_qlog(tmp_path / "m.sqlog")
+    assert many.n_traces == 60  # metrics-only is left out
+    warnings = json.loads(many.meta["warnings"])
+    assert sum("weird_state" in w for w in warnings) == 9
+    assert any("g5: events are not in time order" in w for w in warnings)
