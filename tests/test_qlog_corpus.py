@@ -45,16 +45,21 @@ def _without_states(path: Path, tmp_path: Path) -> Path:
 
 def test_the_corpus_is_there():
     names = {p.parent.name for p in FILES}
-    assert {n.split("-")[0] for n in names} == {"aioquic", "quinn", "quicgo"}
-    assert len(FILES) == 12
+    assert {n.split("-")[0] for n in names} == {"aioquic", "quinn", "quicgo", "tquic"}
+    assert len(FILES) == 14
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name.startswith("aioquic")], ids=str)
-def test_derived_recovery_is_rfc9002s_on_aioquic(path):
-    """aioquic logs no states: the derived Recovery share is within 1 point of the RFC 9002
-    periods replayed from the file's packet events (measured: equal to 1e-12). On today's
-    code before issue 26, aioquic CUBIC's window growth inside a period ended it at once
-    (the 1.2.0 CUBIC file: 0.3 % against 20.7 %)."""
+@pytest.mark.parametrize(
+    "path",
+    [p for p in FILES if p.parent.name.startswith("aioquic")]
+    + [CORPUS / "tquic-1.6.0-cubic-loss2" / "server.qlog.gz"],
+    ids=str,
+)
+def test_derived_recovery_is_rfc9002s(path):
+    """aioquic and tquic log no states: the derived Recovery share is within 1 point of the
+    RFC 9002 periods replayed from the file's packet events (measured: equal to 1e-12). On
+    today's code before issue 26, aioquic CUBIC's window growth inside a period ended it at
+    once (the 1.2.0 CUBIC file: 0.3 % against 20.7 %)."""
     ref = recovery_periods(path)
     assert ref.acks > 0
     shares = _shares(read_qlog(path, derive_states=True))
@@ -237,3 +242,18 @@ def test_connections_read_in_one_batch_equal_those_read_one_by_one(tmp_path, mon
     warnings = json.loads(many.meta["warnings"])
     assert sum("weird_state" in w for w in warnings) == 9
     assert any("g5: events are not in time order" in w for w in warnings)
+
+
+def test_tquic_is_recognised_by_its_vocabulary():
+    """tquic 1.6.0 names itself nowhere: its title is "server qlog" / "client qlog" and its
+    description ``id=SERVER-<connection id>``; statemine labels the implementation tquic and
+    the connection with that id (issue 26: both were None)."""
+    for side in ("server", "client"):
+        path = CORPUS / "tquic-1.6.0-cubic-loss2" / f"{side}.qlog.gz"
+        header = json.loads(gzip.decompress(path.read_bytes()).decode().split("\x1e")[1])
+        assert header["title"] == f"{side} qlog"
+        description = header["trace"]["description"]
+        assert description.startswith(f"id={side.upper()}-")
+        row = read_qlog(path, derive_states=True).traces.iloc[0]
+        assert row["implementation"] == "tquic" and row["role"] == side
+        assert row["conn"] == description.split("-", 1)[1]

@@ -3,7 +3,8 @@
 ``python3 tests/corpus/generate.py [CASE...]`` builds each stack once into
 ``$STATEMINE_CACHE/corpus`` (default ``~/.cache/statemine/corpus``: aioquic from PyPI in a
 virtual environment per version, quinn from crates.io with its ``qlog`` feature through
-cargo, quic-go from the Go module proxy), runs each case on loopback through relay.py
+cargo, tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
+Go module proxy), runs each case on loopback through relay.py
 (a bottleneck, a delay, a drop-tail queue and seeded random loss on the server-to-client
 direction) and writes its qlogs gzip-compressed to ``tests/data/corpus/<case>/``. Nothing
 leaves loopback. The committed files are this script's output; CI reads them and needs no
@@ -37,6 +38,7 @@ CASES = {
     "quinn-0.11.12-clean": ("quinn", "0.11.12", 0.0, ""),
     "quicgo-v0.55.0-late-server": ("quicgo", "v0.55.0", 0.0, "1500"),
     "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
+    "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
 }
 SIZE = "400000"  # bytes the server sends
 
@@ -51,6 +53,12 @@ def build(stack: str, version: str) -> list[str]:
             subprocess.run([str(python), "-m", "pip", "install", "-q", f"aioquic=={version}"],
                            check=True)  # fmt: skip
         return [str(python), str(HERE / "aioquic_pair.py"), "{listen}", "{connect}", SIZE, "{out}"]
+    if stack == "tquic":  # tquic_tools' client and server (BoringSSL built from source)
+        if not (home / "bin" / "tquic_server").exists():
+            subprocess.run(["nice", "cargo", "install", "tquic_tools", "--version", version,
+                            "--root", str(home), "--locked"], check=True)  # fmt: skip
+        return ["sh", str(HERE / "tquic_pair.sh"), str(home / "bin"), "{listen}", "{connect}",
+                "{out}", str(CERT)]  # fmt: skip
     if stack == "quinn":
         binary = home / "target" / "release" / "quinn-qlog-corpus"
         if not binary.exists():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..statenames import (
+    TQUIC_DESCRIPTION,
     detect_implementation,
 )
 from .common import _num, _object_at, _Report, _token
@@ -296,6 +297,10 @@ def _extract(
     )
     version = _version_label(raw.file_header)
     role = vantage.get("type")
+    conn_label = ctx.conn
+    if conn_label is None and implementation == "tquic":  # its id is in the description only
+        found = TQUIC_DESCRIPTION.match(str(raw.header.get("description", "")))
+        conn_label = found["cid"] if found else None
     base = {
         "role": role.lower() if isinstance(role, str) else None,
         "implementation": implementation,
@@ -343,7 +348,7 @@ def _extract(
         if conn is None:
             labels = {
                 **base,
-                "conn": group if group is not None and group != ctx.group else ctx.conn,
+                "conn": group if group is not None and group != ctx.group else conn_label,
                 "path": path,
             }
             conn = connections[(group, path)] = _Connection(
@@ -400,7 +405,7 @@ def _extract(
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
         if conn is None:
-            labels = {**base, "conn": ctx.conn, "path": None}
+            labels = {**base, "conn": conn_label, "path": None}
             conn = connections[(ctx.group, None)] = _Connection(
                 raw.index, ctx.group, labels, ctx.per_second
             )
