@@ -46,7 +46,7 @@ def _without_states(path: Path, tmp_path: Path) -> Path:
 def test_the_corpus_is_there():
     names = {p.parent.name for p in FILES}
     assert {n.split("-")[0] for n in names} == {"aioquic", "quinn", "quicgo", "tquic"}
-    assert len(FILES) == 14
+    assert len(FILES) == 16
 
 
 @pytest.mark.parametrize(

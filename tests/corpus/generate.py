@@ -38,6 +38,7 @@ CASES = {
     "quinn-0.11.12-clean": ("quinn", "0.11.12", 0.0, ""),
     "quicgo-v0.55.0-late-server": ("quicgo", "v0.55.0", 0.0, "1500"),
     "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
+    "quicgo-v0.62.0-loss2": ("quicgo", "v0.62.0", 0.02, "0"),
     "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
 }
 SIZE = "400000"  # bytes the server sends
