@@ -42,7 +42,7 @@ def import_graph(root: Path = ROOT) -> nx.DiGraph:
             name = name.rpartition(".")[0]
         return name
 
-    graph = nx.DiGraph()
+    graph: nx.DiGraph = nx.DiGraph()
     for name, path in modules.items():
         graph.add_node(name)
         base = name if path.stem == "__init__" else name.rpartition(".")[0]
