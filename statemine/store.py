@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, StatemineError, UsageError
-from .fileio import atomic_path, write_json
+from .fileio import atomic_path, os_error, os_errors, write_json
 from .store_log import (
     IDENT,
     LOG_DIR,
@@ -399,18 +400,17 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
     data and a metrics file in a hidden folder of ``root``, moved in by ``_write_batch``;
     the per-trace labels are gathered (about 100 bytes per trace). Memory: one part and
     its tables."""
-    import pyarrow.parquet as pq
-
     labels: list[pa.Table] = []
     traces = events = 0
     with _spill_folder(root) as folder, contextlib.ExitStack() as stack:
         tmp = Path(folder.name)
         data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
-        out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
+        out = _FileWriter(data, _schema())
+        stack.callback(out.close)
         extra = None
-        for part in _pieces(path, fmt, read, tmp, rows):
+        for part in _spilled(_pieces(path, fmt, read, tmp, rows), tmp):
             if part.events is not None:
-                out.write_table(events_table(part.events, part.traces), ROW_GROUP)
+                out.write(events_table(part.events, part.traces))
                 events += len(part.events)
             if part.first:
                 labels.append(labels_table(part.traces))
@@ -418,10 +418,9 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
             for piece in _slices(part.metrics, rows):
                 table = metrics_table(piece)
                 if extra is None:
-                    extra = stack.enter_context(
-                        pq.ParquetWriter(metrics, table.schema, compression="zstd")
-                    )
-                extra.write_table(table, ROW_GROUP)
+                    extra = _FileWriter(metrics, table.schema)
+                    stack.callback(extra.close)
+                extra.write(table)
             del part
             crash_point("a part written")
 
@@ -447,6 +446,45 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
         events,
         folder.cleanup,
     )
+
+
+#: errnos that only a write gives (a full disk or quota, a file too big, a read-only disk).
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
+def _spilled(parts: Iterator[TracePart], folder: Path) -> Iterator[TracePart]:
+    """``parts``, with a write error of the reader's spill files that names no file (a
+    full disk) named by the spill ``folder`` it writes in."""
+    while True:
+        try:
+            part = next(parts)
+        except StopIteration:
+            return
+        except OSError as exc:
+            if exc.filename is None and exc.errno in _WRITE_ERRNOS:
+                raise os_error(folder, exc) from None
+            raise
+        yield part
+
+
+class _FileWriter:
+    """A Parquet file written row group by row group (zstd, at most :data:`ROW_GROUP`
+    rows each); an OS error names the file and the cause (e.g. a full disk)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = path
+        with os_errors(path):
+            self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+
+    def write(self, table: pa.Table) -> None:
+        with os_errors(self.path):
+            self._writer.write_table(table, ROW_GROUP)
+
+    def close(self) -> None:
+        with os_errors(self.path):
+            self._writer.close()
 
 
 def _slices(frame: pd.DataFrame | None, rows: int) -> Iterator[pd.DataFrame]:

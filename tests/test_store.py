@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -147,39 +148,52 @@ def test_other_label_keys_than_the_store_s_are_an_error(inputs, tmp_path):
         statemine.store_add([inputs["log"]], store, {"date": "2026-01-01"})
 
 
-def test_mixed_schema_and_missing_files_are_errors(inputs, tmp_path):
+def test_files_no_version_lists_are_ignored_and_listed_ones_checked(inputs, tmp_path):
+    """What no version lists (an empty partition folder, a stray Parquet file: a killed
+    add's) is not the store's; a listed data file of another schema, damaged or gone is
+    an error naming it."""
     store = tmp_path / "store"
     statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    want = statemine.store_info(store)
     (store / "impl=y").mkdir()
-    with pytest.raises(InputError, match="missing files"):
-        statemine.store_info(store)
+    assert statemine.store_info(store) == want  # was "a partition without data files"
     pq.write_table(pa.table({"trace": ["a"], "time": [1.0]}), store / "impl=y" / "part-0.parquet")
+    (store / "impl=x" / "x=1").mkdir()
+    assert statemine.store_info(store) == want and read_store(store).n_traces == 3
+    (data,) = (store / "impl=x").glob("part-*.parquet")
+    saved = data.read_bytes()
+    pq.write_table(pa.table({"trace": ["a"], "time": [1.0]}), data)
     with pytest.raises(InputError, match="mixed schemas"):
         statemine.store_info(store)
-    (store / "impl=y" / "part-0.parquet").write_bytes(b"PAR1 truncated")
+    data.write_bytes(b"PAR1 truncated")
     with pytest.raises(InputError, match="not a readable Parquet"):
         statemine.store_info(store)
-    (store / "impl=y" / "part-0.parquet").unlink()
-    (store / "impl=y" / "x=1").mkdir()
-    with pytest.raises(InputError, match="not a data file"):
+    data.unlink()
+    with pytest.raises(InputError, match=r"listed by the store's version but missing"):
         statemine.store_info(store)
+    data.write_bytes(saved)
+    assert statemine.store_info(store) == want
     with pytest.raises(InputError, match="not a statemine store"):
         statemine.store_info(tmp_path)
 
 
-def test_a_failed_add_leaves_only_whole_files(inputs, tmp_path):
+def test_a_failed_add_publishes_nothing(inputs, tmp_path):
+    """An add is one version: an input that fails leaves the store as it was, also the
+    earlier inputs of the same add (each used to stay), and a new store does not appear."""
     store = tmp_path / "store"
     bad = tmp_path / "bad.log"
     bad.write_text("STATEMINE t=0 conn=a state=X\nSTATEMINE t=zz conn=a state=Y\n")
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    before = _snapshot(store)
+    for partition in ("x", "new"):
+        with pytest.raises(StatemineError, match=r"bad\.log"):
+            statemine.store_add([inputs["log"], bad], store, {"impl": partition})
+        assert _snapshot(store) == before
     with pytest.raises(StatemineError, match=r"bad\.log"):
-        statemine.store_add([inputs["log"], bad], store, {"impl": "x"})
-    with pytest.raises(StatemineError, match=r"bad\.log"):
-        statemine.store_add([bad], tmp_path / "new", {"impl": "x"})
-    assert not (tmp_path / "new").exists()  # a new store appears with its first file
-    files = sorted((store / "impl=x").iterdir())
-    assert [f.name.startswith("part-") and f.suffix == ".parquet" for f in files] == [True]
+        statemine.store_add([inputs["log"], bad], tmp_path / "new", {"impl": "x"})
+    assert not (tmp_path / "new").exists()  # a new store appears with its first version
     info = statemine.store_info(store)
-    assert info.events == inputs["log"].read_text().count("STATEMINE t=")
+    assert info.events == inputs["log"].read_text().count("STATEMINE t=") and info.version == 1
     assert np.isfinite(_dataset_events(store)["time"]).all()
 
 
@@ -346,9 +360,12 @@ def test_labels_and_metrics_files_are_checked(inputs, tmp_path):
     with pytest.raises(InputError, match="metrics file is missing"):  # the labels say it was
         statemine.store_info(store)
     metrics.write_bytes(saved_metrics)
-    (store / "_metrics" / "impl=x" / "metrics-123.parquet").write_bytes(b"")
-    with pytest.raises(InputError, match="interrupted add"):
-        statemine.store_info(store)
+    want = statemine.store_info(store)
+    orphan = store / "_metrics" / "impl=x" / "metrics-123.parquet"
+    orphan.write_bytes(b"")  # a killed add's: not listed, ignored (was "interrupted add")
+    assert statemine.store_info(store) == want
+    assert statemine.store_vacuum(store, grace=0).removed == (orphan,)
+    assert statemine.store_info(store) == want
 
 
 def test_a_failed_data_file_write_removes_its_labels(tmp_path, monkeypatch):
@@ -922,12 +939,17 @@ def test_a_store_without_metrics_needs_no_metrics_file(inputs, tmp_path):
 
 
 def test_a_store_without_partitions_is_named(inputs, tmp_path):
+    """A store whose version lists no files (its metadata written, its first add killed
+    before it published), and a store whose listed data file is gone."""
     store = tmp_path / "s"
     statemine.store_add([inputs["log"]], store, {"impl": "x"})
-    for folder in (store / "impl=x", store / "_labels"):
-        for f in folder.rglob("*.parquet"):
-            f.unlink()
-        folder.rmdir() if folder.name == "impl=x" else None
+    (data,) = (store / "impl=x").glob("part-*")
+    data.unlink()
+    line = _cli_error(["infer", str(store)])
+    assert line == (
+        f"statemine: error: {data}: listed by the store's version but missing (missing files)"
+    )
+    shutil.rmtree(store / "_statemine_log")
     line = _cli_error(["infer", str(store)])
     assert line == f"statemine: error: {store}: the store has no partitions (missing files)"
 
