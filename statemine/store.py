@@ -273,6 +273,9 @@ def store_add(
     entries: list[Entry] = []
     traces = events = 0
     with _undone_on_error(root, new, created, entries, where):
+        if new:  # a new store's keys first: a kill from here on leaves an empty store
+            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+            crash_point("metadata written")
         for group in groups:
             fmt = _streamed_format(group, read)
             if fmt == "statemine":
@@ -284,9 +287,6 @@ def store_add(
             entries.append(_write_batch(root, where, batch))
             traces += batch.traces
             events += batch.events
-        if new:  # a new store: its keys, then its first version
-            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
-            crash_point("metadata written")
         version = commit(root, entries, _partition_check(keys))
     written = tuple(e.data(root) for e in entries)
     return AddOutput(root.joinpath(*where), written, traces, events, version)
@@ -850,7 +850,9 @@ def _partition_info(
         if entry.metrics:
             metrics += _check_schema(entry.metrics_file(root), *_metrics_schemas())
     labels = dict(zip(keys, (p.partition("=")[2] for p in partition)))
-    return PartitionInfo(labels, len(entries), len(traces), events, tuple(sorted(label_keys)), metrics)
+    return PartitionInfo(
+        labels, len(entries), len(traces), events, tuple(sorted(label_keys)), metrics
+    )
 
 
 def _check_data(root: Path, entry: Entry) -> int:
@@ -1059,6 +1061,22 @@ def store_files(
             files.append(StoreFile(entry.data(root), _check_data(root, entry), labels[folder]))
             _check_sidecars(root, entry)
     return files
+
+
+def published_files(store: str | os.PathLike, kind: str = "data") -> list[Path]:
+    """The ``kind`` files (``data``, ``labels`` or ``metrics``) of the latest version of
+    ``store``, in store order: what a reader of one version reads (docs/store.md shows
+    them given to pyarrow, DuckDB, Spark and Polars)."""
+    root = Path(store)
+    _, version = _published(root)
+    entries = sorted(version.entries, key=_store_order)
+    if kind == "data":
+        return [e.data(root) for e in entries]
+    if kind == "labels":
+        return [e.labels(root) for e in entries]
+    if kind == "metrics":
+        return [e.metrics_file(root) for e in entries if e.metrics]
+    raise UsageError(f"kind must be data, labels or metrics, not {kind!r}")
 
 
 @dataclass(frozen=True)

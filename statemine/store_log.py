@@ -238,7 +238,9 @@ def _put_if_absent(target: Path, data: bytes) -> bool:
         except FileExistsError:
             return False
         except OSError as exc:
-            raise os_error(target, exc, "cannot publish (the file system needs hard links)") from None
+            raise os_error(
+                target, exc, "cannot publish (the file system needs hard links)"
+            ) from None
         return True
     finally:
         tmp.unlink(missing_ok=True)

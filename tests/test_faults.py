@@ -354,7 +354,9 @@ def test_full_disk_store_add_names_the_file_and_the_cause(tmp_path, small_disk, 
     from test_store import _ftrace, _qlog_connections
 
     store = small_disk / "s"
-    done = statemine("store", "add", str(_small_log(tmp_path)), "--store", str(store), "--label", "i=x")
+    done = statemine(
+        "store", "add", str(_small_log(tmp_path)), "--store", str(store), "--label", "i=x"
+    )
     assert done.returncode == 0, done.stderr
     before = _store_snapshot(store)
     if kind == "statemine":

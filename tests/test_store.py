@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -1101,3 +1103,210 @@ def test_a_picoquic_connection_is_built_in_parts(tmp_path, values, hint, table):
         store = tmp_path / f"s{rows}"
         statemine.store_add([path], store, {"fleet": "p"}, batch_rows=rows)
         _same_set(read_store(store), want, {"fleet": "p"})
+
+
+# -- versions, migration and vacuum (issue 27) ---------------------------------------------
+def _as_format(store: Path, fmt: int) -> None:
+    """``store`` (written by this version) as a store of an older format: the same files,
+    no versions, its metadata saying ``fmt``."""
+    import json
+
+    shutil.rmtree(store / "_statemine_log")
+    meta = store / "_statemine_store.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": fmt}))
+
+
+def test_an_older_store_is_refused_until_migrated(inputs, tmp_path):
+    """A store of format 3 (files in folders, no versions), with what killed adds of that
+    format left (an empty partition folder, a labels file without its data file), is
+    refused in one line naming `statemine store migrate` by every reader and by store add,
+    which writes nothing; migrated, it reads as before and takes adds; migrating again is
+    refused."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"], inputs["qlog"]], store, {"impl": "x"})
+    want = read_store(store)
+    _as_format(store, 3)
+    (store / "impl=y").mkdir()
+    (labels,) = list((store / "_labels" / "impl=x").glob("labels-*"))[:1]
+    orphan = labels.with_name("labels-123-1-deadbeef.parquet")
+    shutil.copy(labels, orphan)
+    before = _snapshot(store)
+    needle = (
+        f"statemine: error: {store}: a store of format 3, without versions (older statemine): "
+        f"run `statemine store migrate --store {store}` once, then use it"
+    )
+    for args in (
+        ["store", "info", "--store", str(store)],
+        ["infer", str(store)],
+        ["store", "add", str(inputs["log"]), "--store", str(store), "--label", "impl=x"],
+        ["store", "vacuum", "--store", str(store), "--grace", "0"],
+    ):
+        assert _cli_error(args) == needle
+    assert _snapshot(store) == before
+    res = CliRunner().invoke(main, ["store", "migrate", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    assert res.output == f"{store}: format 3 -> 4: version 1 lists 2 data files\n"
+    got = read_store(store)
+    pd.testing.assert_frame_equal(got.events, want.events)
+    pd.testing.assert_frame_equal(got.traces, want.traces)
+    assert statemine.store_info(store).version == 1
+    out = statemine.store_vacuum(store, grace=0)
+    assert set(out.removed) == {orphan, store / "impl=y"} and out.version == 1
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    assert statemine.store_info(store).events == 2 * 21 + len(want.events) - 21
+    line = _cli_error(["store", "migrate", "--store", str(store)])
+    assert line == f"statemine: error: {store}: already of store format 4; nothing to migrate"
+
+
+def test_a_format_1_store_migrates_with_empty_labels(inputs, tmp_path):
+    """A format 1 store (data files only, as benchmarks/bench_dask.py synthesizes) gets
+    an empty labels file per data file: its traces read with their partition labels."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    want = read_store(store)
+    _as_format(store, 1)
+    shutil.rmtree(store / "_labels")
+    out = statemine.store_migrate(store)
+    assert (out.format, out.version, out.files) == (1, 1, 1)
+    got = read_store(store)
+    pd.testing.assert_frame_equal(got.events, want.events)
+    assert list(got.traces["impl"]) == ["x"] * 3 and "conn" not in got.traces
+
+
+def test_vacuum_removes_only_old_unpublished_files_of_the_store(inputs, tmp_path):
+    """A killed add's files (data, labels, temporary, spill folder, empty partition
+    folder) and older version files go once older than the grace; younger ones (a running
+    add's) stay, and so does any file statemine does not write."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    want = _content_of(store)
+    (data,) = [p for p in (store / "impl=x").glob("part-*")][:1]
+    left = [
+        store / "impl=x" / "part-1-2-0badf00d.parquet",
+        store / "_labels" / "impl=x" / "labels-1-2-0badf00d.parquet",
+        store / "impl=x" / ".part-1-2-0badf00d.parquet.77-0badf00d.tmp",
+        store / ".spill-abc" / "time.bin",
+        store / "impl=new" / "part-9-9-0badf00d.parquet",
+    ]
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(data, path)
+    mine = [store / "impl=x" / "notes.txt", store / "_labels" / "x.json"]
+    for path in mine:
+        path.write_text("mine")
+    assert _content_of(store) == want  # none of it is read
+    kept = statemine.store_vacuum(store)  # all of it younger than a day: a running add's
+    assert kept.removed == () and kept.bytes == 0 and kept.version == 2 and kept.files == 2
+    old = time.time() - 2 * 3600
+    for path in store.rglob("*"):
+        os.utime(path, (old, old), follow_symlinks=False)
+    res = CliRunner().invoke(main, ["store", "vacuum", "--store", str(store), "--grace", "3600"])
+    assert res.exit_code == 0, res.output
+    gone = {*left[:3], left[4], store / ".spill-abc", store / "impl=new"}  # a folder whole
+    gone.add(store / "_statemine_log" / f"{1:020d}.json")
+    size = sum(len(data.read_bytes()) for _ in left)  # and version 1's file
+    assert res.output.startswith(f"{store}: removed {len(gone)} files and folders (")
+    assert not any(p.exists() for p in [*gone, *left]) and all(p.read_text() == "mine" for p in mine)
+    assert size <= int(res.output.split("(")[1].split(" ")[0])
+    assert _content_of(store) == want
+
+
+def _content_of(store: Path) -> tuple:
+    """The store's partitions and its event rows as a reader sees them (comparable)."""
+    info = statemine.store_info(store)
+    rows = _events(read_store(store)).astype(str).to_numpy()
+    return info.partitions, tuple(map(tuple, rows))
+
+
+@pytest.mark.parametrize(
+    "doc, needle",
+    [
+        ("not json", "not JSON"),
+        ('{"version": 7, "files": []}', "not the document of version 1"),
+        ('{"version": 1}', "no list of files"),
+        (
+            '{"version": 1, "files": [{"partition": ["..", "etc"], "id": "a", "rows": 1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+        (
+            '{"version": 1, "files": [{"partition": ["impl=x"], "id": "../../x", "rows": 1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+        (
+            '{"version": 1, "files": [{"partition": ["impl=x"], "id": "a", "rows": -1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+    ],
+)
+def test_a_damaged_version_file_is_one_line_naming_it(inputs, tmp_path, doc, needle):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    version = store / "_statemine_log" / f"{1:020d}.json"
+    version.write_text(doc)
+    for args in (["store", "info", "--store", str(store)], ["infer", str(store)]):
+        line = _cli_error(args)
+        assert line.startswith(f"statemine: error: {version}: damaged store version: {needle}")
+
+
+def test_adds_racing_for_a_version_both_publish(inputs, tmp_path, monkeypatch):
+    """An add that lost the race for version N (another add published N after it read
+    N - 1) publishes N + 1 with both adds' files: nothing lost or listed twice."""
+    import statemine.store_log as log
+
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    real = log.latest
+    calls = [0]
+
+    def stale_once(root, check):
+        calls[0] += 1
+        if calls[0] == 1:  # meanwhile another add publishes version 2
+            statemine.store_add([inputs["parquet"]], store, {"impl": "y"})
+            return _at(root, check, 1)
+        return real(root, check)
+
+    def _at(root, check, number):
+        path = log.version_path(root, number)
+        return log.Version(number, path, log.parse_version(path, path.read_bytes(), number, check))
+
+    monkeypatch.setattr(log, "latest", stale_once)
+    out = statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    monkeypatch.undo()
+    assert out.version == 3
+    info = statemine.store_info(store)
+    parquet_rows = pq.ParquetFile(inputs["parquet"]).metadata.num_rows
+    assert [p.files for p in info.partitions] == [2, 1]
+    assert info.events == 21 + len(statemine.read(inputs["qlog"]).events) + parquet_rows
+
+
+def test_store_files_lists_the_published_version_for_other_readers(inputs, tmp_path):
+    """`statemine store files` prints the latest version's files; DuckDB given them reads
+    that version, not a file an add has not published."""
+    duckdb = pytest.importorskip("duckdb", reason="duckdb not installed")
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    statemine.store_add([inputs["qlog"]], store, {"impl": "y"})
+    (data,) = (store / "impl=x").glob("part-*")
+    shutil.copy(data, data.with_name("part-1-2-0badf00d.parquet"))  # not published
+    res = CliRunner().invoke(main, ["store", "files", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    paths = res.output.split()
+    assert paths == [str(p) for p in statemine.store.published_files(store)]
+    assert len(paths) == 2 and str(data) == paths[0]
+    con = duckdb.connect()
+    rows = con.execute(
+        "SELECT impl, count(*) FROM read_parquet(?, hive_partitioning = true) GROUP BY impl "
+        "ORDER BY impl",
+        [paths],
+    ).fetchall()
+    qlog_rows = len(statemine.read(inputs["qlog"]).events)
+    assert rows == [("x", 21), ("y", qlog_rows)]
+    for kind, top in (("labels", "_labels"), ("metrics", "_metrics")):
+        res = CliRunner().invoke(main, ["store", "files", "--store", str(store), "--kind", kind])
+        listed = res.output.split()
+        assert listed and all(p.startswith(str(store / top)) for p in listed)
+    assert len(listed) == 1  # only the qlog logs metrics

@@ -69,6 +69,24 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
     print_frame(frame, title=title, right=(1, 2, 3, 4), wide=wide)
 
 
+@store.command("files")
+@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--kind",
+    type=click.Choice(["data", "labels", "metrics"]),
+    default="data",
+    show_default=True,
+    help="Which files: the events, the per-trace labels or the metrics tables.",
+)
+def files(store_dir: Path, kind: str) -> None:
+    """Print the files of the store's latest version, one path a line (for Spark, DuckDB,
+    Polars: read these, not the folder, to see one version; docs/store.md)."""
+    from ..store import published_files
+
+    for path in published_files(store_dir, kind):
+        click.echo(path)
+
+
 @store.command("vacuum")
 @click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -99,8 +117,7 @@ def migrate(store_dir: Path) -> None:
 
     out = store_migrate(store_dir)
     click.echo(
-        f"{store_dir}: format {out.format} -> 4: version {out.version} lists {out.files} "
-        "data files"
+        f"{store_dir}: format {out.format} -> 4: version {out.version} lists {out.files} data files"
     )
 
 
