@@ -14,8 +14,12 @@ unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 :func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
 bounded memory whatever its size), adds a qlog file in spilled slices of its connections
 and an ftrace file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
-input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file is written beside its final name and renamed in, the data file last:
-an input's files appear whole, and its data file only once its labels and metrics are in.
+input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file
+is written beside its final name and renamed in; then the add publishes the next version
+of the store (:mod:`statemine.store_log`), which lists them. Readers read the files of the
+latest version only (:func:`store_files`, :func:`store_info`, :func:`published_files`), so
+they see an add whole or not at all; :func:`store_vacuum` removes what a killed add left
+and :func:`store_migrate` publishes a store of an older format.
 """
 
 from __future__ import annotations
@@ -250,8 +254,10 @@ def store_add(
     ``batch_rows`` (and 16,384) rows of one connection, spilled first
     (:func:`statemine.parse.qlog.read_qlog_parts`), their metrics ``batch_rows`` rows at a
     time; other inputs are read one file's
-    trace set at a time. Each file is written beside its final name and renamed in (the data file
-    last), so a failure or signal leaves only whole inputs of earlier batches.
+    trace set at a time. Each file is written beside its final name and renamed in, then
+    the add publishes one new version listing them all (``AddOutput.version``): a failure
+    or signal removes them and publishes nothing, a kill leaves them unpublished (for
+    :func:`store_vacuum`).
     """
     from .commands import ReadOptions, read_inputs
     from .parse import expand_paths

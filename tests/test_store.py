@@ -1207,7 +1207,9 @@ def test_vacuum_removes_only_old_unpublished_files_of_the_store(inputs, tmp_path
     gone.add(store / "_statemine_log" / f"{1:020d}.json")
     size = sum(len(data.read_bytes()) for _ in left)  # and version 1's file
     assert res.output.startswith(f"{store}: removed {len(gone)} files and folders (")
-    assert not any(p.exists() for p in [*gone, *left]) and all(p.read_text() == "mine" for p in mine)
+    assert not any(p.exists() for p in [*gone, *left]) and all(
+        p.read_text() == "mine" for p in mine
+    )
     assert size <= int(res.output.split("(")[1].split(" ")[0])
     assert _content_of(store) == want
 
