@@ -293,6 +293,8 @@ def store_add(
             entries.append(_write_batch(root, where, batch))
             traces += batch.traces
             events += batch.events
+        if new and not (root / META_NAME).exists():  # a racing first add that failed took it
+            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
         version = commit(root, entries, _partition_check(keys))
     written = tuple(e.data(root) for e in entries)
     return AddOutput(root.joinpath(*where), written, traces, events, version)
