@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -97,13 +97,32 @@ def spill_columns(
     in ``folder``. Returns the row count of each block; only one block is in memory."""
     sizes = []
     with contextlib.ExitStack() as stack:
-        handles = {c: stack.enter_context(open(folder / f"{c}.bin", "wb")) for c in dtypes}
+        handles = {c: stack.enter_context(_opened(folder / f"{c}.bin")) for c in dtypes}
         for block in blocks:
             rows = order(block)
             for name, values in block.items():
-                values[rows].astype(dtypes[name], copy=False).tofile(handles[name])
+                _append(handles[name], values[rows].astype(dtypes[name], copy=False))
             sizes.append(len(rows))
     return tuple(sizes)
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[BinaryIO]:
+    """``path`` open for writing; an OS error on it (opening, writing, closing) becomes a
+    one-line error naming the file and the cause (e.g. No space left on device)."""
+    from .fileio import os_error
+
+    try:
+        with open(path, "wb") as handle:
+            yield handle
+    except OSError as exc:
+        raise os_error(path, exc) from None
+
+
+def _append(handle: BinaryIO, values: np.ndarray) -> None:
+    """Append ``values``' bytes to ``handle`` through Python's file object (numpy's
+    ``tofile`` reports a full disk as "N requested and M written", without the cause)."""
+    handle.write(np.ascontiguousarray(values).data)
 
 
 def batches(counts: np.ndarray, batch_rows: int) -> Iterator[tuple[int, int]]:

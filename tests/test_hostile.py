@@ -398,7 +398,7 @@ CASES = [
         ["store", "add", "{d}/good.log", "--store", "{out}", "--label", "impl=x"],
         True,
         stdout="added",
-        outputs=("_labels", "_statemine_store.json", "impl=x"),
+        outputs=("_labels", "_statemine_log", "_statemine_store.json", "impl=x"),
         fast=True,
     ),
     Case(
