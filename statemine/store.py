@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
     import pandas as pd
     import pyarrow as pa
 
-    from .commands import ReadOptions
+    from .parse.inputs import ReadOptions
     from .store_stream import Spill
     from .traces import TracePart, TraceSet
 
@@ -259,8 +259,8 @@ def store_add(
     or signal removes them and publishes nothing, a kill leaves them unpublished (for
     :func:`store_vacuum`).
     """
-    from .commands import ReadOptions, read_inputs
     from .parse import expand_paths
+    from .parse.inputs import ReadOptions, read_files
 
     labels = dict(labels or {})
     for key, value in labels.items():
@@ -289,7 +289,7 @@ def store_add(
             elif fmt is not None:
                 batch = _pieces_batch(group[0], fmt, read, root, batch_rows)
             else:
-                batch = _traceset_batch(read_inputs(group, read))
+                batch = _traceset_batch(read_files(group, read))
             entries.append(_write_batch(root, where, batch))
             traces += batch.traces
             events += batch.events
@@ -588,7 +588,8 @@ def _write_streamed(sp: Spill, ids: list[str], source: str, target: Path, rows: 
     import numpy as np
     import pyarrow.parquet as pq
 
-    from .store_stream import batches, gather, rows_table
+    from .parse.spill import batches
+    from .store_stream import gather
 
     schema = _schema()
     seq_start = np.zeros(len(ids), np.int64)
@@ -724,6 +725,43 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         ).to_numpy()
     codes, uniques = pd.factorize(column, sort=False)
     return codes.astype("int32"), np.asarray(uniques, dtype=object).astype(str)
+
+
+def rows_table(
+    rows: dict[str, np.ndarray],
+    seq_start: np.ndarray,
+    ids: list[str],
+    sp: Spill,
+    source: str,
+    schema: pa.Schema,
+) -> pa.Table:
+    """One batch (or slice) of gathered rows in the store's schema; ``seq_start[code]`` is
+    the seq of the trace's first row here (advanced in place past these rows)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .parse.statemine_log import KINDS, NUMERIC_KEYS
+
+    code = rows["trace"]
+    new = np.r_[True, code[1:] != code[:-1]]
+    starts = np.flatnonzero(new)
+    runs = np.diff(np.r_[starts, len(code)])
+    seq = np.arange(len(code)) - np.repeat(starts - seq_start[code[starts]], runs)
+    np.add.at(seq_start, code[starts], runs)
+    used, trace_codes = np.unique(code, return_inverse=True)
+    names, name_codes = np.unique(rows["name"], return_inverse=True)
+    columns = {
+        "trace": dictionary_array(trace_codes, [ids[i] for i in used.tolist()]),
+        "seq": pa.array(seq, pa.int64()),
+        "time": pa.array(rows["time"]),
+        "kind": dictionary_array(rows["kind"].astype(np.int32), KINDS),
+        "state": dictionary_array(name_codes, [sp.names[i] for i in names.tolist()]),
+        "line": pa.array(rows["line"]),
+        **{k: pa.array(rows[k], from_pandas=True) for k in NUMERIC_KEYS},
+        "source": dictionary_array(np.zeros(len(code), np.int32), [source]),
+        "end": pa.array(sp.table.close_time[code]),
+    }
+    return pa.table(columns).cast(schema)
 
 
 def dictionary_array(codes: np.ndarray, values: Sequence[str] | np.ndarray) -> pa.DictionaryArray:

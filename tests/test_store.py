@@ -275,6 +275,7 @@ def _plain(table: pa.Table) -> pd.DataFrame:
 def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, batch_rows):
     import functools
 
+    import statemine.store as store_module
     import statemine.store_stream as stream
     from statemine.parse.statemine_log import LogScan
     from statemine.store import to_table
@@ -282,13 +283,13 @@ def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, bat
     log = _interleaved_log(tmp_path / "a.log")
     held: list[int] = []
     monkeypatch.setattr(stream, "LogScan", functools.partial(LogScan, chunk_bytes=200))
-    real = stream.rows_table
+    real = store_module.rows_table
 
     def counting(rows, *args):
         held.append(len(rows["trace"]))
         return real(rows, *args)
 
-    monkeypatch.setattr(stream, "rows_table", counting)
+    monkeypatch.setattr(store_module, "rows_table", counting)
     out = statemine.store_add([log], tmp_path / "s", {"impl": "x"}, batch_rows=batch_rows)
     got = _plain(pq.read_table(out.files[0]))
     want = _plain(to_table(statemine.read(log)))

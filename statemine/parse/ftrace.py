@@ -340,7 +340,7 @@ def read_ftrace_batches(
     ``meta`` on every piece). Memory: one block while spilling, one batch after; disk
     about 90 bytes per event line. Raises what :func:`read_ftrace` raises (the errors of
     the whole file before the first piece)."""
-    from ..store_stream import batches, gather_columns, spill_columns
+    from .spill import batches, gather_columns, spill_columns
 
     if mss is not None and mss <= 0:
         raise InputError(path, None, f"mss must be a positive number of bytes, not {mss}")
