@@ -137,6 +137,13 @@ def test_losses_are_the_qlogs_declarations(result):
     # the jitter reorders packets: far more declarations, most of them spurious
     a, b = losses.loc[SIDES[0]], losses.loc[SIDES[1]]
     assert b["spurious"] > 3 * a["spurious"] and b["spurious"] > b["real"]
+    # docs/explain.md's figures
+    assert (a["declared"], b["declared"], a["spurious"], b["spurious"]) == (36, 205, 9, 179)
+    recovery = result.states.set_index("state").loc["Recovery"]
+    assert f"{recovery['rate_ratio']:.2g}" == "0.98" and f"{recovery['dwell_ratio']:.2g}" == "1.3"
+    lead = result.triggers[result.triggers["state"] == "Recovery"]
+    lead_b = lead.loc[lead["entries_b"].idxmax()]
+    assert (lead_b["trigger"], lead_b["verdict"]) == ("LossDetected rule=packet", "spurious")
 
 
 def test_triggers_are_the_qlogs_loss_triggers_and_counts(result):
@@ -197,3 +204,13 @@ def test_explain_cli_on_the_pair(tmp_path):
     triggers = pd.read_csv(out / "triggers.csv")
     assert (triggers["trigger"] == "LossDetected rule=packet").any()
     assert "Recovery" in (out / "explain.md").read_text(encoding="utf-8")
+
+
+def test_summary_names_a_knob_without_labels_cleanly(result):
+    """qlog traces carry no lab labels: the knob is named without an empty value list."""
+    limited = [p for p in result.summary if p.startswith("ApplicationLimited")]
+    assert (
+        limited
+        and "client read rate / receive window (flow control) governs this trigger." in limited[0]
+    )
+    assert not any("governs this trigger: ." in p for p in result.summary)
