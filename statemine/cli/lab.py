@@ -186,6 +186,12 @@ def keys_cmd(wide: bool) -> None:
 @click.option(
     "--markdown", is_flag=True, help="Print the tables as Markdown (as in docs/findings.md)."
 )
+@click.option(
+    "--why",
+    is_flag=True,
+    help="Also say why (statemine explain per comparison): rate or dwell and the leading "
+    "trigger of the finding's state, in a last column of the tables and the CSV.",
+)
 @WIDE_OPTION
 def findings_cmd(
     root: Path | None,
@@ -196,6 +202,7 @@ def findings_cmd(
     seed: int,
     csv_path: Path | None,
     markdown: bool,
+    why: bool,
     wide: bool,
 ) -> None:
     """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
@@ -209,7 +216,7 @@ def findings_cmd(
     from .console import make_console, print_table
 
     found = measure_findings(
-        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path
+        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path, why=why
     )
     verdicts, conditions = found.verdicts, found.conditions
     root = DEFAULT_TRACES if root is None else root
@@ -238,7 +245,7 @@ def findings_cmd(
             continue
         print_table(
             console,
-            findings.VERDICT_HEADERS,
+            findings.verdict_headers(rows),
             findings.verdict_cells(rows),
             right=(2, 3, 4, 5, 6),
         )
