@@ -6,9 +6,10 @@ found anywhere in a line, after any prefix. Each ``(conn, role)`` of a file is o
 The file is read in blocks of whole lines (bounded memory) and each block is tokenized by
 the compiled :mod:`statemine.parse._linescan` scanner into integer-coded columns. The
 scanner keeps, across blocks, the codes of traces and names and each trace's last time,
-so it checks time order while streaming. :class:`LogScan` gives the blocks (for streaming
-statistics, :mod:`statemine.stats.stream`); :func:`read_statemine_log` joins them into a
-:class:`TraceSet`.
+so it checks time order while streaming. :class:`LogScan` gives one file's blocks;
+:func:`scan_files` gives many files' rows through one scanner, many small files gathered
+into one block (for streaming statistics, :mod:`statemine.stats.stream`, and for
+:func:`read_statemine_logs`, which joins them into one :class:`TraceSet` in one pass).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ KINDS = ("state", "event")
 NUMERIC_KEYS = ("cwnd", "inflight", "ssthresh", "srtt")
 
 
+#: ``file_starts`` of one file's blocks.
+_ONE_FILE = np.zeros(1, np.int64)
+
+
 class ScannedBlock(NamedTuple):
     """The statemine lines of one block, as columns (one entry per line, file order).
 
@@ -65,6 +70,30 @@ class ScannedBlock(NamedTuple):
     extra_rows: np.ndarray
     extra_text: list[str]
     names: list[str]
+    #: The first trace code of each file begun so far (ascending; :func:`scan_files`).
+    file_starts: np.ndarray = _ONE_FILE
+
+    def file_of(self, trace: int) -> int:
+        """Index of the file that holds trace code ``trace``."""
+        return int(np.searchsorted(self.file_starts, trace, side="right")) - 1
+
+
+class ScanEnd(NamedTuple):
+    """End of :func:`scan_files`, per trace code of all files: ``last_time`` (seconds of its
+    last line), ``close_time`` (of its ``event=Close`` line, NaN if none), ``n_events``;
+    ``file_starts``: the first trace code of each file."""
+
+    last_time: np.ndarray
+    close_time: np.ndarray
+    n_events: np.ndarray
+    file_starts: np.ndarray
+
+
+#: The scanner's packed per-trace record (Scanner.traces, Scanner.info).
+_INFO = np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
+#: :func:`scan_files` hands over the rows it has gathered once they reach this many (at a
+#: block's end, so a block of a big file is never split).
+GATHER_ROWS = 1 << 16
 
 
 class TraceTable(NamedTuple):
@@ -114,17 +143,7 @@ class LogScan:
             out = self._scanner.scan(block, self._max_line_bytes)
             if "error" in out:
                 raise _input_error(self.path, out, self._max_line_bytes)
-            yield ScannedBlock(
-                line=np.frombuffer(out["line"], np.int64),
-                time=np.frombuffer(out["time"], np.float64),
-                trace=np.frombuffer(out["trace"], np.int32),
-                kind=np.frombuffer(out["kind"], np.uint8),
-                name=np.frombuffer(out["name"], np.int32),
-                numeric={k: np.frombuffer(out[k], np.float64) for k in NUMERIC_KEYS},
-                extra_rows=np.frombuffer(out["extra_row"], np.int64),
-                extra_text=out["extra_text"],
-                names=self._scanner.names(),
-            )
+            yield _scanned(out, self._scanner.names())
 
     def names(self) -> list[str]:
         """State and event names, indexed by the blocks' ``name`` codes."""
@@ -133,12 +152,26 @@ class LogScan:
     def traces(self) -> TraceTable:
         """The traces seen so far, indexed by the blocks' ``trace`` codes."""
         conns, roles, info = self._scanner.traces()
-        packed = np.frombuffer(
-            info, np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
-        )
+        packed = np.frombuffer(info, _INFO)
         return TraceTable(
             conns, roles, packed["last"].copy(), packed["close"].copy(), packed["n"].copy()
         )
+
+
+def _scanned(out: dict, names: list[str], file_starts: np.ndarray = _ONE_FILE) -> ScannedBlock:
+    """The scanner's columns (bytes of native arrays) as a :class:`ScannedBlock`."""
+    return ScannedBlock(
+        line=np.frombuffer(out["line"], np.int64),
+        time=np.frombuffer(out["time"], np.float64),
+        trace=np.frombuffer(out["trace"], np.int32),
+        kind=np.frombuffer(out["kind"], np.uint8),
+        name=np.frombuffer(out["name"], np.int32),
+        numeric={k: np.frombuffer(out[k], np.float64) for k in NUMERIC_KEYS},
+        extra_rows=np.frombuffer(out["extra_row"], np.int64),
+        extra_text=out["extra_text"],
+        names=names,
+        file_starts=file_starts,
+    )
 
 
 def read_statemine_log(
@@ -198,31 +231,59 @@ def no_lines_error(path: str | Path) -> InputError:
     )
 
 
-class FileEnd(NamedTuple):
-    """End of one file in :func:`scan_files`: its traces."""
-
-    path: Path
-    traces: TraceTable
-
-
 def scan_files(
     files: Sequence[Path],
     on_progress: Callable[[int], None] | None = None,
     depth: int = 4,
-) -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
-    """``(file index, block)`` for each block of each file, then ``(index, FileEnd)``.
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    scanner: Scanner | None = None,
+) -> Iterator[ScannedBlock | ScanEnd]:
+    """The rows of all ``files`` as :class:`ScannedBlock` s, then one :class:`ScanEnd`.
 
-    The files are scanned ahead on a background thread (the tokenizer runs without the
-    GIL), at most ``depth`` blocks ahead, so scanning overlaps whatever the caller does
-    with the blocks (or imports) and memory stays bounded. It starts at once.
+    One scanner reads every file (one reused buffer), so trace codes run over all files
+    (in file order, then first line) and name codes are shared; rows of many small files
+    are gathered into one block of at least :data:`GATHER_ROWS` rows (the last block may
+    be shorter), a big file's rows come block by block. The files are scanned ahead on a
+    background thread (the tokenizer runs without the GIL), at most ``depth`` blocks ahead,
+    so scanning overlaps whatever the caller does with the blocks (or imports) and memory
+    stays bounded. It starts at once. Errors as :class:`LogScan`, and a file without a
+    statemine line; ``scanner`` (a new :class:`Scanner`) is the one used, for its traces
+    once the scan has ended.
     """
+    scan = Scanner() if scanner is None else scanner
 
-    def produce() -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
-        for i, path in enumerate(files):
-            scan = LogScan(path, on_progress=on_progress)
-            for block in scan:
-                yield i, block
-            yield i, FileEnd(Path(path), scan.traces())
+    def produce() -> Iterator[ScannedBlock | ScanEnd]:
+        buffer = bytearray(chunk_bytes + max_line_bytes + 1)
+        starts: list[int] = []
+        file_starts = np.zeros(0, np.int64)
+        for path in files:
+            if starts:
+                scan.next_file()
+            starts.append(scan.n_traces)
+            file_starts = np.array(starts, np.int64)
+            for block in iter_blocks(
+                path,
+                chunk_bytes=chunk_bytes,
+                max_line_bytes=max_line_bytes,
+                on_progress=on_progress,
+                line_number=lambda: scan.next_line,
+                buffer=buffer,
+            ):
+                error = scan.feed(block, max_line_bytes)
+                if error is not None:
+                    raise _input_error(Path(path), error, max_line_bytes)
+                if scan.n_rows >= GATHER_ROWS:
+                    yield _scanned(scan.take(), scan.names(), file_starts)
+            if scan.n_traces == starts[-1]:
+                raise no_lines_error(path)
+        if scan.n_rows:
+            yield _scanned(scan.take(), scan.names(), file_starts)
+        packed = np.frombuffer(scan.info(), _INFO)
+        yield ScanEnd(
+            packed["last"].copy(), packed["close"].copy(), packed["n"].copy(), file_starts
+        )
 
     return read_ahead(produce(), depth)
 
