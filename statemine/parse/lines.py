@@ -37,7 +37,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 def open_binary(path: str | Path) -> io.BufferedReader | gzip.GzipFile:
     """Open ``path`` for reading bytes, transparently gunzipping gzip files."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         raw = open(path, "rb")  # noqa: SIM115 (returned to the caller, who closes it)
     except OSError as exc:
@@ -127,7 +127,7 @@ def iter_blocks(
     buffer (at least ``chunk_bytes + max_line_bytes + 1`` bytes), reused from file to file
     (making and zeroing 17 MB took milliseconds per file).
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     size = chunk_bytes + max_line_bytes + 1
     if buffer is not None and len(buffer) < size:
         raise ValueError(f"buffer of {len(buffer)} bytes; iter_blocks needs {size}")

@@ -193,34 +193,104 @@ def read_statemine_log(
     scan = LogScan(
         path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress
     )
-    columns: dict[str, list[np.ndarray]] = {
-        c: [] for c in ("trace", "time", "kind", "name", "line")
-    }
-    numeric: dict[str, list[np.ndarray | None]] = {k: [] for k in NUMERIC_KEYS}
-    fields: list[tuple[np.ndarray, list[str]]] = []
-    n = 0
-    for b in scan:  # keep each block's columns compactly: line as int32, no all-NaN metrics
-        columns["trace"].append(b.trace)
-        columns["time"].append(b.time)
-        columns["kind"].append(b.kind)
-        columns["name"].append(b.name)
-        columns["line"].append(_int32_lines(path, b.line))
-        for k in NUMERIC_KEYS:
-            numeric[k].append(None if np.isnan(b.numeric[k]).all() else b.numeric[k])
-        if b.extra_text:
-            fields.append((b.extra_rows + n, b.extra_text))
-        n += len(b.time)
-    if not n:
+    rows = _Rows()
+    for b in scan:
+        rows.add(b, lambda _trace: path)
+    if not rows.n:
         raise no_lines_error(path)
+    path = Path(path)
+    table = scan.traces()
+    ids = trace_ids(source or path.name, table)
+    return _to_traceset(rows, scan.names(), table, ids, [str(path)] * len(ids))
+
+
+def read_statemine_logs(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_progress: Callable[[int], None] | None = None,
+) -> TraceSet:
+    """Read log files of statemine lines into one :class:`~statemine.traces.TraceSet` in
+    one pass (one scanner, columns gathered across files, one validation): the same set
+    as joining :func:`read_statemine_log` of each (``sources[i]`` naming ``paths[i]``)
+    with :func:`statemine.traces.concat`. Errors as :func:`read_statemine_log`, naming
+    the file."""
+    if len(paths) == 1:
+        return read_statemine_log(
+            paths[0],
+            source=sources[0],
+            chunk_bytes=chunk_bytes,
+            max_line_bytes=max_line_bytes,
+            on_progress=on_progress,
+        )
+    scanner = Scanner()
+    rows = _Rows()
+    end: ScanEnd | None = None
+    for item in scan_files(
+        paths,
+        on_progress,
+        chunk_bytes=chunk_bytes,
+        max_line_bytes=max_line_bytes,
+        scanner=scanner,
+    ):
+        if isinstance(item, ScanEnd):
+            end = item
+        else:
+            rows.add(item, lambda trace, b=item: paths[b.file_of(trace)])
+    assert end is not None  # scan_files ends with one
+    conns, roles, info = scanner.traces()
+    packed = np.frombuffer(info, _INFO)
+    table = TraceTable(conns, roles, packed["last"], packed["close"], packed["n"])
+    counts = np.diff(np.r_[end.file_starts, len(conns)])
+    file_of_trace = np.repeat(np.arange(len(paths)), counts)
+    ids = [
+        f"{sources[f]}#{c}" + (f"/{r}" if r is not None else "")
+        for f, c, r in zip(file_of_trace.tolist(), conns, roles)
+    ]
+    source = [str(p) for p in paths]
     return _to_traceset(
-        Path(path), source or Path(path).name, columns, numeric, fields, scan.names(), scan.traces()
+        rows,
+        scanner.names(),
+        table,
+        ids,
+        [source[f] for f in file_of_trace.tolist()],
+        file_of_trace=file_of_trace,
     )
 
 
-def _int32_lines(path: str | Path, line: np.ndarray) -> np.ndarray:
+class _Rows:
+    """Blocks' columns kept compactly until joined: line as int32, no all-NaN metrics."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[np.ndarray]] = {
+            c: [] for c in ("trace", "time", "kind", "name", "line")
+        }
+        self.numeric: dict[str, list[np.ndarray | None]] = {k: [] for k in NUMERIC_KEYS}
+        self.fields: list[tuple[np.ndarray, list[str]]] = []
+        self.n = 0
+
+    def add(self, b: ScannedBlock, path_of: Callable[[int], str | Path]) -> None:
+        """Keep block ``b``; ``path_of(trace code)`` names the file in errors."""
+        self.columns["trace"].append(b.trace)
+        self.columns["time"].append(b.time)
+        self.columns["kind"].append(b.kind)
+        self.columns["name"].append(b.name)
+        self.columns["line"].append(_int32_lines(b, path_of))
+        for k in NUMERIC_KEYS:
+            self.numeric[k].append(None if np.isnan(b.numeric[k]).all() else b.numeric[k])
+        if b.extra_text:
+            self.fields.append((b.extra_rows + self.n, b.extra_text))
+        self.n += len(b.time)
+
+
+def _int32_lines(b: ScannedBlock, path_of: Callable[[int], str | Path]) -> np.ndarray:
     """Line numbers as int32 (the TraceSet's dtype), or an error past 2^31 - 1 lines."""
-    if len(line) and line[-1] > np.iinfo(np.int32).max:
-        raise InputError(path, None, "more than 2^31 - 1 lines: use statemine store add")
+    line = b.line
+    if len(line) and line.max() > np.iinfo(np.int32).max:
+        where = path_of(int(b.trace[np.argmax(line > np.iinfo(np.int32).max)]))
+        raise InputError(where, None, "more than 2^31 - 1 lines: use statemine store add")
     return line.astype(np.int32)
 
 
@@ -296,74 +366,131 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
 
 
 def _to_traceset(
-    path: Path,
-    source: str,
-    columns: dict[str, list[np.ndarray]],
-    numeric: dict[str, list[np.ndarray | None]],
-    fields: list[tuple[np.ndarray, list[str]]],
+    rows: _Rows,
     names: list[str],
     table: TraceTable,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
 ) -> TraceSet:
     """Group the rows (per column, one array per block) by trace (stable: log order within
-    a trace) into a TraceSet. Each column's blocks are joined, reordered and released one
-    column at a time, so the peak is the finished columns plus one column's copies."""
+    a trace) into a TraceSet; ``ids`` and ``sources`` per trace code. Each column's blocks
+    are joined, reordered and released one column at a time, so the peak is the finished
+    columns plus one column's copies. ``file_of_trace`` (rows of several files): the
+    categories and columns :func:`statemine.traces.concat` gives the files' sets."""
     import pandas as pd
 
     from ..stats.visits import group_order
-    from ..traces import TraceSet
+    from ..traces import TraceSet, categorical
+
+    columns, numeric = rows.columns, rows.numeric
 
     def take(blocks: list) -> np.ndarray:
         joined = np.concatenate(blocks)
         blocks.clear()
         return joined[order]
 
-    ids = trace_ids(source, table)
     sizes = [len(b) for b in columns["trace"]]
     codes = np.concatenate(columns["trace"])
     columns["trace"].clear()
+    file_of_row = None if file_of_trace is None else file_of_trace[codes]
     order = group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     seq = (np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))).astype(
         np.int32
     )
+    name_codes = np.concatenate(columns["name"])
+    columns["name"].clear()
+    if file_of_row is None:
+        trace = pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str))
+        state = pd.Categorical.from_codes(name_codes[order], categories=pd.Index(names, dtype=str))
+    else:  # as concat: categories that differ between the files become sorted text
+        trace = categorical(codes, ids)
+        shared = _shared_names(file_of_row, name_codes, len(names))
+        state = (
+            categorical(name_codes[order], names)
+            if shared is None
+            else pd.Categorical.from_codes(
+                _rank(shared, len(names))[name_codes[order]],
+                categories=pd.Index([names[c] for c in shared], dtype=str),
+            )
+        )
+    del name_codes
     events = pd.DataFrame(
         {
-            "trace": pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str)),
+            "trace": trace,
             "seq": seq,
             "time": take(columns["time"]),
             "kind": pd.Categorical.from_codes(
                 take(columns["kind"]), categories=pd.Index(KINDS, dtype=str)
             ),
-            "state": pd.Categorical.from_codes(
-                take(columns["name"]), categories=pd.Index(names, dtype=str)
-            ),
+            "state": state,
             "line": take(columns["line"]),
         },
         copy=False,
     )
+    extra: dict[str, np.ndarray] = {}
     for k in NUMERIC_KEYS:
         blocks = numeric[k]
         if any(b is not None for b in blocks):
-            events[k] = take(
-                [np.full(m, np.nan) if b is None else b for b, m in zip(blocks, sizes)]
-            )
+            extra[k] = take([np.full(m, np.nan) if b is None else b for b, m in zip(blocks, sizes)])
         blocks.clear()
-    if fields:
+    if rows.fields:
         text = np.full(len(codes), None, dtype=object)
-        for rows, values in fields:
-            text[rows] = values
-        events["fields"] = text[order]
+        for at, values in rows.fields:
+            text[at] = values
+        extra["fields"] = text[order]
+    for k in _column_order(extra, file_of_row, order):
+        events[k] = extra[k]
     traces = pd.DataFrame(
         {
             "trace": pd.Series(ids, dtype=str),
-            "source": str(path),
+            "source": sources,
             "end": table.close_time,
             "conn": pd.Series(table.conn, dtype=str),
             "role": pd.Series(table.role, dtype=object),
         }
     )
     return TraceSet.from_events(events, traces, {"format": "statemine"})
+
+
+def _shared_names(
+    file_of_row: np.ndarray, name_codes: np.ndarray, n_names: int
+) -> list[int] | None:
+    """When every file has the same names (in any order), the name codes in the first
+    file's order of first appearance (pandas' concat keeps the first set's categories
+    then), else None (concat makes them sorted text)."""
+    first = np.unique(file_of_row.astype(np.int64) * n_names + name_codes, return_index=True)[1]
+    n_files = int(file_of_row[-1]) + 1
+    if len(first) != n_files * n_names:  # a file lacks a name
+        return None
+    in_first = np.sort(first[:n_names])
+    return name_codes[in_first].tolist()
+
+
+def _rank(codes: list[int], n: int) -> np.ndarray:
+    """Position of each code in ``codes`` (which holds every code below ``n`` once)."""
+    rank = np.empty(n, np.int64)
+    rank[codes] = np.arange(len(codes))
+    return rank
+
+
+def _column_order(
+    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray
+) -> list[str]:
+    """The optional columns in the order concat gives them: the union of each file's own
+    (a metric where that file logs it, then ``fields``) in order of first appearance."""
+    if file_of_row is None:
+        return list(extra)
+    grouped = file_of_row[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    seen: dict[str, int] = {}
+    for k, values in extra.items():
+        present = ~np.isnan(values) if k != "fields" else values != None  # noqa: E711
+        files = np.flatnonzero(np.logical_or.reduceat(present, starts))
+        seen[k] = int(files[0]) if len(files) else len(starts)
+    return sorted(extra, key=lambda k: (seen[k], list(extra).index(k)))
 
 
 def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
