@@ -29,7 +29,8 @@ def write_logs(folder, rng: np.random.Generator, n_files: int) -> list:
     for i in range(n_files):
         names = list(rng.permutation(NAMES)[: int(rng.integers(1, len(NAMES) + 1))])
         metrics = [k for k in sl.NUMERIC_KEYS if rng.random() < 0.4]
-        lines, clock = [], {}
+        lines: list[str] = []
+        clock: dict[str, float] = {}
         for _ in range(int(rng.integers(1, 40))):
             conn = f"c{int(rng.integers(3))}"
             clock[conn] = clock.get(conn, 0.0) + float(rng.exponential(0.1))

@@ -14,6 +14,7 @@ into one block (for streaming statistics, :mod:`statemine.stats.stream`, and for
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -238,7 +239,7 @@ def read_statemine_logs(
         if isinstance(item, ScanEnd):
             end = item
         else:
-            rows.add(item, lambda trace, b=item: paths[b.file_of(trace)])
+            rows.add(item, functools.partial(_path_of, paths, item))
     assert end is not None  # scan_files ends with one
     conns, roles, info = scanner.traces()
     packed = np.frombuffer(info, _INFO)
@@ -285,6 +286,11 @@ class _Rows:
         self.n += len(b.time)
 
 
+def _path_of(paths: Sequence[Path], block: ScannedBlock, trace: int) -> Path:
+    """The file of trace code ``trace`` of ``block``."""
+    return paths[block.file_of(trace)]
+
+
 def _int32_lines(b: ScannedBlock, path_of: Callable[[int], str | Path]) -> np.ndarray:
     """Line numbers as int32 (the TraceSet's dtype), or an error past 2^31 - 1 lines."""
     line = b.line
@@ -326,13 +332,11 @@ def scan_files(
 
     def produce() -> Iterator[ScannedBlock | ScanEnd]:
         buffer = bytearray(chunk_bytes + max_line_bytes + 1)
-        starts: list[int] = []
-        file_starts = np.zeros(0, np.int64)
+        starts: list[int] = []  # first trace code per file (an array per handed-over block)
         for path in files:
             if starts:
                 scan.next_file()
             starts.append(scan.n_traces)
-            file_starts = np.array(starts, np.int64)
             for block in iter_blocks(
                 path,
                 chunk_bytes=chunk_bytes,
@@ -345,14 +349,17 @@ def scan_files(
                 if error is not None:
                     raise _input_error(Path(path), error, max_line_bytes)
                 if scan.n_rows >= GATHER_ROWS:
-                    yield _scanned(scan.take(), scan.names(), file_starts)
+                    yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
             if scan.n_traces == starts[-1]:
                 raise no_lines_error(path)
         if scan.n_rows:
-            yield _scanned(scan.take(), scan.names(), file_starts)
+            yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
         packed = np.frombuffer(scan.info(), _INFO)
         yield ScanEnd(
-            packed["last"].copy(), packed["close"].copy(), packed["n"].copy(), file_starts
+            packed["last"].copy(),
+            packed["close"].copy(),
+            packed["n"].copy(),
+            np.array(starts, np.int64),
         )
 
     return read_ahead(produce(), depth)
