@@ -278,18 +278,6 @@ def _as_codes(column: pd.Series) -> pd.Series:
     return column.astype(str).astype("category")
 
 
-def group_order(codes: np.ndarray) -> np.ndarray:
-    """The stable order that groups equal integer codes, e.g. rows by trace (a radix sort
-    when the codes fit 16 bits).
-
-    >>> group_order(np.array([2, 0, 2, 1, 0])).tolist()
-    [1, 4, 3, 0, 2]
-    """
-    if len(codes) and codes.min() >= 0 and codes.max() < 2**15:
-        return np.argsort(codes.astype(np.int16), kind="stable")
-    return np.argsort(codes, kind="stable")
-
-
 def categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical[str]:
     """Integer ``codes`` into distinct ``names`` as the categorical :meth:`TraceSet.from_events`
     would make of the text (sorted categories), without making the text.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..traces import group_order
+from ..arrays import group_order
 from .sums import _LOW, _SHIFT, KeyedSums, unique_sums
 
 #: Relative accuracy of the sketch.

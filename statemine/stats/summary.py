@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..traces import TraceSet, group_order
+from ..arrays import group_order
+from ..traces import TraceSet
 from .options import StatsOptions
 from .partial import map_traces
 from .tables import TERMINAL, tables

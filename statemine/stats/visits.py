@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..traces import group_order
+from ..arrays import group_order
 from .options import EndRule, StatsOptions
 
 if TYPE_CHECKING:
