@@ -399,7 +399,7 @@ def _declaration_verdicts(
             out[int(k)] = ("spurious", "lab: the path dropped no packet of the run")
         elif no_jitter[r] and _rule_of(fields[k]) == "packet":
             out[int(k)] = ("real", "lab: the path reordered no packet (no jitter)")
-        elif impl[r] in spurious_logged:
+        elif pn and impl[r] in spurious_logged:  # without its packet number: not known
             out[int(k)] = ("real", "stack: no SpuriousLoss for its packet")
         else:
             out[int(k)] = ("unknown", "")
