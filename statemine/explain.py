@@ -458,44 +458,27 @@ def _state_table(
     ga, gb = strata
     kw: dict[str, Any] = dict(strata_a=ga, strata_b=gb)
     names = list(result.states["state"].sort_values())
-    rate_p = permutation_pvalues(
-        sa.visits,
-        sb.visits,
-        den_a=sa.total,
-        den_b=sb.total,
-        n_perm=opts.n_perm,
-        seed=opts.seed,
-        **kw,
-    )
-    rate_lo, rate_hi = bootstrap_delta(
-        sa.visits,
-        sb.visits,
-        den_a=sa.total,
-        den_b=sb.total,
-        n_boot=opts.n_boot,
-        confidence=opts.confidence,
-        seed=opts.seed,
-        **kw,
-    )
-    dwell_p = permutation_pvalues(
-        sa.seconds,
-        sb.seconds,
-        den_a=sa.visits,
-        den_b=sb.visits,
-        n_perm=opts.n_perm,
-        seed=opts.seed,
-        **kw,
-    )
-    dwell_lo, dwell_hi = bootstrap_delta(
-        sa.seconds,
-        sb.seconds,
-        den_a=sa.visits,
-        den_b=sb.visits,
-        n_boot=opts.n_boot,
-        confidence=opts.confidence,
-        seed=opts.seed,
-        **kw,
-    )
+
+    def ratio_test(num: str, den: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Permutation p and bootstrap interval of pooled ``num / den`` (B - A)."""
+        xa, xb, da, db = getattr(sa, num), getattr(sb, num), getattr(sa, den), getattr(sb, den)
+        p = permutation_pvalues(
+            xa, xb, den_a=da, den_b=db, n_perm=opts.n_perm, seed=opts.seed, **kw
+        )
+        lo, hi = bootstrap_delta(
+            xa,
+            xb,
+            den_a=da,
+            den_b=db,
+            n_boot=opts.n_boot,
+            confidence=opts.confidence,
+            seed=opts.seed,
+            **kw,
+        )
+        return p, lo, hi
+
+    rate_p, rate_lo, rate_hi = ratio_test("visits", "total")  # entries per second
+    dwell_p, dwell_lo, dwell_hi = ratio_test("seconds", "visits")  # seconds per visit
     ra, rb = pooled_ratio(sa.visits, sa.total), pooled_ratio(sb.visits, sb.total)
     da, db = pooled_ratio(sa.seconds, sa.visits), pooled_ratio(sb.seconds, sb.visits)
     rate_part, dwell_part = decompose(ra, rb, da, db)
