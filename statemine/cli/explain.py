@@ -72,18 +72,10 @@ def print_explanation(result: ExplainResult) -> None:
         f"{result.label_a} vs {result.label_b}: {len(changed)} changed state(s) "
         f"(Holm, alpha={result.alpha:g})"
     )
-    headers = (
-        "state",
-        "change",
-        "entries",
-        "p (Holm)",
-        "dwell",
-        "p (Holm)",
-        "by entries",
-        "by dwell",
-    )
     if rows:
-        print_table(console, headers, rows, title=title, right=(1, 2, 3, 4, 5, 6, 7))
+        from ..output.explain_md import CHANGED_HEADERS
+
+        print_table(console, CHANGED_HEADERS, rows, title=title, right=(1, 2, 3, 4, 5, 6, 7))
     else:
         console.print(title, markup=False, highlight=False)
     for paragraph in result.summary:
