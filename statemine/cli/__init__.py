@@ -41,6 +41,17 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 
+#: The key of ``click.Context.meta`` holding the arguments after ``statemine``.
+ARGV_KEY = "statemine.argv"
+
+
+def command_line() -> tuple[str, ...] | None:
+    """The arguments the running command was given after ``statemine`` (what the
+    provenance records), None outside a command."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(ARGV_KEY)
+
+
 class _Group(click.Group):
     """A click group that turns :class:`StatemineError` and OS errors (a file that
     cannot be read or written, a full disk) into a one-line message, exit 2; control
@@ -82,6 +93,11 @@ class _Group(click.Group):
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:  # the whole command line: kept for the provenance
+            ctx.meta.setdefault(ARGV_KEY, tuple(args))
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         with exit_on_errors(click.echo):
