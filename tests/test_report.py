@@ -179,6 +179,7 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
     from test_diff_evidence import FAST, SLOW, copies
 
     from statemine.output.timeline import representative_trace
+    from statemine.units import p_value_report
 
     a = concat(
         [
@@ -207,10 +208,8 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
         set(a.events.loc[a.events["kind"] == "state", "state"])
         | set(b.events.loc[b.events["kind"] == "state", "state"])
     )
-    assert (
-        f"smallest p-value these traces allow is {1 / 100:.3g}, {min(1.0, n_states / 100):.3g} after Holm"
-        in text
-    )
+    floor, floor_holm = p_value_report(1 / 100), p_value_report(min(1.0, n_states / 100))
+    assert f"smallest p-value these traces allow is {floor}, {floor_holm} after Holm" in text
     assert ("underpowered, no state can be significant" in text) == (n_states / 100 >= 0.05)
     headings = re.findall(r"<h3>([^<]*): trace ([^<]*?) \(Recovery ([0-9.]+)% of its time", page)
     assert [h[0] for h in headings] == [
@@ -260,28 +259,44 @@ def test_report_tables_use_the_units_of_the_terminal():
             }
         )
     )
-    rows = re.findall(r"<tr>(.*?)</tr>", build_report(ts, n_boot=0), re.DOTALL)
-    cells = [re.findall(r"<td>(.*?)</td>", r) for r in rows]
-    by_state = {c[0]: c for c in cells if len(c) == 8}  # the states table
-    # state, share, lo, hi, dwell mean, dwell median, visits, traces
-    assert by_state["Recovery"][1] == "75.0%" and by_state["Recovery"][4] == "750.0 ms"
-    assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][4] == "125.0 ms"
+    page = build_report(ts, n_boot=0)
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.DOTALL)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    heads = [re.findall(r"<th[^>]*>(.*?)</th>", r) for r in rows]
+    assert [
+        "state",
+        "share of time",
+        "95% interval",
+        "mean dwell",
+        "median dwell",
+        "visits",
+        "traces",
+    ] in heads
+    by_state = {c[0]: c for c in cells if len(c) == 7}  # the states table
+    assert by_state["Recovery"][1] == "75.0%" and by_state["Recovery"][3] == "750.0 ms"
+    assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][3] == "125.0 ms"
+    assert by_state["SlowStart"][5] == "2" and by_state["Recovery"][6] == "1"  # visits, traces
+    assert ["from", "to", "count", "probability", "95% interval"] in heads
     edge = next(c for c in cells if c[:2] == ["SlowStart", "Recovery"])
-    assert edge[3] == "0.50"  # src, dst, count, probability: 1 of SlowStart's 2 exits
+    assert edge[3] == "0.50"  # from, to, count, probability: 1 of SlowStart's 2 exits
 
 
 def test_the_same_input_gives_the_same_report_byte_for_byte(tmp_path):
-    """The embedded matplotlib figures carry no creation date and no random ids."""
+    """The embedded matplotlib figures carry no creation date and no random ids; only the
+    provenance's date (and version) may differ between two runs of one command."""
+    from golden import normalize_provenance
+
     save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
     pages = []
-    for name in ("one.html", "two.html"):
+    for _ in range(2):
         res = CliRunner().invoke(
-            main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / name)]
+            main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "r.html")]
         )
         assert res.exit_code == 0, res.output
-        pages.append((tmp_path / name).read_bytes())
-    assert b"<svg" in base64_svgs(pages[0])
-    assert pages[0] == pages[1]
+        pages.append((tmp_path / "r.html").read_text())
+    assert b"<svg" in base64_svgs(pages[0].encode())
+    assert 'id="prov-date">' in pages[0] and "<DATE>" in normalize_provenance(pages[0])
+    assert normalize_provenance(pages[0]) == normalize_provenance(pages[1])
 
 
 def base64_svgs(page: bytes) -> bytes:
@@ -318,6 +333,7 @@ def test_report_draws_through_the_files_of_infer_and_diff_out(tmp_path):
     page = (tmp_path / "one.html").read_text()
     infer_out = {p.name: p.read_bytes() for p in (tmp_path / "infer").iterdir()}
     assert embedded_svgs(page)[0] == infer_out.pop("model.svg")
+    assert b'"command": "infer"' in infer_out.pop("provenance.json")  # the command's own
     assert downloads(page) == infer_out
     assert set(infer_out) == {"states.csv", "transitions.csv", "model.dot", "model.json"}
 
@@ -327,6 +343,7 @@ def test_report_draws_through_the_files_of_infer_and_diff_out(tmp_path):
     page = (tmp_path / "two.html").read_text()
     diff_out = {p.name: p.read_bytes() for p in (tmp_path / "diff").iterdir()}
     assert embedded_svgs(page)[0] == diff_out.pop("diff.svg")
+    assert b'"command": "diff"' in diff_out.pop("provenance.json")
     assert downloads(page) == diff_out
     assert "one_sided.csv" in diff_out and "notes.txt" in diff_out
 
