@@ -7,6 +7,8 @@ of an HTML file with a small script added, and reports what a reader would hit.
   wider than the window scrolls sideways as a whole (the page overflows);
 * ``overflowing`` -- elements whose right edge is past the window and that are not inside
   a box that scrolls sideways (``overflow-x: auto|scroll``), as ``tag.class: text``;
+* ``wrapped_numbers`` -- number cells (``td.n``: a number and its unit) laid out on
+  more than one line;
 * ``broken_images`` -- images not loaded (``naturalWidth`` 0), by their alt text;
 * ``errors`` -- what the page logged through ``console.error`` or raised, and the console
   messages of level ERROR or WARNING Chromium itself printed (``--enable-logging``).
@@ -62,6 +64,13 @@ _CHECK = r"""
       const r = el.getBoundingClientRect();
       if (r.width > 0 && r.right > width + 0.5 && !scrolls(el)) overflowing.push(name(el) + " (right " + Math.round(r.right) + ")");
     }
+    const wrapped = [];
+    for (const td of document.querySelectorAll("td.n")) {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (lines.size > 1) wrapped.push(td.textContent);
+    }
     const broken = [...document.images].filter((i) => !i.complete || i.naturalWidth === 0).map((i) => i.alt || i.src.slice(0, 40));
     const out = {
       inner_width: width,
@@ -69,6 +78,7 @@ _CHECK = r"""
       scroll_height: document.documentElement.scrollHeight,
       images: document.images.length,
       overflowing: overflowing,
+      wrapped_numbers: wrapped,
       broken_images: broken,
       errors: errors,
     };
