@@ -222,3 +222,13 @@ def test_the_report_ends_with_its_provenance_and_is_titled_by_its_selection(tmp_
     assert when[0] <= made <= when[1]
     assert "selected: role=server version=v0.65.0" in block
     assert digest["sha256"] in block and f"{digest['files']} file(s)" in block
+
+
+def test_a_report_made_from_python_says_so(tmp_path):
+    path = tmp_path / "a.parquet"
+    save(make_set("a", 4, seed=1, cwnd=True), path)
+    out, _ = statemine.report_to_file(str(path), None, tmp_path / "r.html")
+    block = out.read_text().split("<h2>Provenance</h2>")[1]
+    assert "<dd>called from Python (statemine report)</dd>" in block
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in block
+    assert "selected: all traces" in block
