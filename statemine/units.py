@@ -7,7 +7,8 @@
 * a rate in bit/s and a size in bytes with a decimal prefix: ``12.35 Mbit/s``, ``2.7 MB``;
 * a p-value with two significant digits: ``0.0005``, ``4.9e-20`` on the terminal
   (:func:`p_value`); on the HTML report in one fixed-point form, trailing zeros kept and
-  ``< 0.0001`` below that floor: ``0.00050``, ``< 0.0001`` (:func:`p_value_report`).
+  ``< 0.0001`` below that floor: ``0.00050``, ``< 0.0001`` (:func:`p_value_report`; also
+  the diff's notes and the diagram's legend).
 
 Missing values (NaN) are shown as ``n/a``. The CSV files keep full precision in SI units
 (fractions, seconds); only what people read is rounded.
