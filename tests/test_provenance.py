@@ -84,18 +84,24 @@ def test_a_files_digest_is_its_sha256(tmp_path):
 
 
 @needs_sha256sum
-def test_a_stores_digest_covers_every_file(tmp_path):
+def test_a_stores_digest_is_of_its_manifest(tmp_path):
+    """Sizes and names of every file, as the documented find | sort | sha256sum gives it;
+    another append changes it."""
     logs = ROOT / "traces/quic-go-versions/runs/quic-go-v0.65.0-s12-3c2638cc86bc/run.log.gz"
     store = tmp_path / "store"
     statemine.store_add([logs], store, {"set": "x"})
-    names = sorted(
-        p.relative_to(store).as_posix()
-        for p in store.rglob("*")
-        if p.is_file() and not p.name.startswith(".")
+    shell = "find . -type f ! -name '.*' -printf '%s  %P\\n' | LC_ALL=C sort -k2 | sha256sum"
+    documented = subprocess.run(
+        ["sh", "-c", shell], cwd=store, capture_output=True, check=True, text=True
     )
+    names = [p for p in store.rglob("*") if p.is_file() and not p.name.startswith(".")]
     assert len(names) >= 2  # the metadata file and a data file at least
     got = input_digest(store)
-    assert got["files"] == len(names) and got["sha256"] == sha256sum_of_listing(store, names)
+    assert got["kind"] == "store" and got["files"] == len(names)
+    assert got["bytes"] == sum(p.stat().st_size for p in names)
+    assert got["sha256"] == documented.stdout.split()[0]
+    statemine.store_add([logs], store, {"set": "y"})
+    assert input_digest(store)["sha256"] != got["sha256"]
 
 
 def test_the_record_says_what_was_run_when_and_by_which_version(tmp_path):

@@ -18,7 +18,10 @@ A digest is what ``sha256sum`` gives: of a file, the sha256 of its bytes; of a f
 the sha256 of the ``sha256sum`` listing of the files read under it (one line per file,
 ``<sha256>  <path relative to the folder>``, in reading order), so
 ``cd traces/mobile && sha256sum runs/*/traces.parquet results.parquet | sha256sum``
-reproduces the digest of a lab output folder.
+reproduces the digest of a lab output folder. A trace store can hold terabytes, and its
+data files are written once under unique names (docs/store.md), so its digest is of its
+manifest instead: the sha256 of the listing ``<size in bytes>  <relative path>`` of its
+files, sorted by path (``kind`` "store").
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ DIGEST_METHOD = (
     "sha256 of a file's bytes; of a folder, sha256 of the sha256sum listing "
     "('<sha256>  <relative path>' a line, in reading order) of the files read: a folder "
     "of logs its log files, a statemine lab output folder its runs' traces.parquet and "
-    "its results table, a trace store every file in it"
+    "its results table; of a trace store, sha256 of its manifest ('<size>  <relative "
+    "path>' a line for every file, sorted by path)"
 )
 
 
@@ -103,20 +107,29 @@ def provenance_json(record: Mapping[str, Any]) -> str:
 
 
 def input_digest(path: str | os.PathLike) -> dict[str, Any]:
-    """``kind`` (file or folder), ``files``, ``bytes`` and ``sha256`` of one input path
-    (the module text says what a folder's digest covers). Raises the reader's
-    :class:`~statemine.errors.InputError` for a path it cannot read."""
+    """``kind`` (file, folder or store), ``files``, ``bytes`` and ``sha256`` of one input
+    path (the module text says what a folder's and a store's digest cover). Raises the
+    reader's :class:`~statemine.errors.InputError` for a path it cannot read."""
+    from ..store import is_store
+
     top = Path(path)
     if not top.is_dir():
         digest, size = _file_sha256(top)
         return {"kind": "file", "files": 1, "bytes": size, "sha256": digest}
+    store = is_store(top)
     listing, total, files = [], 0, folder_files(top)
     for file in files:
-        digest, size = _file_sha256(file)
-        listing.append(f"{digest}  {os.path.relpath(file, top).replace(os.sep, '/')}\n")
+        name = os.path.relpath(file, top).replace(os.sep, "/")
+        if store:  # its manifest: sizes and names, not contents
+            size = file.stat().st_size
+            listing.append(f"{size}  {name}\n")
+        else:
+            digest, size = _file_sha256(file)
+            listing.append(f"{digest}  {name}\n")
         total += size
     sha = hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
-    return {"kind": "folder", "files": len(files), "bytes": total, "sha256": sha}
+    kind = "store" if store else "folder"
+    return {"kind": kind, "files": len(files), "bytes": total, "sha256": sha}
 
 
 def folder_files(top: Path) -> list[Path]:
