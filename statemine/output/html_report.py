@@ -724,9 +724,10 @@ def provenance_section(record: Mapping[str, Any]) -> str:
     )
 
 
-def _count(value: object) -> str:
-    """A count (traces, visits, runs): a whole number; NaN as n/a."""
-    return units.NA if value is None or pd.isna(value) else str(int(value))  # type: ignore[call-overload]  # pandas-stubs: object
+def _count(value: float | None) -> str:
+    """A count (traces, visits, runs; whole, or a float from a column with gaps) as a whole
+    number; missing as n/a."""
+    return units.NA if value is None or value != value else str(int(value))
 
 
 def _yes_no(value: object) -> str:
