@@ -4,7 +4,7 @@
 * :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
 * :func:`report_to_file` -- ``statemine report A [B] --out FILE``
 * :func:`explain_to_dir` -- ``statemine explain A B --out DIR``
-* :func:`read_to_file` -- ``statemine read LOG... -o FILE``
+* :func:`read_to_file` -- ``statemine read LOG... --out FILE``
 * :func:`read_inputs` -- the reading step of all of them
 
 They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
@@ -18,7 +18,6 @@ Units: times in seconds, shares as fractions in [0, 1], counts as integers.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -29,6 +28,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import UsageError
 from .output.out_files import DIFF_OUTPUTS, EXPLAIN_OUTPUTS, INFER_OUTPUTS
 from .output.provenance import PROVENANCE_FILE, Input
+from .parse.inputs import (
+    Inputs,
+    ReadOptions,
+    read_files,
+    reader_warnings,
+    selection_pairs,
+)
 from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
@@ -42,32 +48,9 @@ if TYPE_CHECKING:
     from .output.sides import Side
     from .traces import TraceSet
 
-Inputs = str | os.PathLike | Sequence[str | os.PathLike]
 Connect = Callable[[], "AbstractContextManager[Client | None]"]
 """Opens the Dask client to run on (None: on this machine), called once the options
 are checked: how the CLI's ``--dask`` starts its cluster only after them."""
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How to read the inputs (the readers' options of :func:`statemine.read`).
-
-    ``fmt``: auto, statemine, qlog, regex or parquet; ``regex``/``separator``/``mapping``/
-    ``ignore_nonmatching``: Synoptic's -r/-s/-m/-i; ``names_file``: qlog state-name
-    overrides; ``implementation``: which qlog state-name table; ``derive_states``: states
-    from cwnd/ssthresh; ``strict``: fail on a qlog file without congestion data;
-    ``progress``: a progress bar on stderr (a terminal only)."""
-
-    fmt: str = "auto"
-    regex: tuple[str, ...] = ()
-    separator: str | None = None
-    mapping: str | None = None
-    ignore_nonmatching: bool = False
-    names_file: str | os.PathLike | None = None
-    implementation: str | None = None
-    derive_states: bool = False
-    strict: bool = False
-    progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,12 +110,6 @@ class ReadOutput:
 PRINTED_STATES = 200
 
 
-def reader_warnings(ts: TraceSet) -> list[str]:
-    """The readers' warnings kept in ``ts.meta`` (a JSON list), as a list."""
-    raw = ts.meta.get("warnings")
-    return list(json.loads(raw)) if raw else []
-
-
 def read_inputs(
     inputs: Inputs,
     read: ReadOptions = ReadOptions(),
@@ -141,39 +118,17 @@ def read_inputs(
     selections: Sequence[str] = (),
     client: Client | None = None,
 ) -> TraceSet:
-    """Read ``inputs`` with :func:`statemine.parse.read`, label every trace with ``labels``,
-    and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A trace store
-    (:mod:`statemine.store`; given alone) is read with its partitions pruned to the
-    selections, its files on ``client``'s Dask workers when given."""
-    from .parse import read as parse_read
-
+    """Read ``inputs`` (:func:`statemine.parse.inputs.read_files`), label every trace with
+    ``labels``, and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A
+    trace store (:mod:`statemine.store`; given alone) is read with its partitions pruned to
+    the selections, its files on ``client``'s Dask workers when given."""
     store = _store_input(inputs, required=client is not None)
     if store is not None:
         from .store import read_store
 
         ts = read_store(store, selection_pairs(selections), mapper=_mapper(client, read))
         return ts.with_labels(**labels) if labels else ts
-    names = None
-    if read.names_file is not None:
-        from .parse.statenames import load_names
-
-        names = load_names(read.names_file)
-    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    ts = parse_read(
-        paths,
-        read.fmt,
-        regex=list(read.regex) or None,
-        separator=read.separator,
-        mapping=read.mapping,
-        ignore_nonmatching=read.ignore_nonmatching,
-        names=names,
-        implementation=read.implementation,
-        derive_states=read.derive_states,
-        labels=labels,
-        progress=read.progress,
-        strict=read.strict,
-    )
-    return select_traces(ts, selections, " ".join(map(str, paths)))
+    return read_files(inputs, read, labels=labels, selections=selections)
 
 
 def read_to_file(
@@ -196,40 +151,6 @@ def save_traces(ts: TraceSet, output: str | os.PathLike) -> ReadOutput:
 
     path = save(ts, output)
     return ReadOutput(path, ts.n_traces, len(ts.events), tuple(reader_warnings(ts)))
-
-
-def select_traces(ts: TraceSet, selections: Sequence[str], where: str) -> TraceSet:
-    """``ts.select`` for ``LABEL=VALUE`` strings, with a clear error for an unknown label
-    or when nothing matches (``where`` names the input in the message)."""
-    if not selections:
-        return ts
-    wanted = selection_pairs(selections)
-    for key in wanted:
-        if key not in ts.traces.columns:
-            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
-            raise UsageError(
-                f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})"
-            )
-    kept = ts.select(wanted)
-    if kept.n_traces == 0:
-        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
-        raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
-    return kept
-
-
-def selection_pairs(selections: Sequence[str]) -> dict[str, str]:
-    """``LABEL=VALUE`` strings as a dict (a later value of a label wins).
-
-    >>> selection_pairs(["role=server", "profile=mobile"])
-    {'role': 'server', 'profile': 'mobile'}
-    """
-    wanted = {}
-    for item in selections:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
-        wanted[key] = value
-    return wanted
 
 
 def require_stores(sides: Sequence[Inputs]) -> None:

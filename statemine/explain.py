@@ -777,11 +777,55 @@ def summary_paragraphs(
                 f"entries {_after(lead.trigger)}{verdict}{evidence}, p {p(lead.p_holm)} (Holm)."
             )
             if lead.knob:
-                words.append(f"{lead.knob} governs this trigger: {lead.knob_values}.")
+                values = f": {lead.knob_values}" if lead.knob_values else ""
+                words.append(f"{lead.knob} governs this trigger{values}.")
         if row.differing_labels:
             words.append(f"Labels that differ: {row.differing_labels}.")
         out.append(" ".join(words))
     return out
+
+
+def why_line(states: pd.DataFrame, triggers: pd.DataFrame, state: str) -> str:
+    """One line on why ``state``'s share changed, from cells of ``states`` and ``triggers``
+    only (as :func:`summary_paragraphs`, whether or not the change is significant): the
+    entry rate's and the dwell's ratio B / A with their Holm p, the part of the change the
+    larger of the two carries (%), and the leading trigger of the change in entries with
+    its verdict, share of that change (%) and Holm p. ``"state absent"`` when neither side
+    has it.
+
+    >>> st = pd.DataFrame({"state": ["Recovery"], "rate_ratio": [3.14], "rate_p_holm": [0.0005],
+    ...     "dwell_ratio": [1.02], "dwell_p_holm": [0.7], "carried_by": ["entries"],
+    ...     "rate_part_share": [0.96], "dwell_part_share": [0.04]})
+    >>> tr = pd.DataFrame({"state": ["Recovery"], "trigger": ["LossDetected rule=packet"],
+    ...     "verdict": ["spurious"], "share_of_change": [0.94], "p_holm": [0.0005]})
+    >>> why_line(st, tr, "Recovery")
+    'entries x3.1 (p 0.0005), dwell x1 (p 0.7): entries carry 96%; lead: LossDetected rule=packet, spurious (94% of the change in entries, p 0.0005)'
+    """
+    mine = states[states["state"] == state]
+    if not len(mine):
+        return "state absent"
+    row: Any = next(mine.itertuples(index=False))
+    words = f"entries {_ratio_cell(row.rate_ratio, row.rate_p_holm)}, dwell " + _ratio_cell(
+        row.dwell_ratio, row.dwell_p_holm
+    )
+    if np.isfinite(row.rate_part_share):
+        entries = row.carried_by == "entries"
+        share = row.rate_part_share if entries else row.dwell_part_share
+        words += f": {'entries carry' if entries else 'dwell carries'} {100 * share:.0f}%"
+    lead = _lead_trigger(triggers, state)
+    if lead is not None:
+        verdict = f", {lead.verdict}" if lead.verdict else ""
+        words += (
+            f"; lead: {lead.trigger}{verdict} ({100 * lead.share_of_change:.0f}% of the change "
+            f"in entries, p {_g(lead.p_holm)})"
+        )
+    return words
+
+
+def _ratio_cell(ratio: float, p: float) -> str:
+    """``x<ratio> (p <p>)`` (2 significant digits), ``on one side only`` for an infinite or
+    undefined ratio."""
+    return f"x{_g(ratio)} (p {_g(p)})" if np.isfinite(ratio) else "on one side only"
 
 
 def _after(trigger: str) -> str:

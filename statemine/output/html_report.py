@@ -521,7 +521,8 @@ def _groups(
 
 
 def _outcome_section(o: Outcomes) -> str:
-    from ..outcomes import OUTCOME_TABLE_COLUMNS, compare_outcomes, heatmap
+    from ..outcomes import OUTCOME_TABLE_COLUMNS, compare_outcomes
+    from .heatmap import heatmap
 
     table = compare_outcomes(
         o.results, by=o.by, a=o.value_a, b=o.value_b, metric=o.metric, alpha=o.alpha

@@ -72,7 +72,9 @@ def read(
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
-    files = expand_paths(paths)
+    from .repeats import drop_repeated_runs, refuse_shared_ids
+
+    files, notes = drop_repeated_runs(expand_paths(paths))
     if format == "auto" and regex:
         format = "regex"
     if format == "regex":
@@ -88,7 +90,7 @@ def read(
     else:
         sources = _source_names(files)
         with progress_reporter(files, progress) as advance:
-            sets, skipped = [], []
+            sets, skipped, origins = [], [], []
             for f in files:
                 try:
                     sets.append(
@@ -103,6 +105,7 @@ def read(
                             ignore_nonmatching,
                         )
                     )
+                    origins.append(f)
                 except InputError as exc:
                     if strict or len(files) == 1 or not _no_congestion_data(exc):
                         raise
@@ -113,7 +116,9 @@ def read(
                 None,
                 f"none of the {len(files)} files has congestion data (first: {skipped[0]})",
             )
-        ts = sets[0] if len(sets) == 1 and not skipped else _concat(sets, skipped)
+        refuse_shared_ids(origins, sets)
+        notes = skipped + notes
+        ts = sets[0] if len(sets) == 1 and not notes else _concat(sets, notes)
     if labels:
         ts = ts.with_labels(**labels)
     return ts.select(select) if select else ts

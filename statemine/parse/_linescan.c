@@ -34,7 +34,7 @@ enum {
     E_NOT_UTF8,      /* the statemine line is not UTF-8 */
     E_MALFORMED,     /* the fixed head (t, conn, role, state|event) is not there */
     E_NUMBER,        /* key= holds no number: token = the value */
-    E_TIME_FINITE,   /* t= is inf or nan */
+    E_TIME_FINITE,   /* t= is inf or nan, or beyond max_time in magnitude */
     E_BACKWARDS,     /* time goes backwards within a trace: a = t, b = previous t, line2 */
     E_TWICE,         /* a numeric key given twice */
     E_OUT_OF_PLACE,  /* t/conn/role/state/event among the trailing fields */
@@ -403,6 +403,7 @@ typedef struct {
     Buf info;       /* TraceInfo per trace code */
     int32_t close_code; /* code of the name "Close", -1 until seen */
     locale_t c_locale;
+    double max_time; /* largest |t| accepted (statemine.parse.timerange.MAX_TIME_S) */
     int busy;
     int64_t next_line; /* 1-based number of the next block's first line */
     /* per-block output */
@@ -442,7 +443,7 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
         self->err_key = -2; /* t */
         return -1;
     }
-    if (!isfinite(t)) {
+    if (!isfinite(t) || fabs(t) > self->max_time) {
         set_err(self, E_TIME_FINITE, line_no, block, p, (size_t)(q - p));
         return -1;
     }
@@ -779,9 +780,14 @@ fail:
 
 static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
+    static char *kwlist[] = {"max_time", NULL};
+    double max_time = HUGE_VAL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|d", kwlist, &max_time))
         return -1;
+    if (!(max_time >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "max_time must be >= 0");
+        return -1;
+    }
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
         return -1;
@@ -798,6 +804,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     self->close_code = -1;
+    self->max_time = max_time;
     self->next_line = 1;
     self->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     if (!self->c_locale) {

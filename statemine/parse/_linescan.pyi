@@ -10,7 +10,8 @@ class Scanner:
     #: 1-based number of the line the next block starts with.
     next_line: int
 
-    def __init__(self) -> None: ...
+    def __init__(self, max_time: float = ...) -> None:
+        """``max_time``: largest ``abs(t)`` accepted, seconds (default: any finite t)."""
     def scan(self, block: Buffer, max_line_bytes: int, /) -> dict[str, Any]:
         """Columns of the block (name -> bytes of a native array), or a dict with an
         'error' code and where it is."""

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import InputError
 from ._linescan import Scanner
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
+from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
     from ..traces import TraceSet
@@ -97,7 +98,7 @@ class LogScan:
         on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.path = Path(path)
-        self._scanner = Scanner()
+        self._scanner = Scanner(max_time=MAX_TIME_S)
         self._chunk_bytes = chunk_bytes
         self._max_line_bytes = max_line_bytes
         self._on_progress = on_progress
@@ -248,8 +249,7 @@ def _to_traceset(
     column at a time, so the peak is the finished columns plus one column's copies."""
     import pandas as pd
 
-    from ..stats.visits import group_order
-    from ..traces import TraceSet
+    from ..traces import TraceSet, group_order
 
     def take(blocks: list) -> np.ndarray:
         joined = np.concatenate(blocks)
@@ -317,8 +317,9 @@ def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
     if code == _E_NUMBER:
         what = "time t=" if err["key"] < 0 else f"{NUMERIC_KEYS[err['key']]}="
         return InputError(path, err["line"], f"{what} is not a number: {_show(token)}")
-    if code == _E_TIME_FINITE:
-        return InputError(path, err["line"], f"time t= is not a finite number: {_show(token)}")
+    if code == _E_TIME_FINITE:  # not finite, or beyond MAX_TIME_S
+        reason = time_problem(float(token)) or "time out of range"
+        return InputError(path, err["line"], f"t={_show(token)}: {reason}")
     if code == _E_BACKWARDS:
         return InputError(
             path,
