@@ -44,7 +44,7 @@ then, per state:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -726,9 +726,16 @@ def _g(value: float, digits: int = 2) -> str:
     return f"{value:.{digits}g}"
 
 
-def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: float) -> list[str]:
+def summary_paragraphs(
+    states: pd.DataFrame,
+    triggers: pd.DataFrame,
+    alpha: float,
+    *,
+    p: Callable[[float], str] = _g,
+) -> list[str]:
     """One paragraph per changed state, from cells of ``states`` and ``triggers`` only:
-    shares and parts in percent (x 100), ratios, p-values (2 significant digits), and the
+    shares and parts in percent (x 100), ratios, p-values (as ``p`` shows them: 2
+    significant digits unless told; the HTML report passes its own format), and the
     leading trigger of the change in entries with its verdict, evidence and knob."""
     out = []
     row: Any
@@ -736,8 +743,8 @@ def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: floa
         words = [
             f"{row.state} {100 * row.delta:+.1f} pp ({row.side_a} {100 * row.share_a:.1f}% -> "
             f"{row.side_b} {100 * row.share_b:.1f}%):",
-            f"entries {_ratio_words(row.rate_ratio, row.rate_p_holm, alpha)},",
-            f"dwell {_ratio_words(row.dwell_ratio, row.dwell_p_holm, alpha)};",
+            f"entries {_ratio_words(row.rate_ratio, row.rate_p_holm, alpha, p)},",
+            f"dwell {_ratio_words(row.dwell_ratio, row.dwell_p_holm, alpha, p)};",
         ]
         if np.isfinite(row.rate_part_share):
             carrier = "entries" if row.carried_by == "entries" else "dwell"
@@ -750,7 +757,7 @@ def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: floa
             evidence = f" ({lead.evidence})" if lead.evidence else ""
             words.append(
                 f"{100 * lead.share_of_change:.0f}% of the change in entries comes from "
-                f"entries {_after(lead.trigger)}{verdict}{evidence}, p {_g(lead.p_holm)} (Holm)."
+                f"entries {_after(lead.trigger)}{verdict}{evidence}, p {p(lead.p_holm)} (Holm)."
             )
             if lead.knob:
                 values = f": {lead.knob_values}" if lead.knob_values else ""
@@ -809,11 +816,11 @@ def _after(trigger: str) -> str:
     return trigger if trigger.startswith(("after ", "trace start")) else f"after {trigger}"
 
 
-def _ratio_words(ratio: float, p: float, alpha: float) -> str:
+def _ratio_words(ratio: float, p: float, alpha: float, shown: Callable[[float], str] = _g) -> str:
     if not np.isfinite(ratio):
         return "on one side only"
     verdict = "" if np.isfinite(p) and p < alpha else ", not significant"
-    return f"x{_g(ratio)} (p {_g(p)}{verdict})"
+    return f"x{_g(ratio)} (p {shown(p)}{verdict})"
 
 
 def _lead_trigger(triggers: pd.DataFrame, state: str) -> Any:

@@ -14,7 +14,12 @@ Normalized before comparing (both sides), because they depend on tools, not on s
 * an SVG image inside the HTML report becomes ``normalized:<kind>:<sha256>``: Graphviz
   ones hash their title list, matplotlib ones their text without the ``dc:date`` stamp
   and with its random clip-path and marker ids renumbered (a matplotlib upgrade means re-recording);
-* the temporary output path is written ``<OUT>``.
+* the temporary output path is written ``<OUT>`` (in the report's command line too);
+* the provenance's date and statemine version (``created_utc`` and ``statemine_version`` of
+  provenance.json, the report's ``prov-date`` and ``prov-version``) are written
+  ``<DATE>`` and ``<VERSION>`` (:func:`normalize_provenance`): they change with every
+  run and release, not with statemine's output. The command line and the inputs' digests
+  are compared as written.
 
 Files over ``MAX_STORED`` bytes are stored as ``<name>.sha256`` (their normalized hash).
 
@@ -264,6 +269,17 @@ _TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
 _DATA_SVG = re.compile(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)")
 _SVG_ID = re.compile(r"\b[mp][0-9a-f]{10}\b")
 _DATE = re.compile(r"<dc:date>[^<]*</dc:date>")
+_PROV_JSON = re.compile(r'("(created_utc|statemine_version)": )"[^"]*"')
+_PROV_HTML = re.compile(r'(<dd id="prov-(date|version)">)[^<]*')
+_PROV_SHOWN = {"created_utc": "<DATE>", "statemine_version": "<VERSION>"}
+_PROV_SHOWN |= {"date": "<DATE>", "version": "<VERSION>"}
+
+
+def normalize_provenance(text: str) -> str:
+    """``text`` (provenance.json or a report page) with the provenance's date and
+    statemine version written ``<DATE>`` and ``<VERSION>``."""
+    text = _PROV_JSON.sub(lambda m: f'{m.group(1)}"{_PROV_SHOWN[m.group(2)]}"', text)
+    return _PROV_HTML.sub(lambda m: m.group(1) + _PROV_SHOWN[m.group(2)], text)
 
 
 def _graphviz_summary(svg: str) -> str:
@@ -292,7 +308,10 @@ def normalize(name: str, data: bytes, out: str) -> bytes:
     if name.endswith(".svg"):
         return _graphviz_summary(data.decode("utf-8")).encode()
     if name.endswith(".html"):
-        return _DATA_SVG.sub(_embedded, data.decode("utf-8")).encode()
+        page = _DATA_SVG.sub(_embedded, data.decode("utf-8")).replace(out, "<OUT>")
+        return normalize_provenance(page).encode()
+    if name.endswith("provenance.json"):
+        return normalize_provenance(data.decode("utf-8").replace(out, "<OUT>")).encode()
     return data.replace(out.encode(), b"<OUT>")
 
 

@@ -217,7 +217,12 @@ def test_explain_cli_writes_files(tmp_path):
     args = ["explain", str(tmp_path / "a.log"), str(tmp_path / "b.log"), "--out", str(out)]
     res = CliRunner().invoke(main, [*args, "--permutations", "2000", "--bootstrap", "100"])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["explain.csv", "explain.md", "triggers.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "explain.csv",
+        "explain.md",
+        "provenance.json",
+        "triggers.csv",
+    ]
     states = pd.read_csv(out / "explain.csv")
     assert "Recovery" in set(states.loc[states["changed"], "state"])
     assert "Recovery" in res.output and "## Summary" in (out / "explain.md").read_text()

@@ -23,7 +23,14 @@ GOOD = "".join(
     for c in "ab"
     for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")]
 )
-INFER_SET = ["model.dot", "model.json", "model.svg", "states.csv", "transitions.csv"]
+INFER_SET = [
+    "model.dot",
+    "model.json",
+    "model.svg",
+    "provenance.json",
+    "states.csv",
+    "transitions.csv",
+]
 
 # A child that writes a set of five files with write_set, announcing each file and pausing
 # after it (argv: out, tag, pause seconds, "exchange"|"renames", pause in the swap).
@@ -213,7 +220,9 @@ def test_concurrent_infer_runs_into_one_out(tmp_path):
         logs.append(log)
         done = statemine("infer", str(log), "--out", str(tmp_path / f"solo{k}"), "--no-svg")
         assert done.returncode == 0, done.stderr
-        solo.append({p.name: p.read_bytes() for p in (tmp_path / f"solo{k}").iterdir()})
+        files = {p.name: p.read_bytes() for p in (tmp_path / f"solo{k}").iterdir()}
+        del files["provenance.json"]  # names its own --out and date
+        solo.append(files)
     out = tmp_path / "out"
     for _ in range(3):
         procs = [
@@ -237,7 +246,10 @@ def test_concurrent_infer_runs_into_one_out(tmp_path):
         ]
         for proc in procs:
             assert proc.wait(120) == 0, proc.stderr.read()
-        assert {p.name: p.read_bytes() for p in out.iterdir()} in solo
+        files = {p.name: p.read_bytes() for p in out.iterdir()}
+        made_of = json.loads(files.pop("provenance.json"))
+        assert files in solo  # one run's whole set, its provenance included:
+        assert made_of["inputs"][0]["path"] == str(logs[solo.index(files)])
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == []
 
 

@@ -367,7 +367,14 @@ def _not_drawn(out: Path, n_states: int) -> None:
     assert 'alt="state machine of' not in page  # the diagram is left out, the tables are whole
 
 
-INFER_SET = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+INFER_SET = (
+    "states.csv",
+    "transitions.csv",
+    "model.dot",
+    "model.json",
+    "model.svg",
+    "provenance.json",
+)
 DIFF_SET = (
     "states_diff.csv",
     "transitions_diff.csv",
@@ -375,6 +382,7 @@ DIFF_SET = (
     "notes.txt",
     "diff.dot",
     "diff.svg",
+    "provenance.json",
 )
 
 

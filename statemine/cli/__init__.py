@@ -41,6 +41,17 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 
+#: The key of ``click.Context.meta`` holding the arguments after ``statemine``.
+ARGV_KEY = "statemine.argv"
+
+
+def command_line() -> tuple[str, ...] | None:
+    """The arguments the running command was given after ``statemine`` (what the
+    provenance records), None outside a command."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(ARGV_KEY)
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of a command's help, whole (up to a full stop that ends a
     sentence: not the one of "e.g.", "i.e." or an ellipsis "LOG..."), white space folded.
@@ -132,6 +143,11 @@ class _Group(_SuggestingGroup):
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:  # the whole command line: kept for the provenance
+            ctx.meta.setdefault(ARGV_KEY, tuple(args))
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         with exit_on_errors(click.echo):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import UsageError
-from . import main
+from . import command_line, main
 from .console import make_console
 from .dask_option import DASK_OPTION, dask_session
 from .options import (
@@ -263,6 +263,7 @@ def infer(
             svg=svg,
             title=title,
             client=client,
+            command_line=command_line(),
         )
     print_warnings(out.warnings)
     print_model(out, out_dir)
