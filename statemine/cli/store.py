@@ -78,7 +78,7 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
 
 
 @store.command("files")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option(
     "--kind",
     type=click.Choice(["data", "labels", "metrics"]),
@@ -96,7 +96,7 @@ def files(store_dir: Path, kind: str) -> None:
 
 
 @store.command("vacuum")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
@@ -117,7 +117,7 @@ def vacuum(store_dir: Path, grace: float) -> None:
 
 
 @store.command("migrate")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 def migrate(store_dir: Path) -> None:
     """Publish the files of a store written by an older statemine (format 1-3) as its
     first version, so that this version reads and adds to it."""
