@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_synoptic import REGEX, SEPARATOR, event_log, state_log, write_log
+from bench_synoptic import _W, REGEX, SEPARATOR, STATES, _markov, event_log, state_log, write_log
 
 from statemine.infer.synoptic.command import run_command
 
@@ -61,9 +61,36 @@ def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str,
     return traces
 
 
+#: Regex and mapping of the interleaved-connection logs (issue 31: ``-m '\k<conn>'``).
+CONN_REGEX = r"^(?<DTIME>)(?<conn>)(?<TYPE>)$"
+CONN_MAPPING = r"\k<conn>"
+
+
+def interleaved_log(n_events: int, rng: np.random.Generator) -> str:
+    """About ``n_events`` events of short connections (3-11 events: Init, then the CC
+    states' Markov walk, which reaches RetransmissionTimeout now and then), lines
+    ``<microseconds> <conn> <Type>`` of all connections interleaved by time, every
+    delay drawn from 1-200,000 us (every delay distinct: Perfume's hard case)."""
+    lines, total, conn = [], 0, 0
+    while total < n_events:
+        n = int(rng.integers(3, 12))
+        trace = ["Init"] + [STATES[i] for i in _markov(rng, _W, n - 1)]
+        t = int(rng.integers(0, 10 * n_events)) * 1000
+        for ev in trace:
+            t += int(rng.integers(1, 200_000))
+            lines.append((t, conn, ev))
+        total += n
+        conn += 1
+    lines.sort()
+    return "".join(f"{t} c{c} {ev}\n" for t, c, ev in lines)
+
+
 def run(name: str, path: Path, tmp: Path) -> None:
     """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc."""
-    args = ["-r", REGEX, "-s", SEPARATOR, "--randomSeed=1", "-o", str(tmp / name), str(path)]
+    split = (
+        ["-r", CONN_REGEX, "-m", CONN_MAPPING] if "conn" in name else ["-r", REGEX, "-s", SEPARATOR]
+    )
+    args = [*split, "--randomSeed=1", "-o", str(tmp / name), str(path)]
     c0, t0 = time.process_time(), time.perf_counter()
     done = run_command("perfume", args)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -83,7 +110,7 @@ def run(name: str, path: Path, tmp: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
-    parser.add_argument("--kinds", default="latency,states,events", help="log kinds to run")
+    parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
@@ -95,7 +122,9 @@ def main() -> None:
         for kind in kinds:
             for n in sizes:
                 path = tmp / f"{kind}-{n}.log"
-                if kind == "latency":
+                if kind == "conn":
+                    path.write_text(interleaved_log(n, np.random.default_rng(n)))
+                elif kind == "latency":
                     traces = latency_log(n // 5, np.random.default_rng(n))
                     text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
                     path.write_text(text + "\n")
