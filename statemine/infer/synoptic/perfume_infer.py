@@ -338,9 +338,12 @@ def refine_timed(
     ticks: np.ndarray,
     rng: np.random.Generator,
     max_nodes: int | None = None,
+    batch: int | None = None,
 ) -> PartitionModel:
     """Split ``model`` until every invariant of ``codes`` holds (module doc, steps 1-3);
-    :class:`_TooLarge` once it has more than ``max_nodes`` nodes."""
+    :class:`_TooLarge` once it has more than ``max_nodes`` nodes.  ``batch``: violated
+    bounds handled per step (default ``events // BATCH_EVENTS``, at least one); with one,
+    the split after which the bound holds is preferred (trial splits)."""
     log = model.log
     n_types = len(log.types)
     delta = np.zeros(log.n_events)
@@ -368,7 +371,8 @@ def refine_timed(
         bad = np.nonzero(bound_violations(g, codes, n_types))[0]
         if not bad.size:
             return model
-        batch = max(1, log.n_events // BATCH_EVENTS)
+        if batch is None:
+            batch = max(1, log.n_events // BATCH_EVENTS)
         picked = (
             [int(bad[rng.integers(bad.size)])]
             if batch == 1
@@ -576,6 +580,11 @@ def coarsen_sided(
     return PartitionModel(model.log, merges.group[model.part], model.node_type.copy()).compact()
 
 
+#: After colouring, refinement handles ``events // COLOUR_BATCH_EVENTS`` violated bounds
+#: per step (few remain; no trial splits beyond one): on a 400-event state log 2.5 s
+#: and 235 nodes instead of 4.1 s and 242 with one bound per step and trials.
+COLOUR_BATCH_EVENTS = 50
+
 #: Events per piece of a log inferred piece by piece (:func:`infer_pieces`).
 PIECE_EVENTS = 400
 
@@ -640,7 +649,8 @@ def colour_attempt(
     model = PartitionModel(log, part, node_type).compact()
     if max_nodes is not None and model.n_nodes > max_nodes:
         raise _TooLarge
-    model = refine_timed(model, codes, ticks, rng, max_nodes)
+    batch = max(1, log.n_events // COLOUR_BATCH_EVENTS)
+    model = refine_timed(model, codes, ticks, rng, max_nodes, batch)
     return coarsen_sided(model, codes, ticks, rng, sides, max_failures)
 
 

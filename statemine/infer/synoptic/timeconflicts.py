@@ -245,3 +245,16 @@ def colour_nodes(
         new_types += [int(node_type[node])] * len(colours_p)
         next_id += len(colours_p)
     return new_part, np.asarray(new_types, dtype=np.int64)
+
+
+def perfume_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> int:
+    """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
+    ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
+    type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
+    untimed forms) and the time bound (:func:`timed_type_bounds`), summed, plus two."""
+    from .bounds import type_lower_bounds
+
+    timed = timed_type_bounds(log, timed_sides(log, codes, ticks))
+    if len(codes.untimed):
+        timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
+    return int(timed.sum()) + 2
