@@ -10,15 +10,22 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   every delay distinct, every mined bound tight: Perfume's worst case, where its model
   approaches one node per event (``perfume_infer``'s module doc: the caps that bound it);
 * *event logs*: the same states with point events (loss, tlp, rto, acks, close/timeout;
-  ``bench_synoptic.event_log``), the same random delays.
+  ``bench_synoptic.event_log``), the same random delays;
+* *interleaved connections* (``conn``, issue 31): short connections of the CC states
+  (3-11 events, RetransmissionTimeout now and then), lines ``<us> <conn> <Type>`` of
+  all connections interleaved by time, read with ``-m '\\k<conn>'``.
 
 Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
 refinement, coarsening, files written), the peak of Python and numpy allocations
 (tracemalloc, a second run) and the process's peak RSS so far (``ru_maxrss``: it only
-grows, so run one log per process, ``--sizes N --kinds K``, to read it per log).  The
+grows, so run one log per process, ``--sizes N --kinds K``, to read it per log) and the
+CPU milliseconds per event.  The
 load average is printed first (the machine is shared: read the CPU seconds).
 
-Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000]``.
+CPU per event (``cpu s`` / ``events``) is the figure to compare across sizes: it should
+stay flat (docs/synoptic-engine.md, Perfume's speed).
+
+Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000] [--kinds conn]``.
 """
 
 from __future__ import annotations
@@ -102,7 +109,7 @@ def run(name: str, path: Path, tmp: Path) -> None:
     log = done.result.log
     print(
         f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
-        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f}",
+        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f} {1000 * cpu / log.n_events:>8.2f}",
         flush=True,
     )
 
@@ -115,7 +122,7 @@ def main() -> None:
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB"]
+    head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB", "cpu ms/ev"]
     print(f"{'log':24s} " + " ".join(f"{h:>{6 if h == 'nodes' else 8}s}" for h in head))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -27,22 +27,31 @@ taken from it.
    merging only adds walks and widens edge ranges, so a merge that failed fails in any
    coarser model and is not tried again.
 
-The smallest model over a few seeded attempts is kept.  Deterministic for a seed.
+5. Time conflicts (:mod:`.timeconflicts`): two same-type events whose own traces
+   already make a walk through their shared node break a bound can never share one.
+   An attempt (:func:`colour_attempt`) splits the nodes of the untimed-refined model by
+   a colouring of these conflicts, refines what still fails (walks through several
+   nodes) and coarsens without trying a merge of conflicting nodes
+   (:func:`coarsen_sided`).
+
+The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
+events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
+attempts).  Longer logs are made piece by piece (:func:`infer_pieces`): runs of traces
+of about ``PIECE_EVENTS`` events, each modelled under the whole log's invariants and
+folded into the model before it while that has at most ``FOLD_NODES`` nodes, then put
+side by side, so the cost is linear in the events.  Deterministic for a seed.
 
 Cost, and its bounds.  Each refinement step checks every bound on the whole model
-(vectorised Bellman-Ford, O(rounds x edges x source types)) and splits one node (a few
-per step on large logs), and coarsening tries O(nodes^2) merges, each such a check.  On
-logs where every delay is distinct (log-normal latencies: every bound is tight) the model
-approaches one node per event -- the real Perfume gave 128 nodes for 241 events -- so both
-grow with the square of the events.  Caps bound that: refinement stops once the model
-passes :func:`refine_node_cap` nodes (a quarter of the events, at least ``REFINE_NODES``,
-at most ``REFINE_NODES_MAX``), the model then being :func:`trace_chain_model` (built in
-O(events), every invariant holds by construction); coarsening stops after
-``COARSEN_FAILURES`` merges that failed (every merge it made was checked, so the model
-still satisfies everything) and draws its candidate pairs lazily beyond ``EAGER_PAIRS``
-(:func:`merge_candidates`: O(types) memory, not O(nodes^2)).  Logs whose delays fall into
-a few regimes stay far below the caps: the nearer-extreme splits refine a 1e5-event
-latency log to 18 nodes.
+(vectorised Bellman-Ford, O(rounds x edges x source types)), and coarsening tries
+O(nodes^2) merges, each such a check; on logs where every delay is distinct the model
+grows with the events, so one model of a long log costs the square of the events.  The
+pieces bound that (each piece and each fold is of bounded size).  With
+``--noCoarsening`` (the original refinement alone) or a ``refine_nodes`` cap, refinement
+stops once the model passes :func:`refine_node_cap` nodes, the model being
+:func:`trace_chain_model` (built in O(events), every invariant holds by construction);
+coarsening stops after ``COARSEN_FAILURES`` merges that failed (every merge it made was
+checked, so the model still satisfies everything); :func:`coarsen_timed` draws its
+candidate pairs lazily beyond ``EAGER_PAIRS`` (:func:`merge_candidates`).
 """
 
 from __future__ import annotations
