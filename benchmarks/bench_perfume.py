@@ -92,8 +92,9 @@ def interleaved_log(n_events: int, rng: np.random.Generator) -> str:
     return "".join(f"{t} c{c} {ev}\n" for t, c, ev in lines)
 
 
-def run(name: str, path: Path, tmp: Path) -> None:
-    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc."""
+def run(name: str, path: Path, tmp: Path, peak_run: bool = True) -> None:
+    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc
+    (``peak_run``; else the peak column is nan)."""
     split = (
         ["-r", CONN_REGEX, "-m", CONN_MAPPING] if "conn" in name else ["-r", REGEX, "-s", SEPARATOR]
     )
@@ -101,10 +102,12 @@ def run(name: str, path: Path, tmp: Path) -> None:
     c0, t0 = time.process_time(), time.perf_counter()
     done = run_command("perfume", args)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    tracemalloc.start()
-    run_command("perfume", args)
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    peak = float("nan")
+    if peak_run:
+        tracemalloc.start()
+        run_command("perfume", args)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     log = done.result.log
     print(
@@ -118,6 +121,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
     parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
+    parser.add_argument(
+        "--no-peak",
+        action="store_true",
+        help="skip the tracemalloc run (it takes several times the timed run)",
+    )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
@@ -138,7 +146,7 @@ def main() -> None:
                 else:
                     make = state_log if kind == "states" else event_log
                     write_log(make(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-                run(f"{kind}-{n}", path, tmp)
+                run(f"{kind}-{n}", path, tmp, not opts.no_peak)
 
 
 if __name__ == "__main__":

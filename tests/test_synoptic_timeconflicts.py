@@ -112,11 +112,11 @@ def _conn_log(tmp_path: Path, n: int) -> EventLog:
 
 
 def test_piece_by_piece_model_of_interleaved_connections(tmp_path):
-    """A 1,500-event log of interleaved connections, every delay distinct: the model made
+    """A 900-event log of interleaved connections, every delay distinct: the model made
     piece by piece accepts every trace, keeps every constrained invariant (reference
     checker), is deterministic for a seed, and has fewer than a third of a node per
     event (the trace-chain fallback it replaces: about 0.7)."""
-    log = _conn_log(tmp_path, 1500)
+    log = _conn_log(tmp_path, 900)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 3)
     assert np.array_equal(model.part, infer_pieces(log, codes, ticks, 3).part)
