@@ -54,7 +54,7 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from statemine.store import META_NAME, ROW_GROUP, _schema
+    from statemine.store import META_NAME, ROW_GROUP, _schema, store_migrate
 
     rng = np.random.default_rng(seed)
     schema = _schema()
@@ -105,6 +105,8 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
         pq.write_table(
             table, folder / f"part-{i:05d}.parquet", compression="zstd", row_group_size=ROW_GROUP
         )
+    # written as a format 1 store (data files only); published as a version of format 4
+    store_migrate(store)
 
 
 def run_diff(store: Path, workers: int, n_perm: int, n_boot: int, check: bool) -> dict:

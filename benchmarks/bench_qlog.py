@@ -8,6 +8,12 @@ peak RSS. Targets (issue 14): 1 GB of JSON-SEQ within 20 s of one core, any size
 300 MiB (``--events 4800000`` writes about 1 GB per file).
 
     python benchmarks/bench_qlog.py [--events N] [--dir DIR]
+
+``--connections N`` instead writes N small connections into one JSON-SEQ file (a server
+logging every connection, each a ``group_id`` with two congestion_state_updated events)
+and one connection of the same 2N events, and reports the CPU per connection beyond its
+events: (CPU of the N connections - CPU of the one) / N. Targets (issue 26): at most 50 us
+per connection, 1e5 connections within 10 s.
 """
 
 from __future__ import annotations
@@ -125,11 +131,60 @@ print(dt, cpu, len(ts.events), hwm[0] if hwm else resource.getrusage(resource.RU
 """
 
 
+def write_connections(n: int, path: Path, one: bool) -> None:
+    """A JSON-SEQ file of ``n`` connections of two state events each (``one``: the same
+    2n events in one connection)."""
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog",
+              "trace": {"vantage_point": {"type": "server"}}}  # fmt: skip
+    with open(path, "w") as fh:
+        fh.write("\x1e" + json.dumps(header) + "\n")
+        for i in range(n):
+            group = "0" if one else f"{i:016x}"
+            for k, state in enumerate(("slow_start", "congestion_avoidance")):
+                event = {"time": i + k / 2, "name": "recovery:congestion_state_updated",
+                         "data": {"new": state}, "group_id": group}  # fmt: skip
+                fh.write("\x1e" + json.dumps(event) + "\n")
+
+
+def _child(path: Path) -> tuple[float, float, int, int]:
+    """read_qlog of ``path`` in a fresh process: wall s, CPU s, rows, peak RSS KiB."""
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    seconds, cpu, rows, rss = out.stdout.split()
+    return float(seconds), float(cpu), int(rows), int(rss)
+
+
+def connections(n: int, folder: Path) -> None:
+    """The per-connection cost (see the module text)."""
+    many, one = folder / "many.sqlog", folder / "one.sqlog"
+    write_connections(n, many, one=False)
+    write_connections(n, one, one=True)
+    wall_many, cpu_many, rows_many, rss_many = _child(many)
+    _, cpu_one, _, _ = _child(one)
+    print(
+        f"{n:,} connections of 2 events: {wall_many:.2f} s wall, {cpu_many:.2f} s CPU, "
+        f"{rows_many:,} rows, peak RSS {rss_many / 1024:.0f} MiB; one connection of the same "
+        f"events: {cpu_one:.2f} s CPU; per connection beyond its events "
+        f"{(cpu_many - cpu_one) / n * 1e6:.1f} us CPU ({cpu_many / n * 1e6:.1f} us in all)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--connections", type=int, default=0)
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()
+    if args.connections:
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            connections(args.connections, Path(tmp))
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        return
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         t0 = time.perf_counter()
         files = write_files(args.events, Path(tmp))

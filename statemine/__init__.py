@@ -58,6 +58,8 @@ _LAZY = {
     "read_to_file": "commands",
     "store_add": "store",
     "store_info": "store",
+    "store_migrate": "store",
+    "store_vacuum": "store",
 }
 
 
@@ -94,6 +96,8 @@ __all__ = [
     "state_stats",
     "store_add",
     "store_info",
+    "store_migrate",
+    "store_vacuum",
     "summarize",
     "summarize_logs",
     "to_dot",

@@ -4,7 +4,7 @@
 * :func:`diff_to_dir` -- ``statemine diff A B --out DIR``
 * :func:`report_to_file` -- ``statemine report A [B] --out FILE``
 * :func:`explain_to_dir` -- ``statemine explain A B --out DIR``
-* :func:`read_to_file` -- ``statemine read LOG... -o FILE``
+* :func:`read_to_file` -- ``statemine read LOG... --out FILE``
 * :func:`read_inputs` -- the reading step of all of them
 
 They take paths (log files, folders, saved ``.parquet`` trace sets, ``statemine lab``
@@ -18,7 +18,6 @@ Units: times in seconds, shares as fractions in [0, 1], counts as integers.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -28,6 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .output.out_files import DIFF_OUTPUTS, EXPLAIN_OUTPUTS, INFER_OUTPUTS
+from .output.provenance import PROVENANCE_FILE, Input
+from .parse.inputs import (
+    Inputs,
+    ReadOptions,
+    read_files,
+    reader_warnings,
+    selection_pairs,
+)
 from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
@@ -41,32 +48,9 @@ if TYPE_CHECKING:
     from .output.sides import Side
     from .traces import TraceSet
 
-Inputs = str | os.PathLike | Sequence[str | os.PathLike]
 Connect = Callable[[], "AbstractContextManager[Client | None]"]
 """Opens the Dask client to run on (None: on this machine), called once the options
 are checked: how the CLI's ``--dask`` starts its cluster only after them."""
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How to read the inputs (the readers' options of :func:`statemine.read`).
-
-    ``fmt``: auto, statemine, qlog, regex or parquet; ``regex``/``separator``/``mapping``/
-    ``ignore_nonmatching``: Synoptic's -r/-s/-m/-i; ``names_file``: qlog state-name
-    overrides; ``implementation``: which qlog state-name table; ``derive_states``: states
-    from cwnd/ssthresh; ``strict``: fail on a qlog file without congestion data;
-    ``progress``: a progress bar on stderr (a terminal only)."""
-
-    fmt: str = "auto"
-    regex: tuple[str, ...] = ()
-    separator: str | None = None
-    mapping: str | None = None
-    ignore_nonmatching: bool = False
-    names_file: str | os.PathLike | None = None
-    implementation: str | None = None
-    derive_states: bool = False
-    strict: bool = False
-    progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,12 +110,6 @@ class ReadOutput:
 PRINTED_STATES = 200
 
 
-def reader_warnings(ts: TraceSet) -> list[str]:
-    """The readers' warnings kept in ``ts.meta`` (a JSON list), as a list."""
-    raw = ts.meta.get("warnings")
-    return list(json.loads(raw)) if raw else []
-
-
 def read_inputs(
     inputs: Inputs,
     read: ReadOptions = ReadOptions(),
@@ -140,39 +118,17 @@ def read_inputs(
     selections: Sequence[str] = (),
     client: Client | None = None,
 ) -> TraceSet:
-    """Read ``inputs`` with :func:`statemine.parse.read`, label every trace with ``labels``,
-    and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A trace store
-    (:mod:`statemine.store`; given alone) is read with its partitions pruned to the
-    selections, its files on ``client``'s Dask workers when given."""
-    from .parse import read as parse_read
-
+    """Read ``inputs`` (:func:`statemine.parse.inputs.read_files`), label every trace with
+    ``labels``, and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A
+    trace store (:mod:`statemine.store`; given alone) is read with its partitions pruned to
+    the selections, its files on ``client``'s Dask workers when given."""
     store = _store_input(inputs, required=client is not None)
     if store is not None:
         from .store import read_store
 
         ts = read_store(store, selection_pairs(selections), mapper=_mapper(client, read))
         return ts.with_labels(**labels) if labels else ts
-    names = None
-    if read.names_file is not None:
-        from .parse.statenames import load_names
-
-        names = load_names(read.names_file)
-    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    ts = parse_read(
-        paths,
-        read.fmt,
-        regex=list(read.regex) or None,
-        separator=read.separator,
-        mapping=read.mapping,
-        ignore_nonmatching=read.ignore_nonmatching,
-        names=names,
-        implementation=read.implementation,
-        derive_states=read.derive_states,
-        labels=labels,
-        progress=read.progress,
-        strict=read.strict,
-    )
-    return select_traces(ts, selections, " ".join(map(str, paths)))
+    return read_files(inputs, read, labels=labels, selections=selections)
 
 
 def read_to_file(
@@ -195,40 +151,6 @@ def save_traces(ts: TraceSet, output: str | os.PathLike) -> ReadOutput:
 
     path = save(ts, output)
     return ReadOutput(path, ts.n_traces, len(ts.events), tuple(reader_warnings(ts)))
-
-
-def select_traces(ts: TraceSet, selections: Sequence[str], where: str) -> TraceSet:
-    """``ts.select`` for ``LABEL=VALUE`` strings, with a clear error for an unknown label
-    or when nothing matches (``where`` names the input in the message)."""
-    if not selections:
-        return ts
-    wanted = selection_pairs(selections)
-    for key in wanted:
-        if key not in ts.traces.columns:
-            labels = ", ".join(c for c in ts.traces.columns if c not in ("trace", "source", "end"))
-            raise UsageError(
-                f"{where}: the traces have no label {key!r} (labels: {labels or 'none'})"
-            )
-    kept = ts.select(wanted)
-    if kept.n_traces == 0:
-        values = {k: sorted(ts.traces[k].astype(str).unique())[:8] for k in wanted}
-        raise UsageError(f"{where}: no trace matches {' '.join(selections)} (values: {values})")
-    return kept
-
-
-def selection_pairs(selections: Sequence[str]) -> dict[str, str]:
-    """``LABEL=VALUE`` strings as a dict (a later value of a label wins).
-
-    >>> selection_pairs(["role=server", "profile=mobile"])
-    {'role': 'server', 'profile': 'mobile'}
-    """
-    wanted = {}
-    for item in selections:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"a selection is LABEL=VALUE, not {item!r}")
-        wanted[key] = value
-    return wanted
 
 
 def require_stores(sides: Sequence[Inputs]) -> None:
@@ -274,11 +196,14 @@ def infer_to_dir(
     svg: bool = True,
     title: str | None = None,
     client: Client | None = None,
+    command_line: Sequence[str] | None = None,
 ) -> InferOutput:
     """``statemine infer``: the per-state and per-transition tables of the observed-state
     model (:func:`statemine.summarize`), and with ``out_dir`` the files states.csv,
     transitions.csv, model.dot, model.json and model.svg (``svg``, needs Graphviz; up to
-    :data:`~statemine.output.diagram.DRAWN_STATES` states) written there as one set.
+    :data:`~statemine.output.diagram.DRAWN_STATES` states) written there as one set, with
+    provenance.json (:func:`~statemine.output.provenance.provenance`; ``command_line``: the
+    arguments after ``statemine`` when run from the CLI).
 
     statemine logs needing no selection are streamed (memory bounded by the distinct
     (trace, state) pairs, not by the log's length); anything else is read whole. Both give
@@ -336,6 +261,14 @@ def infer_to_dir(
 
         outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
+        paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+        outputs[PROVENANCE_FILE] = _provenance_file(
+            "infer",
+            [Input(p, "input", selections) for p in paths],
+            command_line,
+            read=read,
+            stats=stats,
+        )
         from .fileio import write_set
 
         write_set(out_dir, outputs, owned=INFER_OUTPUTS)
@@ -604,11 +537,13 @@ def diff_to_dir(
     title: str | None = None,
     client: Client | None = None,
     connect: Connect | None = None,
+    command_line: Sequence[str] | None = None,
 ) -> DiffOutput:
     """``statemine diff``: compare the traces of ``a`` with those of ``b``
     (:func:`statemine.diff` with the ``compare`` options) and write states_diff.csv,
     transitions_diff.csv, one_sided.csv, notes.txt, diff.dot and (``svg``) diff.svg to
-    ``out_dir`` as one set. Side labels default to the inputs' file names. Trace stores
+    ``out_dir`` as one set, with provenance.json (``command_line``: the arguments after
+    ``statemine`` when run from the CLI). Side labels default to the inputs' file names. Trace stores
     are read on the Dask workers of ``client``, or of the one ``connect`` opens after
     :func:`check_diff` (not both)."""
     from .compare import diff, diff_stats
@@ -642,6 +577,9 @@ def diff_to_dir(
             assert ts_b is not None
             result = diff(ts_a, ts_b, compare, label_a=label_a, label_b=label_b)
     files = diff_files(result, svg=svg, title=title)  # all files or none
+    files[PROVENANCE_FILE] = _provenance_file(
+        "diff", _side_inputs(a, b, select_a, select_b), command_line, read=read, stats=compare
+    )
     write_set(out_dir, files, owned=DIFF_OUTPUTS)  # the whole set: no stale diagram stays
     return DiffOutput(result=result, warnings=tuple(warnings), written=tuple(files))
 
@@ -672,21 +610,26 @@ def report_to_file(
     by: str | None = None,
     values: tuple[str, str] | None = None,
     metric: str = "plt_s",
-    rows: str = "rate_mbps",
-    cols: str = "object_size_bytes",
+    rows: str | None = None,
+    cols: str | None = None,
     outcome_alpha: float = 0.01,
     compare: CompareOptions = CompareOptions(),
     client: Client | None = None,
     connect: Connect | None = None,
+    command_line: Sequence[str] | None = None,
 ) -> tuple[Path, tuple[str, ...]]:
     """``statemine report``: one self-contained HTML page about ``a`` (or comparing it with
     ``b``), written atomically to ``out_file`` (:func:`statemine.output.html_report.write_report`;
     ``compare`` as in :func:`diff_to_dir`). With ``results`` (a ``statemine lab``
     results.csv/.parquet), ``by`` names the column telling the sides apart, ``values`` its
     values for A and B (default: the side labels), and the page compares ``metric`` per
-    (``rows``, ``cols``) cell with Welch's test at ``outcome_alpha``. Trace stores are
+    scenario cell with Welch's test at ``outcome_alpha``, in heatmaps of ``rows`` x ``cols``
+    (None: chosen from the scenario columns that vary,
+    :func:`~statemine.output.html_report.heatmap_axes`). Trace stores are
     read on the Dask workers of ``client``, or of the one ``connect`` opens after
-    :func:`check_report` (not both). Returns the path written and the readers' warnings."""
+    :func:`check_report` (not both). The page ends with its provenance
+    (:func:`~statemine.output.provenance.provenance`; ``command_line``: the arguments after
+    ``statemine`` when run from the CLI). Returns the path written and the readers' warnings."""
     from .output.html_report import Outcomes, write_report
 
     label_a, label_b = check_report(
@@ -717,6 +660,14 @@ def report_to_file(
             cols=cols,
             alpha=outcome_alpha,
         )
+    from .output.provenance import provenance
+
+    inputs = _side_inputs(a, b, select_a, select_b)
+    if results is not None:
+        inputs.append(Input(results, "results"))
+    made_of = provenance(
+        "report", inputs, command_line=command_line, options={"read": read, "stats": compare}
+    )
     side_a: TraceSet | Side
     side_b: TraceSet | Side | None
     warnings: list[str] = []
@@ -735,6 +686,8 @@ def report_to_file(
             outcomes=outcomes,
             compare=compare,
             runs=(lab_runs(a), lab_runs(b) if b else None),
+            provenance=made_of,
+            selections=(tuple(select_a), tuple(select_b)),
         )
     return path, tuple(warnings)
 
@@ -772,11 +725,12 @@ def explain_to_dir(
     label_a: str | None = None,
     label_b: str | None = None,
     compare: CompareOptions = CompareOptions(),
+    command_line: Sequence[str] | None = None,
 ) -> ExplainOutput:
     """``statemine explain``: why the traces of ``b`` differ from those of ``a``
     (:func:`statemine.explain.explain`, the same inputs, selections and ``compare`` options
-    as :func:`diff_to_dir`), and with ``out_dir`` explain.csv, triggers.csv and explain.md
-    written there as one set. An input that is a ``statemine lab`` output folder lends its
+    as :func:`diff_to_dir`), and with ``out_dir`` explain.csv, triggers.csv, explain.md and
+    provenance.json written there as one set. An input that is a ``statemine lab`` output folder lends its
     results table (what the path dropped per run) as ground truth."""
     from .explain import explain
     from .fileio import check_out_dir, write_set
@@ -807,9 +761,43 @@ def explain_to_dir(
     written: tuple[str, ...] = ()
     if out_dir is not None:
         files = explain_files(result)
+        files[PROVENANCE_FILE] = _provenance_file(
+            "explain",
+            _side_inputs(a, b, select_a, select_b),
+            command_line,
+            read=read,
+            stats=compare,
+        )
         write_set(out_dir, files, owned=EXPLAIN_OUTPUTS)
         written = tuple(files)
     return ExplainOutput(result=result, warnings=tuple(warnings), written=written)
+
+
+def _side_inputs(
+    a: str | os.PathLike,
+    b: str | os.PathLike | None,
+    select_a: Sequence[str],
+    select_b: Sequence[str],
+) -> list[Input]:
+    """The inputs of a one- or two-sided command, each with its side's selections."""
+    return [Input(a, "A", select_a)] + ([Input(b, "B", select_b)] if b is not None else [])
+
+
+def _provenance_file(
+    command: str,
+    inputs: Sequence[Input],
+    command_line: Sequence[str] | None,
+    *,
+    read: ReadOptions,
+    stats: StatsOptions,
+) -> str:
+    """The text of provenance.json (:func:`statemine.output.provenance.provenance`)."""
+    from .output.provenance import provenance, provenance_json
+
+    record = provenance(
+        command, inputs, command_line=command_line, options={"read": read, "stats": stats}
+    )
+    return provenance_json(record)
 
 
 def lab_runs(path: str | os.PathLike) -> pd.DataFrame | None:

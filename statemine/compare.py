@@ -63,6 +63,7 @@ from .stats.resampling import (
 )
 from .stats.tables import tables
 from .traces import TraceSet
+from .units import p_value_report
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
@@ -767,13 +768,13 @@ def _sample_size_notes(
     if min_p_holm >= alpha:
         within = " (relabelled within strata)" if ga is not None else ""
         holm_part = (
-            f"; with Holm over {n_tests} states the smallest adjusted p-value is {min_p_holm:.3g}"
+            f"; with Holm over {n_tests} states the smallest adjusted p-value is {p_value_report(min_p_holm)}"
             if n_tests > 1
             else ""
         )
         notes.append(
             f"underpowered: with {n_a} + {n_b} traces{within} the smallest possible p-value is "
-            f"{min_p:.3g}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
+            f"{p_value_report(min_p)}{holm_part} >= alpha = {alpha:g}: no state difference can be significant; "
             "collect more traces"
         )
     if ga is not None and gb is not None:

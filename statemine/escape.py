@@ -12,6 +12,8 @@ CSV apart from the formula guard below) keep names whole and unchanged.
 from __future__ import annotations
 
 import html
+import re
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,8 +28,18 @@ TERMINAL_CHARS = 40
 #: How an empty name is shown (the data files hold the empty string).
 EMPTY = "(empty)"
 #: First characters that make a spreadsheet treat a CSV cell as a formula (OWASP,
-#: "CSV Injection": =, +, -, @, tab, carriage return).
+#: "CSV Injection": =, +, -, @, tab, carriage return). A cell is guarded when it starts
+#: with one of them or when its first character after any whitespace and control
+#: characters (:func:`_ignorable`) is one of :data:`FORMULA_TRIGGERS`.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: The formula characters proper, and their fullwidth forms (which some spreadsheets
+#: read as the ASCII ones).
+FORMULA_TRIGGERS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+#: Characters that force a CSV cell into double quotes: the separator, the quote, and
+#: every character some reader takes for the end of a line (the csv module's reader: CR
+#: and LF; ``str.splitlines``: also VT, FF, FS, GS, RS, NEL, LS, PS). The csv module's
+#: writer quotes CR only when it is in the line terminator, so statemine writes its own.
+CSV_QUOTED = frozenset(',"\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029')
 
 
 def visible(text: object, *, backslash: bool = True) -> str:
@@ -102,25 +114,92 @@ def rich_cell(text: object, limit: int | None = TERMINAL_CHARS) -> Text:
     return Text(display_name(text, limit) if limit is not None else visible(text))
 
 
+def _ignorable(c: str) -> bool:
+    """Whitespace or a character that is not printed (controls, format characters such
+    as zero-width spaces): what a reader may skip before a formula character."""
+    return c.isspace() or not c.isprintable()
+
+
+def formula_like(text: str) -> bool:
+    """True when a spreadsheet could read ``text`` as a formula: it starts with one of
+    :data:`FORMULA_STARTS`, or its first character after whitespace and control
+    characters is one of :data:`FORMULA_TRIGGERS`.
+
+    >>> formula_like("\\r=cmd"), formula_like(" \\x00@x"), formula_like("a=b"), formula_like("\\tx")
+    (True, True, False, True)
+    """
+    if text.startswith(FORMULA_STARTS):
+        return True
+    for c in text:
+        if not _ignorable(c):
+            return c in FORMULA_TRIGGERS
+    return False
+
+
 def csv_cell(text: str) -> str:
-    """A text cell for CSV: a leading ``'`` when it begins with a formula character
-    (OWASP's advice against CSV injection), else unchanged; the csv module does the
-    quoting. The whole name stays unchanged in model.json.
+    """A text cell for CSV: a leading ``'`` when a spreadsheet could read it as a formula
+    (:func:`formula_like`; OWASP's advice against CSV injection), else unchanged;
+    :func:`csv_field` does the quoting. The whole name stays unchanged in model.json.
 
     >>> csv_cell("=HYPERLINK(\\"http://x\\")"), csv_cell("SlowStart"), csv_cell("")
     ('\\'=HYPERLINK("http://x")', 'SlowStart', '')
+    >>> csv_cell(" \\x00+1")
+    "' \\x00+1"
     """
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if formula_like(text) else text
+
+
+def csv_field(cell: str) -> str:
+    """One CSV field: ``cell`` in double quotes (inner quotes doubled) when it holds any of
+    :data:`CSV_QUOTED`, so no line break inside a cell can end a row for any reader.
+
+    >>> csv_field("a"), csv_field("a,b"), csv_field("x\\ry")
+    ('a', '"a,b"', '"x\\ry"')
+    """
+    if CSV_QUOTED.isdisjoint(cell):
+        return cell
+    return '"' + cell.replace('"', '""') + '"'
+
+
+def csv_rows(rows: Iterable[Sequence[str]]) -> str:
+    """Rows of already formatted cells as CSV text (comma, LF line ends, :func:`csv_field`
+    quoting; a row of one empty cell written ``""`` as the csv module writes it)."""
+    out = []
+    for row in rows:
+        if len(row) == 1 and row[0] == "":
+            out.append('""\n')
+        else:
+            out.append(",".join(map(csv_field, row)) + "\n")
+    return "".join(out)
+
+
+#: The line breaks the csv module's writer (LF line ends) leaves unquoted.
+_UNQUOTED_BREAKS = re.compile("[" + re.escape("".join(sorted(CSV_QUOTED - set(',"\n')))) + "]")
+
+
+def _csv_module_suffices(texts: Iterable[str]) -> bool:
+    """True when no text holds a line break that the csv module would leave unquoted:
+    then its writer (C, fast) writes exactly what :func:`csv_rows` would."""
+    return not _UNQUOTED_BREAKS.search("\n".join(texts))
 
 
 def frame_csv(frame: pd.DataFrame) -> str:
     """A pandas DataFrame as CSV text (no index) with :func:`csv_cell` applied to its
-    text cells (numbers, including negative ones, are left as they are)."""
+    text cells (numbers, including negative ones, are left as they are): pandas formats
+    every cell (``DataFrame.to_csv``, all quoted, so it reads back exactly), and
+    :func:`csv_rows` writes them."""
+    import csv
+    import io
+
     safe = frame.copy()
     for column in safe.columns:
         if safe[column].dtype.kind not in "biufcmM":  # text (object or string dtype)
             safe[column] = safe[column].map(lambda v: csv_cell(v) if isinstance(v, str) else v)
-    return safe.to_csv(index=False)
+    texts = [v for c in safe.columns for v in safe[c] if isinstance(v, str)]
+    if _csv_module_suffices([*map(str, safe.columns), *texts]):
+        return safe.to_csv(index=False, lineterminator="\n")
+    quoted = safe.to_csv(index=False, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    return csv_rows(csv.reader(io.StringIO(quoted, newline="")))
 
 
 def columns_csv(columns: dict) -> str:
@@ -139,11 +218,16 @@ def columns_csv(columns: dict) -> str:
             return csv_cell(value)
         return str(value)
 
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([cell(v) for v in row] for row in zip(*columns.values()))
-    return out.getvalue()
+    header = [str(name) for name in columns]
+    rows = ([cell(v) for v in row] for row in zip(*columns.values()))
+    texts = [v for col in columns.values() if col.dtype.kind in "OUS" for v in col.tolist()]
+    if _csv_module_suffices([*header, *(v for v in texts if isinstance(v, str))]):
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        return out.getvalue()
+    return csv_rows([header, *rows])
 
 
 def one_line(message: object) -> str:
@@ -157,13 +241,18 @@ def one_line(message: object) -> str:
 
 
 __all__ = [
+    "CSV_QUOTED",
     "DISPLAY_CHARS",
     "EMPTY",
     "FORMULA_STARTS",
+    "FORMULA_TRIGGERS",
     "TERMINAL_CHARS",
     "columns_csv",
     "csv_cell",
+    "csv_field",
+    "csv_rows",
     "display_name",
+    "formula_like",
     "frame_csv",
     "html_text",
     "markup_text",

@@ -44,7 +44,7 @@ then, per state:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -399,7 +399,7 @@ def _declaration_verdicts(
             out[int(k)] = ("spurious", "lab: the path dropped no packet of the run")
         elif no_jitter[r] and _rule_of(fields[k]) == "packet":
             out[int(k)] = ("real", "lab: the path reordered no packet (no jitter)")
-        elif impl[r] in spurious_logged:
+        elif pn and impl[r] in spurious_logged:  # without its packet number: not known
             out[int(k)] = ("real", "stack: no SpuriousLoss for its packet")
         else:
             out[int(k)] = ("unknown", "")
@@ -458,44 +458,27 @@ def _state_table(
     ga, gb = strata
     kw: dict[str, Any] = dict(strata_a=ga, strata_b=gb)
     names = list(result.states["state"].sort_values())
-    rate_p = permutation_pvalues(
-        sa.visits,
-        sb.visits,
-        den_a=sa.total,
-        den_b=sb.total,
-        n_perm=opts.n_perm,
-        seed=opts.seed,
-        **kw,
-    )
-    rate_lo, rate_hi = bootstrap_delta(
-        sa.visits,
-        sb.visits,
-        den_a=sa.total,
-        den_b=sb.total,
-        n_boot=opts.n_boot,
-        confidence=opts.confidence,
-        seed=opts.seed,
-        **kw,
-    )
-    dwell_p = permutation_pvalues(
-        sa.seconds,
-        sb.seconds,
-        den_a=sa.visits,
-        den_b=sb.visits,
-        n_perm=opts.n_perm,
-        seed=opts.seed,
-        **kw,
-    )
-    dwell_lo, dwell_hi = bootstrap_delta(
-        sa.seconds,
-        sb.seconds,
-        den_a=sa.visits,
-        den_b=sb.visits,
-        n_boot=opts.n_boot,
-        confidence=opts.confidence,
-        seed=opts.seed,
-        **kw,
-    )
+
+    def ratio_test(num: str, den: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Permutation p and bootstrap interval of pooled ``num / den`` (B - A)."""
+        xa, xb, da, db = getattr(sa, num), getattr(sb, num), getattr(sa, den), getattr(sb, den)
+        p = permutation_pvalues(
+            xa, xb, den_a=da, den_b=db, n_perm=opts.n_perm, seed=opts.seed, **kw
+        )
+        lo, hi = bootstrap_delta(
+            xa,
+            xb,
+            den_a=da,
+            den_b=db,
+            n_boot=opts.n_boot,
+            confidence=opts.confidence,
+            seed=opts.seed,
+            **kw,
+        )
+        return p, lo, hi
+
+    rate_p, rate_lo, rate_hi = ratio_test("visits", "total")  # entries per second
+    dwell_p, dwell_lo, dwell_hi = ratio_test("seconds", "visits")  # seconds per visit
     ra, rb = pooled_ratio(sa.visits, sa.total), pooled_ratio(sb.visits, sb.total)
     da, db = pooled_ratio(sa.seconds, sa.visits), pooled_ratio(sb.seconds, sb.visits)
     rate_part, dwell_part = decompose(ra, rb, da, db)
@@ -743,9 +726,16 @@ def _g(value: float, digits: int = 2) -> str:
     return f"{value:.{digits}g}"
 
 
-def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: float) -> list[str]:
+def summary_paragraphs(
+    states: pd.DataFrame,
+    triggers: pd.DataFrame,
+    alpha: float,
+    *,
+    p: Callable[[float], str] = _g,
+) -> list[str]:
     """One paragraph per changed state, from cells of ``states`` and ``triggers`` only:
-    shares and parts in percent (x 100), ratios, p-values (2 significant digits), and the
+    shares and parts in percent (x 100), ratios, p-values (as ``p`` shows them: 2
+    significant digits unless told; the HTML report passes its own format), and the
     leading trigger of the change in entries with its verdict, evidence and knob."""
     out = []
     row: Any
@@ -753,8 +743,8 @@ def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: floa
         words = [
             f"{row.state} {100 * row.delta:+.1f} pp ({row.side_a} {100 * row.share_a:.1f}% -> "
             f"{row.side_b} {100 * row.share_b:.1f}%):",
-            f"entries {_ratio_words(row.rate_ratio, row.rate_p_holm, alpha)},",
-            f"dwell {_ratio_words(row.dwell_ratio, row.dwell_p_holm, alpha)};",
+            f"entries {_ratio_words(row.rate_ratio, row.rate_p_holm, alpha, p)},",
+            f"dwell {_ratio_words(row.dwell_ratio, row.dwell_p_holm, alpha, p)};",
         ]
         if np.isfinite(row.rate_part_share):
             carrier = "entries" if row.carried_by == "entries" else "dwell"
@@ -767,14 +757,58 @@ def summary_paragraphs(states: pd.DataFrame, triggers: pd.DataFrame, alpha: floa
             evidence = f" ({lead.evidence})" if lead.evidence else ""
             words.append(
                 f"{100 * lead.share_of_change:.0f}% of the change in entries comes from "
-                f"entries {_after(lead.trigger)}{verdict}{evidence}, p {_g(lead.p_holm)} (Holm)."
+                f"entries {_after(lead.trigger)}{verdict}{evidence}, p {p(lead.p_holm)} (Holm)."
             )
             if lead.knob:
-                words.append(f"{lead.knob} governs this trigger: {lead.knob_values}.")
+                values = f": {lead.knob_values}" if lead.knob_values else ""
+                words.append(f"{lead.knob} governs this trigger{values}.")
         if row.differing_labels:
             words.append(f"Labels that differ: {row.differing_labels}.")
         out.append(" ".join(words))
     return out
+
+
+def why_line(states: pd.DataFrame, triggers: pd.DataFrame, state: str) -> str:
+    """One line on why ``state``'s share changed, from cells of ``states`` and ``triggers``
+    only (as :func:`summary_paragraphs`, whether or not the change is significant): the
+    entry rate's and the dwell's ratio B / A with their Holm p, the part of the change the
+    larger of the two carries (%), and the leading trigger of the change in entries with
+    its verdict, share of that change (%) and Holm p. ``"state absent"`` when neither side
+    has it.
+
+    >>> st = pd.DataFrame({"state": ["Recovery"], "rate_ratio": [3.14], "rate_p_holm": [0.0005],
+    ...     "dwell_ratio": [1.02], "dwell_p_holm": [0.7], "carried_by": ["entries"],
+    ...     "rate_part_share": [0.96], "dwell_part_share": [0.04]})
+    >>> tr = pd.DataFrame({"state": ["Recovery"], "trigger": ["LossDetected rule=packet"],
+    ...     "verdict": ["spurious"], "share_of_change": [0.94], "p_holm": [0.0005]})
+    >>> why_line(st, tr, "Recovery")
+    'entries x3.1 (p 0.0005), dwell x1 (p 0.7): entries carry 96%; lead: LossDetected rule=packet, spurious (94% of the change in entries, p 0.0005)'
+    """
+    mine = states[states["state"] == state]
+    if not len(mine):
+        return "state absent"
+    row: Any = next(mine.itertuples(index=False))
+    words = f"entries {_ratio_cell(row.rate_ratio, row.rate_p_holm)}, dwell " + _ratio_cell(
+        row.dwell_ratio, row.dwell_p_holm
+    )
+    if np.isfinite(row.rate_part_share):
+        entries = row.carried_by == "entries"
+        share = row.rate_part_share if entries else row.dwell_part_share
+        words += f": {'entries carry' if entries else 'dwell carries'} {100 * share:.0f}%"
+    lead = _lead_trigger(triggers, state)
+    if lead is not None:
+        verdict = f", {lead.verdict}" if lead.verdict else ""
+        words += (
+            f"; lead: {lead.trigger}{verdict} ({100 * lead.share_of_change:.0f}% of the change "
+            f"in entries, p {_g(lead.p_holm)})"
+        )
+    return words
+
+
+def _ratio_cell(ratio: float, p: float) -> str:
+    """``x<ratio> (p <p>)`` (2 significant digits), ``on one side only`` for an infinite or
+    undefined ratio."""
+    return f"x{_g(ratio)} (p {_g(p)})" if np.isfinite(ratio) else "on one side only"
 
 
 def _after(trigger: str) -> str:
@@ -782,11 +816,11 @@ def _after(trigger: str) -> str:
     return trigger if trigger.startswith(("after ", "trace start")) else f"after {trigger}"
 
 
-def _ratio_words(ratio: float, p: float, alpha: float) -> str:
+def _ratio_words(ratio: float, p: float, alpha: float, shown: Callable[[float], str] = _g) -> str:
     if not np.isfinite(ratio):
         return "on one side only"
     verdict = "" if np.isfinite(p) and p < alpha else ", not significant"
-    return f"x{_g(ratio)} (p {_g(p)}{verdict})"
+    return f"x{_g(ratio)} (p {shown(p)}{verdict})"
 
 
 def _lead_trigger(triggers: pd.DataFrame, state: str) -> Any:

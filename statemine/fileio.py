@@ -49,8 +49,18 @@ class Terminated(SystemExit):
 
 def os_error(path: str | os.PathLike, exc: OSError, doing: str = "cannot write") -> StatemineError:
     """A one-line error for an OS error on ``path``: ``PATH: cannot write: No space left
-    on device``."""
-    return StatemineError(f"{path}: {doing}: {exc.strerror or exc}")
+    on device`` (the errno's text when there is an errno: pyarrow's own text is longer)."""
+    cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+    return StatemineError(f"{path}: {doing}: {cause}")
+
+
+@contextmanager
+def os_errors(path: str | os.PathLike, doing: str = "cannot write") -> Iterator[None]:
+    """Within the block, an OS error becomes :func:`os_error` naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_error(path, exc, doing) from None
 
 
 @contextmanager

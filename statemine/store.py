@@ -14,14 +14,19 @@ unchanged; names starting with ``.`` or ``_`` are skipped by pyarrow.
 :func:`store_add` streams a statemine log within the file (:mod:`statemine.store_stream`:
 bounded memory whatever its size), adds a qlog file in spilled slices of its connections
 and an ftrace file in spilled batches of whole sockets (:func:`_pieces_batch`), and reads any other
-input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file is written beside its final name and renamed in, the data file last:
-an input's files appear whole, and its data file only once its labels and metrics are in.
+input (a saved trace set, Synoptic-style input) one file's trace set at a time. Every file
+is written beside its final name and renamed in; then the add publishes the next version
+of the store (:mod:`statemine.store_log`), which lists them. Readers read the files of the
+latest version only (:func:`store_files`, :func:`store_info`, :func:`published_files`), so
+they see an add whole or not at all; :func:`store_vacuum` removes what a killed add left
+and :func:`store_migrate` publishes a store of an older format.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -33,7 +38,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, StatemineError, UsageError
-from .fileio import atomic_path, write_json
+from .fileio import atomic_path, os_error, os_errors, write_json
+from .store_log import (
+    IDENT,
+    LOG_DIR,
+    Entry,
+    Version,
+    commit,
+    crash_point,
+    latest,
+    version_numbers,
+)
 
 if TYPE_CHECKING:  # the command line loads this module: numeric libraries load on use
     import tempfile
@@ -42,15 +57,19 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
     import pandas as pd
     import pyarrow as pa
 
-    from .commands import ReadOptions
+    from .parse.inputs import ReadOptions
     from .store_stream import Spill
     from .traces import TracePart, TraceSet
 
 #: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
 META_NAME = "_statemine_store.json"
 #: 1: data files only; 2: also ``_labels`` (required) and ``_metrics`` (when logged);
-#: 3: metrics files may have the segment columns (ftrace) and their columns listed.
-STORE_FORMAT = 3
+#: 3: metrics files may have the segment columns (ftrace) and their columns listed;
+#: 4: the files are those of the latest version (:mod:`statemine.store_log`).
+STORE_FORMAT = 4
+#: Seconds an unreferenced file must be old before ``store vacuum`` removes it (a running
+#: add's files are unreferenced until it publishes).
+VACUUM_GRACE = 24 * 3600.0
 #: Folders (at the store's top) of the per-trace labels and of the metrics tables.
 LABELS_DIR, METRICS_DIR = "_labels", "_metrics"
 #: Events gathered per row group when a statemine log is streamed (store_stream.gather).
@@ -152,6 +171,7 @@ class StoreInfo:
 
     keys: tuple[str, ...]
     partitions: tuple[PartitionInfo, ...]
+    version: int = 0
 
     @property
     def traces(self) -> int:
@@ -166,12 +186,14 @@ class StoreInfo:
 
 @dataclass(frozen=True)
 class AddOutput:
-    """What :func:`store_add` wrote: the partition folder, files, traces and events."""
+    """What :func:`store_add` wrote: the partition folder, files, traces and events, and
+    the version that published them."""
 
     partition: Path
     files: tuple[Path, ...]
     traces: int
     events: int
+    version: int = 0
 
 
 def parse_labels(items: Sequence[str]) -> dict[str, str]:
@@ -232,11 +254,13 @@ def store_add(
     ``batch_rows`` (and 16,384) rows of one connection, spilled first
     (:func:`statemine.parse.qlog.read_qlog_parts`), their metrics ``batch_rows`` rows at a
     time; other inputs are read one file's
-    trace set at a time. Each file is written beside its final name and renamed in (the data file
-    last), so a failure or signal leaves only whole inputs of earlier batches.
+    trace set at a time. Each file is written beside its final name and renamed in, then
+    the add publishes one new version listing them all (``AddOutput.version``): a failure
+    or signal removes them and publishes nothing, a kill leaves them unpublished (for
+    :func:`store_vacuum`).
     """
-    from .commands import ReadOptions, read_inputs
     from .parse import expand_paths
+    from .parse.inputs import ReadOptions, read_files
 
     labels = dict(labels or {})
     for key, value in labels.items():
@@ -244,6 +268,7 @@ def store_add(
     root = Path(store)
     created = not root.exists()
     keys = _store_keys(root, tuple(labels))
+    new = not (root / META_NAME).exists()
     where = [f"{k}={labels[k]}" for k in keys]
     read = read or ReadOptions()
     files = expand_paths(list(logs))
@@ -251,43 +276,65 @@ def store_add(
         groups: list[list[Path]] = [files]
     else:
         groups = [[f] for f in files]
-    written, traces, events = [], 0, 0
-    for group in groups:
-        fmt = _streamed_format(group, read)
-        if fmt == "statemine":
-            batch = _stream_batch(group[0], root, batch_rows)
-        elif fmt is not None:
-            batch = _pieces_batch(group[0], fmt, read, root, batch_rows)
-        else:
-            batch = _traceset_batch(read_inputs(group, read))
-        new = not (root / META_NAME).exists()
-        with _undone_if_new(root, new, created):
-            if new or _read_meta_doc(root)[1] == 2:
-                # a new store (created once its first file is read), or one of format 2,
-                # whose metrics files this version may widen
-                write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
-            written.append(_write_batch(root, where, batch))
-        traces += batch.traces
-        events += batch.events
-    return AddOutput(root.joinpath(*where), tuple(written), traces, events)
+    entries: list[Entry] = []
+    traces = events = 0
+    with _undone_on_error(root, new, created, entries, where):
+        if new:  # a new store's keys first: a kill from here on leaves an empty store
+            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+            crash_point("metadata written")
+        for group in groups:
+            fmt = _streamed_format(group, read)
+            if fmt == "statemine":
+                batch = _stream_batch(group[0], root, batch_rows)
+            elif fmt is not None:
+                batch = _pieces_batch(group[0], fmt, read, root, batch_rows)
+            else:
+                batch = _traceset_batch(read_files(group, read))
+            entries.append(_write_batch(root, where, batch))
+            traces += batch.traces
+            events += batch.events
+        if new and not (root / META_NAME).exists():  # a racing first add that failed took it
+            write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+        version = commit(root, entries, _partition_check(keys))
+    written = tuple(e.data(root) for e in entries)
+    return AddOutput(root.joinpath(*where), written, traces, events, version)
 
 
 @contextlib.contextmanager
-def _undone_if_new(root: Path, new: bool, created: bool) -> Iterator[None]:
-    """On an error while the first input is written to a ``new`` store, remove what was
-    made for it (its metadata file, the folders left empty), and ``root`` itself when
-    this add ``created`` it: a new store appears with its first whole file only.  (A new
-    store's folder held only hidden names before: nothing else is touched.)"""
+def _undone_on_error(
+    root: Path, new: bool, created: bool, entries: list[Entry], where: list[str]
+) -> Iterator[None]:
+    """On an error (or Ctrl-C, SIGTERM) before the add is published, remove the files of
+    its ``entries`` (no version lists them) and the folders that leaves empty; for a
+    ``new`` store (no metadata file before) that still has no version, its metadata file,
+    and the folder itself when this add ``created`` it: a new store appears with its
+    first version only. (A kill skips this: what it leaves is unreferenced, and
+    ``statemine store vacuum`` removes it.)"""
     try:
         yield
     except BaseException:
-        if new:
+        for entry in entries:
+            for path in entry.files(root):
+                path.unlink(missing_ok=True)
+        for top in ("", LABELS_DIR, METRICS_DIR):
+            folder = root.joinpath(top, *where) if top else root.joinpath(*where)
+            while folder != root and _rmdir_if_empty(folder):
+                folder = folder.parent
+        if new and root.is_dir() and not version_numbers(root):
             (root / META_NAME).unlink(missing_ok=True)
-            for folder, _, _ in os.walk(root, topdown=False):
-                if Path(folder) != root or created:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(folder)  # only empty folders go
+            _rmdir_if_empty(root / LOG_DIR)
+            if created:
+                _rmdir_if_empty(root)
         raise
+
+
+def _rmdir_if_empty(folder: Path) -> bool:
+    """Remove ``folder`` if it is empty; whether it did."""
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -361,18 +408,17 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
     data and a metrics file in a hidden folder of ``root``, moved in by ``_write_batch``;
     the per-trace labels are gathered (about 100 bytes per trace). Memory: one part and
     its tables."""
-    import pyarrow.parquet as pq
-
     labels: list[pa.Table] = []
     traces = events = 0
     with _spill_folder(root) as folder, contextlib.ExitStack() as stack:
         tmp = Path(folder.name)
         data, metrics = tmp / "data.parquet", tmp / "metrics.parquet"
-        out = stack.enter_context(pq.ParquetWriter(data, _schema(), compression="zstd"))
+        out = _FileWriter(data, _schema())
+        stack.callback(out.close)
         extra = None
-        for part in _pieces(path, fmt, read, tmp, rows):
+        for part in _spilled(_pieces(path, fmt, read, tmp, rows), tmp):
             if part.events is not None:
-                out.write_table(events_table(part.events, part.traces), ROW_GROUP)
+                out.write(events_table(part.events, part.traces))
                 events += len(part.events)
             if part.first:
                 labels.append(labels_table(part.traces))
@@ -380,16 +426,17 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
             for piece in _slices(part.metrics, rows):
                 table = metrics_table(piece)
                 if extra is None:
-                    extra = stack.enter_context(
-                        pq.ParquetWriter(metrics, table.schema, compression="zstd")
-                    )
-                extra.write_table(table, ROW_GROUP)
+                    extra = _FileWriter(metrics, table.schema)
+                    stack.callback(extra.close)
+                extra.write(table)
             del part
+            crash_point("a part written")
 
     def move(source: Path) -> Callable[[Path], None]:
         def write(target: Path) -> None:
             with atomic_path(target) as swap:
                 os.replace(source, swap)
+                crash_point(f"{source.name} moved beside {target.name}")
 
         return write
 
@@ -407,6 +454,45 @@ def _pieces_batch(path: Path, fmt: str, read: ReadOptions, root: Path, rows: int
         events,
         folder.cleanup,
     )
+
+
+#: errnos that only a write gives (a full disk or quota, a file too big, a read-only disk).
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
+def _spilled(parts: Iterator[TracePart], folder: Path) -> Iterator[TracePart]:
+    """``parts``, with a write error of the reader's spill files that names no file (a
+    full disk) named by the spill ``folder`` it writes in."""
+    while True:
+        try:
+            part = next(parts)
+        except StopIteration:
+            return
+        except OSError as exc:
+            if exc.filename is None and exc.errno in _WRITE_ERRNOS:
+                raise os_error(folder, exc) from None
+            raise
+        yield part
+
+
+class _FileWriter:
+    """A Parquet file written row group by row group (zstd, at most :data:`ROW_GROUP`
+    rows each); an OS error names the file and the cause (e.g. a full disk)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = path
+        with os_errors(path):
+            self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+
+    def write(self, table: pa.Table) -> None:
+        with os_errors(self.path):
+            self._writer.write_table(table, ROW_GROUP)
+
+    def close(self) -> None:
+        with os_errors(self.path):
+            self._writer.close()
 
 
 def _slices(frame: pd.DataFrame | None, rows: int) -> Iterator[pd.DataFrame]:
@@ -474,6 +560,7 @@ def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
 
     with _spill_folder(root) as folder:
         sp = spill(path, Path(folder.name))
+        crash_point("log spilled")
     ids = trace_ids(path.name, sp.table)
     traces = pd.DataFrame(
         {"trace": ids, "conn": sp.table.conn, "role": pd.Series(sp.table.role, dtype=object)}
@@ -501,7 +588,8 @@ def _write_streamed(sp: Spill, ids: list[str], source: str, target: Path, rows: 
     import numpy as np
     import pyarrow.parquet as pq
 
-    from .store_stream import batches, gather, rows_table
+    from .parse.spill import batches
+    from .store_stream import gather
 
     schema = _schema()
     seq_start = np.zeros(len(ids), np.int64)
@@ -509,6 +597,7 @@ def _write_streamed(sp: Spill, ids: list[str], source: str, target: Path, rows: 
         for first, stop in batches(sp.table.n_events, rows):
             for part in gather(sp, first, stop, rows):
                 out.write_table(rows_table(part, seq_start, ids, sp, source, schema), rows)
+                crash_point("a row group written")
 
 
 def labels_table(traces: pd.DataFrame) -> pa.Table:
@@ -557,51 +646,38 @@ def metrics_table(metrics: pd.DataFrame) -> pa.Table:
     return table.replace_schema_metadata({_LOGGED: json.dumps(logged).encode()})
 
 
-def _write_batch(root: Path, where: list[str], batch: _Batch) -> Path:
+def _write_batch(root: Path, where: list[str], batch: _Batch) -> Entry:
     """Write one input's files: labels, metrics, then the data file (each atomically; if
-    a later one fails, the earlier ones are removed). Returns the data file."""
+    a later one fails, the earlier ones are removed). Returns its entry for the next
+    version (no reader sees the files before it is published)."""
     ident = f"{time.time_ns():x}-{os.getpid()}-{secrets.token_hex(4)}"
-    labels = (root / LABELS_DIR).joinpath(*where, f"labels-{ident}.parquet")
+    entry = Entry(tuple(where), ident, batch.events, batch.metrics is not None)
     meta = {
         **(batch.labels.schema.metadata or {}),
         _HAS_METRICS: b"%d" % (batch.metrics is not None),
     }
     first: list[tuple[Path, Callable[[Path], object]]] = [
-        (labels, lambda path: _write_table(batch.labels.replace_schema_metadata(meta), path))
+        (
+            entry.labels(root),
+            lambda path: _write_table(batch.labels.replace_schema_metadata(meta), path),
+        )
     ]
     if batch.metrics is not None:
-        first.append(
-            ((root / METRICS_DIR).joinpath(*where, f"metrics-{ident}.parquet"), batch.metrics)
-        )
-    made = _missing_folders(root, [labels.parent, *(p.parent for p, _ in first[1:])], where)
+        first.append((entry.metrics_file(root), batch.metrics))
     done: list[Path] = []
     try:
         for path, write in first:
             write(path)
             done.append(path)
-        data = root.joinpath(*where, f"part-{ident}.parquet")
-        batch.write(data)
+            crash_point(f"{path.name} renamed in")
+        batch.write(entry.data(root))
+        crash_point("data file renamed in")
     except BaseException:
         for path in done:
             path.unlink(missing_ok=True)
         batch.discard()
-        for folder in made:  # an empty partition folder would read as "missing files"
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only if still empty (a concurrent add may have filled it)
         raise
-    return data
-
-
-def _missing_folders(root: Path, sidecars: list[Path], where: list[str]) -> list[Path]:
-    """The folders the files of one input go to (the partition folder ``where`` of
-    ``root``, and the ``sidecars`` folders) and their parents below ``root`` that do not
-    exist yet, deepest first."""
-    missing: set[Path] = set()
-    for folder in [root.joinpath(*where), *sidecars]:
-        while folder != root and not folder.exists():
-            missing.add(folder)
-            folder = folder.parent
-    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
+    return entry
 
 
 def to_table(ts: TraceSet) -> pa.Table:
@@ -651,6 +727,43 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype("int32"), np.asarray(uniques, dtype=object).astype(str)
 
 
+def rows_table(
+    rows: dict[str, np.ndarray],
+    seq_start: np.ndarray,
+    ids: list[str],
+    sp: Spill,
+    source: str,
+    schema: pa.Schema,
+) -> pa.Table:
+    """One batch (or slice) of gathered rows in the store's schema; ``seq_start[code]`` is
+    the seq of the trace's first row here (advanced in place past these rows)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .parse.statemine_log import KINDS, NUMERIC_KEYS
+
+    code = rows["trace"]
+    new = np.r_[True, code[1:] != code[:-1]]
+    starts = np.flatnonzero(new)
+    runs = np.diff(np.r_[starts, len(code)])
+    seq = np.arange(len(code)) - np.repeat(starts - seq_start[code[starts]], runs)
+    np.add.at(seq_start, code[starts], runs)
+    used, trace_codes = np.unique(code, return_inverse=True)
+    names, name_codes = np.unique(rows["name"], return_inverse=True)
+    columns = {
+        "trace": dictionary_array(trace_codes, [ids[i] for i in used.tolist()]),
+        "seq": pa.array(seq, pa.int64()),
+        "time": pa.array(rows["time"]),
+        "kind": dictionary_array(rows["kind"].astype(np.int32), KINDS),
+        "state": dictionary_array(name_codes, [sp.names[i] for i in names.tolist()]),
+        "line": pa.array(rows["line"]),
+        **{k: pa.array(rows[k], from_pandas=True) for k in NUMERIC_KEYS},
+        "source": dictionary_array(np.zeros(len(code), np.int32), [source]),
+        "end": pa.array(sp.table.close_time[code]),
+    }
+    return pa.table(columns).cast(schema)
+
+
 def dictionary_array(codes: np.ndarray, values: Sequence[str] | np.ndarray) -> pa.DictionaryArray:
     """An Arrow dictionary array of int32 ``codes`` into the str ``values``."""
     import pyarrow as pa
@@ -665,6 +778,7 @@ def _write_table(table: pa.Table, path: Path) -> Path:
 
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP)
+        crash_point(f"{path.name} written, not renamed")
     return path
 
 
@@ -691,8 +805,9 @@ def _read_meta(root: Path) -> tuple[str, ...]:
     return _read_meta_doc(root)[0]
 
 
-def _read_meta_doc(root: Path) -> tuple[tuple[str, ...], int]:
-    """The store's partition keys and format, checked."""
+def _read_meta_doc(root: Path, *, old_ok: bool = False) -> tuple[tuple[str, ...], int]:
+    """The store's partition keys and format, checked; a store of an older format is an
+    error naming the command that migrates it (unless ``old_ok``)."""
     meta = root / META_NAME
     try:
         doc = json.loads(meta.read_text(encoding="utf-8"))
@@ -706,40 +821,98 @@ def _read_meta_doc(root: Path) -> tuple[tuple[str, ...], int]:
         raise InputError(meta, None, f"written by a newer statemine (store format {version})")
     if not all(_KEY.match(k) for k in keys):
         raise InputError(meta, None, "damaged store metadata: a partition key is not a name")
+    if version < STORE_FORMAT and not old_ok:
+        raise InputError(
+            root,
+            None,
+            f"a store of format {version}, without versions (older statemine): run "
+            f"`statemine store migrate --store {root}` once, then use it",
+        )
     return keys, version
 
 
+def _partition_check(keys: tuple[str, ...]) -> Callable[[Sequence[str]], bool]:
+    """Whether folder names are a partition of a store with ``keys``: ``KEY=VALUE`` per
+    key, in order, each value a label value (so no path leaves the store)."""
+
+    def ok(parts: Sequence[str]) -> bool:
+        if len(parts) != len(keys):
+            return False
+        for part, key in zip(parts, keys):
+            k, sep, value = part.partition("=")
+            if k != key or not sep or not _VALUE.match(value) or ".." in value:
+                return False
+        return True
+
+    return ok
+
+
+def _published(root: Path) -> tuple[tuple[str, ...], Version]:
+    """The store's partition keys and its latest published version."""
+    keys = _read_meta(root)
+    return keys, latest(root, _partition_check(keys))
+
+
+def _store_order(entry: Entry) -> tuple[tuple[str, ...], str]:
+    """Store order: partition folders by name level by level, then data files by name."""
+    return entry.partition, entry.data(Path()).name
+
+
 def store_info(store: str | os.PathLike) -> StoreInfo:
-    """List the partitions of ``store`` with their files, traces and events, checking the
-    layout: every folder is ``KEY=VALUE`` of the store's keys in order, every partition
-    holds data files, and every file has the store's schema. Raises :class:`InputError`
-    naming the folder or file otherwise."""
+    """List the partitions of the latest version of ``store`` with their files, traces
+    and events, checking each listed file: the data file's schema and rows, its labels
+    file (and metrics file when it has one) and their schemas. Raises
+    :class:`InputError` naming the file otherwise."""
     root = Path(store)
-    keys, version = _read_meta_doc(root)
-    folders = _partition_folders(root, keys)
-    parts = [_partition_info(root, folder, keys) for folder in folders]
-    if version >= 2:
-        parts = [_with_sidecars(root, folder, p) for folder, p in zip(folders, parts)]
-        for top in (LABELS_DIR, METRICS_DIR):
-            _check_orphans(root, top, keys, folders)
-    return StoreInfo(keys, tuple(parts))
+    keys, version = _published(root)
+    groups: dict[tuple[str, ...], list[Entry]] = {}
+    for entry in sorted(version.entries, key=_store_order):
+        groups.setdefault(entry.partition, []).append(entry)
+    parts = [_partition_info(root, keys, part, entries) for part, entries in groups.items()]
+    return StoreInfo(keys, tuple(parts), version.number)
 
 
-def _with_sidecars(root: Path, folder: Path, part: PartitionInfo) -> PartitionInfo:
-    """``part`` with its traces' label keys and metrics rows, checking that every data
-    file of ``folder`` has its labels file, and the labels and metrics files' schemas."""
-    rel = folder.relative_to(root).parts
-    keys: set[str] = set()
-    metrics = 0
-    for name in sorted(n for n in _visible(folder) if n.startswith("part-")):
-        ident = name[len("part-") :]
-        labels = (root / LABELS_DIR).joinpath(*rel, f"labels-{ident}")
-        extra = (root / METRICS_DIR).joinpath(*rel, f"metrics-{ident}")
-        _check_sidecars(folder / name, labels, extra)
-        keys |= _label_keys(labels)
-        if extra.exists():
-            metrics += _check_schema(extra, *_metrics_schemas())
-    return dataclasses.replace(part, trace_labels=tuple(sorted(keys)), metrics=metrics)
+def _partition_info(
+    root: Path, keys: tuple[str, ...], partition: tuple[str, ...], entries: list[Entry]
+) -> PartitionInfo:
+    """One partition's files, traces, events, trace label keys and metrics rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    traces: set[str] = set()
+    label_keys: set[str] = set()
+    events = metrics = 0
+    for entry in entries:
+        path = entry.data(root)
+        events += _check_data(root, entry)
+        try:
+            ids = pq.read_table(path, columns=["trace"])["trace"].cast(pa.string())
+            traces.update(pc.unique(ids).to_pylist())
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+        _check_sidecars(root, entry)
+        label_keys |= _label_keys(entry.labels(root))
+        if entry.metrics:
+            metrics += _check_schema(entry.metrics_file(root), *_metrics_schemas())
+    labels = dict(zip(keys, (p.partition("=")[2] for p in partition)))
+    return PartitionInfo(
+        labels, len(entries), len(traces), events, tuple(sorted(label_keys)), metrics
+    )
+
+
+def _check_data(root: Path, entry: Entry) -> int:
+    """The rows of the data file of ``entry``, checked: there, the store's schema, and
+    the rows its version lists."""
+    path = entry.data(root)
+    if not path.exists():
+        raise InputError(path, None, "listed by the store's version but missing (missing files)")
+    rows = _check_schema(path, _schema())
+    if rows != entry.rows:
+        raise InputError(
+            path, None, f"{rows} rows where the store's version lists {entry.rows} (replaced?)"
+        )
+    return rows
 
 
 def _label_keys(labels: Path) -> set[str]:
@@ -755,16 +928,15 @@ def _label_keys(labels: Path) -> set[str]:
     return {str(k) for k in pc.unique(found).to_pylist()}
 
 
-def _check_sidecars(data: Path, labels: Path, metrics: Path) -> None:
-    """An :class:`InputError` naming the data file when its labels file is not there, or
-    its metrics file is not there although the labels file says it was written ("missing
-    files"); the labels file's schema is checked.  (A labels or metrics file whose data
-    file is missing is :func:`_check_orphans`' case: a reader may see one while an add
-    is writing, since the data file is renamed in last.)"""
+def _check_sidecars(root: Path, entry: Entry) -> None:
+    """An :class:`InputError` naming the data file of ``entry`` when its labels file is
+    not there, or its metrics file is not there although the version lists one ("missing
+    files"); the labels file's schema is checked."""
+    data, labels, metrics = entry.data(root), entry.labels(root), entry.metrics_file(root)
     if not labels.exists():
         raise InputError(data, None, f"its labels file is missing (missing files): {labels}")
     _check_schema(labels, _labels_schema())
-    if not metrics.exists() and _labels_meta(labels).get(_HAS_METRICS) == b"1":
+    if entry.metrics and not metrics.exists():
         raise InputError(data, None, f"its metrics file is missing (missing files): {metrics}")
 
 
@@ -832,27 +1004,6 @@ def schema_difference(found: pa.Schema, want: pa.Schema) -> str:
     return "; ".join(parts)
 
 
-def _check_orphans(root: Path, top: str, keys: tuple[str, ...], folders: list[Path]) -> None:
-    """An :class:`InputError` for a file under ``root/top`` (labels or metrics) whose data
-    file is not in the store (left by an add that was killed), or any other file there."""
-    base = root / top
-    if not base.exists():
-        return
-    prefix = "labels-" if top == LABELS_DIR else "metrics-"
-    data = {f.relative_to(root) for f in folders}
-    for folder in _partition_folders(base, keys):
-        rel = folder.relative_to(base)
-        for name in sorted(_visible(folder)):
-            ident = name[len(prefix) :] if name.startswith(prefix) else None
-            if ident is None or rel not in data or not (root / rel / f"part-{ident}").exists():
-                raise InputError(
-                    folder / name,
-                    None,
-                    "not a labels or metrics file of a data file in the store "
-                    "(left by an interrupted add? remove it)",
-                )
-
-
 def _partition_folders(root: Path, keys: tuple[str, ...]) -> list[Path]:
     """The partition folders (depth ``len(keys)``), sorted, each level named ``KEY=VALUE``."""
     level = [root]
@@ -875,52 +1026,35 @@ def _visible(folder: Path) -> list[str]:
     return [n for n in os.listdir(folder) if not n.startswith((".", "_"))]
 
 
-def _partition_info(root: Path, folder: Path, keys: tuple[str, ...]) -> PartitionInfo:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    traces: set[str] = set()
-    events = 0
-    files = _data_files(folder)
-    for path, rows in files:
-        try:
-            events += rows
-            ids = pq.read_table(path, columns=["trace"])["trace"].cast(pa.string())
-            traces.update(pc.unique(ids).to_pylist())
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-    return PartitionInfo(_folder_labels(root, folder, keys), len(files), len(traces), events)
-
-
 def _folder_labels(root: Path, folder: Path, keys: tuple[str, ...]) -> dict[str, str]:
     """The labels (key -> value) of the partition folder ``folder`` of the store ``root``."""
     return dict(zip(keys, (p.partition("=")[2] for p in folder.relative_to(root).parts)))
 
 
-def _data_files(folder: Path) -> list[tuple[Path, int]]:
-    """The data files of one partition folder (sorted by name) and their rows, checking
-    each: a Parquet file (its footer only) with the store's schema; no other files, and
-    at least one ("missing files")."""
+def _data_files(folder: Path, *, empty_ok: bool = False) -> list[tuple[Path, int]]:
+    """The data files of one partition folder of a store of format 1-3 (sorted by name)
+    and their rows, checking each: a Parquet file (its footer only) with the store's
+    schema; no other files, and at least one ("missing files") unless ``empty_ok``."""
     schema = _schema()
     names = sorted(_visible(folder))
     files = [n for n in names if n.endswith(".parquet")]
     stray = [n for n in names if n not in files]
     if stray:
         raise InputError(folder / stray[0], None, "not a data file of the store (*.parquet)")
-    if not files:
+    if not files and not empty_ok:
         raise InputError(folder, None, "a partition without data files (missing files)")
     return [(folder / name, _check_schema(folder / name, schema)) for name in files]
 
 
 def label_names(store: str | os.PathLike) -> set[str]:
     """Every trace label a trace of ``store`` can carry: its partition keys and the label
-    names of its labels files (their ``key`` column only; no events read). Raises
-    :class:`InputError` naming a damaged metadata or labels file."""
+    names of the latest version's labels files (their ``key`` column only; no events
+    read). Raises :class:`InputError` naming a damaged metadata, version or labels file."""
     root = Path(store)
-    names = set(_read_meta(root))
-    for labels in sorted((root / LABELS_DIR).rglob("labels-*")):
-        names |= _label_keys(labels)
+    keys, version = _published(root)
+    names = set(keys)
+    for entry in version.entries:
+        names |= _label_keys(entry.labels(root))
     return names
 
 
@@ -941,17 +1075,16 @@ class StoreFile:
 def store_files(
     store: str | os.PathLike, where: Mapping[str, str] | None = None
 ) -> list[StoreFile]:
-    """The data files of ``store`` in store order (partition folders sorted by path, files
-    by name) whose partition labels equal ``where`` (key -> value; the pruning is a
-    pyarrow dataset filter on the partition columns, so no other partition's files are
-    opened). Checks the layout as :func:`store_info` does, and the kept files' schemas
-    and that their labels and metrics files are there (:func:`_check_sidecars`).
-    Raises :class:`UsageError` for a key that is not a partition key, or when no
-    partition matches."""
+    """The data files of the latest version of ``store`` in store order (partition
+    folders sorted by path, files by name) whose partition labels equal ``where`` (key
+    -> value; the pruning is a pyarrow dataset filter on the partition columns, so no
+    other partition's files are opened). Checks the kept files' schemas and rows and that
+    their labels and metrics files are there (:func:`_check_sidecars`). Raises
+    :class:`UsageError` for a key that is not a partition key, or when no partition
+    matches."""
     root = Path(store)
-    keys, version = _read_meta_doc(root)
-    folders = _partition_folders(root, keys)
-    if not folders:
+    keys, version = _published(root)
+    if not version.entries:
         raise InputError(root, None, "the store has no partitions (missing files)")
     where = dict(where or {})
     unknown = [k for k in where if k not in keys]
@@ -959,21 +1092,130 @@ def store_files(
         raise UsageError(
             f"{root}: the traces have no label {unknown[0]!r} (labels: {', '.join(keys) or 'none'})"
         )
+    entries = sorted(version.entries, key=_store_order)
+    folders = list(dict.fromkeys(root.joinpath(*e.partition) for e in entries))
     labels = {folder: _folder_labels(root, folder, keys) for folder in folders}
-    kept = _pruned(root, keys, folders, where) if where else folders
+    kept = set(_pruned(root, keys, folders, where) if where else folders)
     if not kept:
         values = {k: sorted({lab[k] for lab in labels.values()})[:8] for k in where}
         shown = " ".join(f"{k}={v}" for k, v in where.items())
         raise UsageError(f"{root}: no trace matches {shown} (values: {values})")
-    files = [
-        StoreFile(path, rows, labels[folder])
-        for folder in kept
-        for path, rows in _data_files(folder)
-    ]
-    if version >= 2:
-        for f in files:
-            _check_sidecars(f.path, _sidecar(f, LABELS_DIR), _sidecar(f, METRICS_DIR))
+    files = []
+    for entry in entries:
+        folder = root.joinpath(*entry.partition)
+        if folder in kept:
+            files.append(StoreFile(entry.data(root), _check_data(root, entry), labels[folder]))
+            _check_sidecars(root, entry)
     return files
+
+
+def published_files(store: str | os.PathLike, kind: str = "data") -> list[Path]:
+    """The ``kind`` files (``data``, ``labels`` or ``metrics``) of the latest version of
+    ``store``, in store order: what a reader of one version reads (docs/store.md shows
+    them given to pyarrow, DuckDB, Spark and Polars)."""
+    root = Path(store)
+    _, version = _published(root)
+    entries = sorted(version.entries, key=_store_order)
+    if kind == "data":
+        return [e.data(root) for e in entries]
+    if kind == "labels":
+        return [e.labels(root) for e in entries]
+    if kind == "metrics":
+        return [e.metrics_file(root) for e in entries if e.metrics]
+    raise UsageError(f"kind must be data, labels or metrics, not {kind!r}")
+
+
+@dataclass(frozen=True)
+class MigrateOutput:
+    """What :func:`store_migrate` did: the format it found, the version it published and
+    the data files that version lists."""
+
+    format: int
+    version: int
+    files: int
+
+
+def store_migrate(store: str | os.PathLike) -> MigrateOutput:
+    """Publish the data files of a store of an older format (1-3: the files in its
+    folders were the store) as a version, then mark the store format 4. Checks the old
+    layout as its readers did (folder names, schemas, each data file's labels file and
+    metrics file); empty partition folders and labels or metrics files without a data
+    file (a killed add's) are left to :func:`store_vacuum`. A format 1 store gets an
+    empty labels file per data file. Run again after an interruption."""
+    root = Path(store)
+    keys, fmt = _read_meta_doc(root, old_ok=True)
+    if fmt == STORE_FORMAT:
+        raise UsageError(f"{root}: already of store format {STORE_FORMAT}; nothing to migrate")
+    check = _partition_check(keys)
+    entries = []
+    for folder in _partition_folders(root, keys):
+        parts = folder.relative_to(root).parts
+        for path, rows in _data_files(folder, empty_ok=True):
+            ident = path.name[len("part-") : -len(".parquet")]
+            if not path.name.startswith("part-") or not IDENT.match(ident) or ".." in ident:
+                raise InputError(path, None, "not a data file of the store (part-<id>.parquet)")
+            entry = Entry(parts, ident, rows, entry_metrics := _metrics_of(root, parts, ident))
+            if fmt == 1:
+                _write_empty_labels(path, entry.labels(root))
+            _check_sidecars(root, entry)
+            if not entry_metrics and _labels_meta(entry.labels(root)).get(_HAS_METRICS) == b"1":
+                _check_sidecars(root, dataclasses.replace(entry, metrics=True))  # names it
+            entries.append(entry)
+    number = commit(root, entries, check, replace=True)
+    write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
+    return MigrateOutput(fmt, number, len(entries))
+
+
+def _metrics_of(root: Path, partition: tuple[str, ...], ident: str) -> bool:
+    """Whether the data file ``ident`` of ``partition`` has a metrics file."""
+    return Entry(partition, ident, 0, True).metrics_file(root).exists()
+
+
+def _write_empty_labels(data: Path, labels: Path) -> None:
+    """A labels file without labels for the data file ``data`` of a format 1 store."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if labels.exists():  # an interrupted migration wrote it
+        return
+    try:
+        ids = pc.unique(pq.read_table(data, columns=["trace"])["trace"].cast(pa.string()))
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(data, None, f"not a readable Parquet file: {exc}") from None
+    table = labels_table(pd.DataFrame({"trace": ids.to_pylist()}))
+    meta = {**(table.schema.metadata or {}), _HAS_METRICS: b"0"}
+    _write_table(table.replace_schema_metadata(meta), labels)
+
+
+@dataclass(frozen=True)
+class VacuumOutput:
+    """What :func:`store_vacuum` removed (paths, bytes) and what stays: the latest
+    version's number and data files."""
+
+    removed: tuple[Path, ...]
+    bytes: int
+    version: int
+    files: int
+
+
+def store_vacuum(store: str | os.PathLike, grace: float = VACUUM_GRACE) -> VacuumOutput:
+    """Remove from ``store`` the files no version needs (a killed or failed add's data,
+    labels and metrics files, temporaries, ``.spill-*`` folders; older version files)
+    and the folders that leaves empty, when older than ``grace`` seconds: an add running
+    now has unreferenced files too, younger than that. Files statemine does not write
+    are never removed."""
+    from .store_log import vacuum
+
+    if grace < 0:
+        raise UsageError(f"--grace must be at least 0 seconds, not {grace}")
+    root = Path(store)
+    _, version = _published(root)
+    live = [p for e in version.entries for p in e.files(root)]
+    keep = [root / META_NAME, *([version.path] if version.path else [])]
+    removed, size = vacuum(root, live, keep, grace)
+    return VacuumOutput(tuple(removed), size, version.number, len(version.entries))
 
 
 def _pruned(

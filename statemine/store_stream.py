@@ -23,19 +23,19 @@ read once, plus a binary search per block and batch.
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .parse.statemine_log import KINDS, NUMERIC_KEYS, LogScan, TraceTable, no_lines_error
+from .parse.spill import gather_columns, spill_columns
+from .parse.statemine_log import NUMERIC_KEYS, LogScan, TraceTable, no_lines_error
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 #: The spilled columns and their dtypes (as the scanner gives them).
 _SPILL = {
@@ -86,132 +86,10 @@ def _by_trace(columns: dict[str, np.ndarray]) -> np.ndarray:
     return np.argsort(columns["trace"], kind="stable")
 
 
-def spill_columns(
-    blocks: Iterable[dict[str, np.ndarray]],
-    folder: Path,
-    dtypes: Mapping[str, Any],
-    order: Callable[[dict[str, np.ndarray]], np.ndarray],
-) -> tuple[int, ...]:
-    """Append each block of columns (``dtypes``' names; the first is the grouping code),
-    its rows in ``order(block)`` (sorted by that code first), to one raw file per column
-    in ``folder``. Returns the row count of each block; only one block is in memory."""
-    sizes = []
-    with contextlib.ExitStack() as stack:
-        handles = {c: stack.enter_context(open(folder / f"{c}.bin", "wb")) for c in dtypes}
-        for block in blocks:
-            rows = order(block)
-            for name, values in block.items():
-                values[rows].astype(dtypes[name], copy=False).tofile(handles[name])
-            sizes.append(len(rows))
-    return tuple(sizes)
-
-
-def batches(counts: np.ndarray, batch_rows: int) -> Iterator[tuple[int, int]]:
-    """Consecutive trace code ranges ``[first, stop)`` of at most ``batch_rows`` events
-    (``counts`` per code), a trace with more alone.
-
-    >>> list(batches(np.array([3, 3, 8, 1]), 6))
-    [(0, 2), (2, 3), (3, 4)]
-    """
-    first, total = 0, 0
-    for code, n in enumerate(counts.tolist()):
-        if code > first and total + n > batch_rows:
-            yield first, code
-            first, total = code, 0
-        total += n
-    if len(counts):
-        yield first, len(counts)
-
-
 def gather(sp: Spill, first: int, stop: int, flush_rows: int) -> Iterator[dict[str, np.ndarray]]:
     """The spilled rows of traces ``first .. stop-1``, grouped by trace in log order: one
     dict of columns, or (a single trace past ``flush_rows`` rows) several in order."""
     return gather_columns(sp.folder, sp.blocks, _SPILL, first, stop, flush_rows, _by_trace)
-
-
-def gather_columns(
-    folder: Path,
-    blocks: tuple[int, ...],
-    dtypes: Mapping[str, Any],
-    first: int,
-    stop: int,
-    flush_rows: int | None,
-    order: Callable[[dict[str, np.ndarray]], np.ndarray],
-) -> Iterator[dict[str, np.ndarray]]:
-    """The rows of codes ``first .. stop-1`` (the first column of ``dtypes``) spilled by
-    :func:`spill_columns` in ``blocks``, in ``order`` (which must give the blocks' own
-    order among rows of one block: the file order is kept among equal keys). One dict of
-    columns, or for a single code past ``flush_rows`` rows (None: never) several, each in
-    order (the blocks' own order is already right for one code)."""
-    key = next(iter(dtypes))
-    pieces: list[dict[str, np.ndarray]] = []
-    held = 0
-    offset = 0
-    # binary search in the mapped codes: a few pages per block, not the whole spill
-    mapped = np.memmap(folder / f"{key}.bin", np.dtype(dtypes[key]), mode="r")
-    for size in blocks:
-        lo, hi = np.searchsorted(mapped[offset : offset + size], [first, stop])
-        if hi > lo:
-            pieces.append(
-                {c: _read(folder, c, dtypes[c], offset + int(lo), int(hi - lo)) for c in dtypes}
-            )
-            held += int(hi - lo)
-        offset += size
-        if flush_rows is not None and stop - first == 1 and held >= flush_rows:
-            yield _joined(pieces)  # one long trace: already in order
-            pieces, held = [], 0
-    del mapped
-    if pieces:
-        joined = _joined(pieces)
-        if stop - first > 1 or len(pieces) > 1:
-            rows = order(joined)
-            joined = {c: v[rows] for c, v in joined.items()}
-        yield joined
-
-
-def _read(folder: Path, column: str, kind: Any, start: int, count: int) -> np.ndarray:
-    dtype = np.dtype(kind)
-    return np.fromfile(folder / f"{column}.bin", dtype, count, offset=start * dtype.itemsize)
-
-
-def _joined(pieces: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    return {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-
-
-def rows_table(
-    rows: dict[str, np.ndarray],
-    seq_start: np.ndarray,
-    ids: list[str],
-    sp: Spill,
-    source: str,
-    schema: pa.Schema,
-) -> pa.Table:
-    """One batch (or slice) of gathered rows in the store's schema; ``seq_start[code]`` is
-    the seq of the trace's first row here (advanced in place past these rows)."""
-    import pyarrow as pa
-
-    from .store import dictionary_array
-
-    code = rows["trace"]
-    new = np.r_[True, code[1:] != code[:-1]]
-    starts = np.flatnonzero(new)
-    runs = np.diff(np.r_[starts, len(code)])
-    seq = np.arange(len(code)) - np.repeat(starts - seq_start[code[starts]], runs)
-    np.add.at(seq_start, code[starts], runs)
-    used, trace_codes = np.unique(code, return_inverse=True)
-    names, name_codes = np.unique(rows["name"], return_inverse=True)
-    columns = {
-        "trace": dictionary_array(trace_codes, [ids[i] for i in used.tolist()]),
-        "seq": pa.array(seq, pa.int64()),
-        "time": pa.array(rows["time"]),
-        "kind": dictionary_array(rows["kind"].astype(np.int32), KINDS),
-        "state": dictionary_array(name_codes, [sp.names[i] for i in names.tolist()]),
-        "line": pa.array(rows["line"]),
-        **{k: pa.array(rows[k], from_pandas=True) for k in NUMERIC_KEYS},
-        "source": dictionary_array(np.zeros(len(code), np.int32), [source]),
-        "end": pa.array(sp.table.close_time[code]),
-    }
-    return pa.table(columns).cast(schema)
 
 
 def spill_folder(beside: Path) -> tempfile.TemporaryDirectory:

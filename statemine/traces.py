@@ -232,8 +232,8 @@ class TraceSet:
 
 
 def label_mask(traces: pd.DataFrame, where: Mapping[str, object]) -> np.ndarray:
-    """One bool per ``traces`` row: its labels equal ``where``, compared as text; a label
-    the traces do not carry matches nothing.
+    """One bool per ``traces`` row: its labels equal ``where`` (:func:`label_equals`); a
+    label the traces do not carry matches nothing.
 
     >>> label_mask(pd.DataFrame({"trace": ["a", "b"], "role": ["server", None]}), {"role": "server"}).tolist()
     [True, False]
@@ -242,8 +242,27 @@ def label_mask(traces: pd.DataFrame, where: Mapping[str, object]) -> np.ndarray:
     for key, value in where.items():
         if key not in traces.columns:
             return np.zeros(len(traces), bool)
-        mask &= (traces[key].astype(str) == str(value)).to_numpy()
+        mask &= label_equals(traces[key], value)
     return mask
+
+
+def label_equals(column: pd.Series, value: object) -> np.ndarray:
+    """One bool per row of ``column``: equal to ``value`` as text, or as numbers when both
+    read as numbers (so ``jitter_ms=10`` selects the label ``10.0`` and ``10.0`` selects
+    ``10``); NaN and missing labels equal nothing.
+
+    >>> label_equals(pd.Series(["10.0", "2", "v0.63.0"]), "10").tolist()
+    [True, False, False]
+    >>> label_equals(pd.Series([36.0, 112.0]), "36").tolist(), label_equals(pd.Series(["v1"]), "v1").tolist()
+    ([True, False], [True])
+    """
+    text = column.astype(str)
+    same = (text == str(value)).to_numpy() & column.notna().to_numpy()
+    target = pd.to_numeric(pd.Series([str(value)]), errors="coerce").iloc[0]
+    if pd.isna(target):
+        return same
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    return same | (numbers == float(target))
 
 
 def _as_codes(column: pd.Series) -> pd.Series:

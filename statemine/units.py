@@ -4,7 +4,11 @@
 * a difference of shares in percentage points with one decimal and a sign: ``+46.8 pp``;
 * a transition probability with two decimals: ``0.49``; its difference with a sign: ``+0.29``;
 * a duration (seconds) with a readable unit: ``362.6 ms`` below one second, ``1.54 s`` above;
-* a p-value with two significant digits: ``0.0005``, ``4.9e-20``.
+* a rate in bit/s and a size in bytes with a decimal prefix: ``12.35 Mbit/s``, ``2.7 MB``;
+* a p-value with two significant digits: ``0.0005``, ``4.9e-20`` on the terminal
+  (:func:`p_value`); on the HTML report in one fixed-point form, trailing zeros kept and
+  ``< 0.0001`` below that floor: ``0.00050``, ``< 0.0001`` (:func:`p_value_report`; also
+  the diff's notes and the diagram's legend).
 
 Missing values (NaN) are shown as ``n/a``. The CSV files keep full precision in SI units
 (fractions, seconds); only what people read is rounded.
@@ -100,6 +104,56 @@ def p_value(value: float | None) -> str:
     return NA if not _present(value) else f"{value:.2g}"
 
 
+def bit_rate(value: float | None) -> str:
+    """A rate in bit/s with a readable prefix.
+
+    >>> bit_rate(12_345_678), bit_rate(950.0), bit_rate(2.5e9)
+    ('12.35 Mbit/s', '950 bit/s', '2.50 Gbit/s')
+    """
+    if not _present(value):
+        return NA
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {prefix}bit/s"
+    return f"{value:.0f} bit/s"
+
+
+def byte_size(value: float | None) -> str:
+    """A size in bytes with a decimal prefix.
+
+    >>> byte_size(2_734_112), byte_size(512), byte_size(15_360)
+    ('2.7 MB', '512 bytes', '15.4 kB')
+    """
+    if not _present(value):
+        return NA
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f} {prefix}B"
+    return f"{value:.0f} bytes"
+
+
+#: The smallest p-value :func:`p_value_report` shows as a number.
+P_FLOOR = 1e-4
+
+
+def p_value_report(value: float | None) -> str:
+    """A p-value as the HTML report shows every one: two significant digits in fixed point
+    (trailing zeros kept, so every value has the same precision), ``< 0.0001`` below
+    :data:`P_FLOOR` (a permutation test's or a t-test's tail that far out is not worth
+    more digits).
+
+    >>> [p_value_report(p) for p in (0.000499, 0.00041707, 0.0001, 6.95e-05, 4.87e-20)]
+    ['0.00050', '0.00042', '0.00010', '< 0.0001', '< 0.0001']
+    >>> p_value_report(1.0), p_value_report(0.05), p_value_report(0.1179), p_value_report(None)
+    ('1.0', '0.050', '0.12', 'n/a')
+    """
+    if not _present(value):
+        return NA
+    if value < P_FLOOR:
+        return f"< {P_FLOOR:g}"
+    return f"{value:#.2g}"
+
+
 def ranking_cells(
     kind: str, a: float, b: float, delta: float, lo: float = float("nan"), hi: float = float("nan")
 ) -> tuple[str, str, str]:
@@ -153,8 +207,12 @@ def share_delta_at(
 
 __all__ = [
     "NA",
+    "P_FLOOR",
+    "bit_rate",
+    "byte_size",
     "decimals_for",
     "p_value",
+    "p_value_report",
     "probability",
     "probability_delta",
     "ranking_cells",

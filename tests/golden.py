@@ -14,9 +14,23 @@ Normalized before comparing (both sides), because they depend on tools, not on s
 * an SVG image inside the HTML report becomes ``normalized:<kind>:<sha256>``: Graphviz
   ones hash their title list, matplotlib ones their text without the ``dc:date`` stamp
   and with its random clip-path and marker ids renumbered (a matplotlib upgrade means re-recording);
-* the temporary output path is written ``<OUT>``.
+* the temporary output path is written ``<OUT>`` (in the report's command line too);
+* the provenance's date and statemine version (``created_utc`` and ``statemine_version`` of
+  provenance.json, the report's ``prov-date`` and ``prov-version``) are written
+  ``<DATE>`` and ``<VERSION>`` (:func:`normalize_provenance`): they change with every
+  run and release, not with statemine's output. The command line and the inputs' digests
+  are compared as written.
 
 Files over ``MAX_STORED`` bytes are stored as ``<name>.sha256`` (their normalized hash).
+
+Compared (:func:`mismatch`): byte for byte where no third-party numeric library lies on the
+path (``exit.txt``, the Graphviz title lists ``*.svg``, hashes ``*.sha256``: names and
+structure only); every other file (CSV, JSON, DOT, text, stdout/stderr, HTML) token by
+token: the text between numbers exactly, integers exactly, and numbers written with a
+fraction or exponent within ``REL_TOL`` (or ``ABS_TOL`` near zero), because their last
+digits come from numpy, scipy and pandas (summation order, bootstrap quantiles) and move
+with their releases (numpy 2.4 / pandas 3.1 / scipy 1.17 moved the 16th digit of
+bootstrap bounds). CONTRIBUTING.md says the same.
 
 Re-record (deliberately): ``python3 tests/golden.py --record [CASE...]``.
 """
@@ -26,6 +40,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import math
 import re
 import shutil
 import sys
@@ -240,10 +255,31 @@ CASES: dict[str, list[str]] = {
     "report-qlog": ["report", _QLOG[2], _QLOG[-1], "--out", "{out}/report.html"],
 }
 
+#: Relative tolerance of a number with a fraction or exponent (float64 carries ~16 digits;
+#: a library's reordered sum moves the last one or two, a real change moves far more).
+REL_TOL = 1e-9
+#: Absolute tolerance beside it, for values that are zero up to rounding (0 vs 1e-17).
+ABS_TOL = 1e-12
+#: Files compared byte for byte (names ending so): no numeric library computes them.
+EXACT_SUFFIXES = ("exit.txt", ".svg", ".sha256")
+#: A number token: optional sign, digits with an optional fraction, optional exponent.
+_NUMBER = re.compile(r"([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)")
+
 _TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
 _DATA_SVG = re.compile(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)")
 _SVG_ID = re.compile(r"\b[mp][0-9a-f]{10}\b")
 _DATE = re.compile(r"<dc:date>[^<]*</dc:date>")
+_PROV_JSON = re.compile(r'("(created_utc|statemine_version)": )"[^"]*"')
+_PROV_HTML = re.compile(r'(<dd id="prov-(date|version)">)[^<]*')
+_PROV_SHOWN = {"created_utc": "<DATE>", "statemine_version": "<VERSION>"}
+_PROV_SHOWN |= {"date": "<DATE>", "version": "<VERSION>"}
+
+
+def normalize_provenance(text: str) -> str:
+    """``text`` (provenance.json or a report page) with the provenance's date and
+    statemine version written ``<DATE>`` and ``<VERSION>``."""
+    text = _PROV_JSON.sub(lambda m: f'{m.group(1)}"{_PROV_SHOWN[m.group(2)]}"', text)
+    return _PROV_HTML.sub(lambda m: m.group(1) + _PROV_SHOWN[m.group(2)], text)
 
 
 def _graphviz_summary(svg: str) -> str:
@@ -272,8 +308,61 @@ def normalize(name: str, data: bytes, out: str) -> bytes:
     if name.endswith(".svg"):
         return _graphviz_summary(data.decode("utf-8")).encode()
     if name.endswith(".html"):
-        return _DATA_SVG.sub(_embedded, data.decode("utf-8")).encode()
+        page = _DATA_SVG.sub(_embedded, data.decode("utf-8")).replace(out, "<OUT>")
+        return normalize_provenance(page).encode()
+    if name.endswith("provenance.json"):
+        return normalize_provenance(data.decode("utf-8").replace(out, "<OUT>")).encode()
     return data.replace(out.encode(), b"<OUT>")
+
+
+def _close(a: str, b: str) -> bool:
+    """Whether number tokens ``a`` and ``b`` agree: integers exactly, others within
+    ``REL_TOL`` / ``ABS_TOL``."""
+    if a == b:
+        return True
+    if not any(c in a + b for c in ".eE"):
+        return False
+    return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def same_within_tolerance(expected: str, got: str) -> bool:
+    """Whether two texts agree: the text between numbers exactly, numbers by
+    :func:`_close`.
+
+    >>> same_within_tolerance("lo,0.5584533071690939\\n", "lo,0.5584533071690942\\n")
+    True
+    >>> same_within_tolerance("lo,0.5584533071690939", "lo,0.5584533")
+    False
+    >>> same_within_tolerance("n,12", "n,13"), same_within_tolerance("a,1.0", "b,1.0")
+    (False, False)
+    """
+    a, b = _NUMBER.split(expected), _NUMBER.split(got)
+    if len(a) != len(b):
+        return False
+    # split with one group: text at even positions, numbers at odd ones
+    return all(
+        (x == y) if i % 2 == 0 else _close(x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))
+    )
+
+
+def mismatch(name: str, expected: bytes, got: bytes) -> bool:
+    """Whether output file ``name`` differs from its recording (see the module text)."""
+    if expected == got:
+        return False
+    if name.endswith(EXACT_SUFFIXES):
+        return True
+    try:
+        return not same_within_tolerance(expected.decode("utf-8"), got.decode("utf-8"))
+    except UnicodeDecodeError:
+        return True
+
+
+def differing(expected: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
+    """The names of the files that differ (:func:`mismatch`), or are only on one side."""
+    names = sorted(set(expected) | set(got))
+    return [
+        n for n in names if n not in expected or n not in got or mismatch(n, expected[n], got[n])
+    ]
 
 
 def run_case(argv: list[str]) -> dict[str, bytes]:

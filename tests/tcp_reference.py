@@ -4,8 +4,11 @@ Deliberately simple and unlike :mod:`statemine.parse.ftrace` (whitespace splitti
 dicts in plain Python, no regexes, no arrays): per socket, the time spent in each
 congestion state (Open from the socket's first event of either kind; a state holds until
 the next state event or the socket's last event) and the list of state changes. A 4-tuple
-that several sockets used in turn is cut where ``sock_cookie`` changes, the state events
-since the previous probe from the last Open on going to the new socket (keys ``~2``, ...).
+that several sockets used in turn is cut at each handshake the recording shows
+(``inet_sock_set_state`` entering SYN_SENT, SYN_RECV or ESTABLISHED, the first such line
+after one entering TCP_CLOSE, or the tuple's first), and where there is none in between,
+where ``sock_cookie`` changes, the state events since the previous probe staying with the
+old socket (keys ``~2``, ...).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 
 NAMES = ["Open", "Disorder", "CWR", "Recovery", "Loss"]
+EVENTS = ("tcp_cong_state_set", "tcp_probe")
+BIRTHS = ("TCP_SYN_SENT", "TCP_SYN_RECV", "TCP_ESTABLISHED")
 
 
 def _lines(path: Path):
@@ -39,13 +44,15 @@ def read_reference(path: str | Path) -> dict[str, dict]:
     for raw in _lines(Path(path)):
         tokens = raw.split()
         for j, tok in enumerate(tokens):
-            name = tok.removeprefix("tcp:").rstrip(":")
-            if tok.endswith(":") and name in ("tcp_cong_state_set", "tcp_probe") and j > 0:
+            name = tok.removeprefix("tcp:").removeprefix("sock:").rstrip(":")
+            if tok.endswith(":") and name in (*EVENTS, "inet_sock_set_state") and j > 0:
                 break
         else:
             continue
         t = float(tokens[j - 1].rstrip(":"))
         kv = dict(x.split("=", 1) for x in tokens[j + 1 :] if "=" in x)
+        if name == "inet_sock_set_state" and kv.get("protocol") != "IPPROTO_TCP":
+            continue
         events[_socket(kv, name)].append((t, name, kv))
     out = {}
     for tuple_key, all_evs in events.items():
@@ -56,26 +63,31 @@ def read_reference(path: str | Path) -> dict[str, dict]:
 
 
 def _by_cookie(evs: list) -> list[list]:
-    """The events of one 4-tuple cut into sockets by ``sock_cookie`` (see the module text)."""
+    """The events of one 4-tuple cut into sockets (see the module text); the
+    ``inet_sock_set_state`` lines themselves are no socket's events."""
     parts: list[list] = [[]]
-    pending: list = []  # state events since the last probe
+    closed = True  # no socket of this tuple alive yet, or the last one entered TCP_CLOSE
+    born_since_probe = False
     cookie = None
     for e in evs:
-        if e[1] != "tcp_probe":
-            pending.append(e)
+        if e[1] == "inet_sock_set_state":
+            new_state = e[2]["newstate"]
+            if new_state == "TCP_CLOSE":
+                closed = True
+            elif new_state in BIRTHS and closed:
+                closed = False
+                born_since_probe = True
+                if parts[-1]:
+                    parts.append([])
             continue
-        new = e[2].get("sock_cookie")
-        if new is not None and cookie is not None and new != cookie:
-            opens = [i for i, p in enumerate(pending) if p[2]["cong_state"] == "0"]
-            cut = opens[-1] if opens else len(pending)
-            parts[-1] += pending[:cut]
-            parts.append([])
-            pending = pending[cut:]
-        cookie = new if new is not None else cookie
-        parts[-1] += [*pending, e]
-        pending = []
-    parts[-1] += pending
-    return parts
+        if e[1] == "tcp_probe":
+            new = e[2].get("sock_cookie")
+            if new is not None and cookie is not None and new != cookie and not born_since_probe:
+                parts.append([])
+            cookie = new if new is not None else cookie
+            born_since_probe = False
+        parts[-1].append(e)
+    return [part for part in parts if part]
 
 
 def _one_socket(evs: list) -> dict:

@@ -81,7 +81,7 @@ def test_unknown_format_and_synoptic_flag_without_engine(log):
 def test_read_command_round_trip(tmp_path, log):
     out = tmp_path / "t.parquet"
     res = CliRunner().invoke(
-        main, ["read", str(log), "-o", str(out), "--label", "environment=mobile"]
+        main, ["read", str(log), "--out", str(out), "--label", "environment=mobile"]
     )
     assert res.exit_code == 0, res.output
     ts = load(out)

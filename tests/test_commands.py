@@ -1,7 +1,7 @@
 """The library calls that mirror the commands write exactly what the commands write.
 
 Each call is compared with the golden outputs of the command line it mirrors
-(tests/golden.py), so a notebook gets the files of ``statemine infer --out`` (etc.) with
+(tests/golden.py, with its comparison: numbers within its tolerance), so a notebook gets the files of ``statemine infer --out`` (etc.) with
 one call.
 """
 
@@ -11,7 +11,7 @@ import contextlib
 import json
 
 import pytest
-from golden import ROOT, normalize, read_golden
+from golden import CASES, ROOT, differing, mismatch, normalize, read_golden
 
 import statemine
 from statemine.errors import UsageError
@@ -21,6 +21,12 @@ def _files(folder, names):
     return {n: normalize(n, (folder / n).read_bytes(), str(folder)) for n in names}
 
 
+def _argv(case: str, out) -> list[str]:
+    """The golden case's command line (after ``statemine``) with its output path: what
+    the CLI passes as ``command_line``, so provenance.json is the golden one too."""
+    return [a.replace("{out}", str(out)) for a in CASES[case]]
+
+
 def test_infer_to_dir_writes_what_infer_out_writes(tmp_path):
     out = tmp_path / "out"
     with contextlib.chdir(ROOT):
@@ -28,10 +34,18 @@ def test_infer_to_dir_writes_what_infer_out_writes(tmp_path):
             "traces/quic-go-versions",
             out,
             selections=["role=server", "version=v0.63.0", "jitter_ms=10"],
+            command_line=_argv("infer-readme", out),
         )
     golden = read_golden("infer-readme")
-    assert got.written == ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
-    assert _files(out, got.written) == {n: golden[n] for n in got.written}
+    assert got.written == (
+        "states.csv",
+        "transitions.csv",
+        "model.dot",
+        "model.json",
+        "model.svg",
+        "provenance.json",
+    )
+    assert differing({n: golden[n] for n in got.written}, _files(out, got.written)) == []
     assert got.n_traces == 20 and got.notes == () and got.warnings == ()
     # the returned table is the CSV's, as numbers: fractions sum to 1 (seconds / seconds)
     assert got.states["time_fraction"].sum() == pytest.approx(1.0)
@@ -48,17 +62,20 @@ def test_infer_to_dir_streamed_log_and_no_out(tmp_path):
 
 
 def test_diff_to_dir_writes_what_diff_writes(tmp_path):
-    parquet = ROOT / "tests/data/diff/quic-go-mobile-servers.parquet"
+    parquet = "tests/data/diff/quic-go-mobile-servers.parquet"  # as the case names it
     out = tmp_path / "out"
-    got = statemine.diff_to_dir(
-        str(parquet),
-        str(parquet),
-        out,
-        select_a=["profile=desktop"],
-        select_b=["profile=mobile"],
-    )
+    with contextlib.chdir(ROOT):
+        got = statemine.diff_to_dir(
+            parquet,
+            parquet,
+            out,
+            select_a=["profile=desktop"],
+            select_b=["profile=mobile"],
+            command_line=_argv("diff-parquet", out),
+        )
     golden = read_golden("diff-parquet")
-    assert _files(out, got.written) == {n: golden[n] for n in got.written}
+    assert "provenance.json" in got.written
+    assert differing({n: golden[n] for n in got.written}, _files(out, got.written)) == []
     assert got.result.label_a == "quic-go-mobile-servers (A)"
 
 
@@ -71,12 +88,12 @@ def test_report_to_file_writes_what_report_writes(tmp_path):
             out,
             select_a=["role=server", "version=v0.65.0"],
             title="quic-go <v0.65.0>",
+            command_line=_argv("report-single", tmp_path),
         )
     assert path == out and warnings == ()
-    assert (
-        normalize("report.html", out.read_bytes(), "")
-        == read_golden("report-single")["report.html"]
-    )
+    recorded = read_golden("report-single")["report.html"]
+    page = normalize("report.html", out.read_bytes(), str(tmp_path))
+    assert not mismatch("report.html", recorded, page)
 
 
 def test_read_options_are_honoured(tmp_path):
@@ -104,7 +121,7 @@ def test_read_to_file_writes_what_read_writes(tmp_path):
     regex = r"(?<DTIME>\S+) quic conn=(?<conn>\S+) cc_state (?<TYPE>\S+).*"
     read = statemine.ReadOptions(fmt="regex", regex=(regex,), ignore_nonmatching=True)
     got = statemine.read_to_file(log, tmp_path / "lib.parquet", read, labels={"env": "lab"})
-    args = ["read", str(log), "-o", str(tmp_path / "cli.parquet"), "--label", "env=lab"]
+    args = ["read", str(log), "--out", str(tmp_path / "cli.parquet"), "--label", "env=lab"]
     res = CliRunner().invoke(main, [*args, "--format", "regex", "-r", regex, "-i"])
     assert res.exit_code == 0, res.output
     lib, cli = statemine.load(got.path), statemine.load(tmp_path / "cli.parquet")

@@ -362,7 +362,7 @@ def test_same_labels_refused():
 def test_smallest_p_note_counts_the_label_swap():
     big = make_set("b", 3, seed=2, recovery_mean=3.0)
     d = diff(make_set("a", 3, seed=1), big, n_boot=0)
-    assert any("smallest possible p-value is 0.1;" in n for n in d.notes)
+    assert any("smallest possible p-value is 0.10;" in n for n in d.notes)  # 2 / 20
     assert d.states["p_value"].min() >= 0.1  # C(6, 3) = 20 relabellings, two per extreme split
     assert d.underpowered and d.min_p == 0.1
     # 4 + 4: 2 / C(8, 4) = 0.029 < 0.05, but Holm over the states multiplies it past alpha

@@ -60,6 +60,7 @@ def test_diff_writes_tables_and_diagram(sides):
         "notes.txt",
         "diff.dot",
         "diff.svg",
+        "provenance.json",
     }
     states = pd.read_csv(out / "states_diff.csv")
     assert list(states.columns) == STATE_COLUMNS

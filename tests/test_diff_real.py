@@ -43,7 +43,7 @@ def test_mobile_client_makes_the_server_application_limited(sides):
     assert al["fraction_b"] == pytest.approx(fraction_by_hand(mobile, "ApplicationLimited"))
     assert al["fraction_b"] > 0.5 > al["fraction_a"]
     assert al["p_value"] == pytest.approx(0.1)  # 3 vs 3: the two extreme splits of C(6, 3) = 20
-    assert not al["significant"] and any("smallest possible p-value is 0.1" in n for n in d.notes)
+    assert not al["significant"] and any("smallest possible p-value is 0.10" in n for n in d.notes)
 
 
 def test_real_timeline_starts_at_zero(sides):

@@ -12,6 +12,7 @@ from statemine.compare import diff
 from statemine.output.diagram import format_fraction
 from statemine.output.diff_diagram import DOWN, NEUTRAL, UP, diff_to_dot, render_diff
 from statemine.traces import TraceSet
+from statemine.units import p_value_report
 
 
 def test_emphasis_follows_significance():
@@ -87,7 +88,8 @@ def test_copies_and_power_are_marked():
     for state in ("SlowStart", "Recovery", "CongestionAvoidance"):
         line = next(line for line in dot.splitlines() if f"<b>{state}</b>" in line)
         assert "identical runs</font>" in line and f'color="{NEUTRAL}"' in line
-    assert f"underpowered: the smallest possible p is {d.min_p_holm:.2g} after Holm" in dot
+    shown = p_value_report(d.min_p_holm)  # the report's p-value form, as in its tables
+    assert f"underpowered: the smallest possible p is {shown} after Holm" in dot
     real = diff(
         make_set("a", 30, seed=1),
         make_set("b", 30, seed=2, recovery_mean=0.5),

@@ -141,6 +141,18 @@ def test_explain_generated_sides():
     assert losses.loc["B", "declared_time"] == 8 and losses.loc["B", "stack_spurious_events"] == 32
 
 
+def test_declarations_without_packet_numbers_are_not_judged_by_the_stack_rule():
+    """A source that keeps no event fields (a trace store keeps none): no packet number,
+    so "no SpuriousLoss for its packet" cannot be said; such declarations are unknown."""
+    a, b = _side("a", 8, 1, False, 1), _side("b", 8, 4, True, 2)
+    bare = [TraceSet.from_events(ts.events.drop(columns="fields"), ts.traces) for ts in (a, b)]
+    r = explain(*bare, **FAST)
+    verdicts = set(r.triggers.loc[r.triggers["trigger"].str.startswith("LossDetected"), "verdict"])
+    assert verdicts == {"unknown"}
+    losses = r.losses.set_index("side")
+    assert losses.loc["A", "real"] == 0 and losses.loc["B", "spurious"] == 0
+
+
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -205,7 +217,12 @@ def test_explain_cli_writes_files(tmp_path):
     args = ["explain", str(tmp_path / "a.log"), str(tmp_path / "b.log"), "--out", str(out)]
     res = CliRunner().invoke(main, [*args, "--permutations", "2000", "--bootstrap", "100"])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["explain.csv", "explain.md", "triggers.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "explain.csv",
+        "explain.md",
+        "provenance.json",
+        "triggers.csv",
+    ]
     states = pd.read_csv(out / "explain.csv")
     assert "Recovery" in set(states.loc[states["changed"], "state"])
     assert "Recovery" in res.output and "## Summary" in (out / "explain.md").read_text()

@@ -23,7 +23,14 @@ GOOD = "".join(
     for c in "ab"
     for t, s in [(0.0, "SlowStart"), (0.5, "Recovery"), (1.0, "CongestionAvoidance")]
 )
-INFER_SET = ["model.dot", "model.json", "model.svg", "states.csv", "transitions.csv"]
+INFER_SET = [
+    "model.dot",
+    "model.json",
+    "model.svg",
+    "provenance.json",
+    "states.csv",
+    "transitions.csv",
+]
 
 # A child that writes a set of five files with write_set, announcing each file and pausing
 # after it (argv: out, tag, pause seconds, "exchange"|"renames", pause in the swap).
@@ -213,7 +220,9 @@ def test_concurrent_infer_runs_into_one_out(tmp_path):
         logs.append(log)
         done = statemine("infer", str(log), "--out", str(tmp_path / f"solo{k}"), "--no-svg")
         assert done.returncode == 0, done.stderr
-        solo.append({p.name: p.read_bytes() for p in (tmp_path / f"solo{k}").iterdir()})
+        files = {p.name: p.read_bytes() for p in (tmp_path / f"solo{k}").iterdir()}
+        del files["provenance.json"]  # names its own --out and date
+        solo.append(files)
     out = tmp_path / "out"
     for _ in range(3):
         procs = [
@@ -237,7 +246,10 @@ def test_concurrent_infer_runs_into_one_out(tmp_path):
         ]
         for proc in procs:
             assert proc.wait(120) == 0, proc.stderr.read()
-        assert {p.name: p.read_bytes() for p in out.iterdir()} in solo
+        files = {p.name: p.read_bytes() for p in out.iterdir()}
+        made_of = json.loads(files.pop("provenance.json"))
+        assert files in solo  # one run's whole set, its provenance included:
+        assert made_of["inputs"][0]["path"] == str(logs[solo.index(files)])
     assert sorted(p for p in os.listdir(tmp_path) if p.startswith(".")) == []
 
 
@@ -314,7 +326,7 @@ def test_full_disk_is_one_line_for_every_writer(tmp_path, small_disk, command):
             "0",
         ],
         "report": ["report", str(log), "--out", str(target), "--bootstrap", "0"],
-        "read": ["read", str(log), "-o", str(target)],
+        "read": ["read", str(log), "--out", str(target)],
         "synoptic": [
             "infer",
             "--engine",
@@ -335,3 +347,49 @@ def test_full_disk_is_one_line_for_every_writer(tmp_path, small_disk, command):
     no_temporaries(small_disk, *(["target"] if command == "synoptic" else []))
     if command == "synoptic":
         assert os.listdir(target) == []
+
+
+def _store_snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (hidden ones too) with its bytes (None for a folder)."""
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["statemine", "ftrace", "qlog", "parquet"])
+def test_full_disk_store_add_names_the_file_and_the_cause(tmp_path, small_disk, kind):
+    """``store add`` onto a full disk (issue 27 item 3): one line naming a file (or the
+    spill folder) inside the store and "No space left on device" (a statemine log's spill
+    said "274606 requested and 16384 written"); the store as it was, no spill left."""
+    from test_store import _ftrace, _qlog_connections
+
+    store = small_disk / "s"
+    done = statemine(
+        "store", "add", str(_small_log(tmp_path)), "--store", str(store), "--label", "i=x"
+    )
+    assert done.returncode == 0, done.stderr
+    before = _store_snapshot(store)
+    if kind == "statemine":
+        big = big_log(tmp_path)
+    elif kind == "ftrace":
+        big = _ftrace(tmp_path / "big.txt", sockets=40, lines=20_000)
+    elif kind == "qlog":
+        big = _qlog_connections(tmp_path / "big.sqlog", conns=5, events=20_000)
+    else:
+        import statemine as sm
+
+        big = sm.save(sm.read(big_log(tmp_path)), tmp_path / "big.parquet")
+    done = statemine("store", "add", str(big), "--store", str(store), "--label", "i=x")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"statemine: error: {store}/"), lines
+    assert lines[0].endswith(": cannot write: No space left on device"), lines
+    assert _store_snapshot(store) == before
+
+
+def _small_log(tmp_path: Path) -> Path:
+    log = tmp_path / "good.log"
+    log.write_text(GOOD)
+    return log

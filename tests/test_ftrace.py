@@ -53,13 +53,24 @@ def probe(
     return _line(t, "tcp_probe", body, layout)
 
 
+def handshake(t, newstate, s=SND, layout="tracefs", oldstate="TCP_CLOSE", protocol="IPPROTO_TCP"):
+    """An ``inet_sock_set_state`` line (the kernel's print format)."""
+    sa, sp, da, dp = s
+    body = (
+        f"family=AF_INET protocol={protocol} sport={sp} dport={dp} saddr={sa} daddr={da} "
+        f"saddrv6=::ffff:{sa} daddrv6=::ffff:{da} oldstate={oldstate} newstate={newstate}"
+    )
+    return _line(t, "inet_sock_set_state", body, layout)
+
+
 def _line(t, event, body, layout):
     if layout == "tracefs":
         return f"          python3-5194    [001] ..s2.  {t:.6f}: {event}: {body}\n"
     if layout == "trace-cmd":
         return f"sm-1:  my task-5194  [001]  {t:.6f}: {event}:{' ' * 4}{body}\n"
     if layout == "perf":
-        return f"         python3  5194 [001]  {t:.6f}:  tcp:{event}: {body}\n"
+        space = "sock" if event == "inet_sock_set_state" else "tcp"
+        return f"         python3  5194 [001]  {t:.6f}:  {space}:{event}: {body}\n"
     raise AssertionError(layout)
 
 
@@ -170,7 +181,7 @@ def test_tcp_read_command_applies_the_options(tmp_path):
     (tmp_path / "sub").mkdir()
     b = write(tmp_path / "sub", sample("perf"), "a.txt")
     out = tmp_path / "t.parquet"
-    args = ["tcp", "read", str(a), str(b), "-o", str(out), "--keep-receivers", "--mss", "100"]
+    args = ["tcp", "read", str(a), str(b), "--out", str(out), "--keep-receivers", "--mss", "100"]
     result = CliRunner().invoke(main, [*args, "--keep-repeats"])
     assert result.exit_code == 0, result.output
     ts = statemine.load(out)
@@ -338,7 +349,7 @@ def test_recorded_files_against_an_independent_reading(path):
     ref = read_reference(path)
     ts = read(path)
     senders = {k for k, v in ref.items() if v["sender"]}
-    assert set(ts.traces["conn"]) == senders
+    assert {t.split("#", 1)[1] for t in ts.traces["trace"]} == senders  # ~N: a reused tuple
     assert int(ts.meta["receivers_left_out"]) == len(ref) - len(senders)
     for key in senders:
         tid = f"{path.name}#{key}"
@@ -367,9 +378,10 @@ def test_recorded_files_show_the_congestion_states():
 
 def reused(cookies=("1a", "ffffffff0000002b"), layout="tracefs"):
     """Two sockets on one 4-tuple, one after the other: the first goes Open -> Recovery ->
-    Open and ends with a Recovery after its last probe; the second logs Open at set-up,
-    then CWR. The state events between the last probe of one and the first of the other
-    are 2.9 Recovery, 3.0 Open (the old socket's), 3.5 Open (the new socket's set-up)."""
+    Open and logs Recovery, Open, Open after its last probe (a socket closed by FIN acks
+    its last segments past tcp_probe); the second logs no state at set-up, then CWR. The
+    state events between the last probe of one and the first of the other are 2.9
+    Recovery, 3.0 Open and 3.5 Open, all the old socket's."""
     a, b = cookies
     kw = {"layout": layout}
     return "".join(
@@ -398,12 +410,12 @@ def test_a_reused_four_tuple_is_split_by_sock_cookie(tmp_path, layout):
     assert list(tr.index) == [first, second]
     assert tr.loc[first, "cookie"] == "1a" and tr.loc[second, "cookie"] == "ffffffff0000002b"
     assert tr["incarnation"].tolist() == [1, 2] and (tr["conn"] == key).all()
-    assert tr.loc[first, "end"] == 3.0 and tr.loc[second, "end"] == 6.0
+    assert tr.loc[first, "end"] == 3.5 and tr.loc[second, "end"] == 6.0
     ev = ts.events
     got = {t: list(zip(g["time"], g["state"])) for t, g in ev.groupby("trace", observed=True)}
     assert got == {
         first: [(1.0, "Open"), (2.0, "Recovery"), (3.0, "Open")],
-        second: [(3.5, "Open"), (5.0, "CWR")],
+        second: [(4.0, "Open"), (5.0, "CWR")],
     }
     assert ts.metrics.groupby("trace", observed=True).size().to_dict() == {first: 2, second: 2}
     # the independent reading cuts the same way
@@ -414,6 +426,121 @@ def test_a_reused_four_tuple_is_split_by_sock_cookie(tmp_path, layout):
     }
     states = statemine.summarize(ts)[0]
     assert dict(zip(states["state"], states["time_fraction"])) == pytest.approx(shares(ref))
+
+
+FIN_CLOSED = [
+    # the first socket: connected, a loss, closed by FIN; its last ACKs (past tcp_probe)
+    # take it Recovery -> Open after its last probe, then it enters TCP_CLOSE
+    ("hs", 0.9, "TCP_ESTABLISHED"),
+    ("probe", 1.0, 10, 100, 5000, "a1"),
+    ("cong", 1.5, 3),
+    ("probe", 2.0, 5, 3000, 6000, "a1"),
+    ("hs", 2.1, "TCP_FIN_WAIT1"),
+    ("cong", 2.2, 0),
+    ("hs", 2.3, "TCP_CLOSE"),
+    # the second socket on the same 4-tuple: no state event at set-up; its handshake at
+    # 3.0, first probe at 3.2, a Recovery at 3.5 before its first probe's successor
+    ("hs", 3.0, "TCP_SYN_SENT"),
+    ("hs", 3.1, "TCP_ESTABLISHED"),
+    ("cong", 3.15, 3),
+    ("probe", 3.2, 10, 7000, 9000, "b2"),
+    ("cong", 3.5, 0),
+    ("probe", 4.0, 8, 9000, 9500, "b2"),
+]
+
+
+def _fin_closed(layout: str = "tracefs", with_handshakes: bool = True) -> str:
+    out = []
+    for kind, t, *rest in FIN_CLOSED:
+        if kind == "hs":
+            if with_handshakes:
+                out.append(handshake(t, rest[0], layout=layout))
+        elif kind == "cong":
+            out.append(cong(t, rest[0], layout=layout))
+        else:
+            cwnd, una, nxt, cookie = rest
+            out.append(probe(t, cwnd, una, nxt, cookie=cookie, layout=layout))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("layout", ["tracefs", "trace-cmd", "perf"])
+def test_a_tuple_reused_after_fin_is_split_at_the_handshake(tmp_path, layout):
+    """Issue 26: the old socket's Recovery -> Open after its last probe stays its own (it
+    ends Open), and the new socket's state events before its first probe (a Recovery at
+    3.15, after its handshake) are the new socket's. The old rule (the last Open between
+    the probes begins the new socket) gave the old one's 2.2 Open to the new socket."""
+    p = write(tmp_path, _fin_closed(layout))
+    ts = read_ftrace(p)
+    key = "10.0.0.1:40001-10.0.0.2:5201"
+    first, second = f"trace.txt#{key}", f"trace.txt#{key}~2"
+    got = {
+        t: list(zip(g["time"], g["state"])) for t, g in ts.events.groupby("trace", observed=True)
+    }
+    assert got == {
+        first: [(1.0, "Open"), (1.5, "Recovery"), (2.2, "Open")],
+        second: [(3.15, "Recovery"), (3.5, "Open")],
+    }
+    tr = ts.traces.set_index("trace")
+    assert tr.loc[first, "end"] == 2.2 and tr.loc[second, "end"] == 4.0
+    assert tr["cookie"].tolist() == ["a1", "b2"] and tr["incarnation"].tolist() == [1, 2]
+    assert "other events" not in " ".join(json.loads(ts.meta["warnings"]))
+    ref = read_reference(p)
+    assert {k: v["changes"] for k, v in ref.items()} == {key: got[first], key + "~2": got[second]}
+    states = statemine.summarize(ts)[0]
+    assert dict(zip(states["state"], states["time_fraction"])) == pytest.approx(shares(ref))
+    # the last row of every connection is Open, as each connection ended
+    ends = statemine.summarize(ts)[1]
+    terminal = ends[ends["dst"] == "TERMINAL"]
+    assert set(terminal["src"]) == {"Open"}
+
+
+def test_without_handshakes_a_cookie_change_leaves_the_state_events_to_the_old_socket(
+    tmp_path,
+):
+    """The same recording without inet_sock_set_state lines: the cookie splits, and the
+    state events between the two probes (2.2 Open, 3.15 Recovery) are the old socket's."""
+    p = write(tmp_path, _fin_closed(with_handshakes=False))
+    ts = read_ftrace(p)
+    got = [list(zip(g["time"], g["state"])) for _, g in ts.events.groupby("trace", observed=True)]
+    assert got == [
+        [(1.0, "Open"), (1.5, "Recovery"), (2.2, "Open"), (3.15, "Recovery")],
+        [(3.2, "Open")],
+    ]
+    ref = read_reference(p)
+    assert [v["changes"] for v in ref.values()] == got
+
+
+def test_a_tuple_reused_many_times_and_closed_by_rst(tmp_path):
+    """Twelve sockets in turn on one 4-tuple, every other one closed by RST (its last Open
+    logged with dport 0: another tuple, a receiver left out), each with its handshake: twelve
+    traces, each with its own Recovery, matching the independent reading."""
+    lines = []
+    zero = (SND[0], SND[1], SND[2], 0)
+    for k in range(12):
+        t = 10.0 * k
+        lines += [
+            handshake(t, "TCP_SYN_SENT"),
+            handshake(t + 0.1, "TCP_ESTABLISHED", oldstate="TCP_SYN_SENT"),
+            probe(t + 0.2, 10, 100, 5000, cookie=f"{k + 1:x}"),
+            cong(t + 1.0 + k / 100, 3),
+            probe(t + 2.0, 10, 3000, 6000, cookie=f"{k + 1:x}"),
+        ]
+        if k % 2:
+            lines += [cong(t + 2.5, 0, zero), handshake(t + 2.5, "TCP_CLOSE", zero)]
+        else:
+            lines += [cong(t + 2.5, 0), handshake(t + 2.6, "TCP_CLOSE", oldstate="TCP_LAST_ACK")]
+    p = write(tmp_path, "".join(lines))
+    ts = read_ftrace(p)
+    key = "10.0.0.1:40001-10.0.0.2:5201"
+    assert ts.traces["incarnation"].tolist() == list(range(1, 13))
+    assert (ts.traces["conn"] == key).all()
+    ref = read_reference(p)
+    for row in ts.traces.itertuples():
+        ev = ts.events[ts.events["trace"] == row.trace]
+        ref_key = key + (f"~{row.incarnation}" if row.incarnation > 1 else "")
+        assert list(zip(ev["time"], ev["state"])) == ref[ref_key]["changes"]
+        assert "Recovery" in set(ev["state"])
+        assert ev["time"].min() >= 10.0 * (row.incarnation - 1)
 
 
 def test_without_cookies_a_reused_tuple_stays_one_trace(tmp_path):
@@ -432,3 +559,21 @@ def test_the_same_cookie_is_one_socket_and_a_bad_cookie_an_error(tmp_path):
         InputError, match=r"bad.txt:8: tcp_probe line with a malformed sock_cookie="
     ):
         read_ftrace(bad)
+
+
+def test_a_recording_reused_after_fin_splits_at_each_handshake():
+    """Issue 26 on a real recording (tests/data/tcp/README.md): four reno connections in
+    turn on one 4-tuple, each closed by FIN with data in flight, so each logs Recovery ->
+    Open in FIN_WAIT, after its last probe. Every connection ends Open and begins after
+    the one before it ended (the old rule gave each old socket's last Open to the next)."""
+    ts = read_ftrace(DATA / "record-reno-reused-fin-4x.txt.gz")
+    tr = ts.traces.sort_values("incarnation")
+    assert tr["incarnation"].tolist() == [1, 2, 3, 4] and tr["conn"].nunique() == 1
+    end_before = -math.inf
+    for row in tr.itertuples():
+        ev = ts.events[ts.events["trace"] == row.trace]
+        assert ev["state"].iloc[-1] == "Open" and "Recovery" in set(ev["state"])
+        assert ev["time"].min() > end_before
+        end_before = row.end
+    ends = statemine.summarize(ts)[1]
+    assert set(ends.loc[ends["dst"] == "TERMINAL", "src"]) == {"Open"}

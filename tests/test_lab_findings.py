@@ -382,9 +382,16 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def verdicts(loaded) -> pd.DataFrame:
-    return findings.assess(
-        TRACES, loaded=loaded
-    )  # the command's defaults: 9999 relabellings, 2000 resamples
+    # the command's defaults (9999 relabellings, 2000 resamples), with --why as in
+    # docs/findings.md: each comparison through statemine.explain (the same diff)
+    return findings.assess(TRACES, loaded=loaded, why=True)
+
+
+def test_why_leaves_the_shipped_comparisons_unchanged(verdicts, loaded):
+    """docs/findings.md's tables without the why column are `lab findings` without --why."""
+    pd.testing.assert_frame_equal(
+        verdicts.drop(columns="why"), findings.assess(TRACES, loaded=loaded)
+    )
 
 
 def test_each_finding_at_p_001_in_the_papers_direction_or_its_documented_cause(verdicts):
@@ -600,9 +607,9 @@ def test_failed_runs_are_left_out(tmp_path):
 
 
 def test_docs_hold_the_commands_output(verdicts, table):
-    """docs/findings.md pastes `statemine lab findings traces --markdown` unchanged."""
+    """docs/findings.md pastes `statemine lab findings traces --markdown --why` unchanged."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text(encoding="utf-8")
-    assert "statemine lab findings traces --markdown" in doc
+    assert "statemine lab findings traces --markdown --why" in doc
     for f in findings.FINDINGS:
         assert findings.markdown(verdicts, table, f.name) in doc, (
             f"docs/findings.md: {f.name}'s tables are stale"

@@ -16,7 +16,8 @@ import pytest
 from synoptic_reference import generated_event_log
 
 from statemine.infer.synoptic.command import TOOL_OF_ENGINE
-from statemine.launch import _echo, engine_in, without_engine
+from statemine.launch import _echo
+from statemine.runtime import engine_in, without_engine
 
 ROOT = Path(__file__).resolve().parents[1]  # this checkout's package
 

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from statemine.errors import InputError, UsageError
-from statemine.outcomes import compare_outcomes, heatmap, read_results, welch_cell
+from statemine.outcomes import compare_outcomes, read_results, welch_cell
+from statemine.output.heatmap import heatmap
 
 
 def results(seed: int = 0, runs: int = 5) -> pd.DataFrame:

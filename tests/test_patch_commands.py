@@ -30,9 +30,9 @@ def registry(tmp_path, monkeypatch):
         'name = "demo"\nfetch = "pypi-sdist"\npackage = "demo"\npython_path = "pkg"\n'
     )
 
-    def unpack(info, version, work):
+    def unpack(info, version, work, patches):
         make_tree(work, ORIG)
-        return {"sdist": f"demo-{version}.tar.gz"}
+        return {"sdist": f"demo-{version}.tar.gz", "pinned": True}
 
     monkeypatch.setattr(fetch, "_fetch_pypi", unpack)
     return patches

@@ -4,6 +4,7 @@ each hunk inside the function its context names, within a bounded offset."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import json
@@ -101,7 +102,7 @@ def test_fetch_does_not_write_through_a_symlink_in_the_sdist(tmp_path, monkeypat
     wheel = tmp_path / "demo-1.0-cp311-x.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("pkg/_ext.so", b"\x7fELF")
-    monkeypatch.setattr(fetch_mod, "_sdist", lambda *a: sdist)
+    monkeypatch.setattr(fetch_mod, "_sdist", lambda *a: contextlib.nullcontext(sdist))
     monkeypatch.setattr(fetch_mod, "_built_wheel", lambda *a: wheel)
     with pytest.raises(InputError, match=r"refusing to patch through the symlink"):
         fetch("demo", "1.0", tmp_path / "dest", root)

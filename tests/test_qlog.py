@@ -387,8 +387,7 @@ def test_events_out_of_time_order_are_sorted_with_a_warning(tmp_path):
         '{"time":50,"name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
         '{"time":10,"name":"recovery:congestion_state_updated","data":{"new":"slow_start"}}',
         '{"time":"soon","name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
-        '{"time":"1e400","name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
-    ]
+    ]  # an infinite time ("1e400") is refused: tests/test_time_range.py
     f.write_text("".join("\x1e" + r + "\n" for r in recs))
     ts = read_qlog(f)
     assert states(ts) == [(0.01, "SlowStart"), (0.05, "Recovery")]
@@ -396,7 +395,6 @@ def test_events_out_of_time_order_are_sorted_with_a_warning(tmp_path):
     assert any("not in time order" in x for x in w) and any(
         ":4: " in x and "no finite numeric time" in x for x in w
     )
-    assert any(":5: " in x and "no finite numeric time" in x for x in w)
 
 
 def test_traces_without_congestion_events_are_left_out_with_a_warning(tmp_path):

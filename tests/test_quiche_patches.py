@@ -359,7 +359,8 @@ def test_fetch_is_the_registry_crate_and_patch_round_trips(version, tmp_path):
     rec = json.loads((root / ".statemine-source.json").read_text())
     archive = patch.cache_dir() / "crates" / "quiche" / version / f"quiche-{version}.crate"
     assert rec["sha256"] == patch.registry.sha256_file(archive)
-    assert rec["sha256"] == (archive.parent / "checksum").read_text().strip()
+    # the crate checksum pinned in instrument-patches/quiche/digests.toml
+    assert rec["sha256"] == patch.registry.pinned_digest("quiche", version) and rec["pinned"]
     assert (root / "Cargo.toml").is_file() and (root / "src" / "lib.rs").is_file()
     before = {p: p.read_bytes() for p in (root / "src").rglob("*.rs")}
     assert real_clock_calls(root)  # the pristine source reads the real clock

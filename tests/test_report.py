@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from golden import ROOT
 from test_diff_data import make_set
 
 from statemine.cli import main
@@ -179,6 +180,7 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
     from test_diff_evidence import FAST, SLOW, copies
 
     from statemine.output.timeline import representative_trace
+    from statemine.units import p_value_report
 
     a = concat(
         [
@@ -207,10 +209,8 @@ def test_report_flags_copies_and_power_and_shows_the_median_trace_per_stratum():
         set(a.events.loc[a.events["kind"] == "state", "state"])
         | set(b.events.loc[b.events["kind"] == "state", "state"])
     )
-    assert (
-        f"smallest p-value these traces allow is {1 / 100:.3g}, {min(1.0, n_states / 100):.3g} after Holm"
-        in text
-    )
+    floor, floor_holm = p_value_report(1 / 100), p_value_report(min(1.0, n_states / 100))
+    assert f"smallest p-value these traces allow is {floor}, {floor_holm} after Holm" in text
     assert ("underpowered, no state can be significant" in text) == (n_states / 100 >= 0.05)
     headings = re.findall(r"<h3>([^<]*): trace ([^<]*?) \(Recovery ([0-9.]+)% of its time", page)
     assert [h[0] for h in headings] == [
@@ -260,28 +260,44 @@ def test_report_tables_use_the_units_of_the_terminal():
             }
         )
     )
-    rows = re.findall(r"<tr>(.*?)</tr>", build_report(ts, n_boot=0), re.DOTALL)
-    cells = [re.findall(r"<td>(.*?)</td>", r) for r in rows]
-    by_state = {c[0]: c for c in cells if len(c) == 8}  # the states table
-    # state, share, lo, hi, dwell mean, dwell median, visits, traces
-    assert by_state["Recovery"][1] == "75.0%" and by_state["Recovery"][4] == "750.0 ms"
-    assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][4] == "125.0 ms"
+    page = build_report(ts, n_boot=0)
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.DOTALL)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    heads = [re.findall(r"<th[^>]*>(.*?)</th>", r) for r in rows]
+    assert [
+        "state",
+        "share of time",
+        "95% interval",
+        "mean dwell",
+        "median dwell",
+        "visits",
+        "traces",
+    ] in heads
+    by_state = {c[0]: c for c in cells if len(c) == 7}  # the states table
+    assert by_state["Recovery"][1] == "75.0%" and by_state["Recovery"][3] == "750.0 ms"
+    assert by_state["SlowStart"][1] == "25.0%" and by_state["SlowStart"][3] == "125.0 ms"
+    assert by_state["SlowStart"][5] == "2" and by_state["Recovery"][6] == "1"  # visits, traces
+    assert ["from", "to", "count", "probability", "95% interval"] in heads
     edge = next(c for c in cells if c[:2] == ["SlowStart", "Recovery"])
-    assert edge[3] == "0.50"  # src, dst, count, probability: 1 of SlowStart's 2 exits
+    assert edge[3] == "0.50"  # from, to, count, probability: 1 of SlowStart's 2 exits
 
 
 def test_the_same_input_gives_the_same_report_byte_for_byte(tmp_path):
-    """The embedded matplotlib figures carry no creation date and no random ids."""
+    """The embedded matplotlib figures carry no creation date and no random ids; only the
+    provenance's date (and version) may differ between two runs of one command."""
+    from golden import normalize_provenance
+
     save(make_set("a", 6, seed=1, cwnd=True), tmp_path / "desktop.parquet")
     pages = []
-    for name in ("one.html", "two.html"):
+    for _ in range(2):
         res = CliRunner().invoke(
-            main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / name)]
+            main, ["report", str(tmp_path / "desktop.parquet"), "--out", str(tmp_path / "r.html")]
         )
         assert res.exit_code == 0, res.output
-        pages.append((tmp_path / name).read_bytes())
-    assert b"<svg" in base64_svgs(pages[0])
-    assert pages[0] == pages[1]
+        pages.append((tmp_path / "r.html").read_text())
+    assert b"<svg" in base64_svgs(pages[0].encode())
+    assert 'id="prov-date">' in pages[0] and "<DATE>" in normalize_provenance(pages[0])
+    assert normalize_provenance(pages[0]) == normalize_provenance(pages[1])
 
 
 def base64_svgs(page: bytes) -> bytes:
@@ -318,6 +334,7 @@ def test_report_draws_through_the_files_of_infer_and_diff_out(tmp_path):
     page = (tmp_path / "one.html").read_text()
     infer_out = {p.name: p.read_bytes() for p in (tmp_path / "infer").iterdir()}
     assert embedded_svgs(page)[0] == infer_out.pop("model.svg")
+    assert b'"command": "infer"' in infer_out.pop("provenance.json")  # the command's own
     assert downloads(page) == infer_out
     assert set(infer_out) == {"states.csv", "transitions.csv", "model.dot", "model.json"}
 
@@ -327,6 +344,7 @@ def test_report_draws_through_the_files_of_infer_and_diff_out(tmp_path):
     page = (tmp_path / "two.html").read_text()
     diff_out = {p.name: p.read_bytes() for p in (tmp_path / "diff").iterdir()}
     assert embedded_svgs(page)[0] == diff_out.pop("diff.svg")
+    assert b'"command": "diff"' in diff_out.pop("provenance.json")
     assert downloads(page) == diff_out
     assert "one_sided.csv" in diff_out and "notes.txt" in diff_out
 
@@ -353,3 +371,102 @@ def test_report_and_infer_say_the_same_when_the_model_is_not_drawn(tmp_path, mon
     assert expected in parse(page).text  # one paragraph, whole
     assert 'alt="state machine of desktop"' not in page
     assert downloads(page)["model.dot"] == (tmp_path / "infer" / "model.dot").read_bytes()
+
+
+#: A p-value as the page shows every one: two significant digits, or the floor.
+P_SHOWN = re.compile(r"^(< 0\.0001|1\.0|0\.[1-9][0-9]|0\.0*[1-9][0-9]|n/a)$")
+
+
+def tables_of(page: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Each table of a page as (header titles, rows of cell texts)."""
+    import html
+
+    out = []
+    for table in re.findall(r"<table>(.*?)</table>", page, re.DOTALL):
+        heads = [html.unescape(h) for h in re.findall(r"<th(?: [^>]*)?>(.*?)</th>", table)]
+        rows = [
+            [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
+            for r in re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
+        ]
+        out.append((heads, [r for r in rows if r]))
+    return out
+
+
+def test_every_number_has_its_unit_and_every_p_value_one_format():
+    """Readable titles (no raw column names), flags as words, p-values in one format on
+    the tables and in the text, numbers in right-aligned cells that do not wrap."""
+    page = build_report(
+        make_set("a", 12, seed=1, cwnd=True),
+        make_set("b", 12, seed=2, cwnd=True, recovery_mean=0.6),
+        label_a="desk",
+        label_b="mob",
+        n_perm=999,
+        n_boot=50,
+        outcomes=Outcomes(results(), by="profile", value_a="desktop", value_b="mobile"),
+    )
+    tables = tables_of(page)
+    assert len(tables) >= 6  # inputs, ranking, states, transitions, why (2), outcomes
+    p_cells = 0
+    for heads, rows in tables:
+        for title in heads:
+            assert not re.fullmatch(r"[a-z]+(_[a-z]+)+", title), title  # e.g. pct_diff, mean_a
+        for row in rows:
+            assert len(row) == len(heads)
+            for title, cell in zip(heads, row):
+                assert cell not in ("True", "False", "nan", "NaN"), (title, cell)
+                if title.startswith("p ") or title == "p":
+                    p_cells += 1
+                    assert P_SHOWN.match(cell), (title, cell)
+    assert p_cells > 20
+    text = "".join(parse(page).text)
+    shown = re.findall(r"\bp (\d[\d.]*\d)", text)  # "p 0.00050 (Holm)" in the Why text
+    shown += re.findall(r"traces allow is ([^,]+), ([^ ]+) after Holm", text)[0]
+    assert len(shown) > 4 and all(P_SHOWN.match(p) for p in shown), shown
+    assert not re.search(r"\d\.?\d*e-\d", text)  # no exponent notation anywhere
+    outcome = next(t for t in tables if "difference of the means" in t[0])
+    assert outcome[0][:3] == ["stack", "rate (Mbit/s)", "object size (bytes)"]
+    assert {r[outcome[0].index("significant (p < 0.01)")] for r in outcome[1]} <= {"yes", "no"}
+    assert all(
+        r[outcome[0].index("mean plt_s desktop")].endswith((" s", " ms")) for r in outcome[1]
+    )
+    # numbers: class "n" (right, no wrap); every table in a box that scrolls sideways
+    assert page.count('<div class="scroll"><table>') == len(tables)
+    assert re.search(r"td\.n,th\.n\{text-align:right;white-space:nowrap\}", page)
+    assert '<td class="n">+0.' in page or '<td class="n">-0.' in page
+
+
+def test_the_heatmap_axes_are_the_scenario_columns_that_vary():
+    """quiche-bbr's results vary in loss, object size and cc (the side): one heatmap of
+    object size x loss, none of the default rate axis that does not vary there; mobile's
+    vary only in the stack: no heatmap and no note about it."""
+    from statemine.outcomes import read_results
+
+    ts = make_set("a", 4, seed=1)
+    bbr = read_results(ROOT / "traces/quiche-bbr/results.csv")
+    page = build_report(
+        ts, outcomes=Outcomes(bbr, by="cc", value_a="cubic", value_b="bbr2"), n_boot=0
+    )
+    assert page.count('alt="heatmap ') == 1 and "No heatmap" not in page
+    mobile = read_results(ROOT / "traces/mobile/results.csv")
+    page = build_report(
+        ts, outcomes=Outcomes(mobile, by="profile", value_a="desktop", value_b="mobile"), n_boot=0
+    )
+    assert 'alt="heatmap ' not in page and "No heatmap" not in page
+    assert "Outcomes: plt_s" in page  # the table is there
+    # asked for an axis that does not vary there: said so
+    page = build_report(
+        ts,
+        outcomes=Outcomes(
+            mobile, by="profile", value_a="desktop", value_b="mobile", rows="rate_mbps"
+        ),
+        n_boot=0,
+    )
+    assert (
+        "No heatmap: --rows rate_mbps is not a scenario column that varies (those that do: stack)"
+        in page
+    )
+    from statemine.outcomes import compare_outcomes
+    from statemine.output.html_report import heatmap_axes
+
+    table = compare_outcomes(bbr, by="cc", a="cubic", b="bbr2")
+    assert heatmap_axes(table, ["loss", "object_size_bytes"]) == ("object_size_bytes", "loss")

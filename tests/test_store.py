@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -147,39 +150,52 @@ def test_other_label_keys_than_the_store_s_are_an_error(inputs, tmp_path):
         statemine.store_add([inputs["log"]], store, {"date": "2026-01-01"})
 
 
-def test_mixed_schema_and_missing_files_are_errors(inputs, tmp_path):
+def test_files_no_version_lists_are_ignored_and_listed_ones_checked(inputs, tmp_path):
+    """What no version lists (an empty partition folder, a stray Parquet file: a killed
+    add's) is not the store's; a listed data file of another schema, damaged or gone is
+    an error naming it."""
     store = tmp_path / "store"
     statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    want = statemine.store_info(store)
     (store / "impl=y").mkdir()
-    with pytest.raises(InputError, match="missing files"):
-        statemine.store_info(store)
+    assert statemine.store_info(store) == want  # was "a partition without data files"
     pq.write_table(pa.table({"trace": ["a"], "time": [1.0]}), store / "impl=y" / "part-0.parquet")
+    (store / "impl=x" / "x=1").mkdir()
+    assert statemine.store_info(store) == want and read_store(store).n_traces == 3
+    (data,) = (store / "impl=x").glob("part-*.parquet")
+    saved = data.read_bytes()
+    pq.write_table(pa.table({"trace": ["a"], "time": [1.0]}), data)
     with pytest.raises(InputError, match="mixed schemas"):
         statemine.store_info(store)
-    (store / "impl=y" / "part-0.parquet").write_bytes(b"PAR1 truncated")
+    data.write_bytes(b"PAR1 truncated")
     with pytest.raises(InputError, match="not a readable Parquet"):
         statemine.store_info(store)
-    (store / "impl=y" / "part-0.parquet").unlink()
-    (store / "impl=y" / "x=1").mkdir()
-    with pytest.raises(InputError, match="not a data file"):
+    data.unlink()
+    with pytest.raises(InputError, match=r"listed by the store's version but missing"):
         statemine.store_info(store)
+    data.write_bytes(saved)
+    assert statemine.store_info(store) == want
     with pytest.raises(InputError, match="not a statemine store"):
         statemine.store_info(tmp_path)
 
 
-def test_a_failed_add_leaves_only_whole_files(inputs, tmp_path):
+def test_a_failed_add_publishes_nothing(inputs, tmp_path):
+    """An add is one version: an input that fails leaves the store as it was, also the
+    earlier inputs of the same add (each used to stay), and a new store does not appear."""
     store = tmp_path / "store"
     bad = tmp_path / "bad.log"
     bad.write_text("STATEMINE t=0 conn=a state=X\nSTATEMINE t=zz conn=a state=Y\n")
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    before = _snapshot(store)
+    for partition in ("x", "new"):
+        with pytest.raises(StatemineError, match=r"bad\.log"):
+            statemine.store_add([inputs["log"], bad], store, {"impl": partition})
+        assert _snapshot(store) == before
     with pytest.raises(StatemineError, match=r"bad\.log"):
-        statemine.store_add([inputs["log"], bad], store, {"impl": "x"})
-    with pytest.raises(StatemineError, match=r"bad\.log"):
-        statemine.store_add([bad], tmp_path / "new", {"impl": "x"})
-    assert not (tmp_path / "new").exists()  # a new store appears with its first file
-    files = sorted((store / "impl=x").iterdir())
-    assert [f.name.startswith("part-") and f.suffix == ".parquet" for f in files] == [True]
+        statemine.store_add([inputs["log"], bad], tmp_path / "new", {"impl": "x"})
+    assert not (tmp_path / "new").exists()  # a new store appears with its first version
     info = statemine.store_info(store)
-    assert info.events == inputs["log"].read_text().count("STATEMINE t=")
+    assert info.events == inputs["log"].read_text().count("STATEMINE t=") and info.version == 1
     assert np.isfinite(_dataset_events(store)["time"]).all()
 
 
@@ -259,6 +275,7 @@ def _plain(table: pa.Table) -> pd.DataFrame:
 def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, batch_rows):
     import functools
 
+    import statemine.store as store_module
     import statemine.store_stream as stream
     from statemine.parse.statemine_log import LogScan
     from statemine.store import to_table
@@ -266,13 +283,13 @@ def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, bat
     log = _interleaved_log(tmp_path / "a.log")
     held: list[int] = []
     monkeypatch.setattr(stream, "LogScan", functools.partial(LogScan, chunk_bytes=200))
-    real = stream.rows_table
+    real = store_module.rows_table
 
     def counting(rows, *args):
         held.append(len(rows["trace"]))
         return real(rows, *args)
 
-    monkeypatch.setattr(stream, "rows_table", counting)
+    monkeypatch.setattr(store_module, "rows_table", counting)
     out = statemine.store_add([log], tmp_path / "s", {"impl": "x"}, batch_rows=batch_rows)
     got = _plain(pq.read_table(out.files[0]))
     want = _plain(to_table(statemine.read(log)))
@@ -346,9 +363,12 @@ def test_labels_and_metrics_files_are_checked(inputs, tmp_path):
     with pytest.raises(InputError, match="metrics file is missing"):  # the labels say it was
         statemine.store_info(store)
     metrics.write_bytes(saved_metrics)
-    (store / "_metrics" / "impl=x" / "metrics-123.parquet").write_bytes(b"")
-    with pytest.raises(InputError, match="interrupted add"):
-        statemine.store_info(store)
+    want = statemine.store_info(store)
+    orphan = store / "_metrics" / "impl=x" / "metrics-123.parquet"
+    orphan.write_bytes(b"")  # a killed add's: not listed, ignored (was "interrupted add")
+    assert statemine.store_info(store) == want
+    assert statemine.store_vacuum(store, grace=0).removed == (orphan,)
+    assert statemine.store_info(store) == want
 
 
 def test_a_failed_data_file_write_removes_its_labels(tmp_path, monkeypatch):
@@ -905,7 +925,7 @@ def test_a_missing_labels_or_metrics_file_is_an_error_when_reading(inputs, tmp_p
         with pytest.raises(InputError) as err:
             read_store(store)
         assert str(err.value) == needle
-        out = ["-o", str(tmp_path / "out.parquet")]
+        out = ["--out", str(tmp_path / "out.parquet")]
         for args in (["store", "info", "--store", str(store)], ["infer", str(store)]):
             assert _cli_error(args) == f"statemine: error: {needle}"
         assert _cli_error(["read", str(store), *out]) == f"statemine: error: {needle}"
@@ -922,12 +942,17 @@ def test_a_store_without_metrics_needs_no_metrics_file(inputs, tmp_path):
 
 
 def test_a_store_without_partitions_is_named(inputs, tmp_path):
+    """A store whose version lists no files (its metadata written, its first add killed
+    before it published), and a store whose listed data file is gone."""
     store = tmp_path / "s"
     statemine.store_add([inputs["log"]], store, {"impl": "x"})
-    for folder in (store / "impl=x", store / "_labels"):
-        for f in folder.rglob("*.parquet"):
-            f.unlink()
-        folder.rmdir() if folder.name == "impl=x" else None
+    (data,) = (store / "impl=x").glob("part-*")
+    data.unlink()
+    line = _cli_error(["infer", str(store)])
+    assert line == (
+        f"statemine: error: {data}: listed by the store's version but missing (missing files)"
+    )
+    shutil.rmtree(store / "_statemine_log")
     line = _cli_error(["infer", str(store)])
     assert line == f"statemine: error: {store}: the store has no partitions (missing files)"
 
@@ -1079,3 +1104,212 @@ def test_a_picoquic_connection_is_built_in_parts(tmp_path, values, hint, table):
         store = tmp_path / f"s{rows}"
         statemine.store_add([path], store, {"fleet": "p"}, batch_rows=rows)
         _same_set(read_store(store), want, {"fleet": "p"})
+
+
+# -- versions, migration and vacuum (issue 27) ---------------------------------------------
+def _as_format(store: Path, fmt: int) -> None:
+    """``store`` (written by this version) as a store of an older format: the same files,
+    no versions, its metadata saying ``fmt``."""
+    import json
+
+    shutil.rmtree(store / "_statemine_log")
+    meta = store / "_statemine_store.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": fmt}))
+
+
+def test_an_older_store_is_refused_until_migrated(inputs, tmp_path):
+    """A store of format 3 (files in folders, no versions), with what killed adds of that
+    format left (an empty partition folder, a labels file without its data file), is
+    refused in one line naming `statemine store migrate` by every reader and by store add,
+    which writes nothing; migrated, it reads as before and takes adds; migrating again is
+    refused."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"], inputs["qlog"]], store, {"impl": "x"})
+    want = read_store(store)
+    _as_format(store, 3)
+    (store / "impl=y").mkdir()
+    (labels,) = list((store / "_labels" / "impl=x").glob("labels-*"))[:1]
+    orphan = labels.with_name("labels-123-1-deadbeef.parquet")
+    shutil.copy(labels, orphan)
+    before = _snapshot(store)
+    needle = (
+        f"statemine: error: {store}: a store of format 3, without versions (older statemine): "
+        f"run `statemine store migrate --store {store}` once, then use it"
+    )
+    for args in (
+        ["store", "info", "--store", str(store)],
+        ["infer", str(store)],
+        ["store", "add", str(inputs["log"]), "--store", str(store), "--label", "impl=x"],
+        ["store", "vacuum", "--store", str(store), "--grace", "0"],
+    ):
+        assert _cli_error(args) == needle
+    assert _snapshot(store) == before
+    res = CliRunner().invoke(main, ["store", "migrate", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    assert res.output == f"{store}: format 3 -> 4: version 1 lists 2 data files\n"
+    got = read_store(store)
+    pd.testing.assert_frame_equal(got.events, want.events)
+    pd.testing.assert_frame_equal(got.traces, want.traces)
+    assert statemine.store_info(store).version == 1
+    out = statemine.store_vacuum(store, grace=0)
+    assert set(out.removed) == {orphan, store / "impl=y"} and out.version == 1
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    assert statemine.store_info(store).events == 2 * 21 + len(want.events) - 21
+    line = _cli_error(["store", "migrate", "--store", str(store)])
+    assert line == f"statemine: error: {store}: already of store format 4; nothing to migrate"
+
+
+def test_a_format_1_store_migrates_with_empty_labels(inputs, tmp_path):
+    """A format 1 store (data files only, as benchmarks/bench_dask.py synthesizes) gets
+    an empty labels file per data file: its traces read with their partition labels."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    want = read_store(store)
+    _as_format(store, 1)
+    shutil.rmtree(store / "_labels")
+    out = statemine.store_migrate(store)
+    assert (out.format, out.version, out.files) == (1, 1, 1)
+    got = read_store(store)
+    pd.testing.assert_frame_equal(got.events, want.events)
+    assert list(got.traces["impl"]) == ["x"] * 3 and "conn" not in got.traces
+
+
+def test_vacuum_removes_only_old_unpublished_files_of_the_store(inputs, tmp_path):
+    """A killed add's files (data, labels, temporary, spill folder, empty partition
+    folder) and older version files go once older than the grace; younger ones (a running
+    add's) stay, and so does any file statemine does not write."""
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    want = _content_of(store)
+    (data,) = [p for p in (store / "impl=x").glob("part-*")][:1]
+    left = [
+        store / "impl=x" / "part-1-2-0badf00d.parquet",
+        store / "_labels" / "impl=x" / "labels-1-2-0badf00d.parquet",
+        store / "impl=x" / ".part-1-2-0badf00d.parquet.77-0badf00d.tmp",
+        store / ".spill-abc" / "time.bin",
+        store / "impl=new" / "part-9-9-0badf00d.parquet",
+    ]
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(data, path)
+    mine = [store / "impl=x" / "notes.txt", store / "_labels" / "x.json"]
+    for path in mine:
+        path.write_text("mine")
+    assert _content_of(store) == want  # none of it is read
+    kept = statemine.store_vacuum(store)  # all of it younger than a day: a running add's
+    assert kept.removed == () and kept.bytes == 0 and kept.version == 2 and kept.files == 2
+    old = time.time() - 2 * 3600
+    for path in store.rglob("*"):
+        os.utime(path, (old, old), follow_symlinks=False)
+    res = CliRunner().invoke(main, ["store", "vacuum", "--store", str(store), "--grace", "3600"])
+    assert res.exit_code == 0, res.output
+    gone = {*left[:3], left[4], store / ".spill-abc", store / "impl=new"}  # a folder whole
+    gone.add(store / "_statemine_log" / f"{1:020d}.json")
+    size = sum(len(data.read_bytes()) for _ in left)  # and version 1's file
+    assert res.output.startswith(f"{store}: removed {len(gone)} files and folders (")
+    assert not any(p.exists() for p in [*gone, *left]) and all(
+        p.read_text() == "mine" for p in mine
+    )
+    assert size <= int(res.output.split("(")[1].split(" ")[0])
+    assert _content_of(store) == want
+
+
+def _content_of(store: Path) -> tuple:
+    """The store's partitions and its event rows as a reader sees them (comparable)."""
+    info = statemine.store_info(store)
+    rows = _events(read_store(store)).astype(str).to_numpy()
+    return info.partitions, tuple(map(tuple, rows))
+
+
+@pytest.mark.parametrize(
+    "doc, needle",
+    [
+        ("not json", "not JSON"),
+        ('{"version": 7, "files": []}', "not the document of version 1"),
+        ('{"version": 1}', "no list of files"),
+        (
+            '{"version": 1, "files": [{"partition": ["..", "etc"], "id": "a", "rows": 1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+        (
+            '{"version": 1, "files": [{"partition": ["impl=x"], "id": "../../x", "rows": 1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+        (
+            '{"version": 1, "files": [{"partition": ["impl=x"], "id": "a", "rows": -1, '
+            '"metrics": false}]}',
+            "not a file entry of this store",
+        ),
+    ],
+)
+def test_a_damaged_version_file_is_one_line_naming_it(inputs, tmp_path, doc, needle):
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    version = store / "_statemine_log" / f"{1:020d}.json"
+    version.write_text(doc)
+    for args in (["store", "info", "--store", str(store)], ["infer", str(store)]):
+        line = _cli_error(args)
+        assert line.startswith(f"statemine: error: {version}: damaged store version: {needle}")
+
+
+def test_adds_racing_for_a_version_both_publish(inputs, tmp_path, monkeypatch):
+    """An add that lost the race for version N (another add published N after it read
+    N - 1) publishes N + 1 with both adds' files: nothing lost or listed twice."""
+    import statemine.store_log as log
+
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    real = log.latest
+    calls = [0]
+
+    def stale_once(root, check):
+        calls[0] += 1
+        if calls[0] == 1:  # meanwhile another add publishes version 2
+            statemine.store_add([inputs["parquet"]], store, {"impl": "y"})
+            return _at(root, check, 1)
+        return real(root, check)
+
+    def _at(root, check, number):
+        path = log.version_path(root, number)
+        return log.Version(number, path, log.parse_version(path, path.read_bytes(), number, check))
+
+    monkeypatch.setattr(log, "latest", stale_once)
+    out = statemine.store_add([inputs["qlog"]], store, {"impl": "x"})
+    monkeypatch.undo()
+    assert out.version == 3
+    info = statemine.store_info(store)
+    parquet_rows = pq.ParquetFile(inputs["parquet"]).metadata.num_rows
+    assert [p.files for p in info.partitions] == [2, 1]
+    assert info.events == 21 + len(statemine.read(inputs["qlog"]).events) + parquet_rows
+
+
+def test_store_files_lists_the_published_version_for_other_readers(inputs, tmp_path):
+    """`statemine store files` prints the latest version's files; DuckDB given them reads
+    that version, not a file an add has not published."""
+    duckdb = pytest.importorskip("duckdb", reason="duckdb not installed")
+    store = tmp_path / "s"
+    statemine.store_add([inputs["log"]], store, {"impl": "x"})
+    statemine.store_add([inputs["qlog"]], store, {"impl": "y"})
+    (data,) = (store / "impl=x").glob("part-*")
+    shutil.copy(data, data.with_name("part-1-2-0badf00d.parquet"))  # not published
+    res = CliRunner().invoke(main, ["store", "files", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    paths = res.output.split()
+    assert paths == [str(p) for p in statemine.store.published_files(store)]
+    assert len(paths) == 2 and str(data) == paths[0]
+    con = duckdb.connect()
+    rows = con.execute(
+        "SELECT impl, count(*) FROM read_parquet(?, hive_partitioning = true) GROUP BY impl "
+        "ORDER BY impl",
+        [paths],
+    ).fetchall()
+    qlog_rows = len(statemine.read(inputs["qlog"]).events)
+    assert rows == [("x", 21), ("y", qlog_rows)]
+    for kind, top in (("labels", "_labels"), ("metrics", "_metrics")):
+        res = CliRunner().invoke(main, ["store", "files", "--store", str(store), "--kind", kind])
+        listed = res.output.split()
+        assert listed and all(p.startswith(str(store / top)) for p in listed)
+    assert len(listed) == 1  # only the qlog logs metrics

@@ -51,7 +51,7 @@ def _oracle_store(case: str, root: Path) -> Path:
 def test_store_of_an_oracle_log_gives_synoptic_s_invariants_file(case, tmp_path):
     store = _oracle_store(case, tmp_path)
     out = tmp_path / "model.invariants.txt"
-    args = ["store", "invariants", "--store", str(store), "--support-count", "-o", str(out)]
+    args = ["store", "invariants", "--store", str(store), "--support-count", "--out", str(out)]
     done = CliRunner().invoke(main, args)
     assert done.exit_code == 0, done.output
     assert out.read_bytes() == (ORACLE / case / "model.invariants.txt").read_bytes()
@@ -290,7 +290,7 @@ def test_cli_on_a_local_cluster_writes_the_single_machine_file(walks, tmp_path):
         main, ["store", "invariants", "--store", str(walks), "--support-count"]
     )
     out = tmp_path / "inv.txt"
-    args = ["store", "invariants", "--store", str(walks), "--support-count", "-o", str(out)]
+    args = ["store", "invariants", "--store", str(walks), "--support-count", "--out", str(out)]
     done = CliRunner().invoke(main, [*args, "--dask", "local:2"])
     assert done.exit_code == 0, done.output
     assert "dask: 2 workers" in done.output

@@ -223,3 +223,36 @@ def test_spark_reads_the_labels_and_metrics(spark, store, inputs):
         got_m.sort_values(["trace", "time"]).reset_index(drop=True),
         want_m.reset_index(drop=True),
     )
+
+
+def test_spark_reads_one_version_from_the_listed_files(spark, store, tmp_path):
+    """Given the latest version's files (``store files``) with the store as basePath,
+    Spark reads that version, with the partition columns, and not a data file no version
+    lists (a killed add's), which reading the folder would include."""
+    from statemine.store import published_files
+
+    copy = tmp_path / "fleet"
+    shutil.copytree(store, copy)
+    files = published_files(copy)
+    stray = files[0].with_name("part-1-2-0badf00d.parquet")
+    shutil.copy(files[0], stray)
+    key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+    spark.conf.set(key, "false")
+    try:
+        df = spark.read.option("basePath", str(copy)).parquet(*map(str, files))
+        assert [f.name for f in df.schema.fields][-len(KEYS) :] == list(KEYS)
+        events = len(read_store(store).events)
+        assert df.count() == events
+        by_impl = {r["impl"]: r["count"] for r in df.groupBy("impl").count().collect()}
+        want = {p.labels["impl"]: p.events for p in statemine.store_info(store).partitions}
+        assert by_impl == want
+        folder = spark.read.parquet(str(copy)).count()
+        assert folder == events + pq_rows(stray)
+    finally:
+        spark.conf.unset(key)
+
+
+def pq_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows

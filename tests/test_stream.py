@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import statemine
 from statemine.errors import InputError
 from statemine.parse.lines import read_ahead
-from statemine.parse.statemine_log import FileEnd, LogScan, scan_files
+from statemine.parse.statemine_log import scan_files
 from statemine.stats.dwell import ALPHA, DwellTimes
 from statemine.stats.stream import summarize_logs, summarize_scanned
 from statemine.stats.visits import VisitFold
@@ -72,14 +72,8 @@ def test_streamed_equals_in_memory(tmp_path_factory, seed, n_files, collapse, en
     opts = dict(collapse_repeats=collapse, end=end, n_boot=200, seed=seed)
     states, transitions = statemine.summarize(statemine.read(files), **opts)
 
-    def produce():  # small blocks: visits and traces cross block boundaries
-        for i, f in enumerate(files):
-            scan = LogScan(f, chunk_bytes=chunk)
-            for block in scan:
-                yield i, block
-            yield i, FileEnd(f, scan.traces())
-
-    streamed = summarize_scanned(produce(), **opts)
+    # small blocks: visits and traces cross block boundaries
+    streamed = summarize_scanned(scan_files(files, chunk_bytes=chunk), **opts)
     assert_same_tables(streamed, states, transitions)
     assert streamed.n_events == sum(1 for f in files for line in f.read_text().splitlines())
     assert_same_tables(summarize_logs(files, **opts), states, transitions)
@@ -176,8 +170,8 @@ def test_scan_files_starts_at_once(tmp_path):
     path = tmp_path / "run.log"
     path.write_text("STATEMINE t=0 conn=a state=X\n")
     scanned = scan_files([path])
-    kinds = [type(item).__name__ for _, item in scanned]
-    assert kinds == ["ScannedBlock", "FileEnd"]
+    kinds = [type(item).__name__ for item in scanned]
+    assert kinds == ["ScannedBlock", "ScanEnd"]
 
 
 def test_cli_starts_without_pandas():

@@ -7,7 +7,7 @@ import sys
 from importlib import import_module
 from typing import Any
 
-from ..launch import exit_on_errors, fail, single_blas_thread
+from ..runtime import exit_on_errors, fail, single_blas_thread
 
 single_blas_thread()  # before numpy loads (bootstrap: 1000 x traces x states products)
 
@@ -41,11 +41,72 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 
-class _Group(click.Group):
+#: The key of ``click.Context.meta`` holding the arguments after ``statemine``.
+ARGV_KEY = "statemine.argv"
+
+
+def command_line() -> tuple[str, ...] | None:
+    """The arguments the running command was given after ``statemine`` (what the
+    provenance records), None outside a command."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(ARGV_KEY)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a command's help, whole (up to a full stop that ends a
+    sentence: not the one of "e.g.", "i.e." or an ellipsis "LOG..."), white space folded.
+
+    >>> first_sentence("Run one config again (e.g. a.json): the same log.  More.")
+    'Run one config again (e.g. a.json): the same log.'
+    """
+    import re
+
+    folded = " ".join(text.split())
+    m = re.search(r"^(.*?(?<!\be\.g)(?<!\bi\.e)(?<!\.)\.)(?:\s|$)", folded)
+    return m.group(1) if m else folded
+
+
+class _SuggestingGroup(click.Group):
+    """A click group whose "No such command" names the closest command (difflib), for
+    its sub-groups too."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            import difflib
+
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if not close or name.startswith("-") or "Did you mean" in exc.message:
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {close[0]!r}?", exc.ctx) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with the whole first sentence of each one's help, wrapped (click
+        cuts it mid-phrase at the terminal's width)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, first_sentence(command.short_help or command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+_SuggestingGroup.group_class = _SuggestingGroup  # sub-groups of a sub-group suggest too
+
+
+class _Group(_SuggestingGroup):
     """A click group that turns :class:`StatemineError` and OS errors (a file that
     cannot be read or written, a full disk) into a one-line message, exit 2; control
     characters in the message are made visible. A closed stdout (``| head``) ends the
     command quietly. Commands are loaded on first use (:data:`COMMAND_MODULES`)."""
+
+    group_class = _SuggestingGroup
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))
@@ -82,6 +143,11 @@ class _Group(click.Group):
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:  # the whole command line: kept for the provenance
+            ctx.meta.setdefault(ARGV_KEY, tuple(args))
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         with exit_on_errors(click.echo):

@@ -10,7 +10,7 @@ import click
 
 from ..commands import CompareOptions, diff_to_dir, report_to_file
 from ..errors import UsageError
-from . import main
+from . import command_line, main
 from .console import make_console, print_table
 from .dask_option import DASK_OPTION, dask_session
 from .infer import _input_options, print_warnings
@@ -158,6 +158,7 @@ def diff_command(a, b, out_dir, svg, top, title, dask_spec, **opts):
         title=title,
         read=opts["read"],
         connect=partial(dask_session, dask_spec, [a, b]),  # after every option is checked
+        command_line=command_line(),
         **_side_options(opts),
     )
     print_warnings(out.warnings)
@@ -236,13 +237,14 @@ def print_summary(result: DiffResult, *, top: int = 10) -> None:
     help="Outcome metric column (plt_s, throughput_bps, ...).",
 )
 @click.option(
-    "--rows", default="rate_mbps", show_default=True, help="Heatmap rows (a scenario column)."
+    "--rows",
+    help="Heatmap rows (a scenario column; default: of the columns that vary, rate_mbps, "
+    "else object_size_bytes, else a numeric one).",
 )
 @click.option(
     "--cols",
-    default="object_size_bytes",
-    show_default=True,
-    help="Heatmap columns (a scenario column).",
+    help="Heatmap columns (a scenario column; default: the next varying column). Fewer than "
+    "two varying columns: no heatmap.",
 )
 @click.option(
     "--outcome-alpha",
@@ -289,6 +291,7 @@ def report_command(
         outcome_alpha=outcome_alpha,
         read=opts["read"],
         connect=partial(dask_session, dask_spec, [a] + ([b] if b else [])),  # after the checks
+        command_line=command_line(),
         **_side_options(opts),
     )
     print_warnings(warnings)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..commands import explain_to_dir
-from . import main
+from . import command_line, main
 from .compare import _select_options, _side_options, _stat_options
 from .console import make_console, print_table
 from .infer import _input_options, print_warnings
@@ -38,7 +38,9 @@ def explain_command(a, b, out_dir, **opts):
     declarations by rule, spurious or real, ...) and how their rates changed; and which
     knob governs them. Prints one paragraph per changed state and the rate/dwell table.
     """
-    out = explain_to_dir(a, b, out_dir, read=opts["read"], **_side_options(opts))
+    out = explain_to_dir(
+        a, b, out_dir, read=opts["read"], command_line=command_line(), **_side_options(opts)
+    )
     print_warnings(out.warnings)
     print_explanation(out.result)
     if out.written:
@@ -72,18 +74,10 @@ def print_explanation(result: ExplainResult) -> None:
         f"{result.label_a} vs {result.label_b}: {len(changed)} changed state(s) "
         f"(Holm, alpha={result.alpha:g})"
     )
-    headers = (
-        "state",
-        "change",
-        "entries",
-        "p (Holm)",
-        "dwell",
-        "p (Holm)",
-        "by entries",
-        "by dwell",
-    )
     if rows:
-        print_table(console, headers, rows, title=title, right=(1, 2, 3, 4, 5, 6, 7))
+        from ..output.explain_md import CHANGED_HEADERS
+
+        print_table(console, CHANGED_HEADERS, rows, title=title, right=(1, 2, 3, 4, 5, 6, 7))
     else:
         console.print(title, markup=False, highlight=False)
     for paragraph in result.summary:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import UsageError
-from . import main
+from . import command_line, main
 from .console import make_console
 from .dask_option import DASK_OPTION, dask_session
 from .options import (
@@ -18,6 +18,7 @@ from .options import (
     collapse_repeats_option,
     end_option,
     key_values,
+    out_option,
     seed_option,
     with_options,
 )
@@ -182,7 +183,13 @@ def print_warnings(warnings: Sequence[str], limit: int = 10) -> None:
 @bootstrap_option(
     default=1000, minimum=0, help="Bootstrap resamples for the confidence intervals (0: none)."
 )
-@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0.5, 0.999),
+    default=0.95,
+    show_default=True,
+    help="Level of the confidence intervals of the time shares (0.95: 95% intervals).",
+)
 @click.option(
     "--svg/--no-svg",
     default=True,
@@ -231,9 +238,7 @@ def infer(
     extra = [a for a in list(logs) + ctx.args if a.startswith("-")]
     logs = [a for a in logs if not a.startswith("-")]
     if extra:
-        raise UsageError(
-            f"unknown option(s) {' '.join(extra)} (Synoptic's flags need --engine synoptic)"
-        )
+        raise UsageError(f"unknown option(s) {' '.join(extra)}{unknown_hint(ctx, extra)}")
     if prefix:
         raise UsageError("-o PREFIX is for --engine synoptic; use --out DIR")
     if not logs:
@@ -258,6 +263,7 @@ def infer(
             svg=svg,
             title=title,
             client=client,
+            command_line=command_line(),
         )
     print_warnings(out.warnings)
     print_model(out, out_dir)
@@ -278,7 +284,7 @@ def print_model(out: InferOutput, out_dir: Path | None) -> None:
 
 @main.command("read")
 @click.argument("logs", nargs=-1, required=True)
-@click.option(
+@out_option(
     "-o",
     "--output",
     type=click.Path(path_type=Path),
@@ -296,7 +302,7 @@ def print_model(out: InferOutput, out_dir: Path | None) -> None:
 @_SELECT_OPTION
 def read_command(
     logs,
-    output,
+    out,
     read,
     labels,
     selections,
@@ -305,9 +311,37 @@ def read_command(
     from ..commands import read_to_file
 
     pairs = key_values(labels, "--label")
-    out = read_to_file(logs, output, read, labels=pairs or None, selections=selections)
-    print_warnings(out.warnings)
-    click.echo(f"wrote {out.n_traces} traces, {out.n_events} events to {out.path}", err=True)
+    written = read_to_file(logs, out, read, labels=pairs or None, selections=selections)
+    print_warnings(written.warnings)
+    click.echo(
+        f"wrote {written.n_traces} traces, {written.n_events} events to {written.path}", err=True
+    )
+
+
+def unknown_hint(ctx: click.Context, unknown: Sequence[str]) -> str:
+    """What to say after ``unknown option(s) ...`` of ``infer``: the closest of its own
+    options (difflib), or that a flag is one of the Synoptic-family tools' (they take it
+    under ``--engine``); empty when neither applies.
+
+    A Synoptic flag is ``-x`` (its short letter) or ``-name``/``--name`` (its long name
+    or an alias), as the tools read them (:mod:`statemine.infer.synoptic.options`)."""
+    import difflib
+    import re
+
+    from ..infer.synoptic.options import OPTIONS
+
+    own = sorted({n for p in ctx.command.get_params(ctx) for n in (*p.opts, *p.secondary_opts)})
+    tool_names = {n for o in OPTIONS for n in (o.name, *o.aliases, o.short) if n}
+    hints = []
+    for arg in unknown:
+        flag = arg.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, own, n=1, cutoff=0.75)
+        m = re.fullmatch(r"--?([A-Za-z][\w-]*)", flag)
+        if close:
+            hints.append(f"did you mean {close[0]}?")
+        elif m and m.group(1) in tool_names:
+            hints.append(f"{flag} is a Synoptic-family flag: add --engine synoptic|ktails|perfume")
+    return f" ({'; '.join(dict.fromkeys(hints))})" if hints else ""
 
 
 def _print_states(

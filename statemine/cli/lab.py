@@ -47,7 +47,7 @@ def lab() -> None:
 
 
 @lab.command("run")
-@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("scenario", type=click.Path(path_type=Path))
 @click.option(
     "--out",
     "out",
@@ -78,7 +78,8 @@ def run_cmd(
     retry_failed: bool,
     no_progress: bool,
 ) -> None:
-    """Run every unfinished run of SCENARIO (a TOML grid) into --out."""
+    """Run every unfinished run of SCENARIO (a TOML grid, or the name of a shipped one:
+    statemine lab scenarios) into --out. Exit status 1 when a run failed."""
     from ..escape import one_line
     from ..lab.commands import run_scenario
 
@@ -92,11 +93,22 @@ def run_cmd(
         progress=not no_progress,
     )
     failed = len(run.failures)
+    others = len(run.table) - len(run.planned)
+    also = f"; the folder holds {others} more from earlier calls" if others > 0 else ""
     click.echo(
-        f"{len(run.table)} runs in {out}: {run.ok} ok, {failed} failed (results.csv, manifest.json)"
+        f"{len(run.planned)} runs in {out}: {run.ok} ok, {failed} failed{also} "
+        "(results.csv, manifest.json)"
     )
     for run_id, error in run.failures[:10]:
         click.echo(f"  failed {run_id}: {one_line(error)}", err=True)
+    if run.failures:
+        run_id, error = run.failures[0]
+        click.echo(
+            f"statemine: error: {failed} of {len(run.planned)} runs failed; the first, "
+            f"{run_id}: {one_line(error)} (--retry-failed runs them again)",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @lab.command("scenarios")
@@ -140,7 +152,7 @@ def keys_cmd(wide: bool) -> None:
 
 
 @lab.command("findings")
-@click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
+@click.argument("root", type=click.Path(file_okay=False, path_type=Path), required=False)
 @click.option(
     "--finding",
     "names",
@@ -174,9 +186,15 @@ def keys_cmd(wide: bool) -> None:
 @click.option(
     "--markdown", is_flag=True, help="Print the tables as Markdown (as in docs/findings.md)."
 )
+@click.option(
+    "--why",
+    is_flag=True,
+    help="Also say why (statemine explain per comparison): rate or dwell and the leading "
+    "trigger of the finding's state, in a last column of the tables and the CSV.",
+)
 @WIDE_OPTION
 def findings_cmd(
-    root: Path,
+    root: Path | None,
     names: tuple[str, ...],
     alpha: float,
     n_perm: int,
@@ -184,6 +202,7 @@ def findings_cmd(
     seed: int,
     csv_path: Path | None,
     markdown: bool,
+    why: bool,
     wide: bool,
 ) -> None:
     """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
@@ -193,13 +212,14 @@ def findings_cmd(
     then each condition's shares, page-load times and losses."""
     from ..escape import one_line, visible
     from ..lab import findings
-    from ..lab.commands import measure_findings
+    from ..lab.commands import DEFAULT_TRACES, measure_findings
     from .console import make_console, print_table
 
     found = measure_findings(
-        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path
+        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path, why=why
     )
     verdicts, conditions = found.verdicts, found.conditions
+    root = DEFAULT_TRACES if root is None else root
     console = make_console(wide=wide)
     say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
     say(
@@ -225,7 +245,7 @@ def findings_cmd(
             continue
         print_table(
             console,
-            findings.VERDICT_HEADERS,
+            findings.verdict_headers(rows),
             findings.verdict_cells(rows),
             right=(2, 3, 4, 5, 6),
         )

@@ -3,6 +3,7 @@ options to a command."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -105,3 +106,35 @@ WIDE_OPTION = click.option(
     is_flag=True,
     help="Print tables at full width (the default when output is not a terminal).",
 )
+
+
+def out_option(
+    *legacy: str, help: str, type: click.ParamType, required: bool = False
+) -> Callable[[F], F]:
+    """``--out PATH``, the one spelling of every output path (passed as ``out``), with the
+    ``legacy`` spellings (e.g. ``-o``, ``--output``) still taken for a release: hidden from
+    --help, and a deprecation line on stderr when used. ``required``: one of them must be
+    given (checked here, since click cannot require either of two options)."""
+    old_name = "/".join(legacy)
+
+    def add(func: F) -> F:
+        @functools.wraps(func)
+        def merged(*args: Any, **kwargs: Any) -> Any:
+            old = kwargs.pop("legacy_out")
+            if old is not None:
+                if kwargs["out"] is not None:
+                    raise UsageError(f"give --out only (not {old_name} as well)")
+                click.echo(
+                    f"statemine: note: {old_name} is deprecated and goes away in the next "
+                    "release; use --out",
+                    err=True,
+                )
+                kwargs["out"] = old
+            if required and kwargs["out"] is None:
+                raise UsageError("missing option --out")
+            return func(*args, **kwargs)
+
+        merged = click.option(*legacy, "legacy_out", type=type, hidden=True)(merged)
+        return click.option("--out", "out", type=type, help=help)(merged)  # type: ignore[return-value]
+
+    return add

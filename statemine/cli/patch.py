@@ -87,6 +87,11 @@ def fetch(impl: str, version: str, patches: Path | None, directory: Path) -> Non
     """Fetch the pristine source of IMPL VERSION from its package registry into DIRECTORY."""
     fetched = _lib().fetch_source(impl, version, directory, patches)
     click.echo(f"fetched {impl} {version} into {fetched.root}")
+    if not fetched.pinned:
+        click.echo(
+            f"note: no digest is pinned for {impl} {version} (digests.toml beside its impl.toml):"
+            " only the registry's own checks applied"
+        )
     if fetched.import_path is not None:
         click.echo(f"import it with PYTHONPATH={fetched.import_path}")
 

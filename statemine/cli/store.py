@@ -1,4 +1,5 @@
-"""``statemine store add``, ``info`` and ``invariants``: a partitioned Parquet trace store."""
+"""``statemine store add``, ``info``, ``invariants``, ``vacuum`` and ``migrate``: a
+partitioned Parquet trace store."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ import click
 
 from ..commands import ReadOptions
 from ..distributed.storeevidence import MAX_TYPES
-from ..store import parse_labels, store_add, store_info
+from ..store import VACUUM_GRACE, parse_labels, store_add, store_info
 from . import main
 from .dask_option import DASK_OPTION, dask_session
 from .infer import _SELECT_OPTION, _input_options
-from .options import WIDE_OPTION
+from .options import WIDE_OPTION, out_option
+
+STORE_OPTION = click.option(
+    "--store",
+    "store_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The trace store's folder (made by the first store add).",
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +37,7 @@ def store() -> None:
 
 @store.command("add")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option(
     "--label",
     "labels",
@@ -44,12 +53,12 @@ def add(
     out = store_add(logs, store_dir, parse_labels(labels), read)
     click.echo(
         f"{out.partition}: added {out.events} events of {out.traces} traces "
-        f"in {len(out.files)} files"
+        f"in {len(out.files)} files (version {out.version})"
     )
 
 
 @store.command("info")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV: one row per partition.")
 @WIDE_OPTION
 def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
@@ -64,11 +73,64 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
 
     keys = ", ".join(result.keys) or "(none)"
     frame = _info_frame(result, total=True)
-    print_frame(frame, title=f"partition keys: {keys}", right=(1, 2, 3, 4), wide=wide)
+    title = f"partition keys: {keys}; version {result.version}"
+    print_frame(frame, title=title, right=(1, 2, 3, 4), wide=wide)
+
+
+@store.command("files")
+@STORE_OPTION
+@click.option(
+    "--kind",
+    type=click.Choice(["data", "labels", "metrics"]),
+    default="data",
+    show_default=True,
+    help="Which files: the events, the per-trace labels or the metrics tables.",
+)
+def files(store_dir: Path, kind: str) -> None:
+    """Print the files of the store's latest version, one path a line (for Spark, DuckDB,
+    Polars: read these, not the folder, to see one version; docs/store.md)."""
+    from ..store import published_files
+
+    for path in published_files(store_dir, kind):
+        click.echo(path)
+
+
+@store.command("vacuum")
+@STORE_OPTION
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=VACUUM_GRACE,
+    show_default=True,
+    help="Seconds: remove only what is older (an add running now has unpublished files).",
+)
+def vacuum(store_dir: Path, grace: float) -> None:
+    """Remove what no version of a store needs: files of killed or failed adds, their
+    spill folders, older version files (docs/store.md)."""
+    from ..store import store_vacuum
+
+    out = store_vacuum(store_dir, grace)
+    click.echo(
+        f"{store_dir}: removed {len(out.removed)} files and folders ({out.bytes} bytes); "
+        f"version {out.version} lists {out.files} data files"
+    )
+
+
+@store.command("migrate")
+@STORE_OPTION
+def migrate(store_dir: Path) -> None:
+    """Publish the files of a store written by an older statemine (format 1-3) as its
+    first version, so that this version reads and adds to it."""
+    from ..store import store_migrate
+
+    out = store_migrate(store_dir)
+    click.echo(
+        f"{store_dir}: format {out.format} -> 4: version {out.version} lists {out.files} data files"
+    )
 
 
 @store.command("invariants")
-@click.option("--store", "store_dir", required=True, type=click.Path(path_type=Path))
+@STORE_OPTION
 @_SELECT_OPTION
 @DASK_OPTION
 @click.option(
@@ -83,7 +145,7 @@ def info(store_dir: Path, as_csv: bool, wide: bool) -> None:
     show_default=True,
     help="Cap on distinct event types (the pair-count matrices grow as its square).",
 )
-@click.option(
+@out_option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -95,7 +157,7 @@ def invariants(
     dask_spec: str | None,
     support_count: bool,
     max_types: int,
-    output: Path | None,
+    out: Path | None,
 ) -> None:
     """Mine Synoptic's temporal invariants (AlwaysFollowedBy, NeverFollowedBy,
     AlwaysPrecedes) of a store's traces, in Synoptic's model.invariants.txt format.
@@ -111,10 +173,10 @@ def invariants(
         n_tasks = 1 if client is None else tasks_for(client)
         inv = store_invariants(store_dir, where, mapper, max_types=max_types, n_tasks=n_tasks)
     text = to_invariants_txt(inv, support_count)
-    if output is None:
+    if out is None:
         click.echo(text, nl=False)
     else:
-        write_atomic(output, text)
+        write_atomic(out, text)
 
 
 def _info_frame(result: StoreInfo, *, total: bool) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..launch import engine_in, show, without_engine
+from ..runtime import engine_in, without_engine
 from . import main
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def run_synoptic_engine(
     from ..infer.synoptic.command import run_command
 
     done = run_command(engine, args, synoptic_jar)
-    show(done, click.echo)
+    done.show(click.echo)
     return done.run
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from . import main
+from .options import out_option
 
 
 @main.group()
@@ -68,30 +69,33 @@ def record(out_dir, duration, ports, buffer_kb, keep_receivers, keep_repeats, ms
 
 @tcp.command("read")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
+@out_option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Parquet file to write."
 )
 @click.option("--keep-receivers", is_flag=True, help="Also traces of receiving sockets.")
 @click.option("--keep-repeats", is_flag=True, help="A state set again is a self-transition.")
 @click.option("--mss", type=int, help="Bytes per segment: cwnd/ssthresh also in bytes.")
 @click.option("-i", "--ignore-nonmatching", is_flag=True, help="Skip (and count) bad lines.")
-def read_command(traces, output, keep_receivers, keep_repeats, mss, ignore_nonmatching):
+def read_command(traces, out, keep_receivers, keep_repeats, mss, ignore_nonmatching):
     """Read ftrace text of kernel TCP (tracefs trace/trace_pipe, trace-cmd report, perf
     script) with the reader's options and save the traces (with their metrics) as one
     Parquet file for infer, diff and report."""
     from ..tcp import read_to_file
     from .infer import print_warnings
 
-    out = read_to_file(
+    written = read_to_file(
         traces,
-        output,
+        out,
         keep_receivers=keep_receivers,
         keep_repeats=keep_repeats,
         mss=mss,
         ignore_nonmatching=ignore_nonmatching,
     )
-    print_warnings(out.warnings)
-    click.echo(f"wrote {out.n_traces} traces ({out.n_events} state rows) to {out.path}", err=True)
+    print_warnings(written.warnings)
+    click.echo(
+        f"wrote {written.n_traces} traces ({written.n_events} state rows) to {written.path}",
+        err=True,
+    )
 
 
 @tcp.command()

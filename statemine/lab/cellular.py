@@ -22,7 +22,7 @@ import os
 import random
 import stat
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,13 @@ MAX_FILE_BYTES = 64 * 2**20
 OUTAGE_MS = 200
 #: Bin of the rate statistics (:func:`summarize`), ms.
 BIN_MS = 100
+#: Lags (in :data:`BIN_MS` bins) of the rate autocorrelations the multi-scale profiles are
+#: fitted to: 0.1-0.5 s and 2-10 s. The lags 1 s and 5 s are left out on purpose: the
+#: tests check the generator there (and the CV over 1 s bins), where it was not fitted.
+FIT_LAGS = (1, 2, 3, 5, 20, 30, 70, 100)
+#: Time constants (s) of the generator's AR(1) components that a fit may weight: from
+#: 50 ms to 100 s, so that a profile keeps the traces' memory at 100 ms, 1 s and 10 s.
+TIME_CONSTANTS_S = (0.05, 0.15, 0.5, 1.5, 4.0, 10.0, 30.0, 100.0)
 
 
 class TraceError(ValueError):
@@ -175,7 +182,9 @@ class Summary:
     :data:`BIN_MS` bins outside outages; ``lag1``: lag-1 autocorrelation of the log
     capacity of consecutive non-outage bins; ``outages_per_min``: gaps between
     opportunities of at least :data:`OUTAGE_MS`, per minute; ``outage_ms``: their mean
-    length.
+    length; ``rate_acf``: the autocorrelation of the capacity in :data:`BIN_MS` bins at
+    each lag of :data:`FIT_LAGS` (pairs of bins both outside outages; () when not
+    measured).
     """
 
     mean_mbps: float
@@ -183,6 +192,42 @@ class Summary:
     lag1: float
     outages_per_min: float
     outage_ms: float
+    rate_acf: tuple[float, ...] = ()
+
+
+def binned_rates(times: np.ndarray, bin_ms: int = BIN_MS) -> tuple[np.ndarray, np.ndarray]:
+    """``(rates, live)``: the capacity (Mbit/s) in each whole ``bin_ms`` bin of one loop of
+    a trace, and whether the bin is outside outages (a bin that an outage -- a gap of at
+    least :data:`OUTAGE_MS` -- covers entirely is outage time, not a rate of zero)."""
+    period = int(times[-1])
+    gaps = np.diff(times)
+    nbins = period // bin_ms
+    counts = np.bincount(times // bin_ms, minlength=nbins + 1)[:nbins].astype(float)
+    covered = np.zeros(nbins + 1, dtype=int)
+    for start, length in zip(times[:-1][gaps >= OUTAGE_MS], gaps[gaps >= OUTAGE_MS]):
+        first, last = -(-(start + 1) // bin_ms), (start + length) // bin_ms  # inside the gap
+        if last > first:
+            covered[first] += 1
+            covered[last] -= 1
+    live = np.cumsum(covered)[:nbins] == 0
+    return counts * OPPORTUNITY_BYTES * 8 / (bin_ms / 1000.0) / 1e6, live
+
+
+def rate_autocorrelation(rates: np.ndarray, live: np.ndarray, lag: int) -> float:
+    """Pearson correlation of ``rates[i]`` and ``rates[i + lag]`` over the pairs of bins
+    that are both live (NaN with fewer than 3 pairs or no variation)."""
+    both = live[:-lag] & live[lag:]
+    a, b = rates[:-lag][both], rates[lag:][both]
+    if a.size < 3 or a.std() == 0 or b.std() == 0:
+        return math.nan
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def rate_cv(times: np.ndarray, bin_ms: int) -> float:
+    """Coefficient of variation of the capacity over live ``bin_ms`` bins."""
+    rates, live = binned_rates(times, bin_ms)
+    r = rates[live]
+    return float(r.std() / r.mean()) if r.size and r.mean() > 0 else 0.0
 
 
 def summarize(times: np.ndarray) -> Summary:
@@ -191,20 +236,8 @@ def summarize(times: np.ndarray) -> Summary:
     mean = OPPORTUNITY_BYTES * 8 * len(times) / (period / 1000.0) / 1e6
     gaps = np.diff(times)
     outage = gaps[gaps >= OUTAGE_MS]
-    # bins that an outage covers entirely are outage time, not a rate of zero
-    nbins = period // BIN_MS
-    counts = np.bincount(times // BIN_MS, minlength=nbins + 1)[:nbins].astype(float)
-    covered = np.zeros(nbins + 1, dtype=int)
-    for start, length in zip(times[:-1][gaps >= OUTAGE_MS], outage):
-        first, last = (
-            -(-(start + 1) // BIN_MS),
-            (start + length) // BIN_MS,
-        )  # bins inside (start, end)
-        if last > first:
-            covered[first] += 1
-            covered[last] -= 1
-    live = counts[np.cumsum(covered)[:nbins] == 0]
-    rates = live * OPPORTUNITY_BYTES * 8 / (BIN_MS / 1000.0) / 1e6
+    all_rates, is_live = binned_rates(times)
+    rates = all_rates[is_live]
     cv = float(rates.std() / rates.mean()) if rates.size and rates.mean() > 0 else 0.0
     logs = np.log(np.maximum(rates, OPPORTUNITY_BYTES * 8 / (BIN_MS / 1000.0) / 1e6 / 2))
     lag1 = (
@@ -216,6 +249,7 @@ def summarize(times: np.ndarray) -> Summary:
         lag1,
         outage.size / (period / 60_000.0),
         float(outage.mean()) if outage.size else 0.0,
+        tuple(rate_autocorrelation(all_rates, is_live, k) for k in FIT_LAGS),
     )
 
 
@@ -232,6 +266,15 @@ class Profile:
     trace matches) and last
     :data:`OUTAGE_MS` plus an exponential time, ``outage_ms`` on average (so that every
     outage is one by :func:`summarize`'s definition).
+
+    ``scales`` (empty: the one AR(1) above, as before) makes the log rate a sum of
+    independent AR(1) components, one per ``(share, time_constant_s)``: each stepped every
+    ``step_ms`` with correlation ``exp(-step/time_constant)`` per step and a stationary
+    variance of ``share * sigma^2``; the rest of the variance, ``1 - sum(shares)``, is
+    white noise redrawn every step (``rho`` is then unused). The autocorrelation of the
+    log rate at lag ``k`` steps is ``sum(share * exp(-k*step/time_constant))``, so a few
+    components keep a trace's memory at 100 ms, 1 s and 10 s. Steps stay on the
+    ``step_ms`` grid across outages.
     """
 
     mean_mbps: float
@@ -240,6 +283,7 @@ class Profile:
     outages_per_min: float
     outage_ms: float
     step_ms: int = BIN_MS
+    scales: tuple[tuple[float, float], ...] = ()
 
 
 #: Profiles fitted to the real traces of ../shared/cellular-traces (Saturator recordings
@@ -259,6 +303,28 @@ def stationary(profile: Profile) -> tuple[float, float]:
     return math.log(profile.mean_mbps) - s2 / 2, math.sqrt(s2)
 
 
+def fit_scales(rate_acf: tuple[float, ...], cv: float) -> tuple[tuple[float, float], ...]:
+    """The ``scales`` of a :class:`Profile` whose rate has autocorrelation ``rate_acf`` at
+    :data:`FIT_LAGS` (100 ms bins) and coefficient of variation ``cv``: the rate's
+    correlations are turned into the log rate's (for a lognormal rate,
+    ``rho_log = ln(1 + rho*cv^2) / ln(1 + cv^2)``), then matched in least squares by
+    non-negative shares of :data:`TIME_CONSTANTS_S` plus white noise, the shares summing
+    to 1 (a heavily weighted row of the non-negative least squares). Shares below 0.005
+    are dropped."""
+    from scipy.optimize import nnls
+
+    s2 = math.log1p(cv**2)
+    target = [math.log1p(max(r, -0.99) * math.expm1(s2)) / s2 for r in rate_acf]
+    lags = np.asarray(FIT_LAGS, dtype=float)[:, None]
+    decay = np.exp(-BIN_MS / 1000.0 / np.asarray(TIME_CONSTANTS_S))[None, :]
+    design = np.hstack([decay**lags, np.zeros((len(FIT_LAGS), 1))])  # last: white noise
+    design = np.vstack([design, np.full((1, design.shape[1]), 100.0)])
+    shares, _ = nnls(design, np.array([*target, 100.0]))
+    return tuple(
+        (round(float(w), 4), tau) for w, tau in zip(shares[:-1], TIME_CONSTANTS_S) if w >= 0.005
+    )
+
+
 def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     """A synthetic trace of ``duration_s`` seconds (timestamps in ms, int64, the last
     one at the end of the trace so it loops with period ``duration_s``).
@@ -267,6 +333,8 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     spread evenly (the fraction carried to the next step), so a rate below one packet per
     step still gets through.
     """
+    if profile.scales:
+        return _synthesize_scales(profile, duration_s, seed)
     rng = random.Random(f"cellular/{seed}")
     mu, sigma = stationary(profile)
     rho, step = profile.rho, profile.step_ms
@@ -299,41 +367,200 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     return np.array(times, dtype=np.int64)
 
 
+def _synthesize_scales(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
+    """:func:`synthesize` for a profile with ``scales`` (several AR(1) components and white
+    noise in the log rate; steps aligned to the ``step_ms`` grid)."""
+    rng = random.Random(f"cellular/{seed}")
+    mu, sigma = stationary(profile)
+    step = profile.step_ms
+    parts = [
+        (math.exp(-step / 1000.0 / tau), math.sqrt(share) * sigma) for share, tau in profile.scales
+    ]
+    noise = math.sqrt(max(0.0, 1.0 - sum(share for share, _ in profile.scales))) * sigma
+    end_ms = round(duration_s * 1000)
+    per_ms = 1e6 / 8 / OPPORTUNITY_BYTES / 1000  # opportunities per ms at 1 Mbit/s
+    out_rate = profile.outages_per_min / 60_000.0  # per ms
+    xs = [rng.gauss(0.0, sd) for _, sd in parts]
+    white = rng.gauss(0.0, noise)
+    next_outage = rng.expovariate(out_rate) if out_rate > 0 else math.inf
+    times: list[int] = []
+    carry = 0.0
+    t = 0.0
+    k = 0  # index of the current step: [k*step, (k+1)*step)
+    while t < end_ms:
+        if t >= next_outage:
+            t = (
+                next_outage
+                + OUTAGE_MS
+                + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
+            )
+            next_outage = t + rng.expovariate(out_rate)
+            carry = 0.0
+        else:
+            span = min((k + 1) * step - t, next_outage - t, end_ms - t)
+            want = math.exp(mu + sum(xs) + white) * per_ms * span + carry
+            n = int(want)
+            carry = want - n
+            times.extend(int(t + span * (j + 1) / (n + 1)) for j in range(n))
+            t += span
+        while t >= (k + 1) * step:  # the steps the time passed (outages included)
+            k += 1
+            xs = [
+                a * x + math.sqrt(1 - a * a) * sd * rng.gauss(0.0, 1.0)
+                for (a, sd), x in zip(parts, xs)
+            ]
+            white = rng.gauss(0.0, noise)
+    times.append(end_ms)
+    return np.array(times, dtype=np.int64)
+
+
 def format_trace(times: np.ndarray) -> str:
     """The mahimahi text of timestamps: one per line."""
     return "\n".join(map(str, times.tolist())) + "\n"
 
 
 def _fitted() -> dict[str, Profile]:
+    """Each trace's one-scale profile under its name (the generator that made the shipped
+    traces/cellular runs, unchanged) and its multi-scale profile under ``NAME@multiscale``
+    (the traces' memory at 100 ms, 1 s and 10 s; :func:`fit_scales`)."""
     out = {}
     for name, (_, s) in MEASURED.items():
         live_share = max(1e-3, 1.0 - s.outages_per_min * s.outage_ms / 60_000.0)
-        out[name] = Profile(
+        one = Profile(
             s.mean_mbps / live_share, s.cv, s.lag1, s.outages_per_min / live_share, s.outage_ms
         )
+        out[name] = one
+        out[f"{name}{MULTI_SCALE}"] = replace(one, scales=FITTED_SCALES[name])
     return out
+
+
+#: Suffix of the multi-scale profiles (``synthetic:verizon-lte-down@multiscale``).
+MULTI_SCALE = "@multiscale"
 
 
 #: Each profile's source file (under ../shared/cellular-traces) and its :func:`summarize`
 #: figures (mean Mbit/s overall, CV, lag-1 autocorrelation of the log rate, outages per
-#: minute, mean outage ms), rounded; measured on 2026-11-24 with statemine's summarize().
+#: minute, mean outage ms; rate autocorrelation at FIT_LAGS, added 2026-11-28), rounded;
+#: measured on 2026-11-24 with statemine's summarize().
 MEASURED: dict[str, tuple[str, Summary]] = {
-    "verizon-lte-down": ("Verizon-LTE-short.down", Summary(5.028, 0.696, 0.780, 2.143, 466.0)),
-    "verizon-lte-up": ("Verizon-LTE-short.up", Summary(5.946, 0.574, 0.802, 1.714, 704.8)),
-    "tmobile-lte-down": ("TMobile-LTE-short.down", Summary(16.703, 0.654, 0.632, 3.858, 567.4)),
-    "tmobile-lte-up": ("TMobile-LTE-short.up", Summary(13.318, 0.630, 0.880, 0.429, 724.0)),
+    "verizon-lte-down": (
+        "Verizon-LTE-short.down",
+        Summary(
+            5.028,
+            0.696,
+            0.780,
+            2.143,
+            466.0,
+            (0.865, 0.814, 0.793, 0.752, 0.546, 0.483, 0.232, 0.069),
+        ),
+    ),
+    "verizon-lte-up": (
+        "Verizon-LTE-short.up",
+        Summary(
+            5.946,
+            0.574,
+            0.802,
+            1.714,
+            704.8,
+            (0.862, 0.797, 0.749, 0.684, 0.433, 0.357, 0.223, 0.111),
+        ),
+    ),
+    "tmobile-lte-down": (
+        "TMobile-LTE-short.down",
+        Summary(
+            16.703,
+            0.654,
+            0.632,
+            3.858,
+            567.4,
+            (0.824, 0.756, 0.712, 0.645, 0.329, 0.315, 0.065, -0.017),
+        ),
+    ),
+    "tmobile-lte-up": (
+        "TMobile-LTE-short.up",
+        Summary(
+            13.318,
+            0.630,
+            0.880,
+            0.429,
+            724.0,
+            (0.926, 0.903, 0.885, 0.862, 0.741, 0.76, 0.746, 0.722),
+        ),
+    ),
     "att-lte-driving-down": (
         "ATT-LTE-driving-2016.down",
-        Summary(4.560, 0.975, 0.685, 11.0, 426.2),
+        Summary(
+            4.560,
+            0.975,
+            0.685,
+            11.0,
+            426.2,
+            (0.754, 0.639, 0.567, 0.489, 0.243, 0.165, -0.051, 0.062),
+        ),
     ),
-    "att-lte-driving-up": ("ATT-LTE-driving-2016.up", Summary(1.910, 1.091, 0.419, 10.0, 815.3)),
+    "att-lte-driving-up": (
+        "ATT-LTE-driving-2016.up",
+        Summary(
+            1.910,
+            1.091,
+            0.419,
+            10.0,
+            815.3,
+            (0.694, 0.496, 0.451, 0.474, 0.174, 0.099, 0.053, 0.169),
+        ),
+    ),
     "tmobile-umts-driving-down": (
         "TMobile-UMTS-driving.down",
-        Summary(2.020, 0.708, 0.864, 10.728, 734.0),
+        Summary(
+            2.020,
+            0.708,
+            0.864,
+            10.728,
+            734.0,
+            (0.911, 0.888, 0.871, 0.841, 0.677, 0.592, 0.403, 0.286),
+        ),
     ),
     "tmobile-umts-driving-up": (
         "TMobile-UMTS-driving.up",
-        Summary(0.943, 0.410, 0.766, 7.281, 812.4),
+        Summary(
+            0.943,
+            0.410,
+            0.766,
+            7.281,
+            812.4,
+            (0.781, 0.774, 0.738, 0.677, 0.526, 0.467, 0.348, 0.316),
+        ),
     ),
+}
+#: :func:`fit_scales` of each profile's ``MEASURED`` rate autocorrelation and CV, written
+#: out so that importing this module does not run the fit (scipy);
+#: tests/test_cellular_memory.py checks that the fit gives these. (share, time constant s)
+FITTED_SCALES: dict[str, tuple[tuple[float, float], ...]] = {
+    "verizon-lte-down": ((0.1177, 0.05), (0.6088, 4.0), (0.2735, 10.0)),
+    "verizon-lte-up": ((0.0398, 0.05), (0.2604, 0.5), (0.0379, 1.5), (0.2916, 4.0), (0.3424, 10.0)),
+    "tmobile-lte-down": (
+        (0.0851, 0.05),
+        (0.0702, 0.15),
+        (0.0295, 0.5),
+        (0.2526, 1.5),
+        (0.5534, 4.0),
+    ),
+    "tmobile-lte-up": ((0.1536, 0.5), (0.8164, 100.0)),
+    "att-lte-driving-down": ((0.0779, 0.05), (0.1905, 0.15), (0.4583, 1.5), (0.2733, 4.0)),
+    "att-lte-driving-up": (
+        (0.2109, 0.05),
+        (0.0512, 0.15),
+        (0.1992, 0.5),
+        (0.3954, 1.5),
+        (0.1433, 100.0),
+    ),
+    "tmobile-umts-driving-down": (
+        (0.0146, 0.05),
+        (0.0322, 0.5),
+        (0.0656, 1.5),
+        (0.7689, 10.0),
+        (0.0749, 30.0),
+    ),
+    "tmobile-umts-driving-up": ((0.1257, 0.5), (0.051, 1.5), (0.3261, 4.0), (0.3353, 100.0)),
 }
 PROFILES.update(_fitted())

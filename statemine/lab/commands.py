@@ -40,17 +40,39 @@ RERUN_FIELDS = ("ok", "error", "plt_s", "retransmissions", "packets_sent", "pack
 
 @dataclass(frozen=True)
 class LabRun:
-    """What :func:`run_scenario` ran: the results table (one row per run of the grid, also
-    those finished before), and the (run id, error) of each failed run."""
+    """What :func:`run_scenario` ran: the folder's results table (every run it holds: this
+    scenario's, also those finished before, and any earlier call's), the ids of the runs
+    this call planned (``only`` applied), and the (run id, error) of each of those that
+    failed."""
 
     table: pd.DataFrame
     out: Path
     failures: tuple[tuple[str, str], ...]
+    planned: tuple[str, ...] = ()
 
     @property
     def ok(self) -> int:
-        """Runs that finished well."""
-        return len(self.table) - len(self.failures)
+        """Runs of this call's plan that finished well."""
+        return len(self.planned) - len(self.failures)
+
+
+def scenario_path(scenario: str | os.PathLike) -> Path:
+    """The scenario file ``scenario`` names: a path to a TOML file, else the name of a
+    shipped scenario (``mobile`` or ``mobile.toml``: examples/scenarios/mobile.toml, as
+    ``statemine lab scenarios`` lists them). Raises :class:`InputError` when it is neither."""
+    path = Path(scenario)
+    if path.is_file():
+        return path
+    from ..resources import data_dir
+
+    shipped = data_dir("examples/scenarios")
+    name = path.name if path.suffix == ".toml" else f"{path.name}.toml"
+    if path.name == str(scenario) and (shipped / name).is_file():
+        return shipped / name
+    names = ", ".join(sorted(p.stem for p in shipped.glob("*.toml")))
+    raise InputError(
+        path, None, f"no such scenario file, nor a shipped scenario of that name ({names})"
+    )
 
 
 def run_scenario(
@@ -64,15 +86,17 @@ def run_scenario(
     command: list[str] | None = None,
     runners: Mapping[str, Runner] | None = None,
 ) -> LabRun:
-    """``statemine lab run``: every unfinished run of ``scenario`` (a TOML file or a loaded
+    """``statemine lab run``: every unfinished run of ``scenario`` (a TOML file, the name of
+    a shipped scenario: :func:`scenario_path`, or a loaded
     :class:`~statemine.lab.scenario.Scenario`) into ``out`` (:func:`statemine.lab.grid.run_grid`:
-    runs/, results.csv/.parquet, manifest.json; resumable). ``only``: grid key -> value,
-    the cells to run; ``command``: the command line the manifest records (default
-    ``sys.argv``); ``runners``: implementation -> runner, instead of the shipped ones."""
+    runs/, results.csv/.parquet, manifest.json; resumable; the results are the union of
+    every run in ``out``). ``only``: grid key -> value, the cells to run; ``command``: the
+    command line the manifest records (default ``sys.argv``); ``runners``: implementation
+    -> runner, instead of the shipped ones."""
     from . import grid
     from .scenario import Scenario, load
 
-    spec = scenario if isinstance(scenario, Scenario) else load(Path(scenario))
+    spec = scenario if isinstance(scenario, Scenario) else load(scenario_path(scenario))
     table = grid.run_grid(
         spec,
         out,
@@ -83,12 +107,14 @@ def run_scenario(
         command=command,
         progress=progress,
     )
-    ok = table["ok"].fillna(False).astype(bool)
+    planned = tuple(r.run_id for r in grid.plan(spec, only))
+    mine = table[table["run_id"].isin(planned)]
+    ok = mine["ok"].astype("boolean").fillna(False).astype(bool)
     failures = tuple(
         (str(r), "" if e is None or e != e else str(e))
-        for r, e in zip(table.loc[~ok, "run_id"], table.loc[~ok, "error"])
+        for r, e in zip(mine.loc[~ok, "run_id"], mine.loc[~ok, "error"])
     )
-    return LabRun(table=table, out=Path(out), failures=failures)
+    return LabRun(table=table, out=Path(out), failures=failures, planned=planned)
 
 
 def list_scenarios(directory: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -139,8 +165,12 @@ class FindingsOutput:
     conditions: pd.DataFrame
 
 
+#: Where ``lab findings`` looks without a ROOT (relative to the current folder).
+DEFAULT_TRACES = Path("traces")
+
+
 def measure_findings(
-    root: str | os.PathLike = "traces",
+    root: str | os.PathLike | None = None,
     names: Sequence[str] = (),
     *,
     alpha: float = 0.01,
@@ -148,14 +178,19 @@ def measure_findings(
     n_boot: int = 2000,
     seed: int = 0,
     csv: str | os.PathLike | None = None,
+    why: bool = False,
 ) -> FindingsOutput:
     """``statemine lab findings``: test the paper's findings (``names``, default all of
     :data:`statemine.lab.findings.FINDINGS`) on the lab traces under ``root`` with
     statemine's diff (``n_perm`` permutations, ``n_boot`` bootstrap resamples, ``seed``;
     reproduced when p < ``alpha``), and with ``csv`` write the comparisons there
-    (atomically). Raises :class:`UsageError` when ``root`` holds no finding's folder or a
-    name is unknown."""
+    (atomically); ``why``: each comparison through :func:`statemine.explain.explain`, its
+    one line on why in a last ``why`` column (:func:`statemine.lab.findings.assess`). Raises :class:`UsageError` when ``root`` holds no finding's folder or a
+    name is unknown; without ``root``, ``traces/`` of the current folder, and when there is
+    none a :class:`UsageError` saying where traces are (:func:`default_traces`)."""
     from . import findings
+
+    root = default_traces() if root is None else root
 
     known = {f.name for f in findings.FINDINGS}
     unknown = [n for n in names if n not in known]
@@ -163,7 +198,7 @@ def measure_findings(
         raise UsageError(f"unknown finding {unknown[0]!r} (findings: {', '.join(sorted(known))})")
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
     verdicts, conditions = findings.measure(
-        Path(root), chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed
+        Path(root), chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, why=why
     )
     if verdicts.empty:
         raise UsageError(
@@ -176,6 +211,40 @@ def measure_findings(
 
         write_atomic(csv, frame_csv(verdicts))
     return FindingsOutput(findings=chosen, verdicts=verdicts, conditions=conditions)
+
+
+def default_traces() -> Path:
+    """``traces/`` of the current folder, when it is one; else a :class:`UsageError` naming
+    the shipped traces of the checkout statemine runs from (if any) and what ROOT is."""
+    if DEFAULT_TRACES.is_dir():
+        return DEFAULT_TRACES
+    checkout = checkout_traces()
+    where = (
+        f"the shipped traces are in {checkout} (statemine lab findings {checkout})"
+        if checkout is not None
+        else "the shipped traces come with statemine's source repository (its traces/ "
+        "folder), not with the installed package"
+    )
+    raise UsageError(
+        f"no traces/ folder here: give ROOT, the folder holding one `statemine lab run` "
+        f"output per scenario (e.g. ROOT/mobile from `statemine lab run mobile --out "
+        f"ROOT/mobile`); {where}"
+    )
+
+
+def checkout_traces() -> Path | None:
+    """The ``traces/`` folder of the source checkout statemine runs from (an editable
+    install or ``python -m statemine`` in place), or None (an installed wheel)."""
+    from importlib.resources import files
+
+    top = Path(str(files("statemine"))).parent
+    folder = top / "traces"
+    if (top / "setup.cfg").is_file() and folder.is_dir():
+        from ..parse import is_lab_output
+
+        if any(is_lab_output(d) for d in folder.iterdir() if d.is_dir()):
+            return folder.resolve()
+    return None
 
 
 def rerun(config: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:

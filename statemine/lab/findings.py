@@ -33,6 +33,7 @@ import pandas as pd
 from .. import traces, units
 from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
+from ..explain import explain, why_line
 from ..outcomes import welch_cell
 from ..stats.summary import state_stats, trace_state_times
 
@@ -428,8 +429,11 @@ def load_scenarios(
 
 
 def _load_folder(folder: Path) -> tuple[traces.TraceSet, pd.DataFrame]:
-    """The server traces of one output folder's successful runs, and its results table."""
-    results = pd.read_csv(folder / "results.csv").set_index("run_id")
+    """The server traces of one output folder's successful runs, and its results table
+    (with every run finished on disk: results.csv of an older statemine may miss some)."""
+    from .grid import folder_results
+
+    results = folder_results(folder).set_index("run_id")
     ts = server_only(load_runs(folder))
     if "ok" in results.columns:
         ok = results.index[results["ok"].astype("boolean").fillna(False).astype(bool)]
@@ -572,6 +576,7 @@ def assess(
     seed: int = 0,
     loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
     interval: Literal["percentile", "studentized"] = "percentile",
+    why: bool = False,
 ) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
     conditions' server traces with :func:`statemine.compare.diff` (``alpha`` is its Holm
@@ -589,7 +594,11 @@ def assess(
     when the comparison names one for the stack, else ""). ``root`` holds one folder per
     scenario; findings whose folder is absent are left out. ``loaded``:
     :func:`load_scenarios` of ``root``, when already read. ``interval``: the bootstrap
-    interval's method (:func:`statemine.stats.resampling.bootstrap_delta`).
+    interval's method (:func:`statemine.stats.resampling.bootstrap_delta`). ``why``: each
+    comparison goes through :func:`statemine.explain.explain` instead (the same diff, plus
+    why), and a last column ``why`` holds its one line on the finding's state
+    (:func:`statemine.explain.why_line`: rate or dwell, the leading trigger), the lab's
+    results table lending the path's drops.
     """
     loaded = load_scenarios(root, findings) if loaded is None else loaded
     rows = []
@@ -604,9 +613,7 @@ def assess(
                 sa, sb = select(base, ca.where), select(base, cb.where)
                 if sa.n_traces == 0 or sb.n_traces == 0:
                     continue
-                d = diff(
-                    sa,
-                    sb,
+                options: dict[str, Any] = dict(
                     label_a=comp.a,
                     label_b=comp.b,
                     n_perm=n_perm,
@@ -616,6 +623,13 @@ def assess(
                     confidence=confidence,
                     interval=interval,
                 )
+                reason = None
+                if why:
+                    runs = results.reset_index()
+                    e = explain(sa, sb, runs_a=runs, runs_b=runs, **options)
+                    d, reason = e.diff, why_line(e.states, e.triggers, f.state)
+                else:
+                    d = diff(sa, sb, **options)
                 st = d.states.set_index("state")
                 r = st.loc[f.state].to_dict() if f.state in st.index else None
                 impl = stack.split("@")[0]
@@ -648,8 +662,10 @@ def assess(
                 row.update(plt_a=plt["mean_a"], plt_b=plt["mean_b"], plt_p=plt["p_value"])
                 row["reproduced"], row["verdict"] = verdict(row, alpha=alpha)
                 row["known"] = "" if row["reproduced"] else comp.known.get(impl, "")
+                if why:
+                    row["why"] = reason
                 rows.append(row)
-    return pd.DataFrame(rows, columns=ASSESS_COLUMNS)
+    return pd.DataFrame(rows, columns=[*ASSESS_COLUMNS, *(["why"] if why else [])])
 
 
 def _plt(results: pd.DataFrame, ts: traces.TraceSet) -> np.ndarray:
@@ -763,11 +779,18 @@ CONDITION_HEADERS = (
 )
 
 
+def verdict_headers(rows: pd.DataFrame) -> tuple[str, ...]:
+    """:data:`VERDICT_HEADERS`, and ``why`` when ``rows`` (of :func:`assess`) has that column."""
+    return (*VERDICT_HEADERS, "why") if "why" in rows.columns else VERDICT_HEADERS
+
+
 def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
-    """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`), in the units of
+    """One text row per :func:`assess` row (:func:`verdict_headers`), in the units of
     :mod:`statemine.units` as ``diff`` prints them: shares in %, the difference and its
     interval in percentage points, p (Holm), runs (distinct runs), the verdict, marked
-    ``[i]`` when a documented cause is listed as note ``i`` (1-based row), page-load times."""
+    ``[i]`` when a documented cause is listed as note ``i`` (1-based row), page-load times;
+    then the ``why`` line as is, when ``rows`` has one (``assess(..., why=True)``)."""
+    why = "why" in rows.columns
     return [
         (
             r.stack,
@@ -777,6 +800,7 @@ def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
             f"{units.seconds(r.plt_a)} / {units.seconds(r.plt_b)} ({units.p_value(r.plt_p)})",
+            *([r.why] if why else []),
         )
         for i, r in enumerate(records(rows))
     ]
@@ -814,7 +838,8 @@ def known_notes(rows: pd.DataFrame) -> list[str]:
 
 def markdown(verdicts: pd.DataFrame, conditions: pd.DataFrame, finding: str) -> str:
     """One finding's two tables (and documented causes) as Markdown, the cells of
-    :func:`verdict_cells` and :func:`condition_cells` (``|`` escaped)."""
+    :func:`verdict_cells` and :func:`condition_cells` (``|`` escaped); the first has a
+    ``why`` column when ``verdicts`` has one."""
 
     def table(headers, cells):
         esc = lambda text: str(text).replace("|", "\\|")  # noqa: E731
@@ -825,7 +850,7 @@ def markdown(verdicts: pd.DataFrame, conditions: pd.DataFrame, finding: str) -> 
     rows = verdicts[verdicts["finding"] == finding]
     notes = "".join(f"\n{n}\n" for n in known_notes(rows))
     return (
-        table(VERDICT_HEADERS, verdict_cells(rows))
+        table(verdict_headers(rows), verdict_cells(rows))
         + "\n"
         + notes
         + "\n"

@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -277,24 +277,68 @@ def finished(out: Path, run_id_: str) -> dict | None:
 
 
 def results_table(
-    out: Path, runs: list[PlannedRun], known: Mapping[str, dict] | None = None
+    out: Path, runs: Sequence[PlannedRun] = (), known: Mapping[str, dict] | None = None
 ) -> pd.DataFrame:
-    """One row per planned run that has finished: the cell's values then the outcome.
+    """One row per finished run in ``out``: the cell's values then the outcome.
 
-    ``known`` maps run ids to results already in memory (read from disk otherwise).
+    The table is the union of every run the folder holds, whichever call made it: the
+    ``runs`` planned now first (in grid order), then every other finished run in
+    ``runs/`` (earlier calls with other ``--only`` cells or another scenario; by run id,
+    their cell from their ``result.json``). A run id is one row: a rerun's result replaces
+    its older one. ``known`` maps run ids to results already in memory (read from disk
+    otherwise).
     """
     rows = []
     for run in runs:
         res = known.get(run.run_id) if known else None
         if res is None:
             res = finished(out, run.run_id)
-        if res is None:
-            continue
-        row = _flat_cell(run.cell)
-        row.update({c: res.get(c) for c in RESULT_COLUMNS})
-        rows.append(row)
+        if res is not None:
+            rows.append(_result_row(run.cell, res))
+    for rid in sorted(finished_ids(out) - {r.run_id for r in runs}):
+        res = finished(out, rid)
+        if res is not None and isinstance(res.get("cell"), dict):
+            rows.append(_result_row(res["cell"], res))
     columns = [*GRID_KEYS, *RESULT_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
+
+
+def folder_results(out: Path) -> pd.DataFrame:
+    """The results table of a lab output folder as ``results.csv`` reads, with a row for
+    every finished run in ``runs/`` that it lacks (a results.csv an older statemine wrote
+    with only its last call's runs): their rows from their ``result.json``. A folder
+    without results.csv is its runs' results alone."""
+    import io
+
+    path = out / "results.csv"
+    table = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["run_id"])
+    missing = finished_ids(out) - set(table["run_id"].astype(str))
+    if not missing:
+        return table
+    extra = results_table(out)
+    extra = extra[extra["run_id"].isin(missing)]
+    both = pd.concat([table, extra], ignore_index=True) if len(table) else extra
+    return pd.read_csv(io.StringIO(both.to_csv(index=False)))  # typed as results.csv reads
+
+
+def finished_ids(out: Path) -> set[str]:
+    """The ids of the runs finished in ``out`` (a ``runs/<run_id>/result.json``)."""
+    try:
+        entries = list(os.scandir(out / RUNS_DIR))
+    except OSError:
+        return set()
+    return {
+        e.name
+        for e in entries
+        if not e.name.startswith(".") and os.path.isfile(os.path.join(e.path, "result.json"))
+    }
+
+
+def _result_row(cell: dict, res: dict) -> dict:
+    """One row of the results table: the cell's values, then the result's columns."""
+    row = _flat_cell(cell)
+    row.update({c: res.get(c) for c in RESULT_COLUMNS})
+    return row
 
 
 def write_results(out: Path, table: pd.DataFrame) -> None:
@@ -332,9 +376,15 @@ def source_revision() -> str | None:
 
 
 def manifest(
-    scenario: Scenario, runs: list[PlannedRun], builds: dict[str, dict], command: list[str]
+    scenario: Scenario,
+    runs: list[PlannedRun],
+    builds: dict[str, dict],
+    command: list[str],
+    previous_runs: Mapping[str, dict] | None = None,
 ) -> dict:
-    """What makes every run reproducible: versions, patch hashes, seeds, the command."""
+    """What makes every run reproducible: versions, patch hashes, seeds, the command.
+    ``runs`` lists the runs planned now after ``previous_runs`` (the folder's manifest
+    before: the runs of earlier calls stay listed)."""
     from .. import __version__
 
     return {
@@ -354,8 +404,11 @@ def manifest(
         },
         "stacks": builds,
         "runs": {
-            r.run_id: {"seed": r.config["seed"], "stack": r.cell["stack"], "config": r.config}
-            for r in runs
+            **(previous_runs or {}),
+            **{
+                r.run_id: {"seed": r.config["seed"], "stack": r.cell["stack"], "config": r.config}
+                for r in runs
+            },
         },
     }
 
@@ -437,7 +490,9 @@ def run_grid(
                 "error": build_errors[stack],
             }
     command = command if command is not None else list(sys.argv)
-    _write_json(out / "manifest.json", manifest(scenario, runs, builds, command))
+    _write_json(
+        out / "manifest.json", manifest(scenario, runs, builds, command, _previous_runs(out))
+    )
 
     def one(r: PlannedRun) -> dict:
         impl = r.config["implementation"]
@@ -471,11 +526,40 @@ def run_grid(
 
 
 def _previous_builds(out: Path) -> dict[str, dict]:
+    return _previous(out, "stacks")
+
+
+def _previous_runs(out: Path) -> dict[str, dict]:
+    """The manifest entries of the runs finished in ``out``: as its manifest listed them,
+    else (a manifest that an earlier call overwrote) from the run's config.json and
+    result.json."""
+    listed = _previous(out, "runs")
+    runs = {}
+    for rid in sorted(finished_ids(out)):
+        if rid in listed:
+            runs[rid] = listed[rid]
+            continue
+        folder = out / RUNS_DIR / rid
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            stack = json.loads((folder / "result.json").read_text(encoding="utf-8"))["cell"][
+                "stack"
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        config = {k: v for k, v in config.items() if k not in ("log_path", "result_path")}
+        runs[rid] = {"seed": config.get("seed"), "stack": stack, "config": config}
+    return runs
+
+
+def _previous(out: Path, key: str) -> dict[str, dict]:
+    """The table ``key`` of ``out``'s manifest.json ({} when there is none)."""
     path = out / "manifest.json"
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")).get("stacks") or {})
-    except (OSError, ValueError):
+        table = json.loads(path.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
         return {}
+    return dict(table) if isinstance(table, dict) else {}
 
 
 class _progress:

@@ -35,16 +35,20 @@ GRAPHVIZ_TIMEOUT_S = 300.0
 
 
 def format_fraction(fraction: float | None) -> str:
-    """A time fraction as the figure prints it: whole percent, ``<1%`` for small non-zero.
+    """A time fraction as the figure prints it: whole percent from 1% up, one decimal
+    below (as the tables show it: 0.5% is not rounded up to 1%), ``<0.1%`` for a small
+    non-zero share.
 
-    >>> format_fraction(0.583), format_fraction(0.004), format_fraction(0.0)
-    ('58%', '<1%', '0%')
+    >>> format_fraction(0.583), format_fraction(0.005), format_fraction(0.0004), format_fraction(0.0)
+    ('58%', '0.5%', '<0.1%', '0%')
     """
     if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
         return "n/a"
-    if 0 < fraction < 0.005:
-        return "<1%"
-    return f"{round(fraction * 100):.0f}%"
+    if fraction == 0 or fraction >= 0.0095:
+        return f"{round(fraction * 100):.0f}%"
+    if fraction < 0.0005:
+        return "<0.1%"
+    return f"{fraction:.1%}"
 
 
 def format_probability(probability: float) -> str:

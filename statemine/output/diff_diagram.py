@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..escape import DISPLAY_CHARS, html_text
 from ..fileio import write_atomic
 from ..stats.tables import INITIAL, TERMINAL
+from ..units import p_value_report
 from .diagram import dot_to, format_fraction, format_probability
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _legend(result: DiffResult, title: str | None) -> str:
     ]
     if result.underpowered:
         parts.append(
-            f"<br/>underpowered: the smallest possible p is {result.min_p_holm:.2g} after Holm "
+            f"<br/>underpowered: the smallest possible p is {p_value_report(result.min_p_holm)} after Holm "
             f"(&gt;= alpha): no change can be significant"
         )
     if len(result.pseudo_replicated):

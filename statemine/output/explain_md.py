@@ -16,6 +16,19 @@ if TYPE_CHECKING:
 TRIGGERS_SHOWN = 5
 
 
+#: The columns of the changed states' table (terminal and explain.md).
+CHANGED_HEADERS = (
+    "state",
+    "change",
+    "entries",
+    "p (Holm)",
+    "dwell",
+    "p (Holm)",
+    "by entries",
+    "by dwell",
+)
+
+
 def md_cell(value: object) -> str:
     """A table cell: control characters made visible, ``|`` escaped.
 
@@ -75,16 +88,7 @@ def explain_markdown(result: ExplainResult) -> str:
         ]
         out.append(
             md_table(
-                (
-                    "state",
-                    "change",
-                    "entries",
-                    "p (Holm)",
-                    "dwell",
-                    "p (Holm)",
-                    "by entries",
-                    "by dwell",
-                ),
+                CHANGED_HEADERS,
                 rows,
             )
         )

@@ -7,6 +7,10 @@ here: :func:`statemine.fileio.write_set` writes a whole set atomically).
   one_sided.csv, notes.txt, diff.dot, diff.svg
 * :func:`explain_files` -- ``statemine explain --out``: explain.csv, triggers.csv, explain.md
 
+Each set also holds ``provenance.json`` (:data:`~.provenance.PROVENANCE_FILE`), which the
+command adds (:func:`statemine.output.provenance.provenance`: it needs the inputs and the
+command line, which these tables do not carry).
+
 Heavy libraries (networkx, pandas, Graphviz) are imported when a function runs, so the
 names of the files are known without them.
 """
@@ -14,6 +18,8 @@ names of the files are known without them.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from .provenance import PROVENANCE_FILE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,7 +29,14 @@ if TYPE_CHECKING:
     from ..infer.observed import Table
 
 #: The files ``infer --out DIR`` writes (the folder is replaced as a whole set).
-INFER_OUTPUTS = ("states.csv", "transitions.csv", "model.dot", "model.json", "model.svg")
+INFER_OUTPUTS = (
+    "states.csv",
+    "transitions.csv",
+    "model.dot",
+    "model.json",
+    "model.svg",
+    PROVENANCE_FILE,
+)
 #: The files ``diff --out DIR`` writes (the folder is replaced as a whole set).
 DIFF_OUTPUTS = (
     "states_diff.csv",
@@ -32,6 +45,7 @@ DIFF_OUTPUTS = (
     "notes.txt",
     "diff.dot",
     "diff.svg",
+    PROVENANCE_FILE,
 )
 
 
@@ -93,7 +107,7 @@ def with_derived_column(columns: dict[str, np.ndarray], *names: str) -> dict[str
 
 
 #: The files ``explain --out DIR`` writes (the folder is replaced as a whole set).
-EXPLAIN_OUTPUTS = ("explain.csv", "triggers.csv", "explain.md")
+EXPLAIN_OUTPUTS = ("explain.csv", "triggers.csv", "explain.md", PROVENANCE_FILE)
 
 
 def diff_files(result: DiffResult, *, svg: bool, title: str | None) -> dict[str, bytes | str]:

@@ -72,7 +72,9 @@ def read(
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
-    files = expand_paths(paths)
+    from .repeats import drop_repeated_runs, refuse_shared_ids
+
+    files, notes = drop_repeated_runs(expand_paths(paths))
     if format == "auto" and regex:
         format = "regex"
     if format == "regex":
@@ -88,35 +90,80 @@ def read(
     else:
         sources = _source_names(files)
         with progress_reporter(files, progress) as advance:
-            sets, skipped = [], []
-            for f in files:
-                try:
+            sets, skipped, origins = [], [], []
+            for fmt, group in _runs(files, format):
+                if fmt == "statemine":  # one pass over the run of statemine logs
+                    from .statemine_log import read_statemine_logs
+
                     sets.append(
-                        _read_one(
-                            f,
-                            format,
-                            sources[f],
-                            names,
-                            implementation,
-                            derive_states,
-                            advance,
-                            ignore_nonmatching,
-                        )
+                        read_statemine_logs(group, [sources[f] for f in group], on_progress=advance)
                     )
-                except InputError as exc:
-                    if strict or len(files) == 1 or not _no_congestion_data(exc):
-                        raise
-                    skipped.append(f"{exc}; file skipped (--strict makes this an error)")
+                    origins.append(group[0])  # its trace ids carry each file's source name
+                    continue
+                for f in group:
+                    try:
+                        sets.append(
+                            _read_one(
+                                f,
+                                fmt,
+                                sources[f],
+                                names,
+                                implementation,
+                                derive_states,
+                                advance,
+                                ignore_nonmatching,
+                            )
+                        )
+                        origins.append(f)
+                    except InputError as exc:
+                        if strict or len(files) == 1 or not _no_congestion_data(exc):
+                            raise
+                        skipped.append(f"{exc}; file skipped (--strict makes this an error)")
         if not sets:
             raise InputError(
                 None,
                 None,
                 f"none of the {len(files)} files has congestion data (first: {skipped[0]})",
             )
-        ts = sets[0] if len(sets) == 1 and not skipped else _concat(sets, skipped)
+        refuse_shared_ids(origins, sets)
+        notes = skipped + notes
+        ts = sets[0] if len(sets) == 1 and not notes else _concat(sets, notes)
     if labels:
         ts = ts.with_labels(**labels)
     return ts.select(select) if select else ts
+
+
+def _runs(files: Sequence[Path], format: str) -> Iterator[tuple[str, list[Path]]]:
+    """``files`` as runs of consecutive files of one format (detected per file for
+    ``auto``), in order."""
+    if format != "auto":
+        yield format, list(files)
+        return
+    run: list[Path] = []
+    kind = ""
+    for f in files:
+        fmt = _sniff(f) or detect_format(f)
+        if run and fmt != kind:
+            yield kind, run
+            run = []
+        kind = fmt
+        run.append(f)
+    if run:
+        yield kind, run
+
+
+def _sniff(path: Path) -> str | None:
+    """``"statemine"`` when the file (not gzip, not Parquet) has a statemine line in its
+    first 64 KiB, as :func:`detect_format` decides, from one read; else None (ask
+    :func:`detect_format`)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None
+    if head[:4] == _PARQUET_MAGIC or head[:2] == b"\x1f\x8b":
+        return None
+    return "statemine" if b"STATEMINE t=" in head else None
 
 
 def detect_format(path: str | os.PathLike) -> str:

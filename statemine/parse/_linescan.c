@@ -8,7 +8,9 @@
  * four numeric fields, extra key=value text). It keeps, across blocks, the tables that
  * give traces (conn, role) and names their dense integer codes (first-seen order) and,
  * per trace, the last time, its line and the time of an event=Close line, so time order
- * is checked while streaming. The scan loop runs without the GIL; it touches no Python
+ * is checked while streaming. Several files go through one Scanner (next_file between
+ * them): a trace is (file, conn, role), names are shared, and feed/take gather the rows
+ * of many small files into one set of columns. The scan loop runs without the GIL; it touches no Python
  * object. It validates and reports the first bad line as an error code; the Python side
  * (statemine/parse/statemine_log.py) words the message.
  *
@@ -34,7 +36,7 @@ enum {
     E_NOT_UTF8,      /* the statemine line is not UTF-8 */
     E_MALFORMED,     /* the fixed head (t, conn, role, state|event) is not there */
     E_NUMBER,        /* key= holds no number: token = the value */
-    E_TIME_FINITE,   /* t= is inf or nan */
+    E_TIME_FINITE,   /* t= is inf or nan, or beyond max_time in magnitude */
     E_BACKWARDS,     /* time goes backwards within a trace: a = t, b = previous t, line2 */
     E_TWICE,         /* a numeric key given twice */
     E_OUT_OF_PLACE,  /* t/conn/role/state/event among the trailing fields */
@@ -398,13 +400,15 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Intern traces;  /* key: u32 len(conn), conn, u8 has_role, role */
+    Intern traces;  /* key: u32 file number, u32 len(conn), conn, u8 has_role, role */
     Intern names;
     Buf info;       /* TraceInfo per trace code */
     int32_t close_code; /* code of the name "Close", -1 until seen */
     locale_t c_locale;
+    double max_time; /* largest |t| accepted (statemine.parse.timerange.MAX_TIME_S) */
     int busy;
     int64_t next_line; /* 1-based number of the next block's first line */
+    uint32_t file_no;  /* number of next_file() calls: part of every trace's key */
     /* per-block output */
     Rows rows;
     Buf extra_row, extra_off; /* int64 row, int64 start/len pairs in extra_text */
@@ -442,7 +446,7 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
         self->err_key = -2; /* t */
         return -1;
     }
-    if (!isfinite(t)) {
+    if (!isfinite(t) || fabs(t) > self->max_time) {
         set_err(self, E_TIME_FINITE, line_no, block, p, (size_t)(q - p));
         return -1;
     }
@@ -528,15 +532,16 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
     uint8_t has_role = role != NULL;
     size_t rlen = role ? (size_t)(role_end - role) : 0;
     self->key.len = 0;
-    if (buf_reserve(&self->key, 5 + clen + rlen))
+    if (buf_reserve(&self->key, 9 + clen + rlen))
         goto nomem;
     char *k = self->key.data;
-    memcpy(k, &clen, 4);
-    memcpy(k + 4, conn, clen);
-    k[4 + clen] = (char)has_role;
+    memcpy(k, &self->file_no, 4);
+    memcpy(k + 4, &clen, 4);
+    memcpy(k + 8, conn, clen);
+    k[8 + clen] = (char)has_role;
     if (rlen)
-        memcpy(k + 5 + clen, role, rlen);
-    self->key.len = 5 + clen + rlen;
+        memcpy(k + 9 + clen, role, rlen);
+    self->key.len = 9 + clen + rlen;
     int added;
     int32_t code = intern_get(&self->traces, self->key.data, self->key.len, &added);
     if (code < 0)
@@ -633,10 +638,14 @@ static void scan_block(Scanner *self, const char *block, size_t n, size_t max_li
     self->next_line = line_no;
 }
 
-static void reset_block(Scanner *self)
+static void reset_rows(Scanner *self)
 {
     self->rows.n = 0;
     self->extra_row.len = self->extra_off.len = self->extra_text.len = 0;
+}
+
+static void reset_err(Scanner *self)
+{
     self->err = E_NONE;
     self->err_key = -1;
 }
@@ -651,65 +660,131 @@ static PyObject *bytes_of(const Buf *b)
     return bytes_of_array(b->data, b->len);
 }
 
-/* Scanner.scan(block, max_line_bytes) -> dict of columns, or a dict describing an error. */
-static PyObject *Scanner_scan(Scanner *self, PyObject *args)
+/* The pending rows as a dict of columns (bytes of native arrays, extra_text a list of str). */
+static PyObject *columns_of(Scanner *self)
+{
+    Py_ssize_t n_extra = (Py_ssize_t)(self->extra_row.len / sizeof(int64_t));
+    PyObject *texts = PyList_New(n_extra);
+    const int64_t *span = (const int64_t *)self->extra_off.data;
+    for (Py_ssize_t i = 0; texts && i < n_extra; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(self->extra_text.data + span[2 * i], (Py_ssize_t)span[2 * i + 1],
+                                           "strict");
+        if (!s) {
+            Py_CLEAR(texts);
+            break;
+        }
+        PyList_SET_ITEM(texts, i, s);
+    }
+    if (!texts)
+        return NULL;
+    const Rows *r = &self->rows;
+    return Py_BuildValue(
+        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "line", bytes_of_array(r->line, r->n * 8), "time",
+        bytes_of_array(r->time, r->n * 8), "trace", bytes_of_array(r->trace, r->n * 4), "kind",
+        bytes_of_array(r->kind, r->n), "name", bytes_of_array(r->name, r->n * 4), "cwnd",
+        bytes_of_array(r->num[0], r->n * 8), "inflight", bytes_of_array(r->num[1], r->n * 8), "ssthresh",
+        bytes_of_array(r->num[2], r->n * 8), "srtt", bytes_of_array(r->num[3], r->n * 8), "extra_row",
+        bytes_of(&self->extra_row), "extra_text", texts);
+}
+
+/* Scan one block into the pending rows (kept ones before it unless `fresh`). Returns 1 and
+ * sets *err_out to the error dict (or NULL with an exception) for a bad line, 0 when done,
+ * -1 with an exception set. */
+static int scan_view(Scanner *self, PyObject *args, int fresh, PyObject **err_out)
 {
     Py_buffer view;
     Py_ssize_t max_line;
+    *err_out = NULL;
     if (!PyArg_ParseTuple(args, "y*n", &view, &max_line))
-        return NULL;
+        return -1;
     if (self->busy) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_RuntimeError, "Scanner.scan is not reentrant");
-        return NULL;
+        return -1;
     }
     self->busy = 1;
-    reset_block(self);
+    if (fresh)
+        reset_rows(self);
+    reset_err(self);
     Py_BEGIN_ALLOW_THREADS
     scan_block(self, (const char *)view.buf, (size_t)view.len, max_line < 0 ? (size_t)-1 : (size_t)max_line);
     Py_END_ALLOW_THREADS
     self->busy = 0;
 
-    PyObject *result = NULL;
+    int status = 0;
     if (self->err == E_NOMEM) {
         PyErr_NoMemory();
+        status = -1;
     }
     else if (self->err != E_NONE) {
         PyObject *tok = PyBytes_FromStringAndSize((const char *)view.buf + self->err_tok,
                                                   (Py_ssize_t)self->err_tok_len);
         if (tok)
-            result = Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
-                                   (long long)self->err_line, "token", tok, "key", self->err_key, "time",
-                                   self->err_a, "previous_time", self->err_b, "previous_line",
-                                   (long long)self->err_line2);
-    }
-    else {
-        Py_ssize_t n_extra = (Py_ssize_t)(self->extra_row.len / sizeof(int64_t));
-        PyObject *texts = PyList_New(n_extra);
-        const int64_t *span = (const int64_t *)self->extra_off.data;
-        for (Py_ssize_t i = 0; texts && i < n_extra; i++) {
-            PyObject *s = PyUnicode_DecodeUTF8(self->extra_text.data + span[2 * i], (Py_ssize_t)span[2 * i + 1],
-                                               "strict");
-            if (!s) {
-                Py_CLEAR(texts);
-                break;
-            }
-            PyList_SET_ITEM(texts, i, s);
-        }
-        if (texts)
-        {
-            const Rows *r = &self->rows;
-            result = Py_BuildValue(
-                "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "line", bytes_of_array(r->line, r->n * 8), "time",
-                bytes_of_array(r->time, r->n * 8), "trace", bytes_of_array(r->trace, r->n * 4), "kind",
-                bytes_of_array(r->kind, r->n), "name", bytes_of_array(r->name, r->n * 4), "cwnd",
-                bytes_of_array(r->num[0], r->n * 8), "inflight", bytes_of_array(r->num[1], r->n * 8), "ssthresh",
-                bytes_of_array(r->num[2], r->n * 8), "srtt", bytes_of_array(r->num[3], r->n * 8), "extra_row",
-                bytes_of(&self->extra_row), "extra_text", texts);
-        }
+            *err_out = Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
+                                     (long long)self->err_line, "token", tok, "key", self->err_key, "time",
+                                     self->err_a, "previous_time", self->err_b, "previous_line",
+                                     (long long)self->err_line2);
+        status = *err_out ? 1 : -1;
     }
     PyBuffer_Release(&view);
-    return result;
+    return status;
+}
+
+/* Scanner.scan(block, max_line_bytes) -> dict of columns, or a dict describing an error. */
+static PyObject *Scanner_scan(Scanner *self, PyObject *args)
+{
+    PyObject *err;
+    int status = scan_view(self, args, 1, &err);
+    if (status)
+        return status > 0 ? err : NULL;
+    return columns_of(self);
+}
+
+/* Scanner.feed(block, max_line_bytes) -> None, or a dict describing an error: the block's
+ * rows join the pending ones (Scanner.take returns them). */
+static PyObject *Scanner_feed(Scanner *self, PyObject *args)
+{
+    PyObject *err;
+    int status = scan_view(self, args, 0, &err);
+    if (status)
+        return status > 0 ? err : NULL;
+    Py_RETURN_NONE;
+}
+
+/* Scanner.take() -> dict of columns of the rows fed since the last take. */
+static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(unused))
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return NULL;
+    }
+    PyObject *out = columns_of(self);
+    if (out)
+        reset_rows(self);
+    return out;
+}
+
+/* Scanner.next_file(): the next block starts a new file (line 1; its connections are new
+ * traces). */
+static PyObject *Scanner_next_file(Scanner *self, PyObject *Py_UNUSED(unused))
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return NULL;
+    }
+    self->file_no++;
+    self->next_line = 1;
+    Py_RETURN_NONE;
+}
+
+/* Scanner.info() -> the packed per-trace records of Scanner.traces() alone. */
+static PyObject *Scanner_info(Scanner *self, PyObject *Py_UNUSED(unused))
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
+        return NULL;
+    }
+    return bytes_of(&self->info);
 }
 
 static PyObject *decode_key(const Intern *t, size_t code, size_t skip, size_t n)
@@ -753,14 +828,14 @@ static PyObject *Scanner_traces(Scanner *self, PyObject *Py_UNUSED(unused))
         const char *k = self->traces.keys.data + intern_offset(&self->traces, (size_t)i);
         size_t total = intern_offset(&self->traces, (size_t)i + 1) - intern_offset(&self->traces, (size_t)i);
         uint32_t clen;
-        memcpy(&clen, k, 4);
-        PyObject *c = decode_key(&self->traces, (size_t)i, 4, clen);
+        memcpy(&clen, k + 4, 4);
+        PyObject *c = decode_key(&self->traces, (size_t)i, 8, clen);
         if (!c)
             goto fail;
         PyList_SET_ITEM(conns, i, c);
         PyObject *r;
-        if (k[4 + clen]) {
-            r = decode_key(&self->traces, (size_t)i, 5 + clen, total - 5 - clen);
+        if (k[8 + clen]) {
+            r = decode_key(&self->traces, (size_t)i, 9 + clen, total - 9 - clen);
             if (!r)
                 goto fail;
         }
@@ -779,9 +854,14 @@ fail:
 
 static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
+    static char *kwlist[] = {"max_time", NULL};
+    double max_time = HUGE_VAL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|d", kwlist, &max_time))
         return -1;
+    if (!(max_time >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "max_time must be >= 0");
+        return -1;
+    }
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
         return -1;
@@ -798,7 +878,9 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     self->close_code = -1;
+    self->max_time = max_time;
     self->next_line = 1;
+    self->file_no = 0;
     self->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     if (!self->c_locale) {
         PyErr_SetString(PyExc_OSError, "cannot create the C locale");
@@ -825,6 +907,14 @@ static PyMethodDef Scanner_methods[] = {
      "scan(block, max_line_bytes: int) -> dict\n\n"
      "Columns of the statemine lines of the next block of whole lines (bytes of native\n"
      "arrays), or a dict with an 'error' code for the first bad line."},
+    {"feed", (PyCFunction)Scanner_feed, METH_VARARGS,
+     "feed(block, max_line_bytes: int) -> None | dict\n\n"
+     "Scan the next block into the pending rows (take() returns them); a dict with an\n"
+     "'error' code for the first bad line."},
+    {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> dict: the pending rows' columns, as scan()."},
+    {"next_file", (PyCFunction)Scanner_next_file, METH_NOARGS,
+     "next_file(): the next block starts another file (line 1, new traces)."},
+    {"info", (PyCFunction)Scanner_info, METH_NOARGS, "info() -> bytes: the per-trace records of traces()."},
     {"names", (PyCFunction)Scanner_names, METH_NOARGS, "names() -> list[str], indexed by name code."},
     {"traces", (PyCFunction)Scanner_traces, METH_NOARGS,
      "traces() -> (conns, roles, info): per trace code; info packs last_time, close_time, last_line, n_events."},
@@ -834,6 +924,10 @@ static PyMethodDef Scanner_methods[] = {
 static PyMemberDef Scanner_members[] = {
     {"next_line", T_LONGLONG, offsetof(Scanner, next_line), READONLY,
      "1-based number of the line the next block starts with."},
+    {"n_traces", T_PYSSIZET, offsetof(Scanner, traces) + offsetof(Intern, n), READONLY,
+     "Number of traces seen (all files)."},
+    {"n_rows", T_PYSSIZET, offsetof(Scanner, rows) + offsetof(Rows, n), READONLY,
+     "Number of rows fed and not yet taken."},
     {NULL, 0, 0, 0, NULL},
 };
 

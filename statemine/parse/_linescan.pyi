@@ -9,11 +9,28 @@ class Scanner:
 
     #: 1-based number of the line the next block starts with.
     next_line: int
+    #: Number of traces seen (all files).
+    n_traces: int
+    #: Number of rows fed and not yet taken.
+    n_rows: int
 
-    def __init__(self) -> None: ...
+    def __init__(self, max_time: float = ...) -> None:
+        """``max_time``: largest ``abs(t)`` accepted, seconds (default: any finite t)."""
     def scan(self, block: Buffer, max_line_bytes: int, /) -> dict[str, Any]:
         """Columns of the block (name -> bytes of a native array), or a dict with an
         'error' code and where it is."""
+
+    def feed(self, block: Buffer, max_line_bytes: int, /) -> dict[str, Any] | None:
+        """Scan the next block into the pending rows; None, or a dict with an 'error'."""
+
+    def take(self) -> dict[str, Any]:
+        """The columns of the rows fed since the last take (as scan's)."""
+
+    def next_file(self) -> None:
+        """The next block starts another file: line 1, its connections new traces."""
+
+    def info(self) -> bytes:
+        """The packed per-trace records of traces(), alone."""
 
     def names(self) -> list[str]:
         """State and event names, indexed by name code."""

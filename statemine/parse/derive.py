@@ -151,6 +151,9 @@ def _evaluate_cwnd(metrics: pd.DataFrame, carry: _CwndCarry) -> pd.DataFrame:
 
 APPLICATION_LIMITED = "ApplicationLimited"
 PROBE_TIMEOUT = "ProbeTimeout"
+#: A PTO of the handshake (Initial or Handshake packet number space): the peer has not
+#: answered yet; no congestion state. Its PTO counts come negated in ``pto_count``.
+HANDSHAKE = "Handshake"
 
 
 #: Default for "no undo events" (read only, so one shared array is safe as a default).
@@ -218,31 +221,54 @@ def end_at_window_growth(
     periods: list[tuple[float, float, bool]], chunks: Iterable[tuple[np.ndarray, np.ndarray]]
 ) -> list[tuple[float, float, bool]]:
     """``periods`` (in order of start) with each one ended, as undone, at the first update
-    inside it whose cwnd is larger than the update's before: the window does not grow
-    during a recovery period (RFC 9002 section 7.3.2), so growth means the sender left it
-    by undoing the reduction (quiche CUBIC's rollback after a spurious loss restores cwnd
-    and ssthresh and logs no spurious_loss). ``chunks``: the metrics updates
-    ``(time, cwnd)``, time-ordered, in consecutive chunks (one: the whole series), cwnd
-    forward-filled; walked once, holding one chunk.
+    inside it that *restores the pre-loss window*: after the period's first window
+    reduction, an update whose cwnd grew back to at least the window before that
+    reduction. A sender leaves recovery early only by undoing the reduction: quiche
+    CUBIC's rollback after a spurious loss sets cwnd back to its value before the loss
+    (and logs no spurious_loss). Growth below that window is not an undo: aioquic's CUBIC
+    grows its window on every ACK, inside a recovery period too (``on_packet_acked`` has no
+    recovery check, unlike its Reno), and logs the growth of the ACK that declared a loss
+    right after the ``packet_lost`` and before the reduction; the RFC 9002 period (section
+    7.3.2) lasts until a packet sent after it began is acknowledged all the same.
+    ``chunks``: the metrics updates ``(time, cwnd)``, time-ordered, in consecutive chunks
+    (one: the whole series), cwnd forward-filled; walked once, holding one chunk.
 
     >>> end_at_window_growth([(1.0, 5.0, False)], [(np.array([0.0, 1.0, 2.0, 3.0]),
     ...                      np.array([20.0, 10.0, 10.0, 20.0]))])
     [(1.0, 3.0, True)]
+    >>> end_at_window_growth([(1.0, 5.0, False)], [(np.array([0.0, 1.0, 1.0, 2.0, 3.0]),
+    ...                      np.array([20.0, 24.0, 12.0, 15.0, 23.0]))])
+    [(1.0, 5.0, False)]
     """
     out = list(periods)
-    pending = 0  # periods before this one have found their growth (or need none)
+    pending = 0  # periods before this one are settled
     before = math.nan  # the cwnd of the update before the chunk
+    target: float | None = None  # the window before the pending period's first reduction
     for time, cwnd in chunks:
         if not cwnd.size:
             continue
-        grown = time[np.diff(cwnd, prepend=before) > 0]  # times of the updates that grew cwnd
-        before = float(cwnd[-1])
-        while grown.size and pending < len(out) and out[pending][0] < grown[-1]:
+        prior = np.r_[before, cwnd[:-1]]
+        grew, cut = cwnd > prior, cwnd < prior  # NaN compares False
+        while pending < len(out):
             start, end, _ = out[pending]
-            first = float(grown[int(np.searchsorted(grown, start, side="right"))])
-            if first < end:
-                out[pending] = (start, first, True)
-            pending += 1
+            low = int(np.searchsorted(time, start, side="left"))
+            high = int(np.searchsorted(time, end, side="left"))
+            if target is None:
+                cuts = np.flatnonzero(cut[low:high])
+                if cuts.size:
+                    low += int(cuts[0])
+                    target = float(prior[low])
+                    low += 1
+            if target is not None:
+                found = np.flatnonzero(grew[low:high] & (cwnd[low:high] >= target))
+                if found.size:
+                    out[pending] = (start, float(time[low + found[0]]), True)
+                    pending, target = pending + 1, None
+                    continue
+            if high == time.size:
+                break  # the period runs past this chunk: look on in the next one
+            pending, target = pending + 1, None
+        before = float(cwnd[-1])
     return out
 
 
@@ -376,14 +402,21 @@ def _evaluate(
     prior = np.r_[carry.inflight, inflight[:-1]]
     limited, carry.verdict = _app_limited(cwnd, inflight, prior, slow, slack, carry.verdict)
     probing = count_all[known] > 0
+    handshaking = count_all[known] < 0  # a PTO count of the handshake (kept negative)
     state = np.where(
-        probing,
-        PROBE_TIMEOUT,
+        handshaking,
+        HANDSHAKE,
         np.where(
-            in_recovery,
-            RECOVERY,
+            probing,
+            PROBE_TIMEOUT,
             np.where(
-                limited, APPLICATION_LIMITED, np.where(slow, SLOW_START, CONGESTION_AVOIDANCE)
+                in_recovery,
+                RECOVERY,
+                np.where(
+                    limited,
+                    APPLICATION_LIMITED,
+                    np.where(slow, SLOW_START, CONGESTION_AVOIDANCE),
+                ),
             ),
         ),
     ).astype(object)

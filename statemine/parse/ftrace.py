@@ -59,6 +59,7 @@ import numpy as np
 
 from ..errors import InputError
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
+from .timerange import first_implausible, time_problem
 
 if TYPE_CHECKING:  # the traces module loads pandas; imported where the frames are built
     import pandas as pd
@@ -69,6 +70,13 @@ if TYPE_CHECKING:  # the traces module loads pandas; imported where the frames a
 STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 #: The two events read (as tracefs and trace-cmd name them; perf adds ``tcp:``).
 EVENTS = ("tcp_cong_state_set", "tcp_probe")
+#: Read where a recording has it (``statemine tcp record`` enables it; perf adds
+#: ``sock:``): a socket's TCP state changes, the handshake that begins a socket.
+HANDSHAKE_EVENT = "inet_sock_set_state"
+#: ``newstate`` values that begin a socket (its handshake), and the one that ends it.
+_BIRTH_STATES = ("TCP_SYN_SENT", "TCP_SYN_RECV", "TCP_ESTABLISHED")
+#: Row ``state`` codes of the handshake marks (dropped once sockets are split).
+_BIRTH, _CLOSE = -2, -3
 #: ``ssthresh`` before it is first set (``TCP_INFINITE_SSTHRESH``): read as ``inf``.
 INFINITE_SSTHRESH = 0x7FFFFFFF
 #: pyarrow arrays and scalars (pyarrow ships no type information).
@@ -81,7 +89,9 @@ MAX_LISTED = 5
 _EVENT_SHAPE = (
     r"\[\d{1,6}\]\s+(?:\S{1,8}\s+)?\d{1,15}(?:\.\d{1,12})?:\s+[A-Za-z0-9_:]{1,200}:(?:\s|$)"
 )
-_IS_EVENT = {name: r"\d:\s+(?:tcp:)?" + name + r":(?:\s|$)" for name in EVENTS}
+_IS_EVENT = {
+    name: r"\d:\s+(?:tcp:|sock:)?" + name + r":(?:\s|$)" for name in (*EVENTS, HANDSHAKE_EVENT)
+}
 _TIMESTAMP = r"^\d{1,15}(?:\.\d{1,12})?:$"
 _DECIMAL = r"^\d{1,10}$"
 _HEX = r"^(?:0[xX])?[0-9a-fA-F]{1,8}$"
@@ -107,6 +117,17 @@ _FIELDS = {
         "snd_cwnd": _DECIMAL,
         "ssthresh": _DECIMAL,
         "srtt": _DECIMAL,
+    },
+    HANDSHAKE_EVENT: {
+        "family": r"^AF_INET6?$",
+        "protocol": r"^\S{1,40}$",
+        "sport": _DECIMAL,
+        "dport": _DECIMAL,
+        "saddr": _ADDRESS,
+        "daddr": _ADDRESS,
+        "saddrv6": _ADDRESS,
+        "daddrv6": _ADDRESS,
+        "newstate": r"^TCP_[A-Z0-9_]{1,20}$",
     },
 }
 #: Fields read when present: tcp_probe's ``sock_cookie`` (hex, unique per socket for the
@@ -319,7 +340,7 @@ def read_ftrace_batches(
     ``meta`` on every piece). Memory: one block while spilling, one batch after; disk
     about 90 bytes per event line. Raises what :func:`read_ftrace` raises (the errors of
     the whole file before the first piece)."""
-    from ..store_stream import batches, gather_columns, spill_columns
+    from .spill import batches, gather_columns, spill_columns
 
     if mss is not None and mss <= 0:
         raise InputError(path, None, f"mss must be a positive number of bytes, not {mss}")
@@ -412,13 +433,18 @@ def _scan_block(
     tokens = _Tokens(lines)
     name = tokens.token(tokens.event)
     kinds = {
-        event: _mask(pc.is_in(name, pa.array([f"{event}:", f"tcp:{event}:"]))) for event in EVENTS
+        event: _mask(pc.is_in(name, pa.array([f"{event}:", f"tcp:{event}:", f"sock:{event}:"])))
+        for event in (*EVENTS, HANDSHAKE_EVENT)
     }
-    other = ~(kinds["tcp_cong_state_set"] | kinds["tcp_probe"])
+    other = ~(kinds["tcp_cong_state_set"] | kinds["tcp_probe"] | kinds[HANDSHAKE_EVENT])
     if other.any():
         _check_other_events(path, lines.filter(pa.array(other)), numbers[other])
         losses.other_events += int(other.sum())
-    for event, rows in (("tcp_cong_state_set", _cong_rows), ("tcp_probe", _probe_rows)):
+    for event, rows in (
+        ("tcp_cong_state_set", _cong_rows),
+        ("tcp_probe", _probe_rows),
+        (HANDSHAKE_EVENT, _handshake_rows),
+    ):
         at = np.flatnonzero(kinds[event])
         if len(at):
             rows(path, tokens.fields(path, numbers[at], event, at), numbers[at], cols, sockets)
@@ -534,7 +560,11 @@ def _seconds(path: Path, text: Arrow, numbers: np.ndarray) -> np.ndarray:
             f"timestamp {text[i].as_py()!r} is not in seconds (a counter trace clock such as "
             "'counter' or 'x86-tsc'); record with trace_clock mono, global or local",
         )
-    return np.asarray(text.cast(pa.float64()), np.float64)
+    seconds = np.asarray(text.cast(pa.float64()), np.float64)
+    bad = first_implausible(seconds)
+    if bad is not None:
+        raise InputError(path, int(numbers[bad]), str(time_problem(float(seconds[bad]))))
+    return seconds
 
 
 def _number(values: Arrow) -> np.ndarray:
@@ -552,8 +582,6 @@ def _binary(values: Arrow) -> Arrow:
 def _cong_rows(
     path: Path, f: dict, numbers: np.ndarray, cols: _Columns, sockets: dict[bytes, int]
 ) -> None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     state = _number(f["cong_state"]).astype(np.int64)
     _first_bad(
@@ -563,15 +591,7 @@ def _cong_rows(
         f"cong_state is not a TCP congestion state (0..{len(STATES) - 1})",
         f["cong_state"],
     )
-    v6 = pa.array(_mask(pc.equal(f["family"], "AF_INET6")))
-    src = pc.if_else(v6, _bracket(_binary(f["saddrv6"])), _binary(f["saddr"]))
-    dst = pc.if_else(v6, _bracket(_binary(f["daddrv6"])), _binary(f["daddr"]))
-    sep = pa.scalar(b":", pa.binary())
-    key = pc.binary_join_element_wise(
-        pc.binary_join_element_wise(src, _binary(f["sport"]), sep),
-        pc.binary_join_element_wise(dst, _binary(f["dport"]), sep),
-        pa.scalar(b"-", pa.binary()),
-    )
+    key = _tuple_key(f)
     n = len(numbers)
     nan = np.full(n, np.nan)
     zero = np.zeros(n, np.uint32)
@@ -581,6 +601,58 @@ def _cong_rows(
         f["time"],
         _codes(key, sockets),
         state.astype(np.int8),
+        nan,
+        nan,
+        nan,
+        zero,
+        zero,
+        np.zeros(n, np.uint64),
+    )
+
+
+def _tuple_key(f: dict) -> Arrow:
+    """The 4-tuple key ``saddr:sport-daddr:dport`` of events that log the addresses and
+    ports apart (``tcp_cong_state_set``, ``inet_sock_set_state``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v6 = pa.array(_mask(pc.equal(f["family"], "AF_INET6")))
+    src = pc.if_else(v6, _bracket(_binary(f["saddrv6"])), _binary(f["saddr"]))
+    dst = pc.if_else(v6, _bracket(_binary(f["daddrv6"])), _binary(f["daddr"]))
+    sep = pa.scalar(b":", pa.binary())
+    return pc.binary_join_element_wise(
+        pc.binary_join_element_wise(src, _binary(f["sport"]), sep),
+        pc.binary_join_element_wise(dst, _binary(f["dport"]), sep),
+        pa.scalar(b"-", pa.binary()),
+    )
+
+
+def _handshake_rows(
+    path: Path, f: dict, numbers: np.ndarray, cols: _Columns, sockets: dict[bytes, int]
+) -> None:
+    """``inet_sock_set_state`` lines of TCP sockets as marks: ``_BIRTH`` where the socket
+    enters a handshake state or ESTABLISHED, ``_CLOSE`` where it enters TCP_CLOSE; other
+    transitions and other protocols are not rows. Only TCP keys are numbered."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tcp = _mask(pc.equal(f["protocol"], "IPPROTO_TCP"))
+    birth = _mask(pc.is_in(f["newstate"], pa.array(list(_BIRTH_STATES)))) & tcp
+    close = _mask(pc.equal(f["newstate"], "TCP_CLOSE")) & tcp
+    keep = birth | close
+    if not keep.any():
+        return
+    at = pa.array(np.flatnonzero(keep))
+    f = {k: v[keep] if isinstance(v, np.ndarray) else v.take(at) for k, v in f.items()}
+    n = len(at)
+    nan = np.full(n, np.nan)
+    zero = np.zeros(n, np.uint32)
+    _append(
+        cols,
+        numbers[keep],
+        f["time"],
+        _codes(_tuple_key(f), sockets),
+        np.where(birth[keep], _BIRTH, _CLOSE).astype(np.int8),
         nan,
         nan,
         nan,
@@ -768,8 +840,13 @@ def _build(
     for k in list(d):  # reordered one column at a time: one column twice at most
         d[k] = d[k][order]
     del order
+    sock, tuple_of, incarnation = _split_reused(d["socket"], d)
+    real = d["state"] >= -1  # the handshake marks have done their work
+    if not real.all():
+        sock = sock[real]
+        for k in list(d):
+            d[k] = d[k][real]
     is_probe = d["state"] < 0
-    sock, tuple_of, incarnation = _split_reused(d["socket"], d, is_probe)
     n_sock = len(tuple_of)
     first = np.r_[True, sock[1:] != sock[:-1]]
     starts = np.flatnonzero(first)
@@ -834,32 +911,50 @@ def _build(
     return TraceSet.from_events(events, traces, meta, metrics), n_sock
 
 
-def _split_reused(
-    sock: np.ndarray, d: dict, is_probe: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split_reused(sock: np.ndarray, d: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the rows of a 4-tuple that several sockets used one after the other.
 
-    Rows are grouped by 4-tuple (``sock``) and in time order. A new socket begins where a
-    ``tcp_probe`` carries another ``sock_cookie`` than the tuple's previous one; the
-    state events between the two probes belong to the old socket, except from the last
-    ``Open`` among them on (a new socket logs ``Open`` when it is set up), which begins
-    the new one. Returns the new socket code of every row (grouped, numbered in row
-    order), and per new socket its 4-tuple code and incarnation (0 for the first)."""
-    cookie = d["cookie"]
-    at = np.flatnonzero(is_probe & (cookie != 0))
-    change = (sock[at[1:]] == sock[at[:-1]]) & (cookie[at[1:]] != cookie[at[:-1]])
-    before, probe = at[:-1][change], at[1:][change]
-    opens = np.where(~is_probe & (d["state"] == 0), np.arange(len(sock)), -1)
-    last_open = np.maximum.accumulate(opens) if len(opens) else opens
-    begin = np.where(last_open[probe - 1] > before, last_open[probe - 1], probe)
-    new = np.r_[True, sock[1:] != sock[:-1]]
-    new[begin] = True
-    code = np.cumsum(new) - 1
-    starts = np.flatnonzero(new)
-    tuple_of = sock[starts]
-    first_of_tuple = np.r_[True, tuple_of[1:] != tuple_of[:-1]]
+    Rows are grouped by 4-tuple (``sock``) and in time order; ``d["state"]`` marks probes
+    (-1) and the handshake marks of ``inet_sock_set_state`` (``_BIRTH``, ``_CLOSE``). A new
+    socket begins at the first birth mark of a tuple after a close mark (or its first
+    birth): the kernel's own account of a socket's set-up, so every state event before it
+    is the old socket's (a socket closed by FIN logs ``Recovery -> Open`` after its last
+    ACK, past its last probe). Where the recording has no marks, a new socket begins at a
+    ``tcp_probe`` that carries another ``sock_cookie`` than the tuple's previous probe;
+    the state events between the two probes are the old socket's (a connecting socket
+    logs no state at set-up; an old socket closed by RST logs its last ``Open`` with
+    dport 0, another tuple). Returns the socket code of every row (marks included,
+    grouped, numbered in row order; a socket with marks only gets no code of its own),
+    and per socket its 4-tuple code and incarnation (0 for the first)."""
+    state, cookie = d["state"], d["cookie"]
+    n = len(sock)
+    index = np.arange(n)
+    first_row = np.r_[True, sock[1:] != sock[:-1]]
+    mark = state <= _BIRTH
+    # a birth right after a close mark or the tuple's start, among the tuple's marks
+    at = np.flatnonzero(mark)
+    prev_close = np.r_[True, (state[at[:-1]] == _CLOSE) | (sock[at[1:]] != sock[at[:-1]])]
+    births = at[(state[at] == _BIRTH) & prev_close]
+    new = first_row.copy()
+    new[births] = True
+    born = np.cumsum(np.isin(index, births))  # births at or before each row
+    probes = np.flatnonzero((state == -1) & (cookie != 0))
+    change = (sock[probes[1:]] == sock[probes[:-1]]) & (cookie[probes[1:]] != cookie[probes[:-1]])
+    before, probe = probes[:-1][change], probes[1:][change]
+    new[probe[born[probe] == born[before]]] = True  # no birth between: the cookie decides
+    # each real row's socket: the latest "new" at or before it; a socket is numbered only
+    # when it has a real row
+    real = ~mark
+    opened = np.maximum.accumulate(np.where(new, index, -1))
+    owner = opened[real]
+    starts_real = np.r_[True, owner[1:] != owner[:-1]] if owner.size else np.zeros(0, bool)
+    code_real = np.cumsum(starts_real) - 1
+    code = np.full(n, -1, np.int64)
+    code[real] = code_real
+    tuple_of = sock[real][starts_real]
+    first_of_tuple = np.r_[True, tuple_of[1:] != tuple_of[:-1]] if tuple_of.size else tuple_of
     group = np.cumsum(first_of_tuple) - 1
-    incarnation = np.arange(len(starts)) - np.flatnonzero(first_of_tuple)[group]
+    incarnation = np.arange(len(tuple_of)) - np.flatnonzero(first_of_tuple)[group]
     return code, tuple_of, incarnation
 
 

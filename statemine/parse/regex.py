@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import InputError, UsageError
 from .lines import ordered_map, stat_input
 from .re2line import Re2Line, translate
+from .timerange import MAX_TIME_S, MAX_TIME_UNITS, first_implausible, time_problem
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -269,9 +270,18 @@ def read_regex(
     >>> ts.events[["trace", "state", "line"]].values.tolist()
     [['0', 'Init', 1], ['0', 'SlowStart', 2], ['1', 'Init', 4]]
     """
-    return read_regex_arrays(
+    events = read_regex_arrays(
         paths, regexes, separator, mapping, ignore_nonmatching, time_scale, encoding
-    ).to_traceset()
+    )
+    # seconds with time_scale; without it the log's own unit, which may be as fine as ns
+    # (Synoptic's engine, which reads the arrays, keeps Synoptic's own ranges)
+    limit = MAX_TIME_S if time_scale != 1.0 else MAX_TIME_UNITS
+    bad = first_implausible(events.times, limit)
+    if bad is not None:
+        where = events.paths[int(events.files[bad])]
+        problem = time_problem(float(events.times[bad]), limit)
+        raise InputError(where, int(events.lines[bad]), str(problem))
+    return events.to_traceset()
 
 
 def read_regex_arrays(

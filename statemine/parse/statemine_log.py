@@ -6,13 +6,15 @@ found anywhere in a line, after any prefix. Each ``(conn, role)`` of a file is o
 The file is read in blocks of whole lines (bounded memory) and each block is tokenized by
 the compiled :mod:`statemine.parse._linescan` scanner into integer-coded columns. The
 scanner keeps, across blocks, the codes of traces and names and each trace's last time,
-so it checks time order while streaming. :class:`LogScan` gives the blocks (for streaming
-statistics, :mod:`statemine.stats.stream`); :func:`read_statemine_log` joins them into a
-:class:`TraceSet`.
+so it checks time order while streaming. :class:`LogScan` gives one file's blocks;
+:func:`scan_files` gives many files' rows through one scanner, many small files gathered
+into one block (for streaming statistics, :mod:`statemine.stats.stream`, and for
+:func:`read_statemine_logs`, which joins them into one :class:`TraceSet` in one pass).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -22,6 +24,7 @@ import numpy as np
 from ..errors import InputError
 from ._linescan import Scanner
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
+from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
     from ..traces import TraceSet
@@ -45,6 +48,10 @@ KINDS = ("state", "event")
 NUMERIC_KEYS = ("cwnd", "inflight", "ssthresh", "srtt")
 
 
+#: ``file_starts`` of one file's blocks.
+_ONE_FILE = np.zeros(1, np.int64)
+
+
 class ScannedBlock(NamedTuple):
     """The statemine lines of one block, as columns (one entry per line, file order).
 
@@ -65,6 +72,30 @@ class ScannedBlock(NamedTuple):
     extra_rows: np.ndarray
     extra_text: list[str]
     names: list[str]
+    #: The first trace code of each file begun so far (ascending; :func:`scan_files`).
+    file_starts: np.ndarray = _ONE_FILE
+
+    def file_of(self, trace: int) -> int:
+        """Index of the file that holds trace code ``trace``."""
+        return int(np.searchsorted(self.file_starts, trace, side="right")) - 1
+
+
+class ScanEnd(NamedTuple):
+    """End of :func:`scan_files`, per trace code of all files: ``last_time`` (seconds of its
+    last line), ``close_time`` (of its ``event=Close`` line, NaN if none), ``n_events``;
+    ``file_starts``: the first trace code of each file."""
+
+    last_time: np.ndarray
+    close_time: np.ndarray
+    n_events: np.ndarray
+    file_starts: np.ndarray
+
+
+#: The scanner's packed per-trace record (Scanner.traces, Scanner.info).
+_INFO = np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
+#: :func:`scan_files` hands over the rows it has gathered once they reach this many (at a
+#: block's end, so a block of a big file is never split).
+GATHER_ROWS = 1 << 16
 
 
 class TraceTable(NamedTuple):
@@ -97,7 +128,7 @@ class LogScan:
         on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.path = Path(path)
-        self._scanner = Scanner()
+        self._scanner = Scanner(max_time=MAX_TIME_S)
         self._chunk_bytes = chunk_bytes
         self._max_line_bytes = max_line_bytes
         self._on_progress = on_progress
@@ -114,17 +145,7 @@ class LogScan:
             out = self._scanner.scan(block, self._max_line_bytes)
             if "error" in out:
                 raise _input_error(self.path, out, self._max_line_bytes)
-            yield ScannedBlock(
-                line=np.frombuffer(out["line"], np.int64),
-                time=np.frombuffer(out["time"], np.float64),
-                trace=np.frombuffer(out["trace"], np.int32),
-                kind=np.frombuffer(out["kind"], np.uint8),
-                name=np.frombuffer(out["name"], np.int32),
-                numeric={k: np.frombuffer(out[k], np.float64) for k in NUMERIC_KEYS},
-                extra_rows=np.frombuffer(out["extra_row"], np.int64),
-                extra_text=out["extra_text"],
-                names=self._scanner.names(),
-            )
+            yield _scanned(out, self._scanner.names())
 
     def names(self) -> list[str]:
         """State and event names, indexed by the blocks' ``name`` codes."""
@@ -133,12 +154,26 @@ class LogScan:
     def traces(self) -> TraceTable:
         """The traces seen so far, indexed by the blocks' ``trace`` codes."""
         conns, roles, info = self._scanner.traces()
-        packed = np.frombuffer(
-            info, np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
-        )
+        packed = np.frombuffer(info, _INFO)
         return TraceTable(
             conns, roles, packed["last"].copy(), packed["close"].copy(), packed["n"].copy()
         )
+
+
+def _scanned(out: dict, names: list[str], file_starts: np.ndarray = _ONE_FILE) -> ScannedBlock:
+    """The scanner's columns (bytes of native arrays) as a :class:`ScannedBlock`."""
+    return ScannedBlock(
+        line=np.frombuffer(out["line"], np.int64),
+        time=np.frombuffer(out["time"], np.float64),
+        trace=np.frombuffer(out["trace"], np.int32),
+        kind=np.frombuffer(out["kind"], np.uint8),
+        name=np.frombuffer(out["name"], np.int32),
+        numeric={k: np.frombuffer(out[k], np.float64) for k in NUMERIC_KEYS},
+        extra_rows=np.frombuffer(out["extra_row"], np.int64),
+        extra_text=out["extra_text"],
+        names=names,
+        file_starts=file_starts,
+    )
 
 
 def read_statemine_log(
@@ -160,34 +195,109 @@ def read_statemine_log(
     scan = LogScan(
         path, chunk_bytes=chunk_bytes, max_line_bytes=max_line_bytes, on_progress=on_progress
     )
-    columns: dict[str, list[np.ndarray]] = {
-        c: [] for c in ("trace", "time", "kind", "name", "line")
-    }
-    numeric: dict[str, list[np.ndarray | None]] = {k: [] for k in NUMERIC_KEYS}
-    fields: list[tuple[np.ndarray, list[str]]] = []
-    n = 0
-    for b in scan:  # keep each block's columns compactly: line as int32, no all-NaN metrics
-        columns["trace"].append(b.trace)
-        columns["time"].append(b.time)
-        columns["kind"].append(b.kind)
-        columns["name"].append(b.name)
-        columns["line"].append(_int32_lines(path, b.line))
-        for k in NUMERIC_KEYS:
-            numeric[k].append(None if np.isnan(b.numeric[k]).all() else b.numeric[k])
-        if b.extra_text:
-            fields.append((b.extra_rows + n, b.extra_text))
-        n += len(b.time)
-    if not n:
+    rows = _Rows()
+    for b in scan:
+        rows.add(b, lambda _trace: path)
+    if not rows.n:
         raise no_lines_error(path)
+    path = Path(path)
+    table = scan.traces()
+    ids = trace_ids(source or path.name, table)
+    return _to_traceset(rows, scan.names(), table, ids, [str(path)] * len(ids))
+
+
+def read_statemine_logs(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_progress: Callable[[int], None] | None = None,
+) -> TraceSet:
+    """Read log files of statemine lines into one :class:`~statemine.traces.TraceSet` in
+    one pass (one scanner, columns gathered across files, one validation): the same set
+    as joining :func:`read_statemine_log` of each (``sources[i]`` naming ``paths[i]``)
+    with :func:`statemine.traces.concat`. Errors as :func:`read_statemine_log`, naming
+    the file."""
+    if len(paths) == 1:
+        return read_statemine_log(
+            paths[0],
+            source=sources[0],
+            chunk_bytes=chunk_bytes,
+            max_line_bytes=max_line_bytes,
+            on_progress=on_progress,
+        )
+    scanner = Scanner(max_time=MAX_TIME_S)
+    rows = _Rows()
+    end: ScanEnd | None = None
+    for item in scan_files(
+        paths,
+        on_progress,
+        chunk_bytes=chunk_bytes,
+        max_line_bytes=max_line_bytes,
+        scanner=scanner,
+    ):
+        if isinstance(item, ScanEnd):
+            end = item
+        else:
+            rows.add(item, functools.partial(_path_of, paths, item))
+    assert end is not None  # scan_files ends with one
+    conns, roles, info = scanner.traces()
+    packed = np.frombuffer(info, _INFO)
+    table = TraceTable(conns, roles, packed["last"], packed["close"], packed["n"])
+    counts = np.diff(np.r_[end.file_starts, len(conns)])
+    file_of_trace = np.repeat(np.arange(len(paths)), counts)
+    ids = [
+        f"{sources[f]}#{c}" + (f"/{r}" if r is not None else "")
+        for f, c, r in zip(file_of_trace.tolist(), conns, roles)
+    ]
+    source = [str(p) for p in paths]
     return _to_traceset(
-        Path(path), source or Path(path).name, columns, numeric, fields, scan.names(), scan.traces()
+        rows,
+        scanner.names(),
+        table,
+        ids,
+        [source[f] for f in file_of_trace.tolist()],
+        file_of_trace=file_of_trace,
     )
 
 
-def _int32_lines(path: str | Path, line: np.ndarray) -> np.ndarray:
+class _Rows:
+    """Blocks' columns kept compactly until joined: line as int32, no all-NaN metrics."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[np.ndarray]] = {
+            c: [] for c in ("trace", "time", "kind", "name", "line")
+        }
+        self.numeric: dict[str, list[np.ndarray | None]] = {k: [] for k in NUMERIC_KEYS}
+        self.fields: list[tuple[np.ndarray, list[str]]] = []
+        self.n = 0
+
+    def add(self, b: ScannedBlock, path_of: Callable[[int], str | Path]) -> None:
+        """Keep block ``b``; ``path_of(trace code)`` names the file in errors."""
+        self.columns["trace"].append(b.trace)
+        self.columns["time"].append(b.time)
+        self.columns["kind"].append(b.kind)
+        self.columns["name"].append(b.name)
+        self.columns["line"].append(_int32_lines(b, path_of))
+        for k in NUMERIC_KEYS:
+            self.numeric[k].append(None if np.isnan(b.numeric[k]).all() else b.numeric[k])
+        if b.extra_text:
+            self.fields.append((b.extra_rows + self.n, b.extra_text))
+        self.n += len(b.time)
+
+
+def _path_of(paths: Sequence[Path], block: ScannedBlock, trace: int) -> Path:
+    """The file of trace code ``trace`` of ``block``."""
+    return paths[block.file_of(trace)]
+
+
+def _int32_lines(b: ScannedBlock, path_of: Callable[[int], str | Path]) -> np.ndarray:
     """Line numbers as int32 (the TraceSet's dtype), or an error past 2^31 - 1 lines."""
-    if len(line) and line[-1] > np.iinfo(np.int32).max:
-        raise InputError(path, None, "more than 2^31 - 1 lines: use statemine store add")
+    line = b.line
+    if len(line) and line.max() > np.iinfo(np.int32).max:
+        where = path_of(int(b.trace[np.argmax(line > np.iinfo(np.int32).max)]))
+        raise InputError(where, None, "more than 2^31 - 1 lines: use statemine store add")
     return line.astype(np.int32)
 
 
@@ -198,31 +308,60 @@ def no_lines_error(path: str | Path) -> InputError:
     )
 
 
-class FileEnd(NamedTuple):
-    """End of one file in :func:`scan_files`: its traces."""
-
-    path: Path
-    traces: TraceTable
-
-
 def scan_files(
     files: Sequence[Path],
     on_progress: Callable[[int], None] | None = None,
     depth: int = 4,
-) -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
-    """``(file index, block)`` for each block of each file, then ``(index, FileEnd)``.
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    scanner: Scanner | None = None,
+) -> Iterator[ScannedBlock | ScanEnd]:
+    """The rows of all ``files`` as :class:`ScannedBlock` s, then one :class:`ScanEnd`.
 
-    The files are scanned ahead on a background thread (the tokenizer runs without the
-    GIL), at most ``depth`` blocks ahead, so scanning overlaps whatever the caller does
-    with the blocks (or imports) and memory stays bounded. It starts at once.
+    One scanner reads every file (one reused buffer), so trace codes run over all files
+    (in file order, then first line) and name codes are shared; rows of many small files
+    are gathered into one block of at least :data:`GATHER_ROWS` rows (the last block may
+    be shorter), a big file's rows come block by block. The files are scanned ahead on a
+    background thread (the tokenizer runs without the GIL), at most ``depth`` blocks ahead,
+    so scanning overlaps whatever the caller does with the blocks (or imports) and memory
+    stays bounded. It starts at once. Errors as :class:`LogScan`, and a file without a
+    statemine line; ``scanner`` (a new :class:`Scanner`) is the one used, for its traces
+    once the scan has ended.
     """
+    scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
-    def produce() -> Iterator[tuple[int, ScannedBlock | FileEnd]]:
-        for i, path in enumerate(files):
-            scan = LogScan(path, on_progress=on_progress)
-            for block in scan:
-                yield i, block
-            yield i, FileEnd(Path(path), scan.traces())
+    def produce() -> Iterator[ScannedBlock | ScanEnd]:
+        buffer = bytearray(chunk_bytes + max_line_bytes + 1)
+        starts: list[int] = []  # first trace code per file (an array per handed-over block)
+        for path in files:
+            if starts:
+                scan.next_file()
+            starts.append(scan.n_traces)
+            for block in iter_blocks(
+                path,
+                chunk_bytes=chunk_bytes,
+                max_line_bytes=max_line_bytes,
+                on_progress=on_progress,
+                line_number=lambda: scan.next_line,
+                buffer=buffer,
+            ):
+                error = scan.feed(block, max_line_bytes)
+                if error is not None:
+                    raise _input_error(Path(path), error, max_line_bytes)
+                if scan.n_rows >= GATHER_ROWS:
+                    yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
+            if scan.n_traces == starts[-1]:
+                raise no_lines_error(path)
+        if scan.n_rows:
+            yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
+        packed = np.frombuffer(scan.info(), _INFO)
+        yield ScanEnd(
+            packed["last"].copy(),
+            packed["close"].copy(),
+            packed["n"].copy(),
+            np.array(starts, np.int64),
+        )
 
     return read_ahead(produce(), depth)
 
@@ -235,74 +374,131 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
 
 
 def _to_traceset(
-    path: Path,
-    source: str,
-    columns: dict[str, list[np.ndarray]],
-    numeric: dict[str, list[np.ndarray | None]],
-    fields: list[tuple[np.ndarray, list[str]]],
+    rows: _Rows,
     names: list[str],
     table: TraceTable,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
 ) -> TraceSet:
     """Group the rows (per column, one array per block) by trace (stable: log order within
-    a trace) into a TraceSet. Each column's blocks are joined, reordered and released one
-    column at a time, so the peak is the finished columns plus one column's copies."""
+    a trace) into a TraceSet; ``ids`` and ``sources`` per trace code. Each column's blocks
+    are joined, reordered and released one column at a time, so the peak is the finished
+    columns plus one column's copies. ``file_of_trace`` (rows of several files): the
+    categories and columns :func:`statemine.traces.concat` gives the files' sets."""
     import pandas as pd
 
-    from ..stats.visits import group_order
-    from ..traces import TraceSet
+    from ..arrays import group_order
+    from ..traces import TraceSet, categorical
+
+    columns, numeric = rows.columns, rows.numeric
 
     def take(blocks: list) -> np.ndarray:
         joined = np.concatenate(blocks)
         blocks.clear()
         return joined[order]
 
-    ids = trace_ids(source, table)
     sizes = [len(b) for b in columns["trace"]]
     codes = np.concatenate(columns["trace"])
     columns["trace"].clear()
+    file_of_row = None if file_of_trace is None else file_of_trace[codes]
     order = group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     seq = (np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))).astype(
         np.int32
     )
+    name_codes = np.concatenate(columns["name"])
+    columns["name"].clear()
+    if file_of_row is None:
+        trace = pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str))
+        state = pd.Categorical.from_codes(name_codes[order], categories=pd.Index(names, dtype=str))
+    else:  # as concat: categories that differ between the files become sorted text
+        trace = categorical(codes, ids)
+        shared = _shared_names(file_of_row, name_codes, len(names))
+        state = (
+            categorical(name_codes[order], names)
+            if shared is None
+            else pd.Categorical.from_codes(
+                _rank(shared, len(names))[name_codes[order]],
+                categories=pd.Index([names[c] for c in shared], dtype=str),
+            )
+        )
+    del name_codes
     events = pd.DataFrame(
         {
-            "trace": pd.Categorical.from_codes(codes, categories=pd.Index(ids, dtype=str)),
+            "trace": trace,
             "seq": seq,
             "time": take(columns["time"]),
             "kind": pd.Categorical.from_codes(
                 take(columns["kind"]), categories=pd.Index(KINDS, dtype=str)
             ),
-            "state": pd.Categorical.from_codes(
-                take(columns["name"]), categories=pd.Index(names, dtype=str)
-            ),
+            "state": state,
             "line": take(columns["line"]),
         },
         copy=False,
     )
+    extra: dict[str, np.ndarray] = {}
     for k in NUMERIC_KEYS:
         blocks = numeric[k]
         if any(b is not None for b in blocks):
-            events[k] = take(
-                [np.full(m, np.nan) if b is None else b for b, m in zip(blocks, sizes)]
-            )
+            extra[k] = take([np.full(m, np.nan) if b is None else b for b, m in zip(blocks, sizes)])
         blocks.clear()
-    if fields:
+    if rows.fields:
         text = np.full(len(codes), None, dtype=object)
-        for rows, values in fields:
-            text[rows] = values
-        events["fields"] = text[order]
+        for at, values in rows.fields:
+            text[at] = values
+        extra["fields"] = text[order]
+    for k in _column_order(extra, file_of_row, order):
+        events[k] = extra[k]
     traces = pd.DataFrame(
         {
             "trace": pd.Series(ids, dtype=str),
-            "source": str(path),
+            "source": sources,
             "end": table.close_time,
             "conn": pd.Series(table.conn, dtype=str),
             "role": pd.Series(table.role, dtype=object),
         }
     )
     return TraceSet.from_events(events, traces, {"format": "statemine"})
+
+
+def _shared_names(
+    file_of_row: np.ndarray, name_codes: np.ndarray, n_names: int
+) -> list[int] | None:
+    """When every file has the same names (in any order), the name codes in the first
+    file's order of first appearance (pandas' concat keeps the first set's categories
+    then), else None (concat makes them sorted text)."""
+    first = np.unique(file_of_row.astype(np.int64) * n_names + name_codes, return_index=True)[1]
+    n_files = int(file_of_row[-1]) + 1
+    if len(first) != n_files * n_names:  # a file lacks a name
+        return None
+    in_first = np.sort(first[:n_names])
+    return name_codes[in_first].tolist()
+
+
+def _rank(codes: list[int], n: int) -> np.ndarray:
+    """Position of each code in ``codes`` (which holds every code below ``n`` once)."""
+    rank = np.empty(n, np.int64)
+    rank[codes] = np.arange(len(codes))
+    return rank
+
+
+def _column_order(
+    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray
+) -> list[str]:
+    """The optional columns in the order concat gives them: the union of each file's own
+    (a metric where that file logs it, then ``fields``) in order of first appearance."""
+    if file_of_row is None:
+        return list(extra)
+    grouped = file_of_row[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    seen: dict[str, int] = {}
+    for k, values in extra.items():
+        present = ~np.isnan(values) if k != "fields" else values != None  # noqa: E711
+        files = np.flatnonzero(np.logical_or.reduceat(present, starts))
+        seen[k] = int(files[0]) if len(files) else len(starts)
+    return sorted(extra, key=lambda k: (seen[k], list(extra).index(k)))
 
 
 def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
@@ -317,8 +513,9 @@ def _input_error(path: Path, err: dict, max_line_bytes: int) -> InputError:
     if code == _E_NUMBER:
         what = "time t=" if err["key"] < 0 else f"{NUMERIC_KEYS[err['key']]}="
         return InputError(path, err["line"], f"{what} is not a number: {_show(token)}")
-    if code == _E_TIME_FINITE:
-        return InputError(path, err["line"], f"time t= is not a finite number: {_show(token)}")
+    if code == _E_TIME_FINITE:  # not finite, or beyond MAX_TIME_S
+        reason = time_problem(float(token)) or "time out of range"
+        return InputError(path, err["line"], f"t={_show(token)}: {reason}")
     if code == _E_BACKWARDS:
         return InputError(
             path,

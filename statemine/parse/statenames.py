@@ -60,6 +60,7 @@ CANONICAL = (
     "TailLossProbe",
     "ProbeTimeout",
     "PersistentCongestion",
+    "Handshake",
     "BBRStartup",
     "BBRDrain",
     "BBRProbeBW",
@@ -207,7 +208,12 @@ _DETECT = (
     ("quic-go", "quic-go"),
     ("quicgo", "quic-go"),
     ("quiche", "quiche"),
+    ("tquic", "tquic"),
 )
+#: tquic names neither itself nor the connection in title or vantage point: its trace
+#: description is ``id=SERVER-<connection id>`` or ``id=CLIENT-<connection id>`` (hex) and
+#: its title "server qlog" / "client qlog" (tquic 1.6.0's qlog writer).
+TQUIC_DESCRIPTION = re.compile(r"\Aid=(?:SERVER|CLIENT)-(?P<cid>[0-9a-fA-F]{1,40})\Z")
 
 
 def implementation_key(implementation: str | None) -> str | None:
@@ -232,6 +238,8 @@ def detect_implementation(*texts: object) -> str | None:
     'quic-go'
     >>> detect_implementation("backend-67") is None
     True
+    >>> detect_implementation("server qlog", "id=SERVER-c95babcca37d8326")
+    'tquic'
     """
     for text in texts:
         if not isinstance(text, str):
@@ -240,6 +248,8 @@ def detect_implementation(*texts: object) -> str | None:
         for word, name in _DETECT:
             if word in low:
                 return name
+        if TQUIC_DESCRIPTION.match(text):
+            return "tquic"
     return None
 
 

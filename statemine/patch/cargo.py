@@ -5,8 +5,11 @@ Fetch (``fetch = "crates-io"`` in impl.toml): cargo itself downloads the ``.crat
 archive, for a throw-away package that depends on exactly ``<crate> = "=<version>"``
 (``cargo fetch``, which also downloads every dependency so later builds work offline).
 cargo checks the archive against the registry index's checksum; statemine checks it again
-against the checksum cargo wrote into that package's ``Cargo.lock`` and keeps a copy
-under ``$STATEMINE_CACHE/crates/<crate>/<version>/``, so a second fetch needs no network.
+against the checksum cargo wrote into that package's ``Cargo.lock`` and against the sha256
+``instrument-patches/<impl>/digests.toml`` pins for that version, and keeps a copy under
+``$STATEMINE_CACHE/crates/<crate>/<version>/`` (checked against the pin on every use), so
+a second fetch needs no network. A version with no pinned digest is fetched through cargo
+every time and never cached.
 
 Build (:func:`build`): a cargo program whose ``Cargo.toml`` names the patched crate as
 ``path = "QUICHE_SRC"`` (the placeholder is replaced by the patched tree's path) is
@@ -32,10 +35,12 @@ import shutil
 import subprocess
 import tempfile
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StatemineError, UsageError
-from .registry import Impl, cache_dir, patch_path, sha256_file
+from .registry import Impl, cache_dir, check_digest, patch_path, sha256_file
 
 #: The placeholder of the patched crate's path in a program's Cargo.toml.
 SRC_PLACEHOLDER = "QUICHE_SRC"
@@ -112,49 +117,63 @@ def lock_checksum(lock_text: str, crate: str, version: str) -> str:
     raise StatemineError(f"Cargo.lock names no checksum for {crate} {version}")
 
 
-def crate_archive(impl: Impl, version: str) -> Path:
-    """The ``.crate`` archive of ``impl.crate`` ``version`` (cached; fetched through
-    ``cargo fetch`` the first time and checked against the registry's checksum)."""
+def _cargo_fetch(crate: str, version: str, tmp: Path) -> Path:
+    """``cargo fetch`` of ``crate`` ``version`` for a throw-away package in ``tmp``; a copy
+    of the ``.crate`` whose sha256 is the one cargo wrote into its ``Cargo.lock``."""
+    (tmp / "src").mkdir()
+    (tmp / "src" / "lib.rs").write_text("")
+    (tmp / "Cargo.toml").write_text(_fetcher_manifest(crate, version))
+    _run(
+        ["cargo", "fetch", "--quiet"], tmp, what=f"cargo fetch of {crate} {version} from crates.io"
+    )
+    want = lock_checksum((tmp / "Cargo.lock").read_text(), crate, version)
+    found = sorted(_cargo_home().glob(f"registry/cache/*/{crate}-{version}.crate"))
+    good = [p for p in found if sha256_file(p) == want]
+    if not good:
+        raise StatemineError(
+            f"{crate}-{version}.crate: no archive in {_cargo_home()}/registry/cache "
+            f"has the registry's sha256 {want}"
+        )
+    copy = tmp / f"{crate}-{version}.crate"
+    shutil.copyfile(good[0], copy)
+    return copy
+
+
+def _record(impl: Impl, version: str, archive: Path, digest: str, pinned: bool) -> dict:
+    """What ``.statemine-source.json`` records of a fetched crate."""
+    source = f"crates.io:{impl.crate}=={version} {archive.name}"
+    return {"source": source, "sha256": digest, "pinned": pinned}
+
+
+@contextmanager
+def crate_archive(
+    impl: Impl, version: str, pinned: str | None, pins: Path
+) -> Iterator[tuple[Path, dict]]:
+    """The ``.crate`` archive of ``impl.crate`` ``version`` and its source record.
+
+    With a ``pinned`` sha256 (the one ``pins`` holds) the archive comes from the cache
+    (``$STATEMINE_CACHE/crates/<crate>/<version>/``) or, the first time, through ``cargo
+    fetch``, and is checked against it every time (a mismatch: one line naming the
+    file). Without one, cargo fetches it on every call (checked against the registry
+    index's checksum) into a temp dir, and it is never cached.
+    """
     crate = impl.crate
     d = cache_dir() / "crates" / crate / version
     archive = d / f"{crate}-{version}.crate"
-    if archive.is_file():
-        return archive
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=d, prefix=".tmp-"))
-    try:
-        (tmp / "src").mkdir()
-        (tmp / "src" / "lib.rs").write_text("")
-        (tmp / "Cargo.toml").write_text(_fetcher_manifest(crate, version))
-        _run(
-            ["cargo", "fetch", "--quiet"],
-            tmp,
-            what=f"cargo fetch of {crate} {version} from crates.io",
-        )
-        want = lock_checksum((tmp / "Cargo.lock").read_text(), crate, version)
-        found = sorted(_cargo_home().glob(f"registry/cache/*/{crate}-{version}.crate"))
-        good = [p for p in found if sha256_file(p) == want]
-        if not good:
-            raise StatemineError(
-                f"{crate}-{version}.crate: no archive in {_cargo_home()}/registry/cache "
-                f"has the registry's sha256 {want}"
-            )
-        shutil.copyfile(good[0], tmp / archive.name)
-        (tmp / "checksum").write_text(want + "\n")
-        os.replace(tmp / "checksum", d / "checksum")
-        os.replace(tmp / archive.name, archive)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return archive
-
-
-def crate_record(impl: Impl, version: str, archive: Path) -> dict:
-    """What ``.statemine-source.json`` records of a fetched crate."""
-    digest = sha256_file(archive)
-    want = (archive.parent / "checksum").read_text().strip()
-    if digest != want:
-        raise StatemineError(f"{archive}: sha256 {digest} is not the registry's {want}")
-    return {"source": f"crates.io:{impl.crate}=={version} {archive.name}", "sha256": digest}
+    if pinned is None or not archive.is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=d, prefix=".tmp-"))
+        try:
+            fetched = _cargo_fetch(crate, version, tmp)
+            if pinned is None:
+                yield fetched, _record(impl, version, fetched, sha256_file(fetched), False)
+                return
+            check_digest(fetched, pinned, pins, f"{archive.name} as fetched by cargo")
+            os.replace(fetched, archive)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    digest = check_digest(archive, pinned, pins)
+    yield archive, _record(impl, version, archive, digest, True)
 
 
 _KEY_PART = re.compile(r"^[A-Za-z0-9._+-]+$")

@@ -10,10 +10,12 @@ Nothing is printed here; every file the command writes is written here.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .apply import SOURCE_RECORD
 from .fetch import fetch, pristine
 from .port import MAX_OFFSET, PortFailed, PortReport, port
 from .registry import load_impl
@@ -21,11 +23,14 @@ from .registry import load_impl
 
 @dataclass(frozen=True)
 class Fetched:
-    """Where :func:`fetch_source` put the source: ``root``, and ``import_path`` (the
-    folder to put on PYTHONPATH to import it; None for a stack that is not Python)."""
+    """Where :func:`fetch_source` put the source: ``root``, ``import_path`` (the
+    folder to put on PYTHONPATH to import it; None for a stack that is not Python) and
+    ``pinned`` (the archive was checked against a digest pinned in ``digests.toml``;
+    False: the version has none, only the registry's own checks applied)."""
 
     root: Path
     import_path: Path | None
+    pinned: bool
 
 
 def fetch_source(
@@ -35,7 +40,10 @@ def fetch_source(
     package registry into ``directory`` (:func:`statemine.patch.fetch`)."""
     root = fetch(impl, version, Path(directory), None if patches is None else Path(patches))
     python_path = load_impl(impl, None if patches is None else Path(patches)).python_path
-    return Fetched(root=root, import_path=root / python_path if python_path else None)
+    pinned = json.loads((root / SOURCE_RECORD).read_text(encoding="utf-8"))["pinned"]
+    return Fetched(
+        root=root, import_path=root / python_path if python_path else None, pinned=pinned
+    )
 
 
 def port_tree(

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputError, UsageError
+from ..errors import InputError, StatemineError, UsageError
 from .unified_diff import check_relpath, read_patch
 
 PATCH_FILE = "statemine.patch"
+#: Beside impl.toml: the digest pinned for each supported version's archive.
+DIGESTS_FILE = "digests.toml"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_GO_H1 = re.compile(r"^h1:[A-Za-z0-9+/]{43}=$")
 _FETCH_KINDS = {"pypi-sdist": "package", "go-module": "module", "crates-io": "crate"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 #: A PyPI project name (PEP 508) and a Go module path: what impl.toml may name.
@@ -165,6 +169,58 @@ def patch_path(impl: str, version: str, root: str | Path | None = None) -> Path:
         have = ", ".join(versions(impl, root)) or "none"
         raise UsageError(f"no patch for {impl} {version} (patched versions: {have})")
     return inside(patches_root(root), path)
+
+
+def digests_path(impl: str, root: str | Path | None = None) -> Path:
+    """``<patches>/<impl>/digests.toml`` (it may be absent)."""
+    return patches_root(root) / checked_name("implementation", impl) / DIGESTS_FILE
+
+
+def pinned_digest(impl: str, version: str, root: str | Path | None = None) -> str | None:
+    """The digest ``digests.toml`` pins for ``impl`` ``version``'s archive (a hex sha256 of
+    the sdist or ``.crate``; ``h1:...`` for a Go module), or None when it pins none.
+
+    The file is checked when read (a ``--patches`` folder is untrusted): one
+    ``[sha256]`` table (or ``[go_sum]`` for a Go module) mapping version names to digests;
+    :class:`InputError` naming the file otherwise.
+    """
+    checked_name("version", version)
+    path = digests_path(impl, root)
+    if not path.is_file():
+        return None
+    inside(patches_root(root), path)
+    try:
+        if path.stat().st_size > 1 << 16:
+            raise InputError(path, None, "larger than 64 KiB: not a digests.toml")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"bad digests.toml: {exc}") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    tables = {"sha256": _HEX64, "go_sum": _GO_H1}
+    unknown = sorted(set(data) - set(tables))
+    if unknown or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+        raise InputError(path, None, f"needs exactly one table of {sorted(tables)}, not {unknown}")
+    ((kind, table),) = data.items()
+    for key, value in table.items():
+        if not _NAME.match(key):
+            raise InputError(path, None, f"{kind}: invalid version {key!r}")
+        if not isinstance(value, str) or not tables[kind].match(value):
+            raise InputError(path, None, f"{kind}.{key}: {value!r} is not a {kind} digest")
+    found = table.get(version)
+    return None if found is None else str(found)
+
+
+def check_digest(path: Path, want: str, pins: Path, what: str = "") -> str:
+    """``path``'s sha256 when it is ``want`` (the digest ``pins`` holds), else a one-line
+    :class:`StatemineError` naming the file."""
+    got = sha256_file(path)
+    if got != want:
+        raise StatemineError(
+            f"{what or path}: sha256 {got} is not the {want} pinned in {pins}; "
+            "refusing to use it (remove it to download it again)"
+        )
+    return got
 
 
 def sha256_file(path: str | Path) -> str:

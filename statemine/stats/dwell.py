@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import group_order
 from .sums import _LOW, _SHIFT, KeyedSums, unique_sums
-from .visits import group_order
 
 #: Relative accuracy of the sketch.
 ALPHA = 1e-3

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..parse import expand_paths, progress_reporter
-from ..parse.statemine_log import KINDS, FileEnd, ScannedBlock, no_lines_error, scan_files
+from ..parse.statemine_log import KINDS, ScanEnd, ScannedBlock, scan_files
 from .options import StatsOptions, too_many_states
 from .partial import PartialStats, VisitStats
 from .tables import tables
@@ -74,7 +74,7 @@ def summarize_logs(
 
 
 def summarize_scanned(
-    scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
+    scanned: Iterable[ScannedBlock | ScanEnd],
     options: StatsOptions | None = None,
     *,
     files: Sequence[Path] | None = None,
@@ -90,7 +90,7 @@ def summarize_scanned(
 
 
 def fold_scanned(
-    scanned: Iterable[tuple[int, ScannedBlock | FileEnd]],
+    scanned: Iterable[ScannedBlock | ScanEnd],
     options: StatsOptions = StatsOptions(),
     *,
     files: Sequence[Path] | None = None,
@@ -103,20 +103,14 @@ def fold_scanned(
     fold = VisitFold(options.collapse_repeats)
     stats = VisitStats(options.dwell_budget)
     names: dict[str, int] = {}  # state name -> code
-    to_global = np.zeros(0, np.int64)  # the file's name codes -> codes of ``names`` (-1: none yet)
-    ends: list[np.ndarray] = []
+    to_global = np.zeros(0, np.int64)  # name codes -> codes of ``names`` (-1: none yet)
+    ends = np.zeros(0)
     n_traces = n_events = 0
     state_kind = KINDS.index("state")
-    for index, item in scanned:
-        if isinstance(item, FileEnd):
-            table = item.traces
-            if not len(table.conn):
-                raise no_lines_error(item.path)
-            n_traces += len(table.conn)
-            ends.append(trace_ends(table.close_time, table.last_time, options.end))
-            to_global = np.zeros(0, np.int64)
-            # the connection names (a str each) are not needed: free them before the last fold
-            del item, table
+    for item in scanned:
+        if isinstance(item, ScanEnd):
+            n_traces = len(item.last_time)
+            ends = trace_ends(item.close_time, item.last_time, options.end)
             continue
         if not len(item.time):
             continue
@@ -126,17 +120,16 @@ def fold_scanned(
         if len(local) and (local.max() >= len(to_global) or (to_global[local] < 0).any()):
             to_global = _state_codes(local, item.names, to_global, names)
             if len(names) > options.max_states:
-                line = _crossing_line(local, to_global, item.line[states], options.max_states)
+                row = _crossing_row(local, to_global, options.max_states)
+                trace = int(item.trace[states][row])
                 raise InputError(
-                    None if files is None else files[index],
-                    line,
+                    None if files is None else files[item.file_of(trace)],
+                    int(item.line[states][row]),
                     too_many_states(options.max_states),
                 )
-        chunk = fold.add(
-            item.trace[states].astype(np.int64) + n_traces, to_global[local], item.time[states]
-        )
-        stats.add(chunk, n_traces + int(item.trace.max()) + 1, len(names))
-    stats.add(fold.finish(np.concatenate(ends) if ends else np.zeros(0)), n_traces, len(names))
+        chunk = fold.add(item.trace[states].astype(np.int64), to_global[local], item.time[states])
+        stats.add(chunk, int(item.trace.max()) + 1, len(names))
+    stats.add(fold.finish(ends), n_traces, len(names))
     return stats.partial(sorted(names, key=names.__getitem__), part=part, n_events=n_events)
 
 
@@ -154,8 +147,7 @@ def _state_codes(
     return to_global
 
 
-def _crossing_line(
-    local: np.ndarray, to_global: np.ndarray, lines: np.ndarray, max_states: int
-) -> int:
-    """The line of the first state line whose name got code ``max_states`` (the cap's first excess)."""
-    return int(lines[np.argmax(to_global[local] == max_states)])
+def _crossing_row(local: np.ndarray, to_global: np.ndarray, max_states: int) -> int:
+    """The state line (index into ``local``) whose name got code ``max_states`` first (the
+    cap's first excess)."""
+    return int(np.argmax(to_global[local] == max_states))

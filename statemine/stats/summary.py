@@ -29,11 +29,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from ..arrays import group_order
 from ..traces import TraceSet
 from .options import StatsOptions
 from .partial import map_traces
 from .tables import TERMINAL, tables
-from .visits import OUTSIDE, VisitChunk, group_order, traceset_visits
+from .visits import OUTSIDE, VisitChunk, traceset_visits
 
 __all__ = [
     "state_stats",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from ..arrays import group_order
 from .options import EndRule, StatsOptions
 
 if TYPE_CHECKING:
@@ -45,18 +46,6 @@ class VisitChunk(NamedTuple):
     next: np.ndarray
     first_trace: np.ndarray
     first_state: np.ndarray
-
-
-def group_order(codes: np.ndarray) -> np.ndarray:
-    """The stable order that groups equal integer codes, e.g. rows by trace (a radix sort
-    when the codes fit 16 bits).
-
-    >>> group_order(np.array([2, 0, 2, 1, 0])).tolist()
-    [1, 4, 3, 0, 2]
-    """
-    if len(codes) and codes.min() >= 0 and codes.max() < 2**15:
-        return np.argsort(codes.astype(np.int16), kind="stable")
-    return np.argsort(codes, kind="stable")
 
 
 def trace_ends(explicit: np.ndarray, last_line: np.ndarray, end: EndRule) -> np.ndarray:

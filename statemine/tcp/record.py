@@ -12,9 +12,13 @@ removes what is left.
 
 The output folder (written as one set, :func:`statemine.fileio.write_set`):
 
-* ``trace.txt`` -- the raw ftrace text of ``tcp:tcp_cong_state_set`` and ``tcp:tcp_probe``;
+* ``trace.txt`` -- the raw ftrace text of ``tcp:tcp_cong_state_set``, ``tcp:tcp_probe``
+  and (where the kernel has it) ``sock:inet_sock_set_state``;
 * ``record.json`` -- what was recorded and how: command, exit status, duration (s), ports,
-  buffer, kernel, congestion controls, the ring buffer's lost-event counters, warnings;
+  buffer, kernel, the host's default and available congestion controls, each recorded
+  socket's controller (``sockets``: trace id -> cookie, controller, network namespace, from
+  :class:`statemine.tcp.sockets.SocketWatch`; ``congestion_controls``: the distinct ones),
+  the ring buffer's lost-event counters, warnings (naming ``trace.txt``);
 * ``traces.parquet`` -- the parsed traces with their metrics (cwnd, ssthresh, srtt per
   probe) (:func:`statemine.parse.ftrace.read_ftrace`, :func:`statemine.save`), when any
   sending socket was recorded;
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .sockets import SocketWatch
 from .tracing import DEFAULT_BUFFER_KB, Instance
 
 if TYPE_CHECKING:
@@ -93,7 +98,8 @@ def record(
                 inst.drain_to(raw)
                 started = time.clock_gettime(time.CLOCK_MONOTONIC)
                 inst.start()
-                status, timed_out = _run(command, duration)
+                with SocketWatch(ports) as watch:
+                    status, timed_out = _run(command, duration)
                 ended = time.clock_gettime(time.CLOCK_MONOTONIC)
                 inst.stop()
                 counters = inst.overruns()
@@ -109,6 +115,7 @@ def record(
                 "kernel": platform.release(),
                 **_congestion_controls(),
                 "ring_buffer": {str(cpu): c for cpu, c in counters.items()},
+                "socket_controllers": watch.seen,
             }
             result = _write(out, staged, info, keep_receivers, keep_repeats, mss)
         finally:
@@ -166,18 +173,34 @@ class _SigintRaises:
 
 
 def _congestion_controls() -> dict[str, Any]:
-    """The kernel's default and available congestion controls."""
+    """The host's default congestion control (what a socket of the host's network namespace
+    uses unless it sets TCP_CONGESTION: not necessarily the recorded sockets'; they are in
+    ``sockets``) and the available ones."""
     base = Path("/proc/sys/net/ipv4")
     out: dict[str, Any] = {}
     for key, name in (
-        ("congestion_control", "tcp_congestion_control"),
+        ("host_default_congestion_control", "tcp_congestion_control"),
         ("available_congestion_controls", "tcp_available_congestion_control"),
     ):
         try:
             text = (base / name).read_text().split()
         except OSError:
             continue
-        out[key] = text[0] if key == "congestion_control" and text else text
+        out[key] = text[0] if key == "host_default_congestion_control" and text else text
+    return out
+
+
+def _sockets(traces: Any, seen: dict[str, dict[str, str]]) -> dict[str, dict]:
+    """Per trace id: its socket's cookie and congestion controller (None where the socket
+    watch did not see it: a socket shorter than its interval, or no cookie logged)."""
+    out = {}
+    for trace, cookie in zip(traces["trace"], traces["cookie"], strict=True):
+        found = seen.get(str(cookie), {}) if cookie else {}
+        out[str(trace)] = {
+            "cookie": str(cookie),
+            "congestion_control": found.get("congestion_control"),
+            "netns": found.get("netns"),
+        }
     return out
 
 
@@ -195,6 +218,7 @@ def _write(
     from ..parse.ftrace import read_ftrace
 
     warnings: list[str] = []
+    seen = info.pop("socket_controllers", {})
     lost = sum(
         c.get("overrun", 0) + c.get("dropped events", 0) for c in info["ring_buffer"].values()
     )
@@ -226,7 +250,15 @@ def _write(
             info["lost_events"] = None
         else:
             n_traces = ts.n_traces
-            warnings += json.loads(ts.meta.get("warnings", "[]"))
+            # the reader named the staged file, which is renamed to trace.txt
+            warnings += [
+                w.replace(str(staged), str(out / "trace.txt"))
+                for w in json.loads(ts.meta.get("warnings", "[]"))
+            ]
+            info["sockets"] = _sockets(ts.traces, seen)
+            info["congestion_controls"] = sorted(
+                {s["congestion_control"] for s in info["sockets"].values()} - {None}
+            )
             info["lost_events"] = json.loads(ts.meta["lost_events"])
             info["receivers_left_out"] = int(ts.meta["receivers_left_out"])
             lost = max(lost, sum(v for k, v in info["lost_events"].items() if k != "wrapped_cpus"))

@@ -30,6 +30,9 @@ from ..errors import StatemineError
 
 #: The two events recorded (tracefs paths under ``events/``).
 EVENTS = ("tcp/tcp_cong_state_set", "tcp/tcp_probe")
+#: Enabled where the kernel has it: each socket's TCP state changes, whose handshake tells
+#: sockets that reuse a 4-tuple apart (parse/ftrace.py).
+OPTIONAL_EVENTS = ("sock/inet_sock_set_state",)
 #: Prefix of statemine's tracing instances (``statemine-<pid>``).
 INSTANCE_PREFIX = "statemine-"
 #: Prefix of the folders statemine mounts tracefs on (``statemine-tracefs-<pid>-XXXX``).
@@ -115,7 +118,9 @@ class Instance:
         _write(d / "tracing_on", "0")
         _write(d / "buffer_size_kb", str(self.buffer_kb))
         _write(d / "trace_clock", "mono")
-        for ev in EVENTS:
+        for ev in (*EVENTS, *OPTIONAL_EVENTS):
+            if not (self.root / "events" / ev).is_dir():
+                continue  # an optional one this kernel lacks
             if filt:
                 _write(d / "events" / ev / "filter", filt)
             _write(d / "events" / ev / "enable", "1")

@@ -11,7 +11,7 @@ honoured or refused (:mod:`.options`), the files the options ask for written bes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,14 @@ class CommandResult:
     stdout: str = ""
     messages: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+
+    def show(self, echo: Callable[..., None]) -> None:
+        """Print what the command did: its stdout text, then its messages on stderr
+        (``echo``: ``click.echo``'s signature)."""
+        if self.stdout:
+            echo(self.stdout, nl=False)
+        for line in self.messages:
+            echo(line, err=True)
 
     @property
     def result(self) -> Any:
@@ -181,7 +189,7 @@ def check_model_files(
     the logs, Perfume's constrained ones for a Perfume model; none with
     ``traces_only``), and check that the model accepts every trace and satisfies every
     invariant."""
-    from ...parse.regex import read_regex
+    from ...parse.regex import read_regex_arrays
     from .check import check_model
     from .formats import model_from_json, read_invariants_txt
     from .invariants import Invariants, mine
@@ -197,7 +205,10 @@ def check_model_files(
 
     model = Path(model)
     with _naming(" ".join(map(str, logs))):
-        ts = read_regex(list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching)
+        # Synoptic's time ranges (TIME 31 bits, LTIME 63), not statemine's: read_regex_arrays
+        ts = read_regex_arrays(
+            list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching
+        ).to_traceset()
         log = EventLog.from_traceset(ts)
     notes: list[str] = []
     suffix = model.suffix.lower()

@@ -536,6 +536,9 @@ def build(version: str, cache: str | os.PathLike | None = None) -> Path | None:
     importable, unpatched (to develop without the patch)."""
     if version == "installed":
         return None
+    from ..extras import require_lab_extra
+
+    require_lab_extra("aioquic")  # the fetched source's own dependencies
     import hashlib
 
     from ... import patch as sm_patch  # statemine.patch: fetch/apply instrument patches
@@ -612,10 +615,14 @@ def run(
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"wall-clock limit reached ({wall_limit_s} s)"}
     if proc.returncode != 0 or not result_path.exists():
+        from ..extras import explain_missing_module
+
         tail = (proc.stderr or "").strip().splitlines()[-3:]
         return {
             "ok": False,
-            "error": f"runner exited with status {proc.returncode}: {' | '.join(tail)}",
+            "error": explain_missing_module(
+                f"runner exited with status {proc.returncode}: {' | '.join(tail)}"
+            ),
         }
     with open(result_path, encoding="utf-8") as f:
         return json.load(f)

@@ -12,21 +12,28 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import InputError
 from ..statenames import (
+    TQUIC_DESCRIPTION,
     detect_implementation,
 )
+from ..timerange import MAX_TIME_S, time_problem
 from .common import _num, _object_at, _Report, _token
 from .reading import _RawTrace
 from .vocabulary import (
+    _LOSS,
     _METRIC_STRIDE,
     _METRICS,
     _MVFST,
     _RECEIVED,
     _SENT,
     _STATE,
+    _TIMER,
     _decode,
     _item_state,
     _metrics,
+    _pto_fired,
+    _pto_state,
     _TraceContext,
 )
 
@@ -60,6 +67,12 @@ class _Summary:
     n_pto_counts: int = 0  # metrics updates that log pto_count
     last_packet: float = -math.inf  # time of the latest packet sent or ACK received kept
     packets_unordered: bool = False  # a packet came earlier than one kept before it
+    # application-space packet events read: sent with a number, received, received with
+    # a frames list, received with an ACK frame (what the warnings say is missing)
+    n_sent: int = 0
+    n_received: int = 0
+    n_received_frames: int = 0
+    n_acks: int = 0
     # what picoquic's controller table is chosen from (statenames.picoquic_controller):
     # the distinct raw 'new' values of congestion_state_updated events, and whether a
     # state-1 event's cc_param equals the first window logged at its time after it
@@ -125,6 +138,11 @@ class _Connection:
     last: float = -math.inf  # time of the latest event read
     unordered: bool = False  # an event came earlier than one logged before it
     summary: _Summary = field(default_factory=_Summary)
+    # every packet event so far (sent, received, lost) was of the Initial space: the
+    # connection may still change its group_id (:func:`_continues`)
+    opening: bool = True
+    initial_packets: int = 0  # packet events of the Initial space while opening
+    handshake_pto: bool = False  # the latest fired PTO timer was of the handshake's spaces
     # spill files (stem + .items, .metrics, .ends, .pto_count, .sent, .acks) holding the
     # events flushed so far; None while all are in memory
     stem: Path | None = None
@@ -281,12 +299,18 @@ def _extract(
     )
     version = _version_label(raw.file_header)
     role = vantage.get("type")
+    conn_label = ctx.conn
+    if conn_label is None and implementation == "tquic":  # its id is in the description only
+        found = TQUIC_DESCRIPTION.match(str(raw.header.get("description", "")))
+        conn_label = found["cid"] if found else None
     base = {
         "role": role.lower() if isinstance(role, str) else None,
         "implementation": implementation,
         "qlog_version": None if version is None else str(version),
     }
     connections: dict[tuple[str | None, str | None], _Connection] = {}
+    aliases: dict[str, str] = {}  # a group_id -> the group it continues (_continues)
+    previous: _Connection | None = None  # the connection of the latest event
     clock = 0.0
     held = 0  # events held since the last flush
     for line, index, event in raw.events:
@@ -303,7 +327,11 @@ def _extract(
         if delta:
             time = clock + time
         seconds = (time + ctx.offset) / ctx.per_second
-        if not math.isfinite(seconds):
+        if math.isinf(seconds) or abs(seconds) > MAX_TIME_S:  # a number, but no clock's
+            raise InputError(
+                report.path, line, f"trace {raw.index} event {index}: {time_problem(seconds)}"
+            )
+        if not math.isfinite(seconds):  # no number at all (missing, text, NaN)
             report.warn(
                 line,
                 f"trace {raw.index} event {index} has no finite numeric time; skipped",
@@ -315,16 +343,28 @@ def _extract(
         group = None if group is None else str(group)
         if path is not None:
             path = _path_label(path, line, raw.index, report)
+        if group is not None:
+            group = aliases.get(group, group)
         conn = connections.get((group, path))
+        if conn is None and group is not None and _continues(previous, seconds, path):
+            assert previous is not None and previous.group is not None
+            aliases[group] = previous.group
+            previous.labels["conn"] = group  # the id the connection goes on with
+            conn, group = previous, previous.group
         if conn is None:
             labels = {
                 **base,
-                "conn": group if group is not None and group != ctx.group else ctx.conn,
+                "conn": group if group is not None and group != ctx.group else conn_label,
                 "path": path,
             }
             conn = connections[(group, path)] = _Connection(
                 raw.index, group, labels, ctx.per_second, path=path
             )
+        if conn.opening and code in (_SENT, _RECEIVED, _LOSS):
+            initial = _packet_space(data) == "initial"
+            conn.opening = initial
+            conn.initial_packets += initial
+        previous = conn
         if seconds > conn.end:
             conn.end = seconds
         if seconds < conn.start:
@@ -338,9 +378,13 @@ def _extract(
                 conn.unordered = True
             conn.last = seconds
         conn.n_events += 1
+        if code == _TIMER and _pto_fired(data):
+            conn.handshake_pto = _pto_state(data) == "Handshake"
         if code == _METRICS:
             count = _num(data.get("pto_count"))
             if count == count:
+                # a count of the handshake's PTOs is kept negative (derive.HANDSHAKE_PTO)
+                count = -count if count > 0 and _in_handshake(conn) else count
                 conn.pto_count.extend((seconds, conn.n_events, count))
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
@@ -367,7 +411,7 @@ def _extract(
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
         if conn is None:
-            labels = {**base, "conn": ctx.conn, "path": None}
+            labels = {**base, "conn": conn_label, "path": None}
             conn = connections[(ctx.group, None)] = _Connection(
                 raw.index, ctx.group, labels, ctx.per_second
             )
@@ -386,6 +430,40 @@ def _extract(
         for conn in connections.values():
             conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
+
+
+def _packet_space(data: dict) -> str:
+    """A packet event's packet type, lower case ("" when not logged)."""
+    header = _object_at(data, "header")
+    return str(header.get("packet_type", data.get("packet_type", data.get("type", "")))).lower()
+
+
+def _in_handshake(conn: _Connection) -> bool:
+    """Whether a PTO counted now is the handshake's, not the congestion controller's: the
+    latest fired PTO timer was of the Initial or Handshake space (quic-go logs the space),
+    or no application-space packet was sent or received yet (quinn logs no timers; the
+    packet events are read whenever states are derived)."""
+    return conn.handshake_pto or not (conn.summary.n_sent or conn.summary.n_received)
+
+
+def _continues(previous: _Connection | None, seconds: float, path: str | None) -> bool:
+    """Whether an event at ``seconds`` with a group_id not seen before continues the
+    connection of the event before it. quinn's group_id is the connection's original
+    remote connection id (quinn-proto ``orig_rem_cid``), which a client replaces by the
+    server's chosen id while it handles the server's first Initial (RFC 9000 section 7.2):
+    the new id appears at the very time of the last event under the old one, whose
+    connection had sent or received Initial packets only. So a new group_id continues the
+    previous event's connection when that connection logged only Initial-space packets
+    (at least one) and its latest event has the same time; a server's next connection
+    begins with its own packets at another time."""
+    return (
+        previous is not None
+        and previous.group is not None
+        and previous.opening
+        and previous.initial_packets > 0
+        and previous.path == path
+        and seconds == previous.end
+    )
 
 
 #: Frames that do not make a packet count in flight (RFC 9002 section 2, "In flight").
@@ -414,8 +492,11 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
     if code == _SENT:
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:
+            summary.n_sent += 1
             conn.sent.extend((seconds, number, _in_flight(data.get("frames"))))
         return
+    summary.n_received += 1
+    summary.n_received_frames += isinstance(data.get("frames"), list)
     largest = math.nan
     for frame in data.get("frames") or ():
         if isinstance(frame, dict) and str(frame.get("frame_type", "")).lower() == "ack":
@@ -424,4 +505,23 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
                     top = _num(ack_range[-1])
                     largest = top if largest != largest or top > largest else largest
     if largest == largest:
+        summary.n_acks += 1
         conn.acks.extend((seconds, largest))
+
+
+def missing_packets(summary: _Summary) -> str:
+    """What a connection lacks for the RFC 9002 recovery periods, in words."""
+    if not summary.n_sent and not summary.n_received:
+        return "no application-space packet events"
+    lacks = []
+    if not summary.n_sent:
+        lacks.append("no application-space packet_sent with a packet number")
+    if not summary.n_acks:
+        if summary.n_received and not summary.n_received_frames:
+            lacks.append(
+                f"its {summary.n_received} application-space packet_received events log no "
+                "frames, so no ACK frames"
+            )
+        else:
+            lacks.append("no packet_received with an ACK frame")
+    return "; ".join(lacks)

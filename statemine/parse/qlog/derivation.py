@@ -19,7 +19,7 @@ import pandas as pd
 from .. import derive as _derive
 from ..statenames import DERIVED_MARK, resolve_state
 from .common import _num, _Report
-from .connections import PACKET_COLUMNS, _Connection
+from .connections import PACKET_COLUMNS, _Connection, missing_packets
 from .metrics import _metrics_table
 from .vocabulary import _LOSS, _METRIC_COLUMNS, _METRIC_STRIDE, _SPURIOUS, _packet_number
 
@@ -201,8 +201,8 @@ def _derived_frames(
         + (
             "and packet events (RFC 9002 recovery periods; marked derived)"
             if rfc9002
-            else "alone (marked derived): no packet events, so a recovery period ends "
-            "only when cwnd grows again and ApplicationLimited is not derived"
+            else f"alone (marked derived): {missing_packets(conn.summary)}, so a recovery "
+            "period ends only when cwnd grows again and ApplicationLimited is not derived"
         ),
     )
     columns = [c for c in first.columns if c != "_rank"]

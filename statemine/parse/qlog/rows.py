@@ -8,6 +8,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,7 @@ from .vocabulary import (
     _new_state,
     _packet_number,
     _pto_fired,
+    _pto_state,
 )
 
 
@@ -69,6 +71,30 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
     return frame.iloc[order].drop(columns="seq").reset_index(drop=True)
 
 
+def _connection_columns(
+    conn: _Connection, trace_id: str, report: _Report
+) -> tuple[dict[str, list], np.ndarray, np.ndarray]:
+    """:func:`_connection_rows` as plain lists, without a frame: the row lists (keys as
+    :func:`_row_frames`' columns), the carried metric values (rows, columns) and the
+    (time, seq) order of the rows; the same rows, warnings in the same order."""
+    items = sorted(conn.items, key=lambda it: (it[0], it[5]))
+    metrics = conn.metric_rows()
+    if conn.unordered:
+        report.warn(None, f"trace {trace_id}: events are not in time order; sorted by time")
+        metrics = metrics[np.lexsort((metrics[:, 1], metrics[:, 0]))]
+    counts = np.frombuffer(conn.pto_count, dtype=float).reshape(-1, 3)
+    ends = (
+        np.isin(metrics[:, 1], counts[counts[:, 2] == 0, 1])
+        if counts.size
+        else np.ones(len(metrics), bool)
+    )
+    first = next((it for it in items if _item_state(it[1], it[2]) is not None), None)
+    cursor = _MetricsCursor(iter([(metrics, ends)]))
+    rows, values = next(_row_frames(items, cursor, first, conn.start, trace_id, report, raw=True))
+    order = np.lexsort((np.array(rows["seq"], float), np.array(rows["time"], float)))
+    return rows, values, order
+
+
 def _start_state(first: tuple | None, start: float) -> str | None:
     """The raw state a connection is in from its first event (time ``start``) on, where the
     first item that makes a state row (``first``) is a congestion_state_updated after that
@@ -90,7 +116,8 @@ def _row_frames(
     trace_id: str,
     report: _Report,
     slice_rows: int | None = None,
-) -> Iterator[pd.DataFrame]:
+    raw: bool = False,
+) -> Iterator[Any]:
     """The rows of one connection from its congestion ``items`` ``(time s, code, data,
     line, index, seq)`` in (time, seq) order and its metrics updates (``cursor``), walked
     forward together: frames of columns time, seq, kind, state, line, fields, mark and the
@@ -123,8 +150,11 @@ def _row_frames(
         rows["fields"].append(" ".join(f for f in fields if f))
         carried.extend(cursor.values())
 
-    def frame(n: int | None = None) -> pd.DataFrame:
-        """The first ``n`` rows held (None: all) as a frame, let go."""
+    def frame(n: int | None = None) -> Any:
+        """The first ``n`` rows held (None: all) as a frame, let go; ``raw`` (one frame,
+        ``n`` None): the row lists and the carried metrics as a (rows, columns) array."""
+        if raw:
+            return rows, np.array(carried).reshape(-1, len(_METRIC_COLUMNS))
         out = pd.DataFrame({k: v[:n] for k, v in rows.items()})
         width = len(_METRIC_COLUMNS)
         values = np.array(carried[: None if n is None else n * width]).reshape(-1, width)
@@ -247,7 +277,9 @@ def _row_frames(
         elif code == _SPURIOUS:
             add(time, seq, "event", "SpuriousLoss", line, (_field("pn", _packet_number(data)), ev))
         elif code == _TIMER and _pto_fired(data):
-            add(time, seq, "state", "ProbeTimeout", line, ("raw=pto_expired", ev), mark=True)
+            name = _pto_state(data)
+            space = "space=handshake" if name == "Handshake" else ""
+            add(time, seq, "state", name, line, ("raw=pto_expired", space, ev), mark=True)
             pto = True
     if pto and controller is not None:
         update = cursor.advance(math.inf, math.inf, until_end=True)
@@ -434,6 +466,92 @@ def _with_trace(table: pd.DataFrame, trace_id: str) -> pd.DataFrame:
     return table
 
 
+#: Columns of a connection's events frame, in order (after ``trace``).
+_EVENT_COLUMNS = ("time", "kind", "state", "line", "fields", *_METRIC_COLUMNS)
+
+
+class _Batch:
+    """The events of consecutive connections read by :func:`_fast_events`, gathered in
+    plain lists and made into one frame (a frame per connection costs milliseconds)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {k: [] for k in ("trace", *_EVENT_COLUMNS[:5])}
+        self.values: list[np.ndarray] = []
+        self.names: dict[tuple[str | None, str], tuple[str, bool]] = {}  # resolve_state cache
+
+    def frame(self) -> pd.DataFrame | None:
+        """The gathered rows as one frame (None: none), let go."""
+        if not self.columns["time"]:
+            return None
+        out = pd.DataFrame(self.columns)
+        out["time"] = out["time"].astype(float)
+        out["line"] = out["line"].astype("int64")
+        values = np.concatenate(self.values)
+        for k, column in enumerate(_METRIC_COLUMNS):
+            out[column] = values[:, k].copy()
+        self.columns = {k: [] for k in self.columns}
+        self.values = []
+        return out
+
+
+def _makes_state(code: int, data: dict) -> bool:
+    """Whether an item makes a logged (unmarked) state row: a congestion_state_updated with
+    a ``new`` (:func:`_row_frames` skips one without), or mvfst's first state (the first
+    always differs from the controller's none)."""
+    if code == _STATE:
+        return _new_state(data) is not None
+    if code == _MVFST:
+        state = data.get("state")
+        return isinstance(state, str) and bool(state)
+    return False
+
+
+def _fast_events(
+    conn: _Connection,
+    trace_id: str,
+    overrides: Mapping[str, str] | None,
+    report: _Report,
+    batch: _Batch,
+) -> bool | None:
+    """A connection with logged states added to ``batch`` as :func:`_connection_events`
+    would make its frame: True; None (nothing read, nothing warned) where that path is
+    needed: no logged state (left out or derived), or picoquic (its controller table)."""
+    if not conn.items and not conn.metrics:
+        return None
+    if implementation_key(conn.labels["implementation"]) == "picoquic":
+        return None
+    if not any(_makes_state(code, data) for _, code, data, *_ in conn.items):
+        return None
+    rows, values, order = _connection_columns(conn, trace_id, report)
+    kind, state = rows["kind"], rows["state"]
+    is_state = [k == "state" for k in kind]
+    raw_names = list(dict.fromkeys(n for n, s in zip(state, is_state, strict=True) if s))
+    if conn.labels["implementation"] is None:
+        conn.labels["implementation"] = detect_by_names(raw_names)
+    implementation = conn.labels["implementation"]
+    mapping: dict[str, str] = {}
+    unknown: Counter = Counter()
+    for name in raw_names:
+        key = (implementation, name)
+        if key not in batch.names:
+            batch.names[key] = resolve_state(name, implementation, overrides)
+        canonical, known = batch.names[key]
+        mapping[name] = canonical
+        if not known:
+            unknown[name] = sum(1 for n, s in zip(state, is_state, strict=True) if s and n == name)
+    _warn_unknown(unknown, implementation, trace_id, report)
+    take = order.tolist()
+    columns = batch.columns
+    columns["trace"].extend([trace_id] * len(take))
+    columns["time"].extend(rows["time"][i] for i in take)
+    columns["kind"].extend(kind[i] for i in take)
+    columns["state"].extend(mapping[state[i]] if is_state[i] else state[i] for i in take)
+    columns["line"].extend(rows["line"][i] for i in take)
+    columns["fields"].extend(rows["fields"][i] for i in take)
+    batch.values.append(values[order])
+    return True
+
+
 def _build(
     path: Path,
     source: str,
@@ -449,18 +567,28 @@ def _build(
     frames = []
     tables = []
     rows = []
+    batch = _Batch()
     for conn in connections:
         trace_id = _trace_id(source, conn)
-        events, derived = _connection_events(conn, trace_id, overrides, derive, report)
-        if events is None:
-            continue
-        events.insert(0, "trace", trace_id)
-        frames.append(events)
+        if _fast_events(conn, trace_id, overrides, report, batch):
+            derived = False
+        else:
+            events, derived = _connection_events(conn, trace_id, overrides, derive, report)
+            if events is None:
+                continue
+            gathered = batch.frame()  # the connections before this one, in order
+            if gathered is not None:
+                frames.append(gathered)
+            events.insert(0, "trace", trace_id)
+            frames.append(events)
         if conn.metrics:
             table = _metrics_frame(conn, line=False, copy=False)
             conn.metrics = array("d")  # the table holds them now (views, not a copy)
             tables.append(_with_trace(table, trace_id))
         rows.append(_trace_row(path, trace_id, conn, derived))
+    gathered = batch.frame()
+    if gathered is not None:
+        frames.append(gathered)
     if not frames:
         if allow_empty:
             return None

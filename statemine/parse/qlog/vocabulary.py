@@ -188,6 +188,19 @@ def _pto_fired(data: dict) -> bool:
     return timer == "pto" and action in ("expired", "fired")
 
 
+#: Packet number spaces whose PTO is the handshake's (RFC 9002 section 6.2.2, "Handshakes
+#: and New Paths"): a peer that has not answered yet, not a congested path.
+_HANDSHAKE_SPACES = frozenset({"initial", "handshake"})
+
+
+def _pto_state(data: dict) -> str:
+    """The state a fired PTO timer enters: ``Handshake`` where the timer is of the Initial
+    or Handshake packet number space (``packet_number_space``, quic-go), no congestion
+    controller involved; ``ProbeTimeout`` otherwise (application data, or not logged)."""
+    space = str(data.get("packet_number_space", "")).lower()
+    return "Handshake" if space in _HANDSHAKE_SPACES else "ProbeTimeout"
+
+
 def _app_limited(value: object) -> bool | None:
     """mvfst's app_limited value ("app limited"/"app unlimited", or a bool/0/1) as a bool."""
     if isinstance(value, bool):
@@ -225,7 +238,7 @@ def _item_state(code: int, data: dict) -> str | None:
     if code == _CHROMIUM_AL or (code == _APP_LIMITED and _app_limited(data.get("app_limited"))):
         return "app_limited"
     if code == _TIMER and _pto_fired(data):
-        return "ProbeTimeout"
+        return _pto_state(data)
     return None
 
 

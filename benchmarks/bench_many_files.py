@@ -1,0 +1,200 @@
+"""Benchmark: many small files against the same lines in one file (issue 29).
+
+Cases, each with its one-file baseline beside it (CPU seconds: the machine may be shared,
+so CPU time is the steadier figure; best of ``--repeat``):
+
+* statemine lines: 2,000 files x 50 lines and 10,000 files x 100 lines (one connection a
+  file), against one log holding the same lines (connections interleaved);
+  ``statemine infer DIR --out OUT --no-svg`` as a process (the streamed path) and
+  ``statemine.read`` in process;
+* the shipped lab folders (``traces/<name>``: one ``traces.parquet`` per run): ``read`` of
+  the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
+  run's connections renamed apart);
+* a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each) against
+  one qlog JSON document holding the same connections as its traces; ``statemine.read``.
+
+Targets (issue 29): 2,000 x 50 lines at most 1.5x the CPU of one file (CLI and
+library), ``traces/jitter`` at most 2x its lines in one log, 1e4 one-connection qlog files
+under 5 s of CPU. Nothing here is asserted; the figures go to docs/benchmarks.md.
+
+Run:  python benchmarks/bench_many_files.py [--repeat 3] [--qlog-files 10000] [--only CASE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_infer import generate
+from bench_qlog import events
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Reads its inputs with statemine.read and prints the CPU seconds of the read alone.
+_READ = """
+import resource, sys, statemine
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+statemine.read(sys.argv[1:])  # imports and caches warm
+best = min(
+    (lambda c: (statemine.read(sys.argv[1:]), cpu() - c)[1])(cpu()) for _ in range(3)
+)
+print(best)
+"""
+
+
+def read_cpu(paths: list[Path]) -> float:
+    """CPU seconds of ``statemine.read(paths)`` in a fresh process (best of three)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _READ, *map(str, paths)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(out.split()[-1])
+
+
+def infer_cpu(paths: list[Path]) -> float:
+    """CPU seconds of one ``statemine infer ... --no-svg`` process."""
+    with tempfile.TemporaryDirectory() as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "statemine",
+                "infer",
+                *map(str, paths),
+                "--out",
+                out,
+                "--no-svg",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def split_log(one: Path, folder: Path) -> None:
+    """One file per connection of the log ``one`` (its lines, in order)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    by_conn: dict[str, list[str]] = {}
+    with open(one) as fh:
+        for line in fh:
+            by_conn.setdefault(line.split(" conn=", 1)[1].split(" ", 1)[0], []).append(line)
+    for conn, lines in by_conn.items():
+        (folder / f"conn{int(conn):06d}.log").write_text("".join(lines))
+
+
+def lab_lines(folder: Path, out: Path) -> int:
+    """The statemine lines of a lab folder's runs in one log (each run's connections
+    renamed apart); the number of runs."""
+    runs = sorted((folder / "runs").glob("*/run.log.gz"))
+    with open(out, "w") as dst:
+        for i, run in enumerate(runs):
+            with gzip.open(run, "rt") as src:
+                for line in src:
+                    if "STATEMINE t=" in line:
+                        dst.write(line.replace(" conn=", f" conn=r{i}-", 1))
+    return len(runs)
+
+
+def qlog_files(folder: Path, n_files: int, n_events: int) -> Path:
+    """``n_files`` one-connection JSON-SEQ files in ``folder`` and one JSON document of the
+    same connections (returned)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    evs = [json.dumps(e) for e in events(n_events)]
+    for i in range(n_files):
+        header = {
+            "qlog_format": "JSON-SEQ",
+            "qlog_version": "0.3",
+            "trace": {
+                "vantage_point": {"type": "server"},
+                "common_fields": {"ODCID": f"{i:08x}", "time_format": "relative"},
+            },
+        }
+        body = "".join("\x1e" + e + "\n" for e in evs)
+        (folder / f"conn{i:06d}.sqlog").write_text("\x1e" + json.dumps(header) + "\n" + body)
+    doc = folder.parent / f"{folder.name}-one.qlog"
+    traces = ",".join(
+        '{{"vantage_point": {{"type": "server"}}, "common_fields": {{"ODCID": "{:08x}", '
+        '"time_format": "relative"}}, "events": [{}]}}'.format(i, ",".join(evs))
+        for i in range(n_files)
+    )
+    doc.write_text('{"qlog_version": "0.3", "qlog_format": "JSON", "traces": [' + traces + "]}")
+    return doc
+
+
+def row(label: str, many: float, one: float) -> None:
+    print(f"{label:<44} {many:8.3f} s  one file {one:7.3f} s  ratio {many / one:5.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--qlog-files", type=int, default=10_000)
+    ap.add_argument("--qlog-events", type=int, default=200)
+    ap.add_argument("--only", choices=["lines", "lab", "qlog"], action="append")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("STATEMINE_CACHE", "~/.cache/statemine")).expanduser(),
+    )
+    args = ap.parse_args()
+    only = set(args.only or ["lines", "lab", "qlog"])
+    cache = args.cache / "bench-many-files"
+    cache.mkdir(parents=True, exist_ok=True)
+
+    def best(fn, paths) -> float:
+        return min(fn(paths) for _ in range(args.repeat))
+
+    if "lines" in only:
+        for n_files, lines in ((2_000, 50), (10_000, 100)):
+            one = cache / f"lines-{n_files}x{lines}.log"
+            folder = cache / f"lines-{n_files}x{lines}"
+            if not folder.exists():
+                generate(one, n_files * lines, lines)
+                split_log(one, folder)
+            name = f"{n_files} x {lines} lines"
+            row(f"{name}: statemine infer (CLI)", best(infer_cpu, [folder]), best(infer_cpu, [one]))
+            row(f"{name}: statemine.read", best(read_cpu, [folder]), best(read_cpu, [one]))
+    if "lab" in only:
+        for folder in sorted(p for p in (ROOT / "traces").iterdir() if (p / "runs").is_dir()):
+            one = cache / f"lab-{folder.name}.log"
+            n_runs = lab_lines(folder, one)
+            if not one.stat().st_size:  # e.g. kernel TCP runs: ftrace text, no statemine lines
+                print(f"traces/{folder.name}: its run logs hold no statemine lines")
+                continue
+            row(
+                f"traces/{folder.name} ({n_runs} runs): read",
+                best(read_cpu, [folder]),
+                best(read_cpu, [one]),
+            )
+    if "qlog" in only:
+        folder = cache / f"qlog-{args.qlog_files}x{args.qlog_events}"
+        doc = folder.parent / f"{folder.name}-one.qlog"
+        if not doc.exists():
+            qlog_files(folder, args.qlog_files, args.qlog_events)
+        row(
+            f"{args.qlog_files} one-connection qlogs: read",
+            best(read_cpu, [folder]),
+            best(read_cpu, [doc]),
+        )
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

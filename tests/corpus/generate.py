@@ -1,0 +1,117 @@
+"""Make statemine's corpus of qlogs written by unmodified QUIC stacks (tests/data/corpus).
+
+``python3 tests/corpus/generate.py [CASE...]`` builds each stack once into
+``$STATEMINE_CACHE/corpus`` (default ``~/.cache/statemine/corpus``: aioquic from PyPI in a
+virtual environment per version, quinn from crates.io with its ``qlog`` feature through
+cargo, tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
+Go module proxy), runs each case on loopback through relay.py
+(a bottleneck, a delay, a drop-tail queue and seeded random loss on the server-to-client
+direction) and writes its qlogs gzip-compressed to ``tests/data/corpus/<case>/``. Nothing
+leaves loopback. The committed files are this script's output; CI reads them and needs no
+stack built (docs/qlog.md, "Corpus").
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+OUT = REPO / "tests" / "data" / "corpus"
+CACHE = Path(os.environ.get("STATEMINE_CACHE", Path.home() / ".cache" / "statemine")) / "corpus"
+CERT = REPO / "statemine" / "lab" / "data"
+#: the path: 20 Mbit/s, 15 ms each way, a 60 kB queue; loss per case
+RATE, DELAY, QUEUE = "20e6", "0.015", "60000"
+#: case -> (stack, version, loss, extra); extra: the congestion controller (aioquic) or
+#: the milliseconds the server starts late (quic-go)
+CASES = {
+    "aioquic-1.2.0-cubic-loss2": ("aioquic", "1.2.0", 0.02, "cubic"),
+    "aioquic-1.7.2-cubic-loss2": ("aioquic", "1.7.2", 0.02, "cubic"),
+    "aioquic-1.7.2-reno-loss2": ("aioquic", "1.7.2", 0.02, "reno"),
+    "aioquic-1.7.2-cubic-clean": ("aioquic", "1.7.2", 0.0, "cubic"),
+    "quinn-0.11.12-loss2": ("quinn", "0.11.12", 0.02, ""),
+    "quinn-0.11.12-clean": ("quinn", "0.11.12", 0.0, ""),
+    "quicgo-v0.55.0-late-server": ("quicgo", "v0.55.0", 0.0, "1500"),
+    "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
+    "quicgo-v0.62.0-loss2": ("quicgo", "v0.62.0", 0.02, "0"),
+    "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
+}
+SIZE = "400000"  # bytes the server sends
+
+
+def build(stack: str, version: str) -> list[str]:
+    """The command that runs one connection of ``stack`` ``version`` (built once)."""
+    home = CACHE / f"{stack}-{version}"
+    if stack == "aioquic":
+        python = home / "bin" / "python"
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", f"aioquic=={version}"],
+                           check=True)  # fmt: skip
+        return [str(python), str(HERE / "aioquic_pair.py"), "{listen}", "{connect}", SIZE, "{out}"]
+    if stack == "tquic":  # tquic_tools' client and server (BoringSSL built from source)
+        if not (home / "bin" / "tquic_server").exists():
+            subprocess.run(["nice", "cargo", "install", "tquic_tools", "--version", version,
+                            "--root", str(home), "--locked"], check=True)  # fmt: skip
+        return ["sh", str(HERE / "tquic_pair.sh"), str(home / "bin"), "{listen}", "{connect}",
+                "{out}", str(CERT)]  # fmt: skip
+    if stack == "quinn":
+        binary = home / "target" / "release" / "quinn-qlog-corpus"
+        if not binary.exists():
+            (home / "src").mkdir(parents=True, exist_ok=True)
+            text = (HERE / "quinn" / "Cargo.toml").read_text().replace("=0.11.12", f"={version}")
+            (home / "Cargo.toml").write_text(text)
+            shutil.copy(HERE / "quinn" / "main.rs", home / "src" / "main.rs")
+            subprocess.run(["nice", "cargo", "build", "--release"], cwd=home, check=True)
+        return [str(binary), "127.0.0.1:{listen}", "127.0.0.1:{connect}", SIZE, "{out}"]
+    binary = home / "quicgo-corpus"
+    if not binary.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HERE / "quicgo" / "main.go", home / "main.go")
+        (home / "go.mod").write_text("module corpus\n\ngo 1.22\n")
+        subprocess.run(["go", "get", f"github.com/quic-go/quic-go@{version}"], cwd=home, check=True)
+        subprocess.run(["go", "mod", "tidy"], cwd=home, check=True)
+        subprocess.run(["nice", "go", "build", "-o", str(binary), "."], cwd=home, check=True)
+    return [str(binary), "127.0.0.1:{listen}", "127.0.0.1:{connect}", SIZE]
+
+
+def run(case: str) -> None:
+    stack, version, loss, extra = CASES[case]
+    command = build(stack, version)
+    work = CACHE / "runs" / case
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = {**os.environ, "CORPUS_CERT": str(CERT / "cert.pem"), "CORPUS_KEY": str(CERT / "key.pem"),
+           "QLOGDIR": str(work)}  # fmt: skip
+    if extra:  # the controller (aioquic), the server's delay (quic-go)
+        command = [*command, extra]
+    shape = [RATE, DELAY, QUEUE, str(loss), "1"]
+    done = subprocess.run(
+        [sys.executable, str(HERE / "run_pair.py"), str(work), *shape, "--", *command], env=env
+    )
+    if done.returncode:
+        raise SystemExit(f"{case}: the run failed ({done.returncode})")
+    target = OUT / case
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for qlog in sorted(work.rglob("*qlog")):
+        side = "client" if "client" in str(qlog.relative_to(work)) else "server"
+        if stack == "aioquic" and side == "client":
+            continue  # the receiver: nothing to derive
+        suffix = ".sqlog" if qlog.suffix == ".sqlog" else ".qlog"
+        with open(qlog, "rb") as src, gzip.open(target / f"{side}{suffix}.gz", "wb", 9) as dst:
+            shutil.copyfileobj(src, dst)
+    made = sorted(p.name for p in target.iterdir())
+    if not made:
+        raise SystemExit(f"{case}: the run wrote no qlog")
+    print(case, made)
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(CASES):
+        run(name)

@@ -1,0 +1,174 @@
+"""Many statemine logs read in one pass (issue 29): one scanner across files, rows of
+small files gathered into one block, one TraceSet built and validated once. Each check
+compares with reading the files one at a time (the per-file reader and concat), or with
+one log holding the same lines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import statemine
+from statemine.errors import InputError
+from statemine.parse import _source_names
+from statemine.parse import statemine_log as sl
+from statemine.parse._linescan import Scanner
+from statemine.parse.lines import iter_blocks
+from statemine.stats.stream import summarize_logs
+from statemine.traces import concat
+
+NAMES = ("SlowStart", "Recovery", "CongestionAvoidance", "ApplicationLimited")
+
+
+def write_logs(folder, rng: np.random.Generator, n_files: int) -> list:
+    """Files with varied names (sets and orders), metrics, extra fields, roles, Close lines."""
+    files = []
+    for i in range(n_files):
+        names = list(rng.permutation(NAMES)[: int(rng.integers(1, len(NAMES) + 1))])
+        metrics = [k for k in sl.NUMERIC_KEYS if rng.random() < 0.4]
+        lines: list[str] = []
+        clock: dict[str, float] = {}
+        for _ in range(int(rng.integers(1, 40))):
+            conn = f"c{int(rng.integers(3))}"
+            clock[conn] = clock.get(conn, 0.0) + float(rng.exponential(0.1))
+            role = " role=server" if conn == "c1" else ""
+            what = (
+                "event=Close" if rng.random() < 0.05 else f"state={names[rng.integers(len(names))]}"
+            )
+            extra = "".join(
+                f" {k}={int(rng.integers(1, 9))}" for k in metrics if rng.random() < 0.7
+            )
+            extra += " note=x" if rng.random() < 0.1 else ""
+            lines.append(f"pre STATEMINE t={clock[conn]:.6f} conn={conn}{role} {what}{extra}\n")
+            if rng.random() < 0.1:
+                lines.append("not a statemine line\n")
+        path = folder / f"run{i:03d}.log"
+        path.write_text("".join(lines))
+        files.append(path)
+    return files
+
+
+def one_at_a_time(files: list) -> statemine.TraceSet:
+    """The reading before issue 29: each file alone, then concat."""
+    sources = _source_names(files)
+    sets = [sl.read_statemine_log(f, source=sources[f]) for f in files]
+    return sets[0] if len(sets) == 1 else concat(sets)
+
+
+def assert_same_set(got: statemine.TraceSet, want: statemine.TraceSet) -> None:
+    pd.testing.assert_frame_equal(got.events, want.events, check_exact=True)
+    pd.testing.assert_frame_equal(got.traces, want.traces, check_exact=True)
+    for column in got.events.columns:
+        if isinstance(want.events[column].dtype, pd.CategoricalDtype):
+            assert list(got.events[column].cat.categories) == list(
+                want.events[column].cat.categories
+            ), column
+    assert got.meta == want.meta
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6), n_files=st.integers(1, 12), gather=st.sampled_from([1, 50, 1 << 16])
+)
+def test_read_of_many_files_equals_each_file_joined(
+    tmp_path_factory, monkeypatch_module, seed, n_files, gather
+):
+    monkeypatch_module.setattr(sl, "GATHER_ROWS", gather)
+    files = write_logs(tmp_path_factory.mktemp("logs"), np.random.default_rng(seed), n_files)
+    assert_same_set(statemine.read(files), one_at_a_time(files))
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_same_names_in_other_orders_keep_the_first_files_order(tmp_path):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("STATEMINE t=0 conn=x state=Recovery\nSTATEMINE t=1 conn=x state=SlowStart\n")
+    b.write_text("STATEMINE t=0 conn=x state=SlowStart\nSTATEMINE t=1 conn=x state=Recovery\n")
+    ts = statemine.read([a, b])
+    assert list(ts.events["state"].cat.categories) == ["Recovery", "SlowStart"]
+    assert_same_set(ts, one_at_a_time([a, b]))
+
+
+def test_many_files_stream_as_their_lines_in_one_log(tmp_path):
+    rng = np.random.default_rng(7)
+    files = write_logs(tmp_path, rng, 40)
+    whole = tmp_path / "whole" / "all.log"
+    whole.parent.mkdir()
+    with whole.open("w") as out:  # each file's connections renamed apart, file by file
+        for i, f in enumerate(files):
+            out.write(f.read_text().replace(" conn=c", f" conn=f{i}c"))
+    many = summarize_logs(files, n_boot=200, seed=1)
+    one = summarize_logs(whole, n_boot=200, seed=1)
+    pd.testing.assert_frame_equal(many.states, one.states, check_exact=True)
+    pd.testing.assert_frame_equal(many.transitions, one.transitions, check_exact=True)
+    assert (many.n_traces, many.n_events) == (one.n_traces, one.n_events)
+
+
+def test_one_scanner_keeps_files_apart():
+    scan = Scanner()
+    assert (
+        scan.feed(b"STATEMINE t=5 conn=a state=X\nSTATEMINE t=6 conn=b state=Y\n", 1 << 20) is None
+    )
+    scan.next_file()
+    assert scan.next_line == 1
+    # same connection in the next file: a new trace, and its earlier time is no error
+    assert scan.feed(b"junk\nSTATEMINE t=1 conn=a state=Y\n", 1 << 20) is None
+    assert (scan.n_traces, scan.n_rows) == (3, 3)
+    out = scan.take()
+    assert np.frombuffer(out["trace"], np.int32).tolist() == [0, 1, 2]
+    assert np.frombuffer(out["line"], np.int64).tolist() == [1, 2, 2]
+    assert scan.n_rows == 0 and scan.take()["time"] == b""
+    conns, roles, info = scan.traces()
+    assert conns == ["a", "b", "a"] and roles == [None, None, None]
+    assert info == scan.info()
+    assert scan.names() == ["X", "Y"]
+
+
+@pytest.mark.parametrize("bad", [1, 4])
+def test_errors_name_the_file_and_its_line(tmp_path, bad):
+    files = write_logs(tmp_path, np.random.default_rng(1), 6)
+    files[bad].write_text("STATEMINE t=0 conn=a state=X\nSTATEMINE t=zz conn=a state=X\n")
+    with pytest.raises(InputError) as err:
+        statemine.read(files)
+    assert (err.value.file, err.value.line) == (str(files[bad]), 2)
+    with pytest.raises(InputError) as err:
+        summarize_logs(files)
+    assert (err.value.file, err.value.line) == (str(files[bad]), 2)
+
+
+def test_a_file_without_statemine_lines_is_named(tmp_path):
+    files = write_logs(tmp_path, np.random.default_rng(2), 5)
+    files[3].write_text("STATEMINE t=0 conn=a state=X\n")
+    empty = tmp_path / "run003b.log"
+    empty.write_text("nothing here\n")
+    with pytest.raises(InputError, match="no statemine lines") as err:
+        summarize_logs([*files[:4], empty, *files[4:]])
+    assert err.value.file == str(empty)
+
+
+def test_too_many_states_names_the_file_of_the_crossing_line(tmp_path):
+    files = []
+    for i in range(4):
+        f = tmp_path / f"r{i}.log"
+        f.write_text("".join(f"STATEMINE t={j} conn=a state=S{i}_{j}\n" for j in range(3)))
+        files.append(f)
+    with pytest.raises(InputError) as err:
+        summarize_logs(files, max_states=7)
+    assert (err.value.file, err.value.line) == (str(files[2]), 2)  # the 8th name: r2, its 2nd line
+
+
+def test_iter_blocks_refuses_a_short_buffer(tmp_path):
+    f = tmp_path / "a.log"
+    f.write_text("x\n")
+    with pytest.raises(ValueError, match="needs"):
+        next(iter_blocks(f, chunk_bytes=8, max_line_bytes=8, buffer=bytearray(16)))
+    assert (
+        bytes(next(iter_blocks(f, chunk_bytes=8, max_line_bytes=8, buffer=bytearray(17)))) == b"x\n"
+    )

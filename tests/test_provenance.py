@@ -1,0 +1,240 @@
+"""Provenance: provenance.json in every --out set and the report's provenance block.
+
+The digests are checked against ``sha256sum`` itself (coreutils), run the way the
+documentation says reproduces them; the command line against the arguments given; the
+date against the clock around the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from golden import ROOT
+from test_diff_data import make_set
+
+import statemine
+from statemine.cli import main
+from statemine.output.provenance import input_digest, provenance
+from statemine.traces import save
+
+needs_sha256sum = pytest.mark.skipif(
+    shutil.which("sha256sum") is None, reason="coreutils' sha256sum is not installed"
+)
+
+
+def sha256sum_of_listing(folder: Path, names: list[str]) -> str:
+    """What the docs say reproduces a folder's digest: ``sha256sum FILES | sha256sum``."""
+    listing = subprocess.run(
+        ["sha256sum", "--", *names], cwd=folder, capture_output=True, check=True
+    ).stdout
+    return (
+        subprocess.run(["sha256sum"], input=listing, capture_output=True, check=True)
+        .stdout.split()[0]
+        .decode()
+    )
+
+
+@needs_sha256sum
+def test_a_lab_folders_digest_is_sha256sum_of_its_traces_and_results():
+    folder = ROOT / "traces" / "mobile"
+    runs = sorted(p.relative_to(folder).as_posix() for p in folder.glob("runs/*/traces.parquet"))
+    got = input_digest(folder)
+    assert got["kind"] == "folder" and got["files"] == len(runs) + 1 == 81
+    assert got["sha256"] == sha256sum_of_listing(folder, [*runs, "results.parquet"])
+    sizes = sum((folder / n).stat().st_size for n in [*runs, "results.parquet"])
+    assert got["bytes"] == sizes
+
+
+@needs_sha256sum
+def test_a_log_folders_digest_covers_its_log_files_in_reading_order(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.log").write_text("0.0 conn=c cc_state SlowStart\n")
+    (tmp_path / "a.log").write_text("0.0 conn=a cc_state SlowStart\n")
+    (tmp_path / "notes.md").write_text("not a log: not read, not digested\n")
+    got = input_digest(tmp_path)
+    assert got["files"] == 2
+    assert got["sha256"] == sha256sum_of_listing(tmp_path, ["a.log", "b/x.log"])
+    (tmp_path / "notes.md").write_text("changed")
+    assert input_digest(tmp_path) == got
+    (tmp_path / "b" / "x.log").write_text("0.0 conn=c cc_state Recovery\n")
+    assert input_digest(tmp_path)["sha256"] != got["sha256"]
+
+
+def test_a_files_digest_is_its_sha256(tmp_path):
+    path = tmp_path / "t.parquet"
+    save(make_set("a", 3, seed=1), path)
+    want = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert input_digest(path) == {
+        "kind": "file",
+        "files": 1,
+        "bytes": path.stat().st_size,
+        "sha256": want,
+    }
+
+
+@needs_sha256sum
+def test_a_stores_digest_is_of_its_manifest(tmp_path):
+    """Sizes and names of every file, as the documented find | sort | sha256sum gives it;
+    another append changes it."""
+    logs = ROOT / "traces/quic-go-versions/runs/quic-go-v0.65.0-s12-3c2638cc86bc/run.log.gz"
+    store = tmp_path / "store"
+    statemine.store_add([logs], store, {"set": "x"})
+    shell = "find . -type f ! -name '.*' -printf '%s  %P\\n' | LC_ALL=C sort -k2 | sha256sum"
+    documented = subprocess.run(
+        ["sh", "-c", shell], cwd=store, capture_output=True, check=True, text=True
+    )
+    names = [p for p in store.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert len(names) >= 2  # the metadata file and a data file at least
+    got = input_digest(store)
+    assert got["kind"] == "store" and got["files"] == len(names)
+    assert got["bytes"] == sum(p.stat().st_size for p in names)
+    assert got["sha256"] == documented.stdout.split()[0]
+    statemine.store_add([logs], store, {"set": "y"})
+    assert input_digest(store)["sha256"] != got["sha256"]
+
+
+def test_the_record_says_what_was_run_when_and_by_which_version(tmp_path):
+    path = tmp_path / "a.parquet"
+    save(make_set("a", 3, seed=1), path)
+    record = provenance(
+        "diff",
+        [],
+        command_line=["diff", str(path), "it's", "--out", "x y"],
+        now=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
+    )
+    assert record["created_utc"] == "2025-01-02T03:04:05Z"
+    assert record["statemine_version"] == statemine.__version__
+    assert shlex.split(record["command_line"]) == [
+        "statemine",
+        "diff",
+        str(path),
+        "it's",
+        "--out",
+        "x y",
+    ]
+    assert provenance("infer", [])["command_line"] is None  # called from Python
+
+
+def _run(*args: str) -> tuple[datetime, datetime]:
+    before = datetime.now(UTC).replace(microsecond=0)
+    res = CliRunner().invoke(main, list(args))
+    assert res.exit_code == 0, res.output
+    return before, datetime.now(UTC)
+
+
+def _check_record(record: dict, command: str, args: tuple[str, ...], when) -> None:
+    assert record["command"] == command
+    assert shlex.split(record["command_line"]) == ["statemine", *args]
+    assert record["statemine_version"] == statemine.__version__
+    made = datetime.strptime(record["created_utc"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert when[0] <= made <= when[1]
+
+
+def test_every_out_set_holds_provenance_json(tmp_path):
+    """infer, diff and explain --out: the command line as given, each input's role,
+    selections and digest (the file's sha256), the statistics' options."""
+    a, b = tmp_path / "desk top.parquet", tmp_path / "mobile.parquet"
+    save(make_set("a", 6, seed=1, cwnd=True), a)
+    save(make_set("b", 6, seed=2, cwnd=True), b)
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)}
+
+    args = ("infer", str(a), str(b), "--bootstrap", "7", "--out", str(tmp_path / "infer"))
+    when = _run(*args)
+    record = json.loads((tmp_path / "infer" / "provenance.json").read_text())
+    _check_record(record, "infer", args, when)
+    assert [(i["role"], i["path"], i["sha256"]) for i in record["inputs"]] == [
+        ("input", str(a), sha[a]),
+        ("input", str(b), sha[b]),
+    ]
+    assert record["options"]["stats"]["n_boot"] == 7
+
+    for command in ("diff", "explain"):
+        out = tmp_path / command
+        args = (command, str(a), str(b), "--permutations", "99", "--out", str(out))
+        res = CliRunner().invoke(main, [*args, "--select-a", "x=1"])  # no such label
+        assert res.exit_code == 2 and not out.exists()  # refused: no provenance.json alone
+        when = _run(*args)
+        record = json.loads((out / "provenance.json").read_text())
+        _check_record(record, command, args, when)
+        assert [(i["role"], i["sha256"], i["selections"]) for i in record["inputs"]] == [
+            ("A", sha[a], []),
+            ("B", sha[b], []),
+        ]
+        assert record["options"]["stats"]["n_perm"] == 99
+
+
+def test_selections_are_recorded_per_side(tmp_path):
+    out = tmp_path / "d"
+    with contextlib.chdir(ROOT):
+        got = statemine.diff_to_dir(
+            "traces/mobile",
+            "traces/mobile",
+            out,
+            select_a=["role=server", "profile=desktop"],
+            select_b=["role=server", "profile=mobile"],
+            compare=statemine.CompareOptions(n_perm=99, n_boot=0),
+        )
+    assert "provenance.json" in got.written
+    record = json.loads((out / "provenance.json").read_text())
+    assert record["command_line"] is None  # a library call
+    assert [i["selections"] for i in record["inputs"]] == [
+        ["role=server", "profile=desktop"],
+        ["role=server", "profile=mobile"],
+    ]
+    assert record["inputs"][0]["sha256"] == input_digest(ROOT / "traces/mobile")["sha256"]
+
+
+def test_the_report_ends_with_its_provenance_and_is_titled_by_its_selection(tmp_path):
+    """A one-sided report of one version's servers, no --title: the title names the
+    selection; the page's provenance block has the command line, version, date, inputs."""
+    out = tmp_path / "r.html"
+    args = (
+        "report",
+        "traces/quic-go-versions",
+        "--select",
+        "role=server",
+        "--select",
+        "version=v0.65.0",
+        "--bootstrap",
+        "0",
+        "--out",
+        str(out),
+    )
+    with contextlib.chdir(ROOT):
+        when = _run(*args)
+        digest = input_digest("traces/quic-go-versions")
+    page = out.read_text()
+    title = "statemine: quic-go-versions (role=server, version=v0.65.0)"
+    assert f"<title>{title}</title>" in page and f"<h1>{title}</h1>" in page
+    block = page.split("<h2>Provenance</h2>")[1]
+
+    line = html.unescape(re.search(r"<dt>command line</dt><dd><code>(.*?)</code>", block)[1])
+    assert shlex.split(line) == ["statemine", *args]
+    assert re.search(r'id="prov-version">([^<]*)<', block)[1] == statemine.__version__
+    made = datetime.strptime(
+        re.search(r'id="prov-date">([^<]*)<', block)[1], "%Y-%m-%dT%H:%M:%SZ"
+    ).replace(tzinfo=UTC)
+    assert when[0] <= made <= when[1]
+    assert "selected: role=server version=v0.65.0" in block
+    assert digest["sha256"] in block and f"{digest['files']} file(s)" in block
+
+
+def test_a_report_made_from_python_says_so(tmp_path):
+    path = tmp_path / "a.parquet"
+    save(make_set("a", 4, seed=1, cwnd=True), path)
+    out, _ = statemine.report_to_file(str(path), None, tmp_path / "r.html")
+    block = out.read_text().split("<h2>Provenance</h2>")[1]
+    assert "<dd>called from Python (statemine report)</dd>" in block
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in block
+    assert "selected: all traces" in block
