@@ -10,15 +10,22 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   every delay distinct, every mined bound tight: Perfume's worst case, where its model
   approaches one node per event (``perfume_infer``'s module doc: the caps that bound it);
 * *event logs*: the same states with point events (loss, tlp, rto, acks, close/timeout;
-  ``bench_synoptic.event_log``), the same random delays.
+  ``bench_synoptic.event_log``), the same random delays;
+* *interleaved connections* (``conn``, issue 31): short connections of the CC states
+  (3-11 events, RetransmissionTimeout now and then), lines ``<us> <conn> <Type>`` of
+  all connections interleaved by time, read with ``-m '\\k<conn>'``.
 
 Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
 refinement, coarsening, files written), the peak of Python and numpy allocations
 (tracemalloc, a second run) and the process's peak RSS so far (``ru_maxrss``: it only
-grows, so run one log per process, ``--sizes N --kinds K``, to read it per log).  The
+grows, so run one log per process, ``--sizes N --kinds K``, to read it per log) and the
+CPU milliseconds per event.  The
 load average is printed first (the machine is shared: read the CPU seconds).
 
-Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000]``.
+CPU per event (``cpu s`` / ``events``) is the figure to compare across sizes: it should
+stay flat (docs/synoptic-engine.md, Perfume's speed).
+
+Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000] [--kinds conn]``.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_synoptic import REGEX, SEPARATOR, event_log, state_log, write_log
+from bench_synoptic import _W, REGEX, SEPARATOR, STATES, _markov, event_log, state_log, write_log
 
 from statemine.infer.synoptic.command import run_command
 
@@ -61,21 +68,51 @@ def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str,
     return traces
 
 
-def run(name: str, path: Path, tmp: Path) -> None:
-    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc."""
-    args = ["-r", REGEX, "-s", SEPARATOR, "--randomSeed=1", "-o", str(tmp / name), str(path)]
+#: Regex and mapping of the interleaved-connection logs (issue 31: ``-m '\k<conn>'``).
+CONN_REGEX = r"^(?<DTIME>)(?<conn>)(?<TYPE>)$"
+CONN_MAPPING = r"\k<conn>"
+
+
+def interleaved_log(n_events: int, rng: np.random.Generator) -> str:
+    """About ``n_events`` events of short connections (3-11 events: Init, then the CC
+    states' Markov walk, which reaches RetransmissionTimeout now and then), lines
+    ``<microseconds> <conn> <Type>`` of all connections interleaved by time, every
+    delay drawn from 1-200,000 us (every delay distinct: Perfume's hard case)."""
+    lines, total, conn = [], 0, 0
+    while total < n_events:
+        n = int(rng.integers(3, 12))
+        trace = ["Init"] + [STATES[i] for i in _markov(rng, _W, n - 1)]
+        t = int(rng.integers(0, 10 * n_events)) * 1000
+        for ev in trace:
+            t += int(rng.integers(1, 200_000))
+            lines.append((t, conn, ev))
+        total += n
+        conn += 1
+    lines.sort()
+    return "".join(f"{t} c{c} {ev}\n" for t, c, ev in lines)
+
+
+def run(name: str, path: Path, tmp: Path, peak_run: bool = True) -> None:
+    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc
+    (``peak_run``; else the peak column is nan)."""
+    split = (
+        ["-r", CONN_REGEX, "-m", CONN_MAPPING] if "conn" in name else ["-r", REGEX, "-s", SEPARATOR]
+    )
+    args = [*split, "--randomSeed=1", "-o", str(tmp / name), str(path)]
     c0, t0 = time.process_time(), time.perf_counter()
     done = run_command("perfume", args)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    tracemalloc.start()
-    run_command("perfume", args)
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    peak = float("nan")
+    if peak_run:
+        tracemalloc.start()
+        run_command("perfume", args)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     log = done.result.log
     print(
         f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
-        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f}",
+        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f} {1000 * cpu / log.n_events:>8.2f}",
         flush=True,
     )
 
@@ -83,26 +120,33 @@ def run(name: str, path: Path, tmp: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
-    parser.add_argument("--kinds", default="latency,states,events", help="log kinds to run")
+    parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
+    parser.add_argument(
+        "--no-peak",
+        action="store_true",
+        help="skip the tracemalloc run (it takes several times the timed run)",
+    )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB"]
+    head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB", "cpu ms/ev"]
     print(f"{'log':24s} " + " ".join(f"{h:>{6 if h == 'nodes' else 8}s}" for h in head))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for kind in kinds:
             for n in sizes:
                 path = tmp / f"{kind}-{n}.log"
-                if kind == "latency":
+                if kind == "conn":
+                    path.write_text(interleaved_log(n, np.random.default_rng(n)))
+                elif kind == "latency":
                     traces = latency_log(n // 5, np.random.default_rng(n))
                     text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
                     path.write_text(text + "\n")
                 else:
                     make = state_log if kind == "states" else event_log
                     write_log(make(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-                run(f"{kind}-{n}", path, tmp)
+                run(f"{kind}-{n}", path, tmp, not opts.no_peak)
 
 
 if __name__ == "__main__":

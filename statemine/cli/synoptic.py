@@ -65,28 +65,49 @@ def run_synoptic_engine(
     "--invariants",
     "inv_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Check these invariants (a model.invariants.txt) instead of mining the logs'.",
+    help="Check these invariants (Synoptic's or Perfume's model.invariants.txt) instead "
+    "of mining the logs'.",
 )
-def check_model_command(model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file):
-    """Check that MODEL (a Synoptic/statemine model.dot or model.json) accepts every trace
-    of LOG files and that every invariant mined from them holds on it.  Exit status 0 when
-    it does, 1 when it does not (the failures are listed), 2 on bad input."""
+@click.option(
+    "--traces-only",
+    is_flag=True,
+    help="Only check that the model accepts every trace (k-tails models have no invariants).",
+)
+def check_model_command(
+    model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file, traces_only
+):
+    """Check that MODEL (a model.dot of Synoptic, Perfume or k-tails, a model.json, a
+    Synoptic model.gml or a model.lts) accepts every trace of LOG files and that every
+    invariant mined from them (Perfume's time-constrained ones for a Perfume model)
+    holds on it.  Exit status 0 when it does, 1 when it does not or when a Perfume
+    model.dot's rounded edge times cannot tell (the failures are listed), 2 on bad
+    input."""
     from ..escape import one_line
     from ..infer.synoptic.command import check_model_files
     from ..infer.synoptic.invariants import invariant_text
+    from ..infer.synoptic.perfume import constrained_text
 
     checked = check_model_files(
-        model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file
+        model, logs, regexes, separator, mapping, ignore_nonmatching, inv_file, traces_only
     )
     graph, log, report = checked.graph, checked.log, checked.report
+    undecided = getattr(report, "undecided", report.violated.iloc[:0])
+    unsure = f"; {len(undecided)} undecided" if len(undecided) else ""
     click.echo(
         f"{model}: {graph.number_of_nodes()} nodes; "
         f"{report.n_traces - len(report.rejected)}/{report.n_traces} traces accepted; "
-        f"{report.n_invariants - len(report.violated)}/{report.n_invariants} "
-        f"invariants hold"
+        f"{report.n_invariants - len(report.violated) - len(undecided)}"
+        f"/{report.n_invariants} {'constrained ' if checked.constrained else ''}"
+        f"invariants hold{unsure}"
     )
+    for note in checked.notes:
+        click.echo(f"  note: {note}")
+    text = constrained_text if checked.constrained else lambda f: invariant_text(f).tolist()
     for k in report.rejected[:20]:
         click.echo(f"  rejected trace {k}: {one_line(' '.join(log.trace(k))[:200])}")
-    for line in invariant_text(report.violated).head(50):
+    for line in text(report.violated)[:50]:
         click.echo(f"  violated: {one_line(line)}")
+    if unsure:
+        for line in text(undecided)[:50]:
+            click.echo(f"  undecided (the dot's 3-digit edge times): {one_line(line)}")
     sys.exit(0 if report.ok else 1)

@@ -143,12 +143,33 @@ def _naming(path: str | Path) -> Iterator[None]:
 
 @dataclass
 class ModelCheck:
-    """:func:`check_model_files`'s answer: the model ``graph``, the parsed ``log`` and
-    the :class:`~.check.CheckReport`."""
+    """:func:`check_model_files`'s answer: the model ``graph``, the parsed ``log``, the
+    report (:class:`~.check.CheckReport`, or for Perfume's constrained invariants a
+    :class:`~.timed_model.ConstrainedReport` with ``undecided`` rows too), whether the
+    invariants are Perfume's (``constrained``) and ``notes`` (lines about how the file
+    was read)."""
 
     graph: Any
     log: Any
     report: Any
+    constrained: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _json_is_perfume(path: Path) -> bool:
+    """Does a model.json carry Perfume's constrained invariants?"""
+    import json
+
+    from .formats import _read_text
+
+    try:
+        data = json.loads(_read_text(path))
+        return any(
+            isinstance(e, dict) and ("constraints" in e or e.get("invariantType") == "IntrBy")
+            for e in data.get("invariants", [])
+        )
+    except (ValueError, AttributeError, TypeError):
+        return False
 
 
 def check_model_files(
@@ -159,16 +180,28 @@ def check_model_files(
     mapping: str | None = None,
     ignore_nonmatching: bool = False,
     invariants_file: str | Path | None = None,
+    traces_only: bool = False,
 ) -> ModelCheck:
-    """``statemine check-model``: read a Synoptic or statemine model (``.dot``, or
-    ``.json``), parse ``logs`` as Synoptic would (-r/-s/-m/-i), mine their invariants
-    (or read ``invariants_file``, a model.invariants.txt), and check that the model
-    accepts every trace and satisfies every invariant."""
+    """``statemine check-model``: read a model any of the three tools wrote
+    (``.dot`` of Synoptic, k-tails or Perfume; ``.json``; Synoptic's ``.gml``; an
+    ``.lts``), parse ``logs`` as Synoptic would (-r/-s/-m/-i), take the invariants
+    (``invariants_file``: Synoptic's or Perfume's model.invariants.txt; else mined from
+    the logs, Perfume's constrained ones for a Perfume model; none with
+    ``traces_only``), and check that the model accepts every trace and satisfies every
+    invariant."""
     from ...parse.regex import read_regex_arrays
     from .check import check_model
-    from .formats import model_from_json, read_dot, read_invariants_txt
-    from .invariants import mine
+    from .formats import model_from_json, read_invariants_txt
+    from .invariants import Invariants, mine
     from .log import EventLog
+    from .model_files import (
+        add_trace_ends,
+        is_constrained_txt,
+        read_any_dot,
+        read_constrained_txt,
+        read_gml,
+        read_lts,
+    )
 
     model = Path(model)
     with _naming(" ".join(map(str, logs))):
@@ -177,9 +210,57 @@ def check_model_files(
             list(logs), list(regexes) or None, separator, mapping, ignore_nonmatching
         ).to_traceset()
         log = EventLog.from_traceset(ts)
+    notes: list[str] = []
+    suffix = model.suffix.lower()
+    partition = None
     with _naming(model):
-        graph = model_from_json(model).to_networkx() if model.suffix == ".json" else read_dot(model)
-    invariants = read_invariants_txt(invariants_file) if invariants_file else mine(log)
+        if suffix == ".json":
+            perfume = _json_is_perfume(model)
+            partition = model_from_json(model)
+            graph = partition.to_networkx()
+        elif suffix == ".gml":
+            graph, perfume = read_gml(model), False
+        elif suffix == ".lts":
+            graph, perfume = read_lts(model), False
+            added = add_trace_ends(graph, [log.trace(k) for k in range(log.n_traces)])
+            notes.append(
+                f"an .lts records no trace ends but STOP states: {added} states where the "
+                "log's traces end were taken as ends"
+            )
+        else:
+            graph = read_any_dot(model)
+            perfume = graph.graph.get("engine") == "perfume"
+    if invariants_file is not None:
+        with _naming(invariants_file):
+            constrained = is_constrained_txt(invariants_file)
+            frame = (
+                read_constrained_txt(invariants_file)
+                if constrained
+                else read_invariants_txt(invariants_file)
+            )
+    elif traces_only:
+        constrained, frame = False, Invariants.from_rows([], [], [], []).to_frame()
+    elif perfume:
+        from .perfume import mine_constrained
+
+        constrained, frame = True, mine_constrained(log)
+    else:
+        constrained, frame = False, mine(log)
+    if not constrained:
+        with _naming(model):
+            return ModelCheck(graph, log, check_model(graph, log, frame), False, notes)
+    from .timed_model import check_constrained
+
     with _naming(model):
-        report = check_model(graph, log, invariants)
-    return ModelCheck(graph, log, report)
+        if partition is not None:
+            try:
+                partition = model_from_json(model, log)
+            except InputError:
+                raise InputError(
+                    model,
+                    None,
+                    "its traces differ from the parsed log: Perfume's time "
+                    "bounds can only be checked on the log the model was made from",
+                ) from None
+        report = check_constrained(graph, log, frame, partition)
+    return ModelCheck(graph, log, report, True, notes)

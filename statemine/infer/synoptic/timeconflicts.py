@@ -1,0 +1,260 @@
+"""Pairs of events that no Perfume model can put in one node, from the time bounds alone:
+a lower bound on the nodes of every model that satisfies them (like :mod:`.bounds` for
+Synoptic's untimed invariants), a colouring that starts refinement close to it, and a
+test that lets coarsening skip merges that must fail.
+
+Put events ``x`` and ``y`` (same type) in one node.  The model then has a walk that
+follows ``x``'s trace from an earlier ``a`` to ``x`` and ``y``'s trace from ``y`` to a
+later ``b``; each of its edges counts at least the delta its own event-level
+transition took (upper bounds count an edge's largest delta, lower bounds its
+smallest), so for an upper bound ``U`` the walk takes at least ``p(x) + s(y)`` with
+``p(x) = t(x) - t(earliest a at or before x)`` and ``s(y) = t(latest b at or after y) -
+t(y)``; if that passes ``U`` the bound fails.  For a lower bound ``L``: the latest ``a``,
+the earliest ``b``, and the walk takes at most ``p(x) + s(y)`` -- below ``L`` it fails.
+Perfume's walk rules (:mod:`.timecheck`) decide which ``a`` and ``b`` count:
+
+* AlwaysFollowedBy, AlwaysPrecedes lower bounds, IntrBy: every (``a``, later ``b``)
+  pair of a walk; for IntrBy (``a`` to a later ``a``) both ``a`` strictly before ``x``
+  and strictly after ``y`` (a walk of at least one edge);
+* AlwaysPrecedes upper bounds: only from the first ``a`` of a path from INITIAL to a
+  ``b`` before the next ``a``: ``p(x)`` only when ``x``'s trace has exactly one ``a`` up
+  to ``x`` (the walk from INITIAL along it meets no second ``a``), ``s(y)`` only over
+  ``b`` before the next ``a`` after ``y``.
+
+With lower bounds negated (``-p - s > -L``), every conflict reads ``P[k, x] + S[k, y] >
+limit[k]`` for some bound ``k`` (either order of ``x`` and ``y``), and a node's values
+are the maxima over its events: a merge of two nodes whose values conflict must fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .log import EventLog
+from .timecheck import TimedCodes
+
+_NONE = -np.inf
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Per time bound ``k`` and event ``e``: ``p[k, e]``, ``s[k, e]`` (module doc, lower
+    bounds negated; -inf where undefined) and ``limit[k]`` (``U``, or ``-L``)."""
+
+    p: np.ndarray
+    s: np.ndarray
+    limit: np.ndarray
+
+    def node_values(self, part: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, S)``, shape (nodes, bounds): the maxima over each node's events."""
+        k = len(self.limit)
+        pn = np.full((n_nodes, k), _NONE)
+        sn = np.full((n_nodes, k), _NONE)
+        np.maximum.at(pn, part, self.p.T)
+        np.maximum.at(sn, part, self.s.T)
+        return pn, sn
+
+
+def _scan(mask: np.ndarray, log: EventLog, last: bool, forward: bool) -> np.ndarray:
+    """Per event ``i``: the index of the ``last`` (else first) event of its trace with
+    ``mask`` among those at or before ``i`` (``forward``), or at or after it; -1 if none."""
+    n = log.n_events
+    idx = np.arange(n)
+    trace = log.trace_of
+    start = log.starts[:-1][trace]
+    end = log.starts[1:][trace] - 1
+    if forward:
+        if last:
+            hit = np.where(mask, idx, -1)
+            out = np.maximum.accumulate(hit) if n else hit
+            return np.where(out >= start, out, -1)
+        first = np.full(log.n_traces, n)
+        np.minimum.at(first, trace[mask], idx[mask])
+        f = first[trace]
+        return np.where(f <= idx, f, -1)
+    if last:
+        lastpos = np.full(log.n_traces, -1)
+        np.maximum.at(lastpos, trace[mask], idx[mask])
+        v = lastpos[trace]
+        return np.where(v >= idx, v, -1)
+    hit = np.where(mask, idx, n)
+    out = np.minimum.accumulate(hit[::-1])[::-1] if n else hit
+    return np.where(out <= end, out, -1)
+
+
+def timed_sides(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> Sides:
+    """The :class:`Sides` of every time bound of ``codes`` on ``log`` (times ``ticks``)."""
+    n = log.n_events
+    k_count = len(codes.bound_a)
+    p = np.full((k_count, n), _NONE)
+    s = np.full((k_count, n), _NONE)
+    limit = np.where(codes.bound_upper, codes.bound_value, -codes.bound_value)
+    idx = np.arange(n)
+    trace = log.trace_of
+    cache: dict[tuple, np.ndarray] = {}
+
+    def scan(t: int, strict: bool, last: bool, forward: bool) -> np.ndarray:
+        key = (t, strict, last, forward)
+        if key not in cache:
+            mask = log.codes == t
+            if strict:
+                # at or before i-1 / at or after i+1, within the trace
+                shifted = np.full(n, -1)
+                if forward:
+                    shifted[1:] = _scan(mask, log, last, True)[:-1]
+                    shifted[log.starts[:-1]] = -1
+                    shifted = np.where(
+                        (shifted >= 0) & (trace[np.maximum(shifted, 0)] == trace), shifted, -1
+                    )
+                else:
+                    shifted[:-1] = _scan(mask, log, last, False)[1:]
+                    shifted[log.starts[1:] - 1] = -1
+                    shifted = np.where(
+                        (shifted >= 0) & (trace[np.maximum(shifted, 0)] == trace), shifted, -1
+                    )
+                cache[key] = shifted
+            else:
+                cache[key] = _scan(mask, log, last, forward)
+        return cache[key]
+
+    for k in range(k_count):
+        a, b = int(codes.bound_a[k]), int(codes.bound_b[k])
+        upper = bool(codes.bound_upper[k])
+        intr = a == b  # IntrBy bounds time a to a later a
+        if codes.bound_first_only[k]:
+            # from the trace's first a, when it is the only a up to i; to the latest b
+            # at or after i before the next a after i
+            is_a = log.codes == a
+            count = np.cumsum(is_a) - np.r_[0, np.cumsum(is_a)][log.starts[:-1]][trace]
+            src = np.where(count == 1, scan(a, False, False, True), -1)
+            nxt_a = scan(a, True, False, False)
+            stop = np.where(nxt_a >= 0, nxt_a, log.starts[1:][trace]) - 1
+            last_b = _scan(log.codes == b, log, True, True)[np.maximum(stop, 0)]
+            dst = np.where((last_b >= idx) & (stop >= idx), last_b, -1)
+        else:
+            # upper: earliest a, latest b; lower: latest a, earliest b
+            src = scan(a, intr, not upper, True)
+            dst = scan(b, intr, upper, False)
+        ok_p, ok_s = src >= 0, dst >= 0
+        sign = 1.0 if upper else -1.0
+        p[k] = np.where(ok_p, sign * (ticks - ticks[np.maximum(src, 0)]), _NONE)
+        s[k] = np.where(ok_s, sign * (ticks[np.maximum(dst, 0)] - ticks), _NONE)
+    return Sides(p, s, limit)
+
+
+def pair_conflicts(
+    pn: np.ndarray, sn: np.ndarray, limit: np.ndarray, px: np.ndarray, sx: np.ndarray
+) -> np.ndarray:
+    """Bool per row of ``pn``/``sn`` (nodes' values): does it conflict with a node of
+    values ``px``, ``sx`` (module doc)?"""
+    return ((px[None, :] + sn > limit).any(axis=1)) | ((pn + sx[None, :] > limit).any(axis=1))
+
+
+def _clique(adj: np.ndarray) -> int:
+    """Size of a clique of ``adj`` (greedy: drop a vertex of least degree until the rest
+    is a clique); a lower bound on the largest."""
+    alive = np.ones(len(adj), dtype=bool)
+    deg = adj.sum(axis=1)
+    while alive.any():
+        m = int(alive.sum())
+        live_deg = np.where(alive, deg, np.iinfo(np.int64).max)
+        v = int(np.argmin(live_deg))
+        if live_deg[v] >= m - 1:
+            return m
+        alive[v] = False
+        deg -= adj[:, v]
+    return 0
+
+
+#: Events per type the clique search looks at (the ones with the largest values).
+CLIQUE_EVENTS = 1_500
+
+
+def timed_type_bounds(log: EventLog, sides: Sides) -> np.ndarray:
+    """Per type: a clique of pairwise time-conflicting events (at most ``CLIQUE_EVENTS``
+    of them, those with the largest ``p + s``), so that many nodes at least."""
+    out = np.ones(len(log.types), dtype=np.int64)
+    if not len(sides.limit):
+        return out
+    for t in range(len(log.types)):
+        ev = np.nonzero(log.codes == t)[0]
+        if ev.size < 2:
+            continue
+        p, s = sides.p[:, ev].T, sides.s[:, ev].T
+        if ev.size > CLIQUE_EVENTS:
+            score = np.max(np.maximum(p, s) - sides.limit / 2, axis=1)
+            keep = np.argsort(-score, kind="stable")[:CLIQUE_EVENTS]
+            p, s = p[keep], s[keep]
+        adj = np.zeros((len(p), len(p)), dtype=bool)
+        for k in range(len(sides.limit)):
+            c = p[:, k][:, None] + s[:, k][None, :] > sides.limit[k]
+            adj |= c | c.T
+        np.fill_diagonal(adj, False)
+        out[t] = max(1, _clique(adj))
+    return out
+
+
+def colour_nodes(
+    part: np.ndarray,
+    node_type: np.ndarray,
+    log: EventLog,
+    sides: Sides,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split every node of ``part`` so that no two events of a node conflict: first fit,
+    events in a seeded order, into the new nodes of their old node.  Returns the new
+    ``(part, node_type)`` (nodes 0/1 stay INITIAL/TERMINAL)."""
+    n_nodes = len(node_type)
+    new_part = part.copy()
+    order = rng.permutation(log.n_events)
+    by_node: dict[int, list[int]] = {}
+    for e in order.tolist():
+        by_node.setdefault(int(part[e]), []).append(e)
+    next_id = 2
+    new_types = [int(node_type[0]), int(node_type[1])]
+    for node in range(2, n_nodes):
+        events = by_node.get(node, [])
+        if not events:
+            continue
+        ev = np.asarray(events)
+        p, s = sides.p[:, ev].T, sides.s[:, ev].T
+        colours_p: list[np.ndarray] = []
+        colours_s: list[np.ndarray] = []
+        colour = np.empty(len(ev), dtype=np.int64)
+        for i in range(len(ev)):
+            placed = -1
+            if colours_p:
+                cp, cs = np.asarray(colours_p), np.asarray(colours_s)
+                bad = ((p[i][None, :] + cs > sides.limit).any(axis=1)) | (
+                    (cp + s[i][None, :] > sides.limit).any(axis=1)
+                )
+                free = np.nonzero(~bad)[0]
+                if free.size:
+                    placed = int(free[0])
+            if placed < 0:
+                colours_p.append(p[i].copy())
+                colours_s.append(s[i].copy())
+                placed = len(colours_p) - 1
+            else:
+                np.maximum(colours_p[placed], p[i], out=colours_p[placed])
+                np.maximum(colours_s[placed], s[i], out=colours_s[placed])
+            colour[i] = placed
+        new_part[ev] = next_id + colour
+        new_types += [int(node_type[node])] * len(colours_p)
+        next_id += len(colours_p)
+    return new_part, np.asarray(new_types, dtype=np.int64)
+
+
+def perfume_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> int:
+    """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
+    ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
+    type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
+    untimed forms) and the time bound (:func:`timed_type_bounds`), summed, plus two."""
+    from .bounds import type_lower_bounds
+
+    timed = timed_type_bounds(log, timed_sides(log, codes, ticks))
+    if len(codes.untimed):
+        timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
+    return int(timed.sum()) + 2

@@ -1,0 +1,143 @@
+"""Perfume's time conflicts (statemine/infer/synoptic/timeconflicts.py): pairs of events
+that no model can put in one node, the lower bound on a time-constrained model's nodes
+they give, and the piece-by-piece inference of long logs (perfume_infer.infer_pieces)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perfume_reference import read_model_json, rejected, violated_rows
+from shared_data import shared
+from test_synoptic_perfume import _reference_graph, traces_strategy, write_log
+
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.options import parse_args
+from statemine.infer.synoptic.perfume import mine_constrained
+from statemine.infer.synoptic.perfume_infer import infer_perfume, infer_pieces, pieces, sub_log
+from statemine.infer.synoptic.run import read_log
+from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks, timed_graph, violations
+from statemine.infer.synoptic.timeconflicts import timed_sides, timed_type_bounds
+
+
+def _codes(log: EventLog):
+    inv = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    return inv, TimedCodes.from_frame(inv, log.types, scale), ticks
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy)
+def test_a_conflicting_pair_breaks_a_bound_once_merged(tmp_path_factory, traces):
+    """Merge two same-type events that conflict (every other event its own node): the
+    model breaks some bound, by the engine's checker; so every conflict is real."""
+    log = write_log(tmp_path_factory.mktemp("t"), traces)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    if not len(sides.limit):
+        return
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    base = np.arange(log.n_events, dtype=np.int64) + 2
+    for x in range(log.n_events):
+        for y in range(log.n_events):
+            if x == y or log.codes[x] != log.codes[y]:
+                continue
+            if not (sides.p[:, x] + sides.s[:, y] > sides.limit).any():
+                continue
+            part = base.copy()
+            part[y] = part[x]
+            model = PartitionModel(log, part, node_type).compact()
+            g = timed_graph(model.part, model.node_type, log, ticks)
+            assert violations(g, codes, len(log.types)).any(), (x, y)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_the_time_bound_is_below_every_valid_model(tmp_path_factory, traces, seed):
+    """The per-type cliques of conflicting events never exceed the nodes of the engine's
+    valid models (checked by the independent reference)."""
+    log = write_log(tmp_path_factory.mktemp("b"), traces)
+    inv, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, seed, attempts=1)
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []
+    bound = timed_type_bounds(log, timed_sides(log, codes, ticks))
+    per_type = np.bincount(model.node_type[model.node_type >= 0], minlength=len(log.types))
+    assert (bound <= per_type).all()
+
+
+PERFUME_CASES = {"perfume-repo-radius-auth": 8, "perfume-hand-split-latency": 15}
+
+
+@pytest.mark.parametrize(("case", "nodes"), PERFUME_CASES.items())
+def test_time_bound_on_the_oracle_cases(case, nodes, monkeypatch):
+    """The bound (with INITIAL and TERMINAL) is at most the real Perfume's valid model
+    and equals statemine's: 8 and 15 nodes, so those models are the smallest possible."""
+    folder = shared("synoptic-oracle", case)
+    monkeypatch.chdir(folder)
+    args = json.loads((folder / "case.json").read_text())["args"]
+    log = read_log(parse_args(args, "perfume"))
+    inv, codes, ticks = _codes(log)
+    bound = int(timed_type_bounds(log, timed_sides(log, codes, ticks)).sum()) + 2
+    g, traces = read_model_json(folder / "model.json")
+    assert violated_rows(g, inv.to_dict("records")) == [] and rejected(g, traces) == []
+    assert bound <= len(g)
+    assert bound == nodes == infer_perfume(log, codes, ticks, 1).n_nodes
+
+
+def test_pieces_and_sub_logs_cover_the_log():
+    log = EventLog.from_sequences([["a"] * n for n in (3, 1, 4, 1, 5, 9, 2, 6)])
+    runs = pieces(log, 5)
+    assert runs == [(0, 3), (3, 5), (5, 6), (6, 8)]
+    assert [sub_log(log, a, b).n_events for a, b in runs] == [8, 6, 9, 8]
+    assert sub_log(log, 3, 5).trace(1) == ["a"] * 5
+    assert pieces(log, 100) == [(0, 8)]
+    assert pieces(log, 8) == [(0, 3), (3, 6), (6, 8)]
+    assert pieces(log, 20) == [(0, 8)]  # the rest (11 events) is below half of 20: joined
+
+
+def _conn_log(tmp_path: Path, n: int) -> EventLog:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
+
+    path = tmp_path / "conn.log"
+    path.write_text(interleaved_log(n, np.random.default_rng(n)))
+    return read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
+
+
+def test_piece_by_piece_model_of_interleaved_connections(tmp_path):
+    """A 900-event log of interleaved connections, every delay distinct: the model made
+    piece by piece accepts every trace, keeps every constrained invariant (reference
+    checker), is deterministic for a seed, and has fewer than a third of a node per
+    event (the trace-chain fallback it replaces: about 0.7)."""
+    log = _conn_log(tmp_path, 900)
+    inv, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, 3)
+    assert np.array_equal(model.part, infer_pieces(log, codes, ticks, 3).part)
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []
+    traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
+    assert rejected(g, traces) == []
+    assert model.n_nodes < log.n_events / 3
+    bound = int(timed_type_bounds(log, timed_sides(log, codes, ticks)).sum()) + 2
+    assert bound <= model.n_nodes
+
+
+def test_a_known_conflict(tmp_path):
+    """``a x b`` twice, x early in one trace and late in the other: a to b takes 11, but
+    one x node would let a walk take a's slow way to x (10) then x's slow way on (10)."""
+    log = write_log(
+        tmp_path, [[("a", "0"), ("x", "1"), ("b", "10")], [("a", "0"), ("x", "10"), ("b", "1")]]
+    )
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    x1, x2 = 1, 4
+    assert (sides.p[:, x2] + sides.s[:, x1] > sides.limit).any()
+    assert timed_type_bounds(log, sides).tolist() == [1, 2, 1]
+    assert infer_perfume(log, codes, ticks, 0).n_nodes == 6
