@@ -463,8 +463,9 @@ def load_many(paths: Sequence[str | os.PathLike]) -> TraceSet | None:
     folder's per-run caches).
 
     Returns None when the files are not in the simple shape this path reproduces exactly
-    (metrics rows, different columns or types, null codes, several dictionaries in one
-    column, a trace id in two files, a file out of trace order, an invalid set): read them
+    (metrics rows, columns of different types, a file lacking a column other than a float
+    or text one, null codes, several dictionaries in one column, a trace id in two files,
+    a file out of trace order, an invalid set): read them
     one by one then, which names the offending file. Raises :class:`InputError` for a
     file that is not a statemine trace set, as :func:`load` does.
     """
@@ -474,28 +475,17 @@ def load_many(paths: Sequence[str | os.PathLike]) -> TraceSet | None:
     if not parts or any(p.metrics_columns is not None for p in parts):
         return None
     columns = list(dict.fromkeys(c for p in parts for c in p.event_columns))  # as pd.concat
-    optional = set(NUMERIC_FIELDS)  # a file without one gets NaN, as pd.concat gives it
-    if any(set(columns) - set(p.event_columns) - optional for p in parts):
-        return None
     if not {*_CODED, "seq"} <= set(columns):
         return None
+    types = _fill_types(parts, columns)
     tables: list[pa.Table] = []
     cats: dict[str, list[list[str]]] = {c: [] for c in _CODED}
     for part in parts:
-        table = part.table.select(part.event_columns)
-        for name in columns:
-            if name not in part.event_columns:
-                table = table.append_column(name, pa.nulls(len(table), pa.float64()))
-        table = table.select(columns)
+        table = _events_table(part, columns, types)
+        if table is None:
+            return None
         for name in _CODED:
-            col = table[name]
-            if col.null_count or col.num_chunks > 1:
-                return None
-            cats[name].append(_file_categories(col))
-            if pa.types.is_dictionary(col.type):
-                table = table.set_column(
-                    table.schema.get_field_index(name), name, col.cast(col.type.value_type)
-                )
+            cats[name].append(_file_categories(part.table[name]))
         tables.append(table)
     if any(t.schema != tables[0].schema for t in tables):
         return None
@@ -514,6 +504,48 @@ def load_many(paths: Sequence[str | os.PathLike]) -> TraceSet | None:
         return TraceSet.from_events(events, joined, merge_meta(p.meta for p in parts))
     except (ValueError, TypeError):
         return None
+
+
+def _fill_types(parts: Sequence[_Saved], columns: list[str]) -> dict[str, pa.DataType]:
+    """Per column some file has, its type there (text for a coded one): the type of the
+    nulls given to the files without it."""
+    import pyarrow as pa
+
+    types: dict[str, pa.DataType] = {}
+    for part in parts:
+        for name in part.event_columns:
+            if name not in types:
+                kind = part.table.schema.field(name).type
+                types[name] = kind.value_type if pa.types.is_dictionary(kind) else kind
+        if len(types) == len(columns):
+            break
+    return types
+
+
+def _events_table(part: _Saved, columns: list[str], types: dict) -> pa.Table | None:
+    """A file's events rows with ``columns``, in that order: coded columns as text, a
+    float or text column the file lacks as nulls (NaN, as ``pd.concat`` fills it); None
+    if it lacks another column or has null or multi-dictionary codes."""
+    import pyarrow as pa
+
+    table = part.table.select(part.event_columns)
+    for name in columns:
+        if name in part.event_columns:
+            continue
+        kind = types[name]
+        if name in _CODED or not (
+            pa.types.is_floating(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        ):
+            return None
+        table = table.append_column(name, pa.nulls(len(table), kind))
+    table = table.select(columns)
+    for name in _CODED:
+        col = table[name]
+        if col.null_count or col.num_chunks > 1:
+            return None
+        if pa.types.is_dictionary(col.type):
+            table = table.set_column(columns.index(name), name, col.cast(col.type.value_type))
+    return table
 
 
 def _file_categories(column: pa.ChunkedArray) -> list[str]:
@@ -543,14 +575,17 @@ def _joined_traces(parts: Sequence[_Saved]) -> pd.DataFrame:
     kinds of JSON values (so pandas infers the same dtype for each file and for all),
     else frame by frame."""
     names = parts[0].names
-    kinds = [_value_kinds(p.rows, len(names)) for p in parts]
+    end = names.index("end") if "end" in names else None
+    kinds = [_value_kinds(p.rows, len(names), end) for p in parts]
     if all(p.names == names for p in parts) and all(k == kinds[0] for k in kinds):
         return _trace_rows(pd.DataFrame([r for p in parts for r in p.rows], columns=names))
     return pd.concat([_trace_rows(p.traces) for p in parts], ignore_index=True)
 
 
-def _value_kinds(rows: list, width: int) -> list[frozenset]:
-    """Per column of ``rows``: the set of the value types (ints beyond int64 apart)."""
+def _value_kinds(rows: list, width: int, end: int | None = None) -> list[frozenset]:
+    """Per column of ``rows``: the set of the value types (ints beyond int64 apart); the
+    ``end`` column (made float64 whatever pandas infers) as one kind ``number`` when it
+    holds only numbers and None."""
     kinds: list[set] = [set() for _ in range(width)]
     for row in rows:
         if len(row) != width:
@@ -558,6 +593,8 @@ def _value_kinds(rows: list, width: int) -> list[frozenset]:
         for kind, value in zip(kinds, row, strict=True):
             big = type(value) is int and not -(2**63) <= value < 2**63
             kind.add("bigint" if big else type(value))
+    if end is not None and kinds[end] <= {int, float, type(None)}:
+        kinds[end] = {"number"}
     return [frozenset(k) for k in kinds]
 
 

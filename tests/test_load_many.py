@@ -72,15 +72,15 @@ def _events(trace: str, states: list[str], **extra: list) -> pd.DataFrame:
 
 
 def _mixed(tmp_path: Path) -> list[Path]:
-    """Saved sets differing in categories (order and set), optional columns, label kinds,
-    warnings and meta."""
+    """Saved sets differing in categories (order and set), optional columns (a metric,
+    ``fields``), label kinds, end times, warnings and meta."""
     a = TraceSet.from_events(
         pd.concat([_events("a1", ["S", "R", "S"]), _events("a2", ["R"])], ignore_index=True),
         pd.DataFrame({"trace": ["a1", "a2"], "role": ["client", "server"], "seed": [1, 2]}),
         {"run_id": "a", "warnings": json.dumps(["w1"])},
     )
     # the same state names in another category order, a metric column a lacks
-    ev = _events("b1", ["R", "S"], cwnd=[10.0, 20.0])
+    ev = _events("b1", ["R", "S"], cwnd=[10.0, 20.0], fields=["x=1", "y=2"])
     ev["state"] = pd.Categorical(ev["state"], categories=["S", "R"])
     b = TraceSet.from_events(
         ev,
@@ -93,13 +93,21 @@ def _mixed(tmp_path: Path) -> list[Path]:
         pd.DataFrame({"trace": ["c1"], "role": ["server"], "seed": ["x"], "end": [5]}),
         {"run_id": "c"},
     )
+    # labels of the same kinds as a's but an end time (a's are None), no fields column
+    d = TraceSet.from_events(
+        _events("d1", ["R", "R2"], srtt=[0.1, 0.2]),
+        pd.DataFrame({"trace": ["d1"], "role": ["client"], "seed": [4], "end": [2.5]}),
+        {"run_id": "d"},
+    )
     paths = []
-    for name, ts in (("a", a), ("b", b), ("c", c)):
+    for name, ts in (("a", a), ("b", b), ("c", c), ("d", d)):
         paths.append(save(ts, tmp_path / f"{name}.parquet"))
     return paths
 
 
-@pytest.mark.parametrize("pick", [[0, 1], [1, 0], [0, 2], [0, 1, 2], [2, 1, 0]])
+@pytest.mark.parametrize(
+    "pick", [[0, 1], [1, 0], [0, 2], [0, 1, 2], [2, 1, 0], [0, 3], [3, 1, 0], [0, 1, 2, 3]]
+)
 def test_mixed_files_join_as_file_by_file(tmp_path, pick):
     files = [_mixed(tmp_path)[i] for i in pick]
     joined = load_many(files)
