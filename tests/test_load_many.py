@@ -154,3 +154,16 @@ def test_not_a_trace_set_among_them_is_named(tmp_path):
     with pytest.raises(InputError, match="not a statemine trace set") as info:
         load_many(files)
     assert info.value.file == str(files[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "folder", sorted(p.name for p in TRACES.iterdir() if (p / "runs").is_dir()) or ["none"]
+)
+def test_every_shipped_lab_folder_joins_in_one_table_as_file_by_file(folder):
+    files = _runs(folder)
+    if not files:
+        pytest.skip(f"traces/{folder} is not shipped in this checkout")
+    joined = load_many(files)
+    assert joined is not None  # all shipped folders take the one-table path
+    assert_same(joined, _old_read(files))
