@@ -9,7 +9,8 @@ so CPU time is the steadier figure; best of ``--repeat``):
   ``statemine.read`` in process;
 * the shipped lab folders (``traces/<name>``: one ``traces.parquet`` per run): ``read`` of
   the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
-  run's connections renamed apart);
+  run's connections renamed apart); the folder's Parquet files are read as one Arrow
+  table (``traces.load_many``);
 * a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each) against
   one qlog JSON document holding the same connections as its traces; ``statemine.read``.
 

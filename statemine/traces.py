@@ -149,17 +149,9 @@ class TraceSet:
 
         ids = pd.unique(ev["trace"])
         if traces is None:
-            tr = pd.DataFrame({"trace": ids})
+            tr = _trace_rows(pd.DataFrame({"trace": ids}), text=False)
         else:
-            tr = traces.copy()
-            tr["trace"] = tr["trace"].astype(str)
-        if "source" not in tr.columns:
-            tr["source"] = ""
-        if "end" not in tr.columns:
-            tr["end"] = np.nan
-        tr["end"] = tr["end"].astype("float64")
-        tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
-        tr = tr.reset_index(drop=True)
+            tr = _trace_rows(traces)
         ts = cls(events=ev, traces=tr, meta=dict(meta or {}), metrics=metrics)
         ts.validate()
         return ts
@@ -400,12 +392,46 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
 
 def load(path: str | os.PathLike) -> TraceSet:
     """Read a trace set written by :func:`save`; raises :class:`InputError` if it is not one."""
+    path = Path(path)
+    part = _read_saved(path)
+    try:
+        traces = part.traces
+    except (ValueError, TypeError) as exc:
+        raise InputError(path, None, f"damaged statemine metadata: {exc}") from None
+    try:
+        events, metrics = _split_metrics(part.table, part.event_columns, part.metrics_columns)
+        return TraceSet.from_events(events, traces, part.meta, metrics)
+    except ValueError as exc:
+        raise InputError(path, None, f"invalid trace set: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """One file written by :func:`save`, read but not yet converted to pandas."""
+
+    table: pa.Table
+    #: the traces frame as saved: its rows (lists of JSON values) and column names
+    rows: list
+    names: list
+
+    @property
+    def traces(self) -> pd.DataFrame:
+        """The traces frame as saved."""
+        return pd.DataFrame(self.rows, columns=self.names)
+
+    meta: dict
+    event_columns: list
+    metrics_columns: list | None
+
+
+def _read_saved(path: Path) -> _Saved:
+    """The Parquet table and statemine metadata of ``path``; :class:`InputError` if it is
+    not a readable statemine trace set."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = Path(path)
-    try:
-        table = pq.read_table(path)
+    try:  # one file: ParquetFile reads it without pq.read_table's dataset set-up
+        table = pq.ParquetFile(path).read(use_threads=False)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
     raw = (table.schema.metadata or {}).get(_PARQUET_META_KEY)
@@ -414,7 +440,7 @@ def load(path: str | os.PathLike) -> TraceSet:
     try:
         extra = json.loads(raw)
         split = extra["traces"]
-        traces = pd.DataFrame(split["data"], columns=split["columns"])
+        rows, names = list(split["data"]), list(split["columns"])
         meta = dict(extra.get("meta") or {})
         version = int(extra.get("format_version", 1))
         event_columns = extra.get("event_columns") or table.column_names
@@ -423,11 +449,168 @@ def load(path: str | os.PathLike) -> TraceSet:
         raise InputError(path, None, f"damaged statemine metadata: {exc}") from None
     if version > _FORMAT_VERSION:
         raise InputError(path, None, f"written by a newer statemine (format {version})")
-    try:
-        events, metrics = _split_metrics(table, event_columns, metrics_columns)
-        return TraceSet.from_events(events, traces, meta, metrics)
-    except ValueError as exc:
-        raise InputError(path, None, f"invalid trace set: {exc}") from None
+    return _Saved(table, rows, names, meta, list(event_columns), metrics_columns)
+
+
+#: The columns :meth:`TraceSet.from_events` makes categorical.
+_CODED = ("trace", "state", "kind")
+
+
+def load_many(paths: Sequence[str | os.PathLike]) -> TraceSet | None:
+    """The files written by :func:`save` joined in order, as ``concat(map(load, paths))``
+    would make them (equal frames, dtypes, categories, meta), but read as one Arrow table:
+    one conversion to pandas and one validation instead of one per file (issue 29: a lab
+    folder's per-run caches).
+
+    Returns None when the files are not in the simple shape this path reproduces exactly
+    (metrics rows, columns of different types, a file lacking a column other than a float
+    or text one, null codes, several dictionaries in one column, a trace id in two files,
+    a file out of trace order, an invalid set): read them
+    one by one then, which names the offending file. Raises :class:`InputError` for a
+    file that is not a statemine trace set, as :func:`load` does.
+    """
+    import pyarrow as pa
+
+    parts = [_read_saved(Path(p)) for p in paths]
+    if not parts or any(p.metrics_columns is not None for p in parts):
+        return None
+    columns = list(dict.fromkeys(c for p in parts for c in p.event_columns))  # as pd.concat
+    if not {*_CODED, "seq"} <= set(columns):
+        return None
+    types = _fill_types(parts, columns)
+    tables: list[pa.Table] = []
+    cats: dict[str, list[list[str]]] = {c: [] for c in _CODED}
+    for part in parts:
+        table = _events_table(part, columns, types)
+        if table is None:
+            return None
+        for name in _CODED:
+            cats[name].append(_file_categories(part.table[name]))
+        tables.append(table)
+    if any(t.schema != tables[0].schema for t in tables):
+        return None
+    events = pa.concat_tables(tables).to_pandas()
+    for name in _CODED:
+        order = _joined_categories(cats[name])
+        if order is not None:
+            events[name] = pd.Categorical(events[name], categories=pd.Index(order, dtype=str))
+    # a file out of trace order is sorted within itself by load, but would be across files
+    # here; a trace in two files is refused by the reader naming both
+    codes = pd.factorize(events["trace"], sort=False)[0]
+    if not _in_trace_order(codes, events["seq"].to_numpy()):
+        return None
+    try:  # damaged metadata or an invalid set: load names the file
+        joined = _joined_traces(parts)
+        return TraceSet.from_events(events, joined, merge_meta(p.meta for p in parts))
+    except (ValueError, TypeError):
+        return None
+
+
+def _fill_types(parts: Sequence[_Saved], columns: list[str]) -> dict[str, pa.DataType]:
+    """Per column some file has, its type there (text for a coded one): the type of the
+    nulls given to the files without it."""
+    import pyarrow as pa
+
+    types: dict[str, pa.DataType] = {}
+    for part in parts:
+        for name in part.event_columns:
+            if name not in types:
+                kind = part.table.schema.field(name).type
+                types[name] = kind.value_type if pa.types.is_dictionary(kind) else kind
+        if len(types) == len(columns):
+            break
+    return types
+
+
+def _events_table(part: _Saved, columns: list[str], types: dict) -> pa.Table | None:
+    """A file's events rows with ``columns``, in that order: coded columns as text, a
+    float or text column the file lacks as nulls (NaN, as ``pd.concat`` fills it); None
+    if it lacks another column or has null or multi-dictionary codes."""
+    import pyarrow as pa
+
+    table = part.table.select(part.event_columns)
+    for name in columns:
+        if name in part.event_columns:
+            continue
+        kind = types[name]
+        if name in _CODED or not (
+            pa.types.is_floating(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        ):
+            return None
+        table = table.append_column(name, pa.nulls(len(table), kind))
+    table = table.select(columns)
+    for name in _CODED:
+        col = table[name]
+        if col.null_count or col.num_chunks > 1:
+            return None
+        if pa.types.is_dictionary(col.type):
+            table = table.set_column(columns.index(name), name, col.cast(col.type.value_type))
+    return table
+
+
+def _file_categories(column: pa.ChunkedArray) -> list[str]:
+    """The categories :func:`load` gives a coded column of one file: a dictionary's values
+    in order, else the sorted distinct text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        return [str(v) for v in column.chunk(0).dictionary.to_pylist()] if column.num_chunks else []
+    return sorted(str(v) for v in pc.unique(column).to_pylist())
+
+
+def _joined_categories(per_file: list[list[str]]) -> list[str] | None:
+    """The categories ``pd.concat`` keeps for columns with these categories: the first
+    file's when all files have the same set, else None (the column becomes text, which
+    :meth:`TraceSet.from_events` codes against its sorted values)."""
+    first = set(per_file[0])
+    if len(first) != len(per_file[0]) or any(set(c) != first for c in per_file[1:]):
+        return None
+    return per_file[0]
+
+
+def _joined_traces(parts: Sequence[_Saved]) -> pd.DataFrame:
+    """The files' traces frames joined as ``pd.concat`` joins them after :func:`load`: one
+    frame from all rows when every file has the same columns and, per column, the same
+    kinds of JSON values (so pandas infers the same dtype for each file and for all),
+    else frame by frame."""
+    names = parts[0].names
+    end = names.index("end") if "end" in names else None
+    kinds = [_value_kinds(p.rows, len(names), end) for p in parts]
+    if all(p.names == names for p in parts) and all(k == kinds[0] for k in kinds):
+        return _trace_rows(pd.DataFrame([r for p in parts for r in p.rows], columns=names))
+    return pd.concat([_trace_rows(p.traces) for p in parts], ignore_index=True)
+
+
+def _value_kinds(rows: list, width: int, end: int | None = None) -> list[frozenset]:
+    """Per column of ``rows``: the set of the value types (ints beyond int64 apart); the
+    ``end`` column (made float64 whatever pandas infers) as one kind ``number`` when it
+    holds only numbers and None."""
+    kinds: list[set] = [set() for _ in range(width)]
+    for row in rows:
+        if len(row) != width:
+            return []
+        for kind, value in zip(kinds, row, strict=True):
+            big = type(value) is int and not -(2**63) <= value < 2**63
+            kind.add("bigint" if big else type(value))
+    if end is not None and kinds[end] <= {int, float, type(None)}:
+        kinds[end] = {"number"}
+    return [frozenset(k) for k in kinds]
+
+
+def _trace_rows(traces: pd.DataFrame, text: bool = True) -> pd.DataFrame:
+    """A copy of a traces frame as :meth:`TraceSet.from_events` keeps it: ``trace`` as
+    text (when ``text``), ``source`` and ``end`` (float64 seconds) filled in and first."""
+    tr = traces.copy()
+    if text:
+        tr["trace"] = tr["trace"].astype(str)
+    if "source" not in tr.columns:
+        tr["source"] = ""
+    if "end" not in tr.columns:
+        tr["end"] = np.nan
+    tr["end"] = tr["end"].astype("float64")
+    tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
+    return tr.reset_index(drop=True)
 
 
 def _split_metrics(

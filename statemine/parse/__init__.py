@@ -100,6 +100,15 @@ def read(
                     )
                     origins.append(group[0])  # its trace ids carry each file's source name
                     continue
+                if fmt == "parquet" and len(group) > 1:  # a lab folder: one Arrow table
+                    from ..traces import load_many
+
+                    joined = load_many(group)
+                    if joined is not None:
+                        sets.append(joined)
+                        origins.append(group[0])
+                        advance(sum(_size(f) for f in group))
+                        continue
                 for f in group:
                     try:
                         sets.append(
