@@ -26,9 +26,9 @@ import numpy as np
 
 from statemine.lab import findings
 from statemine.lab.replicate import per_run
-from statemine.stats.resampling import bootstrap_delta
+from statemine.stats.resampling import IntervalMethod, bootstrap_delta
 
-METHODS = ("percentile", "studentized")
+METHODS: tuple[IntervalMethod, ...] = ("percentile", "studentized")
 
 
 def populations(roots: list[Path], names: list[str] | None):

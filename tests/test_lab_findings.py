@@ -193,7 +193,13 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
             f"{r.share_a:.1%}",
             f"{r.share_b:.1%}",
             f"{r.p_holm:.2g}",
-            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}] pp",
+            # whole points when the interval's half-width is a point or more, else tenths
+            "{0:+.{n}f} [{1:+.{n}f}, {2:+.{n}f}] pp".format(
+                100 * r.delta,
+                100 * r.delta_lo,
+                100 * r.delta_hi,
+                n=0 if r.delta_hi - r.delta_lo >= 0.02 else 1,
+            ),
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
         ):
             assert text in line, (text, line)

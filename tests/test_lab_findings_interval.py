@@ -77,3 +77,25 @@ def test_cli_interval_option(tmp_path):
         assert np.allclose(table[["delta_lo", "delta_hi"]], ref[["delta_lo", "delta_hi"]])
     bad = CliRunner().invoke(main, ["lab", "findings", str(root), "--interval", "bca"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_differences_are_shown_no_more_precisely_than_their_interval(tmp_path):
+    """The B - A cell: whole points when the interval's half-width is a point or more (the
+    figure moves by points between batches), tenths otherwise; a wide folder and a tight
+    one, so both cases are exercised."""
+    quick = ["--permutations", "99", "--bootstrap", "400"]
+    seen = set()
+    for name, noise in (("wide", 0.9), ("tight", 0.02)):
+        root = lab_folder(tmp_path / name, 12, noise=noise, seed=3)
+        res = CliRunner().invoke(
+            main, ["lab", "findings", str(root), *quick, "--markdown"], env={"COLUMNS": "250"}
+        )
+        assert res.exit_code == 0, res.output
+        ref = findings.assess(root, MOBILE, **QUICK)
+        for r in ref.itertuples():
+            n = 0 if r.delta_hi - r.delta_lo >= 0.02 else 1
+            lo, hi, d = (f"{100 * v:+.{n}f}" for v in (r.delta_lo, r.delta_hi, r.delta))
+            line = next(ln for ln in res.output.splitlines() if ln.startswith(f"| {r.stack} |"))
+            assert f"| {d} [{lo}, {hi}] pp |" in line, (line, r.delta_lo, r.delta_hi)
+            seen.add(n)
+    assert seen == {0, 1}

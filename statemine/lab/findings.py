@@ -777,13 +777,14 @@ CONDITION_HEADERS = (
 def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     """One text row per :func:`assess` row (:data:`VERDICT_HEADERS`), in the units of
     :mod:`statemine.units` as ``diff`` prints them: shares in %, the difference and its
-    interval in percentage points, p (Holm), runs (distinct runs), the verdict, marked
+    interval in percentage points (to the decimals of :func:`delta_cell`), p (Holm), runs (distinct runs), the verdict, marked
     ``[i]`` when a documented cause is listed as note ``i`` (1-based row), page-load times."""
     return [
         (
             r.stack,
             f"{r.a} -> {r.b} ({r.direction})",
-            *units.ranking_cells("state", r.share_a, r.share_b, r.delta, r.delta_lo, r.delta_hi),
+            *units.ranking_cells("state", r.share_a, r.share_b, r.delta)[:2],
+            delta_cell(r.delta, r.delta_lo, r.delta_hi),
             units.p_value(r.p_holm),
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
@@ -791,6 +792,19 @@ def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
         )
         for i, r in enumerate(records(rows))
     ]
+
+
+def delta_cell(delta: float, lo: float, hi: float) -> str:
+    """``B - A [lo, hi] pp`` to the decimals the interval supports: whole points when its
+    half-width is a point or more (:func:`statemine.units.decimals_for`; such a figure
+    moves by points between batches of runs), else tenths.
+
+    >>> delta_cell(-0.176, -0.221, -0.127), delta_cell(0.073, 0.067, 0.078)
+    ('-18 [-22, -13] pp', '+7.3 [+6.7, +7.8] pp')
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return units.share_delta_at(delta)
+    return units.share_delta_at(delta, lo, hi, decimals=units.decimals_for((hi - lo) / 2))
 
 
 def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
