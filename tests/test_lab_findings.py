@@ -141,6 +141,7 @@ def test_assess_reproduces_with_varied_runs_and_names_the_known_cause(varied):
         n_perm=999,
         n_boot=500,
         alpha=0.01,
+        interval="studentized",  # the findings' interval (findings.INTERVAL), not diff's default
     ).states.set_index("state")
     al = d.loc["ApplicationLimited"]
     assert (al["delta_lo"], al["delta_hi"], al["p_holm"]) == pytest.approx(
@@ -192,7 +193,13 @@ def test_cli_prints_each_number_of_the_table(varied, tmp_path):
             f"{r.share_a:.1%}",
             f"{r.share_b:.1%}",
             f"{r.p_holm:.2g}",
-            f"{100 * r.delta:+.1f} [{100 * r.delta_lo:+.1f}, {100 * r.delta_hi:+.1f}] pp",
+            # whole points when the interval's half-width is a point or more, else tenths
+            "{0:+.{n}f} [{1:+.{n}f}, {2:+.{n}f}] pp".format(
+                100 * r.delta,
+                100 * r.delta_lo,
+                100 * r.delta_hi,
+                n=0 if r.delta_hi - r.delta_lo >= 0.02 else 1,
+            ),
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
         ):
             assert text in line, (text, line)
@@ -738,15 +745,17 @@ def test_tcp_recovery_shares_against_the_raw_traces(table):
 
 def test_quic_spends_more_time_in_recovery_than_kernel_tcp_under_jitter(verdicts):
     """The paper's comparison at 112 ms RTT, 10 ms jitter: quic-go v0.63.0 (fixed threshold 3)
-    more time in Recovery than kernel TCP cubic (RACK-TLP) at p (Holm) < 0.01, its interval
-    above 0; aioquic's difference is not robust (the interval includes 0); quic-go v0.65.0
-    (adaptive threshold) no different. Page-load time: both fixed-threshold stacks far slower
+    more time in Recovery than kernel TCP cubic (RACK-TLP) at p (Holm) < 0.01, but its
+    studentized interval includes 0 (TCP's per-run shares are skewed: 12 runs near 0, 8 at
+    9-62%; re-recorded when lab findings moved to that interval, docs/findings.md "Which
+    interval"), as aioquic's; quic-go v0.65.0 (adaptive threshold) no different. Page-load time: both fixed-threshold stacks far slower
     than TCP (Welch p < 0.01); v0.65.0 slightly faster."""
     rows = verdicts[verdicts["finding"] == "quic-vs-tcp-jitter"].set_index("b")
     assert set(rows.index) == {"quic-go v0.63.0", "aioquic 1.7.2", "quic-go v0.65.0"}
     assert (rows["a"] == "TCP cubic").all() and (rows[["runs_a", "runs_b"]] == 20).all().all()
     go63, aio, go65 = (rows.loc[k] for k in ("quic-go v0.63.0", "aioquic 1.7.2", "quic-go v0.65.0"))
-    assert go63["reproduced"] and go63["p_holm"] < 0.01 and go63["delta_lo"] > 0
+    assert not go63["reproduced"] and go63["verdict"] == "not reproduced: 95% interval includes 0"
+    assert go63["p_holm"] < 0.01 and go63["delta_lo"] < 0 < go63["delta"] < go63["delta_hi"]
     assert not aio["reproduced"] and "interval includes 0" in aio["verdict"]
     assert go65["verdict"].startswith("no effect")
     for r in (go63, aio):
@@ -859,10 +868,10 @@ def test_quic_real_time_shares_and_p_against_the_raw_logs(table, verdicts, stack
 
 
 def test_quic_in_real_time_against_kernel_tcp_under_jitter(verdicts):
-    """Finding 11 (every stack on the real clock, 112 ms RTT, 10 ms jitter): quic-go v0.63.0
-    spends more time in Recovery than TCP (p (Holm) < 0.01, interval above 0); aioquic's
-    difference is not robust (permutation p < 0.01 but the interval includes 0, as in
-    virtual time); quiche spends less (interval below 0); quic-go v0.65.0 no different.
+    """Finding 11 (every stack on the real clock, 112 ms RTT, 10 ms jitter): quic-go v0.63.0's
+    and aioquic's Recovery differences from TCP are not robust (permutation p < 0.01 but
+    the studentized interval includes 0, as in virtual time; quic-go's was above 0 with the
+    percentile interval, re-recorded deliberately); quiche spends less (interval below 0); quic-go v0.65.0 no different.
     Page-load time: the fixed-threshold stacks far slower than TCP, quiche slower, v0.65.0
     slightly faster (Welch p < 0.01 each)."""
     rows = verdicts[verdicts["finding"] == "quic-rt-vs-tcp-jitter"].set_index("b")
@@ -872,7 +881,8 @@ def test_quic_in_real_time_against_kernel_tcp_under_jitter(verdicts):
     assert (rows[["runs_a", "runs_b", "distinct_a", "distinct_b"]] == 20).all().all()
     assert not rows["pseudo_replicates"].any() and not rows["underpowered"].any()
     aio, go63, quiche, go65 = (rows.loc[k] for k in [*names, "quic-go v0.65.0 real"])
-    assert go63["reproduced"] and go63["p_holm"] < 0.01 and go63["delta_lo"] > 0
+    assert not go63["reproduced"] and go63["verdict"] == "not reproduced: 95% interval includes 0"
+    assert go63["p_holm"] < 0.01 and go63["delta_lo"] < 0 < go63["delta"] < go63["delta_hi"]
     assert not aio["reproduced"] and "interval includes 0" in aio["verdict"]
     assert aio["p_holm"] < 0.01 and aio["delta_lo"] < 0 < aio["delta"] < aio["delta_hi"]
     assert quiche["reproduced"] and quiche["verdict"] == "effect: down"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -192,6 +193,14 @@ def keys_cmd(wide: bool) -> None:
     help="Also say why (statemine explain per comparison): rate or dwell and the leading "
     "trigger of the finding's state, in a last column of the tables and the CSV.",
 )
+@click.option(
+    "--interval",
+    type=click.Choice(["studentized", "percentile"]),
+    default="studentized",
+    show_default=True,
+    help="The bootstrap interval of each difference: studentized (bootstrap-t, it holds "
+    "across fresh batches of seeds: docs/findings.md) or percentile (statemine diff's).",
+)
 @WIDE_OPTION
 def findings_cmd(
     root: Path | None,
@@ -203,6 +212,7 @@ def findings_cmd(
     csv_path: Path | None,
     markdown: bool,
     why: bool,
+    interval: Literal["studentized", "percentile"],
     wide: bool,
 ) -> None:
     """Test the paper's findings on lab traces under ROOT (default traces/) with statemine's
@@ -216,7 +226,15 @@ def findings_cmd(
     from .console import make_console, print_table
 
     found = measure_findings(
-        root, names, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, csv=csv_path, why=why
+        root,
+        names,
+        alpha=alpha,
+        n_perm=n_perm,
+        n_boot=n_boot,
+        seed=seed,
+        csv=csv_path,
+        why=why,
+        interval=interval,
     )
     verdicts, conditions = found.verdicts, found.conditions
     root = DEFAULT_TRACES if root is None else root
@@ -225,7 +243,7 @@ def findings_cmd(
     say(
         f"statemine lab findings {root}: the server's share of time in a state, compared between conditions with "
         f"statemine.diff (permutation p-value, Holm over the states; {n_boot} bootstrap resamples for the 95% "
-        f"interval of B - A in percentage points); reproduced when p < {alpha:g} in the paper's direction with no "
+        f"{interval} interval of B - A in percentage points); reproduced when p < {alpha:g} in the paper's direction with no "
         "evidence flag"
     )
     for f in found.findings:
@@ -424,7 +442,7 @@ def replicate_cmd(
     c = rep.comparisons
     say("")
     say(
-        f"{int(c['inside'].sum())} of {len(c)} fresh differences inside the shipped 95% interval "
-        f"(studentized: {int(c['inside_t'].sum())}); {int(c['same_verdict'].sum())} of {len(c)} "
+        f"{int(c['inside'].sum())} of {len(c)} fresh differences inside the shipped 95% percentile "
+        f"interval (studentized, as lab findings reports: {int(c['inside_t'].sum())}); {int(c['same_verdict'].sum())} of {len(c)} "
         f"same verdict; {int(rep.conditions['clustered'].sum())} conditions with clustered runs"
     )

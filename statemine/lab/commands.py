@@ -26,6 +26,7 @@ from ..errors import InputError, UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..stats.resampling import IntervalMethod
     from .findings import Finding
     from .grid import Runner
     from .scenario import Scenario
@@ -179,13 +180,16 @@ def measure_findings(
     seed: int = 0,
     csv: str | os.PathLike | None = None,
     why: bool = False,
+    interval: IntervalMethod | None = None,
 ) -> FindingsOutput:
     """``statemine lab findings``: test the paper's findings (``names``, default all of
     :data:`statemine.lab.findings.FINDINGS`) on the lab traces under ``root`` with
-    statemine's diff (``n_perm`` permutations, ``n_boot`` bootstrap resamples, ``seed``;
-    reproduced when p < ``alpha``), and with ``csv`` write the comparisons there
-    (atomically); ``why``: each comparison through :func:`statemine.explain.explain`, its
-    one line on why in a last ``why`` column (:func:`statemine.lab.findings.assess`). Raises :class:`UsageError` when ``root`` holds no finding's folder or a
+    statemine's diff (``n_perm`` permutations, ``n_boot`` bootstrap resamples, ``seed``, the
+    ``interval`` method, default :data:`statemine.lab.findings.INTERVAL`; reproduced when
+    p < ``alpha``), and with ``csv`` write the comparisons there (atomically); ``why``: each
+    comparison through :func:`statemine.explain.explain`, its one line on why in a last
+    ``why`` column (:func:`statemine.lab.findings.assess`). Raises :class:`UsageError` when
+    ``root`` holds no finding's folder or a
     name is unknown; without ``root``, ``traces/`` of the current folder, and when there is
     none a :class:`UsageError` saying where traces are (:func:`default_traces`)."""
     from . import findings
@@ -198,7 +202,14 @@ def measure_findings(
         raise UsageError(f"unknown finding {unknown[0]!r} (findings: {', '.join(sorted(known))})")
     chosen = tuple(f for f in findings.FINDINGS if not names or f.name in names)
     verdicts, conditions = findings.measure(
-        Path(root), chosen, alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed, why=why
+        Path(root),
+        chosen,
+        alpha=alpha,
+        n_perm=n_perm,
+        n_boot=n_boot,
+        seed=seed,
+        why=why,
+        interval=findings.INTERVAL if interval is None else interval,
     )
     if verdicts.empty:
         raise UsageError(

@@ -14,7 +14,7 @@ bound on the spurious losses (a drop of an ACK or of a client packet is counted 
 Whether a finding is reproduced is decided by statemine's own statistics
 (:func:`assess`): each :class:`Comparison` of two conditions goes through
 :func:`statemine.compare.diff` (permutation test over runs with Holm's correction over the
-states, bootstrap interval of the difference), and counts as reproduced only when the
+states, studentized bootstrap interval of the difference: :data:`INTERVAL`), and counts as reproduced only when the
 Holm-adjusted p-value is below ``alpha`` (0.01, the paper's threshold), the difference
 has the paper's sign, and the diff raises no evidence flag (pseudo-replicates,
 underpowered).
@@ -35,7 +35,14 @@ from ..compare import IDENTICAL_TOL, diff, trace_shares
 from ..errors import InputError
 from ..explain import explain, why_line
 from ..outcomes import welch_cell
+from ..stats.resampling import IntervalMethod
 from ..stats.summary import state_stats, trace_state_times
+
+#: The bootstrap interval of the findings' differences: studentized (bootstrap-t), which
+#: held across fresh batches of seeds and from 20-run draws of the observed runs where the
+#: percentile one fell short (docs/findings.md, "Which interval"); ``statemine diff`` keeps
+#: the percentile interval as its default.
+INTERVAL: IntervalMethod = "studentized"
 
 
 @dataclass(frozen=True)
@@ -575,7 +582,7 @@ def assess(
     confidence: float = 0.95,
     seed: int = 0,
     loaded: dict[str, tuple[traces.TraceSet, pd.DataFrame]] | None = None,
-    interval: Literal["percentile", "studentized"] = "percentile",
+    interval: IntervalMethod = INTERVAL,
     why: bool = False,
 ) -> pd.DataFrame:
     """One row per (finding, stack, comparison): the finding's state compared between two
@@ -594,11 +601,11 @@ def assess(
     when the comparison names one for the stack, else ""). ``root`` holds one folder per
     scenario; findings whose folder is absent are left out. ``loaded``:
     :func:`load_scenarios` of ``root``, when already read. ``interval``: the bootstrap
-    interval's method (:func:`statemine.stats.resampling.bootstrap_delta`). ``why``: each
-    comparison goes through :func:`statemine.explain.explain` instead (the same diff, plus
-    why), and a last column ``why`` holds its one line on the finding's state
-    (:func:`statemine.explain.why_line`: rate or dwell, the leading trigger), the lab's
-    results table lending the path's drops.
+    interval's method (:func:`statemine.stats.resampling.bootstrap_delta`; default
+    :data:`INTERVAL`). ``why``: each comparison goes through
+    :func:`statemine.explain.explain` instead (the same diff, plus why), and a last column
+    ``why`` holds its one line on the finding's state (:func:`statemine.explain.why_line`:
+    rate or dwell, the leading trigger), the lab's results table lending the path's drops.
     """
     loaded = load_scenarios(root, findings) if loaded is None else loaded
     rows = []
@@ -787,15 +794,17 @@ def verdict_headers(rows: pd.DataFrame) -> tuple[str, ...]:
 def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
     """One text row per :func:`assess` row (:func:`verdict_headers`), in the units of
     :mod:`statemine.units` as ``diff`` prints them: shares in %, the difference and its
-    interval in percentage points, p (Holm), runs (distinct runs), the verdict, marked
-    ``[i]`` when a documented cause is listed as note ``i`` (1-based row), page-load times;
-    then the ``why`` line as is, when ``rows`` has one (``assess(..., why=True)``)."""
+    interval in percentage points (to the decimals of :func:`delta_cell`), p (Holm), runs
+    (distinct runs), the verdict, marked ``[i]`` when a documented cause is listed as note
+    ``i`` (1-based row), page-load times; then the ``why`` line as is, when ``rows`` has one
+    (``assess(..., why=True)``)."""
     why = "why" in rows.columns
     return [
         (
             r.stack,
             f"{r.a} -> {r.b} ({r.direction})",
-            *units.ranking_cells("state", r.share_a, r.share_b, r.delta, r.delta_lo, r.delta_hi),
+            *units.ranking_cells("state", r.share_a, r.share_b, r.delta)[:2],
+            delta_cell(r.delta, r.delta_lo, r.delta_hi),
             units.p_value(r.p_holm),
             f"{r.runs_a} ({r.distinct_a}) / {r.runs_b} ({r.distinct_b})",
             r.verdict + (f" [{i + 1}]" if r.known else ""),
@@ -804,6 +813,19 @@ def verdict_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:
         )
         for i, r in enumerate(records(rows))
     ]
+
+
+def delta_cell(delta: float, lo: float, hi: float) -> str:
+    """``B - A [lo, hi] pp`` to the decimals the interval supports: whole points when its
+    half-width is a point or more (:func:`statemine.units.decimals_for`; such a figure
+    moves by points between batches of runs), else tenths.
+
+    >>> delta_cell(-0.176, -0.221, -0.127), delta_cell(0.073, 0.067, 0.078)
+    ('-18 [-22, -13] pp', '+7.3 [+6.7, +7.8] pp')
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return units.share_delta_at(delta)
+    return units.share_delta_at(delta, lo, hi, decimals=units.decimals_for((hi - lo) / 2))
 
 
 def condition_cells(rows: pd.DataFrame) -> list[tuple[str, ...]]:

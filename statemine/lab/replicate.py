@@ -7,8 +7,8 @@ to the cells the finding's comparisons use, with seeds that no shipped run of th
 folder used (checked against the ``seed`` column of its results.csv); running it
 (:func:`statemine.lab.grid.run_grid`) puts the fresh runs in ``out/<folder>``.
 :func:`compare` then sets the two batches side by side, comparison by comparison, with
-statemine's diff (the shipped batch's percentile interval as shipped, and for both
-batches the studentized interval of :func:`statemine.stats.resampling.bootstrap_delta`),
+statemine's diff (the shipped batch's percentile interval, ``diff``'s default, and for
+both batches the studentized interval, the one ``lab findings`` reports of :func:`statemine.stats.resampling.bootstrap_delta`),
 says whether the fresh difference falls inside the shipped interval, how far apart the
 two batches are in standard errors, how many runs a side needs for a +/-2 point interval
 (:func:`statemine.stats.resampling.runs_for_halfwidth`, from both batches' per-run
@@ -263,8 +263,8 @@ def compare(
 
     ``comparisons`` (:data:`REPLICATION_COLUMNS`): per (finding, stack, comparison) of both
     batches, ``delta`` = B - A (fractions), the shipped percentile interval
-    (``lo_shipped``/``hi_shipped``, as ``lab findings`` gives it) and the studentized
-    intervals (``*_t``), Holm p-values and verdicts (:func:`statemine.lab.findings.assess`);
+    (``lo_shipped``/``hi_shipped``, ``diff``'s default) and the studentized intervals
+    (``*_t``, as ``lab findings`` gives them), Holm p-values and verdicts (:func:`statemine.lab.findings.assess`);
     ``inside``/``inside_t``: the fresh difference lies in the shipped percentile/studentized
     interval; ``z_between``: (fresh - shipped) over the delta-method standard error of that
     difference of two independent batches; ``runs_for_2pp``: runs per side for a 95%
@@ -277,7 +277,7 @@ def compare(
     opts: dict[str, Any] = dict(alpha=alpha, n_perm=n_perm, n_boot=n_boot, seed=seed)
     shipped_loaded = load_scenarios(root, chosen)
     fresh_loaded = fresh_only(load_scenarios(out, chosen), seeds)
-    ship_p = assess(root, chosen, loaded=shipped_loaded, **opts)
+    ship_p = assess(root, chosen, loaded=shipped_loaded, interval="percentile", **opts)
     ship_t = assess(root, chosen, loaded=shipped_loaded, interval="studentized", **opts)
     fresh_t = assess(out, chosen, loaded=fresh_loaded, interval="studentized", **opts)
     key = ["finding", "stack", "a", "b"]
@@ -383,7 +383,7 @@ def _row(frame: pd.DataFrame, pick: dict[str, str], key: list[str]) -> dict | No
 REPLICATION_HEADERS = (
     "stack",
     "A -> B",
-    "shipped B - A [95% CI]",
+    "shipped B - A [percentile CI]",
     "studentized CI",
     "fresh B - A [studentized CI]",
     "p (Holm) shipped / fresh",
