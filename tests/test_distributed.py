@@ -554,10 +554,11 @@ def test_bad_stores_are_clear_errors_on_both_paths(client, generated, tmp_path, 
     if damage == "mixed schema":
         pq.write_table(table.drop_columns(["srtt"]), victim)
         where = victim
-    elif damage == "missing files":
-        for f in (store / "env=wired" / "day=d3").glob("*.parquet"):
+    elif damage == "missing files":  # the published version lists them: named one by one
+        removed = sorted((store / "env=wired" / "day=d3").glob("*.parquet"))
+        for f in removed:
             f.unlink()
-        where = store / "env=wired" / "day=d3"
+        where = removed[0]
     elif damage == "missing labels":
         (store / "_labels" / "env=mobile" / "day=d1" / f"labels-{victim.name[5:]}").unlink()
         where = victim
