@@ -4,7 +4,7 @@ losses, knobs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -49,27 +49,12 @@ def explain_command(a, b, out_dir, **opts):
 
 def print_explanation(result: ExplainResult) -> None:
     """Print the summary paragraphs and the changed states' rate/dwell split."""
-    from .. import units
     from ..escape import one_line, rich_cell
-    from ..output.explain_md import rate
+    from ..output.explain_md import changed_cells
 
     console = make_console()
     changed = result.states[result.states["changed"]]
-    rows = []
-    row: Any  # a frame row: pandas-stubs types every field as any scalar
-    for row in changed.itertuples(index=False):
-        rows.append(
-            (
-                rich_cell(row.state),
-                units.share_delta(row.delta),
-                f"{rate(row.rate_a)} -> {rate(row.rate_b)}",
-                units.p_value(row.rate_p_holm),
-                f"{units.seconds(row.dwell_a)} -> {units.seconds(row.dwell_b)}",
-                units.p_value(row.dwell_p_holm),
-                units.share_delta(row.rate_part),
-                units.share_delta(row.dwell_part),
-            )
-        )
+    rows = [(rich_cell(cells[0]), *cells[1:]) for cells in changed_cells(changed)]
     title = (
         f"{result.label_a} vs {result.label_b}: {len(changed)} changed state(s) "
         f"(Holm, alpha={result.alpha:g})"

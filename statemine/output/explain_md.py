@@ -10,6 +10,8 @@ from .. import units
 from ..escape import visible
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..explain import ExplainResult
 
 #: Triggers listed per changed state (triggers.csv has them all).
@@ -59,6 +61,24 @@ def _records(frame: Any) -> list[Any]:
     return list(frame.itertuples(index=False))
 
 
+def changed_cells(changed: pd.DataFrame) -> list[tuple[str, ...]]:
+    """One text row per changed state (:data:`CHANGED_HEADERS`): the change, entries per
+    second and dwell per side with their Holm p, and the parts entries and dwell carry."""
+    return [
+        (
+            str(row.state),
+            units.share_delta(row.delta),
+            f"{rate(row.rate_a)} -> {rate(row.rate_b)}",
+            units.p_value(row.rate_p_holm),
+            f"{units.seconds(row.dwell_a)} -> {units.seconds(row.dwell_b)}",
+            units.p_value(row.dwell_p_holm),
+            units.share_delta(row.rate_part),
+            units.share_delta(row.dwell_part),
+        )
+        for row in _records(changed)
+    ]
+
+
 def explain_markdown(result: ExplainResult) -> str:
     """The whole explain.md."""
     la, lb = visible(result.label_a), visible(result.label_b)
@@ -73,25 +93,7 @@ def explain_markdown(result: ExplainResult) -> str:
     changed = result.states[result.states["changed"]]
     if len(changed):
         out.append("## Rate or dwell\n")
-        rows = [
-            (
-                row.state,
-                units.share_delta(row.delta),
-                f"{rate(row.rate_a)} -> {rate(row.rate_b)}",
-                units.p_value(row.rate_p_holm),
-                f"{units.seconds(row.dwell_a)} -> {units.seconds(row.dwell_b)}",
-                units.p_value(row.dwell_p_holm),
-                units.share_delta(row.rate_part),
-                units.share_delta(row.dwell_part),
-            )
-            for row in _records(changed)
-        ]
-        out.append(
-            md_table(
-                CHANGED_HEADERS,
-                rows,
-            )
-        )
+        out.append(md_table(CHANGED_HEADERS, changed_cells(changed)))
         out.append("## Triggers\n")
         for state in changed["state"]:
             mine = result.triggers[result.triggers["state"] == state].head(TRIGGERS_SHOWN)
