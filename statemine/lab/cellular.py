@@ -325,6 +325,16 @@ def fit_scales(rate_acf: tuple[float, ...], cv: float) -> tuple[tuple[float, flo
     )
 
 
+#: Delivery opportunities per ms at 1 Mbit/s.
+_PER_MS_AT_1MBPS = 1e6 / 8 / OPPORTUNITY_BYTES / 1000
+
+
+def _outage_end(rng: random.Random, start: float, profile: Profile) -> float:
+    """When an outage beginning at ``start`` (ms) ends: at least :data:`OUTAGE_MS`, plus an
+    exponential remainder of mean ``outage_ms - OUTAGE_MS`` (one draw of ``rng``)."""
+    return start + OUTAGE_MS + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
+
+
 def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     """A synthetic trace of ``duration_s`` seconds (timestamps in ms, int64, the last
     one at the end of the trace so it loops with period ``duration_s``).
@@ -339,7 +349,7 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     mu, sigma = stationary(profile)
     rho, step = profile.rho, profile.step_ms
     end_ms = round(duration_s * 1000)
-    per_ms = 1e6 / 8 / OPPORTUNITY_BYTES / 1000  # opportunities per ms at 1 Mbit/s
+    per_ms = _PER_MS_AT_1MBPS
     out_rate = profile.outages_per_min / 60_000.0  # per ms
     x = rng.gauss(mu, sigma)
     next_outage = rng.expovariate(out_rate) if out_rate > 0 else math.inf
@@ -348,11 +358,7 @@ def synthesize(profile: Profile, duration_s: float, seed: int) -> np.ndarray:
     t = 0.0
     while t < end_ms:
         if t >= next_outage:
-            t = (
-                next_outage
-                + OUTAGE_MS
-                + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
-            )
+            t = _outage_end(rng, next_outage, profile)
             next_outage = t + rng.expovariate(out_rate)
             carry = 0.0
             continue
@@ -378,7 +384,7 @@ def _synthesize_scales(profile: Profile, duration_s: float, seed: int) -> np.nda
     ]
     noise = math.sqrt(max(0.0, 1.0 - sum(share for share, _ in profile.scales))) * sigma
     end_ms = round(duration_s * 1000)
-    per_ms = 1e6 / 8 / OPPORTUNITY_BYTES / 1000  # opportunities per ms at 1 Mbit/s
+    per_ms = _PER_MS_AT_1MBPS
     out_rate = profile.outages_per_min / 60_000.0  # per ms
     xs = [rng.gauss(0.0, sd) for _, sd in parts]
     white = rng.gauss(0.0, noise)
@@ -389,11 +395,7 @@ def _synthesize_scales(profile: Profile, duration_s: float, seed: int) -> np.nda
     k = 0  # index of the current step: [k*step, (k+1)*step)
     while t < end_ms:
         if t >= next_outage:
-            t = (
-                next_outage
-                + OUTAGE_MS
-                + rng.expovariate(1.0 / max(profile.outage_ms - OUTAGE_MS, 1.0))
-            )
+            t = _outage_end(rng, next_outage, profile)
             next_outage = t + rng.expovariate(out_rate)
             carry = 0.0
         else:
