@@ -227,6 +227,16 @@ def test_lab_findings_without_root_says_where_traces_are(tmp_path, monkeypatch):
     assert f"the shipped traces are in {TRACES} (statemine lab findings {TRACES})" in res.stderr
 
 
+def test_lab_replicate_without_root_says_where_traces_are(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(commands, "checkout_traces", lambda: TRACES)
+    res = invoke("replicate", "--out", "fresh")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert res.stderr.startswith("statemine: error: no traces/ folder here: give ROOT")
+    assert f"(statemine lab replicate {TRACES})" in res.stderr
+    assert not (tmp_path / "fresh").exists()  # refused before any run
+
+
 def test_the_checkout_traces_are_found_from_a_checkout():
     if not (TRACES / "mobile" / "runs").is_dir():
         pytest.skip("the shipped traces/ folders are absent (an sdist or wheel)")

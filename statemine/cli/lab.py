@@ -309,7 +309,7 @@ def rerun_cmd(config: Path, out: Path) -> None:
 
 
 @lab.command("replicate")
-@click.argument("root", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"))
+@click.argument("root", type=click.Path(file_okay=False, path_type=Path), required=False)
 @click.option(
     "--out",
     "out",
@@ -366,7 +366,7 @@ def rerun_cmd(config: Path, out: Path) -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @WIDE_OPTION
 def replicate_cmd(
-    root: Path,
+    root: Path | None,
     out: Path,
     names: tuple[str, ...],
     runs: int,
@@ -408,7 +408,7 @@ def replicate_cmd(
     console = make_console(wide=wide)
     say = lambda text, **kw: console.print(one_line(text), markup=False, highlight=False, **kw)  # noqa: E731
     say(
-        f"statemine lab replicate {root}: seeds {rep.seeds[0]}-{rep.seeds[1]} (fresh, {runs} runs a cell, "
+        f"statemine lab replicate {rep.root}: seeds {rep.seeds[0]}-{rep.seeds[1]} (fresh, {runs} runs a cell, "
         f"in {out}) against the shipped runs; differences in percentage points, to the decimals that replicate"
     )
     for name, why in rep.skipped:

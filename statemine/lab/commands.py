@@ -224,14 +224,15 @@ def measure_findings(
     return FindingsOutput(findings=chosen, verdicts=verdicts, conditions=conditions)
 
 
-def default_traces() -> Path:
+def default_traces(command: str = "findings") -> Path:
     """``traces/`` of the current folder, when it is one; else a :class:`UsageError` naming
-    the shipped traces of the checkout statemine runs from (if any) and what ROOT is."""
+    the shipped traces of the checkout statemine runs from (if any), for ``statemine lab
+    COMMAND``, and what ROOT is."""
     if DEFAULT_TRACES.is_dir():
         return DEFAULT_TRACES
     checkout = checkout_traces()
     where = (
-        f"the shipped traces are in {checkout} (statemine lab findings {checkout})"
+        f"the shipped traces are in {checkout} (statemine lab {command} {checkout})"
         if checkout is not None
         else "the shipped traces come with statemine's source repository (its traces/ "
         "folder), not with the installed package"
@@ -286,10 +287,11 @@ def rerun(config: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReplicationOutput:
-    """What :func:`replicate_findings` did: the findings replicated and those skipped (with
-    why), the fresh seeds (first, last), the failed fresh runs (run id, error), and the two
-    tables of :func:`statemine.lab.replicate.compare`."""
+    """What :func:`replicate_findings` did: the shipped traces' folder, the findings
+    replicated and those skipped (with why), the fresh seeds (first, last), the failed fresh
+    runs (run id, error), and the two tables of :func:`statemine.lab.replicate.compare`."""
 
+    root: Path
     findings: tuple[Finding, ...]
     skipped: tuple[tuple[str, str], ...]
     seeds: tuple[int, int]
@@ -299,7 +301,7 @@ class ReplicationOutput:
 
 
 def replicate_findings(
-    root: str | os.PathLike = "traces",
+    root: str | os.PathLike | None = None,
     out: str | os.PathLike = "replication",
     names: Sequence[str] = (),
     *,
@@ -320,9 +322,12 @@ def replicate_findings(
     compare them with the shipped runs under ``root`` (:func:`statemine.lab.replicate.compare`,
     ``alpha``, ``n_perm``, ``n_boot`` and ``seed`` as in :func:`measure_findings`); with
     ``csv`` write the comparisons there (atomically). Findings with real-time stacks are
-    skipped. Raises :class:`UsageError` for an unknown name, a missing shipped folder, a
-    fresh seed a shipped run used, or nothing to replicate."""
+    skipped. Without ``root``, ``traces/`` of the current folder (:func:`default_traces`).
+    Raises :class:`UsageError` for an unknown name, a missing shipped folder, a fresh seed a
+    shipped run used, or nothing to replicate."""
     from . import findings, grid, replicate
+
+    root = default_traces("replicate") if root is None else root
 
     known = {f.name for f in findings.FINDINGS}
     unknown = [n for n in names if n not in known]
@@ -363,4 +368,6 @@ def replicate_findings(
         from ..fileio import write_atomic
 
         write_atomic(csv, frame_csv(comparisons))
-    return ReplicationOutput(todo, skipped, seeds, tuple(failures), comparisons, conditions)
+    return ReplicationOutput(
+        Path(root), todo, skipped, seeds, tuple(failures), comparisons, conditions
+    )
