@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -525,10 +525,17 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
-def read_dot(path: str | os.PathLike) -> nx.DiGraph:
+#: parses a dot line that is neither a node nor a Synoptic edge (path, line number) into
+#: an edge ``(source, target, attributes)``, or raises :class:`InputError`
+OtherEdge = Callable[[str, Path, int], tuple[int, int, dict]]
+
+
+def read_dot(path: str | os.PathLike, other_edge: OtherEdge | None = None) -> nx.DiGraph:
     """A Synoptic ``model.dot`` as a DiGraph: node attrs ``label``, ``state`` (None for
     INITIAL/TERMINAL), ``shape``; edge attrs ``count`` and ``probability`` (NaN/-1 when
-    the file has no such label).  :class:`InputError` on a line it does not understand."""
+    the file has no such label).  ``other_edge`` reads the lines no Synoptic pattern
+    matches (Perfume's edges, :func:`~.model_files.read_any_dot`). :class:`InputError` on a
+    line it does not understand."""
     path = Path(path)
     import networkx as nx  # lazily: the command line's path never needs it
 
@@ -541,14 +548,9 @@ def read_dot(path: str | os.PathLike) -> nx.DiGraph:
             continue
         m = _DOT_NODE.match(line)
         if m:
-            label = _dot_unescape(m.group(2))
-            shape = m.group(3)
-            synthetic = (label == INITIAL and shape == "box") or (
-                label == TERMINAL and shape == "diamond"
-            )
-            g.add_node(
-                int(m.group(1)), label=label, shape=shape, state=None if synthetic else label
-            )
+            label, shape = _dot_unescape(m.group(2)), m.group(3)
+            state = None if synthetic_node(label, shape) else label
+            g.add_node(int(m.group(1)), label=label, shape=shape, state=state)
             continue
         m = _DOT_EDGE.match(line)
         if m:
@@ -559,11 +561,22 @@ def read_dot(path: str | os.PathLike) -> nx.DiGraph:
                 count=int(m.group(4)) if m.group(4) else -1,
             )
             continue
-        raise InputError(path, no, f"not a Synoptic dot node or edge line: {line[:80]!r}")
+        if other_edge is None:
+            raise InputError(path, no, f"not a Synoptic dot node or edge line: {line[:80]!r}")
+        source, target, attrs = other_edge(line, path, no)
+        g.add_edge(source, target, **attrs)
     missing = [n for n in g.nodes if "label" not in g.nodes[n]]
     if missing:
         raise InputError(path, None, f"edges name undeclared nodes {missing[:5]}")
     return g
+
+
+def synthetic_node(label: str, shape: str | None) -> bool:
+    """Whether a node is INITIAL or TERMINAL by its label and shape (dot: box / diamond,
+    GML: rectangle / rhombus)."""
+    return (label == INITIAL and shape in ("box", "rectangle")) or (
+        label == TERMINAL and shape in ("diamond", "rhombus")
+    )
 
 
 def read_invariants_txt(path: str | os.PathLike) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from .formats import _DOT_EDGE, _DOT_NODE, _dot_unescape, _read_text
+from .formats import _DOT_EDGE, _read_text, read_dot, synthetic_node
 from .invariants import KINDS
 from .log import INITIAL, TERMINAL
 
@@ -50,12 +50,6 @@ _UNTIMED = re.compile(
 )
 
 
-def _synthetic(label: str, shape: str | None) -> bool:
-    return (label == INITIAL and shape in ("box", "rectangle")) or (
-        label == TERMINAL and shape in ("diamond", "rhombus")
-    )
-
-
 def _time(text: str, path: Path, no: int) -> Decimal:
     try:
         return Decimal(text)
@@ -68,55 +62,32 @@ def read_any_dot(path: str | os.PathLike) -> nx.DiGraph:
     ``state``, ``shape``; edges ``count``/``probability`` as :func:`~.formats.read_dot`
     gives them, or Perfume's ``time_lo``/``time_hi`` Decimal texts, None on edges without
     a time).  ``graph.graph["engine"]`` is ``"perfume"`` when an edge carries a time."""
-    import networkx as nx
-
-    path = Path(path)
-    g: nx.DiGraph = nx.DiGraph(engine="synoptic")
-    lines = _read_text(path).splitlines()
-    if not lines or not lines[0].startswith("digraph"):
-        raise InputError(path, 1, "not a Synoptic dot file (no 'digraph' header)")
-    for no, line in enumerate(lines[1:], start=2):
-        if not line.strip() or line.strip() == "}":
-            continue
-        m = _DOT_NODE.match(line)
-        if m:
-            label, shape = _dot_unescape(m.group(2)), m.group(3)
-            state = None if _synthetic(label, shape) else label
-            g.add_node(int(m.group(1)), label=label, shape=shape, state=state)
-            continue
-        m = _DOT_EDGE.match(line)
-        if m:
-            g.add_edge(
-                int(m.group(1)),
-                int(m.group(2)),
-                probability=float(m.group(3)) if m.group(3) else float("nan"),
-                count=int(m.group(4)) if m.group(4) else -1,
-                time_lo=None,
-                time_hi=None,
-            )
-            continue
-        m = _DOT_ANY_EDGE.match(line)
-        p = _PERFUME_LABEL.match(m.group(3) or "") if m else None
-        if m is None or p is None:
-            raise InputError(path, no, f"not a Synoptic or Perfume dot line: {line[:80]!r}")
-        lo = p.group(1) or p.group(2)
-        hi = p.group(1) or p.group(3)
-        if lo is not None:
+    g = read_dot(path, _perfume_edge)
+    for _, _, attrs in g.edges(data=True):
+        attrs.setdefault("time_lo", None)
+        attrs.setdefault("time_hi", None)
+        if attrs["time_lo"] is not None:
             g.graph["engine"] = "perfume"
-            if _time(lo, path, no) > _time(hi, path, no):
-                raise InputError(path, no, f"edge time range [{lo},{hi}] is reversed")
-        g.add_edge(
-            int(m.group(1)),
-            int(m.group(2)),
-            probability=float(p.group(4)) if p.group(4) else float("nan"),
-            count=-1,
-            time_lo=lo,
-            time_hi=hi,
-        )
-    missing = [n for n in g.nodes if "label" not in g.nodes[n]]
-    if missing:
-        raise InputError(path, None, f"edges name undeclared nodes {missing[:5]}")
     return g
+
+
+def _perfume_edge(line: str, path: Path, no: int) -> tuple[int, int, dict]:
+    """A Perfume dot edge line: its source, target and ``probability`` (NaN when not
+    labelled), ``count`` -1, ``time_lo``/``time_hi`` (the label's texts, None without)."""
+    m = _DOT_ANY_EDGE.match(line)
+    p = _PERFUME_LABEL.match(m.group(3) or "") if m else None
+    if m is None or p is None:
+        raise InputError(path, no, f"not a Synoptic or Perfume dot line: {line[:80]!r}")
+    lo = p.group(1) or p.group(2)
+    hi = p.group(1) or p.group(3)
+    if lo is not None and _time(lo, path, no) > _time(hi, path, no):
+        raise InputError(path, no, f"edge time range [{lo},{hi}] is reversed")
+    probability = float(p.group(4)) if p.group(4) else float("nan")
+    return (
+        int(m.group(1)),
+        int(m.group(2)),
+        dict(probability=probability, count=-1, time_lo=lo, time_hi=hi),
+    )
 
 
 _GML_TOKEN = re.compile(r'"[^"]*"|\[|\]|,|[^\s\[\],"]+')
@@ -186,7 +157,7 @@ def read_gml(path: str | os.PathLike) -> nx.DiGraph:
             if kind == "node":
                 label = _gml_unquote(keys["label"])
                 shape = _gml_unquote(keys.get("type", '""'))
-                state = None if _synthetic(label, shape) else label
+                state = None if synthetic_node(label, shape) else label
                 g.add_node(int(keys["id"]), label=label, shape=shape, state=state)
             else:
                 text = _gml_unquote(keys["label"]) if "label" in keys else ""
