@@ -97,6 +97,27 @@ def test_info_counts_match_an_independent_count(inputs, tmp_path):
     assert info.events == 2 * lines + parquet_rows
 
 
+def test_polars_reads_the_published_files_as_statemine_does(inputs, tmp_path):
+    """Polars given `store files`' list (docs/store.md) reads the same events per partition
+    as statemine's own reader, labels from the folder names."""
+    pl = pytest.importorskip("polars", reason="polars not installed (the test extra has it)")
+    store = tmp_path / "store"
+    statemine.store_add([inputs["log"], inputs["qlog"]], store, {"impl": "x", "version": "1"})
+    statemine.store_add([inputs["parquet"]], store, {"version": "2", "impl": "y"})
+    files = [str(p) for p in statemine.store.published_files(store)]
+    frame = pl.scan_parquet(files, hive_partitioning=True).collect()
+    for impl, version, sources in (
+        ("x", "1", [inputs["log"], inputs["qlog"]]),
+        ("y", "2", [inputs["parquet"]]),
+    ):
+        part = frame.filter(
+            (pl.col("impl") == impl) & (pl.col("version").cast(pl.String) == version)
+        )
+        got = part.select(COLUMNS).to_pandas().astype({"trace": str, "kind": str, "state": str})
+        got = got.sort_values(["trace", "seq"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, _events(statemine.read(sources)))
+
+
 def test_duckdb_reads_the_store_unchanged(inputs, tmp_path):
     duckdb = pytest.importorskip("duckdb", reason="duckdb not installed")
     store = tmp_path / "store"
