@@ -357,6 +357,7 @@ def _evaluate(
     periods: np.ndarray,
     slack: float,
     carry: _Carry,
+    exits: np.ndarray = _NO_UNDO,
 ) -> pd.DataFrame:
     """The state changes among one chunk of time-ordered ``rows`` (see
     :func:`derive_states_rfc9002`), updating ``carry``. ``periods``: (n, 3) start, end,
@@ -385,6 +386,7 @@ def _evaluate(
         in_recovery |= (time >= start) & (time < end)
         if undone:
             reduced &= ~((time >= start) & (time <= end))
+    reduced |= np.isin(time, exits)  # slow start left at the window then (no reduction)
     reduction, carry.reduction = ffill_from(carry.reduction, np.where(reduced, cwnd, np.nan))
     inferred = np.where(np.isnan(reduction), np.inf, reduction)
     logged = (
@@ -434,6 +436,7 @@ def derive_states_rfc9002(
     *,
     app_limited_slack: float = 3 * 1280.0,
     pto_count: Iterable[pd.DataFrame] = (),
+    slow_start_ends: Iterable[float] = (),
 ) -> Iterator[pd.DataFrame]:
     """State changes from metrics and RFC 9002 recovery periods (packet events known), as
     consecutive frames: one chunk of rows evaluated at a time, with what the evaluation
@@ -454,7 +457,8 @@ def derive_states_rfc9002(
     since, RFC 9002 section 6.2), before every other state. States are evaluated at every
     metrics update, at each period's start and end and at each logged count (metrics
     forward-filled); only changes are kept, with ``ssthresh_inferred`` as in
-    :func:`derive_states`.
+    :func:`derive_states`. ``slow_start_ends``: times at which slow start ended without a
+    reduction (:func:`slow_start_exits`): ssthresh is inferred as the window there.
 
     >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
     ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
@@ -463,6 +467,7 @@ def derive_states_rfc9002(
     [(0.0, 'SlowStart'), (1.5, 'Recovery'), (2.5, 'CongestionAvoidance'), (3.0, 'ApplicationLimited')]
     """
     table = np.array(periods, dtype=float).reshape(-1, 3)
+    exits = np.array(list(slow_start_ends), dtype=float)
     bounds = np.sort(table[:, :2][np.isfinite(table[:, :2])], kind="stable")
     counts = (
         frame.rename(columns={"count": PTO_COLUMN})[["time", PTO_COLUMN]] for frame in pto_count
@@ -477,9 +482,65 @@ def derive_states_rfc9002(
         frame = rows.reindex(columns=columns)
         if "line" in frame.columns:
             frame["line"] = frame["line"].astype(float)  # NaN on a period bound or PTO count
-        out = _evaluate(frame, table, app_limited_slack, carry)
+        out = _evaluate(frame, table, app_limited_slack, carry, exits)
         if len(out):
             made = True
             yield out
     if not made:
-        yield _evaluate(first.iloc[:0].reindex(columns=columns), table, app_limited_slack, carry)
+        yield _evaluate(
+            first.iloc[:0].reindex(columns=columns), table, app_limited_slack, carry, exits
+        )
+
+
+def slow_start_exits(
+    chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    periods: list[tuple[float, float, bool]],
+    slack: float = 3 * 1280.0,
+) -> list[float]:
+    """Times (seconds) at which a sender left slow start without a window reduction
+    (HyStart), as seen in its window: a window-limited ACK outside recovery -- the bytes
+    in flight before it at least cwnd (before it) less ``slack`` bytes -- whose window grew
+    by less than the bytes that left flight, where slow start adds a datagram per packet
+    acknowledged. The exit is put at the latest window growth before that ACK (the window
+    has not changed since, so ssthresh is that window); none while the latest window change
+    was a reduction (its ssthresh is known) or an exit is already put since it. quic-go:
+    ``MaybeExitSlowStart`` sets ``slowStartThreshold = congestionWindow`` and its slow start
+    adds ``maxDatagramSize`` per acknowledged packet (internal/congestion/cubic_sender.go,
+    v0.55.0 lines 171-178 and 240-245; the same in v0.52.0 and v0.62.0); its metrics log no ssthresh. ``chunks``: ``(time,
+    cwnd, inflight)`` of the metrics updates, time-ordered, forward-filled, consecutive.
+
+    >>> t = np.arange(6.0)
+    >>> slow_start_exits([(t, np.array([10e3, 20e3, 20e3, 20e3, 20e3, 20e3]),
+    ...                    np.array([9e3, 19e3, 21e3, 17e3, 18e3, 18e3]))], [])
+    [1.0]
+    """
+    exits: list[float] = []
+    cwnd_before = inflight_before = math.nan
+    last_growth: float | None = None  # time of the latest growth (None: latest was a cut)
+    placed = False  # an exit is put since that growth
+    table = np.array(periods, dtype=float).reshape(-1, 3)
+    starts, ends = table[:, 0], table[:, 1]  # in order of start, not overlapping
+    for time, cwnd, inflight in chunks:
+        if not time.size:
+            continue
+        prior_c = np.r_[cwnd_before, cwnd[:-1]]
+        prior_f = np.r_[inflight_before, inflight[:-1]]
+        with np.errstate(invalid="ignore"):
+            grew = (cwnd > prior_c) | (np.isnan(prior_c) & ~np.isnan(cwnd))
+            cut = cwnd < prior_c
+            acked = prior_f - inflight
+            k = np.searchsorted(starts, time, side="right") - 1
+            inside = (k >= 0) & (time < ends[np.maximum(k, 0)] if ends.size else False)
+            limited = (acked > 0) & ~inside & (prior_f >= prior_c - slack)
+            candidate = limited & (cwnd - prior_c < acked)
+        for i in np.flatnonzero(grew | cut | candidate).tolist():
+            if candidate[i] and not placed and last_growth is not None:
+                exits.append(last_growth)  # the window before this ACK's
+                placed = True
+            if grew[i]:
+                last_growth, placed = float(time[i]), False
+            elif cut[i]:
+                last_growth = None
+        cwnd_before = ffill_from(cwnd_before, cwnd)[1]
+        inflight_before = ffill_from(inflight_before, inflight)[1]
+    return exits

@@ -2,8 +2,8 @@
 
 ``python3 tests/corpus/generate.py [CASE...]`` builds each stack once into
 ``$STATEMINE_CACHE/corpus`` (default ``~/.cache/statemine/corpus``: aioquic from PyPI in a
-virtual environment per version, quinn from crates.io with its ``qlog`` feature through
-cargo, tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
+virtual environment per version, quinn and quiche from crates.io with their ``qlog`` feature
+through cargo (a small pair program each: tests/corpus/quinn, tests/corpus/quiche), tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
 Go module proxy), runs each case on loopback through relay.py
 (a bottleneck, a delay, a drop-tail queue and seeded random loss on the server-to-client
 direction) and writes its qlogs gzip-compressed to ``tests/data/corpus/<case>/``. Nothing
@@ -40,6 +40,10 @@ CASES = {
     "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
     "quicgo-v0.62.0-loss2": ("quicgo", "v0.62.0", 0.02, "0"),
     "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
+    "quiche-0.30.0-clean": ("quiche", "0.30.0", 0.0, ""),
+    "quiche-0.30.0-loss2": ("quiche", "0.30.0", 0.02, ""),
+    "quicgo-v0.52.0-clean": ("quicgo", "v0.52.0", 0.0, "0"),
+    "quicgo-v0.52.0-loss2": ("quicgo", "v0.52.0", 0.02, "0"),
 }
 SIZE = "400000"  # bytes the server sends
 
@@ -60,13 +64,14 @@ def build(stack: str, version: str) -> list[str]:
                             "--root", str(home), "--locked"], check=True)  # fmt: skip
         return ["sh", str(HERE / "tquic_pair.sh"), str(home / "bin"), "{listen}", "{connect}",
                 "{out}", str(CERT)]  # fmt: skip
-    if stack == "quinn":
-        binary = home / "target" / "release" / "quinn-qlog-corpus"
+    if stack in ("quinn", "quiche"):  # a small Rust pair over the crate (tests/corpus/<stack>)
+        binary = home / "target" / "release" / f"{stack}-qlog-corpus"
         if not binary.exists():
             (home / "src").mkdir(parents=True, exist_ok=True)
-            text = (HERE / "quinn" / "Cargo.toml").read_text().replace("=0.11.12", f"={version}")
+            pinned = {"quinn": "=0.11.12", "quiche": "=0.30.0"}[stack]
+            text = (HERE / stack / "Cargo.toml").read_text().replace(pinned, f"={version}")
             (home / "Cargo.toml").write_text(text)
-            shutil.copy(HERE / "quinn" / "main.rs", home / "src" / "main.rs")
+            shutil.copy(HERE / stack / "main.rs", home / "src" / "main.rs")
             subprocess.run(["nice", "cargo", "build", "--release"], cwd=home, check=True)
         return [str(binary), "127.0.0.1:{listen}", "127.0.0.1:{connect}", SIZE, "{out}"]
     binary = home / "quicgo-corpus"
