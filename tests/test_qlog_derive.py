@@ -291,3 +291,43 @@ def test_loss_of_an_ack_only_packet_is_no_congestion_event(tmp_path):
         (0.02, "Recovery (derived)"),
         (0.04, "CongestionAvoidance (derived)"),
     ]
+
+
+def test_a_packet_sent_at_the_loss_time_ends_quic_gos_period():
+    """quic-go's period ends at the first ACK of a packet numbered above the largest sent
+    before the cut (cubic_sender.go InRecovery); in virtual time the next packet is sent at
+    the loss's own time. ``ties_after`` counts it as sent after the start (issue 26: a lab
+    run's periods were an ACK too long); RFC 9002's reading (the default) does not."""
+    from statemine.parse.derive import recovery_periods
+
+    args = (
+        np.array([1.0]),
+        np.array([0.5]),
+        np.array([0.5, 1.0, 2.0]),
+        np.array([1.0, 2.0, 3.0]),
+        np.array([1.5, 2.5, 3.5]),
+        np.array([1.0, 2.0, 3.0]),
+    )
+    assert recovery_periods(*args) == [(1.0, 3.5, False)]
+    assert recovery_periods(*args, ties_after=True) == [(1.0, 2.5, False)]
+
+
+def test_an_undone_period_restores_the_cutback_before_it():
+    """quic-go's OnSpuriousLoss restores ``largestSentAtLastCutback``: after an undone
+    period, the loss of a packet sent before that period's start (but after the earlier
+    cut) begins a period (issue 26: it was ignored, quic-go v0.65.0 with jitter lost two
+    points of Recovery)."""
+    from statemine.parse.derive import recovery_periods
+
+    periods = recovery_periods(
+        np.array([1.0, 2.0]),  # losses declared of packets 5 and 4
+        np.array([0.8, 0.7]),
+        np.array([0.7, 0.8, 1.5, 2.5]),
+        np.array([4.0, 5.0, 6.0, 7.0]),
+        np.array([3.0]),
+        np.array([7.0]),
+        np.array([5.0, 4.0]),
+        np.array([1.2]),  # packet 5's loss proves spurious
+        np.array([5.0]),
+    )
+    assert periods == [(1.0, 1.2, True), (2.0, 3.0, False)]

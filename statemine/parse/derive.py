@@ -171,6 +171,7 @@ def recovery_periods(
     congestion_pn: np.ndarray | None = None,
     undo_time: np.ndarray = _NO_UNDO,
     undo_pn: np.ndarray = _NO_UNDO,
+    ties_after: bool = False,
 ) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods ``[(start, end, undone)]`` (seconds; end inf when it never
     ends; ``undone`` when a spurious loss ended it).
@@ -182,7 +183,11 @@ def recovery_periods(
     at the first ACK whose largest acknowledged packet number reaches the first packet sent
     after the start -- or when the loss that started it proves spurious (``undo_time``,
     ``undo_pn``: spurious losses; ``congestion_pn``: the lost packets' numbers; quic-go then
-    restores the window).
+    restores the window and the cutback before it, so a later loss of a packet sent before
+    the undone period's start begins a period again: ``OnSpuriousLoss`` restores
+    ``largestSentAtLastCutback``, internal/congestion/cubic_sender.go of v0.65.0). ``ties_after``: a packet sent at the period's start time counts
+    as sent after it (a log whose clock does not move while the sender declares a loss
+    and sends on, as quic-go's in virtual time; else as sent before it).
     ``sent_*`` are the application-space packets sent (time-ordered), ``ack_*`` the ACKs
     received (time-ordered; ``ack_best``: the largest packet number acknowledged so far at
     each, non-decreasing). Only a few elements of the packet arrays are read per period
@@ -198,10 +203,10 @@ def recovery_periods(
     pns = np.full(congestion.shape, np.nan) if congestion_pn is None else congestion_pn
     for now, sent, pn in zip(congestion[order], congestion_sent[order], pns[order]):
         sent = now if np.isnan(sent) else sent
-        if sent <= start or now < end:
+        if (sent < start if ties_after else sent <= start) or now < end:
             continue  # a packet sent before the period began, or still in the period
-        start = float(now)
-        first = int(np.searchsorted(sent_time, start, side="right"))
+        before, start = start, float(now)
+        first = int(np.searchsorted(sent_time, start, side="left" if ties_after else "right"))
         if first >= sent_pn.size:
             end = np.inf
         else:
@@ -211,9 +216,9 @@ def recovery_periods(
             )
             end = float(ack_time[k]) if k < ack_time.size else np.inf
         undone = undo_time[(undo_pn == pn) & (undo_time > start) & (undo_time < end)]
-        if undone.size:
-            end = float(undone.min())
-        periods.append((start, end, bool(undone.size)))
+        periods.append((start, float(undone.min()) if undone.size else end, bool(undone.size)))
+        if undone.size:  # the sender restores its state before the period, its start too
+            start, end = before, periods[-1][1]
     return periods
 
 

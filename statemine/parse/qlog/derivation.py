@@ -128,6 +128,7 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     wanted = np.array([pn for _, pn in declared], float)
     sent_at: dict[float, float] = {}  # lost packet number -> (last) send time
     not_in_flight: set[float] = set()
+    quicgo = conn.labels.get("implementation") == "quic-go"
     exempt = _no_congestion(conn.labels.get("implementation"))
     for chunk in conn.array_chunks("sent", 3, rows):
         chunk = _by_time(chunk)
@@ -156,6 +157,7 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
         loss[:, 2],
         undone[:, 0],
         undone[:, 1],
+        ties_after=quicgo,
     )
     return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
 
