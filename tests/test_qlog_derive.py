@@ -331,3 +331,25 @@ def test_an_undone_period_restores_the_cutback_before_it():
         np.array([5.0]),
     )
     assert periods == [(1.0, 1.2, True), (2.0, 3.0, False)]
+
+
+def test_slow_start_exits_are_read_from_window_limited_acks_without_growth():
+    """quic-go leaves slow start by HyStart without a reduction and logs no ssthresh: a
+    window-limited ACK whose window grew by less than the bytes acknowledged puts the exit
+    at the latest growth before it; none after a reduction, inside recovery, at an ACK
+    that was not window-limited, or where slow start's growth (a packet per packet) came.
+    Chunked input gives the exits of the whole."""
+    from statemine.parse.derive import slow_start_exits
+
+    time = np.arange(10.0)
+    cwnd = np.array([10, 20, 20, 20, 30, 30, 15, 15, 15, 15], float) * 1e3
+    inflight = np.array([9, 19, 21, 17, 22, 29, 15, 16, 12, 4], float) * 1e3
+    # t=3: limited (21 >= 20 - 3.84), grew 0 < 4 acked -> exit at t=1 (the growth)
+    # t=4: grew 10 >= acked? inflight rose: no ACK. t=5: rose. t=6: cut (a reduction)
+    # t=8: limited (16 >= 15 - 3.84), no growth: but the latest change was the cut
+    # t=9: 12 < 15 - 3.84: not window-limited
+    whole = slow_start_exits([(time, cwnd, inflight)], [])
+    assert whole == [1.0]
+    parts = [(time[:3], cwnd[:3], inflight[:3]), (time[3:], cwnd[3:], inflight[3:])]
+    assert slow_start_exits(parts, []) == whole
+    assert slow_start_exits([(time, cwnd, inflight)], [(2.5, 3.5, False)]) == []

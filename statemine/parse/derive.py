@@ -508,7 +508,7 @@ def slow_start_exits(
     by less than the bytes that left flight, where slow start adds a datagram per packet
     acknowledged. The exit is put at the latest window growth before that ACK (the window
     has not changed since, so ssthresh is that window); none while the latest window change
-    was a reduction (its ssthresh is known) or an exit is already put since it. quic-go:
+    was a reduction (its ssthresh is known). Sorted, each time once. quic-go:
     ``MaybeExitSlowStart`` sets ``slowStartThreshold = congestionWindow`` and its slow start
     adds ``maxDatagramSize`` per acknowledged packet (internal/congestion/cubic_sender.go,
     v0.55.0 lines 171-178 and 240-245; the same in v0.52.0 and v0.62.0); its metrics log no ssthresh. ``chunks``: ``(time,
@@ -519,10 +519,9 @@ def slow_start_exits(
     ...                    np.array([9e3, 19e3, 21e3, 17e3, 18e3, 18e3]))], [])
     [1.0]
     """
-    exits: list[float] = []
+    exits: list[np.ndarray] = []
     cwnd_before = inflight_before = math.nan
-    last_growth: float | None = None  # time of the latest growth (None: latest was a cut)
-    placed = False  # an exit is put since that growth
+    growth = math.nan  # time of the latest window change before the chunk, if a growth
     table = np.array(periods, dtype=float).reshape(-1, 3)
     starts, ends = table[:, 0], table[:, 1]  # in order of start, not overlapping
     for time, cwnd, inflight in chunks:
@@ -532,20 +531,26 @@ def slow_start_exits(
         prior_f = np.r_[inflight_before, inflight[:-1]]
         with np.errstate(invalid="ignore"):
             grew = (cwnd > prior_c) | (np.isnan(prior_c) & ~np.isnan(cwnd))
-            cut = cwnd < prior_c
+            changed = grew | (cwnd < prior_c)
             acked = prior_f - inflight
             k = np.searchsorted(starts, time, side="right") - 1
             inside = (k >= 0) & (time < ends[np.maximum(k, 0)] if ends.size else False)
-            limited = (acked > 0) & ~inside & (prior_f >= prior_c - slack)
-            candidate = limited & (cwnd - prior_c < acked)
-        for i in np.flatnonzero(grew | cut | candidate).tolist():
-            if candidate[i] and not placed and last_growth is not None:
-                exits.append(last_growth)  # the window before this ACK's
-                placed = True
-            if grew[i]:
-                last_growth, placed = float(time[i]), False
-            elif cut[i]:
-                last_growth = None
+            candidate = (
+                (acked > 0)
+                & ~inside
+                & (prior_f >= prior_c - slack)
+                & (cwnd >= prior_c)
+                & (cwnd - prior_c < acked)
+            )
+        latest = np.r_[-1, _last_index_where(changed)[:-1]]  # the change before each row
+        j = latest[candidate]
+        at = np.where(
+            j >= 0, np.where(grew[np.maximum(j, 0)], time[np.maximum(j, 0)], np.nan), growth
+        )
+        exits.append(at[~np.isnan(at)])
+        if changed.any():
+            last = int(np.flatnonzero(changed)[-1])
+            growth = float(time[last]) if grew[last] else math.nan
         cwnd_before = ffill_from(cwnd_before, cwnd)[1]
         inflight_before = ffill_from(inflight_before, inflight)[1]
-    return exits
+    return np.unique(np.concatenate(exits)).tolist() if exits else []
