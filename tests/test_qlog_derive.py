@@ -353,3 +353,70 @@ def test_slow_start_exits_are_read_from_window_limited_acks_without_growth():
     parts = [(time[:3], cwnd[:3], inflight[:3]), (time[3:], cwnd[3:], inflight[3:])]
     assert slow_start_exits(parts, []) == whole
     assert slow_start_exits([(time, cwnd, inflight)], [(2.5, 3.5, False)]) == []
+
+
+def _quicgo_spurious(path, restore: bool):
+    """A quic-go server's JSON-SEQ: packets 1-6 sent, packet 2 lost at 1 s (window 20000
+    -> 14000), reported spurious at 1.2 s (with the window restored or not), packet 5 (sent
+    after the loss) acknowledged at 3 s; the file ends at 4 s."""
+    import json
+
+    def ev(ms, name, data):
+        return {"time": ms, "name": name, "data": data}
+
+    def sent(ms, pn):
+        header = {"packet_type": "1RTT", "packet_number": pn}
+        return ev(
+            ms, "transport:packet_sent", {"header": header, "frames": [{"frame_type": "stream"}]}
+        )
+
+    def ack(ms, high):
+        frame = {"frame_type": "ack", "acked_ranges": [[1, 1], [3, high]]}
+        return ev(
+            ms,
+            "transport:packet_received",
+            {"header": {"packet_type": "1RTT", "packet_number": ms}, "frames": [frame]},
+        )
+
+    events = [
+        ev(0, "recovery:metrics_updated", {"congestion_window": 20000, "bytes_in_flight": 0}),
+        *[sent(100 * pn, pn) for pn in (1, 2, 3, 4)],
+        ev(900, "recovery:metrics_updated", {"bytes_in_flight": 5000}),
+        ack(1000, 4),
+        ev(1000, "recovery:packet_lost", {"header": {"packet_type": "1RTT", "packet_number": 2}}),
+        ev(1000, "recovery:metrics_updated", {"congestion_window": 14000, "bytes_in_flight": 100}),
+        sent(1100, 5),
+        sent(1150, 6),
+        ev(
+            1200,
+            "recovery:spurious_loss",
+            {"packet_number_space": "application_data", "packet_number": 2},
+        ),
+        ev(
+            1200,
+            "recovery:metrics_updated",
+            {"congestion_window": 20000 if restore else 14000, "bytes_in_flight": 2000},
+        ),
+        ack(3000, 5),
+        ev(3000, "recovery:metrics_updated", {"bytes_in_flight": 1000}),
+        ev(4000, "recovery:metrics_updated", {"bytes_in_flight": 900}),
+    ]
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog",
+              "trace": {"vantage_point": {"type": "server"}, "common_fields": {"group_id": "g", "time_format": "relative"}}}  # fmt: skip
+    path.write_text("".join("\x1e" + json.dumps(x) + "\n" for x in [header, *events]))
+    return path
+
+
+@pytest.mark.parametrize("restore", [True, False])
+def test_a_spurious_loss_ends_a_period_only_where_the_window_is_restored(tmp_path, restore):
+    """quic-go logs ``spurious_loss`` in every version but undoes the reduction only in
+    v0.65.0's Reno (``OnSpuriousLoss``, restoring the window at once); elsewhere the period
+    goes on until a packet sent after it is acknowledged (issue 26: every spurious_loss
+    ended it)."""
+    import statemine
+    from statemine.parse.qlog import read_qlog
+
+    ts = read_qlog(_quicgo_spurious(tmp_path / "s.sqlog", restore), derive_states=True)
+    states = statemine.summarize(ts)[0]
+    seconds = dict(zip(states["state"], states["time_s"].astype(float)))
+    assert seconds["Recovery (derived)"] == pytest.approx(0.2 if restore else 2.0, abs=1e-9)

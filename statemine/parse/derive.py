@@ -554,3 +554,46 @@ def slow_start_exits(
         cwnd_before = ffill_from(cwnd_before, cwnd)[1]
         inflight_before = ffill_from(inflight_before, inflight)[1]
     return np.unique(np.concatenate(exits)).tolist() if exits else []
+
+
+def window_restored(
+    times: np.ndarray, chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """Whether the window grew at each of ``times`` (ascending, seconds): the cwnd of the
+    last update at that time (or, with none there, of the first one after it) above the
+    cwnd of the last update before it. A sender that undoes a reduction restores its
+    window at once (quic-go's ``OnSpuriousLoss``, v0.65.0 on; quic-go v0.52.0-v0.63.0 and
+    v0.65.0's CUBIC log ``spurious_loss`` and keep the reduction). ``chunks``: ``(time,
+    cwnd)`` of the metrics updates, time-ordered, cwnd forward-filled, consecutive.
+
+    >>> t = np.array([0.0, 1.0, 2.0, 2.0, 3.0])
+    >>> window_restored(np.array([2.0, 2.5, 9.0]), [(t, np.array([10.0, 5.0, 5.0, 10.0, 10.0]))])
+    array([ True, False, False])
+    """
+    out = np.zeros(times.size, dtype=bool)
+    i = 0
+    last = math.nan  # the cwnd of the last update before the chunk
+    before = math.nan  # of the pending query (its time's updates run past a chunk)
+    equal: float | None = None  # the pending query's last update at its time so far
+    pending = False
+    for time, cwnd in chunks:
+        while i < times.size and time.size:
+            lo = int(np.searchsorted(time, times[i], side="left"))
+            hi = int(np.searchsorted(time, times[i], side="right"))
+            if lo > 0:
+                before = float(cwnd[lo - 1])
+            elif not pending:
+                before = last
+            if hi > lo:
+                equal = float(cwnd[hi - 1])
+            if hi == time.size:
+                pending = True
+                break
+            after = equal if equal is not None else float(cwnd[hi])
+            out[i] = after > before
+            i, equal, pending = i + 1, None, False
+        if time.size:
+            last = float(cwnd[-1])
+    if pending and equal is not None:
+        out[i] = equal > before
+    return out

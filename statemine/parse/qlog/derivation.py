@@ -116,7 +116,8 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     without packet_lost events, the window reductions; a period ends when a packet sent after
     its start is acknowledged (any packet: RFC 9002 section 7.3.2, "a packet sent during the
     recovery period"; aioquic's ACK-only packets count), when the loss that began it proves
-    spurious (quic-go restores the window) or when the window grows (a rollback). Per
+    spurious and the window is restored at once (quic-go's undo: v0.65.0 Reno; its other
+    spurious_loss events are reports only) or when the window grows (a rollback). Per
     stack (:func:`_no_congestion`): quic-go's lost path MTU probes are none either. Reads
     the connection's arrays ``rows`` rows at a time; holds its losses and periods."""
     declared, undo = [], []
@@ -145,6 +146,10 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
             before = float(cwnd[-1]) if cwnd.size else before
             losses += [(t, math.nan, math.nan) for t in time[cut].tolist()]
     undone = np.array(undo, float).reshape(-1, 2)
+    undone = undone[np.argsort(undone[:, 0], kind="stable")]
+    if undone.size:  # only where the sender restored its window (an undo, not a report)
+        series = _filled_cwnd(_metric_frames(conn, rows))
+        undone = undone[_derive.window_restored(undone[:, 0], series)]
     loss = np.array(losses, float).reshape(-1, 3)
     sent_time, sent_pn, ack_time, ack_best = _packet_columns(conn, rows)
     periods = _derive.recovery_periods(
