@@ -16,6 +16,11 @@ RFC's congestion-event rule over the file's packet events:
   acknowledged": the first ACK frame received, in the packet number space of the packet
   it acknowledges, that covers a packet sent after the period began.
 
+* ``by_window`` (a stack that logs no ``packet_lost`` events: quiche) takes its
+  congestion events from its window instead: B.6 ``OnCongestionEvent`` reduces
+  ``congestion_window`` only when it begins a recovery period, so each reduction of the
+  logged window begins one (closing an open one).
+
 Packet number spaces: ``initial``, ``handshake`` and the application space (every other
 packet type). ``recovery_share`` is the periods' time over the span from the first metrics
 update that logs a window to the last event of any kind.
@@ -81,8 +86,9 @@ def _window_logged(data: dict) -> bool:
     return any(k in data for k in ("congestion_window", "cwnd"))
 
 
-def recovery_periods(path: Path) -> Periods:
-    """RFC 9002's recovery periods of the one connection logged in ``path``."""
+def recovery_periods(path: Path, by_window: bool = False) -> Periods:
+    """RFC 9002's recovery periods of the one connection logged in ``path`` (``by_window``:
+    congestion events from the window's reductions, for a stack that logs no losses)."""
     log = sorted(events(path), key=lambda e: e["time"])
     sent: dict[tuple[str, int], tuple[float, bool]] = {}
     result = Periods()
@@ -96,9 +102,19 @@ def recovery_periods(path: Path) -> Periods:
     result.last = log[-1]["time"]
     recovery_start = float("-inf")  # congestion_recovery_start_time (B.2: 0, no period yet)
     open_period = False
+    window = float("nan")  # the latest logged congestion_window (NaN: none yet)
     for event in log:
         kind, data, now = _kind(event), event.get("data", {}), event["time"]
         header = data.get("header", {})
+        if by_window and kind in ("metrics_updated", "recovery_metrics_updated"):
+            logged = data.get("congestion_window", data.get("cwnd"))
+            if logged is not None and float(logged) < window:
+                if open_period:
+                    result.periods[-1] = (result.periods[-1][0], now)
+                recovery_start = now
+                result.periods.append((now, float("inf")))
+                open_period = True
+            window = float(logged) if logged is not None else window
         if kind == "packet_sent":
             frames = data.get("frames")
             in_flight = frames is None or any(

@@ -291,3 +291,132 @@ def test_loss_of_an_ack_only_packet_is_no_congestion_event(tmp_path):
         (0.02, "Recovery (derived)"),
         (0.04, "CongestionAvoidance (derived)"),
     ]
+
+
+def test_a_packet_sent_at_the_loss_time_ends_quic_gos_period():
+    """quic-go's period ends at the first ACK of a packet numbered above the largest sent
+    before the cut (cubic_sender.go InRecovery); in virtual time the next packet is sent at
+    the loss's own time. ``ties_after`` counts it as sent after the start (issue 26: a lab
+    run's periods were an ACK too long); RFC 9002's reading (the default) does not."""
+    from statemine.parse.derive import recovery_periods
+
+    args = (
+        np.array([1.0]),
+        np.array([0.5]),
+        np.array([0.5, 1.0, 2.0]),
+        np.array([1.0, 2.0, 3.0]),
+        np.array([1.5, 2.5, 3.5]),
+        np.array([1.0, 2.0, 3.0]),
+    )
+    assert recovery_periods(*args) == [(1.0, 3.5, False)]
+    assert recovery_periods(*args, ties_after=True) == [(1.0, 2.5, False)]
+
+
+def test_an_undone_period_restores_the_cutback_before_it():
+    """quic-go's OnSpuriousLoss restores ``largestSentAtLastCutback``: after an undone
+    period, the loss of a packet sent before that period's start (but after the earlier
+    cut) begins a period (issue 26: it was ignored, quic-go v0.65.0 with jitter lost two
+    points of Recovery)."""
+    from statemine.parse.derive import recovery_periods
+
+    periods = recovery_periods(
+        np.array([1.0, 2.0]),  # losses declared of packets 5 and 4
+        np.array([0.8, 0.7]),
+        np.array([0.7, 0.8, 1.5, 2.5]),
+        np.array([4.0, 5.0, 6.0, 7.0]),
+        np.array([3.0]),
+        np.array([7.0]),
+        np.array([5.0, 4.0]),
+        np.array([1.2]),  # packet 5's loss proves spurious
+        np.array([5.0]),
+    )
+    assert periods == [(1.0, 1.2, True), (2.0, 3.0, False)]
+
+
+def test_slow_start_exits_are_read_from_window_limited_acks_without_growth():
+    """quic-go leaves slow start by HyStart without a reduction and logs no ssthresh: a
+    window-limited ACK whose window grew by less than the bytes acknowledged puts the exit
+    at the latest growth before it; none after a reduction, inside recovery, at an ACK
+    that was not window-limited, or where slow start's growth (a packet per packet) came.
+    Chunked input gives the exits of the whole."""
+    from statemine.parse.derive import slow_start_exits
+
+    time = np.arange(10.0)
+    cwnd = np.array([10, 20, 20, 20, 30, 30, 15, 15, 15, 15], float) * 1e3
+    inflight = np.array([9, 19, 21, 17, 22, 29, 15, 16, 12, 4], float) * 1e3
+    # t=3: limited (21 >= 20 - 3.84), grew 0 < 4 acked -> exit at t=1 (the growth)
+    # t=4: grew 10 >= acked? inflight rose: no ACK. t=5: rose. t=6: cut (a reduction)
+    # t=8: limited (16 >= 15 - 3.84), no growth: but the latest change was the cut
+    # t=9: 12 < 15 - 3.84: not window-limited
+    whole = slow_start_exits([(time, cwnd, inflight)], [])
+    assert whole == [1.0]
+    parts = [(time[:3], cwnd[:3], inflight[:3]), (time[3:], cwnd[3:], inflight[3:])]
+    assert slow_start_exits(parts, []) == whole
+    assert slow_start_exits([(time, cwnd, inflight)], [(2.5, 3.5, False)]) == []
+
+
+def _quicgo_spurious(path, restore: bool):
+    """A quic-go server's JSON-SEQ: packets 1-6 sent, packet 2 lost at 1 s (window 20000
+    -> 14000), reported spurious at 1.2 s (with the window restored or not), packet 5 (sent
+    after the loss) acknowledged at 3 s; the file ends at 4 s."""
+    import json
+
+    def ev(ms, name, data):
+        return {"time": ms, "name": name, "data": data}
+
+    def sent(ms, pn):
+        header = {"packet_type": "1RTT", "packet_number": pn}
+        return ev(
+            ms, "transport:packet_sent", {"header": header, "frames": [{"frame_type": "stream"}]}
+        )
+
+    def ack(ms, high):
+        frame = {"frame_type": "ack", "acked_ranges": [[1, 1], [3, high]]}
+        return ev(
+            ms,
+            "transport:packet_received",
+            {"header": {"packet_type": "1RTT", "packet_number": ms}, "frames": [frame]},
+        )
+
+    events = [
+        ev(0, "recovery:metrics_updated", {"congestion_window": 20000, "bytes_in_flight": 0}),
+        *[sent(100 * pn, pn) for pn in (1, 2, 3, 4)],
+        ev(900, "recovery:metrics_updated", {"bytes_in_flight": 5000}),
+        ack(1000, 4),
+        ev(1000, "recovery:packet_lost", {"header": {"packet_type": "1RTT", "packet_number": 2}}),
+        ev(1000, "recovery:metrics_updated", {"congestion_window": 14000, "bytes_in_flight": 100}),
+        sent(1100, 5),
+        sent(1150, 6),
+        ev(
+            1200,
+            "recovery:spurious_loss",
+            {"packet_number_space": "application_data", "packet_number": 2},
+        ),
+        ev(
+            1200,
+            "recovery:metrics_updated",
+            {"congestion_window": 20000 if restore else 14000, "bytes_in_flight": 2000},
+        ),
+        ack(3000, 5),
+        ev(3000, "recovery:metrics_updated", {"bytes_in_flight": 1000}),
+        ev(4000, "recovery:metrics_updated", {"bytes_in_flight": 900}),
+    ]
+    header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "title": "quic-go qlog",
+              "trace": {"vantage_point": {"type": "server"}, "common_fields": {"group_id": "g", "time_format": "relative"}}}  # fmt: skip
+    path.write_text("".join("\x1e" + json.dumps(x) + "\n" for x in [header, *events]))
+    return path
+
+
+@pytest.mark.parametrize("restore", [True, False])
+def test_a_spurious_loss_ends_a_period_only_where_the_window_is_restored(tmp_path, restore):
+    """quic-go logs ``spurious_loss`` in every version but undoes the reduction only in
+    v0.65.0's Reno (``OnSpuriousLoss``, restoring the window at once); elsewhere the period
+    goes on until a packet sent after it is acknowledged (issue 26: every spurious_loss
+    ended it)."""
+    import statemine
+    from statemine.parse.qlog import read_qlog
+
+    ts = read_qlog(_quicgo_spurious(tmp_path / "s.sqlog", restore), derive_states=True)
+    states = statemine.summarize(ts)[0]
+    seconds = dict(zip(states["state"], states["time_s"].astype(float)))
+    assert seconds["Recovery (derived)"] == pytest.approx(0.2 if restore else 2.0, abs=1e-9)

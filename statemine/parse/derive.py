@@ -171,6 +171,7 @@ def recovery_periods(
     congestion_pn: np.ndarray | None = None,
     undo_time: np.ndarray = _NO_UNDO,
     undo_pn: np.ndarray = _NO_UNDO,
+    ties_after: bool = False,
 ) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods ``[(start, end, undone)]`` (seconds; end inf when it never
     ends; ``undone`` when a spurious loss ended it).
@@ -182,7 +183,11 @@ def recovery_periods(
     at the first ACK whose largest acknowledged packet number reaches the first packet sent
     after the start -- or when the loss that started it proves spurious (``undo_time``,
     ``undo_pn``: spurious losses; ``congestion_pn``: the lost packets' numbers; quic-go then
-    restores the window).
+    restores the window and the cutback before it, so a later loss of a packet sent before
+    the undone period's start begins a period again: ``OnSpuriousLoss`` restores
+    ``largestSentAtLastCutback``, internal/congestion/cubic_sender.go of v0.65.0). ``ties_after``: a packet sent at the period's start time counts
+    as sent after it (a log whose clock does not move while the sender declares a loss
+    and sends on, as quic-go's in virtual time; else as sent before it).
     ``sent_*`` are the application-space packets sent (time-ordered), ``ack_*`` the ACKs
     received (time-ordered; ``ack_best``: the largest packet number acknowledged so far at
     each, non-decreasing). Only a few elements of the packet arrays are read per period
@@ -198,10 +203,10 @@ def recovery_periods(
     pns = np.full(congestion.shape, np.nan) if congestion_pn is None else congestion_pn
     for now, sent, pn in zip(congestion[order], congestion_sent[order], pns[order]):
         sent = now if np.isnan(sent) else sent
-        if sent <= start or now < end:
+        if (sent < start if ties_after else sent <= start) or now < end:
             continue  # a packet sent before the period began, or still in the period
-        start = float(now)
-        first = int(np.searchsorted(sent_time, start, side="right"))
+        before, start = start, float(now)
+        first = int(np.searchsorted(sent_time, start, side="left" if ties_after else "right"))
         if first >= sent_pn.size:
             end = np.inf
         else:
@@ -211,9 +216,9 @@ def recovery_periods(
             )
             end = float(ack_time[k]) if k < ack_time.size else np.inf
         undone = undo_time[(undo_pn == pn) & (undo_time > start) & (undo_time < end)]
-        if undone.size:
-            end = float(undone.min())
-        periods.append((start, end, bool(undone.size)))
+        periods.append((start, float(undone.min()) if undone.size else end, bool(undone.size)))
+        if undone.size:  # the sender restores its state before the period, its start too
+            start, end = before, periods[-1][1]
     return periods
 
 
@@ -357,6 +362,7 @@ def _evaluate(
     periods: np.ndarray,
     slack: float,
     carry: _Carry,
+    exits: np.ndarray = _NO_UNDO,
 ) -> pd.DataFrame:
     """The state changes among one chunk of time-ordered ``rows`` (see
     :func:`derive_states_rfc9002`), updating ``carry``. ``periods``: (n, 3) start, end,
@@ -385,6 +391,7 @@ def _evaluate(
         in_recovery |= (time >= start) & (time < end)
         if undone:
             reduced &= ~((time >= start) & (time <= end))
+    reduced |= np.isin(time, exits)  # slow start left at the window then (no reduction)
     reduction, carry.reduction = ffill_from(carry.reduction, np.where(reduced, cwnd, np.nan))
     inferred = np.where(np.isnan(reduction), np.inf, reduction)
     logged = (
@@ -434,6 +441,7 @@ def derive_states_rfc9002(
     *,
     app_limited_slack: float = 3 * 1280.0,
     pto_count: Iterable[pd.DataFrame] = (),
+    slow_start_ends: Iterable[float] = (),
 ) -> Iterator[pd.DataFrame]:
     """State changes from metrics and RFC 9002 recovery periods (packet events known), as
     consecutive frames: one chunk of rows evaluated at a time, with what the evaluation
@@ -454,7 +462,8 @@ def derive_states_rfc9002(
     since, RFC 9002 section 6.2), before every other state. States are evaluated at every
     metrics update, at each period's start and end and at each logged count (metrics
     forward-filled); only changes are kept, with ``ssthresh_inferred`` as in
-    :func:`derive_states`.
+    :func:`derive_states`. ``slow_start_ends``: times at which slow start ended without a
+    reduction (:func:`slow_start_exits`): ssthresh is inferred as the window there.
 
     >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
     ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
@@ -463,6 +472,7 @@ def derive_states_rfc9002(
     [(0.0, 'SlowStart'), (1.5, 'Recovery'), (2.5, 'CongestionAvoidance'), (3.0, 'ApplicationLimited')]
     """
     table = np.array(periods, dtype=float).reshape(-1, 3)
+    exits = np.array(list(slow_start_ends), dtype=float)
     bounds = np.sort(table[:, :2][np.isfinite(table[:, :2])], kind="stable")
     counts = (
         frame.rename(columns={"count": PTO_COLUMN})[["time", PTO_COLUMN]] for frame in pto_count
@@ -477,9 +487,113 @@ def derive_states_rfc9002(
         frame = rows.reindex(columns=columns)
         if "line" in frame.columns:
             frame["line"] = frame["line"].astype(float)  # NaN on a period bound or PTO count
-        out = _evaluate(frame, table, app_limited_slack, carry)
+        out = _evaluate(frame, table, app_limited_slack, carry, exits)
         if len(out):
             made = True
             yield out
     if not made:
-        yield _evaluate(first.iloc[:0].reindex(columns=columns), table, app_limited_slack, carry)
+        yield _evaluate(
+            first.iloc[:0].reindex(columns=columns), table, app_limited_slack, carry, exits
+        )
+
+
+def slow_start_exits(
+    chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    periods: list[tuple[float, float, bool]],
+    slack: float = 3 * 1280.0,
+) -> list[float]:
+    """Times (seconds) at which a sender left slow start without a window reduction
+    (HyStart), as seen in its window: a window-limited ACK outside recovery -- the bytes
+    in flight before it at least cwnd (before it) less ``slack`` bytes -- whose window grew
+    by less than the bytes that left flight, where slow start adds a datagram per packet
+    acknowledged. The exit is put at the latest window growth before that ACK (the window
+    has not changed since, so ssthresh is that window); none while the latest window change
+    was a reduction (its ssthresh is known). Sorted, each time once. quic-go:
+    ``MaybeExitSlowStart`` sets ``slowStartThreshold = congestionWindow`` and its slow start
+    adds ``maxDatagramSize`` per acknowledged packet (internal/congestion/cubic_sender.go,
+    v0.55.0 lines 171-178 and 240-245; the same in v0.52.0 and v0.62.0); its metrics log no ssthresh. ``chunks``: ``(time,
+    cwnd, inflight)`` of the metrics updates, time-ordered, forward-filled, consecutive.
+
+    >>> t = np.arange(6.0)
+    >>> slow_start_exits([(t, np.array([10e3, 20e3, 20e3, 20e3, 20e3, 20e3]),
+    ...                    np.array([9e3, 19e3, 21e3, 17e3, 18e3, 18e3]))], [])
+    [1.0]
+    """
+    exits: list[np.ndarray] = []
+    cwnd_before = inflight_before = math.nan
+    growth = math.nan  # time of the latest window change before the chunk, if a growth
+    table = np.array(periods, dtype=float).reshape(-1, 3)
+    starts, ends = table[:, 0], table[:, 1]  # in order of start, not overlapping
+    for time, cwnd, inflight in chunks:
+        if not time.size:
+            continue
+        prior_c = np.r_[cwnd_before, cwnd[:-1]]
+        prior_f = np.r_[inflight_before, inflight[:-1]]
+        with np.errstate(invalid="ignore"):
+            grew = (cwnd > prior_c) | (np.isnan(prior_c) & ~np.isnan(cwnd))
+            changed = grew | (cwnd < prior_c)
+            acked = prior_f - inflight
+            k = np.searchsorted(starts, time, side="right") - 1
+            inside = (k >= 0) & (time < ends[np.maximum(k, 0)] if ends.size else False)
+            candidate = (
+                (acked > 0)
+                & ~inside
+                & (prior_f >= prior_c - slack)
+                & (cwnd >= prior_c)
+                & (cwnd - prior_c < acked)
+            )
+        latest = np.r_[-1, _last_index_where(changed)[:-1]]  # the change before each row
+        j = latest[candidate]
+        at = np.where(
+            j >= 0, np.where(grew[np.maximum(j, 0)], time[np.maximum(j, 0)], np.nan), growth
+        )
+        exits.append(at[~np.isnan(at)])
+        if changed.any():
+            last = int(np.flatnonzero(changed)[-1])
+            growth = float(time[last]) if grew[last] else math.nan
+        cwnd_before = ffill_from(cwnd_before, cwnd)[1]
+        inflight_before = ffill_from(inflight_before, inflight)[1]
+    return np.unique(np.concatenate(exits)).tolist() if exits else []
+
+
+def window_restored(
+    times: np.ndarray, chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """Whether the window grew at each of ``times`` (ascending, seconds): the cwnd of the
+    last update at that time (or, with none there, of the first one after it) above the
+    cwnd of the last update before it. A sender that undoes a reduction restores its
+    window at once (quic-go's ``OnSpuriousLoss``, v0.65.0 on; quic-go v0.52.0-v0.63.0 and
+    v0.65.0's CUBIC log ``spurious_loss`` and keep the reduction). ``chunks``: ``(time,
+    cwnd)`` of the metrics updates, time-ordered, cwnd forward-filled, consecutive.
+
+    >>> t = np.array([0.0, 1.0, 2.0, 2.0, 3.0])
+    >>> window_restored(np.array([2.0, 2.5, 9.0]), [(t, np.array([10.0, 5.0, 5.0, 10.0, 10.0]))])
+    array([ True, False, False])
+    """
+    out = np.zeros(times.size, dtype=bool)
+    i = 0
+    last = math.nan  # the cwnd of the last update before the chunk
+    before = math.nan  # of the pending query (its time's updates run past a chunk)
+    equal: float | None = None  # the pending query's last update at its time so far
+    pending = False
+    for time, cwnd in chunks:
+        while i < times.size and time.size:
+            lo = int(np.searchsorted(time, times[i], side="left"))
+            hi = int(np.searchsorted(time, times[i], side="right"))
+            if lo > 0:
+                before = float(cwnd[lo - 1])
+            elif not pending:
+                before = last
+            if hi > lo:
+                equal = float(cwnd[hi - 1])
+            if hi == time.size:
+                pending = True
+                break
+            after = equal if equal is not None else float(cwnd[hi])
+            out[i] = after > before
+            i, equal, pending = i + 1, None, False
+        if time.size:
+            last = float(cwnd[-1])
+    if pending and equal is not None:
+        out[i] = equal > before
+    return out

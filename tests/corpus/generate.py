@@ -2,8 +2,8 @@
 
 ``python3 tests/corpus/generate.py [CASE...]`` builds each stack once into
 ``$STATEMINE_CACHE/corpus`` (default ``~/.cache/statemine/corpus``: aioquic from PyPI in a
-virtual environment per version, quinn from crates.io with its ``qlog`` feature through
-cargo, tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
+virtual environment per version, quinn and quiche from crates.io with their ``qlog`` feature
+through cargo (a small pair program each: tests/corpus/quinn, tests/corpus/quiche), tquic's ``tquic_tools`` from crates.io through ``cargo install``, quic-go from the
 Go module proxy), runs each case on loopback through relay.py
 (a bottleneck, a delay, a drop-tail queue and seeded random loss on the server-to-client
 direction) and writes its qlogs gzip-compressed to ``tests/data/corpus/<case>/``. Nothing
@@ -27,8 +27,10 @@ CACHE = Path(os.environ.get("STATEMINE_CACHE", Path.home() / ".cache" / "statemi
 CERT = REPO / "statemine" / "lab" / "data"
 #: the path: 20 Mbit/s, 15 ms each way, a 60 kB queue; loss per case
 RATE, DELAY, QUEUE = "20e6", "0.015", "60000"
-#: case -> (stack, version, loss, extra); extra: the congestion controller (aioquic) or
-#: the milliseconds the server starts late (quic-go)
+#: case -> (stack, version, loss, extra); extra: the congestion controller (aioquic), the
+#: milliseconds the server starts late (quic-go) or the bytes the server sends instead of
+#: SIZE (quiche: its qlog at the Base level, which congestion_state_updated needs, logs a
+#: stream_data_moved per stream write; 200 kB keep its files under 40 kB compressed)
 CASES = {
     "aioquic-1.2.0-cubic-loss2": ("aioquic", "1.2.0", 0.02, "cubic"),
     "aioquic-1.7.2-cubic-loss2": ("aioquic", "1.7.2", 0.02, "cubic"),
@@ -40,6 +42,10 @@ CASES = {
     "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
     "quicgo-v0.62.0-loss2": ("quicgo", "v0.62.0", 0.02, "0"),
     "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
+    "quiche-0.30.0-clean": ("quiche", "0.30.0", 0.0, "200000"),
+    "quiche-0.30.0-loss2": ("quiche", "0.30.0", 0.02, "200000"),
+    "quicgo-v0.52.0-clean": ("quicgo", "v0.52.0", 0.0, "0"),
+    "quicgo-v0.52.0-loss2": ("quicgo", "v0.52.0", 0.02, "0"),
 }
 SIZE = "400000"  # bytes the server sends
 
@@ -60,14 +66,18 @@ def build(stack: str, version: str) -> list[str]:
                             "--root", str(home), "--locked"], check=True)  # fmt: skip
         return ["sh", str(HERE / "tquic_pair.sh"), str(home / "bin"), "{listen}", "{connect}",
                 "{out}", str(CERT)]  # fmt: skip
-    if stack == "quinn":
-        binary = home / "target" / "release" / "quinn-qlog-corpus"
+    if stack in ("quinn", "quiche"):  # a small Rust pair over the crate (tests/corpus/<stack>)
+        # quiche shares the lab's target folder, so BoringSSL (boring-sys) is built once
+        target = CACHE.parent / "cargo" / "target" if stack == "quiche" else home / "target"
+        binary = target / "release" / f"{stack}-qlog-corpus"
         if not binary.exists():
             (home / "src").mkdir(parents=True, exist_ok=True)
-            text = (HERE / "quinn" / "Cargo.toml").read_text().replace("=0.11.12", f"={version}")
+            pinned = {"quinn": "=0.11.12", "quiche": "=0.30.0"}[stack]
+            text = (HERE / stack / "Cargo.toml").read_text().replace(pinned, f"={version}")
             (home / "Cargo.toml").write_text(text)
-            shutil.copy(HERE / "quinn" / "main.rs", home / "src" / "main.rs")
-            subprocess.run(["nice", "cargo", "build", "--release"], cwd=home, check=True)
+            shutil.copy(HERE / stack / "main.rs", home / "src" / "main.rs")
+            env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+            subprocess.run(["nice", "cargo", "build", "--release"], cwd=home, env=env, check=True)
         return [str(binary), "127.0.0.1:{listen}", "127.0.0.1:{connect}", SIZE, "{out}"]
     binary = home / "quicgo-corpus"
     if not binary.exists():
@@ -88,7 +98,9 @@ def run(case: str) -> None:
     work.mkdir(parents=True)
     env = {**os.environ, "CORPUS_CERT": str(CERT / "cert.pem"), "CORPUS_KEY": str(CERT / "key.pem"),
            "QLOGDIR": str(work)}  # fmt: skip
-    if extra:  # the controller (aioquic), the server's delay (quic-go)
+    if stack == "quiche":  # the bytes to send
+        command = [extra if a == SIZE else a for a in command]
+    elif extra:  # the controller (aioquic), the server's delay (quic-go)
         command = [*command, extra]
     shape = [RATE, DELAY, QUEUE, str(loss), "1"]
     done = subprocess.run(

@@ -73,6 +73,9 @@ class _Summary:
     n_received: int = 0
     n_received_frames: int = 0
     n_acks: int = 0
+    # the largest application-space packet sent (bytes, qlog raw.length) that was no
+    # PMTU probe by its look (_in_flight)
+    largest_sent: float = 0.0
     # what picoquic's controller table is chosen from (statenames.picoquic_controller):
     # the distinct raw 'new' values of congestion_state_updated events, and whether a
     # state-1 event's cc_param equals the first window logged at its time after it
@@ -121,7 +124,8 @@ class _Connection:
     # metrics updates, flat rows of _METRIC_STRIDE floats: time s, seq, line, then _METRIC_COLUMNS
     metrics: array = field(default_factory=lambda: array("d"))
     # application-space packets sent: time, number, in flight (1.0; 0.0: only ACK,
-    # PADDING or CONNECTION_CLOSE frames, RFC 9002 section 2)
+    # PADDING or CONNECTION_CLOSE frames, RFC 9002 section 2; PMTU_PROBE: in flight, a
+    # path MTU probe by its look)
     sent: array = field(default_factory=lambda: array("d"))
     acks: array = field(
         default_factory=lambda: array("d")
@@ -468,15 +472,27 @@ def _continues(previous: _Connection | None, seconds: float, path: str | None) -
 
 #: Frames that do not make a packet count in flight (RFC 9002 section 2, "In flight").
 _NOT_IN_FLIGHT = frozenset({"ack", "padding", "connection_close"})
+#: The frames of a path MTU probe (RFC 9000 section 14.4: a PING padded to the probed size).
+_PROBE_FRAMES = frozenset({"ping", "padding"})
+#: The in-flight mark of a packet that looks like a path MTU probe (:func:`_in_flight`).
+PMTU_PROBE = 2.0
 
 
-def _in_flight(frames: object) -> float:
+def _in_flight(frames: object, length: float = math.nan, largest: float = math.inf) -> float:
     """1.0 if a packet with ``frames`` (a qlog frames list) counts in flight, 0.0 if every
-    frame is ACK, PADDING or CONNECTION_CLOSE; 1.0 where the frames are not logged."""
+    frame is ACK, PADDING or CONNECTION_CLOSE; 1.0 where the frames are not logged.
+    :data:`PMTU_PROBE` (in flight too) for a path MTU probe by its look: only PING and
+    PADDING frames and ``length`` (bytes) above ``largest``, every earlier packet's.
+
+    >>> _in_flight([{"frame_type": "ping"}], 1409.0, 1366.0), _in_flight([{"frame_type": "ping"}])
+    (2.0, 1.0)
+    """
     if not isinstance(frames, list) or not frames:
         return 1.0
     kinds = {str(f.get("frame_type", "")).lower() for f in frames if isinstance(f, dict)}
-    return 0.0 if kinds and kinds <= _NOT_IN_FLIGHT else 1.0
+    if kinds and kinds <= _NOT_IN_FLIGHT:
+        return 0.0
+    return PMTU_PROBE if kinds and kinds <= _PROBE_FRAMES and length > largest else 1.0
 
 
 def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
@@ -493,7 +509,11 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:
             summary.n_sent += 1
-            conn.sent.extend((seconds, number, _in_flight(data.get("frames"))))
+            length = _num(_object_at(data, "raw").get("length", data.get("length")))
+            flight = _in_flight(data.get("frames"), length, summary.largest_sent)
+            if flight != PMTU_PROBE and length > summary.largest_sent:
+                summary.largest_sent = length
+            conn.sent.extend((seconds, number, flight))
         return
     summary.n_received += 1
     summary.n_received_frames += isinstance(data.get("frames"), list)

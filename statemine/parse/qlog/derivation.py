@@ -19,7 +19,7 @@ import pandas as pd
 from .. import derive as _derive
 from ..statenames import DERIVED_MARK, resolve_state
 from .common import _num, _Report
-from .connections import PACKET_COLUMNS, _Connection, missing_packets
+from .connections import PACKET_COLUMNS, PMTU_PROBE, _Connection, missing_packets
 from .metrics import _metrics_table
 from .vocabulary import _LOSS, _METRIC_COLUMNS, _METRIC_STRIDE, _SPURIOUS, _packet_number
 
@@ -90,6 +90,24 @@ def _packet_columns(conn: _Connection, rows: int) -> list[np.ndarray]:
     return out
 
 
+def _no_congestion(implementation: object) -> frozenset[float]:
+    """The in-flight marks (connections.py ``_in_flight``) of packets whose loss is no
+    congestion event for ``implementation`` (its label). RFC 9002 section 7.3.2
+    (OnPacketsLost): a packet not in flight (0.0). quic-go also skips its lost path MTU
+    probes (PMTU_PROBE): ``detectLostPackets`` calls ``OnCongestionEvent`` only
+    ``if !p.IsPathMTUProbePacket`` (internal/ackhandler/sent_packet_handler.go: v0.52.0
+    line 721, v0.55.0 line 789, v0.62.0 line 856), so such a loss neither cuts its window nor logs
+    ``recovery``; the RFC 9002 reference counts it (RFC 9000 section 14.4 only says it
+    SHOULD NOT).
+
+    >>> sorted(_no_congestion("quic-go")), sorted(_no_congestion("aioquic"))
+    ([0.0, 2.0], [0.0])
+    """
+    if implementation == "quic-go":
+        return frozenset({0.0, PMTU_PROBE})
+    return frozenset({0.0})
+
+
 def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, bool]]:
     """RFC 9002 recovery periods of a connection with packet events. Congestion events are
     the losses declared of packets in flight (with the send time of the lost packet, from
@@ -98,7 +116,9 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     without packet_lost events, the window reductions; a period ends when a packet sent after
     its start is acknowledged (any packet: RFC 9002 section 7.3.2, "a packet sent during the
     recovery period"; aioquic's ACK-only packets count), when the loss that began it proves
-    spurious (quic-go restores the window) or when the window grows (a rollback). Reads
+    spurious and the window is restored at once (quic-go's undo: v0.65.0 Reno; its other
+    spurious_loss events are reports only) or when the window grows (a rollback). Per
+    stack (:func:`_no_congestion`): quic-go's lost path MTU probes are none either. Reads
     the connection's arrays ``rows`` rows at a time; holds its losses and periods."""
     declared, undo = [], []
     for time, code, data, *_ in conn.each_item():
@@ -109,11 +129,13 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     wanted = np.array([pn for _, pn in declared], float)
     sent_at: dict[float, float] = {}  # lost packet number -> (last) send time
     not_in_flight: set[float] = set()
+    quicgo = conn.labels.get("implementation") == "quic-go"
+    exempt = _no_congestion(conn.labels.get("implementation"))
     for chunk in conn.array_chunks("sent", 3, rows):
         chunk = _by_time(chunk)
         for time, pn, flight in chunk[np.isin(chunk[:, 1], wanted)].tolist():
             sent_at[pn] = time
-            if flight == 0:
+            if flight in exempt:
                 not_in_flight.add(pn)
     losses = [(t, sent_at.get(pn, math.nan), pn) for t, pn in declared if pn not in not_in_flight]
     if not declared:
@@ -124,6 +146,10 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
             before = float(cwnd[-1]) if cwnd.size else before
             losses += [(t, math.nan, math.nan) for t in time[cut].tolist()]
     undone = np.array(undo, float).reshape(-1, 2)
+    undone = undone[np.argsort(undone[:, 0], kind="stable")]
+    if undone.size:  # only where the sender restored its window (an undo, not a report)
+        series = _filled_cwnd(_metric_frames(conn, rows))
+        undone = undone[_derive.window_restored(undone[:, 0], series)]
     loss = np.array(losses, float).reshape(-1, 3)
     sent_time, sent_pn, ack_time, ack_best = _packet_columns(conn, rows)
     periods = _derive.recovery_periods(
@@ -136,8 +162,25 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
         loss[:, 2],
         undone[:, 0],
         undone[:, 1],
+        ties_after=quicgo,
     )
     return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
+
+
+def _slow_start_ends(
+    conn: _Connection, rows: int, periods: list[tuple[float, float, bool]]
+) -> list[float]:
+    """Where slow start ended without a window reduction, for a stack that logs no
+    ssthresh and leaves slow start by HyStart (quic-go: :func:`.derive.slow_start_exits`);
+    none for the others (RFC 9002's NewReno leaves slow start only by a reduction)."""
+    if conn.labels.get("implementation") != "quic-go":
+        return []
+    frames = _filled(_metric_frames(conn, rows))
+    chunks = (
+        (f["time"].to_numpy(float), f["cwnd"].to_numpy(float), f["inflight"].to_numpy(float))
+        for f in frames
+    )
+    return _derive.slow_start_exits(chunks, periods)
 
 
 def _pto_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
@@ -182,7 +225,10 @@ def _derived_frames(
     if rfc9002:
         periods = _recovery_periods(conn, rows)
         states = _derive.derive_states_rfc9002(
-            _metric_frames(conn, rows), periods, pto_count=_pto_frames(conn, rows)
+            _metric_frames(conn, rows),
+            periods,
+            pto_count=_pto_frames(conn, rows),
+            slow_start_ends=_slow_start_ends(conn, rows, periods),
         )
     else:
         states = _derive.derive_states_chunks(_filled(_metric_frames(conn, rows)))
