@@ -73,6 +73,9 @@ class _Summary:
     n_received: int = 0
     n_received_frames: int = 0
     n_acks: int = 0
+    # when the first application-space packet carrying a STREAM frame with the FIN bit was
+    # sent (seconds; inf: none): the sender has written all its data (derive_stacks)
+    fin_sent: float = math.inf
     # what picoquic's controller table is chosen from (statenames.picoquic_controller):
     # the distinct raw 'new' values of congestion_state_updated events, and whether a
     # state-1 event's cc_param equals the first window logged at its time after it
@@ -479,6 +482,14 @@ def _in_flight(frames: object) -> float:
     return 0.0 if kinds and kinds <= _NOT_IN_FLIGHT else 1.0
 
 
+def _has_fin(frames: object) -> bool:
+    """Whether a qlog frames list holds a STREAM frame with the FIN bit."""
+    return isinstance(frames, list) and any(
+        isinstance(f, dict) and f.get("fin") is True and f.get("frame_type") == "stream"
+        for f in frames
+    )
+
+
 def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
     """Keep an application-space packet sent (time, number, in flight) or an ACK received
     (time, largest acknowledged number) for the RFC 9002 recovery periods."""
@@ -493,7 +504,10 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:
             summary.n_sent += 1
-            conn.sent.extend((seconds, number, _in_flight(data.get("frames"))))
+            frames = data.get("frames")
+            conn.sent.extend((seconds, number, _in_flight(frames)))
+            if seconds < summary.fin_sent and _has_fin(frames):
+                summary.fin_sent = seconds
         return
     summary.n_received += 1
     summary.n_received_frames += isinstance(data.get("frames"), list)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import derive as _derive
+from .. import derive_stacks as _stacks
 from ..statenames import DERIVED_MARK, resolve_state
 from .common import _num, _Report
 from .connections import PACKET_COLUMNS, _Connection, missing_packets
@@ -140,6 +141,28 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
 
 
+def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] | None:
+    """The stack's own ApplicationLimited verdicts (statemine.parse.derive_stacks) where
+    statemine replays its rule (aioquic, quiche), else None (the generic ACK rule). Reads
+    the connection ``rows`` rows at a time."""
+    implementation = conn.labels.get("implementation")
+    if implementation not in ("aioquic", "quiche"):
+        return None
+    acks = (
+        pd.DataFrame({"time": c[:, 0], "largest": c[:, 1]})
+        for c in map(_by_time, conn.array_chunks("acks", 2, rows))
+    )
+    sent = (
+        pd.DataFrame({"time": c[:, 0], "pn": c[:, 1], "flight": c[:, 2]})
+        for c in map(_by_time, conn.array_chunks("sent", 3, rows))
+    )
+    metrics = (f[["time", "cwnd", "inflight", "srtt"]] for f in _filled(_metric_frames(conn, rows)))
+    groups = _stacks.grouped(acks, metrics, sent)
+    if implementation == "quiche":
+        return _stacks.quiche_app_limited(groups, fin_sent=conn.summary.fin_sent)
+    return _stacks.aioquic_app_limited(groups)
+
+
 def _pto_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
     """The PTO counts metrics updates logged, frames of ``time`` and ``count`` in time
     order (none where they log none)."""
@@ -182,7 +205,10 @@ def _derived_frames(
     if rfc9002:
         periods = _recovery_periods(conn, rows)
         states = _derive.derive_states_rfc9002(
-            _metric_frames(conn, rows), periods, pto_count=_pto_frames(conn, rows)
+            _metric_frames(conn, rows),
+            periods,
+            pto_count=_pto_frames(conn, rows),
+            app_limited=_stack_app_limited(conn, rows),
         )
     else:
         states = _derive.derive_states_chunks(_filled(_metric_frames(conn, rows)))
