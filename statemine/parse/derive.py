@@ -484,10 +484,13 @@ def derive_states_rfc9002(
     columns = [*first.columns, PTO_COLUMN, LIMITED_COLUMN]
     streams = [chain([first], updates), iter([pd.DataFrame({"time": bounds})]), counts]
     carry = _Carry(stack_verdicts=app_limited is not None)
-    if app_limited is not None:
-        streams.append(
-            frame.rename(columns={"limited": LIMITED_COLUMN})[["time", LIMITED_COLUMN]]
-            for frame in app_limited
+    if app_limited is not None:  # first: a verdict holds for the other rows of its time
+        streams.insert(
+            0,
+            (
+                frame.rename(columns={"limited": LIMITED_COLUMN})[["time", LIMITED_COLUMN]]
+                for frame in app_limited
+            ),
         )
     made = False
     for rows in merge_by_time(streams):

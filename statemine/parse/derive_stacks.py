@@ -164,12 +164,13 @@ def quiche_app_limited(
     * from the first update until the first application-space packet is acknowledged,
       the handshake: a server has no stream data yet (quiche marks at its first Initial);
     * once the FIN of the data was sent (``fin_sent``, seconds), nothing is queued: an
-      ACK finding any room marks;
+      ACK finding any room marks, and so does a send that leaves room (the packet
+      with the FIN: quiche checks before it, with only its data queued);
     * in between, an ACK marks where the room before it exceeds ``slack`` bytes (three
       1280-byte packets: the application writes what the window takes, quiche's
       ``tx_cap``, so a little room is no sign of an empty queue).
 
-    Verdicts at each ACK and at the first update."""
+    Verdicts at each ACK, at each such send and at the first update."""
     cwnd = inflight = math.nan
     last_sent = -math.inf  # the latest application-space packet number sent
     end: float | None = -math.inf  # the mark (None: not app limited); -inf: handshake
@@ -205,12 +206,15 @@ def quiche_app_limited(
                 if end is not None and largest > end:
                     end = None
             sends = pn[lo:hi][k == SENT]
-            if sends.size:
-                last_sent = max(last_sent, float(sends.max()))
             metric = np.flatnonzero(k == METRICS)
             if metric.size:
                 cwnd, inflight = float(cw[lo + metric[-1]]), float(fl[lo + metric[-1]])
-            if acked.any() or first:
+            marked = sends.size > 0 and now >= fin_sent and cwnd - inflight > 0
+            if marked:  # the last data went out and left room: quiche marks at that send
+                end = last_sent
+            if sends.size:
+                last_sent = max(last_sent, float(sends.max()))
+            if acked.any() or first or marked:
                 out_t.append(now)
                 out_v.append(0.0 if end is None else 1.0)
                 first = False

@@ -101,12 +101,15 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     recovery period"; aioquic's ACK-only packets count), when the loss that began it proves
     spurious (quic-go restores the window) or when the window grows (a rollback). Reads
     the connection's arrays ``rows`` rows at a time; holds its losses and periods."""
-    declared, undo = [], []
+    declared, undo, handshake = [], [], []
     for time, code, data, *_ in conn.each_item():
         if code == _LOSS:
             declared.append((time, _num(_packet_number(data))))
+            handshake.append(_lost_space(data) in _HANDSHAKE_SPACES)
         elif code == _SPURIOUS:
             undo.append((time, _num(_packet_number(data))))
+    if conn.labels.get("implementation") == "aioquic" and any(handshake):
+        declared = _aioquic_congestion_losses(conn, declared, handshake, rows)
     wanted = np.array([pn for _, pn in declared], float)
     sent_at: dict[float, float] = {}  # lost packet number -> (last) send time
     not_in_flight: set[float] = set()
@@ -127,18 +130,29 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     undone = np.array(undo, float).reshape(-1, 2)
     loss = np.array(losses, float).reshape(-1, 3)
     sent_time, sent_pn, ack_time, ack_best = _packet_columns(conn, rows)
-    periods = _derive.recovery_periods(
-        loss[:, 0],
-        loss[:, 1],
-        sent_time,
-        sent_pn,
-        ack_time,
-        ack_best,
-        loss[:, 2],
-        undone[:, 0],
-        undone[:, 1],
-    )
-    return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
+    settled: list[tuple[float, float, bool]] = []
+    while True:  # once more after each period a window restore ended early (below)
+        periods = _derive.recovery_periods(
+            loss[:, 0],
+            loss[:, 1],
+            sent_time,
+            sent_pn,
+            ack_time,
+            ack_best,
+            loss[:, 2],
+            undone[:, 0],
+            undone[:, 1],
+        )
+        ended = _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
+        early = [k for k, (p, q) in enumerate(zip(periods, ended)) if q[1] < p[1] and q[2]]
+        if not early:
+            return settled + ended
+        # a restored window ended the period: the sender is out of recovery, so a
+        # congestion event before the period's ACK-time end begins a new one (quiche
+        # CUBIC's rollback, then its next loss); those were passed over as inside it
+        k = early[0]
+        settled += ended[: k + 1]
+        loss = loss[loss[:, 0] > ended[k][1]]
 
 
 def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] | None:
@@ -161,6 +175,34 @@ def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] |
     if implementation == "quiche":
         return _stacks.quiche_app_limited(groups, fin_sent=conn.summary.fin_sent)
     return _stacks.aioquic_app_limited(groups)
+
+
+_HANDSHAKE_SPACES = frozenset({"initial", "handshake"})
+
+
+def _lost_space(data: Mapping) -> str:
+    """The packet number space of a packet_lost event's packet, lower case ("" unknown):
+    ``header.packet_type``, or aioquic's ``type``."""
+    header = data.get("header")
+    kind = header.get("packet_type") if isinstance(header, Mapping) else None
+    return str(kind if kind is not None else data.get("type", "")).lower()
+
+
+def _aioquic_congestion_losses(
+    conn: _Connection, declared: list[tuple[float, float]], handshake: list[bool], rows: int
+) -> list[tuple[float, float]]:
+    """``declared`` (time, packet number) without the Initial and Handshake packets
+    aioquic declares lost to retransmit their CRYPTO data at once (``reschedule_data``
+    in aioquic/quic/recovery.py: on a PTO, or when the client's Initial comes again,
+    ``_on_packets_lost(congestion_event=False)``: no congestion event, the window
+    stays): such a loss counts only where the window was cut at its time."""
+    cut_at: set[float] = set()
+    before = math.nan
+    for time, cwnd in _filled_cwnd(_metric_frames(conn, rows)):
+        cut = np.diff(cwnd, prepend=before) < 0
+        before = float(cwnd[-1]) if cwnd.size else before
+        cut_at.update(time[cut].tolist())
+    return [loss for loss, early in zip(declared, handshake) if not early or loss[0] in cut_at]
 
 
 def _pto_frames(conn: _Connection, rows: int) -> Iterator[pd.DataFrame]:
