@@ -11,8 +11,9 @@ lab``'s virtual time with the stack writing its qlog; the server's states are th
   congestion event, aioquic logs no states);
 * derived: from the server's qlog with every ``congestion_state_updated`` removed.
 
-Prints per run and state the two shares of time (percent) and the gap (points), and the
-largest gap per stack. ConservativeSlowStart (HyStart++, no metric shows it) counts as
+Prints per run and state the two shares of time (percent) and the gap (points), the
+largest gap per stack, and per stack and state the largest gap as a markdown table (the
+one in docs/qlog.md). ConservativeSlowStart (HyStart++, no metric shows it) counts as
 SlowStart. BBR2's logged states are BBR phases, which the derivation (NewReno's states)
 cannot give: its rows are printed for the record, not compared.
 
@@ -110,6 +111,7 @@ def main() -> None:
     ap.add_argument("--only", help="run only this stack (quiche, quic-go, aioquic)")
     args = ap.parse_args()
     worst: dict[str, float] = {}
+    per_state: dict[str, dict[str, float]] = {}
     for stack, version, cc in STACKS:
         if args.only and stack != args.only:
             continue
@@ -122,6 +124,9 @@ def main() -> None:
                 gap = float(table["gap_pts"].abs().max())
                 if cc != "bbr2":
                     worst[name] = max(worst.get(name, 0.0), gap)
+                    cells = per_state.setdefault(name, {})
+                    for r in table.itertuples():
+                        cells[r.state] = max(cells.get(r.state, 0.0), abs(r.gap_pts))
                 cells = "  ".join(
                     f"{r.state} {r.logged_pct:.1f}/{r.derived_pct:.1f}"
                     for r in table.itertuples()
@@ -130,6 +135,12 @@ def main() -> None:
                 print(f"{name:22s} {case:17s} seed {seed}: max gap {gap:5.1f} pts | {cells}")
     for name, gap in worst.items():
         print(f"{name}: largest gap {gap:.1f} points (logged/derived %)")
+    states = sorted({state for cells in per_state.values() for state in cells})
+    print("| stack | " + " | ".join(states) + " |")
+    print("|---" * (len(states) + 1) + "|")
+    for name, cells in per_state.items():
+        row = " | ".join(f"{cells[s]:.2f}" if s in cells else "-" for s in states)
+        print(f"| {name} | {row} |")
 
 
 if __name__ == "__main__":

@@ -202,3 +202,18 @@ def test_derived_states_agree_with_aioquics_logged_states(seed, jitter_s, bound,
     assert table["gap_pts"].abs().max() < bound, table
     assert table.loc["Recovery", "logged_pct"] > 10 and table.loc["SlowStart", "logged_pct"] > 2
     assert abs(table.loc["Recovery", "gap_pts"]) < 0.1, table
+
+
+def test_aioquic_on_a_wall_clock_keeps_the_generic_rule(tmp_path):
+    """The same connection with wall-clock times (each packet logged 0.2 ms after the ACK
+    that let it go, as aioquic's time.time() per event gives): which send opportunity a
+    packet belongs to is not in the log, so the generic rule (quic-go's, at each ACK)
+    applies: at the ACK at 60 ms the 4800 B in flight before it were more than three
+    packets below cwnd and at most half of it."""
+    late = []
+    for e in _aioquic_events():
+        sent_or_after = e["name"].endswith("packet_sent") or e["data"].get("bytes_in_flight")
+        late.append({**e, "time": e["time"] + 0.2} if sent_or_after and e["time"] else e)
+    path = tmp_path / "aioquic.sqlog"
+    _write(path, "aioquic qlog", late)
+    assert _states(path) == [(0.0, "SlowStart"), (0.06, "ApplicationLimited")]
