@@ -532,9 +532,9 @@ def _aioquic_verdicts(events, datagram=1200.0):
     draft-01 array events (docs/qlog.md): at each time with an application-space packet
     sent or ACK received (after the first such packet sent), unless its pacer (aioquic's
     QuicPacketPacer, replayed: rate cwnd/srtt, a packet every datagram/rate seconds, a
-    bucket of max(2 datagrams, min(cwnd // 4, 16 datagrams))/rate, reset on each new
-    cwnd or srtt) holds the next packet back, whether cwnd - bytes in flight leaves a
-    datagram."""
+    bucket of max(2 datagrams, min(cwnd // 4, 16 datagrams))/rate, set at a time whose
+    updates log smoothed_rtt (an RTT sample) or cut cwnd) holds the next packet back,
+    whether cwnd - bytes in flight leaves a datagram."""
     groups: dict[float, dict] = {}
     for e in events:
         t, kind, d = float(e[0]) / 1000, e[2], e[3]
@@ -546,7 +546,7 @@ def _aioquic_verdicts(events, datagram=1200.0):
             g["ack"] = g["ack"] or any(f.get("frame_type") == "ack" for f in d.get("frames", []))
         elif e[1] == "recovery" and kind.startswith("metric"):  # metric(s)_update(d)
             g["metrics"].append(d)
-    out, cwnd, inflight, srtt, rate_of, started = [], None, None, None, None, False
+    out, cwnd, inflight, srtt, started = [], None, None, None, False
     bucket, evaluated, packet_time, bucket_max = 0.0, 0.0, None, 0.0
 
     def refill(now):
@@ -556,15 +556,19 @@ def _aioquic_verdicts(events, datagram=1200.0):
 
     for t in sorted(groups):
         g = groups[t]
+        sampled = cut = False
         for d in g["metrics"]:
+            if "cwnd" in d and cwnd is not None and d["cwnd"] < cwnd:
+                cut = True
             cwnd = d.get("cwnd", cwnd)
             inflight = d.get("bytes_in_flight", inflight)
-            srtt = d["smoothed_rtt"] / 1000 if "smoothed_rtt" in d else srtt
-        if cwnd is not None and srtt is not None and (cwnd, srtt) != rate_of:
+            if "smoothed_rtt" in d:
+                srtt, sampled = d["smoothed_rtt"] / 1000, True
+        if (sampled or cut) and cwnd is not None and srtt is not None:
             rate = cwnd / max(srtt, 1e-6)
             packet_time = max(1e-6, min(datagram / rate, 1.0))
             bucket_max = max(2 * datagram, min(cwnd // 4, 16 * datagram)) / rate
-            bucket, rate_of = min(bucket, bucket_max), (cwnd, srtt)
+            bucket = min(bucket, bucket_max)
         for _ in range(g["sent"]):
             if packet_time is not None:
                 refill(t)

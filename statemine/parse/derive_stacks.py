@@ -50,7 +50,7 @@ def grouped(
     acks: Iterable[pd.DataFrame], metrics: Iterable[pd.DataFrame], sent: Iterable[pd.DataFrame]
 ) -> Iterator[pd.DataFrame]:
     """The ACKs received (``time``, ``largest``), metrics updates (``time``, ``cwnd``,
-    ``inflight``, ``srtt``, forward-filled) and packets sent (``time``, ``pn``,
+    ``inflight``, ``srtt``) and packets sent (``time``, ``pn``,
     ``flight``), each time-ordered, merged by time into frames with a ``kind`` column
     (:data:`ACK`, :data:`METRICS`, :data:`SENT`); a frame holds every row of the times it
     covers, at equal times ACKs first, then metrics, then packets sent."""
@@ -106,14 +106,15 @@ def aioquic_app_limited(
     groups: Iterable[pd.DataFrame], datagram: float = AIOQUIC_DATAGRAM
 ) -> Iterator[pd.DataFrame]:
     """aioquic's ApplicationLimited verdicts (module docstring) from :func:`grouped`
-    frames: at each time with an ACK received or a packet sent (a send opportunity), the
-    pacer's rate follows the window and smoothed RTT (``update_rate``, after an RTT sample
-    or a loss), each packet sent draws from its bucket, and then -- unless the bucket is
+    frames (metrics as logged, not forward-filled): at each time with an ACK received or
+    a packet sent (a send opportunity), the pacer's rate is set from the window and
+    smoothed RTT where aioquic calls ``update_rate`` -- an RTT sample (aioquic logs
+    ``smoothed_rtt`` only then) or a window cut (a congestion event) at that time --, each
+    packet sent draws from its bucket, and then -- unless the bucket is
     empty (the pacer holds the next packet back: no verdict) -- the verdict is whether
     cwnd minus the bytes in flight leaves ``datagram`` bytes. No verdict before the first
     application-space packet sent (aioquic judges only once connected)."""
     pacer = AioquicPacer(datagram=datagram)
-    rate_of: tuple[float, float] = (math.nan, math.nan)
     cwnd = inflight = srtt = math.nan
     started = False
     for frame in groups:
@@ -130,14 +131,17 @@ def aioquic_app_limited(
         for lo, hi in zip(starts.tolist(), ends.tolist()):
             now = float(time[lo])
             k = kind[lo:hi]
-            metric = k == METRICS
-            if metric.any():
-                last = lo + int(np.flatnonzero(metric)[-1])
-                cwnd, inflight = float(cw[last]), float(fl[last])
-                srtt = float(rt[last]) if not math.isnan(rt[last]) else srtt
-            if (cwnd, srtt) != rate_of and not (math.isnan(cwnd) or math.isnan(srtt)):
+            rows = lo + np.flatnonzero(k == METRICS)
+            windows = np.r_[cwnd, cw[rows]]
+            windows = windows[~np.isnan(windows)]
+            cut = bool((np.diff(windows) < 0).any())
+            cwnd = float(windows[-1]) if windows.size else cwnd
+            flights = fl[rows][~np.isnan(fl[rows])]
+            inflight = float(flights[-1]) if flights.size else inflight
+            samples = rt[rows][~np.isnan(rt[rows])]
+            srtt = float(samples[-1]) if samples.size else srtt
+            if (samples.size or cut) and not (math.isnan(cwnd) or math.isnan(srtt)):
                 pacer.update_rate(cwnd, srtt)
-                rate_of = (cwnd, srtt)
             sends = int(np.count_nonzero(k == SENT))
             started = started or sends > 0
             for _ in range(sends):

@@ -170,7 +170,10 @@ def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] |
         pd.DataFrame({"time": c[:, 0], "pn": c[:, 1], "flight": c[:, 2]})
         for c in map(_by_time, conn.array_chunks("sent", 3, rows))
     )
-    metrics = (f[["time", "cwnd", "inflight", "srtt"]] for f in _filled(_metric_frames(conn, rows)))
+    # aioquic's replay needs to see which updates logged an RTT sample: as logged
+    frames = _metric_frames(conn, rows)
+    filled = frames if implementation == "aioquic" else _filled(frames)
+    metrics = (f[["time", "cwnd", "inflight", "srtt"]] for f in filled)
     groups = _stacks.grouped(acks, metrics, sent)
     if implementation == "quiche":
         return _stacks.quiche_app_limited(groups, fin_sent=conn.summary.fin_sent)
