@@ -509,22 +509,21 @@ def _with_events(path, doc, index, events):
 
 
 def _one_time(events):
-    """Whether at least half the application-space ACKs received (within the span of the
-    packets sent) came at the very time of a packet sent (a virtual-time log)."""
-    sent, acks = set(), []
+    """Whether at least half the application-space ACKs received are followed (in log
+    order) by a packet sent at their very time (a virtual-time log)."""
+    acks, followed, last = 0, 0, None
     for e in events:
         t, kind, d = float(e[0]) / 1000, e[2], e[3]
         space = str(d.get("packet_type", d.get("header", {}).get("packet_type", ""))).lower()
         if space in ("initial", "handshake"):
             continue
-        if kind == "packet_sent":
-            sent.add(t)
+        if kind == "packet_sent" and t == last:
+            followed, last = followed + 1, None
         elif kind == "packet_received" and any(
             f.get("frame_type") == "ack" and f.get("acked_ranges") for f in d.get("frames", [])
         ):
-            acks.append(t)
-    acks = [t for t in acks if sent and min(sent) <= t <= max(sent)]
-    return bool(acks) and sum(t in sent for t in acks) >= len(acks) / 2
+            acks, last = acks + 1, t
+    return acks > 0 and 2 * followed >= acks
 
 
 def _aioquic_verdicts(events, datagram=1200.0):

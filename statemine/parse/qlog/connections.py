@@ -76,6 +76,10 @@ class _Summary:
     # when the first application-space packet carrying a STREAM frame with the FIN bit was
     # sent (seconds; inf: none): the sender has written all its data (derive_stacks)
     fin_sent: float = math.inf
+    # ACKs received followed by a packet sent at their very time (a virtual-time log, one
+    # time per send opportunity; derive_stacks): the latest ACK's time until then
+    acks_then_sent: int = 0
+    last_ack: float = math.nan
     # what picoquic's controller table is chosen from (statenames.picoquic_controller):
     # the distinct raw 'new' values of congestion_state_updated events, and whether a
     # state-1 event's cc_param equals the first window logged at its time after it
@@ -508,6 +512,9 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
             conn.sent.extend((seconds, number, _in_flight(frames)))
             if seconds < summary.fin_sent and _has_fin(frames):
                 summary.fin_sent = seconds
+            if seconds == summary.last_ack:
+                summary.acks_then_sent += 1
+                summary.last_ack = math.nan
         return
     summary.n_received += 1
     summary.n_received_frames += isinstance(data.get("frames"), list)
@@ -520,6 +527,7 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
                     largest = top if largest != largest or top > largest else largest
     if largest == largest:
         summary.n_acks += 1
+        summary.last_ack = seconds
         conn.acks.extend((seconds, largest))
 
 

@@ -177,21 +177,19 @@ def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] |
     groups = _stacks.grouped(acks, metrics, sent)
     if implementation == "quiche":
         return _stacks.quiche_app_limited(groups, fin_sent=conn.summary.fin_sent)
-    if not _one_time_per_opportunity(conn, rows):
+    if not _one_time_per_opportunity(conn):
         return None
     return _stacks.aioquic_app_limited(groups)
 
 
-def _one_time_per_opportunity(conn: _Connection, rows: int) -> bool:
+def _one_time_per_opportunity(conn: _Connection) -> bool:
     """Whether a send opportunity's events share one time, as in a virtual-time run (the
-    lab's): at least half the ACKs received (of the first ``rows``) have a packet sent at
-    their very time. With wall-clock times (aioquic's ``time.time()`` per event) the
-    packets an ACK lets go are logged 0.1-0.3 ms after it, and which opportunity a packet
-    belongs to is not in the log: aioquic's own rule is not replayed there."""
-    sent = next(conn.array_chunks("sent", 3, rows), np.empty((0, 3)))[:, 0]
-    acks = next(conn.array_chunks("acks", 2, rows), np.empty((0, 2)))[:, 0]
-    acks = acks[(acks >= sent.min()) & (acks <= sent.max())] if sent.size else acks[:0]
-    return bool(acks.size) and float(np.isin(acks, sent).mean()) >= 0.5
+    lab's): at least half the ACKs received are followed by a packet sent at their very
+    time. With wall-clock times (aioquic's ``time.time()`` per event) the packets an ACK
+    lets go are logged 0.1-0.3 ms after it, and which opportunity a packet belongs to is
+    not in the log: aioquic's own rule is not replayed there."""
+    summary = conn.summary
+    return summary.n_acks > 0 and 2 * summary.acks_then_sent >= summary.n_acks
 
 
 _HANDSHAKE_SPACES = frozenset({"initial", "handshake"})
