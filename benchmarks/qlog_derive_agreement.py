@@ -2,19 +2,22 @@
 
 Not a speed benchmark: it measures how well ``read_qlog(..., derive_states=True)``
 (statemine.parse.derive: RFC 9002 recovery periods from packet events, ApplicationLimited
-from the stack's own flag or bytes in flight against cwnd) reproduces the states a stack
+by the stack's own rule, statemine.parse.derive_stacks, or bytes in flight against cwnd)
+reproduces the states a stack
 logs, for docs/qlog.md. Each run transfers one object over a lossy path in ``statemine
 lab``'s virtual time with the stack writing its qlog; the server's states are then
 
 * logged: quic-go's own qlog ``congestion_state_updated``; quiche's and aioquic's
   instrument-patch lines (quiche's qlog ``recovery`` state lasts only the instant of the
   congestion event, aioquic logs no states);
-* derived: from the server's qlog with every ``congestion_state_updated`` removed.
+* derived: from the server's qlog with every ``congestion_state_updated`` removed, read
+  as the stack's (the lab's qlog titles name none), quiche's times put on the log's clock
+  (its qlog counts from the connection's creation: ``connection_start``).
 
 Prints per run and state the two shares of time (percent) and the gap (points), the
 largest gap per stack, and per stack and state the largest gap as a markdown table (the
 one in docs/qlog.md). ConservativeSlowStart (HyStart++, no metric shows it) counts as
-SlowStart. BBR2's logged states are BBR phases, which the derivation (NewReno's states)
+SlowStart, Handshake as ProbeTimeout (the patches' name for a handshake PTO). BBR2's logged states are BBR phases, which the derivation (NewReno's states)
 cannot give: its rows are printed for the record, not compared.
 
     python benchmarks/qlog_derive_agreement.py [--seeds 1 2 3] [--size 1000000] [--only quiche]
