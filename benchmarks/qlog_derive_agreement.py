@@ -2,18 +2,22 @@
 
 Not a speed benchmark: it measures how well ``read_qlog(..., derive_states=True)``
 (statemine.parse.derive: RFC 9002 recovery periods from packet events, ApplicationLimited
-from the stack's own flag or bytes in flight against cwnd) reproduces the states a stack
+by the stack's own rule, statemine.parse.derive_stacks, or bytes in flight against cwnd)
+reproduces the states a stack
 logs, for docs/qlog.md. Each run transfers one object over a lossy path in ``statemine
 lab``'s virtual time with the stack writing its qlog; the server's states are then
 
 * logged: quic-go's own qlog ``congestion_state_updated``; quiche's and aioquic's
   instrument-patch lines (quiche's qlog ``recovery`` state lasts only the instant of the
   congestion event, aioquic logs no states);
-* derived: from the server's qlog with every ``congestion_state_updated`` removed.
+* derived: from the server's qlog with every ``congestion_state_updated`` removed, read
+  as the stack's (the lab's qlog titles name none), quiche's times put on the log's clock
+  (its qlog counts from the connection's creation: ``connection_start``).
 
-Prints per run and state the two shares of time (percent) and the gap (points), and the
-largest gap per stack. ConservativeSlowStart (HyStart++, no metric shows it) counts as
-SlowStart. BBR2's logged states are BBR phases, which the derivation (NewReno's states)
+Prints per run and state the two shares of time (percent) and the gap (points), the
+largest gap per stack, and per stack and state the largest gap as a markdown table (the
+one in docs/qlog.md). ConservativeSlowStart (HyStart++, no metric shows it) counts as
+SlowStart, Handshake as ProbeTimeout (the patches' name for a handshake PTO). BBR2's logged states are BBR phases, which the derivation (NewReno's states)
 cannot give: its rows are printed for the record, not compared.
 
     python benchmarks/qlog_derive_agreement.py [--seeds 1 2 3] [--size 1000000] [--only quiche]
@@ -33,7 +37,7 @@ from statemine.lab.runners import aioquic, quicgo, quiche
 from statemine.lab.scenario import link_config
 from statemine.parse import read
 from statemine.parse.qlog import read_qlog
-from statemine.parse.qlog.agreement import agreement, strip_state_events
+from statemine.parse.qlog.agreement import agreement, connection_start, strip_state_events
 
 #: (stack, version, controller): what is run.
 STACKS = (
@@ -46,7 +50,10 @@ STACKS = (
 )
 #: Path cases: name -> downlink impairments (the uplink is clean).
 PATHS = {"loss1%": {"loss": 0.01}, "loss1%+jitter2ms": {"loss": 0.01, "jitter_s": 0.002}}
-MERGE = {"ConservativeSlowStart": "SlowStart"}
+#: ConservativeSlowStart: HyStart++, which no metric shows. Handshake: the patches log a
+#: PTO of the Initial/Handshake space as ProbeTimeout, the derivation names it Handshake
+#: (docs/qlog.md): the same time under two names.
+MERGE = {"ConservativeSlowStart": "SlowStart", "Handshake": "ProbeTimeout"}
 RUNNERS = {"quiche": quiche, "quic-go": quicgo, "aioquic": aioquic}
 
 
@@ -86,12 +93,16 @@ def measure(cfg: dict, tmp: Path):
         raise RuntimeError(f"{cfg['implementation']} run failed: {res['error']}")
     (server,) = [p for p in qdir.iterdir() if "server" in p.name]
     stripped = strip_state_events(server, tmp / f"stripped{server.suffix}")
-    derived = read_qlog(stripped, derive_states=True)
+    # the lab's qlog titles name no stack ("statemine lab server"; quiche's own apps write
+    # "quiche-server qlog"): say which, as --implementation does
+    derived = read_qlog(stripped, derive_states=True, implementation=cfg["implementation"])
     if cfg["implementation"] == "quic-go":
-        logged = read_qlog(server)
-    else:
-        logged = read(cfg["log_path"]).select({"role": "server"})
-    return agreement(logged, derived, MERGE)
+        return agreement(read_qlog(server), derived, MERGE)
+    logged = read(cfg["log_path"]).select({"role": "server"})
+    # quiche's qlog counts from the connection's creation, the patch's lines from the run's
+    # start (aioquic's qlog: the run's clock too)
+    offset = connection_start(logged) if cfg["implementation"] == "quiche" else 0.0
+    return agreement(logged, derived, MERGE, offset)
 
 
 def main() -> None:
@@ -103,6 +114,7 @@ def main() -> None:
     ap.add_argument("--only", help="run only this stack (quiche, quic-go, aioquic)")
     args = ap.parse_args()
     worst: dict[str, float] = {}
+    per_state: dict[str, dict[str, float]] = {}
     for stack, version, cc in STACKS:
         if args.only and stack != args.only:
             continue
@@ -115,6 +127,9 @@ def main() -> None:
                 gap = float(table["gap_pts"].abs().max())
                 if cc != "bbr2":
                     worst[name] = max(worst.get(name, 0.0), gap)
+                    cells = per_state.setdefault(name, {})
+                    for r in table.itertuples():
+                        cells[r.state] = max(cells.get(r.state, 0.0), abs(r.gap_pts))
                 cells = "  ".join(
                     f"{r.state} {r.logged_pct:.1f}/{r.derived_pct:.1f}"
                     for r in table.itertuples()
@@ -123,6 +138,12 @@ def main() -> None:
                 print(f"{name:22s} {case:17s} seed {seed}: max gap {gap:5.1f} pts | {cells}")
     for name, gap in worst.items():
         print(f"{name}: largest gap {gap:.1f} points (logged/derived %)")
+    states = sorted({state for cells in per_state.values() for state in cells})
+    print("| stack | " + " | ".join(states) + " |")
+    print("|---" * (len(states) + 1) + "|")
+    for name, cells in per_state.items():
+        row = " | ".join(f"{cells[s]:.2f}" if s in cells else "-" for s in states)
+        print(f"| {name} | {row} |")
 
 
 if __name__ == "__main__":

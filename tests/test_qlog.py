@@ -475,7 +475,9 @@ def test_real_aioquic_files_with_derived_states(name):
         assert row["role"] == trace["vantage_point"]["type"]
         assert row["conn"] == trace["common_fields"]["ODCID"]
         assert row["end"] == max(float(e[0]) for e in trace["events"]) / 1000
-        expected = _reference_rfc9002(trace["events"])
+        # aioquic's own ApplicationLimited where an opportunity's events share one time
+        verdicts = _aioquic_verdicts(trace["events"]) if _one_time(trace["events"]) else None
+        expected = _reference_rfc9002(trace["events"], verdicts=verdicts)
         assert states(ts, tid) == [(round(t, 6), s + " (derived)") for t, s in expected]
     assert any("states derived from cwnd/ssthresh" in w for w in warnings_of(ts))
     # without packet events the window-only rule applies (checked on the same files)
@@ -506,14 +508,90 @@ def _with_events(path, doc, index, events):
     return out
 
 
-def _reference_rfc9002(events, slack=3 * 1280.0):
+def _one_time(events):
+    """Whether at least half the application-space ACKs received are followed (in log
+    order) by a packet sent at their very time (a virtual-time log)."""
+    acks, followed, last = 0, 0, None
+    for e in events:
+        t, kind, d = float(e[0]) / 1000, e[2], e[3]
+        space = str(d.get("packet_type", d.get("header", {}).get("packet_type", ""))).lower()
+        if space in ("initial", "handshake"):
+            continue
+        if kind == "packet_sent" and t == last:
+            followed, last = followed + 1, None
+        elif kind == "packet_received" and any(
+            f.get("frame_type") == "ack" and f.get("acked_ranges") for f in d.get("frames", [])
+        ):
+            acks, last = acks + 1, t
+    return acks > 0 and 2 * followed >= acks
+
+
+def _aioquic_verdicts(events, datagram=1200.0):
+    """[(time s, limited)]: aioquic's ApplicationLimited verdicts by plain loops over
+    draft-01 array events (docs/qlog.md): at each time with an application-space packet
+    sent or ACK received (after the first such packet sent), unless its pacer (aioquic's
+    QuicPacketPacer, replayed: rate cwnd/srtt, a packet every datagram/rate seconds, a
+    bucket of max(2 datagrams, min(cwnd // 4, 16 datagrams))/rate, set at a time whose
+    updates log smoothed_rtt (an RTT sample) or cut cwnd) holds the next packet back,
+    whether cwnd - bytes in flight leaves a datagram."""
+    groups: dict[float, dict] = {}
+    for e in events:
+        t, kind, d = float(e[0]) / 1000, e[2], e[3]
+        g = groups.setdefault(t, {"ack": False, "sent": 0, "metrics": []})
+        space = str(d.get("packet_type", d.get("header", {}).get("packet_type", ""))).lower()
+        if kind == "packet_sent" and space not in ("initial", "handshake"):
+            g["sent"] += 1
+        elif kind == "packet_received" and space not in ("initial", "handshake"):
+            g["ack"] = g["ack"] or any(f.get("frame_type") == "ack" for f in d.get("frames", []))
+        elif e[1] == "recovery" and kind.startswith("metric"):  # metric(s)_update(d)
+            g["metrics"].append(d)
+    out, cwnd, inflight, srtt, started = [], None, None, None, False
+    bucket, evaluated, packet_time, bucket_max = 0.0, 0.0, None, 0.0
+
+    def refill(now):
+        nonlocal bucket, evaluated
+        if now > evaluated:
+            bucket, evaluated = min(bucket + now - evaluated, bucket_max), now
+
+    for t in sorted(groups):
+        g = groups[t]
+        sampled = cut = False
+        for d in g["metrics"]:
+            if "cwnd" in d and cwnd is not None and d["cwnd"] < cwnd:
+                cut = True
+            cwnd = d.get("cwnd", cwnd)
+            inflight = d.get("bytes_in_flight", inflight)
+            if "smoothed_rtt" in d:
+                srtt, sampled = d["smoothed_rtt"] / 1000, True
+        if (sampled or cut) and cwnd is not None and srtt is not None:
+            rate = cwnd / max(srtt, 1e-6)
+            packet_time = max(1e-6, min(datagram / rate, 1.0))
+            bucket_max = max(2 * datagram, min(cwnd // 4, 16 * datagram)) / rate
+            bucket = min(bucket, bucket_max)
+        for _ in range(g["sent"]):
+            if packet_time is not None:
+                refill(t)
+                bucket = 0.0 if bucket < packet_time else bucket - packet_time
+        started = started or g["sent"] > 0
+        if not started or not (g["sent"] or g["ack"]) or inflight is None:
+            continue
+        if packet_time is not None:
+            refill(t)
+            if bucket <= 1e-9:
+                continue
+        out.append((t, cwnd - inflight >= datagram))
+    return out
+
+
+def _reference_rfc9002(events, slack=3 * 1280.0, verdicts=None):
     """[(time s, state)] by plain loops over draft-01 array events: RFC 9002 recovery
     periods (a loss of a packet sent after the latest period's start -- or, without
     packet_lost events, a window cut -- starts one outside a period; it ends at the first
     ACK whose largest acknowledged reaches the first packet sent after its start, or when
     that loss proves spurious); ApplicationLimited at an ACK (in flight fell) whose prior
     in flight was more than 3 packets below cwnd (and at most half of it in slow start),
-    kept until the next ACK; else SlowStart / CongestionAvoidance against the inferred
+    kept until the next ACK (or, given, the stack's own ``verdicts``: [(time, limited)],
+    each until the next); else SlowStart / CongestionAvoidance against the inferred
     ssthresh (cuts in undone periods do not count)."""
     sends, acks, losses, spurious, metrics = [], [], [], [], []
     for e in events:
@@ -566,6 +644,7 @@ def _reference_rfc9002(events, slack=3 * 1280.0):
         periods.append((start, end, bool(undone)))
     points = [(t, c, f) for t, c, f in metrics]
     points += [(b, None, None) for p in periods for b in p[:2] if b != math.inf]
+    points += [(t, None, None) for t, _ in verdicts or ()]
     points.sort(key=lambda x: x[0])  # stable: metrics before period bounds at equal times
     out, cwnd, inflight, prior, prev_cwnd, ssthresh, limited = (
         [],
@@ -586,7 +665,9 @@ def _reference_rfc9002(events, slack=3 * 1280.0):
             ssthresh = cwnd
         prev_cwnd = cwnd
         slow = cwnd < ssthresh
-        if inflight is not None and prior is not None and inflight < prior:  # an ACK
+        if verdicts is not None:
+            limited = bool([v for vt, v in verdicts if vt <= t][-1:] == [True])
+        elif inflight is not None and prior is not None and inflight < prior:  # an ACK
             limited = not (prior >= cwnd - slack or (slow and prior > cwnd / 2))
         if any(a <= t < b for a, b, _ in periods):
             state = "Recovery"

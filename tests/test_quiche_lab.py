@@ -306,18 +306,21 @@ def test_build_time_recorded(harness, record_property):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "cc, seed, jitter_s, bound",
-    [("cubic", 1, 0.0, 4.0), ("cubic", 2, 0.002, 2.0), ("reno", 2, 0.002, 2.0)],
+    [("cubic", 1, 0.0, 0.5), ("cubic", 2, 0.002, 0.5), ("reno", 2, 0.002, 0.5)],
 )
 def test_states_derived_from_quiches_qlog_agree_with_its_logged_states(
     harness, cc, seed, jitter_s, bound, tmp_path
 ):
     """Issue 14 item 4 on quiche: states derived from quiche's qlog alone (its
     congestion_state_updated removed) against the patch's statemine lines of the same run,
-    per state as shares of the time both cover: within the bounds docs/qlog.md documents
-    (measured on these runs: 2.3, 0.9 and 1.0 points; Recovery exact where no rollback). quiche's own qlog `recovery` lasts only the instant of the
+    per state as shares of the time both cover, the qlog's times (counted from the
+    connection's creation) put on the log's clock: within the bounds docs/qlog.md documents
+    (measured on these runs: 0.1, 0.0 and 0.0 points with quiche's own ApplicationLimited,
+    statemine.parse.derive_stacks; 2.3, 0.9 and 1.0 before; Recovery within 0.1 with
+    rollbacks too). quiche's own qlog `recovery` lasts only the instant of the
     congestion event, so it is not the reference (the issue's "0.4 % logged")."""
     from statemine.parse.qlog import read_qlog
-    from statemine.parse.qlog.agreement import agreement, strip_state_events
+    from statemine.parse.qlog.agreement import agreement, connection_start, strip_state_events
 
     qdir = tmp_path / "qlog"
     qdir.mkdir()
@@ -330,7 +333,10 @@ def test_states_derived_from_quiches_qlog_agree_with_its_logged_states(
     )
     assert runner.run(cfg, qlog_dir=qdir)["ok"]
     (qpath,) = qdir.glob("*_server.sqlog")
-    derived = read_qlog(strip_state_events(qpath, tmp_path / "s.sqlog"), derive_states=True)
+    # the lab's qlog title names no stack: say which (quiche's own apps' titles do)
+    derived = read_qlog(
+        strip_state_events(qpath, tmp_path / "s.sqlog"), derive_states=True, implementation="quiche"
+    )
     assert derived.traces["derived"].all()
     assert (
         derived.events.loc[derived.events["kind"] == "state", "state"]
@@ -341,11 +347,12 @@ def test_states_derived_from_quiches_qlog_agree_with_its_logged_states(
     # the patch logs a PTO of the Initial/Handshake space as ProbeTimeout; the qlog's
     # derivation names it Handshake (docs/qlog.md): the same time, under two names
     merge = {"ConservativeSlowStart": "SlowStart", "Handshake": "ProbeTimeout"}
-    table = agreement(logged, derived, merge).set_index("state")
+    table = agreement(logged, derived, merge, connection_start(logged)).set_index("state")
     assert table["gap_pts"].abs().max() < bound, table
     assert table.loc["Recovery", "logged_pct"] > 10  # the lossy path gave periods to compare
-    if jitter_s == 0.0:  # no rollback: the RFC 9002 periods are the patch's, to the packet
-        assert abs(table.loc["Recovery", "gap_pts"]) < 0.1, table
+    assert table.loc["ApplicationLimited", "logged_pct"] > 2  # and app-limited time
+    # the RFC 9002 periods are the patch's, to the packet (rollbacks: to the update)
+    assert abs(table.loc["Recovery", "gap_pts"]) < 0.1, table
     # quiche's own qlog states: 'recovery' only from the congestion event to quiche's next
     # state check, a small part of the RFC 9002 period
     own = agreement(read_qlog(qpath), derived).set_index("state")

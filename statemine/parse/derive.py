@@ -303,6 +303,9 @@ def _app_limited(
 
 #: Marks a PTO count's row among the rows evaluated (the count; NaN on other rows).
 PTO_COLUMN = "_pto_count"
+#: Marks a stack's own ApplicationLimited verdict among the rows evaluated (1.0, 0.0; NaN
+#: on other rows; see statemine.parse.derive_stacks).
+LIMITED_COLUMN = "_limited"
 
 
 def merge_by_time(streams: list[Iterator[pd.DataFrame]]) -> Iterator[pd.DataFrame]:
@@ -355,6 +358,7 @@ class _Carry:
     verdict: float = math.nan  # the app-limited verdict (1.0, 0.0, NaN: none yet)
     count: float = 0.0  # the latest PTO count
     state: str | None = None
+    stack_verdicts: bool = False  # the verdicts come from LIMITED_COLUMN (a stack's own)
 
 
 def _evaluate(
@@ -369,6 +373,7 @@ def _evaluate(
     undone."""
     rows = rows.reset_index(drop=True)
     counts = rows.pop(PTO_COLUMN).to_numpy(float)
+    own, verdict_after = ffill_from(carry.verdict, rows.pop(LIMITED_COLUMN).to_numpy(float))
     for column in rows.columns.drop(["time", "line"], errors="ignore"):
         values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
         rows[column], carry.values[column] = ffill_from(carry.values.get(column, math.nan), values)
@@ -407,7 +412,10 @@ def _evaluate(
         else np.full(cwnd.shape, np.nan)
     )
     prior = np.r_[carry.inflight, inflight[:-1]]
-    limited, carry.verdict = _app_limited(cwnd, inflight, prior, slow, slack, carry.verdict)
+    if carry.stack_verdicts:
+        limited, carry.verdict = own[known] == 1, verdict_after
+    else:
+        limited, carry.verdict = _app_limited(cwnd, inflight, prior, slow, slack, carry.verdict)
     probing = count_all[known] > 0
     handshaking = count_all[known] < 0  # a PTO count of the handshake (kept negative)
     state = np.where(
@@ -442,6 +450,7 @@ def derive_states_rfc9002(
     app_limited_slack: float = 3 * 1280.0,
     pto_count: Iterable[pd.DataFrame] = (),
     slow_start_ends: Iterable[float] = (),
+    app_limited: Iterable[pd.DataFrame] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """State changes from metrics and RFC 9002 recovery periods (packet events known), as
     consecutive frames: one chunk of rows evaluated at a time, with what the evaluation
@@ -464,6 +473,10 @@ def derive_states_rfc9002(
     forward-filled); only changes are kept, with ``ssthresh_inferred`` as in
     :func:`derive_states`. ``slow_start_ends``: times at which slow start ended without a
     reduction (:func:`slow_start_exits`): ssthresh is inferred as the window there.
+    ``app_limited``: a stack's own ApplicationLimited verdicts (time-ordered frames of
+    ``time`` and ``limited``, 1.0 or 0.0; each stands until the next;
+    statemine.parse.derive_stacks) instead of the ACK rule; states are evaluated at each
+    verdict too.
 
     >>> m = pd.DataFrame({"time": [0.0, 1.0, 2.0, 3.0, 4.0], "cwnd": [10e3, 20e3, 10e3, 10e3, 11e3],
     ...                   "inflight": [9e3, 19e3, 2e3, 1e3, 9e3]})
@@ -479,9 +492,17 @@ def derive_states_rfc9002(
     )
     updates = iter(metrics)
     first = next(updates)  # its columns are every chunk's
-    columns = [*first.columns, PTO_COLUMN]
+    columns = [*first.columns, PTO_COLUMN, LIMITED_COLUMN]
     streams = [chain([first], updates), iter([pd.DataFrame({"time": bounds})]), counts]
-    carry = _Carry()
+    carry = _Carry(stack_verdicts=app_limited is not None)
+    if app_limited is not None:  # first: a verdict holds for the other rows of its time
+        streams.insert(
+            0,
+            (
+                frame.rename(columns={"limited": LIMITED_COLUMN})[["time", LIMITED_COLUMN]]
+                for frame in app_limited
+            ),
+        )
     made = False
     for rows in merge_by_time(streams):
         frame = rows.reindex(columns=columns)

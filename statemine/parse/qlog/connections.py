@@ -76,6 +76,13 @@ class _Summary:
     # the largest application-space packet sent (bytes, qlog raw.length) that was no
     # PMTU probe by its look (_in_flight)
     largest_sent: float = 0.0
+    # when the first application-space packet carrying a STREAM frame with the FIN bit was
+    # sent (seconds; inf: none): the sender has written all its data (derive_stacks)
+    fin_sent: float = math.inf
+    # ACKs received followed by a packet sent at their very time (a virtual-time log, one
+    # time per send opportunity; derive_stacks): the latest ACK's time until then
+    acks_then_sent: int = 0
+    last_ack: float = math.nan
     # what picoquic's controller table is chosen from (statenames.picoquic_controller):
     # the distinct raw 'new' values of congestion_state_updated events, and whether a
     # state-1 event's cc_param equals the first window logged at its time after it
@@ -495,6 +502,14 @@ def _in_flight(frames: object, length: float = math.nan, largest: float = math.i
     return PMTU_PROBE if kinds and kinds <= _PROBE_FRAMES and length > largest else 1.0
 
 
+def _has_fin(frames: object) -> bool:
+    """Whether a qlog frames list holds a STREAM frame with the FIN bit."""
+    return isinstance(frames, list) and any(
+        isinstance(f, dict) and f.get("fin") is True and f.get("frame_type") == "stream"
+        for f in frames
+    )
+
+
 def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> None:
     """Keep an application-space packet sent (time, number, in flight) or an ACK received
     (time, largest acknowledged number) for the RFC 9002 recovery periods."""
@@ -509,11 +524,17 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
         number = _num(header.get("packet_number", data.get("packet_number")))
         if number == number:
             summary.n_sent += 1
+            frames = data.get("frames")
             length = _num(_object_at(data, "raw").get("length", data.get("length")))
-            flight = _in_flight(data.get("frames"), length, summary.largest_sent)
+            flight = _in_flight(frames, length, summary.largest_sent)
             if flight != PMTU_PROBE and length > summary.largest_sent:
                 summary.largest_sent = length
             conn.sent.extend((seconds, number, flight))
+            if seconds < summary.fin_sent and _has_fin(frames):
+                summary.fin_sent = seconds
+            if seconds == summary.last_ack:
+                summary.acks_then_sent += 1
+                summary.last_ack = math.nan
         return
     summary.n_received += 1
     summary.n_received_frames += isinstance(data.get("frames"), list)
@@ -526,6 +547,7 @@ def _record_packet(conn: _Connection, code: int, data: dict, seconds: float) -> 
                     largest = top if largest != largest or top > largest else largest
     if largest == largest:
         summary.n_acks += 1
+        summary.last_ack = seconds
         conn.acks.extend((seconds, largest))
 
 

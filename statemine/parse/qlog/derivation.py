@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import derive as _derive
+from .. import derive_stacks as _stacks
 from ..statenames import DERIVED_MARK, resolve_state
 from .common import _num, _Report
 from .connections import PACKET_COLUMNS, PMTU_PROBE, _Connection, missing_packets
@@ -120,12 +121,15 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
     spurious_loss events are reports only) or when the window grows (a rollback). Per
     stack (:func:`_no_congestion`): quic-go's lost path MTU probes are none either. Reads
     the connection's arrays ``rows`` rows at a time; holds its losses and periods."""
-    declared, undo = [], []
+    declared, undo, handshake = [], [], []
     for time, code, data, *_ in conn.each_item():
         if code == _LOSS:
             declared.append((time, _num(_packet_number(data))))
+            handshake.append(_lost_space(data) in _HANDSHAKE_SPACES)
         elif code == _SPURIOUS:
             undo.append((time, _num(_packet_number(data))))
+    if conn.labels.get("implementation") == "aioquic" and any(handshake):
+        declared = _aioquic_congestion_losses(conn, declared, handshake, rows)
     wanted = np.array([pn for _, pn in declared], float)
     sent_at: dict[float, float] = {}  # lost packet number -> (last) send time
     not_in_flight: set[float] = set()
@@ -152,19 +156,95 @@ def _recovery_periods(conn: _Connection, rows: int) -> list[tuple[float, float, 
         undone = undone[_derive.window_restored(undone[:, 0], series)]
     loss = np.array(losses, float).reshape(-1, 3)
     sent_time, sent_pn, ack_time, ack_best = _packet_columns(conn, rows)
-    periods = _derive.recovery_periods(
-        loss[:, 0],
-        loss[:, 1],
-        sent_time,
-        sent_pn,
-        ack_time,
-        ack_best,
-        loss[:, 2],
-        undone[:, 0],
-        undone[:, 1],
-        ties_after=quicgo,
+    settled: list[tuple[float, float, bool]] = []
+    while True:  # once more after each period a window restore ended early (below)
+        periods = _derive.recovery_periods(
+            loss[:, 0],
+            loss[:, 1],
+            sent_time,
+            sent_pn,
+            ack_time,
+            ack_best,
+            loss[:, 2],
+            undone[:, 0],
+            undone[:, 1],
+            ties_after=quicgo,
+        )
+        ended = _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
+        early = [k for k, (p, q) in enumerate(zip(periods, ended)) if q[1] < p[1] and q[2]]
+        if not early:
+            return settled + ended
+        # a restored window ended the period: the sender is out of recovery, so a
+        # congestion event before the period's ACK-time end begins a new one (quiche
+        # CUBIC's rollback, then its next loss); those were passed over as inside it
+        k = early[0]
+        settled += ended[: k + 1]
+        loss = loss[loss[:, 0] > ended[k][1]]
+
+
+def _stack_app_limited(conn: _Connection, rows: int) -> Iterator[pd.DataFrame] | None:
+    """The stack's own ApplicationLimited verdicts (statemine.parse.derive_stacks) where
+    statemine replays its rule (aioquic, quiche), else None (the generic ACK rule). Reads
+    the connection ``rows`` rows at a time."""
+    implementation = conn.labels.get("implementation")
+    if implementation not in ("aioquic", "quiche"):
+        return None
+    acks = (
+        pd.DataFrame({"time": c[:, 0], "largest": c[:, 1]})
+        for c in map(_by_time, conn.array_chunks("acks", 2, rows))
     )
-    return _derive.end_at_window_growth(periods, _filled_cwnd(_metric_frames(conn, rows)))
+    sent = (
+        pd.DataFrame({"time": c[:, 0], "pn": c[:, 1], "flight": c[:, 2]})
+        for c in map(_by_time, conn.array_chunks("sent", 3, rows))
+    )
+    # aioquic's replay needs to see which updates logged an RTT sample: as logged
+    frames = _metric_frames(conn, rows)
+    filled = frames if implementation == "aioquic" else _filled(frames)
+    metrics = (f[["time", "cwnd", "inflight", "srtt"]] for f in filled)
+    groups = _stacks.grouped(acks, metrics, sent)
+    if implementation == "quiche":
+        return _stacks.quiche_app_limited(groups, fin_sent=conn.summary.fin_sent)
+    if not _one_time_per_opportunity(conn):
+        return None
+    return _stacks.aioquic_app_limited(groups)
+
+
+def _one_time_per_opportunity(conn: _Connection) -> bool:
+    """Whether a send opportunity's events share one time, as in a virtual-time run (the
+    lab's): at least half the ACKs received are followed by a packet sent at their very
+    time. With wall-clock times (aioquic's ``time.time()`` per event) the packets an ACK
+    lets go are logged 0.1-0.3 ms after it, and which opportunity a packet belongs to is
+    not in the log: aioquic's own rule is not replayed there."""
+    summary = conn.summary
+    return summary.n_acks > 0 and 2 * summary.acks_then_sent >= summary.n_acks
+
+
+_HANDSHAKE_SPACES = frozenset({"initial", "handshake"})
+
+
+def _lost_space(data: Mapping) -> str:
+    """The packet number space of a packet_lost event's packet, lower case ("" unknown):
+    ``header.packet_type``, or aioquic's ``type``."""
+    header = data.get("header")
+    kind = header.get("packet_type") if isinstance(header, Mapping) else None
+    return str(kind if kind is not None else data.get("type", "")).lower()
+
+
+def _aioquic_congestion_losses(
+    conn: _Connection, declared: list[tuple[float, float]], handshake: list[bool], rows: int
+) -> list[tuple[float, float]]:
+    """``declared`` (time, packet number) without the Initial and Handshake packets
+    aioquic declares lost to retransmit their CRYPTO data at once (``reschedule_data``
+    in aioquic/quic/recovery.py: on a PTO, or when the client's Initial comes again,
+    ``_on_packets_lost(congestion_event=False)``: no congestion event, the window
+    stays): such a loss counts only where the window was cut at its time."""
+    cut_at: set[float] = set()
+    before = math.nan
+    for time, cwnd in _filled_cwnd(_metric_frames(conn, rows)):
+        cut = np.diff(cwnd, prepend=before) < 0
+        before = float(cwnd[-1]) if cwnd.size else before
+        cut_at.update(time[cut].tolist())
+    return [loss for loss, early in zip(declared, handshake) if not early or loss[0] in cut_at]
 
 
 def _slow_start_ends(
@@ -229,6 +309,7 @@ def _derived_frames(
             periods,
             pto_count=_pto_frames(conn, rows),
             slow_start_ends=_slow_start_ends(conn, rows, periods),
+            app_limited=_stack_app_limited(conn, rows),
         )
     else:
         states = _derive.derive_states_chunks(_filled(_metric_frames(conn, rows)))
