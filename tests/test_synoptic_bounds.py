@@ -169,9 +169,9 @@ def test_bound_on_the_large_oracle_case():
     bound = node_lower_bound(log, codes_of(log, res.table))
     theirs = read_dot(shared("synoptic-oracle") / "repo-apache-cse142" / "model.dot")
     assert bound <= res.model.n_nodes <= theirs.number_of_nodes()
-    # the region search, then six rounds of merge-and-repair and recolouring; 233 before
-    # recolouring, 227 before the region search
-    assert (bound, res.model.n_nodes, theirs.number_of_nodes()) == (197, 219, 234)
+    # the region search (with its random starts; 219 without), then six rounds of
+    # merge-and-repair and recolouring; 233 before recolouring, 227 before the region search
+    assert (bound, res.model.n_nodes, theirs.number_of_nodes()) == (197, 200, 234)
 
 
 def bench_module():
@@ -198,7 +198,7 @@ def bench_event_log(n_events: int) -> EventLog:
 #: (nodes, lower bound) of the engine's model (seed 1) on the benchmark's logs, as
 #: docs/synoptic-engine.md tabulates them.
 BENCH_SIZES = {
-    3_000: (42, 38),
+    3_000: (40, 38),
     6_000: (35, 35),
     10_000: (26, 26),
     30_000: (27, 27),
@@ -223,7 +223,7 @@ def test_benchmark_event_logs_up_to_1e5_events(n_events):
 #: generator's logs ``event_log(n, default_rng(n + 1000 k))`` (docs/synoptic-engine.md's
 #: twenty logs).
 GENERATED_SIZES = {
-    (3_000, 0): (42, 42, 38),
+    (3_000, 0): (42, 40, 38),
     (3_000, 1): (43, 43, 42),
     (3_000, 2): (20, 20, 20),
     (3_000, 3): (35, 34, 34),
@@ -286,8 +286,8 @@ def test_oracle_cases_above_the_bound_before(case):
 #: generator whose connections ``-m '\k<FILE>#\k<conn>'`` merges (bench_synoptic.py
 #: ``write_captures(n, default_rng(n))``, seed 1).
 CAPTURE_SIZES = {
-    1_000: (89, 85, 59),
-    3_000: (66, 64, 55),
+    1_000: (89, 75, 59),
+    3_000: (66, 62, 55),
     6_000: (84, 67, 55),
     10_000: (67, 57, 49),
     30_000: (56, 56, 48),

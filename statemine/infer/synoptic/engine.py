@@ -27,7 +27,7 @@ from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
 from .refine import refine_targeted
-from .regions import free_runs, regroup_coarsen
+from .regions import free_runs, random_vectors, regroup_coarsen, regroup_vectors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,6 +107,10 @@ REGIONS_MIN_GAP = 3
 #: Mixed into the seed of :func:`regions_search`'s generators (a stream apart from the
 #: attempts' and the local search's, which spawn from the seed alone).
 REGIONS_STREAM = 2
+#: ``(events up to, random starts)`` of :func:`regions_search`
+#: (:func:`random_region_starts`): the region search's refined starts sit in one basin on
+#: two-capture logs; random region bits reach others.
+REGION_RANDOM_STARTS: tuple[tuple[int | None, int], ...] = ((1_000, 20), (5_000, 8), (None, 0))
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
@@ -172,19 +176,44 @@ def local_search(
     return model
 
 
+def random_region_starts(n_events: int) -> int:
+    """How many :func:`~.regions.random_vectors` starts :func:`regions_search` adds on a
+    log of ``n_events`` events (``REGION_RANDOM_STARTS``)."""
+    return next(k for limit, k in REGION_RANDOM_STARTS if limit is None or n_events <= limit)
+
+
 def regions_search(
-    starts: list[PartitionModel], inv: InvariantCodes, failing: np.ndarray, seed: int
+    starts: list[PartitionModel],
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    seed: int,
+    n_random: int = 0,
+    bound: int = 0,
 ) -> PartitionModel:
     """The smallest (ties: the first) of :func:`~.regions.regroup_coarsen` from each of
     ``starts`` (models satisfying every invariant of ``inv``; ``failing``: those failing
-    on the initial model), with generators derived from ``seed``."""
-    runs = free_runs(starts[0].log, inv.select(failing))
-    seeds = np.random.SeedSequence([seed, REGIONS_STREAM]).spawn(len(starts))
-    found = [
-        regroup_coarsen(m, inv, failing, np.random.default_rng(s), runs)
-        for m, s in zip(starts, seeds)
-    ]
-    return min(found, key=lambda m: m.n_nodes)
+    on the initial model), then from ``n_random`` seeded random region-bit assignments
+    (:func:`~.regions.random_vectors`, regrouped and coarsened first), with generators
+    derived from ``seed``; stops early at ``bound`` nodes."""
+    log = starts[0].log
+    sub = inv.select(failing)
+    runs = free_runs(log, sub)
+    seeds = np.random.SeedSequence([seed, REGIONS_STREAM]).spawn(len(starts) + n_random)
+    best: PartitionModel | None = None
+    for k, s in enumerate(seeds):
+        rng = np.random.default_rng(s)
+        if k < len(starts):
+            start = starts[k]
+        else:
+            vectors = random_vectors(runs, rng)
+            start = coarsen_model(regroup_vectors(log, sub, runs, vectors, rng), inv, rng)
+        found = regroup_coarsen(start, inv, failing, rng, runs)
+        if best is None or found.n_nodes < best.n_nodes:
+            best = found
+        if best.n_nodes <= bound:
+            break
+    assert best is not None
+    return best
 
 
 def infer_log(
@@ -238,7 +267,8 @@ def infer_log(
     assert best is not None  # the plan begins with the targeted split
     gap = best.n_nodes - bound
     if classes is not None and gap > 0 and (log.n_events <= 5_000 or gap >= REGIONS_MIN_GAP):
-        best = regions_search([targeted, best], codes, bad, seed)
+        n_random = random_region_starts(log.n_events)
+        best = regions_search([targeted, best], codes, bad, seed, n_random, bound)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     return SynopticResult(best, inv)
