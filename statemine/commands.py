@@ -330,6 +330,7 @@ def _summarize_streamed(
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries."""
     from .parse import progress_reporter
+    from .parse._linescan import trim_heap
     from .parse.statemine_log import scan_files
     from .stats.stream import fold_scanned
     from .stats.tables import columns
@@ -343,7 +344,10 @@ def _summarize_streamed(
     finally:
         gc.enable()
     states, transitions = columns(folded, stats)
-    return states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
+    out = states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
+    del folded  # the per-trace sums, made on the fold's thread: its arena keeps their pages
+    trim_heap()
+    return out
 
 
 def _in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:

@@ -482,3 +482,9 @@ def test_model_json_is_the_node_link_dump_written_piece_by_piece():
             _nan_to_none(nx.node_link_data(graph, edges="edges")), indent=1, sort_keys=True
         )
         assert model_to_json(graph) == want
+
+
+def test_trim_heap_answers_whether_it_released_pages():
+    from statemine.parse._linescan import trim_heap
+
+    assert isinstance(trim_heap(), bool)

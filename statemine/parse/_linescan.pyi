@@ -52,3 +52,7 @@ class PairSums:
         """Copy the distinct keys (first-arrival order) into ``keys_out`` (int64, ``len()``)
         and their sums into ``sums_out`` (float64, ``n_values x len()``), then empty."""
     def __len__(self) -> int: ...
+
+def trim_heap() -> bool:
+    """Return the C heap's free pages to the system (glibc's malloc_trim; else a no-op):
+    whether any were released."""
