@@ -106,6 +106,15 @@ def end_to_end(log: Path, extra: list[str]) -> tuple[float, float, float]:
     return wall, cpu, (peak_kb[-1] / 1024 if peak_kb else float("nan"))
 
 
+def _cat_wc(log: Path) -> float:
+    """Wall seconds of ``cat LOG | wc -l`` (reading the log and finding its lines)."""
+    t0 = time.perf_counter()
+    cat = subprocess.Popen(["cat", str(log)], stdout=subprocess.PIPE)
+    subprocess.run(["wc", "-l"], stdin=cat.stdout, check=True, stdout=subprocess.DEVNULL)
+    cat.wait()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -127,13 +136,16 @@ def main() -> None:
         f"log: {log} ({args.events} events, {size:.0f} MB, {args.events // args.trace_lines} traces)"
     )
 
-    for extra in ([], ["--bootstrap", "0", "--no-svg"]):
+    baseline = min(_cat_wc(log) for _ in range(args.repeat))
+    print(f"{'cat LOG | wc -l':<28} {baseline:7.3f} s  (wall; issue 29: infer within 5x)")
+    for extra in ([], ["--no-svg"], ["--bootstrap", "0", "--no-svg"]):
         runs = [end_to_end(log, extra) for _ in range(args.repeat)]
         wall = min(r[0] for r in runs)
         cpu = min(r[1] for r in runs)
         rss = max(r[2] for r in runs)
         print(
             f"{'end to end ' + ' '.join(extra):<28} {wall:7.3f} s  (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB"
+            f"  {wall / baseline:.1f}x cat | wc -l"
         )
 
     from statemine.infer.observed import model_from_stats

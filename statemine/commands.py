@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .output.out_files import DIFF_OUTPUTS, EXPLAIN_OUTPUTS, INFER_OUTPUTS
-from .output.provenance import PROVENANCE_FILE, Input
+from .output.provenance import PROVENANCE_FILE, Input, input_digests
 from .parse.inputs import (
     Inputs,
     ReadOptions,
@@ -219,6 +219,10 @@ def infer_to_dir(
         from .fileio import check_out_dir
 
         check_out_dir(out_dir, INFER_OUTPUTS)
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    # the inputs' sha256 for provenance.json, on its own thread while the inputs are read
+    # (hashlib works without the GIL): 0.7 s of CPU a GB, no longer after the statistics
+    digests = _in_background(input_digests, paths) if out_dir is not None else None
     store = _store_input(inputs, required=client is not None)
     files = [] if store is not None else _streamable(inputs, read.fmt, read.regex, selections)
     warnings: list[str] = []
@@ -261,13 +265,13 @@ def infer_to_dir(
 
         outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
-        paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
         outputs[PROVENANCE_FILE] = _provenance_file(
             "infer",
             [Input(p, "input", selections) for p in paths],
             command_line,
             read=read,
             stats=stats,
+            digests=None if digests is None else digests(),
         )
         from .fileio import write_set
 
@@ -326,6 +330,7 @@ def _summarize_streamed(
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries."""
     from .parse import progress_reporter
+    from .parse._linescan import trim_heap
     from .parse.statemine_log import scan_files
     from .stats.stream import fold_scanned
     from .stats.tables import columns
@@ -339,7 +344,10 @@ def _summarize_streamed(
     finally:
         gc.enable()
     states, transitions = columns(folded, stats)
-    return states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
+    out = states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
+    del folded  # the per-trace sums, made on the fold's thread: its arena keeps their pages
+    trim_heap()
+    return out
 
 
 def _in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
@@ -790,12 +798,18 @@ def _provenance_file(
     *,
     read: ReadOptions,
     stats: StatsOptions,
+    digests: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """The text of provenance.json (:func:`statemine.output.provenance.provenance`)."""
+    """The text of provenance.json (:func:`statemine.output.provenance.provenance`;
+    ``digests``: the inputs' digests when computed already)."""
     from .output.provenance import provenance, provenance_json
 
     record = provenance(
-        command, inputs, command_line=command_line, options={"read": read, "stats": stats}
+        command,
+        inputs,
+        command_line=command_line,
+        options={"read": read, "stats": stats},
+        digests=digests,
     )
     return provenance_json(record)
 

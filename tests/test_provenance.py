@@ -25,7 +25,7 @@ from test_diff_data import make_set
 
 import statemine
 from statemine.cli import main
-from statemine.output.provenance import input_digest, provenance
+from statemine.output.provenance import input_digest, input_digests, provenance
 from statemine.traces import save
 
 needs_sha256sum = pytest.mark.skipif(
@@ -81,6 +81,19 @@ def test_a_files_digest_is_its_sha256(tmp_path):
         "bytes": path.stat().st_size,
         "sha256": want,
     }
+
+
+def test_digests_computed_beforehand_are_recorded_as_given(tmp_path):
+    """infer computes the inputs' digests on a thread while it reads them
+    (input_digests) and hands them to provenance, which then reads no file again."""
+    path = tmp_path / "t.parquet"
+    save(make_set("a", 3, seed=1), path)
+    digests = input_digests([path])
+    assert digests == {str(path): input_digest(path)}
+    given = {str(path): {**digests[str(path)], "sha256": "0" * 64}}
+    path.unlink()  # nothing left to read: the given digest is used
+    record = provenance("infer", [statemine.output.provenance.Input(path)], digests=given)
+    assert record["inputs"][0]["sha256"] == "0" * 64
 
 
 @needs_sha256sum

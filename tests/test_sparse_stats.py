@@ -254,6 +254,51 @@ def test_keyed_sums_equal_dense_sums():
     assert set(zip(keys >> 32, keys & 0xFFFFFFFF)) == set(zip(*np.nonzero(dense[:, :, 1])))
 
 
+def test_keyed_sums_fed_in_chunks_equal_one_pass_bit_for_bit():
+    """Sums fed chunk by chunk add each pair's values one by one in arrival order: the
+    same floats as one bincount over everything (the in-memory path), not a sum of
+    per-chunk sums (which rounds differently)."""
+    rng = np.random.default_rng(3)
+    row = rng.integers(0, 40, 20_000)
+    col = rng.integers(0, 7, 20_000)
+    val = rng.exponential(1.0, 20_000) * 10.0 ** rng.integers(-8, 8, 20_000)
+    sums = KeyedSums(2)
+    cuts = np.sort(rng.integers(0, len(row), 30))
+    for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(row)]):
+        sums.add(row[a:b], col[a:b], [val[a:b], None])
+    keys, (total, count) = sums.result()
+    code = row * 7 + col
+    want = np.bincount(code, weights=val, minlength=40 * 7)
+    used = np.flatnonzero(np.bincount(code, minlength=40 * 7))
+    assert np.array_equal(keys, (used // 7 << 32) | used % 7)
+    assert np.array_equal(total, want[used])  # exactly, not within a tolerance
+    assert np.array_equal(count, np.bincount(code, minlength=40 * 7)[used])
+    sums.add(row[:5], col[:5], [val[:5], None])  # adding after result() carries on
+    keys2, (_, count2) = sums.result()
+    assert np.array_equal(keys2, keys) and count2.sum() == count.sum() + 5
+
+
+def test_pair_sums_refuse_wrong_arrays():
+    from statemine.parse._linescan import PairSums
+
+    sums = PairSums(1)
+    with pytest.raises(TypeError):
+        sums.add(np.zeros(3, np.int32), [None])
+    with pytest.raises(TypeError):
+        sums.add(np.zeros(3, np.int64), [np.zeros(3, np.float32)])
+    with pytest.raises(ValueError):
+        sums.add(np.zeros(3, np.int64), [np.zeros(2)])
+    with pytest.raises(ValueError):
+        sums.add(np.zeros(3, np.int64), [None, None])
+    with pytest.raises(ValueError):
+        sums.take(np.zeros(1, np.int64), np.zeros((1, 1)))
+    assert len(sums) == 0
+    sums.add(np.array([9, 9, 4], np.int64), [None])
+    keys, counts = np.empty(2, np.int64), np.empty((1, 2))
+    sums.take(keys, counts)
+    assert keys.tolist() == [9, 4] and counts.tolist() == [[2.0, 1.0]] and len(sums) == 0
+
+
 def test_linear_quantiles_are_numpys():
     rng = np.random.default_rng(1)
     values, start, n = [], [], []
@@ -437,3 +482,9 @@ def test_model_json_is_the_node_link_dump_written_piece_by_piece():
             _nan_to_none(nx.node_link_data(graph, edges="edges")), indent=1, sort_keys=True
         )
         assert model_to_json(graph) == want
+
+
+def test_trim_heap_answers_whether_it_released_pages():
+    from statemine.parse._linescan import trim_heap
+
+    assert isinstance(trim_heap(), bool)

@@ -69,12 +69,15 @@ def provenance(
     command_line: Sequence[str] | None = None,
     options: Mapping[str, object] | None = None,
     now: datetime | None = None,
+    digests: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The provenance of one run of ``command`` on ``inputs`` (see the module text).
 
     ``command_line``: the arguments after ``statemine`` (None from Python); ``options``:
     name -> a dataclass instance (``{"read": ReadOptions(...), "stats": CompareOptions(...)}``)
-    whose fields are recorded; ``now``: the time to record (default: the clock, in UTC)."""
+    whose fields are recorded; ``now``: the time to record (default: the clock, in UTC);
+    ``digests``: ``str(path)`` -> its :func:`input_digest`, for inputs whose digest was
+    computed already (e.g. beside the reading, :func:`input_digests`)."""
     from .. import __version__
 
     when = (now or datetime.now(UTC)).astimezone(UTC)
@@ -90,7 +93,11 @@ def provenance(
                 "role": item.role,
                 "path": str(item.path),
                 "selections": list(item.selections),
-                **input_digest(item.path),
+                **(
+                    digests[str(item.path)]
+                    if digests is not None and str(item.path) in digests
+                    else input_digest(item.path)
+                ),
             }
             for item in inputs
         ],
@@ -104,6 +111,12 @@ def provenance_json(record: Mapping[str, Any]) -> str:
     import json
 
     return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def input_digests(paths: Sequence[str | os.PathLike]) -> dict[str, dict[str, Any]]:
+    """``str(path)`` -> :func:`input_digest` of each path (for :func:`provenance`'s
+    ``digests``, e.g. computed on another thread while the inputs are read)."""
+    return {str(path): input_digest(path) for path in paths}
 
 
 def input_digest(path: str | os.PathLike) -> dict[str, Any]:

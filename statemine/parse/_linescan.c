@@ -23,6 +23,9 @@
 #include <Python.h>
 #include <structmember.h>
 #include <locale.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -943,8 +946,352 @@ static PyTypeObject ScannerType = {
     .tp_members = Scanner_members,
 };
 
+/* ---- PairSums: running sums per int64 key (statemine.stats.sums) --------------------------
+ *
+ * Open addressing (linear probing, Fibonacci hashing) from a key to its slot; slots are
+ * numbered in order of the keys' first arrival, and each slot holds n_values float64 sums.
+ * Each sum adds its values one by one in arrival order (the order numpy's bincount adds a
+ * whole chunk in), so feeding the values block by block gives the sums of one pass over all
+ * of them, bit for bit. The loop runs without the GIL. */
+
+#define PS_MAX_VALUES 4
+
+typedef struct {
+    PyObject_HEAD
+    int n_values;
+    int busy;
+    Py_ssize_t n, cap;          /* slots used, allocated */
+    int64_t *keys;              /* per slot: its key */
+    double *sums[PS_MAX_VALUES]; /* per value: per slot its sum */
+    uint32_t *table;            /* slot + 1 per cell, 0 when empty */
+    size_t mask;                /* cells - 1 (a power of two minus one), 0 without a table */
+    int bits;                   /* log2(cells) */
+} PairSums;
+
+static void *ps_alloc(size_t size)
+{
+    return malloc(size);
+}
+
+static void *ps_zeroed(size_t size)
+{
+    return calloc(size, 1);
+}
+
+static void ps_release(void *p, size_t size)
+{
+    (void)size;
+    free(p);
+}
+
+static size_t ps_cell(int64_t key, int bits)
+{
+    return (size_t)(((uint64_t)key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits));
+}
+
+static void ps_free(PairSums *self)
+{
+    size_t bytes = (size_t)self->cap * 8;
+    ps_release(self->keys, bytes);
+    self->keys = NULL;
+    for (int i = 0; i < PS_MAX_VALUES; i++) {
+        ps_release(self->sums[i], bytes);
+        self->sums[i] = NULL;
+    }
+    ps_release(self->table, self->table ? (self->mask + 1) * sizeof *self->table : 0);
+    self->table = NULL;
+    self->n = self->cap = 0;
+    self->mask = 0;
+    self->bits = 0;
+}
+
+/* Room for one more slot; 0, or -1 when out of memory (nothing changed). */
+static int ps_reserve(PairSums *self)
+{
+    if (self->n < self->cap && (size_t)(self->n + 1) * 10 <= (self->mask + 1) * 7)
+        return 0;
+    if (self->n >= self->cap) {
+        Py_ssize_t cap = self->cap < 1024 ? 1024 : self->cap + self->cap / 2;
+        if (cap >= (Py_ssize_t)UINT32_MAX)
+            return -1;
+        size_t old = (size_t)self->cap * 8, size = (size_t)cap * 8;
+        void *grown[1 + PS_MAX_VALUES] = {NULL};
+        for (int i = 0; i <= self->n_values; i++)
+            if (!(grown[i] = ps_alloc(size))) { /* nothing changed */
+                for (int j = 0; j < i; j++)
+                    ps_release(grown[j], size);
+                return -1;
+            }
+        void **now[1 + PS_MAX_VALUES] = {(void **)&self->keys};
+        for (int i = 0; i < self->n_values; i++)
+            now[1 + i] = (void **)&self->sums[i];
+        for (int i = 0; i <= self->n_values; i++) {
+            if (old)
+                memcpy(grown[i], *now[i], old);
+            ps_release(*now[i], old);
+            *now[i] = grown[i];
+        }
+        self->cap = cap;
+    }
+    if ((size_t)(self->n + 1) * 10 > (self->mask + 1) * 7 || !self->table) {
+        int bits = self->bits ? self->bits + 1 : 12;
+        size_t cells = (size_t)1 << bits;
+        uint32_t *table = ps_zeroed(cells * sizeof *table);
+        if (!table)
+            return -1;
+        for (Py_ssize_t s = 0; s < self->n; s++) {
+            size_t h = ps_cell(self->keys[s], bits);
+            while (table[h])
+                h = (h + 1) & (cells - 1);
+            table[h] = (uint32_t)(s + 1);
+        }
+        ps_release(self->table, self->table ? (self->mask + 1) * sizeof *self->table : 0);
+        self->table = table;
+        self->mask = cells - 1;
+        self->bits = bits;
+    }
+    return 0;
+}
+
+/* Add the m entries; values[i] NULL counts. 0, or -1 when out of memory (entries before the
+ * failing one added). */
+static int ps_add(PairSums *self, const int64_t *keys, const double *const *values, Py_ssize_t m)
+{
+    for (Py_ssize_t j = 0; j < m; j++) {
+        int64_t key = keys[j];
+        size_t h = ps_cell(key, self->bits);
+        uint32_t s;
+        while ((s = self->table[h]) && self->keys[s - 1] != key)
+            h = (h + 1) & self->mask;
+        if (!s) {
+            if ((size_t)(self->n + 1) * 10 > (self->mask + 1) * 7 || self->n >= self->cap) {
+                if (ps_reserve(self))
+                    return -1;
+                h = ps_cell(key, self->bits);
+                while (self->table[h])
+                    h = (h + 1) & self->mask;
+            }
+            s = (uint32_t)(++self->n);
+            self->table[h] = s;
+            self->keys[s - 1] = key;
+            for (int i = 0; i < self->n_values; i++)
+                self->sums[i][s - 1] = 0.0;
+        }
+        for (int i = 0; i < self->n_values; i++)
+            self->sums[i][s - 1] += values[i] ? values[i][j] : 1.0;
+    }
+    return 0;
+}
+
+static int PairSums_init(PairSums *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_values", NULL};
+    int n_values;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "i", kwlist, &n_values))
+        return -1;
+    if (n_values < 1 || n_values > PS_MAX_VALUES) {
+        PyErr_Format(PyExc_ValueError, "n_values must be 1 to %d", PS_MAX_VALUES);
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "PairSums is adding");
+        return -1;
+    }
+    ps_free(self);
+    self->n_values = n_values;
+    if (ps_reserve(self)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static int ps_view(PyObject *obj, Py_buffer *view, const char *what, char kind, int writable)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)))
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = view->itemsize == 8 && f[1] == '\0' &&
+             (kind == 'd' ? f[0] == 'd' : (f[0] == 'q' || f[0] == 'l'));
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", what,
+                     kind == 'd' ? "float64" : "int64");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* PairSums.add(keys, values): values[i] is a float64 array as long as keys, or None (1 each). */
+static PyObject *PairSums_add(PairSums *self, PyObject *args)
+{
+    PyObject *keys_obj, *values;
+    if (!PyArg_ParseTuple(args, "OO", &keys_obj, &values))
+        return NULL;
+    if (!self->table) {
+        PyErr_SetString(PyExc_RuntimeError, "PairSums is not initialized");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(values, "values must be a sequence");
+    if (!seq)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != self->n_values) {
+        PyErr_Format(PyExc_ValueError, "values must hold %d entries", self->n_values);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_buffer kview, vviews[PS_MAX_VALUES];
+    const double *vdata[PS_MAX_VALUES] = {NULL};
+    int got = 0, ok = 0;
+    if (ps_view(keys_obj, &kview, "keys", 'q', 0)) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_ssize_t m = kview.len / 8;
+    for (; got < self->n_values; got++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(seq, got);
+        if (v == Py_None)
+            continue;
+        if (ps_view(v, &vviews[got], "values", 'd', 0))
+            goto done;
+        vdata[got] = (const double *)vviews[got].buf;
+        if (vviews[got].len / 8 != m) {
+            PyErr_SetString(PyExc_ValueError, "values must be as long as keys");
+            got++;
+            goto done;
+        }
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "PairSums.add is not reentrant");
+        goto done;
+    }
+    self->busy = 1;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = ps_add(self, (const int64_t *)kview.buf, vdata, m);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (status)
+        PyErr_NoMemory();
+    else
+        ok = 1;
+done:
+    for (int i = 0; i < got; i++)
+        if (vdata[i])
+            PyBuffer_Release(&vviews[i]);
+    PyBuffer_Release(&kview);
+    Py_DECREF(seq);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* PairSums.take(keys_out, sums_out): copy the keys (first-arrival order) and the sums
+ * (n_values x n, row-major) into the given arrays, then start empty. */
+static PyObject *PairSums_take(PairSums *self, PyObject *args)
+{
+    PyObject *keys_obj, *sums_obj;
+    if (!PyArg_ParseTuple(args, "OO", &keys_obj, &sums_obj))
+        return NULL;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "PairSums is adding");
+        return NULL;
+    }
+    Py_buffer kview, sview;
+    if (ps_view(keys_obj, &kview, "keys_out", 'q', 1))
+        return NULL;
+    if (ps_view(sums_obj, &sview, "sums_out", 'd', 1)) {
+        PyBuffer_Release(&kview);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (kview.len != self->n * 8 || sview.len != self->n * 8 * self->n_values) {
+        PyErr_SetString(PyExc_ValueError, "keys_out must hold len() keys and sums_out n_values x len()");
+    }
+    else {
+        if (self->n) {
+            memcpy(kview.buf, self->keys, (size_t)self->n * 8);
+            for (int i = 0; i < self->n_values; i++)
+                memcpy((char *)sview.buf + (size_t)i * (size_t)self->n * 8, self->sums[i], (size_t)self->n * 8);
+        }
+        int n_values = self->n_values;
+        ps_free(self);
+        self->n_values = n_values;
+        if (ps_reserve(self))
+            PyErr_NoMemory();
+        else
+            out = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&sview);
+    PyBuffer_Release(&kview);
+    return out;
+}
+
+static Py_ssize_t PairSums_len(PairSums *self)
+{
+    return self->n;
+}
+
+static void PairSums_dealloc(PairSums *self)
+{
+    ps_free(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef PairSums_methods[] = {
+    {"add", (PyCFunction)PairSums_add, METH_VARARGS,
+     "add(keys, values): add values[i][j] (1 where values[i] is None) to sum i of keys[j];\n"
+     "keys int64, values float64 arrays as long as keys. Runs without the GIL."},
+    {"take", (PyCFunction)PairSums_take, METH_VARARGS,
+     "take(keys_out, sums_out): copy the distinct keys (first-arrival order) into keys_out\n"
+     "(int64, len()) and their sums into sums_out (float64, n_values x len()), then empty."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods PairSums_as_sequence = {
+    .sq_length = (lenfunc)PairSums_len,
+};
+
+static PyTypeObject PairSumsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "statemine.parse._linescan.PairSums",
+    .tp_basicsize = sizeof(PairSums),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "PairSums(n_values): running float64 sums per int64 key, in arrival order.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)PairSums_init,
+    .tp_dealloc = (destructor)PairSums_dealloc,
+    .tp_methods = PairSums_methods,
+    .tp_as_sequence = &PairSums_as_sequence,
+};
+
+/* trim_heap(): hand the C heap's free pages back to the system (glibc's malloc_trim; a
+ * no-op elsewhere). Arrays made on a worker thread live in that thread's malloc arena, and
+ * once freed their pages stay resident: 140 MiB after the streamed statistics of 1e6
+ * distinct (trace, state) pairs, on top of which the outputs then allocate. */
+static PyObject *trim_heap(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(unused))
+{
+#ifdef __GLIBC__
+    int released;
+    Py_BEGIN_ALLOW_THREADS
+    released = malloc_trim(0);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(released);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyMethodDef linescan_functions[] = {
+    {"trim_heap", (PyCFunction)trim_heap, METH_NOARGS,
+     "trim_heap() -> bool: return the C heap's free pages to the system (glibc; else a no-op)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef linescan_module = {
-    PyModuleDef_HEAD_INIT, "_linescan", "Tokenizer of statemine log lines (docs/log-format.md).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_linescan", "Tokenizer of statemine log lines (docs/log-format.md).", -1,
+    linescan_functions,
 };
 
 PyMODINIT_FUNC PyInit__linescan(void)
@@ -957,6 +1304,10 @@ PyMODINIT_FUNC PyInit__linescan(void)
     Py_INCREF(&ScannerType);
     if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&PairSumsType) < 0 || PyModule_AddObjectRef(m, "PairSums", (PyObject *)&PairSumsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -38,3 +38,21 @@ class Scanner:
     def traces(self) -> tuple[list[str], list[str | None], bytes]:
         """Per trace code: connection ids, roles, and the packed (last_time, close_time,
         last_line, n_events) records."""
+
+class PairSums:
+    """Running float64 sums per int64 key (a hash table; the loop runs without the GIL).
+    Each sum adds its values one by one in arrival order."""
+
+    def __init__(self, n_values: int) -> None:
+        """``n_values``: how many sums per key (1 to 4)."""
+    def add(self, keys: Any, values: list[Any], /) -> None:  # numpy arrays (buffers)
+        """Add ``values[i][j]`` (1 where ``values[i]`` is None) to sum ``i`` of ``keys[j]``;
+        keys int64, values float64 arrays as long as keys."""
+    def take(self, keys_out: Any, sums_out: Any, /) -> None:  # numpy arrays (buffers)
+        """Copy the distinct keys (first-arrival order) into ``keys_out`` (int64, ``len()``)
+        and their sums into ``sums_out`` (float64, ``n_values x len()``), then empty."""
+    def __len__(self) -> int: ...
+
+def trim_heap() -> bool:
+    """Return the C heap's free pages to the system (glibc's malloc_trim; else a no-op):
+    whether any were released."""

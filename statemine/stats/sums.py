@@ -9,52 +9,55 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parse._linescan import PairSums
+
 #: A pair key is ``row << 32 | column``: rows (traces) and columns below 2**31.
 _SHIFT = 32
 _LOW = (1 << _SHIFT) - 1
-#: Stored pair sums are re-sorted by column or summed per source this many at a time (bounds the temporaries).
-_CHUNK = 1 << 20
 
 
 class KeyedSums:
     """Running sums of a few values per (row, column) pair, for pairs arriving chunk by
     chunk; rows and columns are non-negative and below 2**31.
 
-    Each chunk becomes a sorted run of distinct keys; runs are merged whenever the newest
-    is at least half the size of the one before (as a binary counter), so adding ``n``
-    keys costs O(n log n) time in all and memory stays within about twice the distinct
-    keys. Sums of a key add up in arrival order within a chunk.
+    The pairs go into a hash table in C (:class:`~statemine.parse._linescan.PairSums`,
+    without the GIL): each chunk costs time proportional to its length, whether its pairs
+    are new or known, and memory holds about 40 bytes per distinct pair (keys, sums, table
+    and growth room), nothing per chunk. Each sum adds its values one by one in arrival
+    order, so the sums equal those of one :func:`unique_sums` over all chunks bit for bit.
     """
 
     def __init__(self, n_values: int) -> None:
         self.n_values = n_values
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (keys, n_values x keys)
+        self._acc = PairSums(n_values)
+        self._taken: tuple[np.ndarray, np.ndarray] | None = None  # sorted, from result()
 
     def add(self, row: np.ndarray, col: np.ndarray, values: list[np.ndarray | None]) -> None:
         """Add ``values[i][j]`` to value ``i`` of the pair ``(row[j], col[j])`` (None adds 1)."""
         if not len(row):
             return
-        run_keys, sums = unique_sums(row, col, values)
-        if (
-            self._runs
-        ):  # only known keys (the usual case once every pair has been seen): add in place
-            keys, known = self._runs[-1]
-            at = np.searchsorted(keys, run_keys)
-            if at[-1] < len(keys) and np.array_equal(keys[at], run_keys):
-                known[:, at] += sums
-                return
-        self._runs.append((run_keys, sums))
-        while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
-            self._runs[-2:] = [_merged(*self._runs[-2:])]
+        if self._taken is not None and not len(self._acc):  # adding after result(): carry on
+            keys, sums = self._taken
+            self._acc.add(keys, [np.ascontiguousarray(v) for v in sums])
+            self._taken = None
+        self._acc.add(
+            _pair_keys(row, col),
+            [None if v is None else np.ascontiguousarray(v, np.float64) for v in values],
+        )
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, sums)``: distinct pair keys (``row << 32 | col``) ascending and their
         ``n_values x keys`` sums."""
-        while len(self._runs) > 1:
-            self._runs[-2:] = [_merged(*self._runs[-2:])]
-        if not self._runs:
-            return np.zeros(0, np.int64), np.zeros((self.n_values, 0))
-        return self._runs[0]
+        if self._taken is not None and not len(self._acc):
+            return self._taken
+        keys = np.empty(len(self._acc), np.int64)
+        sums = np.empty((self.n_values, len(keys)))
+        self._acc.take(keys, sums)
+        if not (np.diff(keys) > 0).all():
+            order = np.argsort(keys)
+            keys, sums = keys[order], np.take(sums, order, axis=1)
+        self._taken = keys, sums
+        return self._taken
 
 
 def unique_sums(
@@ -82,22 +85,6 @@ def unique_sums(
     inverse = inverse.reshape(-1)
     sums = [np.bincount(inverse, weights=v, minlength=len(distinct)) for v in values]
     return distinct, np.array(sums, float).reshape(len(values), len(distinct))
-
-
-def _merged(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two sorted runs as one (sums of equal keys: ``a``'s plus ``b``'s). ``a``'s sums are
-    added to in place; besides the merged arrays only ``b``-sized indices are allocated."""
-    (a_keys, a_sums), (b_keys, b_sums) = a, b
-    at = np.searchsorted(a_keys, b_keys)
-    known = at < len(a_keys)
-    known[known] = a_keys[at[known]] == b_keys[known]
-    a_sums[:, at[known]] += b_sums[:, known]
-    new = ~known  # inserted before ``a_keys[at]``, in ascending order
-    return np.insert(a_keys, at[new], b_keys[new]), np.insert(
-        a_sums, at[new], b_sums[:, new], axis=1
-    )
 
 
 def _split(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
