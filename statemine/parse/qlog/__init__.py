@@ -35,13 +35,14 @@ of ``"FILE:LINE: reason"`` strings.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ...traces import TracePart, TraceSet
+from ...traces import TracePart, TraceSet, merge_meta
 from ..lines import open_binary
 from ..statenames import implementation_key
 from .common import NoCongestionData, _Report
@@ -61,7 +62,7 @@ from .reading import (
     _sequential_traces,
     _streamed_document_traces,
 )
-from .rows import _build, _why_no_states
+from .rows import _build, _Gather, _why_no_states
 from .slices import _sliceable, _sliced_parts
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "NoCongestionData",
     "read_qlog",
+    "read_qlog_files",
     "read_qlog_parts",
     "sniff_qlog",
 ]
@@ -143,6 +145,52 @@ def read_qlog(
     ts = _build(path, source or path.name, connections, _overrides(names), derive_states, report)
     assert ts is not None  # without allow_empty, _build raises instead
     return ts
+
+
+def read_qlog_files(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    *,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    skip_empty: bool = True,
+    on_file: Callable[[Path], object] = lambda _path: None,
+) -> tuple[TraceSet | None, list[str]]:
+    """Several qlog files (``sources``: their names in trace ids) as one TraceSet, equal to
+    their :func:`read_qlog` sets joined (:func:`statemine.traces.concat`, warnings in file
+    order) but built once: each file's rows are gathered in plain lists and arrays, so a
+    file costs its events and no frames of its own. With ``skip_empty`` a file without
+    congestion data is left out and its :class:`NoCongestionData` message returned (the
+    set is None when no file had any); else it is raised. ``on_file(path)`` is called
+    after each file."""
+    gather = _Gather(_overrides(names), derive_states)
+    metas: list[dict[str, str]] = []
+    skipped: list[str] = []
+    for path, source in zip(paths, sources, strict=True):
+        report = _Report(path)
+        connections = list(  # parsed first: the warnings in read_qlog's order
+            _connections(
+                path,
+                report,
+                implementation,
+                derive_states,
+                DEFAULT_MAX_RECORD_BYTES,
+                DEFAULT_MAX_DOCUMENT_BYTES,
+            )
+        )
+        try:
+            gather.add(path, source, connections, report)
+        except NoCongestionData as exc:
+            if not skip_empty:
+                raise
+            skipped.append(str(exc))
+        else:
+            metas.append({"warnings": json.dumps(report.finish())})
+        on_file(path)
+    if not metas:
+        return None, skipped
+    return gather.trace_set(merge_meta(metas)), skipped
 
 
 def read_qlog_parts(

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...errors import InputError
 from ...traces import TraceSet
 from ..statenames import (
     PICOQUIC_BBR_PHASES,
@@ -26,7 +27,7 @@ from ..statenames import (
 from .common import NoCongestionData, _field, _Report, _token
 from .connections import _SLICE_ROWS, _Connection
 from .derivation import _derived_frames
-from .metrics import _metrics_frame, _MetricsCursor
+from .metrics import _MetricsCursor
 from .vocabulary import (
     _APP_LIMITED,
     _CHROMIUM_AL,
@@ -564,42 +565,131 @@ def _build(
 ) -> TraceSet | None:
     """Assemble the TraceSet of a file from its connections; none with a state row is
     :class:`NoCongestionData`, or None with ``allow_empty``."""
-    frames = []
-    tables = []
-    rows = []
-    batch = _Batch()
-    for conn in connections:
-        trace_id = _trace_id(source, conn)
-        if _fast_events(conn, trace_id, overrides, report, batch):
-            derived = False
-        else:
-            events, derived = _connection_events(conn, trace_id, overrides, derive, report)
-            if events is None:
-                continue
-            gathered = batch.frame()  # the connections before this one, in order
-            if gathered is not None:
-                frames.append(gathered)
-            events.insert(0, "trace", trace_id)
-            frames.append(events)
-        if conn.metrics:
-            table = _metrics_frame(conn, line=False, copy=False)
-            conn.metrics = array("d")  # the table holds them now (views, not a copy)
-            tables.append(_with_trace(table, trace_id))
-        rows.append(_trace_row(path, trace_id, conn, derived))
-    gathered = batch.frame()
-    if gathered is not None:
-        frames.append(gathered)
-    if not frames:
+    gather = _Gather(overrides, derive)
+    if not gather.add(path, source, connections, report, allow_empty=allow_empty):
+        return None
+    return gather.trace_set({"warnings": json.dumps(report.finish())})
+
+
+class _Gather:
+    """The traces of one or more qlog files gathered into one TraceSet: state rows in
+    plain lists (:class:`_Batch`), metrics updates as their flat arrays, one frame of each
+    and one :meth:`TraceSet.from_events` at the end (a frame per file or connection costs
+    milliseconds). Equal to the files' trace sets read one by one and concatenated."""
+
+    def __init__(self, overrides: Mapping[str, str] | None, derive: bool) -> None:
+        self.overrides, self.derive = overrides, derive
+        self.frames: list[pd.DataFrame] = []
+        self.batch = _Batch()
+        self.metrics: list[np.ndarray] = []  # (time, metric columns) rows per connection
+        self.metric_traces: list[str] = []
+        self.rows: list[dict] = []
+        self.owner: dict[str, Path] = {}  # trace id -> its file
+        self.files: list[tuple[int, int]] = []  # each file's rows of the traces frame
+
+    def add(
+        self,
+        path: Path,
+        source: str,
+        connections: Iterable[_Connection],
+        report: _Report,
+        *,
+        allow_empty: bool = False,
+    ) -> bool:
+        """Add the connections of the file ``path`` (trace ids ``source#...``); whether it
+        gave a trace. None with a state row: :class:`NoCongestionData` (nothing added),
+        or False with ``allow_empty``. A trace id another file gave: :class:`InputError`."""
+        n_rows, n_connections, n_metrics = len(self.rows), 0, 0
+        for conn in connections:
+            n_connections += 1
+            n_metrics += len(conn.metric_rows())
+            trace_id = _trace_id(source, conn)
+            if _fast_events(conn, trace_id, self.overrides, report, self.batch):
+                derived = False
+            else:
+                events, derived = _connection_events(
+                    conn, trace_id, self.overrides, self.derive, report
+                )
+                if events is None:
+                    continue
+                gathered = self.batch.frame()  # the connections before this one, in order
+                if gathered is not None:
+                    self.frames.append(gathered)
+                events.insert(0, "trace", trace_id)
+                self.frames.append(events)
+            other = self.owner.setdefault(trace_id, path)
+            if other != path:
+                raise InputError(
+                    path,
+                    None,
+                    f"trace {trace_id!r} is also in {other}: a trace id must be unique among "
+                    "the inputs (the same file given twice, or two files naming different "
+                    "traces alike)",
+                )
+            if conn.metrics:
+                rows = conn.metric_rows()
+                if conn.unordered:
+                    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+                self.metrics.append(rows)
+                self.metric_traces.append(trace_id)
+                conn.metrics = array("d")  # the gathered rows hold them now
+            self.rows.append(_trace_row(path, trace_id, conn, derived))
+        if len(self.rows) > n_rows:
+            self.files.append((n_rows, len(self.rows)))
+            return True
         if allow_empty:
+            return False
+        raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, self.derive))
+
+    def trace_set(self, meta: Mapping[str, str]) -> TraceSet:
+        """The gathered traces as one TraceSet with ``meta`` (at least one trace added)."""
+        gathered = self.batch.frame()
+        if gathered is not None:
+            self.frames.append(gathered)
+        events = (
+            self.frames[0] if len(self.frames) == 1 else pd.concat(self.frames, ignore_index=True)
+        )
+        self.frames = []
+        traces = _as_joined(pd.DataFrame(self.rows), self.files)
+        traces["derived"] = traces["derived"].astype(bool)
+        return TraceSet.from_events(events, traces, dict(meta), self._metrics_table())
+
+    def _metrics_table(self) -> pd.DataFrame | None:
+        """The gathered metrics updates: ``trace`` (categorical, its names sorted), ``time``
+        and the metric columns; a single connection's columns are views of its rows."""
+        if not self.metrics:
             return None
-        n_metrics = sum(len(conn.metric_rows()) for conn in connections)
-        raise NoCongestionData(path, None, _why_no_states(len(connections), n_metrics, derive))
-    warnings = report.finish()
-    events = pd.concat(frames, ignore_index=True)
-    traces = pd.DataFrame(rows)
-    traces["derived"] = traces["derived"].astype(bool)
-    metrics = None
-    if tables:
-        metrics = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
-        metrics["trace"] = metrics["trace"].astype("category")
-    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)}, metrics)
+        ids = self.metric_traces
+        sizes = [len(m) for m in self.metrics]
+        rows = self.metrics[0] if len(self.metrics) == 1 else np.concatenate(self.metrics)
+        self.metrics = []
+        names = sorted(set(ids))
+        code = {name: k for k, name in enumerate(names)}
+        codes = np.repeat(np.array([code[i] for i in ids], np.int32), sizes)
+        columns: dict[str, Any] = {
+            "trace": pd.Categorical.from_codes(codes, categories=pd.Index(names)),
+            "time": rows[:, 0],
+        }
+        columns.update({name: rows[:, 3 + k] for k, name in enumerate(_METRIC_COLUMNS)})
+        return pd.DataFrame(columns, copy=False)
+
+
+def _as_joined(traces: pd.DataFrame, files: list[tuple[int, int]]) -> pd.DataFrame:
+    """The traces frame of several files (``files``: each one's rows) with the column types
+    ``pd.concat`` of their own frames gives: a text column that is all None in one file
+    (an object column there) is an object column, None in that file's rows, NaN in the
+    others' missing ones (as read one by one, then joined)."""
+    if len(files) < 2:
+        return traces
+    for name in traces.columns:
+        column = traces[name]
+        if not pd.api.types.is_string_dtype(column.dtype) or column.dtype == object:
+            continue
+        missing = column.isna().to_numpy()
+        empty = [(a, b) for a, b in files if missing[a:b].all()]
+        if empty:
+            values = np.array(column.astype(object), dtype=object)
+            for a, b in empty:
+                values[a:b] = None
+            traces[name] = pd.Series(values, index=traces.index, dtype=object)
+    return traces
