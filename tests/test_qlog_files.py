@@ -6,6 +6,7 @@ included."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,10 @@ import pytest
 import statemine
 from statemine.errors import InputError
 from statemine.parse import _source_names
-from statemine.parse.qlog import NoCongestionData, read_qlog
+from statemine.parse.qlog import NoCongestionData, _connections
+from statemine.parse.qlog.common import _Report
+from statemine.parse.qlog.connections import _Connection
+from statemine.parse.qlog.rows import _build
 from statemine.traces import TraceSet, concat, merge_meta
 
 HERE = Path(__file__).resolve().parent
@@ -44,14 +48,24 @@ CORPUS = sorted((HERE / "data" / "corpus").glob("*/*.gz"))
 LOSS = sorted((HERE / "data" / "qlog-quicgo-loss").glob("*/*.sqlog.gz"))
 
 
+def _whole(path: Path, derive: bool, source: str | None = None) -> TraceSet:
+    """``read_qlog`` as it was before issue 29: every connection parsed and held whole (no
+    spill folder), then built."""
+    report = _Report(path)
+    connections = list(_connections(path, report, None, derive, 64 << 20, 1 << 30))
+    ts = _build(path, source or path.name, connections, None, derive, report)
+    assert ts is not None
+    return ts
+
+
 def _one_by_one(files: list[Path], derive: bool) -> TraceSet:
-    """What ``read`` gave before issue 29: each file's ``read_qlog`` set, joined, a file
-    without congestion data skipped with a note."""
+    """What ``read`` gave before issue 29: each file's whole read, joined, a file without
+    congestion data skipped with a note."""
     sources = _source_names(files)
     sets, notes = [], []
     for f in files:
         try:
-            sets.append(read_qlog(f, derive_states=derive, source=sources[f]))
+            sets.append(_whole(f, derive, sources[f]))
         except NoCongestionData as exc:
             notes.append(f"{exc}; file skipped (--strict makes this an error)")
     return concat(sets, merge_meta([*(s.meta for s in sets), {"warnings": json.dumps(notes)}]))
@@ -72,9 +86,14 @@ def _equal(a: TraceSet, b: TraceSet) -> None:
     assert a.meta == b.meta
 
 
+@pytest.mark.parametrize("slice_rows", [None, 20])
 @pytest.mark.parametrize("derive", [False, True])
 @pytest.mark.parametrize("name", ["small", "corpus", "loss", "shared", "all"])
-def test_files_read_together_equal_one_by_one(name, derive):
+def test_files_read_together_equal_one_by_one(name, derive, slice_rows, monkeypatch):
+    """Also through the bounded walk with connections spilled every 20 events (built from
+    their spill files in slices of 20 rows)."""
+    if slice_rows is not None:
+        monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", slice_rows)
     files = {
         "small": SMALL,
         "corpus": CORPUS,
@@ -136,3 +155,32 @@ def test_the_same_trace_id_in_two_files_is_refused(tmp_path):
     assert sorted(ts.traces["trace"].astype(str)) == sorted(
         f"{p}#0" for p in (a / "x.sqlog", b / "x.sqlog")
     )
+
+
+@pytest.mark.parametrize("derive", [False, True])
+def test_one_file_is_read_through_the_stores_walk(derive, monkeypatch):
+    """``read`` of one qlog goes through the walk ``store add`` uses: its long connections
+    are spilled and built in slices (here every 20 events), and the trace set equals the
+    whole read, file by file."""
+    monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", 20)
+    flushed: list[int] = []
+    real = _Connection.flush
+
+    def flush(self, stem):
+        flushed.append(len(self.items))
+        real(self, stem)
+
+    monkeypatch.setattr(_Connection, "flush", flush)
+    read = 0
+    for path in [*CORPUS, *LOSS[:2]]:
+        flushed.clear()
+        try:
+            want = _whole(path, derive)
+        except NoCongestionData as exc:
+            with pytest.raises(NoCongestionData, match=re.escape(str(exc).split(": ", 1)[1])):
+                statemine.read(path, derive_states=derive)
+            continue
+        _equal(statemine.read(path, derive_states=derive), want)
+        assert flushed, path
+        read += 1
+    assert read >= (14 if derive else 8)

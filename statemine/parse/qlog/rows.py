@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...traces import TraceSet
+from ...traces import TracePart, TraceSet
 from ..statenames import (
     PICOQUIC_BBR_PHASES,
     PICOQUIC_TABLES,
@@ -603,43 +603,87 @@ class _Gather:
         for conn in connections:
             n_connections += 1
             n_metrics += len(conn.metric_rows())
-            trace_id = _trace_id(source, conn)
-            if _fast_events(conn, trace_id, self.overrides, report, self.batch):
-                derived = False
-            else:
-                events, derived = _connection_events(
-                    conn, trace_id, self.overrides, self.derive, report
-                )
-                if events is None:
-                    continue
-                gathered = self.batch.frame()  # the connections before this one, in order
-                if gathered is not None:
-                    self.frames.append(gathered)
-                events.insert(0, "trace", trace_id)
-                self.frames.append(events)
-            other = self.owner.setdefault(trace_id, path)
-            if other != path:
-                raise InputError(
-                    path,
-                    None,
-                    f"trace {trace_id!r} is also in {other}: a trace id must be unique among "
-                    "the inputs (the same file given twice, or two files naming different "
-                    "traces alike)",
-                )
-            if conn.metrics:
-                rows = conn.metric_rows()
-                if conn.unordered:
-                    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
-                self.metrics.append(rows)
-                self.metric_traces.append(trace_id)
-                conn.metrics = array("d")  # the gathered rows hold them now
-            self.rows.append(_trace_row(path, trace_id, conn, derived))
+            self.add_connection(path, source, conn, report)
+        return self.end_file(path, n_rows, n_connections, n_metrics, allow_empty)
+
+    def end_file(
+        self, path: Path, n_rows: int, n_connections: int, n_metrics: int, allow_empty: bool
+    ) -> bool:
+        """Whether the file ``path`` gave a trace (the traces frame had ``n_rows`` rows
+        before it); see :meth:`add`."""
         if len(self.rows) > n_rows:
             self.files.append((n_rows, len(self.rows)))
             return True
         if allow_empty:
             return False
         raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, self.derive))
+
+    def add_connection(self, path: Path, source: str, conn: _Connection, report: _Report) -> None:
+        """Add a connection held whole (its rows, metrics and traces-frame row)."""
+        trace_id = _trace_id(source, conn)
+        if _fast_events(conn, trace_id, self.overrides, report, self.batch):
+            derived = False
+        else:
+            events, derived = _connection_events(
+                conn, trace_id, self.overrides, self.derive, report
+            )
+            if events is None:
+                return
+            self._frame(events, trace_id)
+        self._own(trace_id, path)
+        if conn.metrics:
+            rows = conn.metric_rows()
+            if conn.unordered:
+                rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+            self.metrics.append(rows)
+            self.metric_traces.append(trace_id)
+            conn.metrics = array("d")  # the gathered rows hold them now
+        self.rows.append(_trace_row(path, trace_id, conn, derived))
+
+    def add_parts(
+        self, path: Path, source: str, conn: _Connection, parts: Iterable[TracePart]
+    ) -> None:
+        """Add a connection built in parts from its spill files (:mod:`.slices`): its
+        events frames (``seq`` counted again from their order), its metrics rows and,
+        from its first part, its traces-frame row."""
+        trace_id = _trace_id(source, conn)
+        for part in parts:
+            if part.first:
+                self._own(trace_id, path)
+                derived = bool(part.traces["derived"].iloc[0])
+                self.rows.append(_trace_row(path, trace_id, conn, derived))
+            if part.events is not None:
+                self._frame(part.events.drop(columns=["trace", "seq"]), trace_id)
+            if part.metrics is not None:
+                table = part.metrics
+                rows = np.empty((len(table), 3 + len(_METRIC_COLUMNS)))
+                rows[:, 0] = table["time"].to_numpy(float)
+                rows[:, 1:3] = 0.0
+                for k, name in enumerate(_METRIC_COLUMNS):
+                    rows[:, 3 + k] = table[name].to_numpy(float)
+                self.metrics.append(rows)
+                self.metric_traces.append(trace_id)
+
+    def _frame(self, events: pd.DataFrame, trace_id: str) -> None:
+        """Add a connection's events frame (after the gathered rows, in order)."""
+        gathered = self.batch.frame()  # the connections before this one, in order
+        if gathered is not None:
+            self.frames.append(gathered)
+        events.insert(0, "trace", trace_id)
+        self.frames.append(events)
+
+    def _own(self, trace_id: str, path: Path) -> None:
+        """Note that ``trace_id`` comes from ``path``; an id another file gave is an
+        :class:`InputError`."""
+        other = self.owner.setdefault(trace_id, path)
+        if other != path:
+            raise InputError(
+                path,
+                None,
+                f"trace {trace_id!r} is also in {other}: a trace id must be unique among "
+                "the inputs (the same file given twice, or two files naming different "
+                "traces alike)",
+            )
 
     def trace_set(self, meta: Mapping[str, str]) -> TraceSet:
         """The gathered traces as one TraceSet with ``meta`` (at least one trace added)."""
