@@ -184,3 +184,19 @@ def test_one_file_is_read_through_the_stores_walk(derive, monkeypatch):
         assert flushed, path
         read += 1
     assert read >= (14 if derive else 8)
+
+
+def test_the_one_read_sniff_agrees_with_detect_format():
+    """``_sniff`` (one read a file) names qlog files as :func:`detect_format` does."""
+    from statemine.parse import _sniff, detect_format
+
+    files = [*SMALL, DATA / "garbage.bin", DATA / "empty.qlog", *CORPUS]
+    if SHARED.is_dir():
+        files += [p for p in SHARED.rglob("*") if p.is_file() and p.suffix != ".md"]
+    named = 0
+    for f in files:
+        sniffed = _sniff(f)
+        if sniffed is not None:
+            assert sniffed == detect_format(f) == "qlog", f
+            named += 1
+    assert named >= len(SMALL)

@@ -184,8 +184,8 @@ def _runs(files: Sequence[Path], format: str) -> Iterator[tuple[str, list[Path]]
 
 def _sniff(path: Path) -> str | None:
     """``"statemine"`` when the file (not gzip, not Parquet) has a statemine line in its
-    first 64 KiB, as :func:`detect_format` decides, from one read; else None (ask
-    :func:`detect_format`)."""
+    first 64 KiB, ``"qlog"`` when it is qlog, as :func:`detect_format` decides, from one
+    read; else None (ask :func:`detect_format`)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536)
@@ -193,7 +193,11 @@ def _sniff(path: Path) -> str | None:
         return None
     if head[:4] == _PARQUET_MAGIC or head[:2] == b"\x1f\x8b":
         return None
-    return "statemine" if b"STATEMINE t=" in head else None
+    if b"STATEMINE t=" in head:
+        return "statemine"
+    from .qlog import sniff_qlog
+
+    return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
 
 
 def detect_format(path: str | os.PathLike) -> str:

@@ -581,7 +581,9 @@ class _Gather:
         self.overrides, self.derive = overrides, derive
         self.frames: list[pd.DataFrame] = []
         self.batch = _Batch()
-        self.metrics: list[np.ndarray] = []  # (time, metric columns) rows per connection
+        # metrics rows per connection or part: whole (time, seq, line, metric columns)
+        # or, from parts, (time, metric columns)
+        self.metrics: list[np.ndarray] = []
         self.metric_traces: list[str] = []
         self.rows: list[dict] = []
         self.owner: dict[str, Path] = {}  # trace id -> its file
@@ -656,11 +658,10 @@ class _Gather:
                 self._frame(part.events.drop(columns=["trace", "seq"]), trace_id)
             if part.metrics is not None:
                 table = part.metrics
-                rows = np.empty((len(table), 3 + len(_METRIC_COLUMNS)))
+                rows = np.empty((len(table), 1 + len(_METRIC_COLUMNS)))
                 rows[:, 0] = table["time"].to_numpy(float)
-                rows[:, 1:3] = 0.0
                 for k, name in enumerate(_METRIC_COLUMNS):
-                    rows[:, 3 + k] = table[name].to_numpy(float)
+                    rows[:, 1 + k] = table[name].to_numpy(float)
                 self.metrics.append(rows)
                 self.metric_traces.append(trace_id)
 
@@ -705,8 +706,19 @@ class _Gather:
             return None
         ids = self.metric_traces
         sizes = [len(m) for m in self.metrics]
-        rows = self.metrics[0] if len(self.metrics) == 1 else np.concatenate(self.metrics)
-        self.metrics = []
+        width = 1 + len(_METRIC_COLUMNS)
+        if len(self.metrics) == 1:  # views of the one connection's rows (no copy)
+            rows = self.metrics.pop()
+        else:  # filled chunk by chunk, each let go once copied: the rows are held once
+            rows = np.empty((sum(sizes), width))
+            at = 0
+            self.metrics.reverse()
+            while self.metrics:
+                chunk = self.metrics.pop()
+                rows[at : at + len(chunk), 0] = chunk[:, 0]
+                rows[at : at + len(chunk), 1:] = chunk[:, -len(_METRIC_COLUMNS) :]
+                at += len(chunk)
+                del chunk
         names = sorted(set(ids))
         code = {name: k for k, name in enumerate(names)}
         codes = np.repeat(np.array([code[i] for i in ids], np.int32), sizes)
@@ -714,7 +726,8 @@ class _Gather:
             "trace": pd.Categorical.from_codes(codes, categories=pd.Index(names)),
             "time": rows[:, 0],
         }
-        columns.update({name: rows[:, 3 + k] for k, name in enumerate(_METRIC_COLUMNS)})
+        first = rows.shape[1] - len(_METRIC_COLUMNS)  # 3 in a whole connection's rows
+        columns.update({name: rows[:, first + k] for k, name in enumerate(_METRIC_COLUMNS)})
         return pd.DataFrame(columns, copy=False)
 
 
