@@ -649,6 +649,10 @@ class _Gather:
         events frames (``seq`` counted again from their order), its metrics rows and,
         from its first part, its traces-frame row."""
         trace_id = _trace_id(source, conn)
+        width = 1 + len(_METRIC_COLUMNS)
+        # its metrics rows in one array of the size its summary counted (chunks of their
+        # own would stay on the heap beside the joined table: twice the memory at the peak)
+        held, filled = np.empty((conn.summary.n_metrics, width)), 0
         for part in parts:
             if part.first:
                 self._own(trace_id, path)
@@ -658,12 +662,16 @@ class _Gather:
                 self._frame(part.events.drop(columns=["trace", "seq"]), trace_id)
             if part.metrics is not None:
                 table = part.metrics
-                rows = np.empty((len(table), 1 + len(_METRIC_COLUMNS)))
-                rows[:, 0] = table["time"].to_numpy(float)
+                end = filled + len(table)
+                if end > len(held):  # more than counted: grow
+                    held = np.concatenate([held[:filled], np.empty((end - filled, width))])
+                held[filled:end, 0] = table["time"].to_numpy(float)
                 for k, name in enumerate(_METRIC_COLUMNS):
-                    rows[:, 1 + k] = table[name].to_numpy(float)
-                self.metrics.append(rows)
-                self.metric_traces.append(trace_id)
+                    held[filled:end, 1 + k] = table[name].to_numpy(float)
+                filled = end
+        if filled:
+            self.metrics.append(held if filled == len(held) else held[:filled].copy())
+            self.metric_traces.append(trace_id)
 
     def _frame(self, events: pd.DataFrame, trace_id: str) -> None:
         """Add a connection's events frame (after the gathered rows, in order)."""
