@@ -11,8 +11,9 @@ so CPU time is the steadier figure; best of ``--repeat``):
   the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
   run's connections renamed apart); the folder's Parquet files are read as one Arrow
   table (``traces.load_many``);
-* a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each) against
-  one qlog JSON document holding the same connections as its traces; ``statemine.read``.
+* a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each), and the
+  same connections as one ``.qlog`` JSON document a file, against one qlog JSON document
+  holding the same connections as its traces; ``statemine.read`` and ``statemine infer``.
 
 Targets (issue 29): 2,000 x 50 lines at most 1.5x the CPU of one file (CLI and
 library), ``traces/jitter`` at most 2x its lines in one log, 1e4 one-connection qlog files
@@ -113,6 +114,18 @@ def lab_lines(folder: Path, out: Path) -> int:
     return len(runs)
 
 
+def qlog_documents(folder: Path, n_files: int, n_events: int) -> None:
+    """``n_files`` one-connection qlog JSON documents (``.qlog``) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    evs = ",".join(json.dumps(e) for e in events(n_events))
+    for i in range(n_files):
+        (folder / f"conn{i:06d}.qlog").write_text(
+            '{"qlog_version": "0.3", "qlog_format": "JSON", "traces": [{"vantage_point": '
+            f'{{"type": "server"}}, "common_fields": {{"ODCID": "{i:08x}", "time_format": '
+            f'"relative"}}, "events": [{evs}]}}]}}'
+        )
+
+
 def qlog_files(folder: Path, n_files: int, n_events: int) -> Path:
     """``n_files`` one-connection JSON-SEQ files in ``folder`` and one JSON document of the
     same connections (returned)."""
@@ -189,11 +202,16 @@ def main() -> None:
         doc = folder.parent / f"{folder.name}-one.qlog"
         if not doc.exists():
             qlog_files(folder, args.qlog_files, args.qlog_events)
-        row(
-            f"{args.qlog_files} one-connection qlogs: read",
-            best(read_cpu, [folder]),
-            best(read_cpu, [doc]),
-        )
+        docs = folder.parent / f"{folder.name}-docs"
+        if not docs.exists():
+            qlog_documents(docs, args.qlog_files, args.qlog_events)
+        one_read, one_infer = best(read_cpu, [doc]), best(infer_cpu, [doc])
+        name = f"{args.qlog_files} one-connection qlogs"
+        row(f"{name} (JSON-SEQ): read", best(read_cpu, [folder]), one_read)
+        row(f"{name} (JSON-SEQ): statemine infer", best(infer_cpu, [folder]), one_infer)
+        row(f"{name} (.qlog documents): read", best(read_cpu, [docs]), one_read)
+        row(f"{name} (.qlog documents): infer", best(infer_cpu, [docs]), one_infer)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

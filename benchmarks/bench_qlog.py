@@ -9,6 +9,10 @@ peak RSS. Targets (issue 14): 1 GB of JSON-SEQ within 20 s of one core, any size
 
     python benchmarks/bench_qlog.py [--events N] [--dir DIR]
 
+``--infer FILE`` runs ``statemine infer FILE`` (FILE written first, ``--events`` events of
+one JSON-SEQ connection, when absent) and reports its CPU time and peak RSS (issue 29: 1 GB
+within 300 MiB; ``--events 4800000`` is about 1 GB).
+
 ``--connections N`` instead writes N small connections into one JSON-SEQ file (a server
 logging every connection, each a ``group_id`` with two congestion_state_updated events)
 and one connection of the same 2N events, and reports the CPU per connection beyond its
@@ -174,12 +178,58 @@ def connections(n: int, folder: Path) -> None:
     )
 
 
+def write_seq(n: int, path: Path) -> None:
+    """One JSON-SEQ connection of ``n`` events (:func:`events`) at ``path``."""
+    header = {
+        "qlog_format": "JSON-SEQ",
+        "qlog_version": "0.3",
+        "title": "quic-go qlog",
+        "trace": {
+            "vantage_point": {"type": "server"},
+            "common_fields": {"ODCID": "abcd", "time_format": "relative", "reference_time": 0},
+        },
+    }
+    with open(path, "w") as fh:
+        fh.write("\x1e" + json.dumps(header) + "\n")
+        for ev in events(n):
+            fh.write("\x1e" + json.dumps(ev) + "\n")
+
+
+def infer(path: Path, n: int) -> None:
+    """``statemine infer PATH --out DIR --no-svg`` as a process (the file written first
+    when absent, ``n`` events): CPU seconds and peak RSS (GNU time's maximum resident set)."""
+    if not path.exists():
+        write_seq(n, path)
+    with tempfile.TemporaryDirectory() as out:
+        cmd = ["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-m", "statemine", "infer"]
+        done = subprocess.run(
+            [*cmd, str(path), "--out", out, "--no-svg"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        )
+    user, system, rss_kib = done.stderr.split()[-3:]
+    size = path.stat().st_size / 2**20
+    print(
+        f"statemine infer {path.name} ({size:.0f} MB): {float(user) + float(system):.2f} s CPU, "
+        f"peak RSS {int(rss_kib) / 1024:.0f} MiB; load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--connections", type=int, default=0)
     ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument(
+        "--infer", type=Path, default=None, help="JSON-SEQ file to infer (written if absent)"
+    )
     args = ap.parse_args()
+    if args.infer:
+        infer(args.infer, args.events)
+        return
     if args.connections:
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             connections(args.connections, Path(tmp))

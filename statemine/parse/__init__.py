@@ -90,7 +90,9 @@ def read(
     else:
         sources = _source_names(files)
         with progress_reporter(files, progress) as advance:
-            sets, skipped, origins = [], [], []
+            sets: list[TraceSet] = []
+            skipped: list[str] = []
+            origins: list[Path] = []
             for fmt, group in _runs(files, format):
                 if fmt == "statemine":  # one pass over the run of statemine logs
                     from .statemine_log import read_statemine_logs
@@ -109,6 +111,25 @@ def read(
                         origins.append(group[0])
                         advance(sum(_size(f) for f in group))
                         continue
+                if fmt == "qlog" and len(group) > 1:  # a QLOGDIR: one set built once
+                    from .qlog import read_qlog_files
+
+                    joined, empty = read_qlog_files(
+                        group,
+                        [sources[f] for f in group],
+                        names=names,
+                        implementation=implementation,
+                        derive_states=derive_states,
+                        skip_empty=not strict,
+                        on_file=lambda f: advance(_size(f)),
+                    )
+                    if joined is not None:
+                        sets.append(joined)
+                        origins.append(group[0])  # its trace ids carry each file's source name
+                    skipped.extend(
+                        f"{e}; file skipped (--strict makes this an error)" for e in empty
+                    )
+                    continue
                 for f in group:
                     try:
                         sets.append(
@@ -163,8 +184,8 @@ def _runs(files: Sequence[Path], format: str) -> Iterator[tuple[str, list[Path]]
 
 def _sniff(path: Path) -> str | None:
     """``"statemine"`` when the file (not gzip, not Parquet) has a statemine line in its
-    first 64 KiB, as :func:`detect_format` decides, from one read; else None (ask
-    :func:`detect_format`)."""
+    first 64 KiB, ``"qlog"`` when it is qlog, as :func:`detect_format` decides, from one
+    read; else None (ask :func:`detect_format`)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536)
@@ -172,7 +193,11 @@ def _sniff(path: Path) -> str | None:
         return None
     if head[:4] == _PARQUET_MAGIC or head[:2] == b"\x1f\x8b":
         return None
-    return "statemine" if b"STATEMINE t=" in head else None
+    if b"STATEMINE t=" in head:
+        return "statemine"
+    from .qlog import sniff_qlog
+
+    return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
 
 
 def detect_format(path: str | os.PathLike) -> str:

@@ -35,13 +35,15 @@ of ``"FILE:LINE: reason"`` strings.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ...traces import TracePart, TraceSet
+from ...traces import TracePart, TraceSet, merge_meta
 from ..lines import open_binary
 from ..statenames import implementation_key
 from .common import NoCongestionData, _Report
@@ -61,7 +63,7 @@ from .reading import (
     _sequential_traces,
     _streamed_document_traces,
 )
-from .rows import _build, _why_no_states
+from .rows import _build, _Gather, _why_no_states
 from .slices import _sliceable, _sliced_parts
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "NoCongestionData",
     "read_qlog",
+    "read_qlog_files",
     "read_qlog_parts",
     "sniff_qlog",
 ]
@@ -134,15 +137,106 @@ def read_qlog(
     ``max_document_bytes``, or holds no congestion state at all.
     """
     path = Path(path)
-    report = _Report(path)
-    connections = list(
-        _connections(
-            path, report, implementation, derive_states, max_record_bytes, max_document_bytes
-        )
+    ts, _ = _read_files(
+        [path],
+        [source or path.name],
+        names,
+        implementation,
+        derive_states,
+        max_record_bytes,
+        max_document_bytes,
+        skip_empty=False,
     )
-    ts = _build(path, source or path.name, connections, _overrides(names), derive_states, report)
-    assert ts is not None  # without allow_empty, _build raises instead
+    assert ts is not None  # without skip_empty, a file with no trace raises instead
     return ts
+
+
+def read_qlog_files(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    *,
+    names: Mapping[str, str] | None = None,
+    implementation: str | None = None,
+    derive_states: bool = False,
+    skip_empty: bool = True,
+    on_file: Callable[[Path], object] = lambda _path: None,
+) -> tuple[TraceSet | None, list[str]]:
+    """Several qlog files (``sources``: their names in trace ids) as one TraceSet, equal to
+    their :func:`read_qlog` sets joined (:func:`statemine.traces.concat`, warnings in file
+    order) but built once: each file's rows are gathered in plain lists and arrays, so a
+    file costs its events and no frames of its own. With ``skip_empty`` a file without
+    congestion data is left out and its :class:`NoCongestionData` message returned (the
+    set is None when no file had any); else it is raised. ``on_file(path)`` is called
+    after each file."""
+    return _read_files(
+        paths,
+        sources,
+        names,
+        implementation,
+        derive_states,
+        DEFAULT_MAX_RECORD_BYTES,
+        DEFAULT_MAX_DOCUMENT_BYTES,
+        skip_empty=skip_empty,
+        on_file=on_file,
+    )
+
+
+def _read_files(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    names: Mapping[str, str] | None,
+    implementation: str | None,
+    derive_states: bool,
+    max_record_bytes: int,
+    max_document_bytes: int,
+    *,
+    skip_empty: bool,
+    on_file: Callable[[Path], object] = lambda _path: None,
+) -> tuple[TraceSet | None, list[str]]:
+    """:func:`read_qlog_files` (and :func:`read_qlog`, one file): each file through the
+    bounded walk (:func:`_walk`, long connections spilled to one temporary folder and
+    built in slices), its traces gathered into one set."""
+    overrides = _overrides(names)
+    gather = _Gather(overrides, derive_states)
+    metas: list[dict[str, str]] = []
+    skipped: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="statemine-qlog-") as folder:
+        for path, source in zip(paths, sources, strict=True):
+            report = _Report(path)
+            n_rows, n_connections, n_metrics = len(gather.rows), 0, 0
+            walk = _walk(
+                path,
+                Path(folder),
+                report,
+                implementation,
+                derive_states,
+                max_record_bytes,
+                max_document_bytes,
+                overrides,
+                source,
+                _SLICE_ROWS,
+            )
+            for conn, parts in walk:
+                n_connections += 1
+                n_metrics += conn.summary.n_metrics
+                if parts is None:
+                    gather.add_connection(path, source, conn, report)
+                else:
+                    gather.add_parts(path, source, conn, parts)
+                del conn, parts
+            try:
+                gather.end_file(path, n_rows, n_connections, n_metrics, allow_empty=False)
+            except NoCongestionData as exc:
+                if not skip_empty:
+                    raise
+                skipped.append(str(exc))
+            else:
+                metas.append({"warnings": json.dumps(report.finish())})
+            on_file(path)
+    if not metas:
+        return None, skipped
+    meta = metas[0] if len(metas) == 1 else merge_meta(metas)
+    return gather.trace_set(meta), skipped
 
 
 def read_qlog_parts(
@@ -173,32 +267,27 @@ def read_qlog_parts(
     path = Path(path)
     report = _Report(path)
     overrides = _overrides(names)
-    slice_rows = min(slice_rows, _SLICE_ROWS)
     n_connections, n_metrics, made = 0, 0, False
-    stream = _connections(
+    walk = _walk(
         path,
+        Path(folder),
         report,
         implementation,
         derive_states,
         max_record_bytes,
         max_document_bytes,
-        Path(folder),
-        slice_rows,
+        overrides,
+        source or path.name,
+        min(slice_rows, _SLICE_ROWS),
     )
-    for conn in stream:
+    for conn, parts in walk:
         n_connections += 1
         n_metrics += conn.summary.n_metrics
-        if _sliceable(conn, derive_states):
-            parts = _sliced_parts(
-                conn, path, source or path.name, overrides, report, slice_rows, derive_states
-            )
+        if parts is not None:
             for part in parts:
                 made = True
                 yield part
-            conn.discard()
             continue
-        if conn.stem is not None:
-            conn.load()
         ts = _build(
             path, source or path.name, [conn], overrides, derive_states, report, allow_empty=True
         )
@@ -208,6 +297,52 @@ def read_qlog_parts(
             yield TracePart.whole(ts)
     if not made:
         raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, derive_states))
+
+
+def _walk(
+    path: Path,
+    folder: Path,
+    report: _Report,
+    implementation: str | None,
+    derive_states: bool,
+    max_record_bytes: int,
+    max_document_bytes: int,
+    overrides: dict[str, str] | None,
+    source: str,
+    slice_rows: int,
+) -> Iterator[tuple[_Connection, Iterator[TracePart] | None]]:
+    """The bounded walk over one qlog file that ``store add``, ``read`` and ``infer``
+    share: its connections one after another, each with its parts when it was spilled to
+    ``folder`` and is built in slices of at most ``slice_rows`` rows from its spill files
+    (:func:`_sliceable`; consume them before the next step), else None (held whole: the
+    caller builds it). The report lists the warnings of building after the parse's, as a
+    whole read does."""
+    stream = _connections(
+        path,
+        report,
+        implementation,
+        derive_states,
+        max_record_bytes,
+        max_document_bytes,
+        folder,
+        slice_rows,
+    )
+    for conn in stream:
+        report.building = True
+        try:
+            if _sliceable(conn, derive_states):
+                yield (
+                    conn,
+                    _sliced_parts(conn, path, source, overrides, report, slice_rows, derive_states),
+                )
+                conn.discard()
+            else:
+                if conn.stem is not None:
+                    conn.load()
+                yield conn, None
+        finally:
+            report.building = False
+        del conn
 
 
 def _overrides(names: Mapping[str, str] | None) -> dict[str, str] | None:

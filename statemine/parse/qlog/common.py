@@ -22,6 +22,8 @@ class _Report:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.messages: list[str] = []
+        self.built: list[str] = []  # warnings of building traces, listed after the parse's
+        self.building = False  # set while a connection is built (between parse steps)
         self._counts: Counter = Counter()
 
     def warn(self, line: int | None, reason: str, kind: str | None = None) -> None:
@@ -31,7 +33,7 @@ class _Report:
             if self._counts[kind] > _MAX_LISTED:
                 return
         where = f"{self.path}:{line}" if line is not None and line > 0 else str(self.path)
-        self.messages.append(f"{where}: {reason}")
+        (self.built if self.building else self.messages).append(f"{where}: {reason}")
 
     def finish(self) -> list[str]:
         """All warnings, with a count line for every kind that overflowed."""
@@ -40,7 +42,7 @@ class _Report:
             for kind, n in self._counts.items()
             if n > _MAX_LISTED
         ]
-        return self.messages + extra
+        return self.messages + self.built + extra
 
 
 def _object_at(record: dict, key: str) -> dict:

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from .. import derive as _derive
 from .connections import _Connection
 from .vocabulary import _METRIC_COLUMNS, _METRIC_STRIDE
 
@@ -36,6 +35,18 @@ def _metrics_table(
     return pd.DataFrame(columns, copy=copy)
 
 
+def _ffill_columns(before: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`statemine.parse.derive.ffill_from` of each column of ``values`` (rows,
+    columns) at once, each continuing from its value in ``before``: the same values (a
+    selection, no arithmetic), one numpy call per step instead of one per column."""
+    series = np.vstack([before, values])
+    index = np.where(np.isnan(series), -1, np.arange(len(series))[:, None])
+    np.maximum.accumulate(index, axis=0, out=index)
+    filled = np.take_along_axis(series, np.maximum(index, 0), axis=0)
+    filled[index < 0] = np.nan
+    return filled[1:]
+
+
 class _MetricsCursor:
     """A connection's metrics updates walked forward in (time, seq) order, chunk by chunk:
     each chunk is ``(rows, ends)``, rows of :data:`_METRIC_STRIDE` floats (time, seq, line,
@@ -57,12 +68,7 @@ class _MetricsCursor:
             self._last = self._filled[-1]
         for rows, ends in self._chunks:
             if len(rows):
-                self._filled = np.column_stack(
-                    [
-                        _derive.ffill_from(last, rows[:, 3 + k])[0]
-                        for k, last in enumerate(self._last)
-                    ]
-                )
+                self._filled = _ffill_columns(self._last, rows[:, 3:])
                 self._rows, self._ends, self._pos = rows, ends, 0
                 return True
         self._done = True

@@ -78,6 +78,12 @@ class _Reader:
     def __init__(self, fh: io.BufferedReader | gzip.GzipFile, path: Path) -> None:
         self.fh, self.path = fh, path
         self.ended = False
+        # a plain file's bytes left, as a hint: a block is asked for no bigger than them
+        # (read1 allocates what it is asked for: 1 MiB for a 40 KB file costs ~0.2 ms)
+        self.left: int | None = None
+        if not isinstance(fh, gzip.GzipFile):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self.left = os.fstat(fh.fileno()).st_size - fh.tell()
 
     @property
     def gzip(self) -> bool:
@@ -88,10 +94,15 @@ class _Reader:
         """Up to ``n`` bytes (fewer only at the end of the stream)."""
         parts, size = [], 0
         while size < n and not self.ended:
+            want = n - size
+            if self.left is not None:  # one byte more than expected: the end is seen
+                want = min(want, max(self.left, 0) + 1)
             try:
-                block = self.fh.read1(n - size)
+                block = self.fh.read1(want)
             except (OSError, EOFError, zlib.error) as exc:
                 raise read_error(self.path, exc) from None
+            if self.left is not None:
+                self.left -= len(block)
             if not block:
                 self.ended = True
             parts.append(block)

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...traces import TraceSet
+from ...errors import InputError
+from ...traces import TracePart, TraceSet
 from ..statenames import (
     PICOQUIC_BBR_PHASES,
     PICOQUIC_TABLES,
@@ -26,7 +27,7 @@ from ..statenames import (
 from .common import NoCongestionData, _field, _Report, _token
 from .connections import _SLICE_ROWS, _Connection
 from .derivation import _derived_frames
-from .metrics import _metrics_frame, _MetricsCursor
+from .metrics import _MetricsCursor
 from .vocabulary import (
     _APP_LIMITED,
     _CHROMIUM_AL,
@@ -564,42 +565,196 @@ def _build(
 ) -> TraceSet | None:
     """Assemble the TraceSet of a file from its connections; none with a state row is
     :class:`NoCongestionData`, or None with ``allow_empty``."""
-    frames = []
-    tables = []
-    rows = []
-    batch = _Batch()
-    for conn in connections:
+    gather = _Gather(overrides, derive)
+    if not gather.add(path, source, connections, report, allow_empty=allow_empty):
+        return None
+    return gather.trace_set({"warnings": json.dumps(report.finish())})
+
+
+class _Gather:
+    """The traces of one or more qlog files gathered into one TraceSet: state rows in
+    plain lists (:class:`_Batch`), metrics updates as their flat arrays, one frame of each
+    and one :meth:`TraceSet.from_events` at the end (a frame per file or connection costs
+    milliseconds). Equal to the files' trace sets read one by one and concatenated."""
+
+    def __init__(self, overrides: Mapping[str, str] | None, derive: bool) -> None:
+        self.overrides, self.derive = overrides, derive
+        self.frames: list[pd.DataFrame] = []
+        self.batch = _Batch()
+        # metrics rows per connection or part: whole (time, seq, line, metric columns)
+        # or, from parts, (time, metric columns)
+        self.metrics: list[np.ndarray] = []
+        self.metric_traces: list[str] = []
+        self.rows: list[dict] = []
+        self.owner: dict[str, Path] = {}  # trace id -> its file
+        self.files: list[tuple[int, int]] = []  # each file's rows of the traces frame
+
+    def add(
+        self,
+        path: Path,
+        source: str,
+        connections: Iterable[_Connection],
+        report: _Report,
+        *,
+        allow_empty: bool = False,
+    ) -> bool:
+        """Add the connections of the file ``path`` (trace ids ``source#...``); whether it
+        gave a trace. None with a state row: :class:`NoCongestionData` (nothing added),
+        or False with ``allow_empty``. A trace id another file gave: :class:`InputError`."""
+        n_rows, n_connections, n_metrics = len(self.rows), 0, 0
+        for conn in connections:
+            n_connections += 1
+            n_metrics += len(conn.metric_rows())
+            self.add_connection(path, source, conn, report)
+        return self.end_file(path, n_rows, n_connections, n_metrics, allow_empty)
+
+    def end_file(
+        self, path: Path, n_rows: int, n_connections: int, n_metrics: int, allow_empty: bool
+    ) -> bool:
+        """Whether the file ``path`` gave a trace (the traces frame had ``n_rows`` rows
+        before it); see :meth:`add`."""
+        if len(self.rows) > n_rows:
+            self.files.append((n_rows, len(self.rows)))
+            return True
+        if allow_empty:
+            return False
+        raise NoCongestionData(path, None, _why_no_states(n_connections, n_metrics, self.derive))
+
+    def add_connection(self, path: Path, source: str, conn: _Connection, report: _Report) -> None:
+        """Add a connection held whole (its rows, metrics and traces-frame row)."""
         trace_id = _trace_id(source, conn)
-        if _fast_events(conn, trace_id, overrides, report, batch):
+        if _fast_events(conn, trace_id, self.overrides, report, self.batch):
             derived = False
         else:
-            events, derived = _connection_events(conn, trace_id, overrides, derive, report)
+            events, derived = _connection_events(
+                conn, trace_id, self.overrides, self.derive, report
+            )
             if events is None:
-                continue
-            gathered = batch.frame()  # the connections before this one, in order
-            if gathered is not None:
-                frames.append(gathered)
-            events.insert(0, "trace", trace_id)
-            frames.append(events)
+                return
+            self._frame(events, trace_id)
+        self._own(trace_id, path)
         if conn.metrics:
-            table = _metrics_frame(conn, line=False, copy=False)
-            conn.metrics = array("d")  # the table holds them now (views, not a copy)
-            tables.append(_with_trace(table, trace_id))
-        rows.append(_trace_row(path, trace_id, conn, derived))
-    gathered = batch.frame()
-    if gathered is not None:
-        frames.append(gathered)
-    if not frames:
-        if allow_empty:
+            rows = conn.metric_rows()
+            if conn.unordered:
+                rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+            self.metrics.append(rows)
+            self.metric_traces.append(trace_id)
+            conn.metrics = array("d")  # the gathered rows hold them now
+        self.rows.append(_trace_row(path, trace_id, conn, derived))
+
+    def add_parts(
+        self, path: Path, source: str, conn: _Connection, parts: Iterable[TracePart]
+    ) -> None:
+        """Add a connection built in parts from its spill files (:mod:`.slices`): its
+        events frames (``seq`` counted again from their order), its metrics rows and,
+        from its first part, its traces-frame row."""
+        trace_id = _trace_id(source, conn)
+        width = 1 + len(_METRIC_COLUMNS)
+        # its metrics rows in one array of the size its summary counted (chunks of their
+        # own would stay on the heap beside the joined table: twice the memory at the peak)
+        held, filled = np.empty((conn.summary.n_metrics, width)), 0
+        for part in parts:
+            if part.first:
+                self._own(trace_id, path)
+                derived = bool(part.traces["derived"].iloc[0])
+                self.rows.append(_trace_row(path, trace_id, conn, derived))
+            if part.events is not None:
+                self._frame(part.events.drop(columns=["trace", "seq"]), trace_id)
+            if part.metrics is not None:
+                table = part.metrics
+                end = filled + len(table)
+                if end > len(held):  # more than counted: grow
+                    held = np.concatenate([held[:filled], np.empty((end - filled, width))])
+                held[filled:end, 0] = table["time"].to_numpy(float)
+                for k, name in enumerate(_METRIC_COLUMNS):
+                    held[filled:end, 1 + k] = table[name].to_numpy(float)
+                filled = end
+        if filled:
+            self.metrics.append(held if filled == len(held) else held[:filled].copy())
+            self.metric_traces.append(trace_id)
+
+    def _frame(self, events: pd.DataFrame, trace_id: str) -> None:
+        """Add a connection's events frame (after the gathered rows, in order)."""
+        gathered = self.batch.frame()  # the connections before this one, in order
+        if gathered is not None:
+            self.frames.append(gathered)
+        events.insert(0, "trace", trace_id)
+        self.frames.append(events)
+
+    def _own(self, trace_id: str, path: Path) -> None:
+        """Note that ``trace_id`` comes from ``path``; an id another file gave is an
+        :class:`InputError`."""
+        other = self.owner.setdefault(trace_id, path)
+        if other != path:
+            raise InputError(
+                path,
+                None,
+                f"trace {trace_id!r} is also in {other}: a trace id must be unique among "
+                "the inputs (the same file given twice, or two files naming different "
+                "traces alike)",
+            )
+
+    def trace_set(self, meta: Mapping[str, str]) -> TraceSet:
+        """The gathered traces as one TraceSet with ``meta`` (at least one trace added)."""
+        gathered = self.batch.frame()
+        if gathered is not None:
+            self.frames.append(gathered)
+        events = (
+            self.frames[0] if len(self.frames) == 1 else pd.concat(self.frames, ignore_index=True)
+        )
+        self.frames = []
+        traces = _as_joined(pd.DataFrame(self.rows), self.files)
+        traces["derived"] = traces["derived"].astype(bool)
+        return TraceSet.from_events(events, traces, dict(meta), self._metrics_table())
+
+    def _metrics_table(self) -> pd.DataFrame | None:
+        """The gathered metrics updates: ``trace`` (categorical, its names sorted), ``time``
+        and the metric columns; a single connection's columns are views of its rows."""
+        if not self.metrics:
             return None
-        n_metrics = sum(len(conn.metric_rows()) for conn in connections)
-        raise NoCongestionData(path, None, _why_no_states(len(connections), n_metrics, derive))
-    warnings = report.finish()
-    events = pd.concat(frames, ignore_index=True)
-    traces = pd.DataFrame(rows)
-    traces["derived"] = traces["derived"].astype(bool)
-    metrics = None
-    if tables:
-        metrics = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
-        metrics["trace"] = metrics["trace"].astype("category")
-    return TraceSet.from_events(events, traces, {"warnings": json.dumps(warnings)}, metrics)
+        ids = self.metric_traces
+        sizes = [len(m) for m in self.metrics]
+        width = 1 + len(_METRIC_COLUMNS)
+        if len(self.metrics) == 1:  # views of the one connection's rows (no copy)
+            rows = self.metrics.pop()
+        else:  # filled chunk by chunk, each let go once copied: the rows are held once
+            rows = np.empty((sum(sizes), width))
+            at = 0
+            self.metrics.reverse()
+            while self.metrics:
+                chunk = self.metrics.pop()
+                rows[at : at + len(chunk), 0] = chunk[:, 0]
+                rows[at : at + len(chunk), 1:] = chunk[:, -len(_METRIC_COLUMNS) :]
+                at += len(chunk)
+                del chunk
+        names = sorted(set(ids))
+        code = {name: k for k, name in enumerate(names)}
+        codes = np.repeat(np.array([code[i] for i in ids], np.int32), sizes)
+        columns: dict[str, Any] = {
+            "trace": pd.Categorical.from_codes(codes, categories=pd.Index(names)),
+            "time": rows[:, 0],
+        }
+        first = rows.shape[1] - len(_METRIC_COLUMNS)  # 3 in a whole connection's rows
+        columns.update({name: rows[:, first + k] for k, name in enumerate(_METRIC_COLUMNS)})
+        return pd.DataFrame(columns, copy=False)
+
+
+def _as_joined(traces: pd.DataFrame, files: list[tuple[int, int]]) -> pd.DataFrame:
+    """The traces frame of several files (``files``: each one's rows) with the column types
+    ``pd.concat`` of their own frames gives: a text column that is all None in one file
+    (an object column there) is an object column, None in that file's rows, NaN in the
+    others' missing ones (as read one by one, then joined)."""
+    if len(files) < 2:
+        return traces
+    for name in traces.columns:
+        column = traces[name]
+        if not pd.api.types.is_string_dtype(column.dtype) or column.dtype == object:
+            continue
+        missing = column.isna().to_numpy()
+        empty = [(a, b) for a, b in files if missing[a:b].all()]
+        if empty:
+            values = np.array(column.astype(object), dtype=object)
+            for a, b in empty:
+                values[a:b] = None
+            traces[name] = pd.Series(values, index=traces.index, dtype=object)
+    return traces
