@@ -115,10 +115,13 @@ def read(
                     )
                     origins.append(group[0])  # its trace ids carry each file's source name
                     continue
-                if fmt == "parquet" and len(group) > 1:  # a lab folder: one Arrow table
+                if fmt == "parquet" and len(group) > 1:  # a lab folder: its logs, one pass
                     from ..traces import load_many
+                    from .labruns import read_lab_runs
 
-                    joined = load_many(group)
+                    joined = read_lab_runs(group)
+                    if joined is None:  # else as one Arrow table
+                        joined = load_many(group)
                     if joined is not None:
                         sets.append(joined)
                         origins.append(group[0])
@@ -163,22 +166,30 @@ def _run_at(files: Sequence[Path], at: int, format: str) -> tuple[str, list[Path
     begins at ``files[at]``."""
     if format != "auto":
         return format, list(files[at:])
-    kind = _sniff(files[at]) or detect_format(files[at])
+    kind = file_format(files[at])
     end = at + 1
-    while end < len(files) and (_sniff(files[end]) or detect_format(files[end])) == kind:
+    while end < len(files) and file_format(files[end]) == kind:
         end += 1
     return kind, list(files[at:end])
 
 
+def file_format(path: Path) -> str:
+    """:func:`detect_format` of ``path``, from one open and read when it is a Parquet file
+    or a plain (not gzip) statemine log."""
+    return _sniff(path) or detect_format(path)
+
+
 def _sniff(path: Path) -> str | None:
-    """``"statemine"`` when the file (not gzip, not Parquet) has a statemine line in its
-    first 64 KiB, as :func:`detect_format` decides, from one read; else None (ask
-    :func:`detect_format`)."""
+    """``"parquet"`` for a Parquet file, ``"statemine"`` when the file (not gzip) has a
+    statemine line in its first 64 KiB, as :func:`detect_format` decides, from one read;
+    else None (ask :func:`detect_format`)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536)
     except OSError:
         return None
+    if head[:4] == _PARQUET_MAGIC:
+        return "parquet"
     return "statemine" if _is_statemine(path, head, gzip=False) else None
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 import os
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, rea
 from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..traces import TraceSet
 
 #: ``kind`` codes of :class:`ScannedBlock` and the names they stand for.
@@ -381,12 +384,10 @@ def scan_files(
         starts: list[int] = []  # first trace code per file (an array per handed-over block)
         n_files = len(files)
         for i, path in enumerate(files):
-            head = whole = None
-            if sniff is not None:
-                head, whole = _head(path, chunk_bytes)
-                if not sniff(path, head):
-                    n_files = i
-                    break
+            head, whole = _head(path, chunk_bytes)
+            if sniff is not None and not sniff(path, head):
+                n_files = i
+                break
             if starts:
                 scan.next_file()
             starts.append(scan.n_traces)
@@ -427,25 +428,43 @@ def scan_files(
 
 def _head(path: Path, chunk_bytes: int) -> tuple[bytes | None, bytes | None]:
     """The first :data:`SNIFF_BYTES` bytes of ``path`` (None when it cannot be opened or
-    read) and, when that is the whole file, not gzip, and fits one block of ``chunk_bytes``,
-    the whole file (else None: the scan reads it again, decompressing)."""
+    read) and, when that is the whole file and its content (decompressed from gzip) fits
+    one block of ``chunk_bytes``, that content (else None: the scan reads it again)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None, None
     try:
         head = os.read(fd, SNIFF_BYTES)
-        whole = (
-            len(head) < SNIFF_BYTES
-            and len(head) <= chunk_bytes
-            and head[:2] != _GZIP_MAGIC
-            and not os.read(fd, 1)
-        )
+        whole = len(head) < SNIFF_BYTES and not os.read(fd, 1)
     except OSError:
         return None, None
     finally:
         os.close(fd)
-    return head, head if whole else None
+    if whole and head[:2] == _GZIP_MAGIC:
+        return head, _gunzip(head, chunk_bytes)
+    return head, head if whole and len(head) <= chunk_bytes else None
+
+
+def _gunzip(data: bytes, limit: int) -> bytes | None:
+    """A small gzip file's content (every member), or None when it is over ``limit``
+    bytes or anything is amiss (cut off, damaged, trailing bytes): then the block reader
+    reads it, and says what is wrong."""
+    out: list[bytes] = []
+    size = 0
+    try:
+        while data:
+            if data[:2] != _GZIP_MAGIC:
+                return None
+            unzip = zlib.decompressobj(31)
+            out.append(unzip.decompress(data, limit + 1 - size))
+            size += len(out[-1])
+            if not unzip.eof or size > limit:
+                return None
+            data = unzip.unused_data
+    except zlib.error:
+        return None
+    return b"".join(out)
 
 
 def _whole_blocks(
@@ -471,6 +490,15 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
     ]
 
 
+def events_frame(
+    rows: _Rows, names: list[str], ids: list[str], file_of_trace: np.ndarray
+) -> pd.DataFrame:
+    """The events frame :func:`read_statemine_logs` builds of ``rows`` (scanned from several
+    files: ``file_of_trace``), trace ``ids`` per trace code, before validation."""
+    return _to_traceset(rows, names, None, ids, [], file_of_trace)
+
+
+@overload
 def _to_traceset(
     rows: _Rows,
     names: list[str],
@@ -478,12 +506,30 @@ def _to_traceset(
     ids: list[str],
     sources: list[str],
     file_of_trace: np.ndarray | None = None,
-) -> TraceSet:
+) -> TraceSet: ...
+@overload
+def _to_traceset(
+    rows: _Rows,
+    names: list[str],
+    table: None,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
+) -> pd.DataFrame: ...
+def _to_traceset(
+    rows: _Rows,
+    names: list[str],
+    table: TraceTable | None,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
+) -> TraceSet | pd.DataFrame:
     """Group the rows (per column, one array per block) by trace (stable: log order within
     a trace) into a TraceSet; ``ids`` and ``sources`` per trace code. Each column's blocks
     are joined, reordered and released one column at a time, so the peak is the finished
     columns plus one column's copies. ``file_of_trace`` (rows of several files): the
-    categories and columns :func:`statemine.traces.concat` gives the files' sets."""
+    categories and columns :func:`statemine.traces.concat` gives the files' sets. ``table``
+    None: the events frame alone (not validated)."""
     import pandas as pd
 
     from ..arrays import group_order
@@ -549,6 +595,8 @@ def _to_traceset(
         extra["fields"] = text[order]
     for k in _column_order(extra, file_of_row, order):
         events[k] = extra[k]
+    if table is None:
+        return events
     traces = pd.DataFrame(
         {
             "trace": pd.Series(ids, dtype=str),
