@@ -394,7 +394,7 @@ def scan_files(
             if whole is not None:
                 blocks = _whole_blocks(path, whole, max_line_bytes, lambda: scan.next_line)
                 if on_progress is not None:
-                    on_progress(len(whole))
+                    on_progress(len(head or b""))  # the file's bytes, as iter_blocks counts
             else:
                 blocks = iter_blocks(
                     path,
