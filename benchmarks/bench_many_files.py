@@ -6,11 +6,11 @@ so CPU time is the steadier figure; best of ``--repeat``):
 * statemine lines: 2,000 files x 50 lines and 10,000 files x 100 lines (one connection a
   file), against one log holding the same lines (connections interleaved);
   ``statemine infer DIR --out OUT --no-svg`` as a process (the streamed path) and
-  ``statemine.read`` in process;
+  ``statemine.read`` and ``statemine.store_add`` in process;
 * the shipped lab folders (``traces/<name>``: one ``traces.parquet`` per run): ``read`` of
   the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
-  run's connections renamed apart); the folder's Parquet files are read as one Arrow
-  table (``traces.load_many``);
+  run's connections renamed apart); the folder's runs are read from their logs and
+  Parquet footers (``parse/labruns.py``);
 * a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each), and the
   same connections as one ``.qlog`` JSON document a file, against one qlog JSON document
   holding the same connections as its traces; ``statemine.read`` and ``statemine infer``.
@@ -60,6 +60,36 @@ def read_cpu(paths: list[Path]) -> float:
     """CPU seconds of ``statemine.read(paths)`` in a fresh process (best of three)."""
     out = subprocess.run(
         [sys.executable, "-c", _READ, *map(str, paths)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(out.split()[-1])
+
+
+#: Adds its inputs to a new store with statemine.store_add; prints the CPU seconds of the add.
+_STORE = """
+import resource, shutil, sys, tempfile, statemine
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+def add():
+    folder = tempfile.mkdtemp()
+    try:
+        start = cpu()
+        statemine.store_add(sys.argv[1:], folder + "/store", {"env": "bench"})
+        return cpu() - start
+    finally:
+        shutil.rmtree(folder)
+add()  # imports and caches warm
+print(min(add() for _ in range(3)))
+"""
+
+
+def store_cpu(paths: list[Path]) -> float:
+    """CPU seconds of ``statemine.store_add(paths, ...)`` in a fresh process (best of three)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _STORE, *map(str, paths)],
         check=True,
         capture_output=True,
         text=True,
@@ -185,6 +215,7 @@ def main() -> None:
             name = f"{n_files} x {lines} lines"
             row(f"{name}: statemine infer (CLI)", best(infer_cpu, [folder]), best(infer_cpu, [one]))
             row(f"{name}: statemine.read", best(read_cpu, [folder]), best(read_cpu, [one]))
+            row(f"{name}: store_add", best(store_cpu, [folder]), best(store_cpu, [one]))
     if "lab" in only:
         for folder in sorted(p for p in (ROOT / "traces").iterdir() if (p / "runs").is_dir()):
             one = cache / f"lab-{folder.name}.log"

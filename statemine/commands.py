@@ -313,12 +313,12 @@ def _streamable(
 ) -> list[Path]:
     """The input files when they are all statemine logs that need no trace selection, so
     the statistics can be streamed (:mod:`statemine.stats.stream`); else an empty list."""
-    from .parse import detect_format, expand_paths
+    from .parse import expand_paths, file_format
 
     if regexes or selections or fmt not in ("auto", "statemine"):
         return []
     files = expand_paths(inputs)
-    if fmt == "auto" and any(detect_format(f) != "statemine" for f in files):
+    if fmt == "auto" and any(file_format(f) != "statemine" for f in files):
         return []
     return files
 

@@ -64,10 +64,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -434,7 +434,52 @@ def _read_saved(path: Path) -> _Saved:
         table = pq.ParquetFile(path).read(use_threads=False)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-    raw = (table.schema.metadata or {}).get(_PARQUET_META_KEY)
+    head = _saved_head(path, table.schema.metadata, lambda: table.column_names, table.num_rows)
+    return _Saved(table, head.rows, head.names, head.meta, head.event_columns, head.metrics_columns)
+
+
+class SavedHead(NamedTuple):
+    """What the footer of a file written by :func:`save` says, without its rows: the
+    traces frame's ``rows`` and column ``names``, ``meta``, the events' columns, the
+    metrics' columns (None: no metrics), and ``num_rows`` (rows of the file)."""
+
+    rows: list
+    names: list
+    meta: dict
+    event_columns: list
+    metrics_columns: list | None
+    num_rows: int
+
+    @property
+    def traces(self) -> pd.DataFrame:
+        """The traces frame as saved."""
+        return pd.DataFrame(self.rows, columns=self.names)
+
+
+def read_saved_head(path: Path) -> SavedHead:
+    """The footer of a file written by :func:`save` (its rows are not read);
+    :class:`InputError` if it is not a readable statemine trace set."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        footer = pq.read_metadata(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
+    return _saved_head(
+        path,
+        footer.metadata,
+        lambda: [footer.schema.column(i).name for i in range(footer.num_columns)],
+        footer.num_rows,
+    )
+
+
+def _saved_head(
+    path: Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
+) -> SavedHead:
+    """The statemine metadata of a saved file (schema ``metadata``; ``columns()``: its
+    columns, asked for when the metadata does not list them)."""
+    raw = (metadata or {}).get(_PARQUET_META_KEY)
     if raw is None:
         raise InputError(path, None, "a Parquet file, but not a statemine trace set")
     try:
@@ -443,13 +488,13 @@ def _read_saved(path: Path) -> _Saved:
         rows, names = list(split["data"]), list(split["columns"])
         meta = dict(extra.get("meta") or {})
         version = int(extra.get("format_version", 1))
-        event_columns = extra.get("event_columns") or table.column_names
+        event_columns = extra.get("event_columns") or columns()
         metrics_columns = extra.get("metrics_columns")
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(path, None, f"damaged statemine metadata: {exc}") from None
     if version > _FORMAT_VERSION:
         raise InputError(path, None, f"written by a newer statemine (format {version})")
-    return _Saved(table, rows, names, meta, list(event_columns), metrics_columns)
+    return SavedHead(rows, names, meta, list(event_columns), metrics_columns, num_rows)
 
 
 #: The columns :meth:`TraceSet.from_events` makes categorical.
@@ -500,7 +545,7 @@ def load_many(paths: Sequence[str | os.PathLike]) -> TraceSet | None:
     if not _in_trace_order(codes, events["seq"].to_numpy()):
         return None
     try:  # damaged metadata or an invalid set: load names the file
-        joined = _joined_traces(parts)
+        joined = joined_traces(parts)
         return TraceSet.from_events(events, joined, merge_meta(p.meta for p in parts))
     except (ValueError, TypeError):
         return None
@@ -569,30 +614,52 @@ def _joined_categories(per_file: list[list[str]]) -> list[str] | None:
     return per_file[0]
 
 
-def _joined_traces(parts: Sequence[_Saved]) -> pd.DataFrame:
+def joined_traces(parts: Sequence[_Saved | SavedHead]) -> pd.DataFrame:
     """The files' traces frames joined as ``pd.concat`` joins them after :func:`load`: one
     frame from all rows when every file has the same columns and, per column, the same
     kinds of JSON values (so pandas infers the same dtype for each file and for all),
     else frame by frame."""
     names = parts[0].names
     end = names.index("end") if "end" in names else None
-    kinds = [_value_kinds(p.rows, len(names), end) for p in parts]
-    if all(p.names == names for p in parts) and all(k == kinds[0] for k in kinds):
-        return _trace_rows(pd.DataFrame([r for p in parts for r in p.rows], columns=names))
+    rows = [r for p in parts for r in p.rows]
+    if all(p.names == names for p in parts) and (
+        _one_kind_each(parts, rows, len(names), end) or _same_kinds(parts, len(names), end)
+    ):
+        return _trace_rows(pd.DataFrame(rows, columns=names))
     return pd.concat([_trace_rows(p.traces) for p in parts], ignore_index=True)
+
+
+def _same_kinds(parts: Sequence[_Saved | SavedHead], width: int, end: int | None) -> bool:
+    """True when every part's columns hold the same kinds of value (:func:`_value_kinds`)."""
+    first = _value_kinds(parts[0].rows, width, end)
+    return all(_value_kinds(p.rows, width, end) == first for p in parts[1:])
+
+
+def _one_kind_each(
+    parts: Sequence[_Saved | SavedHead], rows: list, width: int, end: int | None
+) -> bool:
+    """True when every part has rows and each column of all ``rows`` holds one kind of
+    value (:func:`_value_kinds`): then every part has the same kinds, found in one pass."""
+    kinds = _value_kinds(rows, width, end)
+    return bool(kinds) and all(p.rows for p in parts) and all(len(k) == 1 for k in kinds)
 
 
 def _value_kinds(rows: list, width: int, end: int | None = None) -> list[frozenset]:
     """Per column of ``rows``: the set of the value types (ints beyond int64 apart); the
     ``end`` column (made float64 whatever pandas infers) as one kind ``number`` when it
     holds only numbers and None."""
+    if any(len(row) != width for row in rows):
+        return []
     kinds: list[set] = [set() for _ in range(width)]
-    for row in rows:
-        if len(row) != width:
-            return []
-        for kind, value in zip(kinds, row, strict=True):
-            big = type(value) is int and not -(2**63) <= value < 2**63
-            kind.add("bigint" if big else type(value))
+    for kind, column in zip(kinds, zip(*rows)):  # column by column, at C speed
+        kind.update(map(type, column))
+        if int in kind:
+            ints = [v for v in column if type(v) is int]
+            if not -(2**63) <= min(ints) <= max(ints) < 2**63:
+                big = sum(not -(2**63) <= v < 2**63 for v in ints)
+                kind.add("bigint")
+                if big == len(ints):
+                    kind.discard(int)
     if end is not None and kinds[end] <= {int, float, type(None)}:
         kinds[end] = {"number"}
     return [frozenset(k) for k in kinds]

@@ -167,3 +167,46 @@ def test_every_shipped_lab_folder_joins_in_one_table_as_file_by_file(folder):
     joined = load_many(files)
     assert joined is not None  # all shipped folders take the one-table path
     assert_same(joined, _old_read(files))
+
+
+def _value_kinds_row_by_row(rows: list, width: int, end: int | None = None) -> list[frozenset]:
+    """traces._value_kinds as it was first written (value by value), the reference."""
+    kinds: list[set] = [set() for _ in range(width)]
+    for row in rows:
+        if len(row) != width:
+            return []
+        for kind, value in zip(kinds, row, strict=True):
+            big = type(value) is int and not -(2**63) <= value < 2**63
+            kind.add("bigint" if big else type(value))
+    if end is not None and kinds[end] <= {int, float, type(None)}:
+        kinds[end] = {"number"}
+    return [frozenset(k) for k in kinds]
+
+
+def test_value_kinds_column_by_column_as_value_by_value():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from statemine.traces import _value_kinds
+
+    value = st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=2)
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.integers(1, 4).flatmap(
+            lambda w: st.tuples(
+                st.just(w),
+                st.lists(
+                    st.lists(value, min_size=w, max_size=w + (1 if w == 3 else 0)), max_size=6
+                ),
+                st.one_of(st.none(), st.integers(0, w - 1)),
+            )
+        )
+    )
+    def check(case):
+        width, rows, end = case
+        assert _value_kinds(rows, width, end) == _value_kinds_row_by_row(rows, width, end)
+
+    check()

@@ -93,7 +93,22 @@ def read(
             sets: list[TraceSet] = []
             skipped: list[str] = []
             origins: list[Path] = []
-            for fmt, group in _runs(files, format):
+            at = 0
+            while at < len(files):
+                if format == "auto" and at + 1 < len(files):  # sniffed as the scan reads
+                    from .statemine_log import read_statemine_run
+
+                    rest = files[at:]
+                    run, n = read_statemine_run(
+                        rest, [sources[f] for f in rest], _is_statemine, on_progress=advance
+                    )
+                    if run is not None:
+                        sets.append(run)
+                        origins.append(files[at])
+                        at += n
+                        continue
+                fmt, group = _run_at(files, at, format)
+                at += len(group)
                 if fmt == "statemine":  # one pass over the run of statemine logs
                     from .statemine_log import read_statemine_logs
 
@@ -102,10 +117,13 @@ def read(
                     )
                     origins.append(group[0])  # its trace ids carry each file's source name
                     continue
-                if fmt == "parquet" and len(group) > 1:  # a lab folder: one Arrow table
+                if fmt == "parquet" and len(group) > 1:  # a lab folder: its logs, one pass
                     from ..traces import load_many
+                    from .labruns import read_lab_runs
 
-                    joined = load_many(group)
+                    joined = read_lab_runs(group)
+                    if joined is None:  # else as one Arrow table
+                        joined = load_many(group)
                     if joined is not None:
                         sets.append(joined)
                         origins.append(group[0])
@@ -155,7 +173,8 @@ def read(
                 None,
                 f"none of the {len(files)} files has congestion data (first: {skipped[0]})",
             )
-        refuse_shared_ids(origins, sets)
+        if len(sets) > 1:  # within one set the ids are unique (checked as it is built)
+            refuse_shared_ids(origins, sets)
         notes = skipped + notes
         ts = sets[0] if len(sets) == 1 and not notes else _concat(sets, notes)
     if labels:
@@ -163,41 +182,53 @@ def read(
     return ts.select(select) if select else ts
 
 
-def _runs(files: Sequence[Path], format: str) -> Iterator[tuple[str, list[Path]]]:
-    """``files`` as runs of consecutive files of one format (detected per file for
-    ``auto``), in order."""
+def _run_at(files: Sequence[Path], at: int, format: str) -> tuple[str, list[Path]]:
+    """The run of consecutive files of one format (detected per file for ``auto``) that
+    begins at ``files[at]``."""
     if format != "auto":
-        yield format, list(files)
-        return
-    run: list[Path] = []
-    kind = ""
-    for f in files:
-        fmt = _sniff(f) or detect_format(f)
-        if run and fmt != kind:
-            yield kind, run
-            run = []
-        kind = fmt
-        run.append(f)
-    if run:
-        yield kind, run
+        return format, list(files[at:])
+    kind = file_format(files[at])
+    end = at + 1
+    while end < len(files) and file_format(files[end]) == kind:
+        end += 1
+    return kind, list(files[at:end])
+
+
+def file_format(path: Path) -> str:
+    """:func:`detect_format` of ``path``, from one open and read when it is a Parquet file
+    or a plain (not gzip) statemine log."""
+    return _sniff(path) or detect_format(path)
 
 
 def _sniff(path: Path) -> str | None:
-    """``"statemine"`` when the file (not gzip, not Parquet) has a statemine line in its
-    first 64 KiB, ``"qlog"`` when it is qlog, as :func:`detect_format` decides, from one
-    read; else None (ask :func:`detect_format`)."""
+    """``"parquet"`` for a Parquet file, ``"statemine"`` when the file (not gzip) has a
+    statemine line in its first 64 KiB, ``"qlog"`` when it is qlog, as
+    :func:`detect_format` decides, from one read; else None (ask :func:`detect_format`)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536)
     except OSError:
         return None
-    if head[:4] == _PARQUET_MAGIC or head[:2] == b"\x1f\x8b":
-        return None
-    if b"STATEMINE t=" in head:
+    if head[:4] == _PARQUET_MAGIC:
+        return "parquet"
+    if _is_statemine(path, head, gzip=False):
         return "statemine"
+    if head[:2] == b"\x1f\x8b":
+        return None
     from .qlog import sniff_qlog
 
     return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
+
+
+def _is_statemine(path: Path, head: bytes | None, gzip: bool = True) -> bool:
+    """Whether :func:`detect_format` takes ``path`` for a statemine log, given its first
+    64 KiB ``head`` (None: it cannot be read; then False); a gzip file is asked of
+    :func:`detect_format` (when ``gzip``; else False)."""
+    if head is None or head[:4] == _PARQUET_MAGIC:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        return gzip and detect_format(path) == "statemine"
+    return b"STATEMINE t=" in head
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -387,8 +418,9 @@ def _source_names(files: Iterable[Path]) -> dict[Path, str]:
     """Short, unique names for files in trace ids: the file name, or the path when two
     inputs share a name."""
     files = list(files)
-    clash = Counter(f.name for f in files)
-    return {f: (f.name if clash[f.name] == 1 else str(f)) for f in files}
+    names = [f.name for f in files]
+    clash = Counter(names)
+    return {f: (n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
 
 
 def _size(path: Path) -> int:
@@ -403,8 +435,10 @@ def progress_reporter(
 ) -> AbstractContextManager[Callable[[int], None]]:
     """A context giving ``advance(bytes_done_in_current_file)``: a rich progress bar when
     ``enabled`` and the files hold at least :data:`PROGRESS_MIN_BYTES`, else a no-op."""
+    if not enabled:  # no stat of every file then
+        return nullcontext(lambda _done: None)
     total = sum(_size(f) for f in files)
-    if not enabled or total < PROGRESS_MIN_BYTES:
+    if total < PROGRESS_MIN_BYTES:
         return nullcontext(lambda _done: None)
     return _RichProgress(total)
 

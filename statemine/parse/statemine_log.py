@@ -15,9 +15,11 @@ into one block (for streaming statistics, :mod:`statemine.stats.stream`, and for
 from __future__ import annotations
 
 import functools
+import os
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import numpy as np
 
@@ -27,6 +29,8 @@ from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, rea
 from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..traces import TraceSet
 
 #: ``kind`` codes of :class:`ScannedBlock` and the names they stand for.
@@ -83,13 +87,22 @@ class ScannedBlock(NamedTuple):
 class ScanEnd(NamedTuple):
     """End of :func:`scan_files`, per trace code of all files: ``last_time`` (seconds of its
     last line), ``close_time`` (of its ``event=Close`` line, NaN if none), ``n_events``;
-    ``file_starts``: the first trace code of each file."""
+    ``file_starts``: the first trace code of each file; ``n_files``: the files read (fewer
+    than given when a ``sniff`` stopped the scan)."""
 
     last_time: np.ndarray
     close_time: np.ndarray
     n_events: np.ndarray
     file_starts: np.ndarray
+    n_files: int = -1
 
+
+#: Bytes a ``sniff`` of :func:`scan_files` sees of each file (as format detection does).
+SNIFF_BYTES = 65536
+_GZIP_MAGIC = b"\x1f\x8b"
+#: ``sniff(path, head)`` of :func:`scan_files`: whether the file is a statemine log, given
+#: its first :data:`SNIFF_BYTES` bytes (None when it cannot be opened or read).
+Sniff = Callable[[Path, "bytes | None"], bool]
 
 #: The scanner's packed per-trace record (Scanner.traces, Scanner.info).
 _INFO = np.dtype([("last", "f8"), ("close", "f8"), ("line", "i8"), ("n", "i8")])
@@ -227,6 +240,31 @@ def read_statemine_logs(
             max_line_bytes=max_line_bytes,
             on_progress=on_progress,
         )
+    ts, _ = read_statemine_run(
+        paths,
+        sources,
+        chunk_bytes=chunk_bytes,
+        max_line_bytes=max_line_bytes,
+        on_progress=on_progress,
+    )
+    assert ts is not None  # without a sniff every file is read
+    return ts
+
+
+def read_statemine_run(
+    paths: Sequence[Path],
+    sources: Sequence[str],
+    sniff: Sniff | None = None,
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[TraceSet | None, int]:
+    """The leading files of ``paths`` that ``sniff`` takes for statemine logs (all of them
+    without a sniff) as one :class:`~statemine.traces.TraceSet`, as
+    :func:`read_statemine_logs` reads them (:func:`read_statemine_log` for one file), and
+    how many files that is (None and 0 when the first is not one). The sniff sees each
+    file's head from the scan's own read: a small file is opened and read once."""
     scanner = Scanner(max_time=MAX_TIME_S)
     rows = _Rows()
     end: ScanEnd | None = None
@@ -236,23 +274,30 @@ def read_statemine_logs(
         chunk_bytes=chunk_bytes,
         max_line_bytes=max_line_bytes,
         scanner=scanner,
+        sniff=sniff,
     ):
         if isinstance(item, ScanEnd):
             end = item
         else:
             rows.add(item, functools.partial(_path_of, paths, item))
     assert end is not None  # scan_files ends with one
+    n_files = end.n_files
+    if not n_files:
+        return None, 0
     conns, roles, info = scanner.traces()
     packed = np.frombuffer(info, _INFO)
     table = TraceTable(conns, roles, packed["last"], packed["close"], packed["n"])
+    if n_files == 1:  # as read_statemine_log: the file's own categories
+        ids = trace_ids(sources[0], table)
+        return _to_traceset(rows, scanner.names(), table, ids, [str(paths[0])] * len(ids)), 1
     counts = np.diff(np.r_[end.file_starts, len(conns)])
-    file_of_trace = np.repeat(np.arange(len(paths)), counts)
+    file_of_trace = np.repeat(np.arange(n_files), counts)
     ids = [
         f"{sources[f]}#{c}" + (f"/{r}" if r is not None else "")
         for f, c, r in zip(file_of_trace.tolist(), conns, roles)
     ]
-    source = [str(p) for p in paths]
-    return _to_traceset(
+    source = [str(p) for p in paths[:n_files]]
+    ts = _to_traceset(
         rows,
         scanner.names(),
         table,
@@ -260,6 +305,7 @@ def read_statemine_logs(
         [source[f] for f in file_of_trace.tolist()],
         file_of_trace=file_of_trace,
     )
+    return ts, n_files
 
 
 class _Rows:
@@ -316,6 +362,7 @@ def scan_files(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     scanner: Scanner | None = None,
+    sniff: Sniff | None = None,
 ) -> Iterator[ScannedBlock | ScanEnd]:
     """The rows of all ``files`` as :class:`ScannedBlock` s, then one :class:`ScanEnd`.
 
@@ -327,25 +374,37 @@ def scan_files(
     so scanning overlaps whatever the caller does with the blocks (or imports) and memory
     stays bounded. It starts at once. Errors as :class:`LogScan`, and a file without a
     statemine line; ``scanner`` (a new :class:`Scanner`) is the one used, for its traces
-    once the scan has ended.
+    once the scan has ended. ``sniff``: the scan stops before the first file it refuses
+    (:attr:`ScanEnd.n_files` says how many were read); a small file is read once for both.
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
     def produce() -> Iterator[ScannedBlock | ScanEnd]:
         buffer = bytearray(chunk_bytes + max_line_bytes + 1)
         starts: list[int] = []  # first trace code per file (an array per handed-over block)
-        for path in files:
+        n_files = len(files)
+        for i, path in enumerate(files):
+            head, whole = _head(path, chunk_bytes)
+            if sniff is not None and not sniff(path, head):
+                n_files = i
+                break
             if starts:
                 scan.next_file()
             starts.append(scan.n_traces)
-            for block in iter_blocks(
-                path,
-                chunk_bytes=chunk_bytes,
-                max_line_bytes=max_line_bytes,
-                on_progress=on_progress,
-                line_number=lambda: scan.next_line,
-                buffer=buffer,
-            ):
+            if whole is not None:
+                blocks = _whole_blocks(path, whole, max_line_bytes, lambda: scan.next_line)
+                if on_progress is not None:
+                    on_progress(len(head or b""))  # the file's bytes, as iter_blocks counts
+            else:
+                blocks = iter_blocks(
+                    path,
+                    chunk_bytes=chunk_bytes,
+                    max_line_bytes=max_line_bytes,
+                    on_progress=on_progress,
+                    line_number=lambda: scan.next_line,
+                    buffer=buffer,
+                )
+            for block in blocks:
                 error = scan.feed(block, max_line_bytes)
                 if error is not None:
                     raise _input_error(Path(path), error, max_line_bytes)
@@ -361,9 +420,67 @@ def scan_files(
             packed["close"].copy(),
             packed["n"].copy(),
             np.array(starts, np.int64),
+            n_files,
         )
 
     return read_ahead(produce(), depth)
+
+
+def _head(path: Path, chunk_bytes: int) -> tuple[bytes | None, bytes | None]:
+    """The first :data:`SNIFF_BYTES` bytes of ``path`` (None when it cannot be opened or
+    read) and, when that is the whole file and its content (decompressed from gzip) fits
+    one block of ``chunk_bytes``, that content (else None: the scan reads it again)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None, None
+    try:
+        head = os.read(fd, SNIFF_BYTES)
+        whole = len(head) < SNIFF_BYTES and not os.read(fd, 1)
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+    if whole and head[:2] == _GZIP_MAGIC:
+        return head, _gunzip(head, chunk_bytes)
+    return head, head if whole and len(head) <= chunk_bytes else None
+
+
+def _gunzip(data: bytes, limit: int) -> bytes | None:
+    """A small gzip file's content (every member), or None when it is over ``limit``
+    bytes or anything is amiss (cut off, damaged, trailing bytes): then the block reader
+    reads it, and says what is wrong."""
+    out: list[bytes] = []
+    size = 0
+    try:
+        while data:
+            if data[:2] != _GZIP_MAGIC:
+                return None
+            unzip = zlib.decompressobj(31)
+            out.append(unzip.decompress(data, limit + 1 - size))
+            size += len(out[-1])
+            if not unzip.eof or size > limit:
+                return None
+            data = unzip.unused_data
+    except zlib.error:
+        return None
+    return b"".join(out)
+
+
+def _whole_blocks(
+    path: Path, data: bytes, max_line_bytes: int, line_number: Callable[[], int]
+) -> Iterator[memoryview]:
+    """A file read whole as :func:`~statemine.parse.lines.iter_blocks` gives it when it fits
+    one block: its lines up to the last newline, then the unfinished last line (refused
+    past ``max_line_bytes``)."""
+    view = memoryview(data)
+    cut = data.rfind(b"\n") + 1
+    if cut:
+        yield view[:cut]
+    if len(data) - cut > max_line_bytes:
+        raise InputError(path, line_number(), f"line longer than {max_line_bytes} bytes")
+    if len(data) > cut:
+        yield view[cut:]
 
 
 def trace_ids(source: str, table: TraceTable) -> list[str]:
@@ -373,6 +490,15 @@ def trace_ids(source: str, table: TraceTable) -> list[str]:
     ]
 
 
+def events_frame(
+    rows: _Rows, names: list[str], ids: list[str], file_of_trace: np.ndarray
+) -> pd.DataFrame:
+    """The events frame :func:`read_statemine_logs` builds of ``rows`` (scanned from several
+    files: ``file_of_trace``), trace ``ids`` per trace code, before validation."""
+    return _to_traceset(rows, names, None, ids, [], file_of_trace)
+
+
+@overload
 def _to_traceset(
     rows: _Rows,
     names: list[str],
@@ -380,12 +506,30 @@ def _to_traceset(
     ids: list[str],
     sources: list[str],
     file_of_trace: np.ndarray | None = None,
-) -> TraceSet:
+) -> TraceSet: ...
+@overload
+def _to_traceset(
+    rows: _Rows,
+    names: list[str],
+    table: None,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
+) -> pd.DataFrame: ...
+def _to_traceset(
+    rows: _Rows,
+    names: list[str],
+    table: TraceTable | None,
+    ids: list[str],
+    sources: list[str],
+    file_of_trace: np.ndarray | None = None,
+) -> TraceSet | pd.DataFrame:
     """Group the rows (per column, one array per block) by trace (stable: log order within
     a trace) into a TraceSet; ``ids`` and ``sources`` per trace code. Each column's blocks
     are joined, reordered and released one column at a time, so the peak is the finished
     columns plus one column's copies. ``file_of_trace`` (rows of several files): the
-    categories and columns :func:`statemine.traces.concat` gives the files' sets."""
+    categories and columns :func:`statemine.traces.concat` gives the files' sets. ``table``
+    None: the events frame alone (not validated)."""
     import pandas as pd
 
     from ..arrays import group_order
@@ -451,6 +595,8 @@ def _to_traceset(
         extra["fields"] = text[order]
     for k in _column_order(extra, file_of_row, order):
         events[k] = extra[k]
+    if table is None:
+        return events
     traces = pd.DataFrame(
         {
             "trace": pd.Series(ids, dtype=str),
@@ -469,12 +615,13 @@ def _shared_names(
     """When every file has the same names (in any order), the name codes in the first
     file's order of first appearance (pandas' concat keeps the first set's categories
     then), else None (concat makes them sorted text)."""
-    first = np.unique(file_of_row.astype(np.int64) * n_names + name_codes, return_index=True)[1]
     n_files = int(file_of_row[-1]) + 1
-    if len(first) != n_files * n_names:  # a file lacks a name
+    present = np.zeros(n_files * n_names, bool)
+    present[file_of_row.astype(np.int64) * n_names + name_codes] = True
+    if not present.all():  # a file lacks a name
         return None
-    in_first = np.sort(first[:n_names])
-    return name_codes[in_first].tolist()
+    in_first = name_codes[: np.searchsorted(file_of_row, 1)]  # rows are in file order
+    return in_first[np.sort(np.unique(in_first, return_index=True)[1])].tolist()
 
 
 def _rank(codes: list[int], n: int) -> np.ndarray:
