@@ -663,6 +663,46 @@ def colour_attempt(
     return coarsen_sided(model, codes, ticks, rng, sides, max_failures)
 
 
+def elapsed_ticks(log: EventLog, ticks: np.ndarray) -> np.ndarray:
+    """Per event: its time since its trace's first event (ticks)."""
+    return ticks - ticks[log.starts[:-1][log.trace_of]]
+
+
+def first_fit_model(
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, sides: Sides
+) -> PartitionModel:
+    """A model built from the trace graph (one node per event: every walk between timed
+    edges is a trace's segment, so every invariant holds) by first fit: events in the
+    order of their time since their trace's start (ties: log order), each merged into
+    the first node of its type made so far (creation order) that it does not conflict
+    with in time (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps every
+    invariant (:class:`_TimedMerges`), else kept as a new node.  Events at a similar
+    point of their connections share nodes, which keeps the model acyclic where bounds
+    from a trace's first event demand it.  No randomness."""
+    n = log.n_events
+    model = PartitionModel(
+        log,
+        np.arange(n, dtype=np.int64) + 2,
+        np.concatenate([[-1, -1], log.codes]).astype(np.int64),
+    )
+    merges = _TimedMerges(model, codes, ticks)
+    pn, sn = sides.node_values(model.part, model.n_nodes)
+    placed: list[list[int]] = [[] for _ in log.types]
+    for e in np.argsort(elapsed_ticks(log, ticks), kind="stable").tolist():
+        p, t = e + 2, int(log.codes[e])
+        same = np.asarray(placed[t], dtype=np.int64)
+        if same.size:
+            same = same[~pair_conflicts(pn[same], sn[same], sides.limit, pn[p], sn[p])]
+        for q in same.tolist():
+            if merges.merge(q, p):
+                np.maximum(pn[q], pn[p], out=pn[q])
+                np.maximum(sn[q], sn[p], out=sn[q])
+                break
+        else:
+            placed[t].append(p)
+    return PartitionModel(log, merges.group[model.part], model.node_type.copy()).compact()
+
+
 #: A model folded piece by piece is closed (later pieces start a new one) past this
 #: many nodes, which bounds the cost of each fold.
 FOLD_NODES = 150
@@ -712,7 +752,7 @@ def infer_pieces(
         rng = np.random.default_rng(sub_seed)
         lo, hi = int(log.starts[first]), int(log.starts[last])
         sub = sub_log(log, first, last)
-        piece = colour_attempt(sub, codes, ticks[lo:hi], rng, _side_slice(sides, lo, hi))
+        piece = first_fit_model(sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi))
         if open_model is None or open_first is None:
             open_first, open_model = first, piece
         else:
@@ -779,6 +819,7 @@ def infer_perfume(
         attempts = ATTEMPTS
     cap = refine_nodes if refine_nodes is not None else refine_node_cap(log.n_events)
     sides = timed_sides(log, codes, ticks) if coarsen_model else None
+    first_fit: PartitionModel | None = None  # one model: it has no randomness
     for sub in np.random.SeedSequence(seed).spawn(max(attempts, 1)):
         rng = np.random.default_rng(sub)
         models = []
@@ -796,6 +837,9 @@ def infer_perfume(
                 models.append(colour_attempt(log, codes, ticks, rng, sides, cap, coarsen_failures))
             except _TooLarge:
                 models.append(trace_chain_model(log))
+            if first_fit is None:
+                first_fit = first_fit_model(log, codes, ticks, sides)
+                models.append(first_fit)
         for model in models:
             if best is None or model.n_nodes < best.n_nodes:
                 best = model

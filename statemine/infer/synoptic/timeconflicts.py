@@ -219,13 +219,16 @@ def timed_type_bounds(
             keep = np.argsort(-score, kind="stable")[:CLIQUE_EVENTS]
             p, s, ev = p[keep], s[keep], ev[keep]
         adj = np.zeros((len(p), len(p)), dtype=bool)
-        if codes is not None and ticks is not None:
-            adj |= cycle_conflicts(log, codes, sides, ev, ticks)
         for k in range(len(sides.limit)):
             c = p[:, k][:, None] + s[:, k][None, :] > sides.limit[k]
             adj |= c | c.T
         np.fill_diagonal(adj, False)
         out[t] = max(1, _clique(adj))
+        if codes is not None and ticks is not None:
+            # the greedy clique is not monotone in the edges: keep the larger
+            adj |= cycle_conflicts(log, codes, sides, ev, ticks)
+            np.fill_diagonal(adj, False)
+            out[t] = max(int(out[t]), _clique(adj))
     return out
 
 
