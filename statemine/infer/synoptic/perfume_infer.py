@@ -34,6 +34,10 @@ taken from it.
    nodes) and coarsens without trying a merge of conflicting nodes
    (:func:`coarsen_sided`).
 
+6. First fit (:func:`first_fit_model`): from the trace graph, events in the order of
+   their time since their trace's start merged into the first same-type node that keeps
+   every invariant; it makes the pieces of long logs.
+
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
 events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
 attempts).  Longer logs are made piece by piece (:func:`infer_pieces`): runs of traces
@@ -723,7 +727,7 @@ def infer_pieces(
     fold_nodes: int = FOLD_NODES,
 ) -> PartitionModel:
     """A model of a long log made piece by piece: the traces in runs of about ``size``
-    events (:func:`pieces`), each run's model by :func:`colour_attempt` under the whole
+    events (:func:`pieces`), each run's model by :func:`first_fit_model` under the whole
     log's invariants, folded into the model of the runs before it (side by side, then
     its nodes merged into the older ones where every invariant still holds,
     :func:`coarsen_sided` with ``fresh``) until that model passes ``fold_nodes`` nodes,
@@ -800,7 +804,8 @@ def infer_perfume(
 ) -> PartitionModel:
     """Perfume's model of ``log``.  Logs of more than ``piece_events`` events:
     :func:`infer_pieces`.  Otherwise the smallest (ties: the first) of ``attempts``
-    seeded runs (default ``ATTEMPTS``) of :func:`colour_attempt`, and on logs up to
+    seeded runs (default ``ATTEMPTS``) of :func:`colour_attempt` and :func:`first_fit_model`
+    (once: it has no randomness), and on logs up to
     ``CLASSIC_EVENTS`` events also of the original refinement (initial partition graph
     refined until every invariant holds) then coarsening.  Without ``coarsen_model``,
     the original refinement alone.  Caps (module doc): coarsening stops after
