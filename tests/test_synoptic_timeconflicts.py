@@ -297,3 +297,16 @@ def test_first_fit_pieces_on_a_600_event_connection_log(tmp_path):
         assert rejected(g, traces) == []
     assert perfume_lower_bound(log, codes, ticks) == 85
     assert model.n_nodes <= 160
+
+
+def test_folds_of_up_to_300_nodes_on_a_2000_event_connection_log(tmp_path):
+    """The benchmark's 2,000-event connection log: folds closed past ``FOLD_NODES`` =
+    300 nodes give a valid model (reference checker) of at most 400 nodes (closed past
+    150: 448); the bound is 110."""
+    log = _conn_log(tmp_path, 2000)
+    inv, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, 1)
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []
+    assert perfume_lower_bound(log, codes, ticks) == 110
+    assert model.n_nodes <= 400
