@@ -172,9 +172,40 @@ def _clique(adj: np.ndarray) -> int:
 CLIQUE_EVENTS = 1_500
 
 
-def timed_type_bounds(log: EventLog, sides: Sides) -> np.ndarray:
-    """Per type: a clique of pairwise time-conflicting events (at most ``CLIQUE_EVENTS``
-    of them, those with the largest ``p + s``), so that many nodes at least."""
+def cycle_conflicts(
+    log: EventLog, codes: TimedCodes, sides: Sides, ev: np.ndarray, ticks: np.ndarray
+) -> np.ndarray:
+    """Bool matrix over the same-type events ``ev``: the pair shares a trace and one node
+    for both would close a cycle of positive time (the trace from the earlier to the
+    later) on a walk that an upper bound ``k`` times (``a != b``; ``p[k]`` of the earlier
+    and ``s[k]`` of the later defined; for an AlwaysPrecedes upper bound no ``a`` in
+    between, as its walk stops at a second ``a``).  The walk can go round the cycle any
+    number of times, so the bound fails (:mod:`.timecheck`): no model has both in one
+    node, whatever the times."""
+    tr = log.trace_of[ev]
+    out = np.zeros((len(ev), len(ev)), dtype=bool)
+    later = (tr[:, None] == tr[None, :]) & (ticks[ev][:, None] < ticks[ev][None, :])
+    if not later.any():
+        return out
+    for k in np.nonzero(codes.bound_upper & (codes.bound_a != codes.bound_b))[0]:
+        c = later & np.isfinite(sides.p[k, ev])[:, None] & np.isfinite(sides.s[k, ev])[None, :]
+        if codes.bound_first_only[k]:
+            seen = np.cumsum(log.codes == codes.bound_a[k])[ev]
+            c &= seen[:, None] == seen[None, :]
+        out |= c
+    return out | out.T
+
+
+def timed_type_bounds(
+    log: EventLog,
+    sides: Sides,
+    codes: TimedCodes | None = None,
+    ticks: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per type: a clique of pairwise conflicting events (at most ``CLIQUE_EVENTS`` of
+    them, those with the largest ``p + s``), so that many nodes at least.  Conflicts: in
+    time (module doc) and, given ``codes`` and ``ticks``, the cycles of
+    :func:`cycle_conflicts`."""
     out = np.ones(len(log.types), dtype=np.int64)
     if not len(sides.limit):
         return out
@@ -186,13 +217,18 @@ def timed_type_bounds(log: EventLog, sides: Sides) -> np.ndarray:
         if ev.size > CLIQUE_EVENTS:
             score = np.max(np.maximum(p, s) - sides.limit / 2, axis=1)
             keep = np.argsort(-score, kind="stable")[:CLIQUE_EVENTS]
-            p, s = p[keep], s[keep]
+            p, s, ev = p[keep], s[keep], ev[keep]
         adj = np.zeros((len(p), len(p)), dtype=bool)
         for k in range(len(sides.limit)):
             c = p[:, k][:, None] + s[:, k][None, :] > sides.limit[k]
             adj |= c | c.T
         np.fill_diagonal(adj, False)
         out[t] = max(1, _clique(adj))
+        if codes is not None and ticks is not None:
+            # the greedy clique is not monotone in the edges: keep the larger
+            adj |= cycle_conflicts(log, codes, sides, ev, ticks)
+            np.fill_diagonal(adj, False)
+            out[t] = max(int(out[t]), _clique(adj))
     return out
 
 
@@ -251,10 +287,11 @@ def perfume_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> 
     """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
     ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
     type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
-    untimed forms) and the time bound (:func:`timed_type_bounds`), summed, plus two."""
+    untimed forms) and the time and cycle bound (:func:`timed_type_bounds`), summed,
+    plus two."""
     from .bounds import type_lower_bounds
 
-    timed = timed_type_bounds(log, timed_sides(log, codes, ticks))
+    timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
     if len(codes.untimed):
         timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
     return int(timed.sum()) + 2
