@@ -333,7 +333,7 @@ def test_neighbourhood_rounds_scale_with_the_log():
     from statemine.infer.synoptic.engine import neighbourhood_rounds
 
     sizes = (100, 1_024, 3_001, 6_010, 10_027, 100_013)
-    assert [neighbourhood_rounds(n) for n in sizes] == [60, 60, 60, 9, 5, 1]
+    assert [neighbourhood_rounds(n) for n in sizes] == [60, 60, 60, 9, 5, 0]
 
 
 @pytest.mark.parametrize(

@@ -122,10 +122,14 @@ REGION_RANDOM_STARTS: tuple[tuple[int | None, int], ...] = ((1_000, 20), (5_000,
 #: Rounds of :func:`~.regions.neighbourhood_search` after the region search: up to
 #: ``NEIGHBOURHOOD_SMALL_EVENTS`` events ``NEIGHBOURHOOD_MAX_ROUNDS``, above this many
 #: divided by the events (each round costs O(events), about 0.05 s at 1e4 events; the
-#: whole command at 1e4 events stays within twice its CPU): 6 rounds at 1e4, 1 at 1e5.
+#: whole command at 1e4 events stays within twice its CPU): 5 rounds at 1e4, none at 1e5.
 NEIGHBOURHOOD_EVENT_ROUNDS = 60_000
 NEIGHBOURHOOD_MAX_ROUNDS = 60
 NEIGHBOURHOOD_SMALL_EVENTS = 5_000
+#: ... and at most this many divided by the nodes of the model it starts from (a round's
+#: cost grows with the groups: repo-apache-cse142's 200-node model would pay 9 s of CPU
+#: for 60 rounds that find nothing; it gets 22).
+NEIGHBOURHOOD_NODE_ROUNDS = 4_500
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
@@ -199,10 +203,11 @@ def random_region_starts(n_events: int) -> int:
 
 def neighbourhood_rounds(n_events: int) -> int:
     """Rounds of :func:`~.regions.neighbourhood_search` on a log of ``n_events`` events
-    (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; at least one)."""
+    (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; none above 60,000
+    events, where one round costs about 1 s)."""
     if n_events <= NEIGHBOURHOOD_SMALL_EVENTS:
         return NEIGHBOURHOOD_MAX_ROUNDS
-    return max(1, min(NEIGHBOURHOOD_MAX_ROUNDS, NEIGHBOURHOOD_EVENT_ROUNDS // n_events))
+    return min(NEIGHBOURHOOD_MAX_ROUNDS, NEIGHBOURHOOD_EVENT_ROUNDS // n_events)
 
 
 def regions_search(
@@ -219,7 +224,8 @@ def regions_search(
     on the initial model), then from ``n_random`` seeded random region-bit assignments
     (:func:`~.regions.random_vectors`, regrouped and coarsened first), with generators
     derived from ``seed``, then ``rounds`` of :func:`~.regions.neighbourhood_search`
-    from it; stops early at ``bound`` nodes."""
+    from it (at most ``NEIGHBOURHOOD_NODE_ROUNDS`` / its nodes; kept only when smaller);
+    stops early at ``bound`` nodes."""
     log = starts[0].log
     sub = inv.select(failing)
     runs = free_runs(log, sub)
@@ -238,9 +244,12 @@ def regions_search(
         if best.n_nodes <= bound:
             break
     assert best is not None
+    rounds = min(rounds, NEIGHBOURHOOD_NODE_ROUNDS // best.n_nodes)
     if rounds > 0 and best.n_nodes > bound:
         rng = np.random.default_rng(np.random.SeedSequence([seed, NEIGHBOURHOOD_STREAM]))
-        best = neighbourhood_search(best, inv, failing, runs, rng, rounds, bound)
+        found = neighbourhood_search(best, inv, failing, runs, rng, rounds, bound)
+        if found.n_nodes < best.n_nodes:  # ties: the region search's model, as before
+            best = found
     return best
 
 
