@@ -286,11 +286,11 @@ def test_oracle_cases_above_the_bound_before(case):
 #: generator whose connections ``-m '\k<FILE>#\k<conn>'`` merges (bench_synoptic.py
 #: ``write_captures(n, default_rng(n))``, seed 1).
 CAPTURE_SIZES = {
-    1_000: (89, 75, 59),
-    3_000: (66, 62, 55),
+    1_000: (89, 70, 59),
+    3_000: (66, 59, 55),
     6_000: (84, 67, 55),
     10_000: (67, 57, 49),
-    30_000: (56, 56, 48),
+    30_000: (56, 54, 48),
     100_000: (66, 59, 58),
 }
 

@@ -27,7 +27,13 @@ from .log import EventLog
 from .model import PartitionModel
 from .refine import refine as refine_model
 from .refine import refine_targeted
-from .regions import free_runs, random_vectors, regroup_coarsen, regroup_vectors
+from .regions import (
+    free_runs,
+    neighbourhood_search,
+    random_vectors,
+    regroup_coarsen,
+    regroup_vectors,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,10 +113,23 @@ REGIONS_MIN_GAP = 3
 #: Mixed into the seed of :func:`regions_search`'s generators (a stream apart from the
 #: attempts' and the local search's, which spawn from the seed alone).
 REGIONS_STREAM = 2
+#: The same for :func:`~.regions.neighbourhood_search`'s generator.
+NEIGHBOURHOOD_STREAM = 3
 #: ``(events up to, random starts)`` of :func:`regions_search`
 #: (:func:`random_region_starts`): the region search's refined starts sit in one basin on
 #: two-capture logs; random region bits reach others.
 REGION_RANDOM_STARTS: tuple[tuple[int | None, int], ...] = ((1_000, 20), (5_000, 8), (None, 0))
+#: Rounds of :func:`~.regions.neighbourhood_search` after the region search: up to
+#: ``NEIGHBOURHOOD_SMALL_EVENTS`` events ``NEIGHBOURHOOD_MAX_ROUNDS``, above this many
+#: divided by the events (each round costs O(events), about 0.05 s at 1e4 events; the
+#: whole command at 1e4 events stays within twice its CPU): 5 rounds at 1e4, none at 1e5.
+NEIGHBOURHOOD_EVENT_ROUNDS = 60_000
+NEIGHBOURHOOD_MAX_ROUNDS = 60
+NEIGHBOURHOOD_SMALL_EVENTS = 5_000
+#: ... and at most this many divided by the nodes of the model it starts from (a round's
+#: cost grows with the groups: repo-apache-cse142's 200-node model would pay 9 s of CPU
+#: for 60 rounds that find nothing; it gets 22).
+NEIGHBOURHOOD_NODE_ROUNDS = 4_500
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
@@ -182,6 +201,15 @@ def random_region_starts(n_events: int) -> int:
     return next(k for limit, k in REGION_RANDOM_STARTS if limit is None or n_events <= limit)
 
 
+def neighbourhood_rounds(n_events: int) -> int:
+    """Rounds of :func:`~.regions.neighbourhood_search` on a log of ``n_events`` events
+    (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; none above 60,000
+    events, where one round costs about 1 s)."""
+    if n_events <= NEIGHBOURHOOD_SMALL_EVENTS:
+        return NEIGHBOURHOOD_MAX_ROUNDS
+    return min(NEIGHBOURHOOD_MAX_ROUNDS, NEIGHBOURHOOD_EVENT_ROUNDS // n_events)
+
+
 def regions_search(
     starts: list[PartitionModel],
     inv: InvariantCodes,
@@ -189,12 +217,15 @@ def regions_search(
     seed: int,
     n_random: int = 0,
     bound: int = 0,
+    rounds: int = 0,
 ) -> PartitionModel:
     """The smallest (ties: the first) of :func:`~.regions.regroup_coarsen` from each of
     ``starts`` (models satisfying every invariant of ``inv``; ``failing``: those failing
     on the initial model), then from ``n_random`` seeded random region-bit assignments
     (:func:`~.regions.random_vectors`, regrouped and coarsened first), with generators
-    derived from ``seed``; stops early at ``bound`` nodes."""
+    derived from ``seed``, then ``rounds`` of :func:`~.regions.neighbourhood_search`
+    from it (at most ``NEIGHBOURHOOD_NODE_ROUNDS`` / its nodes; kept only when smaller);
+    stops early at ``bound`` nodes."""
     log = starts[0].log
     sub = inv.select(failing)
     runs = free_runs(log, sub)
@@ -213,6 +244,12 @@ def regions_search(
         if best.n_nodes <= bound:
             break
     assert best is not None
+    rounds = min(rounds, NEIGHBOURHOOD_NODE_ROUNDS // best.n_nodes)
+    if rounds > 0 and best.n_nodes > bound:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, NEIGHBOURHOOD_STREAM]))
+        found = neighbourhood_search(best, inv, failing, runs, rng, rounds, bound)
+        if found.n_nodes < best.n_nodes:  # ties: the region search's model, as before
+            best = found
     return best
 
 
@@ -268,7 +305,8 @@ def infer_log(
     gap = best.n_nodes - bound
     if classes is not None and gap > 0 and (log.n_events <= 5_000 or gap >= REGIONS_MIN_GAP):
         n_random = random_region_starts(log.n_events)
-        best = regions_search([targeted, best], codes, bad, seed, n_random, bound)
+        rounds = neighbourhood_rounds(log.n_events)
+        best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     return SynopticResult(best, inv)

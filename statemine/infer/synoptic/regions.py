@@ -404,3 +404,53 @@ def _search_moves(
         if not improved:
             break
     return _model_of(state.log, state.members), moves
+
+
+def perturbed_vectors(
+    model: PartitionModel, inv: InvariantCodes, runs: FreeRuns, rng: np.random.Generator, k: int
+) -> list[int]:
+    """The region bits of ``model`` (which satisfies every invariant of ``inv``, the
+    invariants of ``runs``) per event, with ``k`` seeded columns replaced: forced bits
+    as forced, each free run constant (one coin per run).  Each column obeys the rules
+    alone (module doc), so the result does too."""
+    bits = region_bits(model, inv)[model.part]
+    cols = rng.choice(bits.shape[1], size=min(k, bits.shape[1]), replace=False)
+    forced = runs.forced[:, cols]
+    # one coin per free run (a run is named by its first position; constant is monotone)
+    table = rng.integers(0, 2, size=(bits.shape[0], len(cols))).astype(bool)
+    coins = np.take_along_axis(table, np.maximum(runs.lo[:, cols], 0), axis=0)
+    bits[:, cols] = np.where(forced >= 0, forced > 0, coins)
+    return _pack(bits)
+
+
+def neighbourhood_search(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    runs: FreeRuns,
+    rng: np.random.Generator,
+    rounds: int,
+    bound: int = 0,
+) -> PartitionModel:
+    """A large-neighbourhood search from ``model`` (which satisfies every invariant of
+    ``inv``; ``failing``: those failing on the initial model, ``runs`` their
+    :func:`free_runs`): for ``rounds`` rounds, replace one to three seeded invariants'
+    columns of the current model's region bits (:func:`perturbed_vectors`), regroup
+    (:func:`regroup_vectors`), coarsen and :func:`regroup_coarsen`, and keep the result
+    when it has no more nodes than the current model (equal sizes move along a
+    plateau); stops at ``bound`` nodes.  Sound, never larger than ``model``;
+    deterministic for ``rng``."""
+    from .coarsen import coarsen
+
+    sub = inv.select(failing)
+    best = model
+    for _ in range(rounds):
+        if best.n_nodes <= bound:
+            break
+        k = int(rng.integers(1, 4))
+        vectors = perturbed_vectors(best, sub, runs, rng, k)
+        found = coarsen(regroup_vectors(best.log, sub, runs, vectors, rng), inv, rng)
+        found = regroup_coarsen(found, inv, failing, rng, runs)
+        if found.n_nodes <= best.n_nodes:
+            best = found
+    return best
