@@ -42,6 +42,8 @@ CASES = {
     "quicgo-v0.55.0-loss2": ("quicgo", "v0.55.0", 0.02, "0"),
     "quicgo-v0.62.0-loss2": ("quicgo", "v0.62.0", 0.02, "0"),
     "tquic-1.6.0-cubic-loss2": ("tquic", "1.6.0", 0.02, ""),
+    "tquic-1.6.0-cubic-clean": ("tquic", "1.6.0", 0.0, ""),
+    "quicgo-v0.62.0-clean": ("quicgo", "v0.62.0", 0.0, "0"),
     "quiche-0.30.0-clean": ("quiche", "0.30.0", 0.0, "200000"),
     "quiche-0.30.0-loss2": ("quiche", "0.30.0", 0.02, "200000"),
     "quicgo-v0.52.0-clean": ("quicgo", "v0.52.0", 0.0, "0"),
