@@ -26,6 +26,7 @@ from statemine.store import read_store
 REPO = Path(__file__).resolve().parent.parent
 QLOG = REPO / "tests" / "data" / "qlog" / "draft02.qlog"
 COLUMNS = ["trace", "seq", "time", "kind", "state", "line", "cwnd", "inflight", "ssthresh", "srtt"]
+EVENT_COLUMNS = [*COLUMNS, "fields"]
 
 
 def _log(path: Path, conns: int = 3, lines: int = 7) -> Path:
@@ -39,10 +40,17 @@ def _log(path: Path, conns: int = 3, lines: int = 7) -> Path:
 
 
 def _events(ts: statemine.TraceSet) -> pd.DataFrame:
-    ev = ts.events.reindex(columns=COLUMNS).astype(
+    """The events, ``fields`` included (as text, None where missing or absent)."""
+    ev = ts.events.reindex(columns=EVENT_COLUMNS).astype(
         {"trace": str, "kind": str, "state": str, "seq": "int64", "line": "int64"}
     )
-    return ev.sort_values(["trace", "seq"]).reset_index(drop=True)
+    return _fields_as_text(ev).sort_values(["trace", "seq"]).reset_index(drop=True)
+
+
+def _fields_as_text(ev: pd.DataFrame) -> pd.DataFrame:
+    """``ev`` with its ``fields`` column as objects, None where missing."""
+    fields = ev["fields"].astype(object)
+    return ev.assign(fields=fields.where(fields.notna(), None))
 
 
 def _dataset_events(store: Path, **labels: str) -> pd.DataFrame:
@@ -55,7 +63,7 @@ def _dataset_events(store: Path, **labels: str) -> pd.DataFrame:
         term = pads.field(key) == value
         cond = term if cond is None else cond & term
     ev = dataset.to_table(filter=cond).to_pandas()
-    ev = ev[COLUMNS].astype({"trace": str, "kind": str, "state": str})
+    ev = _fields_as_text(ev[EVENT_COLUMNS].astype({"trace": str, "kind": str, "state": str}))
     return ev.sort_values(["trace", "seq"]).reset_index(drop=True)
 
 
@@ -113,8 +121,10 @@ def test_polars_reads_the_published_files_as_statemine_does(inputs, tmp_path):
         part = frame.filter(
             (pl.col("impl") == impl) & (pl.col("version").cast(pl.String) == version)
         )
-        got = part.select(COLUMNS).to_pandas().astype({"trace": str, "kind": str, "state": str})
-        got = got.sort_values(["trace", "seq"]).reset_index(drop=True)
+        got = (
+            part.select(EVENT_COLUMNS).to_pandas().astype({"trace": str, "kind": str, "state": str})
+        )
+        got = _fields_as_text(got).sort_values(["trace", "seq"]).reset_index(drop=True)
         pd.testing.assert_frame_equal(got, _events(statemine.read(sources)))
 
 
@@ -983,7 +993,7 @@ def test_a_store_without_partitions_is_named(inputs, tmp_path):
     [
         (
             pa.table({"x": [1]}),
-            "missing trace, seq, time, kind, state and 7 more; not in the store: x",
+            "missing trace, seq, time, kind, state and 8 more; not in the store: x",
         ),
         (None, "time is string, not double"),
     ],
