@@ -91,8 +91,8 @@ _MAX_FOLDER = 255
 
 
 def _schema(fields: bool = True) -> pa.Schema:
-    """The columns of every data file (see docs/store.md); ``fields=False``: without the
-    last column, ``fields`` (files written before it; read as all null)."""
+    """The columns of every data file (see docs/store.md); ``fields=False``: without
+    ``fields`` (files written before it; read as all null)."""
     import pyarrow as pa
 
     text = pa.dictionary(pa.int32(), pa.string())
@@ -108,10 +108,10 @@ def _schema(fields: bool = True) -> pa.Schema:
             ("inflight", pa.float64()),
             ("ssthresh", pa.float64()),
             ("srtt", pa.float64()),
+            *([("fields", pa.string())] if fields else []),
             ("source", text),
             ("end", pa.float64()),
         ]
-        + ([("fields", pa.string())] if fields else [])
     )
 
 
@@ -831,9 +831,9 @@ def rows_table(
         "state": dictionary_array(name_codes, [sp.names[i] for i in names.tolist()]),
         "line": pa.array(rows["line"]),
         **{k: pa.array(rows[k], from_pandas=True) for k in NUMERIC_KEYS},
+        "fields": fields_column(sp, rows["fields_at"], rows["fields_len"]),
         "source": dictionary_array(np.zeros(len(code), np.int32), [source]),
         "end": pa.array(sp.table.close_time[code]),
-        "fields": fields_column(sp, rows["fields_at"], rows["fields_len"]),
     }
     return pa.table(columns).cast(schema)
 
@@ -1493,7 +1493,7 @@ def read_data_file(path: Path) -> pd.DataFrame:
         table = pq.read_table(path)
         if "fields" not in table.column_names:  # written before the column: all missing
             table = table.append_column("fields", pa.nulls(len(table), pa.string()))
-        frame = table.cast(_schema()).to_pandas()
+        frame = table.select(_schema().names).cast(_schema()).to_pandas()
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
     check_rows(

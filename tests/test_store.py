@@ -285,13 +285,19 @@ def test_cli_info_is_a_table_that_fits_the_terminal_or_csv(inputs, tmp_path):
 
 def _interleaved_log(path: Path) -> Path:
     """Connections interleaved through the file, one of them long, with roles, metrics,
-    a point event and a Close (the trace's end)."""
+    other fields on some lines (``fields``, UTF-8 too), a point event and a Close (the
+    trace's end)."""
     rows = []
     for i in range(60):
         c = i % 4 if i < 40 else 0  # conn 0 continues alone: a long trace
         state = ("SlowStart", "Recovery", "CongestionAvoidance")[(i * 7) % 3]
         role = " role=server" if c != 3 else ""
-        rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c{c}{role} state={state} cwnd={1000 + i}\n")
+        extra = (
+            f" rule=packet pn={i}" if i % 3 == 0 else " why=d\u00e9j\u00e0-\u20ac" * (i % 5 == 1)
+        )
+        rows.append(
+            f"STATEMINE t={i * 0.5:.3f} conn=c{c}{role} state={state} cwnd={1000 + i}{extra}\n"
+        )
         if i == 30:
             rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c2 role=server event=Close\n")
     path.write_text("".join(rows))
@@ -324,6 +330,8 @@ def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, bat
     out = statemine.store_add([log], tmp_path / "s", {"impl": "x"}, batch_rows=batch_rows)
     got = _plain(pq.read_table(out.files[0]))
     want = _plain(to_table(statemine.read(log)))
+    assert want["fields"].str.contains("pn=").sum() == 20
+    assert want["fields"].str.contains("\u20ac").sum() == 8
     pd.testing.assert_frame_equal(got, want)
     assert (out.events, out.traces) == (len(want), want["trace"].nunique())
     # memory: a batch holds at most batch_rows events, or one trace's slice of one block
@@ -1344,3 +1352,29 @@ def test_store_files_lists_the_published_version_for_other_readers(inputs, tmp_p
         listed = res.output.split()
         assert listed and all(p.startswith(str(store / top)) for p in listed)
     assert len(listed) == 1  # only the qlog logs metrics
+
+
+def test_a_store_written_before_the_fields_column_still_reads(tmp_path):
+    """Data files of format 4 without ``fields`` (written before it) read with the column
+    missing, beside newer files that have it; info, files and reads work, no migration."""
+    store = tmp_path / "s"
+    old = statemine.store_add([_interleaved_log(tmp_path / "a.log")], store, {"impl": "x"})
+    table = pq.read_table(old.files[0])
+    assert table.schema.names.index("fields") == 10 and table["fields"].null_count < len(table)
+    pq.write_table(table.drop_columns(["fields"]), old.files[0])  # as written before
+    statemine.store_add([_log(tmp_path / "b.log")], store, {"impl": "y"})
+    new = statemine.store_add([QLOG], store, {"impl": "y"})
+    assert statemine.store_info(store).events == len(table) + 21 + len(statemine.read(QLOG).events)
+    got = read_store(store, {"impl": "x"})
+    want = statemine.read(tmp_path / "a.log")
+    assert "fields" not in got.events.columns  # every value missing
+    pd.testing.assert_frame_equal(_events(got), _events(want).assign(fields=None))
+    both = _events(read_store(store))
+    fields = both.loc[both["trace"].str.startswith("a.log"), "fields"]
+    assert len(fields) == len(table) and fields.isna().all() and both["fields"].notna().any()
+    pd.testing.assert_frame_equal(
+        _events(read_store(store, {"impl": "y"})),
+        _events(statemine.read([tmp_path / "b.log", QLOG])),
+    )
+    old_names = pq.read_schema(old.files[0]).names
+    assert pq.read_schema(new.files[0]).names == [*old_names[:10], "fields", *old_names[10:]]
