@@ -201,6 +201,8 @@ class AddOutput:
     traces: int
     events: int
     version: int = 0
+    #: Lab runs met in two input folders, added once (one note per pair of folders).
+    notes: tuple[str, ...] = ()
 
 
 def parse_labels(items: Sequence[str]) -> dict[str, str]:
@@ -252,7 +254,11 @@ def store_add(
 ) -> AddOutput:
     """Append the events of ``logs`` (any format :func:`statemine.read` reads) to the
     partition of ``labels`` in ``store``, one data file per input file, with its per-trace
-    labels and metrics table beside it.
+    labels and metrics table beside it. A lab run met again in another input folder (same
+    run id, same log) is added once, as :func:`statemine.read` reads it
+    (:func:`statemine.parse.repeats.drop_repeated_runs`: ``AddOutput.notes`` names both
+    folders); two different runs under one id are an :class:`InputError` naming both
+    files, before anything is written.
 
     A new store takes the label keys (in the given order) as its partition keys; an
     existing one needs the same keys. A statemine log is streamed (memory bounded by
@@ -268,6 +274,7 @@ def store_add(
     """
     from .parse import expand_paths
     from .parse.inputs import ReadOptions, read_files
+    from .parse.repeats import drop_repeated_runs
 
     labels = dict(labels or {})
     for key, value in labels.items():
@@ -278,7 +285,7 @@ def store_add(
     new = not (root / META_NAME).exists()
     where = [f"{k}={labels[k]}" for k in keys]
     read = read or ReadOptions()
-    files = expand_paths(list(logs))
+    files, notes = drop_repeated_runs(expand_paths(list(logs)))  # as statemine.read does
     if read.fmt == "regex" or read.regex:  # Synoptic's options read the files as one log
         groups: list[list[Path]] = [files]
     else:
@@ -306,7 +313,7 @@ def store_add(
             write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
         version = commit(root, entries, _partition_check(keys))
     written = tuple(e.data(root) for e in entries)
-    return AddOutput(root.joinpath(*where), written, traces, events, version)
+    return AddOutput(root.joinpath(*where), written, traces, events, version, tuple(notes))
 
 
 def _add_groups(files: list[Path], read: ReadOptions) -> list[list[Path]]:
