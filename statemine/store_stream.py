@@ -17,8 +17,9 @@ connections from first line to last. So the log is read twice over:
 Memory: one block (about 60 bytes per event of the block) while spilling, one batch
 (``batch_rows`` events, about 80 bytes each as arrays and an Arrow table) while
 gathering, and the per-trace table (conn, role, times: about 150 bytes per trace).
-Temporary disk: 57 bytes per event. Time: one pass over the log, then each spilled row
-read once, plus a binary search per block and batch.
+Temporary disk: 69 bytes per event plus its ``fields`` text (a row's offset and length
+into one text file). Time: one pass over the log, then each spilled row read once, plus a
+binary search per block and batch.
 """
 
 from __future__ import annotations
