@@ -142,8 +142,9 @@ def test_explain_generated_sides():
 
 
 def test_declarations_without_packet_numbers_are_not_judged_by_the_stack_rule():
-    """A source that keeps no event fields (a trace store keeps none): no packet number,
-    so "no SpuriousLoss for its packet" cannot be said; such declarations are unknown."""
+    """A source that keeps no event fields (a store written before the column keeps
+    none): no packet number, so "no SpuriousLoss for its packet" cannot be said; such
+    declarations are unknown."""
     a, b = _side("a", 8, 1, False, 1), _side("b", 8, 4, True, 2)
     bare = [TraceSet.from_events(ts.events.drop(columns="fields"), ts.traces) for ts in (a, b)]
     r = explain(*bare, **FAST)
