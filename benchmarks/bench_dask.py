@@ -96,6 +96,7 @@ def synthesize(store: Path, events: int, files: int, per_trace: int, seed: int =
                 "inflight": pa.nulls(n, pa.float64()),
                 "ssthresh": pa.nulls(n, pa.float64()),
                 "srtt": pa.nulls(n, pa.float64()),
+                "fields": pa.nulls(n, pa.string()),
                 "source": text(np.zeros(n, np.int32), [f"gen-{i}.log"]),
                 "end": end_per[trace],
             }

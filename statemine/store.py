@@ -90,8 +90,9 @@ _MAX_LABEL = 200
 _MAX_FOLDER = 255
 
 
-def _schema() -> pa.Schema:
-    """The columns of every data file (see docs/store.md)."""
+def _schema(fields: bool = True) -> pa.Schema:
+    """The columns of every data file (see docs/store.md); ``fields=False``: without
+    ``fields`` (files written before it; read as all null)."""
     import pyarrow as pa
 
     text = pa.dictionary(pa.int32(), pa.string())
@@ -107,6 +108,7 @@ def _schema() -> pa.Schema:
             ("inflight", pa.float64()),
             ("ssthresh", pa.float64()),
             ("srtt", pa.float64()),
+            *([("fields", pa.string())] if fields else []),
             ("source", text),
             ("end", pa.float64()),
         ]
@@ -199,6 +201,8 @@ class AddOutput:
     traces: int
     events: int
     version: int = 0
+    #: Lab runs met in two input folders, added once (one note per pair of folders).
+    notes: tuple[str, ...] = ()
 
 
 def parse_labels(items: Sequence[str]) -> dict[str, str]:
@@ -250,7 +254,11 @@ def store_add(
 ) -> AddOutput:
     """Append the events of ``logs`` (any format :func:`statemine.read` reads) to the
     partition of ``labels`` in ``store``, one data file per input file, with its per-trace
-    labels and metrics table beside it.
+    labels and metrics table beside it. A lab run met again in another input folder (same
+    run id, same log) is added once, as :func:`statemine.read` reads it
+    (:func:`statemine.parse.repeats.drop_repeated_runs`: ``AddOutput.notes`` names both
+    folders); two different runs under one id are an :class:`InputError` naming both
+    files, before anything is written.
 
     A new store takes the label keys (in the given order) as its partition keys; an
     existing one needs the same keys. A statemine log is streamed (memory bounded by
@@ -266,6 +274,7 @@ def store_add(
     """
     from .parse import expand_paths
     from .parse.inputs import ReadOptions, read_files
+    from .parse.repeats import drop_repeated_runs
 
     labels = dict(labels or {})
     for key, value in labels.items():
@@ -276,7 +285,7 @@ def store_add(
     new = not (root / META_NAME).exists()
     where = [f"{k}={labels[k]}" for k in keys]
     read = read or ReadOptions()
-    files = expand_paths(list(logs))
+    files, notes = drop_repeated_runs(expand_paths(list(logs)))  # as statemine.read does
     if read.fmt == "regex" or read.regex:  # Synoptic's options read the files as one log
         groups: list[list[Path]] = [files]
     else:
@@ -304,7 +313,7 @@ def store_add(
             write_json(root / META_NAME, {"format": STORE_FORMAT, "partition_keys": list(keys)})
         version = commit(root, entries, _partition_check(keys))
     written = tuple(e.data(root) for e in entries)
-    return AddOutput(root.joinpath(*where), written, traces, events, version)
+    return AddOutput(root.joinpath(*where), written, traces, events, version, tuple(notes))
 
 
 def _add_groups(files: list[Path], read: ReadOptions) -> list[list[Path]]:
@@ -766,11 +775,22 @@ def events_table(ev: pd.DataFrame, traces: pd.DataFrame) -> pa.Table:
                 columns[f.name] = pa.array(values.astype("float64")[trace_codes])
         elif pa.types.is_dictionary(f.type):
             columns[f.name] = dictionary_array(*_codes(ev[f.name]))
+        elif f.name == "fields" and f.name in ev.columns:
+            columns[f.name] = fields_array(ev[f.name])
         elif f.name in ev.columns:
             columns[f.name] = pa.array(ev[f.name].to_numpy(), type=f.type, from_pandas=True)
         else:
             columns[f.name] = pa.nulls(len(ev), f.type)
     return pa.table(columns).cast(schema)
+
+
+def fields_array(column: pd.Series) -> pa.Array:
+    """A ``fields`` column (text, missing as None or NaN) as an Arrow string array, null
+    where missing."""
+    import pyarrow as pa
+
+    values = column.astype(object).to_numpy()
+    return pa.array(values, type=pa.string(), from_pandas=True)
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -800,6 +820,7 @@ def rows_table(
     import pyarrow as pa
 
     from .parse.statemine_log import KINDS, NUMERIC_KEYS
+    from .store_stream import fields_column
 
     code = rows["trace"]
     new = np.r_[True, code[1:] != code[:-1]]
@@ -817,6 +838,7 @@ def rows_table(
         "state": dictionary_array(name_codes, [sp.names[i] for i in names.tolist()]),
         "line": pa.array(rows["line"]),
         **{k: pa.array(rows[k], from_pandas=True) for k in NUMERIC_KEYS},
+        "fields": fields_column(sp, rows["fields_at"], rows["fields_len"]),
         "source": dictionary_array(np.zeros(len(code), np.int32), [source]),
         "end": pa.array(sp.table.close_time[code]),
     }
@@ -966,7 +988,7 @@ def _check_data(root: Path, entry: Entry) -> int:
     path = entry.data(root)
     if not path.exists():
         raise InputError(path, None, "listed by the store's version but missing (missing files)")
-    rows = _check_schema(path, _schema())
+    rows = _check_schema(path, _schema(), _schema(fields=False))
     if rows != entry.rows:
         raise InputError(
             path, None, f"{rows} rows where the store's version lists {entry.rows} (replaced?)"
@@ -1094,7 +1116,7 @@ def _data_files(folder: Path, *, empty_ok: bool = False) -> list[tuple[Path, int
     """The data files of one partition folder of a store of format 1-3 (sorted by name)
     and their rows, checking each: a Parquet file (its footer only) with the store's
     schema; no other files, and at least one ("missing files") unless ``empty_ok``."""
-    schema = _schema()
+    schema, old = _schema(), _schema(fields=False)
     names = sorted(_visible(folder))
     files = [n for n in names if n.endswith(".parquet")]
     stray = [n for n in names if n not in files]
@@ -1102,7 +1124,7 @@ def _data_files(folder: Path, *, empty_ok: bool = False) -> list[tuple[Path, int
         raise InputError(folder / stray[0], None, "not a data file of the store (*.parquet)")
     if not files and not empty_ok:
         raise InputError(folder, None, "a partition without data files (missing files)")
-    return [(folder / name, _check_schema(folder / name, schema)) for name in files]
+    return [(folder / name, _check_schema(folder / name, schema, old)) for name in files]
 
 
 def label_names(store: str | os.PathLike) -> set[str]:
@@ -1343,9 +1365,10 @@ def read_store(
     if metrics:
         joined = pd.concat(metrics, ignore_index=True)
         joined["trace"] = joined["trace"].astype("category")
-    return TraceSet.from_events(
-        pd.concat(events, ignore_index=True), pd.concat(traces, ignore_index=True), None, joined
-    )
+    ev = pd.concat(events, ignore_index=True)
+    if "fields" in ev.columns:  # text, NaN where missing (a file without it: all missing)
+        ev["fields"] = ev["fields"].astype(pd.StringDtype(na_value=np.nan))
+    return TraceSet.from_events(ev, pd.concat(traces, ignore_index=True), None, joined)
 
 
 def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
@@ -1366,6 +1389,7 @@ def file_frames(f: StoreFile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame 
             **{c: table[c] for c in ("seq", "time", "line")},
             **{c: table[c].astype(str) for c in ("kind", "state")},
             **{c: table[c] for c in NUMERIC_FIELDS if table[c].notna().any()},
+            **({"fields": table["fields"]} if table["fields"].notna().any() else {}),
         }
     )
     tr = pd.DataFrame(
@@ -1473,8 +1497,11 @@ def read_data_file(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        frame = pq.read_table(path, schema=_schema()).to_pandas()
-    except (pa.ArrowException, OSError) as exc:
+        table = pq.read_table(path)
+        if "fields" not in table.column_names:  # written before the column: all missing
+            table = table.append_column("fields", pa.nulls(len(table), pa.string()))
+        frame = table.select(_schema().names).cast(_schema()).to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
     check_rows(
         path, frame["trace"].cat.codes.to_numpy(), frame["seq"].to_numpy(), frame["time"].to_numpy()

@@ -19,6 +19,7 @@ from statemine.commands import reader_warnings
 from statemine.errors import InputError
 from statemine.parse import read
 from statemine.stats.summary import state_stats
+from statemine.store import read_store
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 #: A quic-go run shipped both in quic-go-versions/ and quiche-jitter/.
@@ -112,3 +113,39 @@ def test_one_trace_id_in_two_files_is_refused_naming_both(tmp_path):
     res = CliRunner().invoke(main, ["read", str(tmp_path), "--out", str(tmp_path / "out.parquet")])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
     assert "Traceback" not in res.output and not (tmp_path / "out.parquet").exists()
+
+
+def test_store_add_stores_a_run_in_two_folders_once_with_the_same_note(tmp_path):
+    a = lab_folder(tmp_path / "a", [("quic-go-versions", SHARED), ("quic-go-versions", OWN[0])])
+    b = lab_folder(tmp_path / "b", [("quiche-jitter", SHARED), ("quic-go-versions", OWN[1])])
+    ts = read([a, b])
+    out = statemine.store_add([a, b], tmp_path / "s", {"env": "lab"})
+    assert list(out.notes) == reader_warnings(ts)
+    assert len(out.files) == 3 and (out.traces, out.events) == (ts.n_traces, len(ts.events))
+    stored = read_store(tmp_path / "s")
+    assert sorted(stored.traces["trace"]) == sorted(ts.traces["trace"])  # no "#2" copies
+    assert sorted(set(stored.traces["run_id"])) == sorted([SHARED, *OWN])
+    res = CliRunner().invoke(main, ["store", "add", str(a), str(b), "--store", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == f"statemine: warning: {reader_warnings(ts)[0]}\n"
+    assert f"added {len(ts.events)} events of {ts.n_traces} traces in 3 files" in res.stdout
+
+
+def test_store_add_refuses_two_different_runs_under_one_id(tmp_path):
+    a = lab_folder(tmp_path / "a", [("quic-go-versions", SHARED)])
+    b = lab_folder(tmp_path / "b", [("quiche-jitter", SHARED)])
+    log = b / "runs" / SHARED / "run.log.gz"
+    text = gzip.decompress(log.read_bytes()).replace(b"STATEMINE t=", b"STATEMINE  t=", 1)
+    log.write_bytes(gzip.compress(text))
+    store = tmp_path / "s"
+    statemine.store_add([a], store, {"env": "lab"})
+    before = sorted((p, p.read_bytes() if p.is_file() else None) for p in store.rglob("*"))
+    args = ["store", "add", str(a), str(b), "--label", "env=lab", "--store"]
+    res = CliRunner().invoke(main, [*args, str(store)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.count("\n") == 1 and "two different runs under one id" in res.stderr
+    for f in (a, b):
+        assert str(f / "runs" / SHARED / "traces.parquet") in res.stderr
+    assert sorted((p, p.read_bytes() if p.is_file() else None) for p in store.rglob("*")) == before
+    res = CliRunner().invoke(main, [*args, str(tmp_path / "n")])
+    assert res.exit_code == 2 and not (tmp_path / "n").exists()

@@ -26,6 +26,7 @@ from statemine.store import read_store
 REPO = Path(__file__).resolve().parent.parent
 QLOG = REPO / "tests" / "data" / "qlog" / "draft02.qlog"
 COLUMNS = ["trace", "seq", "time", "kind", "state", "line", "cwnd", "inflight", "ssthresh", "srtt"]
+EVENT_COLUMNS = [*COLUMNS, "fields"]
 
 
 def _log(path: Path, conns: int = 3, lines: int = 7) -> Path:
@@ -39,10 +40,17 @@ def _log(path: Path, conns: int = 3, lines: int = 7) -> Path:
 
 
 def _events(ts: statemine.TraceSet) -> pd.DataFrame:
-    ev = ts.events.reindex(columns=COLUMNS).astype(
+    """The events, ``fields`` included (as text, None where missing or absent)."""
+    ev = ts.events.reindex(columns=EVENT_COLUMNS).astype(
         {"trace": str, "kind": str, "state": str, "seq": "int64", "line": "int64"}
     )
-    return ev.sort_values(["trace", "seq"]).reset_index(drop=True)
+    return _fields_as_text(ev).sort_values(["trace", "seq"]).reset_index(drop=True)
+
+
+def _fields_as_text(ev: pd.DataFrame) -> pd.DataFrame:
+    """``ev`` with its ``fields`` column as objects, None where missing."""
+    fields = ev["fields"].astype(object)
+    return ev.assign(fields=fields.where(fields.notna(), None))
 
 
 def _dataset_events(store: Path, **labels: str) -> pd.DataFrame:
@@ -55,7 +63,7 @@ def _dataset_events(store: Path, **labels: str) -> pd.DataFrame:
         term = pads.field(key) == value
         cond = term if cond is None else cond & term
     ev = dataset.to_table(filter=cond).to_pandas()
-    ev = ev[COLUMNS].astype({"trace": str, "kind": str, "state": str})
+    ev = _fields_as_text(ev[EVENT_COLUMNS].astype({"trace": str, "kind": str, "state": str}))
     return ev.sort_values(["trace", "seq"]).reset_index(drop=True)
 
 
@@ -113,8 +121,10 @@ def test_polars_reads_the_published_files_as_statemine_does(inputs, tmp_path):
         part = frame.filter(
             (pl.col("impl") == impl) & (pl.col("version").cast(pl.String) == version)
         )
-        got = part.select(COLUMNS).to_pandas().astype({"trace": str, "kind": str, "state": str})
-        got = got.sort_values(["trace", "seq"]).reset_index(drop=True)
+        got = (
+            part.select(EVENT_COLUMNS).to_pandas().astype({"trace": str, "kind": str, "state": str})
+        )
+        got = _fields_as_text(got).sort_values(["trace", "seq"]).reset_index(drop=True)
         pd.testing.assert_frame_equal(got, _events(statemine.read(sources)))
 
 
@@ -275,13 +285,19 @@ def test_cli_info_is_a_table_that_fits_the_terminal_or_csv(inputs, tmp_path):
 
 def _interleaved_log(path: Path) -> Path:
     """Connections interleaved through the file, one of them long, with roles, metrics,
-    a point event and a Close (the trace's end)."""
+    other fields on some lines (``fields``, UTF-8 too), a point event and a Close (the
+    trace's end)."""
     rows = []
     for i in range(60):
         c = i % 4 if i < 40 else 0  # conn 0 continues alone: a long trace
         state = ("SlowStart", "Recovery", "CongestionAvoidance")[(i * 7) % 3]
         role = " role=server" if c != 3 else ""
-        rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c{c}{role} state={state} cwnd={1000 + i}\n")
+        extra = (
+            f" rule=packet pn={i}" if i % 3 == 0 else " why=d\u00e9j\u00e0-\u20ac" * (i % 5 == 1)
+        )
+        rows.append(
+            f"STATEMINE t={i * 0.5:.3f} conn=c{c}{role} state={state} cwnd={1000 + i}{extra}\n"
+        )
         if i == 30:
             rows.append(f"STATEMINE t={i * 0.5:.3f} conn=c2 role=server event=Close\n")
     path.write_text("".join(rows))
@@ -314,6 +330,8 @@ def test_streamed_add_equals_the_trace_set_read_whole(tmp_path, monkeypatch, bat
     out = statemine.store_add([log], tmp_path / "s", {"impl": "x"}, batch_rows=batch_rows)
     got = _plain(pq.read_table(out.files[0]))
     want = _plain(to_table(statemine.read(log)))
+    assert want["fields"].str.contains("pn=").sum() == 20
+    assert want["fields"].str.contains("\u20ac").sum() == 8
     pd.testing.assert_frame_equal(got, want)
     assert (out.events, out.traces) == (len(want), want["trace"].nunique())
     # memory: a batch holds at most batch_rows events, or one trace's slice of one block
@@ -983,7 +1001,7 @@ def test_a_store_without_partitions_is_named(inputs, tmp_path):
     [
         (
             pa.table({"x": [1]}),
-            "missing trace, seq, time, kind, state and 7 more; not in the store: x",
+            "missing trace, seq, time, kind, state and 8 more; not in the store: x",
         ),
         (None, "time is string, not double"),
     ],
@@ -1334,3 +1352,29 @@ def test_store_files_lists_the_published_version_for_other_readers(inputs, tmp_p
         listed = res.output.split()
         assert listed and all(p.startswith(str(store / top)) for p in listed)
     assert len(listed) == 1  # only the qlog logs metrics
+
+
+def test_a_store_written_before_the_fields_column_still_reads(tmp_path):
+    """Data files of format 4 without ``fields`` (written before it) read with the column
+    missing, beside newer files that have it; info, files and reads work, no migration."""
+    store = tmp_path / "s"
+    old = statemine.store_add([_interleaved_log(tmp_path / "a.log")], store, {"impl": "x"})
+    table = pq.read_table(old.files[0])
+    assert table.schema.names.index("fields") == 10 and table["fields"].null_count < len(table)
+    pq.write_table(table.drop_columns(["fields"]), old.files[0])  # as written before
+    statemine.store_add([_log(tmp_path / "b.log")], store, {"impl": "y"})
+    new = statemine.store_add([QLOG], store, {"impl": "y"})
+    assert statemine.store_info(store).events == len(table) + 21 + len(statemine.read(QLOG).events)
+    got = read_store(store, {"impl": "x"})
+    want = statemine.read(tmp_path / "a.log")
+    assert "fields" not in got.events.columns  # every value missing
+    pd.testing.assert_frame_equal(_events(got), _events(want).assign(fields=None))
+    both = _events(read_store(store))
+    fields = both.loc[both["trace"].str.startswith("a.log"), "fields"]
+    assert len(fields) == len(table) and fields.isna().all() and both["fields"].notna().any()
+    pd.testing.assert_frame_equal(
+        _events(read_store(store, {"impl": "y"})),
+        _events(statemine.read([tmp_path / "b.log", QLOG])),
+    )
+    old_names = pq.read_schema(old.files[0]).names
+    assert pq.read_schema(new.files[0]).names == [*old_names[:10], "fields", *old_names[10:]]

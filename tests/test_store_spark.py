@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from test_store import QLOG, _events, _interleaved_log, _log, _long_labels
+from test_store import QLOG, _events, _fields_as_text, _interleaved_log, _log, _long_labels
 
 import statemine
 from statemine.cli import main
@@ -167,7 +167,7 @@ def test_spark_reads_the_events_as_statemine_does(spark, store):
             part.groupby("trace").size(),
             ts.events.astype({"trace": str}).groupby("trace").size(),
         )
-        events = part.drop(columns=["source", "end", *KEYS])
+        events = _fields_as_text(part.drop(columns=["source", "end", *KEYS]))
         events = events.astype({c: "float64" for c in ("cwnd", "inflight", "ssthresh", "srtt")})
         want_ev = _events(ts)
         pd.testing.assert_frame_equal(

@@ -13,7 +13,7 @@ from ..distributed.storeevidence import MAX_TYPES
 from ..store import VACUUM_GRACE, parse_labels, store_add, store_info
 from . import main
 from .dask_option import DASK_OPTION, dask_session
-from .infer import _SELECT_OPTION, _input_options
+from .infer import _SELECT_OPTION, _input_options, print_warnings
 from .options import WIDE_OPTION, out_option
 
 STORE_OPTION = click.option(
@@ -51,6 +51,7 @@ def add(
 ) -> None:
     """Append the events of LOG... to the partition of the labels."""
     out = store_add(logs, store_dir, parse_labels(labels), read)
+    print_warnings(out.notes)
     click.echo(
         f"{out.partition}: added {out.events} events of {out.traces} traces "
         f"in {len(out.files)} files (version {out.version})"
