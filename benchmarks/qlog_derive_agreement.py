@@ -130,12 +130,12 @@ def main() -> None:
                     cells = per_state.setdefault(name, {})
                     for r in table.itertuples():
                         cells[r.state] = max(cells.get(r.state, 0.0), abs(r.gap_pts))
-                cells = "  ".join(
+                shares = "  ".join(
                     f"{r.state} {r.logged_pct:.1f}/{r.derived_pct:.1f}"
                     for r in table.itertuples()
                     if r.logged_pct >= 0.05 or r.derived_pct >= 0.05
                 )
-                print(f"{name:22s} {case:17s} seed {seed}: max gap {gap:5.1f} pts | {cells}")
+                print(f"{name:22s} {case:17s} seed {seed}: max gap {gap:5.1f} pts | {shares}")
     for name, gap in worst.items():
         print(f"{name}: largest gap {gap:.1f} points (logged/derived %)")
     states = sorted({state for cells in per_state.values() for state in cells})

@@ -65,7 +65,7 @@ def exact(
 ) -> tuple[str, int, int]:
     """(status, nodes of the best model found, lower bound under ``caps``) with INITIAL
     and TERMINAL, by CP-SAT on one worker within ``limit`` seconds (module doc)."""
-    from ortools.sat.python import cp_model
+    from ortools.sat.python import cp_model  # type: ignore[import-not-found]
 
     runs = free_runs(log, inv.select(bad))
     n, m = runs.forced.shape
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--slack", type=int, default=2, help="slots per type beyond the engine's")
     a = parser.parse_args()
     try:
-        import ortools  # noqa: F401
+        import ortools  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
         sys.exit("needs OR-Tools: pip install ortools (not a statemine dependency)")
     print("events  bound  engine  status    exact  exact-bound  cpu-s")
