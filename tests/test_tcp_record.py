@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -184,7 +185,20 @@ def veth_path(limit: str = "30kb"):
     """Sender and receiver namespaces joined through a router namespace by two veth pairs;
     on the router's side towards the receiver a tbf of 20 Mbit/s with a ``limit`` buffer,
     so drops happen away from the sender (real losses, not local congestion). Yields
-    (sender ns, receiver ns, receiver addr); all removed on exit."""
+    (sender ns, receiver ns, receiver addr); all removed on exit. One path at a time on
+    the host (a lock file): the tracepoints a recording reads are host-wide, and pytest
+    workers number their paths alike, so two workers' transfers had the same 4-tuple and
+    each recording read the other's (848 traces instead of 1)."""
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / "statemine-test-veth-path.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _veth_path(limit) as made:
+            yield made
+
+
+@contextlib.contextmanager
+def _veth_path(limit: str):
     n = next(_NET)
     a, r, b = (f"sm-{os.getpid()}-t{n}{x}" for x in "arb")
     net = f"10.203.{n}"
@@ -571,3 +585,29 @@ def test_a_four_tuple_reused_after_fin_recorded_here(tmp_path):
         assert 0 < row.bytes_acked <= nbytes + 1, row  # no probes once in FIN_WAIT
     info = json.loads((out / "record.json").read_text())
     assert info["congestion_controls"] == ["reno"]
+
+
+def test_a_signal_another_thread_takes_still_ends_the_command_at_once():
+    """The kernel may hand a process's SIGTERM to any of its threads (the recording has a
+    drain thread and a socket watch): the command's wait must still run the handler at
+    once, not when the command ends (a SIGTERM once waited out a 60 s command)."""
+    import threading
+
+    from statemine.fileio import Terminated, cleanup_on_signals
+    from statemine.tcp.record import _run
+
+    assert threading.current_thread() is threading.main_thread()  # where handlers are set
+    ready, stop = threading.Event(), threading.Event()
+    other = threading.Thread(target=lambda: (ready.set(), stop.wait()), daemon=True)
+    other.start()
+    ready.wait()
+    assert other.ident is not None
+    kill = threading.Timer(0.5, signal.pthread_kill, (other.ident, signal.SIGTERM))
+    started = time.monotonic()
+    kill.start()
+    try:
+        with pytest.raises(Terminated), cleanup_on_signals():
+            _run(["sleep", "20"], None)
+    finally:
+        stop.set()
+    assert time.monotonic() - started < 5

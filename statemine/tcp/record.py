@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import signal
@@ -141,7 +142,11 @@ def _run(command: Sequence[str], duration: float | None) -> tuple[int | None, bo
     except OSError as exc:
         raise UsageError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
     try:
-        return proc.wait(timeout=duration), False
+        # Always with a timeout: Popen.wait then polls (sleeps of at most 50 ms), so a
+        # SIGTERM the kernel hands to one of the recording's other threads still runs its
+        # handler here at once; a plain waitpid would block until the command ended
+        # (seen: a 60 s command outlived the signal by 60 s)
+        return proc.wait(timeout=math.inf if duration is None else duration), False
     except subprocess.TimeoutExpired:
         _end(proc)
         return proc.returncode, True
