@@ -120,12 +120,8 @@ def aioquic_app_limited(
     for frame in groups:
         time = frame["time"].to_numpy(float)
         kind = frame["kind"].to_numpy(float)
-        cw, fl, rt = (
-            frame[c].to_numpy(float) if c in frame.columns else np.full(time.size, np.nan)
-            for c in ("cwnd", "inflight", "srtt")
-        )
-        starts = np.flatnonzero(np.r_[True, time[1:] != time[:-1]])
-        ends = np.r_[starts[1:], time.size]
+        cw, fl, rt = (_column(frame, c) for c in ("cwnd", "inflight", "srtt"))
+        starts, ends = _same_time_runs(time)
         out_t: list[float] = []
         out_v: list[float] = []
         for lo, hi in zip(starts.tolist(), ends.tolist()):
@@ -187,14 +183,8 @@ def quiche_app_limited(
             frame[c].to_numpy(float) if c in frame.columns else np.full(time.size, np.nan)
             for c in ("cwnd", "inflight")
         )
-        pn = frame["pn"].to_numpy(float) if "pn" in frame.columns else np.full(time.size, np.nan)
-        top = (
-            frame["largest"].to_numpy(float)
-            if "largest" in frame.columns
-            else np.full(time.size, np.nan)
-        )
-        starts = np.flatnonzero(np.r_[True, time[1:] != time[:-1]])
-        ends = np.r_[starts[1:], time.size]
+        pn, top = _column(frame, "pn"), _column(frame, "largest")
+        starts, ends = _same_time_runs(time)
         out_t: list[float] = []
         out_v: list[float] = []
         for lo, hi in zip(starts.tolist(), ends.tolist()):
@@ -223,3 +213,17 @@ def quiche_app_limited(
                 out_v.append(0.0 if end is None else 1.0)
                 first = False
         yield pd.DataFrame({"time": out_t, "limited": out_v})
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """``frame``'s column ``name`` as float64, all NaN where the frame has none."""
+    if name in frame.columns:
+        return frame[name].to_numpy(float)
+    return np.full(len(frame), np.nan)
+
+
+def _same_time_runs(time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) of each run of equal consecutive ``time`` values (one
+    send opportunity of a virtual-time log)."""
+    starts = np.flatnonzero(np.r_[True, time[1:] != time[:-1]])
+    return starts, np.r_[starts[1:], time.size]
