@@ -474,6 +474,13 @@ def read_saved_head(path: Path) -> SavedHead:
     )
 
 
+def saved_head_of(path: Path, value: bytes, num_rows: int, columns: list) -> SavedHead:
+    """The footer of a file written by :func:`save` from its statemine metadata ``value``
+    (the raw bytes :func:`read_saved_head` gets from Arrow), its ``num_rows`` and its
+    ``columns``' names; :class:`InputError` as :func:`read_saved_head`."""
+    return _saved_head(path, {_PARQUET_META_KEY: value}, lambda: list(columns), num_rows)
+
+
 def _saved_head(
     path: Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
 ) -> SavedHead:

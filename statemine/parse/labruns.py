@@ -11,11 +11,23 @@ categories, meta). Each run's log is checked against its footer (its trace ids, 
 and its number of rows); a run that differs, a log that is not statemine lines, metrics
 rows, or anything else this path does not reproduce makes it return None, and the caller
 reads the Parquet files.
+
+A folder's ``traces-index.json`` (written by ``statemine lab run`` when it ends,
+:func:`write_index`) spares the Arrow footer parse: per run, the size and sha256 of its
+``traces.parquet``'s footer (the last ``8 + n`` bytes, which are all that
+``pq.read_metadata`` reads), its number of rows and where the statemine metadata lies in
+that footer. A run whose footer bytes hash as indexed has the footer Arrow read when the
+index was made, so its statemine metadata is those bytes, sliced and parsed here; any run
+not indexed, or whose footer differs (replaced, rewritten, another statemine, an index
+that is missing, damaged or of another version), has its footer read by Arrow as before.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .repeats import RUN_LOG, run_id_of
+from .repeats import RUN_LOG, RUN_TRACES, run_id_of
 
 if TYPE_CHECKING:
     from ..traces import SavedHead, TraceSet
@@ -33,16 +45,20 @@ def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
     """``runs/<run_id>/traces.parquet`` files read from their runs' ``run.log.gz`` and
     footers, as :func:`statemine.traces.load_many` reads them; None when this path cannot
     give exactly that set (then read the files)."""
-    from ..traces import EVENT_COLUMNS, read_saved_head
+    from ..traces import EVENT_COLUMNS
 
     logs, heads = [], []
+    indexes: dict[Path, dict] = {}
     for path in paths:
         run_id = run_id_of(path)
         log = path.parent / RUN_LOG
         if run_id is None:
             return None
+        folder = path.parent.parent.parent
+        if folder not in indexes:
+            indexes[folder] = read_index(folder)
         try:
-            head = read_saved_head(path)
+            head = indexed_head(path, indexes[folder].get(run_id))
         except InputError:
             return None
         if head.metrics_columns is not None or head.meta.get("format") != "statemine":
@@ -57,6 +73,115 @@ def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
         return _from_logs(logs, [run_id_of(p) or "" for p in paths], heads)
     except (InputError, ValueError, TypeError, KeyError):
         return None
+
+
+#: The lab folder's index of its runs' Parquet footers (:func:`write_index`).
+INDEX = "traces-index.json"
+#: Its format: a reader takes an index of this version only.
+INDEX_VERSION = 1
+
+
+def footer_bytes(path: Path) -> tuple[int, bytes] | None:
+    """The size of the Parquet file ``path`` and its footer: the thrift metadata and the
+    8 bytes after it (length, ``PAR1``); None when it is not laid out so."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, 8, size - 8) if size >= 12 else b""
+        if len(tail) != 8 or tail[4:] != b"PAR1":
+            return None
+        n = int.from_bytes(tail[:4], "little")
+        if n + 12 > size:
+            return None
+        footer = os.pread(fd, n, size - 8 - n)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (size, footer + tail) if len(footer) == n else None
+
+
+def index_entry(path: Path) -> list | None:
+    """The index entry of a run's ``traces.parquet``: ``[size, sha256 of its footer,
+    offset and length of the statemine metadata in the footer, number of rows, column
+    names]``; None when the metadata is not found exactly once in the footer bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..traces import _PARQUET_META_KEY
+
+    read = footer_bytes(path)
+    if read is None:
+        return None
+    size, footer = read
+    try:
+        meta = pq.read_metadata(path)
+    except (pa.ArrowInvalid, OSError):
+        return None
+    value = (meta.metadata or {}).get(_PARQUET_META_KEY)
+    if not value or footer.count(value) != 1:
+        return None
+    digest = hashlib.sha256(footer).hexdigest()
+    columns = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    return [size, digest, footer.index(value), len(value), meta.num_rows, columns]
+
+
+def make_index(folder: Path) -> dict:
+    """The index of the lab ``folder``'s runs (each ``runs/<run_id>/traces.parquet``)."""
+    runs = {}
+    for path in sorted(folder.glob(f"runs/*/{RUN_TRACES}")):
+        entry = index_entry(path)
+        if entry is not None and not path.parent.name.startswith("."):
+            runs[path.parent.name] = entry
+    return {"format": "statemine lab traces index", "version": INDEX_VERSION, "runs": runs}
+
+
+def write_index(folder: Path) -> None:
+    """Write ``folder/traces-index.json`` (:func:`make_index`) atomically."""
+    from ..fileio import write_json
+
+    write_json(folder / INDEX, make_index(folder), sort_keys=True)
+
+
+def read_index(folder: Path) -> dict:
+    """run id -> index entry of the lab ``folder``'s index; {} when it has none, or one
+    of another version or shape."""
+    try:
+        with open(folder / INDEX, "rb") as fh:
+            index = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(index, dict) or index.get("version") != INDEX_VERSION:
+        return {}
+    runs = index.get("runs")
+    return runs if isinstance(runs, dict) else {}
+
+
+def indexed_head(path: Path, entry: object) -> SavedHead:
+    """The footer of ``path`` (:func:`statemine.traces.read_saved_head`): from its own
+    bytes when they hash as its index ``entry`` says, else read by Arrow."""
+    from ..traces import read_saved_head, saved_head_of
+
+    if not (
+        isinstance(entry, list)
+        and len(entry) == 6
+        and all(type(v) is int for v in entry[2:5])
+        and isinstance(entry[5], list)
+    ):
+        return read_saved_head(path)
+    read = footer_bytes(path)
+    if read is None or read[0] != entry[0]:
+        return read_saved_head(path)
+    size, footer = read
+    if hashlib.sha256(footer).hexdigest() != entry[1]:
+        return read_saved_head(path)
+    at, n, num_rows, columns = entry[2:]
+    if at < 0 or n <= 0 or at + n > len(footer):
+        return read_saved_head(path)
+    return saved_head_of(path, footer[at : at + n], num_rows, columns)
 
 
 def _from_logs(logs: list[Path], run_ids: list[str], heads: list[SavedHead]) -> TraceSet | None:
