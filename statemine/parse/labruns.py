@@ -175,7 +175,7 @@ def indexed_head(path: Path, entry: object) -> SavedHead:
     read = footer_bytes(path)
     if read is None or read[0] != entry[0]:
         return read_saved_head(path)
-    size, footer = read
+    footer = read[1]
     if hashlib.sha256(footer).hexdigest() != entry[1]:
         return read_saved_head(path)
     at, n, num_rows, columns = entry[2:]
