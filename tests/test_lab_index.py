@@ -38,11 +38,11 @@ def test_lab_run_writes_an_index_of_every_run(spec, tmp_path):  # noqa: F811
     index = json.loads((out / labruns.INDEX).read_text())
     assert index["version"] == labruns.INDEX_VERSION
     assert set(index["runs"]) == set(table["run_id"])
-    for rid, (size, sha, at, n, num_rows, columns) in index["runs"].items():
+    for rid, (size, length, sha, at, n, num_rows, columns) in index["runs"].items():
         path = out / "runs" / rid / "traces.parquet"
         footer = _footer(path)
         meta = pq.ParquetFile(path).metadata
-        assert size == path.stat().st_size
+        assert size == path.stat().st_size and length == len(footer)
         assert sha == hashlib.sha256(footer).hexdigest()
         assert footer[at : at + n] == meta.metadata[b"statemine"]
         assert num_rows == meta.num_rows == 3
@@ -184,3 +184,22 @@ def test_a_footer_edited_in_place_is_read_by_arrow(tmp_path, monkeypatch):
     head = labruns.indexed_head(path, entry)
     assert calls == [path]
     assert head.meta["profile"] == "deskTOP"
+
+
+def test_a_lab_folders_runs_are_listed_as_glob_lists_them(tmp_path):
+    from statemine.parse import _lab_runs, expand_paths
+
+    out = tmp_path / "lab"
+    runs = out / "runs"
+    for name in ("b-run", "a-run", ".tmp-c", "no-traces", "d-run"):
+        (runs / name).mkdir(parents=True)
+        if name != "no-traces":
+            (runs / name / "traces.parquet").write_bytes(b"PAR1")
+    (runs / "a-file").write_text("not a run")
+    (runs / "e-link").symlink_to(runs / "b-run")
+    (runs / "f-broken").symlink_to(tmp_path / "nowhere")
+    (out / "manifest.json").write_text("{}")
+    listed = [p for p, _ in _lab_runs(out)]
+    assert listed == sorted(runs.glob("*/traces.parquet"))
+    assert [p.parent.name for p in listed] == [".tmp-c", "a-run", "b-run", "d-run", "e-link"]
+    assert expand_paths([out]) == listed[:4]  # e-link is b-run met again

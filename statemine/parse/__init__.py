@@ -17,6 +17,7 @@ parquet    a trace set saved by :func:`statemine.save`                  :mod:`st
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections import Counter
@@ -205,12 +206,17 @@ def _sniff(path: Path) -> str | None:
     statemine line in its first 64 KiB, ``"qlog"`` when it is qlog, as
     :func:`detect_format` decides, from one read; else None (ask :func:`detect_format`)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(65536)
+        fd = os.open(path, os.O_RDONLY)
+        try:  # 4 bytes tell a Parquet file (a lab folder's runs: no 64 KiB read each)
+            head = os.read(fd, 4)
+            if head == _PARQUET_MAGIC:
+                return "parquet"
+            while len(head) < 65536 and (more := os.read(fd, 65536 - len(head))):
+                head += more
+        finally:
+            os.close(fd)
     except OSError:
         return None
-    if head[:4] == _PARQUET_MAGIC:
-        return "parquet"
     if _is_statemine(path, head, gzip=False):
         return "statemine"
     if head[:2] == b"\x1f\x8b":
@@ -309,6 +315,26 @@ def is_lab_output(folder: Path) -> bool:
     return (folder / "manifest.json").is_file() and (folder / "runs").is_dir()
 
 
+def _lab_runs(folder: Path) -> list[tuple[Path, os.stat_result]]:
+    """A lab folder's ``runs/*/traces.parquet`` in sorted order, each with its ``stat``
+    (as ``sorted(glob(...))`` lists them: links followed, missing ones left out)."""
+    runs = folder / "runs"
+    try:
+        with os.scandir(runs) as it:
+            names = sorted(e.name for e in it)
+    except OSError:  # as glob: an unreadable runs/ lists nothing
+        return []
+    found = []
+    for name in names:
+        path = runs / name / "traces.parquet"
+        try:
+            found.append((path, os.stat(path)))
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+                raise read_error(path, exc) from None
+    return found
+
+
 def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
     """The log files under ``top``, depth first in sorted name order, each folder walked
     once (an explicit stack: no recursion limit), each file listed once."""
@@ -319,11 +345,7 @@ def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
         if not _first_time(st, seen):
             return
         if is_lab_output(folder):
-            files.extend(
-                f
-                for f in sorted((folder / "runs").glob("*/traces.parquet"))
-                if _first_time(stat_path(f), seen)
-            )
+            files.extend(f for f, st in _lab_runs(folder) if _first_time(st, seen))
             return
         try:
             with os.scandir(folder) as it:

@@ -81,6 +81,24 @@ INDEX = "traces-index.json"
 INDEX_VERSION = 1
 
 
+def indexed_footer(path: Path, size: int, length: int) -> bytes | None:
+    """The last ``length`` bytes of ``path`` when it holds exactly ``size`` bytes (one
+    read asking one byte more than is left), else None."""
+    if not 0 < length <= size:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        tail = os.pread(fd, length + 1, size - length)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return tail if len(tail) == length else None
+
+
 def footer_bytes(path: Path) -> tuple[int, bytes] | None:
     """The size of the Parquet file ``path`` and its footer: the thrift metadata and the
     8 bytes after it (length, ``PAR1``); None when it is not laid out so."""
@@ -105,9 +123,10 @@ def footer_bytes(path: Path) -> tuple[int, bytes] | None:
 
 
 def index_entry(path: Path) -> list | None:
-    """The index entry of a run's ``traces.parquet``: ``[size, sha256 of its footer,
-    offset and length of the statemine metadata in the footer, number of rows, column
-    names]``; None when the metadata is not found exactly once in the footer bytes."""
+    """The index entry of a run's ``traces.parquet``: ``[file size, footer size, sha256
+    of the footer, offset and length of the statemine metadata in the footer, number of
+    rows, column names]``; None when the metadata is not found exactly once in the
+    footer bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -126,7 +145,7 @@ def index_entry(path: Path) -> list | None:
         return None
     digest = hashlib.sha256(footer).hexdigest()
     columns = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    return [size, digest, footer.index(value), len(value), meta.num_rows, columns]
+    return [size, len(footer), digest, footer.index(value), len(value), meta.num_rows, columns]
 
 
 def make_index(folder: Path) -> dict:
@@ -167,18 +186,15 @@ def indexed_head(path: Path, entry: object) -> SavedHead:
 
     if not (
         isinstance(entry, list)
-        and len(entry) == 6
-        and all(type(v) is int for v in entry[2:5])
-        and isinstance(entry[5], list)
+        and len(entry) == 7
+        and all(type(entry[i]) is int for i in (0, 1, 3, 4, 5))
+        and isinstance(entry[6], list)
     ):
         return read_saved_head(path)
-    read = footer_bytes(path)
-    if read is None or read[0] != entry[0]:
+    size, length, digest, at, n, num_rows, columns = entry
+    footer = indexed_footer(path, size, length)
+    if footer is None or hashlib.sha256(footer).hexdigest() != digest:
         return read_saved_head(path)
-    footer = read[1]
-    if hashlib.sha256(footer).hexdigest() != entry[1]:
-        return read_saved_head(path)
-    at, n, num_rows, columns = entry[2:]
     if at < 0 or n <= 0 or at + n > len(footer):
         return read_saved_head(path)
     return saved_head_of(path, footer[at : at + n], num_rows, columns)
