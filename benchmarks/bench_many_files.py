@@ -10,7 +10,8 @@ so CPU time is the steadier figure; best of ``--repeat``):
 * the shipped lab folders (``traces/<name>``: one ``traces.parquet`` per run): ``read`` of
   the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
   run's connections renamed apart); the folder's runs are read from their logs and
-  Parquet footers (``parse/labruns.py``);
+  Parquet footers, the footers' bytes vouched for by ``traces-index.json``
+  (``parse/labruns.py``);
 * a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each), and the
   same connections as one ``.qlog`` JSON document a file, against one qlog JSON document
   holding the same connections as its traces; ``statemine.read`` and ``statemine infer``.

@@ -20,6 +20,10 @@ that footer. A run whose footer bytes hash as indexed has the footer Arrow read 
 index was made, so its statemine metadata is those bytes, sliced and parsed here; any run
 not indexed, or whose footer differs (replaced, rewritten, another statemine, an index
 that is missing, damaged or of another version), has its footer read by Arrow as before.
+The labels are not rebuilt from ``results.csv`` or the manifest: a run's config (what its
+id hashes) does not fix its grid cell (``per_packet_cpu_ms`` of a desktop profile,
+``buffer_bytes`` left default or set to the BDP give one config), so a row whose id checks
+out could still carry other labels than the run's file; its footer is the record.
 """
 
 from __future__ import annotations
