@@ -121,11 +121,15 @@ NEIGHBOURHOOD_STREAM = 3
 REGION_RANDOM_STARTS: tuple[tuple[int | None, int], ...] = ((1_000, 20), (5_000, 8), (None, 0))
 #: Rounds of :func:`~.regions.neighbourhood_search` after the region search: up to
 #: ``NEIGHBOURHOOD_SMALL_EVENTS`` events ``NEIGHBOURHOOD_MAX_ROUNDS``, above this many
-#: divided by the events (each round costs O(events), about 0.05 s at 1e4 events; the
-#: whole command at 1e4 events stays within twice its CPU): 5 rounds at 1e4, none at 1e5.
-NEIGHBOURHOOD_EVENT_ROUNDS = 60_000
+#: divided by the events (each round costs O(events), about 0.05 s at 1e4 events): 29
+#: rounds at 6,010 events, 17 at 1e4, 5 at 3e4 (two capture files, seeds 1-5: 65-67 ->
+#: 64-66 nodes at 6,010, 57-61 -> 57-58 at 1e4, for about twice the CPU of the whole
+#: inference: docs/synoptic-engine.md); none above ``NEIGHBOURHOOD_MAX_EVENTS``, where
+#: one round costs about 1 s.
+NEIGHBOURHOOD_EVENT_ROUNDS = 180_000
 NEIGHBOURHOOD_MAX_ROUNDS = 60
 NEIGHBOURHOOD_SMALL_EVENTS = 5_000
+NEIGHBOURHOOD_MAX_EVENTS = 60_000
 #: ... and at most this many divided by the nodes of the model it starts from (a round's
 #: cost grows with the groups: repo-apache-cse142's 200-node model would pay 9 s of CPU
 #: for 60 rounds that find nothing; it gets 22).
@@ -203,10 +207,12 @@ def random_region_starts(n_events: int) -> int:
 
 def neighbourhood_rounds(n_events: int) -> int:
     """Rounds of :func:`~.regions.neighbourhood_search` on a log of ``n_events`` events
-    (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; none above 60,000
-    events, where one round costs about 1 s)."""
+    (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; none above
+    ``NEIGHBOURHOOD_MAX_EVENTS``, where one round costs about 1 s)."""
     if n_events <= NEIGHBOURHOOD_SMALL_EVENTS:
         return NEIGHBOURHOOD_MAX_ROUNDS
+    if n_events > NEIGHBOURHOOD_MAX_EVENTS:
+        return 0
     return min(NEIGHBOURHOOD_MAX_ROUNDS, NEIGHBOURHOOD_EVENT_ROUNDS // n_events)
 
 
