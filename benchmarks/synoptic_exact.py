@@ -1,8 +1,8 @@
 """The smallest Synoptic model of a two-capture log, exactly, over the region bits.
 
 Evidence for docs/synoptic-engine.md ("How small can a model be?"), not part of the
-engine: it needs Google OR-Tools' CP-SAT solver (``pip install ortools``, no dependency
-of statemine; the script says so and exits when it is absent).
+engine: it needs Google OR-Tools' CP-SAT solver (in the ``test`` extra, no dependency of
+the library; the script says so and exits when it is absent).
 
 A model is sound iff some region bits obeying the rules of
 ``statemine.infer.synoptic.regions`` (forced bits, monotone free runs) are equal within
@@ -232,7 +232,7 @@ def main() -> None:
     try:
         import ortools  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     except ImportError:
-        sys.exit("needs OR-Tools: pip install ortools (not a statemine dependency)")
+        sys.exit("needs OR-Tools: pip install ortools (in statemine[test])")
     print("events  bound  engine  status    exact  exact-bound  cpu-s")
     for n in a.captures:
         log = capture_log(n)

@@ -1,7 +1,7 @@
 """benchmarks/synoptic_exact.py: the CP-SAT evidence of docs/synoptic-engine.md.
 
-Needs OR-Tools (``pip install ortools``, no dependency of statemine): skipped where it is
-absent.  Checked against the enumeration of every partition of tiny logs."""
+Needs OR-Tools (in the ``test`` extra: these tests fail, not skip, without it).  Checked
+against the enumeration of every partition of tiny logs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_synoptic_bounds import smallest_model
@@ -18,8 +17,6 @@ from test_synoptic_regions import refining
 from statemine.infer.synoptic import infer_log
 from statemine.infer.synoptic.bounds import node_lower_bound
 from statemine.infer.synoptic.regions import free_runs
-
-pytest.importorskip("ortools", reason="OR-Tools is not installed (pip install ortools)")
 
 
 def exact_module():
