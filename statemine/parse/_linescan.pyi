@@ -1,5 +1,7 @@
 """Types of the C log scanner (``_linescan.c``), for mypy."""
 
+from collections.abc import Sequence
+from os import PathLike
 from typing import Any
 
 from typing_extensions import Buffer
@@ -25,6 +27,21 @@ class Scanner:
 
     def take(self) -> dict[str, Any]:
         """The columns of the rows fed since the last take (as scan's)."""
+
+    def feed_files(
+        self,
+        files: Sequence[str | bytes | PathLike[str]],
+        start: int,
+        max_line_bytes: int,
+        chunk_bytes: int,
+        sniff: bool,
+        max_rows: int,
+        /,
+    ) -> tuple[int, int, bytes, bytes, dict[str, Any] | None]:
+        """Open, read and feed whole small files from ``files[start]`` on (next_file() +
+        feed() each; without the GIL, at most 256 a call): (next file, status: 0 fed up to
+        it, 1 it is for the Python side, 2 it has a bad line (the error dict), 3 it has no
+        statemine line; per file fed its first trace code and its bytes, int64)."""
 
     def next_file(self) -> None:
         """The next block starts another file: line 1, its connections new traces."""
