@@ -151,8 +151,9 @@ def by_runs(listed: list[Path], formats: list[str], one_by_one: bool) -> statemi
     from statemine.parse.qlog import read_qlog
 
     sources = _source_names(listed)
-    sets, run = [], []
-    for f, fmt in [*zip(listed, formats), (None, None)]:
+    sets: list[statemine.TraceSet] = []
+    run: list[Path] = []
+    for f, fmt in [*zip(listed, formats), (listed[-1], "end")]:
         if fmt == "statemine":
             run.append(f)
             continue
