@@ -80,11 +80,12 @@ def test_feed_files_leaves_to_python_what_it_cannot_take_whole(tmp_path):
         scan = Scanner()
         got = scan.feed_files([str(log), str(other), str(log)], 0, MAX_LINE, CHUNK, True, 1 << 30)
         assert got[:2] == (1, sl._FF_FALLBACK), what
+        assert got[4] == content[: sl.SNIFF_BYTES], what  # its head: not read again
         assert scan.n_traces == 1 and scan.next_line == 2, what  # file 2 not begun
     missing = str(tmp_path / "missing.log")
     nul = "a\0b.log"
-    for name in (missing, nul):
-        assert Scanner().feed_files([name], 0, MAX_LINE, CHUNK, True, 1)[:2] == (0, 1)
+    for name in (missing, nul):  # None: opened again in Python, which says why it fails
+        assert Scanner().feed_files([name], 0, MAX_LINE, CHUNK, True, 1) == (0, 1, b"", b"", None)
     # over chunk_bytes: left to the block reader
     assert Scanner().feed_files([str(log)], 0, MAX_LINE, 8, True, 1)[:2] == (0, 1)
     # without a sniff a file without lines is scanned and said to have none

@@ -962,14 +962,15 @@ static int ff_takes(const char *buf, size_t len, int sniff)
 }
 
 /* Scanner.feed_files(files, start, max_line_bytes, chunk_bytes, sniff, max_rows)
- *   -> (next, status, starts, sizes, error)
+ *   -> (next, status, starts, sizes, detail)
  * files[start:] (str, bytes or os.PathLike) fed in order, at most FF_WINDOW of them, as
  * next_file() + feed() of each whole file. next: the first file not fed; status: FF_OK (fed
  * up to next: the window's end, the list's end or max_rows reached), FF_FALLBACK (files[next]
  * is for the Python side: it cannot be opened or read, is too long, gzip, Parquet, or, with
- * sniff, holds no marker), FF_ERROR (files[next] has a bad line: error is the dict feed()
- * gives), FF_NO_LINES (files[next] holds no statemine line); starts, sizes: per file fed,
- * the first trace code and its bytes (int64). */
+ * sniff, holds no marker; detail: its first FF_HEAD bytes, all of it when shorter, or None
+ * when it could not be read), FF_ERROR (files[next] has a bad line: detail is the dict
+ * feed() gives), FF_NO_LINES (files[next] holds no statemine line); starts, sizes: per
+ * file fed, the first trace code and its bytes (int64). */
 static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
 {
     PyObject *files, *seq, *enc[FF_WINDOW];
@@ -1009,7 +1010,7 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
     Py_DECREF(seq);
     char *buf = malloc(FF_HEAD);
     int64_t *starts = malloc(FF_WINDOW * sizeof(int64_t)), *sizes = malloc(FF_WINDOW * sizeof(int64_t));
-    Py_ssize_t done = 0;
+    Py_ssize_t done = 0, head_len = -1;
     if (!buf || !starts || !sizes)
         self->err = E_NOMEM;
     else {
@@ -1018,9 +1019,13 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
         Py_BEGIN_ALLOW_THREADS
         for (; done < m; done++) {
             size_t len;
-            if (ff_read(PyBytes_AS_STRING(enc[done]), buf, FF_HEAD, &len) || len >= FF_HEAD || len > (size_t)chunk ||
-                !ff_takes(buf, len, sniff)) {
+            if (ff_read(PyBytes_AS_STRING(enc[done]), buf, FF_HEAD, &len)) {
                 status = FF_FALLBACK;
+                break;
+            }
+            if (len >= FF_HEAD || len > (size_t)chunk || !ff_takes(buf, len, sniff)) {
+                status = FF_FALLBACK;
+                head_len = (Py_ssize_t)len; /* handed to the Python side: not read again */
                 break;
             }
             if (self->traces.n) { /* as next_file() */
@@ -1059,6 +1064,8 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
                                 PyBytes_FromStringAndSize(buf + self->err_tok, (Py_ssize_t)self->err_tok_len),
                                 "key", self->err_key, "time", self->err_a, "previous_time", self->err_b,
                                 "previous_line", (long long)self->err_line2);
+        else if (head_len >= 0)
+            err = PyBytes_FromStringAndSize(buf, head_len);
         else
             Py_INCREF(err);
         if (err)
@@ -1082,7 +1089,7 @@ static PyMethodDef Scanner_methods[] = {
      "'error' code for the first bad line."},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> dict: the pending rows' columns, as scan()."},
     {"feed_files", (PyCFunction)Scanner_feed_files, METH_VARARGS,
-     "feed_files(files, start, max_line_bytes, chunk_bytes, sniff, max_rows) -> (next, status, starts, sizes, error)\n\n"
+     "feed_files(files, start, max_line_bytes, chunk_bytes, sniff, max_rows) -> (next, status, starts, sizes, detail)\n\n"
      "Open, read and feed whole small files from files[start] on without the GIL (issue 29)."},
     {"next_file", (PyCFunction)Scanner_next_file, METH_NOARGS,
      "next_file(): the next block starts another file (line 1, new traces)."},

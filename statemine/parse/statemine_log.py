@@ -392,15 +392,15 @@ def scan_files(
         i = 0
         while i < n_files:
             # small plain files: opened, read, sniffed and scanned in C, many a call
-            i, status, begun, sizes, error = scan.feed_files(
+            i, status, begun, sizes, detail = scan.feed_files(
                 files, i, max_line_bytes, chunk_bytes, sniff is not None, GATHER_ROWS
             )
             starts.extend(np.frombuffer(begun, np.int64).tolist())
             if on_progress is not None:
                 for size in np.frombuffer(sizes, np.int64).tolist():
                     on_progress(size)  # the file's bytes, as iter_blocks counts
-            if error is not None:  # status _FF_ERROR
-                raise _input_error(Path(files[i]), error, max_line_bytes)
+            if isinstance(detail, dict):  # status _FF_ERROR
+                raise _input_error(Path(files[i]), detail, max_line_bytes)
             if status == _FF_NO_LINES:
                 raise no_lines_error(files[i])
             if scan.n_rows >= GATHER_ROWS:
@@ -409,7 +409,10 @@ def scan_files(
                 continue
             path = files[i]  # the C side left it to us: big, gzip, Parquet or unreadable
             i += 1
-            head, whole = _head(path, chunk_bytes)
+            if detail is None:  # not read: open it here, and say why when it fails
+                head, whole = _head(path, chunk_bytes)
+            else:  # its head, as C read it (to the end when under SNIFF_BYTES)
+                head, whole = detail, _whole(detail, chunk_bytes)
             if sniff is not None and not sniff(Path(path), head):
                 n_files = i - 1
                 break
@@ -466,9 +469,17 @@ def _head(path: str | Path, chunk_bytes: int) -> tuple[bytes | None, bytes | Non
         return None, None
     finally:
         os.close(fd)
-    if whole and head[:2] == _GZIP_MAGIC:
-        return head, _gunzip(head, chunk_bytes)
-    return head, head if whole and len(head) <= chunk_bytes else None
+    return head, _whole(head, chunk_bytes) if whole else None
+
+
+def _whole(data: bytes, chunk_bytes: int) -> bytes | None:
+    """A file's content from all its bytes ``data`` (decompressed from gzip) when it is
+    under :data:`SNIFF_BYTES` and fits one block of ``chunk_bytes``, else None."""
+    if len(data) >= SNIFF_BYTES:
+        return None
+    if data[:2] == _GZIP_MAGIC:
+        return _gunzip(data, chunk_bytes)
+    return data if len(data) <= chunk_bytes else None
 
 
 def _gunzip(data: bytes, limit: int) -> bytes | None:
