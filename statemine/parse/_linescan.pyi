@@ -39,7 +39,7 @@ class Scanner:
         /,
     ) -> tuple[int, int, bytes, bytes, dict[str, Any] | bytes | None]:
         """Open, read and feed whole small files from ``files[start]`` on (next_file() +
-        feed() each; without the GIL, at most 256 a call): (next file, status: 0 fed up to
+        feed() each; without the GIL): (next file, status: 0 fed up to
         it, 1 it is for the Python side, 2 it has a bad line, 3 it has no statemine line;
         per file fed its first trace code and its bytes, int64; detail: for 2 the error
         dict, for 1 the file's first 64 KiB as read (all of it when shorter), or None when
