@@ -407,7 +407,7 @@ def scan_files(
                 yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
             if status == _FF_OK:
                 continue
-            path = files[i]  # the C side left it to us: big, gzip, Parquet or unreadable
+            path = files[i]  # left to us: big, gzip, Parquet, unreadable or not a statemine log
             i += 1
             if detail is None:  # not read: open it here, and say why when it fails
                 head, whole = _head(path, chunk_bytes)
