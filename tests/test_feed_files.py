@@ -232,3 +232,17 @@ def test_expand_files_writes_paths_as_pathlib_does(tmp_path, monkeypatch):
         assert expand_files(given) == want, given
         assert expand_paths(given) == [Path(w) for w in want]
         assert [str(Path(f)) for f in want] == want
+
+
+def test_progress_counts_each_files_bytes(tmp_path):
+    """on_progress sees each file's bytes (a gzip file's compressed ones), as before."""
+    files = write_logs(tmp_path, np.random.default_rng(5), 5)
+    packed = tmp_path / "run002.log.gz"
+    packed.write_bytes(gzip.compress(files[2].read_bytes()))
+    files[2] = packed
+    files[3].write_text("".join(f"STATEMINE t={i} conn=b state=X\n" for i in range(4000)))
+    seen: list[int] = []
+    assert isinstance(list(sl.scan_files(files, seen.append))[-1], sl.ScanEnd)
+    sizes = [f.stat().st_size for f in files]
+    assert sizes[3] > sl.SNIFF_BYTES  # the block reader's: after its read, and at the end
+    assert seen == [*sizes[:3], sizes[3], sizes[3], sizes[4]]
