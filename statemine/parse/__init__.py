@@ -18,6 +18,7 @@ parquet    a trace set saved by :func:`statemine.save`                  :mod:`st
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from collections import Counter
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError, UsageError
 from .lines import head_bytes, read_error, stat_input, stat_path
@@ -39,6 +40,8 @@ LOG_SUFFIXES = (".log", ".txt", ".qlog", ".sqlog", ".json", ".ndjson", ".jsonl",
 _PARQUET_MAGIC = b"PAR1"
 #: Inputs larger than this (bytes, all files together) get a progress bar.
 PROGRESS_MIN_BYTES = 4 << 20
+_P = TypeVar("_P", str, Path)
+_NAME = operator.attrgetter("name")
 
 
 def read(
@@ -75,14 +78,14 @@ def read(
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     from .repeats import drop_repeated_runs, refuse_shared_ids
 
-    files, notes = drop_repeated_runs(expand_paths(paths))
+    files, notes = drop_repeated_runs(expand_files(paths))  # strings: no Path a file
     if format == "auto" and regex:
         format = "regex"
     if format == "regex":
         from .regex import read_regex
 
         ts = read_regex(
-            files,
+            [Path(f) for f in files],
             regex,
             separator=separator,
             mapping=mapping,
@@ -105,16 +108,19 @@ def read(
                     )
                     if run is not None:
                         sets.append(run)
-                        origins.append(files[at])
+                        origins.append(Path(files[at]))
                         at += n
                         continue
-                fmt, group = _run_at(files, at, format)
-                at += len(group)
+                fmt, listed = _run_at(files, at, format)
+                at += len(listed)
+                group = [Path(f) for f in listed]
                 if fmt == "statemine":  # one pass over the run of statemine logs
                     from .statemine_log import read_statemine_logs
 
                     sets.append(
-                        read_statemine_logs(group, [sources[f] for f in group], on_progress=advance)
+                        read_statemine_logs(
+                            group, [sources[f] for f in listed], on_progress=advance
+                        )
                     )
                     origins.append(group[0])  # its trace ids carry each file's source name
                     continue
@@ -135,7 +141,7 @@ def read(
 
                     joined, empty = read_qlog_files(
                         group,
-                        [sources[f] for f in group],
+                        [sources[f] for f in listed],
                         names=names,
                         implementation=implementation,
                         derive_states=derive_states,
@@ -149,13 +155,13 @@ def read(
                         f"{e}; file skipped (--strict makes this an error)" for e in empty
                     )
                     continue
-                for f in group:
+                for f, name in zip(group, listed):
                     try:
                         sets.append(
                             _read_one(
                                 f,
                                 fmt,
-                                sources[f],
+                                sources[name],
                                 names,
                                 implementation,
                                 derive_states,
@@ -183,7 +189,7 @@ def read(
     return ts.select(select) if select else ts
 
 
-def _run_at(files: Sequence[Path], at: int, format: str) -> tuple[str, list[Path]]:
+def _run_at(files: Sequence[_P], at: int, format: str) -> tuple[str, list[_P]]:
     """The run of consecutive files of one format (detected per file for ``auto``) that
     begins at ``files[at]``."""
     if format != "auto":
@@ -195,13 +201,13 @@ def _run_at(files: Sequence[Path], at: int, format: str) -> tuple[str, list[Path
     return kind, list(files[at:end])
 
 
-def file_format(path: Path) -> str:
+def file_format(path: str | Path) -> str:
     """:func:`detect_format` of ``path``, from one open and read when it is a Parquet file
     or a plain (not gzip) statemine log."""
     return _sniff(path) or detect_format(path)
 
 
-def _sniff(path: Path) -> str | None:
+def _sniff(path: str | Path) -> str | None:
     """``"parquet"`` for a Parquet file, ``"statemine"`` when the file (not gzip) has a
     statemine line in its first 64 KiB, ``"qlog"`` when it is qlog, as
     :func:`detect_format` decides, from one read; else None (ask :func:`detect_format`)."""
@@ -226,7 +232,7 @@ def _sniff(path: Path) -> str | None:
     return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
 
 
-def _is_statemine(path: Path, head: bytes | None, gzip: bool = True) -> bool:
+def _is_statemine(path: str | Path, head: bytes | None, gzip: bool = True) -> bool:
     """Whether :func:`detect_format` takes ``path`` for a statemine log, given its first
     64 KiB ``head`` (None: it cannot be read; then False); a gzip file is asked of
     :func:`detect_format` (when ``gzip``; else False)."""
@@ -283,19 +289,25 @@ def expand_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list
     or hang. Only regular files are read: a named pipe or device (which could block or
     never end) is an :class:`InputError`.
     """
+    return [Path(f) for f in expand_files(paths)]
+
+
+def expand_files(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    """:func:`expand_paths` as strings (each as ``str(Path)`` writes it), without a
+    ``pathlib`` object per file of a folder (about 2 us each)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files: list[Path] = []
+    files: list[str] = []
     seen: set[tuple[int, int]] = set()
     for p in map(Path, paths):
         st = stat_input(p)
         if stat.S_ISDIR(st.st_mode):
-            found = _folder_files(p, seen)
+            found = _folder_files(str(p), seen)
             if not found:
                 raise InputError(p, None, f"folder holds no log files ({', '.join(LOG_SUFFIXES)})")
             files.extend(found)
         elif _first_time(st, seen):  # a regular file
-            files.append(p)
+            files.append(str(p))
     if not files:
         raise UsageError("no input files given")
     return files
@@ -335,46 +347,60 @@ def _lab_runs(folder: Path) -> list[tuple[Path, os.stat_result]]:
     return found
 
 
-def _folder_files(top: Path, seen: set[tuple[int, int]]) -> list[Path]:
-    """The log files under ``top``, depth first in sorted name order, each folder walked
-    once (an explicit stack: no recursion limit), each file listed once."""
-    files: list[Path] = []
-    stack: list[Iterator[os.DirEntry]] = []
+def _folder_files(top: str, seen: set[tuple[int, int]]) -> list[str]:
+    """The log files under ``top`` (a path as ``str(Path)`` writes it), depth first in
+    sorted name order, each folder walked once (an explicit stack: no recursion limit), each
+    file listed once; their paths as ``str(Path)`` writes them."""
+    files: list[str] = []
+    stack: list[tuple[str, Iterator[os.DirEntry]]] = []
 
-    def enter(folder: Path, st: os.stat_result) -> None:
+    def enter(folder: str, st: os.stat_result) -> None:
         if not _first_time(st, seen):
             return
-        if is_lab_output(folder):
-            files.extend(f for f, st in _lab_runs(folder) if _first_time(st, seen))
+        if is_lab_output(Path(folder)):
+            files.extend(str(f) for f, st in _lab_runs(Path(folder)) if _first_time(st, seen))
             return
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_NAME)
         except OSError as exc:
             raise InputError(
                 folder, None, f"cannot list the folder: {exc.strerror or exc}"
             ) from None
-        stack.append(iter(entries))
+        stack.append((_child_prefix(folder), iter(entries)))
 
     enter(top, stat_path(top))
     while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
+        prefix, entries = stack[-1]
+        for entry in entries:  # up to a subfolder, walked first (depth first)
+            try:
+                st = entry.stat()  # follows links
+            except OSError:
+                continue  # a dangling link, or a file gone meanwhile
+            mode = st.st_mode
+            if stat.S_ISDIR(mode):
+                enter(prefix + entry.name, st)
+                break
+            if stat.S_ISREG(mode) and entry.name.lower().endswith(LOG_SUFFIXES):
+                key = (st.st_dev, st.st_ino)  # as _first_time, inline: once per file
+                if key not in seen:
+                    seen.add(key)
+                    files.append(prefix + entry.name)
+        else:
             stack.pop()
-            continue
-        try:
-            st = entry.stat()  # follows links
-        except OSError:
-            continue  # a dangling link, or a file gone meanwhile
-        if stat.S_ISDIR(st.st_mode):
-            enter(Path(entry.path), st)
-        elif (
-            stat.S_ISREG(st.st_mode)
-            and entry.name.lower().endswith(LOG_SUFFIXES)
-            and _first_time(st, seen)
-        ):
-            files.append(Path(entry.path))
     return files
+
+
+def _child_prefix(folder: str) -> str:
+    """What goes before a name in ``folder`` (``str(Path)`` of it) for ``str(Path)`` of
+    the child: ``"."`` drops out, a root keeps its one slash.
+
+    >>> _child_prefix("."), _child_prefix("/"), _child_prefix("logs")
+    ('', '/', 'logs/')
+    """
+    if folder == ".":
+        return ""
+    return folder if folder.endswith("/") else folder + "/"
 
 
 def _read_one(
@@ -436,24 +462,24 @@ def _no_congestion_data(exc: InputError) -> bool:
     return isinstance(exc, NoCongestionData)
 
 
-def _source_names(files: Iterable[Path]) -> dict[Path, str]:
+def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     """Short, unique names for files in trace ids: the file name, or the path when two
-    inputs share a name."""
+    inputs share a name (``files``: paths, or their strings as ``str(Path)`` writes them)."""
     files = list(files)
-    names = [f.name for f in files]
+    names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
     clash = Counter(names)
     return {f: (n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
 
 
-def _size(path: Path) -> int:
+def _size(path: str | Path) -> int:
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size
     except OSError:
         return 0
 
 
 def progress_reporter(
-    files: Sequence[Path], enabled: bool
+    files: Sequence[str | Path], enabled: bool
 ) -> AbstractContextManager[Callable[[int], None]]:
     """A context giving ``advance(bytes_done_in_current_file)``: a rich progress bar when
     ``enabled`` and the files hold at least :data:`PROGRESS_MIN_BYTES`, else a no-op."""

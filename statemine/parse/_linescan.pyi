@@ -1,5 +1,7 @@
 """Types of the C log scanner (``_linescan.c``), for mypy."""
 
+from collections.abc import Sequence
+from os import PathLike
 from typing import Any
 
 from typing_extensions import Buffer
@@ -25,6 +27,23 @@ class Scanner:
 
     def take(self) -> dict[str, Any]:
         """The columns of the rows fed since the last take (as scan's)."""
+
+    def feed_files(
+        self,
+        files: Sequence[str | bytes | PathLike[str]],
+        start: int,
+        max_line_bytes: int,
+        chunk_bytes: int,
+        sniff: bool,
+        max_rows: int,
+        /,
+    ) -> tuple[int, int, bytes, bytes, dict[str, Any] | bytes | None]:
+        """Open, read and feed whole small files from ``files[start]`` on (next_file() +
+        feed() each; without the GIL): (next file, status: 0 fed up to
+        it, 1 it is for the Python side, 2 it has a bad line, 3 it has no statemine line;
+        per file fed its first trace code and its bytes, int64; detail: for 2 the error
+        dict, for 1 the file's first 64 KiB as read (all of it when shorter), or None when
+        it could not be read)."""
 
     def next_file(self) -> None:
         """The next block starts another file: line 1, its connections new traces."""

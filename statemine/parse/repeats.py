@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError
 
@@ -30,10 +31,15 @@ if TYPE_CHECKING:
 RUN_TRACES = "traces.parquet"
 #: The run's raw log, whose content identifies the run.
 RUN_LOG = "run.log.gz"
+#: A listed file: a path, or its string (:func:`statemine.parse.expand_files`).
+P = TypeVar("P", str, Path)
 
 
-def run_id_of(path: Path) -> str | None:
+def run_id_of(path: str | Path) -> str | None:
     """The run id of a lab run's ``runs/<run_id>/traces.parquet``, else None."""
+    if not os.fspath(path).endswith(RUN_TRACES):  # most files: no Path made
+        return None
+    path = Path(path)
     if path.name != RUN_TRACES or path.parent.parent.name != "runs":
         return None
     return path.parent.name
@@ -60,24 +66,26 @@ def run_digest(run_dir: Path) -> str:
         raise InputError(where, None, f"cannot read the run to compare it: {exc}") from None
 
 
-def drop_repeated_runs(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
-    """``files`` without the lab runs already listed (same run id, same content), and one
-    note per pair of folders sharing runs, naming both.
+def drop_repeated_runs(files: Sequence[P]) -> tuple[list[P], list[str]]:
+    """``files`` (paths or their strings) without the lab runs already listed (same run id,
+    same content), and one note per pair of folders sharing runs, naming both.
 
     Raises :class:`InputError` naming both files when two runs share an id but differ.
     """
+    if not any(os.fspath(f).endswith(RUN_TRACES) for f in files):  # no lab run among them
+        return list(files), []
     first: dict[str, Path] = {}
     digests: dict[Path, str] = {}
-    kept: list[Path] = []
+    kept: list[P] = []
     repeats: dict[tuple[Path, Path], list[str]] = {}
-    for f in files:
-        rid = run_id_of(f)
+    for listed in files:
+        rid = run_id_of(listed)
         if rid is None or rid not in first:
             if rid is not None:
-                first[rid] = f
-            kept.append(f)
+                first[rid] = Path(listed)
+            kept.append(listed)
             continue
-        a = first[rid]
+        a, f = first[rid], Path(listed)
         for d in (a.parent, f.parent):
             if d not in digests:
                 digests[d] = run_digest(d)

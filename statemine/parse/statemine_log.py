@@ -48,6 +48,8 @@ KINDS = ("state", "event")
     _E_OUT_OF_PLACE,
     _E_NOT_KV,
 ) = range(1, 11)
+#: Status codes of ``Scanner.feed_files`` (statemine/parse/_linescan.c).
+_FF_OK, _FF_FALLBACK, _FF_ERROR, _FF_NO_LINES = range(4)
 #: The numeric fields in the scanner's order (= ``traces.NUMERIC_FIELDS``, which loads pandas).
 NUMERIC_KEYS = ("cwnd", "inflight", "ssthresh", "srtt")
 
@@ -101,7 +103,9 @@ class ScanEnd(NamedTuple):
 SNIFF_BYTES = 65536
 _GZIP_MAGIC = b"\x1f\x8b"
 #: ``sniff(path, head)`` of :func:`scan_files`: whether the file is a statemine log, given
-#: its first :data:`SNIFF_BYTES` bytes (None when it cannot be opened or read).
+#: its first :data:`SNIFF_BYTES` bytes (None when it cannot be opened or read). It is not
+#: asked of a plain (not gzip, not Parquet) file under SNIFF_BYTES holding ``STATEMINE t=``:
+#: :func:`scan_files` takes such a file as a statemine log (in C, ``Scanner.feed_files``).
 Sniff = Callable[[Path, "bytes | None"], bool]
 
 #: The scanner's packed per-trace record (Scanner.traces, Scanner.info).
@@ -252,7 +256,7 @@ def read_statemine_logs(
 
 
 def read_statemine_run(
-    paths: Sequence[Path],
+    paths: Sequence[str | Path],
     sources: Sequence[str],
     sniff: Sniff | None = None,
     *,
@@ -333,7 +337,7 @@ class _Rows:
         self.n += len(b.time)
 
 
-def _path_of(paths: Sequence[Path], block: ScannedBlock, trace: int) -> Path:
+def _path_of(paths: Sequence[str | Path], block: ScannedBlock, trace: int) -> str | Path:
     """The file of trace code ``trace`` of ``block``."""
     return paths[block.file_of(trace)]
 
@@ -355,7 +359,7 @@ def no_lines_error(path: str | Path) -> InputError:
 
 
 def scan_files(
-    files: Sequence[Path],
+    files: Sequence[str | Path],
     on_progress: Callable[[int], None] | None = None,
     depth: int = 4,
     *,
@@ -376,6 +380,8 @@ def scan_files(
     statemine line; ``scanner`` (a new :class:`Scanner`) is the one used, for its traces
     once the scan has ended. ``sniff``: the scan stops before the first file it refuses
     (:attr:`ScanEnd.n_files` says how many were read); a small file is read once for both.
+    Small plain files are opened, read and scanned in C (``Scanner.feed_files``, without
+    the GIL, many files a call); the rest (big, gzip or unreadable) one by one here.
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
@@ -383,10 +389,32 @@ def scan_files(
         buffer = bytearray(chunk_bytes + max_line_bytes + 1)
         starts: list[int] = []  # first trace code per file (an array per handed-over block)
         n_files = len(files)
-        for i, path in enumerate(files):
-            head, whole = _head(path, chunk_bytes)
-            if sniff is not None and not sniff(path, head):
-                n_files = i
+        i = 0
+        while i < n_files:
+            # small plain files: opened, read, sniffed and scanned in C, many a call
+            i, status, begun, sizes, detail = scan.feed_files(
+                files, i, max_line_bytes, chunk_bytes, sniff is not None, GATHER_ROWS
+            )
+            starts.extend(np.frombuffer(begun, np.int64).tolist())
+            if on_progress is not None:
+                for size in np.frombuffer(sizes, np.int64).tolist():
+                    on_progress(size)  # the file's bytes, as iter_blocks counts
+            if isinstance(detail, dict):  # status _FF_ERROR
+                raise _input_error(Path(files[i]), detail, max_line_bytes)
+            if status == _FF_NO_LINES:
+                raise no_lines_error(files[i])
+            if scan.n_rows >= GATHER_ROWS:
+                yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
+            if status == _FF_OK:
+                continue
+            path = files[i]  # left to us: big, gzip, Parquet, unreadable or not a statemine log
+            i += 1
+            if detail is None:  # not read: open it here, and say why when it fails
+                head, whole = _head(path, chunk_bytes)
+            else:  # its head, as C read it (to the end when under SNIFF_BYTES)
+                head, whole = detail, _whole(detail, chunk_bytes)
+            if sniff is not None and not sniff(Path(path), head):
+                n_files = i - 1
                 break
             if starts:
                 scan.next_file()
@@ -426,7 +454,7 @@ def scan_files(
     return read_ahead(produce(), depth)
 
 
-def _head(path: Path, chunk_bytes: int) -> tuple[bytes | None, bytes | None]:
+def _head(path: str | Path, chunk_bytes: int) -> tuple[bytes | None, bytes | None]:
     """The first :data:`SNIFF_BYTES` bytes of ``path`` (None when it cannot be opened or
     read) and, when that is the whole file and its content (decompressed from gzip) fits
     one block of ``chunk_bytes``, that content (else None: the scan reads it again)."""
@@ -441,9 +469,17 @@ def _head(path: Path, chunk_bytes: int) -> tuple[bytes | None, bytes | None]:
         return None, None
     finally:
         os.close(fd)
-    if whole and head[:2] == _GZIP_MAGIC:
-        return head, _gunzip(head, chunk_bytes)
-    return head, head if whole and len(head) <= chunk_bytes else None
+    return head, _whole(head, chunk_bytes) if whole else None
+
+
+def _whole(data: bytes, chunk_bytes: int) -> bytes | None:
+    """A file's content from all its bytes ``data`` (decompressed from gzip) when it is
+    under :data:`SNIFF_BYTES` and fits one block of ``chunk_bytes``, else None."""
+    if len(data) >= SNIFF_BYTES:
+        return None
+    if data[:2] == _GZIP_MAGIC:
+        return _gunzip(data, chunk_bytes)
+    return data if len(data) <= chunk_bytes else None
 
 
 def _gunzip(data: bytes, limit: int) -> bytes | None:
@@ -468,7 +504,7 @@ def _gunzip(data: bytes, limit: int) -> bytes | None:
 
 
 def _whole_blocks(
-    path: Path, data: bytes, max_line_bytes: int, line_number: Callable[[], int]
+    path: str | Path, data: bytes, max_line_bytes: int, line_number: Callable[[], int]
 ) -> Iterator[memoryview]:
     """A file read whole as :func:`~statemine.parse.lines.iter_blocks` gives it when it fits
     one block: its lines up to the last newline, then the unfinished last line (refused

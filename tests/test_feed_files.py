@@ -1,0 +1,248 @@
+"""Small statemine logs opened, read and scanned in C (``Scanner.feed_files``, issue 29)
+and folders listed as strings (``expand_files``). Each check compares with the per-file
+readers (``read_statemine_log``: the block reader and ``Scanner.feed``; ``load``;
+``read_qlog``) joined as ``statemine.read`` joins runs of one format."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_many_files import assert_same_set, write_logs
+
+import statemine
+from statemine.errors import InputError
+from statemine.parse import _concat, _source_names, detect_format, expand_files, expand_paths
+from statemine.parse import statemine_log as sl
+from statemine.parse._linescan import Scanner
+from statemine.traces import concat, load
+
+QLOG = Path(__file__).parent / "data" / "qlog" / "draft01.qlog"
+MAX_LINE = 1 << 20
+CHUNK = 16 << 20
+
+
+def fed_one_by_one(paths: list, chunk: int = CHUNK) -> tuple:
+    """The scanner's state after next_file + feed of each whole file, in Python."""
+    scan = Scanner(max_time=sl.MAX_TIME_S)
+    for i, p in enumerate(paths):
+        if i:
+            scan.next_file()
+        with open(p, "rb") as fh:
+            assert scan.feed(fh.read(), MAX_LINE) is None
+    return scan.take(), scan.traces(), scan.names()
+
+
+def test_feed_files_is_feed_of_each_whole_file(tmp_path):
+    files = [str(f) for f in write_logs(tmp_path, np.random.default_rng(11), 9)]
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/odd\xff.log")  # not UTF-8
+    with open(os.fsencode(odd), "w") as fh:
+        fh.write("STATEMINE t=1 conn=z role=client state=Recovery cwnd=4")  # no newline
+    files.insert(4, odd)
+    scan = Scanner(max_time=sl.MAX_TIME_S)
+    at, starts, sizes = 0, [], []
+    while at < len(files):  # a window of 3 rows' worth at a time
+        at, status, begun, size, error = scan.feed_files(files, at, MAX_LINE, CHUNK, True, 3)
+        assert (status, error) == (sl._FF_OK, None)
+        starts += np.frombuffer(begun, np.int64).tolist()
+        sizes += np.frombuffer(size, np.int64).tolist()
+    want_rows, want_traces, want_names = fed_one_by_one(files)
+    assert scan.take() == want_rows
+    assert scan.traces() == want_traces and scan.names() == want_names
+    assert sizes == [os.path.getsize(f) for f in files]
+    conns = want_traces[0]
+    assert len(starts) == len(files) and starts[0] == 0 and sorted(starts) == starts
+    assert starts[4] < len(conns) and conns[starts[4]] == "z"
+    bytes_paths = [os.fsencode(f) for f in files]  # bytes and PathLike are paths too
+    other = Scanner(max_time=sl.MAX_TIME_S)
+    assert other.feed_files(bytes_paths, 0, MAX_LINE, CHUNK, True, 1 << 30)[:2] == (len(files), 0)
+    assert other.take() == want_rows
+    other = Scanner(max_time=sl.MAX_TIME_S)
+    assert other.feed_files(list(map(Path, files)), 0, MAX_LINE, CHUNK, True, 1 << 30)[0] == 10
+
+
+def test_feed_files_leaves_to_python_what_it_cannot_take_whole(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("STATEMINE t=0 conn=a state=X\n")
+    cases = {
+        "gzip": gzip.compress(log.read_bytes()),
+        "parquet": b"PAR1 STATEMINE t=0 conn=a state=X\n",
+        "no marker": b"just text\n",
+        "empty": b"",
+        "64 KiB": b"STATEMINE t=0 conn=a state=X\n" + b"x" * (sl.SNIFF_BYTES - 29),
+    }
+    for what, content in cases.items():
+        other = tmp_path / f"{what}.log"
+        other.write_bytes(content)
+        scan = Scanner()
+        got = scan.feed_files([str(log), str(other), str(log)], 0, MAX_LINE, CHUNK, True, 1 << 30)
+        assert got[:2] == (1, sl._FF_FALLBACK), what
+        assert got[4] == content[: sl.SNIFF_BYTES], what  # its head: not read again
+        assert scan.n_traces == 1 and scan.next_line == 2, what  # file 2 not begun
+    missing = str(tmp_path / "missing.log")
+    nul = "a\0b.log"
+    for name in (missing, nul):  # None: opened again in Python, which says why it fails
+        assert Scanner().feed_files([name], 0, MAX_LINE, CHUNK, True, 1) == (0, 1, b"", b"", None)
+    # over chunk_bytes: left to the block reader
+    assert Scanner().feed_files([str(log)], 0, MAX_LINE, 8, True, 1)[:2] == (0, 1)
+    # without a sniff a file without lines is scanned and said to have none
+    got = Scanner().feed_files([str(log), missing], 0, MAX_LINE, CHUNK, False, 1 << 30)
+    assert got[:2] == (1, sl._FF_FALLBACK)
+    other = tmp_path / "no marker.log"
+    got = Scanner().feed_files([str(log), str(other)], 0, MAX_LINE, CHUNK, False, 1 << 30)
+    assert got[:2] == (1, sl._FF_NO_LINES)
+    with pytest.raises(TypeError):
+        Scanner().feed_files([3], 0, MAX_LINE, CHUNK, True, 1)
+    with pytest.raises(IndexError):
+        Scanner().feed_files([str(log)], 2, MAX_LINE, CHUNK, True, 1)
+
+
+def test_feed_files_error_is_feeds_error(tmp_path):
+    good, bad = tmp_path / "a.log", tmp_path / "b.log"
+    good.write_text("STATEMINE t=0 conn=a state=X\n")
+    bad.write_text("x\nSTATEMINE t=2 conn=a state=X\nSTATEMINE t=1 conn=a state=Y cwnd=q\n")
+    scan = Scanner()
+    at, status, _, _, error = scan.feed_files(
+        [str(good), str(bad)], 0, MAX_LINE, CHUNK, True, 1 << 30
+    )
+    assert (at, status) == (1, sl._FF_ERROR)
+    want = Scanner()
+    want.feed(good.read_bytes(), MAX_LINE)
+    want.next_file()
+    assert error == want.feed(bad.read_bytes(), MAX_LINE)
+    assert error is not None and error["line"] == 3
+
+
+def lab_mix(folder: Path, outside: Path, n_logs: int) -> tuple[list[Path], list[str]]:
+    """A folder of ``n_logs`` small statemine logs with other files among them: a saved
+    trace set, a qlog file, a gzip log, a log over 64 KiB, one without its last newline,
+    CRLF line ends, a link to a log of the folder (listed once) and one to a log outside it
+    (followed). The files ``statemine.read`` lists, in order, and their formats."""
+    folder.mkdir()
+    logs = write_logs(folder, np.random.default_rng(29), n_logs)
+    logs[10].write_text(logs[10].read_text().rstrip("\n"))
+    logs[11].write_bytes(logs[11].read_bytes().replace(b"\n", b"\r\n"))
+    big = "".join(f"STATEMINE t={i} conn=big state=Recovery cwnd={i}\n" for i in range(3000))
+    logs[n_logs * 7 // 20].write_text(big)
+
+    def beside(k: int, suffix: str) -> Path:  # listed right after logs[k]
+        return folder / f"{logs[k].stem}0{suffix}"
+
+    beside(n_logs // 4, ".log.gz").write_bytes(gzip.compress(logs[n_logs // 4].read_bytes()))
+    statemine.save(
+        sl.read_statemine_log(logs[3], source="saved"), beside(n_logs * 9 // 20, ".parquet")
+    )
+    beside(n_logs * 3 // 5, ".qlog").write_bytes(QLOG.read_bytes())
+    outside.write_text("STATEMINE t=0 conn=out state=SlowStart\n")
+    beside(n_logs * 13 // 20, "-out.log").symlink_to(outside)
+    (folder / "zz-again.log").symlink_to(logs[5])  # the same file: listed once
+    names = sorted(p.name for p in folder.iterdir() if p.name != "zz-again.log")
+    listed = [folder / n for n in names]
+    return listed, [detect_format(p) for p in listed]
+
+
+def by_runs(listed: list[Path], formats: list[str], one_by_one: bool) -> statemine.TraceSet:
+    """The set statemine.read makes, read without ``Scanner.feed_files``: each run of
+    statemine logs through the block reader (``chunk_bytes`` 16: no file is read whole),
+    or (``one_by_one``) each log alone and the run joined with concat; any other file
+    alone; all joined."""
+    from statemine.parse.qlog import read_qlog
+
+    sources = _source_names(listed)
+    sets: list[statemine.TraceSet] = []
+    run: list[Path] = []
+    for f, fmt in [*zip(listed, formats), (listed[-1], "end")]:
+        if fmt == "statemine":
+            run.append(f)
+            continue
+        if run and one_by_one:
+            each = [sl.read_statemine_log(g, source=sources[g]) for g in run]
+            sets.append(each[0] if len(each) == 1 else concat(each))
+        elif run:
+            sets.append(sl.read_statemine_logs(run, [sources[g] for g in run], chunk_bytes=16))
+        run = []
+        if fmt == "parquet":
+            sets.append(load(f))
+        elif fmt == "qlog":
+            sets.append(read_qlog(f, source=sources[f]))
+    return _concat(sets)
+
+
+@pytest.fixture(scope="module")
+def mix(tmp_path_factory):
+    top = tmp_path_factory.mktemp("mix")
+    listed, formats = lab_mix(top / "logs", top / "outside.log", 2000)
+    return top / "logs", listed, formats
+
+
+def test_a_mixed_folder_of_2000_logs_reads_as_the_block_reader_reads_it(mix, monkeypatch):
+    folder, listed, formats = mix
+    assert expand_paths(folder) == listed
+    assert formats.count("statemine") == 2002 and set(formats) == {"statemine", "parquet", "qlog"}
+    want = by_runs(listed, formats, one_by_one=False)
+    assert_same_set(statemine.read(folder), want)
+    monkeypatch.setattr(sl, "GATHER_ROWS", 7)  # blocks handed over every few files
+    assert_same_set(statemine.read(folder), want)
+
+
+def test_a_mixed_folder_reads_as_its_files_one_by_one(tmp_path):
+    listed, formats = lab_mix(tmp_path / "logs", tmp_path / "outside.log", 40)
+    assert_same_set(statemine.read(tmp_path / "logs"), by_runs(listed, formats, one_by_one=True))
+
+
+def test_a_bad_line_in_file_1500_is_named(tmp_path):
+    logs = write_logs(tmp_path, np.random.default_rng(15), 2000)
+    bad = logs[1500]
+    bad.write_text(bad.read_text() + "STATEMINE t=1e99 conn=c0 state=Recovery\n")
+    with pytest.raises(InputError) as alone:
+        sl.read_statemine_log(bad)
+    with pytest.raises(InputError) as err:
+        statemine.read(tmp_path)
+    assert (err.value.file, err.value.line, str(err.value)) == (
+        str(bad),
+        alone.value.line,
+        str(alone.value),
+    )
+    bad.write_text("")  # an empty file: the error of format detection, as before
+    with pytest.raises(InputError) as err:
+        statemine.read(tmp_path)
+    with pytest.raises(InputError) as alone:
+        detect_format(bad)
+    assert str(err.value) == str(alone.value)
+
+
+def test_expand_files_writes_paths_as_pathlib_does(tmp_path, monkeypatch):
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    for name in ("a.log", "sub/b.log", "sub/deeper/c.txt", "sub/skip.csv"):
+        (tmp_path / name).write_text("STATEMINE t=0 conn=a state=X\n")
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        ".": ["a.log", "sub/b.log", "sub/deeper/c.txt"],
+        "./sub/": ["sub/b.log", "sub/deeper/c.txt"],
+        "sub//deeper": ["sub/deeper/c.txt"],
+        str(tmp_path) + "/": [
+            f"{tmp_path}/{n}" for n in ("a.log", "sub/b.log", "sub/deeper/c.txt")
+        ],
+        "./a.log": ["a.log"],
+    }
+    for given, want in cases.items():
+        assert expand_files(given) == want, given
+        assert expand_paths(given) == [Path(w) for w in want]
+        assert [str(Path(f)) for f in want] == want
+
+
+def test_progress_counts_each_files_bytes(tmp_path):
+    """on_progress sees each file's bytes (a gzip file's compressed ones), as before."""
+    files = write_logs(tmp_path, np.random.default_rng(5), 5)
+    packed = tmp_path / "run002.log.gz"
+    packed.write_bytes(gzip.compress(files[2].read_bytes()))
+    files[2] = packed
+    files[3].write_text("".join(f"STATEMINE t={i} conn=b state=X\n" for i in range(4000)))
+    seen: list[int] = []
+    assert isinstance(list(sl.scan_files(files, seen.append))[-1], sl.ScanEnd)
+    sizes = [f.stat().st_size for f in files]
+    assert sizes[3] > sl.SNIFF_BYTES  # the block reader's: after its read, and at the end
+    assert seen == [*sizes[:3], sizes[3], sizes[3], sizes[4]]
