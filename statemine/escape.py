@@ -42,6 +42,21 @@ FORMULA_TRIGGERS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 CSV_QUOTED = frozenset(',"\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029')
 
 
+def name_text(name: str) -> str:
+    """A file name as text that any writer takes (Arrow, Parquet, JSON: UTF-8): bytes of a
+    POSIX name that are not UTF-8 (``os.fsdecode`` keeps them as lone surrogates) written
+    ``\\xNN``; every other name unchanged.
+
+    >>> name_text("run-1.log"), name_text("run-\\udcff.log")
+    ('run-1.log', 'run-\\\\xff.log')
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 def visible(text: object, *, backslash: bool = True) -> str:
     """``text`` with every non-printable character (controls, NUL, bidi overrides, line
     separators) and (with ``backslash``) the backslash written as an escape; printable

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, StatemineError, UsageError
+from .escape import name_text
 from .fileio import atomic_path, os_error, os_errors, write_json
 from .store_log import (
     IDENT,
@@ -636,7 +637,7 @@ def _stream_batch(path: Path, root: Path, batch_rows: int) -> _Batch:
 
     def write(target: Path) -> None:
         try:
-            _write_streamed(sp, ids, str(path), target, batch_rows)
+            _write_streamed(sp, ids, name_text(str(path)), target, batch_rows)
         finally:
             folder.cleanup()
 

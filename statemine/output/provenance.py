@@ -35,6 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..escape import name_text
+
 #: The file name of the provenance in every ``--out`` set.
 PROVENANCE_FILE = "provenance.json"
 
@@ -87,11 +89,11 @@ def provenance(
         "command": command,
         "command_line": None
         if command_line is None
-        else shlex.join(["statemine", *map(str, command_line)]),
+        else name_text(shlex.join(["statemine", *map(str, command_line)])),
         "inputs": [
             {
                 "role": item.role,
-                "path": str(item.path),
+                "path": name_text(str(item.path)),
                 "selections": list(item.selections),
                 **(
                     digests[str(item.path)]
@@ -140,7 +142,8 @@ def input_digest(path: str | os.PathLike) -> dict[str, Any]:
             digest, size = _file_sha256(file)
             listing.append(f"{digest}  {name}\n")
         total += size
-    sha = hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
+    # a name's bytes as they are, as sha256sum lists them (not UTF-8 where the name is not)
+    sha = hashlib.sha256("".join(listing).encode("utf-8", "surrogateescape")).hexdigest()
     kind = "store" if store else "folder"
     return {"kind": kind, "files": len(files), "bytes": total, "sha256": sha}
 

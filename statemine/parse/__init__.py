@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError, UsageError
+from ..escape import name_text
 from .lines import head_bytes, read_error, stat_input, stat_path
 
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
@@ -468,7 +469,7 @@ def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     files = list(files)
     names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
     clash = Counter(names)
-    return {f: (n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
+    return {f: name_text(n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
 
 
 def _size(path: str | Path) -> int:

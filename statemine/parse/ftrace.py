@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
+from ..escape import name_text
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks
 from .timerange import first_implausible, time_problem
 
@@ -247,7 +248,14 @@ def read_ftrace(
     if not len(data["time"]):
         raise _no_events(path)
     ts, n_sockets = _build(
-        path, source or path.name, data, sockets, losses, keep_repeats, keep_receivers, mss
+        path,
+        source or name_text(path.name),
+        data,
+        sockets,
+        losses,
+        keep_repeats,
+        keep_receivers,
+        mss,
     )
     if ts is None:
         raise _only_receivers(path, n_sockets)
@@ -369,7 +377,14 @@ def read_ftrace_batches(
     for first, stop in batches(counts, batch_rows):
         for data in gather_columns(folder, sizes, _SPILL, first, stop, None, _by_socket):
             ts, n = _build(
-                path, source or path.name, data, sockets, losses, keep_repeats, keep_receivers, mss
+                path,
+                source or name_text(path.name),
+                data,
+                sockets,
+                losses,
+                keep_repeats,
+                keep_receivers,
+                mss,
             )
             n_sockets += n
             if ts is not None:
@@ -886,7 +901,7 @@ def _build(
     traces = pd.DataFrame(
         {
             "trace": pd.Series([ids[i] for i in kept], dtype=str),
-            "source": str(path),
+            "source": name_text(str(path)),
             "end": end[kept],
             "conn": pd.Series([keys[i] for i in kept], dtype=str),
             "saddr": [parts[i][0] for i in kept],

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from ..errors import InputError, UsageError
+from ..escape import name_text
 from .lines import ordered_map, stat_input
 from .re2line import Re2Line, translate
 from .timerange import MAX_TIME_S, MAX_TIME_UNITS, first_implausible, time_problem
@@ -322,7 +323,7 @@ def read_regex_arrays(
         events = _read_file(
             path, compiled, template, time_kind, by_file, ignore_nonmatching, encoding, arrow
         )
-        acc.add(events, str(path))
+        acc.add(events, name_text(str(path)))
     if not acc.n_events:
         raise InputError(
             ", ".join(str(p) for p in paths) or None,

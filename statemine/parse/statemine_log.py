@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 import numpy as np
 
 from ..errors import InputError
+from ..escape import name_text
 from ._linescan import Scanner
 from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
 from .timerange import MAX_TIME_S, time_problem
@@ -219,8 +220,8 @@ def read_statemine_log(
         raise no_lines_error(path)
     path = Path(path)
     table = scan.traces()
-    ids = trace_ids(source or path.name, table)
-    return _to_traceset(rows, scan.names(), table, ids, [str(path)] * len(ids))
+    ids = trace_ids(source or name_text(path.name), table)
+    return _to_traceset(rows, scan.names(), table, ids, [name_text(str(path))] * len(ids))
 
 
 def read_statemine_logs(
@@ -292,15 +293,17 @@ def read_statemine_run(
     packed = np.frombuffer(info, _INFO)
     table = TraceTable(conns, roles, packed["last"], packed["close"], packed["n"])
     if n_files == 1:  # as read_statemine_log: the file's own categories
-        ids = trace_ids(sources[0], table)
-        return _to_traceset(rows, scanner.names(), table, ids, [str(paths[0])] * len(ids)), 1
+        ids = trace_ids(name_text(sources[0]), table)
+        return _to_traceset(
+            rows, scanner.names(), table, ids, [name_text(str(paths[0]))] * len(ids)
+        ), 1
     counts = np.diff(np.r_[end.file_starts, len(conns)])
     file_of_trace = np.repeat(np.arange(n_files), counts)
     ids = [
-        f"{sources[f]}#{c}" + (f"/{r}" if r is not None else "")
+        f"{name_text(sources[f])}#{c}" + (f"/{r}" if r is not None else "")
         for f, c, r in zip(file_of_trace.tolist(), conns, roles)
     ]
-    source = [str(p) for p in paths[:n_files]]
+    source = [name_text(str(p)) for p in paths[:n_files]]
     ts = _to_traceset(
         rows,
         scanner.names(),

@@ -43,6 +43,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from ...escape import name_text
 from ...traces import TracePart, TraceSet, merge_meta
 from ..lines import open_binary
 from ..statenames import implementation_key
@@ -139,7 +140,7 @@ def read_qlog(
     path = Path(path)
     ts, _ = _read_files(
         [path],
-        [source or path.name],
+        [source or name_text(path.name)],
         names,
         implementation,
         derive_states,
@@ -277,7 +278,7 @@ def read_qlog_parts(
         max_record_bytes,
         max_document_bytes,
         overrides,
-        source or path.name,
+        source or name_text(path.name),
         min(slice_rows, _SLICE_ROWS),
     )
     for conn, parts in walk:
@@ -289,7 +290,13 @@ def read_qlog_parts(
                 yield part
             continue
         ts = _build(
-            path, source or path.name, [conn], overrides, derive_states, report, allow_empty=True
+            path,
+            source or name_text(path.name),
+            [conn],
+            overrides,
+            derive_states,
+            report,
+            allow_empty=True,
         )
         del conn  # its events are in the part now
         if ts is not None:

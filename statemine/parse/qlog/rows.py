@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...escape import name_text
 from ...traces import TracePart, TraceSet
 from ..statenames import (
     PICOQUIC_BBR_PHASES,
@@ -450,7 +451,7 @@ def _trace_row(path: Path, trace_id: str, conn: _Connection, derived: bool) -> d
     """The traces-frame row of a connection."""
     return {
         "trace": trace_id,
-        "source": str(path),
+        "source": name_text(str(path)),
         "end": conn.end,
         **conn.labels,
         "file_events": conn.n_events,
