@@ -310,3 +310,48 @@ def test_folds_of_up_to_300_nodes_on_a_2000_event_connection_log(tmp_path):
     assert violated_rows(g, inv.to_dict("records")) == []
     assert perfume_lower_bound(log, codes, ticks) == 110
     assert model.n_nodes <= 400
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(2, 9).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(0, 2)),
+                min_size=1,
+                max_size=20,
+            ),
+            st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=1, max_size=3),
+        )
+    )
+)
+def test_positive_cycle_nodes_match_networkx(case):
+    """:func:`~.timecheck.positive_cycle_nodes` (one strongly connected components pass
+    when the whole graph has no positive cycle) equals, per blocked row, networkx's
+    components of the graph without the blocked nodes' outgoing edges that hold an edge
+    of positive largest delta."""
+    import networkx as nx
+
+    from statemine.infer.synoptic.timecheck import aggregate_edges, positive_cycle_nodes
+
+    n, edges, blocked_rows = case
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    w = np.array([float(e[2]) for e in edges])
+    g = aggregate_edges(n, src, dst, w, w, np.zeros(n, dtype=np.int64))
+    blocked = np.array(blocked_rows, dtype=bool)
+    got = positive_cycle_nodes(g, blocked)
+    for r, mask in enumerate(blocked):
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(n))
+        kept = [(int(u), int(v), float(x)) for u, v, x in zip(g.src, g.dst, g.wmax) if not mask[u]]
+        graph.add_weighted_edges_from(kept)
+        want = np.zeros(n, dtype=bool)
+        for comp in nx.strongly_connected_components(graph):
+            if any(u in comp and v in comp and x > 0 for u, v, x in kept):
+                want[list(comp)] = True
+        assert np.array_equal(got[r], want)
+    assert np.array_equal(
+        positive_cycle_nodes(g)[0], positive_cycle_nodes(g, blocked[:1] & False)[0]
+    )
