@@ -364,3 +364,37 @@ def test_positive_cycle_nodes_match_networkx(case):
     assert np.array_equal(
         positive_cycle_nodes(g)[0], positive_cycle_nodes(g, blocked[:1] & False)[0]
     )
+
+
+def test_dense_logs_go_on_in_smaller_pieces(tmp_path, monkeypatch):
+    """A state log of about 1,900 events, every delay distinct: the first piece (about
+    ``FIRST_FIT_EVENTS`` events) has more than ``FOLD_NODES`` nodes by first fit, so the
+    rest goes in pieces of about ``PIECE_EVENTS`` events (first fit's cost per event grows
+    with the piece), not one piece of the remaining ~900; the model stays valid."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_synoptic import REGEX, SEPARATOR, state_log
+    from bench_synoptic import write_log as write_states
+
+    import statemine.infer.synoptic.perfume_infer as perfume_infer
+
+    path = tmp_path / "states.log"
+    write_states(state_log(1900, np.random.default_rng(1900)), path, np.random.default_rng(0))
+    log = read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
+    inv, codes, ticks = _codes(log)
+    sizes: list[tuple[int, int]] = []
+    real = perfume_infer.first_fit_model
+
+    def recording(sub, *args, **kwargs):
+        model = real(sub, *args, **kwargs)
+        sizes.append((sub.n_events, model.n_nodes))
+        return model
+
+    monkeypatch.setattr(perfume_infer, "first_fit_model", recording)
+    model = infer_pieces(log, codes, ticks, 1)
+    assert sizes[0][0] >= perfume_infer.FIRST_FIT_EVENTS
+    assert sizes[0][1] > perfume_infer.FOLD_NODES
+    assert len(sizes) >= 3
+    assert all(n < 1.5 * perfume_infer.PIECE_EVENTS for n, _ in sizes[1:])
+    assert sum(n for n, _ in sizes) == log.n_events
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []

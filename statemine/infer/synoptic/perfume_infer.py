@@ -730,6 +730,7 @@ def infer_pieces(
     seed: int,
     size: int = FIRST_FIT_EVENTS,
     fold_nodes: int = FOLD_NODES,
+    dense_size: int = PIECE_EVENTS,
 ) -> PartitionModel:
     """A model of a long log made piece by piece: the traces in runs of about ``size``
     events (:func:`pieces`), each run's model by :func:`first_fit_model` under the whole
@@ -741,14 +742,15 @@ def infer_pieces(
     shared, and no timed walk passes them), and a run's traces satisfy the whole log's
     invariants (each holds on every subset of the traces, with bounds at least as tight),
     so the union satisfies them.  Cost: linear in the runs (each fold works on at most
-    ``fold_nodes`` plus one run's nodes)."""
+    ``fold_nodes`` plus one run's nodes).  Once a run's own model has more than
+    ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
+    ``dense_size`` events (first fit's cost per event grows with the run)."""
     from .timeconflicts import timed_sides
 
     sides = timed_sides(log, codes, ticks)
-    runs = pieces(log, size)
     part = np.empty(log.n_events, dtype=np.int64)
     node_type = [-1, -1]
-    seeds = np.random.SeedSequence(seed).spawn(len(runs))
+    seeds = np.random.SeedSequence(seed)
     open_first: int | None = None  # first trace of the model being folded
     open_model: PartitionModel | None = None
 
@@ -757,11 +759,16 @@ def infer_pieces(
         part[lo:hi] = model.part - 2 + len(node_type)
         node_type.extend(model.node_type[2:].tolist())
 
-    for (first, last), sub_seed in zip(runs, seeds):
-        rng = np.random.default_rng(sub_seed)
+    last = 0
+    while last < log.n_traces:
+        first = last
+        last = first + pieces(sub_log(log, first, log.n_traces), size)[0][1]
+        rng = np.random.default_rng(seeds.spawn(1)[0])
         lo, hi = int(log.starts[first]), int(log.starts[last])
         sub = sub_log(log, first, last)
         piece = first_fit_model(sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi))
+        if piece.n_nodes > fold_nodes:
+            size = min(size, dense_size)
         if open_model is None or open_first is None:
             open_first, open_model = first, piece
         else:
