@@ -175,6 +175,12 @@ class TimedGraph:
         """Edge indices sorted by target (stable), computed once per graph."""
         return np.argsort(self.dst, kind="stable")
 
+    @cached_property
+    def cyclic(self) -> np.ndarray:
+        """Nodes on a cycle with a positive largest delta (:func:`positive_cycle_nodes`
+        without blocked nodes), computed once per graph."""
+        return _positive_cycles(self, np.ones(len(self.src), dtype=bool))
+
 
 def timed_graph(
     part: np.ndarray, node_type: np.ndarray, log: EventLog, ticks: np.ndarray
@@ -259,24 +265,34 @@ def first_nodes(g: TimedGraph, types: np.ndarray) -> np.ndarray:
         x = more
 
 
+def _positive_cycles(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
+    """Nodes in a strongly connected component of the edges ``keep`` of ``g`` that holds
+    one of them with a positive ``wmax``."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    src, dst = g.src[keep], g.dst[keep]  # sorted by source (aggregate_edges)
+    indptr = np.searchsorted(src, np.arange(g.n + 1))
+    graph = csr_matrix((np.ones(len(src)), dst, indptr), shape=(g.n, g.n))
+    _, comp = connected_components(graph, directed=True, connection="strong")
+    inner = (comp[src] == comp[dst]) & (g.wmax[keep] > 0)
+    return np.isin(comp, comp[src[inner]])
+
+
 def positive_cycle_nodes(g: TimedGraph, blocked: np.ndarray | None = None) -> np.ndarray:
     """Nodes on a cycle with a positive largest delta: those in a strongly connected
     component holding an edge of positive ``wmax`` (any edge of a component lies on a
     cycle).  ``blocked[r]``: per row, nodes whose outgoing edges do not count (walks end
-    there); returns one row per ``blocked`` row, or one row."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
+    there); returns one row per ``blocked`` row, or one row.  Blocking only removes
+    edges, so when the whole graph has no such cycle no row has one (one strongly
+    connected components pass instead of one per row)."""
     masks = [None] if blocked is None else list(blocked)
     out = np.zeros((len(masks), g.n), dtype=bool)
+    full = g.cyclic
+    if not full.any():
+        return out
     for r, mask in enumerate(masks):
-        keep = np.ones(len(g.src), dtype=bool) if mask is None else ~mask[g.src]
-        src, dst = g.src[keep], g.dst[keep]  # sorted by source (aggregate_edges)
-        indptr = np.searchsorted(src, np.arange(g.n + 1))
-        graph = csr_matrix((np.ones(len(src)), dst, indptr), shape=(g.n, g.n))
-        _, comp = connected_components(graph, directed=True, connection="strong")
-        inner = (comp[src] == comp[dst]) & (g.wmax[keep] > 0)
-        out[r] = np.isin(comp, comp[src[inner]])
+        out[r] = full if mask is None else _positive_cycles(g, ~mask[g.src])
     return out
 
 
