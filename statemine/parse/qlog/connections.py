@@ -324,6 +324,7 @@ def _extract(
     previous: _Connection | None = None  # the connection of the latest event
     clock = 0.0
     held = 0  # events held since the last flush
+    where = f"trace {raw.index}"
     for line, index, event in raw.events:
         decoded = _decode(event, ctx)
         if decoded is None:
@@ -392,7 +393,8 @@ def _extract(
         if code == _TIMER and _pto_fired(data):
             conn.handshake_pto = _pto_state(data) == "Handshake"
         if code == _METRICS:
-            count = _num(data.get("pto_count"))
+            count = data.get("pto_count")
+            count = math.nan if count is None else _num(count)
             if count == count:
                 # a count of the handshake's PTOs is kept negative (derive.HANDSHAKE_PTO)
                 count = -count if count > 0 and _in_handshake(conn) else count
@@ -400,7 +402,7 @@ def _extract(
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
             conn.summary.n_metrics += 1
-            values = _metrics(data, ctx.per_second, line, f"trace {raw.index}", report)
+            values = _metrics(data, ctx.per_second, line, where, report)
             conn.metrics.extend((seconds, conn.n_events, line, *values))
             conn.summary.note_window(seconds, values[0])
         if code is not None and code != _METRICS:

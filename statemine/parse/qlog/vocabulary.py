@@ -118,7 +118,15 @@ def _decode(
         delta = ctx.delta if fmt is None else str(fmt).lower() in _DELTA_FORMATS
         data = _data(event.get("data"), None) if code is not None else _NO_DATA
         path = event.get("path_id", event.get("path"))
-        return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group), path
+        time = event.get("time")
+        return (
+            time if type(time) is float else _num(time),
+            delta,
+            code,
+            data,
+            event.get("group_id", ctx.group),
+            path,
+        )
     if type(event) is list:
         if not event:
             return None  # quictrace-to-qlog ends its events array with an empty event "[]"
@@ -242,23 +250,36 @@ def _item_state(code: int, data: dict) -> str | None:
     return None
 
 
+_ABSENT = object()
+_BIG = 2**1000  # integers beyond it read as +-inf (common._num)
+
+
 def _metrics(
     data: dict, per_second: float, line: int, where: str, report: _Report
 ) -> tuple[float, ...]:
-    """The metric columns of a metrics event (NaN where not logged); non-numeric values warned about."""
+    """The metric columns of a metrics event (NaN where not logged); non-numeric values
+    warned about. For each column the first of its keys the event logs counts."""
     values = []
+    get = data.get
     for keys in _METRIC_KEYS:
         for key in keys:
-            if key in data:
-                raw = data[key]
-                value = raw if type(raw) is float else _num(raw)
-                if value != value and raw is not None:
-                    report.warn(
-                        line,
-                        f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
-                        kind="metric not numeric",
-                    )
-                break
+            raw = get(key, _ABSENT)
+            if raw is _ABSENT:
+                continue
+            kind = type(raw)
+            if kind is float:
+                value = raw
+            elif kind is int and -_BIG < raw < _BIG:
+                value = float(raw)
+            else:
+                value = _num(raw)
+            if value != value and raw is not None:
+                report.warn(
+                    line,
+                    f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
+                    kind="metric not numeric",
+                )
+            break
         else:
             value = math.nan
         values.append(value)

@@ -1,0 +1,173 @@
+"""JSON-SEQ records read in runs (issue 29): a block of one-line records is split once and
+its records only counted are found without a step per record; the trace set must equal
+the record-by-record reading of the same events (a blank after each separator breaks
+every run), warnings, lines and errors included."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from statemine.errors import InputError
+from statemine.parse.qlog import read_qlog
+from statemine.parse.qlog.reading import _iter_records, _Reader, _run_count
+from statemine.traces import TraceSet
+
+HEADER = {
+    "qlog_format": "JSON-SEQ",
+    "qlog_version": "0.3",
+    "title": "quic-go qlog",
+    "trace": {"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "ab"}},
+}
+
+
+def _packet(t: float, n: int) -> str:
+    return json.dumps({"time": t, "name": "transport:packet_sent", "data": {"n": n}})
+
+
+def _records(*, bad: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+    """A quic-go-like connection: states, metrics, packets (key order time, name), and
+    with ``bad`` an invalid record between packets and one cut off at the end."""
+    out = [json.dumps(HEADER)]
+    for i in range(60):
+        t = i * 0.5
+        if i % 20 == 0:
+            state = ("slow_start", "recovery", "congestion_avoidance")[i // 20]
+            out.append(
+                json.dumps(
+                    {"time": t, "name": "recovery:congestion_state_updated", "data": {"new": state}}
+                )
+            )
+        elif i % 4 == 0:
+            out.append(
+                json.dumps(
+                    {
+                        "time": t,
+                        "name": "recovery:metrics_updated",
+                        "data": {"congestion_window": 12000 + i, "bytes_in_flight": i},
+                    }
+                )
+            )
+        elif i == 13 and bad:  # parsed (its type is read), not valid JSON, still a run
+            out.append('{"time": 6.5, "name": "recovery:metrics_updated", "data": {"cwnd": 1}')
+        else:
+            out.append(_packet(t, i))
+    out.extend(extra)
+    if bad:
+        out.append('{"time": 99, "name": "transport:pac')
+    return out
+
+
+def _write(folder: Path, records: list[str], runs: bool) -> Path:
+    """The records as the JSON-SEQ file ``folder/conn.sqlog``; without ``runs`` a blank follows each separator,
+    so no block is a run and every record is read on its own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "conn.sqlog"
+    lead = "\x1e" if runs else "\x1e "
+    path.write_text("".join(lead + r + "\n" for r in records))
+    return path
+
+
+def _equal(a: TraceSet, b: TraceSet) -> None:
+    pd.testing.assert_frame_equal(a.events, b.events)
+    pd.testing.assert_frame_equal(a.traces, b.traces)
+    assert (a.metrics is None) == (b.metrics is None)
+    if a.metrics is not None and b.metrics is not None:
+        pd.testing.assert_frame_equal(a.metrics, b.metrics)
+    assert a.meta == b.meta
+
+
+def test_run_count_accepts_only_one_record_a_line() -> None:
+    assert _run_count(b'{"a": 1}\n\x1e{"b": 2}\n\x1e{"c": 3}\n') == 3
+    assert _run_count(b'{"a": 1}\n') == 1
+    assert _run_count(b'{"a": 1}\n\x1e {"b": 2}\n') == 0  # a blank before a record
+    assert _run_count(b'{"a":\n 1}\n\x1e{"b": 2}\n') == 0  # a record over two lines
+    assert _run_count(b'{"a": 1}\x1e{"b": 2}\n') == 0  # no newline after a record
+    assert _run_count(b'{"a": 1}\n\n\x1e{"b": 2}\n') == 0  # a blank line
+    assert _run_count(b'{"a": "\x1e"}\n') == 0  # a separator inside a record
+    assert _run_count(b'{"a": 1} \n') == 0
+
+
+def test_records_come_in_runs_after_the_first() -> None:
+    text = "".join("\x1e" + r + "\n" for r in _records()).encode()
+    path = Path("x.sqlog")
+
+    def records(runs: bool, block: int) -> list[tuple[int, bytes, int]]:
+        reader = _Reader(io.BufferedReader(io.BytesIO(text[block:])), path)
+        return list(_iter_records(path, reader, text[:block], b"\x1e", 1 << 20, runs=runs))
+
+    single = records(False, 4096)
+    assert all(n == 0 for _, _, n in single)
+    for block in (37, 4096, len(text)):  # the head cut inside a record, or the whole file
+        got = records(True, block)
+        assert got[0] == single[0]  # the header on its own
+        assert any(n > 1 for _, _, n in got)
+        flat = [
+            (line + k, body, 0)
+            for line, run, n in got
+            for k, body in enumerate(run[:-1].split(b"\n\x1e") if n else [run])
+        ]
+        assert flat == single
+
+
+@pytest.mark.parametrize("derive", [False, True])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (),
+        # parsed, not only counted: another connection, a path, its own clock, key order
+        (json.dumps({"time": 40, "name": "transport:packet_sent", "group_id": "g2"}),),
+        (json.dumps({"time": 41, "name": "transport:packet_sent", "path_id": 1}),),
+        (json.dumps({"time": 42, "name": "transport:packet_sent", "time_format": "delta"}),),
+        (json.dumps({"name": "transport:packet_sent", "time": 43}),),
+        ('{"time": 1e400, "name": "transport:packet_sent"}',),  # a huge number
+        ('{"time": NaN, "name": "transport:packet_sent"}',),
+        ('{"time": 44, "name": "transport:packet_sent", "time": 45}',),  # a duplicate key
+        ('{"time": "45", "name": "recovery:metrics_updated", "data": {"cwnd": 1}}',),
+        ("[" * 2000 + "]" * 2000,),  # deep nesting: not valid for orjson
+    ],
+)
+def test_runs_equal_records_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derive: bool, extra: tuple
+) -> None:
+    runs: list[int] = []
+
+    def counted(region: bytes) -> int:
+        runs.append(_run_count(region))
+        return runs[-1]
+
+    monkeypatch.setattr("statemine.parse.qlog.reading._run_count", counted)
+    for bad in (False, True):
+        records = _records(bad=bad, extra=extra)
+        runs.clear()
+        path = tmp_path / "conn.sqlog"  # the same path: the file's name is in the results
+        try:
+            one = read_qlog(_write(tmp_path, records, False), derive_states=derive)
+        except InputError as exc:
+            with pytest.raises(InputError) as raised:
+                read_qlog(_write(tmp_path, records, True), derive_states=derive)
+            assert str(raised.value) == str(exc)
+            continue
+        assert not any(runs)
+        assert _write(tmp_path, records, True) == path
+        _equal(read_qlog(path, derive_states=derive), one)
+        assert max(runs) > 50 or not all(r.startswith("{") for r in extra)
+        if bad:
+            warnings = json.loads(one.meta["warnings"])
+            assert any(":15: record is not valid JSON" in w for w in warnings)
+            assert any("the last record is cut off" in w for w in warnings)
+
+
+def test_a_long_record_in_a_run_names_its_line(tmp_path: Path) -> None:
+    records = _records()
+    records[7] = json.dumps({"time": 3.0, "name": "transport:packet_sent", "pad": "x" * 400})
+    path = _write(tmp_path, records, True)
+    with pytest.raises(InputError, match=r"conn\.sqlog:8: a record is longer than 300 bytes"):
+        read_qlog(path, max_record_bytes=300)
+    records[7] = _packet(3.0, 7)  # every record short, the run longer than the limit
+    ts = read_qlog(_write(tmp_path, records, True), max_record_bytes=300)
+    assert len(ts.events) == 3
