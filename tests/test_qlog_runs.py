@@ -1,20 +1,25 @@
 """JSON-SEQ records read in runs (issue 29): a block of one-line records is split once and
 its records only counted are found without a step per record; the trace set must equal
 the record-by-record reading of the same events (a blank after each separator breaks
-every run), warnings, lines and errors included."""
+every run), warnings, lines and errors included. A connection's few metrics updates are
+walked by a plain-Python cursor that must equal the numpy one."""
 
 from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
+from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
 from statemine.parse.qlog.reading import _iter_records, _Reader, _run_count
+from statemine.parse.qlog.vocabulary import _METRIC_STRIDE
 from statemine.traces import TraceSet
 
 HEADER = {
@@ -171,3 +176,31 @@ def test_a_long_record_in_a_run_names_its_line(tmp_path: Path) -> None:
     records[7] = _packet(3.0, 7)  # every record short, the run longer than the limit
     ts = read_qlog(_write(tmp_path, records, True), max_record_bytes=300)
     assert len(ts.events) == 3
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_small_cursor_walks_as_the_metrics_cursor(seed: int) -> None:
+    """The plain-Python cursor of a connection's few metrics updates gives the numpy
+    cursor's rows and carried values at every step (equal times, NaN columns, PTO ends)."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(0, 40))
+    times = np.sort(rng.integers(0, 8, m).astype(float))
+    rows = np.empty((m, _METRIC_STRIDE))
+    rows[:, 0], rows[:, 1], rows[:, 2] = times, np.arange(m) * 2.0, np.arange(m) + 5.0
+    values = rng.normal(size=(m, _METRIC_STRIDE - 3))
+    values[rng.random(values.shape) < 0.4] = np.nan
+    values[:, -1] = np.nan  # a column never logged
+    rows[:, 3:] = values
+    ends = rng.random(m) < 0.3
+    small, full = _SmallCursor(rows, ends), _MetricsCursor(iter([(rows, ends)]))
+    np.testing.assert_array_equal(np.asarray(small.values()), full.values())
+    for _ in range(25):
+        time, seq = float(rng.integers(-1, 10)), float(rng.integers(-1, 2 * m + 2))
+        if rng.random() < 0.1:
+            time, seq = math.inf, math.inf
+        until_end = bool(rng.random() < 0.5)
+        got, want = small.advance(time, seq, until_end), full.advance(time, seq, until_end)
+        assert (got is None) == (want is None)
+        if got is not None and want is not None:
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.asarray(small.values()), full.values())
