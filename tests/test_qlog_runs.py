@@ -17,9 +17,10 @@ import pytest
 
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
+from statemine.parse.qlog.common import _Report
 from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
 from statemine.parse.qlog.reading import _iter_records, _Reader, _run_count
-from statemine.parse.qlog.vocabulary import _METRIC_STRIDE
+from statemine.parse.qlog.vocabulary import _MAX_PLANS, _METRIC_STRIDE, _PLANS, _metrics
 from statemine.traces import TraceSet
 
 HEADER = {
@@ -204,3 +205,22 @@ def test_small_cursor_walks_as_the_metrics_cursor(seed: int) -> None:
         if got is not None and want is not None:
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.asarray(small.values()), full.values())
+
+
+def test_metric_keys_worked_out_once_per_shape() -> None:
+    """Each metrics event's columns come from the first of their keys it logs, whatever
+    its key order, and however many shapes a file shows (the shapes kept are bounded)."""
+    report = _Report(Path("x.sqlog"))
+
+    def cwnd(data: dict) -> float:
+        return _metrics(data, 1e3, 1, "trace 0", report)[0]
+
+    assert cwnd({"cwnd": 1, "congestion_window": 2}) == 2.0
+    assert cwnd({"congestion_window": 2, "cwnd": 1}) == 2.0
+    assert cwnd({"cwnd": 1}) == 1.0
+    assert math.isnan(cwnd({"bytes_in_flight": 3}))
+    for k in range(_MAX_PLANS + 50):  # a hostile file: a new shape every event
+        assert cwnd({f"x{k}": 0, "current_cwnd": k}) == float(k)
+    assert len(_PLANS) <= _MAX_PLANS
+    assert cwnd({"cwnd": "lots"}) != cwnd({"cwnd": "lots"})  # NaN, with a warning
+    assert any("metric cwnd = 'lots' is not a number" in w for w in report.finish())

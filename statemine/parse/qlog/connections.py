@@ -325,6 +325,7 @@ def _extract(
     clock = 0.0
     held = 0  # events held since the last flush
     where = f"trace {raw.index}"
+    offset, per_second = ctx.offset, ctx.per_second
     for line, index, event in raw.events:
         decoded = _decode(event, ctx)
         if decoded is None:
@@ -338,13 +339,13 @@ def _extract(
         time, delta, code, data, group, path = decoded
         if delta:
             time = clock + time
-        seconds = (time + ctx.offset) / ctx.per_second
-        if math.isinf(seconds) or abs(seconds) > MAX_TIME_S:  # a number, but no clock's
-            raise InputError(
-                report.path, line, f"trace {raw.index} event {index}: {time_problem(seconds)}"
-            )
-        if not math.isfinite(seconds):  # no number at all (missing, text, NaN)
-            report.warn(
+        seconds = (time + offset) / per_second
+        if not -MAX_TIME_S <= seconds <= MAX_TIME_S:
+            if seconds == seconds:  # a number, but no clock's (infinite or too large)
+                raise InputError(
+                    report.path, line, f"trace {raw.index} event {index}: {time_problem(seconds)}"
+                )
+            report.warn(  # no number at all (missing, text, NaN)
                 line,
                 f"trace {raw.index} event {index} has no finite numeric time; skipped",
                 kind="bad time",
@@ -352,11 +353,12 @@ def _extract(
             continue
         if delta:
             clock = time
-        group = None if group is None else str(group)
         if path is not None:
             path = _path_label(path, line, raw.index, report)
         if group is not None:
-            group = aliases.get(group, group)
+            group = str(group)
+            if aliases:
+                group = aliases.get(group, group)
         conn = connections.get((group, path))
         if conn is None and group is not None and _continues(previous, seconds, path):
             assert previous is not None and previous.group is not None

@@ -250,8 +250,22 @@ def _item_state(code: int, data: dict) -> str | None:
     return None
 
 
-_ABSENT = object()
 _BIG = 2**1000  # integers beyond it read as +-inf (common._num)
+#: The keys a metrics event's columns are read from, by the event's own keys (in order):
+#: a few shapes per file, so each is worked out once. Bounded: hostile input may vary them.
+_PLANS: dict[tuple, tuple[str | None, ...]] = {}
+_MAX_PLANS = 1024
+
+
+def _plan(data: dict) -> tuple[str | None, ...]:
+    """For each metric column, the first of its keys ``data`` has (None: none)."""
+    shape = tuple(data)
+    plan = _PLANS.get(shape)
+    if plan is None:
+        plan = tuple(next((k for k in keys if k in data), None) for keys in _METRIC_KEYS)
+        if len(_PLANS) < _MAX_PLANS:
+            _PLANS[shape] = plan
+    return plan
 
 
 def _metrics(
@@ -260,28 +274,24 @@ def _metrics(
     """The metric columns of a metrics event (NaN where not logged); non-numeric values
     warned about. For each column the first of its keys the event logs counts."""
     values = []
-    get = data.get
-    for keys in _METRIC_KEYS:
-        for key in keys:
-            raw = get(key, _ABSENT)
-            if raw is _ABSENT:
-                continue
-            kind = type(raw)
-            if kind is float:
-                value = raw
-            elif kind is int and -_BIG < raw < _BIG:
-                value = float(raw)
-            else:
-                value = _num(raw)
-            if value != value and raw is not None:
-                report.warn(
-                    line,
-                    f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
-                    kind="metric not numeric",
-                )
-            break
+    for key in _plan(data):
+        if key is None:
+            values.append(math.nan)
+            continue
+        raw = data[key]
+        kind = type(raw)
+        if kind is float:
+            value = raw
+        elif kind is int and -_BIG < raw < _BIG:
+            value = float(raw)
         else:
-            value = math.nan
+            value = _num(raw)
+        if value != value and raw is not None:
+            report.warn(
+                line,
+                f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
+                kind="metric not numeric",
+            )
         values.append(value)
     cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
