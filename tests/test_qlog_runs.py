@@ -19,7 +19,13 @@ from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
 from statemine.parse.qlog.common import _Report
 from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
-from statemine.parse.qlog.reading import _iter_records, _Reader, _run_count
+from statemine.parse.qlog.reading import (
+    _TIMED_NAME,
+    _TIMED_SHAPES,
+    _iter_records,
+    _Reader,
+    _run_count,
+)
 from statemine.parse.qlog.vocabulary import _MAX_PLANS, _METRIC_STRIDE, _PLANS, _metrics
 from statemine.traces import TraceSet
 
@@ -130,6 +136,8 @@ def test_records_come_in_runs_after_the_first() -> None:
         (json.dumps({"time": 41, "name": "transport:packet_sent", "path_id": 1}),),
         (json.dumps({"time": 42, "name": "transport:packet_sent", "time_format": "delta"}),),
         (json.dumps({"name": "transport:packet_sent", "time": 43}),),
+        # other spellings among json.dumps' ones: compact, blanks elsewhere
+        ('{"time":43.5,"name":"transport:packet_sent"}', '{"time" :44,"name":"x:y"}'),
         ('{"time": 1e400, "name": "transport:packet_sent"}',),  # a huge number
         ('{"time": NaN, "name": "transport:packet_sent"}',),
         ('{"time": 44, "name": "transport:packet_sent", "time": 45}',),  # a duplicate key
@@ -224,3 +232,26 @@ def test_metric_keys_worked_out_once_per_shape() -> None:
     assert len(_PLANS) <= _MAX_PLANS
     assert cwnd({"cwnd": "lots"}) != cwnd({"cwnd": "lots"})  # NaN, with a warning
     assert any("metric cwnd = 'lots' is not a number" in w for w in report.finish())
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b'{"time":0.05,"name":"transport:packet_sent","data":{}}',
+        b'{"time": 0.05, "name": "transport:packet_sent", "data": {}}',
+        b'{"time": -1.5e+3, "name": "a:b:c"}',
+        b'{"time":12E-2,"name":""}',
+        b'{"time":7,"name":"recovery:metrics_updated"}',
+        b'{"time": 7 , "name": "x"}',  # blanks elsewhere: only the general pattern
+        b'{"time":\t7,"name":"x"}',
+        b'{"time": 1.}',
+        b'{"time": "7", "name": "x"}',
+        b'{"name": "x", "time": 7}',
+    ],
+)
+def test_timed_shapes_read_as_the_general_pattern(record: bytes) -> None:
+    general = _TIMED_NAME.match(record)
+    for shape in _TIMED_SHAPES.values():
+        found = shape.match(record)
+        if found is not None:
+            assert general is not None and found.groups() == general.groups()
