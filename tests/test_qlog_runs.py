@@ -2,7 +2,8 @@
 its records only counted are found without a step per record; the trace set must equal
 the record-by-record reading of the same events (a blank after each separator breaks
 every run), warnings, lines and errors included. A connection's few metrics updates are
-walked by a plain-Python cursor that must equal the numpy one."""
+walked by a plain-Python cursor that must equal the numpy one, and a server's small
+connections are not spilled to files one by one."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
 from statemine.parse.qlog.common import _Report
+from statemine.parse.qlog.connections import _Connection
 from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
 from statemine.parse.qlog.reading import (
     _TIMED_NAME,
@@ -255,3 +257,42 @@ def test_timed_shapes_read_as_the_general_pattern(record: bytes) -> None:
         found = shape.match(record)
         if found is not None:
             assert general is not None and found.groups() == general.groups()
+
+
+def _server_file(path: Path, n: int) -> Path:
+    """A server's JSON-SEQ file of ``n`` connections, two state events each (bench_qlog)."""
+    lines = [json.dumps(HEADER)]
+    for i in range(n):
+        for k, state in enumerate(("slow_start", "congestion_avoidance")):
+            event = {
+                "time": i + k / 2,
+                "name": "recovery:congestion_state_updated",
+                "data": {"new": state},
+                "group_id": f"{i:016x}",
+            }
+            lines.append(json.dumps(event))
+    path.write_text("".join("\x1e" + r + "\n" for r in lines))
+    return path
+
+
+def test_small_connections_stay_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spilling a trace's events (every 16,384 held; here 1,024) leaves connections of a
+    few events in memory (their files cost milliseconds each); once the small ones hold more than
+    _SMALL_HELD events in all they are spilled too. The trace set is the same."""
+    monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", 1024)  # small ones: below 4
+    path = _server_file(tmp_path / "server.sqlog", 600)  # 1,200 events: one spill
+    flushed: list[int] = []
+    flush = _Connection.flush
+
+    def counted(conn: _Connection, stem: Path) -> None:
+        flushed.append(1)
+        flush(conn, stem)
+
+    monkeypatch.setattr(_Connection, "flush", counted)
+    held = read_qlog(path)
+    assert not flushed
+    monkeypatch.setattr("statemine.parse.qlog.connections._SMALL_HELD", 100)
+    spilled = read_qlog(path)
+    assert len(flushed) >= 600
+    _equal(held, spilled)
+    assert len(held.traces) == 600

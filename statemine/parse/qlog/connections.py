@@ -419,9 +419,7 @@ def _extract(
         if spill is not None:
             held += 1
             if held >= spill_events:
-                for k, each in enumerate(connections.values()):
-                    if each.items or each.metrics or each.sent or each.acks:
-                        each.flush(spill / f"{raw.index}-{k}")
+                _spill(list(connections.values()), spill, raw.index, spill_events >> 8)
                 held = 0
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
@@ -445,6 +443,35 @@ def _extract(
         for conn in connections.values():
             conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
+
+
+def _held(conn: _Connection) -> int:
+    """The congestion events (items, metrics updates, packets) a connection holds in memory."""
+    return (
+        len(conn.items)
+        + len(conn.metrics) // _METRIC_STRIDE
+        + len(conn.sent) // 3
+        + len(conn.acks) // 2
+    )
+
+
+def _spill(connections: list[_Connection], folder: Path, trace_index: int, least: int) -> None:
+    """Append the events held to the connections' spill files in ``folder``: those of a
+    connection holding at least ``least`` (64 when 16,384 events are held in all) or
+    already spilled, and every one's once the small connections together hold more than
+    :data:`_SMALL_HELD` (memory stays bounded). A small connection's files cost
+    milliseconds: a server's file of 1e4 two-event connections took 65 s spilled, 0.9 s
+    held."""
+    held = [_held(each) for each in connections]
+    small = sum(n for n, each in zip(held, connections) if n < least and each.stem is None)
+    for k, (n, each) in enumerate(zip(held, connections)):
+        if n and (n >= least or each.stem is not None or small > _SMALL_HELD):
+            each.flush(folder / f"{trace_index}-{k}")
+
+
+#: The most events the small connections (never spilled) hold in all before they are
+#: spilled too (about 100 MB of held events at most).
+_SMALL_HELD = 1 << 18
 
 
 def _packet_space(data: dict) -> str:
