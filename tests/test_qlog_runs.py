@@ -142,6 +142,9 @@ def test_records_come_in_runs_after_the_first() -> None:
         ('{"time":43.5,"name":"transport:packet_sent"}', '{"time" :44,"name":"x:y"}'),
         ('{"time": 1e400, "name": "transport:packet_sent"}',),  # a huge number
         ('{"time": NaN, "name": "transport:packet_sent"}',),
+        ('{"time": Infinity, "name": "recovery:metrics_updated"}',),
+        ('{"time": 12, "name": "recovery:metrics_updated", "data": {"cwnd": 1e999}}',),
+        ("5", "[1, 2]", '"text"', "{}"),  # events of a bad type
         ('{"time": 44, "name": "transport:packet_sent", "time": 45}',),  # a duplicate key
         ('{"time": "45", "name": "recovery:metrics_updated", "data": {"cwnd": 1}}',),
         ("[" * 2000 + "]" * 2000,),  # deep nesting: not valid for orjson
