@@ -259,9 +259,10 @@ def read_qlog_parts(
     after another; the congestion events of a trace's connections (state, loss and metrics
     updates; packets only with ``derive_states``) are appended to per-connection files in
     ``folder`` (an existing folder, e.g. a temporary one) whenever ``slice_rows`` (at most
-    16,384) are held, and a connection spilled is then built in one forward walk over its
-    files (a few where states are derived from its metrics and packets), at most that many
-    events or metrics rows a part (:mod:`.slices`). A connection never spilled, and one
+    16,384) are held (a connection holding under 1/256 of them stays in memory while such
+    small ones hold at most 2^18 events), and a connection spilled is then built in one
+    forward walk over its files (a few where states are derived from its metrics and
+    packets), at most that many events or metrics rows a part (:mod:`.slices`). A connection never spilled, and one
     that needs more (events or packets out of time order, states derived without packet
     events, picoquic's numeric states), is built whole, one part. Raises what
     :func:`read_qlog` raises (:class:`NoCongestionData` after the last connection)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -101,3 +103,49 @@ class _MetricsCursor:
         """The latest value of each metric column logged up to the current position (NaN
         where none yet; a view: copy what is kept)."""
         return self._filled[self._pos - 1] if self._pos else self._last
+
+
+#: Metrics updates of a connection held whole up to which :class:`_SmallCursor` walks them
+#: (numpy's calls cost more than Python's steps on a few dozen rows).
+SMALL_CURSOR_ROWS = 128
+
+
+class _SmallCursor:
+    """:class:`_MetricsCursor` over one chunk of a few rows, in plain Python (bisect; a
+    column's latest value found among the rows that log it): the same positions, rows and
+    values, without numpy's cost per call. ``rows`` and ``ends`` as one chunk of :class:`_MetricsCursor`."""
+
+    def __init__(self, rows: np.ndarray, ends: np.ndarray) -> None:
+        self._rows: list[list[float]] = rows.tolist()
+        columns = list(zip(*self._rows)) or [()] * _METRIC_STRIDE
+        self._times, self._seqs = columns[0], columns[1]
+        self._ends: list[bool] = ends.tolist()
+        # per metric column: its values and the rows that log it (not NaN)
+        self._columns = columns[3:]
+        self._logged = [[r for r, x in enumerate(col) if x == x] for col in self._columns]
+        self._pos = 0
+
+    def advance(self, time: float, seq: float, until_end: bool = False) -> np.ndarray | None:
+        """See :meth:`_MetricsCursor.advance`."""
+        times = self._times
+        lo = bisect.bisect_left(times, time)
+        hi = bisect.bisect_right(times, time, lo)
+        stop = max(bisect.bisect_right(self._seqs, seq, lo, hi), self._pos)
+        if until_end:
+            try:
+                found = self._ends.index(True, self._pos, stop)
+            except ValueError:
+                pass
+            else:
+                self._pos = found + 1
+                return np.array(self._rows[found])
+        self._pos = stop
+        return None
+
+    def values(self) -> list[float]:
+        """See :meth:`_MetricsCursor.values`."""
+        out = []
+        for col, logged in zip(self._columns, self._logged, strict=True):
+            at = bisect.bisect_left(logged, self._pos)  # the rows before the position
+            out.append(col[logged[at - 1]] if at else math.nan)
+        return out

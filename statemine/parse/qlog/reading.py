@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO
 
+import numpy as np
 from orjson import loads as _loads  # parses qlog records 5-6 times faster than json
 
 from ...errors import InputError
@@ -166,6 +167,18 @@ class _Skipped:
 _TIMED_NAME = re.compile(
     rb'\{\s*"time"\s*:\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*,\s*"name"\s*:\s*"(?:[^":]*:)?([^"]*)"'
 )
+# _TIMED_NAME for the two spellings writers use, compact (quic-go, quiche) and with a blank
+# after ':' and ',' (Python's json): about half its cost a record, and where one matches,
+# _TIMED_NAME matches alike (the same groups); a record of another spelling is asked of
+# _TIMED_NAME itself
+_TIMED_SHAPES = {
+    b'{"time":': re.compile(
+        rb'\{"time":(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?),"name":"(?:[^":]*:)?([^"]*)"'
+    ),
+    b'{"time": ': re.compile(
+        rb'\{"time": (-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), "name": "(?:[^":]*:)?([^"]*)"'
+    ),
+}
 
 
 @contextlib.contextmanager
@@ -578,10 +591,31 @@ def _salvage_truncated(
     return doc
 
 
+def _run_count(region: bytes) -> int:
+    """The number of JSON-SEQ records in ``region`` (bytes between two record separators)
+    when it is a run: records of one line each, ``{...}`` with no blank around them,
+    each followed by a newline, ``b"{a}\\n\\x1e{b}\\n"``; else 0. Counted, not looped
+    (numpy counts single bytes several times faster than ``bytes.count``).
+
+    >>> _run_count(b'{"a": 1}\\n\\x1e{"b": 2}\\n'), _run_count(b'{"a": 1}\\n\\x1e {"b": 2}\\n')
+    (2, 0)
+    """
+    if region[:1] != b"{" or region[-2:] != b"}\n":
+        return 0
+    n = region.count(b"}\n\x1e{") + 1
+    codes = np.frombuffer(region, np.uint8)
+    if np.count_nonzero(codes == 10) != n or np.count_nonzero(codes == 30) != n - 1:
+        return 0
+    return n
+
+
 def _iter_records(
-    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int
-) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line, record)`` for each non-blank record separated by ``sep``.
+    path: Path, reader: _Reader, head: bytes, sep: bytes, limit: int, runs: bool = False
+) -> Iterator[tuple[int, bytes, int]]:
+    """Yield ``(line, record, 0)`` for each non-blank record separated by ``sep``; with
+    ``runs`` (JSON-SEQ), the complete records of a block after the first record of the
+    file, where they are a run (:func:`_run_count`: one record a line), come as one
+    ``(line of the first, run, n)`` instead, the k-th record on line ``line + k``.
 
     Holds at most one partial record (``limit`` bytes) plus one block in memory; a
     longer record raises :class:`InputError` naming the line where it starts.
@@ -591,6 +625,7 @@ def _iter_records(
     pending: list[bytes] = []
     pending_len = 0
     line = 1  # line on which the pending record starts
+    started = False  # a record was yielded (the first one never comes in a run)
 
     def too_long(start_line: int, record_head: bytes) -> InputError:
         lead = len(record_head) - len(record_head.lstrip(space))
@@ -600,24 +635,50 @@ def _iter_records(
             f"a record is longer than {limit} bytes (max_record_bytes): not a qlog record",
         )
 
+    def singles(pieces: list[bytes]) -> Iterator[tuple[int, bytes, int]]:
+        nonlocal line, started
+        for part in pieces:
+            if len(part) > limit:
+                raise too_long(line, part)
+            body = part.strip(space)
+            if body:
+                lead = part.find(body[:1])  # leading blank lines move the record's line
+                started = True
+                yield (line + part.count(b"\n", 0, lead) if lead else line), body, 0
+            line += part.count(b"\n") + newline_sep
+
     block = head
     while True:
-        pieces = block.split(sep) if block else [b""]
-        if len(pieces) > 1 or not block:
-            pieces[0] = b"".join(pending) + pieces[0]
-            last = pieces.pop() if block else b""
-            for part in pieces:
-                if len(part) > limit:
-                    raise too_long(line, part)
-                body = part.strip(space)
-                if body:
-                    lead = part.find(body[:1])  # leading blank lines move the record's line
-                    yield (line + part.count(b"\n", 0, lead) if lead else line), body
-                line += part.count(b"\n") + newline_sep
+        first = block.find(sep) if runs and block else -1
+        if first >= 0:  # JSON-SEQ: the first piece alone, a run in the middle, the rest
+            last_sep = block.rfind(sep)
+            yield from singles([b"".join(pending) + block[:first]])
+            middle = block[first + 1 : last_sep]
+            if middle and not started:  # the file's first record (its header) on its own
+                cut = middle.find(sep)
+                yield from singles([middle if cut < 0 else middle[:cut]])
+                middle = b"" if cut < 0 else middle[cut + 1 :]
+            n = _run_count(middle) if middle and len(middle) <= limit else 0
+            if n:
+                yield line, middle, n
+                line += n
+            elif middle:
+                yield from singles(middle.split(sep))
+            last = block[last_sep + 1 :]
             pending, pending_len = ([last], len(last)) if last else ([], 0)
-        else:
+        elif runs and block:
             pending.append(block)
             pending_len += len(block)
+        else:
+            pieces = block.split(sep) if block else [b""]
+            if len(pieces) > 1 or not block:
+                pieces[0] = b"".join(pending) + pieces[0]
+                last = pieces.pop() if block else b""
+                yield from singles(pieces)
+                pending, pending_len = ([last], len(last)) if last else ([], 0)
+            else:
+                pending.append(block)
+                pending_len += len(block)
         if pending_len > limit:
             raise too_long(line, pending[0])
         if not block:
@@ -645,11 +706,11 @@ def _sequential_traces(
     time_only: bool = True,
 ) -> list[_RawTrace]:
     """The one trace of a JSON-SEQ / NDJSON file; its events are parsed lazily."""
-    records = _iter_records(path, reader, head, sep, limit)
+    records = _iter_records(path, reader, head, sep, limit, runs=sep == _RS)
     first = next(records, None)
     if first is None:
         raise InputError(path, None, "empty file (no qlog header)")
-    first_line, body = first
+    first_line, body, _ = first
     try:
         header = _loads(body)
     except ValueError as exc:
@@ -669,36 +730,49 @@ def _sequential_traces(
         yield from leading
         index = len(leading)
         bad: tuple[int, str, int] | None = None
-        for line, record in records:
-            if bad is not None:
+        for line, record, n in records:
+            recs = record[:-1].split(b"\n\x1e") if n else [record]  # n: a run, one a line
+            todo: Iterable[int] = range(len(recs))
+            times: list[bytes] = []
+            if skipped is not None:  # the records only counted and timed, the rest parsed
+                shape = _TIMED_SHAPES.get(recs[0][: 9 if recs[0][8:9] == b" " else 8])
+                found = list(map((shape or _TIMED_NAME).match, recs))
+                if shape is not None:  # the records of another spelling, asked again
+                    found = [m or _TIMED_NAME.match(r) for m, r in zip(found, recs)]
+                parse = [m is None or m[2] in _CODE_WORDS for m in found]
+                if not n and recs[0][-1:] != b"}":
+                    parse[0] = True
+                if any(word in record for word in _OWN_HINTS):
+                    parse = [p or any(w in r for w in _OWN_WORDS) for p, r in zip(parse, recs)]
+                times = [m[1] for m, p in zip(found, parse) if not p]  # type: ignore[index]
+                todo = [k for k, p in enumerate(parse) if p]
+            bad_at = -1  # the record of ``recs`` that was not valid JSON
+            for k in todo:
+                if bad is not None:
+                    report.warn(
+                        bad[0],
+                        f"record is not valid JSON ({bad[1]}); skipped",
+                        kind="invalid record",
+                    )
+                    bad = None
+                rec = recs[k]
+                try:
+                    event = _loads(rec)
+                except ValueError as exc:
+                    bad, bad_at = (line + k, str(exc), len(rec)), k
+                    continue
+                yield line + k, index + k, event
+            if bad is not None and 0 <= bad_at < len(recs) - 1:  # a record came after it
                 report.warn(
                     bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record"
                 )
                 bad = None
-            timed = (
-                _TIMED_NAME.match(record) if skipped is not None and record[-1:] == b"}" else None
-            )
-            if (
-                timed is not None
-                and skipped is not None
-                and timed.group(2) not in _CODE_WORDS
-                and b'"group_id"' not in record
-                and b'"path' not in record
-                and b'"time_format"' not in record
-            ):
-                time = float(timed.group(1))  # an event statemine only counts: its time is enough
-                skipped.count += 1
-                skipped.first = min(skipped.first, time)
-                skipped.last = max(skipped.last, time)
-                index += 1
-                continue
-            try:
-                event = _loads(record)
-            except ValueError as exc:
-                bad = (line, str(exc), len(record))
-                continue
-            yield line, index, event
-            index += 1
+            index += len(recs)
+            if times and skipped is not None:
+                values = [float(t) for t in times]
+                skipped.count += len(values)
+                skipped.first = min(skipped.first, *values)
+                skipped.last = max(skipped.last, *values)
         if bad is not None:
             report.warn(
                 bad[0],
@@ -707,3 +781,9 @@ def _sequential_traces(
             )
 
     return [_RawTrace(0, file_header, trace, events(), skipped)]
+
+
+#: Words in a record that keep it from being only counted (its own connection or clock).
+_OWN_WORDS = (b'"group_id"', b'"path', b'"time_format"')
+#: Parts of them that are found faster (a block without any has none of the words).
+_OWN_HINTS = (b"up_id", b'"path', b'rmat"')

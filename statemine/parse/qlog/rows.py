@@ -28,7 +28,7 @@ from ..statenames import (
 from .common import NoCongestionData, _field, _Report, _token
 from .connections import _SLICE_ROWS, _Connection
 from .derivation import _derived_frames
-from .metrics import _MetricsCursor
+from .metrics import SMALL_CURSOR_ROWS, _MetricsCursor, _SmallCursor
 from .vocabulary import (
     _APP_LIMITED,
     _CHROMIUM_AL,
@@ -91,7 +91,11 @@ def _connection_columns(
         else np.ones(len(metrics), bool)
     )
     first = next((it for it in items if _item_state(it[1], it[2]) is not None), None)
-    cursor = _MetricsCursor(iter([(metrics, ends)]))
+    cursor = (
+        _SmallCursor(metrics, ends)
+        if len(metrics) <= SMALL_CURSOR_ROWS
+        else _MetricsCursor(iter([(metrics, ends)]))
+    )
     rows, values = next(_row_frames(items, cursor, first, conn.start, trace_id, report, raw=True))
     order = np.lexsort((np.array(rows["seq"], float), np.array(rows["time"], float)))
     return rows, values, order
@@ -112,7 +116,7 @@ def _start_state(first: tuple | None, start: float) -> str | None:
 
 def _row_frames(
     items: Iterable[tuple],
-    cursor: _MetricsCursor,
+    cursor: _MetricsCursor | _SmallCursor,
     first: tuple | None,
     start: float,
     trace_id: str,

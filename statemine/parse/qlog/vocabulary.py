@@ -118,7 +118,15 @@ def _decode(
         delta = ctx.delta if fmt is None else str(fmt).lower() in _DELTA_FORMATS
         data = _data(event.get("data"), None) if code is not None else _NO_DATA
         path = event.get("path_id", event.get("path"))
-        return _num(event.get("time")), delta, code, data, event.get("group_id", ctx.group), path
+        time = event.get("time")
+        return (
+            time if type(time) is float else _num(time),
+            delta,
+            code,
+            data,
+            event.get("group_id", ctx.group),
+            path,
+        )
     if type(event) is list:
         if not event:
             return None  # quictrace-to-qlog ends its events array with an empty event "[]"
@@ -242,25 +250,48 @@ def _item_state(code: int, data: dict) -> str | None:
     return None
 
 
+_BIG = 2**1000  # integers beyond it read as +-inf (common._num)
+#: The keys a metrics event's columns are read from, by the event's own keys (in order):
+#: a few shapes per file, so each is worked out once. Bounded: hostile input may vary them.
+_PLANS: dict[tuple, tuple[str | None, ...]] = {}
+_MAX_PLANS = 1024
+
+
+def _plan(data: dict) -> tuple[str | None, ...]:
+    """For each metric column, the first of its keys ``data`` has (None: none)."""
+    shape = tuple(data)
+    plan = _PLANS.get(shape)
+    if plan is None:
+        plan = tuple(next((k for k in keys if k in data), None) for keys in _METRIC_KEYS)
+        if len(_PLANS) < _MAX_PLANS:
+            _PLANS[shape] = plan
+    return plan
+
+
 def _metrics(
     data: dict, per_second: float, line: int, where: str, report: _Report
 ) -> tuple[float, ...]:
-    """The metric columns of a metrics event (NaN where not logged); non-numeric values warned about."""
+    """The metric columns of a metrics event (NaN where not logged); non-numeric values
+    warned about. For each column the first of its keys the event logs counts."""
     values = []
-    for keys in _METRIC_KEYS:
-        for key in keys:
-            if key in data:
-                raw = data[key]
-                value = raw if type(raw) is float else _num(raw)
-                if value != value and raw is not None:
-                    report.warn(
-                        line,
-                        f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
-                        kind="metric not numeric",
-                    )
-                break
+    for key in _plan(data):
+        if key is None:
+            values.append(math.nan)
+            continue
+        raw = data[key]
+        kind = type(raw)
+        if kind is float:
+            value = raw
+        elif kind is int and -_BIG < raw < _BIG:
+            value = float(raw)
         else:
-            value = math.nan
+            value = _num(raw)
+        if value != value and raw is not None:
+            report.warn(
+                line,
+                f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
+                kind="metric not numeric",
+            )
         values.append(value)
     cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
