@@ -142,8 +142,8 @@ static void rows_free(Rows *r)
 typedef struct {
     Buf keys;          /* key bytes back to back */
     Buf offsets;       /* size_t per code: start in keys; one more entry at the end */
-    int32_t *slots;    /* open addressing, -1 = empty; n_slots is a power of two */
-    uint64_t *hashes;  /* per slot, the hash of the key it holds */
+    uint64_t *slots;   /* open addressing: (hash >> 32) << 32 | (code + 1); 0 = empty;
+                        * n_slots is a power of two; one word per probe (one cache miss) */
     size_t n, n_slots;
 } Intern;
 
@@ -169,6 +169,25 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 32);
 }
 
+/* a[0:n] == b[0:n], a word at a time (keys are short: no call into libc's memcmp). */
+static inline int bytes_eq(const char *a, const char *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
+}
+
 static size_t intern_offset(const Intern *t, size_t code)
 {
     return ((const size_t *)t->offsets.data)[code];
@@ -178,12 +197,10 @@ static int intern_init(Intern *t)
 {
     memset(t, 0, sizeof(*t));
     t->n_slots = 1024;
-    t->slots = malloc(t->n_slots * sizeof(int32_t));
-    t->hashes = malloc(t->n_slots * sizeof(uint64_t));
+    t->slots = calloc(t->n_slots, sizeof(uint64_t));
     size_t zero = 0;
-    if (!t->slots || !t->hashes || buf_put(&t->offsets, &zero, sizeof zero))
+    if (!t->slots || buf_put(&t->offsets, &zero, sizeof zero))
         return -1;
-    memset(t->slots, 0xff, t->n_slots * sizeof(int32_t));
     return 0;
 }
 
@@ -192,35 +209,27 @@ static void intern_free(Intern *t)
     buf_free(&t->keys);
     buf_free(&t->offsets);
     free(t->slots);
-    free(t->hashes);
     t->slots = NULL;
-    t->hashes = NULL;
 }
+
+#define SLOT_TAG(h) ((h) & 0xFFFFFFFF00000000ULL)
 
 static int intern_grow(Intern *t)
 {
     size_t n_slots = t->n_slots * 2;
-    int32_t *slots = malloc(n_slots * sizeof(int32_t));
-    uint64_t *hashes = malloc(n_slots * sizeof(uint64_t));
-    if (!slots || !hashes) {
-        free(slots);
-        free(hashes);
+    uint64_t *slots = calloc(n_slots, sizeof(uint64_t));
+    if (!slots)
         return -1;
-    }
-    memset(slots, 0xff, n_slots * sizeof(int32_t));
-    for (size_t i = 0; i < t->n_slots; i++) {
-        if (t->slots[i] < 0)
-            continue;
-        size_t j = t->hashes[i] & (n_slots - 1);
-        while (slots[j] >= 0)
+    for (size_t code = 0; code < t->n; code++) { /* the hashes again, from the keys */
+        size_t start = intern_offset(t, code);
+        uint64_t h = hash_bytes(t->keys.data + start, intern_offset(t, code + 1) - start);
+        size_t j = h & (n_slots - 1);
+        while (slots[j])
             j = (j + 1) & (n_slots - 1);
-        slots[j] = t->slots[i];
-        hashes[j] = t->hashes[i];
+        slots[j] = SLOT_TAG(h) | (uint64_t)(code + 1);
     }
     free(t->slots);
-    free(t->hashes);
     t->slots = slots;
-    t->hashes = hashes;
     t->n_slots = n_slots;
     return 0;
 }
@@ -232,13 +241,14 @@ static int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
     size_t j = h & (t->n_slots - 1);
     *added = 0;
     for (;;) {
-        int32_t code = t->slots[j];
-        if (code < 0)
+        uint64_t slot = t->slots[j];
+        if (!slot)
             break;
-        if (t->hashes[j] == h) {
+        if (SLOT_TAG(slot) == SLOT_TAG(h)) {
+            size_t code = (size_t)(slot & 0xFFFFFFFFULL) - 1;
             size_t start = intern_offset(t, code), end = intern_offset(t, code + 1);
-            if (end - start == n && memcmp(t->keys.data + start, key, n) == 0)
-                return code;
+            if (end - start == n && bytes_eq(t->keys.data + start, key, n))
+                return (int32_t)code;
         }
         j = (j + 1) & (t->n_slots - 1);
     }
@@ -250,8 +260,7 @@ static int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
     size_t end = t->keys.len;
     if (buf_put(&t->offsets, &end, sizeof end))
         return -1;
-    t->slots[j] = code;
-    t->hashes[j] = h;
+    t->slots[j] = SLOT_TAG(h) | (uint64_t)(code + 1);
     t->n++;
     *added = 1;
     if (t->n * 2 > t->n_slots && intern_grow(t))
@@ -266,12 +275,104 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* End of the value starting at p: the next ' ' or '\r', or e. */
-static const char *value_end(const char *p, const char *e)
+/* Word-at-a-time search (SWAR). ONES: 0x01 in every byte, HIGHS: 0x80 in every byte.
+ * zero_bytes(x) flags (bit 7) the bytes of x that are zero, less_bytes(x, n) those below n
+ * (n <= 128); a borrow can only flag bytes above the lowest true one, so the lowest flag
+ * is exact. Little-endian byte order is needed to find the lowest; elsewhere the byte
+ * loops below are used alone. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define SWAR 1
+#else
+#define SWAR 0
+#endif
+
+static inline uint64_t zero_bytes(uint64_t x)
 {
+    return (x - ONES) & ~x & HIGHS;
+}
+
+static inline uint64_t less_bytes(uint64_t x, unsigned n)
+{
+    return (x - ONES * n) & ~x & HIGHS;
+}
+
+/* End of the value starting at p: the next ' ' or '\r', or e. */
+static inline const char *value_end(const char *p, const char *e)
+{
+#if SWAR
+    while (e - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t hit = zero_bytes(w ^ (ONES * ' ')) | zero_bytes(w ^ (ONES * '\r'));
+        if (hit)
+            return p + (__builtin_ctzll(hit) >> 3);
+        p += 8;
+    }
+#endif
     while (p < e && *p != ' ' && *p != '\r')
         p++;
     return p;
+}
+
+/* The next byte of [p, e) that is_space, or e. Candidates are bytes below 14 or ' ';
+ * a control byte below '\t' is not a space, so the search goes on after it. */
+static inline const char *space_at(const char *p, const char *e)
+{
+#if SWAR
+    while (e - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t hit = less_bytes(w, 14) | zero_bytes(w ^ (ONES * ' '));
+        if (hit) {
+            const char *c = p + (__builtin_ctzll(hit) >> 3);
+            if (is_space(*c))
+                return c;
+            p = c + 1;
+            continue;
+        }
+        p += 8;
+    }
+#endif
+    while (p < e && !is_space(*p))
+        p++;
+    return p;
+}
+
+/* The next byte of [p, e) that is not a space, or e (spaces between tokens are short). */
+static inline const char *skip_spaces(const char *p, const char *e)
+{
+    while (p < e && is_space(*p))
+        p++;
+    return p;
+}
+
+/* 1 for the bytes a key may hold: [a-z0-9_]. */
+static unsigned char KEY_BYTE[256];
+
+static void init_key_bytes(void)
+{
+    for (int c = 'a'; c <= 'z'; c++)
+        KEY_BYTE[c] = 1;
+    for (int c = '0'; c <= '9'; c++)
+        KEY_BYTE[c] = 1;
+    KEY_BYTE['_'] = 1;
+}
+
+/* 1 when s[0:n] is ASCII: the words OR-ed together, one test at the end. */
+static inline int all_ascii(const unsigned char *s, size_t n)
+{
+    uint64_t acc = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++)
+        acc |= s[i];
+    return !(acc & HIGHS);
 }
 
 static int starts_with(const char *p, const char *e, const char *lit, size_t n)
@@ -438,6 +539,36 @@ static void set_err(Scanner *self, int code, int64_t line, const char *block, co
     self->err_tok_len = tok ? tok_len : 0;
 }
 
+/* Index of key[0:n] in NUMERIC_KEYS, or -1 (one word compare instead of four memcmp). */
+static inline int numeric_key(const char *key, size_t n)
+{
+    if (n == 4) {
+        uint32_t w;
+        memcpy(&w, key, 4);
+        for (int i = 0; i < N_NUMERIC; i++)
+            if (NUMERIC_LEN[i] == 4 && memcmp(&w, NUMERIC_KEYS[i], 4) == 0)
+                return i;
+    }
+    else if (n == 8) {
+        uint64_t w;
+        memcpy(&w, key, 8);
+        for (int i = 0; i < N_NUMERIC; i++)
+            if (NUMERIC_LEN[i] == 8 && memcmp(&w, NUMERIC_KEYS[i], 8) == 0)
+                return i;
+    }
+    return -1;
+}
+
+/* 1 when key[0:n] is one of the fixed head's keys (t, conn, role, state, event). */
+static int fixed_key(const char *key, size_t n)
+{
+    static const char *const FIXED[] = {"t", "conn", "role", "state", "event"};
+    for (int i = 0; i < 5; i++)
+        if (strlen(FIXED[i]) == n && memcmp(FIXED[i], key, n) == 0)
+            return 1;
+    return 0;
+}
+
 /* Parse one statemine line; p points after "STATEMINE t=", e at the line's end (no \n).
  * 0 on success; on error self->err is set. */
 static int scan_line(Scanner *self, const char *block, const char *p, const char *e, int64_t line_no)
@@ -486,26 +617,21 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
     size_t extra_start = self->extra_text.len;
     int n_extra = 0;
     while (p < e) {
-        while (p < e && is_space(*p))
-            p++;
+        p = skip_spaces(p, e);
         if (p >= e)
             break;
         const char *tok = p;
-        while (p < e && !is_space(*p))
-            p++;
-        const char *eq = memchr(tok, '=', (size_t)(p - tok));
-        int key_ok = eq != NULL && eq > tok;
-        for (const char *k = tok; key_ok && k < eq; k++)
-            key_ok = (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_';
-        if (!key_ok) {
+        p = space_at(p, e);
+        /* the key: [a-z0-9_]+ up to the token's first '=' */
+        const char *eq = tok;
+        while (eq < p && KEY_BYTE[(unsigned char)*eq])
+            eq++;
+        if (eq == tok || eq == p || *eq != '=') {
             set_err(self, E_NOT_KV, line_no, block, tok, (size_t)(p - tok));
             return -1;
         }
         size_t klen = (size_t)(eq - tok);
-        int which = -1;
-        for (int i = 0; i < N_NUMERIC; i++)
-            if (NUMERIC_LEN[i] == klen && memcmp(NUMERIC_KEYS[i], tok, klen) == 0)
-                which = i;
+        int which = numeric_key(tok, klen);
         if (which >= 0) {
             if (have[which]) {
                 set_err(self, E_TWICE, line_no, block, tok, klen);
@@ -519,12 +645,10 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
             have[which] = 1;
             continue;
         }
-        static const char *const FIXED[] = {"t", "conn", "role", "state", "event"};
-        for (int i = 0; i < 5; i++)
-            if (strlen(FIXED[i]) == klen && memcmp(FIXED[i], tok, klen) == 0) {
-                set_err(self, E_OUT_OF_PLACE, line_no, block, tok, klen);
-                return -1;
-            }
+        if (fixed_key(tok, klen)) {
+            set_err(self, E_OUT_OF_PLACE, line_no, block, tok, klen);
+            return -1;
+        }
         if ((n_extra && buf_put(&self->extra_text, " ", 1)) || buf_put(&self->extra_text, tok, (size_t)(p - tok)))
             goto nomem;
         n_extra++;
@@ -622,7 +746,8 @@ static void scan_block(Scanner *self, const char *block, size_t n, size_t max_li
             const char *e = end;
             if (e > start && e[-1] == '\r')
                 e--;
-            if (!valid_utf8((const unsigned char *)start, (size_t)(end - start))) {
+            if (!all_ascii((const unsigned char *)start, (size_t)(end - start)) &&
+                !valid_utf8((const unsigned char *)start, (size_t)(end - start))) {
                 set_err(self, E_NOT_UTF8, line_no, block, NULL, 0);
                 return;
             }
@@ -1296,6 +1421,7 @@ static struct PyModuleDef linescan_module = {
 
 PyMODINIT_FUNC PyInit__linescan(void)
 {
+    init_key_bytes();
     if (PyType_Ready(&ScannerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&linescan_module);
