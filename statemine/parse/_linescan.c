@@ -50,6 +50,12 @@ enum {
 static const char *const NUMERIC_KEYS[N_NUMERIC] = {"cwnd", "inflight", "ssthresh", "srtt"};
 static const size_t NUMERIC_LEN[N_NUMERIC] = {4, 8, 8, 4};
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE
+#endif
+
 /* ---- growable buffers ---------------------------------------------------------------- */
 
 typedef struct {
@@ -147,7 +153,7 @@ typedef struct {
     size_t n, n_slots;
 } Intern;
 
-static uint64_t hash_bytes(const char *s, size_t n)
+static inline ALWAYS_INLINE uint64_t hash_bytes(const char *s, size_t n)
 {
     /* 8 bytes a step, each word mixed by a multiply-xorshift (a 64-bit variant of the
      * classic multiplicative hash); the tail word is zero padded. */
@@ -234,10 +240,10 @@ static int intern_grow(Intern *t)
     return 0;
 }
 
-/* The code of key[0:n], added when new; -1 when out of memory. *added tells which. */
-static int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
+/* The code of key[0:n] whose hash_bytes is h, added when new; -1 when out of memory.
+ * *added tells which. */
+static int32_t intern_get_hashed(Intern *t, const char *key, size_t n, uint64_t h, int *added)
 {
-    uint64_t h = hash_bytes(key, n);
     size_t j = h & (t->n_slots - 1);
     *added = 0;
     for (;;) {
@@ -266,6 +272,24 @@ static int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
     if (t->n * 2 > t->n_slots && intern_grow(t))
         return -1;
     return code;
+}
+
+/* intern_get_hashed of key[0:n], hashed here. */
+static inline int32_t intern_get(Intern *t, const char *key, size_t n, int *added)
+{
+    return intern_get_hashed(t, key, n, hash_bytes(key, n), added);
+}
+
+/* Start loading the slot where key hash h is looked for first (a miss in a big table),
+ * so the line's other fields are parsed meanwhile. */
+static inline void intern_prefetch(const Intern *t, uint64_t h)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(&t->slots[h & (t->n_slots - 1)]);
+#else
+    (void)t;
+    (void)h;
+#endif
 }
 
 /* ---- lexing helpers ------------------------------------------------------------------ */
@@ -435,39 +459,31 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
 
 /* Parse s[0:n] as a whole decimal number (as Python's float() and Arrow's cast accept:
  * sign, digits, point, exponent, inf, nan; no hex, no spaces). 0 on failure. */
-static int parse_number(const char *s, size_t n, locale_t c_locale, double *out)
+static inline int parse_number(const char *s, size_t n, locale_t c_locale, double *out)
 {
     if (n == 0)
         return 0;
-    /* Fast path: [-+]digits[.digits], mantissa < 2^53, at most 22 decimals. */
-    size_t i = 0;
+    /* Fast path: [-+]digits[.digits], at most 19 digits (no overflow), mantissa <= 2^53,
+     * at most 22 decimals. Longer spellings take the general path: both round correctly. */
+    const char *q = s, *stop = s + n;
     int neg = 0;
-    if (s[0] == '-' || s[0] == '+') {
-        neg = s[0] == '-';
-        i = 1;
+    if (*q == '-' || *q == '+') {
+        neg = *q == '-';
+        q++;
     }
     uint64_t m = 0;
-    int digits = 0, frac = -1, ok = i < n;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (c >= '0' && c <= '9') {
-            if (m > (UINT64_MAX - 9) / 10) {
-                ok = 0;
-                break;
-            }
-            m = m * 10 + (uint64_t)(c - '0');
-            digits++;
-            if (frac >= 0)
-                frac++;
-        }
-        else if (c == '.' && frac < 0)
-            frac = 0;
-        else {
-            ok = 0;
-            break;
-        }
+    const char *int_start = q;
+    while (q < stop && (unsigned char)(*q - '0') < 10)
+        m = m * 10 + (uint64_t)(*q++ - '0');
+    size_t digits = (size_t)(q - int_start), frac = 0;
+    if (q < stop && *q == '.') {
+        const char *frac_start = ++q;
+        while (q < stop && (unsigned char)(*q - '0') < 10)
+            m = m * 10 + (uint64_t)(*q++ - '0');
+        frac = (size_t)(q - frac_start);
+        digits += frac;
     }
-    if (ok && digits > 0 && m <= (1ULL << 53) && frac <= 22) {
+    if (q == stop && digits > 0 && digits <= 19 && m <= (1ULL << 53) && frac <= 22) {
         double v = (double)m;
         if (frac > 0)
             v /= POW10[frac];
@@ -611,6 +627,24 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
         goto malformed;
     p = name_end;
 
+    /* the trace's key, hashed now: its slot loads while the trailing tokens are parsed */
+    uint32_t clen = (uint32_t)(conn_end - conn);
+    uint8_t has_role = role != NULL;
+    size_t rlen = role ? (size_t)(role_end - role) : 0;
+    self->key.len = 0;
+    if (buf_reserve(&self->key, 9 + clen + rlen))
+        goto nomem;
+    char *k = self->key.data;
+    memcpy(k, &self->file_no, 4);
+    memcpy(k + 4, &clen, 4);
+    memcpy(k + 8, conn, clen);
+    k[8 + clen] = (char)has_role;
+    if (rlen)
+        memcpy(k + 9 + clen, role, rlen);
+    self->key.len = 9 + clen + rlen;
+    uint64_t key_hash = hash_bytes(self->key.data, self->key.len);
+    intern_prefetch(&self->traces, key_hash);
+
     /* trailing key=value tokens */
     double nums[N_NUMERIC];
     int have[N_NUMERIC] = {0, 0, 0, 0};
@@ -655,22 +689,8 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
     }
 
     /* the trace and its carry */
-    uint32_t clen = (uint32_t)(conn_end - conn);
-    uint8_t has_role = role != NULL;
-    size_t rlen = role ? (size_t)(role_end - role) : 0;
-    self->key.len = 0;
-    if (buf_reserve(&self->key, 9 + clen + rlen))
-        goto nomem;
-    char *k = self->key.data;
-    memcpy(k, &self->file_no, 4);
-    memcpy(k + 4, &clen, 4);
-    memcpy(k + 8, conn, clen);
-    k[8 + clen] = (char)has_role;
-    if (rlen)
-        memcpy(k + 9 + clen, role, rlen);
-    self->key.len = 9 + clen + rlen;
     int added;
-    int32_t code = intern_get(&self->traces, self->key.data, self->key.len, &added);
+    int32_t code = intern_get_hashed(&self->traces, self->key.data, self->key.len, key_hash, &added);
     if (code < 0)
         goto nomem;
     if (added) {
