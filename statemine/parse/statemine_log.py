@@ -25,7 +25,13 @@ import numpy as np
 
 from ..errors import InputError
 from ._linescan import Scanner
-from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
+from .lines import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    ReadDigests,
+    iter_blocks,
+    read_ahead,
+)
 from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
@@ -363,6 +369,7 @@ def scan_files(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     scanner: Scanner | None = None,
     sniff: Sniff | None = None,
+    digests: ReadDigests | None = None,
 ) -> Iterator[ScannedBlock | ScanEnd]:
     """The rows of all ``files`` as :class:`ScannedBlock` s, then one :class:`ScanEnd`.
 
@@ -376,6 +383,8 @@ def scan_files(
     statemine line; ``scanner`` (a new :class:`Scanner`) is the one used, for its traces
     once the scan has ended. ``sniff``: the scan stops before the first file it refuses
     (:attr:`ScanEnd.n_files` says how many were read); a small file is read once for both.
+    ``digests``: the sha256 of each file scanned to its end, from the bytes as read
+    (:class:`~statemine.parse.lines.ReadDigests`; not for a gzip file over one block).
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
@@ -392,6 +401,10 @@ def scan_files(
                 scan.next_file()
             starts.append(scan.n_traces)
             if whole is not None:
+                if digests is not None and head is not None:  # the file's bytes, read whole
+                    digests.begin(path)
+                    digests.update(head)
+                    digests.end()
                 blocks = _whole_blocks(path, whole, max_line_bytes, lambda: scan.next_line)
                 if on_progress is not None:
                     on_progress(len(head or b""))  # the file's bytes, as iter_blocks counts
@@ -403,6 +416,7 @@ def scan_files(
                     on_progress=on_progress,
                     line_number=lambda: scan.next_line,
                     buffer=buffer,
+                    digests=digests,
                 )
             for block in blocks:
                 error = scan.feed(block, max_line_bytes)
