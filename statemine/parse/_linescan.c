@@ -1106,8 +1106,8 @@ typedef struct {
     int n_values;
     int busy;
     Py_ssize_t n, cap;          /* slots used, allocated */
-    int64_t *keys;              /* per slot: its key */
-    double *sums[PS_MAX_VALUES]; /* per value: per slot its sum */
+    double *recs;               /* per slot a record of 1 + n_values words: its key (the
+                                 * int64's bytes), then its sums: one cache line per add */
     uint32_t *table;            /* slot + 1 per cell, 0 when empty */
     size_t mask;                /* cells - 1 (a power of two minus one), 0 without a table */
     int bits;                   /* log2(cells) */
@@ -1134,15 +1134,28 @@ static size_t ps_cell(int64_t key, int bits)
     return (size_t)(((uint64_t)key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits));
 }
 
+/* Words per slot record. */
+static inline size_t ps_stride(const PairSums *self)
+{
+    return (size_t)self->n_values + 1;
+}
+
+static inline double *ps_rec(const PairSums *self, size_t slot)
+{
+    return self->recs + slot * ps_stride(self);
+}
+
+static inline int64_t ps_key(const PairSums *self, size_t slot)
+{
+    int64_t key;
+    memcpy(&key, ps_rec(self, slot), 8);
+    return key;
+}
+
 static void ps_free(PairSums *self)
 {
-    size_t bytes = (size_t)self->cap * 8;
-    ps_release(self->keys, bytes);
-    self->keys = NULL;
-    for (int i = 0; i < PS_MAX_VALUES; i++) {
-        ps_release(self->sums[i], bytes);
-        self->sums[i] = NULL;
-    }
+    ps_release(self->recs, (size_t)self->cap * 8 * ps_stride(self));
+    self->recs = NULL;
     ps_release(self->table, self->table ? (self->mask + 1) * sizeof *self->table : 0);
     self->table = NULL;
     self->n = self->cap = 0;
@@ -1159,23 +1172,14 @@ static int ps_reserve(PairSums *self)
         Py_ssize_t cap = self->cap < 1024 ? 1024 : self->cap + self->cap / 2;
         if (cap >= (Py_ssize_t)UINT32_MAX)
             return -1;
-        size_t old = (size_t)self->cap * 8, size = (size_t)cap * 8;
-        void *grown[1 + PS_MAX_VALUES] = {NULL};
-        for (int i = 0; i <= self->n_values; i++)
-            if (!(grown[i] = ps_alloc(size))) { /* nothing changed */
-                for (int j = 0; j < i; j++)
-                    ps_release(grown[j], size);
-                return -1;
-            }
-        void **now[1 + PS_MAX_VALUES] = {(void **)&self->keys};
-        for (int i = 0; i < self->n_values; i++)
-            now[1 + i] = (void **)&self->sums[i];
-        for (int i = 0; i <= self->n_values; i++) {
-            if (old)
-                memcpy(grown[i], *now[i], old);
-            ps_release(*now[i], old);
-            *now[i] = grown[i];
-        }
+        size_t old = (size_t)self->cap * 8 * ps_stride(self), size = (size_t)cap * 8 * ps_stride(self);
+        double *grown = ps_alloc(size);
+        if (!grown) /* nothing changed */
+            return -1;
+        if (old)
+            memcpy(grown, self->recs, old);
+        ps_release(self->recs, old);
+        self->recs = grown;
         self->cap = cap;
     }
     if ((size_t)(self->n + 1) * 10 > (self->mask + 1) * 7 || !self->table) {
@@ -1185,7 +1189,7 @@ static int ps_reserve(PairSums *self)
         if (!table)
             return -1;
         for (Py_ssize_t s = 0; s < self->n; s++) {
-            size_t h = ps_cell(self->keys[s], bits);
+            size_t h = ps_cell(ps_key(self, (size_t)s), bits);
             while (table[h])
                 h = (h + 1) & (cells - 1);
             table[h] = (uint32_t)(s + 1);
@@ -1199,8 +1203,8 @@ static int ps_reserve(PairSums *self)
 }
 
 /* Loads ahead for ps_add (the keys arrive in no order: each add misses the cache):
- * PS_FAR entries ahead the key's first cell, PS_NEAR ahead the slot that cell names (its
- * key and sums). Hints only; what is added and in which order is unchanged. */
+ * PS_FAR entries ahead the key's first cell, PS_NEAR ahead the record that cell names.
+ * Hints only; what is added and in which order is unchanged. */
 #define PS_FAR 16
 #define PS_NEAR 8
 
@@ -1212,9 +1216,9 @@ static inline void ps_prefetch(const PairSums *self, const int64_t *keys, Py_ssi
     if (j + PS_NEAR < m) {
         uint32_t s = self->table[ps_cell(keys[j + PS_NEAR], self->bits)];
         if (s) {
-            __builtin_prefetch(&self->keys[s - 1]);
-            for (int i = 0; i < self->n_values; i++)
-                __builtin_prefetch(&self->sums[i][s - 1]);
+            const double *rec = ps_rec(self, s - 1);
+            __builtin_prefetch(rec);
+            __builtin_prefetch(rec + ps_stride(self) - 1); /* a record may cross a line */
         }
     }
 #else
@@ -1234,7 +1238,7 @@ static int ps_add(PairSums *self, const int64_t *keys, const double *const *valu
         int64_t key = keys[j];
         size_t h = ps_cell(key, self->bits);
         uint32_t s;
-        while ((s = self->table[h]) && self->keys[s - 1] != key)
+        while ((s = self->table[h]) && ps_key(self, s - 1) != key)
             h = (h + 1) & self->mask;
         if (!s) {
             if ((size_t)(self->n + 1) * 10 > (self->mask + 1) * 7 || self->n >= self->cap) {
@@ -1246,12 +1250,14 @@ static int ps_add(PairSums *self, const int64_t *keys, const double *const *valu
             }
             s = (uint32_t)(++self->n);
             self->table[h] = s;
-            self->keys[s - 1] = key;
+            double *rec = ps_rec(self, s - 1);
+            memcpy(rec, &key, 8);
             for (int i = 0; i < self->n_values; i++)
-                self->sums[i][s - 1] = 0.0;
+                rec[1 + i] = 0.0;
         }
+        double *sums = ps_rec(self, s - 1) + 1;
         for (int i = 0; i < self->n_values; i++)
-            self->sums[i][s - 1] += values[i] ? values[i][j] : 1.0;
+            sums[i] += values[i] ? values[i][j] : 1.0;
     }
     return 0;
 }
@@ -1385,9 +1391,15 @@ static PyObject *PairSums_take(PairSums *self, PyObject *args)
     }
     else {
         if (self->n) {
-            memcpy(kview.buf, self->keys, (size_t)self->n * 8);
-            for (int i = 0; i < self->n_values; i++)
-                memcpy((char *)sview.buf + (size_t)i * (size_t)self->n * 8, self->sums[i], (size_t)self->n * 8);
+            int64_t *keys_out = kview.buf;
+            double *sums_out = sview.buf;
+            size_t n = (size_t)self->n;
+            for (size_t slot = 0; slot < n; slot++) {
+                const double *rec = ps_rec(self, slot);
+                memcpy(&keys_out[slot], rec, 8);
+                for (int i = 0; i < self->n_values; i++)
+                    sums_out[(size_t)i * n + slot] = rec[1 + i];
+            }
         }
         int n_values = self->n_values;
         ps_free(self);
