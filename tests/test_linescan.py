@@ -199,3 +199,100 @@ def test_garbage_parses_or_is_refused_with_a_line(tmp_path_factory, pieces, nois
             assert len(block.time) == len(block.trace) == len(block.line)
     except InputError as err:
         assert err.line is not None and err.line >= 1
+
+
+def _columns(out: dict) -> dict:
+    """A take()/take_columns() result as bytes per column (bit for bit), the text as given."""
+    keys = ("line", "time", "trace", "kind", "name", "extra_row", *NUMERIC)
+    return {k: bytes(out[k]) for k in keys} | {"extra_text": out["extra_text"]}
+
+
+def test_take_columns_hands_over_what_take_copies():
+    """Two scanners fed the same blocks: take_columns() gives take()'s columns (read-only
+    buffers, no copy), take after take, when a set outgrows the last one's size and when
+    it is empty; the old take() still works after it."""
+    from statemine.parse._linescan import Scanner
+
+    def block(first: int, n: int) -> bytes:
+        return b"".join(
+            b"x STATEMINE t=%d conn=c%d role=r state=S%d cwnd=%d srtt=0.%d k=v%d\r\n"
+            % (first + i, i % 5, i % 3, i, i, i)
+            for i in range(n)
+        )
+
+    copied, handed = Scanner(), Scanner()
+    t0 = 0
+    for n in (5000, 20000, 0, 3, 70000):  # grows past the last size twice
+        data, t0 = block(t0, n) + b"junk\n", t0 + n
+        assert copied.feed(data, 1 << 20) is None and handed.feed(data, 1 << 20) is None
+        out = handed.take_columns()
+        assert _columns(out) == _columns(copied.take())
+        assert len(out["time"]) == 8 * n
+        with pytest.raises(ValueError):
+            np.frombuffer(out["time"], np.float64)[:1] = 1.0  # read-only, as bytes
+    assert handed.feed(block(t0, 7), 1 << 20) is None
+    assert copied.feed(block(t0, 7), 1 << 20) is None
+    assert _columns(handed.take()) == _columns(copied.take())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(statemine_line(), st.just("other text"), st.just("")), min_size=1, max_size=40
+    ),
+    st.integers(8, 400),
+    st.booleans(),
+)
+def test_scan_files_equals_logscan_and_hashes_what_it_reads(
+    tmp_path_factory, lines, chunk_bytes, crlf
+):
+    """scan_files (columns handed over, the sha256 taken from its reads) gives LogScan's rows
+    (columns copied), for blocks cutting lines anywhere, CRLF or not, no last newline."""
+    import hashlib
+
+    from statemine.parse.lines import ReadDigests
+    from statemine.parse.statemine_log import ScannedBlock, scan_files
+
+    lines = [*lines, "STATEMINE t=0 conn=last state=S"]  # a log has a statemine line
+    lines = [ln.replace("conn=", f"conn=c{i}_", 1) for i, ln in enumerate(lines)]
+    path = tmp_path_factory.mktemp("scanfiles") / "run.log"
+    path.write_bytes(("\r\n" if crlf else "\n").join(lines).encode())
+    digests = ReadDigests()
+    blocks = [
+        b
+        for b in scan_files([path], chunk_bytes=chunk_bytes, digests=digests)
+        if isinstance(b, ScannedBlock)
+    ]
+    want = scanned(path, chunk_bytes)
+    got = [
+        (int(b.line[i]), float(b.time[i]), b.names[b.name[i]], int(b.kind[i]))
+        for b in blocks
+        for i in range(len(b.time))
+    ]
+    assert got == [(r["line"], r["time"], r["name"], KINDS.index(r["kind"])) for r in want]
+    data = path.read_bytes()
+    assert digests.records() == {str(path.resolve()): (hashlib.sha256(data).hexdigest(), len(data))}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0000000000000000000000000001.5",
+        "1234567890123456789",
+        "12345678901234567890",
+        "9007199254740993",
+        "0.1234567890123456789012",
+        "-0",
+        "5.",
+        ".5",
+        "+7",
+    ],
+)
+def test_long_and_odd_decimals_equal_python_float(tmp_path, text):
+    """Past 19 digits (or 2**53) the fast path hands over to strtod: the same value."""
+    p = tmp_path / "n.log"
+    p.write_text(f"STATEMINE t=1 conn=a state=S cwnd={text}\n")
+    [row] = scanned(p, 1 << 16)
+    assert row["cwnd"] == float(text) and math.copysign(1, row["cwnd"]) == math.copysign(
+        1, float(text)
+    )
