@@ -296,3 +296,15 @@ def test_long_and_odd_decimals_equal_python_float(tmp_path, text):
     assert row["cwnd"] == float(text) and math.copysign(1, row["cwnd"]) == math.copysign(
         1, float(text)
     )
+
+
+def test_names_sharing_a_cache_slot_keep_their_codes(tmp_path):
+    """Names of one length, first and last byte share a slot of the scanner's name cache
+    (checked against the interned bytes): each keeps its own code, in first-seen order."""
+    names = ["SaX", "SbX", "SaX", "ScX", "SbX", "Close", "SaX"]
+    p = tmp_path / "n.log"
+    p.write_text("".join(f"STATEMINE t={i} conn=a state={n}\n" for i, n in enumerate(names)))
+    scan = LogScan(p)
+    [block] = list(scan)
+    assert [scan.names()[c] for c in block.name] == names
+    assert scan.names() == ["SaX", "SbX", "ScX", "Close"]

@@ -517,6 +517,16 @@ typedef struct {
     int64_t n_events;
 } TraceInfo;
 
+/* State and event names are few and repeat on every line: a small direct-mapped cache
+ * from (length, first and last bytes) to the code seen last there saves hashing the name;
+ * a hit is checked against the interned bytes, a miss takes the table. */
+#define NAME_CACHE 256
+
+static inline size_t name_slot(const char *name, size_t n)
+{
+    return (n * 31u + (unsigned char)name[0] * 7u + (unsigned char)name[n - 1]) & (NAME_CACHE - 1);
+}
+
 /* ---- the Scanner object --------------------------------------------------------------- */
 
 typedef struct {
@@ -535,6 +545,7 @@ typedef struct {
     Buf extra_row, extra_off; /* int64 row, int64 start/len pairs in extra_text */
     Buf extra_text;
     Buf key; /* scratch */
+    int32_t name_cache[NAME_CACHE]; /* name code + 1 by name_slot, 0 = none (a hint) */
     /* first error */
     int err;
     int64_t err_line, err_line2;
@@ -707,9 +718,21 @@ static int scan_line(Scanner *self, const char *block, const char *p, const char
         self->err_line2 = info->last_line;
         return -1;
     }
-    int32_t name_code = intern_get(&self->names, name, (size_t)(name_end - name), &added);
-    if (name_code < 0)
-        goto nomem;
+    size_t name_len = (size_t)(name_end - name), slot = name_slot(name, name_len);
+    int32_t name_code = self->name_cache[slot] - 1;
+    added = 0;
+    if (name_code >= 0) {
+        size_t start = intern_offset(&self->names, (size_t)name_code);
+        if (intern_offset(&self->names, (size_t)name_code + 1) - start != name_len ||
+            !bytes_eq(self->names.keys.data + start, name, name_len))
+            name_code = -1;
+    }
+    if (name_code < 0) {
+        name_code = intern_get(&self->names, name, name_len, &added);
+        if (name_code < 0)
+            goto nomem;
+        self->name_cache[slot] = name_code + 1;
+    }
     if (added && name_end - name == 5 && memcmp(name, "Close", 5) == 0)
         self->close_code = name_code;
     info->last_time = t;
@@ -1141,6 +1164,7 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds)
         PyErr_NoMemory();
         return -1;
     }
+    memset(self->name_cache, 0, sizeof self->name_cache);
     self->close_code = -1;
     self->max_time = max_time;
     self->next_line = 1;
