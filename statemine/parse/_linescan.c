@@ -1256,11 +1256,6 @@ typedef struct {
     int bits;                   /* log2(cells) */
 } PairSums;
 
-static void *ps_alloc(size_t size)
-{
-    return malloc(size);
-}
-
 static void *ps_zeroed(size_t size)
 {
     return calloc(size, 1);
@@ -1315,13 +1310,11 @@ static int ps_reserve(PairSums *self)
         Py_ssize_t cap = self->cap < 1024 ? 1024 : self->cap + self->cap / 2;
         if (cap >= (Py_ssize_t)UINT32_MAX)
             return -1;
-        size_t old = (size_t)self->cap * 8 * ps_stride(self), size = (size_t)cap * 8 * ps_stride(self);
-        double *grown = ps_alloc(size);
+        /* realloc: a big block grows in place or is remapped (mremap), not copied beside
+         * the old one, so growth does not hold both at once */
+        double *grown = realloc(self->recs, (size_t)cap * 8 * ps_stride(self));
         if (!grown) /* nothing changed */
             return -1;
-        if (old)
-            memcpy(grown, self->recs, old);
-        ps_release(self->recs, old);
         self->recs = grown;
         self->cap = cap;
     }
