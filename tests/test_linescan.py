@@ -201,40 +201,6 @@ def test_garbage_parses_or_is_refused_with_a_line(tmp_path_factory, pieces, nois
         assert err.line is not None and err.line >= 1
 
 
-def _columns(out: dict) -> dict:
-    """A take()/take_columns() result as bytes per column (bit for bit), the text as given."""
-    keys = ("line", "time", "trace", "kind", "name", "extra_row", *NUMERIC)
-    return {k: bytes(out[k]) for k in keys} | {"extra_text": out["extra_text"]}
-
-
-def test_take_columns_hands_over_what_take_copies():
-    """Two scanners fed the same blocks: take_columns() gives take()'s columns (read-only
-    buffers, no copy), take after take, when a set outgrows the last one's size and when
-    it is empty; the old take() still works after it."""
-    from statemine.parse._linescan import Scanner
-
-    def block(first: int, n: int) -> bytes:
-        return b"".join(
-            b"x STATEMINE t=%d conn=c%d role=r state=S%d cwnd=%d srtt=0.%d k=v%d\r\n"
-            % (first + i, i % 5, i % 3, i, i, i)
-            for i in range(n)
-        )
-
-    copied, handed = Scanner(), Scanner()
-    t0 = 0
-    for n in (5000, 20000, 0, 3, 70000):  # grows past the last size twice
-        data, t0 = block(t0, n) + b"junk\n", t0 + n
-        assert copied.feed(data, 1 << 20) is None and handed.feed(data, 1 << 20) is None
-        out = handed.take_columns()
-        assert _columns(out) == _columns(copied.take())
-        assert len(out["time"]) == 8 * n
-        with pytest.raises(ValueError):
-            np.frombuffer(out["time"], np.float64)[:1] = 1.0  # read-only, as bytes
-    assert handed.feed(block(t0, 7), 1 << 20) is None
-    assert copied.feed(block(t0, 7), 1 << 20) is None
-    assert _columns(handed.take()) == _columns(copied.take())
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
@@ -246,8 +212,8 @@ def test_take_columns_hands_over_what_take_copies():
 def test_scan_files_equals_logscan_and_hashes_what_it_reads(
     tmp_path_factory, lines, chunk_bytes, crlf
 ):
-    """scan_files (columns handed over, the sha256 taken from its reads) gives LogScan's rows
-    (columns copied), for blocks cutting lines anywhere, CRLF or not, no last newline."""
+    """scan_files (many files' scanner, the sha256 taken from its reads) gives LogScan's
+    rows, for blocks cutting lines anywhere, CRLF or not, no last newline."""
     import hashlib
 
     from statemine.parse.lines import ReadDigests

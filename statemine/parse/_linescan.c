@@ -104,7 +104,6 @@ typedef struct {
     int32_t *name;
     double *num[N_NUMERIC];
     size_t n, cap;
-    size_t hint; /* rows of the last set handed over (take_columns): the next set's first size */
 } Rows;
 
 #define GROW(field, cap)                                                   \
@@ -120,7 +119,7 @@ static int rows_reserve(Rows *r)
 {
     if (r->n < r->cap)
         return 0;
-    size_t cap = r->cap ? r->cap * 2 : (r->hint > 4096 ? r->hint : 4096);
+    size_t cap = r->cap ? r->cap * 2 : 4096;
     GROW(r->line, cap);
     GROW(r->time, cap);
     GROW(r->trace, cap);
@@ -943,114 +942,6 @@ static PyObject *Scanner_take(Scanner *self, PyObject *Py_UNUSED(unused))
     return out;
 }
 
-/* ---- Column: a native array handed to Python without a copy --------------------------
- * Owns a malloc'd block and exposes it read-only through the buffer protocol (for
- * numpy.frombuffer), as bytes would, without copying it. */
-
-typedef struct {
-    PyObject_HEAD
-    void *data;
-    Py_ssize_t len;
-} Column;
-
-static int Column_getbuffer(Column *self, Py_buffer *view, int flags)
-{
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : (void *)"", self->len, 1, flags);
-}
-
-static void Column_dealloc(Column *self)
-{
-    free(self->data);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static Py_ssize_t Column_length(Column *self)
-{
-    return self->len;
-}
-
-static PyBufferProcs Column_as_buffer = {(getbufferproc)Column_getbuffer, NULL};
-static PySequenceMethods Column_as_sequence = {.sq_length = (lenfunc)Column_length};
-
-static PyTypeObject ColumnType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "statemine.parse._linescan.Column",
-    .tp_basicsize = sizeof(Column),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A column of scanned rows (a native array; read it with numpy.frombuffer).",
-    .tp_dealloc = (destructor)Column_dealloc,
-    .tp_as_buffer = &Column_as_buffer,
-    .tp_as_sequence = &Column_as_sequence,
-};
-
-/* Scanner.take_columns() -> dict: take(), the row columns handed over instead of copied
- * (Column objects; the scanner starts new arrays, sized as these). */
-static PyObject *Scanner_take_columns(Scanner *self, PyObject *Py_UNUSED(unused))
-{
-    enum { N_COLS = 5 + N_NUMERIC };
-    static const char *const NAMES[N_COLS] = {"line", "time", "trace", "kind", "name",
-                                               "cwnd", "inflight", "ssthresh", "srtt"};
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "Scanner is scanning");
-        return NULL;
-    }
-    Rows *r = &self->rows;
-    void **arrays[N_COLS] = {(void **)&r->line, (void **)&r->time, (void **)&r->trace, (void **)&r->kind,
-                             (void **)&r->name};
-    const size_t widths[N_COLS] = {8, 8, 4, 1, 4, 8, 8, 8, 8};
-    for (int i = 0; i < N_NUMERIC; i++)
-        arrays[5 + i] = (void **)&r->num[i];
-    /* everything that can fail first: the rows stay the scanner's until all is made */
-    PyObject *out = PyDict_New();
-    PyObject *cols[N_COLS] = {NULL};
-    int ok = out != NULL;
-    for (int i = 0; ok && i < N_COLS; i++)
-        ok = (cols[i] = (PyObject *)PyObject_New(Column, &ColumnType)) != NULL;
-    PyObject *extra = NULL;
-    if (ok) {
-        PyObject *text = columns_of_extra(self);
-        PyObject *rows = text ? bytes_of(&self->extra_row) : NULL;
-        ok = rows && PyDict_SetItemString(out, "extra_row", rows) == 0 &&
-             PyDict_SetItemString(out, "extra_text", text) == 0;
-        Py_XDECREF(rows);
-        extra = text;
-    }
-    Py_XDECREF(extra);
-    if (!ok) {
-        for (int i = 0; i < N_COLS; i++)
-            if (cols[i]) {
-                ((Column *)cols[i])->data = NULL;
-                Py_DECREF(cols[i]);
-            }
-        Py_XDECREF(out);
-        return NULL;
-    }
-    size_t n = r->n;
-    for (int i = 0; i < N_COLS; i++) {
-        Column *c = (Column *)cols[i];
-        c->data = *arrays[i];
-        c->len = (Py_ssize_t)(n * widths[i]);
-        if (c->data && n < r->cap) { /* give back the room past the rows (in place) */
-            void *shrunk = realloc(c->data, n ? n * widths[i] : 1);
-            if (shrunk)
-                c->data = shrunk;
-        }
-        *arrays[i] = NULL;
-    }
-    r->hint = n + n / 8;
-    r->cap = 0;
-    int failed = 0;
-    for (int i = 0; i < N_COLS; i++) {
-        failed |= PyDict_SetItemString(out, NAMES[i], cols[i]) != 0;
-        Py_DECREF(cols[i]);
-    }
-    reset_rows(self);
-    if (failed) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return out;
-}
-
 /* Scanner.next_file(): the next block starts a new file (line 1; its connections are new
  * traces). */
 static PyObject *Scanner_next_file(Scanner *self, PyObject *Py_UNUSED(unused))
@@ -1200,9 +1091,6 @@ static PyMethodDef Scanner_methods[] = {
      "Scan the next block into the pending rows (take() returns them); a dict with an\n"
      "'error' code for the first bad line."},
     {"take", (PyCFunction)Scanner_take, METH_NOARGS, "take() -> dict: the pending rows' columns, as scan()."},
-    {"take_columns", (PyCFunction)Scanner_take_columns, METH_NOARGS,
-     "take_columns() -> dict: as take(), the row columns handed over as Column buffers\n"
-     "(read with numpy.frombuffer) instead of copied into bytes."},
     {"next_file", (PyCFunction)Scanner_next_file, METH_NOARGS,
      "next_file(): the next block starts another file (line 1, new traces)."},
     {"info", (PyCFunction)Scanner_info, METH_NOARGS, "info() -> bytes: the per-trace records of traces()."},
@@ -1627,10 +1515,6 @@ PyMODINIT_FUNC PyInit__linescan(void)
     Py_INCREF(&ScannerType);
     if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(&ScannerType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    if (PyType_Ready(&ColumnType) < 0 || PyModule_AddObjectRef(m, "Column", (PyObject *)&ColumnType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

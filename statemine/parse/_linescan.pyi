@@ -4,13 +4,6 @@ from typing import Any
 
 from typing_extensions import Buffer
 
-class Column:
-    """A native array of scanned rows, owned and shown read-only through the buffer
-    protocol (what take_columns hands over)."""
-
-    def __len__(self) -> int: ...
-    def __buffer__(self, flags: int, /) -> memoryview: ...
-
 class Scanner:
     """Scans blocks of whole statemine log lines into native column arrays."""
 
@@ -32,10 +25,6 @@ class Scanner:
 
     def take(self) -> dict[str, Any]:
         """The columns of the rows fed since the last take (as scan's)."""
-
-    def take_columns(self) -> dict[str, Any]:
-        """As take(), the row columns handed over as read-only :class:`Column` buffers
-        (numpy.frombuffer reads them) instead of copied into bytes."""
 
     def next_file(self) -> None:
         """The next block starts another file: line 1, its connections new traces."""

@@ -423,11 +423,11 @@ def scan_files(
                 if error is not None:
                     raise _input_error(Path(path), error, max_line_bytes)
                 if scan.n_rows >= GATHER_ROWS:
-                    yield _scanned(scan.take_columns(), scan.names(), np.array(starts, np.int64))
+                    yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
             if scan.n_traces == starts[-1]:
                 raise no_lines_error(path)
         if scan.n_rows:
-            yield _scanned(scan.take_columns(), scan.names(), np.array(starts, np.int64))
+            yield _scanned(scan.take(), scan.names(), np.array(starts, np.int64))
         packed = np.frombuffer(scan.info(), _INFO)
         yield ScanEnd(
             packed["last"].copy(),
