@@ -273,17 +273,17 @@ def infer_to_dir(
 
         outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
+        if read_digests is not None:  # files the scan did not hash are read here
+            digested = input_digests(paths, read_digests.records())
+        else:
+            digested = None if digests is None else digests()
         outputs[PROVENANCE_FILE] = _provenance_file(
             "infer",
             [Input(p, "input", selections) for p in paths],
             command_line,
             read=read,
             stats=stats,
-            digests=input_digests(paths, read_digests.records())
-            if read_digests is not None
-            else None
-            if digests is None
-            else digests(),
+            digests=digested,
         )
         from .fileio import write_set
 
