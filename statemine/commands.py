@@ -273,6 +273,7 @@ def infer_to_dir(
 
         outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
+        digested: dict[str, dict[str, Any]] | None
         if read_digests is not None:  # files the scan did not hash are read here
             digested = input_digests(paths, read_digests.records())
         else:
