@@ -1137,8 +1137,11 @@ typedef struct {
     int n_values;
     int busy;
     Py_ssize_t n, cap;          /* slots used, allocated */
-    double *recs;               /* per slot a record of 1 + n_values words: its key (the
-                                 * int64's bytes), then its sums: one cache line per add */
+    double **segs;              /* per slot a record of 1 + n_values words: its key (the
+                                 * int64's bytes), then its sums (one cache line per add),
+                                 * PS_SEG records a segment: growth adds a segment and
+                                 * never copies or holds a block twice */
+    size_t n_segs;
     uint32_t *table;            /* slot + 1 per cell, 0 when empty */
     size_t mask;                /* cells - 1 (a power of two minus one), 0 without a table */
     int bits;                   /* log2(cells) */
@@ -1166,9 +1169,12 @@ static inline size_t ps_stride(const PairSums *self)
     return (size_t)self->n_values + 1;
 }
 
+#define PS_SEG_BITS 12
+#define PS_SEG ((size_t)1 << PS_SEG_BITS)
+
 static inline double *ps_rec(const PairSums *self, size_t slot)
 {
-    return self->recs + slot * ps_stride(self);
+    return self->segs[slot >> PS_SEG_BITS] + (slot & (PS_SEG - 1)) * ps_stride(self);
 }
 
 static inline int64_t ps_key(const PairSums *self, size_t slot)
@@ -1180,8 +1186,11 @@ static inline int64_t ps_key(const PairSums *self, size_t slot)
 
 static void ps_free(PairSums *self)
 {
-    ps_release(self->recs, (size_t)self->cap * 8 * ps_stride(self));
-    self->recs = NULL;
+    for (size_t i = 0; i < self->n_segs; i++)
+        ps_release(self->segs[i], PS_SEG * 8 * ps_stride(self));
+    ps_release(self->segs, self->n_segs * sizeof *self->segs);
+    self->segs = NULL;
+    self->n_segs = 0;
     ps_release(self->table, self->table ? (self->mask + 1) * sizeof *self->table : 0);
     self->table = NULL;
     self->n = self->cap = 0;
@@ -1195,15 +1204,16 @@ static int ps_reserve(PairSums *self)
     if (self->n < self->cap && (size_t)(self->n + 1) * 10 <= (self->mask + 1) * 7)
         return 0;
     if (self->n >= self->cap) {
-        Py_ssize_t cap = self->cap < 1024 ? 1024 : self->cap + self->cap / 2;
+        Py_ssize_t cap = self->cap + (Py_ssize_t)PS_SEG;
         if (cap >= (Py_ssize_t)UINT32_MAX)
             return -1;
-        /* realloc: a big block grows in place or is remapped (mremap), not copied beside
-         * the old one, so growth does not hold both at once */
-        double *grown = realloc(self->recs, (size_t)cap * 8 * ps_stride(self));
-        if (!grown) /* nothing changed */
+        double **segs = realloc(self->segs, (self->n_segs + 1) * sizeof *segs);
+        if (!segs) /* nothing changed */
             return -1;
-        self->recs = grown;
+        self->segs = segs;
+        if (!(segs[self->n_segs] = malloc(PS_SEG * 8 * ps_stride(self))))
+            return -1;
+        self->n_segs++;
         self->cap = cap;
     }
     if ((size_t)(self->n + 1) * 10 > (self->mask + 1) * 7 || !self->table) {
