@@ -35,6 +35,7 @@ from .parse.inputs import (
     reader_warnings,
     selection_pairs,
 )
+from .parse.lines import ReadDigests
 from .stats.options import CompareOptions, StatsOptions
 
 if TYPE_CHECKING:
@@ -220,11 +221,18 @@ def infer_to_dir(
 
         check_out_dir(out_dir, INFER_OUTPUTS)
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
-    # the inputs' sha256 for provenance.json, on its own thread while the inputs are read
-    # (hashlib works without the GIL): 0.7 s of CPU a GB, no longer after the statistics
-    digests = _in_background(input_digests, paths) if out_dir is not None else None
     store = _store_input(inputs, required=client is not None)
     files = [] if store is not None else _streamable(inputs, read.fmt, read.regex, selections)
+    # the inputs' sha256 for provenance.json (0.5 s of CPU a GB): streamed logs are hashed
+    # from the scan's own buffers as they are read (no second read; a file the scan did not
+    # hash, a big gzip one, is read again at the end); anything else on its own thread
+    # while the inputs are read (hashlib works without the GIL)
+    read_digests = ReadDigests() if out_dir is not None and files else None
+    digests = (
+        _in_background(input_digests, paths)
+        if out_dir is not None and read_digests is None
+        else None
+    )
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
     if store is not None and client is not None:
@@ -244,7 +252,7 @@ def infer_to_dir(
         n_events = partial.n_events
     elif files:
         states, transitions, dwell, n_traces, n_events = _summarize_streamed(
-            files, stats, read.progress
+            files, stats, read.progress, read_digests
         )
     else:
         from .stats.summary import summarize
@@ -265,13 +273,18 @@ def infer_to_dir(
 
         outputs, svg_note = infer_files(states, transitions, svg=svg, title=title)
         notes += [svg_note] if svg_note else []
+        digested: dict[str, dict[str, Any]] | None
+        if read_digests is not None:  # files the scan did not hash are read here
+            digested = input_digests(paths, read_digests.records())
+        else:
+            digested = None if digests is None else digests()
         outputs[PROVENANCE_FILE] = _provenance_file(
             "infer",
             [Input(p, "input", selections) for p in paths],
             command_line,
             read=read,
             stats=stats,
-            digests=None if digests is None else digests(),
+            digests=digested,
         )
         from .fileio import write_set
 
@@ -324,11 +337,12 @@ def _streamable(
 
 
 def _summarize_streamed(
-    files: list[Path], stats: StatsOptions, progress: bool
+    files: list[Path], stats: StatsOptions, progress: bool, digests: ReadDigests | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str, int, int]:
     """:func:`statemine.stats.stream.summarize_logs` as columns (no pandas), arranged so the work
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
-    another (numpy), while this one loads the output's libraries."""
+    another (numpy), while this one loads the output's libraries; ``digests`` takes the
+    files' sha256 from the scan's buffers (:class:`~statemine.parse.lines.ReadDigests`)."""
     from .parse import progress_reporter
     from .parse._linescan import trim_heap
     from .parse.statemine_log import scan_files
@@ -338,7 +352,9 @@ def _summarize_streamed(
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
         with progress_reporter(files, progress) as advance:
-            folded = _in_background(fold_scanned, scan_files(files, advance), stats, files=files)
+            folded = _in_background(
+                fold_scanned, scan_files(files, advance, digests=digests), stats, files=files
+            )
             _import_output_modules()
             folded = folded()
     finally:

@@ -199,3 +199,78 @@ def test_garbage_parses_or_is_refused_with_a_line(tmp_path_factory, pieces, nois
             assert len(block.time) == len(block.trace) == len(block.line)
     except InputError as err:
         assert err.line is not None and err.line >= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(statemine_line(), st.just("other text"), st.just("")), min_size=1, max_size=40
+    ),
+    st.integers(8, 400),
+    st.booleans(),
+)
+def test_scan_files_equals_logscan_and_hashes_what_it_reads(
+    tmp_path_factory, lines, chunk_bytes, crlf
+):
+    """scan_files (many files' scanner, the sha256 taken from its reads) gives LogScan's
+    rows, for blocks cutting lines anywhere, CRLF or not, no last newline."""
+    import hashlib
+
+    from statemine.parse.lines import ReadDigests
+    from statemine.parse.statemine_log import ScannedBlock, scan_files
+
+    lines = [*lines, "STATEMINE t=0 conn=last state=S"]  # a log has a statemine line
+    lines = [ln.replace("conn=", f"conn=c{i}_", 1) for i, ln in enumerate(lines)]
+    path = tmp_path_factory.mktemp("scanfiles") / "run.log"
+    path.write_bytes(("\r\n" if crlf else "\n").join(lines).encode())
+    digests = ReadDigests()
+    blocks = [
+        b
+        for b in scan_files([path], chunk_bytes=chunk_bytes, digests=digests)
+        if isinstance(b, ScannedBlock)
+    ]
+    want = scanned(path, chunk_bytes)
+    got = [
+        (int(b.line[i]), float(b.time[i]), b.names[b.name[i]], int(b.kind[i]))
+        for b in blocks
+        for i in range(len(b.time))
+    ]
+    assert got == [(r["line"], r["time"], r["name"], KINDS.index(r["kind"])) for r in want]
+    data = path.read_bytes()
+    assert digests.records() == {str(path.resolve()): (hashlib.sha256(data).hexdigest(), len(data))}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0000000000000000000000000001.5",
+        "1234567890123456789",
+        "12345678901234567890",
+        "9007199254740993",
+        "0.1234567890123456789012",
+        "-0",
+        "5.",
+        ".5",
+        "+7",
+    ],
+)
+def test_long_and_odd_decimals_equal_python_float(tmp_path, text):
+    """Past 19 digits (or 2**53) the fast path hands over to strtod: the same value."""
+    p = tmp_path / "n.log"
+    p.write_text(f"STATEMINE t=1 conn=a state=S cwnd={text}\n")
+    [row] = scanned(p, 1 << 16)
+    assert row["cwnd"] == float(text) and math.copysign(1, row["cwnd"]) == math.copysign(
+        1, float(text)
+    )
+
+
+def test_names_sharing_a_cache_slot_keep_their_codes(tmp_path):
+    """Names of one length, first and last byte share a slot of the scanner's name cache
+    (checked against the interned bytes): each keeps its own code, in first-seen order."""
+    names = ["SaX", "SbX", "SaX", "ScX", "SbX", "Close", "SaX"]
+    p = tmp_path / "n.log"
+    p.write_text("".join(f"STATEMINE t={i} conn=a state={n}\n" for i, n in enumerate(names)))
+    scan = LogScan(p)
+    [block] = list(scan)
+    assert [scan.names()[c] for c in block.name] == names
+    assert scan.names() == ["SaX", "SbX", "ScX", "Close"]

@@ -251,3 +251,101 @@ def test_a_report_made_from_python_says_so(tmp_path):
     assert "<dd>called from Python (statemine report)</dd>" in block
     assert hashlib.sha256(path.read_bytes()).hexdigest() in block
     assert "selected: all traces" in block
+
+
+def _statemine_lines(n: int, conns: int = 7, noise: bool = False) -> bytes:
+    """``n`` statemine lines over ``conns`` connections (times rise per connection);
+    ``noise``: each with 32 random bytes as hex (so gzip cannot shrink them much)."""
+    import random
+
+    rng = random.Random(n)
+    return b"".join(
+        b"STATEMINE t=%d.%03d conn=c%d state=%s cwnd=%d%s\n"
+        % (
+            i // conns,
+            i % 1000,
+            i % conns,
+            [b"SlowStart", b"Recovery"][(i // conns) % 2],
+            i,
+            b" x=%s" % rng.randbytes(32).hex().encode() if noise else b"",
+        )
+        for i in range(n)
+    )
+
+
+@pytest.mark.parametrize("on_thread", [False, True])
+def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
+    tmp_path, monkeypatch, on_thread
+):
+    """Blocks of 4 KiB (lines cut at block ends, a last line without a newline, CRLF),
+    a small file read whole, a small gzip file (its compressed bytes) and a big gzip file
+    (not seen raw: left out, so provenance reads it itself); hashed on a worker thread
+    beside the scan or on the reading thread."""
+    import gzip
+
+    from statemine.parse import lines
+    from statemine.parse.statemine_log import scan_files
+
+    if on_thread:
+        monkeypatch.setattr(lines, "_HASH_ON_THREAD_BYTES", 1)
+    big, crlf, small = tmp_path / "big.log", tmp_path / "crlf.log", tmp_path / "small.log"
+    big.write_bytes(_statemine_lines(3001)[:-1])  # 190 kB, no newline at the end
+    crlf.write_bytes(_statemine_lines(2000).replace(b"\n", b"\r\n"))
+    small.write_bytes(_statemine_lines(5))
+    small_gz, big_gz = tmp_path / "small.log.gz", tmp_path / "big.log.gz"
+    small_gz.write_bytes(gzip.compress(_statemine_lines(6)))
+    big_gz.write_bytes(gzip.compress(_statemine_lines(3000, noise=True)))
+    files = [big, crlf, small, small_gz, big_gz]
+    digests = lines.ReadDigests()
+    rows = sum(
+        len(b.time)
+        for b in scan_files(files, chunk_bytes=4096, digests=digests)
+        if hasattr(b, "time")
+    )
+    assert rows == 3001 + 2000 + 5 + 6 + 3000
+    want = {
+        str(p.resolve()): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_size)
+        for p in files[:-1]
+    }
+    assert digests.records() == want
+
+
+def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
+    """provenance.json's sha256 of statemine logs comes from the scan's own reading: no
+    second read of the file (hashlib.file_digest is what a second read would call); a big
+    gzip log, which the scan sees decompressed, is still read again. The digests are
+    sha256sum's."""
+    import gzip
+
+    from statemine.commands import infer_to_dir
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    plain, small = logs / "a.log", logs / "b.log"
+    plain.write_bytes(_statemine_lines(2000))  # over the 64 kB read whole with the sniff
+    small.write_bytes(_statemine_lines(9))
+    packed = tmp_path / "c.log.gz"
+    packed.write_bytes(gzip.compress(_statemine_lines(3000, noise=True)))
+    assert packed.stat().st_size > 65536  # not read whole with the sniff
+    second_reads: list[str] = []
+    real = hashlib.file_digest
+
+    def counting(f, name):
+        second_reads.append(f.name)
+        return real(f, name)
+
+    monkeypatch.setattr(hashlib, "file_digest", counting)
+    infer_to_dir([plain, logs], tmp_path / "out", svg=False)
+    assert second_reads == []
+    record = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert [i["sha256"] for i in record["inputs"]] == [
+        hashlib.sha256(plain.read_bytes()).hexdigest(),
+        hashlib.sha256(
+            f"{hashlib.sha256(plain.read_bytes()).hexdigest()}  a.log\n"
+            f"{hashlib.sha256(small.read_bytes()).hexdigest()}  b.log\n".encode()
+        ).hexdigest(),
+    ]
+    infer_to_dir([packed], tmp_path / "out2", svg=False)
+    assert second_reads == [str(packed)]
+    record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
+    assert record["inputs"][0]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()

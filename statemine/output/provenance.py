@@ -115,21 +115,30 @@ def provenance_json(record: Mapping[str, Any]) -> str:
     return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
 
 
-def input_digests(paths: Sequence[str | os.PathLike]) -> dict[str, dict[str, Any]]:
+#: Per file, its sha256 (hex) and size in bytes taken while it was read, by
+#: ``os.path.abspath(path)`` (:meth:`statemine.parse.lines.ReadDigests.records`).
+Known = Mapping[str, tuple[str, int]]
+
+
+def input_digests(
+    paths: Sequence[str | os.PathLike], known: Known | None = None
+) -> dict[str, dict[str, Any]]:
     """``str(path)`` -> :func:`input_digest` of each path (for :func:`provenance`'s
-    ``digests``, e.g. computed on another thread while the inputs are read)."""
-    return {str(path): input_digest(path) for path in paths}
+    ``digests``, e.g. computed on another thread while the inputs are read); ``known``:
+    files hashed already as they were read, not read again."""
+    return {str(path): input_digest(path, known) for path in paths}
 
 
-def input_digest(path: str | os.PathLike) -> dict[str, Any]:
+def input_digest(path: str | os.PathLike, known: Known | None = None) -> dict[str, Any]:
     """``kind`` (file, folder or store), ``files``, ``bytes`` and ``sha256`` of one input
-    path (the module text says what a folder's and a store's digest cover). Raises the
-    reader's :class:`~statemine.errors.InputError` for a path it cannot read."""
+    path (the module text says what a folder's and a store's digest cover); ``known``: the
+    files' digests taken as they were read (:data:`Known`), used instead of reading them.
+    Raises the reader's :class:`~statemine.errors.InputError` for a path it cannot read."""
     from ..store import is_store
 
     top = Path(path)
     if not top.is_dir():
-        digest, size = _file_sha256(top)
+        digest, size = _file_sha256(top, known)
         return {"kind": "file", "files": 1, "bytes": size, "sha256": digest}
     store = is_store(top)
     listing, total, files = [], 0, folder_files(top)
@@ -139,7 +148,7 @@ def input_digest(path: str | os.PathLike) -> dict[str, Any]:
             size = file.stat().st_size
             listing.append(f"{size}  {name}\n")
         else:
-            digest, size = _file_sha256(file)
+            digest, size = _file_sha256(file, known)
             listing.append(f"{digest}  {name}\n")
         total += size
     # a name's bytes as they are, as sha256sum lists them (not UTF-8 where the name is not)
@@ -173,10 +182,15 @@ def folder_files(top: Path) -> list[Path]:
     return files
 
 
-def _file_sha256(path: Path) -> tuple[str, int]:
-    """The sha256 (hex) and size in bytes of one file; an unreadable file is an InputError."""
+def _file_sha256(path: Path, known: Known | None = None) -> tuple[str, int]:
+    """The sha256 (hex) and size in bytes of one file (from ``known`` when it is there);
+    an unreadable file is an InputError."""
     from ..errors import InputError
 
+    if known:
+        taken = known.get(os.path.abspath(path))
+        if taken is not None:
+            return taken
     try:
         with open(path, "rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()

@@ -4,13 +4,15 @@
 one line (at most ``max_line_bytes``), so a 100 MB line or an endless line is reported
 as an error instead of exhausting memory. Gzip input is detected by its magic
 bytes and decompressed on the fly. :func:`read_ahead` and :func:`ordered_map` run reading
-or parsing on threads, in order and a bounded number of items ahead.
+or parsing on threads, in order and a bounded number of items ahead. :class:`ReadDigests`
+takes the sha256 of the bytes as they are read (provenance.json), so a file is read once.
 """
 
 from __future__ import annotations
 
 import collections
 import gzip
+import hashlib
 import io
 import itertools
 import os
@@ -20,7 +22,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InputError
 
@@ -107,6 +109,61 @@ def head_bytes(path: str | Path, n: int = 65536) -> bytes:
             raise read_error(path, exc) from None
 
 
+#: Reads below this many bytes are hashed on the reading thread (a thread costs more).
+_HASH_ON_THREAD_BYTES = 1 << 20
+
+
+class ReadDigests:
+    """The sha256 (hex) and size in bytes of each file read whole, taken from the reader's
+    own buffers instead of a second read of the file.
+
+    :meth:`begin` a file, :meth:`update` with its raw bytes in order (a large update is
+    hashed on a worker thread, hashlib working without the GIL, while the caller goes
+    on: it must :meth:`wait` before changing those bytes), :meth:`end` it. :meth:`records`:
+    ``os.path.abspath(path)`` -> (sha256, bytes) of the files ended (a file begun but not
+    ended, e.g. left at an error, is not there)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[str, int]] = {}
+        self._key: str | None = None
+        self._hash: Any = None
+        self._size = 0
+        self._worker: threading.Thread | None = None
+
+    def begin(self, path: str | os.PathLike) -> None:
+        """Start the digest of ``path`` (one left unfinished is dropped)."""
+        self.wait()
+        self._key, self._hash, self._size = os.path.abspath(path), hashlib.sha256(), 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        """Add the file's next bytes; ``data`` must stay unchanged until :meth:`wait`."""
+        self.wait()
+        self._size += len(data)
+        if len(data) < _HASH_ON_THREAD_BYTES:
+            self._hash.update(data)
+            return
+        self._worker = threading.Thread(target=self._hash.update, args=(data,), daemon=True)
+        self._worker.start()
+
+    def wait(self) -> None:
+        """Return once the last :meth:`update` has been hashed."""
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
+
+    def end(self) -> None:
+        """The file begun has been read to its end: record its digest."""
+        self.wait()
+        if self._key is not None:
+            self._records[self._key] = (self._hash.hexdigest(), self._size)
+        self._key = self._hash = None
+
+    def records(self) -> dict[str, tuple[str, int]]:
+        """``os.path.abspath(path)`` -> (sha256 hex, bytes) of each file read to its end."""
+        self.wait()
+        return dict(self._records)
+
+
 def iter_blocks(
     path: str | Path,
     *,
@@ -115,6 +172,7 @@ def iter_blocks(
     on_progress: Callable[[int], None] | None = None,
     line_number: Callable[[], int] = lambda: 0,
     buffer: bytearray | None = None,
+    digests: ReadDigests | None = None,
 ) -> Iterator[memoryview]:
     """Yield the file as blocks of whole lines: views into one reused buffer.
 
@@ -125,7 +183,9 @@ def iter_blocks(
     :class:`InputError` at ``line_number()`` (the caller's count of the lines it has
     consumed, plus one); the caller checks the lines inside blocks itself. ``buffer``: that
     buffer (at least ``chunk_bytes + max_line_bytes + 1`` bytes), reused from file to file
-    (making and zeroing 17 MB took milliseconds per file).
+    (making and zeroing 17 MB took milliseconds per file). ``digests``: the file's bytes
+    as read go to it (:class:`ReadDigests`, hashed while the block is scanned), unless the
+    file is gzip (its digest is of the compressed bytes, which this does not see).
     """
     path = path if isinstance(path, Path) else Path(path)
     size = chunk_bytes + max_line_bytes + 1
@@ -137,6 +197,10 @@ def iter_blocks(
         raw: io.IOBase = fh  # progress counts the file's bytes: the compressed ones under gzip
         if isinstance(fh, gzip.GzipFile) and isinstance(fh.fileobj, io.BufferedReader):
             raw = fh.fileobj
+        if isinstance(fh, gzip.GzipFile):
+            digests = None
+        if digests is not None:
+            digests.begin(path)
         keep = 0  # bytes of an unfinished line at the front of buf
         while True:
             try:
@@ -146,13 +210,19 @@ def iter_blocks(
             if on_progress is not None:
                 on_progress(_tell(raw))
             if not n:
+                if digests is not None:
+                    digests.end()
                 if keep:
                     yield view[:keep]
                 return
             end = keep + n
+            if digests is not None:
+                digests.update(view[keep:end])  # hashed while the caller scans the block
             cut = buf.rfind(b"\n", 0, end) + 1
             if cut:
                 yield view[:cut]
+            if digests is not None:
+                digests.wait()  # before buf changes
             keep = end - cut
             if keep > max_line_bytes:
                 raise InputError(path, line_number(), f"line longer than {max_line_bytes} bytes")

@@ -26,7 +26,13 @@ import numpy as np
 from ..errors import InputError
 from ..escape import name_text
 from ._linescan import Scanner
-from .lines import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES, iter_blocks, read_ahead
+from .lines import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    ReadDigests,
+    iter_blocks,
+    read_ahead,
+)
 from .timerange import MAX_TIME_S, time_problem
 
 if TYPE_CHECKING:
@@ -370,6 +376,7 @@ def scan_files(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     scanner: Scanner | None = None,
     sniff: Sniff | None = None,
+    digests: ReadDigests | None = None,
 ) -> Iterator[ScannedBlock | ScanEnd]:
     """The rows of all ``files`` as :class:`ScannedBlock` s, then one :class:`ScanEnd`.
 
@@ -385,6 +392,8 @@ def scan_files(
     (:attr:`ScanEnd.n_files` says how many were read); a small file is read once for both.
     Small plain files are opened, read and scanned in C (``Scanner.feed_files``, without
     the GIL, many files a call); the rest (big, gzip or unreadable) one by one here.
+    ``digests``: the sha256 of each file scanned to its end, from the bytes as read
+    (:class:`~statemine.parse.lines.ReadDigests`; not for a gzip file over one block).
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
@@ -423,6 +432,10 @@ def scan_files(
                 scan.next_file()
             starts.append(scan.n_traces)
             if whole is not None:
+                if digests is not None and head is not None:  # the file's bytes, read whole
+                    digests.begin(path)
+                    digests.update(head)
+                    digests.end()
                 blocks = _whole_blocks(path, whole, max_line_bytes, lambda: scan.next_line)
                 if on_progress is not None:
                     on_progress(len(head or b""))  # the file's bytes, as iter_blocks counts
@@ -434,6 +447,7 @@ def scan_files(
                     on_progress=on_progress,
                     line_number=lambda: scan.next_line,
                     buffer=buffer,
+                    digests=digests,
                 )
             for block in blocks:
                 error = scan.feed(block, max_line_bytes)
