@@ -213,7 +213,8 @@ def test_scan_files_equals_logscan_and_hashes_what_it_reads(
     tmp_path_factory, lines, chunk_bytes, crlf
 ):
     """scan_files (many files' scanner, the sha256 taken from its reads) gives LogScan's
-    rows, for blocks cutting lines anywhere, CRLF or not, no last newline."""
+    rows, for blocks cutting lines anywhere, CRLF or not, no last newline. A first line
+    of 70 kB makes the file one that is streamed, not read whole in C."""
     import hashlib
 
     from statemine.parse.lines import ReadDigests
@@ -222,7 +223,7 @@ def test_scan_files_equals_logscan_and_hashes_what_it_reads(
     lines = [*lines, "STATEMINE t=0 conn=last state=S"]  # a log has a statemine line
     lines = [ln.replace("conn=", f"conn=c{i}_", 1) for i, ln in enumerate(lines)]
     path = tmp_path_factory.mktemp("scanfiles") / "run.log"
-    path.write_bytes(("\r\n" if crlf else "\n").join(lines).encode())
+    path.write_bytes(("\r\n" if crlf else "\n").join(["x" * 70_000, *lines]).encode())
     digests = ReadDigests()
     blocks = [
         b

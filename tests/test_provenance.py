@@ -277,10 +277,11 @@ def _statemine_lines(n: int, conns: int = 7, noise: bool = False) -> bytes:
 def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
     tmp_path, monkeypatch, on_thread
 ):
-    """Blocks of 4 KiB (lines cut at block ends, a last line without a newline, CRLF),
-    a small file read whole, a small gzip file (its compressed bytes) and a big gzip file
-    (not seen raw: left out, so provenance reads it itself); hashed on a worker thread
-    beside the scan or on the reading thread."""
+    """Blocks of 4 KiB (lines cut at block ends, a last line without a newline, CRLF), a
+    small gzip file (its compressed bytes); left out, so provenance reads them itself: a
+    small plain file (opened, read and scanned in C, ``Scanner.feed_files``) and a big gzip
+    file (not seen raw); hashed on a worker thread beside the scan or on the reading
+    thread."""
     import gzip
 
     from statemine.parse import lines
@@ -305,16 +306,16 @@ def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
     assert rows == 3001 + 2000 + 5 + 6 + 3000
     want = {
         str(p.resolve()): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_size)
-        for p in files[:-1]
+        for p in (big, crlf, small_gz)
     }
     assert digests.records() == want
 
 
 def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
     """provenance.json's sha256 of statemine logs comes from the scan's own reading: no
-    second read of the file (hashlib.file_digest is what a second read would call); a big
-    gzip log, which the scan sees decompressed, is still read again. The digests are
-    sha256sum's."""
+    second read of a streamed file (hashlib.file_digest is what a second read would
+    call); a small log scanned in C (under 64 KiB) and a big gzip log, which the scan sees
+    decompressed, are read again. The digests are sha256sum's."""
     import gzip
 
     from statemine.commands import infer_to_dir
@@ -336,7 +337,7 @@ def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hashlib, "file_digest", counting)
     infer_to_dir([plain, logs], tmp_path / "out", svg=False)
-    assert second_reads == []
+    assert second_reads == [str(small)]
     record = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert [i["sha256"] for i in record["inputs"]] == [
         hashlib.sha256(plain.read_bytes()).hexdigest(),
@@ -346,6 +347,6 @@ def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
         ).hexdigest(),
     ]
     infer_to_dir([packed], tmp_path / "out2", svg=False)
-    assert second_reads == [str(packed)]
+    assert second_reads == [str(small), str(packed)]
     record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
     assert record["inputs"][0]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()
