@@ -868,6 +868,19 @@ static PyObject *columns_of(Scanner *self)
         bytes_of(&self->extra_row), "extra_text", texts);
 }
 
+/* The dict describing the scanner's error in `buf` (the block or file it scanned): what
+   Python's _input_error reads. A new reference, or NULL with an exception set. */
+static PyObject *error_detail(const Scanner *self, const char *buf)
+{
+    PyObject *tok = PyBytes_FromStringAndSize(buf + self->err_tok, (Py_ssize_t)self->err_tok_len);
+    if (!tok)
+        return NULL;
+    return Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
+                         (long long)self->err_line, "token", tok, "key", self->err_key, "time",
+                         self->err_a, "previous_time", self->err_b, "previous_line",
+                         (long long)self->err_line2);
+}
+
 /* Scan one block into the pending rows (kept ones before it unless `fresh`). Returns 1 and
  * sets *err_out to the error dict (or NULL with an exception) for a bad line, 0 when done,
  * -1 with an exception set. */
@@ -898,13 +911,7 @@ static int scan_view(Scanner *self, PyObject *args, int fresh, PyObject **err_ou
         status = -1;
     }
     else if (self->err != E_NONE) {
-        PyObject *tok = PyBytes_FromStringAndSize((const char *)view.buf + self->err_tok,
-                                                  (Py_ssize_t)self->err_tok_len);
-        if (tok)
-            *err_out = Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
-                                     (long long)self->err_line, "token", tok, "key", self->err_key, "time",
-                                     self->err_a, "previous_time", self->err_b, "previous_line",
-                                     (long long)self->err_line2);
+        *err_out = error_detail(self, (const char *)view.buf);
         status = *err_out ? 1 : -1;
     }
     PyBuffer_Release(&view);
@@ -1251,11 +1258,7 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
     }
     PyObject *detail;
     if (status == FF_ERROR)
-        detail = Py_BuildValue("{s:i,s:L,s:N,s:i,s:d,s:d,s:L}", "error", self->err, "line",
-                               (long long)self->err_line, "token",
-                               PyBytes_FromStringAndSize(buf + self->err_tok, (Py_ssize_t)self->err_tok_len), "key",
-                               self->err_key, "time", self->err_a, "previous_time", self->err_b, "previous_line",
-                               (long long)self->err_line2);
+        detail = error_detail(self, buf);
     else if (status == FF_FALLBACK && head_len >= 0)
         detail = PyBytes_FromStringAndSize(buf, head_len);
     else {
