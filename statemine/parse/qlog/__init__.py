@@ -345,7 +345,7 @@ def _walk(
                 )
                 conn.discard()
             else:
-                if conn.stem is not None:
+                if conn.spill is not None:
                     conn.load()
                 yield conn, None
         finally:
