@@ -91,19 +91,20 @@ def _equal(a: TraceSet, b: TraceSet) -> None:
 
 @pytest.mark.parametrize("states", [True, False])
 def test_spilled_connections_share_a_few_files(tmp_path: Path, states: bool, monkeypatch) -> None:
-    """1,000 connections all spilled (every 20 events, each flushed a few times) make at
-    most one file per kind in the spill folder, not files per connection; their parts
-    (states derived where none are logged, packet columns in the store too) join to what
-    a read without spilling gives; the folder is empty afterwards."""
-    path = _server(tmp_path / "server.sqlog", 1000, 3, states)
-    folder = tmp_path / "spill"
-    folder.mkdir()
+    """1,000 connections all spilled by ``read`` (every 20 events, each flushed a few
+    times; 200 where states are derived, the per-connection path) make at most one file
+    per kind in the spill folder, not files per connection, and read what a read without
+    spilling gives."""
+    n = 1000 if states else 200
+    path = _server(tmp_path / "server.sqlog", n, 3, states)
+    want = statemine.read(path, derive_states=not states)  # under 16,384 events: none spilled
     seen: list[int] = []
     flushes: list[int] = []
     discard, flush = _Connection.discard, _Connection.flush
 
     def counted_discard(conn: _Connection) -> None:
-        seen.append(len(os.listdir(folder)))
+        if conn.spill is not None:
+            seen.append(len(os.listdir(conn.spill.folder)))
         discard(conn)
 
     def counted_flush(conn: _Connection, store) -> None:
@@ -112,12 +113,25 @@ def test_spilled_connections_share_a_few_files(tmp_path: Path, states: bool, mon
 
     monkeypatch.setattr(_Connection, "discard", counted_discard)
     monkeypatch.setattr(_Connection, "flush", counted_flush)
-    parts = list(read_qlog_parts(path, folder, derive_states=not states, slice_rows=20))
-    assert len(flushes) > 2 * 1000  # each connection flushed in a few segments
-    assert len(seen) >= 1000 and 0 < max(seen) <= KINDS
+    monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", 20)
+    got = statemine.read(path, derive_states=not states)
+    assert len(flushes) > 2 * n  # each connection flushed in a few segments
+    assert len(seen) == n and 0 < max(seen) <= KINDS
+    assert want.n_traces == n
+    _equal(got, want)
+
+
+def test_small_spilled_connections_are_one_part_each(tmp_path: Path) -> None:
+    """A spilled connection of at most ``slice_rows`` events is read back and built
+    whole: one part each, not one for its events and more for its metrics updates; the
+    parts join to the read without spilling and the spill folder is empty afterwards."""
+    path = _server(tmp_path / "server.sqlog", 100, 3)
+    folder = tmp_path / "spill"
+    folder.mkdir()
+    parts = list(read_qlog_parts(path, folder, slice_rows=20))
     assert os.listdir(folder) == []
-    want = statemine.read(path, derive_states=not states)  # under 16,384 events: none spilled
-    assert want.n_traces == 1000 == sum(p.first for p in parts)
+    want = statemine.read(path)
+    assert len(parts) == 100 == want.n_traces == sum(p.first for p in parts)
     import pandas as pd
 
     events = pd.concat([p.events for p in parts if p.events is not None], ignore_index=True)
@@ -135,9 +149,10 @@ def test_spilled_connections_share_a_few_files(tmp_path: Path, states: bool, mon
 def test_one_file_of_many_connections_reads_the_same_spilled(
     tmp_path: Path, derive: bool, monkeypatch
 ) -> None:
-    """``read`` of one file of 300 interleaved connections: spilling forced (every 20
+    """``read`` of one file of 300 (100) interleaved connections: spilling forced (every 20
     events, through the shared store) gives the trace set of the read without spilling."""
-    path = _server(tmp_path / "server.sqlog", 300, 9, states=not derive)
+    n = 100 if derive else 300  # derived states: the per-connection path (milliseconds)
+    path = _server(tmp_path / "server.sqlog", n, 9, states=not derive)
     want = statemine.read(path, derive_states=derive)
     flushes: list[int] = []
     flush = _Connection.flush
@@ -150,8 +165,8 @@ def test_one_file_of_many_connections_reads_the_same_spilled(
     assert not flushes
     monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", 20)
     got = statemine.read(path, derive_states=derive)
-    assert len(flushes) > 300
-    assert want.n_traces == 300
+    assert len(flushes) > n
+    assert want.n_traces == n
     _equal(got, want)
 
 

@@ -252,6 +252,15 @@ class _Connection:
             return np.empty(0)
         return maps[0] if len(maps) == 1 else np.concatenate(maps)
 
+    def spilled_events(self) -> int:
+        """The congestion events (items, metrics updates, packets kept) in the spill store."""
+        return (
+            self.summary.n_items
+            + self.summary.n_metrics
+            + self._size("sent") // 24
+            + self._size("acks") // 16
+        )
+
     def has(self, name: str) -> bool:
         """Whether the flat array ``name`` (:data:`_ARRAYS`) holds a row, in memory or
         spilled."""
@@ -582,9 +591,9 @@ def _spill(connections: list[_Connection], store: _SpillStore, least: int) -> No
     """Append the events held to the trace's spill ``store``: those of a
     connection holding at least ``least`` (64 when 16,384 events are held in all) or
     already spilled, and every one's once the small connections together hold more than
-    :data:`_SMALL_HELD` (memory stays bounded). A small connection's files cost
-    milliseconds: a server's file of 1e4 two-event connections took 65 s spilled, 0.9 s
-    held."""
+    :data:`_SMALL_HELD` (memory stays bounded). A flush is a segment per kind of the
+    shared store (microseconds; files of its own per connection cost milliseconds: a
+    server's file of 1e4 two-event connections took 65 s spilled, 0.9 s held)."""
     held = [_held(each) for each in connections]
     small = sum(n for n, each in zip(held, connections) if n < least and each.spill is None)
     for n, each in zip(held, connections):
