@@ -175,10 +175,13 @@ class _Connection:
         if self.spill is None:
             self.spill = store
             store.users += 1
-        counts = np.frombuffer(self.pto_count, dtype=float).reshape(-1, 3)
-        seqs = self.metric_rows()[:, 1]
-        ends = np.isin(seqs, counts[counts[:, 2] == 0, 1])
-        self._append("ends", ends.astype(np.uint8).tobytes())
+        if self.pto_count:
+            counts = np.frombuffer(self.pto_count, dtype=float).reshape(-1, 3)
+            seqs = self.metric_rows()[:, 1]
+            ends = np.isin(seqs, counts[counts[:, 2] == 0, 1])
+            self._append("ends", ends.astype(np.uint8).tobytes())
+        else:  # no counts logged since the last flush: none ends a PTO
+            self._append("ends", bytes(len(self.metrics) // _METRIC_STRIDE))
         for name in _ARRAYS:
             self._append(name, getattr(self, name).tobytes())
             setattr(self, name, array("d"))
