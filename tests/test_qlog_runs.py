@@ -19,7 +19,7 @@ import pytest
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
 from statemine.parse.qlog.common import _Report
-from statemine.parse.qlog.connections import _Connection
+from statemine.parse.qlog.connections import _Connection, _SpillStore
 from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
 from statemine.parse.qlog.reading import (
     _TIMED_NAME,
@@ -287,9 +287,9 @@ def test_small_connections_stay_in_memory(tmp_path: Path, monkeypatch: pytest.Mo
     flushed: list[int] = []
     flush = _Connection.flush
 
-    def counted(conn: _Connection, stem: Path) -> None:
+    def counted(conn: _Connection, store: _SpillStore) -> None:
         flushed.append(1)
-        flush(conn, stem)
+        flush(conn, store)
 
     monkeypatch.setattr(_Connection, "flush", counted)
     held = read_qlog(path)

@@ -323,7 +323,8 @@ def _walk(
     share: its connections one after another, each with its parts when it was spilled to
     ``folder`` and is built in slices of at most ``slice_rows`` rows from its spill files
     (:func:`_sliceable`; consume them before the next step), else None (held whole: the
-    caller builds it). The report lists the warnings of building after the parse's, as a
+    caller builds it; also one spilled with at most ``slice_rows`` congestion events,
+    read back: its own parts cost milliseconds, the whole build microseconds). The report lists the warnings of building after the parse's, as a
     whole read does."""
     stream = _connections(
         path,
@@ -338,14 +339,17 @@ def _walk(
     for conn in stream:
         report.building = True
         try:
-            if _sliceable(conn, derive_states):
+            if conn.spill is not None and conn.spilled_events() <= slice_rows:
+                conn.load()  # a slice's worth: built whole, as if never spilled
+                yield conn, None
+            elif _sliceable(conn, derive_states):
                 yield (
                     conn,
                     _sliced_parts(conn, path, source, overrides, report, slice_rows, derive_states),
                 )
                 conn.discard()
             else:
-                if conn.stem is not None:
+                if conn.spill is not None:
                     conn.load()
                 yield conn, None
         finally:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
+import weakref
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -154,9 +156,10 @@ class _Connection:
     opening: bool = True
     initial_packets: int = 0  # packet events of the Initial space while opening
     handshake_pto: bool = False  # the latest fired PTO timer was of the handshake's spaces
-    # spill files (stem + .items, .metrics, .ends, .pto_count, .sent, .acks) holding the
-    # events flushed so far; None while all are in memory
-    stem: Path | None = None
+    # the shared spill store of its trace holding the events flushed so far (None while
+    # all are in memory), and its segments there: kind -> [(offset, bytes)], in log order
+    spill: _SpillStore | None = None
+    segments: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def metric_rows(self) -> np.ndarray:
         """The metrics updates as a (n, _METRIC_STRIDE) array, in log order."""
@@ -166,60 +169,125 @@ class _Connection:
             else np.empty((0, _METRIC_STRIDE))
         )
 
-    def flush(self, stem: Path) -> None:
-        """Append the events held to the spill files at ``stem`` (kept as :attr:`stem`) and
-        let them go. A metrics update that logs ``pto_count`` 0 is marked in ``.ends``."""
-        self.stem = self.stem or stem
-        counts = np.frombuffer(self.pto_count, dtype=float).reshape(-1, 3)
-        seqs = self.metric_rows()[:, 1]
-        ends = np.isin(seqs, counts[counts[:, 2] == 0, 1])
-        with open(self._file("ends"), "ab") as fh:
-            ends.astype(np.uint8).tofile(fh)
+    def flush(self, store: _SpillStore) -> None:
+        """Append the events held to ``store`` (kept as :attr:`spill`; a segment per kind)
+        and let them go. A metrics update that logs ``pto_count`` 0 is marked in ``ends``."""
+        if self.spill is None:
+            self.spill = store
+            store.users += 1
+        if self.pto_count:
+            counts = np.frombuffer(self.pto_count, dtype=float).reshape(-1, 3)
+            seqs = self.metric_rows()[:, 1]
+            ends = np.isin(seqs, counts[counts[:, 2] == 0, 1])
+            self._append("ends", ends.astype(np.uint8).tobytes())
+        else:  # no counts logged since the last flush: none ends a PTO
+            self._append("ends", bytes(len(self.metrics) // _METRIC_STRIDE))
         for name in _ARRAYS:
-            with open(self._file(name), "ab") as fh:
-                getattr(self, name).tofile(fh)
+            self._append(name, getattr(self, name).tobytes())
             setattr(self, name, array("d"))
-        with open(self._file("items"), "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(item) + "\n" for item in self.items)
+        self._append("items", "".join(json.dumps(item) + "\n" for item in self.items).encode())
         self.items = []
 
-    def _file(self, suffix: str) -> Path:
-        assert self.stem is not None
-        return self.stem.with_name(f"{self.stem.name}.{suffix}")
+    def _append(self, kind: str, data: bytes) -> None:
+        """Append ``data`` to the store's ``kind`` file as this connection's next segment
+        (joined to the last one when they are adjacent)."""
+        assert self.spill is not None
+        if not data:
+            return
+        offset = self.spill.append(kind, data)
+        segments = self.segments.setdefault(kind, [])
+        if segments and sum(segments[-1]) == offset:
+            segments[-1] = (segments[-1][0], segments[-1][1] + len(data))
+        else:
+            segments.append((offset, len(data)))
+
+    def _size(self, kind: str) -> int:
+        """Bytes of ``kind`` spilled (0 if none)."""
+        return sum(size for _, size in self.segments.get(kind, ()))
+
+    def _read(self, kind: str, start: int, out: memoryview) -> None:
+        """Fill ``out`` with the spilled bytes of ``kind`` from ``start`` (bytes into this
+        connection's segments, walked in order)."""
+        assert self.spill is not None
+        base = pos = 0
+        for offset, size in self.segments.get(kind, ()):
+            if pos == len(out):
+                break
+            if base + size > start:
+                skip = max(start - base, 0)
+                take = min(size - skip, len(out) - pos)
+                self.spill.read_into(kind, offset + skip, out[pos : pos + take])
+                pos += take
+            base += size
+        if pos != len(out):
+            raise OSError(f"spill store: {len(out) - pos} bytes of {kind} missing")
+
+    def _bytes(self, kind: str, start: int = 0, size: int | None = None) -> bytearray:
+        """The spilled bytes of ``kind`` from ``start``, ``size`` of them (None: all)."""
+        out = bytearray(self._size(kind) - start if size is None else size)
+        self._read(kind, start, memoryview(out))
+        return out
 
     def stored_items(self) -> Iterator[tuple]:
-        """The spilled items, in log order, read one by one."""
-        with open(self._file("items"), encoding="utf-8") as fh:
-            for line in fh:
+        """The spilled items, in log order, read a segment (one flush's) at a time."""
+        assert self.spill is not None
+        for offset, size in self.segments.get("items", ()):
+            data = bytearray(size)
+            self.spill.read_into("items", offset, memoryview(data))
+            for line in data.decode("utf-8").splitlines():
                 yield tuple(json.loads(line))
 
-    def column_file(self, name: str) -> Path:
-        """The spill file of one of :data:`PACKET_COLUMNS`."""
-        return self._file(name)
+    def append_column(self, name: str, values: np.ndarray) -> None:
+        """Append float64 ``values`` to the spilled packet column ``name``
+        (:data:`PACKET_COLUMNS`)."""
+        self._append(name, values.astype(float).tobytes())
+
+    def column(self, name: str) -> np.ndarray:
+        """The spilled packet column ``name``: a read-only memory map of its one segment
+        (a copy joined in memory when it has several), empty if none."""
+        assert self.spill is not None
+        segments = self.segments.get(name, [])
+        maps = [
+            np.memmap(self.spill.path(name), float, "r", offset=offset, shape=(size // 8,))
+            for offset, size in segments
+        ]
+        if not maps:
+            return np.empty(0)
+        return maps[0] if len(maps) == 1 else np.concatenate(maps)
+
+    def spilled_events(self) -> int:
+        """The congestion events (items, metrics updates, packets kept) in the spill store."""
+        return (
+            self.summary.n_items
+            + self.summary.n_metrics
+            + self._size("sent") // 24
+            + self._size("acks") // 16
+        )
 
     def has(self, name: str) -> bool:
         """Whether the flat array ``name`` (:data:`_ARRAYS`) holds a row, in memory or
         spilled."""
-        if self.stem is None:
+        if self.spill is None:
             return len(getattr(self, name)) > 0
-        return self._file(name).exists() and self._file(name).stat().st_size > 0
+        return self._size(name) > 0
 
     def each_item(self) -> Iterator[tuple]:
         """The items in log order: those held, or the spilled ones read one by one."""
-        return iter(self.items) if self.stem is None else self.stored_items()
+        return iter(self.items) if self.spill is None else self.stored_items()
 
     def array_chunks(self, name: str, width: int, rows: int) -> Iterator[np.ndarray]:
         """One of the flat arrays (:data:`_ARRAYS`, ``width`` floats a row) as (n, width)
         chunks in log order: the one held in memory whole (one chunk), or the spilled one
         ``rows`` rows at a time."""
-        if self.stem is None:
+        if self.spill is None:
             yield np.frombuffer(getattr(self, name), dtype=float).reshape(-1, width)
             return
-        total = os.path.getsize(self._file(name)) // (width * 8)
+        total = self._size(name) // (width * 8)
         for first in range(0, total, rows):
             count = min(rows, total - first)
-            chunk = np.fromfile(self._file(name), float, count * width, offset=first * width * 8)
-            yield chunk.reshape(-1, width)
+            chunk = np.empty((count, width))
+            self._read(name, first * width * 8, chunk.data.cast("B"))
+            yield chunk
 
     def metric_chunks(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """The spilled metrics updates in log order, ``rows`` at a time, each chunk with
@@ -229,28 +297,93 @@ class _Connection:
         first = 0
         for chunk in self.array_chunks("metrics", _METRIC_STRIDE, rows):
             count = len(chunk)
-            ends = np.fromfile(self._file("ends"), np.uint8, count, offset=first).astype(bool)
+            ends = np.frombuffer(self._bytes("ends", first, count), np.uint8).astype(bool)
             first += count
             yield chunk, ends if logs_counts else np.ones(count, bool)
 
     def load(self) -> None:
-        """Read the spilled events back into memory (a connection built whole), removing
-        the files."""
-        assert self.stem is not None
-        self.flush(self.stem)
+        """Read the spilled events back into memory (a connection built whole), letting
+        its segments go."""
+        assert self.spill is not None
+        self.flush(self.spill)
         self.items = list(self.stored_items())
         for name in _ARRAYS:
             values = array("d")
-            values.frombytes(self._file(name).read_bytes())
+            values.frombytes(self._bytes(name))
             setattr(self, name, values)
         self.discard()
 
     def discard(self) -> None:
-        """Remove the spill files (nothing if none)."""
-        if self.stem is not None:
-            for suffix in ("items", "ends", *_ARRAYS, *PACKET_COLUMNS):
-                self._file(suffix).unlink(missing_ok=True)
-            self.stem = None
+        """Let the spilled segments go (nothing if none): the store's files are removed
+        once every connection spilled there is discarded."""
+        if self.spill is not None:
+            self.spill.release()
+            self.spill = None
+            self.segments = {}
+
+
+class _SpillStore:
+    """The spill files of one qlog trace's connections in a folder: one append-only file
+    per kind (items, ends, each flat array, each packet column), made on its first append
+    and kept open, each connection's flush a segment of it (about 10 us, where a file of
+    its own per kind cost about 2 ms a connection). The files are removed once each
+    connection that spilled here is discarded, or when the store is garbage collected (an
+    error part way)."""
+
+    def __init__(self, folder: Path, trace_index: int) -> None:
+        self.folder = folder
+        self.prefix = f"{trace_index}-"
+        self.users = 0  # connections with segments here, not yet discarded
+        self._files: dict[str, tuple[int, Path]] = {}  # kind -> (descriptor, path)
+        self._sizes: dict[str, int] = {}
+        self._close = weakref.finalize(self, _remove_files, self._files)
+
+    def path(self, kind: str) -> Path:
+        """The file of ``kind`` (made if new)."""
+        return self._file(kind)[1]
+
+    def _file(self, kind: str) -> tuple[int, Path]:
+        found = self._files.get(kind)
+        if found is None:
+            if not self._close.alive:
+                raise OSError("spill store used after its files were removed")
+            fd, name = tempfile.mkstemp(prefix=self.prefix, suffix=f".{kind}", dir=self.folder)
+            found = self._files[kind] = (fd, Path(name))
+            self._sizes[kind] = 0
+        return found
+
+    def append(self, kind: str, data: bytes) -> int:
+        """Append ``data`` to the file of ``kind``; its offset there (bytes)."""
+        fd = self._file(kind)[0]
+        offset = self._sizes[kind]
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        self._sizes[kind] = offset + len(data)
+        return offset
+
+    def read_into(self, kind: str, offset: int, out: memoryview) -> None:
+        """Fill ``out`` from the file of ``kind`` at ``offset`` (bytes)."""
+        fd = self._file(kind)[0]
+        while out:
+            got = os.preadv(fd, [out], offset)
+            if not got:
+                raise OSError(f"spill store: {kind} ends before offset {offset}")
+            out, offset = out[got:], offset + got
+
+    def release(self) -> None:
+        """One connection spilled here is done; the files go with the last."""
+        self.users -= 1
+        if self.users <= 0:
+            self._close()
+
+
+def _remove_files(files: dict[str, tuple[int, Path]]) -> None:
+    """Close and remove a spill store's files."""
+    for fd, path in files.values():
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    files.clear()
 
 
 def _path_label(value: object, line: int, trace_index: int, report: _Report) -> str | None:
@@ -324,6 +457,7 @@ def _extract(
     previous: _Connection | None = None  # the connection of the latest event
     clock = 0.0
     held = 0  # events held since the last flush
+    store = None if spill is None else _SpillStore(spill, raw.index)
     where = f"trace {raw.index}"
     offset, per_second = ctx.offset, ctx.per_second
     for line, index, event in raw.events:
@@ -419,7 +553,8 @@ def _extract(
         if spill is not None:
             held += 1
             if held >= spill_events:
-                _spill(list(connections.values()), spill, raw.index, spill_events >> 8)
+                assert store is not None
+                _spill(list(connections.values()), store, spill_events >> 8)
                 held = 0
     if raw.skipped is not None and raw.skipped.count:
         conn = connections.get((ctx.group, None))
@@ -432,8 +567,8 @@ def _extract(
         conn.start = min(conn.start, (raw.skipped.first + ctx.offset) / ctx.per_second)
         conn.end = max(conn.end, (raw.skipped.last + ctx.offset) / ctx.per_second)
     for conn in connections.values():
-        if conn.stem is not None:
-            conn.flush(conn.stem)
+        if conn.spill is not None:
+            conn.flush(conn.spill)
     if not connections:
         report.warn(None, f"trace {raw.index} has no events; left out")
     if len({group for group, _ in connections}) == 1:
@@ -455,18 +590,18 @@ def _held(conn: _Connection) -> int:
     )
 
 
-def _spill(connections: list[_Connection], folder: Path, trace_index: int, least: int) -> None:
-    """Append the events held to the connections' spill files in ``folder``: those of a
+def _spill(connections: list[_Connection], store: _SpillStore, least: int) -> None:
+    """Append the events held to the trace's spill ``store``: those of a
     connection holding at least ``least`` (64 when 16,384 events are held in all) or
     already spilled, and every one's once the small connections together hold more than
-    :data:`_SMALL_HELD` (memory stays bounded). A small connection's files cost
-    milliseconds: a server's file of 1e4 two-event connections took 65 s spilled, 0.9 s
-    held."""
+    :data:`_SMALL_HELD` (memory stays bounded). A flush is a segment per kind of the
+    shared store (microseconds; files of its own per connection cost milliseconds: a
+    server's file of 1e4 two-event connections took 65 s spilled, 0.9 s held)."""
     held = [_held(each) for each in connections]
-    small = sum(n for n, each in zip(held, connections) if n < least and each.stem is None)
-    for k, (n, each) in enumerate(zip(held, connections)):
-        if n and (n >= least or each.stem is not None or small > _SMALL_HELD):
-            each.flush(folder / f"{trace_index}-{k}")
+    small = sum(n for n, each in zip(held, connections) if n < least and each.spill is None)
+    for n, each in zip(held, connections):
+        if n and (n >= least or each.spill is not None or small > _SMALL_HELD):
+            each.flush(store)
 
 
 #: The most events the small connections (never spilled) hold in all before they are

@@ -58,16 +58,15 @@ def _filled_cwnd(frames: Iterator[pd.DataFrame]) -> Iterator[tuple[np.ndarray, n
 def _packet_columns(conn: _Connection, rows: int) -> list[np.ndarray]:
     """The packets sent (time, number) and ACKs received (time, largest acknowledged so
     far), each time-ordered, as :data:`PACKET_COLUMNS`: arrays for a connection held whole,
-    read-only memory maps of column files written beside a spilled one's (removed with
-    them; its packets are in time order, so chunks sorted one by one are sorted)."""
+    read-only memory maps of column segments in a spilled one's store (removed with
+    it; its packets are in time order, so chunks sorted one by one are sorted)."""
     parts: list[list[np.ndarray]] = [[] for _ in PACKET_COLUMNS]
 
     def put(k: int, values: np.ndarray) -> None:
-        if conn.stem is None:
+        if conn.spill is None:
             parts[k].append(values)
         else:
-            with open(conn.column_file(PACKET_COLUMNS[k]), "ab") as fh:
-                values.astype(float).tofile(fh)
+            conn.append_column(PACKET_COLUMNS[k], values)
 
     for chunk in conn.array_chunks("sent", 3, rows):
         chunk = _by_time(chunk)
@@ -80,15 +79,9 @@ def _packet_columns(conn: _Connection, rows: int) -> list[np.ndarray]:
         best = float(most[-1]) if most.size else best
         put(2, chunk[:, 0])
         put(3, most)
-    if conn.stem is None:
+    if conn.spill is None:
         return [np.concatenate(p) if p else np.empty(0) for p in parts]
-    out = []
-    for name in PACKET_COLUMNS:
-        path = conn.column_file(name)
-        path.touch()
-        size = path.stat().st_size
-        out.append(np.memmap(path, float, "r") if size else np.empty(0))
-    return out
+    return [conn.column(name) for name in PACKET_COLUMNS]
 
 
 def _no_congestion(implementation: object) -> frozenset[float]:

@@ -48,7 +48,7 @@ def _sliceable(conn: _Connection, derive: bool) -> bool:
     where it has them, also in time order). Sets the implementation detected from its
     state names, as a whole read does."""
     summary = conn.summary
-    if conn.stem is None or conn.unordered:
+    if conn.spill is None or conn.unordered:
         return False
     if not summary.has_states:  # RFC 9002 periods (with packets) need them in time order
         return not (derive and conn.has("sent") and conn.has("acks") and summary.packets_unordered)
