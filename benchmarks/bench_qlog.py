@@ -90,20 +90,8 @@ def write_files(
 ) -> dict[str, Path]:
     """The JSON-SEQ and JSON document files of ``n`` events in ``folder`` (and both
     gzip'ed with ``gzipped``; ``derived``: no state events, see :func:`events`)."""
-    header = {
-        "qlog_format": "JSON-SEQ",
-        "qlog_version": "0.3",
-        "title": "quic-go qlog",
-        "trace": {
-            "vantage_point": {"type": "server"},
-            "common_fields": {"ODCID": "abcd", "time_format": "relative", "reference_time": 0},
-        },
-    }
     seq = folder / "bench.sqlog"
-    with open(seq, "w") as fh:
-        fh.write("\x1e" + json.dumps(header) + "\n")
-        for ev in events(n, derived):
-            fh.write("\x1e" + json.dumps(ev) + "\n")
+    write_seq(n, seq, derived)
     doc = folder / "bench.qlog"
     with open(doc, "w") as fh:
         fh.write(
@@ -178,8 +166,9 @@ def connections(n: int, folder: Path) -> None:
     )
 
 
-def write_seq(n: int, path: Path) -> None:
-    """One JSON-SEQ connection of ``n`` events (:func:`events`) at ``path``."""
+def write_seq(n: int, path: Path, derived: bool = False) -> None:
+    """One JSON-SEQ connection of ``n`` events (:func:`events`, ``derived`` as there) at
+    ``path``."""
     header = {
         "qlog_format": "JSON-SEQ",
         "qlog_version": "0.3",
@@ -191,7 +180,7 @@ def write_seq(n: int, path: Path) -> None:
     }
     with open(path, "w") as fh:
         fh.write("\x1e" + json.dumps(header) + "\n")
-        for ev in events(n):
+        for ev in events(n, derived):
             fh.write("\x1e" + json.dumps(ev) + "\n")
 
 

@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from test_load_many import assert_same
 
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog
@@ -29,7 +29,6 @@ from statemine.parse.qlog.reading import (
     _run_count,
 )
 from statemine.parse.qlog.vocabulary import _MAX_PLANS, _METRIC_STRIDE, _PLANS, _metrics
-from statemine.traces import TraceSet
 
 HEADER = {
     "qlog_format": "JSON-SEQ",
@@ -84,15 +83,6 @@ def _write(folder: Path, records: list[str], runs: bool) -> Path:
     lead = "\x1e" if runs else "\x1e "
     path.write_text("".join(lead + r + "\n" for r in records))
     return path
-
-
-def _equal(a: TraceSet, b: TraceSet) -> None:
-    pd.testing.assert_frame_equal(a.events, b.events)
-    pd.testing.assert_frame_equal(a.traces, b.traces)
-    assert (a.metrics is None) == (b.metrics is None)
-    if a.metrics is not None and b.metrics is not None:
-        pd.testing.assert_frame_equal(a.metrics, b.metrics)
-    assert a.meta == b.meta
 
 
 def test_run_count_accepts_only_one_record_a_line() -> None:
@@ -173,7 +163,7 @@ def test_runs_equal_records_one_by_one(
             continue
         assert not any(runs)
         assert _write(tmp_path, records, True) == path
-        _equal(read_qlog(path, derive_states=derive), one)
+        assert_same(read_qlog(path, derive_states=derive), one)
         assert max(runs) > 50 or not all(r.startswith("{") for r in extra)
         if bad:
             warnings = json.loads(one.meta["warnings"])
@@ -297,5 +287,5 @@ def test_small_connections_stay_in_memory(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr("statemine.parse.qlog.connections._SMALL_HELD", 100)
     spilled = read_qlog(path)
     assert len(flushed) >= 600
-    _equal(held, spilled)
+    assert_same(held, spilled)
     assert len(held.traces) == 600

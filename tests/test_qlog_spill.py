@@ -11,12 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
+from test_load_many import assert_same
 
 import statemine
 from statemine.errors import InputError
 from statemine.parse.qlog import read_qlog_parts
 from statemine.parse.qlog.connections import _ARRAYS, PACKET_COLUMNS, _Connection
-from statemine.traces import TraceSet
 
 HEADER = {
     "qlog_format": "JSON-SEQ",
@@ -78,17 +78,6 @@ def _server(path: Path, n: int, rounds: int, states: bool = True, bad_at: int = 
     return path
 
 
-def _equal(a: TraceSet, b: TraceSet) -> None:
-    import pandas as pd
-
-    pd.testing.assert_frame_equal(a.events, b.events)
-    pd.testing.assert_frame_equal(a.traces, b.traces)
-    assert (a.metrics is None) == (b.metrics is None)
-    if a.metrics is not None and b.metrics is not None:
-        pd.testing.assert_frame_equal(a.metrics, b.metrics)
-    assert a.meta == b.meta
-
-
 @pytest.mark.parametrize("states", [True, False])
 def test_spilled_connections_share_a_few_files(tmp_path: Path, states: bool, monkeypatch) -> None:
     """1,000 connections all spilled by ``read`` (every 20 events, each flushed a few
@@ -118,7 +107,7 @@ def test_spilled_connections_share_a_few_files(tmp_path: Path, states: bool, mon
     assert len(flushes) > 2 * n  # each connection flushed in a few segments
     assert len(seen) == n and 0 < max(seen) <= KINDS
     assert want.n_traces == n
-    _equal(got, want)
+    assert_same(got, want)
 
 
 def test_small_spilled_connections_are_one_part_each(tmp_path: Path) -> None:
@@ -167,7 +156,7 @@ def test_one_file_of_many_connections_reads_the_same_spilled(
     got = statemine.read(path, derive_states=derive)
     assert len(flushes) > n
     assert want.n_traces == n
-    _equal(got, want)
+    assert_same(got, want)
 
 
 def test_an_error_part_way_leaves_no_spill_files(tmp_path: Path) -> None:
