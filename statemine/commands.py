@@ -164,7 +164,7 @@ def require_stores(sides: Sequence[Inputs]) -> None:
 def _store_input(inputs: Inputs, *, required: bool = False) -> Path | None:
     """The store folder when ``inputs`` is one trace store, else None; ``required`` (a run
     on Dask): the input must be a store."""
-    from .store import is_store
+    from .store_meta import is_store
 
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     stores = [Path(p) for p in paths if is_store(p)]

@@ -50,6 +50,7 @@ from .store_log import (
     latest,
     version_numbers,
 )
+from .store_meta import META_NAME
 
 if TYPE_CHECKING:  # the command line loads this module: numeric libraries load on use
     import tempfile
@@ -62,8 +63,6 @@ if TYPE_CHECKING:  # the command line loads this module: numeric libraries load 
     from .store_stream import Spill
     from .traces import TracePart, TraceSet
 
-#: The store's own metadata file (a leading ``_``: readers of the dataset skip it).
-META_NAME = "_statemine_store.json"
 #: 1: data files only; 2: also ``_labels`` (required) and ``_metrics`` (when logged);
 #: 3: metrics files may have the segment columns (ftrace) and their columns listed;
 #: 4: the files are those of the latest version (:mod:`statemine.store_log`).
@@ -1138,11 +1137,6 @@ def label_names(store: str | os.PathLike) -> set[str]:
     for entry in version.entries:
         names |= _label_keys(entry.labels(root))
     return names
-
-
-def is_store(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder holding a store's metadata file."""
-    return (Path(path) / META_NAME).is_file()
 
 
 @dataclass(frozen=True)

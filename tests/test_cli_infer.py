@@ -164,3 +164,81 @@ def test_reader_warnings_and_zero_duration_are_reported(tmp_path):
     assert res.exit_code == 0, res.output
     assert "warning" in res.output and "cut.sqlog" in res.output
     assert "n/a" in res.output and "time fractions are undefined" in res.output
+
+
+def test_model_graph_is_networkx_digraph_semantics():
+    """ModelGraph (what infer --out draws from, without networkx) behaves as a networkx
+    DiGraph under the same adds, in random order: nodes and edges with their attributes
+    in the same order (attributes merged, an edge's missing ends added), so model.json
+    equals networkx's own node-link dump and model.dot the DOT of the DiGraph."""
+    import random
+
+    from statemine.infer.observed import ModelGraph, _nan_to_none
+
+    rng = random.Random(5)
+    names = ["INITIAL", "TERMINAL", "SlowStart", "Recovery", "é\n<b>", "x" * 90, ""]
+    for _ in range(50):
+        mine, ref = ModelGraph(engine="observed"), nx.DiGraph(engine="observed")
+        for _ in range(rng.randrange(0, 30)):
+            if rng.random() < 0.4:
+                node = rng.choice(names)
+                key = rng.choice(["time_fraction", "visits", "kind", "label"])
+                value = {
+                    "time_fraction": rng.choice([0.25, float("nan"), 0.0004]),
+                    "visits": rng.randrange(5),
+                    "kind": rng.choice(["state", "initial", "terminal"]),
+                    "label": rng.choice(names),
+                }[key]
+                mine.add_node(node, **{key: value})
+                ref.add_node(node, **{key: value})
+            else:
+                u, v = rng.choice(names), rng.choice(names)
+                key = rng.choice(["count", "probability", "probability_lo"])
+                value = rng.randrange(9) if key == "count" else rng.choice([0.5, 0.001, 1.0])
+                mine.add_edge(u, v, **{key: value})
+                ref.add_edge(u, v, **{key: value})
+        assert list(mine.nodes(data=True)) == list(ref.nodes(data=True))
+        assert mine.edges(data=True) == list(ref.edges(data=True))
+        assert all((n in mine) == (n in ref) for n in names)
+        want = json.dumps(
+            _nan_to_none(nx.node_link_data(ref, edges="edges")), indent=1, sort_keys=True
+        )
+        assert model_to_json(mine) == want == model_to_json(ref)
+        assert to_dot(mine, title="t") == to_dot(ref, title="t")
+        back = mine.to_networkx()
+        assert list(back.nodes(data=True)) == list(ref.nodes(data=True))
+        assert list(back.edges(data=True)) == list(ref.edges(data=True))
+        assert back.graph == ref.graph
+
+
+def test_infer_files_model_equals_the_networkx_model(tmp_path):
+    """The model.dot and model.json infer --out writes (through ModelGraph) are the DOT
+    and JSON of the networkx DiGraph of model_from_stats, which observed_model returns."""
+    from statemine.output.out_files import infer_files
+    from statemine.stats.summary import summarize
+
+    ts = TraceSet.from_events(
+        pd.DataFrame(
+            {
+                "trace": ["a"] * 4 + ["b"] * 3,
+                "time": [0.0, 1.0, 1.5, 4.0, 0.0, 2.0, 2.5],
+                "state": ["SlowStart", "Recovery", "SlowStart", "<i>", "Recovery", "<i>", "X"],
+            }
+        )
+    )
+    states, transitions = summarize(ts, n_boot=20, seed=1)
+    G = observed_model(ts, n_boot=20, seed=1)
+    files, _ = infer_files(states, transitions, svg=False, title="T")
+    assert files["model.json"] == model_to_json(G)
+    assert files["model.dot"] == to_dot(G, title="T")
+    assert set(G.edges) == {
+        ("INITIAL", "SlowStart"),
+        ("INITIAL", "Recovery"),
+        ("SlowStart", "Recovery"),
+        ("Recovery", "SlowStart"),
+        ("SlowStart", "<i>"),
+        ("Recovery", "<i>"),
+        ("<i>", "X"),
+        ("<i>", "TERMINAL"),
+        ("X", "TERMINAL"),
+    }

@@ -23,9 +23,11 @@ class ToolCommand(click.Command):
     e.g. ``-i=true``, ``--randomSeed 5``, ``-c FILE``, are not click's)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        engine = engine_in(args)
+        if engine in (None, "observed"):  # the default engine: no tool module to load
+            return super().parse_args(ctx, args)
         from ..infer.synoptic.command import TOOL_OF_ENGINE
 
-        engine = engine_in(args)
         if engine in TOOL_OF_ENGINE:
             ctx.meta["tool_args"] = without_engine(args)
             args = ["--engine", engine, "--", "-"]

@@ -58,11 +58,11 @@ def infer_files(
     False leaves it out without a note. The one path from tables to the model's DOT, JSON
     and SVG: ``statemine infer --out`` and the HTML report both draw through it."""
     from ..escape import columns_csv
-    from ..infer.observed import model_from_stats, model_to_json
+    from ..infer.observed import model_graph, model_to_json
     from .diagram import DRAWN_STATES, dot_to, graphviz_available, to_dot
 
     states, transitions = as_columns(states), as_columns(transitions)
-    G = model_from_stats(states, transitions)
+    G = model_graph(states, transitions)
     dot = to_dot(G, title=title)
     outputs: dict[str, bytes | str] = {
         "states.csv": columns_csv(with_derived_column(states, "state")),

@@ -134,7 +134,7 @@ def input_digest(path: str | os.PathLike, known: Known | None = None) -> dict[st
     path (the module text says what a folder's and a store's digest cover); ``known``: the
     files' digests taken as they were read (:data:`Known`), used instead of reading them.
     Raises the reader's :class:`~statemine.errors.InputError` for a path it cannot read."""
-    from ..store import is_store
+    from ..store_meta import is_store
 
     top = Path(path)
     if not top.is_dir():
@@ -163,7 +163,7 @@ def folder_files(top: Path) -> list[Path]:
     readers read (:func:`statemine.parse.expand_paths`) and, in a ``statemine lab``
     output folder, the results table (results.parquet, else results.csv)."""
     from ..parse import expand_paths, is_lab_output
-    from ..store import is_store
+    from ..store_meta import is_store
 
     if is_store(top):
         return sorted(
