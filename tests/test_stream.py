@@ -122,6 +122,26 @@ def test_dwell_sketch_quantiles_within_its_accuracy():
         assert np.allclose(s[:, g], truth, rtol=ALPHA, atol=0)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(0, 1e6), st.sampled_from([0.0, 1.0, 2.5, float("nan")])),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.floats(0, 1), min_size=1, max_size=4),
+)
+def test_partition_quantiles_equal_numpys_bit_for_bit(values, qs):
+    """The exact dwell quantiles of few states (one partition each, no np.unique, so no
+    numpy.ma import) equal np.quantile's, bit for bit, NaN included."""
+    from statemine.stats.dwell import partition_quantiles
+
+    v = np.array(values)
+    got = partition_quantiles(v.copy(), (*qs, 0.5, 0.95))
+    want = np.quantile(v, (*qs, 0.5, 0.95))
+    assert np.array_equal(got, want, equal_nan=True)
+
+
 def test_streamed_dwell_quantiles_say_when_approximate(tmp_path):
     path = tmp_path / "run.log"
     path.write_text(random_log(np.random.default_rng(1), 400, 4))

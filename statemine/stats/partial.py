@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..arrays import sorted_unique
 from . import dwell as dwell_times
 from .dwell import Dwell, DwellTimes
 from .options import DWELL_BUDGET, StatsOptions
@@ -280,7 +281,7 @@ class VisitStats:
         found = pos < len(self._edge_keys)
         found[found] = self._edge_keys[pos[found]] == keys[found]
         if not found.all():
-            new = np.unique(keys[~found])
+            new = sorted_unique(keys[~found])
             start = len(self.edge_src)
             self.edge_src = np.r_[self.edge_src, (new >> _SHIFT) - 1]
             self.edge_dst = np.r_[self.edge_dst, (new & _LOW) - 1]
