@@ -286,6 +286,11 @@ _NUMBERS = [
     b"-",
     b"1e",
     b"7 ",
+    b"9007199254740993",  # 2^53 + 1: beyond the fast path's exact mantissas
+    b"0.1234567890123456789",
+    b"1e-23",
+    b"-12345678901234567890e-5",
+    b"5e-324",
 ]
 _NAMES = [
     b', "name": "transport:packet_sent"',
