@@ -1,4 +1,4 @@
-"""Build of the one compiled module and of the package data that lives outside the package
+"""Build of the compiled modules and of the package data that lives outside the package
 in the repository (metadata and dependencies live in setup.cfg)."""
 
 import shutil
@@ -44,6 +44,11 @@ setup(
                 "-Wextra",
                 "-Wno-missing-field-initializers",
             ],
-        )
+        ),
+        Extension(
+            "statemine.parse.qlog._runscan",
+            ["statemine/parse/qlog/_runscan.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
+        ),
     ],
 )

@@ -17,18 +17,26 @@ import pytest
 from test_load_many import assert_same
 
 from statemine.errors import InputError
-from statemine.parse.qlog import read_qlog
+from statemine.parse.qlog import _runscan, read_qlog
 from statemine.parse.qlog.common import _Report
 from statemine.parse.qlog.connections import _Connection, _SpillStore
 from statemine.parse.qlog.metrics import _MetricsCursor, _SmallCursor
 from statemine.parse.qlog.reading import (
+    _OWN_WORDS,
     _TIMED_NAME,
     _TIMED_SHAPES,
     _iter_records,
     _Reader,
     _run_count,
+    _sorted_records,
 )
-from statemine.parse.qlog.vocabulary import _MAX_PLANS, _METRIC_STRIDE, _PLANS, _metrics
+from statemine.parse.qlog.vocabulary import (
+    _CODE_WORDS,
+    _MAX_PLANS,
+    _METRIC_STRIDE,
+    _PLANS,
+    _metrics,
+)
 
 HEADER = {
     "qlog_format": "JSON-SEQ",
@@ -250,6 +258,88 @@ def test_timed_shapes_read_as_the_general_pattern(record: bytes) -> None:
         found = shape.match(record)
         if found is not None:
             assert general is not None and found.groups() == general.groups()
+
+
+def _run_count_numpy(region: bytes) -> int:
+    """The run count as numpy counted it before _runscan (the reference)."""
+    if region[:1] != b"{" or region[-2:] != b"}\n":
+        return 0
+    n = region.count(b"}\n\x1e{") + 1
+    codes = np.frombuffer(region, np.uint8)
+    if np.count_nonzero(codes == 10) != n or np.count_nonzero(codes == 30) != n - 1:
+        return 0
+    return n
+
+
+#: Pieces of hostile records: other spellings, numbers JSON or not, names with and
+#: without a category, the words that keep a record from being only counted.
+_HEADS = [b'{"time":', b'{"time": ', b'{ "time" :\t', b'{"time" ', b'{"name":', b'{"time":"', b"{"]
+_NUMBERS = [
+    b"0.05",
+    b"-0.0",
+    b"0",
+    b"1e999",
+    b"-1E+3",
+    b"12.5e-2",
+    b"1.",
+    b".5",
+    b"-",
+    b"1e",
+    b"7 ",
+    b"9007199254740993",  # 2^53 + 1: beyond the fast path's exact mantissas
+    b"0.1234567890123456789",
+    b"1e-23",
+    b"-12345678901234567890e-5",
+    b"5e-324",
+]
+_NAMES = [
+    b', "name": "transport:packet_sent"',
+    b',"name":"transport:packet_sent"',
+    b' ,\t"name" : "recovery:metrics_updated"',
+    b',"name":"METRICS_UPDATED"',
+    b',"name":"a:b:c"',
+    b',"name":"nocolon"',
+    b',"name":":"',
+    b',"name":"transport:packet_sent',
+    b',"name":"x\\"y"',
+    b', "nam": "x"',
+    b"",
+]
+_TAILS = [
+    b"}",
+    b', "data": {}}',
+    b', "group_id": 3}',
+    b', "path_id": 1}',
+    b', "time_format": "x"}',
+    b"]",
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_runscan_sorts_a_run_as_the_python_rule(seed: int) -> None:
+    """_runscan.scan_run on hostile runs equals the regex rule record by record (which
+    are parsed, the count and time range of the others), and run_count equals numpy's."""
+    rng = np.random.default_rng(seed)
+
+    def pick(options: list[bytes]) -> bytes:
+        return options[int(rng.integers(len(options)))]
+
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        recs = [pick(_HEADS) + pick(_NUMBERS) + pick(_NAMES) + pick(_TAILS) for _ in range(n)]
+        run = b"".join(r + b"\n\x1e" for r in recs)[:-1]
+        assert _runscan.run_count(run) == _run_count_numpy(run)
+        count, lo, hi, parse = _sorted_records(recs, run, n)
+        got = _runscan.scan_run(run, _CODE_WORDS, _OWN_WORDS)
+        want_k = [k for k, p in enumerate(parse) if p]
+        assert got[:3] == (n, want_k, [recs[k] for k in want_k])
+        assert got[3] == count
+        if count:
+            assert (got[4], got[5]) == (lo, hi)
+            assert math.copysign(1, got[4]) == math.copysign(1, lo)
+        # a blank or a separator inside breaks a run, as numpy counted
+        for broken in (run.replace(b"\n\x1e", b"\n\x1e ", 1), run + b"\x1e{}\n", run[:-1]):
+            assert _runscan.run_count(broken) == _run_count_numpy(broken)
 
 
 def _server_file(path: Path, n: int) -> Path:

@@ -103,8 +103,10 @@ def test_wheel_carries_the_data_and_runs_patch_and_lab_outside_the_checkout(tmp_
     for folder in ("statemine/lab/quicgo", "statemine/lab/quiche", "statemine/lab/data"):
         missing = {f"{folder}/{f}" for f in _files(REPO / folder)} - names
         assert not missing, sorted(missing)[:5]
-    assert {"statemine/py.typed", "statemine/parse/_linescan.pyi"} <= names
-    assert any(re.fullmatch(r"statemine/parse/_linescan\..*\.so", n) for n in names)
+    stubs = {"statemine/parse/_linescan.pyi", "statemine/parse/qlog/_runscan.pyi"}
+    assert {"statemine/py.typed", *stubs} <= names
+    for module in ("parse/_linescan", "parse/qlog/_runscan"):
+        assert any(re.fullmatch(rf"statemine/{module}\..*\.so", n) for n in names), module
 
     _run([py, "-m", "pip", "install", "--quiet", f"{wheel}[lab]"], work)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "STATEMINE_PATCHES")}

@@ -110,10 +110,14 @@ def _decode(
             return None  # draft-02 allows a closing "{}" after the last event
         name = event.get("name")
         if type(name) is str:
-            etype = name[name.rfind(":") + 1 :]
+            code = _NAME_CODES.get(name, _UNSEEN)
+            if code == _UNSEEN:  # worked out once per name: its type after the last ':'
+                code = _CODES.get(name[name.rfind(":") + 1 :].lower())
+                if len(_NAME_CODES) < _MAX_NAME_CODES:
+                    _NAME_CODES[name] = code
         else:
             etype = event.get("event") or event.get("event_type") or event.get("type") or ""
-        code = _CODES.get(str(etype).lower())
+            code = _CODES.get(str(etype).lower())
         fmt = event.get("time_format")
         delta = ctx.delta if fmt is None else str(fmt).lower() in _DELTA_FORMATS
         data = _data(event.get("data"), None) if code is not None else _NO_DATA
@@ -153,6 +157,11 @@ def _decode(
 
 
 _NO_DATA: dict = {}
+#: The code of each event ``name`` seen (:func:`_decode`; None: not read): a few names per
+#: file. Bounded: hostile input may vary them.
+_NAME_CODES: dict[str, int | None] = {}
+_MAX_NAME_CODES = 4096
+_UNSEEN = -1  # no code is negative
 
 
 def _data(data: object, trigger: object) -> dict:
@@ -273,26 +282,25 @@ def _metrics(
 ) -> tuple[float, ...]:
     """The metric columns of a metrics event (NaN where not logged); non-numeric values
     warned about. For each column the first of its keys the event logs counts."""
-    values = []
+    values: list[float] = []
+    append = values.append
     for key in _plan(data):
         if key is None:
-            values.append(math.nan)
+            append(math.nan)
             continue
         raw = data[key]
         kind = type(raw)
-        if kind is float:
-            value = raw
-        elif kind is int and -_BIG < raw < _BIG:
-            value = float(raw)
-        else:
-            value = _num(raw)
+        if kind is int and -_BIG < raw < _BIG:
+            append(float(raw))
+            continue
+        value = raw if kind is float else _num(raw)
         if value != value and raw is not None:
             report.warn(
                 line,
                 f"{where}: metric {key} = {raw!r} is not a number; read as not logged",
                 kind="metric not numeric",
             )
-        values.append(value)
+        append(value)
     cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
         ssthresh = math.inf

@@ -1,0 +1,328 @@
+/*
+ * statemine.parse.qlog._runscan: one pass over a run of JSON-SEQ records (docs/qlog.md,
+ * "Speed"). A run is the bytes between two record separators of a block whose records are
+ * one line each, b'{a}\n\x1e{b}\n'. run_count tells a run and its number of records;
+ * scan_run sorts its records into those only counted and timed and those parsed whole,
+ * by the rule of statemine/parse/qlog/reading.py (_TIMED_NAME, _CODE_WORDS, _OWN_WORDS),
+ * which stays the reference: a record is only counted when it starts
+ *
+ *     {"time": <JSON number>, "name": "[category:]type"
+ *
+ * (blanks allowed around ':' and ','), its type is not one statemine reads and it names
+ * no group_id, path or time format of its own. The times are converted as Python's
+ * float() converts them (PyOS_string_to_double). Touches no Python object but the inputs
+ * and outputs; holds the GIL (a run is at most one block, 1 MiB).
+ *
+ * Written for statemine; no code taken from elsewhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Python's bytes-pattern \s: [ \t\n\r\f\v]. */
+static inline int is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+static const char *skip_blanks(const char *p, const char *end)
+{
+    while (p < end && is_blank((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* p at a literal: the pointer past it, or NULL. */
+static const char *literal(const char *p, const char *end, const char *lit, size_t n)
+{
+    if ((size_t)(end - p) < n || memcmp(p, lit, n) != 0)
+        return NULL;
+    return p + n;
+}
+
+/* -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)? at p, taken greedily (backing off never lets the
+ * pattern after it match: the next character would be a digit, '.', 'e' or 'E'); the
+ * pointer past it, or NULL. */
+static const char *number(const char *p, const char *end)
+{
+    if (p < end && *p == '-')
+        p++;
+    if (p >= end || !is_digit((unsigned char)*p))
+        return NULL;
+    while (p < end && is_digit((unsigned char)*p))
+        p++;
+    if (p + 1 < end && *p == '.' && is_digit((unsigned char)p[1])) {
+        p += 2;
+        while (p < end && is_digit((unsigned char)*p))
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1;
+        if (q < end && (*q == '+' || *q == '-'))
+            q++;
+        if (q < end && is_digit((unsigned char)*q)) {
+            while (q < end && is_digit((unsigned char)*q))
+                q++;
+            p = q;
+        }
+    }
+    return p;
+}
+
+/* Exact powers of ten a double holds (10^0 .. 10^22). */
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The JSON number [p, end) (number() took it) as float() reads it: a mantissa below 2^53
+ * times or divided by an exact power of ten <= 1e22 is correctly rounded by one IEEE
+ * operation (Clinger's fast path, W. D. Clinger, PLDI 1990); anything else goes to
+ * PyOS_string_to_double. -1.0 with an exception set on failure. */
+static double to_double(const char *p, const char *end)
+{
+    const char *q = p;
+    int negative = 0;
+    if (*q == '-')
+        negative = 1, q++;
+    uint64_t mantissa = 0;
+    int digits = 0, scale = 0;
+    for (; q < end && is_digit((unsigned char)*q); q++, digits++)
+        mantissa = mantissa * 10 + (uint64_t)(*q - '0');
+    if (q < end && *q == '.') {
+        for (q++; q < end && is_digit((unsigned char)*q); q++, digits++, scale--)
+            mantissa = mantissa * 10 + (uint64_t)(*q - '0');
+    }
+    int exp_ok = 1;
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        int e_negative = 0, e = 0;
+        q++;
+        if (*q == '+' || *q == '-')
+            e_negative = *q == '-', q++;
+        for (; q < end && is_digit((unsigned char)*q); q++) {
+            if (e > 10000)
+                exp_ok = 0;
+            else
+                e = e * 10 + (*q - '0');
+        }
+        scale += e_negative ? -e : e;
+    }
+    if (q == end && exp_ok && digits <= 19 && mantissa < ((uint64_t)1 << 53) && scale >= -22 &&
+        scale <= 22) {
+        double v = (double)mantissa;
+        v = scale < 0 ? v / POW10[-scale] : v * POW10[scale];
+        return negative ? -v : v;
+    }
+    char *stop_at = NULL;
+    double v = PyOS_string_to_double(p, &stop_at, NULL);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1.0;
+    if (stop_at != end) {
+        PyErr_SetString(PyExc_ValueError, "scan_run: a time not read whole");
+        return -1.0;
+    }
+    return v;
+}
+
+/* _TIMED_NAME.match on [rec, end): 1 and the time and type spans, or 0. */
+static int timed_name(const char *rec, const char *end, const char **t0, const char **t1,
+                      const char **n0, const char **n1)
+{
+    const char *p = rec;
+    if (p >= end || *p != '{')
+        return 0;
+    p = skip_blanks(p + 1, end);
+    if (!(p = literal(p, end, "\"time\"", 6)))
+        return 0;
+    p = skip_blanks(p, end);
+    if (!(p = literal(p, end, ":", 1)))
+        return 0;
+    p = skip_blanks(p, end);
+    *t0 = p;
+    if (!(p = number(p, end)))
+        return 0;
+    *t1 = p;
+    p = skip_blanks(p, end);
+    if (!(p = literal(p, end, ",", 1)))
+        return 0;
+    p = skip_blanks(p, end);
+    if (!(p = literal(p, end, "\"name\"", 6)))
+        return 0;
+    p = skip_blanks(p, end);
+    if (!(p = literal(p, end, ":", 1)))
+        return 0;
+    p = skip_blanks(p, end);
+    if (!(p = literal(p, end, "\"", 1)))
+        return 0;
+    const char *q = p; /* (?:[^":]*:)? : up to the first '"' or ':' */
+    while (q < end && *q != '"' && *q != ':')
+        q++;
+    if (q >= end)
+        return 0;
+    if (*q == ':')
+        p = q + 1;
+    q = p; /* ([^"]*)" */
+    while (q < end && *q != '"')
+        q++;
+    if (q >= end)
+        return 0;
+    *n0 = p;
+    *n1 = q;
+    return 1;
+}
+
+static PyObject *run_count(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *s = view.buf;
+    Py_ssize_t len = view.len, n = 0, newlines = 0, separators = 0;
+    if (len >= 2 && s[0] == '{' && s[len - 2] == '}' && s[len - 1] == '\n') {
+        const char *end = s + len, *p = s;
+        while ((p = memchr(p, '\n', (size_t)(end - p)))) { /* memchr: SIMD, not a byte loop */
+            newlines++;
+            if (p > s && p + 2 < end && p[-1] == '}' && p[1] == '\x1e' && p[2] == '{')
+                n++;
+            p++;
+        }
+        p = s;
+        while ((p = memchr(p, '\x1e', (size_t)(end - p)))) {
+            separators++;
+            p++;
+        }
+        n += 1;
+        if (newlines != n || separators != n - 1)
+            n = 0;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(n);
+}
+
+/* Whether [p, end) holds any of the words (bytes objects of the tuple). */
+static int has_word(const char *p, const char *end, PyObject *words)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(words);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = PyTuple_GET_ITEM(words, i);
+        if (memmem(p, (size_t)(end - p), PyBytes_AS_STRING(w), (size_t)PyBytes_GET_SIZE(w)))
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *scan_run(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *run_obj, *code_words, *own_words;
+    if (!PyArg_ParseTuple(args, "SOO!:scan_run", &run_obj, &code_words, &PyTuple_Type,
+                          &own_words))
+        return NULL;
+    if (!PyAnySet_Check(code_words)) {
+        PyErr_SetString(PyExc_TypeError, "scan_run: code_words must be a set");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(own_words); i++) {
+        PyObject *w = PyTuple_GET_ITEM(own_words, i);
+        if (!PyBytes_Check(w) || PyBytes_GET_SIZE(w) == 0) {
+            PyErr_SetString(PyExc_TypeError, "scan_run: own_words must be non-empty bytes");
+            return NULL;
+        }
+    }
+    const char *s = PyBytes_AS_STRING(run_obj);
+    Py_ssize_t len = PyBytes_GET_SIZE(run_obj);
+    if (len < 1 || s[len - 1] != '\n') {
+        PyErr_SetString(PyExc_ValueError, "scan_run: not a run (it must end in a newline)");
+        return NULL;
+    }
+    const char *end = s + len - 1; /* run[:-1] */
+    int any_own = has_word(s, end, own_words);
+    PyObject *indices = PyList_New(0), *records = PyList_New(0);
+    if (!indices || !records)
+        goto fail;
+    Py_ssize_t k = 0, count = 0;
+    double first = INFINITY, last = -INFINITY;
+    /* the type of the record before and whether it is a code word: most records of a
+     * run share a few types */
+    const char *prev0 = NULL;
+    size_t prev_len = 0;
+    int prev_code = 0;
+    const char *rec = s;
+    for (;;) {
+        const char *stop = rec;
+        while ((stop = memchr(stop, '\n', (size_t)(end - stop))) && (stop + 1 >= end || stop[1] != '\x1e'))
+            stop++;
+        const char *rend = stop ? stop : end;
+        const char *t0, *t1, *n0, *n1;
+        int parse = 1;
+        if (timed_name(rec, rend, &t0, &t1, &n0, &n1)) {
+            size_t nlen = (size_t)(n1 - n0);
+            if (prev0 && nlen == prev_len && memcmp(n0, prev0, nlen) == 0) {
+                parse = prev_code;
+            } else {
+                PyObject *word = PyBytes_FromStringAndSize(n0, (Py_ssize_t)nlen);
+                if (!word)
+                    goto fail;
+                int found = PySet_Contains(code_words, word);
+                Py_DECREF(word);
+                if (found < 0)
+                    goto fail;
+                prev0 = n0, prev_len = nlen, prev_code = found;
+                parse = found;
+            }
+            if (!parse && any_own)
+                parse = has_word(rec, rend, own_words);
+            if (!parse) {
+                double v = to_double(t0, t1);
+                if (v == -1.0 && PyErr_Occurred())
+                    goto fail;
+                count++;
+                if (v < first)
+                    first = v;
+                if (v > last)
+                    last = v;
+            }
+        }
+        if (parse) {
+            PyObject *index = PyLong_FromSsize_t(k);
+            PyObject *body = PyBytes_FromStringAndSize(rec, rend - rec);
+            int bad = !index || !body || PyList_Append(indices, index) < 0 ||
+                      PyList_Append(records, body) < 0;
+            Py_XDECREF(index);
+            Py_XDECREF(body);
+            if (bad)
+                goto fail;
+        }
+        k++;
+        if (!stop)
+            break;
+        rec = stop + 2;
+    }
+    return Py_BuildValue("nNNndd", k, indices, records, count, first, last);
+fail:
+    Py_XDECREF(indices);
+    Py_XDECREF(records);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"run_count", run_count, METH_O,
+     "run_count(region) -> the number of one-line JSON-SEQ records of a run, else 0."},
+    {"scan_run", scan_run, METH_VARARGS,
+     "scan_run(run, code_words, own_words) -> (n_records, indices, records, count, first, "
+     "last): the records parsed whole (their indices in the run and bytes) and the count "
+     "and time range of those only counted."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_runscan", "JSON-SEQ runs of qlog records in one pass.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__runscan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,15 @@
+"""Types of the C JSON-SEQ run scanner (``_runscan.c``), for mypy."""
+
+from collections.abc import Set
+
+from typing_extensions import Buffer
+
+def run_count(region: Buffer, /) -> int:
+    """The number of one-line JSON-SEQ records of a run, else 0."""
+
+def scan_run(
+    run: bytes, code_words: Set[bytes], own_words: tuple[bytes, ...], /
+) -> tuple[int, list[int], list[bytes], int, float, float]:
+    """``(n_records, indices, records, count, first, last)``: the records parsed whole
+    (their indices in the run and their bytes) and the count and earliest and latest
+    time of those only counted (inf, -inf when none)."""
