@@ -67,7 +67,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -490,7 +490,7 @@ def _saved_head(
     if raw is None:
         raise InputError(path, None, "a Parquet file, but not a statemine trace set")
     try:
-        extra = json.loads(raw)
+        extra = loads_json(raw)
         split = extra["traces"]
         rows, names = list(split["data"]), list(split["columns"])
         meta = dict(extra.get("meta") or {})
@@ -502,6 +502,31 @@ def _saved_head(
     if version > _FORMAT_VERSION:
         raise InputError(path, None, f"written by a newer statemine (format {version})")
     return SavedHead(rows, names, meta, list(event_columns), metrics_columns, num_rows)
+
+
+#: Every digit made ``0``, every other byte a blank: then 19 digits in a row (maybe an
+#: integer beyond 64 bits, which orjson makes a float) are one ``in`` (a regex: 10x slower).
+_DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
+def loads_json(raw: bytes) -> Any:
+    """``json.loads(raw)``, parsed by orjson (3-4 times faster) where that gives the same
+    value: not when ``raw`` holds 19 digits in a row (an integer orjson would make a
+    float), nor what orjson refuses (NaN, 1e400, lone surrogates, a byte-order mark, not
+    UTF-8), which json parses (or refuses) as before.
+
+    >>> loads_json(b'[1, 2.5, "x", NaN, 123456789012345678901234]')
+    [1, 2.5, 'x', nan, 123456789012345678901234]
+    """
+    import orjson
+
+    if _LONG_DIGITS not in raw.translate(_DIGITS_ONLY):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
 
 
 #: The columns :meth:`TraceSet.from_events` makes categorical.

@@ -135,7 +135,8 @@ def read(
                     if joined is not None:
                         sets.append(joined)
                         origins.append(group[0])
-                        advance(sum(_size(f) for f in group))
+                        if progress:  # else advance does nothing: no stat of every file
+                            advance(sum(_size(f) for f in group))
                         continue
                 if fmt == "qlog" and len(group) > 1:  # a QLOGDIR: one set built once
                     from .qlog import read_qlog_files

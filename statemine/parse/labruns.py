@@ -51,32 +51,37 @@ def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
     give exactly that set (then read the files)."""
     from ..traces import EVENT_COLUMNS
 
-    logs, heads = [], []
-    indexes: dict[Path, dict] = {}
-    for path in paths:
-        run_id = run_id_of(path)
-        log = path.parent / RUN_LOG
-        if run_id is None:
-            return None
-        folder = path.parent.parent.parent
-        if folder not in indexes:
-            indexes[folder] = read_index(folder)
-        try:
-            head = indexed_head(path, indexes[folder].get(run_id))
-        except InputError:
-            return None
+    run_ids = [run_id_of(p) for p in paths]
+    if not paths or None in run_ids:
+        return None
+    try:
+        heads = indexed_heads(paths, run_ids)
+    except InputError:
+        return None
+    for head in heads:
         if head.metrics_columns is not None or head.meta.get("format") != "statemine":
             return None
         if list(head.event_columns[: len(EVENT_COLUMNS)]) != list(EVENT_COLUMNS):
             return None
-        logs.append(log)
-        heads.append(head)
-    if not heads:
-        return None
+    logs = [p.parent / RUN_LOG for p in paths]
     try:
-        return _from_logs(logs, [run_id_of(p) or "" for p in paths], heads)
+        return _from_logs(logs, [r or "" for r in run_ids], heads)
     except (InputError, ValueError, TypeError, KeyError):
         return None
+
+
+def indexed_heads(paths: Sequence[Path], run_ids: Sequence[str | None]) -> list[SavedHead]:
+    """:func:`indexed_head` of each run's ``traces.parquet`` (``run_ids``: their ids), each
+    lab folder's index read once."""
+    indexes: dict[str, dict] = {}
+    heads = []
+    for path, run_id in zip(paths, run_ids):
+        folder = os.path.dirname(os.path.dirname(os.path.dirname(path)))  # <folder>/runs/<id>/
+        index = indexes.get(folder)
+        if index is None:
+            index = indexes[folder] = read_index(Path(folder))
+        heads.append(indexed_head(path, index.get(run_id or "")))
+    return heads
 
 
 #: The lab folder's index of its runs' Parquet footers (:func:`write_index`).
@@ -231,18 +236,21 @@ def _from_logs(logs: list[Path], run_ids: list[str], heads: list[SavedHead]) -> 
         f"{run_ids[f]}#{c}" + (f"/{r}" if r is not None else "")
         for f, c, r in zip(file_of_trace.tolist(), conns, roles)
     ]
+    total = np.r_[0, np.cumsum(n_events, dtype=np.int64)]
+    per_file = (total[starts[1:]] - total[starts[:-1]]).tolist()  # rows of each log
+    bounds = starts.tolist()
     for i, head in enumerate(heads):  # the log is the one the footer was made from
         at = head.names.index("trace") if "trace" in head.names else -1
-        mine = ids[starts[i] : starts[i + 1]]
-        if at < 0 or [row[at] for row in head.rows] != mine:
+        if at < 0 or [row[at] for row in head.rows] != ids[bounds[i] : bounds[i + 1]]:
             return None
-        if int(n_events[starts[i] : starts[i + 1]].sum()) != head.num_rows:
+        if per_file[i] != head.num_rows:
             return None
     events = events_frame(rows, scanner.names(), ids, file_of_trace)
     columns = list(dict.fromkeys(c for h in heads for c in h.event_columns))  # as pd.concat
     if set(events.columns) != set(columns):
         return None
-    events = events[columns]
+    if list(events.columns) != columns:
+        events = events[columns]
     if "fields" in events.columns:  # Parquet's text column comes back as pandas' text
         events["fields"] = events["fields"].astype(pd.StringDtype(na_value=np.nan))
     return TraceSet.from_events(events, joined_traces(heads), merge_meta(h.meta for h in heads))
