@@ -474,7 +474,7 @@ def read_saved_head(path: Path) -> SavedHead:
     )
 
 
-def saved_head_of(path: Path, value: bytes, num_rows: int, columns: list) -> SavedHead:
+def saved_head_of(path: str | Path, value: bytes, num_rows: int, columns: list) -> SavedHead:
     """The footer of a file written by :func:`save` from its statemine metadata ``value``
     (the raw bytes :func:`read_saved_head` gets from Arrow), its ``num_rows`` and its
     ``columns``' names; :class:`InputError` as :func:`read_saved_head`."""
@@ -482,7 +482,7 @@ def saved_head_of(path: Path, value: bytes, num_rows: int, columns: list) -> Sav
 
 
 def _saved_head(
-    path: Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
+    path: str | Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
 ) -> SavedHead:
     """The statemine metadata of a saved file (schema ``metadata``; ``columns()``: its
     columns, asked for when the metadata does not list them)."""

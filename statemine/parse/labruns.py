@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..traces import SavedHead, TraceSet
 
 
-def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
+def read_lab_runs(paths: Sequence[str | Path]) -> TraceSet | None:
     """``runs/<run_id>/traces.parquet`` files read from their runs' ``run.log.gz`` and
     footers, as :func:`statemine.traces.load_many` reads them; None when this path cannot
     give exactly that set (then read the files)."""
@@ -63,14 +63,14 @@ def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
             return None
         if list(head.event_columns[: len(EVENT_COLUMNS)]) != list(EVENT_COLUMNS):
             return None
-    logs = [p.parent / RUN_LOG for p in paths]
+    logs = [os.path.join(os.path.dirname(p), RUN_LOG) for p in paths]
     try:
         return _from_logs(logs, [r or "" for r in run_ids], heads)
     except (InputError, ValueError, TypeError, KeyError):
         return None
 
 
-def indexed_heads(paths: Sequence[Path], run_ids: Sequence[str | None]) -> list[SavedHead]:
+def indexed_heads(paths: Sequence[str | Path], run_ids: Sequence[str | None]) -> list[SavedHead]:
     """:func:`indexed_head` of each run's ``traces.parquet`` (``run_ids``: their ids), each
     lab folder's index read once."""
     indexes: dict[str, dict] = {}
@@ -90,7 +90,7 @@ INDEX = "traces-index.json"
 INDEX_VERSION = 1
 
 
-def indexed_footer(path: Path, size: int, length: int) -> bytes | None:
+def indexed_footer(path: str | Path, size: int, length: int) -> bytes | None:
     """The last ``length`` bytes of ``path`` when it holds exactly ``size`` bytes (one
     read asking one byte more than is left), else None."""
     if not 0 < length <= size:
@@ -188,7 +188,7 @@ def read_index(folder: Path) -> dict:
     return runs if isinstance(runs, dict) else {}
 
 
-def indexed_head(path: Path, entry: object) -> SavedHead:
+def indexed_head(path: str | Path, entry: object) -> SavedHead:
     """The footer of ``path`` (:func:`statemine.traces.read_saved_head`): from its own
     bytes when they hash as its index ``entry`` says, else read by Arrow."""
     from ..traces import read_saved_head, saved_head_of
@@ -199,17 +199,17 @@ def indexed_head(path: Path, entry: object) -> SavedHead:
         and all(type(entry[i]) is int for i in (0, 1, 3, 4, 5))
         and isinstance(entry[6], list)
     ):
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     size, length, digest, at, n, num_rows, columns = entry
     footer = indexed_footer(path, size, length)
     if footer is None or hashlib.sha256(footer).hexdigest() != digest:
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     if at < 0 or n <= 0 or at + n > len(footer):
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     return saved_head_of(path, footer[at : at + n], num_rows, columns)
 
 
-def _from_logs(logs: list[Path], run_ids: list[str], heads: list[SavedHead]) -> TraceSet | None:
+def _from_logs(logs: list[str], run_ids: list[str], heads: list[SavedHead]) -> TraceSet | None:
     """The set of the runs' ``logs``, ids and labels from their footers ``heads``; None
     where a log does not match its footer."""
     import pandas as pd
