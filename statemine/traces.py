@@ -62,11 +62,13 @@ trace.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -519,14 +521,20 @@ def loads_json(raw: bytes) -> Any:
     >>> loads_json(b'[1, 2.5, "x", NaN, 123456789012345678901234]')
     [1, 2.5, 'x', nan, 123456789012345678901234]
     """
-    import orjson
-
     if _LONG_DIGITS not in raw.translate(_DIGITS_ONLY):
         try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            return _orjson().loads(raw)
+        except ValueError:  # orjson.JSONDecodeError
             pass
     return json.loads(raw)
+
+
+@functools.cache
+def _orjson() -> ModuleType:
+    """orjson, imported on first use (importing traces does not load it)."""
+    import orjson
+
+    return orjson
 
 
 #: The columns :meth:`TraceSet.from_events` makes categorical.

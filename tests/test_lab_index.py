@@ -263,3 +263,18 @@ def test_a_big_integer_label_in_an_indexed_footer_reads_as_arrow_reads_it(tmp_pa
     expected = _old_read(files)
     assert 12345678901234567890123 in set(expected.traces["seed"])
     assert_same(statemine.read(out), expected)
+
+
+def test_a_runs_lab_folder_is_found_as_pathlib_finds_it():
+    """labruns.lab_folder_of splits a path string itself where Path would split it alike
+    (the folder whose index vouches for the run), else asks Path."""
+    import itertools
+
+    parts = ["runs", "r1", ".", "..", "", ".h", "lab", "traces.parquet"]
+    for n in range(5):
+        for combo in itertools.product(parts, repeat=n):
+            for lead in ("", "/", "./", "../", "//"):
+                text = lead + "/".join((*combo, "traces.parquet"))
+                expected = str(Path(text).parent.parent.parent)
+                assert labruns.lab_folder_of(text) == expected, text
+                assert labruns.lab_folder_of(Path(text)) == expected, text

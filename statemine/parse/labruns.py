@@ -76,12 +76,25 @@ def indexed_heads(paths: Sequence[str | Path], run_ids: Sequence[str | None]) ->
     indexes: dict[str, dict] = {}
     heads = []
     for path, run_id in zip(paths, run_ids):
-        folder = os.path.dirname(os.path.dirname(os.path.dirname(path)))  # <folder>/runs/<id>/
+        folder = lab_folder_of(path)
         index = indexes.get(folder)
         if index is None:
             index = indexes[folder] = read_index(Path(folder))
         heads.append(indexed_head(path, index.get(run_id or "")))
     return heads
+
+
+def lab_folder_of(path: str | Path) -> str:
+    """``str(Path(path).parent.parent.parent)``: the lab folder of a run's
+    ``<folder>/runs/<run_id>/traces.parquet``, split without pathlib where Path would split
+    it alike."""
+    text = os.fspath(path)
+    if "//" in text or "/." in text or text.startswith("."):
+        return str(Path(text).parent.parent.parent)
+    parts = text.rsplit("/", 3)
+    if len(parts) < 4:
+        return "/" if text.startswith("/") else "."
+    return parts[0] or "/"
 
 
 #: The lab folder's index of its runs' Parquet footers (:func:`write_index`).
