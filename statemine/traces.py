@@ -716,7 +716,9 @@ def _trace_rows(traces: pd.DataFrame, text: bool = True) -> pd.DataFrame:
     if "end" not in tr.columns:
         tr["end"] = np.nan
     tr["end"] = tr["end"].astype("float64")
-    tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
+    order = list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]
+    if list(tr.columns) != order:  # a frame in order is not copied again
+        tr = tr[order]
     return tr.reset_index(drop=True)
 
 
