@@ -62,12 +62,14 @@ trace.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -474,7 +476,7 @@ def read_saved_head(path: Path) -> SavedHead:
     )
 
 
-def saved_head_of(path: Path, value: bytes, num_rows: int, columns: list) -> SavedHead:
+def saved_head_of(path: str | Path, value: bytes, num_rows: int, columns: list) -> SavedHead:
     """The footer of a file written by :func:`save` from its statemine metadata ``value``
     (the raw bytes :func:`read_saved_head` gets from Arrow), its ``num_rows`` and its
     ``columns``' names; :class:`InputError` as :func:`read_saved_head`."""
@@ -482,7 +484,7 @@ def saved_head_of(path: Path, value: bytes, num_rows: int, columns: list) -> Sav
 
 
 def _saved_head(
-    path: Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
+    path: str | Path, metadata: dict | None, columns: Callable[[], list], num_rows: int
 ) -> SavedHead:
     """The statemine metadata of a saved file (schema ``metadata``; ``columns()``: its
     columns, asked for when the metadata does not list them)."""
@@ -490,7 +492,7 @@ def _saved_head(
     if raw is None:
         raise InputError(path, None, "a Parquet file, but not a statemine trace set")
     try:
-        extra = json.loads(raw)
+        extra = loads_json(raw)
         split = extra["traces"]
         rows, names = list(split["data"]), list(split["columns"])
         meta = dict(extra.get("meta") or {})
@@ -502,6 +504,37 @@ def _saved_head(
     if version > _FORMAT_VERSION:
         raise InputError(path, None, f"written by a newer statemine (format {version})")
     return SavedHead(rows, names, meta, list(event_columns), metrics_columns, num_rows)
+
+
+#: Every digit made ``0``, every other byte a blank: then 19 digits in a row (maybe an
+#: integer beyond 64 bits, which orjson makes a float) are one ``in`` (a regex: 10x slower).
+_DIGITS_ONLY = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
+def loads_json(raw: bytes) -> Any:
+    """``json.loads(raw)``, parsed by orjson (3-4 times faster) where that gives the same
+    value: not when ``raw`` holds 19 digits in a row (an integer orjson would make a
+    float), nor what orjson refuses (NaN, 1e400, lone surrogates, a byte-order mark, not
+    UTF-8), which json parses (or refuses) as before.
+
+    >>> loads_json(b'[1, 2.5, "x", NaN, 123456789012345678901234]')
+    [1, 2.5, 'x', nan, 123456789012345678901234]
+    """
+    if _LONG_DIGITS not in raw.translate(_DIGITS_ONLY):
+        try:
+            return _orjson().loads(raw)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return json.loads(raw)
+
+
+@functools.cache
+def _orjson() -> ModuleType:
+    """orjson, imported on first use (importing traces does not load it)."""
+    import orjson
+
+    return orjson
 
 
 #: The columns :meth:`TraceSet.from_events` makes categorical.
@@ -683,7 +716,9 @@ def _trace_rows(traces: pd.DataFrame, text: bool = True) -> pd.DataFrame:
     if "end" not in tr.columns:
         tr["end"] = np.nan
     tr["end"] = tr["end"].astype("float64")
-    tr = tr[list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]]
+    order = list(TRACE_COLUMNS) + [c for c in tr.columns if c not in TRACE_COLUMNS]
+    if list(tr.columns) != order:  # a frame in order is not copied again
+        tr = tr[order]
     return tr.reset_index(drop=True)
 
 

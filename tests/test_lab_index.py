@@ -203,3 +203,78 @@ def test_a_lab_folders_runs_are_listed_as_glob_lists_them(tmp_path):
     assert listed == sorted(runs.glob("*/traces.parquet"))
     assert [p.parent.name for p in listed] == [".tmp-c", "a-run", "b-run", "d-run", "e-link"]
     assert expand_paths([out]) == listed[:4]  # e-link is b-run met again
+
+
+JSON_CASES = [
+    b'{"a": 1, "a": 2}',  # the last of a repeated key
+    b"[12345678901234567890123, -9223372036854775809, 18446744073709551616]",  # beyond 64 bits
+    b"[9223372036854775807, -9223372036854775808, 123456789012345678, 1.5e300, -0.0]",
+    b"[NaN, Infinity, -Infinity, 1e400]",  # json's extensions, orjson refuses them
+    b'["\\ud800", "\\u00e9", "\\ud83d\\ude00"]',  # a lone surrogate, escapes
+    b'\xef\xbb\xbf{"bom": 1}',
+    '{"utf16": 1}'.encode("utf-16"),
+    b'{"x": "0123456789012345678901"}',  # 19 digits inside text: json parses it
+    b"[1, 2,]",  # refused by both
+    b'{"a": 1} {"b": 2}',
+]
+
+
+@pytest.mark.parametrize("raw", JSON_CASES)
+def test_footer_json_is_parsed_as_json_parses_it(raw):
+    """The footers' statemine JSON is parsed by orjson where that gives json's value."""
+    try:
+        expected = json.loads(raw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            traces.loads_json(raw)
+        return
+    got = traces.loads_json(raw)
+    assert repr(got) == repr(expected)  # also tells int from float, -0.0 from 0.0, NaN
+
+
+def test_footer_json_numbers_as_json_parses_them():
+    import random
+
+    rng = random.Random(29)
+    for _ in range(20_000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 24)))
+        tail = rng.choice(["", ".5", "e5", "E-7", ".1234567890123456789e-300", "e308"])
+        raw = f"[{rng.choice(['', '-'])}{digits.lstrip('0') or '0'}{tail}]".encode()
+        assert repr(traces.loads_json(raw)) == repr(json.loads(raw)), raw
+
+
+def test_a_big_integer_label_in_an_indexed_footer_reads_as_arrow_reads_it(tmp_path):
+    """A traces-frame value beyond 64 bits (orjson would make it a float) read through the
+    index equals the file read by Arrow."""
+    out = _indexed_copy(tmp_path, 3)
+    path = sorted(out.glob("runs/*/traces.parquet"))[1]
+    table = pq.read_table(path)
+    extra = json.loads(table.schema.metadata[b"statemine"])
+    at = extra["traces"]["columns"].index("seed")
+    for row in extra["traces"]["data"]:
+        row[at] = 12345678901234567890123
+    meta = {**table.schema.metadata, b"statemine": json.dumps(extra).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path, compression="zstd")
+    labruns.write_index(out)
+    files = sorted(out.glob("runs/*/traces.parquet"))
+    assert labruns.indexed_head(files[1], labruns.read_index(out)[path.parent.name]) == (
+        traces.read_saved_head(files[1])
+    )
+    expected = _old_read(files)
+    assert 12345678901234567890123 in set(expected.traces["seed"])
+    assert_same(statemine.read(out), expected)
+
+
+def test_a_runs_lab_folder_is_found_as_pathlib_finds_it():
+    """labruns.lab_folder_of splits a path string itself where Path would split it alike
+    (the folder whose index vouches for the run), else asks Path."""
+    import itertools
+
+    parts = ["runs", "r1", ".", "..", "", ".h", "lab", "traces.parquet"]
+    for n in range(5):
+        for combo in itertools.product(parts, repeat=n):
+            for lead in ("", "/", "./", "../", "//"):
+                text = lead + "/".join((*combo, "traces.parquet"))
+                expected = str(Path(text).parent.parent.parent)
+                assert labruns.lab_folder_of(text) == expected, text
+                assert labruns.lab_folder_of(Path(text)) == expected, text

@@ -149,3 +149,27 @@ def test_store_add_refuses_two_different_runs_under_one_id(tmp_path):
     assert sorted((p, p.read_bytes() if p.is_file() else None) for p in store.rglob("*")) == before
     res = CliRunner().invoke(main, [*args, str(tmp_path / "n")])
     assert res.exit_code == 2 and not (tmp_path / "n").exists()
+
+
+def test_run_ids_are_found_in_path_strings_as_pathlib_splits_them():
+    """run_id_of splits a plain path string itself; every spelling Path would split
+    otherwise (``.``, ``..``, doubled slashes, hidden names) gives Path's answer."""
+    import itertools
+    import os
+
+    from statemine.parse.repeats import RUN_TRACES, run_id_of
+
+    def by_pathlib(text: str) -> str | None:
+        path = Path(text)
+        if not os.fspath(text).endswith(RUN_TRACES) or path.name != RUN_TRACES:
+            return None
+        return path.parent.name if path.parent.parent.name == "runs" else None
+
+    parts = ["runs", "r1", ".", "..", "", ".h", "runs.", RUN_TRACES]
+    for n in range(4):
+        for combo in itertools.product(parts, repeat=n):
+            for lead in ("", "/", "./", "../"):
+                text = lead + "/".join((*combo, RUN_TRACES))
+                assert run_id_of(text) == by_pathlib(text), text
+                assert run_id_of(Path(text)) == by_pathlib(text), text
+    assert run_id_of("lab/runs/r1/traces.parquet") == "r1"

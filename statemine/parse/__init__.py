@@ -100,7 +100,9 @@ def read(
             origins: list[Path] = []
             at = 0
             while at < len(files):
-                if format == "auto" and at + 1 < len(files):  # sniffed as the scan reads
+                if format == "auto" and at + 1 < len(files) and not _is_parquet(files[at]):
+                    # sniffed as the scan reads (which never takes a Parquet file: a lab
+                    # folder's runs skip the scan's start)
                     from .statemine_log import read_statemine_run
 
                     rest = files[at:]
@@ -129,13 +131,14 @@ def read(
                     from ..traces import load_many
                     from .labruns import read_lab_runs
 
-                    joined = read_lab_runs(group)
+                    joined = read_lab_runs(listed)
                     if joined is None:  # else as one Arrow table
                         joined = load_many(group)
                     if joined is not None:
                         sets.append(joined)
                         origins.append(group[0])
-                        advance(sum(_size(f) for f in group))
+                        if progress:  # else advance does nothing: no stat of every file
+                            advance(sum(_size(f) for f in group))
                         continue
                 if fmt == "qlog" and len(group) > 1:  # a QLOGDIR: one set built once
                     from .qlog import read_qlog_files
@@ -231,6 +234,18 @@ def _sniff(path: str | Path) -> str | None:
     from .qlog import sniff_qlog
 
     return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
+
+
+def _is_parquet(path: str | Path) -> bool:
+    """Whether ``path`` begins as a Parquet file does (False when it cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return os.read(fd, 4) == _PARQUET_MAGIC
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
 
 
 def _is_statemine(path: str | Path, head: bytes | None, gzip: bool = True) -> bool:
@@ -331,6 +346,11 @@ def is_lab_output(folder: Path) -> bool:
 def _lab_runs(folder: Path) -> list[tuple[Path, os.stat_result]]:
     """A lab folder's ``runs/*/traces.parquet`` in sorted order, each with its ``stat``
     (as ``sorted(glob(...))`` lists them: links followed, missing ones left out)."""
+    return [(Path(f), st) for f, st in _lab_run_files(folder)]
+
+
+def _lab_run_files(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """:func:`_lab_runs` with each path as ``str(Path)`` writes it (no Path a run)."""
     runs = folder / "runs"
     try:
         with os.scandir(runs) as it:
@@ -338,8 +358,9 @@ def _lab_runs(folder: Path) -> list[tuple[Path, os.stat_result]]:
     except OSError:  # as glob: an unreadable runs/ lists nothing
         return []
     found = []
-    for name in names:
-        path = runs / name / "traces.parquet"
+    prefix = _child_prefix(str(runs))
+    for name in names:  # a listed name holds no slash and is neither . nor ..
+        path = f"{prefix}{name}/traces.parquet"
         try:
             found.append((path, os.stat(path)))
         except OSError as exc:
@@ -359,7 +380,7 @@ def _folder_files(top: str, seen: set[tuple[int, int]]) -> list[str]:
         if not _first_time(st, seen):
             return
         if is_lab_output(Path(folder)):
-            files.extend(str(f) for f, st in _lab_runs(Path(folder)) if _first_time(st, seen))
+            files.extend(f for f, st in _lab_run_files(Path(folder)) if _first_time(st, seen))
             return
         try:
             with os.scandir(folder) as it:

@@ -45,38 +45,56 @@ if TYPE_CHECKING:
     from ..traces import SavedHead, TraceSet
 
 
-def read_lab_runs(paths: Sequence[Path]) -> TraceSet | None:
+def read_lab_runs(paths: Sequence[str | Path]) -> TraceSet | None:
     """``runs/<run_id>/traces.parquet`` files read from their runs' ``run.log.gz`` and
     footers, as :func:`statemine.traces.load_many` reads them; None when this path cannot
     give exactly that set (then read the files)."""
     from ..traces import EVENT_COLUMNS
 
-    logs, heads = [], []
-    indexes: dict[Path, dict] = {}
-    for path in paths:
-        run_id = run_id_of(path)
-        log = path.parent / RUN_LOG
-        if run_id is None:
-            return None
-        folder = path.parent.parent.parent
-        if folder not in indexes:
-            indexes[folder] = read_index(folder)
-        try:
-            head = indexed_head(path, indexes[folder].get(run_id))
-        except InputError:
-            return None
+    run_ids = [run_id_of(p) for p in paths]
+    if not paths or None in run_ids:
+        return None
+    try:
+        heads = indexed_heads(paths, run_ids)
+    except InputError:
+        return None
+    for head in heads:
         if head.metrics_columns is not None or head.meta.get("format") != "statemine":
             return None
         if list(head.event_columns[: len(EVENT_COLUMNS)]) != list(EVENT_COLUMNS):
             return None
-        logs.append(log)
-        heads.append(head)
-    if not heads:
-        return None
+    logs = [os.path.join(os.path.dirname(p), RUN_LOG) for p in paths]
     try:
-        return _from_logs(logs, [run_id_of(p) or "" for p in paths], heads)
+        return _from_logs(logs, [r or "" for r in run_ids], heads)
     except (InputError, ValueError, TypeError, KeyError):
         return None
+
+
+def indexed_heads(paths: Sequence[str | Path], run_ids: Sequence[str | None]) -> list[SavedHead]:
+    """:func:`indexed_head` of each run's ``traces.parquet`` (``run_ids``: their ids), each
+    lab folder's index read once."""
+    indexes: dict[str, dict] = {}
+    heads = []
+    for path, run_id in zip(paths, run_ids):
+        folder = lab_folder_of(path)
+        index = indexes.get(folder)
+        if index is None:
+            index = indexes[folder] = read_index(Path(folder))
+        heads.append(indexed_head(path, index.get(run_id or "")))
+    return heads
+
+
+def lab_folder_of(path: str | Path) -> str:
+    """``str(Path(path).parent.parent.parent)``: the lab folder of a run's
+    ``<folder>/runs/<run_id>/traces.parquet``, split without pathlib where Path would split
+    it alike."""
+    text = os.fspath(path)
+    if "//" in text or "/." in text or text.startswith("."):
+        return str(Path(text).parent.parent.parent)
+    parts = text.rsplit("/", 3)
+    if len(parts) < 4:
+        return "/" if text.startswith("/") else "."
+    return parts[0] or "/"
 
 
 #: The lab folder's index of its runs' Parquet footers (:func:`write_index`).
@@ -85,7 +103,7 @@ INDEX = "traces-index.json"
 INDEX_VERSION = 1
 
 
-def indexed_footer(path: Path, size: int, length: int) -> bytes | None:
+def indexed_footer(path: str | Path, size: int, length: int) -> bytes | None:
     """The last ``length`` bytes of ``path`` when it holds exactly ``size`` bytes (one
     read asking one byte more than is left), else None."""
     if not 0 < length <= size:
@@ -183,7 +201,7 @@ def read_index(folder: Path) -> dict:
     return runs if isinstance(runs, dict) else {}
 
 
-def indexed_head(path: Path, entry: object) -> SavedHead:
+def indexed_head(path: str | Path, entry: object) -> SavedHead:
     """The footer of ``path`` (:func:`statemine.traces.read_saved_head`): from its own
     bytes when they hash as its index ``entry`` says, else read by Arrow."""
     from ..traces import read_saved_head, saved_head_of
@@ -194,17 +212,17 @@ def indexed_head(path: Path, entry: object) -> SavedHead:
         and all(type(entry[i]) is int for i in (0, 1, 3, 4, 5))
         and isinstance(entry[6], list)
     ):
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     size, length, digest, at, n, num_rows, columns = entry
     footer = indexed_footer(path, size, length)
     if footer is None or hashlib.sha256(footer).hexdigest() != digest:
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     if at < 0 or n <= 0 or at + n > len(footer):
-        return read_saved_head(path)
+        return read_saved_head(Path(path))
     return saved_head_of(path, footer[at : at + n], num_rows, columns)
 
 
-def _from_logs(logs: list[Path], run_ids: list[str], heads: list[SavedHead]) -> TraceSet | None:
+def _from_logs(logs: list[str], run_ids: list[str], heads: list[SavedHead]) -> TraceSet | None:
     """The set of the runs' ``logs``, ids and labels from their footers ``heads``; None
     where a log does not match its footer."""
     import pandas as pd
@@ -231,18 +249,21 @@ def _from_logs(logs: list[Path], run_ids: list[str], heads: list[SavedHead]) -> 
         f"{run_ids[f]}#{c}" + (f"/{r}" if r is not None else "")
         for f, c, r in zip(file_of_trace.tolist(), conns, roles)
     ]
+    total = np.r_[0, np.cumsum(n_events, dtype=np.int64)]
+    per_file = (total[starts[1:]] - total[starts[:-1]]).tolist()  # rows of each log
+    bounds = starts.tolist()
     for i, head in enumerate(heads):  # the log is the one the footer was made from
         at = head.names.index("trace") if "trace" in head.names else -1
-        mine = ids[starts[i] : starts[i + 1]]
-        if at < 0 or [row[at] for row in head.rows] != mine:
+        if at < 0 or [row[at] for row in head.rows] != ids[bounds[i] : bounds[i + 1]]:
             return None
-        if int(n_events[starts[i] : starts[i + 1]].sum()) != head.num_rows:
+        if per_file[i] != head.num_rows:
             return None
     events = events_frame(rows, scanner.names(), ids, file_of_trace)
     columns = list(dict.fromkeys(c for h in heads for c in h.event_columns))  # as pd.concat
     if set(events.columns) != set(columns):
         return None
-    events = events[columns]
+    if list(events.columns) != columns:
+        events = events[columns]
     if "fields" in events.columns:  # Parquet's text column comes back as pandas' text
         events["fields"] = events["fields"].astype(pd.StringDtype(na_value=np.nan))
     return TraceSet.from_events(events, joined_traces(heads), merge_meta(h.meta for h in heads))

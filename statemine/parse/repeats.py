@@ -37,8 +37,13 @@ P = TypeVar("P", str, Path)
 
 def run_id_of(path: str | Path) -> str | None:
     """The run id of a lab run's ``runs/<run_id>/traces.parquet``, else None."""
-    if not os.fspath(path).endswith(RUN_TRACES):  # most files: no Path made
+    text = os.fspath(path)
+    if not text.endswith(RUN_TRACES):  # most files: no Path made
         return None
+    if "//" not in text and "/." not in text:  # then split as Path splits it
+        parts = text.split("/")[-3:]
+        if len(parts) == 3 and parts[2] == RUN_TRACES and parts[0] == "runs" and parts[1]:
+            return parts[1]
     path = Path(path)
     if path.name != RUN_TRACES or path.parent.parent.name != "runs":
         return None
