@@ -676,17 +676,27 @@ def elapsed_ticks(log: EventLog, ticks: np.ndarray) -> np.ndarray:
     return ticks - ticks[log.starts[:-1][log.trace_of]]
 
 
+def first_fit_order(log: EventLog, ticks: np.ndarray) -> np.ndarray:
+    """The events in first fit's order: by their trace's length (events), longest
+    first, then by their position in their trace, then by their time since their
+    trace's start (ticks; ties: log order).  The long traces lay out a spine of nodes
+    at each step of a connection that the shorter ones then join: on the benchmark's
+    connection logs 134 / 172 nodes at 601 / 1,000 events where ordering by the time
+    since the trace's start alone gave 155 / 204 (docs/synoptic-engine.md)."""
+    length = np.diff(log.starts)[log.trace_of]
+    position = np.arange(log.n_events) - log.starts[:-1][log.trace_of]
+    return np.lexsort((elapsed_ticks(log, ticks), position, -length))
+
+
 def first_fit_model(
     log: EventLog, codes: TimedCodes, ticks: np.ndarray, sides: Sides
 ) -> PartitionModel:
     """A model built from the trace graph (one node per event: every walk between timed
-    edges is a trace's segment, so every invariant holds) by first fit: events in the
-    order of their time since their trace's start (ties: log order), each merged into
-    the first node of its type made so far (creation order) that it does not conflict
-    with in time (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps every
-    invariant (:class:`_TimedMerges`), else kept as a new node.  Events at a similar
-    point of their connections share nodes, which keeps the model acyclic where bounds
-    from a trace's first event demand it.  No randomness."""
+    edges is a trace's segment, so every invariant holds) by first fit: events in
+    :func:`first_fit_order` (longest traces first), each merged into the first node of
+    its type made so far (creation order) that it does not conflict with in time
+    (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps every invariant
+    (:class:`_TimedMerges`), else kept as a new node.  No randomness."""
     n = log.n_events
     model = PartitionModel(
         log,
@@ -696,7 +706,7 @@ def first_fit_model(
     merges = _TimedMerges(model, codes, ticks)
     pn, sn = sides.node_values(model.part, model.n_nodes)
     placed: list[list[int]] = [[] for _ in log.types]
-    for e in np.argsort(elapsed_ticks(log, ticks), kind="stable").tolist():
+    for e in first_fit_order(log, ticks).tolist():
         p, t = e + 2, int(log.codes[e])
         same = np.asarray(placed[t], dtype=np.int64)
         if same.size:
