@@ -34,9 +34,11 @@ taken from it.
    nodes) and coarsens without trying a merge of conflicting nodes
    (:func:`coarsen_sided`).
 
-6. First fit (:func:`first_fit_model`): from the trace graph, events in the order of
-   their time since their trace's start merged into the first same-type node that keeps
-   every invariant; it makes the pieces of long logs.
+6. First fit (:func:`first_fit_model`): from the trace graph, events in
+   :func:`first_fit_order` (short-trace logs: longest traces first, by position, then by
+   time since the trace's start; others: by that time alone) merged into the first
+   same-type node that keeps every invariant; it makes the pieces of long logs (the
+   traces of short-trace logs longest first, :func:`longest_first`).
 
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
 events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
@@ -676,17 +678,65 @@ def elapsed_ticks(log: EventLog, ticks: np.ndarray) -> np.ndarray:
     return ticks - ticks[log.starts[:-1][log.trace_of]]
 
 
+#: Logs whose median trace has at most this many events are *short-trace* logs
+#: (:func:`short_traces`): first fit takes their longest traces first.
+SHORT_TRACE_EVENTS = 12
+
+
+def short_traces(log: EventLog) -> bool:
+    """Is the median trace of ``log`` at most ``SHORT_TRACE_EVENTS`` events long?  (The
+    benchmark's connection logs: median 7; its state logs: 16-19.)"""
+    return bool(log.n_traces) and float(np.median(np.diff(log.starts))) <= SHORT_TRACE_EVENTS
+
+
+def first_fit_order(log: EventLog, ticks: np.ndarray, by_length: bool = True) -> np.ndarray:
+    """The events in first fit's order.  ``by_length``: by their trace's length (events),
+    longest first, then by their position in their trace, then by their time since their
+    trace's start (ticks; ties: log order); the long traces lay out a spine of nodes at
+    each step of a connection that the shorter ones then join (the benchmark's
+    connection logs: 134 / 172 nodes at 601 / 1,000 events instead of 155 / 204).  Else
+    by the time since the trace's start alone, which suits long traces (state logs: 335
+    nodes at 622 events, 354 by length; docs/synoptic-engine.md)."""
+    elapsed = elapsed_ticks(log, ticks)
+    if not by_length:
+        return np.argsort(elapsed, kind="stable")
+    length = np.diff(log.starts)[log.trace_of]
+    position = np.arange(log.n_events) - log.starts[:-1][log.trace_of]
+    return np.lexsort((elapsed, position, -length))
+
+
+def longest_first(log: EventLog) -> tuple[EventLog, np.ndarray]:
+    """``log`` with its traces reordered longest first (ties: log order), and per event of
+    the new log its index in ``log``."""
+    lengths = np.diff(log.starts)
+    order = np.argsort(-lengths, kind="stable")
+    idx = np.concatenate([np.arange(log.starts[k], log.starts[k + 1]) for k in order])
+    text = log.time_text
+    return (
+        EventLog(
+            log.types,
+            log.codes[idx],
+            np.r_[0, np.cumsum(lengths[order])].astype(log.starts.dtype),
+            log.times[idx],
+            log.lines[idx],
+            text[idx] if isinstance(text, np.ndarray) else text.take(idx),
+            [log.trace_ids[k] for k in order] if log.trace_ids else [],
+        ),
+        idx,
+    )
+
+
 def first_fit_model(
-    log: EventLog, codes: TimedCodes, ticks: np.ndarray, sides: Sides
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, sides: Sides, by_length: bool | None = None
 ) -> PartitionModel:
     """A model built from the trace graph (one node per event: every walk between timed
-    edges is a trace's segment, so every invariant holds) by first fit: events in the
-    order of their time since their trace's start (ties: log order), each merged into
-    the first node of its type made so far (creation order) that it does not conflict
-    with in time (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps every
-    invariant (:class:`_TimedMerges`), else kept as a new node.  Events at a similar
-    point of their connections share nodes, which keeps the model acyclic where bounds
-    from a trace's first event demand it.  No randomness."""
+    edges is a trace's segment, so every invariant holds) by first fit: events in
+    :func:`first_fit_order` (``by_length``; default: :func:`short_traces`), each merged
+    into the first node of its type made so far (creation order) that it does not
+    conflict with in time (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps
+    every invariant (:class:`_TimedMerges`), else kept as a new node.  No randomness."""
+    if by_length is None:
+        by_length = short_traces(log)
     n = log.n_events
     model = PartitionModel(
         log,
@@ -696,7 +746,7 @@ def first_fit_model(
     merges = _TimedMerges(model, codes, ticks)
     pn, sn = sides.node_values(model.part, model.n_nodes)
     placed: list[list[int]] = [[] for _ in log.types]
-    for e in np.argsort(elapsed_ticks(log, ticks), kind="stable").tolist():
+    for e in first_fit_order(log, ticks, by_length).tolist():
         p, t = e + 2, int(log.codes[e])
         same = np.asarray(placed[t], dtype=np.int64)
         if same.size:
@@ -731,8 +781,11 @@ def infer_pieces(
     size: int = FIRST_FIT_EVENTS,
     fold_nodes: int = FOLD_NODES,
     dense_size: int = PIECE_EVENTS,
+    reorder: bool = True,
 ) -> PartitionModel:
-    """A model of a long log made piece by piece: the traces in runs of about ``size``
+    """A model of a long log made piece by piece: the traces (of a short-trace log,
+    :func:`short_traces`, with ``reorder``: longest first, :func:`longest_first`; a
+    model's validity does not depend on the order of the traces) in runs of about ``size``
     events (:func:`pieces`), each run's model by :func:`first_fit_model` under the whole
     log's invariants, folded into the model of the runs before it (side by side, then
     its nodes merged into the older ones where every invariant still holds,
@@ -747,6 +800,15 @@ def infer_pieces(
     ``dense_size`` events (first fit's cost per event grows with the run)."""
     from .timeconflicts import timed_sides
 
+    by_length = short_traces(log)
+    if by_length and reorder:
+        sorted_log, idx = longest_first(log)
+        model = infer_pieces(
+            sorted_log, codes, ticks[idx], seed, size, fold_nodes, dense_size, reorder=False
+        )
+        back = np.empty_like(model.part)
+        back[idx] = model.part
+        return PartitionModel(log, back, model.node_type)
     sides = timed_sides(log, codes, ticks)
     part = np.empty(log.n_events, dtype=np.int64)
     node_type = [-1, -1]
@@ -766,7 +828,7 @@ def infer_pieces(
         rng = np.random.default_rng(seeds.spawn(1)[0])
         lo, hi = int(log.starts[first]), int(log.starts[last])
         sub = sub_log(log, first, last)
-        piece = first_fit_model(sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi))
+        piece = first_fit_model(sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length)
         if piece.n_nodes > fold_nodes:
             size = min(size, dense_size)
         if open_model is None or open_first is None:
