@@ -246,3 +246,49 @@ def test_progress_counts_each_files_bytes(tmp_path):
     sizes = [f.stat().st_size for f in files]
     assert sizes[3] > sl.SNIFF_BYTES  # the block reader's: after its read, and at the end
     assert seen == [*sizes[:3], sizes[3], sizes[3], sizes[4]]
+
+
+class _CountedEntry:
+    """An ``os.DirEntry`` whose ``stat()`` calls are counted (by name)."""
+
+    def __init__(self, entry: os.DirEntry, stats: list[str]) -> None:
+        self._entry, self._stats = entry, stats
+        self.name, self.path = entry.name, entry.path
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        self._stats.append(self.name)
+        return self._entry.stat(follow_symlinks=follow_symlinks)
+
+    def __getattr__(self, attr: str):
+        return getattr(self._entry, attr)
+
+
+def test_a_folders_regular_files_are_listed_without_a_stat_each(tmp_path, monkeypatch):
+    """The walk knows a regular file from the listing (type, inode), as ``find`` does: only
+    links and folders are stat-ed; the files listed are the same, hard links once."""
+    top = tmp_path / "logs"
+    (top / "sub").mkdir(parents=True)
+    for i in range(20):
+        (top / f"f{i:02d}.log").write_text(f"STATEMINE t=0 conn=c{i} state=X\n")
+    (top / "sub" / "b.log").write_text("STATEMINE t=0 conn=b state=X\n")
+    os.link(top / "f03.log", top / "sub" / "hard.log")  # the same file: listed once
+    (top / "sub" / "link.log").symlink_to(top / "f05.log")  # likewise
+    (top / "sub" / "pipe.log").unlink(missing_ok=True)
+    os.mkfifo(top / "sub" / "pipe.log")  # not a regular file: not listed
+    stats: list[str] = []
+    scandir = os.scandir
+
+    class Counted:
+        def __init__(self, path):
+            self._it = scandir(path)
+
+        def __enter__(self):
+            return (_CountedEntry(e, stats) for e in self._it.__enter__())
+
+        def __exit__(self, *exc):
+            return self._it.__exit__(*exc)
+
+    monkeypatch.setattr(os, "scandir", Counted)
+    files = expand_files([top, top / "f07.log"])
+    assert files == [str(top / f"f{i:02d}.log") for i in range(20)] + [str(top / "sub/b.log")]
+    assert sorted(stats) == ["link.log", "sub"]
