@@ -393,7 +393,8 @@ def scan_files(
     Small plain files are opened, read and scanned in C (``Scanner.feed_files``, without
     the GIL, many files a call); the rest (big, gzip or unreadable) one by one here.
     ``digests``: the sha256 of each file scanned to its end, from the bytes as read
-    (:class:`~statemine.parse.lines.ReadDigests`; not for a gzip file over one block).
+    (:class:`~statemine.parse.lines.ReadDigests`; a small plain file's from the bytes C
+    read and handed back; not for a gzip file over one block).
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
@@ -403,14 +404,26 @@ def scan_files(
         n_files = len(files)
         i = 0
         while i < n_files:
-            # small plain files: opened, read, sniffed and scanned in C, many a call
-            i, status, begun, sizes, detail = scan.feed_files(
-                files, i, max_line_bytes, chunk_bytes, sniff is not None, GATHER_ROWS
+            # small plain files: opened, read, sniffed and scanned in C, many a call (their
+            # bytes handed back for the digests: not read again)
+            fed = i
+            i, status, begun, sizes, detail, data = scan.feed_files(
+                files,
+                fed,
+                max_line_bytes,
+                chunk_bytes,
+                sniff is not None,
+                GATHER_ROWS,
+                digests is not None,
             )
             starts.extend(np.frombuffer(begun, np.int64).tolist())
-            if on_progress is not None:
-                for size in np.frombuffer(sizes, np.int64).tolist():
-                    on_progress(size)  # the file's bytes, as iter_blocks counts
+            if on_progress is not None or data:
+                lengths = np.frombuffer(sizes, np.int64).tolist()
+                if data and digests is not None:  # the bytes of files[fed:...], in order
+                    digests.add_read(files[fed : fed + len(lengths)], data, lengths)
+                if on_progress is not None:
+                    for size in lengths:
+                        on_progress(size)  # the file's bytes, as iter_blocks counts
             if isinstance(detail, dict):  # status _FF_ERROR
                 raise _input_error(Path(files[i]), detail, max_line_bytes)
             if status == _FF_NO_LINES:
