@@ -318,3 +318,23 @@ def test_feed_files_hands_back_the_bytes_it_read_when_asked(tmp_path):
         got += kept
     assert got == whole
     assert scan.take() == fed_one_by_one(files)[0]
+
+
+def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
+    """Files are opened relative to their folder (kept open from file to file): a bare name
+    (the working folder), relative and absolute paths, a folder reached through a link, a
+    folder changing back and forth, and a name under a missing folder (left to Python)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "sub")
+    for i, name in enumerate(("a.log", "sub/b.log", "sub/c.log")):
+        (tmp_path / name).write_text(f"STATEMINE t={i} conn=c{i} state=X\n")
+    monkeypatch.chdir(tmp_path)
+    names = ["a.log", "sub/b.log", "sub/c.log", str(tmp_path / "a.log"), "via/c.log", "./a.log"]
+    names += ["sub//b.log", "a.log", "sub/c.log"]
+    scan = Scanner()
+    at, status, _, sizes, _, _ = scan.feed_files(names, 0, MAX_LINE, CHUNK, True, 1 << 30)
+    assert (at, status) == (len(names), sl._FF_OK)
+    assert np.frombuffer(sizes, np.int64).tolist() == [os.path.getsize(n) for n in names]
+    assert scan.take() == fed_one_by_one(names)[0]
+    got = Scanner().feed_files(["sub/b.log", "gone/b.log"], 0, MAX_LINE, CHUNK, True, 1 << 30)
+    assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None
