@@ -612,7 +612,8 @@ def _to_traceset(
     codes = np.concatenate(columns["trace"])
     columns["trace"].clear()
     file_of_row = None if file_of_trace is None else file_of_trace[codes]
-    order = group_order(codes)
+    # rows grouped by trace already (e.g. files of one connection each): no sort, no gathers
+    order: np.ndarray | slice = _WHOLE if _grouped(codes) else group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     seq = (np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))).astype(
@@ -675,6 +676,15 @@ def _to_traceset(
     return TraceSet.from_events(events, traces, {"format": "statemine"})
 
 
+#: The identity ``order`` of :func:`_to_traceset` (a view, no copy).
+_WHOLE = slice(None)
+
+
+def _grouped(codes: np.ndarray) -> bool:
+    """Whether ``codes`` never decrease (rows already grouped by trace, in code order)."""
+    return len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())
+
+
 def _shared_names(
     file_of_row: np.ndarray, name_codes: np.ndarray, n_names: int
 ) -> list[int] | None:
@@ -698,7 +708,7 @@ def _rank(codes: list[int], n: int) -> np.ndarray:
 
 
 def _column_order(
-    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray
+    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray | slice
 ) -> list[str]:
     """The optional columns in the order concat gives them: the union of each file's own
     (a metric where that file logs it, then ``fields``) in order of first appearance."""
