@@ -479,6 +479,8 @@ def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     inputs share a name (``files``: paths, or their strings as ``str(Path)`` writes them)."""
     files = list(files)
     names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
+    if len(set(names)) == len(names):  # no two alike (a folder's files): no count
+        return dict(zip(files, map(name_text, names)))
     clash = Counter(names)
     return {f: name_text(n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
 
