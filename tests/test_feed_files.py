@@ -338,28 +338,3 @@ def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
     assert scan.take() == fed_one_by_one(names)[0]
     got = Scanner().feed_files(["sub/b.log", "gone/b.log"], 0, MAX_LINE, CHUNK, True, 1 << 30)
     assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None
-
-
-def test_small_files_alone_need_no_block_buffer(tmp_path, monkeypatch):
-    """scan_files makes the block reader's 17 MB buffer only for a file C leaves to it (a
-    memset of 17 MB once memory is reused): none for small plain logs, one for any
-    number of big ones; the rows are the same either way."""
-    made: list[int] = []
-
-    def counted(*args):
-        made.append(args[0] if args else 0)
-        return bytearray(*args)
-
-    monkeypatch.setattr(sl, "bytearray", counted, raising=False)
-    files = write_logs(tmp_path, np.random.default_rng(8), 6)
-    rows = [b for b in sl.scan_files(files) if isinstance(b, sl.ScannedBlock)]
-    assert made == [] and sum(len(b.time) for b in rows) == sum(
-        f.read_text().count("STATEMINE t=") for f in files
-    )
-    big = tmp_path / "zz-big.log"
-    big.write_text("".join(f"STATEMINE t={i} conn=b state=X\n" for i in range(4000)))
-    files += [big, big.with_name("zz-big2.log")]
-    files[-1].write_bytes(big.read_bytes())
-    rows = [b for b in sl.scan_files(files) if isinstance(b, sl.ScannedBlock)]
-    assert made == [sl.DEFAULT_CHUNK_BYTES + sl.DEFAULT_MAX_LINE_BYTES + 1]
-    assert sum(len(b.time) for b in rows) == sum(f.read_text().count("STATEMINE t=") for f in files)

@@ -399,9 +399,7 @@ def scan_files(
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
     def produce() -> Iterator[ScannedBlock | ScanEnd]:
-        # the block reader's buffer, made for the first file C leaves to it: making it costs
-        # a memset of 17 MB (~1.5 ms) once the allocator hands out reused memory
-        buffer: bytearray | None = None
+        buffer = bytearray(chunk_bytes + max_line_bytes + 1)
         starts: list[int] = []  # first trace code per file (an array per handed-over block)
         n_files = len(files)
         i = 0
@@ -455,8 +453,6 @@ def scan_files(
                 if on_progress is not None:
                     on_progress(len(head or b""))  # the file's bytes, as iter_blocks counts
             else:
-                if buffer is None:
-                    buffer = bytearray(chunk_bytes + max_line_bytes + 1)
                 blocks = iter_blocks(
                     path,
                     chunk_bytes=chunk_bytes,
