@@ -305,9 +305,11 @@ def read_statemine_run(
         ), 1
     counts = np.diff(np.r_[end.file_starts, len(conns)])
     file_of_trace = np.repeat(np.arange(n_files), counts)
+    file_list = file_of_trace.tolist()
+    names = [name_text(s) for s in sources[:n_files]]  # once a file, not once a trace
     ids = [
-        f"{name_text(sources[f])}#{c}" + (f"/{r}" if r is not None else "")
-        for f, c, r in zip(file_of_trace.tolist(), conns, roles)
+        f"{names[f]}#{c}" + (f"/{r}" if r is not None else "")
+        for f, c, r in zip(file_list, conns, roles)
     ]
     source = [name_text(str(p)) for p in paths[:n_files]]
     ts = _to_traceset(
@@ -315,7 +317,7 @@ def read_statemine_run(
         scanner.names(),
         table,
         ids,
-        [source[f] for f in file_of_trace.tolist()],
+        [source[f] for f in file_list],
         file_of_trace=file_of_trace,
     )
     return ts, n_files
