@@ -352,3 +352,50 @@ def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
     assert second_reads == [str(packed)]
     record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
     assert record["inputs"][0]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()
+
+
+def test_infer_reads_small_logs_once_and_tells_their_format_from_that_read(tmp_path, monkeypatch):
+    """``infer`` of small statemine logs (format auto) neither sniffs them beforehand nor
+    hashes them again: Python opens none of them (C opens, reads, sniffs and scans each
+    once). Inputs that are not all statemine logs (a qlog among them) are read whole, as
+    ``statemine.read`` reads them, with the same tables and sha256sum's digests."""
+    import os
+
+    import numpy as np
+
+    from statemine.commands import infer_to_dir
+    from statemine.stats.summary import summarize
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(5):
+        (logs / f"r{i}.log").write_bytes(_statemine_lines(20 + i))
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.fsdecode(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    out = infer_to_dir([logs], tmp_path / "out", svg=False)
+    assert [p for p in opened if p.endswith(".log")] == []
+    record = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    listing = "".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(logs.iterdir())
+    )
+    assert record["inputs"][0]["sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert out.n_traces == statemine.read(logs).n_traces
+
+    qlog = Path(__file__).parent / "data" / "qlog" / "draft01.qlog"
+    mixed = [logs, qlog]
+    out = infer_to_dir(mixed, tmp_path / "out2", svg=False)
+    ts = statemine.read(mixed)
+    states, _ = summarize(ts)
+    assert out.n_traces == ts.n_traces and out.n_events == len(ts.events)
+    assert list(out.states["state"]) == list(states["state"])
+    for column in ("time_s", "time_fraction", "visits"):
+        np.testing.assert_allclose(out.states[column], states[column], rtol=1e-12)
+    record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
+    assert record["inputs"][0]["sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert record["inputs"][1]["sha256"] == hashlib.sha256(qlog.read_bytes()).hexdigest()

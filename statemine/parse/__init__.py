@@ -515,12 +515,15 @@ class _RichProgress:
         self._task = self._bar.add_task("read", total=total)
         self._base = 0
         self._last = 0
+        self._shown = False
 
     def __enter__(self) -> Callable[[int], None]:
-        self._bar.__enter__()
-        return self._advance
+        return self._advance  # shown at the first bytes read: nothing when none are
 
     def _advance(self, done_in_file: int) -> None:
+        if not self._shown:
+            self._bar.__enter__()
+            self._shown = True
         if done_in_file < self._last:  # a new file started
             self._base += self._last
         self._last = done_in_file
@@ -532,4 +535,5 @@ class _RichProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._bar.__exit__(exc_type, exc, tb)
+        if self._shown:
+            self._bar.__exit__(exc_type, exc, tb)
