@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .distributed.run import StoreSide
     from .explain import ExplainResult
     from .output.sides import Side
+    from .parse.statemine_log import ScanEnd, ScannedBlock
     from .traces import TraceSet
 
 Connect = Callable[[], "AbstractContextManager[Client | None]"]
@@ -250,11 +251,16 @@ def infer_to_dir(
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)
         dwell, n_traces = frames[0].attrs["dwell_quantiles"], partial.n_traces
         n_events = partial.n_events
-    elif files:
-        states, transitions, dwell, n_traces, n_events = _summarize_streamed(
-            files, stats, read.progress, read_digests
+    elif files and (
+        streamed := _summarize_streamed(
+            files, stats, read.progress, read_digests, sniff=read.fmt == "auto"
         )
+    ):
+        states, transitions, dwell, n_traces, n_events = streamed
     else:
+        if read_digests is not None:  # the scan met a file that is not a statemine log
+            read_digests = None
+            digests = _in_background(input_digests, paths) if out_dir is not None else None
         from .stats.summary import summarize
 
         ts = read_inputs(inputs, read, selections=selections)
@@ -324,26 +330,32 @@ def _infer_notes(states: dict, dwell: str) -> list[str]:
 def _streamable(
     inputs: Inputs, fmt: str, regexes: Sequence[str] | None, selections: Sequence[str]
 ) -> list[Path]:
-    """The input files when they are all statemine logs that need no trace selection, so
-    the statistics can be streamed (:mod:`statemine.stats.stream`); else an empty list."""
-    from .parse import expand_paths, file_format
+    """The input files when they may be statemine logs needing no trace selection, so the
+    statistics can be streamed (:mod:`statemine.stats.stream`); else an empty list. With
+    ``fmt`` "auto" the scan itself tells (:func:`_summarize_streamed`'s ``sniff``): no
+    read of each file beforehand."""
+    from .parse import expand_paths
 
     if regexes or selections or fmt not in ("auto", "statemine"):
         return []
-    files = expand_paths(inputs)
-    if fmt == "auto" and any(file_format(f) != "statemine" for f in files):
-        return []
-    return files
+    return expand_paths(inputs)
 
 
 def _summarize_streamed(
-    files: list[Path], stats: StatsOptions, progress: bool, digests: ReadDigests | None = None
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str, int, int]:
+    files: list[Path],
+    stats: StatsOptions,
+    progress: bool,
+    digests: ReadDigests | None = None,
+    *,
+    sniff: bool = False,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str, int, int] | None:
     """:func:`statemine.stats.stream.summarize_logs` as columns (no pandas), arranged so the work
     overlaps the imports: the scan runs on one thread (C, without the GIL), the fold on
     another (numpy), while this one loads the output's libraries; ``digests`` takes the
-    files' sha256 from the scan's buffers (:class:`~statemine.parse.lines.ReadDigests`)."""
-    from .parse import progress_reporter
+    files' sha256 from the scan's buffers (:class:`~statemine.parse.lines.ReadDigests`).
+    ``sniff``: each file's format told from the scan's own read (as ``--format auto``
+    tells it), and None when one is not a statemine log (then read them whole)."""
+    from .parse import _is_statemine, progress_reporter
     from .parse._linescan import trim_heap
     from .parse.statemine_log import scan_files
     from .stats.stream import fold_scanned
@@ -352,18 +364,34 @@ def _summarize_streamed(
     gc.disable()  # imports make many objects and no garbage; collecting them is wasted time
     try:
         with progress_reporter(files, progress) as advance:
-            folded = _in_background(
-                fold_scanned, scan_files(files, advance, digests=digests), stats, files=files
+            scanned = scan_files(
+                files, advance, digests=digests, sniff=_is_statemine if sniff else None
             )
+            ends: list[ScanEnd] = []
+            folded = _in_background(fold_scanned, _noting_end(scanned, ends), stats, files=files)
             _import_output_modules()
             folded = folded()
     finally:
         gc.enable()
+    if ends[0].n_files < len(files):  # the sniff stopped the scan at a file of another kind
+        return None
     states, transitions = columns(folded, stats)
     out = states, transitions, folded.dwell.accuracy, folded.n_traces, folded.n_events
     del folded  # the per-trace sums, made on the fold's thread: its arena keeps their pages
     trim_heap()
     return out
+
+
+def _noting_end(
+    scanned: Iterator[ScannedBlock | ScanEnd], ends: list[ScanEnd]
+) -> Iterator[ScannedBlock | ScanEnd]:
+    """``scanned`` as it is, its :class:`ScanEnd` also put in ``ends``."""
+    from .parse.statemine_log import ScanEnd
+
+    for item in scanned:
+        if isinstance(item, ScanEnd):
+            ends.append(item)
+        yield item
 
 
 def _in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:

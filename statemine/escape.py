@@ -50,6 +50,8 @@ def name_text(name: str) -> str:
     >>> name_text("run-1.log"), name_text("run-\\udcff.log")
     ('run-1.log', 'run-\\\\xff.log')
     """
+    if name.isascii():  # most names: nothing to check
+        return name
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -45,8 +45,8 @@ def test_feed_files_is_feed_of_each_whole_file(tmp_path):
     scan = Scanner(max_time=sl.MAX_TIME_S)
     at, starts, sizes = 0, [], []
     while at < len(files):  # a window of 3 rows' worth at a time
-        at, status, begun, size, error = scan.feed_files(files, at, MAX_LINE, CHUNK, True, 3)
-        assert (status, error) == (sl._FF_OK, None)
+        at, status, begun, size, error, kept = scan.feed_files(files, at, MAX_LINE, CHUNK, True, 3)
+        assert (status, error, kept) == (sl._FF_OK, None, None)
         starts += np.frombuffer(begun, np.int64).tolist()
         sizes += np.frombuffer(size, np.int64).tolist()
     want_rows, want_traces, want_names = fed_one_by_one(files)
@@ -85,7 +85,8 @@ def test_feed_files_leaves_to_python_what_it_cannot_take_whole(tmp_path):
     missing = str(tmp_path / "missing.log")
     nul = "a\0b.log"
     for name in (missing, nul):  # None: opened again in Python, which says why it fails
-        assert Scanner().feed_files([name], 0, MAX_LINE, CHUNK, True, 1) == (0, 1, b"", b"", None)
+        got = Scanner().feed_files([name], 0, MAX_LINE, CHUNK, True, 1)
+        assert got == (0, 1, b"", b"", None, None)
     # over chunk_bytes: left to the block reader
     assert Scanner().feed_files([str(log)], 0, MAX_LINE, 8, True, 1)[:2] == (0, 1)
     # without a sniff a file without lines is scanned and said to have none
@@ -105,7 +106,7 @@ def test_feed_files_error_is_feeds_error(tmp_path):
     good.write_text("STATEMINE t=0 conn=a state=X\n")
     bad.write_text("x\nSTATEMINE t=2 conn=a state=X\nSTATEMINE t=1 conn=a state=Y cwnd=q\n")
     scan = Scanner()
-    at, status, _, _, error = scan.feed_files(
+    at, status, _, _, error, _ = scan.feed_files(
         [str(good), str(bad)], 0, MAX_LINE, CHUNK, True, 1 << 30
     )
     assert (at, status) == (1, sl._FF_ERROR)
@@ -246,3 +247,94 @@ def test_progress_counts_each_files_bytes(tmp_path):
     sizes = [f.stat().st_size for f in files]
     assert sizes[3] > sl.SNIFF_BYTES  # the block reader's: after its read, and at the end
     assert seen == [*sizes[:3], sizes[3], sizes[3], sizes[4]]
+
+
+class _CountedEntry:
+    """An ``os.DirEntry`` whose ``stat()`` calls are counted (by name)."""
+
+    def __init__(self, entry: os.DirEntry, stats: list[str]) -> None:
+        self._entry, self._stats = entry, stats
+        self.name, self.path = entry.name, entry.path
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        self._stats.append(self.name)
+        return self._entry.stat(follow_symlinks=follow_symlinks)
+
+    def __getattr__(self, attr: str):
+        return getattr(self._entry, attr)
+
+
+def test_a_folders_regular_files_are_listed_without_a_stat_each(tmp_path, monkeypatch):
+    """The walk knows a regular file from the listing (type, inode), as ``find`` does: only
+    links and folders are stat-ed; the files listed are the same, hard links once."""
+    top = tmp_path / "logs"
+    (top / "sub").mkdir(parents=True)
+    for i in range(20):
+        (top / f"f{i:02d}.log").write_text(f"STATEMINE t=0 conn=c{i} state=X\n")
+    (top / "sub" / "b.log").write_text("STATEMINE t=0 conn=b state=X\n")
+    os.link(top / "f03.log", top / "sub" / "hard.log")  # the same file: listed once
+    (top / "sub" / "link.log").symlink_to(top / "f05.log")  # likewise
+    (top / "sub" / "pipe.log").unlink(missing_ok=True)
+    os.mkfifo(top / "sub" / "pipe.log")  # not a regular file: not listed
+    stats: list[str] = []
+    scandir = os.scandir
+
+    class Counted:
+        def __init__(self, path):
+            self._it = scandir(path)
+
+        def __enter__(self):
+            return (_CountedEntry(e, stats) for e in self._it.__enter__())
+
+        def __exit__(self, *exc):
+            return self._it.__exit__(*exc)
+
+    monkeypatch.setattr(os, "scandir", Counted)
+    files = expand_files([top, top / "f07.log"])
+    assert files == [str(top / f"f{i:02d}.log") for i in range(20)] + [str(top / "sub/b.log")]
+    assert sorted(stats) == ["link.log", "sub"]
+
+
+def test_feed_files_hands_back_the_bytes_it_read_when_asked(tmp_path):
+    """With ``keep`` the files fed come back as read, one after another (for their sha256:
+    no second read), and a call stops once they reach ``chunk_bytes`` (memory bounded)."""
+    files = [str(f) for f in write_logs(tmp_path, np.random.default_rng(3), 12)]
+    content = [Path(f).read_bytes() for f in files]
+    whole = b"".join(content)
+    at, status, _, sizes, _, kept = Scanner().feed_files(
+        files, 0, MAX_LINE, CHUNK, True, 1 << 30, True
+    )
+    assert (at, status, kept) == (12, sl._FF_OK, whole)
+    assert np.frombuffer(sizes, np.int64).tolist() == [len(c) for c in content]
+    limit = len(content[0]) + len(content[1])  # the call stops at the file reaching it
+    scan, got, at = Scanner(), b"", 0
+    while at < len(files):
+        start = at
+        at, status, _, sizes, _, kept = scan.feed_files(
+            files, at, MAX_LINE, limit, True, 1 << 30, True
+        )
+        assert status == sl._FF_OK and kept == b"".join(content[start:at])
+        assert len(kept) - len(content[at - 1]) < limit  # one file past the limit at most
+        got += kept
+    assert got == whole
+    assert scan.take() == fed_one_by_one(files)[0]
+
+
+def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
+    """Files are opened relative to their folder (kept open from file to file): a bare name
+    (the working folder), relative and absolute paths, a folder reached through a link, a
+    folder changing back and forth, and a name under a missing folder (left to Python)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "sub")
+    for i, name in enumerate(("a.log", "sub/b.log", "sub/c.log")):
+        (tmp_path / name).write_text(f"STATEMINE t={i} conn=c{i} state=X\n")
+    monkeypatch.chdir(tmp_path)
+    names = ["a.log", "sub/b.log", "sub/c.log", str(tmp_path / "a.log"), "via/c.log", "./a.log"]
+    names += ["sub//b.log", "a.log", "sub/c.log"]
+    scan = Scanner()
+    at, status, _, sizes, _, _ = scan.feed_files(names, 0, MAX_LINE, CHUNK, True, 1 << 30)
+    assert (at, status) == (len(names), sl._FF_OK)
+    assert np.frombuffer(sizes, np.int64).tolist() == [os.path.getsize(n) for n in names]
+    assert scan.take() == fed_one_by_one(names)[0]
+    got = Scanner().feed_files(["sub/b.log", "gone/b.log"], 0, MAX_LINE, CHUNK, True, 1 << 30)
+    assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None

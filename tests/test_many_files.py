@@ -266,3 +266,38 @@ def test_a_file_read_whole_is_cut_as_the_block_reader_cuts_it(tmp_path, max_line
         assert got == want
     else:
         assert_same_set(got, want)
+
+
+@pytest.mark.parametrize("one_conn", [True, False])
+def test_rows_grouped_by_trace_already_are_not_sorted(tmp_path, monkeypatch, one_conn):
+    """Files of one connection each (or one file of connections one after another) give
+    rows grouped by trace already: the set is built without the grouping sort, and equals
+    the files read one at a time and joined (interleaved connections still sort)."""
+    import statemine.arrays
+
+    rng = np.random.default_rng(4)
+    files = write_logs(tmp_path, rng, 30)
+    for f in files:  # one connection a file: its lines in order, roles and Close lines kept
+        lines = f.read_text().splitlines(keepends=True)
+        f.write_text("".join(ln for ln in lines if " conn=c0 " in ln) or lines[0])
+    if not one_conn:
+        files = files[:1]
+        files[0].write_text("".join(f"STATEMINE t={i} conn=c{i // 3} state=X\n" for i in range(9)))
+    want = one_at_a_time(files)
+    sorts: list[int] = []
+    real = statemine.arrays.group_order
+
+    def counted(codes):
+        sorts.append(len(codes))
+        return real(codes)
+
+    monkeypatch.setattr(statemine.arrays, "group_order", counted)
+    assert_same_set(statemine.read(files), want)
+    assert sorts == []
+    files[0].write_text(
+        "STATEMINE t=0 conn=a state=X\nSTATEMINE t=0 conn=b state=X\nSTATEMINE t=1 conn=a state=Y\n"
+    )  # interleaved: sorted
+    want = one_at_a_time(files)
+    sorts.clear()
+    assert_same_set(statemine.read(files), want)
+    assert sorts == [sum(len(f.read_text().splitlines()) for f in files)]

@@ -278,10 +278,10 @@ def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
     tmp_path, monkeypatch, on_thread
 ):
     """Blocks of 4 KiB (lines cut at block ends, a last line without a newline, CRLF), a
-    small gzip file (its compressed bytes); left out, so provenance reads them itself: a
-    small plain file (opened, read and scanned in C, ``Scanner.feed_files``) and a big gzip
-    file (not seen raw); hashed on a worker thread beside the scan or on the reading
-    thread."""
+    small gzip file (its compressed bytes), small plain files (opened, read and scanned in
+    C, ``Scanner.feed_files``, which hands their bytes back); left out, so provenance reads
+    it itself: a big gzip file (not seen raw); hashed on a worker thread beside the scan or
+    on the reading thread."""
     import gzip
 
     from statemine.parse import lines
@@ -293,20 +293,22 @@ def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
     big.write_bytes(_statemine_lines(3001)[:-1])  # 190 kB, no newline at the end
     crlf.write_bytes(_statemine_lines(2000).replace(b"\n", b"\r\n"))
     small.write_bytes(_statemine_lines(5))
+    small2 = tmp_path / "small2.log"
+    small2.write_bytes(_statemine_lines(7).replace(b"\n", b"\r\n"))
     small_gz, big_gz = tmp_path / "small.log.gz", tmp_path / "big.log.gz"
     small_gz.write_bytes(gzip.compress(_statemine_lines(6)))
     big_gz.write_bytes(gzip.compress(_statemine_lines(3000, noise=True)))
-    files = [big, crlf, small, small_gz, big_gz]
+    files = [big, crlf, small, small2, small_gz, big_gz]
     digests = lines.ReadDigests()
     rows = sum(
         len(b.time)
         for b in scan_files(files, chunk_bytes=4096, digests=digests)
         if hasattr(b, "time")
     )
-    assert rows == 3001 + 2000 + 5 + 6 + 3000
+    assert rows == 3001 + 2000 + 5 + 7 + 6 + 3000
     want = {
         str(p.resolve()): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_size)
-        for p in (big, crlf, small_gz)
+        for p in (big, crlf, small, small2, small_gz)
     }
     assert digests.records() == want
 
@@ -314,8 +316,8 @@ def test_scan_files_takes_each_files_sha256_from_the_bytes_it_reads(
 def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
     """provenance.json's sha256 of statemine logs comes from the scan's own reading: no
     second read of a streamed file (hashlib.file_digest is what a second read would
-    call); a small log scanned in C (under 64 KiB) and a big gzip log, which the scan sees
-    decompressed, are read again. The digests are sha256sum's."""
+    call), a small log scanned in C (under 64 KiB) included; a big gzip log, which the
+    scan sees decompressed, is read again. The digests are sha256sum's."""
     import gzip
 
     from statemine.commands import infer_to_dir
@@ -337,7 +339,7 @@ def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hashlib, "file_digest", counting)
     infer_to_dir([plain, logs], tmp_path / "out", svg=False)
-    assert second_reads == [str(small)]
+    assert second_reads == []
     record = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert [i["sha256"] for i in record["inputs"]] == [
         hashlib.sha256(plain.read_bytes()).hexdigest(),
@@ -347,6 +349,53 @@ def test_infer_reads_a_streamed_log_once_for_its_digest(tmp_path, monkeypatch):
         ).hexdigest(),
     ]
     infer_to_dir([packed], tmp_path / "out2", svg=False)
-    assert second_reads == [str(small), str(packed)]
+    assert second_reads == [str(packed)]
     record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
     assert record["inputs"][0]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()
+
+
+def test_infer_reads_small_logs_once_and_tells_their_format_from_that_read(tmp_path, monkeypatch):
+    """``infer`` of small statemine logs (format auto) neither sniffs them beforehand nor
+    hashes them again: Python opens none of them (C opens, reads, sniffs and scans each
+    once). Inputs that are not all statemine logs (a qlog among them) are read whole, as
+    ``statemine.read`` reads them, with the same tables and sha256sum's digests."""
+    import os
+
+    import numpy as np
+
+    from statemine.commands import infer_to_dir
+    from statemine.stats.summary import summarize
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(5):
+        (logs / f"r{i}.log").write_bytes(_statemine_lines(20 + i))
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.fsdecode(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    out = infer_to_dir([logs], tmp_path / "out", svg=False)
+    assert [p for p in opened if p.endswith(".log")] == []
+    record = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    listing = "".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(logs.iterdir())
+    )
+    assert record["inputs"][0]["sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert out.n_traces == statemine.read(logs).n_traces
+
+    qlog = Path(__file__).parent / "data" / "qlog" / "draft01.qlog"
+    mixed = [logs, qlog]
+    out = infer_to_dir(mixed, tmp_path / "out2", svg=False)
+    ts = statemine.read(mixed)
+    states, _ = summarize(ts)
+    assert out.n_traces == ts.n_traces and out.n_events == len(ts.events)
+    assert list(out.states["state"]) == list(states["state"])
+    for column in ("time_s", "time_fraction", "visits"):
+        np.testing.assert_allclose(out.states[column], states[column], rtol=1e-12)
+    record = json.loads((tmp_path / "out2" / "provenance.json").read_text())
+    assert record["inputs"][0]["sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert record["inputs"][1]["sha256"] == hashlib.sha256(qlog.read_bytes()).hexdigest()

@@ -36,14 +36,16 @@ class Scanner:
         chunk_bytes: int,
         sniff: bool,
         max_rows: int,
+        keep: bool = False,
         /,
-    ) -> tuple[int, int, bytes, bytes, dict[str, Any] | bytes | None]:
+    ) -> tuple[int, int, bytes, bytes, dict[str, Any] | bytes | None, bytes | None]:
         """Open, read and feed whole small files from ``files[start]`` on (next_file() +
         feed() each; without the GIL): (next file, status: 0 fed up to
         it, 1 it is for the Python side, 2 it has a bad line, 3 it has no statemine line;
         per file fed its first trace code and its bytes, int64; detail: for 2 the error
         dict, for 1 the file's first 64 KiB as read (all of it when shorter), or None when
-        it could not be read)."""
+        it could not be read; with ``keep`` the bytes of the files fed, one after another,
+        else None: a call stops once they reach ``chunk_bytes``)."""
 
     def next_file(self) -> None:
         """The next block starts another file: line 1, its connections new traces."""

@@ -20,7 +20,7 @@ import queue
 import stat
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -157,6 +157,17 @@ class ReadDigests:
         if self._key is not None:
             self._records[self._key] = (self._hash.hexdigest(), self._size)
         self._key = self._hash = None
+
+    def add_read(
+        self, paths: Sequence[str | os.PathLike], data: bytes, sizes: Sequence[int]
+    ) -> None:
+        """Record files read whole: ``paths[i]`` holds the next ``sizes[i]`` bytes of
+        ``data`` (the files' bytes one after another)."""
+        view, at = memoryview(data), 0
+        for path, size in zip(paths, sizes, strict=True):
+            digest = hashlib.sha256(view[at : at + size]).hexdigest()
+            self._records[os.path.abspath(path)] = (digest, size)
+            at += size
 
     def records(self) -> dict[str, tuple[str, int]]:
         """``os.path.abspath(path)`` -> (sha256 hex, bytes) of each file read to its end."""

@@ -305,9 +305,11 @@ def read_statemine_run(
         ), 1
     counts = np.diff(np.r_[end.file_starts, len(conns)])
     file_of_trace = np.repeat(np.arange(n_files), counts)
+    file_list = file_of_trace.tolist()
+    names = [name_text(s) for s in sources[:n_files]]  # once a file, not once a trace
     ids = [
-        f"{name_text(sources[f])}#{c}" + (f"/{r}" if r is not None else "")
-        for f, c, r in zip(file_of_trace.tolist(), conns, roles)
+        f"{names[f]}#{c}" + (f"/{r}" if r is not None else "")
+        for f, c, r in zip(file_list, conns, roles)
     ]
     source = [name_text(str(p)) for p in paths[:n_files]]
     ts = _to_traceset(
@@ -315,7 +317,7 @@ def read_statemine_run(
         scanner.names(),
         table,
         ids,
-        [source[f] for f in file_of_trace.tolist()],
+        [source[f] for f in file_list],
         file_of_trace=file_of_trace,
     )
     return ts, n_files
@@ -393,7 +395,8 @@ def scan_files(
     Small plain files are opened, read and scanned in C (``Scanner.feed_files``, without
     the GIL, many files a call); the rest (big, gzip or unreadable) one by one here.
     ``digests``: the sha256 of each file scanned to its end, from the bytes as read
-    (:class:`~statemine.parse.lines.ReadDigests`; not for a gzip file over one block).
+    (:class:`~statemine.parse.lines.ReadDigests`; a small plain file's from the bytes C
+    read and handed back; not for a gzip file over one block).
     """
     scan = Scanner(max_time=MAX_TIME_S) if scanner is None else scanner
 
@@ -403,14 +406,26 @@ def scan_files(
         n_files = len(files)
         i = 0
         while i < n_files:
-            # small plain files: opened, read, sniffed and scanned in C, many a call
-            i, status, begun, sizes, detail = scan.feed_files(
-                files, i, max_line_bytes, chunk_bytes, sniff is not None, GATHER_ROWS
+            # small plain files: opened, read, sniffed and scanned in C, many a call (their
+            # bytes handed back for the digests: not read again)
+            fed = i
+            i, status, begun, sizes, detail, data = scan.feed_files(
+                files,
+                fed,
+                max_line_bytes,
+                chunk_bytes,
+                sniff is not None,
+                GATHER_ROWS,
+                digests is not None,
             )
             starts.extend(np.frombuffer(begun, np.int64).tolist())
-            if on_progress is not None:
-                for size in np.frombuffer(sizes, np.int64).tolist():
-                    on_progress(size)  # the file's bytes, as iter_blocks counts
+            if on_progress is not None or data:
+                lengths = np.frombuffer(sizes, np.int64).tolist()
+                if data and digests is not None:  # the bytes of files[fed:...], in order
+                    digests.add_read(files[fed : fed + len(lengths)], data, lengths)
+                if on_progress is not None:
+                    for size in lengths:
+                        on_progress(size)  # the file's bytes, as iter_blocks counts
             if isinstance(detail, dict):  # status _FF_ERROR
                 raise _input_error(Path(files[i]), detail, max_line_bytes)
             if status == _FF_NO_LINES:
@@ -599,7 +614,8 @@ def _to_traceset(
     codes = np.concatenate(columns["trace"])
     columns["trace"].clear()
     file_of_row = None if file_of_trace is None else file_of_trace[codes]
-    order = group_order(codes)
+    # rows grouped by trace already (e.g. files of one connection each): no sort, no gathers
+    order: np.ndarray | slice = _WHOLE if _grouped(codes) else group_order(codes)
     codes = codes[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     seq = (np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))).astype(
@@ -662,6 +678,15 @@ def _to_traceset(
     return TraceSet.from_events(events, traces, {"format": "statemine"})
 
 
+#: The identity ``order`` of :func:`_to_traceset` (a view, no copy).
+_WHOLE = slice(None)
+
+
+def _grouped(codes: np.ndarray) -> bool:
+    """Whether ``codes`` never decrease (rows already grouped by trace, in code order)."""
+    return len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())
+
+
 def _shared_names(
     file_of_row: np.ndarray, name_codes: np.ndarray, n_names: int
 ) -> list[int] | None:
@@ -685,7 +710,7 @@ def _rank(codes: list[int], n: int) -> np.ndarray:
 
 
 def _column_order(
-    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray
+    extra: dict[str, np.ndarray], file_of_row: np.ndarray | None, order: np.ndarray | slice
 ) -> list[str]:
     """The optional columns in the order concat gives them: the union of each file's own
     (a metric where that file logs it, then ``fields``) in order of first appearance."""
