@@ -247,6 +247,18 @@ def test_a_small_log_is_opened_once(tmp_path, monkeypatch):
     assert str(packed) in opened  # the gzip log: head, then its sniff, from Python
 
 
+def test_a_log_named_parquet_is_read_as_a_log(tmp_path):
+    """The scan is skipped for a file named ``*.parquet`` (a lab run's name) without opening
+    it; a statemine log so named is still told by its bytes and read as the others are."""
+    files = write_logs(tmp_path, np.random.default_rng(7), 3)
+    renamed = files[0].with_name("a-log.parquet")
+    files[0].rename(renamed)
+    files[0] = renamed
+    files.sort()
+    assert str(files[0]).endswith(".parquet")
+    assert_same_set(statemine.read(files), by_detected_runs(files))
+
+
 @pytest.mark.parametrize("max_line", [8, 30, 1 << 20])
 def test_a_file_read_whole_is_cut_as_the_block_reader_cuts_it(tmp_path, max_line):
     a, b = tmp_path / "a.log", tmp_path / "b.log"

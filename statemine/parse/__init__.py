@@ -100,9 +100,10 @@ def read(
             origins: list[Path] = []
             at = 0
             while at < len(files):
-                if format == "auto" and at + 1 < len(files) and not _is_parquet(files[at]):
+                if format == "auto" and at + 1 < len(files) and not _named_parquet(files[at]):
                     # sniffed as the scan reads (which never takes a Parquet file: a lab
-                    # folder's runs skip the scan's start)
+                    # folder's runs skip the scan's start; told by name, as opening the
+                    # file here would read every small log twice)
                     from .statemine_log import read_statemine_run
 
                     rest = files[at:]
@@ -236,16 +237,11 @@ def _sniff(path: str | Path) -> str | None:
     return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
 
 
-def _is_parquet(path: str | Path) -> bool:
-    """Whether ``path`` begins as a Parquet file does (False when it cannot be read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return os.read(fd, 4) == _PARQUET_MAGIC
-        finally:
-            os.close(fd)
-    except OSError:
-        return False
+def _named_parquet(path: str | Path) -> bool:
+    """Whether ``path`` is named as a Parquet file (``*.parquet``, as a lab run's
+    ``traces.parquet``): only a shortcut, since the scan declines a Parquet file
+    whatever its name, and a file so named but not Parquet is sniffed as any other."""
+    return str(path).endswith(".parquet")
 
 
 def _is_statemine(path: str | Path, head: bytes | None, gzip: bool = True) -> bool:
