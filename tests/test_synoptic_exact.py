@@ -180,3 +180,39 @@ def test_large_two_capture_files_polished_near_the_bound(
     res = infer_log(log, seed=1, exact_budget=budget)
     assert bound <= res.model.n_nodes <= bound + gap < before
     assert check_model(res.to_networkx(), log, mine(log)).ok
+
+
+def test_the_command_line_option_reaches_the_engine(tmp_path, monkeypatch):
+    """``--exact-budget S`` / ``--exactBudget=S`` polish with S deterministic seconds and
+    the command's seed; absent or 0, no polishing; a value that is not a number >= 0 is a
+    usage error naming the option, and synoptic-jar refuses it."""
+    from test_synoptic_bounds import bench_module
+
+    from statemine.errors import UsageError
+    from statemine.infer.synoptic import engine
+    from statemine.infer.synoptic.command import run_command
+
+    bench = bench_module()  # the 619-event two-capture log: the engine stops above the bound
+    paths = bench.write_captures(600, np.random.default_rng(600), tmp_path)
+    base = ["-r", bench.CAPTURE_REGEX, "-m", bench.CAPTURE_MAPPING, "--randomSeed=7"]
+    base += [str(p) for p in paths]
+    calls = []
+
+    def spy(model, inv, failing, budget, seed, bound):
+        calls.append((budget, seed, bound))
+        return model
+
+    monkeypatch.setattr(engine, "polish", spy)
+    plain = run_command("synoptic", base).result.model
+    assert calls == []
+    assert run_command("synoptic", [*base, "--exactBudget=0"]).result.model.n_nodes
+    assert calls == []
+    for args in (["--exact-budget", "2.5"], ["--exactBudget=2.5"]):
+        model = run_command("synoptic", [*base, *args]).result.model
+        assert (model.part == plain.part).all()
+        assert calls[-1][:2] == (2.5, 7)
+    for bad in ("-1", "nan", "fast"):
+        with pytest.raises(UsageError, match="--exactBudget takes a number"):
+            run_command("synoptic", [*base, f"--exactBudget={bad}"])
+    with pytest.raises(UsageError, match="not supported with --engine synoptic-jar"):
+        run_command("synoptic-jar", [*base, "--exactBudget=1"])
