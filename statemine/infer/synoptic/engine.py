@@ -286,7 +286,7 @@ def infer_log(
     ``exact_budget`` > 0 (deterministic seconds of OR-Tools' CP-SAT, ``statemine[exact]``;
     UsageError naming the extra without it): a last, optional stage,
     :func:`~.exact.polish`, searches exactly over region bits from the model found (at
-    most one node per type more than its groups) and keeps its model only when smaller
+    most ``exact.SLACK`` nodes per type more than its groups) and keeps its model only when smaller
     and valid; deterministic for the seed and budget.
 
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
