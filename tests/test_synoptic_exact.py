@@ -1,21 +1,29 @@
-"""benchmarks/synoptic_exact.py: the CP-SAT evidence of docs/synoptic-engine.md.
+"""The exact polishing stage (statemine.infer.synoptic.exact, CP-SAT) and
+benchmarks/synoptic_exact.py, the evidence of docs/synoptic-engine.md.
 
-Needs OR-Tools (in the ``test`` extra: these tests fail, not skip, without it).  Checked
-against the enumeration of every partition of tiny logs."""
+Needs OR-Tools (the ``exact`` extra, in ``test``: these tests fail, not skip, without
+it).  Checked against the enumeration of every partition of tiny logs and the networkx
+checker."""
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_synoptic_bounds import smallest_model
-from test_synoptic_regions import refining
+from test_synoptic_bounds import codes_of, smallest_model
+from test_synoptic_regions import capture_log, refining
 
-from statemine.infer.synoptic import infer_log
+from statemine.infer.synoptic import exact, infer_log
 from statemine.infer.synoptic.bounds import node_lower_bound
+from statemine.infer.synoptic.check import check_model
+from statemine.infer.synoptic.invariants import mine, mine_invariants
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.regions import free_runs
 
 
@@ -77,3 +85,134 @@ def test_the_relaxed_bound_can_be_tighter_than_the_pairwise_one():
     )
     assert (node_lower_bound(log, codes, bad), relaxed) == (9, 10)
     assert relaxed <= smallest_model(log, codes)
+
+
+def test_polish_without_or_tools_is_a_one_line_error_naming_the_extra(monkeypatch):
+    """Asked for the exact stage without OR-Tools: a UsageError naming
+    ``statemine[exact]``, before any inference; without the stage nothing imports it."""
+    from statemine.errors import UsageError
+
+    log = EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]])
+    monkeypatch.setitem(sys.modules, "ortools.sat.python", None)
+    with pytest.raises(UsageError, match=r"pip install 'statemine\[exact\]'") as err:
+        infer_log(log, seed=1, exact_budget=1.0)
+    assert "\n" not in str(err.value)
+    assert infer_log(log, seed=1).model.n_nodes == 8
+
+
+def test_polish_refuses_an_invalid_model(monkeypatch):
+    """A solver answer whose model breaks an invariant (here: every event's bits zero,
+    the initial one-node-per-type model) is not returned: polish keeps its input."""
+    got = refining([["a", "b", "c"], ["x", "b", "d"]])
+    assert got is not None
+    log, codes, bad, _sub = got
+    model = infer_log(log, seed=1).model
+    wrong = exact.Solved("FEASIBLE", 6, 6, [0] * log.n_events, 0.0)
+    monkeypatch.setattr(exact, "solve", lambda *args, **kwargs: wrong)
+    assert not exact.is_valid(PartitionModel.initial(log), codes)
+    out = exact.polish(model, codes, bad, 1.0, seed=1, bound=0)
+    assert out is model
+
+
+@settings(max_examples=20, deadline=None)
+@given(TINY, st.integers(0, 3))
+def test_polish_is_valid_never_larger_and_deterministic(traces, seed):
+    """On tiny logs: the polished model accepts every trace and satisfies every mined
+    invariant (the independent networkx checker), lies between the smallest model (every
+    partition enumerated) and the engine's, and is the same partition twice."""
+    got = refining(traces)
+    if got is None or got[0].n_events > 6:
+        return
+    log, codes, bad, _sub = got
+    model = infer_log(log, seed=seed).model
+    out = exact.polish(model, codes, bad, 5.0, seed=seed)
+    assert smallest_model(log, codes) <= out.n_nodes <= model.n_nodes
+    assert check_model(out.to_networkx(), log, mine(log)).ok
+    again = exact.polish(model, codes, bad, 5.0, seed=seed)
+    assert (again.part == out.part).all()
+
+
+def capture_case(tmp_path, n_events: int, events: int, bound: int):
+    """The two-capture log of ``n_events`` (test_synoptic_regions.capture_log), checked
+    to have ``events`` events and pairwise bound ``bound``."""
+    log = capture_log(n_events, tmp_path)
+    codes = codes_of(log, mine_invariants(log))
+    assert (log.n_events, node_lower_bound(log, codes)) == (events, bound)
+    return log
+
+
+#: (events asked, events, pairwise bound, nodes of main's engine with seed 1, the gap
+#: to the bound reached with ``EXACT_BUDGET``, the CP-SAT budget in deterministic s)
+CAPTURES = [
+    (600, 619, 49, 51, 2, 5.0),
+    (1_000, 1_024, 59, 70, 9, 20.0),
+    (3_000, 3_001, 55, 59, 3, 10.0),
+    (6_000, 6_010, 55, 66, 4, 20.0),
+    (10_000, 10_027, 49, 57, 4, 10.0),
+]
+
+
+@pytest.mark.parametrize(("n_events", "events", "bound", "before", "gap", "budget"), CAPTURES[:3])
+def test_two_capture_files_polished_near_the_bound(
+    tmp_path, n_events, events, bound, before, gap, budget
+):
+    """Two capture files merged by connection, seed 1: the engine gave ``before`` nodes
+    (619 events: the exact minimum 51; 1,024: 70, a 68-node model exists; 3,001: 59,
+    exact minimum 58); polished by CP-SAT within ``gap`` of the bound, valid (every trace
+    accepted, every invariant holds: the networkx checker) and the same partition for
+    the same seed and budget."""
+    log = capture_case(tmp_path, n_events, events, bound)
+    res = infer_log(log, seed=1, exact_budget=budget)
+    assert res.model.n_nodes <= bound + gap <= before
+    assert check_model(res.to_networkx(), log, mine(log)).ok
+    again = infer_log(log, seed=1, exact_budget=budget)
+    assert (again.model.part == res.model.part).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n_events", "events", "bound", "before", "gap", "budget"), CAPTURES[3:])
+def test_large_two_capture_files_polished_near_the_bound(
+    tmp_path, n_events, events, bound, before, gap, budget
+):
+    """The same at 6,010 and 10,027 events (main: 66 and 57 nodes with seed 1; CP-SAT
+    reaches 59 and 53, the best models known), about 30-40 s of CPU each."""
+    log = capture_case(tmp_path, n_events, events, bound)
+    res = infer_log(log, seed=1, exact_budget=budget)
+    assert bound <= res.model.n_nodes <= bound + gap < before
+    assert check_model(res.to_networkx(), log, mine(log)).ok
+
+
+def test_the_command_line_option_reaches_the_engine(tmp_path, monkeypatch):
+    """``--exact-budget S`` / ``--exactBudget=S`` polish with S deterministic seconds and
+    the command's seed; absent or 0, no polishing; a value that is not a number >= 0 is a
+    usage error naming the option, and synoptic-jar refuses it."""
+    from test_synoptic_bounds import bench_module
+
+    from statemine.errors import UsageError
+    from statemine.infer.synoptic import engine
+    from statemine.infer.synoptic.command import run_command
+
+    bench = bench_module()  # the 619-event two-capture log: the engine stops above the bound
+    paths = bench.write_captures(600, np.random.default_rng(600), tmp_path)
+    base = ["-r", bench.CAPTURE_REGEX, "-m", bench.CAPTURE_MAPPING, "--randomSeed=7"]
+    base += [str(p) for p in paths]
+    calls = []
+
+    def spy(model, inv, failing, budget, seed, bound):
+        calls.append((budget, seed, bound))
+        return model
+
+    monkeypatch.setattr(engine, "polish", spy)
+    plain = run_command("synoptic", base).result.model
+    assert calls == []
+    assert run_command("synoptic", [*base, "--exactBudget=0"]).result.model.n_nodes
+    assert calls == []
+    for args in (["--exact-budget", "2.5"], ["--exactBudget=2.5"]):
+        model = run_command("synoptic", [*base, *args]).result.model
+        assert (model.part == plain.part).all()
+        assert calls[-1][:2] == (2.5, 7)
+    for bad in ("-1", "nan", "fast"):
+        with pytest.raises(UsageError, match="--exactBudget takes a number"):
+            run_command("synoptic", [*base, f"--exactBudget={bad}"])
+    with pytest.raises(UsageError, match="not supported with --engine synoptic-jar"):
+        run_command("synoptic-jar", [*base, "--exactBudget=1"])

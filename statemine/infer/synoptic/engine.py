@@ -22,6 +22,7 @@ from .bounds import clique_bounds, type_classes
 from .check import InvariantCodes, violated
 from .coarsen import coarsen as coarsen_model
 from .coarsen import merge_and_repair, recolour
+from .exact import cp_model, polish
 from .invariants import Invariants, mine_invariants
 from .log import EventLog
 from .model import PartitionModel
@@ -134,6 +135,8 @@ NEIGHBOURHOOD_MAX_EVENTS = 60_000
 #: cost grows with the groups: repo-apache-cse142's 200-node model would pay 9 s of CPU
 #: for 60 rounds that find nothing; it gets 22).
 NEIGHBOURHOOD_NODE_ROUNDS = 4_500
+#: CP-SAT's random seed is the engine's seed modulo this (it takes a 32-bit int).
+EXACT_SEEDS = 1 << 31
 
 
 def attempt_plan(n_events: int, seed: int) -> list[tuple[str, int, np.random.SeedSequence]]:
@@ -265,6 +268,7 @@ def infer_log(
     invariants: Invariants | pd.DataFrame | None = None,
     refine: bool = True,
     coarsen: bool = True,
+    exact_budget: float = 0.0,
 ) -> SynopticResult:
     """Mine invariants (unless given), refine until they all hold, coarsen (each step can
     be switched off, as Synoptic's ``--noRefinement``/``--noCoarsening``).
@@ -279,10 +283,18 @@ def infer_log(
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
 
+    ``exact_budget`` > 0 (deterministic seconds of OR-Tools' CP-SAT, ``statemine[exact]``;
+    UsageError naming the extra without it): a last, optional stage,
+    :func:`~.exact.polish`, searches exactly over region bits from the model found (at
+    most ``exact.SLACK`` nodes per type more than its groups) and keeps its model only when smaller
+    and valid; deterministic for the seed and budget.
+
     >>> res = infer_log(EventLog.from_sequences([["a", "b", "c"], ["x", "b", "d"]]))
     >>> res.model.n_nodes  # b splits in two: 'a ... d' would break 'a NFby d'
     8
     """
+    if exact_budget > 0:
+        cp_model()  # the one-line error naming the extra, before any work
     inv = mine_invariants(log) if invariants is None else Invariants.of(invariants)
     codes = InvariantCodes.from_frame(inv, {t: i for i, t in enumerate(log.types)})
     initial = PartitionModel.initial(log)
@@ -315,6 +327,8 @@ def infer_log(
         best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
+    if classes is not None and exact_budget > 0 and best.n_nodes > bound:
+        best = polish(best, codes, bad, exact_budget, seed % EXACT_SEEDS, bound)
     return SynopticResult(best, inv)
 
 

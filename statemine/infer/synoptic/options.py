@@ -15,6 +15,7 @@ files, a loop or a missing file is an error.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -30,7 +31,7 @@ TOOLS = ("synoptic", "perfume", "ktails")
 
 @dataclass(frozen=True)
 class Opt:
-    """One documented option: ``kind`` is bool/int/long/str/list; ``tools`` where it
+    """One documented option: ``kind`` is bool/int/long/float/str/list; ``tools`` where it
     exists; ``refuse`` (value -> reason or None) says when statemine refuses a value."""
 
     name: str
@@ -71,6 +72,15 @@ OPTIONS: tuple[Opt, ...] = (
         help="statemine's checker is an FSM checker; the verdicts are the same either way",
     ),
     Opt("randomSeed", "long", None, help="seed of the refinement's random choices"),
+    Opt(
+        "exactBudget",
+        "float",
+        0.0,
+        aliases=("exact-budget",),
+        tools=_SYN,
+        help="statemine's own: polish the model with OR-Tools' CP-SAT for this many "
+        "deterministic seconds (0: off; needs statemine[exact])",
+    ),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
     Opt("multipleRelations", "bool", False, tools=_SYN, refuse_reason=_NO_PO),
     Opt(
@@ -343,6 +353,14 @@ def _convert(opt: Opt, text: str, where: str) -> Any:
         if low in _FALSE:
             return False
         raise UsageError(f"{where}: --{opt.name} takes true or false, not {text!r}")
+    if opt.kind == "float":
+        try:
+            number = float(text)
+        except ValueError:
+            number = float("nan")
+        if not math.isfinite(number) or number < 0:
+            raise UsageError(f"{where}: --{opt.name} takes a number >= 0, not {text!r}")
+        return number
     if opt.kind in ("int", "long"):
         if not re.fullmatch(r"[+-]?\d{1,19}", text.strip()):
             raise UsageError(f"{where}: --{opt.name} takes an integer, not {text!r}")

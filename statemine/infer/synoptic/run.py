@@ -225,7 +225,14 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     if engine == "perfume":
         return _run_perfume(a, log, out)
     if engine == "synoptic-jar":
+        from ...errors import UsageError
         from .jar import run_jar
+
+        if a["exactBudget"]:
+            raise UsageError(
+                "--exactBudget is not supported with --engine synoptic-jar: it polishes "
+                "statemine's own model (use --engine synoptic)"
+            )
 
         extra = [f"--{name}={_java(a[name])}" for name in sorted(a.given) if name not in _JAR_OWN]
         run = run_jar(
@@ -260,7 +267,12 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
     if a["dumpInitialPartitionGraph"]:
         out.files[".condensed.dot"] = to_dot(PartitionModel.initial(log))
     result = infer_log(
-        log, seed, invariants=inv, refine=not a["noRefinement"], coarsen=not a["noCoarsening"]
+        log,
+        seed,
+        invariants=inv,
+        refine=not a["noRefinement"],
+        coarsen=not a["noCoarsening"],
+        exact_budget=a["exactBudget"],
     )
     out.result = result
     if a["performExtraChecks"]:
@@ -407,6 +419,7 @@ _JAR_OWN = {
     "outputPathPrefix",
     "argsFilename",
     "synopticJar",
+    "exactBudget",
 }
 
 

@@ -1,0 +1,305 @@
+"""Exact search over region bits with OR-Tools' CP-SAT: an optional polishing stage.
+
+A model is sound iff some region bits obeying the rules of :mod:`.regions` (forced bits,
+monotone free runs) are equal within each node, so the smallest model is the fewest
+(type, vector) groups over all such bits.  As a CP-SAT model (:func:`build`): per event
+and failing invariant a bit (a constant where forced), along each free run ``b[x] <=
+b[x+1]`` (``>=`` for runs starting with 1s); per type ``K`` slots, each with a vector and
+a used flag, every event in exactly one slot whose vector equals its bits; minimise the
+used slots.  Events of one type whose bits are all forced and equal form one class (one
+slot choice: putting them in one slot never costs a node).  OPTIMAL is the minimum among
+models with at most ``K`` nodes per type.
+
+:func:`polish` starts CP-SAT from a sound model (its region bits and groups as the
+solver's hint), with one worker, a fixed seed and a *deterministic* time budget
+(``max_deterministic_time``), so the result depends on the budget and the seed only; the
+model it returns passes the engine's own check (every mined invariant holds) or the
+input model is returned.  :func:`type_minimum` solves, per type, the relaxation where
+every other event's bits are free: a lower bound per type at least the pairwise one of
+:mod:`.bounds` (benchmarks/synoptic_exact.py prints both).
+
+Needs ``pip install 'statemine[exact]'`` (OR-Tools); without it :func:`cp_model` raises
+a one-line :class:`~statemine.errors.UsageError` naming the extra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import UsageError
+from .check import InvariantCodes, violated
+from .log import EventLog
+from .model import PartitionModel
+from .regions import FreeRuns, _pack, free_runs, grouped, region_bits
+
+#: The one-line error when OR-Tools is missing.
+MISSING = "the exact polishing stage (--exactBudget) needs OR-Tools: pip install 'statemine[exact]'"
+
+
+def cp_model() -> Any:
+    """OR-Tools' ``cp_model`` module; UsageError naming the ``exact`` extra when absent."""
+    try:
+        from ortools.sat.python import cp_model as module  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise UsageError(MISSING) from None
+    return module
+
+
+@dataclass(frozen=True)
+class Solved:
+    """What CP-SAT returned: ``status`` (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, ...),
+    ``nodes`` (of the best model found, with INITIAL and TERMINAL; -1 when none),
+    ``bound`` (the solver's lower bound under the caps, with INITIAL and TERMINAL),
+    ``vectors`` (the best model's region bits per event, packed; None when none) and
+    ``deterministic_time`` (CP-SAT's deterministic seconds spent)."""
+
+    status: str
+    nodes: int
+    bound: int
+    vectors: list[int] | None
+    deterministic_time: float
+
+
+def event_classes(log: EventLog, runs: FreeRuns) -> list[list[int]]:
+    """The events (log positions) grouped into classes that share one slot choice: an
+    event with a free bit alone, events of one type whose bits are all forced and equal
+    together; classes in order of their first event."""
+    free: list[bool] = np.any(runs.forced < 0, axis=1).tolist()
+    keys = _pack(runs.forced > 0)
+    classes: dict[tuple[int, int], list[int]] = {}
+    out: list[list[int]] = []
+    for x, (t, k, f) in enumerate(zip(log.codes.tolist(), keys, free)):
+        if f:
+            out.append([x])
+            continue
+        cls = classes.get((t, k))
+        if cls is None:
+            cls = classes[t, k] = []
+            out.append(cls)
+        cls.append(x)
+    return out
+
+
+def build(
+    log: EventLog,
+    runs: FreeRuns,
+    caps: np.ndarray,
+    hint: list[int] | None = None,
+    floor: int = 0,
+) -> tuple[Any, dict[tuple[int, int], Any], list[Any]]:
+    """The CP-SAT model of the module doc over ``runs`` (the :func:`~.regions.free_runs`
+    of the failing invariants) with ``caps[t]`` slots per type: (model, the bit of each
+    (event, invariant) that is free, the used flags).  ``hint``: region bits per event
+    (packed, obeying the rules) given as the solver's first solution, at most ``caps``
+    groups per type; ``floor``: a known lower bound on the used slots."""
+    cp = cp_model()
+    n, m = runs.forced.shape
+    mdl = cp.CpModel()
+    forced = runs.forced.tolist()
+    bits: dict[tuple[int, int], Any] = {}
+    for x in range(n):
+        for j in range(m):
+            if forced[x][j] < 0:
+                bits[x, j] = mdl.new_bool_var("")
+                if hint is not None:
+                    mdl.add_hint(bits[x, j], bool(hint[x] >> j & 1))
+    lo = runs.lo
+    for j in range(m):
+        same = np.nonzero((lo[:-1, j] >= 0) & (lo[:-1, j] == lo[1:, j]))[0].tolist()
+        up = runs.first[j] == 0
+        for x in same:  # x and x + 1 in one free run: monotone
+            a, b = (bits[x, j], bits[x + 1, j]) if up else (bits[x + 1, j], bits[x, j])
+            mdl.add_implication(a, b)
+    codes = log.codes.tolist()
+    used_all: list[Any] = []
+    by_type: dict[int, list[list[int]]] = {}
+    for cls in event_classes(log, runs):
+        by_type.setdefault(codes[cls[0]], []).append(cls)
+    for t, classes in sorted(by_type.items()):
+        k = int(caps[t])
+        vec = [[mdl.new_bool_var("") for _ in range(m)] for _ in range(k)]
+        used = [mdl.new_bool_var("") for _ in range(k)]
+        for s in range(k - 1):
+            mdl.add_implication(used[s + 1], used[s])
+        used_all += used
+        slot_of: dict[int, int] = {}  # the hint's vector -> its slot (order of first event)
+        if hint is not None:
+            for cls in classes:
+                slot_of.setdefault(hint[cls[0]], len(slot_of))
+            if len(slot_of) > k:
+                raise ValueError(f"the hint has {len(slot_of)} groups of type {t}, caps {k}")
+            vectors = list(slot_of) + [0] * (k - len(slot_of))  # spare slots: unused
+            for s, v in enumerate(vectors):
+                for j in range(m):
+                    mdl.add_hint(vec[s][j], bool(v >> j & 1))
+            for s in range(k):
+                mdl.add_hint(used[s], s < len(slot_of))
+        for i, cls in enumerate(classes):
+            x = cls[0]
+            slot = [mdl.new_bool_var("") for _ in range(k)]
+            mdl.add_exactly_one(slot)
+            if i == 0:
+                mdl.add(slot[0] == 1)
+            mine = slot_of.get(hint[x], -1) if hint is not None else -1
+            for s in range(k):
+                if hint is not None:
+                    mdl.add_hint(slot[s], s == mine)
+                mdl.add_implication(slot[s], used[s])
+                for j in range(m):
+                    f = forced[x][j]
+                    if f == 1:
+                        mdl.add_implication(slot[s], vec[s][j])
+                    elif f == 0:
+                        mdl.add_implication(slot[s], vec[s][j].Not())
+                    else:
+                        b = bits[x, j]
+                        mdl.add_bool_or([slot[s].Not(), vec[s][j].Not(), b])
+                        mdl.add_bool_or([slot[s].Not(), vec[s][j], b.Not()])
+    if floor > 0:
+        mdl.add(sum(used_all) >= floor)
+    mdl.minimize(sum(used_all))
+    return mdl, bits, used_all
+
+
+def solve(
+    log: EventLog,
+    runs: FreeRuns,
+    caps: np.ndarray,
+    budget: float,
+    seed: int = 0,
+    hint: list[int] | None = None,
+    floor: int = 0,
+) -> Solved:
+    """:func:`build` solved by CP-SAT on one worker with random seed ``seed`` within
+    ``budget`` deterministic seconds (``max_deterministic_time``: the same answer for
+    the same inputs, whatever the load); ``floor``: a known lower bound on the nodes
+    (with INITIAL and TERMINAL)."""
+    cp = cp_model()
+    mdl, bits, _ = build(log, runs, caps, hint, max(0, floor - 2))
+    solver = cp.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    solver.parameters.max_deterministic_time = budget
+    # presolve spends 15-30 s of CPU at 6,010 events counting almost no deterministic
+    # time, then the budget, before any search; the search alone proves 59 nodes there
+    solver.parameters.cp_model_presolve = False
+    status = solver.solve(mdl)
+    name = solver.status_name(status)
+    vectors = None
+    nodes = -1
+    if status in (cp.OPTIMAL, cp.FEASIBLE):
+        out = runs.forced > 0
+        for (x, j), b in bits.items():
+            out[x, j] = bool(solver.boolean_value(b))
+        vectors = _pack(out)
+        nodes = round(solver.objective_value) + 2
+    return Solved(
+        name, nodes, round(solver.best_objective_bound) + 2, vectors, solver.deterministic_time
+    )
+
+
+def model_vectors(model: PartitionModel, inv: InvariantCodes) -> list[int]:
+    """Per event, its node's region bits under ``inv`` (packed, bit j = invariant j;
+    ``model`` satisfies every invariant of ``inv``): bits obeying the rules."""
+    return np.array(_pack(region_bits(model, inv)), dtype=object)[model.part].tolist()
+
+
+def is_valid(model: PartitionModel, inv: InvariantCodes) -> bool:
+    """The engine's check: every invariant of ``inv`` holds on ``model`` (a partition of
+    the log's events into single-type nodes, which accepts every trace by construction)."""
+    adj = model.edge_counts() > 0
+    bad = violated(adj, model.node_type, inv, len(model.log.types), trim=False)
+    return not bool(bad.any())
+
+
+#: Slots per type beyond the starting model's groups of that type (room for CP-SAT to
+#: split a node where a smaller model needs it).  Two cost about the CPU of one on the
+#: two-capture logs and reach 68 nodes at 1,024 events for seeds 3 and 5, where one
+#: stops at 70 and 69 even with twice the budget (docs/synoptic-engine.md).
+SLACK = 2
+
+
+def polish(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    budget: float,
+    seed: int = 0,
+    bound: int = 0,
+    slack: int = SLACK,
+) -> PartitionModel:
+    """A model with at most ``model``'s nodes: CP-SAT (:func:`solve`) from ``model``'s
+    region bits (``model`` satisfies every invariant of ``inv``; ``failing``: those that
+    fail on the initial model) with at most its groups per type plus ``slack``, within
+    ``budget`` deterministic seconds, then coarsened.  Kept only when it is smaller and
+    passes :func:`is_valid`; otherwise ``model`` is returned.  ``bound``: a lower bound
+    on the nodes (:func:`~.bounds.node_lower_bound`).  Deterministic for the seed and
+    budget."""
+    from .coarsen import coarsen
+
+    log = model.log
+    sub = inv.select(failing)
+    if not len(sub) or budget <= 0 or model.n_nodes <= bound:
+        return model
+    runs = free_runs(log, sub)
+    hint = model_vectors(model, sub)
+    start = grouped(log, hint)  # one node per (type, vector): at most model's nodes
+    caps = np.bincount(start.node_type[2:], minlength=len(log.types)) + slack
+    found = solve(log, runs, caps, budget, seed, hint, bound)
+    if found.vectors is None:
+        return model
+    out = coarsen(grouped(log, found.vectors), inv, np.random.default_rng(seed))
+    if out.n_nodes >= model.n_nodes or not is_valid(out, inv):
+        return model
+    return out
+
+
+def type_minimum(log: EventLog, runs: FreeRuns, t: int, cap: int, limit: float) -> tuple[str, int]:
+    """(status, lower bound) of the fewest vectors the events of type ``t`` can take
+    when every other event's bits are left free (only the rules bind them), within
+    ``limit`` deterministic seconds on one worker: a relaxation of the exact problem, so
+    its optimum summed over the types plus INITIAL and TERMINAL is a lower bound on
+    every model's nodes.  Other events then only carry the monotone order of a free run,
+    so consecutive ``t`` events of one run must be monotone; ``cap`` slots (an upper
+    bound: e.g. the engine's nodes of that type)."""
+    cp = cp_model()
+    events = np.nonzero(log.codes == t)[0].tolist()
+    m = runs.forced.shape[1]
+    mdl = cp.CpModel()
+    bits: dict[tuple[int, int], Any] = {}
+    for x in events:
+        for j in range(m):
+            f = int(runs.forced[x, j])
+            bits[x, j] = f if f >= 0 else mdl.new_bool_var("")
+    for j in range(m):
+        last: dict[int, int] = {}  # free run (its first position) -> its last t event
+        for x in events:
+            lo = int(runs.lo[x, j])
+            if lo < 0:
+                continue
+            if lo in last:
+                a, b = (last[lo], x) if runs.first[j] == 0 else (x, last[lo])
+                mdl.add(bits[a, j] <= bits[b, j])
+            last[lo] = x
+    vec = [[mdl.new_bool_var("") for _ in range(m)] for _ in range(cap)]
+    used = [mdl.new_bool_var("") for _ in range(cap)]
+    for s in range(cap - 1):
+        mdl.add(used[s] >= used[s + 1])
+    for i, x in enumerate(events):
+        slot = [mdl.new_bool_var("") for _ in range(cap)]
+        mdl.add_exactly_one(slot)
+        if i == 0:
+            mdl.add(slot[0] == 1)
+        for s in range(cap):
+            mdl.add_implication(slot[s], used[s])
+            for j in range(m):
+                mdl.add(vec[s][j] == bits[x, j]).only_enforce_if(slot[s])
+    mdl.minimize(sum(used))
+    solver = cp.CpSolver()
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.num_workers = 1
+    status = solver.solve(mdl)
+    return solver.status_name(status), round(solver.best_objective_bound)
