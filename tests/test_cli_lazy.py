@@ -47,20 +47,28 @@ def test_help_lists_every_command_and_each_runs():
 def test_one_command_loads_only_its_module():
     """``statemine check-model --help`` in a fresh process imports statemine.cli.synoptic
     and none of the other commands' modules."""
+    loaded = _loaded_after(["check-model", "--help"], "m.startswith('statemine.cli.')")
+    assert loaded == "['statemine.cli.synoptic']"
+
+
+def _loaded_after(args: list[str], which: str) -> str:
+    """``statemine ARGS`` run in a fresh Python process (this checkout's package): the
+    sorted list of the modules ``m`` in sys.modules for which the expression ``which``
+    holds, as Python prints it."""
     code = (
         "import sys\n"
         "from statemine.cli import main\n"
         "try:\n"
-        "    main(['check-model', '--help'])\n"
+        f"    main({args!r})\n"
         "except SystemExit as exc:\n"
         "    assert not exc.code, exc.code\n"
-        "print(sorted(m for m in sys.modules if m.startswith('statemine.cli.')))\n"
+        f"print(sorted(m for m in sys.modules if {which}))\n"
     )
-    root = str(Path(__file__).resolve().parents[1])  # this checkout's package
+    root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "['statemine.cli.synoptic']"
+    return done.stdout.strip().splitlines()[-1]
 
 
 def test_infer_of_a_log_loads_no_graph_library_nor_the_store(tmp_path):
@@ -76,22 +84,11 @@ def test_infer_of_a_log_loads_no_graph_library_nor_the_store(tmp_path):
         "STATEMINE t=3.0 conn=a role=server state=SlowStart\n"
     )
     out = tmp_path / "out"
-    code = (
-        "import sys\n"
-        "from statemine.cli import main\n"
-        "try:\n"
-        f"    main(['infer', {str(log)!r}, '--out', {str(out)!r}, '--no-svg'])\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
-        "heavy = ('networkx', 'statemine.store', 'statemine.infer.synoptic.command',\n"
-        "         'subprocess', 'numpy.ma')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    heavy = ("networkx", "statemine.store", "statemine.infer.synoptic.command")
+    heavy += ("subprocess", "numpy.ma")
+    assert (
+        _loaded_after(["infer", str(log), "--out", str(out), "--no-svg"], f"m in {heavy!r}") == "[]"
     )
-    root = str(Path(__file__).resolve().parents[1])  # this checkout's package
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[]"
     assert sorted(p.name for p in out.iterdir()) == [
         "model.dot",
         "model.json",
