@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arrays import sorted_unique
 from .check import InvariantCodes, MergeCheck
-from .model import INIT_NODE, TERM_NODE, PartitionModel, sorted_unique
+from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 
 class _Grouping:

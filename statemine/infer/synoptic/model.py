@@ -28,20 +28,6 @@ INIT_NODE = 0
 TERM_NODE = 1
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)`` of a 1-D integer array (sorted, same dtype), by a sort:
-    numpy's own takes a hash-table path that imports numpy.ma on first use (7 ms of the
-    command's start-up).
-
-    >>> sorted_unique(np.array([3, 1, 3, 2])), sorted_unique(np.array([], dtype=np.int64))
-    (array([1, 2, 3]), array([], dtype=int64))
-    """
-    ordered = np.sort(values)
-    if ordered.size == 0:
-        return ordered
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-
-
 @dataclass(frozen=True)
 class EdgeTable:
     """A model's edges, one entry per edge sorted by dot ids (``src``, then ``dst``):

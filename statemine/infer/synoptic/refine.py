@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arrays import sorted_unique
 from ...errors import StatemineError
 from .check import InvariantCodes, counterexample, violated
 from .log import EventLog
-from .model import INIT_NODE, TERM_NODE, PartitionModel, sorted_unique
+from .model import INIT_NODE, TERM_NODE, PartitionModel
 
 
 def _infeasible_step(model: PartitionModel, path: list[int]) -> int:
