@@ -147,7 +147,8 @@ def read(
                         implementation=implementation,
                         derive_states=derive_states,
                         skip_empty=not strict,
-                        on_file=lambda f: advance(_size(f)),
+                        # no stat of every file when advance does nothing
+                        on_file=(lambda f: advance(_size(f))) if progress else _nothing,
                         contents=(data for _, data in by_data),
                     )
                     at += len(found.listed)
@@ -270,6 +271,10 @@ class _Run:
             yield path, data
             del data
         self.end = len(self.files)
+
+
+def _nothing(_path: Path) -> None:
+    """What is done after each file when no progress is shown."""
 
 
 def _record(digests: ReadDigests | None, path: str | Path, data: bytes | None) -> None:
