@@ -119,18 +119,20 @@ def read_inputs(
     labels: dict[str, str] | None = None,
     selections: Sequence[str] = (),
     client: Client | None = None,
+    digests: ReadDigests | None = None,
 ) -> TraceSet:
     """Read ``inputs`` (:func:`statemine.parse.inputs.read_files`), label every trace with
     ``labels``, and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A
     trace store (:mod:`statemine.store`; given alone) is read with its partitions pruned to
-    the selections, its files on ``client``'s Dask workers when given."""
+    the selections, its files on ``client``'s Dask workers when given. ``digests``: where
+    files are read (:func:`statemine.parse.read`'s; not for a store)."""
     store = _store_input(inputs, required=client is not None)
     if store is not None:
         from .store import read_store
 
         ts = read_store(store, selection_pairs(selections), mapper=_mapper(client, read))
         return ts.with_labels(**labels) if labels else ts
-    return read_files(inputs, read, labels=labels, selections=selections)
+    return read_files(inputs, read, labels=labels, selections=selections, digests=digests)
 
 
 def read_to_file(
@@ -225,14 +227,13 @@ def infer_to_dir(
     store = _store_input(inputs, required=client is not None)
     files = [] if store is not None else _streamable(inputs, read.fmt, read.regex, selections)
     # the inputs' sha256 for provenance.json (0.5 s of CPU a GB): streamed logs are hashed
-    # from the scan's own buffers as they are read (no second read; a file the scan did not
-    # hash, a big gzip one, is read again at the end); anything else on its own thread
-    # while the inputs are read (hashlib works without the GIL)
-    read_digests = ReadDigests() if out_dir is not None and files else None
+    # from the scan's own buffers as they are read, small qlog files from the format
+    # sniff's one read (no second read; a file not so hashed, a big or gzip one, is read
+    # again after the reading, on its own thread); a store's manifest on its own thread
+    # while it is read (hashlib works without the GIL)
+    read_digests = ReadDigests() if out_dir is not None and store is None else None
     digests = (
-        _in_background(input_digests, paths)
-        if out_dir is not None and read_digests is None
-        else None
+        _in_background(input_digests, paths) if out_dir is not None and store is not None else None
     )
     warnings: list[str] = []
     n_events: int | tuple[int, int]  # (the traces' events, the qlog files' own events)
@@ -258,12 +259,12 @@ def infer_to_dir(
     ):
         states, transitions, dwell, n_traces, n_events = streamed
     else:
-        if read_digests is not None:  # the scan met a file that is not a statemine log
-            read_digests = None
-            digests = _in_background(input_digests, paths) if out_dir is not None else None
         from .stats.summary import summarize
 
-        ts = read_inputs(inputs, read, selections=selections)
+        ts = read_inputs(inputs, read, selections=selections, digests=read_digests)
+        if read_digests is not None:  # the files not hashed as read: beside the statistics
+            digests = _in_background(input_digests, paths, read_digests.records())
+            read_digests = None
         warnings = reader_warnings(ts)
         frames = summarize(ts, stats)
         states, transitions = ({c: f[c].to_numpy() for c in f.columns} for f in frames)

@@ -18,6 +18,7 @@ parquet    a trace set saved by :func:`statemine.save`                  :mod:`st
 from __future__ import annotations
 
 import errno
+import itertools
 import operator
 import os
 import stat
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError, UsageError
 from ..escape import name_text
-from .lines import head_bytes, read_error, stat_input, stat_path
+from .lines import ReadDigests, head_bytes, read_error, stat_input, stat_path
 
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
     from ..traces import TraceSet
@@ -39,6 +40,9 @@ FORMATS = ("auto", "statemine", "qlog", "regex", "parquet", "ftrace")
 #: File name endings a folder is searched for.
 LOG_SUFFIXES = (".log", ".txt", ".qlog", ".sqlog", ".json", ".ndjson", ".jsonl", ".gz", ".parquet")
 _PARQUET_MAGIC = b"PAR1"
+#: Bytes the format sniff reads of a file (as :func:`detect_format`); a plain qlog file
+#: shorter than this is read whole by it and its bytes handed to the qlog reader.
+_SNIFF_BYTES = 65536
 #: Inputs larger than this (bytes, all files together) get a progress bar.
 PROGRESS_MIN_BYTES = 4 << 20
 _P = TypeVar("_P", str, Path)
@@ -60,6 +64,7 @@ def read(
     select: Mapping[str, str] | None = None,
     progress: bool = False,
     strict: bool = False,
+    digests: ReadDigests | None = None,
 ) -> TraceSet:
     """Read log files (or folders of them) into one :class:`TraceSet`.
 
@@ -73,7 +78,9 @@ def read(
     (:meth:`TraceSet.select`). A folder written by ``statemine lab run`` stands for its
     runs' trace sets. Raises :class:`InputError` naming the file (and line). Of several
     files, a qlog file without congestion data (a dead connection) is skipped with a
-    warning naming it, unless ``strict``; nothing usable at all is an error.
+    warning naming it, unless ``strict``; nothing usable at all is an error. ``digests``:
+    where the sha256 of the small plain qlog files read whole (each opened and read once,
+    under ``auto``) is recorded (for provenance.json: not read again); other files are not.
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -99,6 +106,14 @@ def read(
             skipped: list[str] = []
             origins: list[Path] = []
             at = 0
+            refused: list = []  # [path, head] of the file the statemine scan declined
+
+            def sniff(path: Path, head: bytes | None) -> bool:
+                if _is_statemine(path, head):
+                    return True
+                refused[:] = [path, head]  # its one read, handed on to the format sniff
+                return False
+
             while at < len(files):
                 if format == "auto" and at + 1 < len(files) and not _named_parquet(files[at]):
                     # sniffed as the scan reads (which never takes a Parquet file: a lab
@@ -108,14 +123,43 @@ def read(
 
                     rest = files[at:]
                     run, n = read_statemine_run(
-                        rest, [sources[f] for f in rest], _is_statemine, on_progress=advance
+                        rest, [sources[f] for f in rest], sniff, on_progress=advance
                     )
                     if run is not None:
                         sets.append(run)
                         origins.append(Path(files[at]))
                         at += n
                         continue
-                fmt, listed = _run_at(files, at, format)
+                head = refused[1] if refused and str(refused[0]) == str(Path(files[at])) else None
+                refused.clear()
+                found = _Run(files, at, format, head)
+                fmt = found.kind
+                if fmt == "qlog" and len(found.listed) > 1:  # a QLOGDIR: one set built once
+                    from .qlog import read_qlog_files
+
+                    # each file sniffed just before it is read (the run's end found as it
+                    # goes): a small one's bytes held once, never the folder's
+                    by_path, by_name, by_data = itertools.tee(found.items(digests), 3)
+                    joined, empty = read_qlog_files(
+                        (Path(f) for f, _ in by_path),
+                        (sources[f] for f, _ in by_name),
+                        names=names,
+                        implementation=implementation,
+                        derive_states=derive_states,
+                        skip_empty=not strict,
+                        # no stat of every file when advance does nothing
+                        on_file=(lambda f: advance(_size(f))) if progress else _nothing,
+                        contents=(data for _, data in by_data),
+                    )
+                    at += len(found.listed)
+                    if joined is not None:
+                        sets.append(joined)
+                        origins.append(Path(found.listed[0]))  # ids carry each source name
+                    skipped.extend(
+                        f"{e}; file skipped (--strict makes this an error)" for e in empty
+                    )
+                    continue
+                listed = found.listed
                 at += len(listed)
                 group = [Path(f) for f in listed]
                 if fmt == "statemine":  # one pass over the run of statemine logs
@@ -141,25 +185,6 @@ def read(
                         if progress:  # else advance does nothing: no stat of every file
                             advance(sum(_size(f) for f in group))
                         continue
-                if fmt == "qlog" and len(group) > 1:  # a QLOGDIR: one set built once
-                    from .qlog import read_qlog_files
-
-                    joined, empty = read_qlog_files(
-                        group,
-                        [sources[f] for f in listed],
-                        names=names,
-                        implementation=implementation,
-                        derive_states=derive_states,
-                        skip_empty=not strict,
-                        on_file=lambda f: advance(_size(f)),
-                    )
-                    if joined is not None:
-                        sets.append(joined)
-                        origins.append(group[0])  # its trace ids carry each file's source name
-                    skipped.extend(
-                        f"{e}; file skipped (--strict makes this an error)" for e in empty
-                    )
-                    continue
                 for f, name in zip(group, listed):
                     try:
                         sets.append(
@@ -194,16 +219,68 @@ def read(
     return ts.select(select) if select else ts
 
 
-def _run_at(files: Sequence[_P], at: int, format: str) -> tuple[str, list[_P]]:
+class _Run:
     """The run of consecutive files of one format (detected per file for ``auto``) that
-    begins at ``files[at]``."""
-    if format != "auto":
-        return format, list(files[at:])
-    kind = file_format(files[at])
-    end = at + 1
-    while end < len(files) and file_format(files[end]) == kind:
-        end += 1
-    return kind, list(files[at:end])
+    begins at ``files[at]`` (``head``: the first file's first 64 KiB when read already).
+
+    ``kind`` is its format and ``listed`` its files. A run of several qlog files is found
+    as it is read (:meth:`items`): here only its first two are sniffed."""
+
+    def __init__(
+        self, files: Sequence[str], at: int, format: str, head: bytes | None = None
+    ) -> None:
+        self.files, self.end = files, len(files)
+        self.listed: list[str]
+        self._held: list[bytes | None] = []  # the bytes of listed files not yet handed on
+        if format != "auto":
+            self.kind, self.listed = format, list(files[at:])
+            self._held = [None] * len(self.listed)
+            return
+        self.kind, data = _sniffed(files[at], head)
+        self.listed, self._held = [files[at]], [data if self.kind == "qlog" else None]
+        self.end = at + 1
+        if self.kind == "qlog":  # its second file, to tell a folder from one file
+            if self.end < len(files) and (more := _sniffed(files[self.end]))[0] == "qlog":
+                self.listed.append(files[self.end])
+                self._held.append(more[1])
+                self.end += 1
+                return
+            self.end = len(files)
+        while self.end < len(files) and file_format(files[self.end]) == self.kind:
+            self.listed.append(files[self.end])
+            self._held.append(None)
+            self.end += 1
+        self.end = len(files)
+
+    def items(self, digests: ReadDigests | None = None) -> Iterator[tuple[str, bytes | None]]:
+        """Each file of the run with its bytes when the sniff read a plain qlog file whole
+        (else None), the rest of a qlog run sniffed one file at a time (``listed`` grows);
+        ``digests``: those bytes' sha256 recorded for each such file."""
+        for i, path in enumerate(self.listed):
+            data, self._held[i] = self._held[i], None
+            _record(digests, path, data)
+            yield path, data
+        while self.end < len(self.files):
+            path = self.files[self.end]
+            kind, data = _sniffed(path)
+            if kind != self.kind:
+                break
+            self.listed.append(path)
+            self.end += 1
+            _record(digests, path, data)
+            yield path, data
+            del data
+        self.end = len(self.files)
+
+
+def _nothing(_path: Path) -> None:
+    """What is done after each file when no progress is shown."""
+
+
+def _record(digests: ReadDigests | None, path: str | Path, data: bytes | None) -> None:
+    """The sha256 of a file's bytes ``data`` (read whole) into ``digests`` (when both)."""
+    if digests is not None and data is not None:
+        digests.add_read([path], data, [len(data)])
 
 
 def file_format(path: str | Path) -> str:
@@ -212,29 +289,52 @@ def file_format(path: str | Path) -> str:
     return _sniff(path) or detect_format(path)
 
 
+def _sniffed(path: str | Path, head: bytes | None = None) -> tuple[str, bytes | None]:
+    """:func:`file_format` of ``path`` (from ``head``, its first 64 KiB, when given) and
+    its bytes when that read took all of a plain qlog file (else None)."""
+    kind, data = _sniff_read(path) if head is None else _head_kind(path, head)
+    return kind or detect_format(path), data
+
+
 def _sniff(path: str | Path) -> str | None:
     """``"parquet"`` for a Parquet file, ``"statemine"`` when the file (not gzip) has a
     statemine line in its first 64 KiB, ``"qlog"`` when it is qlog, as
     :func:`detect_format` decides, from one read; else None (ask :func:`detect_format`)."""
+    return _sniff_read(path)[0]
+
+
+def _sniff_read(path: str | Path) -> tuple[str | None, bytes | None]:
+    """:func:`_sniff`'s answer from one open and read, and the file's bytes when it is a
+    plain qlog file under 64 KiB (read whole)."""
     try:
         fd = os.open(path, os.O_RDONLY)
         try:  # 4 bytes tell a Parquet file (a lab folder's runs: no 64 KiB read each)
             head = os.read(fd, 4)
             if head == _PARQUET_MAGIC:
-                return "parquet"
-            while len(head) < 65536 and (more := os.read(fd, 65536 - len(head))):
+                return "parquet", None
+            while len(head) < _SNIFF_BYTES and (more := os.read(fd, _SNIFF_BYTES - len(head))):
                 head += more
         finally:
             os.close(fd)
     except OSError:
-        return None
+        return None, None
+    return _head_kind(path, head)
+
+
+def _head_kind(path: str | Path, head: bytes) -> tuple[str | None, bytes | None]:
+    """:func:`_sniff`'s answer from ``head``, a file's first 64 KiB (all of it when
+    shorter), and ``head`` itself when it is a whole plain qlog file."""
+    if head[:4] == _PARQUET_MAGIC:
+        return "parquet", None
     if _is_statemine(path, head, gzip=False):
-        return "statemine"
+        return "statemine", None
     if head[:2] == b"\x1f\x8b":
-        return None
+        return None, None
     from .qlog import sniff_qlog
 
-    return "qlog" if head.strip() and sniff_qlog(head) else None  # as detect_format decides
+    if head.strip() and sniff_qlog(head):  # as detect_format decides
+        return "qlog", head if len(head) < _SNIFF_BYTES else None
+    return None, None
 
 
 def _named_parquet(path: str | Path) -> bool:

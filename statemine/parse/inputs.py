@@ -15,6 +15,7 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..traces import TraceSet
+    from .lines import ReadDigests
 
 #: One input path, or several.
 Inputs = str | os.PathLike | Sequence[str | os.PathLike]
@@ -54,10 +55,12 @@ def read_files(
     *,
     labels: dict[str, str] | None = None,
     selections: Sequence[str] = (),
+    digests: ReadDigests | None = None,
 ) -> TraceSet:
     """Read ``inputs`` (files or folders, not a store) with :func:`statemine.parse.read`
     and ``read``'s options, label every trace with ``labels``, and keep the traces matching
-    every ``LABEL=VALUE`` of ``selections`` (:func:`select_traces`)."""
+    every ``LABEL=VALUE`` of ``selections`` (:func:`select_traces`); ``digests``: as
+    :func:`statemine.parse.read`'s."""
     from . import read as parse_read
 
     names = None
@@ -79,6 +82,7 @@ def read_files(
         labels=labels,
         progress=read.progress,
         strict=read.strict,
+        digests=digests,
     )
     return select_traces(ts, selections, " ".join(map(str, paths)))
 

@@ -35,12 +35,14 @@ of ``"FILE:LINE: reason"`` strings.
 from __future__ import annotations
 
 import contextlib
+import io
+import itertools
 import json
 import os
 import re
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ...escape import name_text
@@ -153,14 +155,15 @@ def read_qlog(
 
 
 def read_qlog_files(
-    paths: Sequence[Path],
-    sources: Sequence[str],
+    paths: Iterable[Path],
+    sources: Iterable[str],
     *,
     names: Mapping[str, str] | None = None,
     implementation: str | None = None,
     derive_states: bool = False,
     skip_empty: bool = True,
     on_file: Callable[[Path], object] = lambda _path: None,
+    contents: Iterable[bytes | None] | None = None,
 ) -> tuple[TraceSet | None, list[str]]:
     """Several qlog files (``sources``: their names in trace ids) as one TraceSet, equal to
     their :func:`read_qlog` sets joined (:func:`statemine.traces.concat`, warnings in file
@@ -168,7 +171,9 @@ def read_qlog_files(
     file costs its events and no frames of its own. With ``skip_empty`` a file without
     congestion data is left out and its :class:`NoCongestionData` message returned (the
     set is None when no file had any); else it is raised. ``on_file(path)`` is called
-    after each file."""
+    after each file. ``contents``: beside each path, the plain file's bytes when the
+    caller has read it whole already (None: it is opened here); the three are taken in
+    step, one file at a time, so they may be lazy iterators."""
     return _read_files(
         paths,
         sources,
@@ -179,12 +184,13 @@ def read_qlog_files(
         DEFAULT_MAX_DOCUMENT_BYTES,
         skip_empty=skip_empty,
         on_file=on_file,
+        contents=contents,
     )
 
 
 def _read_files(
-    paths: Sequence[Path],
-    sources: Sequence[str],
+    paths: Iterable[Path],
+    sources: Iterable[str],
     names: Mapping[str, str] | None,
     implementation: str | None,
     derive_states: bool,
@@ -193,6 +199,7 @@ def _read_files(
     *,
     skip_empty: bool,
     on_file: Callable[[Path], object] = lambda _path: None,
+    contents: Iterable[bytes | None] | None = None,
 ) -> tuple[TraceSet | None, list[str]]:
     """:func:`read_qlog_files` (and :func:`read_qlog`, one file): each file through the
     bounded walk (:func:`_walk`, long connections spilled to one temporary folder and
@@ -201,8 +208,10 @@ def _read_files(
     gather = _Gather(overrides, derive_states)
     metas: list[dict[str, str]] = []
     skipped: list[str] = []
+    files = zip(paths, sources, strict=True)  # taken first: contents is asked only after
+    datas = itertools.repeat(None) if contents is None else contents
     with tempfile.TemporaryDirectory(prefix="statemine-qlog-") as folder:
-        for path, source in zip(paths, sources, strict=True):
+        for (path, source), content in zip(files, datas):
             report = _Report(path)
             n_rows, n_connections, n_metrics = len(gather.rows), 0, 0
             walk = _walk(
@@ -216,7 +225,9 @@ def _read_files(
                 overrides,
                 source,
                 _SLICE_ROWS,
+                content,
             )
+            del content  # the walk holds the bytes while it reads them
             for conn, parts in walk:
                 n_connections += 1
                 n_metrics += conn.summary.n_metrics
@@ -318,6 +329,7 @@ def _walk(
     overrides: dict[str, str] | None,
     source: str,
     slice_rows: int,
+    content: bytes | None = None,
 ) -> Iterator[tuple[_Connection, Iterator[TracePart] | None]]:
     """The bounded walk over one qlog file that ``store add``, ``read`` and ``infer``
     share: its connections one after another, each with its parts when it was spilled to
@@ -325,7 +337,8 @@ def _walk(
     (:func:`_sliceable`; consume them before the next step), else None (held whole: the
     caller builds it; also one spilled with at most ``slice_rows`` congestion events,
     read back: its own parts cost milliseconds, the whole build microseconds). The report lists the warnings of building after the parse's, as a
-    whole read does."""
+    whole read does. ``content``: the plain file's bytes when the caller read it whole (it
+    is not opened again)."""
     stream = _connections(
         path,
         report,
@@ -335,6 +348,7 @@ def _walk(
         max_document_bytes,
         folder,
         slice_rows,
+        content,
     )
     for conn in stream:
         report.building = True
@@ -370,16 +384,19 @@ def _connections(
     max_document_bytes: int,
     spill: Path | None = None,
     spill_events: int = _SLICE_ROWS,
+    content: bytes | None = None,
 ) -> Iterator[_Connection]:
     """The connections of the qlog file ``path``, one qlog trace after another (the
     cyclic garbage collector paused while the file is parsed, running while the caller
-    has a connection); with a ``spill`` folder, long ones on disk (:func:`_extract`)."""
+    has a connection); with a ``spill`` folder, long ones on disk (:func:`_extract`);
+    ``content``: the plain file's bytes, read whole by the caller (not opened again)."""
     if forced is not None and implementation_key(forced) is None:
         report.warn(
             None, f"no state-name table for implementation {forced!r}; using the common names"
         )
     with contextlib.ExitStack() as stack:
-        fh = open_binary(path)
+        fh = open_binary(path) if content is None else io.BytesIO(content)
+        del content  # the reader's stream holds the bytes
         stack.callback(fh.close)
         reader = _Reader(fh, path)
         paused = stack.enter_context(_gc_paused())

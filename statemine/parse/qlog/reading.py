@@ -76,13 +76,15 @@ class _Reader:
     is an :class:`InputError` (:func:`statemine.parse.lines.read_error`), as under every
     ``--format``."""
 
-    def __init__(self, fh: io.BufferedReader | gzip.GzipFile, path: Path) -> None:
+    def __init__(self, fh: io.BufferedReader | io.BytesIO | gzip.GzipFile, path: Path) -> None:
         self.fh, self.path = fh, path
         self.ended = False
         # a plain file's bytes left, as a hint: a block is asked for no bigger than them
         # (read1 allocates what it is asked for: 1 MiB for a 40 KB file costs ~0.2 ms)
         self.left: int | None = None
-        if not isinstance(fh, gzip.GzipFile):
+        if isinstance(fh, io.BytesIO):  # a file's bytes the caller read whole
+            self.left = len(fh.getvalue()) - fh.tell()  # getvalue: no copy
+        elif not isinstance(fh, gzip.GzipFile):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 self.left = os.fstat(fh.fileno()).st_size - fh.tell()
 
