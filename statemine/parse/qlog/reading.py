@@ -23,7 +23,7 @@ from orjson import loads as _loads  # parses qlog records 5-6 times faster than 
 
 from ...errors import InputError
 from ..lines import read_error
-from . import _runscan
+from ._runscan import run_count, scan_run
 from .common import _object_at, _Report
 from .vocabulary import _CODE_WORDS, _TraceContext
 
@@ -602,7 +602,7 @@ def _run_count(region: bytes) -> int:
     >>> _run_count(b'{"a": 1}\\n\\x1e{"b": 2}\\n'), _run_count(b'{"a": 1}\\n\\x1e {"b": 2}\\n')
     (2, 0)
     """
-    return _runscan.run_count(region)
+    return run_count(region)
 
 
 def _iter_records(
@@ -730,9 +730,7 @@ def _sequential_traces(
             lo = hi = math.nan
             count = 0
             if n and skipped is not None:  # a run: sorted in one pass in C (_runscan)
-                n_recs, todo, bodies, count, lo, hi = _runscan.scan_run(
-                    record, _CODE_WORDS, _OWN_WORDS
-                )
+                n_recs, todo, bodies, count, lo, hi = scan_run(record, _CODE_WORDS, _OWN_WORDS)
                 pairs: Iterable[tuple[int, bytes]] = zip(todo, bodies)
             else:
                 recs = record[:-1].split(b"\n\x1e") if n else [record]  # n: a run
