@@ -174,17 +174,22 @@ def test_bound_on_the_large_oracle_case():
     assert (bound, res.model.n_nodes, theirs.number_of_nodes()) == (197, 200, 234)
 
 
-def bench_module():
-    """benchmarks/bench_synoptic.py as a module (its log generators)."""
+def benchmark_module(name: str):
+    """benchmarks/NAME.py as a module."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_synoptic.py"
-    spec = importlib.util.spec_from_file_location("bench_synoptic", path)
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_module():
+    """benchmarks/bench_synoptic.py as a module (its log generators)."""
+    return benchmark_module("bench_synoptic")
 
 
 def bench_event_log(n_events: int) -> EventLog:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_synoptic_bounds import codes_of, smallest_model
+from test_synoptic_bounds import benchmark_module, codes_of, smallest_model
 from test_synoptic_regions import capture_log, refining
 
 from statemine.infer.synoptic import exact, infer_log
@@ -26,18 +25,8 @@ from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.regions import free_runs
 
-
-def exact_module():
-    """benchmarks/synoptic_exact.py as a module."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "synoptic_exact.py"
-    spec = importlib.util.spec_from_file_location("synoptic_exact", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EXACT = exact_module() if importlib.util.find_spec("ortools") else None
+# benchmarks/synoptic_exact.py as a module
+EXACT = benchmark_module("synoptic_exact") if importlib.util.find_spec("ortools") else None
 TINY = st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4), min_size=1, max_size=3)
 
 
