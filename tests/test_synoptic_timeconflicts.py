@@ -73,6 +73,15 @@ def test_a_conflicting_pair_breaks_a_bound_once_merged(tmp_path_factory, traces)
             assert violations(g, codes, len(log.types)).any(), (x, y)
 
 
+def assert_valid(model, log, inv):
+    """``model`` keeps every mined invariant of ``log`` (``inv``) and accepts each of its
+    traces, both checked by the independent reference (:func:`_reference_graph`)."""
+    g = _reference_graph(model)
+    assert violated_rows(g, inv.to_dict("records")) == []
+    traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
+    assert rejected(g, traces) == []
+
+
 @settings(max_examples=40, deadline=None)
 @given(traces_strategy, st.integers(0, 2**16))
 def test_the_time_bound_is_below_every_valid_model(tmp_path_factory, traces, seed):
@@ -144,10 +153,7 @@ def test_piece_by_piece_model_of_interleaved_connections(tmp_path):
     assert np.array_equal(small.part, infer_pieces(log, codes, ticks, 3, 300).part)
     bound = perfume_lower_bound(log, codes, ticks)
     for m in (model, small):
-        g = _reference_graph(m)
-        assert violated_rows(g, inv.to_dict("records")) == []
-        traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
-        assert rejected(g, traces) == []
+        assert_valid(m, log, inv)
         assert bound <= m.n_nodes < log.n_events / 3
 
 
@@ -299,10 +305,7 @@ def test_first_fit_pieces_on_a_600_event_connection_log(tmp_path):
     assert np.array_equal(whole.part, first_fit_model(log, codes, ticks, sides).part)
     model = infer_perfume(log, codes, ticks, 1)
     for m in (whole, model):
-        g = _reference_graph(m)
-        assert violated_rows(g, inv.to_dict("records")) == []
-        traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
-        assert rejected(g, traces) == []
+        assert_valid(m, log, inv)
     assert perfume_lower_bound(log, codes, ticks) == 85
     assert model.n_nodes <= 140
 
@@ -379,10 +382,7 @@ def test_first_fit_on_a_1000_event_connection_log(tmp_path):
     log = _conn_log(tmp_path, 1000)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
-    g = _reference_graph(model)
-    assert violated_rows(g, inv.to_dict("records")) == []
-    traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
-    assert rejected(g, traces) == []
+    assert_valid(model, log, inv)
     assert perfume_lower_bound(log, codes, ticks) == 95
     assert model.n_nodes <= 180
 
@@ -397,10 +397,7 @@ def test_pieces_of_1000_events_on_a_2000_event_connection_log(tmp_path):
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert len(pieces(log, FIRST_FIT_EVENTS)) == 2
-    g = _reference_graph(model)
-    assert violated_rows(g, inv.to_dict("records")) == []
-    traces = [[(t, None) for t in log.trace(k)] for k in range(log.n_traces)]
-    assert rejected(g, traces) == []
+    assert_valid(model, log, inv)
     assert perfume_lower_bound(log, codes, ticks) == 110
     assert model.n_nodes <= 300
 
