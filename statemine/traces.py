@@ -79,6 +79,7 @@ from .fileio import atomic_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 #: Columns every events frame has, in this order.
 EVENT_COLUMNS = ("trace", "seq", "time", "kind", "state", "line")
@@ -363,10 +364,20 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
     file is written to a temporary name beside ``path`` and renamed, so a failed write
     leaves no partial file.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(path)
+    table = saved_table(ts)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    return path
+
+
+def saved_table(ts: TraceSet, more_meta: Mapping[bytes, bytes] | None = None) -> pa.Table:
+    """The Arrow table :func:`save` writes of ``ts``; ``more_meta``: other schema metadata
+    entries stored beside the statemine one (their keys must differ from it)."""
+    import pyarrow as pa
+
     events = ts.events
     if ts.metrics is not None:  # one schema for both kinds of rows: categories as plain text
         events = events.astype(
@@ -385,17 +396,18 @@ def save(ts: TraceSet, path: str | os.PathLike) -> Path:
         rows = pa.Table.from_pandas(metrics, preserve_index=False)
         table = pa.concat_tables([table, rows], promote_options="permissive")
     schema_meta = dict(table.schema.metadata or {})
+    if more_meta and _PARQUET_META_KEY in more_meta:
+        raise ValueError("more_meta would replace the statemine metadata")
+    schema_meta.update(more_meta or {})
     schema_meta[_PARQUET_META_KEY] = json.dumps(extra).encode()
-    table = table.replace_schema_metadata(schema_meta)
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
-    return path
+    return table.replace_schema_metadata(schema_meta)
 
 
-def load(path: str | os.PathLike) -> TraceSet:
-    """Read a trace set written by :func:`save`; raises :class:`InputError` if it is not one."""
+def load(path: str | os.PathLike, file: pq.ParquetFile | None = None) -> TraceSet:
+    """Read a trace set written by :func:`save`; raises :class:`InputError` if it is not one.
+    ``file``: ``path`` opened already (its rows are read from it)."""
     path = Path(path)
-    part = _read_saved(path)
+    part = _read_saved(path, file)
     try:
         traces = part.traces
     except (ValueError, TypeError) as exc:
@@ -426,14 +438,15 @@ class _Saved:
     metrics_columns: list | None
 
 
-def _read_saved(path: Path) -> _Saved:
-    """The Parquet table and statemine metadata of ``path``; :class:`InputError` if it is
-    not a readable statemine trace set."""
+def _read_saved(path: Path, file: pq.ParquetFile | None = None) -> _Saved:
+    """The Parquet table and statemine metadata of ``path`` (read from ``file`` when it is
+    given: ``path`` opened already); :class:`InputError` if it is not a readable
+    statemine trace set."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:  # one file: ParquetFile reads it without pq.read_table's dataset set-up
-        table = pq.ParquetFile(path).read(use_threads=False)
+        table = (file if file is not None else pq.ParquetFile(path)).read(use_threads=False)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
     head = _saved_head(path, table.schema.metadata, lambda: table.column_names, table.num_rows)

@@ -286,6 +286,22 @@ def findings_cmd(
         say(f"{r.finding} / {r.stack}: {r.verdict}")
 
 
+@lab.command("cache")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path))
+def cache_cmd(folder: Path) -> None:
+    """Rebuild FOLDER's traces-index.json and traces-cache.parquet (statemine lab run
+    writes both when it ends): reading the folder then loads the cache while every run's
+    files keep the stat it recorded (docs/lab.md). Exit status 1 when no cache is written."""
+    from ..escape import one_line
+    from ..lab.commands import cache_folder
+
+    why = cache_folder(folder)
+    if why is not None:
+        click.echo(f"statemine: no cache written in {one_line(str(folder))}: {why}", err=True)
+        sys.exit(1)
+    click.echo(f"{one_line(str(folder))}: traces-index.json, traces-cache.parquet written")
+
+
 @lab.command("rerun")
 @click.argument("config", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option(

@@ -259,6 +259,22 @@ def checkout_traces() -> Path | None:
     return None
 
 
+def cache_folder(folder: str | os.PathLike) -> str | None:
+    """Rebuild the lab ``folder``'s ``traces-index.json`` and ``traces-cache.parquet``
+    from its runs (``statemine lab cache``); None when the cache is written, else why not.
+    Raises :class:`InputError` when ``folder`` is not a lab output folder."""
+    from ..parse import is_lab_output
+    from ..parse.labruns import write_cache, write_index
+
+    path = Path(folder)
+    if not is_lab_output(path):
+        raise InputError(
+            path, None, "not a folder written by statemine lab run (manifest.json, runs/)"
+        )
+    write_index(path)
+    return write_cache(path)
+
+
 def rerun(config: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:
     """``statemine lab rerun``: run one run config (a run folder's config.json) again into
     ``out`` (run.log, result.json); the same stack version gives the same log, byte for

@@ -7,6 +7,8 @@ Layout of ``OUT``::
     OUT/results.csv, results.parquet  one row per run: scenario values, outcome, PLT, ...
     OUT/traces-index.json             the runs' Parquet footers: size, sha256, where the
                                       statemine metadata lies (parse/labruns.py)
+    OUT/traces-cache.parquet          the runs read as one set, with each run file's stat
+                                      (used while they match: parse/labruns.py)
     OUT/runs/<run_id>/config.json     the run config (docs/lab-protocol.md)
     OUT/runs/<run_id>/run.log.gz      the raw statemine log (virtual timestamps), gzipped
     OUT/runs/<run_id>/traces.parquet  the log parsed into a TraceSet (statemine.traces.save)
@@ -44,7 +46,7 @@ import pandas as pd
 from ..columns import RESULT_COLUMNS
 from ..errors import InputError, UsageError
 from ..fileio import atomic_path, write_atomic, write_json
-from ..parse.labruns import write_index
+from ..parse.labruns import write_cache, write_index
 from .cellular import read_trace_bytes
 from .scenario import GRID_KEYS, LINK_TRACES_DIR, Scenario, run_config, run_id
 
@@ -526,6 +528,7 @@ def run_grid(
         table = results_table(out, runs, known)
         write_results(out, table)
         write_index(out)  # the runs' Parquet footers, for reading the folder (issue 29)
+        write_cache(out)  # the runs as one set, while their files stay as they are
     return table
 
 

@@ -48,12 +48,20 @@ if TYPE_CHECKING:
 def read_lab_runs(paths: Sequence[str | Path]) -> TraceSet | None:
     """``runs/<run_id>/traces.parquet`` files read from their runs' ``run.log.gz`` and
     footers, as :func:`statemine.traces.load_many` reads them; None when this path cannot
-    give exactly that set (then read the files)."""
-    from ..traces import EVENT_COLUMNS
-
+    give exactly that set (then read the files). When the paths are the runs a valid
+    folder cache was built from (:func:`cached_runs`), the set is that cache's."""
     run_ids = [run_id_of(p) for p in paths]
     if not paths or None in run_ids:
         return None
+    ids = [r or "" for r in run_ids]
+    cached = cached_runs(paths, ids)
+    return cached if cached is not None else _read_runs(paths, ids)
+
+
+def _read_runs(paths: Sequence[str | Path], run_ids: list[str]) -> TraceSet | None:
+    """:func:`read_lab_runs` without the folder's cache."""
+    from ..traces import EVENT_COLUMNS
+
     try:
         heads = indexed_heads(paths, run_ids)
     except InputError:
@@ -65,7 +73,7 @@ def read_lab_runs(paths: Sequence[str | Path]) -> TraceSet | None:
             return None
     logs = [os.path.join(os.path.dirname(p), RUN_LOG) for p in paths]
     try:
-        return _from_logs(logs, [r or "" for r in run_ids], heads)
+        return _from_logs(logs, run_ids, heads)
     except (InputError, ValueError, TypeError, KeyError):
         return None
 
@@ -267,3 +275,184 @@ def _from_logs(logs: list[str], run_ids: list[str], heads: list[SavedHead]) -> T
     if "fields" in events.columns:  # Parquet's text column comes back as pandas' text
         events["fields"] = events["fields"].astype(pd.StringDtype(na_value=np.nan))
     return TraceSet.from_events(events, joined_traces(heads), merge_meta(h.meta for h in heads))
+
+
+# -- the folder's cache ------------------------------------------------------------------
+#: The lab folder's cache: every run read as one set (:func:`write_cache`).
+CACHE = "traces-cache.parquet"
+#: Its format: a reader takes a cache of this version only.
+CACHE_VERSION = 1
+#: The Parquet schema metadata key of what the cache was built from.
+_CACHE_KEY = b"statemine.lab_cache"
+
+
+def stat_key(path: str | Path) -> list[int] | None:
+    """What the cache records of a run file: ``[size (bytes), mtime (ns), ctime (ns),
+    inode, device]`` of ``os.stat`` (links followed); None when it cannot be stat-ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _racy(key: list[int] | None, stamp: int) -> bool:
+    """Whether a recorded ``key`` cannot vouch for its file: its mtime or ctime is not
+    strictly older than ``stamp`` (ns; git's "racily clean" entry: a change within the
+    same clock tick would leave the stat as recorded)."""
+    return key is not None and (key[1] >= stamp or key[2] >= stamp)
+
+
+def _run_files(folder: Path) -> list[str]:
+    """The ``runs/<name>/traces.parquet`` of ``folder`` as ``statemine.read`` lists a lab
+    folder: names in sorted order, each whose ``traces.parquet`` can be stat-ed."""
+    runs = os.path.join(folder, "runs")
+    try:
+        with os.scandir(runs) as it:
+            names = sorted(e.name for e in it)
+    except OSError:
+        return []
+    paths = [os.path.join(runs, name, RUN_TRACES) for name in names]
+    return [p for p in paths if stat_key(p) is not None]
+
+
+def _entries(paths: Sequence[str]) -> list[list]:
+    """Per run: ``[run id, stat_key of traces.parquet, stat_key of run.log.gz]``."""
+    return [
+        [run_id_of(p), stat_key(p), stat_key(os.path.join(os.path.dirname(p), RUN_LOG))]
+        for p in paths
+    ]
+
+
+def _stamp_after(path: Path, newest: int, wait_s: float) -> int:
+    """The mtime (ns, the file system's clock) of ``path``, touched until it is later than
+    ``newest`` (at most ``wait_s`` seconds; then as it is)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    stamp = os.stat(path).st_mtime_ns
+    while stamp <= newest and time.monotonic() < deadline:
+        time.sleep(0.002)
+        os.utime(path)
+        stamp = os.stat(path).st_mtime_ns
+    return stamp
+
+
+def write_cache(folder: Path, wait_s: float = 2.0) -> str | None:
+    """Write ``folder/traces-cache.parquet``: the set :func:`read_lab_runs` (or, where it
+    declines, :func:`statemine.traces.load_many`) makes of the folder's runs, with each
+    run's id and the ``stat`` of its ``traces.parquet`` and ``run.log.gz``; None when
+    written, else why not (then no cache is left).
+
+    Written beside and renamed in (:func:`statemine.fileio.atomic_path`), fsynced first.
+    The stamp is the temporary file's mtime taken before the runs are stat-ed (touched
+    until it is later than every run file's mtime and ctime, at most ``wait_s`` s); a run
+    file changed after it is racy and none is cached. The cache is read back and compared
+    with the set it holds before it is swapped in."""
+    cache = folder / CACHE
+    try:
+        _write_cache(cache, _run_files(folder), wait_s)
+    except _NotCached as exc:
+        cache.unlink(missing_ok=True)
+        return str(exc)
+    return None
+
+
+def _write_cache(cache: Path, paths: list[str], wait_s: float) -> None:
+    """:func:`write_cache` of the runs ``paths`` to ``cache``; :class:`_NotCached` (why)
+    when it is not written."""
+    import pyarrow.parquet as pq
+
+    from ..fileio import atomic_path
+    from ..traces import load, load_many, saved_table
+
+    if len(paths) < 2:
+        raise _NotCached("fewer than two runs (one is read as a single file)")
+    keys = [k for _, *ks in _entries(paths) for k in ks if k is not None]
+    newest = max(max(k[1], k[2]) for k in keys)
+    with atomic_path(cache) as tmp:
+        stamp = _stamp_after(tmp, newest, wait_s)
+        entries = _entries(paths)  # stat-ed after the stamp, read after the stat
+        try:
+            ts = _read_runs(paths, [e[0] for e in entries]) or load_many(paths)
+        except (InputError, ValueError) as exc:
+            raise _NotCached(f"the runs cannot be read as one set: {exc}") from None
+        if ts is None:
+            raise _NotCached("the runs are not one trace set")
+        if any(_racy(k, stamp) for e in entries for k in e[1:]):
+            raise _NotCached("a run changed while the cache was built; build it again")
+        info = {"version": CACHE_VERSION, "stamp": stamp, "runs": entries}
+        pq.write_table(saved_table(ts, {_CACHE_KEY: json.dumps(info).encode()}), tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if not same_set(load(tmp), ts):
+            raise _NotCached("the cache does not read back as the runs' set")
+
+
+class _NotCached(Exception):
+    """The cache is not written (the reason in ``args[0]``)."""
+
+
+def same_set(a: TraceSet, b: TraceSet) -> bool:
+    """Whether two sets are equal: frames (values exactly, dtypes, categories in order,
+    column order), meta (in order) and metrics."""
+    import pandas as pd
+
+    def frames(x: pd.DataFrame | None, y: pd.DataFrame | None) -> bool:
+        if x is None or y is None:
+            return x is y
+        try:
+            pd.testing.assert_frame_equal(x, y, check_exact=True, check_categorical=True)
+        except AssertionError:
+            return False
+        return list(x.columns) == list(y.columns) and all(
+            list(x[c].cat.categories) == list(y[c].cat.categories)
+            for c in x.columns
+            if isinstance(x[c].dtype, pd.CategoricalDtype)
+        )
+
+    return (
+        frames(a.events, b.events)
+        and frames(a.traces, b.traces)
+        and frames(a.metrics, b.metrics)
+        and list(a.meta.items()) == list(b.meta.items())
+    )
+
+
+def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet | None:
+    """The set in the lab folder's cache (of the first path) when ``paths`` (``run_ids``:
+    theirs) are, in order, exactly the runs it was built from, each run's ``traces.parquet``
+    and ``run.log.gz`` with the ``stat`` (size, mtime, ctime, inode, device) recorded and
+    neither racy; else None (then the runs are read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..traces import load
+
+    cache = os.path.join(lab_folder_of(paths[0]), CACHE)
+    if stat_key(cache) is None:  # no cache: nothing imported or opened
+        return None
+    try:
+        file = pq.ParquetFile(cache)
+        info = json.loads((file.metadata.metadata or {})[_CACHE_KEY])
+    except (pa.ArrowInvalid, OSError, KeyError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("version") != CACHE_VERSION:
+        return None
+    stamp, runs = info.get("stamp"), info.get("runs")
+    if type(stamp) is not int or not isinstance(runs, list) or len(runs) != len(paths):
+        return None
+    for path, run_id, entry in zip(paths, run_ids, runs):
+        if not isinstance(entry, list) or len(entry) != 3 or entry[0] != run_id:
+            return None
+        _, key, log_key = entry
+        if key is None or _racy(key, stamp) or _racy(log_key, stamp):
+            return None
+        if stat_key(path) != key:
+            return None
+        if stat_key(os.path.join(os.path.dirname(path), RUN_LOG)) != log_key:
+            return None
+    try:
+        return load(cache, file)
+    except InputError:
+        return None

@@ -1,0 +1,241 @@
+"""A lab folder's ``traces-cache.parquet`` (statemine.parse.labruns, issue 29): the runs
+read as one set, loaded while every run's ``traces.parquet`` and ``run.log.gz`` keeps the
+``stat`` recorded when it was built (size, mtime, ctime, inode, device) and neither is
+racy (changed at or after the cache's stamp). Every case is compared with the read
+without a cache (each run's ``traces.parquet`` loaded and joined), and whether the cache
+was used is watched (``cached_runs`` spied on)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from test_lab_grid import FakeRunner, run, spec  # noqa: F401  (spec: a fixture)
+from test_lab_index import LAB_FOLDERS, _flip_in_footer, _indexed_copy, _relabel
+from test_load_many import TRACES, _old_read, _runs, assert_same
+
+import statemine
+from statemine import traces
+from statemine.cli import main
+from statemine.errors import InputError
+from statemine.parse import labruns
+
+
+@pytest.fixture
+def used(monkeypatch) -> list[bool]:
+    """Whether each call of ``cached_runs`` gave the cache's set (True) or None."""
+    calls: list[bool] = []
+    real = labruns.cached_runs
+
+    def spy(*args, **kwargs):
+        got = real(*args, **kwargs)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(labruns, "cached_runs", spy)
+    return calls
+
+
+def _cached_copy(tmp_path: Path, n: int = 6) -> Path:
+    out = _indexed_copy(tmp_path, n)
+    assert labruns.write_cache(out) is None
+    return out
+
+
+def _files(out: Path) -> list[Path]:
+    return sorted(out.glob("runs/*/traces.parquet"))
+
+
+def test_lab_run_writes_a_cache_read_in_place_of_the_runs(spec, tmp_path, used):  # noqa: F811
+    out = tmp_path / "out"
+    run(spec, out, FakeRunner())
+    assert (out / labruns.CACHE).is_file()
+    assert_same(statemine.read(out), _old_read(_files(out)))
+    assert used == [True]
+
+
+@pytest.mark.parametrize("folder", LAB_FOLDERS)
+def test_every_shipped_lab_folder_reads_from_its_cache_as_from_its_runs(folder, tmp_path, used):
+    if not _runs(folder):
+        pytest.skip(f"traces/{folder} is not shipped in this checkout")
+    copy = tmp_path / folder
+    shutil.copytree(TRACES / folder, copy)
+    before = statemine.read(TRACES / folder)  # no cache there
+    assert labruns.write_cache(copy) is None
+    assert used == [False] * len(used)
+    del used[:]
+    assert_same(statemine.read(copy), before)
+    for spelling in (f"{copy}/", str(copy / "runs" / ".." / "runs" / ".."), os.path.relpath(copy)):
+        assert_same(statemine.read(spelling), before)
+    assert used == [True] * 4
+
+
+def test_a_cached_read_scans_no_log_and_reads_no_run(tmp_path, monkeypatch):
+    out = _cached_copy(tmp_path)
+    before = _old_read(_files(out))
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("a run was read")
+
+    monkeypatch.setattr(labruns, "_read_runs", refused)
+    monkeypatch.setattr(traces, "load_many", refused)
+    assert_same(statemine.read(out), before)
+
+
+def _restore_times(path: Path, st: os.stat_result) -> None:
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+TAMPERS = [
+    "traces.parquet relabelled",
+    "traces.parquet replaced by a relabelled copy",
+    "traces.parquet touched",
+    "same-size edit, mtime restored",
+    "run.log.gz touched",
+    "run.log.gz removed",
+    "run added",
+    "run removed",
+    "cache of another version",
+    "cache truncated",
+    "cache not a statemine cache",
+    "racy entry",
+]
+
+
+@pytest.mark.parametrize("tamper", TAMPERS)
+def test_a_changed_folder_is_read_from_its_runs(tmp_path, tamper, used):
+    out = _cached_copy(tmp_path)
+    runs = sorted((out / "runs").iterdir())
+    cache = out / labruns.CACHE
+    target = runs[1] / "traces.parquet"
+    if tamper == "traces.parquet relabelled":
+        _relabel(target, profile="edited")
+    elif tamper == "traces.parquet replaced by a relabelled copy":
+        copy = runs[1] / "copy.parquet"
+        traces.save(traces.load(target).with_labels(profile="edited"), copy)
+        os.replace(copy, target)
+    elif tamper == "traces.parquet touched":
+        os.utime(target)
+    elif tamper == "same-size edit, mtime restored":  # ctime tells it: no call sets it
+        target = runs[-1] / "traces.parquet"  # the last run's meta is the set's
+        st = target.stat()
+        _flip_in_footer(target, b'"desktop"', b'"deskTOP"')
+        _restore_times(target, st)
+        assert target.stat().st_size == st.st_size
+        assert target.stat().st_mtime_ns == st.st_mtime_ns
+    elif tamper == "run.log.gz touched":
+        os.utime(runs[1] / "run.log.gz")
+    elif tamper == "run.log.gz removed":
+        (runs[1] / "run.log.gz").unlink()
+    elif tamper == "run added":
+        extra = _runs("jitter")[-1]
+        shutil.copytree(extra.parent, out / "runs" / extra.parent.name)
+    elif tamper == "run removed":
+        shutil.rmtree(runs[2])
+    else:
+        table = pq.read_table(cache)
+        info = json.loads(table.schema.metadata[labruns._CACHE_KEY])
+        if tamper == "cache of another version":
+            info["version"] = labruns.CACHE_VERSION + 1
+        elif tamper == "racy entry":  # a run stat-ed no earlier than the stamp
+            info["stamp"] = info["runs"][3][1][1]
+        if tamper == "cache truncated":
+            cache.write_bytes(cache.read_bytes()[:-100])
+        else:
+            meta = dict(table.schema.metadata)
+            if tamper == "cache not a statemine cache":
+                del meta[labruns._CACHE_KEY]
+            else:
+                meta[labruns._CACHE_KEY] = json.dumps(info).encode()
+            pq.write_table(table.replace_schema_metadata(meta), cache)
+    expected = _old_read(_files(out))
+    if "relabelled" in tamper:
+        assert set(expected.traces["profile"]) == {"desktop", "edited"}
+    if tamper == "same-size edit, mtime restored":
+        assert expected.meta["profile"] == "deskTOP"
+    assert_same(statemine.read(out), expected)
+    assert used == [False]
+
+
+def test_a_truncated_run_fails_as_without_a_cache(tmp_path, used):
+    out = _cached_copy(tmp_path)
+    target = sorted(out.glob("runs/*/traces.parquet"))[2]
+    target.write_bytes(target.read_bytes()[:-50])
+    with pytest.raises(InputError) as cached:
+        statemine.read(out)
+    (out / labruns.CACHE).unlink()
+    with pytest.raises(InputError) as before:
+        statemine.read(out)
+    assert str(cached.value) == str(before.value)
+    assert used[0] is False
+
+
+def test_a_copied_folder_does_not_trust_the_copied_cache(tmp_path, used):
+    out = _cached_copy(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)  # times kept (copy2), inodes new
+    assert_same(statemine.read(copy), _old_read(_files(copy)))
+    assert used == [False]
+
+
+def test_a_run_newer_than_the_stamp_gets_no_cache(tmp_path):
+    out = _indexed_copy(tmp_path, 3)
+    future = out / "runs" / sorted(os.listdir(out / "runs"))[0] / "traces.parquet"
+    st = future.stat()
+    os.utime(future, ns=(st.st_atime_ns, st.st_mtime_ns + 3600 * 10**9))
+    why = labruns.write_cache(out, wait_s=0.02)
+    assert why is not None and "changed while the cache was built" in why
+    assert not (out / labruns.CACHE).exists()
+
+
+def test_a_stale_cache_is_removed_when_none_can_be_built(tmp_path):
+    out = _cached_copy(tmp_path, 2)
+    shutil.rmtree(sorted((out / "runs").iterdir())[0])
+    assert labruns.write_cache(out) == "fewer than two runs (one is read as a single file)"
+    assert not (out / labruns.CACHE).exists()
+
+
+def test_infer_writes_the_same_files_from_the_cache(tmp_path, used):
+    """Byte for byte, but for provenance.json's time of writing."""
+    out = _cached_copy(tmp_path, 12)
+    dest = tmp_path / "infer"
+
+    def infer() -> dict[str, bytes]:
+        shutil.rmtree(dest, ignore_errors=True)
+        res = CliRunner().invoke(main, ["infer", str(out), "--out", str(dest), "--no-svg"])
+        assert res.exit_code == 0, res.output
+        files = {str(p.relative_to(dest)): p.read_bytes() for p in sorted(dest.rglob("*"))}
+        record = json.loads(files["provenance.json"])
+        assert record.pop("created_utc")
+        files["provenance.json"] = json.dumps(record).encode()
+        return files
+
+    cached = infer()
+    (out / labruns.CACHE).unlink()
+    assert infer() == cached
+    assert used == [True, False]
+
+
+def test_lab_cache_command(tmp_path):
+    out = _indexed_copy(tmp_path, 3)
+    (out / labruns.INDEX).unlink()
+    res = CliRunner().invoke(main, ["lab", "cache", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (out / labruns.INDEX).is_file() and (out / labruns.CACHE).is_file()
+    res = CliRunner().invoke(main, ["lab", "cache", str(out / "runs")])
+    assert res.exit_code == 2 and "not a folder written by statemine lab run" in res.output
+
+
+def test_saved_table_keeps_the_statemine_metadata_its_own():
+    ts = statemine.read(_runs("jitter")[0]) if _runs("jitter") else None
+    if ts is None:
+        pytest.skip("traces/jitter is not shipped in this checkout")
+    with pytest.raises(ValueError):
+        traces.saved_table(ts, {b"statemine": b"{}"})
+    table = traces.saved_table(ts, {b"other": b"1"})
+    assert table.schema.metadata[b"other"] == b"1"
