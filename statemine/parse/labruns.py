@@ -24,6 +24,11 @@ The labels are not rebuilt from ``results.csv`` or the manifest: a run's config 
 id hashes) does not fix its grid cell (``per_packet_cpu_ms`` of a desktop profile,
 ``buffer_bytes`` left default or set to the BDP give one config), so a row whose id checks
 out could still carry other labels than the run's file; its footer is the record.
+
+A folder's ``traces-cache.parquet`` (:func:`write_cache`: when ``statemine lab run`` ends,
+and by ``statemine lab cache``) holds the set this module makes of all its runs, and each
+run's id and the ``stat`` of its two files; :func:`cached_runs` loads it in place of the
+runs while they stat as recorded and none is racy (docs/lab.md says what that trusts).
 """
 
 from __future__ import annotations
@@ -382,7 +387,8 @@ def _write_cache(cache: Path, paths: list[str], wait_s: float) -> None:
         if any(_racy(k, stamp) for e in entries for k in e[1:]):
             raise _NotCached("a run changed while the cache was built; build it again")
         info = {"version": CACHE_VERSION, "stamp": stamp, "runs": entries}
-        pq.write_table(saved_table(ts, {_CACHE_KEY: json.dumps(info).encode()}), tmp)
+        table = saved_table(ts, {_CACHE_KEY: json.dumps(info).encode()})
+        pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         if not same_set(load(tmp), ts):
