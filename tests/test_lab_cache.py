@@ -104,6 +104,8 @@ TAMPERS = [
     "cache truncated",
     "cache not a statemine cache",
     "racy entry",
+    "cache entry of another shape",
+    "cache naming columns it lacks",
 ]
 
 
@@ -144,9 +146,17 @@ def test_a_changed_folder_is_read_from_its_runs(tmp_path, tamper, used):
             info["version"] = labruns.CACHE_VERSION + 1
         elif tamper == "racy entry":  # a run stat-ed no earlier than the stamp
             info["stamp"] = info["runs"][3][1][1]
+        elif tamper == "cache entry of another shape":
+            info["runs"][2][1] = 7  # not a stat
+        if tamper == "cache naming columns it lacks":
+            meta = dict(table.schema.metadata)
+            saved = json.loads(meta[b"statemine"])
+            saved["event_columns"].append("nowhere")
+            meta[b"statemine"] = json.dumps(saved).encode()
+            pq.write_table(table.replace_schema_metadata(meta), cache)
         if tamper == "cache truncated":
             cache.write_bytes(cache.read_bytes()[:-100])
-        else:
+        elif tamper != "cache naming columns it lacks":
             meta = dict(table.schema.metadata)
             if tamper == "cache not a statemine cache":
                 del meta[labruns._CACHE_KEY]

@@ -452,7 +452,9 @@ def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet
         if not isinstance(entry, list) or len(entry) != 3 or entry[0] != run_id:
             return None
         _, key, log_key = entry
-        if key is None or _racy(key, stamp) or _racy(log_key, stamp):
+        if not _is_key(key) or not (log_key is None or _is_key(log_key)):
+            return None
+        if _racy(key, stamp) or _racy(log_key, stamp):
             return None
         if stat_key(path) != key:
             return None
@@ -460,5 +462,10 @@ def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet
             return None
     try:
         return load(cache, file)
-    except InputError:
+    except (InputError, ValueError, KeyError, TypeError, pa.ArrowException):
         return None
+
+
+def _is_key(key: object) -> bool:
+    """Whether ``key`` has the shape of :func:`stat_key`'s value (five integers)."""
+    return isinstance(key, list) and len(key) == 5 and all(type(k) is int for k in key)
