@@ -239,6 +239,12 @@ def test_lab_cache_command(tmp_path):
     assert (out / labruns.INDEX).is_file() and (out / labruns.CACHE).is_file()
     res = CliRunner().invoke(main, ["lab", "cache", str(out / "runs")])
     assert res.exit_code == 2 and "not a folder written by statemine lab run" in res.output
+    damaged = sorted(out.glob("runs/*/traces.parquet"))[1]
+    damaged.write_bytes(b"PAR1 not Parquet PAR1")
+    res = CliRunner().invoke(main, ["lab", "cache", str(out)])
+    assert res.exit_code == 1 and "no cache written" in res.output
+    assert "not a readable Parquet file" in res.output
+    assert not (out / labruns.CACHE).exists()  # the stale one removed
 
 
 def test_saved_table_keeps_the_statemine_metadata_its_own():

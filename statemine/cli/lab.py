@@ -297,7 +297,9 @@ def cache_cmd(folder: Path) -> None:
 
     why = cache_folder(folder)
     if why is not None:
-        click.echo(f"statemine: no cache written in {one_line(str(folder))}: {why}", err=True)
+        click.echo(
+            f"statemine: no cache written in {one_line(str(folder))}: {one_line(why)}", err=True
+        )
         sys.exit(1)
     click.echo(f"{one_line(str(folder))}: traces-index.json, traces-cache.parquet written")
 
