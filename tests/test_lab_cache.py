@@ -98,6 +98,7 @@ TAMPERS = [
     "same-size edit, mtime restored",
     "run.log.gz touched",
     "run.log.gz removed",
+    "run.log.gz truncated",
     "run added",
     "run removed",
     "cache of another version",
@@ -134,6 +135,9 @@ def test_a_changed_folder_is_read_from_its_runs(tmp_path, tamper, used):
         os.utime(runs[1] / "run.log.gz")
     elif tamper == "run.log.gz removed":
         (runs[1] / "run.log.gz").unlink()
+    elif tamper == "run.log.gz truncated":
+        log = runs[1] / "run.log.gz"
+        log.write_bytes(log.read_bytes()[:-30])
     elif tamper == "run added":
         extra = _runs("jitter")[-1]
         shutil.copytree(extra.parent, out / "runs" / extra.parent.name)
