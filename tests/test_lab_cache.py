@@ -20,6 +20,7 @@ from test_lab_index import LAB_FOLDERS, _flip_in_footer, _indexed_copy, _relabel
 from test_load_many import TRACES, _old_read, _runs, assert_same
 
 import statemine
+import statemine.lab
 from statemine import traces
 from statemine.cli import main
 from statemine.errors import InputError
@@ -243,6 +244,9 @@ def test_lab_cache_command(tmp_path):
     assert (out / labruns.INDEX).is_file() and (out / labruns.CACHE).is_file()
     res = CliRunner().invoke(main, ["lab", "cache", str(out / "runs")])
     assert res.exit_code == 2 and "not a folder written by statemine lab run" in res.output
+    (out / labruns.CACHE).unlink()
+    assert statemine.lab.cache_folder(out) is None  # the library call the command makes
+    assert (out / labruns.CACHE).is_file()
     damaged = sorted(out.glob("runs/*/traces.parquet"))[1]
     damaged.write_bytes(b"PAR1 not Parquet PAR1")
     res = CliRunner().invoke(main, ["lab", "cache", str(out)])
