@@ -177,6 +177,18 @@ def test_a_changed_folder_is_read_from_its_runs(tmp_path, tamper, used):
     assert used == [False]
 
 
+def test_a_cache_built_by_other_readers_is_not_used(tmp_path, used, monkeypatch):
+    """Another statemine, numpy, pandas or pyarrow, or a reader module edited since."""
+    out = _cached_copy(tmp_path)
+    key = labruns.code_key()
+    assert key[0] == statemine.__version__
+    assert {"traces.py", "labruns.py", "statemine_log.py"} <= {f[0] for f in key[4]}
+    key[4][0][2] += 1  # one module's mtime
+    monkeypatch.setattr(labruns, "code_key", lambda: key)
+    assert_same(statemine.read(out), _old_read(_files(out)))
+    assert used == [False]
+
+
 def test_a_truncated_run_fails_as_without_a_cache(tmp_path, used):
     out = _cached_copy(tmp_path)
     target = sorted(out.glob("runs/*/traces.parquet"))[2]

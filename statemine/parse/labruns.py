@@ -301,6 +301,31 @@ def stat_key(path: str | Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+def code_key() -> list:
+    """What the cache records of the code that read the runs: the versions of statemine,
+    numpy, pandas and pyarrow, and ``[name, size, mtime (ns)]`` of each file of
+    ``statemine/parse/`` and of ``statemine/traces.py`` (an edit or reinstall of the
+    readers changes it)."""
+    import numpy
+    import pandas
+    import pyarrow
+
+    from .. import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with os.scandir(here) as it:
+        files = sorted(e.path for e in it if e.is_file())
+    files.append(os.path.join(os.path.dirname(here), "traces.py"))
+    stats = [(f, os.stat(f)) for f in files]
+    return [
+        __version__,
+        numpy.__version__,
+        pandas.__version__,
+        pyarrow.__version__,
+        [[os.path.basename(f), st.st_size, st.st_mtime_ns] for f, st in stats],
+    ]
+
+
 def _racy(key: list[int] | None, stamp: int) -> bool:
     """Whether a recorded ``key`` cannot vouch for its file: its mtime or ctime is not
     strictly older than ``stamp`` (ns; git's "racily clean" entry: a change within the
@@ -386,7 +411,7 @@ def _write_cache(cache: Path, paths: list[str], wait_s: float) -> None:
             raise _NotCached("the runs are not one trace set")
         if any(_racy(k, stamp) for e in entries for k in e[1:]):
             raise _NotCached("a run changed while the cache was built; build it again")
-        info = {"version": CACHE_VERSION, "stamp": stamp, "runs": entries}
+        info = {"version": CACHE_VERSION, "code": code_key(), "stamp": stamp, "runs": entries}
         table = saved_table(ts, {_CACHE_KEY: json.dumps(info).encode()})
         pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb+") as fh:
@@ -429,7 +454,8 @@ def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet
     """The set in the lab folder's cache (of the first path) when ``paths`` (``run_ids``:
     theirs) are, in order, exactly the runs it was built from, each run's ``traces.parquet``
     and ``run.log.gz`` with the ``stat`` (size, mtime, ctime, inode, device) recorded and
-    neither racy; else None (then the runs are read)."""
+    neither racy, and the readers' code is as recorded (:func:`code_key`); else None (then
+    the runs are read)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -447,6 +473,8 @@ def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet
         return None
     stamp, runs = info.get("stamp"), info.get("runs")
     if type(stamp) is not int or not isinstance(runs, list) or len(runs) != len(paths):
+        return None
+    if info.get("code") != code_key():  # read by other code than the cache was built by
         return None
     for path, run_id, entry in zip(paths, run_ids, runs):
         if not isinstance(entry, list) or len(entry) != 3 or entry[0] != run_id:
