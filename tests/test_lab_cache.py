@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -213,8 +214,8 @@ def test_a_copied_folder_does_not_trust_the_copied_cache(tmp_path, used):
 def test_a_run_newer_than_the_stamp_gets_no_cache(tmp_path):
     out = _indexed_copy(tmp_path, 3)
     future = out / "runs" / sorted(os.listdir(out / "runs"))[0] / "traces.parquet"
-    st = future.stat()
-    os.utime(future, ns=(st.st_atime_ns, st.st_mtime_ns + 3600 * 10**9))
+    # an hour ahead of now (the copy keeps the checkout's mtime, which can be days old)
+    os.utime(future, ns=(future.stat().st_atime_ns, time.time_ns() + 3600 * 10**9))
     why = labruns.write_cache(out, wait_s=0.02)
     assert why is not None and "changed while the cache was built" in why
     assert not (out / labruns.CACHE).exists()
