@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -338,3 +342,61 @@ def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
     assert scan.take() == fed_one_by_one(names)[0]
     got = Scanner().feed_files(["sub/b.log", "gone/b.log"], 0, MAX_LINE, CHUNK, True, 1 << 30)
     assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None
+
+
+def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
+    """Syscalls a small file (strace, counted in a child): one ``openat``, one ``read`` (a
+    short read ends a regular file: no read that finds the end) and one ``close``; a file
+    that fills the 64 KiB head is read on to its end (the Python side takes it)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed: the syscalls cannot be counted")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(20):
+        (logs / f"c{i:02d}.log").write_text(f"STATEMINE t={i} conn={i} state=Open\n" * 40)
+    big = tmp_path / "big.log"
+    big.write_bytes(b"STATEMINE t=1 conn=b state=Open\n" * 4096)  # 128 KiB: over the head
+    code = (
+        "import sys\n"
+        "from statemine.parse import statemine_log as sl\n"
+        "from statemine.parse._linescan import Scanner\n"
+        "files = sys.argv[1:]\n"
+        "out = Scanner(max_time=sl.MAX_TIME_S).feed_files(files, 0, 1 << 20, 16 << 20, True, 1 << 16)\n"
+        "print(out[0], out[1], len(out[4] or b''))\n"
+    )
+    files = [*sorted(str(f) for f in logs.iterdir()), str(big)]
+    trace = tmp_path / "trace.txt"
+    run = subprocess.run(
+        [
+            strace,
+            "-f",
+            "-e",
+            "trace=openat,read,close",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            code,
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.split() == ["20", str(sl._FF_FALLBACK), "65536"]
+    calls = [re.sub(r"^\d+\s+", "", c) for c in trace.read_text().splitlines()]  # no pid
+    per_file = {}
+    for f in files:
+        name = os.path.basename(f)
+        opens = [i for i, c in enumerate(calls) if c.startswith("openat(") and f'"{name}"' in c]
+        assert len(opens) == 1, (name, opens)  # opened once, relative to its folder
+        fd = calls[opens[0]].rsplit("= ", 1)[1].strip()
+        reads = 0
+        for c in calls[opens[0] + 1 :]:
+            if c.startswith(f"close({fd})"):
+                break
+            reads += c.startswith(f"read({fd},")
+        per_file[name] = reads
+    assert per_file.pop("big.log") == 1  # the head filled: the Python side reads on
+    assert set(per_file.values()) == {1}, per_file
