@@ -400,3 +400,27 @@ def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
         per_file[name] = reads
     assert per_file.pop("big.log") == 1  # the head filled: the Python side reads on
     assert set(per_file.values()) == {1}, per_file
+
+
+def test_names_checked_at_once_escape_as_one_by_one():
+    """The joined-ASCII shortcuts (source names, a run's names, the lab-run check) give
+    what the call a name gave, with non-UTF-8 names and a newline inside a name."""
+    from statemine.escape import name_text
+    from statemine.parse.repeats import RUN_TRACES, _may_name_a_run
+
+    odd = os.fsdecode(b"run\xff.log")
+    for names in (["a.log", "b.log"], ["a.log", odd], [odd], ["é.log", "b.log"], []):
+        assert sl._name_texts(list(names)) == [name_text(n) for n in names]
+        files = [f"dir/{n}" for n in names]
+        assert _source_names(files) == {f: name_text(n) for f, n in zip(files, names)}
+    for files in (
+        ["a/b.log"],
+        ["runs/1/traces.parquet"],
+        ["x/a.log", "runs/1/traces.parquet", "y.log"],
+        [Path("runs/1/traces.parquet")],
+        ["xtraces.parquet"],
+        ["traces.parquet.log"],
+        [],
+    ):
+        assert _may_name_a_run(files) == any(os.fspath(f).endswith(RUN_TRACES) for f in files)
+    assert _may_name_a_run(["a/traces.parquet\nb.log"])  # needless True: only a shortcut

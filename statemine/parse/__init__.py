@@ -598,6 +598,8 @@ def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     files = list(files)
     names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
     if len(set(names)) == len(names):  # no two alike (a folder's files): no count
+        if "".join(names).isascii():  # nothing to escape: one check, not one call a name
+            return dict(zip(files, names))
         return dict(zip(files, map(name_text, names)))
     clash = Counter(names)
     return {f: name_text(n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
