@@ -344,10 +344,17 @@ def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
     assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None
 
 
+def _closes_range(call: str, fd: int) -> bool:
+    """Whether strace's line ``call`` is a ``close_range`` that closed ``fd``."""
+    found = re.match(r"close_range\((\d+), (\d+), 0\)\s*= 0", call)
+    return found is not None and int(found[1]) <= fd <= int(found[2])
+
+
 def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
     """Syscalls a small file (strace, counted in a child): one ``openat``, one ``read`` (a
-    short read ends a regular file: no read that finds the end) and one ``close``; a file
-    that fills the 64 KiB head is read on to its end (the Python side takes it)."""
+    short read ends a regular file: no read that finds the end), closed with the others of
+    its batch (one ``close_range`` when their numbers run on); a file that fills the 64 KiB
+    head is read on to its end (the Python side takes it)."""
     strace = shutil.which("strace")
     if strace is None:
         pytest.skip("strace is not installed: the syscalls cannot be counted")
@@ -372,7 +379,7 @@ def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
             strace,
             "-f",
             "-e",
-            "trace=openat,read,close",
+            "trace=openat,read,close,close_range",
             "-o",
             str(trace),
             sys.executable,
@@ -394,12 +401,13 @@ def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
         fd = calls[opens[0]].rsplit("= ", 1)[1].strip()
         reads = 0
         for c in calls[opens[0] + 1 :]:
-            if c.startswith(f"close({fd})"):
+            if c.startswith(f"close({fd})") or _closes_range(c, int(fd)):
                 break
             reads += c.startswith(f"read({fd},")
         per_file[name] = reads
     assert per_file.pop("big.log") == 1  # the head filled: the Python side reads on
     assert set(per_file.values()) == {1}, per_file
+    assert sum(c.startswith("close_range(") for c in calls) >= 1
 
 
 def test_names_checked_at_once_escape_as_one_by_one():
@@ -424,3 +432,27 @@ def test_names_checked_at_once_escape_as_one_by_one():
     ):
         assert _may_name_a_run(files) == any(os.fspath(f).endswith(RUN_TRACES) for f in files)
     assert _may_name_a_run(["a/traces.parquet\nb.log"])  # needless True: only a shortcut
+
+
+def test_feed_files_closes_every_file_and_no_other(tmp_path):
+    """Each file read is closed, at the end of its batch, also where other descriptors sit
+    between its numbers (closed one by one then) and when a file stops the call; the
+    caller's own descriptors stay open."""
+    files = [str(f) for f in write_logs(tmp_path, np.random.default_rng(12), 150)]
+    (tmp_path / "empty.log").write_text("no lines\n")
+    before = set(os.listdir("/proc/self/fd"))
+    holes = [os.open(files[0], os.O_RDONLY) for _ in range(6)]
+    for fd in holes[::2]:
+        os.close(fd)  # gaps below: the scan's descriptors do not run on
+    kept = holes[1::2]
+    try:
+        for paths in (files, [*files[:70], str(tmp_path / "empty.log"), *files[70:]]):
+            scan = Scanner(max_time=sl.MAX_TIME_S)
+            at, status, *_ = scan.feed_files(paths, 0, MAX_LINE, CHUNK, True, 1 << 30)
+            assert (at, status) in ((len(files), sl._FF_OK), (70, sl._FF_FALLBACK))
+            assert set(os.listdir("/proc/self/fd")) == before | {str(fd) for fd in kept}
+        for fd in kept:
+            assert os.fstat(fd).st_size == os.path.getsize(files[0])
+    finally:
+        for fd in kept:
+            os.close(fd)
