@@ -161,12 +161,12 @@ def read_qlog_files(
     skip_empty: bool = True,
     on_file: Callable[[Path], object] = lambda _path: None,
 ) -> tuple[TraceSet | None, list[str]]:
-    """Several qlog files as one TraceSet, equal to
-    their :func:`read_qlog` sets joined (:func:`statemine.traces.concat`, warnings in file
-    order) but built once: each file's rows are gathered in plain lists and arrays, so a
-    file costs its events and no frames of its own. With ``skip_empty`` a file without
-    congestion data is left out and its :class:`NoCongestionData` message returned (the
-    set is None when no file had any); else it is raised. ``on_file(path)`` is called
+    """Several qlog files as one TraceSet, equal to their :func:`read_qlog` sets joined
+    (:func:`statemine.traces.concat`, warnings in file order) but built once: each file's
+    rows are gathered in plain lists and arrays, so a file costs its events and no frames
+    of its own. With ``skip_empty`` a file without congestion data is left out and its
+    :class:`NoCongestionData` message returned (the set is None when no file had any);
+    else it is raised. ``on_file(path)`` is called
     after each file. ``files``: per file, ``(path, source, content)``: its path, its name
     in trace ids and the plain file's bytes when the caller has read it whole already
     (None: it is opened here); taken one file at a time, so it may be a lazy iterator
