@@ -1202,11 +1202,11 @@ static void ffclose_add(FFClose *c, int fd)
 }
 
 /* Read the file at `path` into buf (at most cap bytes): 0 and *n, or -1 when it cannot be
- * opened or read; the descriptor goes to pending (closed with the batch's others). *n == cap means there may be more. A read that returns fewer bytes than
- * asked ends the file: the files are regular ones (the folder walk and stat_input list no
- * other kind), where read(2) is short only at the end, so a small file costs openat, one
- * read and close (no read that finds the end: about 0.2 us a file, 2,000 syscalls for a
- * folder of 2,000 logs). */
+ * opened or read; the descriptor goes to pending (closed with the batch's others). *n == cap
+ * means there may be more. A read that returns fewer bytes than asked ends the file: the
+ * files are regular ones (the folder walk and stat_input list no other kind), where read(2)
+ * is short only at the end, so a small file costs openat and one read (no read that finds
+ * the end: about 0.2 us a file, 2,000 syscalls for a folder of 2,000 logs). */
 static int ff_read(FFDir *dir, const char *path, char *buf, size_t cap, size_t *n, FFClose *pending)
 {
     const char *name;
@@ -1255,9 +1255,8 @@ static int ff_takes(const char *buf, size_t len, int sniff)
  * a file with a bad line (FF_ERROR; self->err) or without a line (FF_NO_LINES), or after
  * the file whose rows reach max_rows or whose bytes bring kept to chunk bytes (*full). */
 static int ff_batch(Scanner *self, FFDir *dir, FFClose *pending, PyObject *const *enc, Py_ssize_t m, char *buf,
-                    size_t max_line,
-                    size_t chunk, int sniff, size_t max_rows, Buf *starts, Buf *sizes, Buf *kept, Py_ssize_t *fed,
-                    Py_ssize_t *head_len, int *full)
+                    size_t max_line, size_t chunk, int sniff, size_t max_rows, Buf *starts, Buf *sizes, Buf *kept,
+                    Py_ssize_t *fed, Py_ssize_t *head_len, int *full)
 {
     for (Py_ssize_t k = 0; k < m; k++) {
         size_t len;
