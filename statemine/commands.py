@@ -120,19 +120,23 @@ def read_inputs(
     selections: Sequence[str] = (),
     client: Client | None = None,
     digests: ReadDigests | None = None,
+    listed: Sequence[str] | None = None,
 ) -> TraceSet:
     """Read ``inputs`` (:func:`statemine.parse.inputs.read_files`), label every trace with
     ``labels``, and keep the traces matching every ``LABEL=VALUE`` of ``selections``. A
     trace store (:mod:`statemine.store`; given alone) is read with its partitions pruned to
     the selections, its files on ``client``'s Dask workers when given. ``digests``: where
-    files are read (:func:`statemine.parse.read`'s; not for a store)."""
+    files are read (:func:`statemine.parse.read`'s; not for a store); ``listed``: the files
+    ``inputs`` stand for when listed already (:func:`statemine.parse.expand_files`)."""
     store = _store_input(inputs, required=client is not None)
     if store is not None:
         from .store import read_store
 
         ts = read_store(store, selection_pairs(selections), mapper=_mapper(client, read))
         return ts.with_labels(**labels) if labels else ts
-    return read_files(inputs, read, labels=labels, selections=selections, digests=digests)
+    return read_files(
+        inputs, read, labels=labels, selections=selections, digests=digests, listed=listed
+    )
 
 
 def read_to_file(
@@ -261,7 +265,10 @@ def infer_to_dir(
     else:
         from .stats.summary import summarize
 
-        ts = read_inputs(inputs, read, selections=selections, digests=read_digests)
+        # a folder walked once: the listing made for the streamed path is handed on
+        ts = read_inputs(
+            inputs, read, selections=selections, digests=read_digests, listed=files or None
+        )
         if read_digests is not None:  # the files not hashed as read: beside the statistics
             digests = _in_background(input_digests, paths, read_digests.records())
             read_digests = None
@@ -330,20 +337,21 @@ def _infer_notes(states: dict, dwell: str) -> list[str]:
 
 def _streamable(
     inputs: Inputs, fmt: str, regexes: Sequence[str] | None, selections: Sequence[str]
-) -> list[Path]:
-    """The input files when they may be statemine logs needing no trace selection, so the
+) -> list[str]:
+    """The input files (as :func:`statemine.parse.expand_files` lists them: strings, no
+    Path a file) when they may be statemine logs needing no trace selection, so the
     statistics can be streamed (:mod:`statemine.stats.stream`); else an empty list. With
     ``fmt`` "auto" the scan itself tells (:func:`_summarize_streamed`'s ``sniff``): no
     read of each file beforehand."""
-    from .parse import expand_paths
+    from .parse import expand_files
 
     if regexes or selections or fmt not in ("auto", "statemine"):
         return []
-    return expand_paths(inputs)
+    return expand_files(inputs)
 
 
 def _summarize_streamed(
-    files: list[Path],
+    files: list[str],
     stats: StatsOptions,
     progress: bool,
     digests: ReadDigests | None = None,

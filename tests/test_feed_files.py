@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -338,3 +342,117 @@ def test_feed_files_opens_names_of_every_shape(tmp_path, monkeypatch):
     assert scan.take() == fed_one_by_one(names)[0]
     got = Scanner().feed_files(["sub/b.log", "gone/b.log"], 0, MAX_LINE, CHUNK, True, 1 << 30)
     assert got[:2] == (1, sl._FF_FALLBACK) and got[4] is None
+
+
+def _closes_range(call: str, fd: int) -> bool:
+    """Whether strace's line ``call`` is a ``close_range`` that closed ``fd``."""
+    found = re.match(r"close_range\((\d+), (\d+), 0\)\s*= 0", call)
+    return found is not None and int(found[1]) <= fd <= int(found[2])
+
+
+def test_a_small_log_costs_openat_one_read_and_close(tmp_path):
+    """Syscalls a small file (strace, counted in a child): one ``openat``, one ``read`` (a
+    short read ends a regular file: no read that finds the end), closed with the others of
+    its batch (one ``close_range`` when their numbers run on); a file that fills the 64 KiB
+    head is read on to its end (the Python side takes it)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed: the syscalls cannot be counted")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(20):
+        (logs / f"c{i:02d}.log").write_text(f"STATEMINE t={i} conn={i} state=Open\n" * 40)
+    big = tmp_path / "big.log"
+    big.write_bytes(b"STATEMINE t=1 conn=b state=Open\n" * 4096)  # 128 KiB: over the head
+    code = (
+        "import sys\n"
+        "from statemine.parse import statemine_log as sl\n"
+        "from statemine.parse._linescan import Scanner\n"
+        "files = sys.argv[1:]\n"
+        "out = Scanner(max_time=sl.MAX_TIME_S).feed_files(files, 0, 1 << 20, 16 << 20, True, 1 << 16)\n"
+        "print(out[0], out[1], len(out[4] or b''))\n"
+    )
+    files = [*sorted(str(f) for f in logs.iterdir()), str(big)]
+    trace = tmp_path / "trace.txt"
+    run = subprocess.run(
+        [
+            strace,
+            "-f",
+            "-e",
+            "trace=openat,read,close,close_range",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            code,
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.split() == ["20", str(sl._FF_FALLBACK), "65536"]
+    calls = [re.sub(r"^\d+\s+", "", c) for c in trace.read_text().splitlines()]  # no pid
+    per_file = {}
+    for f in files:
+        name = os.path.basename(f)
+        opens = [i for i, c in enumerate(calls) if c.startswith("openat(") and f'"{name}"' in c]
+        assert len(opens) == 1, (name, opens)  # opened once, relative to its folder
+        fd = calls[opens[0]].rsplit("= ", 1)[1].strip()
+        reads = 0
+        for c in calls[opens[0] + 1 :]:
+            if c.startswith(f"close({fd})") or _closes_range(c, int(fd)):
+                break
+            reads += c.startswith(f"read({fd},")
+        per_file[name] = reads
+    assert per_file.pop("big.log") == 1  # the head filled: the Python side reads on
+    assert set(per_file.values()) == {1}, per_file
+    assert sum(c.startswith("close_range(") for c in calls) >= 1
+
+
+def test_names_checked_at_once_escape_as_one_by_one():
+    """The joined-ASCII shortcuts (source names, a run's names, the lab-run check) give
+    what the call a name gave, with non-UTF-8 names and a newline inside a name."""
+    from statemine.escape import name_text
+    from statemine.parse.repeats import RUN_TRACES, _may_name_a_run
+
+    odd = os.fsdecode(b"run\xff.log")
+    for names in (["a.log", "b.log"], ["a.log", odd], [odd], ["é.log", "b.log"], []):
+        assert sl._name_texts(list(names)) == [name_text(n) for n in names]
+        files = [f"dir/{n}" for n in names]
+        assert _source_names(files) == {f: name_text(n) for f, n in zip(files, names)}
+    for files in (
+        ["a/b.log"],
+        ["runs/1/traces.parquet"],
+        ["x/a.log", "runs/1/traces.parquet", "y.log"],
+        [Path("runs/1/traces.parquet")],
+        ["xtraces.parquet"],
+        ["traces.parquet.log"],
+        [],
+    ):
+        assert _may_name_a_run(files) == any(os.fspath(f).endswith(RUN_TRACES) for f in files)
+    assert _may_name_a_run(["a/traces.parquet\nb.log"])  # needless True: only a shortcut
+
+
+def test_feed_files_closes_every_file_and_no_other(tmp_path):
+    """Each file read is closed, at the end of its batch, also where other descriptors sit
+    between its numbers (closed one by one then) and when a file stops the call; the
+    caller's own descriptors stay open."""
+    files = [str(f) for f in write_logs(tmp_path, np.random.default_rng(12), 150)]
+    (tmp_path / "empty.log").write_text("no lines\n")
+    before = set(os.listdir("/proc/self/fd"))
+    holes = [os.open(files[0], os.O_RDONLY) for _ in range(6)]
+    for fd in holes[::2]:
+        os.close(fd)  # gaps below: the scan's descriptors do not run on
+    kept = holes[1::2]
+    try:
+        for paths in (files, [*files[:70], str(tmp_path / "empty.log"), *files[70:]]):
+            scan = Scanner(max_time=sl.MAX_TIME_S)
+            at, status, *_ = scan.feed_files(paths, 0, MAX_LINE, CHUNK, True, 1 << 30)
+            assert (at, status) in ((len(files), sl._FF_OK), (70, sl._FF_FALLBACK))
+            assert set(os.listdir("/proc/self/fd")) == before | {str(fd) for fd in kept}
+        for fd in kept:
+            assert os.fstat(fd).st_size == os.path.getsize(files[0])
+    finally:
+        for fd in kept:
+            os.close(fd)

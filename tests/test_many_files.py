@@ -313,3 +313,62 @@ def test_rows_grouped_by_trace_already_are_not_sorted(tmp_path, monkeypatch, one
     sorts.clear()
     assert_same_set(statemine.read(files), want)
     assert sorts == [sum(len(f.read_text().splitlines()) for f in files)]
+
+
+def test_infer_walks_a_folder_once(tmp_path, monkeypatch):
+    """``infer`` lists a folder for the streamed path; when a file is not a statemine log
+    (here qlog: read whole instead) that listing is handed to ``read``, not made again."""
+    from pathlib import Path
+
+    from statemine import parse
+    from statemine.commands import infer_to_dir
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_logs(logs, np.random.default_rng(5), 3)
+    qlog = Path(__file__).parent / "data" / "qlog" / "draft01.qlog"
+    (logs / "zz.qlog").write_bytes(qlog.read_bytes())
+    want = infer_to_dir(list(parse.expand_files(logs)))
+    walked: list[str] = []
+    real = parse._folder_files
+
+    def counting(top, seen):
+        walked.append(top)
+        return real(top, seen)
+
+    monkeypatch.setattr(parse, "_folder_files", counting)
+    got = infer_to_dir(logs)
+    assert walked == [str(logs)]
+    assert got.n_traces == want.n_traces and got.n_events == want.n_events
+    for key in want.states:
+        assert np.array_equal(got.states[key], want.states[key]), key
+
+
+def test_read_qlog_files_takes_one_iterable_of_triples_a_file_at_a_time():
+    """``read_qlog_files`` takes ``(path, source, bytes)`` per file from one iterable (was
+    three parallel ones split with ``itertools.tee``), asked for the next file only once
+    the last is read; bytes given are read instead of the file. Equal to each file's
+    ``read_qlog`` joined."""
+    from pathlib import Path
+
+    from statemine.parse.qlog import read_qlog, read_qlog_files
+
+    data = Path(__file__).parent / "data" / "qlog"
+    files = [data / n for n in ("draft00.qlog", "draft01.qlog", "draft02.qlog")]
+    # the second file's bytes handed over under a path that does not exist: never opened
+    paths = [files[0], files[1].with_name("gone.qlog"), files[2]]
+    done: list[Path] = []
+    given: list[Path] = []
+
+    def triples():
+        for k, (f, path) in enumerate(zip(files, paths)):
+            assert done == given  # the file before this one was read to its end first
+            given.append(path)
+            yield path, f"s{k}", f.read_bytes() if k == 1 else None
+
+    got, skipped = read_qlog_files(triples(), on_file=done.append)
+    assert skipped == [] and done == paths
+    want = concat([read_qlog(f, source=f"s{k}") for k, f in enumerate(files)])
+    assert got is not None
+    pd.testing.assert_frame_equal(got.events, want.events)
+    assert got.traces["trace"].tolist() == want.traces["trace"].tolist()

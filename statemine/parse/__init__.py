@@ -18,7 +18,6 @@ parquet    a trace set saved by :func:`statemine.save`                  :mod:`st
 from __future__ import annotations
 
 import errno
-import itertools
 import operator
 import os
 import stat
@@ -65,6 +64,7 @@ def read(
     progress: bool = False,
     strict: bool = False,
     digests: ReadDigests | None = None,
+    listed: Sequence[str] | None = None,
 ) -> TraceSet:
     """Read log files (or folders of them) into one :class:`TraceSet`.
 
@@ -81,12 +81,15 @@ def read(
     warning naming it, unless ``strict``; nothing usable at all is an error. ``digests``:
     where the sha256 of the small plain qlog files read whole (each opened and read once,
     under ``auto``) is recorded (for provenance.json: not read again); other files are not.
+    ``listed``: the files ``paths`` stand for as :func:`expand_files` lists them, when the
+    caller has listed them already (a folder is not walked again).
     """
     if format not in FORMATS:
         raise UsageError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     from .repeats import drop_repeated_runs, refuse_shared_ids
 
-    files, notes = drop_repeated_runs(expand_files(paths))  # strings: no Path a file
+    # strings: no Path a file
+    files, notes = drop_repeated_runs(expand_files(paths) if listed is None else listed)
     if format == "auto" and regex:
         format = "regex"
     if format == "regex":
@@ -138,18 +141,16 @@ def read(
                     from .qlog import read_qlog_files
 
                     # each file sniffed just before it is read (the run's end found as it
-                    # goes): a small one's bytes held once, never the folder's
-                    by_path, by_name, by_data = itertools.tee(found.items(digests), 3)
+                    # goes): a small one's bytes held once, never the folder's; one
+                    # iterable of (path, source, bytes), taken a file at a time
                     joined, empty = read_qlog_files(
-                        (Path(f) for f, _ in by_path),
-                        (sources[f] for f, _ in by_name),
+                        ((Path(f), sources[f], data) for f, data in found.items(digests)),
                         names=names,
                         implementation=implementation,
                         derive_states=derive_states,
                         skip_empty=not strict,
                         # no stat of every file when advance does nothing
                         on_file=(lambda f: advance(_size(f))) if progress else _nothing,
-                        contents=(data for _, data in by_data),
                     )
                     at += len(found.listed)
                     if joined is not None:
@@ -597,6 +598,8 @@ def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     files = list(files)
     names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
     if len(set(names)) == len(names):  # no two alike (a folder's files): no count
+        if "".join(names).isascii():  # nothing to escape: one check, not one call a name
+            return dict(zip(files, names))
         return dict(zip(files, map(name_text, names)))
     clash = Counter(names)
     return {f: name_text(n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Error codes (mirrored in statemine_log.py). */
@@ -1158,9 +1159,55 @@ static int ffdir_at(FFDir *d, const char *path, const char **name)
     return d->fd;
 }
 
+/* The descriptors of files read and not yet closed: closed together (ffclose_flush), each
+ * run of consecutive numbers in one close_range(2) (every number of such a run is one of
+ * these, so no other descriptor is closed), the rest one by one. Up to FF_BATCH files cost
+ * a few system calls instead of one a file (about 0.3 us a file); another thread's
+ * descriptor among the numbers only splits a run. */
+typedef struct {
+    int fd[FF_BATCH];
+    int n;
+} FFClose;
+
+static void ffclose_flush(FFClose *c)
+{
+    int *fd = c->fd, n = c->n;
+    for (int i = 1; i < n; i++) { /* insertion sort: they come mostly ascending */
+        int v = fd[i], j = i;
+        for (; j > 0 && fd[j - 1] > v; j--)
+            fd[j] = fd[j - 1];
+        fd[j] = v;
+    }
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && fd[j] == fd[j - 1] + 1)
+            j++;
+#ifdef SYS_close_range
+        if (j - i > 1 && syscall(SYS_close_range, (unsigned)fd[i], (unsigned)fd[j - 1], 0) == 0) {
+            i = j;
+            continue;
+        }
+#endif
+        for (; i < j; i++)
+            close(fd[i]);
+    }
+    c->n = 0;
+}
+
+static void ffclose_add(FFClose *c, int fd)
+{
+    if (c->n == FF_BATCH)
+        ffclose_flush(c);
+    c->fd[c->n++] = fd;
+}
+
 /* Read the file at `path` into buf (at most cap bytes): 0 and *n, or -1 when it cannot be
- * opened or read. *n == cap means there may be more. */
-static int ff_read(FFDir *dir, const char *path, char *buf, size_t cap, size_t *n)
+ * opened or read; the descriptor goes to pending (closed with the batch's others). *n == cap
+ * means there may be more. A read that returns fewer bytes than asked ends the file: the
+ * files are regular ones (the folder walk and stat_input list no other kind), where read(2)
+ * is short only at the end, so a small file costs openat and one read (no read that finds
+ * the end: about 0.2 us a file, 2,000 syscalls for a folder of 2,000 logs). */
+static int ff_read(FFDir *dir, const char *path, char *buf, size_t cap, size_t *n, FFClose *pending)
 {
     const char *name;
     int at = ffdir_at(dir, path, &name), fd;
@@ -1171,18 +1218,21 @@ static int ff_read(FFDir *dir, const char *path, char *buf, size_t cap, size_t *
         return -1;
     size_t got = 0;
     while (got < cap) {
-        ssize_t r = read(fd, buf + got, cap - got);
+        size_t want = cap - got;
+        ssize_t r = read(fd, buf + got, want);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            close(fd);
+            ffclose_add(pending, fd);
             return -1;
         }
         if (r == 0)
             break;
         got += (size_t)r;
+        if ((size_t)r < want)
+            break; /* short: the end of a regular file */
     }
-    close(fd);
+    ffclose_add(pending, fd);
     *n = got;
     return 0;
 }
@@ -1204,13 +1254,13 @@ static int ff_takes(const char *buf, size_t len, int sniff)
  * Python side (FF_FALLBACK; *head_len: its bytes in buf, -1 when it could not be read), at
  * a file with a bad line (FF_ERROR; self->err) or without a line (FF_NO_LINES), or after
  * the file whose rows reach max_rows or whose bytes bring kept to chunk bytes (*full). */
-static int ff_batch(Scanner *self, FFDir *dir, PyObject *const *enc, Py_ssize_t m, char *buf, size_t max_line,
-                    size_t chunk, int sniff, size_t max_rows, Buf *starts, Buf *sizes, Buf *kept, Py_ssize_t *fed,
-                    Py_ssize_t *head_len, int *full)
+static int ff_batch(Scanner *self, FFDir *dir, FFClose *pending, PyObject *const *enc, Py_ssize_t m, char *buf,
+                    size_t max_line, size_t chunk, int sniff, size_t max_rows, Buf *starts, Buf *sizes, Buf *kept,
+                    Py_ssize_t *fed, Py_ssize_t *head_len, int *full)
 {
     for (Py_ssize_t k = 0; k < m; k++) {
         size_t len;
-        if (ff_read(dir, PyBytes_AS_STRING(enc[k]), buf, FF_HEAD, &len))
+        if (ff_read(dir, PyBytes_AS_STRING(enc[k]), buf, FF_HEAD, &len, pending))
             return FF_FALLBACK;
         if (len >= FF_HEAD || len > chunk || !ff_takes(buf, len, sniff)) {
             *head_len = (Py_ssize_t)len; /* handed to the Python side: not read again */
@@ -1271,6 +1321,7 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
     Py_ssize_t n_files = PySequence_Fast_GET_SIZE(seq), at = start, head_len = -1;
     Buf starts = {0}, sizes = {0}, kept = {0};
     FFDir dir = {-1, NULL, 0};
+    FFClose pending = {.n = 0};
     char *buf = NULL;
     if (start < 0 || start > n_files) {
         PyErr_SetString(PyExc_IndexError, "start out of range");
@@ -1301,9 +1352,10 @@ static PyObject *Scanner_feed_files(Scanner *self, PyObject *args)
         self->busy = 1;
         reset_err(self);
         Py_BEGIN_ALLOW_THREADS
-        status = ff_batch(self, &dir, enc, m, buf, max_line < 0 ? (size_t)-1 : (size_t)max_line,
+        status = ff_batch(self, &dir, &pending, enc, m, buf, max_line < 0 ? (size_t)-1 : (size_t)max_line,
                           chunk < 0 ? 0 : (size_t)chunk, sniff, max_rows < 0 ? 0 : (size_t)max_rows, &starts, &sizes,
                           keep ? &kept : NULL, &fed, &head_len, &full);
+        ffclose_flush(&pending); /* every file of the batch closed before the GIL is taken */
         Py_END_ALLOW_THREADS
         self->busy = 0;
         while (m > 0)

@@ -56,11 +56,13 @@ def read_files(
     labels: dict[str, str] | None = None,
     selections: Sequence[str] = (),
     digests: ReadDigests | None = None,
+    listed: Sequence[str] | None = None,
 ) -> TraceSet:
     """Read ``inputs`` (files or folders, not a store) with :func:`statemine.parse.read`
     and ``read``'s options, label every trace with ``labels``, and keep the traces matching
     every ``LABEL=VALUE`` of ``selections`` (:func:`select_traces`); ``digests``: as
-    :func:`statemine.parse.read`'s."""
+    :func:`statemine.parse.read`'s; ``listed``: its files as
+    :func:`statemine.parse.expand_files` lists them, when listed already (not walked again)."""
     from . import read as parse_read
 
     names = None
@@ -83,6 +85,7 @@ def read_files(
         progress=read.progress,
         strict=read.strict,
         digests=digests,
+        listed=listed,
     )
     return select_traces(ts, selections, " ".join(map(str, paths)))
 

@@ -71,13 +71,19 @@ def run_digest(run_dir: Path) -> str:
         raise InputError(where, None, f"cannot read the run to compare it: {exc}") from None
 
 
+def _may_name_a_run(files: Sequence[str | Path]) -> bool:
+    """False when no path of ``files`` ends in :data:`RUN_TRACES` (one search of them
+    joined, not one call a path; a newline inside a name may give a needless True)."""
+    return (RUN_TRACES + "\n") in ("\n".join(map(str, files)) + "\n")
+
+
 def drop_repeated_runs(files: Sequence[P]) -> tuple[list[P], list[str]]:
     """``files`` (paths or their strings) without the lab runs already listed (same run id,
     same content), and one note per pair of folders sharing runs, naming both.
 
     Raises :class:`InputError` naming both files when two runs share an id but differ.
     """
-    if not any(os.fspath(f).endswith(RUN_TRACES) for f in files):  # no lab run among them
+    if not _may_name_a_run(files):  # no lab run among them
         return list(files), []
     first: dict[str, Path] = {}
     digests: dict[Path, str] = {}

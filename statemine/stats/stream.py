@@ -77,7 +77,7 @@ def summarize_scanned(
     scanned: Iterable[ScannedBlock | ScanEnd],
     options: StatsOptions | None = None,
     *,
-    files: Sequence[Path] | None = None,
+    files: Sequence[str | Path] | None = None,
     **changes: Any,
 ) -> LogSummary:
     """:func:`summarize_logs` of the output of
@@ -93,7 +93,7 @@ def fold_scanned(
     scanned: Iterable[ScannedBlock | ScanEnd],
     options: StatsOptions = StatsOptions(),
     *,
-    files: Sequence[Path] | None = None,
+    files: Sequence[str | Path] | None = None,
     part: int = 0,
 ) -> PartialStats:
     """Fold scanned blocks into visits and count them (numpy only, no pandas): the

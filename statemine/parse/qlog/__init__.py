@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import itertools
 import json
 import os
 import re
@@ -141,8 +140,7 @@ def read_qlog(
     """
     path = Path(path)
     ts, _ = _read_files(
-        [path],
-        [source or name_text(path.name)],
+        [(path, source or name_text(path.name), None)],
         names,
         implementation,
         derive_states,
@@ -155,28 +153,26 @@ def read_qlog(
 
 
 def read_qlog_files(
-    paths: Iterable[Path],
-    sources: Iterable[str],
+    files: Iterable[tuple[Path, str, bytes | None]],
     *,
     names: Mapping[str, str] | None = None,
     implementation: str | None = None,
     derive_states: bool = False,
     skip_empty: bool = True,
     on_file: Callable[[Path], object] = lambda _path: None,
-    contents: Iterable[bytes | None] | None = None,
 ) -> tuple[TraceSet | None, list[str]]:
-    """Several qlog files (``sources``: their names in trace ids) as one TraceSet, equal to
-    their :func:`read_qlog` sets joined (:func:`statemine.traces.concat`, warnings in file
-    order) but built once: each file's rows are gathered in plain lists and arrays, so a
-    file costs its events and no frames of its own. With ``skip_empty`` a file without
-    congestion data is left out and its :class:`NoCongestionData` message returned (the
-    set is None when no file had any); else it is raised. ``on_file(path)`` is called
-    after each file. ``contents``: beside each path, the plain file's bytes when the
-    caller has read it whole already (None: it is opened here); the three are taken in
-    step, one file at a time, so they may be lazy iterators."""
+    """Several qlog files as one TraceSet, equal to their :func:`read_qlog` sets joined
+    (:func:`statemine.traces.concat`, warnings in file order) but built once: each file's
+    rows are gathered in plain lists and arrays, so a file costs its events and no frames
+    of its own. With ``skip_empty`` a file without congestion data is left out and its
+    :class:`NoCongestionData` message returned (the set is None when no file had any);
+    else it is raised. ``on_file(path)`` is called
+    after each file. ``files``: per file, ``(path, source, content)``: its path, its name
+    in trace ids and the plain file's bytes when the caller has read it whole already
+    (None: it is opened here); taken one file at a time, so it may be a lazy iterator
+    (each file's bytes held while that file is read)."""
     return _read_files(
-        paths,
-        sources,
+        files,
         names,
         implementation,
         derive_states,
@@ -184,13 +180,11 @@ def read_qlog_files(
         DEFAULT_MAX_DOCUMENT_BYTES,
         skip_empty=skip_empty,
         on_file=on_file,
-        contents=contents,
     )
 
 
 def _read_files(
-    paths: Iterable[Path],
-    sources: Iterable[str],
+    files: Iterable[tuple[Path, str, bytes | None]],
     names: Mapping[str, str] | None,
     implementation: str | None,
     derive_states: bool,
@@ -199,7 +193,6 @@ def _read_files(
     *,
     skip_empty: bool,
     on_file: Callable[[Path], object] = lambda _path: None,
-    contents: Iterable[bytes | None] | None = None,
 ) -> tuple[TraceSet | None, list[str]]:
     """:func:`read_qlog_files` (and :func:`read_qlog`, one file): each file through the
     bounded walk (:func:`_walk`, long connections spilled to one temporary folder and
@@ -208,10 +201,8 @@ def _read_files(
     gather = _Gather(overrides, derive_states)
     metas: list[dict[str, str]] = []
     skipped: list[str] = []
-    files = zip(paths, sources, strict=True)  # taken first: contents is asked only after
-    datas = itertools.repeat(None) if contents is None else contents
     with tempfile.TemporaryDirectory(prefix="statemine-qlog-") as folder:
-        for (path, source), content in zip(files, datas):
+        for path, source, content in files:
             report = _Report(path)
             n_rows, n_connections, n_metrics = len(gather.rows), 0, 0
             walk = _walk(
