@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_synoptic_bounds import benchmark_module, codes_of, smallest_model
-from test_synoptic_regions import capture_log, refining
+from test_synoptic_regions import capture_log, failing, refining
 
 from statemine.infer.synoptic import exact, infer_log
-from statemine.infer.synoptic.bounds import node_lower_bound
+from statemine.infer.synoptic.bounds import node_lower_bound, type_lower_bounds
 from statemine.infer.synoptic.check import check_model
 from statemine.infer.synoptic.invariants import mine, mine_invariants
 from statemine.infer.synoptic.log import EventLog
@@ -205,3 +205,84 @@ def test_the_command_line_option_reaches_the_engine(tmp_path, monkeypatch):
             run_command("synoptic", [*base, f"--exactBudget={bad}"])
     with pytest.raises(UsageError, match="not supported with --engine synoptic-jar"):
         run_command("synoptic-jar", [*base, "--exactBudget=1"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(TINY, st.integers(0, 3), st.sampled_from([None, 0, 2]))
+def test_proved_bound_lies_between_the_pairwise_bound_and_the_smallest_model(traces, seed, slack):
+    """On tiny logs: the proved bound (per-type relaxed bounds, then CP-SAT's bound
+    under caps of the engine's groups plus ``slack`` or, None, caps that cut off no
+    smaller model) is at least the pairwise bound and at most the smallest model (every
+    partition enumerated), the engine's model and the polished one; with caps that cut
+    nothing and enough budget it is that smallest model."""
+    got = refining(traces)
+    if got is None or got[0].n_events > 6:
+        return
+    log, codes, bad, _sub = got
+    lows = type_lower_bounds(log, codes, bad)
+    model = infer_log(log, seed=seed).model
+    proved = exact.proved_bound(model, codes, bad, lows, 10.0, seed, 5.0, slack)
+    polished = exact.polish(model, codes, bad, 5.0, seed=seed)
+    smallest = smallest_model(log, codes)
+    assert node_lower_bound(log, codes, bad) <= proved.bound <= smallest
+    assert smallest <= polished.n_nodes <= model.n_nodes
+    if slack is None:
+        assert proved.bound == smallest
+    assert (proved.type_bounds >= lows).all()
+
+
+@pytest.mark.parametrize(
+    ("extra", "status", "capped"), [(0, "INFEASIBLE", None), (1, "OPTIMAL", 10)]
+)
+def test_a_bound_under_caps_that_bind_is_lowered_to_a_valid_one(extra, status, capped):
+    """The 12-event log whose smallest model (10 nodes, every partition enumerated)
+    needs one node more than the pairwise bound (9) in one type: under caps of the
+    pairwise bound CP-SAT finds no model (taken as is, an infinite bound), under one
+    more per type the minimum; :func:`exact.uncapped_bound` of either is 10, no more
+    than the smallest model.  (On logs of up to 8 events no random log was found where
+    the caps bind.)"""
+    got = refining([["d", "b", "a", "c"], ["b", "d", "a", "a", "b", "a"], ["a", "b"]])
+    assert got is not None
+    log, codes, bad, sub = got
+    lows = type_lower_bounds(log, codes, bad)
+    caps = np.where(lows > 0, lows + extra, 0)
+    found = exact.solve(log, free_runs(log, sub), caps, 10.0)
+    assert found.status == status
+    bound = float("inf") if status == "INFEASIBLE" else found.bound
+    assert capped is None or found.bound == capped
+    assert exact.uncapped_bound(bound, caps, lows) == 10 == smallest_model(log, codes)
+
+
+def test_uncapped_bound_takes_the_models_outside_the_caps_into_account():
+    """Types with bounds 2 and 3 (7 nodes with INITIAL and TERMINAL), caps 3 and 5: a
+    model outside them has at least 4 + 3 + 2 = 9 nodes (more than 3 of the first
+    type) or 2 + 6 + 2 = 10, so a capped bound of 12 gives 9, and a capped bound of 8
+    stays 8; a type without events (bound 0) never binds."""
+    lows, caps = np.array([2, 3, 0]), np.array([3, 5, 0])
+    assert exact.uncapped_bound(12, caps, lows) == 9
+    assert exact.uncapped_bound(8, caps, lows) == 8
+    assert exact.uncapped_bound(float("inf"), caps, lows) == 9
+
+
+def test_the_proved_bound_is_tighter_than_the_pairwise_one_on_named_logs(tmp_path):
+    """A 12-event log where the order within free runs binds: pairwise bound 9, CP-SAT
+    under caps of the pairwise bound alone finds no model (a bound that ignored the caps
+    would be wrong), the proved bound is 10, the smallest model (every partition
+    enumerated).  The 619-event two-capture log: pairwise 49, proved 51, the engine's
+    model (seed 1), which is therefore a smallest model."""
+    got = refining([["d", "b", "a", "c"], ["b", "d", "a", "a", "b", "a"], ["a", "b"]])
+    assert got is not None
+    log, codes, bad, sub = got
+    lows = type_lower_bounds(log, codes, bad)
+    assert exact.solve(log, free_runs(log, sub), lows, 10.0).status == "INFEASIBLE"
+    model = infer_log(log, seed=1).model
+    proved = exact.proved_bound(model, codes, bad, lows, 10.0, 1)
+    assert (int(lows.sum()) + 2, proved.bound, smallest_model(log, codes)) == (9, 10, 10)
+    log = capture_case(tmp_path, 600, 619, 49)
+    codes = codes_of(log, mine_invariants(log))
+    bad, _sub = failing(log, codes)
+    model = infer_log(log, seed=1).model
+    lows = type_lower_bounds(log, codes, bad)
+    proved = exact.proved_bound(model, codes, bad, lows, 5.0, 1, type_limit=5.0)
+    assert (proved.bound, model.n_nodes) == (51, 51)
+    assert proved.solved.status == "OPTIMAL"
