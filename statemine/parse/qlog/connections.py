@@ -27,6 +27,7 @@ from .vocabulary import (
     _METRIC_STRIDE,
     _METRICS,
     _MVFST,
+    _NO_DATA,
     _RECEIVED,
     _SENT,
     _STATE,
@@ -36,6 +37,7 @@ from .vocabulary import (
     _metrics,
     _pto_fired,
     _pto_state,
+    _scaled,
     _TraceContext,
 )
 
@@ -461,7 +463,21 @@ def _extract(
     where = f"trace {raw.index}"
     offset, per_second = ctx.offset, ctx.per_second
     for line, index, event in raw.events:
-        decoded = _decode(event, ctx)
+        # a tuple: a plain metrics record read in C (reading, _runscan.metrics_record):
+        # (time, the six metric columns as logged, pto_count), NaN where not logged
+        fast = event if type(event) is tuple else None
+        if fast is not None:
+            pto = fast[7]
+            decoded = (
+                fast[0],
+                ctx.delta,
+                _METRICS,
+                _NO_DATA if pto != pto else {"pto_count": pto},
+                ctx.group,
+                None,
+            )
+        else:
+            decoded = _decode(event, ctx)
         if decoded is None:
             if event != {} and event != []:  # empty events (draft-02 "{}", quictrace "[]")
                 report.warn(
@@ -538,7 +554,11 @@ def _extract(
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
             conn.summary.n_metrics += 1
-            values = _metrics(data, ctx.per_second, line, where, report)
+            values = (
+                _metrics(data, ctx.per_second, line, where, report)
+                if fast is None
+                else _scaled(*fast[1:7], ctx.per_second)
+            )
             conn.metrics.extend((seconds, conn.n_events, line, *values))
             conn.summary.note_window(seconds, values[0])
         if code is not None and code != _METRICS:

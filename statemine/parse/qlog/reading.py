@@ -23,9 +23,9 @@ from orjson import loads as _loads  # parses qlog records 5-6 times faster than 
 
 from ...errors import InputError
 from ..lines import read_error
-from ._runscan import run_count, scan_run
+from ._runscan import metrics_record, run_count, scan_run
 from .common import _object_at, _Report
-from .vocabulary import _CODE_WORDS, _TraceContext
+from .vocabulary import _CODE_WORDS, _METRIC_KEY_WORDS, _METRIC_TYPE_WORDS, _TraceContext
 
 _CHUNK_BYTES = 1 << 20
 #: ``.qlog`` documents larger than this (bytes on disk) are streamed (two passes, ijson)
@@ -749,6 +749,12 @@ def _sequential_traces(
                         kind="invalid record",
                     )
                     bad = None
+                # a plain metrics record: its time and columns read in C (a tuple; the
+                # Python path, orjson and vocabulary._metrics, is the reference)
+                fast = metrics_record(rec, _METRIC_TYPE_WORDS, _METRIC_KEY_WORDS)
+                if fast is not None:
+                    yield line + k, index + k, fast
+                    continue
                 try:
                     event = _loads(rec)
                 except ValueError as exc:
