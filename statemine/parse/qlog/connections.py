@@ -466,6 +466,7 @@ def _extract(
         # a tuple: a plain metrics record read in C (reading, _runscan.metrics_record):
         # (time, the six metric columns as logged, pto_count), NaN where not logged
         fast = event if type(event) is tuple else None
+        decoded: tuple[float, bool, int | None, dict, object, object] | None
         if fast is not None:
             pto = fast[7]
             decoded = (
@@ -557,7 +558,7 @@ def _extract(
             values = (
                 _metrics(data, ctx.per_second, line, where, report)
                 if fast is None
-                else _scaled(*fast[1:7], ctx.per_second)
+                else _scaled(fast[1:7], ctx.per_second)
             )
             conn.metrics.extend((seconds, conn.n_events, line, *values))
             conn.summary.note_window(seconds, values[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .common import _num, _object_at, _Report
@@ -309,20 +310,14 @@ def _metrics(
                 kind="metric not numeric",
             )
         append(value)
-    return _scaled(*values, per_second)
+    return _scaled(values, per_second)
 
 
-def _scaled(
-    cwnd: float,
-    inflight: float,
-    ssthresh: float,
-    srtt: float,
-    pacing: float,
-    bandwidth: float,
-    per_second: float,
-) -> tuple[float, ...]:
-    """The metric columns as kept: ssthresh of at least :data:`_NO_THRESHOLD` read as inf,
+def _scaled(values: Sequence[float], per_second: float) -> tuple[float, ...]:
+    """The metric columns as kept (``values``: cwnd, inflight, ssthresh, srtt, pacing rate,
+    bandwidth as logged): ssthresh of at least :data:`_NO_THRESHOLD` read as inf,
     srtt from the trace's time units to seconds."""
+    cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
         ssthresh = math.inf
     return cwnd, inflight, ssthresh, srtt / per_second, pacing, bandwidth
