@@ -462,9 +462,37 @@ def _extract(
     store = None if spill is None else _SpillStore(spill, raw.index)
     where = f"trace {raw.index}"
     offset, per_second = ctx.offset, ctx.per_second
+    own = None if ctx.group is None else str(ctx.group)  # the group of events naming none
     for line, index, event in raw.events:
         # a tuple: a plain metrics record read in C (reading, _runscan.metrics_record):
-        # (time, the six metric columns as logged, pto_count), NaN where not logged
+        # (time, the six metric columns as logged, pto_count), NaN where not logged. Taken
+        # here when it adds to a connection held in memory at a finite time: what the
+        # general path below does for it (the reference: tests/test_qlog_metrics_c.py)
+        if type(event) is tuple and not ctx.delta and spill is None:
+            conn = connections.get((aliases.get(own, own) if aliases and own else own, None))
+            seconds = (event[0] + offset) / per_second
+            if conn is not None and -MAX_TIME_S <= seconds <= MAX_TIME_S:
+                previous = conn
+                if seconds > conn.end:
+                    conn.end = seconds
+                if seconds < conn.start:
+                    conn.start = seconds
+                if seconds < conn.last:
+                    conn.unordered = True
+                conn.last = seconds
+                conn.n_events += 1
+                summary = conn.summary
+                count = event[7]
+                if count == count:
+                    count = -count if count > 0 and _in_handshake(conn) else count
+                    conn.pto_count.extend((seconds, conn.n_events, count))
+                    summary.n_pto_counts += 1
+                summary.n_metrics += 1
+                values = _scaled(event[1:7], per_second)
+                conn.metrics.extend((seconds, conn.n_events, line, *values))
+                if summary.pending:
+                    summary.note_window(seconds, values[0])
+                continue
         fast = event if type(event) is tuple else None
         decoded: tuple[float, bool, int | None, dict, object, object] | None
         if fast is not None:
