@@ -14,6 +14,7 @@ import orjson
 import pandas as pd
 import pytest
 
+from statemine.errors import InputError
 from statemine.parse.inputs import reader_warnings
 from statemine.parse.qlog import read_qlog, reading
 from statemine.parse.qlog._runscan import metrics_record
@@ -159,16 +160,13 @@ def test_metrics_record_values() -> None:
     assert fast[2] != fast[2] and fast[5] != fast[5]
 
 
-@pytest.mark.parametrize("derive", [False, True])
-def test_files_read_the_same_with_and_without_the_c_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derive: bool
-) -> None:
-    """A JSON-SEQ file of hostile metrics records among state events and packets reads the
-    same (events, traces, metrics, warnings) as with every record left to Python."""
-    rng = random.Random(7)
+def _hostile_file(path: Path, seed: int, first: int = 0, n: int = 3_000) -> Path:
+    """A JSON-SEQ file of hostile metrics records (:func:`_record`) among state events
+    (every 50th from ``first``) and packets."""
+    rng = random.Random(seed)
     lines = [json.dumps({"qlog_format": "JSON-SEQ", "trace": {"common_fields": {}}})]
     states = ["slow_start", "congestion_avoidance", "recovery"]
-    for i in range(3_000):
+    for i in range(first, first + n):
         if i % 50 == 0:
             data = {"new": rng.choice(states)}
             lines.append(json.dumps({"time": i, "name": "congestion_state_updated", "data": data}))
@@ -176,8 +174,26 @@ def test_files_read_the_same_with_and_without_the_c_reader(
             lines.append(json.dumps({"time": i, "name": "transport:packet_sent", "data": {}}))
         else:
             lines.append(_record(rng).decode().replace("\n", " "))
-    path = tmp_path / "hostile.sqlog"
     path.write_text("".join("\x1e" + line + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("derive", [False, True])
+@pytest.mark.parametrize("slice_rows", [None, 20])
+@pytest.mark.parametrize("first", [0, 1])
+def test_files_read_the_same_with_and_without_the_c_reader(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    derive: bool,
+    slice_rows: int | None,
+    first: int,
+) -> None:
+    """A JSON-SEQ file of hostile metrics records among state events and packets reads the
+    same (events, traces, metrics, warnings) as with every record left to Python; also
+    with the held events spilled every 20 and with metrics records before any other."""
+    if slice_rows is not None:
+        monkeypatch.setattr("statemine.parse.qlog._SLICE_ROWS", slice_rows)
+    path = _hostile_file(tmp_path / "hostile.sqlog", 7 + first, first)
     calls = []
 
     def counted(*args: object) -> tuple[float, ...] | None:
@@ -196,3 +212,23 @@ def test_files_read_the_same_with_and_without_the_c_reader(
     pd.testing.assert_frame_equal(fast.metrics, slow.metrics)
     assert fast.meta == slow.meta
     assert reader_warnings(fast) == reader_warnings(slow)
+
+
+def test_a_time_out_of_range_is_the_same_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metrics record read in C whose time is past any clock's, amid a run of them:
+    the error the Python path raises."""
+    records = [
+        {"time": t, "name": "metrics_updated", "data": {"cwnd": 10 * k}}
+        for k, t in enumerate([1, 2, 3, 1e300, 5, 6])
+    ]
+    records.insert(0, {"time": 0, "name": "congestion_state_updated", "data": {"new": "x"}})
+    path = tmp_path / "far.sqlog"
+    path.write_text("".join(f"\x1e{json.dumps(r)}\n" for r in [{"trace": {}}, *records]))
+    with pytest.raises(InputError) as fast:
+        read_qlog(path)
+    monkeypatch.setattr(reading, "metrics_record", lambda *args: None)
+    with pytest.raises(InputError) as slow:
+        read_qlog(path)
+    assert str(fast.value) == str(slow.value) and "event 4" in str(fast.value)

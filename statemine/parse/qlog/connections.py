@@ -21,13 +21,14 @@ from ..statenames import (
 )
 from ..timerange import MAX_TIME_S, time_problem
 from .common import _num, _object_at, _Report, _token
-from .reading import _RawTrace
+from .reading import _MetricsRun, _RawTrace
 from .vocabulary import (
     _LOSS,
     _METRIC_STRIDE,
     _METRICS,
     _MVFST,
     _NO_DATA,
+    _NO_THRESHOLD,
     _RECEIVED,
     _SENT,
     _STATE,
@@ -463,36 +464,56 @@ def _extract(
     where = f"trace {raw.index}"
     offset, per_second = ctx.offset, ctx.per_second
     own = None if ctx.group is None else str(ctx.group)  # the group of events naming none
-    for line, index, event in raw.events:
+    # records of a run for the general path (a record, then the rest of its run), reversed
+    pending: list[tuple[int, int, object]] = []
+
+    def events() -> Iterator[tuple[int, int, object]]:
+        for each in raw.events:
+            yield each
+            while pending:
+                yield pending.pop()
+
+    for line, index, event in events():
+        if type(event) is _MetricsRun:
+            # plain metrics records read in C (reading, _runscan.metrics_record): those
+            # adding to a connection held in memory at finite times taken here at once
+            # (what the general path below does for each); the first other one goes to
+            # the general path, then the rest of the run comes back here
+            run = event
+            if run.seconds is None:
+                run.seconds = [(v[0] + offset) / per_second for v in run.values]
+            if ctx.delta:
+                conn = None
+            else:
+                conn = connections.get((aliases.get(own, own) if aliases and own else own, None))
+            first, times = run.start, run.seconds
+            if conn is not None:
+                # at most up to the next flush of the held events, as the general path
+                last = len(times) if spill is None else min(len(times), first + spill_events - held)
+                stop = first
+                while stop < last and -MAX_TIME_S <= times[stop] <= MAX_TIME_S:
+                    stop += 1
+                if stop > first:
+                    previous = conn
+                    _add_metrics(conn, run, stop, per_second)
+                    run.start = stop
+                    if spill is not None:
+                        held += stop - first
+                        if held >= spill_events:
+                            assert store is not None
+                            _spill(list(connections.values()), store, spill_events >> 8)
+                            held = 0
+            if run.start < len(times):
+                if run.start == first:  # this record to the general path, then the rest
+                    run.start += 1
+                    if run.start < len(times):
+                        pending.append((run.lines[run.start], run.indices[run.start], run))
+                    pending.append((run.lines[first], run.indices[first], run.values[first]))
+                else:  # the rest of the run comes back
+                    pending.append((run.lines[run.start], run.indices[run.start], run))
+            continue
         # a tuple: a plain metrics record read in C (reading, _runscan.metrics_record):
-        # (time, the six metric columns as logged, pto_count), NaN where not logged. Taken
-        # here when it adds to a connection held in memory at a finite time: what the
-        # general path below does for it (the reference: tests/test_qlog_metrics_c.py)
-        if type(event) is tuple and not ctx.delta and spill is None:
-            conn = connections.get((aliases.get(own, own) if aliases and own else own, None))
-            seconds = (event[0] + offset) / per_second
-            if conn is not None and -MAX_TIME_S <= seconds <= MAX_TIME_S:
-                previous = conn
-                if seconds > conn.end:
-                    conn.end = seconds
-                if seconds < conn.start:
-                    conn.start = seconds
-                if seconds < conn.last:
-                    conn.unordered = True
-                conn.last = seconds
-                conn.n_events += 1
-                summary = conn.summary
-                count = event[7]
-                if count == count:
-                    count = -count if count > 0 and _in_handshake(conn) else count
-                    conn.pto_count.extend((seconds, conn.n_events, count))
-                    summary.n_pto_counts += 1
-                summary.n_metrics += 1
-                values = _scaled(event[1:7], per_second)
-                conn.metrics.extend((seconds, conn.n_events, line, *values))
-                if summary.pending:
-                    summary.note_window(seconds, values[0])
-                continue
+        # (time, the six metric columns as logged, pto_count), NaN where not logged
         fast = event if type(event) is tuple else None
         decoded: tuple[float, bool, int | None, dict, object, object] | None
         if fast is not None:
@@ -627,6 +648,41 @@ def _extract(
         for conn in connections.values():
             conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
+
+
+def _add_metrics(conn: _Connection, run: _MetricsRun, stop: int, per_second: float) -> None:
+    """Add the metrics updates ``run.start`` to ``stop`` of ``run`` (times in range) to
+    ``conn`` as :func:`_extract`'s general path adds each (:func:`.vocabulary._scaled`:
+    ssthresh of 2^62 or more read as inf, srtt in seconds)."""
+    start, seconds = run.start, run.seconds
+    assert seconds is not None
+    summary, rows = conn.summary, conn.metrics
+    last, n = conn.last, conn.n_events
+    for time, values, line in zip(
+        seconds[start:stop], run.values[start:stop], run.lines[start:stop], strict=True
+    ):
+        if time > conn.end:
+            conn.end = time
+        if time < conn.start:
+            conn.start = time
+        if time < last:
+            conn.unordered = True
+        last = time
+        n += 1
+        count = values[7]
+        if count == count:
+            # a count of the handshake's PTOs is kept negative (derive.HANDSHAKE_PTO)
+            count = -count if count > 0 and _in_handshake(conn) else count
+            conn.pto_count.extend((time, n, count))
+            summary.n_pto_counts += 1
+        cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values[1:7]
+        if ssthresh >= _NO_THRESHOLD:
+            ssthresh = math.inf
+        rows.extend((time, n, line, cwnd, inflight, ssthresh, srtt / per_second, pacing, bandwidth))
+        if summary.pending:
+            summary.note_window(time, cwnd)
+    conn.last, conn.n_events = last, n
+    summary.n_metrics += stop - start
 
 
 def _held(conn: _Connection) -> int:
