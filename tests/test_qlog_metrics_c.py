@@ -17,7 +17,7 @@ import pytest
 from statemine.errors import InputError
 from statemine.parse.inputs import reader_warnings
 from statemine.parse.qlog import read_qlog, reading
-from statemine.parse.qlog._runscan import metrics_record
+from statemine.parse.qlog._runscan import metrics_record, scan_run
 from statemine.parse.qlog.common import _num, _Report
 from statemine.parse.qlog.vocabulary import (
     _METRIC_KEY_WORDS,
@@ -232,3 +232,30 @@ def test_a_time_out_of_range_is_the_same_error(
     with pytest.raises(InputError) as slow:
         read_qlog(path)
     assert str(fast.value) == str(slow.value) and "event 4" in str(fast.value)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_own_words_found_anywhere_in_a_run(seed: int) -> None:
+    """scan_run's search for the words that keep a record from being only counted
+    (``"group_id"``, ``"path``, ``"time_format"``; 16 bytes at a time) finds one, or a
+    cut-off near miss, at any offset of a run, also in its last bytes, as the Python rule
+    (``_sorted_records``) does."""
+    rng = random.Random(seed)
+    words = [*reading._OWN_WORDS, b'"pat', b'"group_i', b'"time_forma', b'"g', b'"']
+    for _ in range(400):
+        n = rng.randrange(1, 12)
+        recs = [
+            b'{"time": %d, "name": "transport:packet_sent", "data": {"x": "%s"}}'
+            % (k, b"p" * rng.randrange(40))
+            for k in range(n)
+        ]
+        k = rng.randrange(n)
+        at = rng.randrange(len(recs[k]) + 1)
+        recs[k] = recs[k][:at] + rng.choice(words) + recs[k][at:]
+        run = b"".join(r + b"\n\x1e" for r in recs)[:-1]
+        count, lo, hi, parse = reading._sorted_records(recs, run, n)
+        got = scan_run(run, reading._CODE_WORDS, reading._OWN_WORDS)
+        assert got[1] == [k for k, p in enumerate(parse) if p], (run, got)
+        assert got[3] == count
+        if count:
+            assert (got[4], got[5]) == (lo, hi)
