@@ -21,12 +21,14 @@ from ..statenames import (
 )
 from ..timerange import MAX_TIME_S, time_problem
 from .common import _num, _object_at, _Report, _token
-from .reading import _RawTrace
+from .reading import _MetricsRun, _RawTrace
 from .vocabulary import (
     _LOSS,
     _METRIC_STRIDE,
     _METRICS,
     _MVFST,
+    _NO_DATA,
+    _NO_THRESHOLD,
     _RECEIVED,
     _SENT,
     _STATE,
@@ -36,6 +38,7 @@ from .vocabulary import (
     _metrics,
     _pto_fired,
     _pto_state,
+    _scaled,
     _TraceContext,
 )
 
@@ -460,8 +463,71 @@ def _extract(
     store = None if spill is None else _SpillStore(spill, raw.index)
     where = f"trace {raw.index}"
     offset, per_second = ctx.offset, ctx.per_second
-    for line, index, event in raw.events:
-        decoded = _decode(event, ctx)
+    own = None if ctx.group is None else str(ctx.group)  # the group of events naming none
+    # records of a run for the general path (a record, then the rest of its run), reversed
+    pending: list[tuple[int, int, object]] = []
+
+    def events() -> Iterator[tuple[int, int, object]]:
+        for each in raw.events:
+            yield each
+            while pending:
+                yield pending.pop()
+
+    for line, index, event in events():
+        if type(event) is _MetricsRun:
+            # plain metrics records read in C (reading, _runscan.metrics_record): those
+            # adding to a connection held in memory at finite times taken here at once
+            # (what the general path below does for each); the first other one goes to
+            # the general path, then the rest of the run comes back here
+            run = event
+            if run.seconds is None:
+                run.seconds = [(v[0] + offset) / per_second for v in run.values]
+            if ctx.delta:
+                conn = None
+            else:
+                conn = connections.get((aliases.get(own, own) if aliases and own else own, None))
+            first, times = run.start, run.seconds
+            if conn is not None:
+                # at most up to the next flush of the held events, as the general path
+                last = len(times) if spill is None else min(len(times), first + spill_events - held)
+                stop = first
+                while stop < last and -MAX_TIME_S <= times[stop] <= MAX_TIME_S:
+                    stop += 1
+                if stop > first:
+                    previous = conn
+                    _add_metrics(conn, run, stop, per_second)
+                    run.start = stop
+                    if spill is not None:
+                        held += stop - first
+                        if held >= spill_events:
+                            assert store is not None
+                            _spill(list(connections.values()), store, spill_events >> 8)
+                            held = 0
+            if run.start < len(times):
+                if run.start == first:  # this record to the general path, then the rest
+                    run.start += 1
+                    if run.start < len(times):
+                        pending.append((run.lines[run.start], run.indices[run.start], run))
+                    pending.append((run.lines[first], run.indices[first], run.values[first]))
+                else:  # the rest of the run comes back
+                    pending.append((run.lines[run.start], run.indices[run.start], run))
+            continue
+        # a tuple: a plain metrics record read in C (reading, _runscan.metrics_record):
+        # (time, the six metric columns as logged, pto_count), NaN where not logged
+        fast = event if type(event) is tuple else None
+        decoded: tuple[float, bool, int | None, dict, object, object] | None
+        if fast is not None:
+            pto = fast[7]
+            decoded = (
+                fast[0],
+                ctx.delta,
+                _METRICS,
+                _NO_DATA if pto != pto else {"pto_count": pto},
+                ctx.group,
+                None,
+            )
+        else:
+            decoded = _decode(event, ctx)
         if decoded is None:
             if event != {} and event != []:  # empty events (draft-02 "{}", quictrace "[]")
                 report.warn(
@@ -538,7 +604,11 @@ def _extract(
                 conn.summary.n_pto_counts += 1
         if code in (_METRICS, _MVFST):
             conn.summary.n_metrics += 1
-            values = _metrics(data, ctx.per_second, line, where, report)
+            values = (
+                _metrics(data, ctx.per_second, line, where, report)
+                if fast is None
+                else _scaled(fast[1:7], ctx.per_second)
+            )
             conn.metrics.extend((seconds, conn.n_events, line, *values))
             conn.summary.note_window(seconds, values[0])
         if code is not None and code != _METRICS:
@@ -578,6 +648,41 @@ def _extract(
         for conn in connections.values():
             conn.path = None  # one path: no suffix in the trace id (the label stays)
     return list(connections.values())
+
+
+def _add_metrics(conn: _Connection, run: _MetricsRun, stop: int, per_second: float) -> None:
+    """Add the metrics updates ``run.start`` to ``stop`` of ``run`` (times in range) to
+    ``conn`` as :func:`_extract`'s general path adds each (:func:`.vocabulary._scaled`:
+    ssthresh of 2^62 or more read as inf, srtt in seconds)."""
+    start, seconds = run.start, run.seconds
+    assert seconds is not None
+    summary, rows = conn.summary, conn.metrics
+    last, n = conn.last, conn.n_events
+    for time, values, line in zip(
+        seconds[start:stop], run.values[start:stop], run.lines[start:stop], strict=True
+    ):
+        if time > conn.end:
+            conn.end = time
+        if time < conn.start:
+            conn.start = time
+        if time < last:
+            conn.unordered = True
+        last = time
+        n += 1
+        count = values[7]
+        if count == count:
+            # a count of the handshake's PTOs is kept negative (derive.HANDSHAKE_PTO)
+            count = -count if count > 0 and _in_handshake(conn) else count
+            conn.pto_count.extend((time, n, count))
+            summary.n_pto_counts += 1
+        cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values[1:7]
+        if ssthresh >= _NO_THRESHOLD:
+            ssthresh = math.inf
+        rows.extend((time, n, line, cwnd, inflight, ssthresh, srtt / per_second, pacing, bandwidth))
+        if summary.pending:
+            summary.note_window(time, cwnd)
+    conn.last, conn.n_events = last, n
+    summary.n_metrics += stop - start
 
 
 def _held(conn: _Connection) -> int:

@@ -23,9 +23,9 @@ from orjson import loads as _loads  # parses qlog records 5-6 times faster than 
 
 from ...errors import InputError
 from ..lines import read_error
-from ._runscan import run_count, scan_run
+from ._runscan import metrics_record, run_count, scan_run
 from .common import _object_at, _Report
-from .vocabulary import _CODE_WORDS, _TraceContext
+from .vocabulary import _CODE_WORDS, _METRIC_KEY_WORDS, _METRIC_TYPE_WORDS, _TraceContext
 
 _CHUNK_BYTES = 1 << 20
 #: ``.qlog`` documents larger than this (bytes on disk) are streamed (two passes, ijson)
@@ -149,6 +149,23 @@ class _RawTrace:
     header: dict
     events: Iterable[tuple[int, int, object]]
     skipped: _Skipped | None = None  # events not parsed (filled while ``events`` is read)
+
+
+class _MetricsRun:
+    """Plain metrics records read in C (``_runscan.metrics_record``), one after another
+    among the records parsed: each one's line, event index and ``(time, the six metric
+    columns as logged, pto_count)``; ``seconds`` and ``start`` are for the reader of
+    the run (:func:`.connections._extract`: the times in seconds, the first record not
+    yet taken)."""
+
+    __slots__ = ("indices", "lines", "seconds", "start", "values")
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+        self.indices: list[int] = []
+        self.values: list[tuple[float, ...]] = []
+        self.seconds: list[float] | None = None
+        self.start = 0
 
 
 @dataclass
@@ -741,6 +758,10 @@ def _sequential_traces(
                 else:
                     pairs = enumerate(recs)
             bad_at = -1  # the record of ``recs`` that was not valid JSON
+            # plain metrics records: their times and columns read in C, handed on as a
+            # run of them (the Python path, orjson and vocabulary._metrics, is the
+            # reference); yielded before anything after them (warnings in log order)
+            run = _MetricsRun()
             for k, rec in pairs:
                 if bad is not None:
                     report.warn(
@@ -749,12 +770,23 @@ def _sequential_traces(
                         kind="invalid record",
                     )
                     bad = None
+                fast = metrics_record(rec, _METRIC_TYPE_WORDS, _METRIC_KEY_WORDS)
+                if fast is not None:
+                    run.lines.append(line + k)
+                    run.indices.append(index + k)
+                    run.values.append(fast)
+                    continue
+                if run.values:
+                    yield run.lines[0], run.indices[0], run
+                    run = _MetricsRun()
                 try:
                     event = _loads(rec)
                 except ValueError as exc:
                     bad, bad_at = (line + k, str(exc), len(rec)), k
                     continue
                 yield line + k, index + k, event
+            if run.values:
+                yield run.lines[0], run.indices[0], run
             if bad is not None and 0 <= bad_at < n_recs - 1:  # a record came after it
                 report.warn(
                     bad[0], f"record is not valid JSON ({bad[1]}); skipped", kind="invalid record"

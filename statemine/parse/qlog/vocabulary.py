@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .common import _num, _object_at, _Report
@@ -53,6 +54,14 @@ _STATE, _METRICS, _MVFST, _APP_LIMITED, _LOSS, _SPURIOUS, _TIMER, _CHROMIUM_AL, 
     range(10)
 )
 _METRIC_COLUMNS = ("cwnd", "inflight", "ssthresh", "srtt", "pacing_rate", "bandwidth")
+#: What ``_runscan.metrics_record`` reads a plain metrics record by: the event types
+#: (lower case, as :func:`_decode` looks them up) and each column's keys in order, then
+#: ``pto_count`` (the reference: :func:`_decode`, :func:`_metrics`; tests/test_qlog_metrics_c.py).
+_METRIC_TYPE_WORDS = tuple(sorted(t.encode() for t in _METRIC_TYPES))
+_METRIC_KEY_WORDS = (
+    *(tuple(k.encode() for k in keys) for keys in _METRIC_KEYS),
+    (b"pto_count",),
+)
 _METRIC_STRIDE = 3 + len(_METRIC_COLUMNS)
 # event_fields assumed when an array-events trace has none (draft-01 / draft-00 defaults)
 _NO_TIME_FIELDS = ("relative_time", "category", "event", "data")
@@ -301,6 +310,13 @@ def _metrics(
                 kind="metric not numeric",
             )
         append(value)
+    return _scaled(values, per_second)
+
+
+def _scaled(values: Sequence[float], per_second: float) -> tuple[float, ...]:
+    """The metric columns as kept (``values``: cwnd, inflight, ssthresh, srtt, pacing rate,
+    bandwidth as logged): ssthresh of at least :data:`_NO_THRESHOLD` read as inf,
+    srtt from the trace's time units to seconds."""
     cwnd, inflight, ssthresh, srtt, pacing, bandwidth = values
     if ssthresh >= _NO_THRESHOLD:
         ssthresh = math.inf
