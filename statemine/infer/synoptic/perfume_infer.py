@@ -40,12 +40,18 @@ taken from it.
    same-type node that keeps every invariant; it makes the pieces of long logs (the
    traces of short-trace logs longest first, :func:`longest_first`).
 
+7. Polishing (:func:`polish`): groups of 2-4 same-type nodes split into one node per
+   event and placed again by first fit (:func:`repack`), kept when the model is no
+   larger; a budget of merge checks per event (:func:`polish_budget`).  No pair of a
+   first-fit model's nodes can merge, but events can move between several nodes.
+
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
 events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
 attempts).  Longer logs are made piece by piece (:func:`infer_pieces`): runs of traces
 of about ``FIRST_FIT_EVENTS`` events, each modelled under the whole log's invariants and
 folded into the model before it while that has at most ``FOLD_NODES`` nodes, then put
-side by side, so the cost is linear in the events.  Deterministic for a seed.
+side by side, so the cost is linear in the events; every model is polished (each
+closed model of the pieces).  Deterministic for a seed.
 
 Cost, and its bounds.  Each refinement step checks every bound on the whole model
 (vectorised Bellman-Ford, O(rounds x edges x source types)), and coarsening tries
