@@ -40,12 +40,18 @@ taken from it.
    same-type node that keeps every invariant; it makes the pieces of long logs (the
    traces of short-trace logs longest first, :func:`longest_first`).
 
+7. Polishing (:func:`polish`): groups of 2-4 same-type nodes split into one node per
+   event and placed again by first fit (:func:`repack`), kept when the model is no
+   larger; a budget of merge checks per event (:func:`polish_budget`).  No pair of a
+   first-fit model's nodes can merge, but events can move between several nodes.
+
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
 events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
 attempts).  Longer logs are made piece by piece (:func:`infer_pieces`): runs of traces
 of about ``FIRST_FIT_EVENTS`` events, each modelled under the whole log's invariants and
 folded into the model before it while that has at most ``FOLD_NODES`` nodes, then put
-side by side, so the cost is linear in the events.  Deterministic for a seed.
+side by side, so the cost is linear in the events; every model is polished (each
+closed model of the pieces).  Deterministic for a seed.
 
 Cost, and its bounds.  Each refinement step checks every bound on the whole model
 (vectorised Bellman-Ford, O(rounds x edges x source types)), and coarsening tries
@@ -761,6 +767,120 @@ def first_fit_model(
     return PartitionModel(log, merges.group[model.part], model.node_type.copy()).compact()
 
 
+#: Merge checks a polishing pass (:func:`polish`) may spend per event of the model it
+#: polishes (deterministic: a count, not a time; docs/synoptic-engine.md, "Polishing").
+POLISH_CHECKS = 10
+#: Nodes of one type dissolved and repacked per polishing trial: 2 to this many.
+POLISH_GROUP = 4
+#: A check costs about its model's nodes (Bellman-Ford over the model's edges): models
+#: of more nodes than this get proportionally fewer checks (:func:`polish_budget`).
+POLISH_NODES = 150
+
+
+def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -> int:
+    """Merge checks for polishing a model of ``n_nodes`` nodes of ``n_events`` events:
+    ``per_event`` per event, scaled down by ``POLISH_NODES / n_nodes`` past
+    ``POLISH_NODES`` nodes so that the CPU per event stays flat (connection logs of
+    2,000 events: one model of about 300 nodes, a check 1.7x the cost of one at 134)."""
+    return int(per_event * n_events * min(1.0, POLISH_NODES / max(n_nodes, 1)))
+
+
+def repack(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    nodes: np.ndarray,
+    rank: np.ndarray,
+    budget: list[int],
+) -> PartitionModel | None:
+    """``model`` with the events of ``nodes`` (same type) placed again by first fit
+    (events by ``rank``: each into the first node of its type, kept nodes by id then the
+    nodes made here, with no time conflict and whose merge keeps every invariant), or
+    None when that needs more nodes than ``nodes`` or the merge checks in ``budget[0]``
+    run out (each check spends one).  Valid: splitting nodes of a valid model into
+    one node per event keeps every invariant (each walk or path of the finer model is
+    one of the coarser, with narrower edge ranges), and every merge is checked."""
+    log = model.log
+    events = np.nonzero(np.isin(model.part, nodes))[0]
+    events = events[np.argsort(rank[events], kind="stable")]
+    n0 = model.n_nodes
+    part = model.part.copy()
+    part[events] = n0 + np.arange(len(events))
+    node_type = np.concatenate([model.node_type, log.codes[events]])
+    merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
+    pn, sn = sides.node_values(part, len(node_type))
+    kept = np.ones(n0, dtype=bool)
+    kept[[INIT_NODE, TERM_NODE]] = False
+    kept[nodes] = False
+    placed = {
+        t: np.nonzero(kept & (model.node_type == t))[0].tolist()
+        for t in np.unique(log.codes[events]).tolist()
+    }
+    made = 0
+    for p in range(n0, n0 + len(events)):
+        t = int(node_type[p])
+        same = np.asarray(placed[t], dtype=np.int64)
+        if same.size:
+            same = same[~pair_conflicts(pn[same], sn[same], sides.limit, pn[p], sn[p])]
+        for q in same.tolist():
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            if merges.merge(q, p):
+                np.maximum(pn[q], pn[p], out=pn[q])
+                np.maximum(sn[q], sn[p], out=sn[q])
+                break
+        else:
+            placed[t].append(p)
+            made += 1
+            if made > len(nodes):
+                return None
+    return PartitionModel(log, merges.group[part], node_type).compact()
+
+
+def polish(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    rng: np.random.Generator,
+    checks: int,
+) -> PartitionModel:
+    """A valid ``model`` made smaller by large-neighbourhood search: each trial picks a
+    node's type (a type with more nodes is picked more often: 122 nodes against 128 when
+    every type is as likely, the benchmark's 601-event connection log) and 2 to
+    ``POLISH_GROUP`` of its nodes (seeded), and :func:`repack` s their events; the
+    result is kept when it has no more nodes (equal-size moves let the search wander),
+    and the first model of the fewest nodes is returned (``model`` itself unless one is
+    smaller).  Merges of two nodes alone (coarsening) cannot shrink a first-fit model
+    (each same-type pair conflicts or breaks an invariant); moving events between
+    several nodes can.  Stops once ``checks`` merge checks are spent (a trial counts as
+    one more; deterministic for a seed)."""
+    log = model.log
+    rank = np.empty(log.n_events, dtype=np.int64)
+    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    budget = [checks]
+    best = model
+    while budget[0] > 0:
+        counts = np.bincount(model.node_type[2:], minlength=len(log.types))
+        if not (counts >= 2).any():
+            break
+        t = int(model.node_type[rng.integers(2, model.n_nodes)])  # types by their nodes
+        same = np.nonzero(model.node_type == t)[0]
+        if len(same) < 2:
+            continue
+        k = int(rng.integers(2, min(POLISH_GROUP, len(same)) + 1))
+        group = rng.choice(same, k, replace=False)
+        budget[0] -= 1  # a trial costs at least one check: the loop ends
+        new = repack(model, codes, ticks, sides, group, rank, budget)
+        if new is not None and new.n_nodes <= model.n_nodes:
+            if new.n_nodes < best.n_nodes:
+                best = new
+            model = new
+    return best
+
+
 #: A model folded piece by piece is closed (later pieces start a new one) past this
 #: many nodes, which bounds the cost of each fold (connection logs of 2,000 / 5,000
 #: events: 448 / 942 nodes with 150, 388 / 852 with 300, for 15-35% more CPU).
@@ -782,6 +902,7 @@ def infer_pieces(
     fold_nodes: int = FOLD_NODES,
     dense_size: int = PIECE_EVENTS,
     reorder: bool = True,
+    polish_checks: int = POLISH_CHECKS,
 ) -> PartitionModel:
     """A model of a long log made piece by piece: the traces (of a short-trace log,
     :func:`short_traces`, with ``reorder``: longest first, :func:`longest_first`; a
@@ -797,14 +918,25 @@ def infer_pieces(
     so the union satisfies them.  Cost: linear in the runs (each fold works on at most
     ``fold_nodes`` plus one run's nodes).  Once a run's own model has more than
     ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
-    ``dense_size`` events (first fit's cost per event grows with the run)."""
+    ``dense_size`` events (first fit's cost per event grows with the run).  Each model
+    is :func:`polish` ed when it is closed, with ``polish_checks`` merge checks per event
+    of it (:func:`polish_budget`: fewer on models of many nodes, so the cost per event
+    stays flat)."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
     if by_length and reorder:
         sorted_log, idx = longest_first(log)
         model = infer_pieces(
-            sorted_log, codes, ticks[idx], seed, size, fold_nodes, dense_size, reorder=False
+            sorted_log,
+            codes,
+            ticks[idx],
+            seed,
+            size,
+            fold_nodes,
+            dense_size,
+            reorder=False,
+            polish_checks=polish_checks,
         )
         back = np.empty_like(model.part)
         back[idx] = model.part
@@ -818,6 +950,10 @@ def infer_pieces(
 
     def close(first: int, model: PartitionModel) -> None:
         lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
+        if polish_checks > 0:
+            rng = np.random.default_rng(seeds.spawn(1)[0])
+            checks = polish_budget(model.log.n_events, model.n_nodes, polish_checks)
+            model = polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), rng, checks)
         part[lo:hi] = model.part - 2 + len(node_type)
         node_type.extend(model.node_type[2:].tolist())
 
@@ -876,6 +1012,7 @@ def infer_perfume(
     coarsen_failures: int = COARSEN_FAILURES,
     piece_events: int = PIECE_EVENTS,
     piece_size: int = FIRST_FIT_EVENTS,
+    polish_checks: int = POLISH_CHECKS,
 ) -> PartitionModel:
     """Perfume's model of ``log``.  Logs of more than ``piece_events`` events:
     :func:`infer_pieces` with pieces of ``piece_size`` events.  Otherwise the smallest (ties: the first) of ``attempts``
@@ -886,14 +1023,16 @@ def infer_perfume(
     the original refinement alone.  Caps (module doc): coarsening stops after
     ``coarsen_failures`` failed merges; an attempt whose refinement passes
     ``refine_nodes`` nodes (default: :func:`refine_node_cap`) gives
-    :func:`trace_chain_model`."""
+    :func:`trace_chain_model`.  With coarsening, the model is then :func:`polish` ed
+    with ``polish_checks`` merge checks per event (:func:`polish_budget`; 0: not
+    polished)."""
     from .timeconflicts import timed_sides
 
     initial = PartitionModel.initial(log)
     if not refine_model:
         return initial
     if coarsen_model and log.n_events > piece_events:
-        return infer_pieces(log, codes, ticks, seed, piece_size)
+        return infer_pieces(log, codes, ticks, seed, piece_size, polish_checks=polish_checks)
     best: PartitionModel | None = None
     if attempts is None:
         attempts = ATTEMPTS
@@ -924,4 +1063,8 @@ def infer_perfume(
             if best is None or model.n_nodes < best.n_nodes:
                 best = model
     assert best is not None
+    if sides is not None and polish_checks > 0:
+        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(max(attempts, 1) + 1)[-1])
+        checks = polish_budget(log.n_events, best.n_nodes, polish_checks)
+        best = polish(best, codes, ticks, sides, rng, checks)
     return best
