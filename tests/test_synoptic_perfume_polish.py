@@ -4,6 +4,8 @@ larger; every model valid by the independent reference checker."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -68,3 +70,32 @@ def test_polished_5000_event_connection_log(tmp_path):
     assert_valid(model, log, inv)
     assert perfume_lower_bound(log, codes, ticks) == 114
     assert model.n_nodes <= 575
+
+
+def test_polish_checks_option_is_the_library_parameter(tmp_path):
+    """``--polishChecks N`` (statemine's own Perfume option) is ``infer_perfume``'s
+    ``polish_checks``: its default is ``POLISH_CHECKS``, 0 gives first fit's 134-node model
+    of the 601-event connection log as the library does, the default the library's polished
+    one; a negative budget is refused."""
+    from click.testing import CliRunner
+
+    from statemine.cli import main
+    from statemine.infer.synoptic.options import OPTIONS
+    from statemine.infer.synoptic.perfume_infer import POLISH_CHECKS
+
+    assert next(o for o in OPTIONS if o.name == "polishChecks").default == POLISH_CHECKS
+    log = _conn_log(tmp_path, 600)  # puts benchmarks/ on sys.path
+    _, codes, ticks = _codes(log)
+    from bench_perfume import CONN_MAPPING, CONN_REGEX
+
+    args = ["infer", "--engine", "perfume", "-r", CONN_REGEX, "-m", CONN_MAPPING]
+    args += ["--randomSeed=1", "-o", str(tmp_path / "m")]
+    nodes = {}
+    for option in ([], ["--polishChecks=0"]):
+        res = CliRunner().invoke(main, [*args, *option, str(tmp_path / "conn.log")])
+        assert res.exit_code == 0, res.output
+        nodes[len(option)] = int(re.findall(r"(\d+) nodes", res.output)[-1])
+    assert nodes[1] == infer_perfume(log, codes, ticks, 1, polish_checks=0).n_nodes == 134
+    assert nodes[0] == infer_perfume(log, codes, ticks, 1).n_nodes < 134
+    res = CliRunner().invoke(main, [*args, "--polishChecks=-1", str(tmp_path / "conn.log")])
+    assert res.exit_code == 2 and "--polishChecks must be 0 or more" in res.output

@@ -81,6 +81,15 @@ OPTIONS: tuple[Opt, ...] = (
         help="statemine's own: polish the model with OR-Tools' CP-SAT for this many "
         "deterministic seconds (0: off; needs statemine[exact])",
     ),
+    Opt(
+        "polishChecks",
+        "long",
+        10,
+        aliases=("polish-checks",),
+        tools=("perfume",),
+        help="statemine's own: merge checks per event spent polishing the model (groups "
+        "of same-type nodes repacked; 0: off, the models of before)",
+    ),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
     Opt("multipleRelations", "bool", False, tools=_SYN, refuse_reason=_NO_PO),
     Opt(
@@ -552,6 +561,9 @@ def _refuse(values: dict[str, Any], given: set[str], tool: str) -> None:
         )
     if tool == "ktails" and values.get("kTailsK", 0) < 0:
         raise UsageError(f"--kTailsK (-k) must be 0 or more, not {values['kTailsK']}")
+    for name in ("exactBudget", "polishChecks"):  # statemine's own budgets
+        if values.get(name, 0) < 0:
+            raise UsageError(f"--{name} must be 0 or more, not {values[name]}")
 
 
 def usage(tool: str, every: bool = False) -> str:

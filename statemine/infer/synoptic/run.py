@@ -342,6 +342,7 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
         seed,
         refine_model=not a["noRefinement"],
         coarsen_model=not a["noCoarsening"],
+        polish_checks=a["polishChecks"],
     )
     out.result = SynopticResult(model, inv)
     if a["performExtraChecks"]:
