@@ -47,9 +47,9 @@ def twin_quotient(adj: np.ndarray) -> np.ndarray:
 
 
 def _bits(adj: np.ndarray) -> list[int]:
-    """Each vertex's neighbours as an integer bitset."""
-    weights = [1 << i for i in range(len(adj))]
-    return [sum(w for w, a in zip(weights, row) if a) for row in adj.tolist()]
+    """Each vertex's neighbours as an integer bitset (bit ``u`` for vertex ``u``)."""
+    packed = np.packbits(adj, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
 def greedy_clique(adj: np.ndarray) -> int:
@@ -61,10 +61,14 @@ def greedy_clique(adj: np.ndarray) -> int:
     return len(clique)
 
 
-def max_clique(adj: np.ndarray, steps: int = CLIQUE_STEPS) -> tuple[int, bool]:
+def max_clique(
+    adj: np.ndarray, steps: int = CLIQUE_STEPS, merged: bool = False
+) -> tuple[int, bool]:
     """``(size, proven)``: the largest clique of ``adj`` (symmetric bool, no loops), or
-    when ``steps`` branches did not settle it the largest found (``proven`` False)."""
-    adj = twin_quotient(np.asarray(adj, dtype=bool))
+    when ``steps`` branches did not settle it the largest found (``proven`` False).
+    ``merged``: ``adj`` is already its :func:`twin_quotient`."""
+    adj = np.asarray(adj, dtype=bool)
+    adj = adj if merged else twin_quotient(adj)
     n = len(adj)
     if n == 0:
         return 0, True
@@ -168,12 +172,14 @@ def _colourable(adj: np.ndarray, k: int, budget: list[int]) -> bool:
 
 
 def chromatic_lower_bound(
-    adj: np.ndarray, clique: int, steps: int = COLOUR_STEPS
+    adj: np.ndarray, clique: int, steps: int = COLOUR_STEPS, merged: bool = False
 ) -> tuple[int, bool]:
     """``(bound, proven)``: a lower bound on the chromatic number of ``adj``, starting
     from a known ``clique`` size; ``proven`` when it is the chromatic number itself
-    (a ``bound``-colouring was found), else ``steps`` trials ran out (module doc)."""
-    adj = twin_quotient(np.asarray(adj, dtype=bool))
+    (a ``bound``-colouring was found), else ``steps`` trials ran out (module doc).
+    ``merged``: ``adj`` is already its :func:`twin_quotient`."""
+    adj = np.asarray(adj, dtype=bool)
+    adj = adj if merged else twin_quotient(adj)
     bound = max(clique, 1 if len(adj) else 0)
     budget = [steps]
     while bound < len(adj):

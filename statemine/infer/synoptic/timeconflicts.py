@@ -210,7 +210,7 @@ def timed_type_bounds(
     step budgets.  At most ``CLIQUE_EVENTS`` events a type, those with the largest
     ``p + s``.  Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the
     cycles of :func:`cycle_conflicts`."""
-    from .graphbounds import chromatic_lower_bound, max_clique
+    from .graphbounds import chromatic_lower_bound, max_clique, twin_quotient
 
     out = np.ones(len(log.types), dtype=np.int64)
     if not len(sides.limit):
@@ -226,15 +226,20 @@ def timed_type_bounds(
             p, s, ev = p[keep], s[keep], ev[keep]
         adj = np.zeros((len(p), len(p)), dtype=bool)
         for k in range(len(sides.limit)):
-            c = p[:, k][:, None] + s[:, k][None, :] > sides.limit[k]
-            adj |= c | c.T
+            rows, cols = np.isfinite(p[:, k]), np.isfinite(s[:, k])
+            if rows.any() and cols.any():
+                c = p[rows, k][:, None] + s[cols, k][None, :] > sides.limit[k]
+                adj[np.ix_(rows, cols)] |= c
+        adj |= adj.T
         np.fill_diagonal(adj, False)
         greedy = _clique(adj)  # the greedy clique is not monotone in the edges: keep it
         if codes is not None and ticks is not None:
             adj |= cycle_conflicts(log, codes, sides, ev, ticks)
             np.fill_diagonal(adj, False)
-        clique = max(greedy, _clique(adj), max_clique(adj)[0])
-        out[t] = max(1, chromatic_lower_bound(adj, clique)[0])
+            greedy = max(greedy, _clique(adj))
+        merged = twin_quotient(adj)
+        clique = max(greedy, max_clique(merged, merged=True)[0])
+        out[t] = max(1, chromatic_lower_bound(merged, clique, merged=True)[0])
     return out
 
 
