@@ -299,10 +299,12 @@ def perfume_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> 
     ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
     type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
     untimed forms) and the time and cycle bound (:func:`timed_type_bounds`: exact clique
-    and colouring bounds within fixed budgets), summed, plus two."""
+    and colouring bounds within fixed budgets), summed, plus the nodes the walks over
+    several nodes add (:func:`~.levelbound.level_bound`), plus two."""
     from .bounds import type_lower_bounds
+    from .levelbound import level_bound
 
     timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
     if len(codes.untimed):
         timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
-    return int(timed.sum()) + 2
+    return int(timed.sum()) + level_bound(log, codes, ticks, timed) + 2
