@@ -19,7 +19,8 @@ Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse
 refinement, coarsening, files written), the peak of Python and numpy allocations
 (tracemalloc, a second run) and the process's peak RSS so far (``ru_maxrss``: it only
 grows, so run one log per process, ``--sizes N --kinds K``, to read it per log) and the
-CPU milliseconds per event.  The
+CPU milliseconds per event; with ``--bound``, the lower bound on any valid model's nodes
+(``timeconflicts.perfume_lower_bound``) and its CPU seconds (not in the run's).  The
 load average is printed first (the machine is shared: read the CPU seconds).
 
 CPU per event (``cpu s`` / ``events``) is the figure to compare across sizes: it should
@@ -47,6 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_synoptic import _W, REGEX, SEPARATOR, STATES, _markov, event_log, state_log, write_log
 
 from statemine.infer.synoptic.command import run_command
+from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks
+from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
 
 
 def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str, int]]]:
@@ -92,9 +95,19 @@ def interleaved_log(n_events: int, rng: np.random.Generator) -> str:
     return "".join(f"{t} c{c} {ev}\n" for t, c, ev in lines)
 
 
-def run(name: str, path: Path, tmp: Path, peak_run: bool = True) -> None:
+def bound_and_cpu(log, table) -> tuple[int, float]:
+    """The lower bound on the nodes of every valid model of ``log`` (its constrained
+    invariants ``table``) and the CPU seconds it took."""
+    c0 = time.process_time()
+    ticks, scale = exact_ticks(log)
+    bound = perfume_lower_bound(log, TimedCodes.from_frame(table, log.types, scale), ticks)
+    return bound, time.process_time() - c0
+
+
+def run(name: str, path: Path, tmp: Path, peak_run: bool = True, bound: bool = False) -> None:
     """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc
-    (``peak_run``; else the peak column is nan)."""
+    (``peak_run``; else the peak column is nan); with ``bound``, the lower bound and its
+    CPU seconds."""
     split = (
         ["-r", CONN_REGEX, "-m", CONN_MAPPING] if "conn" in name else ["-r", REGEX, "-s", SEPARATOR]
     )
@@ -110,9 +123,13 @@ def run(name: str, path: Path, tmp: Path, peak_run: bool = True) -> None:
         tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     log = done.result.log
+    extra = ""
+    if bound:
+        value, bound_cpu = bound_and_cpu(log, done.result.table)
+        extra = f" {value:>6d} {bound_cpu:>8.2f}"
     print(
         f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
-        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f} {1000 * cpu / log.n_events:>8.2f}",
+        f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f} {1000 * cpu / log.n_events:>8.2f}{extra}",
         flush=True,
     )
 
@@ -126,12 +143,16 @@ def main() -> None:
         action="store_true",
         help="skip the tracemalloc run (it takes several times the timed run)",
     )
+    parser.add_argument(
+        "--bound", action="store_true", help="add the lower bound and its CPU seconds"
+    )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB", "cpu ms/ev"]
-    print(f"{'log':24s} " + " ".join(f"{h:>{6 if h == 'nodes' else 8}s}" for h in head))
+    head += ["bound", "bound s"] if opts.bound else []
+    print(f"{'log':24s} " + " ".join(f"{h:>{6 if h in ('nodes', 'bound') else 8}s}" for h in head))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for kind in kinds:
@@ -146,7 +167,7 @@ def main() -> None:
                 else:
                     make = state_log if kind == "states" else event_log
                     write_log(make(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-                run(f"{kind}-{n}", path, tmp, not opts.no_peak)
+                run(f"{kind}-{n}", path, tmp, not opts.no_peak, opts.bound)
 
 
 if __name__ == "__main__":

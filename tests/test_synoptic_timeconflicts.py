@@ -17,6 +17,7 @@ from perfume_reference import read_model_json, rejected, violated_rows
 from shared_data import shared
 from test_synoptic_perfume import _reference_graph, traces_strategy, write_log
 
+from statemine.infer.synoptic.graphbounds import max_clique
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.options import parse_args
@@ -35,6 +36,7 @@ from statemine.infer.synoptic.perfume_infer import (
 from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks, timed_graph, violations
 from statemine.infer.synoptic.timeconflicts import (
+    _clique,
     cycle_conflicts,
     perfume_lower_bound,
     timed_sides,
@@ -115,6 +117,7 @@ def test_time_bound_on_the_oracle_cases(case, nodes, monkeypatch):
     g, traces = read_model_json(folder / "model.json")
     assert violated_rows(g, inv.to_dict("records")) == [] and rejected(g, traces) == []
     assert bound <= len(g)
+    assert perfume_lower_bound(log, codes, ticks) == bound  # with cycles: the same
     assert bound == nodes == infer_perfume(log, codes, ticks, 1).n_nodes
 
 
@@ -298,7 +301,8 @@ def test_first_fit_pieces_on_a_600_event_connection_log(tmp_path):
     (reference checker) of 134 nodes, the same for every seed (first fit in the order of
     the time since the connection's start alone: 155; the colouring attempts 167-185
     over seeds 1-5); polished (:func:`~.perfume_infer.polish`), the engine's model has at
-    most 126 (measured 124; seeds 1-5: 124-129); the bound is 85."""
+    most 126 (measured 124; seeds 1-5: 124-129); the bound is 86 (pairwise conflicts:
+    85)."""
     log = _conn_log(tmp_path, 600)
     inv, codes, ticks = _codes(log)
     sides = timed_sides(log, codes, ticks)
@@ -307,7 +311,7 @@ def test_first_fit_pieces_on_a_600_event_connection_log(tmp_path):
     model = infer_perfume(log, codes, ticks, 1)
     for m in (whole, model):
         assert_valid(m, log, inv)
-    assert perfume_lower_bound(log, codes, ticks) == 85
+    assert perfume_lower_bound(log, codes, ticks) == 86  # 85 from pairwise conflicts
     assert whole.n_nodes == 134
     assert model.n_nodes <= 126
 
@@ -380,12 +384,13 @@ def test_long_trace_logs_keep_the_elapsed_order(tmp_path):
 def test_first_fit_on_a_1000_event_connection_log(tmp_path):
     """The benchmark's 1,000-event connection log (one piece): a valid model (reference
     checker) of at most 168 nodes (measured 165, polished; first fit alone: 172; first
-    fit ordered by the time since the connection's start alone: 204); the bound is 95."""
+    fit ordered by the time since the connection's start alone: 204); the bound is 99
+    (pairwise conflicts: 95)."""
     log = _conn_log(tmp_path, 1000)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert_valid(model, log, inv)
-    assert perfume_lower_bound(log, codes, ticks) == 95
+    assert perfume_lower_bound(log, codes, ticks) == 99  # 95 from pairwise conflicts
     assert model.n_nodes <= 168
 
 
@@ -395,13 +400,13 @@ def test_pieces_of_1000_events_on_a_2000_event_connection_log(tmp_path):
     the first, then polished, give a valid model (reference checker) of at most 290 nodes
     (measured 284; unpolished: 295; traces in log order: 313; first fit ordered by the
     time since the connection's start alone: 358; pieces of 400 events: 388); the bound
-    is 110."""
+    is 113 (pairwise conflicts 111; 110 with the greedy clique)."""
     log = _conn_log(tmp_path, 2000)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert len(pieces(log, FIRST_FIT_EVENTS)) == 2
     assert_valid(model, log, inv)
-    assert perfume_lower_bound(log, codes, ticks) == 110
+    assert perfume_lower_bound(log, codes, ticks) == 113
     assert model.n_nodes <= 290
 
 
@@ -482,3 +487,57 @@ def test_dense_logs_go_on_in_smaller_pieces(tmp_path, monkeypatch):
     assert sum(n for n, _ in sizes) == log.n_events
     g = _reference_graph(model)
     assert violated_rows(g, inv.to_dict("records")) == []
+
+
+def test_exact_cliques_raise_the_bound_on_a_2000_event_connection_log(tmp_path):
+    """The benchmark's 2,000-event connection log: the greedy clique of
+    ApplicationLimited's conflict graph (time and cycles; main's ``_clique``) has 16 events, the largest
+    (networkx enumerates every maximal clique) 17, and the colouring search proves 17
+    nodes are needed; the pairwise part of the bound rises from 110 (greedy cliques) to
+    111, and the levels (levelbound.py) add 2."""
+    import networkx as nx
+
+    log = _conn_log(tmp_path, 2000)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    t = log.types.index("ApplicationLimited")
+    ev = np.nonzero(log.codes == t)[0]
+    adj = np.zeros((ev.size, ev.size), dtype=bool)
+    for k in range(len(sides.limit)):
+        c = sides.p[k, ev][:, None] + sides.s[k, ev][None, :] > sides.limit[k]
+        adj |= c | c.T
+    adj |= cycle_conflicts(log, codes, sides, ev, ticks)
+    np.fill_diagonal(adj, False)
+    largest = max(len(c) for c in nx.find_cliques(nx.from_numpy_array(adj)))
+    assert _clique(adj) == 16 and largest == 17 == max_clique(adj)[0]
+    per_type = timed_type_bounds(log, sides, codes, ticks)
+    assert per_type[t] == 17
+    assert int(per_type.sum()) + 2 == 111
+    assert perfume_lower_bound(log, codes, ticks) == 113
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["1", "2", "4", "7"])),
+            min_size=1,
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.booleans(),
+)
+def test_the_bound_is_at_most_the_exact_minimum(tmp_path_factory, traces, source):
+    """On random tiny logs (three types, up to 12 events; with ``source``, each trace
+    starts with an ``s`` found nowhere else, so the levels of levelbound.py apply) the
+    bound never passes the fewest nodes of any valid model (tests/perfume_exact.py,
+    proven)."""
+    if source:
+        traces = [[("s", "0"), *trace] for trace in traces]
+    log = write_log(tmp_path_factory.mktemp("m"), traces)
+    _, codes, ticks = _codes(log)
+    exact, proven = exact_minimum(log, codes, ticks, log.n_events + 3, budget_s=20)
+    if proven:
+        assert perfume_lower_bound(log, codes, ticks) <= exact

@@ -168,8 +168,9 @@ def _clique(adj: np.ndarray) -> int:
     return 0
 
 
-#: Events per type the clique search looks at (the ones with the largest values).
-CLIQUE_EVENTS = 1_500
+#: Events per type the bound looks at (the ones with the largest values): a conflict
+#: matrix of this many squared bytes (9 MB), built once per type.
+CLIQUE_EVENTS = 3_000
 
 
 def cycle_conflicts(
@@ -202,10 +203,15 @@ def timed_type_bounds(
     codes: TimedCodes | None = None,
     ticks: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per type: a clique of pairwise conflicting events (at most ``CLIQUE_EVENTS`` of
-    them, those with the largest ``p + s``), so that many nodes at least.  Conflicts: in
-    time (module doc) and, given ``codes`` and ``ticks``, the cycles of
-    :func:`cycle_conflicts`."""
+    """Per type: a lower bound on its nodes in every model, the chromatic number of its
+    events' conflict graph (every node is a set of pairwise compatible events) as far as
+    :func:`~.graphbounds.chromatic_lower_bound` proves it from the largest clique
+    (:func:`~.graphbounds.max_clique`, the greedy one when larger), both within fixed
+    step budgets.  At most ``CLIQUE_EVENTS`` events a type, those with the largest
+    ``p + s``.  Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the
+    cycles of :func:`cycle_conflicts`."""
+    from .graphbounds import chromatic_lower_bound, max_clique, twin_quotient
+
     out = np.ones(len(log.types), dtype=np.int64)
     if not len(sides.limit):
         return out
@@ -220,15 +226,20 @@ def timed_type_bounds(
             p, s, ev = p[keep], s[keep], ev[keep]
         adj = np.zeros((len(p), len(p)), dtype=bool)
         for k in range(len(sides.limit)):
-            c = p[:, k][:, None] + s[:, k][None, :] > sides.limit[k]
-            adj |= c | c.T
+            rows, cols = np.isfinite(p[:, k]), np.isfinite(s[:, k])
+            if rows.any() and cols.any():
+                c = p[rows, k][:, None] + s[cols, k][None, :] > sides.limit[k]
+                adj[np.ix_(rows, cols)] |= c
+        adj |= adj.T
         np.fill_diagonal(adj, False)
-        out[t] = max(1, _clique(adj))
+        greedy = _clique(adj)  # the greedy clique is not monotone in the edges: keep it
         if codes is not None and ticks is not None:
-            # the greedy clique is not monotone in the edges: keep the larger
             adj |= cycle_conflicts(log, codes, sides, ev, ticks)
             np.fill_diagonal(adj, False)
-            out[t] = max(int(out[t]), _clique(adj))
+            greedy = max(greedy, _clique(adj))
+        merged = twin_quotient(adj)
+        clique = max(greedy, max_clique(merged, merged=True)[0])
+        out[t] = max(1, chromatic_lower_bound(merged, clique, merged=True)[0])
     return out
 
 
@@ -287,11 +298,13 @@ def perfume_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> 
     """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
     ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
     type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
-    untimed forms) and the time and cycle bound (:func:`timed_type_bounds`), summed,
-    plus two."""
+    untimed forms) and the time and cycle bound (:func:`timed_type_bounds`: exact clique
+    and colouring bounds within fixed budgets), summed, plus the nodes the walks over
+    several nodes add (:func:`~.levelbound.level_bound`), plus two."""
     from .bounds import type_lower_bounds
+    from .levelbound import level_bound
 
     timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
     if len(codes.untimed):
         timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
-    return int(timed.sum()) + 2
+    return int(timed.sum()) + level_bound(log, codes, ticks, timed) + 2
