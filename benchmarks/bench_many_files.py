@@ -11,8 +11,9 @@ so CPU time is the steadier figure; best of ``--repeat``):
   the folder against one statemine log of the runs' own lines (their ``run.log.gz``, each
   run's connections renamed apart); the folder's runs are read from their logs and
   Parquet footers, the footers' bytes vouched for by ``traces-index.json``
-  (``parse/labruns.py``); and a copy of the folder whose cache ``statemine lab cache``
-  built (``traces-cache.parquet``, loaded while the runs' files keep their ``stat``);
+  (``parse/labruns.py``): the folder as shipped (its committed ``traces-cache.parquet``,
+  each run file hashed against it), a copy without the cache, and a copy whose cache
+  ``statemine lab cache`` built here (loaded while the runs' files keep their ``stat``);
 * a folder of one-connection qlog files (JSON-SEQ, ``--qlog-events`` events each), and the
   same connections as one ``.qlog`` JSON document a file, against one qlog JSON document
   holding the same connections as its traces; ``statemine.read`` and ``statemine infer``.
@@ -44,6 +45,16 @@ from bench_infer import generate
 from bench_qlog import events
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Prints whether the lab folder argv[1]'s cache is used (statemine.parse.labruns).
+_CACHE_USED = """
+import sys
+from pathlib import Path
+from statemine.parse import labruns
+paths = labruns._run_files(Path(sys.argv[1]))
+ids = [labruns.run_id_of(p) for p in paths]
+print("yes" if labruns.cached_runs(paths, ids) is not None else "NO")
+"""
 
 #: Reads its inputs with statemine.read and prints the CPU seconds of the read alone.
 _READ = """
@@ -231,26 +242,43 @@ def main() -> None:
             one_gz = one.with_name(one.name + ".gz")
             with open(one, "rb") as src, gzip.open(one_gz, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-            # a copy whose cache is built (statemine lab cache; a checkout's folder has
-            # none, and a cache copied with a folder is not trusted: other inodes)
+            # the folder as shipped reads from its committed cache, each run file hashed
+            # (a clone's stat is not the recorded one); a copy without the cache reads the
+            # runs; a copy whose cache is built here passes on the recorded stat alone
+            bare = cache / f"lab-{folder.name}-bare"
             cached = cache / f"lab-{folder.name}-cached"
-            shutil.rmtree(cached, ignore_errors=True)
-            shutil.copytree(folder, cached)
+            for copy in (bare, cached):
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(folder, copy)
+            (bare / "traces-cache.parquet").unlink(missing_ok=True)
             subprocess.run(
                 [sys.executable, "-m", "statemine", "lab", "cache", str(cached)],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-            times: dict[str, list[float]] = {"many": [], "cached": [], "one": [], "gz": []}
+            used = subprocess.run(
+                [sys.executable, "-c", _CACHE_USED, str(folder)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            keys = ("shipped", "bare", "cached", "one", "gz")
+            times: dict[str, list[float]] = {k: [] for k in keys}
             for _ in range(args.repeat):  # alternated
-                times["many"].append(read_cpu([folder]))
-                times["cached"].append(read_cpu([cached]))
-                times["one"].append(read_cpu([one]))
-                times["gz"].append(read_cpu([one_gz]))
-            many, with_cache, one_s, gz_s = (min(times[k]) for k in ("many", "cached", "one", "gz"))
-            row(f"traces/{folder.name} ({n_runs} runs): read", many, one_s)
-            row(f"traces/{folder.name}: read, against one gzip log", many, gz_s)
-            row(f"traces/{folder.name}: read, its cache built", with_cache, one_s)
+                for k, paths in zip(keys, ([folder], [bare], [cached], [one], [one_gz])):
+                    times[k].append(read_cpu(paths))
+            low = {k: min(v) for k, v in times.items()}
+            row(
+                f"traces/{folder.name} ({n_runs} runs): read as shipped", low["shipped"], low["one"]
+            )
+            print(f"  its shipped cache used: {used}")
+            row(f"traces/{folder.name}: read, no cache", low["bare"], low["one"])
+            row(
+                f"traces/{folder.name}: read, no cache, against one gzip log",
+                low["bare"],
+                low["gz"],
+            )
+            row(f"traces/{folder.name}: read, its cache built here", low["cached"], low["one"])
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if "qlog" in only:
         folder = cache / f"qlog-{args.qlog_files}x{args.qlog_events}"

@@ -70,6 +70,7 @@ def test_an_indexed_folder_parses_no_footer_with_arrow(monkeypatch):
     def no_footer(*_args, **_kwargs):
         raise AssertionError("a run's footer was parsed by Arrow")
 
+    monkeypatch.setattr(labruns, "cached_runs", lambda *_args: None)  # the runs read
     monkeypatch.setattr(pq, "read_metadata", no_footer)
     monkeypatch.setattr(pq, "ParquetFile", no_footer)
     assert_same(statemine.read(TRACES / "jitter"), before)

@@ -27,8 +27,10 @@ out could still carry other labels than the run's file; its footer is the record
 
 A folder's ``traces-cache.parquet`` (:func:`write_cache`: when ``statemine lab run`` ends,
 and by ``statemine lab cache``) holds the set this module makes of all its runs, and each
-run's id and the ``stat`` of its two files; :func:`cached_runs` loads it in place of the
-runs while they stat as recorded and none is racy (docs/lab.md says what that trusts).
+run's id and the ``stat`` and sha256 of its two files; :func:`cached_runs` loads it in
+place of the runs while each file stats as recorded and is not racy, or else hashes as
+recorded (a copy or checkout: the shipped ``traces/`` folders carry their caches), and the
+readers' source files hash as recorded (docs/lab.md says what that trusts).
 """
 
 from __future__ import annotations
@@ -285,15 +287,19 @@ def _from_logs(logs: list[str], run_ids: list[str], heads: list[SavedHead]) -> T
 # -- the folder's cache ------------------------------------------------------------------
 #: The lab folder's cache: every run read as one set (:func:`write_cache`).
 CACHE = "traces-cache.parquet"
-#: Its format: a reader takes a cache of this version only.
-CACHE_VERSION = 1
+#: Its format: a reader takes a cache of this version only (2: content digests).
+CACHE_VERSION = 2
 #: The Parquet schema metadata key of what the cache was built from.
 _CACHE_KEY = b"statemine.lab_cache"
+#: The source files, beside ``statemine/parse/*``, whose code makes the cached set.
+_CODE_FILES = ("traces.py",)
+#: The kinds of file of ``statemine/parse/`` recorded: sources (not a build's ``.so``).
+_CODE_SUFFIXES = (".py", ".c", ".h")
 
 
 def stat_key(path: str | Path) -> list[int] | None:
-    """What the cache records of a run file: ``[size (bytes), mtime (ns), ctime (ns),
-    inode, device]`` of ``os.stat`` (links followed); None when it cannot be stat-ed."""
+    """What the cache records of a run file's ``os.stat`` (links followed): ``[size
+    (bytes), mtime (ns), ctime (ns), inode, device]``; None when it cannot be stat-ed."""
     try:
         st = os.stat(path)
     except OSError:
@@ -301,29 +307,49 @@ def stat_key(path: str | Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
-def code_key() -> list:
-    """What the cache records of the code that read the runs: the versions of statemine,
-    numpy, pandas and pyarrow, and ``[name, size, mtime (ns)]`` of each file of
-    ``statemine/parse/`` and of ``statemine/traces.py`` (an edit or reinstall of the
-    readers changes it)."""
+def file_digest(path: str | Path) -> str | None:
+    """The sha256 (hex) of the bytes of ``path``; None when it cannot be read."""
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def code_files(root: str | Path) -> list[str]:
+    """The source files under the package folder ``root`` (``statemine/``) whose code
+    makes the cached set, relative to ``root`` in sorted order: those of ``parse/`` (its
+    own files, not its subfolders) of the kinds :data:`_CODE_SUFFIXES`, and
+    :data:`_CODE_FILES`."""
+    with os.scandir(os.path.join(root, "parse")) as it:
+        names = [e.name for e in it if e.is_file() and e.name.endswith(_CODE_SUFFIXES)]
+    return sorted([f"parse/{n}" for n in names] + list(_CODE_FILES))
+
+
+def code_key(root: str | Path | None = None) -> list:
+    """What the cache records of the code that read the runs, the same on every machine
+    for the same code: the cache's version, statemine's version, the major versions of
+    numpy, pandas and pyarrow (docs/lab.md: why major), and ``[name, sha256]`` of each of
+    :func:`code_files` of ``root`` (default: this statemine's package folder)."""
     import numpy
     import pandas
     import pyarrow
 
     from .. import __version__
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    with os.scandir(here) as it:
-        files = sorted(e.path for e in it if e.is_file())
-    files.append(os.path.join(os.path.dirname(here), "traces.py"))
-    stats = [(f, os.stat(f)) for f in files]
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return [
+        CACHE_VERSION,
         __version__,
-        numpy.__version__,
-        pandas.__version__,
-        pyarrow.__version__,
-        [[os.path.basename(f), st.st_size, st.st_mtime_ns] for f, st in stats],
+        [_major(m.__version__) for m in (numpy, pandas, pyarrow)],
+        [[name, file_digest(os.path.join(root, name))] for name in code_files(root)],
     ]
+
+
+def _major(version: str) -> str:
+    """The major version of a ``version`` string (``"2.3.1"`` -> ``"2"``)."""
+    return version.split(".", 1)[0]
 
 
 def _racy(key: list[int] | None, stamp: int) -> bool:
@@ -346,12 +372,19 @@ def _run_files(folder: Path) -> list[str]:
     return [p for p in paths if stat_key(p) is not None]
 
 
+def _pair(path: str) -> tuple[str, str]:
+    """A run's two files: its ``traces.parquet`` (``path``) and its ``run.log.gz``."""
+    return path, os.path.join(os.path.dirname(path), RUN_LOG)
+
+
 def _entries(paths: Sequence[str]) -> list[list]:
     """Per run: ``[run id, stat_key of traces.parquet, stat_key of run.log.gz]``."""
-    return [
-        [run_id_of(p), stat_key(p), stat_key(os.path.join(os.path.dirname(p), RUN_LOG))]
-        for p in paths
-    ]
+    return [[run_id_of(p), *(stat_key(f) for f in _pair(p))] for p in paths]
+
+
+def _digests(paths: Sequence[str]) -> list[list[str | None]]:
+    """Per run: ``[sha256 of traces.parquet, sha256 of run.log.gz]`` (None: unreadable)."""
+    return [[file_digest(f) for f in _pair(p)] for p in paths]
 
 
 def _stamp_after(path: Path, newest: int, wait_s: float) -> int:
@@ -372,7 +405,9 @@ def write_cache(folder: Path, wait_s: float = 2.0) -> str | None:
     """Write ``folder/traces-cache.parquet``: the set :func:`read_lab_runs` (or, where it
     declines, :func:`statemine.traces.load_many`) makes of the folder's runs, with each
     run's id and the ``stat`` of its ``traces.parquet`` and ``run.log.gz``; None when
-    written, else why not (then no cache is left).
+    written, else why not (then no cache is left). Each run file's sha256 is recorded too
+    (taken before and after the runs are read, equal), so a copy or checkout of the
+    folder, whose stat differs, is checked by its files' content (:func:`cached_runs`).
 
     Written beside and renamed in (:func:`statemine.fileio.atomic_path`), fsynced first.
     The stamp is the temporary file's mtime taken before the runs are stat-ed (touched
@@ -403,14 +438,16 @@ def _write_cache(cache: Path, paths: list[str], wait_s: float) -> None:
     with atomic_path(cache) as tmp:
         stamp = _stamp_after(tmp, newest, wait_s)
         entries = _entries(paths)  # stat-ed after the stamp, read after the stat
+        digests = _digests(paths)
         try:
             ts = _read_runs(paths, [e[0] for e in entries]) or load_many(paths)
         except (InputError, ValueError) as exc:
             raise _NotCached(f"the runs cannot be read as one set: {exc}") from None
         if ts is None:
             raise _NotCached("the runs are not one trace set")
-        if any(_racy(k, stamp) for e in entries for k in e[1:]):
+        if any(_racy(k, stamp) for e in entries for k in e[1:]) or _digests(paths) != digests:
             raise _NotCached("a run changed while the cache was built; build it again")
+        entries = [e + d for e, d in zip(entries, digests)]
         info = {"version": CACHE_VERSION, "code": code_key(), "stamp": stamp, "runs": entries}
         table = saved_table(ts, {_CACHE_KEY: json.dumps(info).encode()})
         pq.write_table(table, tmp, compression="zstd")
@@ -453,9 +490,11 @@ def same_set(a: TraceSet, b: TraceSet) -> bool:
 def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet | None:
     """The set in the lab folder's cache (of the first path) when ``paths`` (``run_ids``:
     theirs) are, in order, exactly the runs it was built from, each run's ``traces.parquet``
-    and ``run.log.gz`` with the ``stat`` (size, mtime, ctime, inode, device) recorded and
-    neither racy, and the readers' code is as recorded (:func:`code_key`); else None (then
-    the runs are read)."""
+    and ``run.log.gz`` as recorded, and the readers' code is as recorded
+    (:func:`code_key`); else None (then the runs are read). A file is as recorded when it
+    has the recorded ``stat`` (size, mtime, ctime, inode, device) and is not racy, or else
+    (a copy, a checkout, a racy or touched file) when its bytes hash to the recorded
+    sha256; a file recorded missing must be missing."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -476,22 +515,41 @@ def cached_runs(paths: Sequence[str | Path], run_ids: Sequence[str]) -> TraceSet
         return None
     if info.get("code") != code_key():  # read by other code than the cache was built by
         return None
+    unsure: list[tuple[str, str]] = []  # (file, recorded sha256) of files the stat left open
     for path, run_id, entry in zip(paths, run_ids, runs):
-        if not isinstance(entry, list) or len(entry) != 3 or entry[0] != run_id:
+        if not _is_entry(entry) or entry[0] != run_id:
             return None
-        _, key, log_key = entry
-        if not _is_key(key) or not (log_key is None or _is_key(log_key)):
-            return None
-        if _racy(key, stamp) or _racy(log_key, stamp):
-            return None
-        if stat_key(path) != key:
-            return None
-        if stat_key(os.path.join(os.path.dirname(path), RUN_LOG)) != log_key:
-            return None
+        for run_file, key, digest in zip(_pair(os.fspath(path)), entry[1:3], entry[3:5]):
+            if key is None:  # recorded missing
+                if stat_key(run_file) is not None:
+                    return None
+            elif _racy(key, stamp) or stat_key(run_file) != key:
+                unsure.append((run_file, digest))
+    if any(file_digest(f) != digest for f, digest in unsure):
+        return None
     try:
         return load(cache, file)
     except (InputError, ValueError, KeyError, TypeError, pa.ArrowException):
         return None
+
+
+def _is_entry(entry: object) -> bool:
+    """Whether ``entry`` has the shape of a run's record: ``[run id, stat_key, stat_key or
+    None, sha256, sha256 or None]``, the log's digest None exactly when its stat is."""
+    if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[0], str):
+        return False
+    _, key, log_key, digest, log_digest = entry
+    return (
+        _is_key(key)
+        and _is_digest(digest)
+        and (log_key is None) == (log_digest is None)
+        and (log_key is None or (_is_key(log_key) and _is_digest(log_digest)))
+    )
+
+
+def _is_digest(digest: object) -> bool:
+    """Whether ``digest`` is a sha256 in hex (64 lowercase hex digits)."""
+    return isinstance(digest, str) and len(digest) == 64 and digest.strip("0123456789abcdef") == ""
 
 
 def _is_key(key: object) -> bool:
