@@ -754,17 +754,38 @@ def first_fit_model(
     placed: list[list[int]] = [[] for _ in log.types]
     for e in first_fit_order(log, ticks, by_length).tolist():
         p, t = e + 2, int(log.codes[e])
-        same = np.asarray(placed[t], dtype=np.int64)
-        if same.size:
-            same = same[~pair_conflicts(pn[same], sn[same], sides.limit, pn[p], sn[p])]
-        for q in same.tolist():
-            if merges.merge(q, p):
-                np.maximum(pn[q], pn[p], out=pn[q])
-                np.maximum(sn[q], sn[p], out=sn[q])
-                break
-        else:
+        if not _fit(p, placed[t], merges, pn, sn, sides.limit):
             placed[t].append(p)
     return PartitionModel(log, merges.group[model.part], model.node_type.copy()).compact()
+
+
+def _fit(
+    p: int,
+    nodes: list[int],
+    merges: _TimedMerges,
+    pn: np.ndarray,
+    sn: np.ndarray,
+    limit: np.ndarray,
+    budget: list[int] | None = None,
+) -> bool | None:
+    """First fit of node ``p``: merged into the first of ``nodes`` (its type's, in order)
+    with no time conflict (:func:`~.timeconflicts.pair_conflicts` on the side values
+    ``pn``/``sn``, updated in place) whose merge keeps every invariant; True when merged,
+    False when none takes it, None when the merge checks in ``budget[0]`` (each check
+    spends one) run out first."""
+    same = np.asarray(nodes, dtype=np.int64)
+    if same.size:
+        same = same[~pair_conflicts(pn[same], sn[same], limit, pn[p], sn[p])]
+    for q in same.tolist():
+        if budget is not None:
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+        if merges.merge(q, p):
+            np.maximum(pn[q], pn[p], out=pn[q])
+            np.maximum(sn[q], sn[p], out=sn[q])
+            return True
+    return False
 
 
 #: Merge checks a polishing pass (:func:`polish`) may spend per event of the model it
@@ -820,18 +841,10 @@ def repack(
     made = 0
     for p in range(n0, n0 + len(events)):
         t = int(node_type[p])
-        same = np.asarray(placed[t], dtype=np.int64)
-        if same.size:
-            same = same[~pair_conflicts(pn[same], sn[same], sides.limit, pn[p], sn[p])]
-        for q in same.tolist():
-            if budget[0] <= 0:
-                return None
-            budget[0] -= 1
-            if merges.merge(q, p):
-                np.maximum(pn[q], pn[p], out=pn[q])
-                np.maximum(sn[q], sn[p], out=sn[q])
-                break
-        else:
+        fit = _fit(p, placed[t], merges, pn, sn, sides.limit, budget)
+        if fit is None:
+            return None
+        if not fit:
             placed[t].append(p)
             made += 1
             if made > len(nodes):
