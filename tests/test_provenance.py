@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import html
 import json
+import os
 import re
 import shlex
 import shutil
@@ -25,7 +26,7 @@ from test_diff_data import make_set
 
 import statemine
 from statemine.cli import main
-from statemine.output.provenance import input_digest, input_digests, provenance
+from statemine.output.provenance import input_digest, input_digests, provenance, relative_names
 from statemine.traces import save
 
 needs_sha256sum = pytest.mark.skipif(
@@ -452,3 +453,23 @@ def test_a_qlog_folders_small_files_are_opened_once_by_infer(tmp_path, monkeypat
     names = sorted(p.name for p in folder.iterdir())
     assert got["files"] == 6
     assert got["sha256"] == sha256sum_of_listing(folder, names)
+
+
+@pytest.mark.parametrize(
+    "top",
+    [".", "d", "d/e f", "./d", "d/../d", "/", "/tmp", "..", "../x", "é/\udcff", ".hidden"],
+)
+def test_relative_names_equal_relpath_and_abspath_on_odd_names(top, tmp_path, monkeypatch):
+    """Cut from the text where it can be, asked of os.path where not: the same names as
+    ``os.path.relpath`` and ``os.path.abspath`` of each file give."""
+    monkeypatch.chdir(tmp_path)
+    base = Path(top)
+    rests = ["a", "a b", "x/y.z", "..a", "a..", "a/.b", ".c", "é\udcfe/ü", "a/./b", "a/../b"]
+    files: list[str | Path] = [base / r for r in rests]
+    # as text: not normalized by pathlib
+    files += [str(base) + "/" + r for r in ("x//y", "x/.", "..", "./a", "a/", "b/../c")]
+    files += [Path("/elsewhere/f"), "other/f", str(base) + "//a"]
+    got = relative_names(files, base)
+    assert got == [
+        (os.path.relpath(f, base).replace(os.sep, "/"), os.path.abspath(f)) for f in files
+    ]

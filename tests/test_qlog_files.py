@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -18,7 +19,7 @@ from statemine.parse import _source_names
 from statemine.parse.qlog import NoCongestionData, _connections
 from statemine.parse.qlog.common import _Report
 from statemine.parse.qlog.connections import _Connection
-from statemine.parse.qlog.rows import _build
+from statemine.parse.qlog.rows import _build, batch_order
 from statemine.traces import TraceSet, concat, merge_meta
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +107,22 @@ def test_files_read_together_equal_one_by_one(name, derive, slice_rows, monkeypa
         pytest.skip(f"{SHARED} is absent (third-party qlogs, read in place)")
     assert len(chosen) > 1
     _equal(statemine.read(chosen, derive_states=derive), _one_by_one(chosen, derive))
+
+
+def test_batch_order_sorts_each_connection_on_its_own():
+    """One sort of all the gathered rows equals a stable (time, seq) sort of each
+    connection's rows, the connections kept in order (Python's sorted, per block)."""
+    rng = np.random.default_rng(29)
+    sizes = [0, 1, 7, 0, 30, 3, 12]
+    time = rng.integers(0, 4, sum(sizes)).astype(float) / 2  # many ties
+    seq = rng.integers(-1, 3, sum(sizes)).astype(float)
+    expected, at = [], 0
+    for n in sizes:
+        block = range(at, at + n)
+        expected += sorted(block, key=lambda i: (time[i], seq[i]))
+        at += n
+    assert batch_order(time, seq, sizes).tolist() == expected
+    assert batch_order(np.array([]), np.array([]), []).tolist() == []
 
 
 def test_a_folder_is_built_once(tmp_path, monkeypatch):

@@ -142,13 +142,12 @@ def input_digest(path: str | os.PathLike, known: Known | None = None) -> dict[st
         return {"kind": "file", "files": 1, "bytes": size, "sha256": digest}
     store = is_store(top)
     listing, total, files = [], 0, folder_files(top)
-    for file in files:
-        name = os.path.relpath(file, top).replace(os.sep, "/")
+    for file, (name, key) in zip(files, relative_names(files, top), strict=True):
         if store:  # its manifest: sizes and names, not contents
             size = file.stat().st_size
             listing.append(f"{size}  {name}\n")
         else:
-            digest, size = _file_sha256(file, known)
+            digest, size = _file_sha256(file, known, key)
             listing.append(f"{digest}  {name}\n")
         total += size
     # a name's bytes as they are, as sha256sum lists them (not UTF-8 where the name is not)
@@ -182,13 +181,50 @@ def folder_files(top: Path) -> list[Path]:
     return files
 
 
-def _file_sha256(path: Path, known: Known | None = None) -> tuple[str, int]:
-    """The sha256 (hex) and size in bytes of one file (from ``known`` when it is there);
-    an unreadable file is an InputError."""
+def relative_names(files: Sequence[str | os.PathLike[str]], top: Path) -> list[tuple[str, str]]:
+    """Each of ``files`` (in folder ``top``) as ``(name, absolute)``: its path relative to
+    ``top`` with ``/`` separators and ``os.path.abspath`` of it, equal to what
+    ``os.path.relpath(file, top)`` and ``os.path.abspath(file)`` give, found by cutting
+    ``top``'s text off where it is a plain prefix (each call of those costs microseconds;
+    a folder may hold 1e5 files). Other paths are asked of ``os.path``."""
+    base = str(top)
+    head = "" if base == "." else base if base.endswith(os.sep) else base + os.sep
+    absolute_top = os.path.abspath(top)
+    out = []
+    for file in files:
+        text = os.fspath(file)
+        rest = text[len(head) :]
+        if text.startswith(head) and _plain(rest):
+            name, absolute = rest, os.path.join(absolute_top, rest)
+        else:
+            name, absolute = os.path.relpath(file, top), os.path.abspath(file)
+        out.append((name.replace(os.sep, "/"), absolute))
+    return out
+
+
+def _plain(rest: str) -> bool:
+    """Whether a relative path's text needs no normalizing: not empty, no empty component
+    and none beginning with a dot (so no ``.`` or ``..``; hidden names are asked of
+    ``os.path`` too)."""
+    sep = os.sep
+    return (
+        bool(rest)
+        and not rest.startswith(sep)
+        and not rest.endswith(sep)
+        and sep + sep not in rest
+        and not rest.startswith(".")
+        and sep + "." not in rest
+        and (os.altsep is None or os.altsep not in rest)
+    )
+
+
+def _file_sha256(path: Path, known: Known | None = None, key: str | None = None) -> tuple[str, int]:
+    """The sha256 (hex) and size in bytes of one file (from ``known`` when it is there,
+    by ``key``: ``os.path.abspath(path)`` when None); an unreadable file is an InputError."""
     from ..errors import InputError
 
     if known:
-        taken = known.get(os.path.abspath(path))
+        taken = known.get(os.path.abspath(path) if key is None else key)
         if taken is not None:
             return taken
     try:

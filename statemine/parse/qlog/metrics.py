@@ -111,8 +111,8 @@ SMALL_CURSOR_ROWS = 128
 
 
 class _SmallCursor:
-    """:class:`_MetricsCursor` over one chunk of a few rows, in plain Python (bisect; a
-    column's latest value found among the rows that log it): the same positions, rows and
+    """:class:`_MetricsCursor` over one chunk of a few rows, in plain Python (bisect; each
+    row's latest logging row per column worked out once): the same positions, rows and
     values, without numpy's cost per call. ``rows`` and ``ends`` as one chunk of :class:`_MetricsCursor`."""
 
     def __init__(self, rows: np.ndarray, ends: np.ndarray) -> None:
@@ -120,9 +120,11 @@ class _SmallCursor:
         columns = list(zip(*self._rows)) or [()] * _METRIC_STRIDE
         self._times, self._seqs = columns[0], columns[1]
         self._ends: list[bool] = ends.tolist()
-        # per metric column: its values and the rows that log it (not NaN)
-        self._columns = columns[3:]
-        self._logged = [[r for r, x in enumerate(col) if x == x] for col in self._columns]
+        self._columns = columns[3:]  # per metric column: its values
+        # per row, per metric column: the latest row at or before it that logs the column
+        # (-1: none), in one pass over all columns
+        logged = np.where(np.isnan(rows[:, 3:]), -1, np.arange(len(rows))[:, None])
+        self._latest: list[list[int]] = np.maximum.accumulate(logged, axis=0).tolist()
         self._pos = 0
 
     def advance(self, time: float, seq: float, until_end: bool = False) -> np.ndarray | None:
@@ -144,8 +146,9 @@ class _SmallCursor:
 
     def values(self) -> list[float]:
         """See :meth:`_MetricsCursor.values`."""
-        out = []
-        for col, logged in zip(self._columns, self._logged, strict=True):
-            at = bisect.bisect_left(logged, self._pos)  # the rows before the position
-            out.append(col[logged[at - 1]] if at else math.nan)
-        return out
+        if not self._pos:
+            return [math.nan] * len(self._columns)
+        latest = self._latest[self._pos - 1]  # among the rows before the position
+        return [
+            col[r] if r >= 0 else math.nan for col, r in zip(self._columns, latest, strict=True)
+        ]

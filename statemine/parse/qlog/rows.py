@@ -75,10 +75,11 @@ def _connection_rows(conn: _Connection, trace_id: str, report: _Report) -> pd.Da
 
 def _connection_columns(
     conn: _Connection, trace_id: str, report: _Report
-) -> tuple[dict[str, list], np.ndarray, np.ndarray]:
-    """:func:`_connection_rows` as plain lists, without a frame: the row lists (keys as
-    :func:`_row_frames`' columns), the carried metric values (rows, columns) and the
-    (time, seq) order of the rows; the same rows, warnings in the same order."""
+) -> tuple[dict[str, list], np.ndarray]:
+    """:func:`_connection_rows` as plain lists, without a frame and not yet sorted: the row
+    lists (keys as :func:`_row_frames`' columns) and the carried metric values (rows,
+    columns) in the order :func:`_row_frames` makes them (:func:`batch_order` sorts them);
+    the same rows, warnings in the same order."""
     items = sorted(conn.items, key=lambda it: (it[0], it[5]))
     metrics = conn.metric_rows()
     if conn.unordered:
@@ -97,8 +98,7 @@ def _connection_columns(
         else _MetricsCursor(iter([(metrics, ends)]))
     )
     rows, values = next(_row_frames(items, cursor, first, conn.start, trace_id, report, raw=True))
-    order = np.lexsort((np.array(rows["seq"], float), np.array(rows["time"], float)))
-    return rows, values, order
+    return rows, values
 
 
 def _start_state(first: tuple | None, start: float) -> str | None:
@@ -483,21 +483,35 @@ class _Batch:
     def __init__(self) -> None:
         self.columns: dict[str, list] = {k: [] for k in ("trace", *_EVENT_COLUMNS[:5])}
         self.values: list[np.ndarray] = []
+        self.seq: list = []  # each row's seq (its order among equal times)
+        self.sizes: list[int] = []  # each connection's rows, in order
         self.names: dict[tuple[str | None, str], tuple[str, bool]] = {}  # resolve_state cache
 
     def frame(self) -> pd.DataFrame | None:
-        """The gathered rows as one frame (None: none), let go."""
+        """The gathered rows as one frame (None: none), let go: each connection's rows in
+        (time, seq) order, the connections in the order they were added (one sort for
+        all, :func:`batch_order`)."""
         if not self.columns["time"]:
             return None
         out = pd.DataFrame(self.columns)
         out["time"] = out["time"].astype(float)
         out["line"] = out["line"].astype("int64")
-        values = np.concatenate(self.values)
+        order = batch_order(out["time"].to_numpy(), np.array(self.seq, float), self.sizes)
+        values = np.concatenate(self.values)[order]
+        out = out.take(order).reset_index(drop=True)
         for k, column in enumerate(_METRIC_COLUMNS):
             out[column] = values[:, k].copy()
         self.columns = {k: [] for k in self.columns}
-        self.values = []
+        self.values, self.seq, self.sizes = [], [], []
         return out
+
+
+def batch_order(time: np.ndarray, seq: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """The row order that sorts each block of rows (``sizes``: the blocks' lengths, in
+    order) by (``time`` s, ``seq``), ties in their order, the blocks kept in theirs: equal
+    to a stable sort of each block on its own, the results concatenated."""
+    block = np.repeat(np.arange(len(sizes)), sizes)
+    return np.lexsort((seq, time, block))
 
 
 def _makes_state(code: int, data: dict) -> bool:
@@ -528,7 +542,7 @@ def _fast_events(
         return None
     if not any(_makes_state(code, data) for _, code, data, *_ in conn.items):
         return None
-    rows, values, order = _connection_columns(conn, trace_id, report)
+    rows, values = _connection_columns(conn, trace_id, report)
     kind, state = rows["kind"], rows["state"]
     is_state = [k == "state" for k in kind]
     raw_names = list(dict.fromkeys(n for n, s in zip(state, is_state, strict=True) if s))
@@ -546,15 +560,17 @@ def _fast_events(
         if not known:
             unknown[name] = sum(1 for n, s in zip(state, is_state, strict=True) if s and n == name)
     _warn_unknown(unknown, implementation, trace_id, report)
-    take = order.tolist()
+    # the rows as made; the batch sorts each connection's by (time, seq) once for all
     columns = batch.columns
-    columns["trace"].extend([trace_id] * len(take))
-    columns["time"].extend(rows["time"][i] for i in take)
-    columns["kind"].extend(kind[i] for i in take)
-    columns["state"].extend(mapping[state[i]] if is_state[i] else state[i] for i in take)
-    columns["line"].extend(rows["line"][i] for i in take)
-    columns["fields"].extend(rows["fields"][i] for i in take)
-    batch.values.append(values[order])
+    columns["trace"].extend([trace_id] * len(kind))
+    columns["time"].extend(rows["time"])
+    columns["kind"].extend(kind)
+    columns["state"].extend([mapping[s] if k else s for s, k in zip(state, is_state, strict=True)])
+    columns["line"].extend(rows["line"])
+    columns["fields"].extend(rows["fields"])
+    batch.seq.extend(rows["seq"])
+    batch.sizes.append(len(kind))
+    batch.values.append(values)
     return True
 
 
