@@ -27,6 +27,8 @@ it is no model (the cliques of different types may not be realisable together).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .check import InvariantCodes
@@ -104,31 +106,15 @@ def invariant_sides(log: EventLog, inv: InvariantCodes) -> np.ndarray:
 
 def _max_clique(conflict: np.ndarray) -> int:
     """Size of a largest clique of the symmetric bool matrix ``conflict``: exact
-    (branch and bound over vertex bitmasks) up to ``EXACT_CLIQUE_CLASSES`` vertices, a
-    greedy clique (a lower bound) beyond."""
-    k = len(conflict)
-    if k > EXACT_CLIQUE_CLASSES:
-        order = np.argsort(-conflict.sum(axis=1), kind="stable")
-        clique: list[int] = []
-        for v in order.tolist():
-            if all(conflict[v, u] for u in clique):
-                clique.append(v)
-        return len(clique)
-    nbrs = [sum(1 << int(u) for u in np.nonzero(row)[0]) for row in conflict]
-    best = 0
+    (:func:`~.graphbounds.max_clique`, no step budget) up to ``EXACT_CLIQUE_CLASSES``
+    vertices, a greedy clique (a lower bound) beyond."""
+    from .graphbounds import greedy_clique, max_clique
 
-    def grow(size: int, cand: int) -> None:
-        nonlocal best
-        if cand == 0:
-            best = max(best, size)
-            return
-        while cand and size + cand.bit_count() > best:
-            v = cand.bit_length() - 1
-            cand &= ~(1 << v)
-            grow(size + 1, cand & nbrs[v])
-
-    grow(0, (1 << k) - 1)
-    return best
+    if len(conflict) > EXACT_CLIQUE_CLASSES:
+        return greedy_clique(conflict)
+    size, proven = max_clique(conflict, steps=sys.maxsize)
+    assert proven
+    return size
 
 
 def _initially_violated(log: EventLog, inv: InvariantCodes) -> np.ndarray:
