@@ -59,6 +59,18 @@ def name_text(name: str) -> str:
     return name
 
 
+def name_texts(names: Sequence[str]) -> list[str]:
+    """:func:`name_text` of each of ``names``: ``names`` itself (a list) when all are ASCII
+    (one check of them joined, not one call a name: a folder may hold 1e5 files).
+
+    >>> name_texts(["a.log", "b-\\udcff.log"])
+    ['a.log', 'b-\\\\xff.log']
+    """
+    if "".join(names).isascii():
+        return list(names)
+    return [name_text(n) for n in names]
+
+
 def visible(text: object, *, backslash: bool = True) -> str:
     """``text`` with every non-printable character (controls, NUL, bidi overrides, line
     separators) and (with ``backslash``) the backslash written as an escape; printable

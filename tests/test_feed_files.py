@@ -414,12 +414,12 @@ def test_a_small_log_costs_openat_two_reads_and_close(tmp_path):
 def test_names_checked_at_once_escape_as_one_by_one():
     """The joined-ASCII shortcuts (source names, a run's names, the lab-run check) give
     what the call a name gave, with non-UTF-8 names and a newline inside a name."""
-    from statemine.escape import name_text
+    from statemine.escape import name_text, name_texts
     from statemine.parse.repeats import RUN_TRACES, _may_name_a_run
 
     odd = os.fsdecode(b"run\xff.log")
     for names in (["a.log", "b.log"], ["a.log", odd], [odd], ["é.log", "b.log"], []):
-        assert sl._name_texts(list(names)) == [name_text(n) for n in names]
+        assert name_texts(list(names)) == [name_text(n) for n in names]
         files = [f"dir/{n}" for n in names]
         assert _source_names(files) == {f: name_text(n) for f, n in zip(files, names)}
     for files in (

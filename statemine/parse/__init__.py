@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError, UsageError
-from ..escape import name_text
+from ..escape import name_text, name_texts
 from .lines import ReadDigests, head_bytes, read_error, stat_input, stat_path
 
 if TYPE_CHECKING:  # the traces module loads pandas; the streaming path does without it
@@ -598,9 +598,7 @@ def _source_names(files: Iterable[_P]) -> dict[_P, str]:
     files = list(files)
     names = [f.name if isinstance(f, Path) else f.rpartition("/")[2] for f in files]
     if len(set(names)) == len(names):  # no two alike (a folder's files): no count
-        if "".join(names).isascii():  # nothing to escape: one check, not one call a name
-            return dict(zip(files, names))
-        return dict(zip(files, map(name_text, names)))
+        return dict(zip(files, name_texts(names)))
     clash = Counter(names)
     return {f: name_text(n if clash[n] == 1 else str(f)) for f, n in zip(files, names)}
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 import numpy as np
 
 from ..errors import InputError
-from ..escape import name_text
+from ..escape import name_text, name_texts
 from ._linescan import Scanner
 from .lines import (
     DEFAULT_CHUNK_BYTES,
@@ -306,12 +306,12 @@ def read_statemine_run(
     counts = np.diff(np.r_[end.file_starts, len(conns)])
     file_of_trace = np.repeat(np.arange(n_files), counts)
     file_list = file_of_trace.tolist()
-    names = _name_texts(sources[:n_files])  # once a file, not once a trace
+    names = name_texts(sources[:n_files])  # once a file, not once a trace
     ids = [
         f"{names[f]}#{c}" + (f"/{r}" if r is not None else "")
         for f, c, r in zip(file_list, conns, roles)
     ]
-    source = _name_texts(list(map(str, paths[:n_files])))
+    source = name_texts(list(map(str, paths[:n_files])))
     ts = _to_traceset(
         rows,
         scanner.names(),
@@ -321,14 +321,6 @@ def read_statemine_run(
         file_of_trace=file_of_trace,
     )
     return ts, n_files
-
-
-def _name_texts(names: Sequence[str]) -> list[str]:
-    """:func:`~statemine.escape.name_text` of each of ``names``: ``names`` itself when all
-    are ASCII (one check of them joined, not one call a name)."""
-    if "".join(names).isascii():
-        return list(names)
-    return [name_text(s) for s in names]
 
 
 class _Rows:
