@@ -1,0 +1,254 @@
+"""Group elimination: drop one (type, region vector) group and re-assign whole traces.
+
+A model in region terms (:mod:`.regions`) is one bit vector per event; the nodes are the
+(type, vector) groups.  Given per type a set of allowed vectors, whether every trace can
+take vectors from those sets is a chain problem along each trace: an event's vector must
+agree with its forced bits, and two consecutive events in one free run of an invariant
+must keep that run monotone (0s then 1s, or 1s then 0s).  Nothing else ties events
+together, so a dynamic programme over each trace's events (states: the allowed vectors
+of the event's type) decides it exactly, and finds the assignment that changes the
+fewest events.
+
+:func:`eliminate` uses that as a move: for each group (smallest first), forbid its
+vector for its type and re-assign every trace holding one of its events; when every
+such trace has an assignment, the group is gone (and others may empty on the way).  The
+events of a trace may move to any allowed vector, not only along the bits one group
+move forces (:func:`~.regions.regroup`), which is what the two-capture logs need: at
+6,010 events the engine's 66-node model goes to 62 and at 10,027 events 57 to 53 in
+0.1 CPU s (docs/synoptic-engine.md).  Every state obeys the rules, so every model is
+sound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .check import InvariantCodes
+from .log import EventLog
+from .model import PartitionModel
+from .regions import (
+    FreeRuns,
+    _pack,
+    grouped,
+    perturbed_vectors,
+    region_bits,
+    regroup_coarsen,
+    regroup_vectors,
+)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Per event, packed over the invariants (bit j = invariant j): ``mask`` (bits
+    forced), ``value`` (their values), ``up`` / ``down`` (invariants whose free run
+    holds this event and the one before it, with 0s then 1s / 1s then 0s: the previous
+    event's bit at most / at least this one's); the log's type codes and trace offsets
+    as lists."""
+
+    mask: list[int]
+    value: list[int]
+    up: list[int]
+    down: list[int]
+    codes: list[int]
+    starts: list[int]
+
+
+def chain(log: EventLog, runs: FreeRuns) -> Chain:
+    """The :class:`Chain` of ``log`` under ``runs`` (:func:`~.regions.free_runs`)."""
+    free = runs.forced < 0
+    same = np.zeros_like(free)
+    same[1:] = free[1:] & free[:-1] & (runs.lo[1:] == runs.lo[:-1])
+    rising = (runs.first == 0)[None, :]
+    return Chain(
+        _pack(runs.forced >= 0),
+        _pack(runs.forced > 0),
+        _pack(same & rising),
+        _pack(same & ~rising),
+        log.codes.tolist(),
+        log.starts.tolist(),
+    )
+
+
+def assign_trace(ch: Chain, vec: list[int], allowed: list[set[int]], k: int) -> list[int] | None:
+    """Vectors for trace ``k``'s events from ``allowed`` (per type) obeying the rules,
+    changing the fewest of ``vec`` (ties: the smallest vectors); None when none exists.
+    Exact: a dynamic programme along the trace."""
+    lo, hi = ch.starts[k], ch.starts[k + 1]
+    layers: list[dict[int, tuple[int, int]]] = []
+    prev: dict[int, tuple[int, int]] = {}
+    for x in range(lo, hi):
+        mask, value, up, down = ch.mask[x], ch.value[x], ch.up[x], ch.down[x]
+        cur: dict[int, tuple[int, int]] = {}
+        for v in sorted(allowed[ch.codes[x]]):
+            if v & mask != value:
+                continue
+            cost = int(v != vec[x])
+            if x == lo:
+                cur[v] = (cost, -1)
+                continue
+            best = -1
+            best_cost = 0
+            for u, (c, _) in prev.items():
+                if u & ~v & up or v & ~u & down:
+                    continue  # a free run would fall (rise) between the two events
+                if best < 0 or c < best_cost:
+                    best, best_cost = u, c
+            if best >= 0:
+                cur[v] = (best_cost + cost, best)
+        if not cur:
+            return None
+        layers.append(cur)
+        prev = cur
+    v = min(prev, key=lambda u: (prev[u][0], u))
+    out = []
+    for layer in reversed(layers):
+        out.append(v)
+        v = layer[v][1]
+    return out[::-1]
+
+
+def eliminate(ch: Chain, vectors: list[int]) -> list[int]:
+    """``vectors`` (bits obeying the rules, per event) with groups dropped while one can
+    be: per type in order, its groups smallest first (ties: the smaller vector), forbid
+    the group's vector and re-assign every trace holding one of its events
+    (:func:`assign_trace`); keep the change when all have an assignment.  Passes repeat
+    until one drops nothing.  Deterministic; never more (type, vector) groups."""
+    vec = list(vectors)
+    n_types = max(ch.codes) + 1
+    trace_of = np.repeat(np.arange(len(ch.starts) - 1), np.diff(ch.starts)).tolist()
+    while True:
+        dropped = False
+        for t in range(n_types):
+            while _drop_one(ch, vec, t, n_types, trace_of):
+                dropped = True
+        if not dropped and not _drop_pair(ch, vec, n_types, trace_of):
+            return vec
+
+
+def _drop_pair(ch: Chain, vec: list[int], n_types: int, trace_of: list[int]) -> bool:
+    """Drop two groups at once from ``vec`` (in place): a group and the group that most
+    often holds the event right after one of its events, when that is at least half of
+    them (``tlp`` then ``TailLossProbe``: one cannot go without the other); whether a
+    pair was dropped."""
+    n_events = len(vec)
+    key = [v * n_types + c for v, c in zip(vec, ch.codes)]
+    last = set(x - 1 for x in ch.starts[1:])
+    members: dict[int, list[int]] = {}
+    follow: dict[int, dict[int, int]] = {}
+    for x in range(n_events):
+        members.setdefault(key[x], []).append(x)
+        if x not in last:
+            nxt = follow.setdefault(key[x], {})
+            nxt[key[x + 1]] = nxt.get(key[x + 1], 0) + 1
+    allowed: list[set[int]] = [set() for _ in range(n_types)]
+    for k in members:
+        allowed[k % n_types].add(k // n_types)
+    for g in sorted(members, key=lambda u: (len(members[u]), u)):
+        if not follow.get(g):
+            continue
+        h = max(follow[g], key=lambda u: (follow[g][u], -u))
+        if h == g or 2 * follow[g][h] < len(members[g]):
+            continue
+        pair = [(g % n_types, g // n_types), (h % n_types, h // n_types)]
+        if any(len(allowed[t]) <= 1 for t, _ in pair) or pair[0][0] == pair[1][0]:
+            continue
+        for t, v in pair:
+            allowed[t].discard(v)
+        new = {}
+        for k in sorted({trace_of[x] for x in members[g] + members[h]}):
+            got = assign_trace(ch, vec, allowed, k)
+            if got is None:
+                break
+            new[k] = got
+        else:
+            for k, got in new.items():
+                vec[ch.starts[k] : ch.starts[k + 1]] = got
+            return True
+        for t, v in pair:
+            allowed[t].add(v)
+    return False
+
+
+def _drop_one(ch: Chain, vec: list[int], t: int, n_types: int, trace_of: list[int]) -> bool:
+    """Drop one group of type ``t`` from ``vec`` (in place) as :func:`eliminate` does;
+    whether one was dropped."""
+    members: dict[int, list[int]] = {}
+    allowed: list[set[int]] = [set() for _ in range(n_types)]
+    for x, (c, v) in enumerate(zip(ch.codes, vec)):
+        allowed[c].add(v)
+        if c == t:
+            members.setdefault(v, []).append(x)
+    if len(members) <= 1:
+        return False
+    for v in sorted(members, key=lambda u: (len(members[u]), u)):
+        allowed[t].discard(v)
+        new = {}
+        for k in sorted({trace_of[x] for x in members[v]}):
+            got = assign_trace(ch, vec, allowed, k)
+            if got is None:
+                break
+            new[k] = got
+        else:
+            for k, got in new.items():
+                vec[ch.starts[k] : ch.starts[k + 1]] = got
+            return True
+        allowed[t].add(v)
+    return False
+
+
+def eliminate_coarsen(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    runs: FreeRuns,
+    rng: np.random.Generator,
+) -> PartitionModel:
+    """:func:`eliminate` from ``model``'s region bits (``model`` satisfies every
+    invariant of ``inv``; ``failing``: those failing on the initial model, ``runs``
+    their :func:`~.regions.free_runs`), coarsen, :func:`~.regions.regroup_coarsen`, and
+    again while the node count falls.  Sound, never larger than ``model``;
+    deterministic for ``rng``."""
+    from .coarsen import coarsen
+
+    sub = inv.select(failing)
+    ch = chain(model.log, runs)
+    while True:
+        vec = np.array(_pack(region_bits(model, sub)), dtype=object)[model.part].tolist()
+        found = coarsen(grouped(model.log, eliminate(ch, vec)), inv, rng)
+        found = regroup_coarsen(found, inv, failing, rng, runs)
+        if found.n_nodes >= model.n_nodes:
+            return model
+        model = found
+
+
+def elimination_search(
+    model: PartitionModel,
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    runs: FreeRuns,
+    rng: np.random.Generator,
+    rounds: int,
+    bound: int = 0,
+) -> PartitionModel:
+    """:func:`eliminate_coarsen` from ``model``, then ``rounds`` rounds of a
+    large-neighbourhood search (as :func:`~.regions.neighbourhood_search`: one to three
+    seeded invariants' columns re-drawn, regrouped, coarsened) each finished by
+    :func:`eliminate_coarsen`, keeping a result with no more nodes (plateaus move);
+    stops at ``bound`` nodes.  Sound, never larger than ``model``; deterministic for
+    ``rng``."""
+    from .coarsen import coarsen
+
+    sub = inv.select(failing)
+    best = eliminate_coarsen(model, inv, failing, runs, rng)
+    for _ in range(rounds):
+        if best.n_nodes <= bound:
+            break
+        vectors = perturbed_vectors(best, sub, runs, rng, int(rng.integers(1, 4)))
+        found = coarsen(regroup_vectors(best.log, sub, runs, vectors, rng), inv, rng)
+        found = regroup_coarsen(found, inv, failing, rng, runs)
+        found = eliminate_coarsen(found, inv, failing, runs, rng)
+        if found.n_nodes <= best.n_nodes:
+            best = found
+    return best
