@@ -293,8 +293,9 @@ def infer_log(
     :func:`attempt_plan`), each finished after a number of steps by the global or targeted
     history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
     first); :func:`regions_search` (on logs up to 5,000 events, or where the attempts
-    leave ``REGIONS_MIN_GAP`` nodes above the bound) and :func:`local_search` then look
-    for a smaller one.  Every step
+    leave ``REGIONS_MIN_GAP`` nodes above the bound; then
+    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds) and
+    :func:`local_search` then look for a smaller one.  Every step
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
 
