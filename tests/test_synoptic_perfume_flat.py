@@ -54,3 +54,24 @@ def test_first_fit_stages_and_selected_traces(tmp_path):
     assert models[0].n_nodes == 134
     for m in models[1:]:
         assert np.array_equal(m.part, models[0].part)
+
+
+def test_pieces_share_one_work_budget_per_event():
+    """:func:`check_units`: a check on a ``CHECK_NODES``-node graph is one unit, cost
+    ``CHECK_FIXED + n`` otherwise; :func:`polish_share`: polishing gets what is left of
+    ``PIECE_WORK * per_event`` units per event, in checks on its model, never below 0."""
+    from statemine.infer.synoptic.perfume_infer import (
+        CHECK_FIXED,
+        CHECK_NODES,
+        PIECE_WORK,
+        check_units,
+        polish_share,
+    )
+
+    assert check_units(CHECK_NODES) == 1.0
+    assert check_units(2 * CHECK_NODES + CHECK_FIXED) == 2.0
+    budget = PIECE_WORK * 10 * 1000  # units for 1,000 events at 10 checks per event
+    assert polish_share(1000, 0.0, CHECK_NODES, 10) == int(budget)
+    assert polish_share(1000, budget / 2, 2 * CHECK_NODES + CHECK_FIXED, 10) == int(budget / 4)
+    assert polish_share(1000, 2 * budget, CHECK_NODES, 10) == 0
+    assert polish_share(1000, 0.0, CHECK_NODES, 0) == 0

@@ -42,7 +42,8 @@ taken from it.
 
 7. Polishing (:func:`polish`): groups of 2-4 same-type nodes split into one node per
    event and placed again by first fit (:func:`repack`), kept when the model is no
-   larger; a budget of merge checks per event (:func:`polish_budget`).  No pair of a
+   larger; a budget of merge checks per event (:func:`polish_budget`; long logs: what
+   is left of one work budget per event, :func:`polish_share`).  No pair of a
    first-fit model's nodes can merge, but events can move between several nodes.
 
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
@@ -1038,9 +1039,10 @@ def infer_pieces(
     ``fold_nodes`` plus one run's nodes).  Once a run's own model has more than
     ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
     ``dense_size`` events (first fit's cost per event grows with the run).  Each model
-    is :func:`polish` ed when it is closed, with ``polish_checks`` merge checks per event
-    of it (:func:`polish_budget`: fewer on models of many nodes, so the cost per event
-    stays flat)."""
+    is :func:`polish` ed when it is closed, with what is left of ``PIECE_WORK *
+    polish_checks`` work units per event of the models closed so far once first fit and
+    the folds took theirs (:func:`polish_share`, :func:`check_units`), so the CPU per
+    event stays flat however first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
