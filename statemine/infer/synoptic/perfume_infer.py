@@ -899,7 +899,7 @@ def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -
 
 #: Logs in pieces (:func:`infer_pieces`): work units per event and per unit of
 #: ``polish_checks`` for first fit, folds and polishing together (:func:`polish_share`).
-PIECE_WORK = 2.3
+PIECE_WORK = 1.7
 
 
 def polish_share(n_events: int, spent: float, n_nodes: int, per_event: int = POLISH_CHECKS) -> int:
