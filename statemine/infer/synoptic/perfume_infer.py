@@ -42,7 +42,8 @@ taken from it.
 
 7. Polishing (:func:`polish`): groups of 2-4 same-type nodes split into one node per
    event and placed again by first fit (:func:`repack`), kept when the model is no
-   larger; a budget of merge checks per event (:func:`polish_budget`).  No pair of a
+   larger; a budget of merge checks per event (:func:`polish_budget`; long logs: what
+   is left of one work budget per event, :func:`polish_share`).  No pair of a
    first-fit model's nodes can merge, but events can move between several nodes.
 
 The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS``
@@ -412,6 +413,19 @@ def refine_timed(
     raise StatemineError("internal error: Perfume refinement did not finish")
 
 
+#: A merge check costs about ``CHECK_FIXED + n`` for a graph of ``n`` nodes (measured
+#: on the benchmark's connection logs: 0.41 ms at 150 nodes, 0.75 at 320, 0.88 at 500).
+CHECK_FIXED = 170
+#: The reference check of :func:`check_units`: one on a graph of this many nodes.
+CHECK_NODES = 150
+
+
+def check_units(n_nodes: int) -> float:
+    """The work of one merge check on a graph of ``n_nodes`` nodes, in checks on a graph
+    of ``CHECK_NODES`` nodes (``(CHECK_FIXED + n) / (CHECK_FIXED + CHECK_NODES)``)."""
+    return (CHECK_FIXED + n_nodes) / (CHECK_FIXED + CHECK_NODES)
+
+
 class _TimedMerges:
     """Coarsening trials on a fine model: node groups (``group[n]``: the smallest id of
     the group of node ``n``) with incremental checks (:class:`~.check.MergeCheck` for
@@ -429,9 +443,11 @@ class _TimedMerges:
             model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
         )
         self.bounds = BoundCheck(self.fine, codes, self.n_types)
+        self.spent = 0.0  # work units (:func:`check_units`) of the merge checks so far
 
     def merge(self, keep: int, gone: int) -> bool:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
+        self.spent += check_units(self.fine.n)
         trial = np.where(self.group == gone, keep, self.group)
         f = self.fine
         g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, self.node_type)
@@ -548,12 +564,14 @@ def coarsen_sided(
     sides: Sides,
     max_failures: int | None = None,
     fresh: np.ndarray | None = None,
+    work: list[float] | None = None,
 ) -> PartitionModel:
     """Coarsening as :func:`coarsen_timed`, but a merge of two nodes whose events
     conflict in time (:mod:`.timeconflicts`: such a merge must fail) is never tried:
     per pass, nodes in a seeded order, each tried only with the same-type nodes it does
     not conflict with (seeded order), node values updated after each merge.  ``fresh``
-    (bool per node): only merges of a fresh node into a node that is not are tried."""
+    (bool per node): only merges of a fresh node into a node that is not are tried.
+    ``work[0]``: the work of its merge checks is added there (:func:`check_units`)."""
     merges = _TimedMerges(model, codes, ticks)
     n = model.n_nodes
     old = np.ones(n, dtype=bool) if fresh is None else ~fresh
@@ -598,6 +616,8 @@ def coarsen_sided(
                 if fresh is not None:
                     break  # p is merged
                 p = keep
+    if work is not None:
+        work[0] += merges.spent
     return PartitionModel(model.log, merges.group[model.part], model.node_type.copy()).compact()
 
 
@@ -711,52 +731,123 @@ def first_fit_order(log: EventLog, ticks: np.ndarray, by_length: bool = True) ->
     return np.lexsort((elapsed, position, -length))
 
 
-def longest_first(log: EventLog) -> tuple[EventLog, np.ndarray]:
-    """``log`` with its traces reordered longest first (ties: log order), and per event of
-    the new log its index in ``log``."""
-    lengths = np.diff(log.starts)
-    order = np.argsort(-lengths, kind="stable")
-    idx = np.concatenate([np.arange(log.starts[k], log.starts[k + 1]) for k in order])
+def select_traces(log: EventLog, traces: np.ndarray) -> tuple[EventLog, np.ndarray]:
+    """The traces ``traces`` of ``log`` (in that order) as a log of their own (same type
+    codes), and per event of the new log its index in ``log``."""
+    lengths = np.diff(log.starts)[traces]
+    idx = (
+        np.concatenate([np.arange(log.starts[k], log.starts[k + 1]) for k in traces])
+        if len(traces)
+        else np.zeros(0, dtype=np.int64)
+    )
     text = log.time_text
     return (
         EventLog(
             log.types,
             log.codes[idx],
-            np.r_[0, np.cumsum(lengths[order])].astype(log.starts.dtype),
+            np.r_[0, np.cumsum(lengths)].astype(log.starts.dtype),
             log.times[idx],
             log.lines[idx],
             text[idx] if isinstance(text, np.ndarray) else text.take(idx),
-            [log.trace_ids[k] for k in order] if log.trace_ids else [],
+            [log.trace_ids[k] for k in traces] if log.trace_ids else [],
         ),
         idx,
     )
 
 
+def longest_first(log: EventLog) -> tuple[EventLog, np.ndarray]:
+    """``log`` with its traces reordered longest first (ties: log order), and per event of
+    the new log its index in ``log``."""
+    return select_traces(log, np.argsort(-np.diff(log.starts), kind="stable"))
+
+
+#: First fit checks its merges on a model rebuilt every this many events
+#: (:func:`first_fit_stages`).
+STAGE_EVENTS = 100
+
+
+def first_fit_stages(order: np.ndarray, size: int = STAGE_EVENTS) -> list[np.ndarray]:
+    """First fit's events ``order`` in consecutive stages of ``size`` events (the last
+    one shorter)."""
+    return [order[k : k + size] for k in range(0, len(order), size)] or [order]
+
+
 def first_fit_model(
-    log: EventLog, codes: TimedCodes, ticks: np.ndarray, sides: Sides, by_length: bool | None = None
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    by_length: bool | None = None,
+    stage_events: int | None = STAGE_EVENTS,
+    work: list[float] | None = None,
 ) -> PartitionModel:
     """A model built from the trace graph (one node per event: every walk between timed
     edges is a trace's segment, so every invariant holds) by first fit: events in
     :func:`first_fit_order` (``by_length``; default: :func:`short_traces`), each merged
     into the first node of its type made so far (creation order) that it does not
     conflict with in time (:func:`~.timeconflicts.pair_conflicts`) and whose merge keeps
-    every invariant (:class:`_TimedMerges`), else kept as a new node.  No randomness."""
+    every invariant (:class:`_TimedMerges`), else kept as a new node.  No randomness.
+
+    In stages of ``stage_events`` events (:func:`first_fit_stages`; None: one stage, the
+    whole log), each stage's merges are checked on a model
+    rebuilt for it: the nodes made so far (merged-away ones dropped) and the events not
+    yet placed of the traces started so far, without the traces not yet started.  The
+    same model: an unstarted trace is a chain of its own nodes from INITIAL to TERMINAL
+    (every walk in it a segment of that trace, every path that trace), which no walk or
+    path of the other nodes enters, so no check's answer depends on it, nor on node
+    ids.  A check then costs about the nodes made plus the events still to place of the
+    started traces instead of every event of the piece (on a 1,000-event connection
+    piece 1.6x less CPU, on the 601-event log 1.1x).  ``work[0]``: the
+    work of its merge checks is added there (:func:`check_units`)."""
     if by_length is None:
         by_length = short_traces(log)
-    n = log.n_events
-    model = PartitionModel(
-        log,
-        np.arange(n, dtype=np.int64) + 2,
-        np.concatenate([[-1, -1], log.codes]).astype(np.int64),
+    order = first_fit_order(log, ticks, by_length)
+    node_of = np.full(log.n_events, -1, dtype=np.int64)  # creation index of each node
+    founder: list[int] = []  # per node: its first event
+    node_types: list[int] = []
+    placed: list[list[int]] = [[] for _ in log.types]  # working ids: creation index + 2
+    started = np.zeros(log.n_traces, dtype=bool)
+    for stage in first_fit_stages(order, stage_events or max(len(order), 1)):
+        started[log.trace_of[stage]] = True
+        sub, idx = select_traces(log, np.nonzero(started)[0])
+        fresh = np.full(log.n_events, -1, dtype=np.int64)
+        n0 = len(founder) + 2
+        fresh[stage] = n0 + np.arange(len(stage))
+        later = idx[(node_of[idx] < 0) & (fresh[idx] < 0)]  # placed by later stages
+        fresh[later] = n0 + len(stage) + np.arange(len(later))
+        part = np.where(node_of[idx] >= 0, node_of[idx] + 2, fresh[idx])
+        node_type = np.concatenate(
+            [[-1, -1], node_types, log.codes[stage], log.codes[later]]
+        ).astype(np.int64)
+        merges = _TimedMerges(PartitionModel(sub, part, node_type), codes, ticks[idx])
+        pn, sn = Sides(sides.p[:, idx], sides.s[:, idx], sides.limit).node_values(
+            part, len(node_type)
+        )
+        for p in range(n0, n0 + len(stage)):
+            t = int(node_type[p])
+            if not _fit(p, placed[t], merges, pn, sn, sides.limit):
+                placed[t].append(p)
+        # number the stage's new nodes on in creation order (working id order)
+        roots = merges.group
+        n1 = n0 + len(stage)
+        new = np.nonzero(roots[n0:n1] == np.arange(n0, n1))[0] + n0
+        renum = np.arange(len(node_type))
+        renum[new] = n0 + np.arange(len(new))
+        for t, nodes in enumerate(placed):
+            placed[t] = [int(renum[q]) for q in nodes]
+        node_of[stage] = renum[roots[fresh[stage]]] - 2
+        if work is not None:
+            work[0] += merges.spent
+        founder.extend(stage[new - n0].tolist())
+        node_types.extend(node_type[new].tolist())
+    # number the nodes by their first event, as one node per event merged in place would
+    rank = np.empty(len(founder), dtype=np.int64)
+    rank[np.argsort(founder, kind="stable")] = np.arange(len(founder))
+    by_first = np.empty(len(founder), dtype=np.int64)
+    by_first[rank] = node_types
+    return PartitionModel(
+        log, rank[node_of] + 2, np.concatenate([[-1, -1], by_first]).astype(np.int64)
     )
-    merges = _TimedMerges(model, codes, ticks)
-    pn, sn = sides.node_values(model.part, model.n_nodes)
-    placed: list[list[int]] = [[] for _ in log.types]
-    for e in first_fit_order(log, ticks, by_length).tolist():
-        p, t = e + 2, int(log.codes[e])
-        if not _fit(p, placed[t], merges, pn, sn, sides.limit):
-            placed[t].append(p)
-    return PartitionModel(log, merges.group[model.part], model.node_type.copy()).compact()
 
 
 def _fit(
@@ -804,6 +895,22 @@ def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -
     ``POLISH_NODES`` nodes so that the CPU per event stays flat (connection logs of
     2,000 events: one model of about 300 nodes, a check 1.7x the cost of one at 134)."""
     return int(per_event * n_events * min(1.0, POLISH_NODES / max(n_nodes, 1)))
+
+
+#: Logs in pieces (:func:`infer_pieces`): work units per event and per unit of
+#: ``polish_checks`` for first fit, folds and polishing together (:func:`polish_share`).
+PIECE_WORK = 1.7
+
+
+def polish_share(n_events: int, spent: float, n_nodes: int, per_event: int = POLISH_CHECKS) -> int:
+    """Merge checks for polishing a model of ``n_nodes`` nodes once the models of
+    ``n_events`` events are made with ``spent`` work units (:func:`check_units`): what is
+    left of ``PIECE_WORK * per_event`` units per event, in checks on a graph of
+    ``n_nodes`` nodes (0 when nothing is left).  First fit's work per event grows with the
+    log (pieces of long traces), so polishing gets less there and the CPU per event stays
+    flat (docs/synoptic-engine.md, "Flat CPU per event")."""
+    left = PIECE_WORK * per_event * n_events - spent
+    return max(0, int(left / check_units(n_nodes)))
 
 
 def repack(
@@ -932,9 +1039,10 @@ def infer_pieces(
     ``fold_nodes`` plus one run's nodes).  Once a run's own model has more than
     ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
     ``dense_size`` events (first fit's cost per event grows with the run).  Each model
-    is :func:`polish` ed when it is closed, with ``polish_checks`` merge checks per event
-    of it (:func:`polish_budget`: fewer on models of many nodes, so the cost per event
-    stays flat)."""
+    is :func:`polish` ed when it is closed, with what is left of ``PIECE_WORK *
+    polish_checks`` work units per event of the models closed so far once first fit and
+    the folds took theirs (:func:`polish_share`, :func:`check_units`), so the CPU per
+    event stays flat however first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
@@ -961,11 +1069,16 @@ def infer_pieces(
     open_first: int | None = None  # first trace of the model being folded
     open_model: PartitionModel | None = None
 
+    work = [0.0]  # work units spent so far (:func:`check_units`)
+    closed = [0]  # events of the models closed so far
+
     def close(first: int, model: PartitionModel) -> None:
         lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
+        closed[0] += model.log.n_events
         if polish_checks > 0:
             rng = np.random.default_rng(seeds.spawn(1)[0])
-            checks = polish_budget(model.log.n_events, model.n_nodes, polish_checks)
+            checks = polish_share(closed[0], work[0], model.n_nodes, polish_checks)
+            work[0] += checks * check_units(model.n_nodes)
             model = polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), rng, checks)
         part[lo:hi] = model.part - 2 + len(node_type)
         node_type.extend(model.node_type[2:].tolist())
@@ -977,7 +1090,9 @@ def infer_pieces(
         rng = np.random.default_rng(seeds.spawn(1)[0])
         lo, hi = int(log.starts[first]), int(log.starts[last])
         sub = sub_log(log, first, last)
-        piece = first_fit_model(sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length)
+        piece = first_fit_model(
+            sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length, work=work
+        )
         if piece.n_nodes > fold_nodes:
             size = min(size, dense_size)
         if open_model is None or open_first is None:
@@ -999,6 +1114,7 @@ def infer_pieces(
                 _side_slice(sides, olo, hi),
                 COARSEN_FAILURES,
                 fresh,
+                work,
             )
         if open_model.n_nodes > fold_nodes:
             close(open_first, open_model)
