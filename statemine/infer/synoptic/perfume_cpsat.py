@@ -557,3 +557,63 @@ def polish(
             if model.n_nodes < best.n_nodes:
                 best = model
     return best
+
+
+def type_lows(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> np.ndarray:
+    """Per type code a lower bound on its nodes in every valid model (the per-type part
+    of :func:`~.timeconflicts.perfume_lower_bound`: time and cycle conflicts, untimed
+    bounds), at least 1 for a type with events."""
+    from .bounds import type_lower_bounds
+    from .timeconflicts import timed_sides, timed_type_bounds
+
+    low = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
+    if len(codes.untimed):
+        low = np.maximum(low, type_lower_bounds(log, codes.untimed)[: len(low)])
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    return np.where(present, np.maximum(low, 1), 0).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Proved:
+    """:func:`proved_bound`'s answer: ``bound`` (on every valid model's nodes, INITIAL
+    and TERMINAL included), ``capped`` (CP-SAT's bound over models with at most
+    ``caps[t]`` nodes of each type), ``lows`` (the per-type bounds used), ``solved``."""
+
+    bound: int
+    capped: int
+    caps: np.ndarray
+    lows: np.ndarray
+    solved: Solved
+
+
+def proved_bound(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    budget: float,
+    seed: int = 0,
+    slack: int | None = 0,
+) -> Proved:
+    """A lower bound on the nodes of every valid model of ``model.log``: CP-SAT's proven
+    bound (``budget`` deterministic seconds, ``model`` as the hint) under caps of
+    ``model``'s nodes per type (at least the per-type bounds of :func:`type_lows`) plus
+    ``slack``, made a bound without caps by :func:`~.exact.uncapped_bound` (a model
+    outside the caps has more than ``caps[t]`` nodes of some type and at least the
+    per-type bound of every other).  ``slack`` None: caps ``lows[t] + g`` with ``g`` =
+    ``model``'s nodes above the per-type bounds' sum, which cut off no model smaller than
+    ``model`` (the capped bound then stands alone), at a harder proof."""
+    from .exact import uncapped_bound
+
+    log = model.log
+    lows = type_lows(log, codes, ticks)
+    slot, counts = slots_of(model)
+    present = lows > 0
+    if slack is None:
+        gap = max(model.n_nodes - int(lows.sum()) - 2, 0)
+        caps = np.where(present, lows + gap, 0)  # each type's count fits: lows are bounds
+    else:
+        caps = np.where(present, np.maximum(counts, lows) + slack, 0)
+    solved = solve(log, codes, ticks, np.maximum(caps, 1), budget, seed, slot)
+    capped = float("inf") if solved.status == "INFEASIBLE" else solved.bound
+    bound = uncapped_bound(capped, caps, lows)
+    return Proved(bound, int(min(capped, 10**9)), caps, lows, solved)
