@@ -177,3 +177,20 @@ def test_exact_budget_solves_the_600_event_connection_log_whole(tmp_path):
     model = infer_perfume(log, codes, ticks, 1, exact_budget=10.0)
     assert model.n_nodes <= 120
     assert_valid(model, log, inv)
+
+
+def test_a_solver_crash_keeps_the_input_model(tmp_path, monkeypatch):
+    """Each CP-SAT run happens in a forked child (OR-Tools 9.15.6755 segfaulted now and
+    then on 1,000-event logs): a child killed by a signal gives None, and polish then
+    keeps its input model; a child that returns gives its result."""
+    import os
+    import signal
+
+    assert perfume_cpsat.isolated(lambda: (1, [2, 3])) == (1, [2, 3])
+    assert perfume_cpsat.isolated(lambda: os.kill(os.getpid(), signal.SIGSEGV)) is None
+    log = _conn_log(tmp_path, 40)
+    _, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, 1)
+    monkeypatch.setattr(perfume_cpsat, "isolated", lambda fn: None)
+    assert perfume_cpsat.solve(log, codes, ticks, np.array([50] * 8), 5.0).status == "CRASHED"
+    assert perfume_cpsat.polish(model, codes, ticks, 5.0, 1) is model

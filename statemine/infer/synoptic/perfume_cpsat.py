@@ -450,26 +450,54 @@ def solve(
         for e, s in enumerate(b.slot):
             if not isinstance(s, int):
                 b.mdl.add_hint(s, int(hint[e]))
-    solver = cp.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    solver.parameters.max_deterministic_time = budget
-    status = solver.solve(b.mdl)
-    name = solver.status_name(status)
+
+    def run() -> tuple[str, list[int] | None, float, float]:
+        solver = cp.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = seed
+        solver.parameters.max_deterministic_time = budget
+        status = solver.solve(b.mdl)
+        values = None
+        if status in (cp.OPTIMAL, cp.FEASIBLE):
+            values = [s if isinstance(s, int) else int(solver.value(s)) for s in b.slot]
+        bound = float(solver.best_objective_bound)
+        return solver.status_name(status), values, bound, float(solver.deterministic_time)
+
+    got = isolated(run)
+    if got is None:  # CP-SAT died (OR-Tools 9.15 segfaults now and then)
+        return Solved("CRASHED", None, -1, 0, budget)
+    name, values, bound, spent = got
     off = 2 + b.objective_offset
-    if status not in (cp.OPTIMAL, cp.FEASIBLE):
-        return Solved(
-            name, None, -1, round(solver.best_objective_bound) + off, solver.deterministic_time
-        )
-    slots = [s if isinstance(s, int) else int(solver.value(s)) for s in b.slot]
-    model = _model_of(b, slots)
-    return Solved(
-        name,
-        model,
-        model.n_nodes,
-        round(solver.best_objective_bound) + off,
-        solver.deterministic_time,
-    )
+    if values is None:
+        return Solved(name, None, -1, round(bound) + off, spent)
+    model = _model_of(b, values)
+    return Solved(name, model, model.n_nodes, round(bound) + off, spent)
+
+
+def isolated(fn: Any) -> Any:
+    """``fn()`` run in a forked child process (its result sent back through a pipe), or
+    None when the child dies (a segfault inside OR-Tools 9.15.6755 was seen:
+    google/or-tools#5025); in process where ``fork`` is not available."""
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        return fn()
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        send.send(fn())
+        send.close()
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    send.close()
+    try:
+        out = recv.recv()
+    except EOFError:
+        out = None
+    proc.join()
+    return out if proc.exitcode == 0 else None
 
 
 def slots_of(model: PartitionModel) -> tuple[np.ndarray, np.ndarray]:
