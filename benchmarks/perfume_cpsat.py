@@ -60,16 +60,16 @@ def row(n: int, budgets: list[float], proof: float, exact: bool) -> str:
     for budget in budgets:
         c0 = cpu()
         got = perfume_cpsat.polish(model, codes, ticks, budget, 1)
-        cpu = cpu() - c0
+        spent = cpu() - c0
         ok = "" if perfume_cpsat.valid(got, codes, ticks) else " INVALID"
-        out.append(f"{got.n_nodes:>5d} {cpu:>7.2f}{ok}")
+        out.append(f"{got.n_nodes:>5d} {spent:>7.2f}{ok}")
     if proof > 0:
         c0 = cpu()
         p = perfume_cpsat.proved_bound(model, codes, ticks, proof, 1, None if exact else 0)
-        cpu = cpu() - c0
+        spent = cpu() - c0
         out.append(
             f"{p.solved.status:>8s} best {p.solved.nodes:>4d} capped {p.capped:>4d} "
-            f"bound {p.bound:>4d} {cpu:>7.2f}"
+            f"bound {p.bound:>4d} {spent:>7.2f}"
         )
     return " | ".join(out)
 
