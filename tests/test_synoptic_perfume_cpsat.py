@@ -168,14 +168,14 @@ def test_exact_budget_without_or_tools_or_integer_ticks_is_refused(tmp_path, mon
 @pytest.mark.slow
 def test_exact_budget_solves_the_600_event_connection_log_whole(tmp_path):
     """The benchmark's 601-event connection log, seed 1: the default (polished) model has
-    124 nodes; ``exact_budget=10`` (at least ``WHOLE_SECONDS`` per event: the whole
+    124 nodes (121 with main's newer engine); ``exact_budget=10`` (at least ``WHOLE_SECONDS`` per event: the whole
     formulation) gives a valid model (reference) of at most 120 (measured 117; the
     engine's own polishing reached 118 with 1,000 trials).  About 75 CPU s."""
     log = _conn_log(tmp_path, 600)
     inv, codes, ticks = _codes(log)
-    assert infer_perfume(log, codes, ticks, 1).n_nodes == 124
+    default = infer_perfume(log, codes, ticks, 1).n_nodes  # 124 here, 121 on main since
     model = infer_perfume(log, codes, ticks, 1, exact_budget=10.0)
-    assert model.n_nodes <= 120
+    assert model.n_nodes <= min(120, default - 1)
     assert_valid(model, log, inv)
 
 
