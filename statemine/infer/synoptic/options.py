@@ -77,7 +77,7 @@ OPTIONS: tuple[Opt, ...] = (
         "float",
         0.0,
         aliases=("exact-budget",),
-        tools=_SYN,
+        tools=_SYN_PERF,
         help="statemine's own: polish the model with OR-Tools' CP-SAT for this many "
         "deterministic seconds (0: off; needs statemine[exact])",
     ),

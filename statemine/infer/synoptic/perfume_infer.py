@@ -1142,6 +1142,7 @@ def infer_perfume(
     piece_events: int = PIECE_EVENTS,
     piece_size: int = FIRST_FIT_EVENTS,
     polish_checks: int = POLISH_CHECKS,
+    exact_budget: float = 0.0,
 ) -> PartitionModel:
     """Perfume's model of ``log``.  Logs of more than ``piece_events`` events:
     :func:`infer_pieces` with pieces of ``piece_size`` events.  Otherwise the smallest (ties: the first) of ``attempts``
@@ -1154,8 +1155,29 @@ def infer_perfume(
     ``refine_nodes`` nodes (default: :func:`refine_node_cap`) gives
     :func:`trace_chain_model`.  With coarsening, the model is then :func:`polish` ed
     with ``polish_checks`` merge checks per event (:func:`polish_budget`; 0: not
-    polished)."""
+    polished).  ``exact_budget`` > 0: that model then polished by CP-SAT
+    (:func:`~.perfume_cpsat.polish`, deterministic seconds; kept only when smaller and
+    valid)."""
     from .timeconflicts import timed_sides
+
+    if exact_budget > 0:
+        from .perfume_cpsat import polish as exact_polish
+
+        model = infer_perfume(
+            log,
+            codes,
+            ticks,
+            seed,
+            refine_model=refine_model,
+            coarsen_model=coarsen_model,
+            attempts=attempts,
+            refine_nodes=refine_nodes,
+            coarsen_failures=coarsen_failures,
+            piece_events=piece_events,
+            piece_size=piece_size,
+            polish_checks=polish_checks,
+        )
+        return exact_polish(model, codes, ticks, exact_budget, seed)
 
     initial = PartitionModel.initial(log)
     if not refine_model:

@@ -332,6 +332,14 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
         return out
     ticks, scale = exact_ticks(log)
     codes = TimedCodes.from_frame(inv, log.types, scale)
+    if a["exactBudget"]:
+        from .exact import cp_model
+        from .perfume_cpsat import int_ticks
+
+        cp_model()  # the one-line error naming the extra, before any work
+        fit = int_ticks(ticks, codes)
+        if isinstance(fit, str):
+            raise UsageError(f"--exactBudget: {fit}")
     if a["dumpInitialPartitionGraph"]:
         out.files[".condensed.dot"] = perfume_dot(PartitionModel.initial(log), ticks)
     seed = a["randomSeed"] if a["randomSeed"] is not None else 0
@@ -343,6 +351,7 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
         refine_model=not a["noRefinement"],
         coarsen_model=not a["noCoarsening"],
         polish_checks=a["polishChecks"],
+        exact_budget=a["exactBudget"],
     )
     out.result = SynopticResult(model, inv)
     if a["performExtraChecks"]:

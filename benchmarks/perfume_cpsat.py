@@ -1,0 +1,93 @@
+"""CP-SAT on Perfume's models (statemine/infer/synoptic/perfume_cpsat.py, issue 31).
+
+Per connection log of ``bench_perfume.interleaved_log`` (seed = its size, the benchmark's
+logs): events, ``perfume_lower_bound``, the engine's nodes (seed 1) and CPU seconds,
+then per ``--budgets`` value the nodes after ``perfume_cpsat.polish`` from the engine's
+model (``--exactBudget``; deterministic seconds) and its CPU seconds, each model checked
+by the engine's checker; with ``--proof S``, CP-SAT's proven bound on the whole problem
+within S deterministic seconds: under the caps of the engine's nodes per type
+(``capped``) and made valid without caps (``bound``, :func:`perfume_cpsat.proved_bound`);
+with ``--exact``, the caps of ``proved_bound(slack=None)`` instead, which cut off no
+model smaller than the engine's, so an OPTIMAL answer is the exact minimum.
+
+Run: ``python benchmarks/perfume_cpsat.py --sizes 601,1000 --budgets 10,30 --proof 30``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
+
+from statemine.infer.synoptic import perfume_cpsat
+from statemine.infer.synoptic.options import parse_args
+from statemine.infer.synoptic.perfume import mine_constrained
+from statemine.infer.synoptic.perfume_infer import infer_perfume
+from statemine.infer.synoptic.run import read_log
+from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks
+from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
+
+
+def cpu() -> float:
+    """CPU seconds of this process and its waited-for children (each CP-SAT run is a
+    forked child: ``perfume_cpsat.isolated``)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def row(n: int, budgets: list[float], proof: float, exact: bool) -> str:
+    """One log's figures as text (module doc)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conn.log"
+        path.write_text(interleaved_log(n, np.random.default_rng(n)))
+        log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
+    inv = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    codes = TimedCodes.from_frame(inv, log.types, scale)
+    bound = perfume_lower_bound(log, codes, ticks)
+    c0 = cpu()
+    model = infer_perfume(log, codes, ticks, 1)
+    out = [f"{log.n_events:>6d} {bound:>5d} {model.n_nodes:>6d} {cpu() - c0:>7.2f}"]
+    for budget in budgets:
+        c0 = cpu()
+        got = perfume_cpsat.polish(model, codes, ticks, budget, 1)
+        spent = cpu() - c0
+        ok = "" if perfume_cpsat.valid(got, codes, ticks) else " INVALID"
+        out.append(f"{got.n_nodes:>5d} {spent:>7.2f}{ok}")
+    if proof > 0:
+        c0 = cpu()
+        p = perfume_cpsat.proved_bound(model, codes, ticks, proof, 1, None if exact else 0)
+        spent = cpu() - c0
+        out.append(
+            f"{p.solved.status:>8s} best {p.solved.nodes:>4d} capped {p.capped:>4d} "
+            f"bound {p.bound:>4d} {spent:>7.2f}"
+        )
+    return " | ".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="601,1000", help="events per log")
+    parser.add_argument("--budgets", default="10,30", help="--exactBudget values (det. s)")
+    parser.add_argument("--proof", type=float, default=0.0, help="det. s for the bound")
+    parser.add_argument("--exact", action="store_true", help="caps that keep every smaller model")
+    opts = parser.parse_args()
+    budgets = [float(x) for x in opts.budgets.split(",") if x]
+    print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("events bound engine cpu_s | per budget: nodes cpu_s | proof")
+    for n in [int(x) for x in opts.sizes.split(",")]:
+        print(row(n, budgets, opts.proof, opts.exact), flush=True)
+    print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()
