@@ -127,6 +127,21 @@ def eliminate(ch: Chain, vectors: list[int]) -> list[int]:
             return vec
 
 
+def _reassign(ch: Chain, vec: list[int], allowed: list[set[int]], traces: set[int]) -> bool:
+    """Re-assign every trace of ``traces`` under ``allowed`` (:func:`assign_trace`):
+    when each has an assignment, write them into ``vec`` (in place) and return True;
+    else leave ``vec`` as it was and return False."""
+    new = {}
+    for k in sorted(traces):
+        got = assign_trace(ch, vec, allowed, k)
+        if got is None:
+            return False
+        new[k] = got
+    for k, got in new.items():
+        vec[ch.starts[k] : ch.starts[k + 1]] = got
+    return True
+
+
 def _drop_pair(ch: Chain, vec: list[int], n_types: int, trace_of: list[int]) -> bool:
     """Drop two groups at once from ``vec`` (in place): a group and the group that most
     often holds the event right after one of its events, when that is at least half of
@@ -156,15 +171,7 @@ def _drop_pair(ch: Chain, vec: list[int], n_types: int, trace_of: list[int]) -> 
             continue
         for t, v in pair:
             allowed[t].discard(v)
-        new = {}
-        for k in sorted({trace_of[x] for x in members[g] + members[h]}):
-            got = assign_trace(ch, vec, allowed, k)
-            if got is None:
-                break
-            new[k] = got
-        else:
-            for k, got in new.items():
-                vec[ch.starts[k] : ch.starts[k + 1]] = got
+        if _reassign(ch, vec, allowed, {trace_of[x] for x in members[g] + members[h]}):
             return True
         for t, v in pair:
             allowed[t].add(v)
@@ -184,15 +191,7 @@ def _drop_one(ch: Chain, vec: list[int], t: int, n_types: int, trace_of: list[in
         return False
     for v in sorted(members, key=lambda u: (len(members[u]), u)):
         allowed[t].discard(v)
-        new = {}
-        for k in sorted({trace_of[x] for x in members[v]}):
-            got = assign_trace(ch, vec, allowed, k)
-            if got is None:
-                break
-            new[k] = got
-        else:
-            for k, got in new.items():
-                vec[ch.starts[k] : ch.starts[k + 1]] = got
+        if _reassign(ch, vec, allowed, {trace_of[x] for x in members[v]}):
             return True
         allowed[t].add(v)
     return False
