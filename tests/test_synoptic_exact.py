@@ -286,3 +286,26 @@ def test_the_proved_bound_is_tighter_than_the_pairwise_one_on_named_logs(tmp_pat
     proved = exact.proved_bound(model, codes, bad, lows, 5.0, 1, type_limit=5.0)
     assert (proved.bound, model.n_nodes) == (51, 51)
     assert proved.solved.status == "OPTIMAL"
+
+
+def test_each_solver_run_is_in_a_child_that_may_die_or_fail(monkeypatch):
+    """CP-SAT runs in a forked child (OR-Tools 9.15.6755 segfaults now and then,
+    google/or-tools#5025): a child killed by a signal is an answer without a model
+    ("CRASHED", the bound known before), after which polish keeps its input; an
+    exception in the child is raised again in the parent, not swallowed."""
+    import os
+    import signal
+
+    assert exact.isolated(lambda: [1, (2, 3)]) == [1, (2, 3)]
+    assert exact.isolated(lambda: os.kill(os.getpid(), signal.SIGKILL)) is None
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        exact.isolated(lambda: 1 // 0)
+    got = refining([["a", "b", "c"], ["x", "b", "d"]])
+    assert got is not None
+    log, codes, bad, sub = got
+    model = infer_log(log, seed=1).model
+    monkeypatch.setattr(exact, "isolated", lambda fn: None)
+    caps = np.full(len(log.types), 3)
+    solved = exact.solve(log, free_runs(log, sub), caps, 1.0, floor=5)
+    assert (solved.status, solved.nodes, solved.bound, solved.vectors) == ("CRASHED", -1, 5, None)
+    assert exact.polish(model, codes, bad, 1.0, seed=1) is model

@@ -48,6 +48,43 @@ def cp_model() -> Any:
     return module
 
 
+def isolated(fn: Any) -> Any:
+    """``fn()`` run in a forked child process, its result sent back through a pipe
+    (in process where there is no ``fork``): None when the child dies (OR-Tools
+    9.15.6755 segfaults now and then, google/or-tools#5025, seen in Perfume's
+    neighbourhood runs); an exception in ``fn`` is raised again in the parent as a
+    RuntimeError naming it."""
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        return fn()
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            got = (True, fn())
+        except BaseException as exc:  # sent to the parent, which raises it again
+            got = (False, f"{type(exc).__name__}: {exc}")
+        send.send(got)
+        send.close()
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    send.close()
+    try:
+        out = recv.recv()
+    except EOFError:
+        out = None
+    proc.join()
+    if out is None or proc.exitcode != 0:
+        return None
+    ok, value = out
+    if not ok:
+        raise RuntimeError(f"the CP-SAT run failed in its child process: {value}")
+    return value
+
+
 @dataclass(frozen=True)
 class Solved:
     """What CP-SAT returned: ``status`` (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, ...),
@@ -179,26 +216,32 @@ def solve(
     (with INITIAL and TERMINAL)."""
     cp = cp_model()
     mdl, bits, _ = build(log, runs, caps, hint, max(0, floor - 2))
-    solver = cp.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    solver.parameters.max_deterministic_time = budget
-    # presolve spends 15-30 s of CPU at 6,010 events counting almost no deterministic
-    # time, then the budget, before any search; the search alone proves 59 nodes there
-    solver.parameters.cp_model_presolve = False
-    status = solver.solve(mdl)
-    name = solver.status_name(status)
-    vectors = None
-    nodes = -1
-    if status in (cp.OPTIMAL, cp.FEASIBLE):
-        out = runs.forced > 0
-        for (x, j), b in bits.items():
-            out[x, j] = bool(solver.boolean_value(b))
-        vectors = _pack(out)
-        nodes = round(solver.objective_value) + 2
-    return Solved(
-        name, nodes, round(solver.best_objective_bound) + 2, vectors, solver.deterministic_time
-    )
+
+    def run() -> Solved:
+        solver = cp.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = seed
+        solver.parameters.max_deterministic_time = budget
+        # presolve spends 15-30 s of CPU at 6,010 events counting almost no deterministic
+        # time, then the budget, before any search; the search alone proves 59 nodes there
+        solver.parameters.cp_model_presolve = False
+        status = solver.solve(mdl)
+        vectors = None
+        nodes = -1
+        if status in (cp.OPTIMAL, cp.FEASIBLE):
+            out = runs.forced > 0
+            for (x, j), b in bits.items():
+                out[x, j] = bool(solver.boolean_value(b))
+            vectors = _pack(out)
+            nodes = round(solver.objective_value) + 2
+        bound = round(solver.best_objective_bound) + 2
+        return Solved(solver.status_name(status), nodes, bound, vectors, solver.deterministic_time)
+
+    got = isolated(run)
+    if got is None:  # CP-SAT died: no model, and only the bound known before
+        return Solved("CRASHED", -1, max(floor, 2), None, budget)
+    solved: Solved = got
+    return solved
 
 
 def model_vectors(model: PartitionModel, inv: InvariantCodes) -> list[int]:

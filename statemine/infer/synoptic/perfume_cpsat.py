@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .exact import cp_model
+from .exact import cp_model, isolated
 from .log import EventLog
 from .model import PartitionModel
 from .timecheck import TimedCodes, timed_graph, violations
@@ -472,32 +472,6 @@ def solve(
         return Solved(name, None, -1, round(bound) + off, spent)
     model = _model_of(b, values)
     return Solved(name, model, model.n_nodes, round(bound) + off, spent)
-
-
-def isolated(fn: Any) -> Any:
-    """``fn()`` run in a forked child process (its result sent back through a pipe), or
-    None when the child dies (a segfault inside OR-Tools 9.15.6755 was seen:
-    google/or-tools#5025); in process where ``fork`` is not available."""
-    import multiprocessing as mp
-
-    if "fork" not in mp.get_all_start_methods():
-        return fn()
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def child() -> None:
-        send.send(fn())
-        send.close()
-
-    proc = ctx.Process(target=child)
-    proc.start()
-    send.close()
-    try:
-        out = recv.recv()
-    except EOFError:
-        out = None
-    proc.join()
-    return out if proc.exitcode == 0 else None
 
 
 def slots_of(model: PartitionModel) -> tuple[np.ndarray, np.ndarray]:
