@@ -426,6 +426,28 @@ def valid(model: PartitionModel, codes: TimedCodes, ticks: np.ndarray) -> bool:
     return not violations(g, codes, len(model.log.types), any_only=True).any()
 
 
+def _run(
+    cp: Any, b: _Builder, budget: float, seed: int
+) -> tuple[str, list[int] | None, float, float] | None:
+    """``b``'s model solved on one worker (seed ``seed``, ``budget`` deterministic
+    seconds) in a forked child (:func:`~.exact.isolated`): ``(status name, slot per event
+    or None, best objective bound, deterministic seconds)``, None when the child died."""
+
+    def run() -> tuple[str, list[int] | None, float, float]:
+        solver = cp.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = seed
+        solver.parameters.max_deterministic_time = budget
+        status = solver.solve(b.mdl)
+        values = None
+        if status in (cp.OPTIMAL, cp.FEASIBLE):
+            values = [s if isinstance(s, int) else int(solver.value(s)) for s in b.slot]
+        bound = float(solver.best_objective_bound)
+        return solver.status_name(status), values, bound, float(solver.deterministic_time)
+
+    return isolated(run)
+
+
 def solve(
     log: EventLog,
     codes: TimedCodes,
@@ -451,19 +473,7 @@ def solve(
             if not isinstance(s, int):
                 b.mdl.add_hint(s, int(hint[e]))
 
-    def run() -> tuple[str, list[int] | None, float, float]:
-        solver = cp.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = budget
-        status = solver.solve(b.mdl)
-        values = None
-        if status in (cp.OPTIMAL, cp.FEASIBLE):
-            values = [s if isinstance(s, int) else int(solver.value(s)) for s in b.slot]
-        bound = float(solver.best_objective_bound)
-        return solver.status_name(status), values, bound, float(solver.deterministic_time)
-
-    got = isolated(run)
+    got = _run(cp, b, budget, seed)
     if got is None:  # CP-SAT died (OR-Tools 9.15 segfaults now and then)
         return Solved("CRASHED", None, -1, 0, budget)
     name, values, bound, spent = got
@@ -633,3 +643,107 @@ def proved_bound(
     capped = float("inf") if solved.status == "INFEASIBLE" else solved.bound
     bound = uncapped_bound(capped, caps, lows)
     return Proved(bound, int(min(capped, 10**9)), caps, lows, solved)
+
+
+@dataclass(frozen=True)
+class TypeBound:
+    """:func:`type_relaxation_bound`'s answer: ``bound`` (on every valid model's nodes,
+    INITIAL and TERMINAL included: ``sum(per_type) + 2``), ``per_type`` (per type code
+    ``max(relaxed[t], lows[t])``), ``relaxed`` (the relaxation's bound per type: 0 where
+    not solved), ``lows`` (:func:`type_lows`), ``status`` (CP-SAT's per solved type) and
+    ``deterministic_time`` (seconds, all types)."""
+
+    bound: int
+    per_type: np.ndarray
+    relaxed: np.ndarray
+    lows: np.ndarray
+    status: dict[int, str]
+    deterministic_time: float
+
+
+def own_slots(log: EventLog) -> np.ndarray:
+    """Per event its rank among the events of its type: every event a node of its own."""
+    slot = np.zeros(log.n_events, dtype=np.int64)
+    for t in np.unique(log.codes).tolist():
+        idx = np.nonzero(log.codes == t)[0]
+        slot[idx] = np.arange(len(idx))
+    return slot
+
+
+def type_relaxation_bound(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    caps: np.ndarray,
+    budget_per_type: float,
+    seed: int = 0,
+) -> TypeBound:
+    """A lower bound on every valid model's nodes from one exact relaxation per type.
+
+    Splitting a node of a valid model keeps it valid (every walk of the finer model is
+    a walk of the coarser one with narrower edge ranges: "Model inference", step 9).  So
+    from any valid model, splitting every node whose type is not ``t`` into one node per
+    event gives a valid model with the same type-``t`` nodes: ``m_t``, the fewest
+    type-``t`` nodes over valid models in which every other event is alone, is at most
+    every valid model's type-``t`` nodes, and ``sum_t m_t + 2`` bounds every model.
+    Per type, :func:`build` with every other event fixed in its own slot, ``t``'s
+    events free (value precedence on them) and ``caps[t]`` slots: CP-SAT (one worker,
+    seed ``seed``, ``budget_per_type`` deterministic seconds, a forked child) proves a
+    bound ``B`` on the type-``t`` nodes of relaxed models with at most ``caps[t]`` of
+    them, OPTIMAL or not.  Either ``m_t <= caps[t]``, then ``m_t >= B``, or ``m_t >=
+    caps[t] + 1``: so ``m_t >= min(ceil(B), caps[t] + 1)`` whatever the caps (INFEASIBLE:
+    ``caps[t] + 1``).  With ``caps[t]`` a valid model's type-``t`` nodes no relaxed
+    model at most that large is cut off.  Per type the larger of that and
+    :func:`type_lows`; types with one event, or whose ``lows`` reach ``caps``, are not
+    solved.  A crashed child gives ``lows[t]``.  ValueError when the times do not fit
+    (:func:`int_ticks`)."""
+    fit = int_ticks(ticks, codes)
+    if isinstance(fit, str):
+        raise ValueError(fit)
+    iticks, bounds = fit
+    cp = cp_model()
+    lows = type_lows(log, codes, ticks)
+    counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
+    own = own_slots(log)
+    relaxed = np.zeros(len(lows), dtype=np.int64)
+    status: dict[int, str] = {}
+    spent = 0.0
+    for t in np.nonzero(counts > 1)[0].tolist():
+        cap = int(min(max(int(caps[t]), 1), counts[t]))
+        if lows[t] >= cap:
+            continue
+        free = log.codes == t
+        fixed = np.where(free, -1, own)
+        slots = counts.copy()
+        slots[t] = cap
+        b = build(log, codes, iticks, bounds, np.maximum(slots, 1), fixed)
+        _value_precedence(b, np.nonzero(free)[0].tolist())
+        got = _run(cp, b, budget_per_type, seed)
+        if got is None:
+            status[t] = "CRASHED"
+            continue
+        name, _, bnd, det = got
+        spent += det
+        status[t] = name
+        if name == "INFEASIBLE":
+            relaxed[t] = cap + 1
+        elif np.isfinite(bnd):
+            relaxed[t] = min(max(int(np.ceil(bnd - 1e-6)), 0), cap + 1)
+    per_type = np.maximum(relaxed, lows)
+    return TypeBound(int(per_type.sum()) + 2, per_type, relaxed, lows, status, spent)
+
+
+def _value_precedence(b: _Builder, events: list[int]) -> None:
+    """The first of ``events`` in slot 0, each next at most one above the largest
+    before it (any partition of them renumbered by first appearance)."""
+    prev: Any = None
+    for e in events:
+        s = b.slot[e]
+        if prev is None:
+            b.mdl.add(s == 0)
+            prev = s
+            continue
+        b.mdl.add(s <= prev + 1)
+        m = b.mdl.new_int_var(0, int(b.caps[int(b.log.codes[e])]) - 1, "")
+        b.mdl.add_max_equality(m, [prev, s])
+        prev = m
