@@ -194,3 +194,54 @@ def test_a_solver_crash_keeps_the_input_model(tmp_path, monkeypatch):
     monkeypatch.setattr(perfume_cpsat, "isolated", lambda fn: None)
     assert perfume_cpsat.solve(log, codes, ticks, np.array([50] * 8), 5.0).status == "CRASHED"
     assert perfume_cpsat.polish(model, codes, ticks, 5.0, 1) is model
+
+
+@settings(max_examples=25, deadline=None)
+@given(tiny_logs, st.sampled_from(["none", "source", "loop"]), st.sampled_from(["events", "one"]))
+def test_type_relaxation_bound_is_below_the_exact_minimum(tmp_path_factory, traces, shape, caps):
+    """On random tiny logs (the shapes above) the per-type relaxation bound is at least
+    the per-type conflict and untimed bounds (``type_lows``) and at most the proven exact
+    minimum of tests/perfume_exact.py; per type at most the nodes of that type in
+    CP-SAT's optimum (a valid model: engine's checker); with caps of as many slots as
+    events and with one slot per type (the ``min(B, cap + 1)`` argument)."""
+    if shape == "source":
+        traces = [[("s", "0"), *trace] for trace in traces]
+    elif shape == "loop":
+        traces = [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
+    log = write_log(tmp_path_factory.mktemp("x"), traces)
+    _, codes, ticks = _codes(log)
+    counts = np.bincount(log.codes, minlength=len(log.types))
+    cap = counts if caps == "events" else np.minimum(counts, 1)
+    got = perfume_cpsat.type_relaxation_bound(log, codes, ticks, cap, 10.0)
+    lows = perfume_cpsat.type_lows(log, codes, ticks)
+    assert (got.per_type >= lows).all() and got.bound == int(got.per_type.sum()) + 2
+    assert got.bound >= int(lows.sum()) + 2
+    best = perfume_cpsat.solve(log, codes, ticks, counts, 30.0)
+    assert best.status == "OPTIMAL" and best.model is not None
+    assert perfume_cpsat.valid(best.model, codes, ticks)
+    _, best_counts = perfume_cpsat.slots_of(best.model)
+    assert (got.per_type <= best_counts).all()
+    exact, proven = exact_minimum(log, codes, ticks, log.n_events + 3, budget_s=20)
+    if proven:
+        assert got.bound <= exact
+
+
+def test_type_relaxation_bound_reaches_the_minimum_of_an_82_event_log(tmp_path):
+    """The benchmark's 80-event connection log (82 events): ``perfume_lower_bound`` says
+    38; the per-type relaxation (caps: the engine's nodes per type, all four solved types
+    OPTIMAL) says 42, the exact minimum that CP-SAT proves on the whole problem
+    (``proved_bound(slack=None)``, OPTIMAL); per type never above the engine's valid
+    model (43 nodes)."""
+    from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
+
+    log = _conn_log(tmp_path, 80)
+    _, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, 1)
+    assert perfume_cpsat.valid(model, codes, ticks) and model.n_nodes == 43
+    _, counts = perfume_cpsat.slots_of(model)
+    got = perfume_cpsat.type_relaxation_bound(log, codes, ticks, counts, 10.0, 1)
+    assert perfume_lower_bound(log, codes, ticks) == 38
+    assert got.bound == 42 and set(got.status.values()) == {"OPTIMAL"}
+    assert (got.per_type <= counts).all()
+    exact = perfume_cpsat.proved_bound(model, codes, ticks, 30.0, 1, None)
+    assert exact.solved.status == "OPTIMAL" and exact.bound == exact.solved.nodes == 42
