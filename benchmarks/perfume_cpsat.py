@@ -8,7 +8,10 @@ by the engine's checker; with ``--proof S``, CP-SAT's proven bound on the whole 
 within S deterministic seconds: under the caps of the engine's nodes per type
 (``capped``) and made valid without caps (``bound``, :func:`perfume_cpsat.proved_bound`);
 with ``--exact``, the caps of ``proved_bound(slack=None)`` instead, which cut off no
-model smaller than the engine's, so an OPTIMAL answer is the exact minimum.
+model smaller than the engine's, so an OPTIMAL answer is the exact minimum; with
+``--type-bound S``, :func:`perfume_cpsat.type_relaxation_bound` (S deterministic seconds
+per type, caps: the engine's nodes per type): its bound, the larger of it and
+``perfume_lower_bound``, its per-type figures and CPU seconds.
 
 Run: ``python benchmarks/perfume_cpsat.py --sizes 601,1000 --budgets 10,30 --proof 30``.
 """
@@ -44,7 +47,7 @@ def cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def row(n: int, budgets: list[float], proof: float, exact: bool) -> str:
+def row(n: int, budgets: list[float], proof: float, exact: bool, type_bound: float = 0.0) -> str:
     """One log's figures as text (module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conn.log"
@@ -71,6 +74,13 @@ def row(n: int, budgets: list[float], proof: float, exact: bool) -> str:
             f"{p.solved.status:>8s} best {p.solved.nodes:>4d} capped {p.capped:>4d} "
             f"bound {p.bound:>4d} {spent:>7.2f}"
         )
+    if type_bound > 0:
+        c0 = cpu()
+        _, counts = perfume_cpsat.slots_of(model)
+        tb = perfume_cpsat.type_relaxation_bound(log, codes, ticks, counts, type_bound, 1)
+        spent = cpu() - c0
+        per = ",".join(f"{k}/{lo}/{c}" for k, lo, c in zip(tb.per_type, tb.lows, counts))
+        out.append(f"type {tb.bound:>4d} max {max(tb.bound, bound):>4d} {spent:>7.2f} [{per}]")
     return " | ".join(out)
 
 
@@ -80,12 +90,16 @@ def main() -> None:
     parser.add_argument("--budgets", default="10,30", help="--exactBudget values (det. s)")
     parser.add_argument("--proof", type=float, default=0.0, help="det. s for the bound")
     parser.add_argument("--exact", action="store_true", help="caps that keep every smaller model")
+    parser.add_argument("--type-bound", type=float, default=0.0, help="det. s per type")
     opts = parser.parse_args()
     budgets = [float(x) for x in opts.budgets.split(",") if x]
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print("events bound engine cpu_s | per budget: nodes cpu_s | proof")
+    print(
+        "events bound engine cpu_s | per budget: nodes cpu_s | proof"
+        " | type bound, max, cpu_s [per type: bound/lows/engine]"
+    )
     for n in [int(x) for x in opts.sizes.split(",")]:
-        print(row(n, budgets, opts.proof, opts.exact), flush=True)
+        print(row(n, budgets, opts.proof, opts.exact, opts.type_bound), flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

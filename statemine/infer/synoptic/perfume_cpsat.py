@@ -687,13 +687,14 @@ def type_relaxation_bound(
     type-``t`` nodes over valid models in which every other event is alone, is at most
     every valid model's type-``t`` nodes, and ``sum_t m_t + 2`` bounds every model.
     Per type, :func:`build` with every other event fixed in its own slot, ``t``'s
-    events free (value precedence on them) and ``caps[t]`` slots: CP-SAT (one worker,
-    seed ``seed``, ``budget_per_type`` deterministic seconds, a forked child) proves a
-    bound ``B`` on the type-``t`` nodes of relaxed models with at most ``caps[t]`` of
-    them, OPTIMAL or not.  Either ``m_t <= caps[t]``, then ``m_t >= B``, or ``m_t >=
-    caps[t] + 1``: so ``m_t >= min(ceil(B), caps[t] + 1)`` whatever the caps (INFEASIBLE:
-    ``caps[t] + 1``).  With ``caps[t]`` a valid model's type-``t`` nodes no relaxed
-    model at most that large is cut off.  Per type the larger of that and
+    events free (value precedence on them) and ``c`` slots: CP-SAT (one worker, seed
+    ``seed``, a forked child) proves a bound ``B`` on the type-``t`` nodes of relaxed
+    models with at most ``c`` of them, OPTIMAL or not.  Either ``m_t <= c``, then ``m_t
+    >= B``, or ``m_t >= c + 1``: so ``m_t >= min(ceil(B), c + 1)`` whatever ``c``
+    (INFEASIBLE: ``c + 1``).  ``c`` deepens from ``lows[t]`` to ``caps[t]`` while the
+    answer is INFEASIBLE, within ``budget_per_type`` deterministic seconds per type
+    (:func:`_type_relaxation`); with ``caps[t]`` a valid model's type-``t`` nodes no
+    relaxed model at most that large is cut off.  Per type the larger of that and
     :func:`type_lows`; types with one event, or whose ``lows`` reach ``caps``, are not
     solved.  A crashed child gives ``lows[t]``.  ValueError when the times do not fit
     (:func:`int_ticks`)."""
@@ -701,7 +702,6 @@ def type_relaxation_bound(
     if isinstance(fit, str):
         raise ValueError(fit)
     iticks, bounds = fit
-    cp = cp_model()
     lows = type_lows(log, codes, ticks)
     counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
     own = own_slots(log)
@@ -709,28 +709,58 @@ def type_relaxation_bound(
     status: dict[int, str] = {}
     spent = 0.0
     for t in np.nonzero(counts > 1)[0].tolist():
-        cap = int(min(max(int(caps[t]), 1), counts[t]))
-        if lows[t] >= cap:
+        top = int(min(max(int(caps[t]), 1), counts[t]))
+        if lows[t] >= top:
             continue
-        free = log.codes == t
-        fixed = np.where(free, -1, own)
+        relaxed[t], status[t], det = _type_relaxation(
+            log, iticks, codes, bounds, t, own, (int(lows[t]), top), budget_per_type, seed
+        )
+        spent += det
+    per_type = np.maximum(relaxed, lows)
+    return TypeBound(int(per_type.sum()) + 2, per_type, relaxed, lows, status, spent)
+
+
+def _type_relaxation(
+    log: EventLog,
+    iticks: np.ndarray,
+    codes: TimedCodes,
+    bounds: np.ndarray,
+    t: int,
+    own: np.ndarray,
+    caps: tuple[int, int],
+    budget: float,
+    seed: int,
+) -> tuple[int, str, float]:
+    """``(bound on m_t, last status, deterministic seconds)`` for type ``t``
+    (:func:`type_relaxation_bound`), deepening: caps ``c`` from ``caps[0]`` (a valid
+    per-type bound) up to ``caps[1]``; INFEASIBLE at ``c`` proves ``m_t >= c + 1`` and
+    tries ``c + 1``; any other answer ends with ``min(ceil(B), c + 1)`` (``B``: CP-SAT's
+    bound, OPTIMAL: ``m_t`` itself).  Each try is charged at least ``ROUND_COST``."""
+    cp = cp_model()
+    counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
+    free = log.codes == t
+    fixed = np.where(free, -1, own)
+    best, name, spent = caps[0], "UNKNOWN", 0.0
+    for cap in range(max(caps[0], 1), caps[1] + 1):
+        left = budget - spent
+        if left <= 1e-3:
+            break
         slots = counts.copy()
         slots[t] = cap
         b = build(log, codes, iticks, bounds, np.maximum(slots, 1), fixed)
         _value_precedence(b, np.nonzero(free)[0].tolist())
-        got = _run(cp, b, budget_per_type, seed)
+        got = _run(cp, b, left, seed)
         if got is None:
-            status[t] = "CRASHED"
-            continue
+            return best, "CRASHED", spent
         name, _, bnd, det = got
-        spent += det
-        status[t] = name
+        spent += max(det, ROUND_COST)
         if name == "INFEASIBLE":
-            relaxed[t] = cap + 1
-        elif np.isfinite(bnd):
-            relaxed[t] = min(max(int(np.ceil(bnd - 1e-6)), 0), cap + 1)
-    per_type = np.maximum(relaxed, lows)
-    return TypeBound(int(per_type.sum()) + 2, per_type, relaxed, lows, status, spent)
+            best = cap + 1
+            continue
+        if np.isfinite(bnd):
+            best = max(best, min(int(np.ceil(bnd - 1e-6)), cap + 1))
+        break
+    return best, name, spent
 
 
 def _value_precedence(b: _Builder, events: list[int]) -> None:
