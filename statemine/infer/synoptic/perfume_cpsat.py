@@ -648,12 +648,15 @@ def proved_bound(
 @dataclass(frozen=True)
 class TypeBound:
     """:func:`type_relaxation_bound`'s answer: ``bound`` (on every valid model's nodes,
-    INITIAL and TERMINAL included: ``sum(per_type) + 2``), ``per_type`` (per type code
+    INITIAL and TERMINAL included: ``sum(per_type) + 2``), ``levels`` (the nodes
+    :func:`~.levelbound.level_bound` adds to ``per_type``: ``bound + levels`` is a bound
+    too), ``per_type`` (per type code
     ``max(relaxed[t], lows[t])``), ``relaxed`` (the relaxation's bound per type: 0 where
     not solved), ``lows`` (:func:`type_lows`), ``status`` (CP-SAT's per solved type) and
     ``deterministic_time`` (seconds, all types)."""
 
     bound: int
+    levels: int
     per_type: np.ndarray
     relaxed: np.ndarray
     lows: np.ndarray
@@ -696,11 +699,14 @@ def type_relaxation_bound(
     (:func:`_type_relaxation`); with ``caps[t]`` a valid model's type-``t`` nodes no
     relaxed model at most that large is cut off.  Per type the larger of that and
     :func:`type_lows`; types with one event, or whose ``lows`` reach ``caps``, are not
-    solved.  A crashed child gives ``lows[t]``.  ValueError when the times do not fit
+    solved.  ``levels``: the levels argument of ``perfume_lower_bound`` from these
+    per-type bounds (it holds from any valid per-type bounds).  A crashed child gives ``lows[t]``.  ValueError when the times do not fit
     (:func:`int_ticks`)."""
     fit = int_ticks(ticks, codes)
     if isinstance(fit, str):
         raise ValueError(fit)
+    from .levelbound import level_bound
+
     iticks, bounds = fit
     lows = type_lows(log, codes, ticks)
     counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
@@ -717,7 +723,8 @@ def type_relaxation_bound(
         )
         spent += det
     per_type = np.maximum(relaxed, lows)
-    return TypeBound(int(per_type.sum()) + 2, per_type, relaxed, lows, status, spent)
+    extra = level_bound(log, codes, ticks, per_type)
+    return TypeBound(int(per_type.sum()) + 2, extra, per_type, relaxed, lows, status, spent)
 
 
 def _type_relaxation(
