@@ -32,10 +32,9 @@ from .regions import (
     FreeRuns,
     _pack,
     grouped,
-    perturbed_vectors,
-    region_bits,
+    model_vectors,
+    neighbourhood_search,
     regroup_coarsen,
-    regroup_vectors,
 )
 
 
@@ -214,7 +213,7 @@ def eliminate_coarsen(
     sub = inv.select(failing)
     ch = chain(model.log, runs)
     while True:
-        vec = np.array(_pack(region_bits(model, sub)), dtype=object)[model.part].tolist()
+        vec = model_vectors(model, sub)
         found = coarsen(grouped(model.log, eliminate(ch, vec)), inv, rng)
         found = regroup_coarsen(found, inv, failing, rng, runs)
         if found.n_nodes >= model.n_nodes:
@@ -231,23 +230,19 @@ def elimination_search(
     rounds: int,
     bound: int = 0,
 ) -> PartitionModel:
-    """:func:`eliminate_coarsen` from ``model``, then ``rounds`` rounds of a
-    large-neighbourhood search (as :func:`~.regions.neighbourhood_search`: one to three
-    seeded invariants' columns re-drawn, regrouped, coarsened) each finished by
-    :func:`eliminate_coarsen`, keeping a result with no more nodes (plateaus move);
-    stops at ``bound`` nodes.  Sound, never larger than ``model``; deterministic for
-    ``rng``."""
-    from .coarsen import coarsen
-
-    sub = inv.select(failing)
+    """:func:`eliminate_coarsen` from ``model``, then ``rounds`` rounds of
+    :func:`~.regions.neighbourhood_search` (one to three seeded invariants' columns
+    re-drawn, regrouped, coarsened), each round's model finished by
+    :func:`eliminate_coarsen`; stops at ``bound`` nodes.  Sound, never larger than
+    ``model``; deterministic for ``rng``."""
     best = eliminate_coarsen(model, inv, failing, runs, rng)
-    for _ in range(rounds):
-        if best.n_nodes <= bound:
-            break
-        vectors = perturbed_vectors(best, sub, runs, rng, int(rng.integers(1, 4)))
-        found = coarsen(regroup_vectors(best.log, sub, runs, vectors, rng), inv, rng)
-        found = regroup_coarsen(found, inv, failing, rng, runs)
-        found = eliminate_coarsen(found, inv, failing, runs, rng)
-        if found.n_nodes <= best.n_nodes:
-            best = found
-    return best
+    return neighbourhood_search(
+        best,
+        inv,
+        failing,
+        runs,
+        rng,
+        rounds,
+        bound,
+        lambda found: eliminate_coarsen(found, inv, failing, runs, rng),
+    )

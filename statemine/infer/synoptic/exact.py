@@ -33,7 +33,7 @@ from ...errors import UsageError
 from .check import InvariantCodes, violated
 from .log import EventLog
 from .model import PartitionModel
-from .regions import FreeRuns, _pack, free_runs, grouped, region_bits
+from .regions import FreeRuns, _pack, free_runs, grouped, model_vectors
 
 #: The one-line error when OR-Tools is missing.
 MISSING = "the exact polishing stage (--exactBudget) needs OR-Tools: pip install 'statemine[exact]'"
@@ -242,12 +242,6 @@ def solve(
         return Solved("CRASHED", -1, max(floor, 2), None, budget)
     solved: Solved = got
     return solved
-
-
-def model_vectors(model: PartitionModel, inv: InvariantCodes) -> list[int]:
-    """Per event, its node's region bits under ``inv`` (packed, bit j = invariant j;
-    ``model`` satisfies every invariant of ``inv``): bits obeying the rules."""
-    return np.array(_pack(region_bits(model, inv)), dtype=object)[model.part].tolist()
 
 
 def is_valid(model: PartitionModel, inv: InvariantCodes) -> bool:

@@ -29,6 +29,7 @@ intermediate state is a sound model: no repair step is needed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -406,6 +407,12 @@ def _search_moves(
     return _model_of(state.log, state.members), moves
 
 
+def model_vectors(model: PartitionModel, inv: InvariantCodes) -> list[int]:
+    """Per event, its node's region bits under ``inv`` (packed, bit j = invariant j;
+    ``model`` satisfies every invariant of ``inv``): bits obeying the rules."""
+    return np.array(_pack(region_bits(model, inv)), dtype=object)[model.part].tolist()
+
+
 def perturbed_vectors(
     model: PartitionModel, inv: InvariantCodes, runs: FreeRuns, rng: np.random.Generator, k: int
 ) -> list[int]:
@@ -431,6 +438,7 @@ def neighbourhood_search(
     rng: np.random.Generator,
     rounds: int,
     bound: int = 0,
+    finish: Callable[[PartitionModel], PartitionModel] | None = None,
 ) -> PartitionModel:
     """A large-neighbourhood search from ``model`` (which satisfies every invariant of
     ``inv``; ``failing``: those failing on the initial model, ``runs`` their
@@ -438,8 +446,9 @@ def neighbourhood_search(
     columns of the current model's region bits (:func:`perturbed_vectors`), regroup
     (:func:`regroup_vectors`), coarsen and :func:`regroup_coarsen`, and keep the result
     when it has no more nodes than the current model (equal sizes move along a
-    plateau); stops at ``bound`` nodes.  Sound, never larger than ``model``;
-    deterministic for ``rng``."""
+    plateau); stops at ``bound`` nodes.  ``finish``: a last step for each round's model
+    (sound in, sound out, e.g. :func:`~.elimination.eliminate_coarsen`).  Sound, never
+    larger than ``model``; deterministic for ``rng``."""
     from .coarsen import coarsen
 
     sub = inv.select(failing)
@@ -451,6 +460,8 @@ def neighbourhood_search(
         vectors = perturbed_vectors(best, sub, runs, rng, k)
         found = coarsen(regroup_vectors(best.log, sub, runs, vectors, rng), inv, rng)
         found = regroup_coarsen(found, inv, failing, rng, runs)
+        if finish is not None:
+            found = finish(found)
         if found.n_nodes <= best.n_nodes:
             best = found
     return best
