@@ -22,7 +22,7 @@ from .bounds import clique_bounds, type_classes
 from .check import InvariantCodes, violated
 from .coarsen import coarsen as coarsen_model
 from .coarsen import merge_and_repair, recolour
-from .elimination import elimination_search
+from .elimination import elimination_search, grow_coarsen
 from .exact import cp_model, polish
 from .invariants import Invariants, mine_invariants
 from .log import EventLog
@@ -347,6 +347,8 @@ def infer_log(
             best = elimination_search(
                 best, codes, bad, runs, rng, elimination_rounds(log.n_events), bound
             )
+            if best.n_nodes > bound:
+                best = grow_coarsen(best, codes, bad, runs, rng)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     if classes is not None and exact_budget > 0 and best.n_nodes > bound:
