@@ -75,6 +75,10 @@ def chain(log: EventLog, runs: FreeRuns) -> Chain:
 #: 20,023-event two-capture log where 10 : 1 and 100 : 1 stopped at 52.
 CHANGE_COST = 2
 OPEN_COST = 3
+#: :func:`grow` skips a move that opens more new groups than this (at 20,023 events
+#: the moves that paid opened 3 and 8; none of the 9 that opened more gained, and
+#: they cost most of the pass).
+GROW_MAX_NEW = 8
 
 
 def assign_trace(
@@ -127,23 +131,26 @@ def assign_trace(
     return out[::-1]
 
 
-def eliminate(ch: Chain, vectors: list[int]) -> list[int]:
+def eliminate(ch: Chain, vectors: list[int], memory: dict[int, int] | None = None) -> list[int]:
     """``vectors`` (bits obeying the rules, per event) with groups dropped while one can
     be: per type in order, its groups smallest first (ties: the smaller vector), forbid
     the group's vector and re-assign every trace holding one of its events
     (:func:`assign_trace`); keep the change when all have an assignment.  Passes repeat
-    until one drops nothing.  Deterministic; never more (type, vector) groups."""
+    until one drops nothing.  ``memory``: per group key, the trace whose re-assignment
+    failed last (tried first next time: the outcome does not depend on the order, only
+    the cost), kept between calls by the caller.  Deterministic; never more (type,
+    vector) groups."""
     vec = list(vectors)
     n_types = max(ch.codes) + 1
     trace_of = np.repeat(np.arange(len(ch.starts) - 1), np.diff(ch.starts)).tolist()
+    memory = {} if memory is None else memory
+    groups = _Groups.of(ch, vec, n_types)
     while True:
         dropped = False
-        groups = _Groups.of(ch, vec, n_types)
         for t in range(n_types):
-            while _drop_one(ch, vec, t, groups, trace_of):
+            while _drop_one(ch, vec, t, groups, trace_of, memory):
                 dropped = True
-                groups = _Groups.of(ch, vec, n_types)  # only a drop changes them
-        if not dropped and not _drop_pair(ch, vec, groups, n_types, trace_of):
+        if not dropped and not _drop_pair(ch, vec, groups, n_types, trace_of, memory):
             return vec
 
 
@@ -153,33 +160,69 @@ class _Groups:
     type, per vector, its events (``members``)."""
 
     allowed: list[set[int]]
-    members: list[dict[int, list[int]]]
+    members: list[dict[int, set[int]]]
 
     @classmethod
     def of(cls, ch: Chain, vec: list[int], n_types: int) -> _Groups:
-        members: list[dict[int, list[int]]] = [{} for _ in range(n_types)]
+        members: list[dict[int, set[int]]] = [{} for _ in range(n_types)]
         for x, (c, v) in enumerate(zip(ch.codes, vec)):
-            members[c].setdefault(v, []).append(x)
+            members[c].setdefault(v, set()).add(x)
         return cls([set(m) for m in members], members)
 
+    def write(self, ch: Chain, vec: list[int], k: int, new: list[int]) -> None:
+        """Give trace ``k``'s events the vectors ``new`` in ``vec`` (in place) and in
+        the groups."""
+        lo = ch.starts[k]
+        for x, v in enumerate(new, lo):
+            old = vec[x]
+            if old == v:
+                continue
+            c = ch.codes[x]
+            by_vector = self.members[c]
+            by_vector[old].discard(x)
+            if not by_vector[old]:
+                del by_vector[old]
+                self.allowed[c].discard(old)
+            by_vector.setdefault(v, set()).add(x)
+            self.allowed[c].add(v)
+            vec[x] = v
 
-def _reassign(ch: Chain, vec: list[int], allowed: list[set[int]], traces: set[int]) -> bool:
-    """Re-assign every trace of ``traces`` under ``allowed`` (:func:`assign_trace`):
-    when each has an assignment, write them into ``vec`` (in place) and return True;
-    else leave ``vec`` as it was and return False."""
+
+def _reassign(
+    ch: Chain,
+    vec: list[int],
+    groups: _Groups,
+    traces: set[int],
+    memory: dict[int, int],
+    key: int,
+) -> bool:
+    """Re-assign every trace of ``traces`` under ``groups.allowed``
+    (:func:`assign_trace`): when each has an assignment, write them into ``vec`` and
+    ``groups`` (in place) and return True; else leave both as they were and return
+    False (``memory[key]``: the trace that failed, tried first next time)."""
+    order = sorted(traces)
+    if memory.get(key, -1) in traces:
+        order.remove(memory[key])
+        order.insert(0, memory[key])
     new = {}
-    for k in sorted(traces):
-        got = assign_trace(ch, vec, allowed, k)
+    for k in order:
+        got = assign_trace(ch, vec, groups.allowed, k)
         if got is None:
+            memory[key] = k
             return False
         new[k] = got
     for k, got in new.items():
-        vec[ch.starts[k] : ch.starts[k + 1]] = got
+        groups.write(ch, vec, k, got)
     return True
 
 
 def _drop_pair(
-    ch: Chain, vec: list[int], groups: _Groups, n_types: int, trace_of: list[int]
+    ch: Chain,
+    vec: list[int],
+    groups: _Groups,
+    n_types: int,
+    trace_of: list[int],
+    memory: dict[int, int],
 ) -> bool:
     """Drop two groups at once from ``vec`` (in place; ``groups``: its groups, left as
     they were): a group and the group that most often holds the event right after one
@@ -187,11 +230,11 @@ def _drop_pair(
     one cannot go without the other); whether a pair was dropped."""
     keys: list[int] = []  # per dense group id, its key (vector * n_types + type)
     ids = np.empty(len(vec), dtype=np.int64)
-    members: dict[int, list[int]] = {}
+    members: dict[int, set[int]] = {}
     for t, by_vector in enumerate(groups.members):
         for v, xs in by_vector.items():
             members[v * n_types + t] = xs
-            ids[xs] = len(keys)
+            ids[list(xs)] = len(keys)
             keys.append(v * n_types + t)
     inside = np.ones(max(len(vec) - 1, 0), dtype=bool)  # event x and x + 1 in one trace
     inside[np.asarray(ch.starts[1:-1], dtype=np.int64) - 1] = False
@@ -211,22 +254,32 @@ def _drop_pair(
             continue
         for t, v in pair:
             allowed[t].discard(v)
-        if _reassign(ch, vec, allowed, {trace_of[x] for x in members[g] + members[h]}):
+        traces = {trace_of[x] for x in members[g] | members[h]}
+        if _reassign(ch, vec, groups, traces, memory, -1 - g):
             return True
         for t, v in pair:
             allowed[t].add(v)
     return False
 
 
-def _drop_one(ch: Chain, vec: list[int], t: int, groups: _Groups, trace_of: list[int]) -> bool:
-    """Drop one group of type ``t`` from ``vec`` (in place) as :func:`eliminate` does
-    (``groups``: ``vec``'s, left as they were); whether one was dropped."""
+def _drop_one(
+    ch: Chain,
+    vec: list[int],
+    t: int,
+    groups: _Groups,
+    trace_of: list[int],
+    memory: dict[int, int],
+) -> bool:
+    """Drop one group of type ``t`` from ``vec`` and ``groups`` (in place) as
+    :func:`eliminate` does; whether one was dropped."""
     members, allowed = groups.members[t], groups.allowed
     if len(members) <= 1:
         return False
     for v in sorted(members, key=lambda u: (len(members[u]), u)):
         allowed[t].discard(v)
-        if _reassign(ch, vec, allowed, {trace_of[x] for x in members[v]}):
+        if _reassign(
+            ch, vec, groups, {trace_of[x] for x in members[v]}, memory, v * len(allowed) + t
+        ):
             return True
         allowed[t].add(v)
     return False
@@ -247,6 +300,7 @@ def grow(ch: Chain, vectors: list[int]) -> list[int]:
     trace_of = np.repeat(np.arange(len(ch.starts) - 1), np.diff(ch.starts)).tolist()
     groups = _Groups.of(ch, vec, n_types)
     size = sum(len(m) for m in groups.members)
+    memory: dict[int, int] = {}
     order = [(t, v) for t, m in enumerate(groups.members) for v in m]
     order.sort(key=lambda g: (len(groups.members[g[0]][g[1]]), g[1] * n_types + g[0]))
     for t, v in order:
@@ -258,16 +312,22 @@ def grow(ch: Chain, vectors: list[int]) -> list[int]:
         allowed = [p | anywhere for p in present]
         allowed[t].discard(v)
         new = list(vec)
+        opened: set[tuple[int, int]] = set()
         for k in sorted({trace_of[x] for x in events}):
             got = assign_trace(ch, vec, allowed, k, present)
             if got is None:
                 break
-            new[ch.starts[k] : ch.starts[k + 1]] = got
+            lo = ch.starts[k]
+            new[lo : ch.starts[k + 1]] = got
+            opened.update(
+                (c, w) for c, w in zip(ch.codes[lo : lo + len(got)], got) if w not in present[c]
+            )
         else:
-            out = eliminate(ch, new)
-            after = _Groups.of(ch, out, n_types)
-            if sum(len(m) for m in after.members) < size:
-                vec, groups = out, after
+            if len(opened) > GROW_MAX_NEW:
+                continue  # never recovered on the two-capture logs (costly to try)
+            out = eliminate(ch, new, memory)
+            if len(set(zip(out, ch.codes))) < size:
+                vec, groups = out, _Groups.of(ch, out, n_types)
                 size = sum(len(m) for m in groups.members)
     return vec
 
@@ -279,24 +339,21 @@ def grow_coarsen(
     runs: FreeRuns,
     rng: np.random.Generator,
 ) -> PartitionModel:
-    """:func:`grow` from ``model``'s region bits after :func:`eliminate` (arguments as
-    :func:`eliminate_coarsen`), coarsened and finished by :func:`eliminate_coarsen`,
-    again while the node count falls.  Sound, never larger than ``model``;
+    """One :func:`grow` pass from ``model``'s region bits after :func:`eliminate`
+    (arguments as :func:`eliminate_coarsen`), coarsened and finished by
+    :func:`eliminate_coarsen`; kept when smaller (a second pass gained nothing at
+    20,023 events for as much CPU again).  Sound, never larger than ``model``;
     deterministic for ``rng``."""
     from .coarsen import coarsen
 
-    sub = inv.select(failing)
     ch = chain(model.log, runs)
-    while True:
-        vec = eliminate(ch, model_vectors(model, sub))
-        out = grow(ch, vec)
-        if out == vec:
-            return model
-        found = coarsen(grouped(model.log, out), inv, rng)
-        found = eliminate_coarsen(found, inv, failing, runs, rng)
-        if found.n_nodes >= model.n_nodes:
-            return model
-        model = found
+    vec = eliminate(ch, model_vectors(model, inv.select(failing)))
+    out = grow(ch, vec)
+    if out == vec:
+        return model
+    found = coarsen(grouped(model.log, out), inv, rng)
+    found = eliminate_coarsen(found, inv, failing, runs, rng)
+    return found if found.n_nodes < model.n_nodes else model
 
 
 def eliminate_coarsen(
