@@ -15,15 +15,20 @@ from test_synoptic_regions import TRACES, capture_log, refining, runs_list
 
 from statemine.infer.synoptic import infer_log
 from statemine.infer.synoptic.bounds import node_lower_bound
-from statemine.infer.synoptic.check import check_model
+from statemine.infer.synoptic.check import check_model, violated
 from statemine.infer.synoptic.elimination import (
+    CHANGE_COST,
+    OPEN_COST,
     assign_trace,
     chain,
     eliminate,
     elimination_search,
+    grow,
+    grow_coarsen,
 )
 from statemine.infer.synoptic.engine import elimination_rounds
 from statemine.infer.synoptic.invariants import mine, mine_invariants
+from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.regions import FreeRuns, free_runs, grouped, random_vectors
 
 
@@ -64,9 +69,20 @@ def test_assign_trace_is_exact(traces, seed, extra):
     for t in range(len(log.types)):
         allowed[t].update(int(x) for x in rng.integers(0, 1 << len(sub), size=extra))
     ch = chain(log, runs)
+    present = [
+        set(v for c, v in zip(log.codes.tolist(), start) if c == t) for t in range(len(log.types))
+    ]
     for k in range(log.n_traces):
         lo, hi = int(log.starts[k]), int(log.starts[k + 1])
         options = [sorted(allowed[c]) for c in log.codes[lo:hi].tolist()]
+
+        def weighted(combo, lo=lo, hi=hi):
+            """Changes into a vector of ``present`` cost CHANGE_COST, others OPEN_COST."""
+            return sum(
+                0 if v == w else CHANGE_COST if v in present[c] else OPEN_COST
+                for v, w, c in zip(combo, start[lo:hi], log.codes[lo:hi].tolist())
+            )
+
         if np.prod([len(o) for o in options]) > 3_000:
             continue  # brute force too long
         best = None
@@ -77,11 +93,18 @@ def test_assign_trace_is_exact(traces, seed, extra):
         out = assign_trace(ch, start, allowed, k)
         if best is None:
             assert out is None
+            assert assign_trace(ch, start, allowed, k, present) is None
             continue
         assert out is not None
         assert trace_obeys(runs, lo, out)
         assert all(v in allowed[c] for c, v in zip(log.codes[lo:hi].tolist(), out))
         assert sum(a != b for a, b in zip(out, start[lo:hi])) == best
+        # with opening costs: the cheapest assignment, against the same enumeration
+        costly = assign_trace(ch, start, allowed, k, present)
+        assert costly is not None and trace_obeys(runs, lo, costly)
+        assert weighted(costly) == min(
+            weighted(combo) for combo in itertools.product(*options) if trace_obeys(runs, lo, combo)
+        )
 
 
 def trace_obeys(runs: FreeRuns, lo: int, vecs: tuple[int, ...] | list[int]) -> bool:
@@ -128,6 +151,54 @@ def test_eliminate_never_adds_groups_and_stays_sound(traces, seed):
     assert (again.part == found.part).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(TRACES, st.integers(0, 9))
+def test_grow_never_adds_groups_and_stays_sound(traces, seed):
+    """From random region bits after elimination: grow's result obeys the rules, has no
+    more (type, vector) groups, and its model accepts every trace and satisfies every
+    invariant; grow_coarsen never adds nodes to the engine's model and stays sound."""
+    got = refining(traces)
+    if got is None:
+        return
+    log, codes, bad, sub = got
+    runs = free_runs(log, sub)
+    ch = chain(log, runs)
+    start = eliminate(ch, random_vectors(runs, np.random.default_rng(seed)))
+    out = grow(ch, start)
+    assert obeys_rules(runs, out)
+    codes_list = log.codes.tolist()
+    assert len(set(zip(out, codes_list))) <= len(set(zip(start, codes_list)))
+    assert check_model(grouped(log, out).to_networkx(), log, mine(log)).ok
+    model = infer_log(log, seed=1).model
+    found = grow_coarsen(model, codes, bad, runs, np.random.default_rng(seed))
+    assert found.n_nodes <= model.n_nodes
+    assert check_model(found.to_networkx(), log, mine(log)).ok
+
+
+def test_grow_trades_groups_at_20023_events(tmp_path):
+    """The 20,023-event two-capture log, from seeded random region bits after
+    elimination (no group can be dropped): grow ends with fewer groups, one of them
+    new (a trade elimination cannot make), obeying the rules and sound; counted here
+    from the vectors themselves."""
+    log = capture_log(20_000, tmp_path)
+    inv = mine_invariants(log)
+    codes = codes_of(log, inv)
+    initial = PartitionModel.initial(log)
+    bad = violated(initial.edge_counts() > 0, initial.node_type, codes, len(log.types), trim=False)
+    sub = codes.select(bad)
+    runs = free_runs(log, sub)
+    ch = chain(log, runs)
+    rng = np.random.default_rng(0)
+    start = eliminate(ch, random_vectors(runs, rng))
+    out = grow(ch, start)
+    assert obeys_rules(runs, out)
+    before = {(c, v) for c, v in zip(log.codes.tolist(), start)}
+    after = {(c, v) for c, v in zip(log.codes.tolist(), out)}
+    assert len(after) < len(before)
+    assert after - before  # a group the start did not have: not an elimination
+    assert check_model(grouped(log, out).to_networkx(), log, mine(log)).ok
+
+
 def test_elimination_rounds_scale_with_the_log():
     sizes = (100, 1_024, 3_750, 6_010, 10_027, 20_023, 30_000, 30_010)
     assert [elimination_rounds(n) for n in sizes] == [8, 8, 8, 4, 2, 1, 1, 0]
@@ -136,7 +207,11 @@ def test_elimination_rounds_scale_with_the_log():
 #: (generator size, events, pairwise bound, proved bound (``exact.proved_bound``,
 #: docs/synoptic-engine.md), the largest model over seeds 1-5 before group
 #: elimination (main), now).
-CAPTURES = [(6_000, 6_010, 55, 59, 66, 62), (10_000, 10_027, 49, 52, 58, 53)]
+CAPTURES = [
+    (6_000, 6_010, 55, 59, 66, 62),
+    (10_000, 10_027, 49, 52, 58, 53),
+    (20_000, 20_023, 43, 48, 54, 50),  # before: 54 on main (group elimination, no grow)
+]
 
 
 @pytest.mark.parametrize(("n_events", "events", "bound", "proved", "before", "now"), CAPTURES)
