@@ -294,7 +294,8 @@ def infer_log(
     history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
     first); :func:`regions_search` (on logs up to 5,000 events, or where the attempts
     leave ``REGIONS_MIN_GAP`` nodes above the bound; then
-    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds) and
+    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds, and
+    :func:`~.elimination.grow_coarsen`, which may add groups to drop more) and
     :func:`local_search` then look for a smaller one.  Every step
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
