@@ -442,16 +442,21 @@ def raised_bound(
     slack: int = SLACK,
     max_slack: int = 8,
 ) -> Proved:
-    """:func:`proved_bound` (same arguments), then again with one more slot per type
-    while CP-SAT proves its capped optimum (OPTIMAL) but :func:`uncapped_bound` holds
-    the bound below it (the models outside the caps: each more slot raises their part
-    by one node), up to ``max_slack`` slots; the largest bound found (each is valid).
-    At 1,024 events (two capture files) slack 2 proves 64, slack 6 proves 68, the
-    best model known: its minimum.  The per-type bounds are relaxed once."""
-    best = got = proved_bound(model, inv, failing, lows, budget, seed, type_limit, slack)
-    while got.solved.status == "OPTIMAL" and got.bound < got.solved.nodes and slack < max_slack:
-        slack += 1
-        got = proved_bound(model, inv, failing, got.type_bounds, budget, seed, 0.0, slack)
-        if got.bound > best.bound:
+    """The largest of :func:`proved_bound` (same arguments) with ``slack``, ``slack + 1``,
+    ... ``max_slack`` spare slots per type (each a valid bound): more slots raise the
+    part :func:`uncapped_bound` gives the models outside the caps by one node each,
+    while CP-SAT may still prove its capped optimum.  Stops once the bound reaches the
+    smallest model known (``model`` or CP-SAT's): it is then the minimum.  At 1,024
+    events (two capture files) slack 2 proves 64, slack 6 proves 68, the minimum.  The
+    per-type bounds are relaxed once."""
+    best: Proved | None = None
+    for s in range(slack, max(slack, max_slack) + 1):
+        got = proved_bound(model, inv, failing, lows, budget, seed, type_limit, s)
+        lows, type_limit = got.type_bounds, 0.0
+        if best is None or got.bound > best.bound:
             best = got
+        known = [model.n_nodes] + ([got.solved.nodes] if got.solved.nodes > 0 else [])
+        if best.bound >= min(known):
+            break
+    assert best is not None
     return best
