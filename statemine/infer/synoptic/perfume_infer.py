@@ -50,9 +50,10 @@ The smallest model over a few seeded attempts is kept (logs up to ``PIECE_EVENTS
 events; up to ``CLASSIC_EVENTS`` also the original refine-from-the-initial-graph
 attempts).  Longer logs are made piece by piece (:func:`infer_pieces`): runs of traces
 of about ``FIRST_FIT_EVENTS`` events, each modelled under the whole log's invariants and
-folded into the model before it while that has at most ``FOLD_NODES`` nodes, then put
-side by side, so the cost is linear in the events; every model is polished (each
-closed model of the pieces).  Deterministic for a seed.
+folded into the model before it (whole nodes merged, then the run's leftover events
+placed one by one: :func:`fold_repack`) while that has at most ``CLOSE_NODES`` nodes
+(``FOLD_NODES`` on dense logs), then put side by side, so the cost is linear in the
+events; every model is polished (each closed model of the pieces).  Deterministic for a seed.
 
 Cost, and its bounds.  Each refinement step checks every bound on the whole model
 (vectorised Bellman-Ford, O(rounds x edges x source types)), and coarsening tries
@@ -1001,10 +1002,53 @@ def polish(
     return best
 
 
+#: Merge checks per event for placing, event by event, what a fold left of a new run
+#: (:func:`fold_repack`), within the work budget of ``PIECE_WORK``.
+FOLD_CHECKS = 10
+
+
+def fold_repack(
+    model: PartitionModel,
+    n_old: int,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    per_event: int,
+    left: float,
+    work: list[float],
+) -> PartitionModel:
+    """A fold's nodes ``n_old ..`` (the new run's nodes that no older node took whole)
+    dissolved type by type and their events placed by first fit into the model
+    (:func:`repack`: older nodes first), kept when that gives fewer nodes.  Merge checks:
+    ``per_event`` per event repacked, within ``left`` work units (:func:`check_units`);
+    the work spent is added to ``work[0]``.  The older nodes keep their ids."""
+    log = model.log
+    rank = np.empty(log.n_events, dtype=np.int64)
+    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    for t in np.unique(model.node_type[n_old:]).tolist():
+        group = np.nonzero(model.node_type == t)[0]
+        group = group[group >= n_old]
+        unit = check_units(model.n_nodes)
+        budget = [min(per_event * int(np.isin(model.part, group).sum()), int(left / unit))]
+        if budget[0] <= 0:
+            break
+        start = budget[0]
+        new = repack(model, codes, ticks, sides, group, rank, budget)
+        spent = (start - budget[0]) * unit
+        work[0] += spent
+        left -= spent
+        if new is not None and new.n_nodes < model.n_nodes:
+            model = new
+    return model
+
+
 #: A model folded piece by piece is closed (later pieces start a new one) past this
 #: many nodes, which bounds the cost of each fold (connection logs of 2,000 / 5,000
 #: events: 448 / 942 nodes with 150, 388 / 852 with 300, for 15-35% more CPU).
 FOLD_NODES = 300
+#: ... unless no run's own model passed ``FOLD_NODES`` nodes (not a dense log): then the
+#: model is closed past this many (its new runs' events absorbed by :func:`fold_repack`).
+CLOSE_NODES = 600
 
 
 def _side_slice(sides: Sides, lo: int, hi: int) -> Sides:
@@ -1023,6 +1067,8 @@ def infer_pieces(
     dense_size: int = PIECE_EVENTS,
     reorder: bool = True,
     polish_checks: int = POLISH_CHECKS,
+    fold_checks: int = FOLD_CHECKS,
+    close_nodes: int = CLOSE_NODES,
 ) -> PartitionModel:
     """A model of a long log made piece by piece: the traces (of a short-trace log,
     :func:`short_traces`, with ``reorder``: longest first, :func:`longest_first`; a
@@ -1030,18 +1076,20 @@ def infer_pieces(
     events (:func:`pieces`), each run's model by :func:`first_fit_model` under the whole
     log's invariants, folded into the model of the runs before it (side by side, then
     its nodes merged into the older ones where every invariant still holds,
-    :func:`coarsen_sided` with ``fresh``) until that model passes ``fold_nodes`` nodes,
-    when the next run starts a new one; the models are then put side by side.  A path
+    :func:`coarsen_sided` with ``fresh``; then, with ``fold_checks`` merge checks per
+    event, the events of the run's nodes left over placed one by one, :func:`fold_repack`)
+    until that model passes ``close_nodes`` nodes (``fold_nodes`` once the log is dense,
+    below), when the next run starts a new one; the models are then put side by side.  A path
     of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL are
     shared, and no timed walk passes them), and a run's traces satisfy the whole log's
     invariants (each holds on every subset of the traces, with bounds at least as tight),
     so the union satisfies them.  Cost: linear in the runs (each fold works on at most
-    ``fold_nodes`` plus one run's nodes).  Once a run's own model has more than
+    ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work budget).  Once a run's own model has more than
     ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
     ``dense_size`` events (first fit's cost per event grows with the run).  Each model
     is :func:`polish` ed when it is closed, with what is left of ``PIECE_WORK *
     polish_checks`` work units per event of the models closed so far once first fit and
-    the folds took theirs (:func:`polish_share`, :func:`check_units`), so the CPU per
+    the folds (both steps) took theirs (:func:`polish_share`, :func:`check_units`), so the CPU per
     event stays flat however first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
 
@@ -1058,6 +1106,8 @@ def infer_pieces(
             dense_size,
             reorder=False,
             polish_checks=polish_checks,
+            fold_checks=fold_checks,
+            close_nodes=close_nodes,
         )
         back = np.empty_like(model.part)
         back[idx] = model.part
@@ -1083,6 +1133,7 @@ def infer_pieces(
         part[lo:hi] = model.part - 2 + len(node_type)
         node_type.extend(model.node_type[2:].tolist())
 
+    close_at = max(fold_nodes, close_nodes)
     last = 0
     while last < log.n_traces:
         first = last
@@ -1095,6 +1146,7 @@ def infer_pieces(
         )
         if piece.n_nodes > fold_nodes:
             size = min(size, dense_size)
+            close_at = fold_nodes
         if open_model is None or open_first is None:
             open_first, open_model = first, piece
         else:
@@ -1116,7 +1168,19 @@ def infer_pieces(
                 fresh,
                 work,
             )
-        if open_model.n_nodes > fold_nodes:
+            if fold_checks > 0 and polish_checks > 0:
+                left = PIECE_WORK * polish_checks * (closed[0] + both.n_events) - work[0]
+                open_model = fold_repack(
+                    open_model,
+                    int((~fresh).sum()),
+                    codes,
+                    ticks[olo:hi],
+                    _side_slice(sides, olo, hi),
+                    fold_checks,
+                    left,
+                    work,
+                )
+        if open_model.n_nodes > close_at:
             close(open_first, open_model)
             open_first, open_model = None, None
     if open_model is not None and open_first is not None:

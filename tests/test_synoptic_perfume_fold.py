@@ -1,0 +1,76 @@
+"""Perfume's folds on long logs (issue 31, helper "perfumelevel"): what a fold leaves of a
+new run placed event by event into the open model (perfume_infer.fold_repack), and the
+open model of a log that is not dense closed past ``CLOSE_NODES`` nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_synoptic_perfume import traces_strategy, write_log
+from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
+
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.perfume_infer import (
+    FOLD_CHECKS,
+    check_units,
+    first_fit_model,
+    fold_repack,
+    infer_pieces,
+    select_traces,
+)
+from statemine.infer.synoptic.timeconflicts import Sides, timed_sides
+
+
+def _side_by_side(log, codes, ticks, sides, cut):
+    """First fit's models of traces ``.. cut`` and ``cut ..`` of ``log`` side by side
+    (valid: a path of the union stays in one model), and the first one's node count."""
+    old = first_fit_model(*_part(log, codes, ticks, sides, 0, cut))
+    new = first_fit_model(*_part(log, codes, ticks, sides, cut, log.n_traces))
+    lo = int(log.starts[cut])
+    part = np.concatenate([old.part[:lo], new.part + old.n_nodes - 2])
+    types = np.concatenate([old.node_type, new.node_type[2:]])
+    return PartitionModel(log, part, types), old.n_nodes
+
+
+def _part(log, codes, ticks, sides, first, last):
+    sub, idx = select_traces(log, np.arange(first, last))
+    return sub, codes, ticks[idx], Sides(sides.p[:, idx], sides.s[:, idx], sides.limit)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces_strategy, st.integers(1, 4), st.integers(0, 60))
+def test_fold_repack_keeps_every_invariant_and_never_grows(tmp_path_factory, traces, cut, left):
+    """On random logs: two first-fit models side by side, the second's nodes repacked into
+    the first (:func:`fold_repack`): every trace accepted and every mined invariant kept
+    (reference checker), no more nodes, the first model's nodes untouched (same ids, same
+    events), and the work spent within ``left`` units and added to ``work``."""
+    log = write_log(tmp_path_factory.mktemp("f"), traces)
+    if log.n_traces < 2:
+        return
+    cut = min(cut, log.n_traces - 1)
+    inv, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    union, n_old = _side_by_side(log, codes, ticks, sides, cut)
+    assert_valid(union, log, inv)
+    work = [1.5]
+    out = fold_repack(union, n_old, codes, ticks, sides, FOLD_CHECKS, float(left), work)
+    assert_valid(out, log, inv)
+    assert out.n_nodes <= union.n_nodes
+    old_events = union.part < n_old
+    assert np.array_equal(out.part[old_events], union.part[old_events])
+    assert np.array_equal(out.node_type[:n_old], union.node_type[:n_old])
+    assert 1.5 <= work[0] <= 1.5 + left + check_units(union.n_nodes)
+    if left == 0:
+        assert out is union and work[0] == 1.5
+
+
+def test_fold_repack_absorbs_new_runs_of_a_connection_log(tmp_path):
+    """The benchmark's 904-event connection log in runs of 300 events, seed 3: with the
+    events a fold leaves placed one by one into the open model, a valid model (reference
+    checker) of at most 180 nodes (measured 173; main, folds of whole nodes only, 190)."""
+    log = _conn_log(tmp_path, 900)
+    inv, codes, ticks = _codes(log)
+    model = infer_pieces(log, codes, ticks, 3, 300)
+    assert_valid(model, log, inv)
+    assert model.n_nodes <= 180
