@@ -338,7 +338,8 @@ def test_each_solver_run_is_in_a_child_that_may_die_or_fail(monkeypatch):
     import signal
 
     assert exact.isolated(lambda: [1, (2, 3)]) == [1, (2, 3)]
-    assert exact.isolated(lambda: os.kill(os.getpid(), signal.SIGKILL)) is None
+    with pytest.warns(exact.SolverCrashWarning, match="exit status -9"):
+        assert exact.isolated(lambda: os.kill(os.getpid(), signal.SIGKILL)) is None
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         exact.isolated(lambda: 1 // 0)
     got = refining([["a", "b", "c"], ["x", "b", "d"]])
@@ -350,3 +351,28 @@ def test_each_solver_run_is_in_a_child_that_may_die_or_fail(monkeypatch):
     solved = exact.solve(log, free_runs(log, sub), caps, 1.0, floor=5)
     assert (solved.status, solved.nodes, solved.bound, solved.vectors) == ("CRASHED", -1, 5, None)
     assert exact.polish(model, codes, bad, 1.0, seed=1) is model
+
+
+def test_a_dead_solver_process_is_one_line_on_stderr(tmp_path, monkeypatch):
+    """When CP-SAT's process dies during ``--exactBudget`` (OR-Tools 9.15.6755 segfaults
+    now and then), the command still writes the engine's valid model and says so in one
+    line on stderr, once, whatever the number of runs that died."""
+    import os
+    import signal
+
+    from test_synoptic_bounds import bench_module
+
+    from statemine.infer.synoptic.command import run_command
+
+    bench = bench_module()  # the 619-event two-capture log: the engine stops above the bound
+    paths = bench.write_captures(600, np.random.default_rng(600), tmp_path)
+    args = ["-r", bench.CAPTURE_REGEX, "-m", bench.CAPTURE_MAPPING, "--randomSeed=7"]
+    args += ["-o", str(tmp_path / "m"), *map(str, paths)]
+    plain = run_command("synoptic", args)
+    cp = exact.cp_model()
+    monkeypatch.setattr(cp.CpSolver, "solve", lambda self, m: os.kill(os.getpid(), signal.SIGKILL))
+    got = run_command("synoptic", [*args, "--exactBudget=2"])
+    died = [m for m in got.messages if "CP-SAT's process died" in m]
+    assert died == ["warning: CP-SAT's process died (exit status -9); this step's model is kept"]
+    assert got.result.model.n_nodes == plain.result.model.n_nodes
+    assert [m for m in plain.messages if "warning" in m] == []

@@ -16,7 +16,7 @@ from perfume_exact import exact_minimum
 from test_synoptic_perfume import write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
-from statemine.infer.synoptic import perfume_cpsat
+from statemine.infer.synoptic import exact, perfume_cpsat
 from statemine.infer.synoptic.perfume_infer import infer_perfume
 
 pytest.importorskip("ortools", reason="the exact stage needs OR-Tools (statemine[exact])")
@@ -187,7 +187,8 @@ def test_a_solver_crash_keeps_the_input_model(tmp_path, monkeypatch):
     import signal
 
     assert perfume_cpsat.isolated(lambda: (1, [2, 3])) == (1, [2, 3])
-    assert perfume_cpsat.isolated(lambda: os.kill(os.getpid(), signal.SIGSEGV)) is None
+    with pytest.warns(exact.SolverCrashWarning, match="exit status -11"):
+        assert perfume_cpsat.isolated(lambda: os.kill(os.getpid(), signal.SIGSEGV)) is None
     log = _conn_log(tmp_path, 40)
     _, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
@@ -245,3 +246,26 @@ def test_type_relaxation_bound_reaches_the_minimum_of_an_82_event_log(tmp_path):
     assert (got.per_type <= counts).all()
     exact = perfume_cpsat.proved_bound(model, codes, ticks, 30.0, 1, None)
     assert exact.solved.status == "OPTIMAL" and exact.bound == exact.solved.nodes == 42
+
+
+def test_a_dead_solver_process_is_one_line_on_stderr_for_perfume(tmp_path, monkeypatch):
+    """``--engine perfume --exactBudget``: when every CP-SAT process dies, the command
+    writes the engine's valid model, with one line on stderr saying so."""
+    import os
+    import signal
+
+    from bench_perfume import CONN_MAPPING, CONN_REGEX
+
+    from statemine.infer.synoptic.command import run_command
+
+    _conn_log(tmp_path, 60)
+    args = ["-r", CONN_REGEX, "-m", CONN_MAPPING, "--randomSeed=1", "--outputJSON=true"]
+    args += ["-o", str(tmp_path / "m"), str(tmp_path / "conn.log")]
+    plain = run_command("perfume", args)
+    cp = exact.cp_model()
+    monkeypatch.setattr(cp.CpSolver, "solve", lambda self, m: os.kill(os.getpid(), signal.SIGKILL))
+    got = run_command("perfume", [*args, "--exactBudget=2"])
+    died = [m for m in got.messages if "CP-SAT's process died" in m]
+    assert died == ["warning: CP-SAT's process died (exit status -9); this step's model is kept"]
+    assert got.result.model.n_nodes == plain.result.model.n_nodes
+    assert (tmp_path / "m.json").exists()

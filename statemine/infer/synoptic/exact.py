@@ -48,13 +48,30 @@ def cp_model() -> Any:
     return module
 
 
+def one_worker(cp: Any, seed: int, budget: float) -> Any:
+    """A CP-SAT solver (``cp``: :func:`cp_model`) on one worker with random seed
+    ``seed`` and ``budget`` deterministic seconds (``max_deterministic_time``: the same
+    answer for the same inputs, whatever the load)."""
+    solver = cp.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    solver.parameters.max_deterministic_time = budget
+    return solver
+
+
+class SolverCrashWarning(RuntimeWarning):
+    """CP-SAT's child process died; the model from before that step is kept (valid, but
+    not polished by it).  The command line prints it as one line on stderr."""
+
+
 def isolated(fn: Any) -> Any:
     """``fn()`` run in a forked child process, its result sent back through a pipe
     (in process where there is no ``fork``): None when the child dies (OR-Tools
     9.15.6755 segfaults now and then, google/or-tools#5025, seen in Perfume's
-    neighbourhood runs); an exception in ``fn`` is raised again in the parent as a
-    RuntimeError naming it."""
+    neighbourhood runs) and a :class:`SolverCrashWarning` says so; an exception in
+    ``fn`` is raised again in the parent as a RuntimeError naming it."""
     import multiprocessing as mp
+    import warnings
 
     if "fork" not in mp.get_all_start_methods():
         return fn()
@@ -78,6 +95,11 @@ def isolated(fn: Any) -> Any:
         out = None
     proc.join()
     if out is None or proc.exitcode != 0:
+        warnings.warn(
+            f"CP-SAT's process died (exit status {proc.exitcode}); this step's model is kept",
+            SolverCrashWarning,
+            stacklevel=2,
+        )
         return None
     ok, value = out
     if not ok:
@@ -218,10 +240,7 @@ def solve(
     mdl, bits, _ = build(log, runs, caps, hint, max(0, floor - 2))
 
     def run() -> Solved:
-        solver = cp.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = budget
+        solver = one_worker(cp, seed, budget)
         # presolve spends 15-30 s of CPU at 6,010 events counting almost no deterministic
         # time, then the budget, before any search; the search alone proves 59 nodes there
         solver.parameters.cp_model_presolve = False
@@ -335,9 +354,7 @@ def type_minimum(log: EventLog, runs: FreeRuns, t: int, cap: int, limit: float) 
             for j in range(m):
                 mdl.add(vec[s][j] == bits[x, j]).only_enforce_if(slot[s])
     mdl.minimize(sum(used))
-    solver = cp.CpSolver()
-    solver.parameters.max_deterministic_time = limit
-    solver.parameters.num_workers = 1
+    solver = one_worker(cp, 1, limit)  # 1: CP-SAT's default seed
     status = solver.solve(mdl)
     return solver.status_name(status), round(solver.best_objective_bound)
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .exact import cp_model, isolated
+from .exact import cp_model, isolated, one_worker
 from .log import EventLog
 from .model import PartitionModel
 from .timecheck import TimedCodes, timed_graph, violations
@@ -434,10 +434,7 @@ def _run(
     or None, best objective bound, deterministic seconds)``, None when the child died."""
 
     def run() -> tuple[str, list[int] | None, float, float]:
-        solver = cp.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = budget
+        solver = one_worker(cp, seed, budget)
         status = solver.solve(b.mdl)
         values = None
         if status in (cp.OPTIMAL, cp.FEASIBLE):

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .log import EventLog
     from .model import PartitionModel
     from .timecheck import TimedCodes
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -266,13 +268,16 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         return out
     if a["dumpInitialPartitionGraph"]:
         out.files[".condensed.dot"] = to_dot(PartitionModel.initial(log))
-    result = infer_log(
-        log,
-        seed,
-        invariants=inv,
-        refine=not a["noRefinement"],
-        coarsen=not a["noCoarsening"],
-        exact_budget=a["exactBudget"],
+    result = _noting_solver_crashes(
+        out,
+        lambda: infer_log(
+            log,
+            seed,
+            invariants=inv,
+            refine=not a["noRefinement"],
+            coarsen=not a["noCoarsening"],
+            exact_budget=a["exactBudget"],
+        ),
     )
     out.result = result
     if a["performExtraChecks"]:
@@ -283,6 +288,25 @@ def run_tool(a: ParsedArgs, engine: str) -> ToolRun:
         f"{len(inv)} invariants, {result.model.n_nodes} nodes"
     )
     return out
+
+
+def _noting_solver_crashes(out: ToolRun, infer: Callable[[], _T]) -> _T:
+    """``infer()``, each distinct :class:`~.exact.SolverCrashWarning` it gives put on
+    ``out.stderr`` as one line (a dead CP-SAT process costs its polishing only: the model
+    kept is valid); any other warning is passed on unchanged."""
+    import warnings
+
+    from .exact import SolverCrashWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SolverCrashWarning)
+        got = infer()
+    crashes = [str(w.message) for w in caught if issubclass(w.category, SolverCrashWarning)]
+    out.stderr += [f"warning: {text}" for text in dict.fromkeys(crashes)]
+    for w in caught:
+        if not issubclass(w.category, SolverCrashWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return got
 
 
 def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
@@ -343,15 +367,18 @@ def _run_perfume(a: ParsedArgs, log: EventLog, out: ToolRun) -> ToolRun:
     if a["dumpInitialPartitionGraph"]:
         out.files[".condensed.dot"] = perfume_dot(PartitionModel.initial(log), ticks)
     seed = a["randomSeed"] if a["randomSeed"] is not None else 0
-    model = infer_perfume(
-        log,
-        codes,
-        ticks,
-        seed,
-        refine_model=not a["noRefinement"],
-        coarsen_model=not a["noCoarsening"],
-        polish_checks=a["polishChecks"],
-        exact_budget=a["exactBudget"],
+    model = _noting_solver_crashes(
+        out,
+        lambda: infer_perfume(
+            log,
+            codes,
+            ticks,
+            seed,
+            refine_model=not a["noRefinement"],
+            coarsen_model=not a["noCoarsening"],
+            polish_checks=a["polishChecks"],
+            exact_budget=a["exactBudget"],
+        ),
     )
     out.result = SynopticResult(model, inv)
     if a["performExtraChecks"]:
