@@ -1079,18 +1079,19 @@ def infer_pieces(
     :func:`coarsen_sided` with ``fresh``; then, with ``fold_checks`` merge checks per
     event, the events of the run's nodes left over placed one by one, :func:`fold_repack`)
     until that model passes ``close_nodes`` nodes (``fold_nodes`` once the log is dense,
-    below), when the next run starts a new one; the models are then put side by side.  A path
-    of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL are
-    shared, and no timed walk passes them), and a run's traces satisfy the whole log's
-    invariants (each holds on every subset of the traces, with bounds at least as tight),
-    so the union satisfies them.  Cost: linear in the runs (each fold works on at most
-    ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work budget).  Once a run's own model has more than
-    ``fold_nodes`` nodes (a dense log: it is closed unfolded), the runs after it have about
-    ``dense_size`` events (first fit's cost per event grows with the run).  Each model
-    is :func:`polish` ed when it is closed, with what is left of ``PIECE_WORK *
-    polish_checks`` work units per event of the models closed so far once first fit and
-    the folds (both steps) took theirs (:func:`polish_share`, :func:`check_units`), so the CPU per
-    event stays flat however first fit's cost grows with the log."""
+    below), when the next run starts a new one; the models are then put side by side.  A
+    path of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL
+    are shared, and no timed walk passes them), and a run's traces satisfy the whole
+    log's invariants (each holds on every subset of the traces, with bounds at least as
+    tight), so the union satisfies them.  Cost: linear in the runs (each fold works on at
+    most ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work
+    budget).  Once a run's own model has more than ``fold_nodes`` nodes (a dense log: it
+    is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
+    cost per event grows with the run).  Each model is :func:`polish` ed when it is
+    closed, with what is left of ``PIECE_WORK * polish_checks`` work units per event of
+    the models closed so far once first fit and the folds (both steps) took theirs
+    (:func:`polish_share`, :func:`check_units`), so the CPU per event stays flat however
+    first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
@@ -1209,8 +1210,8 @@ def infer_perfume(
     exact_budget: float = 0.0,
 ) -> PartitionModel:
     """Perfume's model of ``log``.  Logs of more than ``piece_events`` events:
-    :func:`infer_pieces` with pieces of ``piece_size`` events.  Otherwise the smallest (ties: the first) of ``attempts``
-    seeded runs (default ``ATTEMPTS``) of :func:`colour_attempt` and :func:`first_fit_model`
+    :func:`infer_pieces` with pieces of ``piece_size`` events.  Otherwise the smallest
+    (ties: the first) of ``attempts`` seeded runs (default ``ATTEMPTS``) of :func:`colour_attempt` and :func:`first_fit_model`
     (once: it has no randomness), and on logs up to
     ``CLASSIC_EVENTS`` events also of the original refinement (initial partition graph
     refined until every invariant holds) then coarsening.  Without ``coarsen_model``,
