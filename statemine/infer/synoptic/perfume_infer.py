@@ -1211,9 +1211,9 @@ def infer_perfume(
 ) -> PartitionModel:
     """Perfume's model of ``log``.  Logs of more than ``piece_events`` events:
     :func:`infer_pieces` with pieces of ``piece_size`` events.  Otherwise the smallest
-    (ties: the first) of ``attempts`` seeded runs (default ``ATTEMPTS``) of :func:`colour_attempt` and :func:`first_fit_model`
-    (once: it has no randomness), and on logs up to
-    ``CLASSIC_EVENTS`` events also of the original refinement (initial partition graph
+    (ties: the first) of ``attempts`` seeded runs (default ``ATTEMPTS``) of
+    :func:`colour_attempt` and :func:`first_fit_model` (once: it has no randomness), and
+    on logs up to ``CLASSIC_EVENTS`` events also of the original refinement (initial partition graph
     refined until every invariant holds) then coarsening.  Without ``coarsen_model``,
     the original refinement alone.  Caps (module doc): coarsening stops after
     ``coarsen_failures`` failed merges; an attempt whose refinement passes
