@@ -14,7 +14,8 @@ per type, caps: the engine's nodes per type): its bound, the larger of it and
 ``perfume_lower_bound``, its per-type figures and CPU seconds; with ``--joint S``,
 :func:`jointbound.joint_bound` from ``perfume_lower_bound`` (S deterministic seconds in
 all; ``--joint-mode conflicts`` adds the conflict pairs, ``full`` deepens the exact
-formulation instead): its bound, the answers per total tried and CPU seconds.
+formulation instead; after ``--type-bound``, from its bound and per-type bounds): its
+bound, the answers per total tried and CPU seconds.
 
 Run: ``python benchmarks/perfume_cpsat.py --sizes 601,1000 --budgets 10,30 --proof 30``.
 """
@@ -85,6 +86,8 @@ def row(
             f"{p.solved.status:>8s} best {p.solved.nodes:>4d} capped {p.capped:>4d} "
             f"bound {p.bound:>4d} {spent:>7.2f}"
         )
+    lows = None
+    start = bound
     if type_bound > 0:
         c0 = cpu()
         _, counts = perfume_cpsat.slots_of(model)
@@ -92,6 +95,7 @@ def row(
         spent = cpu() - c0
         per = ",".join(f"{k}/{lo}/{c}" for k, lo, c in zip(tb.per_type, tb.lows, counts))
         out.append(f"type {tb.bound:>4d} max {max(tb.bound, bound):>4d} {spent:>7.2f} [{per}]")
+        lows, start = tb.per_type, max(bound, tb.bound + tb.levels)
     if joint > 0:
         c0 = cpu()
         jb = jointbound.joint_bound(
@@ -99,10 +103,11 @@ def row(
             codes,
             ticks,
             joint,
-            bound,
+            start,
             1,
             conflicts=joint_mode == "conflicts",
             full=joint_mode == "full",
+            lows=lows,
         )
         spent = cpu() - c0
         tried = ",".join(f"{c}:{name}" for c, name in jb.status)

@@ -174,3 +174,20 @@ def test_deepened_exact_formulation_proves_the_minimum_of_an_82_event_log(tmp_pa
     assert [c for c, name in got.status if name == "INFEASIBLE"] == [38, 39, 40, 41]
     capped = jointbound.joint_bound(log, codes, ticks, 30.0, seed=1, full=True, ceiling=40)
     assert capped.bound == 40 and len(capped.status) == 2
+
+
+def test_per_type_bounds_from_the_type_relaxation_raise_the_joint_bound(tmp_path):
+    """The 120-event connection log (124 events; exact minimum 52,
+    docs/synoptic-engine.md): the joint relaxation alone proves 48 (``perfume_lower_bound``
+    47); given the per-type bounds of ``type_relaxation_bound`` (48 in all) as ``lows``
+    it proves 49, never above the engine's valid 53."""
+    log = _conn_log(tmp_path, 120)
+    _, codes, ticks = _codes(log)
+    model = infer_perfume(log, codes, ticks, 1)
+    assert perfume_cpsat.valid(model, codes, ticks) and model.n_nodes == 53
+    assert jointbound.joint_bound(log, codes, ticks, 30.0, seed=1).bound == 48
+    _, counts = perfume_cpsat.slots_of(model)
+    tb = perfume_cpsat.type_relaxation_bound(log, codes, ticks, counts, 10.0, 1)
+    assert tb.bound == 48
+    got = jointbound.joint_bound(log, codes, ticks, 30.0, tb.bound, 1, lows=tb.per_type)
+    assert got.bound == 49 and got.status == [(48, "INFEASIBLE"), (49, "OPTIMAL")]

@@ -265,6 +265,7 @@ def joint_bound(
     conflicts: bool = False,
     ceiling: int | None = None,
     full: bool = False,
+    lows: np.ndarray | None = None,
 ) -> JointBound:
     """A lower bound on the nodes of every valid model of ``log`` (module doc): from
     ``start`` (a proven bound; default :func:`~.timeconflicts.perfume_lower_bound`),
@@ -274,8 +275,10 @@ def joint_bound(
     deterministic seconds in all) stops.  ``conflicts``: also forbid the conflicting pairs
     of :func:`conflict_pairs` in one node.  ``full``: the same deepening on the exact
     formulation (:func:`~.perfume_cpsat.build`: "a valid model of at most ``c`` nodes"),
-    whose INFEASIBLE is that of every valid model, not only of the relaxation.  ValueError when the times do not fit
-    (:func:`~.perfume_cpsat.int_ticks`)."""
+    whose INFEASIBLE is that of every valid model, not only of the relaxation.  ``lows``:
+    per-type lower bounds valid for every model (e.g. ``type_relaxation_bound``'s
+    ``per_type``), used where above :func:`~.perfume_cpsat.type_lows`.  ValueError when
+    the times do not fit (:func:`~.perfume_cpsat.int_ticks`)."""
     from .perfume_cpsat import ROUND_COST, int_ticks, type_lows
     from .timeconflicts import perfume_lower_bound
 
@@ -284,7 +287,8 @@ def joint_bound(
         raise ValueError(fit)
     iticks, bounds = fit
     cp = cp_model()
-    lows = type_lows(log, codes, ticks)
+    base = type_lows(log, codes, ticks)
+    lows = base if lows is None else np.maximum(base, np.asarray(lows, dtype=np.int64))
     if start is None:
         start = perfume_lower_bound(log, codes, ticks)
     start = max(int(start), int(lows.sum()) + 2)
