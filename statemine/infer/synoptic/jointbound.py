@@ -5,7 +5,7 @@ Take any model that accepts the traces and keeps every constrained invariant
 (:mod:`.timecheck`).  For a source type ``a`` with time bounds and every node ``v``:
 
 * ``H_a(v)``: the longest walk time (each edge its largest delta) from an ``a`` node to
-  ``v`` (every-pair upper bounds, AlwaysFollowedBy);
+  ``v`` (every-pair upper bounds: AlwaysFollowedBy, IntrBy);
 * ``Q_a(v)``: the same over walks from a *starting* ``a`` node (one reached from INITIAL
   through nodes that are no ``a``) through nodes that are no ``a`` (AlwaysPrecedes upper
   bounds: Perfume times only the path's first ``a``);
@@ -31,8 +31,11 @@ groups and, optionally, no two events of a time or cycle conflict
 INITIAL and TERMINAL, is therefore at most the nodes of every valid model; CP-SAT proves
 "no relaxed solution has at most ``c`` nodes" for ``c`` = the starting bound, ``c + 1``,
 ... (:func:`joint_bound`), and each INFEASIBLE answer raises the bound to ``c + 1``.
-Not imposed (sound to leave out): IntrBy bounds, the untimed invariants beyond their
-per-type bounds, and which groups' walks the model's other edges add.
+Not imposed (sound to leave out): IntrBy lower bounds, the untimed invariants beyond
+their per-type bounds, and a node reached through another trace's event in it (for
+sources other than a first event found nowhere else, ``Init``, whose systems reach every
+event).  With ``full``, :func:`joint_bound` deepens the exact formulation of
+:mod:`.perfume_cpsat` the same way instead.
 """
 
 from __future__ import annotations
