@@ -11,7 +11,11 @@ with ``--exact``, the caps of ``proved_bound(slack=None)`` instead, which cut of
 model smaller than the engine's, so an OPTIMAL answer is the exact minimum; with
 ``--type-bound S``, :func:`perfume_cpsat.type_relaxation_bound` (S deterministic seconds
 per type, caps: the engine's nodes per type): its bound, the larger of it and
-``perfume_lower_bound``, its per-type figures and CPU seconds.
+``perfume_lower_bound``, its per-type figures and CPU seconds; with ``--joint S``,
+:func:`jointbound.joint_bound` from ``perfume_lower_bound`` (S deterministic seconds in
+all; ``--joint-mode conflicts`` adds the conflict pairs, ``full`` deepens the exact
+formulation instead; after ``--type-bound``, from its bound and per-type bounds): its
+bound, the answers per total tried and CPU seconds.
 
 Run: ``python benchmarks/perfume_cpsat.py --sizes 601,1000 --budgets 10,30 --proof 30``.
 """
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
 
-from statemine.infer.synoptic import perfume_cpsat
+from statemine.infer.synoptic import jointbound, perfume_cpsat
 from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import infer_perfume
@@ -47,7 +51,15 @@ def cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def row(n: int, budgets: list[float], proof: float, exact: bool, type_bound: float = 0.0) -> str:
+def row(
+    n: int,
+    budgets: list[float],
+    proof: float,
+    exact: bool,
+    type_bound: float = 0.0,
+    joint: float = 0.0,
+    joint_mode: str = "plain",
+) -> str:
     """One log's figures as text (module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conn.log"
@@ -74,6 +86,8 @@ def row(n: int, budgets: list[float], proof: float, exact: bool, type_bound: flo
             f"{p.solved.status:>8s} best {p.solved.nodes:>4d} capped {p.capped:>4d} "
             f"bound {p.bound:>4d} {spent:>7.2f}"
         )
+    lows = None
+    start = bound
     if type_bound > 0:
         c0 = cpu()
         _, counts = perfume_cpsat.slots_of(model)
@@ -81,6 +95,23 @@ def row(n: int, budgets: list[float], proof: float, exact: bool, type_bound: flo
         spent = cpu() - c0
         per = ",".join(f"{k}/{lo}/{c}" for k, lo, c in zip(tb.per_type, tb.lows, counts))
         out.append(f"type {tb.bound:>4d} max {max(tb.bound, bound):>4d} {spent:>7.2f} [{per}]")
+        lows, start = tb.per_type, max(bound, tb.bound + tb.levels)
+    if joint > 0:
+        c0 = cpu()
+        jb = jointbound.joint_bound(
+            log,
+            codes,
+            ticks,
+            joint,
+            start,
+            1,
+            conflicts=joint_mode == "conflicts",
+            full=joint_mode == "full",
+            lows=lows,
+        )
+        spent = cpu() - c0
+        tried = ",".join(f"{c}:{name}" for c, name in jb.status)
+        out.append(f"joint {joint_mode} {jb.bound:>4d} {spent:>7.2f} [{tried}]")
     return " | ".join(out)
 
 
@@ -91,15 +122,19 @@ def main() -> None:
     parser.add_argument("--proof", type=float, default=0.0, help="det. s for the bound")
     parser.add_argument("--exact", action="store_true", help="caps that keep every smaller model")
     parser.add_argument("--type-bound", type=float, default=0.0, help="det. s per type")
+    parser.add_argument("--joint", type=float, default=0.0, help="det. s for the joint bound")
+    parser.add_argument("--joint-mode", default="plain", choices=["plain", "conflicts", "full"])
     opts = parser.parse_args()
     budgets = [float(x) for x in opts.budgets.split(",") if x]
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(
         "events bound engine cpu_s | per budget: nodes cpu_s | proof"
         " | type bound, max, cpu_s [per type: bound/lows/engine]"
+        " | joint mode, bound, cpu_s [total tried: answer]"
     )
     for n in [int(x) for x in opts.sizes.split(",")]:
-        print(row(n, budgets, opts.proof, opts.exact, opts.type_bound), flush=True)
+        got = row(n, budgets, opts.proof, opts.exact, opts.type_bound, opts.joint, opts.joint_mode)
+        print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
