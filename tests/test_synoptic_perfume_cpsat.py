@@ -32,6 +32,17 @@ tiny_logs = st.lists(
 )
 
 
+def shaped(traces: list, shape: str) -> list:
+    """``traces`` (of :data:`tiny_logs`) in one of three shapes: ``none`` as drawn,
+    ``source`` each trace after a first event ``s`` found nowhere else (the levels'
+    shape), ``loop`` with a trace that repeats ``a`` (IntrBy, positive cycles)."""
+    if shape == "source":
+        return [[("s", "0"), *trace] for trace in traces]
+    if shape == "loop":
+        return [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
+    return traces
+
+
 @settings(max_examples=30, deadline=None)
 @given(tiny_logs, st.sampled_from(["none", "source", "loop"]))
 def test_cpsat_optimum_is_the_exact_minimum(tmp_path_factory, traces, shape):
@@ -41,10 +52,7 @@ def test_cpsat_optimum_is_the_exact_minimum(tmp_path_factory, traces, shape):
     makes a positive cycle) CP-SAT, with as many slots per type as events (no cap),
     proves an optimum equal to tests/perfume_exact.py's proven minimum, and its model
     passes the engine's checker (timecheck.violations) and the reference."""
-    if shape == "source":
-        traces = [[("s", "0"), *trace] for trace in traces]
-    elif shape == "loop":
-        traces = [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
+    traces = shaped(traces, shape)
     log = write_log(tmp_path_factory.mktemp("x"), traces)
     inv, codes, ticks = _codes(log)
     exact, proven = exact_minimum(log, codes, ticks, log.n_events + 3, budget_s=20)
@@ -205,10 +213,7 @@ def test_type_relaxation_bound_is_below_the_exact_minimum(tmp_path_factory, trac
     minimum of tests/perfume_exact.py (with the levels argument added too); per type at most the nodes of that type in
     CP-SAT's optimum (a valid model: engine's checker); with caps of as many slots as
     events and with one slot per type (the ``min(B, cap + 1)`` argument)."""
-    if shape == "source":
-        traces = [[("s", "0"), *trace] for trace in traces]
-    elif shape == "loop":
-        traces = [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
+    traces = shaped(traces, shape)
     log = write_log(tmp_path_factory.mktemp("x"), traces)
     _, codes, ticks = _codes(log)
     counts = np.bincount(log.codes, minlength=len(log.types))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from perfume_exact import exact_minimum
 from test_synoptic_perfume import write_log
+from test_synoptic_perfume_cpsat import shaped, tiny_logs
 from test_synoptic_timeconflicts import _codes, _conn_log
 
 from statemine.infer.synoptic import jointbound, perfume_cpsat
@@ -20,24 +21,6 @@ from statemine.infer.synoptic.perfume_infer import infer_perfume
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
 
 pytest.importorskip("ortools", reason="the joint bound needs OR-Tools (statemine[exact])")
-
-tiny_logs = st.lists(
-    st.lists(
-        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["0", "1", "2.5", "4", "7"])),
-        min_size=1,
-        max_size=5,
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-def _shaped(traces: list, shape: str) -> list:
-    if shape == "source":
-        return [[("s", "0"), *trace] for trace in traces]
-    if shape == "loop":
-        return [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
-    return traces
 
 
 @settings(max_examples=30, deadline=None)
@@ -48,7 +31,7 @@ def test_joint_bound_is_below_the_exact_minimum(tmp_path_factory, traces, shape,
     from ``perfume_lower_bound``), with and without the conflict pairs: the bound is at
     most the nodes of the engine's model (valid by its checker) and of CP-SAT's optimum,
     and at most the proven exact minimum of tests/perfume_exact.py."""
-    log = write_log(tmp_path_factory.mktemp("j"), _shaped(traces, shape))
+    log = write_log(tmp_path_factory.mktemp("j"), shaped(traces, shape))
     _, codes, ticks = _codes(log)
     got = jointbound.joint_bound(log, codes, ticks, 20.0, start=0, conflicts=conflicts)
     lows = perfume_cpsat.type_lows(log, codes, ticks)
@@ -125,7 +108,7 @@ def test_valid_models_meet_every_relaxed_constraint(tmp_path_factory, traces, sh
     node's walk values, computed by :func:`_walk_values` (not by jointbound), meet every
     cap, floor, zero and step constraint of ``jointbound.systems`` at the events that
     constrain them, each value clamped to the domain ``[0, top]``."""
-    log = write_log(tmp_path_factory.mktemp("w"), _shaped(traces, shape))
+    log = write_log(tmp_path_factory.mktemp("w"), shaped(traces, shape))
     _, codes, ticks = _codes(log)
     fit = perfume_cpsat.int_ticks(ticks, codes)
     assert not isinstance(fit, str)
