@@ -45,8 +45,8 @@ class Chain:
     """Per event, packed over the invariants (bit j = invariant j): ``mask`` (bits
     forced), ``value`` (their values), ``up`` / ``down`` (invariants whose free run
     holds this event and the one before it, with 0s then 1s / 1s then 0s: the previous
-    event's bit at most / at least this one's); the log's type codes and trace offsets
-    as lists."""
+    event's bit at most / at least this one's); the log's type codes, trace offsets and
+    each event's trace as lists."""
 
     mask: list[int]
     value: list[int]
@@ -54,6 +54,7 @@ class Chain:
     down: list[int]
     codes: list[int]
     starts: list[int]
+    trace_of: list[int]
 
 
 def chain(log: EventLog, runs: FreeRuns) -> Chain:
@@ -69,6 +70,7 @@ def chain(log: EventLog, runs: FreeRuns) -> Chain:
         _pack(same & ~rising),
         log.codes.tolist(),
         log.starts.tolist(),
+        log.trace_of.tolist(),
     )
 
 
@@ -144,15 +146,14 @@ def eliminate(ch: Chain, vectors: list[int], memory: dict[int, int] | None = Non
     vector) groups."""
     vec = list(vectors)
     n_types = max(ch.codes) + 1
-    trace_of = np.repeat(np.arange(len(ch.starts) - 1), np.diff(ch.starts)).tolist()
     memory = {} if memory is None else memory
     groups = _Groups.of(ch, vec, n_types)
     while True:
         dropped = False
         for t in range(n_types):
-            while _drop_one(ch, vec, t, groups, trace_of, memory):
+            while _drop_one(ch, vec, t, groups, memory):
                 dropped = True
-        if not dropped and not _drop_pair(ch, vec, groups, n_types, trace_of, memory):
+        if not dropped and not _drop_pair(ch, vec, groups, n_types, memory):
             return vec
 
 
@@ -223,7 +224,6 @@ def _drop_pair(
     vec: list[int],
     groups: _Groups,
     n_types: int,
-    trace_of: list[int],
     memory: dict[int, int],
 ) -> bool:
     """Drop two groups at once from ``vec`` (in place; ``groups``: its groups, left as
@@ -256,7 +256,7 @@ def _drop_pair(
             continue
         for t, v in pair:
             allowed[t].discard(v)
-        traces = {trace_of[x] for x in members[g] | members[h]}
+        traces = {ch.trace_of[x] for x in members[g] | members[h]}
         if _reassign(ch, vec, groups, traces, memory, -1 - g):
             return True
         for t, v in pair:
@@ -269,7 +269,6 @@ def _drop_one(
     vec: list[int],
     t: int,
     groups: _Groups,
-    trace_of: list[int],
     memory: dict[int, int],
 ) -> bool:
     """Drop one group of type ``t`` from ``vec`` and ``groups`` (in place) as
@@ -280,7 +279,7 @@ def _drop_one(
     for v in sorted(members, key=lambda u: (len(members[u]), u)):
         allowed[t].discard(v)
         if _reassign(
-            ch, vec, groups, {trace_of[x] for x in members[v]}, memory, v * len(allowed) + t
+            ch, vec, groups, {ch.trace_of[x] for x in members[v]}, memory, v * len(allowed) + t
         ):
             return True
         allowed[t].add(v)
@@ -299,7 +298,6 @@ def grow(ch: Chain, vectors: list[int]) -> list[int]:
     Deterministic; never more groups."""
     vec = list(vectors)
     n_types = max(ch.codes) + 1
-    trace_of = np.repeat(np.arange(len(ch.starts) - 1), np.diff(ch.starts)).tolist()
     groups = _Groups.of(ch, vec, n_types)
     size = sum(len(m) for m in groups.members)
     memory: dict[int, int] = {}
@@ -315,7 +313,7 @@ def grow(ch: Chain, vectors: list[int]) -> list[int]:
         allowed[t].discard(v)
         new = list(vec)
         opened: set[tuple[int, int]] = set()
-        for k in sorted({trace_of[x] for x in events}):
+        for k in sorted({ch.trace_of[x] for x in events}):
             got = assign_trace(ch, vec, allowed, k, present)
             if got is None:
                 break

@@ -67,12 +67,6 @@ class System:
     top: int
 
 
-def _seen(log: EventLog, mask: np.ndarray) -> np.ndarray:
-    """Per event: how many ``mask`` events of its trace are at or before it."""
-    c = np.cumsum(mask)
-    return c - np.r_[0, c][log.starts[:-1]][log.trace_of]
-
-
 def systems(log: EventLog, codes: TimedCodes, bounds: np.ndarray) -> list[System]:
     """The systems of the module doc for ``log``'s time bounds (``bounds``: their values
     in integer ticks, :func:`~.perfume_cpsat.int_ticks`).  An IntrBy upper bound ``U`` (``a``
@@ -97,7 +91,7 @@ def systems(log: EventLog, codes: TimedCodes, bounds: np.ndarray) -> list[System
     out = []
     for (kind, a), lim in sorted(groups.items()):
         is_a = types == a
-        seen = _seen(log, is_a)  # a events at or before each event
+        seen = log.seen_in_trace(is_a)  # a events at or before each event
         per_type = np.full(len(log.types), -1, dtype=np.int64)
         for b, v in lim.items():
             per_type[b] = v

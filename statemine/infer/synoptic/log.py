@@ -70,6 +70,11 @@ class EventLog:
         mask[self.starts[1:] - 1] = True
         return mask
 
+    def seen_in_trace(self, mask: np.ndarray) -> np.ndarray:
+        """Per event, how many ``mask`` events of its trace are at or before it (int64)."""
+        c = np.cumsum(mask)
+        return c - np.r_[0, c][self.starts[:-1]][self.trace_of]
+
     @cached_property
     def type_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(keys, first, last)``: the sorted distinct ``trace * n_types + code`` of the

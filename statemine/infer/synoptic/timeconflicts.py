@@ -126,8 +126,7 @@ def timed_sides(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> Sides:
         if codes.bound_first_only[k]:
             # from the trace's first a, when it is the only a up to i; to the latest b
             # at or after i before the next a after i
-            is_a = log.codes == a
-            count = np.cumsum(is_a) - np.r_[0, np.cumsum(is_a)][log.starts[:-1]][trace]
+            count = log.seen_in_trace(log.codes == a)
             src = np.where(count == 1, scan(a, False, False, True), -1)
             nxt_a = scan(a, True, False, False)
             stop = np.where(nxt_a >= 0, nxt_a, log.starts[1:][trace]) - 1
