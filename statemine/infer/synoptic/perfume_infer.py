@@ -960,6 +960,154 @@ def repack(
     return PartitionModel(log, merges.group[part], node_type).compact()
 
 
+def _merge_state(merges: _TimedMerges) -> tuple:
+    """What :meth:`_TimedMerges.merge` replaces on success (it never mutates them): the
+    state to put back to undo a merge."""
+    u = merges.untimed
+    return merges.group, u.src, u.dst, u.fix, merges.bounds.fix
+
+
+def _restore(merges: _TimedMerges, state: tuple) -> None:
+    """Undo the merges made since :func:`_merge_state` gave ``state``."""
+    u = merges.untimed
+    merges.group, u.src, u.dst, u.fix, merges.bounds.fix = state
+
+
+def hood_order(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Positions of a neighbourhood's events (side values ``pe``, ``se``: events x
+    bounds) in branch-and-bound order: the most time conflicts with the others first
+    (fail first, DSATUR's order made static), ties in the given order."""
+    if not len(pe) or not len(limit):
+        return np.arange(len(pe))
+    clash = ((pe[:, None, :] + se[None, :, :]) > limit).any(axis=2)
+    clash |= clash.T
+    return np.argsort(-clash.sum(axis=1), kind="stable")
+
+
+def exact_repack(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    nodes: np.ndarray,
+    rank: np.ndarray,
+    budget: list[int],
+    extra: int = 0,
+) -> PartitionModel | None:
+    """``model`` with the events of ``nodes`` (``k`` nodes) placed again into the other
+    nodes of their types and at most ``k - 1 + extra`` new nodes, found by branch and
+    bound, or None when no such placement exists or the merge checks in ``budget[0]``
+    run out first (each check spends one).
+
+    Events in :func:`hood_order` (ties by ``rank``) each go into a kept node of their
+    type, a node opened for an earlier event, or a new node (opened in order: the usual
+    symmetry breaking of set-partition enumeration); pairs in time conflict are never
+    tried.  A partial placement is checked on the model where every event not yet placed
+    is a node of its own, and cut when an invariant fails there: merging only adds walks
+    and widens edge ranges, so every completion fails too (the pruning of
+    tests/perfume_exact.py's exact search, here on one neighbourhood with the rest of the
+    model fixed: large-neighbourhood search, Shaw, CP 1998).  Opening a new node needs no
+    check.  So a None with checks left is a proof that the neighbourhood cannot shrink.
+    Valid as :func:`repack`."""
+    log = model.log
+    events = np.nonzero(np.isin(model.part, nodes))[0]
+    events = events[np.argsort(rank[events], kind="stable")]
+    n0 = model.n_nodes
+    part = model.part.copy()
+    part[events] = n0 + np.arange(len(events))
+    node_type = np.concatenate([model.node_type, log.codes[events]])
+    merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
+    pn, sn = sides.node_values(part, len(node_type))
+    kept = np.ones(n0, dtype=bool)
+    kept[[INIT_NODE, TERM_NODE]] = False
+    kept[nodes] = False
+    types = np.unique(log.codes[events]).tolist()
+    own = {t: np.nonzero(kept & (model.node_type == t))[0].tolist() for t in types}
+    opened: dict[int, list[int]] = {t: [] for t in types}
+    order = (n0 + hood_order(sides.p[:, events].T, sides.s[:, events].T, sides.limit)).tolist()
+    most = len(nodes) - 1 + extra
+    n_open = [0]
+
+    def place(i: int) -> bool | None:
+        """True once the events from the ``i``-th on are placed; False when they cannot
+        be; None when the checks ran out."""
+        if i == len(order):
+            return True
+        p = order[i]
+        t = int(node_type[p])
+        cands = np.asarray(own[t] + opened[t], dtype=np.int64)
+        if cands.size and len(sides.limit):
+            cands = cands[~pair_conflicts(pn[cands], sn[cands], sides.limit, pn[p], sn[p])]
+        for q in cands.tolist():
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            state = _merge_state(merges)
+            if not merges.merge(q, p):
+                continue
+            saved = pn[q].copy(), sn[q].copy()
+            np.maximum(pn[q], pn[p], out=pn[q])
+            np.maximum(sn[q], sn[p], out=sn[q])
+            done = place(i + 1)
+            if done or done is None:
+                return done
+            pn[q], sn[q] = saved
+            _restore(merges, state)
+        if n_open[0] >= most:
+            return False
+        opened[t].append(p)  # alone, as in the model checked so far
+        n_open[0] += 1
+        done = place(i + 1)
+        if not done:
+            opened[t].pop()
+            n_open[0] -= 1
+        return done
+
+    if not place(0):
+        return None
+    return PartitionModel(log, merges.group[part], node_type).compact()
+
+
+#: The exact stage of :func:`polish`: merge checks per check of its search.
+POLISH_EXACT = 0.3
+#: Merge checks one neighbourhood of the exact stage may spend (most refute in 10-40).
+HOOD_CHECKS = 100
+
+
+def exact_descent(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    rng: np.random.Generator,
+    checks: int,
+    rank: np.ndarray,
+) -> PartitionModel:
+    """``model`` made smaller by :func:`exact_repack` on neighbourhoods of 2 to
+    ``POLISH_GROUP`` same-type nodes (types by their nodes, seeded), each with at most
+    ``HOOD_CHECKS`` merge checks; a neighbourhood that fits in one node fewer replaces
+    the model.  Stops once ``checks`` checks are spent (a neighbourhood counts as one
+    more; deterministic for a seed)."""
+    budget = [checks]
+    while budget[0] > 0:
+        if not (np.bincount(model.node_type[2:], minlength=1) >= 2).any():
+            break
+        t = int(model.node_type[rng.integers(2, model.n_nodes)])
+        same = np.nonzero(model.node_type == t)[0]
+        budget[0] -= 1
+        if len(same) < 2:
+            continue
+        k = int(rng.integers(2, min(POLISH_GROUP, len(same)) + 1))
+        group = rng.choice(same, k, replace=False)
+        cap = [min(budget[0], HOOD_CHECKS)]
+        start = cap[0]
+        new = exact_repack(model, codes, ticks, sides, group, rank, cap)
+        budget[0] -= start - cap[0]
+        if new is not None:
+            model = new
+    return model
+
+
 def polish(
     model: PartitionModel,
     codes: TimedCodes,
@@ -967,17 +1115,21 @@ def polish(
     sides: Sides,
     rng: np.random.Generator,
     checks: int,
+    exact: float = POLISH_EXACT,
 ) -> PartitionModel:
     """A valid ``model`` made smaller by large-neighbourhood search: each trial picks a
     node's type (a type with more nodes is picked more often: 122 nodes against 128 when
     every type is as likely, the benchmark's 601-event connection log) and 2 to
     ``POLISH_GROUP`` of its nodes (seeded), and :func:`repack` s their events; the
     result is kept when it has no more nodes (equal-size moves let the search wander),
-    and the first model of the fewest nodes is returned (``model`` itself unless one is
-    smaller).  Merges of two nodes alone (coarsening) cannot shrink a first-fit model
-    (each same-type pair conflicts or breaks an invariant); moving events between
-    several nodes can.  Stops once ``checks`` merge checks are spent (a trial counts as
-    one more; deterministic for a seed)."""
+    and the first model of the fewest nodes is taken on.  Merges of two nodes alone
+    (coarsening) cannot shrink a first-fit model (each same-type pair conflicts or
+    breaks an invariant); moving events between several nodes can.  Stops once
+    ``checks`` merge checks are spent (a trial counts as one more; deterministic for a
+    seed).  Then :func:`exact_descent` with ``exact`` x ``checks`` more checks: exact
+    re-placements of small neighbourhoods into one node fewer (the search's equal-size
+    moves are what first fit's repacks find; the exact stage finds the strict descents
+    they miss)."""
     log = model.log
     rank = np.empty(log.n_events, dtype=np.int64)
     rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
@@ -999,6 +1151,8 @@ def polish(
             if new.n_nodes < best.n_nodes:
                 best = new
             model = new
+    if exact > 0 and checks > 0:
+        best = exact_descent(best, codes, ticks, sides, rng, int(exact * checks), rank)
     return best
 
 
