@@ -1115,7 +1115,7 @@ def polish(
     sides: Sides,
     rng: np.random.Generator,
     checks: int,
-    exact: float = POLISH_EXACT,
+    exact: float | None = None,
 ) -> PartitionModel:
     """A valid ``model`` made smaller by large-neighbourhood search: each trial picks a
     node's type (a type with more nodes is picked more often: 122 nodes against 128 when
@@ -1133,6 +1133,8 @@ def polish(
     log = model.log
     rank = np.empty(log.n_events, dtype=np.int64)
     rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    if exact is None:
+        exact = POLISH_EXACT
     budget = [checks]
     best = model
     while budget[0] > 0:
