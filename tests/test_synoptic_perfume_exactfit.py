@@ -8,13 +8,18 @@ from __future__ import annotations
 from itertools import product
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_synoptic_perfume import traces_strategy, write_log
 from test_synoptic_timeconflicts import _codes, assert_valid
 
 from statemine.infer.synoptic.model import PartitionModel
-from statemine.infer.synoptic.perfume_infer import exact_repack, first_fit_model
+from statemine.infer.synoptic.perfume_infer import (
+    exact_descent,
+    exact_repack,
+    first_fit_model,
+    polish,
+)
 from statemine.infer.synoptic.timecheck import timed_graph, violations
 from statemine.infer.synoptic.timeconflicts import timed_sides
 
@@ -100,3 +105,57 @@ def test_exact_repack_stops_when_its_checks_run_out(tmp_path):
     model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
     group = np.nonzero(model.node_type == model.node_type[2])[0][:3]
     assert exact_repack(model, codes, ticks, sides, group, np.arange(log.n_events), [0]) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
+    """``_TimedMerges.doomed`` (a walk into one node continued out of the other passes a
+    bound) is never wrong: from the trace graph, with random merges made on the way, every
+    same-type pair it calls doomed fails the full merge check, and the merges it lets
+    through are decided by that check alone."""
+    from statemine.infer.synoptic.perfume_infer import _merge_state, _restore, _TimedMerges
+
+    log = write_log(tmp_path_factory.mktemp("d"), traces)
+    _, codes, ticks = _codes(log)
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
+    merges = _TimedMerges(model, codes, ticks)
+    rng = np.random.default_rng(seed)
+    pairs = [
+        (q, p)
+        for q in range(2, model.n_nodes)
+        for p in range(q + 1, model.n_nodes)
+        if node_type[q] == node_type[p]
+    ]
+    for k in rng.permutation(len(pairs)).tolist():
+        q, p = pairs[k]
+        if merges.group[q] != q or merges.group[p] != p:
+            continue
+        if merges.doomed(q, p):
+            event("doomed")
+            state = _merge_state(merges)
+            assert not merges.merge(q, p)
+            _restore(merges, state)
+        elif rng.random() < 0.5:
+            merges.merge(q, p)
+
+
+@settings(max_examples=30, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_the_exact_stage_only_shrinks_the_polished_model(tmp_path_factory, traces, seed):
+    """``polish`` with its exact stage gives a valid model (reference checker) with at
+    most the nodes of ``polish`` without it (same seed: the search before it is the
+    same), and ``exact_descent`` alone never grows a model."""
+    log = write_log(tmp_path_factory.mktemp("e"), traces)
+    inv, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    start = first_fit_model(log, codes, ticks, sides)
+    plain = polish(start, codes, ticks, sides, np.random.default_rng(seed), 200, 0.0)
+    exact = polish(start, codes, ticks, sides, np.random.default_rng(seed), 200, 1.0)
+    assert_valid(exact, log, inv)
+    assert exact.n_nodes <= plain.n_nodes
+    rank = np.arange(log.n_events)
+    down = exact_descent(start, codes, ticks, sides, np.random.default_rng(seed), 300, rank)
+    assert_valid(down, log, inv)
+    assert down.n_nodes <= start.n_nodes
