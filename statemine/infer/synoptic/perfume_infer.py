@@ -1064,8 +1064,8 @@ def exact_repack(
 
     Events in :func:`hood_order` (ties by ``rank``) each go into a kept node of their
     type, a node opened for an earlier event, or a new node (opened in order: the usual
-    symmetry breaking of set-partition enumeration); pairs in time conflict are never
-    tried.  A partial placement is checked on the model where every event not yet placed
+    symmetry breaking of set-partition enumeration); pairs in time conflict and merges
+    that must fail (:meth:`_TimedMerges.doomed`) are never tried.  A partial placement is checked on the model where every event not yet placed
     is a node of its own, and cut when an invariant fails there: merging only adds walks
     and widens edge ranges, so every completion fails too (the pruning of
     tests/perfume_exact.py's exact search, here on one neighbourhood with the rest of the
