@@ -84,7 +84,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt(
         "polishChecks",
         "long",
-        10,
+        8,
         aliases=("polish-checks",),
         tools=("perfume",),
         help="statemine's own: merge checks per event spent polishing the model (groups "
