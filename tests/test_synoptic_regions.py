@@ -274,13 +274,15 @@ def test_random_vectors_obey_the_rules_and_regroup_from_them_stays_sound(traces,
     assert check_model(out.to_networkx(), log, mine(log)).ok
 
 
-def capture_log(n_events: int, folder) -> EventLog:
-    """bench_synoptic.py's two capture files of ``n_events`` (generator seeded with the
-    size), read with ``-m '\\k<FILE>#\\k<conn>'``: each connection's two runs are one trace."""
+def capture_log(n_events: int, folder, generator_seed: int | None = None) -> EventLog:
+    """bench_synoptic.py's two capture files of ``n_events`` (generator seeded with
+    ``generator_seed``, by default the size), read with ``-m '\\k<FILE>#\\k<conn>'``:
+    each connection's two runs are one trace."""
     from statemine.infer.synoptic.command import run_command
 
     bench = bench_module()
-    paths = bench.write_captures(n_events, np.random.default_rng(n_events), folder)
+    seed = n_events if generator_seed is None else generator_seed
+    paths = bench.write_captures(n_events, np.random.default_rng(seed), folder)
     args = ["-r", bench.CAPTURE_REGEX, "-m", bench.CAPTURE_MAPPING, "--noRefinement"]
     return run_command("synoptic", [*args, *map(str, paths)]).result.log
 
