@@ -18,7 +18,9 @@ move forces (:func:`~.regions.regroup`), which is what the two-capture logs need
 0.1 CPU s (docs/synoptic-engine.md).  :func:`grow` goes further: while one group is
 forbidden, every type may take any vector some group uses (new groups cost more), and
 elimination follows; it trades groups of some types for more of others (20,023 events:
-54 -> 50 nodes).  Every state obeys the rules, so every model is sound.
+54 -> 50 nodes).  :func:`recombine` mixes two models trace by trace (the rules tie only
+events of one trace) and eliminates: 1,010 events 71-72 -> 68-70 nodes.  Every state
+obeys the rules, so every model is sound.
 """
 
 from __future__ import annotations

@@ -151,7 +151,10 @@ GROW_MAX_EVENTS = 50_000
 #: Mixed into the seed of :func:`~.elimination.recombine`'s generator.
 RECOMBINE_STREAM = 5
 #: Rounds of :func:`~.elimination.recombine` after the elimination search: this many
-#: divided by the events, at most ``RECOMBINE_MAX_ROUNDS``.
+#: divided by the events, at most ``RECOMBINE_MAX_ROUNDS`` (20 at 1,024 events, 7 at
+#: 3,001, 3 at 6,010, 1 at 20,023, none from 24,001; a round costs about 0.06 CPU s at
+#: 1,000 events: two-capture logs of 1,010 and 1,024 events 71-72 -> 68-70 nodes,
+#: 3,001 events 58-61 -> 58, docs/synoptic-engine.md).
 RECOMBINE_EVENT_ROUNDS = 24_000
 RECOMBINE_MAX_ROUNDS = 20
 #: CP-SAT's random seed is the engine's seed modulo this (it takes a 32-bit int).
@@ -314,8 +317,10 @@ def infer_log(
     history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
     first); :func:`regions_search` (on logs up to 5,000 events, or where the attempts
     leave ``REGIONS_MIN_GAP`` nodes above the bound; then
-    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds, and
-    :func:`~.elimination.grow_coarsen`, which may add groups to drop more) and
+    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds,
+    :func:`~.elimination.recombine` with the region search's start models as partners,
+    ``recombine_rounds`` rounds, and :func:`~.elimination.grow_coarsen`, which may add
+    groups to drop more) and
     :func:`local_search` then look for a smaller one.  Every step
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
