@@ -154,7 +154,7 @@ RECOMBINE_STREAM = 5
 #: divided by the events, at most ``RECOMBINE_MAX_ROUNDS`` (20 at 1,024 events, 7 at
 #: 3,001, 3 at 6,010, 1 at 20,023, none from 24,001; a round costs about 0.06 CPU s at
 #: 1,000 events: two-capture logs of 1,010 and 1,024 events 71-72 -> 68-70 nodes,
-#: 3,001 events 58-61 -> 58, docs/synoptic-engine.md).
+#: 3,001 events 58-61 -> 58-59, docs/synoptic-engine.md).
 RECOMBINE_EVENT_ROUNDS = 24_000
 RECOMBINE_MAX_ROUNDS = 20
 #: CP-SAT's random seed is the engine's seed modulo this (it takes a 32-bit int).
