@@ -22,7 +22,7 @@ from .bounds import clique_bounds, type_classes
 from .check import InvariantCodes, violated
 from .coarsen import coarsen as coarsen_model
 from .coarsen import merge_and_repair, recolour
-from .elimination import elimination_search, grow_coarsen
+from .elimination import elimination_search, grow_coarsen, recombine
 from .exact import cp_model, polish
 from .invariants import Invariants, mine_invariants
 from .log import EventLog
@@ -148,6 +148,15 @@ ELIMINATION_MAX_ROUNDS = 8
 #: files of 20,023 and 30,010 events gain 2-4 nodes for about 0.7 CPU s (+50%); at
 #: 100,013 it cost 3.2 s (1.95 -> 5.1) for no node.
 GROW_MAX_EVENTS = 50_000
+#: Mixed into the seed of :func:`~.elimination.recombine`'s generator.
+RECOMBINE_STREAM = 5
+#: Rounds of :func:`~.elimination.recombine` after the elimination search: this many
+#: divided by the events, at most ``RECOMBINE_MAX_ROUNDS`` (20 at 1,024 events, 7 at
+#: 3,001, 3 at 6,010, 1 at 20,023, none from 24,001; a round costs about 0.06 CPU s at
+#: 1,000 events: two-capture logs of 1,010 and 1,024 events 71-72 -> 68-70 nodes,
+#: 3,001 events 58-61 -> 58-59, docs/synoptic-engine.md).
+RECOMBINE_EVENT_ROUNDS = 24_000
+RECOMBINE_MAX_ROUNDS = 20
 #: CP-SAT's random seed is the engine's seed modulo this (it takes a 32-bit int).
 EXACT_SEEDS = 1 << 31
 
@@ -232,6 +241,12 @@ def neighbourhood_rounds(n_events: int) -> int:
     return min(NEIGHBOURHOOD_MAX_ROUNDS, NEIGHBOURHOOD_EVENT_ROUNDS // n_events)
 
 
+def recombine_rounds(n_events: int) -> int:
+    """Rounds of :func:`~.elimination.recombine` on a log of ``n_events`` events
+    (``RECOMBINE_EVENT_ROUNDS``, ``RECOMBINE_MAX_ROUNDS``)."""
+    return min(RECOMBINE_MAX_ROUNDS, RECOMBINE_EVENT_ROUNDS // max(1, n_events))
+
+
 def elimination_rounds(n_events: int) -> int:
     """Rounds of :func:`~.elimination.elimination_search` on a log of ``n_events``
     events (``ELIMINATION_EVENT_ROUNDS``, ``ELIMINATION_MAX_ROUNDS``)."""
@@ -246,6 +261,7 @@ def regions_search(
     n_random: int = 0,
     bound: int = 0,
     rounds: int = 0,
+    pool: list[PartitionModel] | None = None,
 ) -> PartitionModel:
     """The smallest (ties: the first) of :func:`~.regions.regroup_coarsen` from each of
     ``starts`` (models satisfying every invariant of ``inv``; ``failing``: those failing
@@ -253,7 +269,8 @@ def regions_search(
     (:func:`~.regions.random_vectors`, regrouped and coarsened first), with generators
     derived from ``seed``, then ``rounds`` of :func:`~.regions.neighbourhood_search`
     from it (at most ``NEIGHBOURHOOD_NODE_ROUNDS`` / its nodes; kept only when smaller);
-    stops early at ``bound`` nodes."""
+    stops early at ``bound`` nodes.  ``pool``: each start's result is appended to it
+    (partners for :func:`~.elimination.recombine`)."""
     log = starts[0].log
     sub = inv.select(failing)
     runs = free_runs(log, sub)
@@ -267,6 +284,8 @@ def regions_search(
             vectors = random_vectors(runs, rng)
             start = coarsen_model(regroup_vectors(log, sub, runs, vectors, rng), inv, rng)
         found = regroup_coarsen(start, inv, failing, rng, runs)
+        if pool is not None:
+            pool.append(found)
         if best is None or found.n_nodes < best.n_nodes:
             best = found
         if best.n_nodes <= bound:
@@ -298,8 +317,10 @@ def infer_log(
     history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
     first); :func:`regions_search` (on logs up to 5,000 events, or where the attempts
     leave ``REGIONS_MIN_GAP`` nodes above the bound; then
-    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds, and
-    :func:`~.elimination.grow_coarsen`, which may add groups to drop more) and
+    :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds,
+    :func:`~.elimination.recombine` with the region search's start models as partners,
+    ``recombine_rounds`` rounds, and :func:`~.elimination.grow_coarsen`, which may add
+    groups to drop more) and
     :func:`local_search` then look for a smaller one.  Every step
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
@@ -345,13 +366,18 @@ def infer_log(
     if classes is not None and gap > 0 and (log.n_events <= 5_000 or gap >= REGIONS_MIN_GAP):
         n_random = random_region_starts(log.n_events)
         rounds = neighbourhood_rounds(log.n_events)
-        best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds)
+        pool: list[PartitionModel] = []
+        best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds, pool)
         if best.n_nodes > bound:
             rng = np.random.default_rng(np.random.SeedSequence([seed, ELIMINATION_STREAM]))
             runs = free_runs(log, codes.select(bad))
             best = elimination_search(
                 best, codes, bad, runs, rng, elimination_rounds(log.n_events), bound
             )
+            k = recombine_rounds(log.n_events)
+            if best.n_nodes > bound and k > 0:
+                cross = np.random.default_rng(np.random.SeedSequence([seed, RECOMBINE_STREAM]))
+                best = recombine(best, pool, codes, bad, runs, cross, k, bound)
             if best.n_nodes > bound and log.n_events <= GROW_MAX_EVENTS:
                 best = grow_coarsen(best, codes, bad, runs, rng)
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
