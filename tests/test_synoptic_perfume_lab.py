@@ -11,11 +11,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_synoptic_perfume import traces_strategy, write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.options import parse_args
-from statemine.infer.synoptic.perfume_infer import first_fit_model, infer_perfume, mixed_traces
+from statemine.infer.synoptic.perfume_infer import (
+    first_fit_best,
+    first_fit_model,
+    infer_perfume,
+    mixed_traces,
+)
 from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound, timed_sides
 
@@ -63,6 +71,30 @@ def test_lab_log_holds_whole_traces_of_the_folder():
     sizes = [len(rows) for rows in conns.values()]
     assert max(sizes) <= 12
     assert sum(sizes) >= 300 and sum(sizes) - min(sizes) < 300 + max(sizes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces_strategy, st.booleans())
+def test_first_fit_best_is_the_smaller_order(tmp_path_factory, traces, by_length):
+    """On random logs, with both orders asked for: the model has the fewer nodes of the
+    two orders' first fits (ties: ``by_length``'s own model), is valid (reference
+    checker), and its work counts both runs' checks (these logs are one stage, so the
+    second run is never cut short); without, it is ``by_length``'s."""
+    log = write_log(tmp_path_factory.mktemp("b"), traces)
+    inv, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    works = [[0.0], [0.0]]
+    own = first_fit_model(log, codes, ticks, sides, by_length, work=works[0])
+    other = first_fit_model(log, codes, ticks, sides, not by_length, work=works[1])
+    assert own is not None and other is not None
+    work = [0.0]
+    best = first_fit_best(log, codes, ticks, sides, by_length, work, True)
+    want = other if other.n_nodes < own.n_nodes else own
+    assert np.array_equal(best.part, want.part)
+    assert work[0] == pytest.approx(works[0][0] + works[1][0])  # one stage: no early stop
+    assert_valid(best, log, inv)
+    one = first_fit_best(log, codes, ticks, sides, by_length, None, False)
+    assert np.array_equal(one.part, own.part)
 
 
 def test_first_fit_takes_the_better_order_on_a_lab_log(tmp_path):
