@@ -724,7 +724,7 @@ MIXED_SHARE = 0.25
 def mixed_traces(log: EventLog) -> bool:
     """Is ``log`` short-trace (:func:`short_traces`) with at least ``MIXED_SHARE`` of its
     events in traces longer than ``SHORT_TRACE_EVENTS``?  (The shipped lab folders' logs
-    of traces of at most 40 events: 31-42% in traces of 13-40 events beside many of 3-5;
+    of traces of at most 40 events: 31-54% in traces of 13-40 events beside many of 3-5;
     the benchmark's connection logs: none, every trace has 3-11.)  Neither of
     :func:`first_fit_order`'s orders is known to be the better one there."""
     if not short_traces(log):
