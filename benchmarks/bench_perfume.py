@@ -13,7 +13,10 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   ``bench_synoptic.event_log``), the same random delays;
 * *interleaved connections* (``conn``, issue 31): short connections of the CC states
   (3-11 events, RetransmissionTimeout now and then), lines ``<us> <conn> <Type>`` of
-  all connections interleaved by time, read with ``-m '\\k<conn>'``.
+  all connections interleaved by time, read with ``-m '\\k<conn>'``;
+* *lab logs* (``--lab FOLDER``, issue 31): whole traces of a shipped lab folder
+  (``traces/FOLDER/traces-cache.parquet``: real stacks' congestion states and events, in
+  virtual or real time), in the same ``conn`` layout (:func:`lab_log`).
 
 Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
 refinement, coarsening, files written), the peak of Python and numpy allocations
@@ -26,7 +29,8 @@ load average is printed first (the machine is shared: read the CPU seconds).
 CPU per event (``cpu s`` / ``events``) is the figure to compare across sizes: it should
 stay flat (docs/synoptic-engine.md, Perfume's speed).
 
-Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000] [--kinds conn]``.
+Run: ``python benchmarks/bench_perfume.py [--sizes 1000,10000,100000] [--kinds conn]``;
+lab logs: ``--lab jitter,quiche-bbr --sizes 600 --seeds 1,2,3 [--max-trace 40]``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -95,6 +100,42 @@ def interleaved_log(n_events: int, rng: np.random.Generator) -> str:
     return "".join(f"{t} c{c} {ev}\n" for t, c, ev in lines)
 
 
+#: The repository's shipped lab folders (traces/README.md).
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def lab_log(
+    folder: Path, n_events: int, rng: np.random.Generator, max_events_per_trace: int = 40
+) -> str:
+    """About ``n_events`` events of a lab folder's traces, whole traces of at most
+    ``max_events_per_trace`` events taken in ``rng``'s order until ``n_events`` are reached
+    (fewer when the folder has fewer), lines ``<microseconds> c<i> <state>`` interleaved by
+    time (ties: trace, then position in it), read with ``CONN_REGEX``/``CONN_MAPPING``.
+
+    ``state`` is the cache's column (states and point events, e.g. ``LossDetected``);
+    times are each stack's own clock in whole microseconds (virtual time starts at 0 for
+    aioquic and quiche, at 946,684,800 s for quic-go; kernel TCP in real time)."""
+    df = pd.read_parquet(folder / "traces-cache.parquet", columns=["trace", "seq", "time", "state"])
+    df["trace"] = df["trace"].astype(str)
+    sizes = df.groupby("trace").size()
+    sizes = sizes[sizes <= max_events_per_trace].sort_index()
+    keep: list[str] = []
+    total = 0
+    for name in rng.permutation(sizes.index.to_numpy()):
+        if total >= n_events:
+            break
+        keep.append(str(name))
+        total += int(sizes[name])
+    sub = df[df["trace"].isin(keep)].copy()
+    sub["c"] = sub["trace"].map({name: i for i, name in enumerate(keep)})
+    sub["us"] = np.round(sub["time"].to_numpy() * 1e6).astype(np.int64)
+    sub = sub.sort_values(["us", "c", "seq"], kind="stable")
+    return "".join(
+        f"{u} c{c} {state}\n"
+        for u, c, state in zip(sub["us"], sub["c"], sub["state"].astype(str), strict=True)
+    )
+
+
 def bound_and_cpu(log, table) -> tuple[int, float]:
     """The lower bound on the nodes of every valid model of ``log`` (its constrained
     invariants ``table``) and the CPU seconds it took."""
@@ -104,17 +145,25 @@ def bound_and_cpu(log, table) -> tuple[int, float]:
     return bound, time.process_time() - c0
 
 
-def run(name: str, path: Path, tmp: Path, peak_run: bool = True, bound: bool = False) -> None:
-    """One row: ``--engine perfume`` on ``path``, timed, then again under tracemalloc
+def run(
+    name: str,
+    path: Path,
+    tmp: Path,
+    peak_run: bool = True,
+    bound: bool = False,
+    seed: int = 1,
+    extra_args: tuple[str, ...] = (),
+) -> None:
+    """One row: ``--engine perfume`` on ``path`` with ``--randomSeed=seed`` (and
+    ``extra_args``, e.g. ``--exactBudget 10``), timed, then again under tracemalloc
     (``peak_run``; else the peak column is nan); with ``bound``, the lower bound and its
     CPU seconds."""
-    split = (
-        ["-r", CONN_REGEX, "-m", CONN_MAPPING] if "conn" in name else ["-r", REGEX, "-s", SEPARATOR]
-    )
-    args = [*split, "--randomSeed=1", "-o", str(tmp / name), str(path)]
-    c0, t0 = time.process_time(), time.perf_counter()
+    conn = "conn" in name or name.startswith("lab-")
+    split = ["-r", CONN_REGEX, "-m", CONN_MAPPING] if conn else ["-r", REGEX, "-s", SEPARATOR]
+    args = [*split, f"--randomSeed={seed}", *extra_args, "-o", str(tmp / name), str(path)]
+    c0, t0 = cpu_s(), time.perf_counter()
     done = run_command("perfume", args)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     peak = float("nan")
     if peak_run:
         tracemalloc.start()
@@ -127,17 +176,52 @@ def run(name: str, path: Path, tmp: Path, peak_run: bool = True, bound: bool = F
     if bound:
         value, bound_cpu = bound_and_cpu(log, done.result.table)
         extra = f" {value:>6d} {bound_cpu:>8.2f}"
+    label = name if seed == 1 and not extra_args else f"{name} s{seed}{' '.join(extra_args)}"
     print(
-        f"{name:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
+        f"{label:24s} {log.n_events:>8d} {done.result.model.n_nodes:>6d} {wall:>8.2f} "
         f"{cpu:>8.2f} {peak:>8.1f} {rss:>8.0f} {1000 * cpu / log.n_events:>8.2f}{extra}",
         flush=True,
     )
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and its waited-for children (``--exactBudget`` runs
+    CP-SAT in a forked child)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def write_kind(kind: str, n: int, path: Path, max_trace: int) -> None:
+    """The benchmark's log of ``kind`` and about ``n`` events at ``path`` (seeded by
+    ``n``); ``lab-FOLDER``: :func:`lab_log` of ``traces/FOLDER``."""
+    rng = np.random.default_rng(n)
+    if kind.startswith("lab-"):
+        path.write_text(lab_log(TRACES / kind[4:], n, rng, max_trace))
+    elif kind == "conn":
+        path.write_text(interleaved_log(n, rng))
+    elif kind == "latency":
+        traces = latency_log(n // 5, rng)
+        text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
+        path.write_text(text + "\n")
+    else:
+        make = state_log if kind == "states" else event_log
+        write_log(make(n, rng), path, np.random.default_rng(0))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
     parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
+    parser.add_argument(
+        "--lab", default="", help="shipped lab folders (traces/FOLDER) instead of --kinds"
+    )
+    parser.add_argument(
+        "--max-trace", type=int, default=40, help="lab logs: longest trace taken (events)"
+    )
+    parser.add_argument("--seeds", default="1", help="engine seeds (--randomSeed)")
+    parser.add_argument(
+        "--exact-budget", type=float, default=0.0, help="--exactBudget S (det. s; 0: off)"
+    )
     parser.add_argument(
         "--no-peak",
         action="store_true",
@@ -148,7 +232,9 @@ def main() -> None:
     )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
-    kinds = opts.kinds.split(",")
+    kinds = [f"lab-{f}" for f in opts.lab.split(",")] if opts.lab else opts.kinds.split(",")
+    seeds = [int(x) for x in opts.seeds.split(",")]
+    extra = ("--exactBudget", f"{opts.exact_budget:g}") if opts.exact_budget > 0 else ()
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     head = ["events", "nodes", "wall s", "cpu s", "peak MiB", "RSS MiB", "cpu ms/ev"]
     head += ["bound", "bound s"] if opts.bound else []
@@ -158,16 +244,10 @@ def main() -> None:
         for kind in kinds:
             for n in sizes:
                 path = tmp / f"{kind}-{n}.log"
-                if kind == "conn":
-                    path.write_text(interleaved_log(n, np.random.default_rng(n)))
-                elif kind == "latency":
-                    traces = latency_log(n // 5, np.random.default_rng(n))
-                    text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
-                    path.write_text(text + "\n")
-                else:
-                    make = state_log if kind == "states" else event_log
-                    write_log(make(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-                run(f"{kind}-{n}", path, tmp, not opts.no_peak, opts.bound)
+                write_kind(kind, n, path, opts.max_trace)
+                for k, seed in enumerate(seeds):
+                    bound = opts.bound and k == 0
+                    run(f"{kind}-{n}", path, tmp, not opts.no_peak, bound, seed, extra)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ per type, caps: the engine's nodes per type): its bound, the larger of it and
 :func:`jointbound.joint_bound` from ``perfume_lower_bound`` (S deterministic seconds in
 all; ``--joint-mode conflicts`` adds the conflict pairs, ``full`` deepens the exact
 formulation instead; after ``--type-bound``, from its bound and per-type bounds): its
-bound, the answers per total tried and CPU seconds.
+bound, the answers per total tried and CPU seconds.  ``--lab FOLDER``: the shipped lab
+folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
+of at most ``--max-trace`` events).
 
 Run: ``python benchmarks/perfume_cpsat.py --sizes 601,1000 --budgets 10,30 --proof 30``.
 """
@@ -33,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
+from bench_perfume import CONN_MAPPING, CONN_REGEX, TRACES, interleaved_log, lab_log
 
 from statemine.infer.synoptic import jointbound, perfume_cpsat
 from statemine.infer.synoptic.options import parse_args
@@ -59,11 +61,15 @@ def row(
     type_bound: float = 0.0,
     joint: float = 0.0,
     joint_mode: str = "plain",
+    lab: str = "",
+    max_trace: int = 40,
 ) -> str:
-    """One log's figures as text (module doc)."""
+    """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conn.log"
-        path.write_text(interleaved_log(n, np.random.default_rng(n)))
+        rng = np.random.default_rng(n)
+        text = lab_log(TRACES / lab, n, rng, max_trace) if lab else interleaved_log(n, rng)
+        path.write_text(text)
         log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
     inv = mine_constrained(log)
     ticks, scale = exact_ticks(log)
@@ -124,6 +130,8 @@ def main() -> None:
     parser.add_argument("--type-bound", type=float, default=0.0, help="det. s per type")
     parser.add_argument("--joint", type=float, default=0.0, help="det. s for the joint bound")
     parser.add_argument("--joint-mode", default="plain", choices=["plain", "conflicts", "full"])
+    parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
+    parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
     opts = parser.parse_args()
     budgets = [float(x) for x in opts.budgets.split(",") if x]
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -133,7 +141,17 @@ def main() -> None:
         " | joint mode, bound, cpu_s [total tried: answer]"
     )
     for n in [int(x) for x in opts.sizes.split(",")]:
-        got = row(n, budgets, opts.proof, opts.exact, opts.type_bound, opts.joint, opts.joint_mode)
+        got = row(
+            n,
+            budgets,
+            opts.proof,
+            opts.exact,
+            opts.type_bound,
+            opts.joint,
+            opts.joint_mode,
+            opts.lab,
+            opts.max_trace,
+        )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
