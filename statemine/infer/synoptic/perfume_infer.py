@@ -76,6 +76,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from math import gcd, isqrt
 
 import numpy as np
@@ -1031,6 +1032,56 @@ def polish_share(n_events: int, spent: float, n_nodes: int, per_event: int = POL
     return max(0, int(left / check_units(n_nodes)))
 
 
+@dataclass
+class _Dissolved:
+    """A model whose neighbourhood ``nodes`` (same type or not) is dissolved into one node
+    per event, numbered from the model's node count on in ``events``' order (by
+    ``rank``): the start of :func:`repack` and :func:`exact_repack`.  ``merges`` checks
+    merges on it, ``pn``/``sn`` are its nodes' side values, ``own[t]``: the kept nodes of
+    each type ``t`` of the dissolved events (INITIAL, TERMINAL and ``nodes`` left out)."""
+
+    log: EventLog
+    events: np.ndarray
+    part: np.ndarray
+    node_type: np.ndarray
+    merges: _TimedMerges
+    pn: np.ndarray
+    sn: np.ndarray
+    own: dict[int, list[int]]
+
+    @classmethod
+    def of(
+        cls,
+        model: PartitionModel,
+        codes: TimedCodes,
+        ticks: np.ndarray,
+        sides: Sides,
+        nodes: np.ndarray,
+        rank: np.ndarray,
+    ) -> _Dissolved:
+        log = model.log
+        events = np.nonzero(np.isin(model.part, nodes))[0]
+        events = events[np.argsort(rank[events], kind="stable")]
+        n0 = model.n_nodes
+        part = model.part.copy()
+        part[events] = n0 + np.arange(len(events))
+        node_type = np.concatenate([model.node_type, log.codes[events]])
+        merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
+        pn, sn = sides.node_values(part, len(node_type))
+        kept = np.ones(n0, dtype=bool)
+        kept[[INIT_NODE, TERM_NODE]] = False
+        kept[nodes] = False
+        own = {
+            t: np.nonzero(kept & (model.node_type == t))[0].tolist()
+            for t in np.unique(log.codes[events]).tolist()
+        }
+        return cls(log, events, part, node_type, merges, pn, sn, own)
+
+    def result(self) -> PartitionModel:
+        """The model of the merges made so far."""
+        return PartitionModel(self.log, self.merges.group[self.part], self.node_type).compact()
+
+
 def repack(
     model: PartitionModel,
     codes: TimedCodes,
@@ -1047,22 +1098,9 @@ def repack(
     run out (each check spends one).  Valid: splitting nodes of a valid model into
     one node per event keeps every invariant (each walk or path of the finer model is
     one of the coarser, with narrower edge ranges), and every merge is checked."""
-    log = model.log
-    events = np.nonzero(np.isin(model.part, nodes))[0]
-    events = events[np.argsort(rank[events], kind="stable")]
-    n0 = model.n_nodes
-    part = model.part.copy()
-    part[events] = n0 + np.arange(len(events))
-    node_type = np.concatenate([model.node_type, log.codes[events]])
-    merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
-    pn, sn = sides.node_values(part, len(node_type))
-    kept = np.ones(n0, dtype=bool)
-    kept[[INIT_NODE, TERM_NODE]] = False
-    kept[nodes] = False
-    placed = {
-        t: np.nonzero(kept & (model.node_type == t))[0].tolist()
-        for t in np.unique(log.codes[events]).tolist()
-    }
+    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank)
+    merges, pn, sn, node_type, placed = hood.merges, hood.pn, hood.sn, hood.node_type, hood.own
+    n0, events = model.n_nodes, hood.events
     made = 0
     for p in range(n0, n0 + len(events)):
         t = int(node_type[p])
@@ -1074,7 +1112,7 @@ def repack(
             made += 1
             if made > len(nodes):
                 return None
-    return PartitionModel(log, merges.group[part], node_type).compact()
+    return hood.result()
 
 
 def _merge_state(merges: _TimedMerges) -> tuple:
@@ -1126,20 +1164,9 @@ def exact_repack(
     model fixed: large-neighbourhood search, Shaw, CP 1998).  Opening a new node needs no
     check.  So a None with checks left is a proof that the neighbourhood cannot shrink.
     Valid as :func:`repack`."""
-    log = model.log
-    events = np.nonzero(np.isin(model.part, nodes))[0]
-    events = events[np.argsort(rank[events], kind="stable")]
-    n0 = model.n_nodes
-    part = model.part.copy()
-    part[events] = n0 + np.arange(len(events))
-    node_type = np.concatenate([model.node_type, log.codes[events]])
-    merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
-    pn, sn = sides.node_values(part, len(node_type))
-    kept = np.ones(n0, dtype=bool)
-    kept[[INIT_NODE, TERM_NODE]] = False
-    kept[nodes] = False
-    types = np.unique(log.codes[events]).tolist()
-    own = {t: np.nonzero(kept & (model.node_type == t))[0].tolist() for t in types}
+    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank)
+    merges, pn, sn, node_type, own = hood.merges, hood.pn, hood.sn, hood.node_type, hood.own
+    n0, events, types = model.n_nodes, hood.events, list(hood.own)
     opened: dict[int, list[int]] = {t: [] for t in types}
     order = (n0 + hood_order(sides.p[:, events].T, sides.s[:, events].T, sides.limit)).tolist()
     most = len(nodes) - 1 + extra
@@ -1184,7 +1211,7 @@ def exact_repack(
 
     if not place(0):
         return None
-    return PartitionModel(log, merges.group[part], node_type).compact()
+    return hood.result()
 
 
 #: What a trial of :func:`polish` or :func:`exact_descent` costs before its merge
