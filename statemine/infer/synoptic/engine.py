@@ -366,7 +366,9 @@ def infer_log(
     if classes is not None and gap > 0 and (log.n_events <= 5_000 or gap >= REGIONS_MIN_GAP):
         n_random = random_region_starts(log.n_events)
         rounds = neighbourhood_rounds(log.n_events)
-        pool: list[PartitionModel] = []
+        k = recombine_rounds(log.n_events)
+        # the start models are kept only where recombination will use them
+        pool: list[PartitionModel] | None = [] if k > 0 else None
         best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds, pool)
         if best.n_nodes > bound:
             rng = np.random.default_rng(np.random.SeedSequence([seed, ELIMINATION_STREAM]))
@@ -374,8 +376,7 @@ def infer_log(
             best = elimination_search(
                 best, codes, bad, runs, rng, elimination_rounds(log.n_events), bound
             )
-            k = recombine_rounds(log.n_events)
-            if best.n_nodes > bound and k > 0:
+            if best.n_nodes > bound and pool is not None:
                 cross = np.random.default_rng(np.random.SeedSequence([seed, RECOMBINE_STREAM]))
                 best = recombine(best, pool, codes, bad, runs, cross, k, bound)
             if best.n_nodes > bound and log.n_events <= GROW_MAX_EVENTS:
