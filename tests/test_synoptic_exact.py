@@ -18,7 +18,12 @@ from test_synoptic_bounds import benchmark_module, codes_of, smallest_model
 from test_synoptic_regions import capture_log, failing, refining
 
 from statemine.infer.synoptic import exact, infer_log
-from statemine.infer.synoptic.bounds import node_lower_bound, type_lower_bounds
+from statemine.infer.synoptic.bounds import (
+    clique_bounds,
+    node_lower_bound,
+    type_classes,
+    type_lower_bounds,
+)
 from statemine.infer.synoptic.check import check_model
 from statemine.infer.synoptic.invariants import mine, mine_invariants
 from statemine.infer.synoptic.log import EventLog
@@ -119,6 +124,11 @@ def test_polish_is_valid_never_larger_and_deterministic(traces, seed):
     assert check_model(out.to_networkx(), log, mine(log)).ok
     again = exact.polish(model, codes, bad, 5.0, seed=seed)
     assert (again.part == out.part).all()
+    # per-type floors (the pairwise clique bounds) hold for every model: the same range
+    floors = clique_bounds(type_classes(log, codes, bad))
+    low = exact.polish(model, codes, bad, 5.0, seed=seed, type_bounds=floors)
+    assert smallest_model(log, codes) <= low.n_nodes <= model.n_nodes
+    assert check_model(low.to_networkx(), log, mine(log)).ok
 
 
 def capture_case(tmp_path, n_events: int, events: int, bound: int):
@@ -134,7 +144,7 @@ def capture_case(tmp_path, n_events: int, events: int, bound: int):
 #: to the bound reached with ``EXACT_BUDGET``, the CP-SAT budget in deterministic s)
 CAPTURES = [
     (600, 619, 49, 51, 2, 5.0),
-    (1_000, 1_024, 59, 70, 10, 20.0),
+    (1_000, 1_024, 59, 70, 9, 20.0),
     (3_000, 3_001, 55, 59, 3, 10.0),
     (6_000, 6_010, 55, 66, 4, 20.0),
     (10_000, 10_027, 49, 57, 4, 10.0),
@@ -146,9 +156,10 @@ def test_two_capture_files_polished_near_the_bound(
     tmp_path, n_events, events, bound, before, gap, budget
 ):
     """Two capture files merged by connection, seed 1: the engine gave ``before`` nodes
-    (619 events: the exact minimum 51; 1,024: 70, a 68-node model exists, which CP-SAT
-    found from it, but from recombination's 69 it stops at 69 within this budget; 3,001:
-    59, exact minimum 58); polished by CP-SAT within ``gap`` of the bound, valid (every trace
+    (619 events: the exact minimum 51; 1,024: 70, exact minimum 68, which CP-SAT finds
+    from recombination's 69 within this budget only with the per-type floors of
+    ``polish``'s ``type_bounds``: without them it stops at 69; 3,001: 59, exact minimum
+    58); polished by CP-SAT within ``gap`` of the bound, valid (every trace
     accepted, every invariant holds: the networkx checker) and the same partition for
     the same seed and budget."""
     log = capture_case(tmp_path, n_events, events, bound)
@@ -188,7 +199,7 @@ def test_the_command_line_option_reaches_the_engine(tmp_path, monkeypatch):
     base += [str(p) for p in paths]
     calls = []
 
-    def spy(model, inv, failing, budget, seed, bound):
+    def spy(model, inv, failing, budget, seed, bound, type_bounds=None):
         calls.append((budget, seed, bound))
         return model
 

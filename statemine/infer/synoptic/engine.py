@@ -384,7 +384,9 @@ def infer_log(
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     if classes is not None and exact_budget > 0 and best.n_nodes > bound:
-        best = polish(best, codes, bad, exact_budget, seed % EXACT_SEEDS, bound)
+        best = polish(
+            best, codes, bad, exact_budget, seed % EXACT_SEEDS, bound, type_bounds=type_bounds
+        )
     return SynopticResult(best, inv)
 
 
