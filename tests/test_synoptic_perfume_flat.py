@@ -15,7 +15,7 @@ from statemine.infer.synoptic.perfume_infer import (
     first_fit_stages,
     select_traces,
 )
-from statemine.infer.synoptic.timeconflicts import timed_sides
+from statemine.infer.synoptic.timeconflicts import Sides, timed_sides
 
 
 @settings(max_examples=60, deadline=None)
@@ -75,3 +75,73 @@ def test_pieces_share_one_work_budget_per_event():
     assert polish_share(1000, budget / 2, 2 * CHECK_NODES + CHECK_FIXED, 10) == int(budget / 4)
     assert polish_share(1000, 2 * budget, CHECK_NODES, 10) == 0
     assert polish_share(1000, 0.0, CHECK_NODES, 0) == 0
+
+
+def test_closed_models_share_what_is_left_by_their_nodes():
+    """:func:`polish_split`: the units left are shared between the closed models in
+    proportion to their nodes, each share in checks on its own model; one model gets
+    what :func:`polish_share` gives it; nothing left, nothing shared."""
+    from statemine.infer.synoptic.perfume_infer import (
+        PIECE_WORK,
+        check_units,
+        polish_share,
+        polish_split,
+    )
+
+    left = PIECE_WORK * 8 * 5000 - 12_345.6
+    assert polish_split(left, [462]) == [polish_share(5000, 12_345.6, 462, 8)]
+    a, b = polish_split(9_000.0, [600, 200])
+    assert a == int(9_000.0 * 0.75 / check_units(600))
+    assert b == int(9_000.0 * 0.25 / check_units(200))
+    assert polish_split(-1.0, [300, 300]) == [0, 0]
+    assert polish_split(100.0, []) == []
+
+
+def test_doomed_merges_are_not_checked_when_coarsening(tmp_path, monkeypatch):
+    """A fold of the 601-event connection log (first fit of its first and second halves
+    side by side, the second half's nodes merged into the first's, :func:`coarsen_sided`
+    with ``fresh``): skipping the merges that must fail (:meth:`_TimedMerges.doomed`)
+    gives the same partition with fewer merge checks (main checked every one of them)
+    and less work counted (``DOOMED_UNITS`` of a check's per skipped merge)."""
+    from statemine.infer.synoptic.model import PartitionModel
+    from statemine.infer.synoptic.perfume_infer import _TimedMerges, coarsen_sided
+
+    log = _conn_log(tmp_path, 600)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    half = log.n_traces // 2
+    parts, types = [], [np.array([-1, -1])]
+    for traces in (np.arange(half), np.arange(half, log.n_traces)):
+        sub, idx = select_traces(log, traces)
+        m = first_fit_model(
+            sub, codes, ticks[idx], Sides(sides.p[:, idx], sides.s[:, idx], sides.limit)
+        )
+        off = sum(len(t) for t in types) - 2
+        parts.append(np.where(m.part >= 2, m.part + off, m.part))
+        types.append(m.node_type[2:])
+    node_type = np.concatenate(types).astype(np.int64)
+    union = PartitionModel(log, np.concatenate(parts), node_type)
+    fresh = np.zeros(len(node_type), dtype=bool)
+    fresh[2 + len(types[1]) :] = True
+    merge = _TimedMerges.merge
+    calls = [0]
+
+    def counted(self, keep, gone):
+        calls[0] += 1
+        return merge(self, keep, gone)
+
+    monkeypatch.setattr(_TimedMerges, "merge", counted)
+
+    def fold() -> tuple[PartitionModel, float, int]:
+        work, calls[0] = [0.0], 0
+        rng = np.random.default_rng(7)
+        model = coarsen_sided(union, codes, ticks, rng, sides, 5_000, fresh, work)
+        return model, work[0], calls[0]
+
+    skipped, work, fewer = fold()
+    monkeypatch.setattr(_TimedMerges, "doomed", lambda self, keep, gone: False)
+    checked, work_checked, more = fold()
+    assert np.array_equal(skipped.part, checked.part)
+    assert skipped.n_nodes < union.n_nodes
+    assert fewer < more
+    assert work < work_checked

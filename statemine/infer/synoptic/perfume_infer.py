@@ -43,9 +43,11 @@ taken from it.
 7. Polishing (:func:`polish`): groups of 2-4 same-type nodes split into one node per
    event and placed again by first fit (:func:`repack`), kept when the model is no
    larger; a budget of merge checks per event (:func:`polish_budget`; long logs: what
-   is left of one work budget per event, :func:`polish_share`).  No pair of a
+   is left of one work budget per event, shared by the closed models' nodes,
+   :func:`polish_split`).  No pair of a
    first-fit model's nodes can merge, but events can move between several nodes.
-   Then an exact stage (:func:`exact_descent`): neighbourhoods re-placed into one node
+   Then whole nodes that now merge are merged (:func:`coarsen_sided`), then an exact
+   stage (:func:`exact_descent`): neighbourhoods re-placed into one node
    fewer by branch and bound (:func:`exact_repack`).  Merges that must fail (a walk into
    one node continued out of the other passes a bound, :meth:`_TimedMerges.doomed`)
    are never checked, in first fit, repacks and the exact stage alike.
@@ -618,6 +620,15 @@ def coarsen_timed(
     return PartitionModel(model.log, merges.group[model.part], model.node_type.copy()).compact()
 
 
+#: Work charged for a merge :func:`coarsen_sided` skips as doomed, in checks (it costs
+#: almost none): what it frees goes to polishing, whose checks cost more CPU than their
+#: units say (5,003 connection events: 1.04-1.07 ms per unit polishing, 0.65-0.9 first
+#: fit and folds), so charging half keeps the CPU at about main's (1.05x) for 14-19
+#: fewer nodes; free: 368 nodes instead of 404 for 1.2-1.3x the CPU; charged whole:
+#: 397-403 for 0.8-0.9x (docs/synoptic-engine.md, "Where the nodes come from").
+DOOMED_UNITS = 0.5
+
+
 def coarsen_sided(
     model: PartitionModel,
     codes: TimedCodes,
@@ -631,7 +642,9 @@ def coarsen_sided(
     """Coarsening as :func:`coarsen_timed`, but a merge of two nodes whose events
     conflict in time (:mod:`.timeconflicts`: such a merge must fail) is never tried:
     per pass, nodes in a seeded order, each tried only with the same-type nodes it does
-    not conflict with (seeded order), node values updated after each merge.  ``fresh``
+    not conflict with (seeded order), node values updated after each merge; a merge that
+    must fail (:meth:`_TimedMerges.doomed`) counts as a failed one without a check (the
+    same merges, less CPU; its work counted as ``DOOMED_UNITS`` of a check's).  ``fresh``
     (bool per node): only merges of a fresh node into a node that is not are tried.
     ``work[0]``: the work of its merge checks is added there (:func:`check_units`)."""
     merges = _TimedMerges(model, codes, ticks)
@@ -665,6 +678,11 @@ def coarsen_sided(
                     continue
                 if max_failures is not None and failures >= max_failures:
                     break
+                if merges.doomed(keep, gone):
+                    merges.spent += DOOMED_UNITS * check_units(merges.fine.n)
+                    failures += 1
+                    failed.add((keep, gone))
+                    continue
                 if not merges.merge(keep, gone):
                     failures += 1
                     failed.add((keep, gone))
@@ -1032,6 +1050,21 @@ def polish_share(n_events: int, spent: float, n_nodes: int, per_event: int = POL
     return max(0, int(left / check_units(n_nodes)))
 
 
+def polish_split(left: float, nodes: list[int]) -> list[int]:
+    """Merge checks for polishing each of several closed models (``nodes``: their node
+    counts) out of ``left`` work units (:func:`check_units`) shared in proportion to their
+    nodes (what polishing removes), each share in checks on its model (0 when nothing is
+    left).  One model gets what :func:`polish_share` gives it.  Sharing at the end
+    instead of polishing each model with what is left when it closes: on short-trace logs
+    the first models hold the longest traces, whose first fit and folds cost the most, so
+    they were closed with nothing left (the 10,008-event connection log: its first,
+    624-node model was not polished at all) while the last model took everything."""
+    total = sum(nodes)
+    if left <= 0 or total <= 0:
+        return [0] * len(nodes)
+    return [int(left * (n / total) / check_units(n)) for n in nodes]
+
+
 @dataclass
 class _Dissolved:
     """A model whose neighbourhood ``nodes`` (same type or not) is dissolved into one node
@@ -1282,7 +1315,9 @@ def polish(
     counts as ``TRIAL_CHECKS`` more; merges that must fail, :meth:`_TimedMerges.doomed`,
     cost none; deterministic for a seed).  Then :func:`exact_descent` from that model
     with ``exact`` (default ``POLISH_EXACT``) x ``checks`` more: the wandering search
-    finds equal-size moves, the exact stage the strict descents it missed."""
+    finds equal-size moves, the exact stage the strict descents it missed.  Between the
+    two, whole nodes that now merge are merged (:func:`coarsen_sided`; merges that must
+    fail are not checked), its checks taken from the exact stage's."""
     log = model.log
     rank = np.empty(log.n_events, dtype=np.int64)
     rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
@@ -1306,8 +1341,17 @@ def polish(
             if new.n_nodes < best.n_nodes:
                 best = new
             model = new
-    if exact > 0 and checks > 0:
-        best = exact_descent(best, codes, ticks, sides, rng, int(exact * checks), rank)
+    if checks <= 0:
+        return best
+    # repacks can leave two nodes that merge whole (the 2,000-event connection log, seed
+    # 1: 3 such pairs in the polished 237-node model): coarsening, its checks taken from
+    # the exact stage's
+    spent = [0.0]
+    n_before = best.n_nodes
+    best = coarsen_sided(best, codes, ticks, rng, sides, COARSEN_FAILURES, work=spent)
+    exact_checks = int(exact * checks) - int(spent[0] / check_units(n_before))
+    if exact > 0 and exact_checks > 0:
+        best = exact_descent(best, codes, ticks, sides, rng, exact_checks, rank)
     return best
 
 
@@ -1396,11 +1440,11 @@ def infer_pieces(
     most ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work
     budget).  Once a run's own model has more than ``fold_nodes`` nodes (a dense log: it
     is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
-    cost per event grows with the run).  Each model is :func:`polish` ed when it is
-    closed, with what is left of ``PIECE_WORK * polish_checks`` work units per event of
-    the models closed so far once first fit and the folds (both steps) took theirs
-    (:func:`polish_share`, :func:`check_units`), so the CPU per event stays flat however
-    first fit's cost grows with the log."""
+    cost per event grows with the run).  Once every run is placed, the models are
+    :func:`polish` ed with what is left of ``PIECE_WORK * polish_checks`` work units per
+    event once first fit and the folds (both steps) took theirs, shared between the
+    models in proportion to their nodes (:func:`polish_split`, :func:`check_units`), so
+    the CPU per event stays flat however first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
@@ -1432,17 +1476,14 @@ def infer_pieces(
 
     work = [0.0]  # work units spent so far (:func:`check_units`)
     closed = [0]  # events of the models closed so far
+    # closed models (first trace, model, polishing's generator), polished at the end
+    done: list[tuple[int, PartitionModel, np.random.Generator | None]] = []
 
     def close(first: int, model: PartitionModel) -> None:
-        lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
         closed[0] += model.log.n_events
-        if polish_checks > 0:
-            rng = np.random.default_rng(seeds.spawn(1)[0])
-            checks = polish_share(closed[0], work[0], model.n_nodes, polish_checks)
-            work[0] += checks * check_units(model.n_nodes)
-            model = polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), rng, checks)
-        part[lo:hi] = model.part - 2 + len(node_type)
-        node_type.extend(model.node_type[2:].tolist())
+        # spawned at close, as before (the folds' generators stay the same)
+        prng = np.random.default_rng(seeds.spawn(1)[0]) if polish_checks > 0 else None
+        done.append((first, model, prng))
 
     close_at = max(fold_nodes, close_nodes)
     last = 0
@@ -1496,6 +1537,14 @@ def infer_pieces(
             open_first, open_model = None, None
     if open_model is not None and open_first is not None:
         close(open_first, open_model)
+    left = PIECE_WORK * polish_checks * closed[0] - work[0]
+    shares = polish_split(left, [m.n_nodes for _, m, _ in done])
+    for (first, model, prng), checks in zip(done, shares, strict=True):
+        lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
+        if prng is not None:
+            model = polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), prng, checks)
+        part[lo:hi] = model.part - 2 + len(node_type)
+        node_type.extend(model.node_type[2:].tolist())
     return PartitionModel(log, part, np.asarray(node_type, dtype=np.int64))
 
 
