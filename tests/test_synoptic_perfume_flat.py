@@ -58,41 +58,37 @@ def test_first_fit_stages_and_selected_traces(tmp_path):
 
 def test_pieces_share_one_work_budget_per_event():
     """:func:`check_units`: a check on a ``CHECK_NODES``-node graph is one unit, cost
-    ``CHECK_FIXED + n`` otherwise; :func:`polish_share`: polishing gets what is left of
-    ``PIECE_WORK * per_event`` units per event, in checks on its model, never below 0."""
+    ``CHECK_FIXED + n`` otherwise; :func:`polish_split` with one model: polishing gets
+    what is left of ``PIECE_WORK * per_event`` units per event, in checks on its model,
+    never below 0."""
     from statemine.infer.synoptic.perfume_infer import (
         CHECK_FIXED,
         CHECK_NODES,
         PIECE_WORK,
         check_units,
-        polish_share,
+        polish_split,
     )
 
     assert check_units(CHECK_NODES) == 1.0
     assert check_units(2 * CHECK_NODES + CHECK_FIXED) == 2.0
     budget = PIECE_WORK * 10 * 1000  # units for 1,000 events at 10 checks per event
-    assert polish_share(1000, 0.0, CHECK_NODES, 10) == int(budget)
-    assert polish_share(1000, budget / 2, 2 * CHECK_NODES + CHECK_FIXED, 10) == int(budget / 4)
-    assert polish_share(1000, 2 * budget, CHECK_NODES, 10) == 0
-    assert polish_share(1000, 0.0, CHECK_NODES, 0) == 0
+    assert polish_split(budget, [CHECK_NODES]) == [int(budget)]
+    assert polish_split(budget / 2, [2 * CHECK_NODES + CHECK_FIXED]) == [int(budget / 4)]
+    assert polish_split(budget - 2 * budget, [CHECK_NODES]) == [0]
 
 
 def test_closed_models_share_what_is_left_by_their_nodes():
     """:func:`polish_split`: the units left are shared between the closed models in
-    proportion to their nodes, each share in checks on its own model; one model gets
-    what :func:`polish_share` gives it; nothing left, nothing shared."""
-    from statemine.infer.synoptic.perfume_infer import (
-        PIECE_WORK,
-        check_units,
-        polish_share,
-        polish_split,
-    )
+    proportion to their nodes, each share in checks on its own model; nothing left,
+    nothing shared."""
+    from statemine.infer.synoptic.perfume_infer import CHECK_FIXED, CHECK_NODES, polish_split
 
-    left = PIECE_WORK * 8 * 5000 - 12_345.6
-    assert polish_split(left, [462]) == [polish_share(5000, 12_345.6, 462, 8)]
+    # 600 and 200 nodes: 3/4 and 1/4 of the units, at (CHECK_FIXED + n) / (CHECK_FIXED +
+    # CHECK_NODES) units per check
+    unit = CHECK_FIXED + CHECK_NODES
     a, b = polish_split(9_000.0, [600, 200])
-    assert a == int(9_000.0 * 0.75 / check_units(600))
-    assert b == int(9_000.0 * 0.25 / check_units(200))
+    assert a == int(9_000.0 * 0.75 * unit / (CHECK_FIXED + 600))
+    assert b == int(9_000.0 * 0.25 * unit / (CHECK_FIXED + 200))
     assert polish_split(-1.0, [300, 300]) == [0, 0]
     assert polish_split(100.0, []) == []
 

@@ -1035,26 +1035,18 @@ def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -
 
 
 #: Logs in pieces (:func:`infer_pieces`): work units per event and per unit of
-#: ``polish_checks`` for first fit, folds and polishing together (:func:`polish_share`).
+#: ``polish_checks`` for first fit, folds and polishing together (:func:`polish_split`).
 PIECE_WORK = 1.7
-
-
-def polish_share(n_events: int, spent: float, n_nodes: int, per_event: int = POLISH_CHECKS) -> int:
-    """Merge checks for polishing a model of ``n_nodes`` nodes once the models of
-    ``n_events`` events are made with ``spent`` work units (:func:`check_units`): what is
-    left of ``PIECE_WORK * per_event`` units per event, in checks on a graph of
-    ``n_nodes`` nodes (0 when nothing is left).  First fit's work per event grows with the
-    log (pieces of long traces), so polishing gets less there and the CPU per event stays
-    flat (docs/synoptic-engine.md, "Flat CPU per event")."""
-    left = PIECE_WORK * per_event * n_events - spent
-    return max(0, int(left / check_units(n_nodes)))
 
 
 def polish_split(left: float, nodes: list[int]) -> list[int]:
     """Merge checks for polishing each of several closed models (``nodes``: their node
-    counts) out of ``left`` work units (:func:`check_units`) shared in proportion to their
-    nodes (what polishing removes), each share in checks on its model (0 when nothing is
-    left).  One model gets what :func:`polish_share` gives it.  Sharing at the end
+    counts) out of ``left`` work units (:func:`check_units`; what is left of
+    ``PIECE_WORK * polish_checks`` units per event once first fit and the folds took
+    theirs) shared in proportion to their nodes (what polishing removes), each share in
+    checks on its model (0 when nothing is left).  First fit's work per event grows with
+    the log (pieces of long traces), so polishing gets less there and the CPU per event
+    stays flat (docs/synoptic-engine.md, "Flat CPU per event").  Sharing at the end
     instead of polishing each model with what is left when it closes: on short-trace logs
     the first models hold the longest traces, whose first fit and folds cost the most, so
     they were closed with nothing left (the 10,008-event connection log: its first,
