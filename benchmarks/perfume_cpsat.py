@@ -18,7 +18,8 @@ formulation instead; after ``--type-bound``, from its bound and per-type bounds)
 bound, the answers per total tried and CPU seconds; with ``--box``,
 :func:`boxbound.box_bound` from ``perfume_lower_bound``'s per-type bounds (no solver):
 its bound, the per-type bounds it raised, the extra nodes refuted, whether the search
-finished, the budget vectors checked and CPU seconds.  ``--lab FOLDER``: the shipped lab
+finished, the budget vectors checked and CPU seconds (``--box-probes N``: shaving with
+``N`` splits per vector that propagation does not refute).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
 
@@ -67,6 +68,7 @@ def row(
     lab: str = "",
     max_trace: int = 40,
     box: bool = False,
+    box_probes: int = 0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,7 +89,7 @@ def row(
         timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
         if len(codes.untimed):
             timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
-        bb = boxbound.box_bound(log, codes, ticks, timed)
+        bb = boxbound.box_bound(log, codes, ticks, timed, probes=box_probes)
         spent = cpu() - c0
         raised = int(bb.per_type.sum() - np.maximum(timed, bb.per_type > 0).sum())
         return (
@@ -150,6 +152,7 @@ def main() -> None:
     parser.add_argument("--joint", type=float, default=0.0, help="det. s for the joint bound")
     parser.add_argument("--joint-mode", default="plain", choices=["plain", "conflicts", "full"])
     parser.add_argument("--box", action="store_true", help="boxbound.box_bound only (no engine)")
+    parser.add_argument("--box-probes", type=int, default=0, help="--box: shaving splits")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
     opts = parser.parse_args()
@@ -172,6 +175,7 @@ def main() -> None:
             opts.lab,
             opts.max_trace,
             opts.box,
+            opts.box_probes,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))

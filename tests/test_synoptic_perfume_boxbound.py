@@ -124,6 +124,17 @@ def test_boxes_raise_the_bound_of_the_107_event_connection_log(tmp_path):
     assert perfume_lower_bound(log, codes, ticks, boxes=True) == 55
 
 
+def test_shaving_raises_the_bound_of_the_124_event_connection_log(tmp_path):
+    """The benchmark's 120-event connection log (124 events; exact minimum 52): the
+    boxes alone 50 (47 before them), with shaving 51 (what the joint relaxation with
+    the conflict pairs proves, solved exactly by CP-SAT)."""
+    log = _conn_log(tmp_path, 120)
+    _, codes, ticks = _codes(log)
+    assert log.n_events == 124
+    assert boxbound.box_bound(log, codes, ticks).bound == 50
+    assert boxbound.box_bound(log, codes, ticks, probes=100).bound == 51
+
+
 def test_anchoring_places_forced_events_and_refutes():
     """Two anchors (disjoint in system 0), an event that meets only the first: it is
     placed there and the region narrows; an event meeting neither refutes."""
