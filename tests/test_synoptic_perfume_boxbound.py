@@ -44,12 +44,12 @@ def _shaped(traces: list, shape: str) -> list:
 @settings(max_examples=40, deadline=None)
 @given(tiny, st.sampled_from(["none", "source", "loop"]))
 def test_box_bound_is_at_most_the_exact_minimum_on_tiny_logs(tmp_path_factory, traces, shape):
-    """Random tiny logs in three shapes: the bound is at least the per-type bounds' sum
+    """Random tiny logs in three shapes: the bound (with shaving) is at least the per-type bounds' sum
     plus two, at most the engine's valid model and the proven exact minimum, and the
     node counts of the engine's model are never refuted."""
     log = write_log(tmp_path_factory.mktemp("b"), _shaped(traces, shape))
     _, codes, ticks = _codes(log)
-    got = boxbound.box_bound(log, codes, ticks)
+    got = boxbound.box_bound(log, codes, ticks, probes=20)
     lows = type_lows(log, codes, ticks)
     assert got.bound >= int(lows.sum()) + 2
     model = infer_perfume(log, codes, ticks, 1)
@@ -62,14 +62,16 @@ def test_box_bound_is_at_most_the_exact_minimum_on_tiny_logs(tmp_path_factory, t
 @settings(max_examples=25, deadline=None)
 @given(st.integers(8, 18), st.integers(0, 10**6))
 def test_box_bound_is_at_most_the_exact_minimum_on_small_connection_logs(tmp_path_factory, n, seed):
-    """Random connection logs of 8-25 events: bound <= exact minimum when proven, and
-    never below ``perfume_lower_bound``'s per-type part."""
+    """Random connection logs of 8-25 events: the bound, with and without shaving, is
+    at most the exact minimum when proven."""
     log = _small_conn_log(tmp_path_factory.mktemp("c"), n, seed)
     _, codes, ticks = _codes(log)
     got = boxbound.box_bound(log, codes, ticks)
+    shaved = boxbound.box_bound(log, codes, ticks, probes=20)
+    assert shaved.bound >= got.bound
     exact, proven = exact_minimum(log, codes, ticks, log.n_events + 3, budget_s=10)
     if proven:
-        assert got.bound <= exact
+        assert shaved.bound <= exact
         assert perfume_lower_bound(log, codes, ticks, boxes=True) <= exact
 
 
@@ -83,7 +85,8 @@ def _state(log, codes, ticks):
 @given(st.integers(8, 40), st.integers(0, 10**6), st.integers(0, 2**16))
 def test_a_valid_models_node_counts_are_never_refuted(tmp_path_factory, n, seed, engine_seed):
     """The engine's valid models (seeded) of random connection logs: the budget of
-    their own node counts per type is not refuted, nor is any type's count alone."""
+    their own node counts per type is not refuted (with or without shaving), nor is any
+    type's count alone."""
     log = _small_conn_log(tmp_path_factory.mktemp("v"), n, seed)
     _, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, engine_seed, attempts=1)
@@ -92,6 +95,7 @@ def test_a_valid_models_node_counts_are_never_refuted(tmp_path_factory, n, seed,
     state = _state(log, codes, ticks)
     budget = {t: int(c) for t, c in enumerate(counts.tolist()) if c > 0}
     assert not boxbound.refuted(state, budget)
+    assert not boxbound.refuted(state, budget, probes=20)
     for t, c in budget.items():
         assert not boxbound.refuted(state, {t: c})
 
