@@ -15,7 +15,11 @@ per type, caps: the engine's nodes per type): its bound, the larger of it and
 :func:`jointbound.joint_bound` from ``perfume_lower_bound`` (S deterministic seconds in
 all; ``--joint-mode conflicts`` adds the conflict pairs, ``full`` deepens the exact
 formulation instead; after ``--type-bound``, from its bound and per-type bounds): its
-bound, the answers per total tried and CPU seconds.  ``--lab FOLDER``: the shipped lab
+bound, the answers per total tried and CPU seconds; with ``--box``,
+:func:`boxbound.box_bound` from ``perfume_lower_bound``'s per-type bounds (no solver):
+its bound, the per-type bounds it raised, the extra nodes refuted, whether the search
+finished, the budget vectors checked and CPU seconds (``--box-probes N``: shaving with
+``N`` splits per vector that propagation does not refute).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
 
@@ -37,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_perfume import CONN_MAPPING, CONN_REGEX, TRACES, interleaved_log, lab_log
 
-from statemine.infer.synoptic import jointbound, perfume_cpsat
+from statemine.infer.synoptic import boxbound, jointbound, perfume_cpsat
 from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import infer_perfume
@@ -63,6 +67,8 @@ def row(
     joint_mode: str = "plain",
     lab: str = "",
     max_trace: int = 40,
+    box: bool = False,
+    box_probes: int = 0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,6 +81,21 @@ def row(
     ticks, scale = exact_ticks(log)
     codes = TimedCodes.from_frame(inv, log.types, scale)
     bound = perfume_lower_bound(log, codes, ticks)
+    if box:
+        from statemine.infer.synoptic.bounds import type_lower_bounds
+        from statemine.infer.synoptic.timeconflicts import timed_sides, timed_type_bounds
+
+        c0 = cpu()
+        timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
+        if len(codes.untimed):
+            timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
+        bb = boxbound.box_bound(log, codes, ticks, timed, probes=box_probes)
+        spent = cpu() - c0
+        raised = int(bb.per_type.sum() - np.maximum(timed, bb.per_type > 0).sum())
+        return (
+            f"{log.n_events:>6d} {bound:>5d} | box {bb.bound:>4d} (+{raised} per type, "
+            f"+{bb.extra} extra) complete={bb.complete} checks {bb.checks} {spent:>7.2f}"
+        )
     c0 = cpu()
     model = infer_perfume(log, codes, ticks, 1)
     out = [f"{log.n_events:>6d} {bound:>5d} {model.n_nodes:>6d} {cpu() - c0:>7.2f}"]
@@ -130,6 +151,8 @@ def main() -> None:
     parser.add_argument("--type-bound", type=float, default=0.0, help="det. s per type")
     parser.add_argument("--joint", type=float, default=0.0, help="det. s for the joint bound")
     parser.add_argument("--joint-mode", default="plain", choices=["plain", "conflicts", "full"])
+    parser.add_argument("--box", action="store_true", help="boxbound.box_bound only (no engine)")
+    parser.add_argument("--box-probes", type=int, default=0, help="--box: shaving splits")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
     opts = parser.parse_args()
@@ -151,6 +174,8 @@ def main() -> None:
             opts.joint_mode,
             opts.lab,
             opts.max_trace,
+            opts.box,
+            opts.box_probes,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
