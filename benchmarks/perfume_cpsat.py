@@ -82,13 +82,10 @@ def row(
     codes = TimedCodes.from_frame(inv, log.types, scale)
     bound = perfume_lower_bound(log, codes, ticks)
     if box:
-        from statemine.infer.synoptic.bounds import type_lower_bounds
-        from statemine.infer.synoptic.timeconflicts import timed_sides, timed_type_bounds
+        from statemine.infer.synoptic.timeconflicts import perfume_type_bounds
 
         c0 = cpu()
-        timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
-        if len(codes.untimed):
-            timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
+        timed = perfume_type_bounds(log, codes, ticks)
         bb = boxbound.box_bound(log, codes, ticks, timed, probes=box_probes)
         spent = cpu() - c0
         raised = int(bb.per_type.sum() - np.maximum(timed, bb.per_type > 0).sum())

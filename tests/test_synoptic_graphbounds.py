@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from statemine.infer.synoptic.graphbounds import (
     chromatic_lower_bound,
     greedy_clique,
+    largest_clique,
     max_clique,
     twin_quotient,
 )
@@ -52,6 +53,9 @@ def test_clique_and_chromatic_number_are_exact_on_small_graphs(case):
     adj = _graph(n, edges)
     want = max((len(c) for c in nx.find_cliques(nx.from_numpy_array(adj))), default=0)
     assert max_clique(adj) == (want, True)
+    members, proven = largest_clique(adj)
+    assert proven and len(members) == want == len(set(members))
+    assert all(adj[u, v] for u, v in itertools.combinations(members, 2))
     assert greedy_clique(adj) <= want
     chromatic = _chromatic(adj)
     assert chromatic_lower_bound(adj, want) == (chromatic, True)

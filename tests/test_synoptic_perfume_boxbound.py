@@ -15,6 +15,7 @@ from test_synoptic_perfume import write_log
 from test_synoptic_timeconflicts import _codes, _conn_log
 
 from statemine.infer.synoptic import boxbound
+from statemine.infer.synoptic.graphbounds import largest_clique
 from statemine.infer.synoptic.levelbound import _stabbing
 from statemine.infer.synoptic.perfume_cpsat import int_ticks, slots_of, type_lows, valid
 from statemine.infer.synoptic.perfume_infer import infer_perfume
@@ -162,13 +163,15 @@ def test_anchoring_places_forced_events_and_refutes():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6)), min_size=2, max_size=8))
 def test_the_clique_is_a_largest_one(pairs):
-    """:func:`boxbound.clique` on random interval disjointness graphs: a clique, as
-    large as the most pairwise disjoint intervals (brute force)."""
+    """:func:`~.graphbounds.largest_clique` (what anchoring takes) on random interval
+    disjointness graphs: a clique, as large as the most pairwise disjoint intervals
+    (brute force)."""
     lo = np.array([float(a) for a, _ in pairs])
     hi = lo + np.array([float(w) for _, w in pairs])
     adj = boxbound.disjoint(lo[None, :], hi[None, :])
     np.fill_diagonal(adj, False)
-    got = boxbound.clique(adj)
+    got, proven = largest_clique(adj)
+    assert proven
     assert all(adj[u, v] for u, v in itertools.combinations(got, 2))
     best = max(
         (

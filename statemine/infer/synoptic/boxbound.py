@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .graphbounds import largest_clique
 from .jointbound import System, conflict_pairs, systems
 from .levelbound import _stabbing
 from .log import EventLog
@@ -140,62 +141,13 @@ def disjoint(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=bool)
 
 
-def clique(adj: np.ndarray, steps: int = CLIQUE_STEPS) -> list[int]:
-    """A largest clique of ``adj`` (symmetric bool, no loops) as vertex indices, by
-    branch and bound over bitsets with a greedy-colouring bound (Tomita and Seki's MCQ,
-    as :func:`~.graphbounds.max_clique`, which returns only the size); after ``steps``
-    branches, the largest found (at least the greedy one: vertices by falling degree)."""
-    n = len(adj)
-    order = np.argsort(-adj.sum(axis=1), kind="stable").tolist()
-    sub = adj[np.ix_(order, order)]
-    packed = np.packbits(sub, axis=1, bitorder="little")
-    nb = [int.from_bytes(row.tobytes(), "little") for row in packed]
-    best: list[int] = []
-    for v in range(n):
-        if all(nb[v] >> u & 1 for u in best):
-            best.append(v)
-    count = 0
-
-    def colour_sort(cand: int) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
-        colour = 0
-        while cand:
-            colour += 1
-            q = cand
-            while q:
-                v = (q & -q).bit_length() - 1
-                q &= ~nb[v] & ~(1 << v)
-                cand &= ~(1 << v)
-                out.append((v, colour))
-        return out
-
-    def expand(cur: list[int], cand: int) -> None:
-        nonlocal best, count
-        count += 1
-        if count > steps:
-            return
-        for v, colour in reversed(colour_sort(cand)):
-            if len(cur) + colour <= len(best) or count > steps:
-                return
-            nxt = cand & nb[v]
-            if nxt:
-                expand([*cur, v], nxt)
-            elif len(cur) + 1 > len(best):
-                best = [*cur, v]
-            cand &= ~(1 << v)
-
-    if n:
-        expand([], (1 << n) - 1)
-    return [order[v] for v in best]
-
-
 def anchor(lo: np.ndarray, hi: np.ndarray, conf: np.ndarray, m: int) -> bool | None:
     """One type with at most ``m`` nodes (its events' boxes: the columns of ``lo``,
     ``hi``, narrowed in place; ``conf``: their conflict matrix): True when refuted, None
     when no clique of ``m`` was found (nothing learnt), else False (module doc)."""
     adj = disjoint(lo, hi) | conf
     np.fill_diagonal(adj, False)
-    members = clique(adj)
+    members = largest_clique(adj, CLIQUE_STEPS)[0]
     if len(members) > m:
         return True
     if len(members) < m:

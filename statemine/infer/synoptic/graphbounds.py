@@ -52,30 +52,34 @@ def _bits(adj: np.ndarray) -> list[int]:
     return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
-def greedy_clique(adj: np.ndarray) -> int:
-    """Size of a clique of ``adj`` built greedily, vertices by falling degree."""
+def greedy_members(adj: np.ndarray) -> list[int]:
+    """A clique of ``adj`` built greedily, vertices by falling degree (in that order)."""
     clique: list[int] = []
     for v in np.argsort(-adj.sum(axis=1), kind="stable").tolist():
         if all(adj[v, u] for u in clique):
             clique.append(v)
-    return len(clique)
+    return clique
 
 
-def max_clique(
-    adj: np.ndarray, steps: int = CLIQUE_STEPS, merged: bool = False
-) -> tuple[int, bool]:
-    """``(size, proven)``: the largest clique of ``adj`` (symmetric bool, no loops), or
-    when ``steps`` branches did not settle it the largest found (``proven`` False).
-    ``merged``: ``adj`` is already its :func:`twin_quotient`."""
+def greedy_clique(adj: np.ndarray) -> int:
+    """Size of a clique of ``adj`` built greedily, vertices by falling degree."""
+    return len(greedy_members(adj))
+
+
+def largest_clique(adj: np.ndarray, steps: int = CLIQUE_STEPS) -> tuple[list[int], bool]:
+    """``(members, proven)``: a largest clique of ``adj`` (symmetric bool, no loops) as
+    vertex indices, or when ``steps`` branches did not settle it the largest found, at
+    least the greedy one (``proven`` False)."""
     adj = np.asarray(adj, dtype=bool)
-    adj = adj if merged else twin_quotient(adj)
     n = len(adj)
     if n == 0:
-        return 0, True
+        return [], True
     # low-degree vertices last in the bitsets: the search takes the highest bit first
     order = np.argsort(adj.sum(axis=1), kind="stable")
     nbrs = _bits(adj[np.ix_(order, order)])
-    best = greedy_clique(adj)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    best = [int(position[v]) for v in greedy_members(adj)]
     count = 0
 
     def colour_sort(cand: int) -> list[tuple[int, int]]:
@@ -93,26 +97,37 @@ def max_clique(
                 out.append((v, colour))
         return out
 
-    def expand(size: int, cand: int) -> None:
+    def expand(cur: list[int], cand: int) -> None:
         nonlocal best, count
         count += 1
         if count > steps:
             raise _OutOfSteps
         for v, colour in reversed(colour_sort(cand)):
-            if size + colour <= best:
+            if len(cur) + colour <= len(best):
                 return
             sub = cand & nbrs[v]
             if sub:
-                expand(size + 1, sub)
-            elif size + 1 > best:
-                best = size + 1
+                expand([*cur, v], sub)
+            elif len(cur) + 1 > len(best):
+                best = [*cur, v]
             cand &= ~(1 << v)
 
     try:
-        expand(0, (1 << n) - 1)
+        expand([], (1 << n) - 1)
     except _OutOfSteps:
-        return best, False
-    return best, True
+        return [int(order[v]) for v in best], False
+    return [int(order[v]) for v in best], True
+
+
+def max_clique(
+    adj: np.ndarray, steps: int = CLIQUE_STEPS, merged: bool = False
+) -> tuple[int, bool]:
+    """``(size, proven)``: the size of :func:`largest_clique` of ``adj``.  ``merged``:
+    ``adj`` is already its :func:`twin_quotient` (else it is taken first: the same
+    clique number, fewer vertices)."""
+    adj = np.asarray(adj, dtype=bool)
+    members, proven = largest_clique(adj if merged else twin_quotient(adj), steps)
+    return len(members), proven
 
 
 def _core(adj: np.ndarray, k: int) -> np.ndarray:

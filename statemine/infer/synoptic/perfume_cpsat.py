@@ -586,12 +586,9 @@ def type_lows(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> np.ndarray
     """Per type code a lower bound on its nodes in every valid model (the per-type part
     of :func:`~.timeconflicts.perfume_lower_bound`: time and cycle conflicts, untimed
     bounds), at least 1 for a type with events."""
-    from .bounds import type_lower_bounds
-    from .timeconflicts import timed_sides, timed_type_bounds
+    from .timeconflicts import perfume_type_bounds
 
-    low = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
-    if len(codes.untimed):
-        low = np.maximum(low, type_lower_bounds(log, codes.untimed)[: len(low)])
+    low = perfume_type_bounds(log, codes, ticks)
     present = np.bincount(log.codes, minlength=len(log.types)) > 0
     return np.where(present, np.maximum(low, 1), 0).astype(np.int64)
 

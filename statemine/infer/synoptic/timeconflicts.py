@@ -293,23 +293,31 @@ def colour_nodes(
     return new_part, np.asarray(new_types, dtype=np.int64)
 
 
+def perfume_type_bounds(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> np.ndarray:
+    """Per type code a lower bound on its nodes in every valid model: the larger of the
+    untimed bound (:func:`~.bounds.type_lower_bounds` of the untimed forms) and the time
+    and cycle bound (:func:`timed_type_bounds`: exact clique and colouring bounds within
+    fixed budgets)."""
+    from .bounds import type_lower_bounds
+
+    timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
+    if len(codes.untimed):
+        timed = np.maximum(timed, type_lower_bounds(log, codes.untimed)[: len(timed)])
+    return timed
+
+
 def perfume_lower_bound(
     log: EventLog, codes: TimedCodes, ticks: np.ndarray, boxes: bool = False
 ) -> int:
     """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
-    ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: per
-    type the larger of the untimed bound (:func:`~.bounds.type_lower_bounds` of the
-    untimed forms) and the time and cycle bound (:func:`timed_type_bounds`: exact clique
-    and colouring bounds within fixed budgets), summed, plus the nodes the walks over
+    ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: the
+    per-type bounds (:func:`perfume_type_bounds`) summed, plus the nodes the walks over
     several nodes add (:func:`~.levelbound.level_bound`), plus two.  ``boxes``: also
     :func:`~.boxbound.box_bound` from the same per-type bounds, the larger kept (every
     walk-value system at once; seconds from ~600 events, so not the default)."""
-    from .bounds import type_lower_bounds
     from .levelbound import level_bound
 
-    timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
-    if len(codes.untimed):
-        timed = np.maximum(timed, type_lower_bounds(log, codes.untimed))
+    timed = perfume_type_bounds(log, codes, ticks)
     bound = int(timed.sum()) + level_bound(log, codes, ticks, timed) + 2
     if boxes:
         from .boxbound import box_bound
