@@ -73,7 +73,7 @@ def test_box_bound_is_at_most_the_exact_minimum_on_small_connection_logs(tmp_pat
     exact, proven = exact_minimum(log, codes, ticks, log.n_events + 3, budget_s=10)
     if proven:
         assert shaved.bound <= exact
-        assert perfume_lower_bound(log, codes, ticks, boxes=True) <= exact
+        assert boxbound.box_lower_bound(log, codes, ticks) <= exact
 
 
 def _state(log, codes, ticks):
@@ -126,7 +126,7 @@ def test_boxes_raise_the_bound_of_the_107_event_connection_log(tmp_path):
     assert perfume_lower_bound(log, codes, ticks) == 50
     got = boxbound.box_bound(log, codes, ticks)
     assert got.complete and got.bound == 55
-    assert perfume_lower_bound(log, codes, ticks, boxes=True) == 55
+    assert boxbound.box_lower_bound(log, codes, ticks) == 55
 
 
 def test_shaving_raises_the_bound_of_the_124_event_connection_log(tmp_path):

@@ -33,8 +33,9 @@ than the per-type bounds for ``j = 0, 1, ...`` (a vector below a refuted one is
 refuted too: budgets are "at most"), and adds the first ``j`` it cannot refute.  Every
 step is a deduction over constraints that every valid model meets, so the bound is
 sound; it needs no solver (numpy), but its cost grows with the types' sizes (quadratic
-per type and round), so it is an option (:func:`~.timeconflicts.perfume_lower_bound`'s
-``boxes``), not part of the default bound.
+per type and round), so it is not part of the default bound
+(:func:`~.timeconflicts.perfume_lower_bound`); :func:`box_lower_bound` is the larger of
+the two.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from .jointbound import System, conflict_pairs, systems
 from .levelbound import _stabbing
 from .log import EventLog
 from .timecheck import TimedCodes
+from .timeconflicts import perfume_lower_bound, perfume_type_bounds
 
 #: Propagation rounds per budget vector at most.
 ROUNDS = 30
@@ -353,3 +355,15 @@ def box_bound(
             if not check(budget):
                 return BoxBound(base + extra, lows, extra, True, used)
     return BoxBound(base + max_extra, lows, max_extra, False, used)
+
+
+def box_lower_bound(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> int:
+    """The larger of :func:`~.timeconflicts.perfume_lower_bound` and :func:`box_bound`,
+    both from the same per-type bounds (:func:`~.timeconflicts.perfume_type_bounds`): a
+    lower bound on the nodes of every valid model, INITIAL and TERMINAL included
+    (seconds from ~600 events, so not the default)."""
+    per_type = perfume_type_bounds(log, codes, ticks)
+    return max(
+        perfume_lower_bound(log, codes, ticks, per_type),
+        box_bound(log, codes, ticks, per_type).bound,
+    )

@@ -307,20 +307,14 @@ def perfume_type_bounds(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> 
 
 
 def perfume_lower_bound(
-    log: EventLog, codes: TimedCodes, ticks: np.ndarray, boxes: bool = False
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, per_type: np.ndarray | None = None
 ) -> int:
     """A lower bound on the nodes (INITIAL and TERMINAL included) of every model of
     ``log`` that accepts its traces and satisfies Perfume's invariants ``codes``: the
-    per-type bounds (:func:`perfume_type_bounds`) summed, plus the nodes the walks over
-    several nodes add (:func:`~.levelbound.level_bound`), plus two.  ``boxes``: also
-    :func:`~.boxbound.box_bound` from the same per-type bounds, the larger kept (every
-    walk-value system at once; seconds from ~600 events, so not the default)."""
+    per-type bounds (``per_type``, default :func:`perfume_type_bounds`) summed, plus the
+    nodes the walks over several nodes add (:func:`~.levelbound.level_bound`), plus two
+    (:func:`~.boxbound.box_lower_bound`: a stronger, costlier one)."""
     from .levelbound import level_bound
 
-    timed = perfume_type_bounds(log, codes, ticks)
-    bound = int(timed.sum()) + level_bound(log, codes, ticks, timed) + 2
-    if boxes:
-        from .boxbound import box_bound
-
-        bound = max(bound, box_bound(log, codes, ticks, timed).bound)
-    return bound
+    timed = perfume_type_bounds(log, codes, ticks) if per_type is None else per_type
+    return int(timed.sum()) + level_bound(log, codes, ticks, timed) + 2
