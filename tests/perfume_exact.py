@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from hypothesis import strategies as st
 
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.timecheck import TimedCodes, timed_graph, violations
@@ -73,3 +74,26 @@ def exact_minimum(
 
     dfs(0, [[] for _ in range(n_types)], 0)
     return best[0], not out_of_time[0]
+
+
+#: Random tiny logs (traces of (type, time) pairs) for the exact minimum's comparisons.
+tiny_logs = st.lists(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["0", "1", "2.5", "4", "7"])),
+        min_size=1,
+        max_size=5,
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def shaped(traces: list, shape: str) -> list:
+    """``traces`` (of :data:`tiny_logs`) in one of three shapes: ``none`` as drawn,
+    ``source`` each trace after a first event ``s`` found nowhere else (the levels'
+    shape), ``loop`` with a trace that repeats ``a`` (IntrBy, positive cycles)."""
+    if shape == "source":
+        return [[("s", "0"), *trace] for trace in traces]
+    if shape == "loop":
+        return [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
+    return traces

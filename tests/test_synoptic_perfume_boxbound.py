@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perfume_exact import exact_minimum
+from perfume_exact import exact_minimum, shaped, tiny_logs
 from test_synoptic_levelbound import _small_conn_log
 from test_synoptic_perfume import write_log
 from test_synoptic_timeconflicts import _codes, _conn_log
@@ -21,34 +21,14 @@ from statemine.infer.synoptic.perfume_cpsat import int_ticks, slots_of, type_low
 from statemine.infer.synoptic.perfume_infer import infer_perfume
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
 
-tiny = st.lists(
-    st.lists(
-        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["0", "1", "2.5", "4", "7"])),
-        min_size=1,
-        max_size=5,
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-def _shaped(traces: list, shape: str) -> list:
-    """``source``: each trace after an ``s`` found nowhere else; ``loop``: a trace that
-    repeats ``a`` (IntrBy, positive cycles) added."""
-    if shape == "source":
-        return [[("s", "0"), *trace] for trace in traces]
-    if shape == "loop":
-        return [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
-    return traces
-
 
 @settings(max_examples=40, deadline=None)
-@given(tiny, st.sampled_from(["none", "source", "loop"]))
+@given(tiny_logs, st.sampled_from(["none", "source", "loop"]))
 def test_box_bound_is_at_most_the_exact_minimum_on_tiny_logs(tmp_path_factory, traces, shape):
     """Random tiny logs in three shapes: the bound (with shaving) is at least the per-type bounds' sum
     plus two, at most the engine's valid model and the proven exact minimum, and the
     node counts of the engine's model are never refuted."""
-    log = write_log(tmp_path_factory.mktemp("b"), _shaped(traces, shape))
+    log = write_log(tmp_path_factory.mktemp("b"), shaped(traces, shape))
     _, codes, ticks = _codes(log)
     got = boxbound.box_bound(log, codes, ticks, probes=20)
     lows = type_lows(log, codes, ticks)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perfume_exact import exact_minimum
+from perfume_exact import exact_minimum, shaped, tiny_logs
 from test_synoptic_perfume import write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
@@ -20,27 +20,6 @@ from statemine.infer.synoptic import exact, perfume_cpsat
 from statemine.infer.synoptic.perfume_infer import infer_perfume
 
 pytest.importorskip("ortools", reason="the exact stage needs OR-Tools (statemine[exact])")
-
-tiny_logs = st.lists(
-    st.lists(
-        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["0", "1", "2.5", "4", "7"])),
-        min_size=1,
-        max_size=5,
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-def shaped(traces: list, shape: str) -> list:
-    """``traces`` (of :data:`tiny_logs`) in one of three shapes: ``none`` as drawn,
-    ``source`` each trace after a first event ``s`` found nowhere else (the levels'
-    shape), ``loop`` with a trace that repeats ``a`` (IntrBy, positive cycles)."""
-    if shape == "source":
-        return [[("s", "0"), *trace] for trace in traces]
-    if shape == "loop":
-        return [*traces[:2], [("a", "0"), ("b", "1"), ("a", "2"), ("c", "3")]]
-    return traces
 
 
 @settings(max_examples=30, deadline=None)
