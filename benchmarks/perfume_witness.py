@@ -396,6 +396,24 @@ def checked_fit(
     return PartitionModel(log, merges.group[fine.part], fine.node_type).compact(), checks
 
 
+def polished_line(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    seed: int,
+    per_event: int,
+) -> str:
+    """``model`` polished as the engine does (``per_event`` checks per event, seed ``seed``),
+    checked valid: "polished N (C CPU s)"."""
+    c0 = time.process_time()
+    checks = polish_budget(model.log.n_events, model.n_nodes, per_event)
+    out = polish(model, codes, ticks, sides, np.random.default_rng(seed), checks)
+    cpu = time.process_time() - c0
+    assert broken(out, codes, ticks) == (0, 0)
+    return f"polished {out.n_nodes} ({cpu:.1f} CPU s)"
+
+
 def load(events: int) -> tuple[EventLog, TimedCodes, np.ndarray]:
     """``interleaved_log(events, default_rng(events))`` read as the benchmark does."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -454,26 +472,17 @@ def main() -> None:
                 log, codes, ticks, sides, None, order, choice, seeded == "anchors"
             )
             c1 = time.process_time()
-            checks = polish_budget(log.n_events, cf.n_nodes, args.polish)
-            cp = polish(cf, codes, ticks, sides, np.random.default_rng(seed), checks)
-            c2 = time.process_time()
-            assert broken(cp, codes, ticks) == (0, 0)
+            line = polished_line(cf, codes, ticks, sides, seed, args.polish)
             print(
                 f"seed {seed} checked {args.variant}: {cf.n_nodes} ({spent} checks, "
-                f"{c1 - c0:.1f} CPU s), polished {cp.n_nodes} ({c2 - c1:.1f} CPU s)"
+                f"{c1 - c0:.1f} CPU s), {line}"
             )
         if "guided" in paths:
             c0 = time.process_time()
             gf = guided(log, codes, ticks, sides, witness)
             c1 = time.process_time()
-            checks = polish_budget(log.n_events, gf.n_nodes, args.polish)
-            gp = polish(gf, codes, ticks, sides, np.random.default_rng(seed), checks)
-            c2 = time.process_time()
-            assert broken(gp, codes, ticks) == (0, 0)
-            print(
-                f"seed {seed} guided: {gf.n_nodes} ({c1 - c0:.1f} CPU s), polished "
-                f"{gp.n_nodes} ({c2 - c1:.1f} CPU s)"
-            )
+            line = polished_line(gf, codes, ticks, sides, seed, args.polish)
+            print(f"seed {seed} guided: {gf.n_nodes} ({c1 - c0:.1f} CPU s), {line}")
         if "main" in paths:
             c0 = time.process_time()
             m = infer_perfume(log, codes, ticks, seed)
