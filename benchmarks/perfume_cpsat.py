@@ -115,7 +115,10 @@ def row(
             settle,
             1,
             probes=box_probes,
+            depth=settle_depth,
             report=lambda s: print(s, flush=True),
+            low=settle_low,
+            max_cases=settle_cases,
         )
         spent = cpu() - c0
         tried = "; ".join(

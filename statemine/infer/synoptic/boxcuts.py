@@ -365,3 +365,36 @@ def settle(
             continue
         break
     return Settled(low, high, found, tries, per)
+
+
+def model_at_most(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    target: int,
+    budget: float,
+    seed: int = 0,
+    per_type: np.ndarray | None = None,
+    max_apart: int = 20_000,
+) -> tuple[str, PartitionModel | None, float]:
+    """``(CP-SAT's answer, a valid model of at most target nodes or None, deterministic
+    seconds)``: :func:`target_model` (no assumption on smaller totals, so INFEASIBLE
+    proves every valid model above ``target``) solved on one worker (seed ``seed``,
+    ``budget`` deterministic seconds); "CUTS" when the cuts alone refute it.  The
+    search side of the gap: a model found is checked by the engine's checker
+    (AssertionError otherwise)."""
+    per = np.asarray(box_bound(log, codes, ticks, per_type).per_type, dtype=np.int64)
+    got = target_model(log, codes, ticks, per, target, max_apart)
+    if got is None:
+        return "CUTS", None, 0.0
+    b, _ = got
+    run = _run(cp_model(), b, budget, seed)
+    if run is None:
+        return "CRASHED", None, 0.0
+    name, values, _, det = run
+    if values is None:
+        return name, None, det
+    model = _model_of(b, values)
+    if not valid(model, codes, ticks) or model.n_nodes > target:
+        raise AssertionError("CP-SAT's model fails the checker")
+    return name, model, det
