@@ -25,7 +25,8 @@ CP-SAT told what the boxes know, S deterministic seconds in all, up to ``--settl
 (the best valid model known; default the engine's), printing each target's answer
 (``--box-probes``: shaving for the starting bound; ``--settle-depth K``: cases fix the
 counts of the first K types only; ``--settle-low``: start from a bound proved before;
-``--settle-cases``: most cases per target).  ``--lab FOLDER``: the shipped lab
+``--settle-cases``: most cases per target; ``--at-most N``: instead,
+:func:`boxcuts.model_at_most` with N nodes, S deterministic seconds).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
 
@@ -80,6 +81,7 @@ def row(
     settle_depth: int | None = None,
     settle_low: int | None = None,
     settle_cases: int = 400,
+    at_most: int = 0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,10 +106,18 @@ def row(
             f"{log.n_events:>6d} {bound:>5d} | box {bb.bound:>4d} (+{raised} per type, "
             f"+{bb.extra} extra) complete={bb.complete} checks {bb.checks} {spent:>7.2f}"
         )
+    if settle > 0 and at_most > 0:
+        c0 = cpu()
+        name, found, det = boxcuts.model_at_most(log, codes, ticks, at_most, settle, 1)
+        nodes = -1 if found is None else found.n_nodes
+        return (
+            f"{log.n_events:>6d} {bound:>5d} | at most {at_most}: {name}, model {nodes},"
+            f" {det:.1f} det s, {cpu() - c0:>7.2f} cpu_s"
+        )
     if settle > 0:
         c0 = cpu()
         high = settle_high or infer_perfume(log, codes, ticks, 1).n_nodes
-        got = boxcuts.settle(
+        sett = boxcuts.settle(
             log,
             codes,
             ticks,
@@ -122,10 +132,10 @@ def row(
         )
         spent = cpu() - c0
         tried = "; ".join(
-            f"{n}: {k} budgets, {ans}, {det:.0f} det s" for n, k, ans, det in got.tries
+            f"{n}: {k} budgets, {ans}, {det:.0f} det s" for n, k, ans, det in sett.tries
         )
         return (
-            f"{log.n_events:>6d} {bound:>5d} | settle [{got.low}, {got.high}] from high {high}"
+            f"{log.n_events:>6d} {bound:>5d} | settle [{sett.low}, {sett.high}] from high {high}"
             f" {spent:>7.2f} cpu_s [{tried}]"
         )
     c0 = cpu()
@@ -190,6 +200,7 @@ def main() -> None:
     parser.add_argument("--settle-depth", type=int, default=None, help="--settle: types split")
     parser.add_argument("--settle-low", type=int, default=None, help="--settle: a proved bound")
     parser.add_argument("--settle-cases", type=int, default=400, help="--settle: cases at most")
+    parser.add_argument("--at-most", type=int, default=0, help="--settle: model_at_most(N)")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
     opts = parser.parse_args()
@@ -218,6 +229,7 @@ def main() -> None:
             opts.settle_depth,
             opts.settle_low,
             opts.settle_cases,
+            opts.at_most,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
