@@ -19,7 +19,14 @@ bound, the answers per total tried and CPU seconds; with ``--box``,
 :func:`boxbound.box_bound` from ``perfume_lower_bound``'s per-type bounds (no solver):
 its bound, the per-type bounds it raised, the extra nodes refuted, whether the search
 finished, the budget vectors checked and CPU seconds (``--box-probes N``: shaving with
-``N`` splits per vector that propagation does not refute).  ``--lab FOLDER``: the shipped lab
+``N`` splits per vector that propagation does not refute); with ``--settle S``,
+:func:`boxcuts.settle` (no engine): deepening on the total from the boxes' bound with
+CP-SAT told what the boxes know, S deterministic seconds in all, up to ``--settle-high``
+(the best valid model known; default the engine's), printing each target's answer
+(``--box-probes``: shaving for the starting bound; ``--settle-depth K``: cases fix the
+counts of the first K types only; ``--settle-low``: start from a bound proved before;
+``--settle-cases``: most cases per target; ``--at-most N``: instead,
+:func:`boxcuts.model_at_most` with N nodes, S deterministic seconds).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
 
@@ -41,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_perfume import CONN_MAPPING, CONN_REGEX, TRACES, interleaved_log, lab_log
 
-from statemine.infer.synoptic import boxbound, jointbound, perfume_cpsat
+from statemine.infer.synoptic import boxbound, boxcuts, jointbound, perfume_cpsat
 from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import infer_perfume
@@ -69,6 +76,12 @@ def row(
     max_trace: int = 40,
     box: bool = False,
     box_probes: int = 0,
+    settle: float = 0.0,
+    settle_high: int = 0,
+    settle_depth: int | None = None,
+    settle_low: int | None = None,
+    settle_cases: int = 400,
+    at_most: int = 0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,6 +105,38 @@ def row(
         return (
             f"{log.n_events:>6d} {bound:>5d} | box {bb.bound:>4d} (+{raised} per type, "
             f"+{bb.extra} extra) complete={bb.complete} checks {bb.checks} {spent:>7.2f}"
+        )
+    if settle > 0 and at_most > 0:
+        c0 = cpu()
+        name, found, det = boxcuts.model_at_most(log, codes, ticks, at_most, settle, 1)
+        nodes = -1 if found is None else found.n_nodes
+        return (
+            f"{log.n_events:>6d} {bound:>5d} | at most {at_most}: {name}, model {nodes},"
+            f" {det:.1f} det s, {cpu() - c0:>7.2f} cpu_s"
+        )
+    if settle > 0:
+        c0 = cpu()
+        high = settle_high or infer_perfume(log, codes, ticks, 1).n_nodes
+        sett = boxcuts.settle(
+            log,
+            codes,
+            ticks,
+            high,
+            settle,
+            1,
+            probes=box_probes,
+            depth=settle_depth,
+            report=lambda s: print(s, flush=True),
+            low=settle_low,
+            max_cases=settle_cases,
+        )
+        spent = cpu() - c0
+        tried = "; ".join(
+            f"{n}: {k} budgets, {ans}, {det:.0f} det s" for n, k, ans, det in sett.tries
+        )
+        return (
+            f"{log.n_events:>6d} {bound:>5d} | settle [{sett.low}, {sett.high}] from high {high}"
+            f" {spent:>7.2f} cpu_s [{tried}]"
         )
     c0 = cpu()
     model = infer_perfume(log, codes, ticks, 1)
@@ -150,6 +195,12 @@ def main() -> None:
     parser.add_argument("--joint-mode", default="plain", choices=["plain", "conflicts", "full"])
     parser.add_argument("--box", action="store_true", help="boxbound.box_bound only (no engine)")
     parser.add_argument("--box-probes", type=int, default=0, help="--box: shaving splits")
+    parser.add_argument("--settle", type=float, default=0.0, help="det. s: boxcuts.settle")
+    parser.add_argument("--settle-high", type=int, default=0, help="--settle: best model known")
+    parser.add_argument("--settle-depth", type=int, default=None, help="--settle: types split")
+    parser.add_argument("--settle-low", type=int, default=None, help="--settle: a proved bound")
+    parser.add_argument("--settle-cases", type=int, default=400, help="--settle: cases at most")
+    parser.add_argument("--at-most", type=int, default=0, help="--settle: model_at_most(N)")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
     opts = parser.parse_args()
@@ -173,6 +224,12 @@ def main() -> None:
             opts.max_trace,
             opts.box,
             opts.box_probes,
+            opts.settle,
+            opts.settle_high,
+            opts.settle_depth,
+            opts.settle_low,
+            opts.settle_cases,
+            opts.at_most,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))

@@ -129,6 +129,8 @@ class _Builder:
         self.src = nxt
         self.types_present = sorted(set(log.codes.tolist()))
         self.objective_offset = 0  # used slots fixed outside the objective
+        #: per type its used slots (an expression) when every event is free
+        self.type_terms: dict[int, Any] = {}
 
     def nodes(self, lo: int, hi: int, const: dict[int, int]) -> _NodeVals:
         """Per present type a list of node values: ``const[t]`` where given, else
@@ -302,10 +304,13 @@ def build(
     bounds: np.ndarray,
     caps: np.ndarray,
     fixed: np.ndarray | None = None,
+    anchors: dict[int, list[int]] | None = None,
 ) -> _Builder:
     """The CP-SAT model of every invariant of ``codes`` on ``log`` (integer ``ticks``
     and bound values ``bounds``, :func:`int_ticks`) with at most ``caps[t]`` nodes of
-    type ``t``; ``fixed[e]`` >= 0 fixes event ``e``'s slot.  Objective: used slots."""
+    type ``t``; ``fixed[e]`` >= 0 fixes event ``e``'s slot.  Objective: used slots.
+    ``anchors`` (every event free only): per type, events that no valid model within the
+    caps puts in one node, placed in slots ``0, 1, ...`` (:func:`_objective`)."""
     cp = cp_model()
     n = log.n_events
     if fixed is None:
@@ -364,20 +369,34 @@ def build(
     for a, bt in zip(codes.intr_a.tolist(), codes.intr_b.tolist()):
         if a in present:
             _forward_from(b, a, present - {a, bt}, {a})
-    _objective(b, ev_codes)
+    _objective(b, ev_codes, anchors or {})
     return b
 
 
-def _objective(b: _Builder, ev_codes: np.ndarray) -> None:
+def _objective(b: _Builder, ev_codes: np.ndarray, anchors: dict[int, list[int]]) -> None:
     """Minimise the used slots: value precedence per type when every event is free,
-    else a used flag per slot holding a free event."""
+    else a used flag per slot holding a free event.  ``anchors[t]`` (every event free):
+    the ``i``-th anchor in slot ``i``, value precedence on the other events starting
+    above the anchors' slots; sound when the anchors lie in distinct nodes of every
+    model considered (renumber its type-``t`` nodes: an anchor's node gets the anchor's
+    slot, every other node the next slot at its first event), and the type's used slots
+    are still the chain's last maximum plus one (every anchor slot is used)."""
     mdl = b.mdl
     terms = []
     free = b.fixed < 0
     if free.all():
+        b.type_terms = {}
         for t in b.types_present:
             prev: Any = None
+            own = anchors.get(t, [])
+            for i, e in enumerate(own):
+                mdl.add(b.slot[e] == i)
+            if own:
+                prev = len(own) - 1
+            skip = set(own)
             for e in np.nonzero(ev_codes == t)[0].tolist():
+                if e in skip:
+                    continue
                 s = b.slot[e]
                 if prev is None:
                     mdl.add(s == 0)
@@ -388,6 +407,7 @@ def _objective(b: _Builder, ev_codes: np.ndarray) -> None:
                 mdl.add_max_equality(m, [prev, s])
                 prev = m
             terms.append(prev + 1)
+            b.type_terms[t] = prev + 1
         b.objective_offset = 0
     else:
         used_fixed = {(int(ev_codes[e]), int(b.fixed[e])) for e in np.nonzero(~free)[0].tolist()}

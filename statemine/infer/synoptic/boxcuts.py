@@ -1,0 +1,400 @@
+"""The exact CP-SAT formulation (:mod:`.perfume_cpsat`) told what the boxes know
+(:mod:`.boxbound`): settling Perfume's minimum by deepening on the total (issue 31).
+
+A *target* ``N`` asks: is there a valid model with at most ``N`` nodes (INITIAL and
+TERMINAL included)?  Per-type budgets ``caps`` (at most ``caps[t]`` nodes of type ``t``)
+get a CP-SAT model: :func:`~.perfume_cpsat.build` with every event free and these cuts,
+each of which keeps every valid model within the budgets (up to renumbering each type's
+nodes), so INFEASIBLE proves that no such model exists:
+
+* *narrowed boxes*: :func:`~.boxbound.fix_point` under the budgets gives per event a
+  box (one interval per walk-value system) holding its node's values in every valid
+  model within them; None (refuted) settles the question without CP-SAT;
+* *apart*: two events of one type whose narrowed boxes are disjoint in some system, or
+  that conflict (:func:`~.jointbound.conflict_pairs`), lie in distinct nodes of every
+  such model; per type a clique ``C`` of them (:func:`~.graphbounds.largest_clique`);
+  ``|C| > caps[t]`` refutes the budgets;
+* *anchors* (symmetry): the ``i``-th member of ``C`` in slot ``i``, value precedence on
+  the other events above ``|C| - 1`` (:func:`~.perfume_cpsat._objective`): any model
+  renumbered so that an anchor's node takes the anchor's slot and every other node the
+  next free slot at its first event satisfies it, within ``caps[t]`` slots;
+* *forbidden slots*: an event apart from anchor ``i`` is not in slot ``i`` (the anchor's
+  node, after that renumbering); pairs of non-anchor events apart are not in one slot.
+
+Two ways to ask a target (:func:`settle`, ``split``):
+
+* *whole* (:func:`target_model`): ``caps[t] = per_type[t] + N - 2 - sum(per_type)``
+  (``per_type``: :func:`~.boxbound.box_bound`'s per-type bounds, each a bound on every
+  valid model: a model of at most ``N`` nodes has at least ``per_type[u]`` of every type
+  ``u``, so at most ``caps[t]`` of type ``t``), floors ``per_type[t]`` on each type's
+  used slots and ``N - 2`` on their sum;
+* *split* (:func:`survivors`, :func:`case_model`): every model of at most ``N`` nodes
+  lies below one of the budgets of ``N - 2`` nodes in all with each type at its bound
+  (:func:`maximal_vectors`); the boxes refute most of them (:func:`~.boxbound.refuted`);
+  each survivor is its own CP-SAT model with its budgets as caps, narrower boxes and
+  larger anchor cliques.  Since the deepening asks ``N`` only once every smaller total
+  is refuted, a model of at most ``N`` nodes has exactly ``N``, so below a budget of
+  ``N - 2`` in all it *equals* it: each type's used slots are fixed to its budget.
+
+:func:`settle` raises ``N`` from the boxes' bound while every answer is INFEASIBLE (or
+the cuts alone refute it); a model found is checked by the engine's checker
+(:func:`~.perfume_cpsat.valid`) and is then the minimum.  Any other answer stops with the
+interval.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .boxbound import CLIQUE_STEPS, _state, box_bound, disjoint, fix_point, refuted
+from .exact import cp_model
+from .graphbounds import largest_clique
+from .log import EventLog
+from .model import PartitionModel
+from .perfume_cpsat import ROUND_COST, _model_of, _run, build, int_ticks, valid
+from .timecheck import TimedCodes
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """What the boxes prove about every valid model with at most ``caps[t]`` nodes of
+    each type ``t`` (module doc): ``refuted`` (no such model), per type its ``anchors``
+    (events in pairwise distinct nodes, in slot order), ``forbidden`` (event, slot)
+    pairs and ``apart`` event pairs (never in one node)."""
+
+    refuted: bool
+    anchors: dict[int, list[int]] = field(default_factory=dict)
+    forbidden: list[tuple[int, int]] = field(default_factory=list)
+    apart: list[tuple[int, int]] = field(default_factory=list)
+
+
+def box_cuts(
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray, max_apart: int
+) -> Cuts:
+    """The cuts of the module doc for the budget ``caps`` (per type code; every type with
+    events limited): boxes narrowed by :func:`~.boxbound.fix_point`, per type a clique of
+    events apart as anchors, the slots they forbid, and at most ``max_apart`` pairs of
+    non-anchor events apart (per type, the pairs in event order).  ValueError when the
+    times do not fit (:func:`~.perfume_cpsat.int_ticks`)."""
+    fit = int_ticks(ticks, codes)
+    if isinstance(fit, str):
+        raise ValueError(fit)
+    st = _state(log, codes, ticks, *fit)
+    budget = {t: int(caps[t]) for t in st.events}
+    got = fix_point(st, budget, st.lo, st.hi)
+    if got is None:
+        return Cuts(True)
+    lo, hi = got
+    anchors: dict[int, list[int]] = {}
+    forbidden: list[tuple[int, int]] = []
+    apart: list[tuple[int, int]] = []
+    for t, ev in st.events.items():
+        adj = disjoint(lo[:, ev], hi[:, ev]) | st.confs[t]
+        np.fill_diagonal(adj, False)
+        members = sorted(largest_clique(adj, CLIQUE_STEPS)[0])
+        if len(members) > budget[t]:
+            return Cuts(True)
+        if len(members) < 2:
+            continue
+        anchors[t] = [int(ev[i]) for i in members]
+        rest = np.setdiff1d(np.arange(len(ev)), members)
+        for i, a in enumerate(members):
+            for j in rest[adj[rest, a]].tolist():
+                forbidden.append((int(ev[j]), i))
+        sub = np.triu(adj[np.ix_(rest, rest)], 1)
+        for x, y in zip(*np.nonzero(sub)):
+            if len(apart) >= max_apart:
+                break
+            apart.append((int(ev[rest[x]]), int(ev[rest[y]])))
+    return Cuts(False, anchors, forbidden, apart)
+
+
+def target_caps(per_type: np.ndarray, present: np.ndarray, target: int) -> np.ndarray:
+    """Per type the most nodes a model of at most ``target`` nodes (INITIAL and TERMINAL
+    included) can have when every type ``u`` with events has at least ``per_type[u]``:
+    ``per_type[t] + target - 2 - sum(per_type)`` (0 for types without events)."""
+    per = np.where(present, np.maximum(per_type, 1), 0).astype(np.int64)
+    return np.where(present, per + target - 2 - int(per.sum()), 0).astype(np.int64)
+
+
+def target_model(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    per_type: np.ndarray,
+    target: int,
+    max_apart: int = 20_000,
+) -> tuple[Any, Cuts] | None:
+    """``(builder, cuts)``: the CP-SAT model of "a valid model with at most ``target``
+    nodes" with every cut of the module doc (``per_type``: per-type bounds on every
+    valid model); None when the cuts alone refute the target (its caps are below the
+    per-type bounds, or the boxes or a clique refute them)."""
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    caps = target_caps(per_type, present, target)
+    if (caps[present] < 1).any() or (caps < per_type)[present].any():
+        return None
+    cuts = box_cuts(log, codes, ticks, caps, max_apart)
+    if cuts.refuted:
+        return None
+    fit = int_ticks(ticks, codes)
+    assert not isinstance(fit, str)  # box_cuts raised otherwise
+    b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
+    for t, term in b.type_terms.items():
+        b.mdl.add(term >= int(max(per_type[t], 1)))
+    b.mdl.add(sum(b.type_terms.values()) <= target - 2)
+    for e, k in cuts.forbidden:
+        b.mdl.add(b.slot[e] != k)
+    for e, f in cuts.apart:
+        b.mdl.add(b.slot[e] != b.slot[f])
+    b.mdl.clear_objective()
+    return b, cuts
+
+
+def maximal_vectors(
+    per_type: np.ndarray, types: list[int], target: int
+) -> Iterator[dict[int, int]]:
+    """Every per-type budget (on ``types``) of ``target - 2`` nodes in all with at least
+    ``per_type[t]`` of each type ``t``, in a fixed order: every model of at most
+    ``target`` nodes (each type at its bound or more) lies below one of them."""
+    extra = target - 2 - sum(int(per_type[t]) for t in types)
+    if extra < 0:
+        return
+    for combo in itertools.combinations_with_replacement(types, extra):
+        budget = {t: int(per_type[t]) for t in types}
+        for t in combo:
+            budget[t] += 1
+        yield budget
+
+
+def survivors(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    per_type: np.ndarray,
+    target: int,
+    probes: int = 0,
+    depth: int | None = None,
+    max_cases: int = 20_000,
+) -> list[dict[int, int]] | None:
+    """The *cases* of ``target`` (every smaller total refuted): per-type node counts of
+    the first ``depth`` types (in code order; None: all, the budgets of
+    :func:`maximal_vectors`) that :func:`~.boxbound.refuted` (``probes`` shaving splits)
+    does not refute, each type at least ``per_type[t]`` and ``target - 2`` nodes in
+    all.  Every valid model of ``target`` nodes has the counts of one case on those
+    types.  Searched type by type: a budget on the first types only (the others
+    unlimited) that is refuted refutes every case that agrees with it there, and so does
+    any smaller count (budgets are "at most"), so each type's count is tried from the
+    largest down until refuted.  None when more than ``max_cases`` cases are found."""
+    fit = int_ticks(ticks, codes)
+    if isinstance(fit, str):
+        raise ValueError(fit)
+    st = _state(log, codes, ticks, *fit)
+    types = sorted(st.events)
+    extra = target - 2 - sum(int(per_type[t]) for t in types)
+    if extra < 0:
+        return []
+    split = len(types) if depth is None else max(1, min(depth, len(types)))
+    out: list[dict[int, int]] = []
+
+    def grow(budget: dict[int, int], level: int, left: int) -> bool:
+        # ``budget`` fixes types[:level] (not refuted); False when too many cases
+        t = types[level]
+        last = level == len(types) - 1
+        for x in range(left, -1, -1) if not last else [left]:
+            nxt = {**budget, t: int(per_type[t]) + x}
+            if refuted(st, nxt, probes=probes):
+                break  # below a refuted budget every budget is refuted
+            if level + 1 == split:
+                out.append(nxt)
+                if len(out) > max_cases:
+                    return False
+            elif not grow(nxt, level + 1, left - x):
+                return False
+        return True
+
+    return out if grow({}, 0, extra) else None
+
+
+def case_model(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    budget: dict[int, int],
+    target: int,
+    per_type: np.ndarray,
+    max_apart: int = 20_000,
+) -> tuple[Any, Cuts] | None:
+    """``(builder, cuts)``: the CP-SAT model of "a valid model of exactly ``target``
+    nodes with exactly ``budget[t]`` nodes of each type ``t`` of ``budget``, at least
+    ``per_type[u]`` of every other type ``u``" with every cut of the module doc under
+    the caps ``budget`` and, for the other types, ``per_type[u]`` plus the nodes left;
+    None when the counts do not add up or the boxes or a clique refute the caps.
+    (Exactly, not at most: :func:`settle` asks ``target`` only once every smaller total
+    is refuted.)"""
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    rest = [t for t in np.nonzero(present)[0].tolist() if t not in budget]
+    left = target - 2 - sum(budget.values()) - sum(max(int(per_type[t]), 1) for t in rest)
+    if left < 0:
+        return None
+    caps = np.zeros(len(log.types), dtype=np.int64)
+    for t, m in budget.items():
+        caps[t] = m
+    for t in rest:
+        caps[t] = max(int(per_type[t]), 1) + left
+    cuts = box_cuts(log, codes, ticks, caps, max_apart)
+    if cuts.refuted:
+        return None
+    fit = int_ticks(ticks, codes)
+    assert not isinstance(fit, str)  # box_cuts raised otherwise
+    b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
+    for t, term in b.type_terms.items():
+        if t in budget:
+            b.mdl.add(term == budget[t])
+        else:
+            b.mdl.add(term >= max(int(per_type[t]), 1))
+    if rest:
+        b.mdl.add(sum(b.type_terms.values()) == target - 2)
+    for e, k in cuts.forbidden:
+        b.mdl.add(b.slot[e] != k)
+    for e, f in cuts.apart:
+        b.mdl.add(b.slot[e] != b.slot[f])
+    b.mdl.clear_objective()
+    return b, cuts
+
+
+@dataclass(frozen=True)
+class Settled:
+    """:func:`settle`'s answer: every valid model has at least ``low`` nodes and
+    ``high`` is the smallest valid model known (``model``: it, checked; None when only
+    the given one); ``low == high``: the minimum.  ``tries``: per target ``(target,
+    budgets the boxes leave, answers per budget ("INFEASIBLE: 3, UNKNOWN: 1", "CUTS":
+    the cuts alone), deterministic seconds)``; ``per_type``: the per-type bounds used."""
+
+    low: int
+    high: int
+    model: PartitionModel | None
+    tries: list[tuple[int, int, str, float]]
+    per_type: np.ndarray
+
+
+def settle(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    high: int,
+    budget: float,
+    seed: int = 0,
+    per_type: np.ndarray | None = None,
+    probes: int = 0,
+    case_budget: float = 60.0,
+    max_cases: int = 400,
+    max_apart: int = 20_000,
+    split: bool = True,
+    depth: int | None = None,
+    report: Callable[[str], None] | None = None,
+    low: int | None = None,
+) -> Settled:
+    """Deepening on the total (module doc) from :func:`~.boxbound.box_bound`'s bound
+    (from ``per_type``, default :func:`~.perfume_cpsat.type_lows`; ``probes`` shaving
+    splits, also for the budgets) up to ``high - 1`` (``high``: a valid model's nodes),
+    within ``budget`` deterministic seconds of CP-SAT (one worker, seed ``seed``; at
+    most ``case_budget`` per budget, each charged at least ``ROUND_COST``).  Per target
+    ``N`` (every smaller one refuted): the budgets of :func:`survivors` (at most
+    ``max_cases``, else stop), each asked by :func:`case_model`; all INFEASIBLE (or
+    refuted by the cuts) raises the bound to ``N + 1``; a model found (the engine's
+    checker must pass it, else AssertionError: a cut would be unsound) is the minimum;
+    otherwise the search stops there (the other budgets are still tried for a model).
+    ``depth``: the cases fix the counts of that many types only (:func:`survivors`).
+    ``split`` False: one :func:`target_model` per target instead (``case_budget`` each).
+    ``report``: called with a line per target answered (progress).  ``low``: a bound
+    proved before (every valid model has at least that many nodes), to start from when
+    above the boxes' bound."""
+    bb = box_bound(log, codes, ticks, per_type, probes=probes)
+    per = np.asarray(bb.per_type, dtype=np.int64)
+    low = bb.bound if low is None else max(low, bb.bound)
+    cp = cp_model()
+    tries: list[tuple[int, int, str, float]] = []
+    spent = 0.0
+    found: PartitionModel | None = None
+    while low < high and found is None and budget - spent > 1e-3:
+        cases: list[dict[int, int]] | None = [{}]
+        if split:
+            cases = survivors(log, codes, ticks, per, low, probes, depth, max_cases)
+        if cases is None or len(cases) > max_cases:
+            tries.append((low, -1 if cases is None else len(cases), "TOO MANY", 0.0))
+            break
+        answers: dict[str, int] = {}
+        det_here = 0.0
+        for v in cases:
+            if budget - spent <= 1e-3:
+                answers["NOT TRIED"] = answers.get("NOT TRIED", 0) + 1
+                continue
+            if split:
+                got = case_model(log, codes, ticks, v, low, per, max_apart)
+            else:
+                got = target_model(log, codes, ticks, per, low, max_apart)
+            if got is None:
+                answers["CUTS"] = answers.get("CUTS", 0) + 1
+                continue
+            b, _ = got
+            run = _run(cp, b, min(case_budget, budget - spent), seed)
+            name = "CRASHED" if run is None else run[0]
+            answers[name] = answers.get(name, 0) + 1
+            if run is None:
+                continue
+            _, values, _, det = run
+            spent += max(det, ROUND_COST)
+            det_here += det
+            if values is not None:
+                model = _model_of(b, values)
+                if not valid(model, codes, ticks) or model.n_nodes != low:
+                    raise AssertionError("CP-SAT's model contradicts the cuts: one is unsound")
+                found, high = model, model.n_nodes
+                break
+        text = ", ".join(f"{k}: {n}" for k, n in sorted(answers.items()))
+        tries.append((low, len(cases), text, det_here))
+        if report is not None:
+            report(f"target {low}: {len(cases)} budgets, {text}, {det_here:.1f} det s")
+        if found is None and set(answers) <= {"INFEASIBLE", "CUTS"}:
+            low += 1
+            continue
+        break
+    return Settled(low, high, found, tries, per)
+
+
+def model_at_most(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    target: int,
+    budget: float,
+    seed: int = 0,
+    per_type: np.ndarray | None = None,
+    max_apart: int = 20_000,
+) -> tuple[str, PartitionModel | None, float]:
+    """``(CP-SAT's answer, a valid model of at most target nodes or None, deterministic
+    seconds)``: :func:`target_model` (no assumption on smaller totals, so INFEASIBLE
+    proves every valid model above ``target``) solved on one worker (seed ``seed``,
+    ``budget`` deterministic seconds); "CUTS" when the cuts alone refute it.  The
+    search side of the gap: a model found is checked by the engine's checker
+    (AssertionError otherwise)."""
+    per = np.asarray(box_bound(log, codes, ticks, per_type).per_type, dtype=np.int64)
+    got = target_model(log, codes, ticks, per, target, max_apart)
+    if got is None:
+        return "CUTS", None, 0.0
+    b, _ = got
+    run = _run(cp_model(), b, budget, seed)
+    if run is None:
+        return "CRASHED", None, 0.0
+    name, values, _, det = run
+    if values is None:
+        return name, None, det
+    model = _model_of(b, values)
+    if not valid(model, codes, ticks) or model.n_nodes > target:
+        raise AssertionError("CP-SAT's model fails the checker")
+    return name, model, det

@@ -1,0 +1,135 @@
+"""CP-SAT told what the boxes know (statemine/infer/synoptic/boxcuts.py, issue 31): no cut
+loses a valid model -- every valid model, renumbered, satisfies the target's CP-SAT model
+-- and the deepening's interval always holds the exact minimum of tests/perfume_exact.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perfume_exact import exact_minimum, shaped, tiny_logs
+from test_synoptic_levelbound import _small_conn_log
+from test_synoptic_perfume import write_log
+from test_synoptic_timeconflicts import _codes
+
+from statemine.infer.synoptic import boxcuts, perfume_cpsat
+from statemine.infer.synoptic.boxbound import box_bound
+from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.perfume_infer import infer_perfume
+
+pytest.importorskip("ortools", reason="the exact stage needs OR-Tools (statemine[exact])")
+
+
+def renumbered(model: PartitionModel, anchors: dict[int, list[int]]) -> np.ndarray:
+    """Per event its slot in ``model`` renumbered as the cuts assume: an anchor's node
+    takes the anchor's slot, every other node of the type the next slot at its first
+    event.  AssertionError when two anchors share a node (the cut would be unsound)."""
+    log = model.log
+    slot = np.full(log.n_events, -1, dtype=np.int64)
+    for t in np.unique(log.codes).tolist():
+        ev = np.nonzero(log.codes == t)[0]
+        own = anchors.get(t, [])
+        of: dict[int, int] = {}
+        for i, e in enumerate(own):
+            p = int(model.part[e])
+            assert p not in of, "two anchors in one node"
+            of[p] = i
+        nxt = len(own)
+        for e in ev.tolist():
+            p = int(model.part[e])
+            if p not in of:
+                of[p] = nxt
+                nxt += 1
+            slot[e] = of[p]
+    return slot
+
+
+def keeps(log, codes, ticks, model: PartitionModel, per_type: np.ndarray) -> bool:
+    """True when ``model`` (renumbered, its slots fixed by equalities) satisfies both
+    CP-SAT models with every cut that should keep it: the target ``model.n_nodes``
+    (at most that many nodes) and the case of its own nodes per type, which
+    :func:`boxcuts.survivors` must not have refuted."""
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    counts = np.bincount(model.node_type[2:], minlength=len(log.types))
+    own = {t: int(counts[t]) for t in np.nonzero(present)[0].tolist()}
+    assert (per_type <= counts)[present].all()
+    cases = boxcuts.survivors(log, codes, ticks, per_type, model.n_nodes, max_cases=5_000)
+    assert cases is None or any(all(v[t] >= own[t] for t in own) for v in cases)
+    return all(
+        _satisfied(model, got)
+        for got in (
+            boxcuts.target_model(log, codes, ticks, per_type, model.n_nodes),
+            boxcuts.case_model(log, codes, ticks, own, model.n_nodes, per_type),
+            boxcuts.case_model(
+                log, codes, ticks, dict(list(own.items())[:2]), model.n_nodes, per_type
+            ),
+        )
+    )
+
+
+def _satisfied(model: PartitionModel, got) -> bool:
+    """``model`` renumbered satisfies the builder of ``got`` (None: refuted, False)."""
+    if got is None:
+        return False
+    b, cuts = got
+    slot = renumbered(model, cuts.anchors)
+    for e, s in enumerate(b.slot):
+        b.mdl.add(s == int(slot[e]))
+    run = perfume_cpsat._run(perfume_cpsat.cp_model(), b, 30.0, 0)
+    assert run is not None
+    return run[0] in ("OPTIMAL", "FEASIBLE")
+
+
+@settings(max_examples=30, deadline=None)
+@given(tiny_logs, st.sampled_from(["none", "source", "loop"]))
+def test_cuts_keep_every_minimum_model(tmp_path_factory, traces, shape):
+    """Random tiny logs in three shapes: CP-SAT's minimum model (no cuts) and the engine's
+    model, renumbered, satisfy their own targets' models with every cut; the settled
+    interval holds the exact minimum, and a model found is valid with at most the
+    engine's nodes."""
+    log = write_log(tmp_path_factory.mktemp("c"), shaped(traces, shape))
+    _, codes, ticks = _codes(log)
+    engine = infer_perfume(log, codes, ticks, 1)
+    per = box_bound(log, codes, ticks).per_type
+    assert keeps(log, codes, ticks, engine, per)
+    caps = np.bincount(log.codes, minlength=len(log.types))
+    best = perfume_cpsat.solve(log, codes, ticks, caps, 30.0)
+    assert best.status == "OPTIMAL" and best.model is not None
+    assert keeps(log, codes, ticks, best.model, per)
+    got = boxcuts.settle(log, codes, ticks, engine.n_nodes, 30.0)
+    exact, proven = exact_minimum(log, codes, ticks, engine.n_nodes + 1, budget_s=10)
+    assert got.low <= best.nodes <= got.high <= engine.n_nodes
+    if proven:
+        assert got.low <= exact <= got.high
+    if got.model is not None:
+        assert perfume_cpsat.valid(got.model, codes, ticks)
+        assert got.low == got.high == got.model.n_nodes == best.nodes
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(8, 40), st.integers(0, 10**6), st.integers(0, 2**16))
+def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
+    tmp_path_factory, n, seed, engine_seed
+):
+    """Random connection logs of 8-41 events: the settled interval (split and whole, up
+    to one above the engine's model) holds CP-SAT's optimum of the formulation without
+    any cut (caps: every event a node of its own) whenever that is OPTIMAL, a settled
+    minimum comes with a valid model of the optimum's size (the cuts keep a smallest
+    model), and the engine's valid model (seeded) keeps its targets' cuts."""
+    log = _small_conn_log(tmp_path_factory.mktemp("s"), n, seed)
+    _, codes, ticks = _codes(log)
+    engine = infer_perfume(log, codes, ticks, engine_seed)
+    assert keeps(log, codes, ticks, engine, box_bound(log, codes, ticks).per_type)
+    caps = np.bincount(log.codes, minlength=len(log.types))
+    plain = perfume_cpsat.solve(log, codes, ticks, caps, 20.0)
+    for split in (True, False):
+        # one above the engine's: when the engine is at the minimum, CP-SAT must find it
+        got = boxcuts.settle(log, codes, ticks, engine.n_nodes + 1, 20.0, split=split)
+        assert got.low <= got.high <= engine.n_nodes + 1
+        if plain.status == "OPTIMAL":
+            assert got.low <= plain.nodes
+            if got.low == got.high:
+                assert got.model is not None and got.model.n_nodes == plain.nodes
+        if got.model is not None:
+            assert perfume_cpsat.valid(got.model, codes, ticks)
