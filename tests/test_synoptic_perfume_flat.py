@@ -141,3 +141,80 @@ def test_doomed_merges_are_not_checked_when_coarsening(tmp_path, monkeypatch):
     assert skipped.n_nodes < union.n_nodes
     assert fewer < more
     assert work < work_checked
+
+
+def test_check_units_count_the_bound_rows():
+    """Issue 31, lab logs: a merge check's unit grows with the bound rows Bellman-Ford
+    relaxes (:func:`bound_rows`) past ``CHECK_ROWS`` (11, the connection logs'), as
+    ``(CHECK_FIXED + n) max(rows, CHECK_ROWS)``, 1.0 at ``CHECK_NODES`` nodes and 11 rows;
+    hand-computed values for CHECK_FIXED 170, CHECK_NODES 150 (main: one argument, the
+    rows not counted).  :func:`polish_budget` and :func:`polish_split` give checks in that
+    unit: a 21-row log gets 11 / 21 of the checks of an 11-row one, a 9-row one as many."""
+    from statemine.infer.synoptic.perfume_infer import (
+        CHECK_ROWS,
+        check_units,
+        polish_budget,
+        polish_split,
+    )
+
+    assert CHECK_ROWS == 11
+    assert check_units(150, 11) == 1.0
+    assert check_units(150) == 1.0
+    assert check_units(150, 9) == 1.0  # no cheaper below the reference
+    assert check_units(150, 22) == 2.0
+    assert check_units(490, 33) == 660 / 320 * 3  # 6.1875
+    assert check_units(0, 0) == 170 / 320
+    assert polish_budget(1000, 100, 8, 11) == 8000
+    assert polish_budget(1000, 100, 8, 9) == 8000
+    assert polish_budget(1000, 100, 8, 22) == 4000
+    assert polish_budget(1000, 300, 8, 21) == 2095  # 8000 * 150 / 300 * 11 / 21 = 2095.2
+    assert polish_split(2000.0, [150], 21) == [1047]  # 2000 * 11 / 21 = 1047.6
+    assert polish_split(2000.0, [150]) == [2000]
+
+
+def test_bound_rows_count_source_types_per_group(tmp_path):
+    """:func:`bound_rows`: distinct source types per bound group (upper over every pair,
+    AlwaysPrecedes upper from a first ``a``, lower), summed, by hand; the benchmark's
+    601-event connection log has 9 (its 313-10,008-event ones 11, ``CHECK_ROWS``), below
+    the reference, so its unit is main's."""
+    from types import SimpleNamespace
+
+    from statemine.infer.synoptic.perfume_infer import bound_rows, check_units
+
+    codes = SimpleNamespace(
+        bound_upper=np.array([True, True, True, True, False, False, False]),
+        bound_first_only=np.array([False, False, False, True, False, False, False]),
+        bound_a=np.array([0, 1, 1, 2, 0, 3, 3]),
+    )
+    assert bound_rows(codes) == 2 + 1 + 2  # {0, 1}, {2}, {0, 3}
+    empty = SimpleNamespace(
+        bound_upper=np.zeros(0, bool), bound_first_only=np.zeros(0, bool), bound_a=np.zeros(0)
+    )
+    assert bound_rows(empty) == 0
+    log = _conn_log(tmp_path, 600)
+    _, codes, _ = _codes(log)
+    assert bound_rows(codes) == 9
+    assert check_units(200, bound_rows(codes)) == check_units(200)
+
+
+def test_second_first_fit_order_only_within_the_budget(tmp_path):
+    """:func:`first_fit_best` runs its second order only when the first's work fits twice
+    in ``left`` (:func:`second_order_fits`): with ``left=0`` it is the first order's
+    model and work alone; with no ``left`` both run and their work adds up (main: no
+    ``left``, both orders always ran)."""
+    from statemine.infer.synoptic.perfume_infer import first_fit_best, second_order_fits
+
+    assert second_order_fits(100.0, 200.0)
+    assert not second_order_fits(100.0, 199.9)
+    assert second_order_fits(1e9, None)
+    log = _conn_log(tmp_path, 300)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    one, both, alone = [0.0], [0.0], [0.0]
+    m_one = first_fit_best(log, codes, ticks, sides, True, one, True, 0.0)
+    first_fit_best(log, codes, ticks, sides, True, both, True)
+    m_alone = first_fit_model(log, codes, ticks, sides, True, work=alone)
+    assert m_alone is not None
+    assert np.array_equal(m_one.part, m_alone.part)
+    assert one[0] == alone[0] > 0
+    assert both[0] > one[0]
