@@ -906,7 +906,7 @@ def first_fit_model(
     work of its merge checks is added there (:func:`check_units`).  ``max_nodes``: None
     as soon as a stage ends with more nodes than that (first fit never removes a node).
 
-    ``start``: a valid model of the first traces of ``log`` (its log is they), whose
+    ``start``: a valid model of the first traces of ``log`` (its log holds just those), whose
     events stay where they are; first fit then places only the later traces' events,
     into ``start``'s nodes (in their order) and the nodes it makes (:func:`infer_pieces`:
     a new run's events folded straight into the open model, which adds fewer nodes than
