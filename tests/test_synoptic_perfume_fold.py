@@ -86,7 +86,7 @@ def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
     order): every trace accepted and every mined invariant kept (reference checker), the
     start model's events still grouped as they were (its nodes neither split nor merged
     with one another, each keeping its type); with every trace in ``start``, the start
-    model itself (same partition)."""
+    model itself (the same partition, up to node ids)."""
     log = write_log(tmp_path_factory.mktemp("c"), traces)
     if log.n_traces < 2:
         return
@@ -105,4 +105,6 @@ def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
     assert out.n_nodes >= start.n_nodes
     assert all(start.node_type[a] == out.node_type[b] for a, b in pairs)
     same = first_fit_model(*_part(log, codes, ticks, sides, 0, cut), by_length, size, start=start)
-    assert same is not None and np.array_equal(same.part, start.part)
+    assert same is not None and same.n_nodes == start.n_nodes
+    again = set(zip(start.part.tolist(), same.part.tolist(), strict=True))
+    assert len(again) == start.n_nodes - 2 == len({b for _, b in again})
