@@ -74,3 +74,37 @@ def test_fold_repack_absorbs_new_runs_of_a_connection_log(tmp_path):
     model = infer_pieces(log, codes, ticks, 3, 300)
     assert_valid(model, log, inv)
     assert model.n_nodes <= 180
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces_strategy, st.integers(1, 4), st.booleans(), st.integers(1, 6))
+def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
+    tmp_path_factory, traces, cut, by_length, size
+):
+    """On random logs: first fit of traces ``cut ..`` straight into first fit's model of
+    traces ``.. cut`` (:func:`first_fit_model` with ``start``, stages of 1-6 events, either
+    order): every trace accepted and every mined invariant kept (reference checker), the
+    start model's events still grouped as they were (its nodes neither split nor merged
+    with one another, each keeping its type); with every trace in ``start``, the start
+    model itself (the same partition, up to node ids)."""
+    log = write_log(tmp_path_factory.mktemp("c"), traces)
+    if log.n_traces < 2:
+        return
+    cut = min(cut, log.n_traces - 1)
+    inv, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    start = first_fit_model(*_part(log, codes, ticks, sides, 0, cut), by_length)
+    out = first_fit_model(log, codes, ticks, sides, by_length, size, start=start)
+    assert out is not None
+    assert_valid(out, log, inv)
+    lo = int(log.starts[cut])
+    old = out.part[:lo]
+    # the start model's partition of its events, up to node ids
+    pairs = set(zip(start.part.tolist(), old.tolist(), strict=True))
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
+    assert out.n_nodes >= start.n_nodes
+    assert all(start.node_type[a] == out.node_type[b] for a, b in pairs)
+    same = first_fit_model(*_part(log, codes, ticks, sides, 0, cut), by_length, size, start=start)
+    assert same is not None and same.n_nodes == start.n_nodes
+    again = set(zip(start.part.tolist(), same.part.tolist(), strict=True))
+    assert len(again) == start.n_nodes - 2 == len({b for _, b in again})
