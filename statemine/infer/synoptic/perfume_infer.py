@@ -426,40 +426,12 @@ def refine_timed(
 CHECK_FIXED = 170
 #: The reference check of :func:`check_units`: one on a graph of this many nodes.
 CHECK_NODES = 150
-#: ... and this many bound rows (:func:`bound_rows`: the benchmark's connection logs of
-#: 313-10,008 events have 11, the 601-event one 9).  Past it a check's cost grows in
-#: proportion to the rows (Bellman-Ford relaxes every row over every edge,
-#: :func:`~.timecheck.walk_extremes`); below it no cheaper (the untimed and IntrBy checks
-#: and numpy's per-call overhead): per check, normalised by the nodes' factor, 0.63 ms at
-#: 11 rows (313-event connection log) and 0.69 at 9 (601 events), 1.19-1.22 at 21 (the
-#: jitter folder's logs of 303 and 608 events: 1.9x, 21 / 11), 1.08 at 34 (quiche-bbr,
-#: 1,003 events in traces of up to 100: 1.7x, the unit says 3.1x); docs/synoptic-engine.md,
-#: "Perfume on real stacks' logs".
-CHECK_ROWS = 11
 
 
-def bound_rows(codes: TimedCodes) -> int:
-    """The rows a time-bound check relaxes (:class:`~.timecheck.BoundCheck`): one per
-    distinct source type of each bound group (upper bounds over every pair, AlwaysPrecedes
-    upper bounds from a first ``a``, lower bounds).  A count from the invariants alone."""
-    rows = 0
-    for upper, first_only in ((True, False), (True, True), (False, False)):
-        mask = codes.bound_upper == upper
-        if upper:
-            mask &= codes.bound_first_only == first_only
-        rows += len(np.unique(codes.bound_a[mask]))
-    return rows
-
-
-def check_units(n_nodes: int, rows: int = CHECK_ROWS) -> float:
-    """The work of one merge check on a graph of ``n_nodes`` nodes under ``rows`` bound
-    rows (:func:`bound_rows`), in checks on a graph of ``CHECK_NODES`` nodes under
-    ``CHECK_ROWS`` rows: ``(CHECK_FIXED + n) / (CHECK_FIXED + CHECK_NODES)`` times
-    ``max(rows, CHECK_ROWS) / CHECK_ROWS`` (1.0 at the reference; deterministic, counts
-    and no clock)."""
-    return ((CHECK_FIXED + n_nodes) * max(rows, CHECK_ROWS)) / (
-        (CHECK_FIXED + CHECK_NODES) * CHECK_ROWS
-    )
+def check_units(n_nodes: int) -> float:
+    """The work of one merge check on a graph of ``n_nodes`` nodes, in checks on a graph
+    of ``CHECK_NODES`` nodes (``(CHECK_FIXED + n) / (CHECK_FIXED + CHECK_NODES)``)."""
+    return (CHECK_FIXED + n_nodes) / (CHECK_FIXED + CHECK_NODES)
 
 
 def onward_totals(g: TimedGraph, stop: np.ndarray, upper: bool) -> np.ndarray:
@@ -506,7 +478,6 @@ class _TimedMerges:
             model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
         )
         self.bounds = BoundCheck(self.fine, codes, self.n_types)
-        self.rows = bound_rows(codes)  # :func:`check_units`
         self.spent = 0.0  # work units (:func:`check_units`) of the merge checks so far
         self.onward: list[np.ndarray | None] | None = None  # :meth:`doomed`, made lazily
 
@@ -540,7 +511,7 @@ class _TimedMerges:
 
     def merge(self, keep: int, gone: int) -> bool:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
-        self.spent += check_units(self.fine.n, self.rows)
+        self.spent += check_units(self.fine.n)
         trial = np.where(self.group == gone, keep, self.group)
         f = self.fine
         g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, self.node_type)
@@ -708,7 +679,7 @@ def coarsen_sided(
                 if max_failures is not None and failures >= max_failures:
                     break
                 if merges.doomed(keep, gone):
-                    merges.spent += DOOMED_UNITS * check_units(merges.fine.n, merges.rows)
+                    merges.spent += DOOMED_UNITS * check_units(merges.fine.n)
                     failures += 1
                     failed.add((keep, gone))
                     continue
@@ -1021,7 +992,6 @@ def first_fit_best(
     by_length: bool | None = None,
     work: list[float] | None = None,
     both: bool | None = None,
-    left: float | None = None,
 ) -> PartitionModel:
     """:func:`first_fit_model` in ``by_length``'s order (default: :func:`short_traces`);
     with ``both`` (default: :func:`mixed_traces`; :func:`infer_pieces` passes the whole
@@ -1031,36 +1001,20 @@ def first_fit_best(
     by length against 241 (the benchmark's connection logs, not mixed, take the longest
     traces first: 134 against 155 at 601 events).  No randomness.  Both runs' checks are
     added to ``work[0]``: within :func:`infer_pieces`' work budget the second order
-    takes from polishing, so the CPU per event stays as it was.  ``left``: the work
-    units still in that budget before this call; the second order runs only when the
-    first's work fits in it twice (:func:`second_order_fits`: on logs of long traces
-    first fit alone can take more than the budget, and the second run would cost as
-    much again)."""
+    takes from polishing, so the CPU per event stays as it was."""
     if by_length is None:
         by_length = short_traces(log)
-    spent = [0.0]
-    best = first_fit_model(log, codes, ticks, sides, by_length, work=spent)
+    best = first_fit_model(log, codes, ticks, sides, by_length, work=work)
     assert best is not None
-    if work is not None:
-        work[0] += spent[0]
     if both is None:
         both = mixed_traces(log)
-    if both and second_order_fits(spent[0], left):
+    if both:
         other = first_fit_model(
             log, codes, ticks, sides, not by_length, work=work, max_nodes=best.n_nodes - 1
         )
         if other is not None and other.n_nodes < best.n_nodes:
             best = other
     return best
-
-
-def second_order_fits(first: float, left: float | None) -> bool:
-    """Does :func:`first_fit_best`'s second order fit in the work budget?  ``first``: the
-    work units (:func:`check_units`) its first order spent; ``left``: the budget's units
-    before both (None: no budget).  Yes when ``2 * first <= left``: the second order
-    costs at most about as much as the first (it stops once it has more nodes), so both
-    then leave polishing something."""
-    return left is None or 2 * first <= left
 
 
 def _fit(
@@ -1105,17 +1059,12 @@ POLISH_GROUP = 4
 POLISH_NODES = 150
 
 
-def polish_budget(
-    n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS, rows: int = CHECK_ROWS
-) -> int:
+def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -> int:
     """Merge checks for polishing a model of ``n_nodes`` nodes of ``n_events`` events:
     ``per_event`` per event, scaled down by ``POLISH_NODES / n_nodes`` past
     ``POLISH_NODES`` nodes so that the CPU per event stays flat (connection logs of
-    2,000 events: one model of about 300 nodes, a check 1.7x the cost of one at 134),
-    and by the bound rows' share of a check's cost (:func:`check_units` of ``rows``
-    against ``CHECK_ROWS``: 1 on the connection logs, 21 / 11 on the jitter folder's)."""
-    scale = min(1.0, POLISH_NODES / max(n_nodes, 1)) / check_units(CHECK_NODES, rows)
-    return int(per_event * n_events * scale)
+    2,000 events: one model of about 300 nodes, a check 1.7x the cost of one at 134)."""
+    return int(per_event * n_events * min(1.0, POLISH_NODES / max(n_nodes, 1)))
 
 
 #: Logs in pieces (:func:`infer_pieces`): work units per event and per unit of
@@ -1123,12 +1072,12 @@ def polish_budget(
 PIECE_WORK = 1.7
 
 
-def polish_split(left: float, nodes: list[int], rows: int = CHECK_ROWS) -> list[int]:
+def polish_split(left: float, nodes: list[int]) -> list[int]:
     """Merge checks for polishing each of several closed models (``nodes``: their node
     counts) out of ``left`` work units (:func:`check_units`; what is left of
     ``PIECE_WORK * polish_checks`` units per event once first fit and the folds took
     theirs) shared in proportion to their nodes (what polishing removes), each share in
-    checks on its model under ``rows`` bound rows (0 when nothing is left).  First fit's work per event grows with
+    checks on its model (0 when nothing is left).  First fit's work per event grows with
     the log (pieces of long traces), so polishing gets less there and the CPU per event
     stays flat (docs/synoptic-engine.md, "Flat CPU per event").  Sharing at the end
     instead of polishing each model with what is left when it closes: on short-trace logs
@@ -1138,7 +1087,7 @@ def polish_split(left: float, nodes: list[int], rows: int = CHECK_ROWS) -> list[
     total = sum(nodes)
     if left <= 0 or total <= 0:
         return [0] * len(nodes)
-    return [int(left * (n / total) / check_units(n, rows)) for n in nodes]
+    return [int(left * (n / total) / check_units(n)) for n in nodes]
 
 
 @dataclass
@@ -1425,7 +1374,7 @@ def polish(
     spent = [0.0]
     n_before = best.n_nodes
     best = coarsen_sided(best, codes, ticks, rng, sides, COARSEN_FAILURES, work=spent)
-    exact_checks = int(exact * checks) - int(spent[0] / check_units(n_before, bound_rows(codes)))
+    exact_checks = int(exact * checks) - int(spent[0] / check_units(n_before))
     if exact > 0 and exact_checks > 0:
         best = exact_descent(best, codes, ticks, sides, rng, exact_checks, rank)
     return best
@@ -1457,7 +1406,7 @@ def fold_repack(
     for t in np.unique(model.node_type[n_old:]).tolist():
         group = np.nonzero(model.node_type == t)[0]
         group = group[group >= n_old]
-        unit = check_units(model.n_nodes, bound_rows(codes))
+        unit = check_units(model.n_nodes)
         budget = [min(per_event * int(np.isin(model.part, group).sum()), int(left / unit))]
         if budget[0] <= 0:
             break
@@ -1587,10 +1536,8 @@ def infer_pieces(
                 open_first, open_model = None, None
             continue
         sub = sub_log(log, first, last)
-        # the budget's units left for the runs so far (None: no budget without polishing)
-        left = PIECE_WORK * polish_checks * hi - work[0] if polish_checks > 0 else None
         piece = first_fit_best(
-            sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length, work, mixed, left
+            sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length, work, mixed
         )
         if piece.n_nodes > fold_nodes:
             size = min(size, dense_size)
@@ -1634,7 +1581,7 @@ def infer_pieces(
     if open_model is not None and open_first is not None:
         close(open_first, open_model)
     left = PIECE_WORK * polish_checks * closed[0] - work[0]
-    shares = polish_split(left, [m.n_nodes for _, m, _ in done], bound_rows(codes))
+    shares = polish_split(left, [m.n_nodes for _, m, _ in done])
     for (first, model, prng), checks in zip(done, shares, strict=True):
         lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
         if prng is not None:
@@ -1736,6 +1683,6 @@ def infer_perfume(
     assert best is not None
     if sides is not None and polish_checks > 0:
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(max(attempts, 1) + 1)[-1])
-        checks = polish_budget(log.n_events, best.n_nodes, polish_checks, bound_rows(codes))
+        checks = polish_budget(log.n_events, best.n_nodes, polish_checks)
         best = polish(best, codes, ticks, sides, rng, checks)
     return best
