@@ -122,6 +122,27 @@ def target_caps(per_type: np.ndarray, present: np.ndarray, target: int) -> np.nd
     return np.where(present, per + target - 2 - int(per.sum()), 0).astype(np.int64)
 
 
+def cut_model(
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray, max_apart: int
+) -> tuple[Any, Cuts] | None:
+    """``(builder, cuts)``: the exact formulation under ``caps`` (nodes per type) with the
+    boxes' cuts (:func:`box_cuts`: anchors in fixed slots, forbidden slots, events apart),
+    no objective; None when the boxes or a clique refute the caps.  The callers add their
+    totals."""
+    cuts = box_cuts(log, codes, ticks, caps, max_apart)
+    if cuts.refuted:
+        return None
+    fit = int_ticks(ticks, codes)
+    assert not isinstance(fit, str)  # box_cuts raised otherwise
+    b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
+    for e, k in cuts.forbidden:
+        b.mdl.add(b.slot[e] != k)
+    for e, f in cuts.apart:
+        b.mdl.add(b.slot[e] != b.slot[f])
+    b.mdl.clear_objective()
+    return b, cuts
+
+
 def target_model(
     log: EventLog,
     codes: TimedCodes,
@@ -138,20 +159,13 @@ def target_model(
     caps = target_caps(per_type, present, target)
     if (caps[present] < 1).any() or (caps < per_type)[present].any():
         return None
-    cuts = box_cuts(log, codes, ticks, caps, max_apart)
-    if cuts.refuted:
+    made = cut_model(log, codes, ticks, caps, max_apart)
+    if made is None:
         return None
-    fit = int_ticks(ticks, codes)
-    assert not isinstance(fit, str)  # box_cuts raised otherwise
-    b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
+    b, cuts = made
     for t, term in b.type_terms.items():
         b.mdl.add(term >= int(max(per_type[t], 1)))
     b.mdl.add(sum(b.type_terms.values()) <= target - 2)
-    for e, k in cuts.forbidden:
-        b.mdl.add(b.slot[e] != k)
-    for e, f in cuts.apart:
-        b.mdl.add(b.slot[e] != b.slot[f])
-    b.mdl.clear_objective()
     return b, cuts
 
 
@@ -246,12 +260,10 @@ def case_model(
         caps[t] = m
     for t in rest:
         caps[t] = max(int(per_type[t]), 1) + left
-    cuts = box_cuts(log, codes, ticks, caps, max_apart)
-    if cuts.refuted:
+    made = cut_model(log, codes, ticks, caps, max_apart)
+    if made is None:
         return None
-    fit = int_ticks(ticks, codes)
-    assert not isinstance(fit, str)  # box_cuts raised otherwise
-    b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
+    b, cuts = made
     for t, term in b.type_terms.items():
         if t in budget:
             b.mdl.add(term == budget[t])
@@ -259,11 +271,6 @@ def case_model(
             b.mdl.add(term >= max(int(per_type[t]), 1))
     if rest:
         b.mdl.add(sum(b.type_terms.values()) == target - 2)
-    for e, k in cuts.forbidden:
-        b.mdl.add(b.slot[e] != k)
-    for e, f in cuts.apart:
-        b.mdl.add(b.slot[e] != b.slot[f])
-    b.mdl.clear_objective()
     return b, cuts
 
 
