@@ -1455,16 +1455,17 @@ def infer_pieces(
     model folded into it (side by side, then its nodes merged into the older ones where
     every invariant still holds, :func:`coarsen_sided` with ``fresh``; then, with
     ``fold_checks`` merge checks per event, the events of the run's nodes left over
-    placed one by one, :func:`fold_repack`) until that model passes ``close_nodes`` nodes (``fold_nodes`` once the log is dense,
-    below), when the next run starts a new one; the models are then put side by side.  A
+    placed one by one, :func:`fold_repack`) until that model passes ``close_nodes``
+    nodes (``fold_nodes`` once the log is dense, below), when the next run starts a new
+    one; the models are then put side by side.  A
     path of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL
     are shared, and no timed walk passes them), and a run's traces satisfy the whole
     log's invariants (each holds on every subset of the traces, with bounds at least as
     tight), so the union satisfies them.  Cost: linear in the runs (each fold works on at
     most ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work
     budget; first fit into the open model checks on its nodes plus the run's unplaced
-    events, stage by stage).  Once a model's first run has more than ``fold_nodes`` nodes (a dense log: it
-    is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
+    events, stage by stage).  Once a model's first run has more than ``fold_nodes`` nodes
+    (a dense log: it is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
     cost per event grows with the run).  Once every run is placed, the models are
     :func:`polish` ed with what is left of ``PIECE_WORK * polish_checks`` work units per
     event once first fit and the folds (both steps) took theirs, shared between the
