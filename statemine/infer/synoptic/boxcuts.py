@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .boxbound import CLIQUE_STEPS, _state, box_bound, disjoint, fix_point, refuted
+from .boxbound import CLIQUE_STEPS, _State, _state, box_bound, disjoint, fix_point, refuted
 from .exact import cp_model
 from .graphbounds import largest_clique
 from .log import EventLog
@@ -73,18 +73,32 @@ class Cuts:
     apart: list[tuple[int, int]] = field(default_factory=list)
 
 
+def box_state(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> _State:
+    """What :func:`box_cuts` shares between budgets (:func:`~.boxbound._state`: systems,
+    initial boxes, conflicts).  ValueError when the times do not fit
+    (:func:`~.perfume_cpsat.int_ticks`)."""
+    fit = int_ticks(ticks, codes)
+    if isinstance(fit, str):
+        raise ValueError(fit)
+    return _state(log, codes, ticks, *fit)
+
+
 def box_cuts(
-    log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray, max_apart: int
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    caps: np.ndarray,
+    max_apart: int,
+    st: _State | None = None,
 ) -> Cuts:
     """The cuts of the module doc for the budget ``caps`` (per type code; every type with
     events limited): boxes narrowed by :func:`~.boxbound.fix_point`, per type a clique of
     events apart as anchors, the slots they forbid, and at most ``max_apart`` pairs of
     non-anchor events apart (per type, the pairs in event order).  ValueError when the
-    times do not fit (:func:`~.perfume_cpsat.int_ticks`)."""
-    fit = int_ticks(ticks, codes)
-    if isinstance(fit, str):
-        raise ValueError(fit)
-    st = _state(log, codes, ticks, *fit)
+    times do not fit (:func:`~.perfume_cpsat.int_ticks`).  ``st``: :func:`box_state` of
+    the same log, made once for many budgets (it does not depend on ``caps``)."""
+    if st is None:
+        st = box_state(log, codes, ticks)
     budget = {t: int(caps[t]) for t in st.events}
     got = fix_point(st, budget, st.lo, st.hi)
     if got is None:
@@ -123,13 +137,19 @@ def target_caps(per_type: np.ndarray, present: np.ndarray, target: int) -> np.nd
 
 
 def cut_model(
-    log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray, max_apart: int
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    caps: np.ndarray,
+    max_apart: int,
+    st: _State | None = None,
 ) -> tuple[Any, Cuts] | None:
     """``(builder, cuts)``: the exact formulation under ``caps`` (nodes per type) with the
     boxes' cuts (:func:`box_cuts`: anchors in fixed slots, forbidden slots, events apart),
     no objective; None when the boxes or a clique refute the caps.  The callers add their
-    totals."""
-    cuts = box_cuts(log, codes, ticks, caps, max_apart)
+    totals.  ``st`` (here and in :func:`target_model`, :func:`case_model`): the log's
+    :func:`box_state`, made once when many caps are asked."""
+    cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
     if cuts.refuted:
         return None
     fit = int_ticks(ticks, codes)
@@ -150,6 +170,7 @@ def target_model(
     per_type: np.ndarray,
     target: int,
     max_apart: int = 20_000,
+    st: _State | None = None,
 ) -> tuple[Any, Cuts] | None:
     """``(builder, cuts)``: the CP-SAT model of "a valid model with at most ``target``
     nodes" with every cut of the module doc (``per_type``: per-type bounds on every
@@ -159,7 +180,7 @@ def target_model(
     caps = target_caps(per_type, present, target)
     if (caps[present] < 1).any() or (caps < per_type)[present].any():
         return None
-    made = cut_model(log, codes, ticks, caps, max_apart)
+    made = cut_model(log, codes, ticks, caps, max_apart, st)
     if made is None:
         return None
     b, cuts = made
@@ -242,6 +263,7 @@ def case_model(
     target: int,
     per_type: np.ndarray,
     max_apart: int = 20_000,
+    st: _State | None = None,
 ) -> tuple[Any, Cuts] | None:
     """``(builder, cuts)``: the CP-SAT model of "a valid model of exactly ``target``
     nodes with exactly ``budget[t]`` nodes of each type ``t`` of ``budget``, at least
@@ -260,7 +282,7 @@ def case_model(
         caps[t] = m
     for t in rest:
         caps[t] = max(int(per_type[t]), 1) + left
-    made = cut_model(log, codes, ticks, caps, max_apart)
+    made = cut_model(log, codes, ticks, caps, max_apart, st)
     if made is None:
         return None
     b, cuts = made
@@ -325,6 +347,7 @@ def settle(
     per = np.asarray(bb.per_type, dtype=np.int64)
     low = bb.bound if low is None else max(low, bb.bound)
     cp = cp_model()
+    st = box_state(log, codes, ticks)  # every case's boxes start from it
     tries: list[tuple[int, int, str, float]] = []
     spent = 0.0
     found: PartitionModel | None = None
@@ -342,9 +365,9 @@ def settle(
                 answers["NOT TRIED"] = answers.get("NOT TRIED", 0) + 1
                 continue
             if split:
-                got = case_model(log, codes, ticks, v, low, per, max_apart)
+                got = case_model(log, codes, ticks, v, low, per, max_apart, st)
             else:
-                got = target_model(log, codes, ticks, per, low, max_apart)
+                got = target_model(log, codes, ticks, per, low, max_apart, st)
             if got is None:
                 answers["CUTS"] = answers.get("CUTS", 0) + 1
                 continue
