@@ -53,6 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_synoptic import _W, REGEX, SEPARATOR, STATES, _markov, event_log, state_log, write_log
 
 from statemine.infer.synoptic.command import run_command
+from statemine.infer.synoptic.log import EventLog
+from statemine.infer.synoptic.options import parse_args
+from statemine.infer.synoptic.perfume import mine_constrained
+from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
 
@@ -134,6 +138,19 @@ def lab_log(
         f"{u} c{c} {state}\n"
         for u, c, state in zip(sub["us"], sub["c"], sub["state"].astype(str), strict=True)
     )
+
+
+def read_conn(text: str) -> tuple[EventLog, pd.DataFrame, TimedCodes, np.ndarray]:
+    """A ``conn``-layout log's ``text`` read as ``--engine perfume -r CONN_REGEX -m
+    CONN_MAPPING`` reads it: the log, its constrained invariants, their codes and the
+    events' exact times (ticks)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conn.log"
+        path.write_text(text)
+        log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
+    frame = mine_constrained(log)
+    ticks, scale = exact_ticks(log)
+    return log, frame, TimedCodes.from_frame(frame, log.types, scale), ticks
 
 
 def bound_and_cpu(log, table) -> tuple[int, float]:

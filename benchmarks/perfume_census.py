@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -30,25 +29,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
+from bench_perfume import interleaved_log, read_conn
 
 from statemine.infer.synoptic.bounds import type_lower_bounds
 from statemine.infer.synoptic.check import violated_edges
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
-from statemine.infer.synoptic.options import parse_args
-from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import (
     _merge_state,
     _restore,
     _TimedMerges,
     infer_perfume,
 )
-from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import (
     TimedCodes,
     bound_violations,
-    exact_ticks,
     intr_violations,
     timed_graph,
 )
@@ -142,13 +137,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "conn.log"
-        path.write_text(interleaved_log(args.events, np.random.default_rng(args.events)))
-        log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
-    frame = mine_constrained(log)
-    ticks, scale = exact_ticks(log)
-    codes = TimedCodes.from_frame(frame, log.types, scale)
+    log, frame, codes, ticks = read_conn(
+        interleaved_log(args.events, np.random.default_rng(args.events))
+    )
     c0 = time.process_time()
     model = infer_perfume(log, codes, ticks, args.seed)
     cpu = time.process_time() - c0

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,13 +45,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_perfume import CONN_MAPPING, CONN_REGEX, interleaved_log
+from bench_perfume import interleaved_log, read_conn
 
 from statemine.infer.synoptic.graphbounds import largest_clique
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
-from statemine.infer.synoptic.options import parse_args
-from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import (
     COARSEN_FAILURES,
     COLOUR_BATCH_EVENTS,
@@ -68,11 +65,9 @@ from statemine.infer.synoptic.perfume_infer import (
     short_traces,
 )
 from statemine.infer.synoptic.refine import refine
-from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import (
     TimedCodes,
     bound_violations,
-    exact_ticks,
     intr_violations,
     timed_graph,
 )
@@ -416,13 +411,8 @@ def polished_line(
 
 def load(events: int) -> tuple[EventLog, TimedCodes, np.ndarray]:
     """``interleaved_log(events, default_rng(events))`` read as the benchmark does."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "conn.log"
-        path.write_text(interleaved_log(events, np.random.default_rng(events)))
-        log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
-    frame = mine_constrained(log)
-    ticks, scale = exact_ticks(log)
-    return log, TimedCodes.from_frame(frame, log.types, scale), ticks
+    log, _, codes, ticks = read_conn(interleaved_log(events, np.random.default_rng(events)))
+    return log, codes, ticks
 
 
 def main() -> None:
