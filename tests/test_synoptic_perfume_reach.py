@@ -251,3 +251,21 @@ def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, 
     init = np.where(rng.random(want.shape) < 0.5, want, -np.inf if upper else np.inf)
     got = walk_extremes(*args, None, init.copy())
     assert np.array_equal(got, _walk_extremes_by_rounds(*args, None, init.copy()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 12), st.integers(0, 4))
+def test_node_values_are_the_per_node_maxima(seed, n_events, n_nodes, n_bounds):
+    """:meth:`Sides.node_values` (sorted runs and ``reduceat``) equals the former
+    ``np.maximum.at`` on random values (-inf included, nodes without events, no event)."""
+    from statemine.infer.synoptic.timeconflicts import Sides
+
+    rng = np.random.default_rng(seed)
+    p = np.where(rng.random((n_bounds, n_events)) < 0.3, -np.inf, rng.random((n_bounds, n_events)))
+    s = np.where(rng.random((n_bounds, n_events)) < 0.3, -np.inf, rng.random((n_bounds, n_events)))
+    part = rng.integers(0, n_nodes, n_events)
+    got = Sides(p, s, np.zeros(n_bounds)).node_values(part, n_nodes)
+    for have, values in zip(got, (p, s), strict=True):
+        want = np.full((n_nodes, n_bounds), -np.inf)
+        np.maximum.at(want, part, values.T)
+        assert np.array_equal(have, want)

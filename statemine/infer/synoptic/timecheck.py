@@ -292,9 +292,7 @@ def closure(g: TimedGraph, seeds: np.ndarray, through: np.ndarray) -> np.ndarray
     root = n_rows * n  # the extra node
     heads = np.concatenate([rows * n + g.src[k], np.full(len(seed_rows), root)])
     tails = np.concatenate([rows * n + g.dst[k], seed_rows * n + seed_nodes])
-    graph = csr_matrix(
-        (np.ones(len(heads), dtype=np.int8), (heads, tails)), shape=(root + 1, root + 1)
-    )
+    graph = csr_matrix((np.ones(len(heads)), (heads, tails)), shape=(root + 1, root + 1))
     found = breadth_first_order(graph, root, directed=True, return_predecessors=False)
     out = np.zeros(root + 1, dtype=bool)
     out[found] = True
@@ -344,7 +342,7 @@ def _positive_cycles_rows(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
     rows, k = np.nonzero(keep)
     heads, tails = rows * n + g.src[k], rows * n + g.dst[k]
     size = n_rows * n
-    graph = csr_matrix((np.ones(len(heads), dtype=np.int8), (heads, tails)), shape=(size, size))
+    graph = csr_matrix((np.ones(len(heads)), (heads, tails)), shape=(size, size))
     _, comp = connected_components(graph, directed=True, connection="strong")
     inner = (comp[heads] == comp[tails]) & (g.wmax[k] > 0)
     return np.isin(comp, comp[heads[inner]]).reshape(n_rows, n)
@@ -414,38 +412,40 @@ def walk_extremes(
         return finish(own, at)
 
     x = np.full(start.shape, none) if init is None else init
-    changed: np.ndarray | None = None
+    cols: np.ndarray | None = None  # nodes whose totals the last round changed
+    at: np.ndarray | slice = slice(None)  # the nodes the last round recomputed
     for _ in range(g.n + 1):
         # After a round, a node none of whose predecessors changed keeps its total in
         # the next (every part of a round is idempotent for fixed inputs), so only the
         # successors of changed nodes are recomputed, over every edge into them: the
         # very totals of a whole round, for less work when few nodes change.
-        at: np.ndarray | slice = slice(None)
-        if changed is not None:
-            edges, nodes, seg = relax.into(np.asarray(changed.any(axis=0)))
+        at = slice(None)
+        if cols is not None:
+            edges, nodes, seg = relax.into(cols)
             if 2 * len(edges) < len(relax.src):
                 at = nodes
         if isinstance(at, slice):
-            nxt = step(x)
-            changed = nxt != x
-            vals = nxt
+            vals = nxt = step(x)
         else:
             vals = step_at(x, edges, at, seg) if len(at) else x[:, at]
-            nxt = x.copy()
-            nxt[:, at] = vals
-            changed = np.zeros(x.shape, dtype=bool)
-            changed[:, at] = vals != x[:, at]
+        changed = vals != x[:, at]
         if not changed.any():
             return x
+        if not isinstance(at, slice):
+            nxt = x.copy()
+            nxt[:, at] = vals
         if stop is not None:
             # totals outside ``at`` are those the previous round checked
             edge = stop[:, at]
             if ((vals > edge) if upper else (vals < edge)).any():
                 return nxt
+        cols = np.zeros(g.n, dtype=bool)
+        cols[at] = changed.any(axis=0)
         x = nxt
     # still growing: positive cycles; everything reachable from a changed node is unbounded
-    assert changed is not None
-    grow = closure(g, changed, ~is_src if first_only else np.ones_like(changed))
+    grow = np.zeros(x.shape, dtype=bool)
+    grow[:, at] = changed
+    grow = closure(g, grow, ~is_src if first_only else np.ones_like(grow))
     x[grow] = np.inf
     return x
 
