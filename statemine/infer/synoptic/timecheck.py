@@ -235,15 +235,29 @@ class _Relax:
         self.src = g.src[order]
         d = g.dst[order]
         self.w = (g.wmax if upper else g.wmin)[order]
+        self.dst = d
+        self.indegree = np.bincount(d, minlength=g.n)
         self.starts = np.nonzero(np.r_[True, d[1:] != d[:-1]])[0] if len(d) else d
         self.targets = d[self.starts] if len(d) else d
         self.upper = upper
         self.n = g.n
 
+    def into(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(edges, at, seg)``: ``at`` the successors of the nodes of the bool mask
+        ``nodes`` (ascending), ``edges`` the indices (in this order, by target) of every
+        edge into them, ``seg`` where each target's edges start in ``edges``."""
+        hit = np.zeros(self.n, dtype=bool)
+        hit[self.dst[nodes[self.src]]] = True
+        at = np.flatnonzero(hit)
+        seg = np.zeros(len(at), dtype=np.int64)
+        np.cumsum(self.indegree[at][:-1], out=seg[1:])
+        return np.flatnonzero(hit[self.dst]), at, seg
+
     def step(self, x: np.ndarray) -> np.ndarray:
         out = np.full(x.shape, -np.inf if self.upper else np.inf)
         if len(self.src):
-            vals = x[:, self.src] + self.w
+            vals = x[:, self.src]
+            vals += self.w
             red = (np.maximum if self.upper else np.minimum).reduceat(vals, self.starts, axis=1)
             out[:, self.targets] = red
         return out
@@ -252,17 +266,37 @@ class _Relax:
 def first_nodes(g: TimedGraph, types: np.ndarray) -> np.ndarray:
     """``out[r, v]``: node ``v`` has type ``types[r]`` and some path from INITIAL (node 0)
     reaches it through no other node of that type (an occurrence of the *first* ``a`` of
-    a model path)."""
-    nt = g.node_type[None, :]
-    is_a = nt == types[:, None]
-    reach = _Reach(g)
-    x = np.zeros(is_a.shape, dtype=bool)
-    x[:, 0] = True
-    while True:
-        more = x | reach(x & ~is_a)
-        if np.array_equal(more, x):
-            return x & is_a
-        x = more
+    a model path).  One breadth-first search (:func:`closure`) from INITIAL over the
+    edges that leave no ``a`` node."""
+    is_a = g.node_type[None, :] == types[:, None]
+    seeds = np.zeros(is_a.shape, dtype=bool)
+    seeds[:, 0] = True
+    return closure(g, seeds, ~is_a) & is_a
+
+
+def closure(g: TimedGraph, seeds: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """``out[r, v]``: ``v`` is a node of ``seeds[r]`` or the end of a walk from one whose
+    every edge leaves a node of ``through[r]`` (bool arrays of shape (rows, ``g.n``)):
+    the least ``x`` holding ``seeds`` with ``x[r, v]`` whenever an edge ``u -> v`` has
+    ``x[r, u] & through[r, u]``, which iterating one edge step at a time reaches after
+    up to ``g.n`` rounds of every edge.  Here in one pass: a breadth-first search
+    (scipy's ``csgraph``, C) on the graph of ``rows x g.n`` nodes (row ``r``'s copy of
+    ``u -> v`` when ``through[r, u]``) from an extra node that has an edge to every
+    seed; the same set (reachability does not depend on the search order)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+
+    n_rows, n = seeds.shape
+    rows, k = np.nonzero(through[:, g.src])
+    seed_rows, seed_nodes = np.nonzero(seeds)
+    root = n_rows * n  # the extra node
+    heads = np.concatenate([rows * n + g.src[k], np.full(len(seed_rows), root)])
+    tails = np.concatenate([rows * n + g.dst[k], seed_rows * n + seed_nodes])
+    graph = csr_matrix((np.ones(len(heads)), (heads, tails)), shape=(root + 1, root + 1))
+    found = breadth_first_order(graph, root, directed=True, return_predecessors=False)
+    out = np.zeros(root + 1, dtype=bool)
+    out[found] = True
+    return out[:root].reshape(n_rows, n)
 
 
 def _positive_cycles(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
@@ -286,14 +320,32 @@ def positive_cycle_nodes(g: TimedGraph, blocked: np.ndarray | None = None) -> np
     there); returns one row per ``blocked`` row, or one row.  Blocking only removes
     edges, so when the whole graph has no such cycle no row has one (one strongly
     connected components pass instead of one per row)."""
-    masks = [None] if blocked is None else list(blocked)
-    out = np.zeros((len(masks), g.n), dtype=bool)
+    out = np.zeros((1 if blocked is None else len(blocked), g.n), dtype=bool)
     full = g.cyclic
-    if not full.any():
+    if not full.any() or not len(out):
         return out
-    for r, mask in enumerate(masks):
-        out[r] = full if mask is None else _positive_cycles(g, ~mask[g.src])
-    return out
+    if blocked is None:
+        out[0] = full
+        return out
+    return _positive_cycles_rows(g, ~blocked[:, g.src])
+
+
+def _positive_cycles_rows(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
+    """``out[r]``: :func:`_positive_cycles` of the edges ``keep[r]`` (bool, rows x
+    edges), all rows in one strongly connected components pass over the graph of
+    ``rows x g.n`` nodes (row ``r``'s copy of each edge it keeps): components never
+    span two rows' copies, so each row's components are its own graph's."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n_rows, n = keep.shape[0], g.n
+    rows, k = np.nonzero(keep)
+    heads, tails = rows * n + g.src[k], rows * n + g.dst[k]
+    size = n_rows * n
+    graph = csr_matrix((np.ones(len(heads)), (heads, tails)), shape=(size, size))
+    _, comp = connected_components(graph, directed=True, connection="strong")
+    inner = (comp[heads] == comp[tails]) & (g.wmax[k] > 0)
+    return np.isin(comp, comp[heads[inner]]).reshape(n_rows, n)
 
 
 def walk_extremes(
@@ -329,32 +381,71 @@ def walk_extremes(
     limit = cap[:, None] if cap is not None else None
     # upper: a node on a positive cycle that a walk reaches has unbounded totals
     cyclic = positive_cycle_nodes(g, is_src if first_only else None) if upper else None
+    if cyclic is not None and not cyclic.any():
+        cyclic = None  # nothing to mark (the usual case: one test instead of one per round)
+
+    def finish(out: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+        """Positive cycles and the cap on a round's totals ``out`` of the nodes ``at``."""
+        if cyclic is not None:
+            out[cyclic[:, at] & (out > -np.inf)] = np.inf
+        return out if limit is None else np.minimum(out, limit, out=out)
 
     def step(x: np.ndarray) -> np.ndarray:
         if first_only:
             x = np.where(is_src, none, x)
-        out = better(x, relax.step(better(x, start)))
-        if cyclic is not None:
-            out = np.where(cyclic & (out > -np.inf), np.inf, out)
-        return out if limit is None else np.minimum(out, limit)
+        out = relax.step(better(x, start))
+        better(x, out, out=out)
+        return finish(out, slice(None))
+
+    def step_at(x: np.ndarray, edges: np.ndarray, at: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        """:func:`step`'s totals of the nodes ``at`` alone (every edge into them:
+        ``edges``, in :class:`_Relax`'s order, each node's from ``seg``)."""
+        src = relax.src[edges]
+        vals = x[:, src]
+        own = x[:, at]
+        if first_only:
+            vals[is_src[:, src]] = none
+            own[is_src[:, at]] = none
+        better(vals, start[:, src], out=vals)
+        vals += relax.w[edges]
+        better(own, better.reduceat(vals, seg, axis=1), out=own)
+        return finish(own, at)
 
     x = np.full(start.shape, none) if init is None else init
+    cols: np.ndarray | None = None  # nodes whose totals the last round changed
+    at: np.ndarray | slice = slice(None)  # the nodes the last round recomputed
     for _ in range(g.n + 1):
-        nxt = step(x)
-        if np.array_equal(nxt, x):
+        # After a round, a node none of whose predecessors changed keeps its total in
+        # the next (every part of a round is idempotent for fixed inputs), so only the
+        # successors of changed nodes are recomputed, over every edge into them: the
+        # very totals of a whole round, for less work when few nodes change.
+        at = slice(None)
+        if cols is not None:
+            edges, nodes, seg = relax.into(cols)
+            if 2 * len(edges) < len(relax.src):
+                at = nodes
+        if isinstance(at, slice):
+            vals = nxt = step(x)
+        else:
+            vals = step_at(x, edges, at, seg) if len(at) else x[:, at]
+        changed = vals != x[:, at]
+        if not changed.any():
             return x
-        if stop is not None and ((nxt > stop) if upper else (nxt < stop)).any():
-            return nxt
-        changed = nxt != x
+        if not isinstance(at, slice):
+            nxt = x.copy()
+            nxt[:, at] = vals
+        if stop is not None:
+            # totals outside ``at`` are those the previous round checked
+            edge = stop[:, at]
+            if ((vals > edge) if upper else (vals < edge)).any():
+                return nxt
+        cols = np.zeros(g.n, dtype=bool)
+        cols[at] = changed.any(axis=0)
         x = nxt
     # still growing: positive cycles; everything reachable from a changed node is unbounded
-    grow = changed
-    reach = _Reach(g)
-    while True:
-        more = grow | reach(grow & ~is_src if first_only else grow)
-        if np.array_equal(more, grow):
-            break
-        grow = more
+    grow = np.zeros(x.shape, dtype=bool)
+    grow[:, at] = changed
+    grow = closure(g, grow, ~is_src if first_only else np.ones_like(grow))
     x[grow] = np.inf
     return x
 
@@ -491,13 +582,7 @@ def intr_violations(g: TimedGraph, codes: TimedCodes) -> np.ndarray:
     nt = g.node_type[None, :]
     is_a = nt == codes.intr_a[:, None]
     through = ~is_a & (nt != codes.intr_b[:, None])
-    reach = _Reach(g)
-    x = reach(is_a)
-    while True:
-        more = x | reach(x & through)
-        if np.array_equal(more, x):
-            break
-        x = more
+    x = closure(g, _Reach(g)(is_a), through)
     return (x & is_a).any(axis=1)
 
 

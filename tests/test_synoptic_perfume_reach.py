@@ -1,0 +1,271 @@
+"""Perfume's reachability in one breadth-first search (issue 31, helper "long19"):
+:func:`~statemine.infer.synoptic.timecheck.closure` and what is built on it
+(:func:`first_nodes`, :func:`intr_violations`, the unbounded tail of :func:`walk_extremes`)
+give the very sets the former one-edge-step-per-round iterations gave, on random graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statemine.infer.synoptic.timecheck import (
+    TimedCodes,
+    TimedGraph,
+    _positive_cycles,
+    _Relax,
+    aggregate_edges,
+    closure,
+    first_nodes,
+    intr_violations,
+    positive_cycle_nodes,
+    walk_extremes,
+)
+
+
+def _step(g: TimedGraph, m: np.ndarray) -> np.ndarray:
+    """One edge step: ``out[r, v]`` = some edge ``u -> v`` has ``m[r, u]``."""
+    out = np.zeros_like(m)
+    rows, k = np.nonzero(m[:, g.src])
+    out[rows, g.dst[k]] = True
+    return out
+
+
+def _closure_by_rounds(g: TimedGraph, seeds: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """The former computation: ``x = seeds``, then ``x |= step(x & through)`` until it
+    stops changing."""
+    x = seeds.copy()
+    while True:
+        more = x | _step(g, x & through)
+        if np.array_equal(more, x):
+            return x
+        x = more
+
+
+def _first_nodes_by_rounds(g: TimedGraph, types: np.ndarray) -> np.ndarray:
+    """The former :func:`first_nodes` (statemine before session 19), kept as reference."""
+    is_a = g.node_type[None, :] == types[:, None]
+    x = np.zeros(is_a.shape, dtype=bool)
+    x[:, 0] = True
+    while True:
+        more = x | _step(g, x & ~is_a)
+        if np.array_equal(more, x):
+            return x & is_a
+        x = more
+
+
+def _intr_by_rounds(g: TimedGraph, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The former :func:`intr_violations`, kept as reference."""
+    nt = g.node_type[None, :]
+    is_a = nt == a[:, None]
+    through = ~is_a & (nt != b[:, None])
+    x = _step(g, is_a)
+    while True:
+        more = x | _step(g, x & through)
+        if np.array_equal(more, x):
+            break
+        x = more
+    return (x & is_a).any(axis=1)
+
+
+def _random_graph(seed: int, n: int, n_edges: int, n_types: int) -> TimedGraph:
+    """A random graph of ``n`` nodes (0/1 INITIAL/TERMINAL, type -1) and up to
+    ``n_edges`` edges (parallel ones merged by :func:`aggregate_edges`)."""
+    rng = np.random.default_rng(seed)
+    node_type = np.r_[-1, -1, rng.integers(0, n_types, n - 2)].astype(np.int64)
+    src = rng.integers(0, n, n_edges)
+    dst = rng.integers(0, n, n_edges)
+    src = np.where(dst == 0, 0, src)  # no edge into INITIAL
+    w = rng.integers(0, 5, n_edges).astype(np.float64)
+    if not n_edges:  # aggregate_edges needs an edge
+        return TimedGraph(n, src, dst, w, w, node_type)
+    return aggregate_edges(n, src, dst, w, w, node_type)
+
+
+def _codes_intr(a: np.ndarray, b: np.ndarray) -> TimedCodes:
+    """Codes with IntrBy pairs ``(a, b)`` only (the other fields are unused here)."""
+    return TimedCodes(
+        None,  # type: ignore[arg-type]
+        a,
+        b,
+        *(np.zeros(0, dtype=np.int64),) * 2,
+        np.zeros(0),
+        *(np.zeros(0, dtype=bool),) * 2,
+        *(np.zeros(0, dtype=np.int64),) * 3,
+    )
+
+
+graphs = st.tuples(
+    st.integers(0, 2**31), st.integers(2, 40), st.integers(0, 120), st.integers(1, 5)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.integers(1, 6), st.floats(0.0, 1.0))
+def test_closure_is_the_fixpoint_of_edge_steps(params, n_rows, density):
+    """Random graphs (2-40 nodes, up to 120 edges, self-loops and cycles included),
+    random seeds and ``through`` masks per row: one breadth-first search gives the set
+    the round-by-round iteration reaches."""
+    g = _random_graph(*params)
+    rng = np.random.default_rng(params[0] + 1)
+    seeds = rng.random((n_rows, g.n)) < density / 4
+    through = rng.random((n_rows, g.n)) < density
+    got = closure(g, seeds, through)
+    assert got.dtype == bool and got.shape == (n_rows, g.n)
+    assert np.array_equal(got, _closure_by_rounds(g, seeds, through))
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs)
+def test_first_nodes_and_intr_by_match_the_former_iterations(params):
+    """:func:`first_nodes` for every type (and a type with no node) and
+    :func:`intr_violations` for every (a, b) pair equal the former iterations."""
+    g = _random_graph(*params)
+    n_types = params[3]
+    types = np.arange(n_types + 1, dtype=np.int64)
+    assert np.array_equal(first_nodes(g, types), _first_nodes_by_rounds(g, types))
+    a, b = (x.ravel().astype(np.int64) for x in np.meshgrid(types, types))
+    assert np.array_equal(intr_violations(g, _codes_intr(a, b)), _intr_by_rounds(g, a, b))
+
+
+def test_closure_by_hand():
+    """A chain 0 -> 2 -> 3 -> 4 -> 1 with 3 closed in row 1: row 0 reaches everything
+    from 0, row 1 stops at 3 (3 is reached, its edge out is not taken); no seeds, no
+    nodes; seeds are in the answer even when closed."""
+    g = aggregate_edges(
+        5,
+        np.array([0, 2, 3, 4]),
+        np.array([2, 3, 4, 1]),
+        np.zeros(4),
+        np.zeros(4),
+        np.array([-1, -1, 0, 1, 0]),
+    )
+    seeds = np.zeros((3, 5), dtype=bool)
+    seeds[:2, 0] = True
+    through = np.ones((3, 5), dtype=bool)
+    through[1, 3] = False
+    through[2] = False
+    seeds[2, 4] = True
+    got = closure(g, seeds, through)
+    assert got.tolist() == [
+        [True, True, True, True, True],
+        [True, False, True, True, False],
+        [False, False, False, False, True],
+    ]
+    assert first_nodes(g, np.array([0, 1])).tolist() == [
+        [False, False, True, False, False],
+        [False, False, False, True, False],
+    ]
+
+
+def _positive_cycle_nodes_by_rows(g: TimedGraph, blocked: np.ndarray) -> np.ndarray:
+    """The former :func:`positive_cycle_nodes` with ``blocked``: one strongly connected
+    components pass per row (:func:`_positive_cycles`)."""
+    out = np.zeros((len(blocked), g.n), dtype=bool)
+    if not g.cyclic.any():
+        return out
+    for r, mask in enumerate(blocked):
+        out[r] = _positive_cycles(g, ~mask[g.src])
+    return out
+
+
+def _walk_extremes_by_rounds(g, sources, upper, first_only, cap, stop, init):
+    """The former :func:`walk_extremes` (statemine before session 19), kept as
+    reference: reachability round by round, positive cycles row by row."""
+    relax = _Relax(g, upper)
+    none = -np.inf if upper else np.inf
+    is_src = g.node_type[None, :] == sources[:, None]
+    starts = _first_nodes_by_rounds(g, sources) if first_only else is_src
+    start = np.where(starts, 0.0, none)
+    better = np.maximum if upper else np.minimum
+    limit = cap[:, None] if cap is not None else None
+    cyclic = None
+    if upper:
+        cyclic = (
+            _positive_cycle_nodes_by_rows(g, is_src)
+            if first_only
+            else positive_cycle_nodes(g, None)
+        )
+
+    def step(x):
+        if first_only:
+            x = np.where(is_src, none, x)
+        out = better(x, relax.step(better(x, start)))
+        if cyclic is not None:
+            out = np.where(cyclic & (out > -np.inf), np.inf, out)
+        return out if limit is None else np.minimum(out, limit)
+
+    x = np.full(start.shape, none) if init is None else init
+    for _ in range(g.n + 1):
+        nxt = step(x)
+        if np.array_equal(nxt, x):
+            return x
+        if stop is not None and ((nxt > stop) if upper else (nxt < stop)).any():
+            return nxt
+        changed = nxt != x
+        x = nxt
+    grow = _closure_by_rounds(g, changed, ~is_src if first_only else np.ones_like(changed))
+    x[grow] = np.inf
+    return x
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.booleans())
+def test_positive_cycles_of_all_rows_at_once(params, zero_weights):
+    """Positive cycles with blocked nodes per row (every type's own nodes blocked, and
+    none), all rows in one pass, equal one pass per row."""
+    g = _random_graph(*params)
+    if zero_weights:  # then no cycle is positive
+        g = TimedGraph(g.n, g.src, g.dst, g.wmin * 0, g.wmax * 0, g.node_type)
+    types = np.arange(params[3] + 1, dtype=np.int64)
+    blocked = g.node_type[None, :] == types[:, None]
+    blocked = np.concatenate([blocked, np.zeros((1, g.n), dtype=bool)])
+    got = positive_cycle_nodes(g, blocked)
+    assert np.array_equal(got, _positive_cycle_nodes_by_rows(g, blocked))
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.booleans(), st.booleans(), st.integers(0, 3), st.integers(0, 2**31))
+def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, seed):
+    """:func:`walk_extremes` on random graphs (cycles, positive or not), every type as a
+    source, upper and lower, AlwaysPrecedes' first ``a`` only, with and without a cap, a
+    ``stop`` (the verdict: does a total pass it) and an ``init`` (the totals on the
+    graph itself, as :class:`BoundCheck` passes them: below / above the answer) equal the
+    former computation."""
+    g = _random_graph(*params)
+    first_only = first_only and upper
+    rng = np.random.default_rng(seed)
+    sources = np.arange(params[3], dtype=np.int64)
+    cap = rng.integers(0, 12, len(sources)).astype(np.float64) if upper and mode & 1 else None
+    args = (g, sources, upper, first_only, cap)
+    want = _walk_extremes_by_rounds(*args, None, None)
+    assert np.array_equal(walk_extremes(*args), want)
+    if mode & 2:
+        stop = rng.integers(0, 12, want.shape).astype(np.float64)
+        passes = (want > stop) if upper else (want < stop)
+        got = walk_extremes(*args, stop)
+        old = _walk_extremes_by_rounds(*args, stop, None)
+        assert ((got > stop) if upper else (got < stop)).any() == passes.any()
+        assert np.array_equal(got, old)
+    # an init below (upper) / above (lower) the answer: a partial run's totals
+    init = np.where(rng.random(want.shape) < 0.5, want, -np.inf if upper else np.inf)
+    got = walk_extremes(*args, None, init.copy())
+    assert np.array_equal(got, _walk_extremes_by_rounds(*args, None, init.copy()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 12), st.integers(0, 4))
+def test_node_values_are_the_per_node_maxima(seed, n_events, n_nodes, n_bounds):
+    """:meth:`Sides.node_values` (sorted runs and ``reduceat``) equals the former
+    ``np.maximum.at`` on random values (-inf included, nodes without events, no event)."""
+    from statemine.infer.synoptic.timeconflicts import Sides
+
+    rng = np.random.default_rng(seed)
+    p = np.where(rng.random((n_bounds, n_events)) < 0.3, -np.inf, rng.random((n_bounds, n_events)))
+    s = np.where(rng.random((n_bounds, n_events)) < 0.3, -np.inf, rng.random((n_bounds, n_events)))
+    part = rng.integers(0, n_nodes, n_events)
+    got = Sides(p, s, np.zeros(n_bounds)).node_values(part, n_nodes)
+    for have, values in zip(got, (p, s), strict=True):
+        want = np.full((n_nodes, n_bounds), -np.inf)
+        np.maximum.at(want, part, values.T)
+        assert np.array_equal(have, want)
