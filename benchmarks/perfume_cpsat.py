@@ -25,7 +25,9 @@ CP-SAT told what the boxes know, S deterministic seconds in all, up to ``--settl
 (the best valid model known; default the engine's), printing each target's answer
 (``--box-probes``: shaving for the starting bound; ``--settle-depth K``: cases fix the
 counts of the first K types only; ``--settle-low``: start from a bound proved before;
-``--settle-cases``: most cases per target; ``--at-most N``: instead,
+``--settle-cases``: most cases per target; ``--settle-old``: every case built alone;
+``--settle-tree S``: :func:`boxcuts.tree_target`, S deterministic seconds per node above
+the last level; ``--at-most N``: instead,
 :func:`boxcuts.model_at_most` with N nodes, S deterministic seconds).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
@@ -82,6 +84,8 @@ def row(
     settle_low: int | None = None,
     settle_cases: int = 400,
     at_most: int = 0,
+    settle_old: bool = False,
+    settle_tree: float = 0.0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,9 +130,12 @@ def row(
             1,
             probes=box_probes,
             depth=settle_depth,
-            report=lambda s: print(s, flush=True),
+            report=lambda s: print(f"{s}, {cpu() - c0:.1f} cpu_s so far", flush=True),
             low=settle_low,
             max_cases=settle_cases,
+            cheap=not settle_old,
+            tree=settle_tree > 0,
+            node_budget=settle_tree or 10.0,
         )
         spent = cpu() - c0
         tried = "; ".join(
@@ -200,6 +207,12 @@ def main() -> None:
     parser.add_argument("--settle-depth", type=int, default=None, help="--settle: types split")
     parser.add_argument("--settle-low", type=int, default=None, help="--settle: a proved bound")
     parser.add_argument("--settle-cases", type=int, default=400, help="--settle: cases at most")
+    parser.add_argument(
+        "--settle-old", action="store_true", help="--settle: build every case alone"
+    )
+    parser.add_argument(
+        "--settle-tree", type=float, default=0.0, help="--settle: tree, det. s per node"
+    )
     parser.add_argument("--at-most", type=int, default=0, help="--settle: model_at_most(N)")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
@@ -230,6 +243,8 @@ def main() -> None:
             opts.settle_low,
             opts.settle_cases,
             opts.at_most,
+            opts.settle_old,
+            opts.settle_tree,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))

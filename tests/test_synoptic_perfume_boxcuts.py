@@ -4,6 +4,8 @@ loses a valid model -- every valid model, renumbered, satisfies the target's CP-
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -113,7 +115,8 @@ def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
     tmp_path_factory, n, seed, engine_seed
 ):
     """Random connection logs of 8-41 events: the settled interval (split and whole, up
-    to one above the engine's model) holds CP-SAT's optimum of the formulation without
+    to one above the engine's model; by the tree of partial cases, each node above the
+    last level given too little time to answer, so the tree splits) holds CP-SAT's optimum of the formulation without
     any cut (caps: every event a node of its own) whenever that is OPTIMAL, a settled
     minimum comes with a valid model of the optimum's size (the cuts keep a smallest
     model), and the engine's valid model (seeded) keeps its targets' cuts."""
@@ -123,9 +126,11 @@ def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
     assert keeps(log, codes, ticks, engine, box_bound(log, codes, ticks).per_type)
     caps = np.bincount(log.codes, minlength=len(log.types))
     plain = perfume_cpsat.solve(log, codes, ticks, caps, 20.0)
-    for split in (True, False):
+    for split, tree in ((True, False), (False, False), (True, True)):
         # one above the engine's: when the engine is at the minimum, CP-SAT must find it
-        got = boxcuts.settle(log, codes, ticks, engine.n_nodes + 1, 20.0, split=split)
+        got = boxcuts.settle(
+            log, codes, ticks, engine.n_nodes + 1, 20.0, split=split, tree=tree, node_budget=0.05
+        )
         assert got.low <= got.high <= engine.n_nodes + 1
         if plain.status == "OPTIMAL":
             assert got.low <= plain.nodes
@@ -133,3 +138,108 @@ def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
                 assert got.model is not None and got.model.n_nodes == plain.nodes
         if got.model is not None:
             assert perfume_cpsat.valid(got.model, codes, ticks)
+
+
+def _answer(got) -> str:
+    """A case's verdict: "CUTS" (refuted without CP-SAT), else CP-SAT's status solved to
+    the end (one worker, 30 deterministic s), a model found checked against its counts."""
+    if got is None:
+        return "CUTS"
+    b, _ = got
+    run = perfume_cpsat._run(perfume_cpsat.cp_model(), b, 30.0, 0)
+    assert run is not None
+    name = run[0]
+    return "FEASIBLE" if name in ("OPTIMAL", "FEASIBLE") else name
+
+
+def same_verdicts(log, codes, ticks, target: int, limit: int = 24) -> list[str]:
+    """Every budget vector of ``target`` (:func:`boxcuts.maximal_vectors`, the first
+    ``limit``, and each with its first type only, a partial case) asked both ways: the
+    case built alone (:func:`boxcuts.case_model`) and on one base model per target
+    (:func:`boxcuts.case_on_base`, the settle path): the same verdict, and a model the
+    cheap case finds has exactly the case's counts.  Returns the verdicts."""
+    per = box_bound(log, codes, ticks).per_type
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    types = np.nonzero(present)[0].tolist()
+    full = list(itertools.islice(boxcuts.maximal_vectors(per, types, target), limit))
+    cases = full + [dict(list(v.items())[:1]) for v in full[:4]]
+    base = boxcuts._base_for(log, codes, ticks, cases, target, per)
+    out = []
+    for v in cases:
+        old = _answer(boxcuts.case_model(log, codes, ticks, v, target, per))
+        got = boxcuts.case_on_base(base, log, codes, ticks, v, target, per)
+        assert old == _answer(got), (v, target)
+        if got is not None and old == "FEASIBLE":
+            b, _ = got
+            run = perfume_cpsat._run(perfume_cpsat.cp_model(), b, 30.0, 0)
+            model = perfume_cpsat._model_of(b, run[1])
+            counts = np.bincount(model.node_type[2:], minlength=len(log.types))
+            assert all(counts[t] == m for t, m in v.items())
+            assert counts.sum() + 2 == target
+        out.append(old)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(tiny_logs, st.sampled_from(["none", "source", "loop"]))
+def test_cheap_cases_answer_as_the_cases_built_alone(tmp_path_factory, traces, shape):
+    """Random tiny logs: at the exact minimum and one above, every case asked on one
+    base model per target gets the verdict of the case built alone."""
+    log = write_log(tmp_path_factory.mktemp("q"), shaped(traces, shape))
+    _, codes, ticks = _codes(log)
+    caps = np.bincount(log.codes, minlength=len(log.types))
+    best = perfume_cpsat.solve(log, codes, ticks, caps, 30.0)
+    assert best.status == "OPTIMAL"
+    for target in (best.nodes, best.nodes + 1):
+        same_verdicts(log, codes, ticks, target)
+
+
+def test_cheap_cases_tell_cases_apart(tmp_path):
+    """A 27-event connection log (minimum 24): at 25 nodes some cases have a model and
+    others have none, and each cheap case answers as the case built alone -- so the
+    cheap path cannot ignore a case's counts or caps (its base model allows them all)."""
+    log = _small_conn_log(tmp_path, 20, 22_003)
+    _, codes, ticks = _codes(log)
+    verdicts = same_verdicts(log, codes, ticks, 25, limit=40)
+    assert "FEASIBLE" in verdicts and {"INFEASIBLE", "CUTS"} & set(verdicts)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(8, 40), st.integers(0, 10**6), st.integers(0, 3))
+def test_tree_reaches_every_case(tmp_path_factory, n, seed, above):
+    """Random connection logs: when no node above the last level answers, the tree's
+    leaves are exactly :func:`boxcuts.survivors`' cases (each once), so closing them all
+    refutes what the list of cases refutes; a node closed above the last level closes
+    no leaf outside its counts."""
+    log = _small_conn_log(tmp_path_factory.mktemp("t"), n, seed)
+    _, codes, ticks = _codes(log)
+    per = box_bound(log, codes, ticks).per_type
+    target = int(np.maximum(per, 0).sum()) + 2 + above
+    state = boxcuts.box_state(log, codes, ticks)
+    cases = boxcuts.survivors(log, codes, ticks, per, target, max_cases=10**6)
+    assert cases is not None
+    leaves: list[dict[int, int]] = []
+
+    def ask(counts: dict[int, int], last: bool) -> str:
+        if last:
+            leaves.append(counts)
+            return "INFEASIBLE"
+        return "UNKNOWN"
+
+    answers, done = boxcuts.tree_target(state, per, target, ask)
+    assert done and answers.get("INFEASIBLE", 0) == len(leaves)
+    key = sorted(tuple(sorted(v.items())) for v in leaves)
+    assert key == sorted(tuple(sorted(v.items())) for v in cases)
+    if not cases:
+        return
+    first = min(cases[0])  # close the branch of the first case's first count
+
+    def closing(counts: dict[int, int], last: bool) -> str:
+        if len(counts) == 1 and counts[first] == cases[0][first]:
+            return "INFEASIBLE"
+        if last:
+            assert counts[first] != cases[0][first]
+            return "INFEASIBLE"
+        return "UNKNOWN"
+
+    boxcuts.tree_target(state, per, target, closing)

@@ -36,6 +36,15 @@ Two ways to ask a target (:func:`settle`, ``split``):
   is refuted, a model of at most ``N`` nodes has exactly ``N``, so below a budget of
   ``N - 2`` in all it *equals* it: each type's used slots are fixed to its budget.
 
+Cheaper cases (session 19): the formulation does not depend on the case but through
+its caps, anchors and counts, so :func:`case_base` builds it once per target (caps the
+largest of its cases', no symmetry breaking) and :func:`case_on_base` adds a case's
+caps, anchors, value precedence, cuts and counts to a copy (the same valid models as
+:func:`case_model`'s).  *The tree* (:func:`tree_target`, ``settle(tree=True)``): the
+cases' counts fixed one type at a time, each partial case (exact counts on the types
+fixed, :func:`case_model`'s semantics) asked of CP-SAT first; INFEASIBLE closes every
+case below it, so a target costs the nodes CP-SAT cannot close rather than every case.
+
 :func:`settle` raises ``N`` from the boxes' bound while every answer is INFEASIBLE (or
 the cuts alone refute it); a model found is checked by the engine's checker
 (:func:`~.perfume_cpsat.valid`) and is then the minimum.  Any other answer stops with the
@@ -44,6 +53,7 @@ interval.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -56,7 +66,7 @@ from .exact import cp_model
 from .graphbounds import largest_clique
 from .log import EventLog
 from .model import PartitionModel
-from .perfume_cpsat import ROUND_COST, _model_of, _run, build, int_ticks, valid
+from .perfume_cpsat import ROUND_COST, _model_of, _objective, _run, build, int_ticks, valid
 from .timecheck import TimedCodes
 
 
@@ -155,10 +165,7 @@ def cut_model(
     fit = int_ticks(ticks, codes)
     assert not isinstance(fit, str)  # box_cuts raised otherwise
     b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
-    for e, k in cuts.forbidden:
-        b.mdl.add(b.slot[e] != k)
-    for e, f in cuts.apart:
-        b.mdl.add(b.slot[e] != b.slot[f])
+    _add_cuts(b, cuts)
     b.mdl.clear_objective()
     return b, cuts
 
@@ -272,6 +279,23 @@ def case_model(
     None when the counts do not add up or the boxes or a clique refute the caps.
     (Exactly, not at most: :func:`settle` asks ``target`` only once every smaller total
     is refuted.)"""
+    caps = case_caps(log, budget, target, per_type)
+    if caps is None:
+        return None
+    made = cut_model(log, codes, ticks, caps, max_apart, st)
+    if made is None:
+        return None
+    b, cuts = made
+    _case_counts(b, budget, target, per_type)
+    return b, cuts
+
+
+def case_caps(
+    log: EventLog, budget: dict[int, int], target: int, per_type: np.ndarray
+) -> np.ndarray | None:
+    """Per type code the nodes a case of :func:`case_model` allows: ``budget[t]`` on
+    its types, ``max(per_type[u], 1)`` plus the nodes left on every other type ``u``
+    with events, 0 on types without events; None when the counts exceed ``target - 2``."""
     present = np.bincount(log.codes, minlength=len(log.types)) > 0
     rest = [t for t in np.nonzero(present)[0].tolist() if t not in budget]
     left = target - 2 - sum(budget.values()) - sum(max(int(per_type[t]), 1) for t in rest)
@@ -282,18 +306,214 @@ def case_model(
         caps[t] = m
     for t in rest:
         caps[t] = max(int(per_type[t]), 1) + left
-    made = cut_model(log, codes, ticks, caps, max_apart, st)
-    if made is None:
-        return None
-    b, cuts = made
+    return caps
+
+
+def _case_counts(b: Any, budget: dict[int, int], target: int, per_type: np.ndarray) -> None:
+    """A case's totals on ``b`` (its ``type_terms`` made): exactly ``budget[t]`` used
+    slots of each type of ``budget``, at least ``max(per_type[u], 1)`` of every other
+    type and, when there are such types, ``target - 2`` in all."""
     for t, term in b.type_terms.items():
         if t in budget:
             b.mdl.add(term == budget[t])
         else:
             b.mdl.add(term >= max(int(per_type[t]), 1))
-    if rest:
+    if any(t not in budget for t in b.type_terms):
         b.mdl.add(sum(b.type_terms.values()) == target - 2)
+
+
+def _add_cuts(b: Any, cuts: Cuts) -> None:
+    """``cuts``' forbidden slots and events apart on ``b`` (anchors: :func:`build` or
+    :func:`~.perfume_cpsat._objective`)."""
+    for e, k in cuts.forbidden:
+        b.mdl.add(b.slot[e] != k)
+    for e, f in cuts.apart:
+        b.mdl.add(b.slot[e] != b.slot[f])
+
+
+def case_base(log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray) -> Any:
+    """The part of every case's model that does not depend on the case: the exact
+    formulation (:func:`~.perfume_cpsat.build`) under ``caps`` (per type code, at least
+    every case's caps: :func:`case_caps`) without symmetry breaking or objective
+    (``order=False``).  Built once per target; :func:`case_on_base` copies it per
+    case.  ValueError when the times do not fit (:func:`~.perfume_cpsat.int_ticks`)."""
+    fit = int_ticks(ticks, codes)
+    if isinstance(fit, str):
+        raise ValueError(fit)
+    return build(log, codes, *fit, np.maximum(caps, 1), order=False)
+
+
+def case_on_base(
+    base: Any,
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    budget: dict[int, int],
+    target: int,
+    per_type: np.ndarray,
+    max_apart: int = 20_000,
+    st: _State | None = None,
+) -> tuple[Any, Cuts] | None:
+    """:func:`case_model`'s question on a copy of ``base`` (:func:`case_base`, caps at
+    least the case's): the same valid models, found without building the formulation
+    again.  On the copy: each free slot below the case's cap (node values of the slots
+    above are then in no constraint but their own bounds, so they change nothing), the
+    anchors and value precedence (:func:`~.perfume_cpsat._objective` with the case's
+    caps), the forbidden slots and events apart, the case's counts.  None when the
+    counts do not add up or the boxes or a clique refute the caps; ValueError when a
+    case's cap exceeds the base's."""
+    caps = case_caps(log, budget, target, per_type)
+    if caps is None:
+        return None
+    cap1 = np.maximum(caps, 1)
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    if (cap1 > base.caps)[present].any():
+        raise ValueError("a case's caps exceed its base model's")
+    cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
+    if cuts.refuted:
+        return None
+    b = copy.copy(base)
+    b.mdl = base.mdl.clone()
+    b.caps = cap1
+    b.slot = [
+        s if isinstance(s, int) else b.mdl.get_int_var_from_proto_index(s.index) for s in base.slot
+    ]
+    for s, t in zip(b.slot, log.codes.tolist()):
+        if not isinstance(s, int) and cap1[t] < base.caps[t]:
+            b.mdl.add(s <= int(cap1[t]) - 1)
+    _objective(b, log.codes, cuts.anchors)
+    b.mdl.clear_objective()
+    _add_cuts(b, cuts)
+    _case_counts(b, budget, target, per_type)
     return b, cuts
+
+
+def _base_for(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    cases: list[dict[int, int]],
+    target: int,
+    per_type: np.ndarray,
+) -> Any:
+    """:func:`case_base` under the per-type largest of the ``cases``' caps
+    (:func:`case_caps`); None when no case's counts add up."""
+    caps = [c for v in cases if (c := case_caps(log, v, target, per_type)) is not None]
+    if not caps:
+        return None
+    return case_base(log, codes, ticks, np.max(np.stack(caps), axis=0))
+
+
+#: A tree node's verdict that leaves its branch open.
+OPEN = ("UNKNOWN", "CRASHED", "MODEL_INVALID", "NOT TRIED")
+
+
+def tree_target(
+    st: _State,
+    per_type: np.ndarray,
+    target: int,
+    ask: Callable[[dict[int, int], bool], str],
+    probes: int = 0,
+) -> tuple[dict[str, int], bool]:
+    """Target ``target`` refuted by a tree of partial cases (every smaller total
+    refuted): the first level fixes the count of the first type (code order), each
+    level below one more, as :func:`survivors` does; a node is first put to the boxes
+    (:func:`~.boxbound.refuted`, ``probes`` shaving splits: a budget refuted there
+    refutes every smaller count of its last type too, as budgets are "at most"), then
+    to ``ask(counts, last)`` (``last``: every type counted): "INFEASIBLE" or "CUTS"
+    closes the node's branch, "FOUND" (a model) stops the tree, any other answer
+    splits the node into its children, or at the last level leaves the target open.
+    Every valid model of ``target`` nodes has each type's count in one child of every
+    node it lies below (:func:`case_model`'s cases: exact counts on the types fixed),
+    so all branches closed refutes the target.  ``(answers, done)``: per verdict the
+    nodes that got it ("SPLIT": answered otherwise and split; "BOXES": refuted by the
+    boxes) and whether the tree ran to its end (False: a model was found)."""
+    types = sorted(st.events)
+    answers: dict[str, int] = {}
+    extra = target - 2 - sum(int(per_type[t]) for t in types)
+
+    def note(key: str) -> None:
+        answers[key] = answers.get(key, 0) + 1
+
+    def grow(budget: dict[int, int], level: int, left: int) -> bool:
+        # False when a model was found
+        t = types[level]
+        last = level == len(types) - 1
+        for x in range(left, -1, -1) if not last else [left]:
+            nxt = {**budget, t: int(per_type[t]) + x}
+            if refuted(st, nxt, probes=probes):
+                note("BOXES")
+                break  # below a refuted budget every budget is refuted
+            got = ask(nxt, last)
+            if got == "FOUND":
+                note(got)
+                return False
+            if got in ("INFEASIBLE", "CUTS") or last:
+                note(got)
+                continue
+            note("SPLIT")
+            if not grow(nxt, level + 1, left - x):
+                return False
+        return True
+
+    if extra < 0 or not types:
+        return answers, True
+    return answers, grow({}, 0, extra)
+
+
+@dataclass
+class _Asker:
+    """:func:`tree_target`'s ``ask`` for one target of :func:`settle`: the partial case
+    on a copy of ``base`` (:func:`case_on_base`) solved within ``budgets`` (deterministic
+    seconds: per node above the last level, per node at the last, in all); a model found
+    is checked by the engine's checker (AssertionError otherwise: a cut would be unsound)
+    and kept in ``found``.  ``spent``: deterministic seconds charged (at least
+    ``ROUND_COST`` a run), ``det``: spent by CP-SAT."""
+
+    base: Any
+    data: tuple[EventLog, TimedCodes, np.ndarray]
+    target: int
+    per_type: np.ndarray
+    st: _State
+    budgets: tuple[float, float, float]
+    max_apart: int
+    seed: int
+    spent: float = 0.0
+    det: float = 0.0
+    found: PartitionModel | None = None
+
+    def __call__(self, counts: dict[int, int], last: bool) -> str:
+        log, codes, ticks = self.data
+        node, leaf, total = self.budgets
+        if total - self.spent <= 1e-3:
+            return "NOT TRIED"
+        got = case_on_base(
+            self.base,
+            log,
+            codes,
+            ticks,
+            counts,
+            self.target,
+            self.per_type,
+            self.max_apart,
+            self.st,
+        )
+        if got is None:
+            return "CUTS"
+        b, _ = got
+        run = _run(cp_model(), b, min(leaf if last else node, total - self.spent), self.seed)
+        if run is None:
+            return "CRASHED"
+        name, values, _, det = run
+        self.spent += max(det, ROUND_COST)
+        self.det += det
+        if values is None:
+            return name
+        model = _model_of(b, values)
+        if not valid(model, codes, ticks) or model.n_nodes != self.target:
+            raise AssertionError("CP-SAT's model contradicts the cuts: one is unsound")
+        self.found = model
+        return "FOUND"
 
 
 @dataclass(frozen=True)
@@ -327,6 +547,9 @@ def settle(
     depth: int | None = None,
     report: Callable[[str], None] | None = None,
     low: int | None = None,
+    cheap: bool = True,
+    tree: bool = False,
+    node_budget: float = 10.0,
 ) -> Settled:
     """Deepening on the total (module doc) from :func:`~.boxbound.box_bound`'s bound
     (from ``per_type``, default :func:`~.perfume_cpsat.type_lows`; ``probes`` shaving
@@ -342,7 +565,15 @@ def settle(
     ``split`` False: one :func:`target_model` per target instead (``case_budget`` each).
     ``report``: called with a line per target answered (progress).  ``low``: a bound
     proved before (every valid model has at least that many nodes), to start from when
-    above the boxes' bound."""
+    above the boxes' bound.  ``cheap`` (split only): each target's formulation is built
+    once (:func:`case_base`, caps the largest of its cases') and every case asked on a
+    copy (:func:`case_on_base`, the same valid models as :func:`case_model`'s); False:
+    :func:`case_model` builds it again per case.  ``tree``: each target by
+    :func:`tree_target` instead of the list of cases (``split``, ``depth``, ``max_cases``
+    and ``cheap`` unused): partial cases on one base model per target (caps
+    :func:`target_caps`), at most ``node_budget`` deterministic seconds per node above
+    the last level (``case_budget`` at the last); ``tries`` then counts the nodes asked
+    and their verdicts ("SPLIT", "BOXES": :func:`tree_target`)."""
     bb = box_bound(log, codes, ticks, per_type, probes=probes)
     per = np.asarray(bb.per_type, dtype=np.int64)
     low = bb.bound if low is None else max(low, bb.bound)
@@ -351,7 +582,32 @@ def settle(
     tries: list[tuple[int, int, str, float]] = []
     spent = 0.0
     found: PartitionModel | None = None
-    while low < high and found is None and budget - spent > 1e-3:
+    while low < high and found is None and budget - spent > 1e-3 and tree:
+        present = np.bincount(log.codes, minlength=len(log.types)) > 0
+        ask = _Asker(
+            case_base(log, codes, ticks, np.maximum(target_caps(per, present, low), 1)),
+            (log, codes, ticks),
+            low,
+            per,
+            st,
+            (node_budget, case_budget, budget - spent),
+            max_apart,
+            seed,
+        )
+        verdicts, _ = tree_target(st, per, low, ask, probes)
+        spent += ask.spent
+        found = ask.found
+        high = high if found is None else found.n_nodes
+        asked = sum(verdicts.values())
+        text = ", ".join(f"{k}: {n}" for k, n in sorted(verdicts.items()))
+        tries.append((low, asked, text, ask.det))
+        if report is not None:
+            report(f"target {low}: {asked} nodes, {text}, {ask.det:.1f} det s")
+        if found is None and set(verdicts) <= {"INFEASIBLE", "CUTS", "SPLIT", "BOXES"}:
+            low += 1
+            continue
+        break
+    while low < high and found is None and budget - spent > 1e-3 and not tree:
         cases: list[dict[int, int]] | None = [{}]
         if split:
             cases = survivors(log, codes, ticks, per, low, probes, depth, max_cases)
@@ -360,11 +616,16 @@ def settle(
             break
         answers: dict[str, int] = {}
         det_here = 0.0
+        base = None
+        if split and cheap:
+            base = _base_for(log, codes, ticks, cases, low, per)
         for v in cases:
             if budget - spent <= 1e-3:
                 answers["NOT TRIED"] = answers.get("NOT TRIED", 0) + 1
                 continue
-            if split:
+            if base is not None:
+                got = case_on_base(base, log, codes, ticks, v, low, per, max_apart, st)
+            elif split:
                 got = case_model(log, codes, ticks, v, low, per, max_apart, st)
             else:
                 got = target_model(log, codes, ticks, per, low, max_apart, st)

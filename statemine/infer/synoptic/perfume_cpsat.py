@@ -305,12 +305,15 @@ def build(
     caps: np.ndarray,
     fixed: np.ndarray | None = None,
     anchors: dict[int, list[int]] | None = None,
+    order: bool = True,
 ) -> _Builder:
     """The CP-SAT model of every invariant of ``codes`` on ``log`` (integer ``ticks``
     and bound values ``bounds``, :func:`int_ticks`) with at most ``caps[t]`` nodes of
     type ``t``; ``fixed[e]`` >= 0 fixes event ``e``'s slot.  Objective: used slots.
     ``anchors`` (every event free only): per type, events that no valid model within the
-    caps puts in one node, placed in slots ``0, 1, ...`` (:func:`_objective`)."""
+    caps puts in one node, placed in slots ``0, 1, ...`` (:func:`_objective`).  ``order``
+    False: neither the objective nor its symmetry breaking (value precedence, anchors,
+    ``type_terms``), for a caller that adds them later (:func:`_objective`) on a copy."""
     cp = cp_model()
     n = log.n_events
     if fixed is None:
@@ -369,7 +372,8 @@ def build(
     for a, bt in zip(codes.intr_a.tolist(), codes.intr_b.tolist()):
         if a in present:
             _forward_from(b, a, present - {a, bt}, {a})
-    _objective(b, ev_codes, anchors or {})
+    if order:
+        _objective(b, ev_codes, anchors or {})
     return b
 
 
