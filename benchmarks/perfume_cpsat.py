@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -48,14 +47,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_perfume import CONN_MAPPING, CONN_REGEX, TRACES, interleaved_log, lab_log
+from bench_perfume import TRACES, interleaved_log, lab_log, read_conn
 
 from statemine.infer.synoptic import boxbound, boxcuts, jointbound, perfume_cpsat
-from statemine.infer.synoptic.options import parse_args
-from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.perfume_infer import infer_perfume
-from statemine.infer.synoptic.run import read_log
-from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
 
 
@@ -88,15 +83,9 @@ def row(
     settle_tree: float = 0.0,
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "conn.log"
-        rng = np.random.default_rng(n)
-        text = lab_log(TRACES / lab, n, rng, max_trace) if lab else interleaved_log(n, rng)
-        path.write_text(text)
-        log = read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
-    inv = mine_constrained(log)
-    ticks, scale = exact_ticks(log)
-    codes = TimedCodes.from_frame(inv, log.types, scale)
+    rng = np.random.default_rng(n)
+    text = lab_log(TRACES / lab, n, rng, max_trace) if lab else interleaved_log(n, rng)
+    log, _, codes, ticks = read_conn(text)
     bound = perfume_lower_bound(log, codes, ticks)
     if box:
         from statemine.infer.synoptic.timeconflicts import perfume_type_bounds
