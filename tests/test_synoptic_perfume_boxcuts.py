@@ -172,6 +172,7 @@ def same_verdicts(log, codes, ticks, target: int, limit: int = 24) -> list[str]:
         if got is not None and old == "FEASIBLE":
             b, _ = got
             run = perfume_cpsat._run(perfume_cpsat.cp_model(), b, 30.0, 0)
+            assert run is not None and run[1] is not None  # FEASIBLE: CP-SAT's values
             model = perfume_cpsat._model_of(b, run[1])
             counts = np.bincount(model.node_type[2:], minlength=len(log.types))
             assert all(counts[t] == m for t, m in v.items())
