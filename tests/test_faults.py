@@ -33,9 +33,13 @@ INFER_SET = [
 ]
 
 # A child that writes a set of five files with write_set, announcing each file and pausing
-# after it (argv: out, tag, pause seconds, "exchange"|"renames", pause in the swap).
+# after it, with SIGINT's default handler (argv: out, tag, pause seconds, "exchange"|"renames",
+# pause in the swap).
 CHILD = r"""
-import sys, time
+import signal, sys, time
+# SIGINT as a terminal delivers it: a shell starts background jobs with SIGINT ignored, and
+# Python keeps an ignored SIGINT ignored, so a suite run in the background saw exit 0
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from statemine import fileio
 out, tag, pause, how, swap_pause = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 write_new, swap_in = fileio._write_new, fileio._swap_in
