@@ -1,7 +1,9 @@
 """Perfume's reachability in one breadth-first search (issue 31, helper "long19"):
 :func:`~statemine.infer.synoptic.timecheck.closure` and what is built on it
 (:func:`first_nodes`, :func:`intr_violations`, the unbounded tail of :func:`walk_extremes`)
-give the very sets the former one-edge-step-per-round iterations gave, on random graphs."""
+give the very sets the former one-edge-step-per-round iterations gave, on random graphs
+and on chains that take one round per node (session 20, helper "reach20": the search's
+graph built in CSR form directly, :func:`_sorted_csr`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from statemine.infer.synoptic.timecheck import (
     TimedGraph,
     _positive_cycles,
     _Relax,
+    _sorted_csr,
     aggregate_edges,
     closure,
     first_nodes,
@@ -34,12 +37,19 @@ def _step(g: TimedGraph, m: np.ndarray) -> np.ndarray:
 def _closure_by_rounds(g: TimedGraph, seeds: np.ndarray, through: np.ndarray) -> np.ndarray:
     """The former computation: ``x = seeds``, then ``x |= step(x & through)`` until it
     stops changing."""
-    x = seeds.copy()
+    return _closure_and_rounds(g, seeds, through)[0]
+
+
+def _closure_and_rounds(
+    g: TimedGraph, seeds: np.ndarray, through: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """:func:`_closure_by_rounds` and the number of rounds that added a node."""
+    x, rounds = seeds.copy(), 0
     while True:
         more = x | _step(g, x & through)
         if np.array_equal(more, x):
-            return x
-        x = more
+            return x, rounds
+        x, rounds = more, rounds + 1
 
 
 def _first_nodes_by_rounds(g: TimedGraph, types: np.ndarray) -> np.ndarray:
@@ -126,6 +136,77 @@ def test_first_nodes_and_intr_by_match_the_former_iterations(params):
     assert np.array_equal(first_nodes(g, types), _first_nodes_by_rounds(g, types))
     a, b = (x.ravel().astype(np.int64) for x in np.meshgrid(types, types))
     assert np.array_equal(intr_violations(g, _codes_intr(a, b)), _intr_by_rounds(g, a, b))
+
+
+def _chain_graph(seed: int, n: int, n_back: int, n_types: int) -> tuple[TimedGraph, np.ndarray]:
+    """A graph of ``n`` nodes whose walks from INITIAL take one round per node: the chain
+    ``0 -> order[0] -> ... -> order[-1] -> 1`` through the other nodes in a random
+    order, plus ``n_back`` random edges that go back along it (self-loops and cycles,
+    no shortcut).  Returns the graph and ``order``."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(np.arange(2, n))
+    chain = np.r_[0, order, 1]
+    at = rng.integers(1, len(chain) - 1, (2, n_back))  # chain positions of inner nodes
+    back_from, back_to = at.max(axis=0), at.min(axis=0)
+    src = np.r_[chain[:-1], chain[back_from]]
+    dst = np.r_[chain[1:], chain[back_to]]
+    w = rng.integers(0, 5, len(src)).astype(np.float64)
+    node_type = np.r_[-1, -1, rng.integers(0, n_types, n - 2)].astype(np.int64)
+    return aggregate_edges(n, src, dst, w, w, node_type), order
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**31), st.integers(3, 300), st.integers(0, 40), st.integers(1, 5))
+def test_closure_on_chains_that_settle_late_or_early(seed, n, n_back, n_types):
+    """Chains of 3-300 nodes: row 0 (every node open, seed INITIAL) takes one round per
+    node (``n - 1``, far past the ~8 of the connection logs), row 1 is closed at a random
+    chain position and settles after it, row 2 is seeded mid-chain; the search gives
+    what the rounds give, and :func:`first_nodes` / :func:`intr_violations` on the
+    chain equal the former iterations."""
+    g, order = _chain_graph(seed, n, n_back, n_types)
+    rng = np.random.default_rng(seed + 1)
+    seeds = np.zeros((3, n), dtype=bool)
+    seeds[:2, 0] = True
+    seeds[2, order[rng.integers(0, len(order))]] = True
+    through = np.ones((3, n), dtype=bool)
+    cut = rng.integers(0, len(order))
+    through[1, order[cut]] = False
+    want, rounds = _closure_and_rounds(g, seeds, through)
+    assert rounds >= n - 1  # row 0: INITIAL, the n - 2 chain nodes, TERMINAL
+    assert want[0].all() and want[1].sum() == cut + 2  # INITIAL, order[: cut + 1]
+    _, early = _closure_and_rounds(g, seeds[1:2], through[1:2])
+    assert early == cut + 1
+    assert np.array_equal(closure(g, seeds, through), want)
+    types = np.arange(n_types + 1, dtype=np.int64)
+    assert np.array_equal(first_nodes(g, types), _first_nodes_by_rounds(g, types))
+    a, b = (x.ravel().astype(np.int64) for x in np.meshgrid(types, types))
+    assert np.array_equal(intr_violations(g, _codes_intr(a, b)), _intr_by_rounds(g, a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs)
+def test_graph_sources_ascend(params):
+    """The CSR graphs of :func:`closure` and the positive-cycle passes take
+    ``TimedGraph.src`` as ascending: :func:`aggregate_edges` leaves it so."""
+    g = _random_graph(*params)
+    assert (np.diff(g.src) >= 0).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 60), st.integers(0, 200))
+def test_sorted_csr_is_the_coo_matrix(seed, size, n_edges):
+    """:func:`_sorted_csr` (row pointers counted, no sort) is the matrix scipy builds
+    from the same edges as COO (duplicates, self-loops, empty rows, no edge)."""
+    from scipy.sparse import csr_matrix
+
+    rng = np.random.default_rng(seed)
+    heads = np.sort(rng.integers(0, size, n_edges))
+    tails = rng.integers(0, size, n_edges)
+    got = _sorted_csr(size, heads, tails)
+    want = csr_matrix((np.ones(n_edges), (heads, tails)), shape=(size, size))
+    assert got.shape == (size, size)
+    assert np.array_equal(got.toarray(), want.toarray())
+    assert np.array_equal(np.diff(got.indptr), np.bincount(heads, minlength=size))
 
 
 def test_closure_by_hand():
