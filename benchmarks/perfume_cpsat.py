@@ -27,7 +27,7 @@ CP-SAT told what the boxes know, S deterministic seconds in all, up to ``--settl
 counts of the first K types only; ``--settle-low``: start from a bound proved before;
 ``--settle-cases``: most cases per target; ``--settle-old``: every case built alone;
 ``--settle-tree S``: :func:`boxcuts.tree_target`, S deterministic seconds per node above
-the last level; ``--settle-order cuts``: its types in :func:`boxcuts.cuts_order`; ``--at-most N``: instead,
+the last level; ``--at-most N``: instead,
 :func:`boxcuts.model_at_most` with N nodes, S deterministic seconds).  ``--lab FOLDER``: the shipped lab
 folder's log of that size instead (``bench_perfume.lab_log``, seeded by its size, traces
 of at most ``--max-trace`` events).
@@ -81,7 +81,6 @@ def row(
     at_most: int = 0,
     settle_old: bool = False,
     settle_tree: float = 0.0,
-    settle_order: str = "code",
 ) -> str:
     """One log's figures as text (module doc); ``lab``: a lab folder's log."""
     rng = np.random.default_rng(n)
@@ -126,7 +125,6 @@ def row(
             cheap=not settle_old,
             tree=settle_tree > 0,
             node_budget=settle_tree or 10.0,
-            tree_order=settle_order,
         )
         spent = cpu() - c0
         tried = "; ".join(
@@ -204,9 +202,6 @@ def main() -> None:
     parser.add_argument(
         "--settle-tree", type=float, default=0.0, help="--settle: tree, det. s per node"
     )
-    parser.add_argument(
-        "--settle-order", default="code", choices=["code", "cuts"], help="--settle-tree: types"
-    )
     parser.add_argument("--at-most", type=int, default=0, help="--settle: model_at_most(N)")
     parser.add_argument("--lab", default="", help="a shipped lab folder (traces/FOLDER)")
     parser.add_argument("--max-trace", type=int, default=40, help="lab: longest trace taken")
@@ -239,7 +234,6 @@ def main() -> None:
             opts.at_most,
             opts.settle_old,
             opts.settle_tree,
-            opts.settle_order,
         )
         print(got, flush=True)
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))

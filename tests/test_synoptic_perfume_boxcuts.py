@@ -116,8 +116,7 @@ def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
 ):
     """Random connection logs of 8-41 events: the settled interval (split and whole, up
     to one above the engine's model; by the tree of partial cases, each node above the
-    last level given too little time to answer, so the tree splits, its types in code
-    order and in :func:`boxcuts.cuts_order`) holds CP-SAT's optimum of the formulation without
+    last level given too little time to answer, so the tree splits) holds CP-SAT's optimum of the formulation without
     any cut (caps: every event a node of its own) whenever that is OPTIMAL, a settled
     minimum comes with a valid model of the optimum's size (the cuts keep a smallest
     model), and the engine's valid model (seeded) keeps its targets' cuts."""
@@ -127,19 +126,10 @@ def test_settled_interval_holds_the_uncut_optimum_on_connection_logs(
     assert keeps(log, codes, ticks, engine, box_bound(log, codes, ticks).per_type)
     caps = np.bincount(log.codes, minlength=len(log.types))
     plain = perfume_cpsat.solve(log, codes, ticks, caps, 20.0)
-    ways = ((True, False, "code"), (False, False, "code"), (True, True, "code"))
-    for split, tree, order in (*ways, (True, True, "cuts")):
+    for split, tree in ((True, False), (False, False), (True, True)):
         # one above the engine's: when the engine is at the minimum, CP-SAT must find it
         got = boxcuts.settle(
-            log,
-            codes,
-            ticks,
-            engine.n_nodes + 1,
-            20.0,
-            split=split,
-            tree=tree,
-            node_budget=0.05,
-            tree_order=order,
+            log, codes, ticks, engine.n_nodes + 1, 20.0, split=split, tree=tree, node_budget=0.05
         )
         assert got.low <= got.high <= engine.n_nodes + 1
         if plain.status == "OPTIMAL":
@@ -254,40 +244,3 @@ def test_tree_reaches_every_case(tmp_path_factory, n, seed, above):
         return "UNKNOWN"
 
     boxcuts.tree_target(state, per, target, closing)
-
-
-@settings(max_examples=10, deadline=None)
-@given(st.integers(8, 40), st.integers(0, 10**6), st.integers(0, 3), st.randoms())
-def test_tree_in_any_order_reaches_every_case(tmp_path_factory, n, seed, above, rnd):
-    """Random connection logs, the tree's types in a random order and in
-    :func:`boxcuts.cuts_order`: when no node above the last level answers, its leaves
-    are exactly :func:`boxcuts.survivors`' cases (found in code order), so the order
-    changes which partial cases are asked, never what the tree refutes; an order that
-    misses a type is refused.  (Fails on main: ``tree_target`` has no ``order``.)"""
-    log = _small_conn_log(tmp_path_factory.mktemp("o"), n, seed)
-    _, codes, ticks = _codes(log)
-    per = box_bound(log, codes, ticks).per_type
-    target = int(np.maximum(per, 0).sum()) + 2 + above
-    state = boxcuts.box_state(log, codes, ticks)
-    cases = boxcuts.survivors(log, codes, ticks, per, target, max_cases=10**6)
-    assert cases is not None
-    want = sorted(tuple(sorted(v.items())) for v in cases)
-    shuffled = sorted(state.events)
-    rnd.shuffle(shuffled)
-    by_cuts = boxcuts.cuts_order(log, codes, ticks, per, target, st=state)
-    assert sorted(by_cuts) == sorted(state.events)
-    for order in (shuffled, by_cuts):
-        leaves: list[dict[int, int]] = []
-
-        def ask(counts: dict[int, int], last: bool, seen: list = leaves) -> str:
-            if last:
-                seen.append(counts)
-                return "INFEASIBLE"
-            return "UNKNOWN"
-
-        answers, done = boxcuts.tree_target(state, per, target, ask, order=order)
-        assert done and answers.get("INFEASIBLE", 0) == len(leaves)
-        assert sorted(tuple(sorted(v.items())) for v in leaves) == want
-    if len(shuffled) > 1:
-        with pytest.raises(ValueError):
-            boxcuts.tree_target(state, per, target, ask, order=shuffled[1:])

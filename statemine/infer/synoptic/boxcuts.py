@@ -440,7 +440,6 @@ def tree_target(
     target: int,
     ask: Callable[[dict[int, int], bool], str],
     probes: int = 0,
-    order: list[int] | None = None,
 ) -> tuple[dict[str, int], bool]:
     """Target ``target`` refuted by a tree of partial cases (every smaller total
     refuted): the first level fixes the count of the first type (code order), each
@@ -454,13 +453,8 @@ def tree_target(
     node it lies below (:func:`case_model`'s cases: exact counts on the types fixed),
     so all branches closed refutes the target.  ``(answers, done)``: per verdict the
     nodes that got it ("SPLIT": answered otherwise and split; "BOXES": refuted by the
-    boxes) and whether the tree ran to its end (False: a model was found).  ``order``:
-    the types in the order their counts are fixed (every type with events once; None:
-    code order); any order is sound, since the argument above holds type by type.
-    ValueError when ``order`` is not such a list."""
-    types = sorted(st.events) if order is None else list(order)
-    if sorted(types) != sorted(st.events):
-        raise ValueError("order must list every type with events once")
+    boxes) and whether the tree ran to its end (False: a model was found)."""
+    types = sorted(st.events)
     answers: dict[str, int] = {}
     extra = target - 2 - sum(int(per_type[t]) for t in types)
 
@@ -491,34 +485,6 @@ def tree_target(
     if extra < 0 or not types:
         return answers, True
     return answers, grow({}, 0, extra)
-
-
-def cuts_order(
-    log: EventLog,
-    codes: TimedCodes,
-    ticks: np.ndarray,
-    per_type: np.ndarray,
-    target: int,
-    max_apart: int = 20_000,
-    st: _State | None = None,
-) -> list[int]:
-    """The types with events, those whose smallest count cuts most first: per type
-    ``t`` the cuts (:func:`box_cuts`: forbidden slots plus events apart) of the
-    partial case ``{t: max(per_type[t], 1)}`` (:func:`case_caps`: the nodes left all
-    on the other types), the largest first, ties in code order; a case refuted by the
-    cuts counts as infinitely many.  A heuristic order for :func:`tree_target`
-    (``order``): the first level's last node (the first type's smallest count) leaves
-    the most to the other types and costs CP-SAT the most (session 19), so the first
-    type should be the one whose smallest count the boxes narrow most."""
-    if st is None:
-        st = box_state(log, codes, ticks)
-    score: dict[int, float] = {}
-    for t in sorted(st.events):
-        got = _case_cuts(
-            log, codes, ticks, {t: max(int(per_type[t]), 1)}, target, per_type, max_apart, st
-        )
-        score[t] = float("inf") if got is None else len(got[1].forbidden) + len(got[1].apart)
-    return sorted(score, key=lambda t: (-score[t], t))
 
 
 @dataclass
@@ -610,7 +576,6 @@ def settle(
     cheap: bool = True,
     tree: bool = False,
     node_budget: float = 10.0,
-    tree_order: str = "code",
 ) -> Settled:
     """Deepening on the total (module doc) from :func:`~.boxbound.box_bound`'s bound
     (from ``per_type``, default :func:`~.perfume_cpsat.type_lows`; ``probes`` shaving
@@ -634,18 +599,13 @@ def settle(
     and ``cheap`` unused): partial cases on one base model per target (caps
     :func:`target_caps`), at most ``node_budget`` deterministic seconds per node above
     the last level (``case_budget`` at the last); ``tries`` then counts the nodes asked
-    and their verdicts ("SPLIT", "BOXES": :func:`tree_target`); ``tree_order``: the
-    order of its types, "code" or "cuts" (:func:`cuts_order`, per target)."""
-    if tree_order not in ("code", "cuts"):
-        raise ValueError(f"tree_order: 'code' or 'cuts', not {tree_order!r}")
+    and their verdicts ("SPLIT", "BOXES": :func:`tree_target`)."""
     bb = box_bound(log, codes, ticks, per_type, probes=probes)
     per = np.asarray(bb.per_type, dtype=np.int64)
     low = bb.bound if low is None else max(low, bb.bound)
     run = _Run((log, codes, ticks), per, box_state(log, codes, ticks), seed, max_apart, report)
     if tree:
-        low, found = _settle_tree(
-            run, low, high, budget, probes, node_budget, case_budget, tree_order == "cuts"
-        )
+        low, found = _settle_tree(run, low, high, budget, probes, node_budget, case_budget)
     else:
         low, found = _settle_cases(
             run, low, high, budget, probes, case_budget, max_cases, split, depth, cheap
@@ -686,11 +646,9 @@ def _settle_tree(
     probes: int,
     node_budget: float,
     case_budget: float,
-    by_cuts: bool = False,
 ) -> tuple[int, PartitionModel | None]:
     """:func:`settle` with ``tree``: targets from ``low`` by :func:`tree_target`, each on
-    one base model (caps :func:`target_caps`), the types in code order or, ``by_cuts``,
-    :func:`cuts_order`'s; ``(bound, a model found or None)``."""
+    one base model (caps :func:`target_caps`); ``(bound, a model found or None)``."""
     log, codes, ticks = run.data
     present = np.bincount(log.codes, minlength=len(log.types)) > 0
     spent = 0.0
@@ -705,12 +663,7 @@ def _settle_tree(
             run.max_apart,
             run.seed,
         )
-        order = None
-        if by_cuts:
-            order = cuts_order(log, codes, ticks, run.per, low, run.max_apart, run.st)
-            if run.report is not None:
-                run.report(f"target {low}: order {order}")
-        verdicts, _ = tree_target(run.st, run.per, low, ask, probes, order)
+        verdicts, _ = tree_target(run.st, run.per, low, ask, probes)
         spent += ask.spent
         run.note(low, sum(verdicts.values()), verdicts, ask.det, "nodes")
         if ask.found is not None:
