@@ -160,8 +160,15 @@ def cut_model(
     totals.  ``st`` (here and in :func:`target_model`, :func:`case_model`): the log's
     :func:`box_state`, made once when many caps are asked."""
     cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
-    if cuts.refuted:
-        return None
+    return None if cuts.refuted else _built_with(log, codes, ticks, caps, cuts)
+
+
+def _built_with(
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, caps: np.ndarray, cuts: Cuts
+) -> tuple[Any, Cuts]:
+    """:func:`cut_model`'s answer for ``cuts`` (not refuted: :func:`box_cuts` under
+    ``caps``): the formulation built under ``caps`` with the anchors, forbidden slots
+    and events apart, no objective."""
     fit = int_ticks(ticks, codes)
     assert not isinstance(fit, str)  # box_cuts raised otherwise
     b = build(log, codes, *fit, np.maximum(caps, 1), anchors=cuts.anchors)
@@ -279,15 +286,39 @@ def case_model(
     None when the counts do not add up or the boxes or a clique refute the caps.
     (Exactly, not at most: :func:`settle` asks ``target`` only once every smaller total
     is refuted.)"""
+    got = _case_cuts(log, codes, ticks, budget, target, per_type, max_apart, st)
+    if got is None:
+        return None
+    b, cuts = _built_with(log, codes, ticks, *got)
+    _case_counts(b, budget, target, per_type)
+    return b, cuts
+
+
+def _case_cuts(
+    log: EventLog,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    budget: dict[int, int],
+    target: int,
+    per_type: np.ndarray,
+    max_apart: int,
+    st: _State | None,
+    limit: np.ndarray | None = None,
+) -> tuple[np.ndarray, Cuts] | None:
+    """The steps :func:`case_model` and :func:`case_on_base` share: the case's caps
+    (:func:`case_caps`), then the boxes' cuts under them (:func:`box_cuts`); ``(caps,
+    cuts)``, or None when the counts do not add up or the cuts refute the caps.
+    ``limit`` (per type code, a base model's caps): ValueError, before the cuts, when a
+    type with events gets more slots (``max(caps, 1)``) than it."""
     caps = case_caps(log, budget, target, per_type)
     if caps is None:
         return None
-    made = cut_model(log, codes, ticks, caps, max_apart, st)
-    if made is None:
-        return None
-    b, cuts = made
-    _case_counts(b, budget, target, per_type)
-    return b, cuts
+    if limit is not None:
+        present = np.bincount(log.codes, minlength=len(log.types)) > 0
+        if (np.maximum(caps, 1) > limit)[present].any():
+            raise ValueError("a case's caps exceed its base model's")
+    cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
+    return None if cuts.refuted else (caps, cuts)
 
 
 def case_caps(
@@ -362,16 +393,11 @@ def case_on_base(
     caps), the forbidden slots and events apart, the case's counts.  None when the
     counts do not add up or the boxes or a clique refute the caps; ValueError when a
     case's cap exceeds the base's."""
-    caps = case_caps(log, budget, target, per_type)
-    if caps is None:
+    got = _case_cuts(log, codes, ticks, budget, target, per_type, max_apart, st, base.caps)
+    if got is None:
         return None
+    caps, cuts = got
     cap1 = np.maximum(caps, 1)
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
-    if (cap1 > base.caps)[present].any():
-        raise ValueError("a case's caps exceed its base model's")
-    cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
-    if cuts.refuted:
-        return None
     b = copy.copy(base)
     b.mdl = base.mdl.clone()
     b.caps = cap1
@@ -577,42 +603,102 @@ def settle(
     bb = box_bound(log, codes, ticks, per_type, probes=probes)
     per = np.asarray(bb.per_type, dtype=np.int64)
     low = bb.bound if low is None else max(low, bb.bound)
-    cp = cp_model()
-    st = box_state(log, codes, ticks)  # every case's boxes start from it
-    tries: list[tuple[int, int, str, float]] = []
-    spent = 0.0
-    found: PartitionModel | None = None
-    while low < high and found is None and budget - spent > 1e-3 and tree:
-        present = np.bincount(log.codes, minlength=len(log.types)) > 0
-        ask = _Asker(
-            case_base(log, codes, ticks, np.maximum(target_caps(per, present, low), 1)),
-            (log, codes, ticks),
-            low,
-            per,
-            st,
-            (node_budget, case_budget, budget - spent),
-            max_apart,
-            seed,
+    run = _Run((log, codes, ticks), per, box_state(log, codes, ticks), seed, max_apart, report)
+    if tree:
+        low, found = _settle_tree(run, low, high, budget, probes, node_budget, case_budget)
+    else:
+        low, found = _settle_cases(
+            run, low, high, budget, probes, case_budget, max_cases, split, depth, cheap
         )
-        verdicts, _ = tree_target(st, per, low, ask, probes)
+    high = high if found is None else found.n_nodes
+    return Settled(low, high, found, run.tries, per)
+
+
+@dataclass
+class _Run:
+    """What :func:`settle`'s two ways share: the log (``data``), the per-type bounds
+    ``per``, its :func:`box_state` ``st`` (every case's boxes start from it), CP-SAT's
+    ``seed``, ``max_apart``, ``report`` and the ``tries`` made (:class:`Settled`)."""
+
+    data: tuple[EventLog, TimedCodes, np.ndarray]
+    per: np.ndarray
+    st: _State
+    seed: int
+    max_apart: int
+    report: Callable[[str], None] | None
+    tries: list[tuple[int, int, str, float]] = field(default_factory=list)
+
+    def note(self, target: int, asked: int, answers: dict[str, int], det: float, what: str) -> str:
+        """Records target ``target``'s ``answers`` (``asked`` cases or nodes, ``det``
+        deterministic seconds), reports it; the answers as text."""
+        text = ", ".join(f"{k}: {n}" for k, n in sorted(answers.items()))
+        self.tries.append((target, asked, text, det))
+        if self.report is not None:
+            self.report(f"target {target}: {asked} {what}, {text}, {det:.1f} det s")
+        return text
+
+
+def _settle_tree(
+    run: _Run,
+    low: int,
+    high: int,
+    budget: float,
+    probes: int,
+    node_budget: float,
+    case_budget: float,
+) -> tuple[int, PartitionModel | None]:
+    """:func:`settle` with ``tree``: targets from ``low`` by :func:`tree_target`, each on
+    one base model (caps :func:`target_caps`); ``(bound, a model found or None)``."""
+    log, codes, ticks = run.data
+    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    spent = 0.0
+    while low < high and budget - spent > 1e-3:
+        ask = _Asker(
+            case_base(log, codes, ticks, np.maximum(target_caps(run.per, present, low), 1)),
+            run.data,
+            low,
+            run.per,
+            run.st,
+            (node_budget, case_budget, budget - spent),
+            run.max_apart,
+            run.seed,
+        )
+        verdicts, _ = tree_target(run.st, run.per, low, ask, probes)
         spent += ask.spent
-        found = ask.found
-        high = high if found is None else found.n_nodes
-        asked = sum(verdicts.values())
-        text = ", ".join(f"{k}: {n}" for k, n in sorted(verdicts.items()))
-        tries.append((low, asked, text, ask.det))
-        if report is not None:
-            report(f"target {low}: {asked} nodes, {text}, {ask.det:.1f} det s")
-        if found is None and set(verdicts) <= {"INFEASIBLE", "CUTS", "SPLIT", "BOXES"}:
-            low += 1
-            continue
-        break
-    while low < high and found is None and budget - spent > 1e-3 and not tree:
+        run.note(low, sum(verdicts.values()), verdicts, ask.det, "nodes")
+        if ask.found is not None:
+            return low, ask.found
+        if not set(verdicts) <= {"INFEASIBLE", "CUTS", "SPLIT", "BOXES"}:
+            break
+        low += 1
+    return low, None
+
+
+def _settle_cases(
+    run: _Run,
+    low: int,
+    high: int,
+    budget: float,
+    probes: int,
+    case_budget: float,
+    max_cases: int,
+    split: bool,
+    depth: int | None,
+    cheap: bool,
+) -> tuple[int, PartitionModel | None]:
+    """:func:`settle` without ``tree``: targets from ``low``, each by the list of its
+    cases (:func:`survivors`; one :func:`target_model` when not ``split``); ``(bound, a
+    model found or None)``."""
+    log, codes, ticks = run.data
+    per, st, max_apart = run.per, run.st, run.max_apart
+    cp = cp_model()
+    spent = 0.0
+    while low < high and budget - spent > 1e-3:
         cases: list[dict[int, int]] | None = [{}]
         if split:
             cases = survivors(log, codes, ticks, per, low, probes, depth, max_cases)
         if cases is None or len(cases) > max_cases:
-            tries.append((low, -1 if cases is None else len(cases), "TOO MANY", 0.0))
+            run.tries.append((low, -1 if cases is None else len(cases), "TOO MANY", 0.0))
             break
         answers: dict[str, int] = {}
         det_here = 0.0
@@ -633,29 +719,25 @@ def settle(
                 answers["CUTS"] = answers.get("CUTS", 0) + 1
                 continue
             b, _ = got
-            run = _run(cp, b, min(case_budget, budget - spent), seed)
-            name = "CRASHED" if run is None else run[0]
+            solved = _run(cp, b, min(case_budget, budget - spent), run.seed)
+            name = "CRASHED" if solved is None else solved[0]
             answers[name] = answers.get(name, 0) + 1
-            if run is None:
+            if solved is None:
                 continue
-            _, values, _, det = run
+            _, values, _, det = solved
             spent += max(det, ROUND_COST)
             det_here += det
             if values is not None:
                 model = _model_of(b, values)
                 if not valid(model, codes, ticks) or model.n_nodes != low:
                     raise AssertionError("CP-SAT's model contradicts the cuts: one is unsound")
-                found, high = model, model.n_nodes
-                break
-        text = ", ".join(f"{k}: {n}" for k, n in sorted(answers.items()))
-        tries.append((low, len(cases), text, det_here))
-        if report is not None:
-            report(f"target {low}: {len(cases)} budgets, {text}, {det_here:.1f} det s")
-        if found is None and set(answers) <= {"INFEASIBLE", "CUTS"}:
-            low += 1
-            continue
-        break
-    return Settled(low, high, found, tries, per)
+                run.note(low, len(cases), answers, det_here, "budgets")
+                return low, model
+        run.note(low, len(cases), answers, det_here, "budgets")
+        if not set(answers) <= {"INFEASIBLE", "CUTS"}:
+            break
+        low += 1
+    return low, None
 
 
 def model_at_most(
