@@ -127,8 +127,9 @@ def row(
             node_budget=settle_tree or 10.0,
         )
         spent = cpu() - c0
+        asked = "nodes" if settle_tree > 0 else "budgets"  # the tree's or the list's cases
         tried = "; ".join(
-            f"{n}: {k} budgets, {ans}, {det:.0f} det s" for n, k, ans, det in sett.tries
+            f"{n}: {k} {asked}, {ans}, {det:.0f} det s" for n, k, ans, det in sett.tries
         )
         return (
             f"{log.n_events:>6d} {bound:>5d} | settle [{sett.low}, {sett.high}] from high {high}"
