@@ -628,14 +628,13 @@ class _Run:
     report: Callable[[str], None] | None
     tries: list[tuple[int, int, str, float]] = field(default_factory=list)
 
-    def note(self, target: int, asked: int, answers: dict[str, int], det: float, what: str) -> str:
+    def note(self, target: int, asked: int, answers: dict[str, int], det: float, what: str) -> None:
         """Records target ``target``'s ``answers`` (``asked`` cases or nodes, ``det``
-        deterministic seconds), reports it; the answers as text."""
+        deterministic seconds) in ``tries`` and reports it."""
         text = ", ".join(f"{k}: {n}" for k, n in sorted(answers.items()))
         self.tries.append((target, asked, text, det))
         if self.report is not None:
             self.report(f"target {target}: {asked} {what}, {text}, {det:.1f} det s")
-        return text
 
 
 def _settle_tree(
