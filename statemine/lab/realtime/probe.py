@@ -38,8 +38,13 @@ UDP_IP_OVERHEAD = 28
 
 
 def send(opt: dict[str, Any]) -> dict:
-    """Send the paced flow; returns the send times (monotonic seconds) in order."""
+    """Send the paced flow; returns the send times (monotonic seconds) in order.
+
+    With ``hold = [k, s]`` the sender sleeps ``s`` seconds after sending packet ``k``, then
+    catches up: every packet due meanwhile goes at once, a burst such as a sender
+    preempted for that long makes (docs/realtime.md, "Fidelity")."""
     count, size, pps = int(opt["count"]), int(opt["size"]), float(opt["pps"])
+    hold_after, hold_s = opt.get("hold") or (-1, 0.0)
     pad = b"\x00" * max(0, size - _HEAD.size)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -57,6 +62,8 @@ def send(opt: dict[str, Any]) -> dict:
         except OSError:  # the host's own queue is full: the packet never reached the path
             t = math.nan
         times.append(t)
+        if i == hold_after:
+            time.sleep(float(hold_s))
     sock.close()
     return {"sent": times}
 
@@ -138,12 +145,18 @@ def _replay(t: np.ndarray, link: dict, seed: int, size: int) -> np.ndarray:
 
 
 def measure(
-    link: dict, seed: int, pps: float, count: int, size: int = 1200, port: int = 19999
+    link: dict,
+    seed: int,
+    pps: float,
+    count: int,
+    size: int = 1200,
+    port: int = 19999,
+    hold: tuple[int, float] | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Run the probe through a real-time path whose up direction (client -> server) is
     ``link`` (a :class:`statemine.lab.path.LinkConfig` dict); the :func:`compare` table
     (with the emulator's record of the packets) and the emulator's counters (plus
-    ``wall_s``)."""
+    ``wall_s``). ``hold``: the sender pauses (packet index, seconds), see :func:`send`."""
     import subprocess
 
     from ..scenario import link_config
@@ -174,7 +187,7 @@ def measure(
                     *topo.exec_argv("client"),
                     *argv,
                     "send",
-                    json.dumps(dict(opt, count=count, size=size, pps=pps)),
+                    json.dumps(dict(opt, count=count, size=size, pps=pps, hold=hold)),
                 ],
                 stdout=subprocess.PIPE,
                 text=True,
