@@ -350,3 +350,16 @@ def test_types_named_like_the_synthetic_nodes_are_refused():
 
     with pytest.raises(InputError, match="'INITIAL' clashes"):
         EventLog.from_sequences([["a", "INITIAL"]])
+
+
+@given(traces_strategy)
+def test_type_counts_count_each_type(traces):
+    """``EventLog.type_counts``: events per type, counted here with a Counter; read-only,
+    since every caller shares the cached array."""
+    from collections import Counter
+
+    log = EventLog.from_sequences(traces)
+    seen = Counter(e for t in traces for e in t)
+    assert log.type_counts.tolist() == [seen[name] for name in log.types]
+    with pytest.raises(ValueError):
+        log.type_counts[0] = 7

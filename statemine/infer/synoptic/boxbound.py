@@ -310,7 +310,7 @@ def box_bound(
 
     lows = type_lows(log, codes, ticks) if per_type is None else per_type
     lows = np.asarray(lows, dtype=np.int64).copy()
-    present = np.bincount(log.codes, minlength=len(lows)) > 0
+    present = log.type_counts > 0
     lows = np.where(present, np.maximum(lows, 1), lows)  # a type with events has a node
     fit = int_ticks(ticks, codes)
     if isinstance(fit, str) or log.n_events == 0:

@@ -190,7 +190,7 @@ def target_model(
     nodes" with every cut of the module doc (``per_type``: per-type bounds on every
     valid model); None when the cuts alone refute the target (its caps are below the
     per-type bounds, or the boxes or a clique refute them)."""
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    present = log.type_counts > 0
     caps = target_caps(per_type, present, target)
     if (caps[present] < 1).any() or (caps < per_type)[present].any():
         return None
@@ -314,7 +314,7 @@ def _case_cuts(
     if caps is None:
         return None
     if limit is not None:
-        present = np.bincount(log.codes, minlength=len(log.types)) > 0
+        present = log.type_counts > 0
         if (np.maximum(caps, 1) > limit)[present].any():
             raise ValueError("a case's caps exceed its base model's")
     cuts = box_cuts(log, codes, ticks, caps, max_apart, st)
@@ -327,7 +327,7 @@ def case_caps(
     """Per type code the nodes a case of :func:`case_model` allows: ``budget[t]`` on
     its types, ``max(per_type[u], 1)`` plus the nodes left on every other type ``u``
     with events, 0 on types without events; None when the counts exceed ``target - 2``."""
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    present = log.type_counts > 0
     rest = [t for t in np.nonzero(present)[0].tolist() if t not in budget]
     left = target - 2 - sum(budget.values()) - sum(max(int(per_type[t]), 1) for t in rest)
     if left < 0:
@@ -649,7 +649,7 @@ def _settle_tree(
     """:func:`settle` with ``tree``: targets from ``low`` by :func:`tree_target`, each on
     one base model (caps :func:`target_caps`); ``(bound, a model found or None)``."""
     log, codes, ticks = run.data
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    present = log.type_counts > 0
     spent = 0.0
     while low < high and budget - spent > 1e-3:
         ask = _Asker(

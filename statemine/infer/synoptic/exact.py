@@ -380,7 +380,7 @@ def relaxed_type_bounds(
     most the cap, so the cap cuts off no optimum and the bound under it is a bound
     without it.  0 for types with no event."""
     out = lows.astype(np.int64).copy()
-    for t in np.nonzero(np.bincount(log.codes, minlength=len(out)) > 0)[0].tolist():
+    for t in np.nonzero(log.type_counts > 0)[0].tolist():
         status, low = type_minimum(log, runs, t, int(caps[t]), limit)
         if status != "INFEASIBLE":  # a cap below a model's nodes: caps[t] broke the rule
             out[t] = max(int(out[t]), low)
@@ -438,7 +438,7 @@ def proved_bound(
     log = model.log
     sub = inv.select(failing)
     runs = free_runs(log, sub)
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    present = log.type_counts > 0
     low = np.where(present, np.maximum(lows, 1), 0).astype(np.int64)
     if type_limit > 0:
         mine = np.bincount(model.node_type[2:], minlength=len(log.types))

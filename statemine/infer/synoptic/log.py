@@ -64,6 +64,13 @@ class EventLog:
         return np.repeat(np.arange(self.n_traces), np.diff(self.starts))
 
     @cached_property
+    def type_counts(self) -> np.ndarray:
+        """Events of each type code (int64, length ``len(types)``; 0: a type with no event)."""
+        counts = np.bincount(self.codes, minlength=len(self.types)).astype(np.int64)
+        counts.setflags(write=False)  # cached: shared by every caller
+        return counts
+
+    @cached_property
     def is_last(self) -> np.ndarray:
         """Boolean mask of the events that end their trace."""
         mask = np.zeros(self.n_events, dtype=bool)

@@ -613,7 +613,7 @@ def type_lows(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> np.ndarray
     from .timeconflicts import perfume_type_bounds
 
     low = perfume_type_bounds(log, codes, ticks)
-    present = np.bincount(log.codes, minlength=len(log.types)) > 0
+    present = log.type_counts > 0
     return np.where(present, np.maximum(low, 1), 0).astype(np.int64)
 
 
@@ -727,7 +727,7 @@ def type_relaxation_bound(
 
     iticks, bounds = fit
     lows = type_lows(log, codes, ticks)
-    counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
+    counts = log.type_counts
     own = own_slots(log)
     relaxed = np.zeros(len(lows), dtype=np.int64)
     status: dict[int, str] = {}
@@ -762,7 +762,7 @@ def _type_relaxation(
     tries ``c + 1``; any other answer ends with ``min(ceil(B), c + 1)`` (``B``: CP-SAT's
     bound, OPTIMAL: ``m_t`` itself).  Each try is charged at least ``ROUND_COST``."""
     cp = cp_model()
-    counts = np.bincount(log.codes, minlength=len(log.types)).astype(np.int64)
+    counts = log.type_counts
     free = log.codes == t
     fixed = np.where(free, -1, own)
     best, name, spent = caps[0], "UNKNOWN", 0.0
