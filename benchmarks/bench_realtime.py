@@ -15,9 +15,12 @@ throughput it reaches against the rate (TCP fills whatever the emulator forwards
 it falls below the rate the emulator has stopped keeping up); and the probe at rising
 packet rates through a 10 Gbit/s path with no queue; the
 emulator keeps up while (a) the real throughput is within 1% of the model's and (b) the
-p99 error stays under 1 ms. (With a full buffer a packet read 0.1 ms late sees 0.1 ms more
-of the queue drained, so a few tail drops fall on neighbouring packets: "only-model" and
-"only-real" count those; the totals agree.) Figures vary with the machine's load (2 shared cores).
+p99 error stays under 1 ms. (With a full buffer a packet that reaches the emulator 0.1 ms
+after its send stamp sees 0.1 ms more of the queue drained, so some tail drops fall on
+neighbouring packets: "only-model" and "only-real" count those against the model fed the
+stamps, the totals agree; "read times" counts them against the model fed the emulator's
+read times, 0 / 0 when the emulator drops exactly what the model does.) Figures vary with
+the machine's load (2 shared cores).
 
 QUIC (--quic): each real-time QUIC stack, one bulk transfer (2 s at the rate, at least
 2 MB) through paths of rising rate at 10 ms RTT with a one-BDP buffer, against the same
@@ -62,7 +65,8 @@ def show(r: dict) -> None:
         f"delay model {r['model_delay_s'] * 1e3:6.2f} real {r['real_delay_s'] * 1e3:6.2f} ms | "
         f"error p50 {r['error_p50_s'] * 1e6:6.0f} p99 {r['error_p99_s'] * 1e6:7.0f} "
         f"max {r['error_max_s'] * 1e6:7.0f} us | only-model {r['model_only']} "
-        f"only-real {r['real_only']} | emulator {r['emulator_us_per_packet']:.1f} us CPU/packet | "
+        f"only-real {r['real_only']} (read times: {r['read_model_only']} / "
+        f"{r['read_real_only']}) | emulator {r['emulator_us_per_packet']:.1f} us CPU/packet | "
         f"{'ok' if r['keeps_up'] else 'NOT keeping up'}",
         flush=True,
     )

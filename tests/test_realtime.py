@@ -81,6 +81,19 @@ def test_compare_matches_the_model_for_exact_arrivals():
     assert np.nanmax(np.abs(tab["error"].iloc[1:])) < 1e-9
     s = probe.summary(tab, 1200)
     assert s["model_only"] == 0 and s["real_only"] == 0 and s["both"] == len(seq)
+    assert "read_model_only" not in s  # no emulator record
+    # the emulator's record: packets 10-24 read at once (a stall), so the model fed the
+    # read times drops other packets than the path did; counted both ways
+    t = np.asarray(sent) - 100.0
+    read = t.copy()
+    read[10:25] = t[24]
+    rec = probe.compare(sent, seq, real, link, 3, 1200, 100.0, (read, read))
+    by_read = Link(LinkConfig.from_dict(link), direction_seed(3, "up"))
+    read_ok = np.array([by_read.send(r, 1228) is not None for r in read])
+    real_ok = np.isin(np.arange(len(sent)), seq)
+    s = probe.summary(rec, 1200)
+    counted = (int((read_ok & ~real_ok).sum()), int((real_ok & ~read_ok).sum()))
+    assert (s["read_model_only"], s["read_real_only"]) == counted == (1, 1)
 
 
 def test_names_carry_prefix_and_pid():
@@ -207,6 +220,7 @@ def _assert_path_is_the_model(table, s: dict) -> None:
     assert np.array_equal(table["due"], table["model_read"], equal_nan=True)
     # the real path delivered exactly those packets (no loss in the kernel or the TUNs)
     assert np.array_equal(table["real"].notna(), table["model_read"].notna())
+    assert s["read_model_only"] == s["read_real_only"] == 0
     assert abs(s["error_p50_s"]) < 0.002
     assert s["real_bps"] == pytest.approx(s["model_bps"], rel=0.01)
     assert abs(s["real_delay_s"] - s["model_delay_s"]) < 0.002
@@ -225,6 +239,19 @@ def test_probe_burst_drops_as_the_model():
     t = table["t"].to_numpy()
     assert np.diff(t)[200] >= 0.3  # the stall
     assert table["model_read"].isna().sum() >= 20  # tail drops: the buffer overflowed
+    _assert_path_is_the_model(table, s)
+
+
+@pytest.mark.slow
+@needs_netns
+def test_probe_overload_drops_as_the_model():
+    """At twice the link's rate the buffer stays full: the path drops exactly the packets
+    the model fed the read times drops (bench_realtime's 2x row: 103-255 of 4,072 packets
+    differ from the stamp-fed model each way, none from this one)."""
+    link = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
+    table, _ = probe.measure(link, 5, 2036.0, 2036)
+    s = probe.summary(table, 1200)
+    assert table["model_read"].isna().sum() >= 500  # half the offered packets are dropped
     _assert_path_is_the_model(table, s)
 
 

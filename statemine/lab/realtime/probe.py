@@ -215,12 +215,22 @@ def measure(
 
 def summary(table: pd.DataFrame, size: int) -> dict:
     """Agreement of the real path with the model (seconds, bits/s): delivered in both,
-    only in one, the error's median / p99 / max, and both throughputs and mean delays."""
+    only in one, the error's median / p99 / max, and both throughputs and mean delays.
+    With the emulator's record (``model_read``), also ``read_model_only`` and
+    ``read_real_only``: delivered only by the model fed the read times / only by the path
+    (the drops without the sender's scheduling in them)."""
     both = table.dropna(subset=["model", "real"])
     model_ok, real_ok = table["model"].notna(), table["real"].notna()
     span = table["t"].max() - table["t"].min()
     err = both["error"].to_numpy()
     bits = 8.0 * (size + UDP_IP_OVERHEAD)
+    read: dict[str, int] = {}
+    if "model_read" in table:
+        read_ok = table["model_read"].notna()
+        read = {
+            "read_model_only": int((read_ok & ~real_ok).sum()),
+            "read_real_only": int((real_ok & ~read_ok).sum()),
+        }
     return {
         "sent": len(table),
         "both": len(both),
@@ -234,6 +244,7 @@ def summary(table: pd.DataFrame, size: int) -> dict:
         "real_bps": real_ok.sum() * bits / span if span > 0 else math.nan,
         "model_delay_s": float((table["model"] - table["t"]).mean()),
         "real_delay_s": float((table["real"] - table["t"]).mean()),
+        **read,
     }
 
 
