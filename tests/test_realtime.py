@@ -210,8 +210,9 @@ def _assert_path_is_the_model(table, s: dict) -> None:
     """The probe's checks that hold however the sender was scheduled. Which packets the
     path drops is compared with the model fed the emulator's read times (``model_read``):
     a sender that stalls ~0.23 s at 500 packets/s sends a burst that overflows the 140 kB
-    buffer, and the emulator reads such a burst spread over a few ms (each packet read
-    later finds more of the queue drained), so the model fed the sender's stamps can drop
+    buffer, and the emulator reads each of its packets up to ~0.3 ms after its stamp, by
+    varying amounts (with the buffer full, a packet read later finds more of the queue
+    drained), so the model fed the sender's stamps can drop
     a neighbour of the packet the path drops (CI, session 20: 2 of 600;
     test_probe_burst_drops_as_the_model makes the stall)."""
     # the emulator read every packet sent, and scheduled each at the model's arrival for
