@@ -304,14 +304,26 @@ def test_port_1_7_2_to_1_6_0_keeps_hooks_in_their_functions(tmp_path):
 )
 def test_patched_aioquic_passes_its_own_tests(version, modules, pristine):
     """The hooks change no behaviour: aioquic's own unit tests (shipped in the sdist) pass
-    on the patched tree, with the statemine lines enabled."""
+    on the patched tree, with the statemine lines enabled.
+
+    aioquic's connection tests stamp every step with ``time.time()``. 0.9.20's
+    ``test_send_max_data_retransmit`` failed once in session 21's README command 2 on a
+    loaded machine and passed alone; on the *unpatched* 0.9.20 tree beside 4 busy loops it
+    failed 1 of 365 runs with the real clock and 0 of 341 with the clock used here, which
+    advances 10 us per call from the real time: the same times every run, as on an idle
+    machine, so the machine's load cannot change what the tests see."""
     root, _ = pristine(version)
     apply("aioquic", version, root)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STATEMINE_")}
         env["PYTHONPATH"] = str(root / "src")
         code = (
-            "import io, logging, sys, unittest\n"
+            "import io, logging, sys, time, unittest\n"
+            "now = [time.time()]\n"
+            "def tick():\n"
+            "    now[0] += 1e-5\n"
+            "    return now[0]\n"
+            "time.time = tick\n"
             "out = io.StringIO()\n"
             "logging.getLogger('quic').setLevel(logging.INFO)\n"
             "logging.getLogger('quic').addHandler(logging.StreamHandler(out))\n"
