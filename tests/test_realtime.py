@@ -378,9 +378,9 @@ def test_killed_run_leaves_nothing(tmp_path, sig):
 @pytest.mark.slow
 @needs_netns
 def test_sigkilled_run_is_cleaned_up(tmp_path):
-    """SIGKILL cannot be caught: the namespaces and the instance stay until
-    ``statemine tcp cleanup`` removes them (the process is gone); it leaves a live
-    process's alone."""
+    """SIGKILL cannot be caught: the namespaces, the programs still running in them and
+    the instance stay until ``statemine tcp cleanup`` removes them (the process is gone);
+    it leaves a live process's alone."""
     from statemine.tcp import cleanup
 
     proc = _start_run(tmp_path)
@@ -389,10 +389,31 @@ def test_sigkilled_run_is_cleaned_up(tmp_path):
         proc.wait(timeout=30)
         nss, insts = _sm_state(proc.pid)
         assert len(nss) == 2 and len(insts) == 1
+        left = [
+            int(pid)
+            for ns in nss
+            for pid in subprocess.run(
+                ["ip", "netns", "pids", ns], capture_output=True, text=True
+            ).stdout.split()
+        ]
+        assert left  # the transfer's client and server outlive the killed run
         removed, failed = cleanup()
         assert not failed and any(nss[0] in r for r in removed)
         assert _sm_state(proc.pid) == ([], [])
+        deadline = time.monotonic() + 10
+        while any(_running(pid) for pid in left) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_running(pid) for pid in left)  # killed, not left in a lost namespace
         assert {mine.client_ns, mine.server_ns} <= set(tcp_netns.namespaces())
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan may wait for init to
+    reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def _quicgo_available() -> str | None:

@@ -3,8 +3,10 @@
 Every namespace and network device statemine (``statemine lab`` in real time, the tests of
 ``statemine tcp record``) creates is named ``sm-<pid>-<role>``, ``<pid>`` being the
 process that owns it (the convention of statemine/lab/realtime). A process killed outright
-cannot remove them; :func:`remove_leftovers` does (``statemine tcp cleanup``): a namespace
-goes with every device in it; a device still in the initial namespace is deleted there.
+cannot remove them; :func:`remove_leftovers` does (``statemine tcp cleanup``): the
+processes still in a namespace (the dead run's programs) are killed, since a namespace
+lives on while a process is in it; then the namespace goes with every device in it; a
+device still in the initial namespace is deleted there.
 Names of running processes are left alone unless ``all_``.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 
 from .tracing import alive
@@ -64,6 +67,14 @@ def remove_leftovers(all_: bool = False) -> tuple[list[str], list[str]]:
     failed: list[str] = []
     found = leftovers(all_)
     for ns in found["namespaces"]:
+        for pid in _run("ip", "netns", "pids", ns).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                removed.append(f"process {pid} in network namespace {ns}")
+            except ProcessLookupError:  # ended meanwhile
+                pass
+            except OSError as exc:
+                failed.append(f"process {pid} in network namespace {ns}: {exc.strerror}")
         ok = _run("ip", "netns", "del", ns).returncode == 0
         (removed if ok else failed).append(f"network namespace {ns}")
     for link in found["links"]:
