@@ -182,6 +182,10 @@ def test_topology_made_and_removed():
     assert topo.client_fd == topo.server_fd == -1
 
 
+#: The probe tests' up direction: 10 Mbit/s, a 140 kB buffer, 56 ms one way, 10 ms jitter.
+PROBE_LINK = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
+
+
 @pytest.mark.slow
 @needs_netns
 def test_probe_follows_the_model():
@@ -190,11 +194,8 @@ def test_probe_follows_the_model():
     for the median packet, the throughput and mean delay within 1% / 2 ms of the model's;
     the emulator schedules every packet exactly as the model does, and the packets arrive in
     the model's order to within 2 ms."""
-    link = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
-    table, _ = probe.measure(link, 5, 500.0, 600)
-    s = probe.summary(table, 1200)
-    assert s["sent"] == 600
-    _assert_path_is_the_model(table, s)
+    table, _ = probe.measure(PROBE_LINK, 5, 500.0, 600)
+    assert _assert_path_is_the_model(table)["sent"] == 600
     # reordering happens as the model says (jitter > spacing): taken in the model's order
     # of arrival, no real arrival comes more than 2 ms before an earlier one. The model is
     # fed the emulator's read times, not the sender's stamps: a sender preempted between
@@ -206,8 +207,9 @@ def test_probe_follows_the_model():
     assert (real >= np.maximum.accumulate(real) - 0.002).all()
 
 
-def _assert_path_is_the_model(table, s: dict) -> None:
-    """The probe's checks that hold however the sender was scheduled. Which packets the
+def _assert_path_is_the_model(table) -> dict:
+    """The probe's checks that hold however the sender was scheduled (returns the table's
+    :func:`probe.summary`). Which packets the
     path drops is compared with the model fed the emulator's read times (``model_read``):
     a sender that stalls ~0.23 s at 500 packets/s sends a burst that overflows the 140 kB
     buffer, and the emulator reads each of its packets up to ~0.3 ms after its stamp, by
@@ -215,6 +217,7 @@ def _assert_path_is_the_model(table, s: dict) -> None:
     drained), so the model fed the sender's stamps can drop
     a neighbour of the packet the path drops (CI, session 20: 2 of 600;
     test_probe_burst_drops_as_the_model makes the stall)."""
+    s = probe.summary(table, 1200)
     # the emulator read every packet sent, and scheduled each at the model's arrival for
     # the time it read it (exactly: no clock in it), drops included
     assert table["read"].notna().all() and (table["read"] >= table["t"]).all()
@@ -225,6 +228,7 @@ def _assert_path_is_the_model(table, s: dict) -> None:
     assert abs(s["error_p50_s"]) < 0.002
     assert s["real_bps"] == pytest.approx(s["model_bps"], rel=0.01)
     assert abs(s["real_delay_s"] - s["model_delay_s"]) < 0.002
+    return s
 
 
 @pytest.mark.slow
@@ -234,13 +238,11 @@ def test_probe_burst_drops_as_the_model():
     meanwhile at once (what a preempted sender does, here on purpose): the burst (184 kB)
     overflows the 140 kB buffer, and the path drops exactly the packets the model drops
     for the packets as the emulator read them."""
-    link = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
-    table, _ = probe.measure(link, 5, 500.0, 600, hold=(200, 0.3))
-    s = probe.summary(table, 1200)
+    table, _ = probe.measure(PROBE_LINK, 5, 500.0, 600, hold=(200, 0.3))
     t = table["t"].to_numpy()
     assert np.diff(t)[200] >= 0.3  # the stall
     assert table["model_read"].isna().sum() >= 20  # tail drops: the buffer overflowed
-    _assert_path_is_the_model(table, s)
+    _assert_path_is_the_model(table)
 
 
 @pytest.mark.slow
@@ -249,11 +251,9 @@ def test_probe_overload_drops_as_the_model():
     """At twice the link's rate the buffer stays full: the path drops exactly the packets
     the model fed the read times drops (bench_realtime's 2x row: 103-255 of 4,072 packets
     differ from the stamp-fed model each way, none from this one)."""
-    link = sc.link_config(10e6, 140_000, 0.056, jitter_s=0.01)
-    table, _ = probe.measure(link, 5, 2036.0, 2036)
-    s = probe.summary(table, 1200)
+    table, _ = probe.measure(PROBE_LINK, 5, 2036.0, 2036)
     assert table["model_read"].isna().sum() >= 500  # half the offered packets are dropped
-    _assert_path_is_the_model(table, s)
+    _assert_path_is_the_model(table)
 
 
 def _tcp_config(tmp_path: Path, cc: str = "cubic", **over) -> dict:
