@@ -56,7 +56,7 @@ def interrupted_by(log: EventLog) -> pd.DataFrame:
                 between[codes[last_pos[a] + 1 : pos]] = True
                 ok[a] &= between
             last_pos[a] = pos
-    count = np.bincount(log.codes, minlength=n_types)
+    count = log.type_counts
     a_idx, b_idx = np.nonzero(ok & twice[:, None])
     names = np.array(log.types, dtype=object)
     return pd.DataFrame(
