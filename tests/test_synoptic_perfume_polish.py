@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_synoptic_perfume import traces_strategy, write_log
@@ -57,21 +56,6 @@ def test_polish_shrinks_first_fit_on_the_600_event_connection_log(tmp_path):
     assert model.n_nodes <= 126
     group = np.nonzero(start.node_type == start.node_type[2])[0][:2]
     assert repack(start, codes, ticks, sides, group, np.arange(log.n_events), [0]) is None
-
-
-@pytest.mark.slow
-def test_polished_5000_event_connection_log(tmp_path):
-    """The benchmark's 5,003-event connection log (pieces, folds, each closed model
-    polished), seed 1: a valid model (reference checker) of at most 532 nodes (measured
-    530 with the folds' leftover events placed one by one, ``fold_repack``; 554 before
-    that, 560 before one work budget per event, 604 before polishing); the bound is 119.
-    About 70 CPU s."""
-    log = _conn_log(tmp_path, 5000)
-    inv, codes, ticks = _codes(log)
-    model = infer_perfume(log, codes, ticks, 1)
-    assert_valid(model, log, inv)
-    assert perfume_lower_bound(log, codes, ticks) == 119  # 117 from pairwise conflicts
-    assert model.n_nodes <= 532
 
 
 def test_polish_checks_option_is_the_library_parameter(tmp_path):
