@@ -1072,8 +1072,9 @@ def polish_budget(n_events: int, n_nodes: int, per_event: int = POLISH_CHECKS) -
 PIECE_WORK = 1.7
 #: Logs of several runs placed into one open model (:func:`infer_pieces`): that model is
 #: polished after each run with this many times ``polish_checks`` per event of the run
-#: (:func:`polish_budget`); 1.5 gives about the CPU of polishing once at the end
-#: (docs/synoptic-engine.md, "Polishing run by run").
+#: (:func:`polish_budget`); 1.5 gives 0.8-1.15x the CPU of polishing once at the end on
+#: connection logs of 2,000-10,008 events (docs/synoptic-engine.md, "Polishing run by
+#: run").
 GROW_CHECKS = 1.5
 
 
@@ -1464,11 +1465,11 @@ def infer_pieces(
     placed one by one, :func:`fold_repack`) until that model passes ``close_nodes``
     nodes (``fold_nodes`` once the log is dense, below), when the next run starts a new
     one; the models are then put side by side.  A log of several runs placed straight
-    into the open model (and not dense) has that model :func:`polish` ed after each run with
-    ``grow_checks * polish_checks`` checks per event of the run (:func:`polish_budget`):
-    a polished model takes the next runs' events with fewer new nodes (the 10,008-event
-    connection log, seeds 1-2: 391 and 397 nodes instead of 513 and 477, for about the
-    same CPU).  A
+    into the open model (and not dense) has that model :func:`polish` ed after each run
+    with ``grow_checks * polish_checks`` checks per event of the run
+    (:func:`polish_budget`): checks on the smaller early models remove more nodes, and a
+    polished model takes later runs with fewer new nodes (the 10,008-event connection
+    log, seeds 1-2: 422 and 361 nodes instead of 513 and 477, for 1.15x the CPU).  A
     path of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL
     are shared, and no timed walk passes them), and a run's traces satisfy the whole
     log's invariants (each holds on every subset of the traces, with bounds at least as
@@ -1478,8 +1479,8 @@ def infer_pieces(
     events, stage by stage).  Once a model's first run has more than ``fold_nodes`` nodes
     (a dense log: it is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
     cost per event grows with the run).  Once every run is placed, the models not
-    polished run by run are :func:`polish` ed with what is left of ``PIECE_WORK * polish_checks`` work units per
-    event once first fit and the folds (both steps) took theirs, shared between the
+    polished run by run are :func:`polish` ed with what is left of ``PIECE_WORK *
+    polish_checks`` work units per event once first fit and the folds (both steps) took theirs, shared between the
     models in proportion to their nodes (:func:`polish_split`, :func:`check_units`), so
     the CPU per event stays flat however first fit's cost grows with the log."""
     from .timeconflicts import timed_sides
