@@ -167,3 +167,30 @@ def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
     assert same is not None and same.n_nodes == start.n_nodes
     again = set(zip(start.part.tolist(), same.part.tolist(), strict=True))
     assert len(again) == start.n_nodes - 2 == len({b for _, b in again})
+
+
+def test_a_log_placed_run_by_run_is_dense_only_past_the_share(tmp_path, monkeypatch):
+    """The 904-event connection log in runs of 300 events with ``fold_nodes`` 10 (its first
+    run's first fit has more): with ``DENSE_SHARE`` above the run's nodes per event the log
+    is not dense, and its open model is polished after each run (the events polished grow
+    run by run); with ``DENSE_SHARE`` 0 it is dense: every run's model closes alone and is
+    polished once at the end, on its own events.  Both models valid (reference checker)."""
+    log = _conn_log(tmp_path, 900)
+    inv, codes, ticks = _codes(log)
+    calls: list[int] = []
+    real = perfume_infer.polish
+
+    def recording(model, *args, **kwargs):
+        calls.append(model.log.n_events)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(perfume_infer, "polish", recording)
+    for share in (1.0, 0.0):
+        monkeypatch.setattr(perfume_infer, "DENSE_SHARE", share)
+        calls.clear()
+        model = infer_pieces(log, codes, ticks, 3, 300, fold_nodes=10)
+        assert_valid(model, log, inv)
+        if share:
+            assert len(calls) == 3 and calls == sorted(calls) and calls[-1] == log.n_events
+        else:
+            assert len(calls) >= 3 and sum(calls) == log.n_events

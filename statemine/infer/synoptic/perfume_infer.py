@@ -1430,6 +1430,12 @@ def fold_repack(
 #: many nodes, which bounds the cost of each fold (connection logs of 2,000 / 5,000
 #: events: 448 / 942 nodes with 150, 388 / 852 with 300, for 15-35% more CPU).
 FOLD_NODES = 300
+#: A log placed run by run into the open model (not mixed) is dense only when its first
+#: run's first fit also has more than this many nodes per event: the state and event
+#: logs' first runs have 0.36-0.52 (dense pieces give them 3-6% fewer nodes at 2,000
+#: events), connection logs' 0.24-0.30, where one of 302 nodes fell on the dense path
+#: (5,000 events: 462 nodes against 395; docs/synoptic-engine.md, "The dense cliff").
+DENSE_SHARE = 1 / 3
 #: ... unless no run's own model passed ``FOLD_NODES`` nodes (not a dense log): then the
 #: model is closed past this many (its new runs' events absorbed by :func:`fold_repack`).
 CLOSE_NODES = 600
@@ -1477,7 +1483,8 @@ def infer_pieces(
     most ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work
     budget; first fit into the open model checks on its nodes plus the run's unplaced
     events, stage by stage).  Once a model's first run has more than ``fold_nodes`` nodes
-    (a dense log: it is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
+    (and, placed run by run, more than ``DENSE_SHARE`` nodes per event: a dense log; it
+    is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
     cost per event grows with the run).  Once every run is placed, the models not
     polished run by run are :func:`polish` ed with what is left of ``PIECE_WORK *
     polish_checks`` work units per event once first fit and the folds (both steps) took theirs, shared between the
@@ -1570,7 +1577,7 @@ def infer_pieces(
         piece = first_fit_best(
             sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length, work, mixed
         )
-        if piece.n_nodes > fold_nodes:
+        if piece.n_nodes > fold_nodes and (not fit or piece.n_nodes > DENSE_SHARE * sub.n_events):
             size = min(size, dense_size)
             close_at = fold_nodes
             growing = False  # each run's model closes alone: polished at the end
