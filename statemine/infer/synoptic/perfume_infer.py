@@ -1487,9 +1487,10 @@ def infer_pieces(
     is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
     cost per event grows with the run).  Once every run is placed, the models not
     polished run by run are :func:`polish` ed with what is left of ``PIECE_WORK *
-    polish_checks`` work units per event once first fit and the folds (both steps) took theirs, shared between the
-    models in proportion to their nodes (:func:`polish_split`, :func:`check_units`), so
-    the CPU per event stays flat however first fit's cost grows with the log."""
+    polish_checks`` work units per event once first fit and the folds (both steps) took
+    theirs, shared between the models in proportion to their nodes (:func:`polish_split`,
+    :func:`check_units`), so the CPU per event stays flat however first fit's cost grows
+    with the log."""
     from .timeconflicts import timed_sides
 
     by_length = short_traces(log)
