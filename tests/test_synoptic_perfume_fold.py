@@ -86,6 +86,20 @@ def test_fold_repack_absorbs_new_runs_of_a_connection_log(tmp_path):
     assert fitted.n_nodes <= 158 and fitted.n_nodes < folded.n_nodes
 
 
+def _record_polish(monkeypatch) -> list[tuple[int, int, int]]:
+    """Every :func:`polish` call from now on, as (events, nodes, checks) of its model and
+    budget, in the list returned (the polishing itself unchanged)."""
+    calls: list[tuple[int, int, int]] = []
+    real = perfume_infer.polish
+
+    def recording(model, codes, ticks, sides, rng, checks, *args, **kwargs):
+        calls.append((model.log.n_events, model.n_nodes, checks))
+        return real(model, codes, ticks, sides, rng, checks, *args, **kwargs)
+
+    monkeypatch.setattr(perfume_infer, "polish", recording)
+    return calls
+
+
 def test_a_model_open_for_several_runs_is_polished_after_each(tmp_path, monkeypatch):
     """The 904-event connection log in runs of 300 events (not mixed: each run placed
     into the open model): the open model is polished after each of the 3 runs, with
@@ -96,14 +110,7 @@ def test_a_model_open_for_several_runs_is_polished_after_each(tmp_path, monkeypa
     piece): polished once, as before."""
     log = _conn_log(tmp_path, 900)
     inv, codes, ticks = _codes(log)
-    calls: list[tuple[int, int, int]] = []
-    real = perfume_infer.polish
-
-    def recording(model, codes, ticks, sides, rng, checks, *args, **kwargs):
-        calls.append((model.log.n_events, model.n_nodes, checks))
-        return real(model, codes, ticks, sides, rng, checks, *args, **kwargs)
-
-    monkeypatch.setattr(perfume_infer, "polish", recording)
+    calls = _record_polish(monkeypatch)
     model = infer_pieces(log, codes, ticks, 3, 300)
     assert_valid(model, log, inv)
     assert model.n_nodes <= 170
@@ -177,20 +184,14 @@ def test_a_log_placed_run_by_run_is_dense_only_past_the_share(tmp_path, monkeypa
     polished once at the end, on its own events.  Both models valid (reference checker)."""
     log = _conn_log(tmp_path, 900)
     inv, codes, ticks = _codes(log)
-    calls: list[int] = []
-    real = perfume_infer.polish
-
-    def recording(model, *args, **kwargs):
-        calls.append(model.log.n_events)
-        return real(model, *args, **kwargs)
-
-    monkeypatch.setattr(perfume_infer, "polish", recording)
+    calls = _record_polish(monkeypatch)
     for share in (1.0, 0.0):
         monkeypatch.setattr(perfume_infer, "DENSE_SHARE", share)
         calls.clear()
         model = infer_pieces(log, codes, ticks, 3, 300, fold_nodes=10)
         assert_valid(model, log, inv)
+        events = [c[0] for c in calls]
         if share:
-            assert len(calls) == 3 and calls == sorted(calls) and calls[-1] == log.n_events
+            assert len(events) == 3 and events == sorted(events) and events[-1] == log.n_events
         else:
-            assert len(calls) >= 3 and sum(calls) == log.n_events
+            assert len(events) >= 3 and sum(events) == log.n_events
