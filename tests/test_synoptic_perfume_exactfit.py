@@ -143,6 +143,40 @@ def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
             merges.merge(q, p)
 
 
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_merge_checks_keep_the_walks_of_a_check_from_scratch(tmp_path_factory, traces, seed):
+    """After each merge ``_TimedMerges`` keeps (its checks start from the model before:
+    walk totals and first-``a`` reach), its :class:`BoundCheck` state equals one made
+    from scratch on the merged model: the same totals and reach per bound group."""
+    from statemine.infer.synoptic.perfume_infer import _TimedMerges
+    from statemine.infer.synoptic.timecheck import BoundCheck, aggregate_edges
+
+    log = write_log(tmp_path_factory.mktemp("w"), traces)
+    _, codes, ticks = _codes(log)
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
+    merges = _TimedMerges(model, codes, ticks)
+    rng = np.random.default_rng(seed)
+    pairs = [
+        (q, p)
+        for q in range(2, model.n_nodes)
+        for p in range(q + 1, model.n_nodes)
+        if node_type[q] == node_type[p]
+    ]
+    for k in rng.permutation(len(pairs)).tolist():
+        q, p = pairs[k]
+        if merges.group[q] != q or merges.group[p] != p or not merges.merge(q, p):
+            continue
+        event("merged")
+        f, group = merges.fine, merges.group
+        g = aggregate_edges(f.n, group[f.src], group[f.dst], f.wmin, f.wmax, node_type)
+        fresh, kept = BoundCheck(g, codes, merges.n_types).fix, merges.bounds.fix
+        assert fresh is not None and kept is not None
+        for a, b in zip(kept.totals + kept.reach, fresh.totals + fresh.reach, strict=True):
+            assert (a is None and b is None) or np.array_equal(a, b)
+
+
 @settings(max_examples=30, deadline=None)
 @given(traces_strategy, st.integers(0, 2**16))
 def test_the_exact_stage_only_shrinks_the_polished_model(tmp_path_factory, traces, seed):

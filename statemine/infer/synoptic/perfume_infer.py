@@ -504,7 +504,7 @@ class _TimedMerges:
             better = np.maximum if upper else np.minimum
             start = np.where(sources == t, 0.0, -np.inf if upper else np.inf)
             for a, b in ((keep, gone), (gone, keep)):
-                total = better(fix[k][:, a], start) + onward[:, b]
+                total = better(fix.totals[k][:, a], start) + onward[:, b]
                 if (total > 0).any() if upper else (total < 0).any():
                     return True
         return False
