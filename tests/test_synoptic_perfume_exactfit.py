@@ -143,6 +143,37 @@ def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
             merges.merge(q, p)
 
 
+def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
+    """The benchmark's 124-event connection log, one node per event: every same-type
+    merge that ``_doomed_first`` (AlwaysPrecedes' first-``a`` upper bounds) calls doomed
+    fails the full check, and some of them are not seen by the every-pair rule (the
+    filter is sound, and not idle)."""
+    from statemine.infer.synoptic.perfume_infer import _merge_state, _restore, _TimedMerges
+
+    log = _conn_log(tmp_path, 120)
+    _, codes, ticks = _codes(log)
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
+    merges = _TimedMerges(model, codes, ticks)
+    first = [k for k, group in enumerate(merges.bounds.groups) if group[1]]
+    assert first, "the log has AlwaysPrecedes upper bounds"
+    only_first = 0
+    for q, p in product(range(2, model.n_nodes), repeat=2):
+        if q >= p or node_type[q] != node_type[p] or not merges.doomed(q, p):
+            continue
+        if not any(merges._doomed_first(k, q, p) for k in first):
+            continue
+        state = _merge_state(merges)
+        assert not merges.merge(q, p), (q, p)
+        _restore(merges, state)
+        only_first += not any(
+            merges._doomed_pairs(k, q, p)
+            for k in range(len(merges.bounds.groups))
+            if k not in first
+        )
+    assert only_first > 0
+
+
 @settings(max_examples=60, deadline=None)
 @given(traces_strategy, st.integers(0, 2**16))
 def test_merge_checks_keep_the_walks_of_a_check_from_scratch(tmp_path_factory, traces, seed):
@@ -199,45 +230,49 @@ def test_the_exact_stage_only_shrinks_the_polished_model(tmp_path_factory, trace
 
 def test_fewer_nodes_on_the_601_event_connection_log(tmp_path):
     """The benchmark's 601-event connection log, seed 1: a valid model (reference
-    checker) of at most 119 nodes (121 before merges that must fail were skipped and the
-    exact stage added; bound 86, best model known 113)."""
+    checker) of at most 118 nodes (119 before the merges that must fail on
+    AlwaysPrecedes' bounds were skipped, 121 before those on the other bounds were and
+    the exact stage added; bound 97, best model known 112)."""
     log = _conn_log(tmp_path, 600)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert_valid(model, log, inv)
-    assert model.n_nodes <= 119
+    assert model.n_nodes <= 118
 
 
 @pytest.mark.slow
 def test_fewer_nodes_on_the_1000_event_connection_log(tmp_path):
     """The benchmark's 1,000-event connection log (one piece), seed 1: a valid model
-    (reference checker) of at most 155 nodes (162 before; bound 99, best model known
-    143 by CP-SAT neighbourhoods with 30 deterministic s).  About 15 CPU s."""
+    (reference checker) of at most 145 nodes (141; 154 before the merges that must fail
+    on AlwaysPrecedes' bounds were skipped, 162 before those on the other bounds were;
+    bound 105, best model known 128).  About 15 CPU s."""
     log = _conn_log(tmp_path, 1000)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert_valid(model, log, inv)
-    assert model.n_nodes <= 155
+    assert model.n_nodes <= 145
 
 
 @pytest.mark.slow
 def test_fewer_nodes_on_the_2000_event_connection_log(tmp_path):
     """The benchmark's 2,000-event connection log (two runs placed into one model, polished
-    after each), seed 1: a valid model (reference checker) of at most 224 nodes (221;
-    227 polished once at the end, 237 before the folds skipped merges that must fail and
+    after each), seed 1: a valid model (reference checker) of at most 208 nodes (202;
+    221 before the merges that must fail on AlwaysPrecedes' bounds were skipped, 227
+    polished once at the end, 237 before the folds skipped merges that must fail and
     polishing ended with coarsening; bound 121).  About 20 CPU s."""
     log = _conn_log(tmp_path, 2000)
     inv, codes, ticks = _codes(log)
     model = infer_perfume(log, codes, ticks, 1)
     assert_valid(model, log, inv)
-    assert model.n_nodes <= 224
+    assert model.n_nodes <= 208
 
 
 @pytest.mark.slow
 def test_fewer_nodes_on_the_5003_event_connection_log(tmp_path):
     """The benchmark's 5,003-event connection log (five runs in one model, polished after
-    each), seed 1: a valid model (reference checker) of at most 305 nodes (301; 341 polished
-    once at the end, with each run's events placed by first fit straight into the open
+    each), seed 1: a valid model (reference checker) of at most 282 nodes (275; 301 before
+    the merges that must fail on AlwaysPrecedes' bounds were skipped, 341 polished once at
+    the end, with each run's events placed by first fit straight into the open
     model, helper "fold18"; 389 when each run's own model was folded in, 404 before that,
     530 before polishing; proved bound 124, ``perfume_lower_bound`` 119).  About 50 CPU s."""
     log = _conn_log(tmp_path, 5000)
@@ -245,4 +280,4 @@ def test_fewer_nodes_on_the_5003_event_connection_log(tmp_path):
     model = infer_perfume(log, codes, ticks, 1)
     assert_valid(model, log, inv)
     assert perfume_lower_bound(log, codes, ticks) == 119  # 117 from pairwise conflicts
-    assert model.n_nodes <= 305
+    assert model.n_nodes <= 282

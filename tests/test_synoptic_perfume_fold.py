@@ -72,18 +72,21 @@ def test_fold_repack_absorbs_new_runs_of_a_connection_log(tmp_path):
     """The benchmark's 904-event connection log in runs of 300 events, seed 3, each run's
     own model folded in (``fit_folds=False``, the path of mixed logs): with the events a
     fold leaves placed one by one into the open model, a valid model (reference checker)
-    of at most 180 nodes (measured 173 in session 16, 162 now; folds of whole nodes only,
-    190).  Each run's events placed by first fit straight into the open model instead
-    (the default on logs that are not mixed), polished once at the end
-    (``grow_checks=0``): fewer still, at most 158 (measured 155)."""
+    of at most 150 nodes (measured 173 in session 16, 162 in session 22, 147 since the
+    merges that must fail on AlwaysPrecedes' bounds are skipped; folds of whole nodes
+    only, 190).  Each run's events placed by first fit straight into the open model
+    instead (the default on logs that are not mixed), polished once at the end
+    (``grow_checks=0``): at most 155 (measured 151; 155 in session 22, when it was 7
+    below the folds: now the two are within the seeds' spread, seeds 1-4 folded 145,
+    139, 147, 145 and fitted 143, 145, 151, 145)."""
     log = _conn_log(tmp_path, 900)
     inv, codes, ticks = _codes(log)
     folded = infer_pieces(log, codes, ticks, 3, 300, fit_folds=False)
     assert_valid(folded, log, inv)
-    assert folded.n_nodes <= 180
+    assert folded.n_nodes <= 150
     fitted = infer_pieces(log, codes, ticks, 3, 300, grow_checks=0)
     assert_valid(fitted, log, inv)
-    assert fitted.n_nodes <= 158 and fitted.n_nodes < folded.n_nodes
+    assert fitted.n_nodes <= 155
 
 
 def _record_polish(monkeypatch) -> list[tuple[int, int, int]]:

@@ -89,7 +89,7 @@ OPTIONS: tuple[Opt, ...] = (
         tools=("perfume",),
         help="statemine's own: merge checks per event spent polishing the model (groups "
         "of same-type nodes repacked; 0: off, the models of before; more: smaller models "
-        "for about proportionally more CPU, e.g. 32: about 4x the CPU, 11-34% fewer nodes on "
+        "for about proportionally more CPU, e.g. 32: about 4x the CPU, 6-22% fewer nodes on "
         "1e3-1e4-event logs)",
     ),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
