@@ -14,15 +14,24 @@ from hypothesis import strategies as st
 from test_synoptic_perfume import traces_strategy, write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
+from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.perfume_infer import (
+    _merge_state,
+    _restore,
+    _TimedMerges,
     exact_descent,
     exact_repack,
     first_fit_model,
     infer_perfume,
     polish,
 )
-from statemine.infer.synoptic.timecheck import timed_graph, violations
+from statemine.infer.synoptic.timecheck import (
+    BoundCheck,
+    aggregate_edges,
+    timed_graph,
+    violations,
+)
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound, timed_sides
 
 
@@ -109,6 +118,21 @@ def test_exact_repack_stops_when_its_checks_run_out(tmp_path):
     assert exact_repack(model, codes, ticks, sides, group, np.arange(log.n_events), [0]) is None
 
 
+def _per_event_merges(log: EventLog) -> tuple[_TimedMerges, list[tuple[int, int]]]:
+    """Merge trials on ``log``'s model of one node per event (the trace graph), and its
+    same-type node pairs ``(q, p)``, ``q < p``."""
+    _, codes, ticks = _codes(log)
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
+    pairs = [
+        (q, p)
+        for q in range(2, model.n_nodes)
+        for p in range(q + 1, model.n_nodes)
+        if node_type[q] == node_type[p]
+    ]
+    return _TimedMerges(model, codes, ticks), pairs
+
+
 @settings(max_examples=60, deadline=None)
 @given(traces_strategy, st.integers(0, 2**16))
 def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
@@ -116,20 +140,8 @@ def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
     bound) is never wrong: from the trace graph, with random merges made on the way, every
     same-type pair it calls doomed fails the full merge check, and the merges it lets
     through are decided by that check alone."""
-    from statemine.infer.synoptic.perfume_infer import _merge_state, _restore, _TimedMerges
-
-    log = write_log(tmp_path_factory.mktemp("d"), traces)
-    _, codes, ticks = _codes(log)
-    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
-    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
-    merges = _TimedMerges(model, codes, ticks)
+    merges, pairs = _per_event_merges(write_log(tmp_path_factory.mktemp("d"), traces))
     rng = np.random.default_rng(seed)
-    pairs = [
-        (q, p)
-        for q in range(2, model.n_nodes)
-        for p in range(q + 1, model.n_nodes)
-        if node_type[q] == node_type[p]
-    ]
     for k in rng.permutation(len(pairs)).tolist():
         q, p = pairs[k]
         if merges.group[q] != q or merges.group[p] != p:
@@ -148,20 +160,12 @@ def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
     merge that ``_doomed_first`` (AlwaysPrecedes' first-``a`` upper bounds) calls doomed
     fails the full check, and some of them are not seen by the every-pair rule (the
     filter is sound, and not idle)."""
-    from statemine.infer.synoptic.perfume_infer import _merge_state, _restore, _TimedMerges
-
-    log = _conn_log(tmp_path, 120)
-    _, codes, ticks = _codes(log)
-    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
-    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
-    merges = _TimedMerges(model, codes, ticks)
+    merges, pairs = _per_event_merges(_conn_log(tmp_path, 120))
     first = [k for k, group in enumerate(merges.bounds.groups) if group[1]]
     assert first, "the log has AlwaysPrecedes upper bounds"
     only_first = 0
-    for q, p in product(range(2, model.n_nodes), repeat=2):
-        if q >= p or node_type[q] != node_type[p] or not merges.doomed(q, p):
-            continue
-        if not any(merges._doomed_first(k, q, p) for k in first):
+    for q, p in pairs:
+        if not merges.doomed(q, p) or not any(merges._doomed_first(k, q, p) for k in first):
             continue
         state = _merge_state(merges)
         assert not merges.merge(q, p), (q, p)
@@ -180,29 +184,16 @@ def test_merge_checks_keep_the_walks_of_a_check_from_scratch(tmp_path_factory, t
     """After each merge ``_TimedMerges`` keeps (its checks start from the model before:
     walk totals and first-``a`` reach), its :class:`BoundCheck` state equals one made
     from scratch on the merged model: the same totals and reach per bound group."""
-    from statemine.infer.synoptic.perfume_infer import _TimedMerges
-    from statemine.infer.synoptic.timecheck import BoundCheck, aggregate_edges
-
-    log = write_log(tmp_path_factory.mktemp("w"), traces)
-    _, codes, ticks = _codes(log)
-    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
-    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
-    merges = _TimedMerges(model, codes, ticks)
+    merges, pairs = _per_event_merges(write_log(tmp_path_factory.mktemp("w"), traces))
     rng = np.random.default_rng(seed)
-    pairs = [
-        (q, p)
-        for q in range(2, model.n_nodes)
-        for p in range(q + 1, model.n_nodes)
-        if node_type[q] == node_type[p]
-    ]
     for k in rng.permutation(len(pairs)).tolist():
         q, p = pairs[k]
         if merges.group[q] != q or merges.group[p] != p or not merges.merge(q, p):
             continue
         event("merged")
         f, group = merges.fine, merges.group
-        g = aggregate_edges(f.n, group[f.src], group[f.dst], f.wmin, f.wmax, node_type)
-        fresh, kept = BoundCheck(g, codes, merges.n_types).fix, merges.bounds.fix
+        g = aggregate_edges(f.n, group[f.src], group[f.dst], f.wmin, f.wmax, f.node_type)
+        fresh, kept = BoundCheck(g, merges.codes, merges.n_types).fix, merges.bounds.fix
         assert fresh is not None and kept is not None
         for a, b in zip(kept.totals + kept.reach, fresh.totals + fresh.reach, strict=True):
             assert (a is None and b is None) or np.array_equal(a, b)
