@@ -96,6 +96,7 @@ from .timecheck import (
     bound_violations,
     first_nodes,
     intr_violations,
+    run_starts,
     timed_graph,
     walk_extremes,
 )
@@ -450,7 +451,7 @@ def onward_totals(
         return out
     better = np.maximum if upper else np.minimum
     w = g.wmax if upper else g.wmin
-    runs = np.nonzero(np.r_[True, g.src[1:] != g.src[:-1]])[0]  # edges sorted by source
+    runs = run_starts(g.src)  # edges sorted by source
     heads = g.src[runs]
     for _ in range(g.n + 1):
         on = out if through is None else np.where(through, out, none)

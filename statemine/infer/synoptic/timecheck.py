@@ -225,7 +225,7 @@ def aggregate_edges(
     key = src * n + dst
     order = np.argsort(key, kind="stable")
     key = key[order]
-    starts = _run_starts(key)
+    starts = run_starts(key)
     uk = key[starts]
     return TimedGraph(
         n,
@@ -237,7 +237,7 @@ def aggregate_edges(
     )
 
 
-def _run_starts(key: np.ndarray) -> np.ndarray:
+def run_starts(key: np.ndarray) -> np.ndarray:
     """Where each run of equal values of the sorted ``key`` starts (indices)."""
     new = np.empty(len(key), dtype=bool)
     new[:1] = True
@@ -263,7 +263,7 @@ class _ByTarget:
     def of(cls, g: TimedGraph) -> _ByTarget:
         order = g.dst_order
         d = g.dst[order]
-        starts = _run_starts(d)
+        starts = run_starts(d)
         return cls(
             g.src[order],
             d,
@@ -696,16 +696,11 @@ class BoundCheck:
 
 def _merged_columns(x: np.ndarray, keep: int, gone: int, upper: bool) -> np.ndarray:
     """A copy of per-node columns ``x`` with ``gone``'s merged into ``keep``'s (max, or
-    min unless ``upper``; for bools ``upper`` is or) and ``gone``'s emptied (-inf / +inf /
+    min unless ``upper``; max is or on bools) and ``gone``'s emptied (-inf / +inf /
     False)."""
     out = x.copy()
-    if out.dtype == bool:
-        out[:, keep] |= out[:, gone]
-        out[:, gone] = False
-        return out
-    better = np.maximum if upper else np.minimum
-    out[:, keep] = better(out[:, keep], out[:, gone])
-    out[:, gone] = -np.inf if upper else np.inf
+    out[:, keep] = (np.maximum if upper else np.minimum)(out[:, keep], out[:, gone])
+    out[:, gone] = False if out.dtype == bool else -np.inf if upper else np.inf
     return out
 
 
