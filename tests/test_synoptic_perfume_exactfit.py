@@ -29,6 +29,9 @@ from statemine.infer.synoptic.perfume_infer import (
 from statemine.infer.synoptic.timecheck import (
     BoundCheck,
     aggregate_edges,
+    intr_broken,
+    intr_reach,
+    merged_columns,
     timed_graph,
     violations,
 )
@@ -183,20 +186,34 @@ def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
 def test_merge_checks_keep_the_walks_of_a_check_from_scratch(tmp_path_factory, traces, seed):
     """After each merge ``_TimedMerges`` keeps (its checks start from the model before:
     walk totals and first-``a`` reach), its :class:`BoundCheck` state equals one made
-    from scratch on the merged model: the same totals and reach per bound group."""
+    from scratch on the merged model: the same totals and reach per bound group; and
+    on every merge tried, IntrBy's walks grown from the model's before equal those
+    found from scratch (so a merge breaks IntrBy exactly when it would from scratch)."""
     merges, pairs = _per_event_merges(write_log(tmp_path_factory.mktemp("w"), traces))
+    codes = merges.codes
     rng = np.random.default_rng(seed)
     for k in rng.permutation(len(pairs)).tolist():
         q, p = pairs[k]
-        if merges.group[q] != q or merges.group[p] != p or not merges.merge(q, p):
+        if merges.group[q] != q or merges.group[p] != p:
+            continue
+        f, group = merges.fine, merges.group
+        if merges.intr is not None:
+            trial = np.where(group == p, q, group)
+            g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, f.node_type)
+            grown = intr_reach(g, codes, merged_columns(merges.intr, q, p, True))
+            assert np.array_equal(grown, intr_reach(g, codes))
+            event("IntrBy broken" if intr_broken(g, codes, grown).any() else "IntrBy kept")
+        if not merges.merge(q, p):
             continue
         event("merged")
-        f, group = merges.fine, merges.group
+        group = merges.group
         g = aggregate_edges(f.n, group[f.src], group[f.dst], f.wmin, f.wmax, f.node_type)
-        fresh, kept = BoundCheck(g, merges.codes, merges.n_types).fix, merges.bounds.fix
+        fresh, kept = BoundCheck(g, codes, merges.n_types).fix, merges.bounds.fix
         assert fresh is not None and kept is not None
         for a, b in zip(kept.totals + kept.reach, fresh.totals + fresh.reach, strict=True):
             assert (a is None and b is None) or np.array_equal(a, b)
+        if merges.intr is not None:
+            assert np.array_equal(merges.intr, intr_reach(g, codes))
 
 
 @settings(max_examples=30, deadline=None)

@@ -8,10 +8,13 @@ graph built in CSR form directly, :func:`_sorted_csr`)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statemine.infer.synoptic.perfume_infer import onward_totals
 from statemine.infer.synoptic.timecheck import (
+    CYCLE_ROUNDS,
     TimedCodes,
     TimedGraph,
     _positive_cycles,
@@ -310,13 +313,21 @@ def test_positive_cycles_of_all_rows_at_once(params, zero_weights):
 
 
 @settings(max_examples=300, deadline=None)
-@given(graphs, st.booleans(), st.booleans(), st.integers(0, 3), st.integers(0, 2**31))
-def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, seed):
+@given(
+    graphs,
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 3),
+    st.integers(0, 2**31),
+    st.sampled_from([0, 1, 2, 3, CYCLE_ROUNDS]),
+)
+def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, seed, rounds):
     """:func:`walk_extremes` on random graphs (cycles, positive or not), every type as a
     source, upper and lower, AlwaysPrecedes' first ``a`` only, with and without a cap, a
-    ``stop`` (the verdict: does a total pass it) and an ``init`` (the totals on the
-    graph itself, as :class:`BoundCheck` passes them: below / above the answer) equal the
-    former computation."""
+    ``stop`` (the verdict: does a total pass it; the totals when none does) and an
+    ``init`` (the totals on the graph itself, as :class:`BoundCheck` passes them: below /
+    above the answer) equal the former computation, which marks positive cycles from the
+    first round, whichever round ``cycle_rounds`` starts the marking at."""
     g = _random_graph(*params)
     first_only = first_only and upper
     rng = np.random.default_rng(seed)
@@ -324,18 +335,108 @@ def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, 
     cap = rng.integers(0, 12, len(sources)).astype(np.float64) if upper and mode & 1 else None
     args = (g, sources, upper, first_only, cap)
     want = _walk_extremes_by_rounds(*args, None, None)
-    assert np.array_equal(walk_extremes(*args), want)
+    assert np.array_equal(walk_extremes(*args, cycle_rounds=rounds), want)
     if mode & 2:
         stop = rng.integers(0, 12, want.shape).astype(np.float64)
-        passes = (want > stop) if upper else (want < stop)
-        got = walk_extremes(*args, stop)
-        old = _walk_extremes_by_rounds(*args, stop, None)
-        assert ((got > stop) if upper else (got < stop)).any() == passes.any()
-        assert np.array_equal(got, old)
+        passes = ((want > stop) if upper else (want < stop)).any()
+        got = walk_extremes(*args, stop, cycle_rounds=rounds)
+        assert ((got > stop) if upper else (got < stop)).any() == passes
+        if not passes:
+            assert np.array_equal(got, want)
     # an init below (upper) / above (lower) the answer: a partial run's totals
     init = np.where(rng.random(want.shape) < 0.5, want, -np.inf if upper else np.inf)
-    got = walk_extremes(*args, None, init.copy())
+    got = walk_extremes(*args, None, init.copy(), cycle_rounds=rounds)
     assert np.array_equal(got, _walk_extremes_by_rounds(*args, None, init.copy()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 2**31),
+    st.integers(20, 120),
+    st.integers(0, 4),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([0, 1, 2, 3, 5, CYCLE_ROUNDS]),
+)
+def test_walk_extremes_mark_cycles_late_on_sparse_graphs(seed, n, back, first_only, capped, rounds):
+    """Long sparse graphs (a chain with skips and a few edges back, as merge checks see:
+    totals settle round by round, most rounds over a few nodes' edges) with positive
+    cycles: marking them from round ``cycle_rounds`` gives the former computation's
+    totals, which marks them from the first."""
+    rng = np.random.default_rng(seed)
+    node_type = np.r_[-1, -1, rng.integers(0, 3, n - 2)].astype(np.int64)
+    chain = np.arange(2, n - 1)
+    skip = rng.integers(2, n - 3, n // 4)
+    ups = rng.integers(3, n, back)
+    src = np.r_[0, chain, skip, ups, n - 1]
+    dst = np.r_[
+        2,
+        chain + 1,
+        np.minimum(skip + rng.integers(2, 6, len(skip)), n - 1),
+        rng.integers(2, np.maximum(ups, 3)),
+        1,
+    ]
+    w = rng.integers(1, 5, len(src)).astype(np.float64)
+    g = aggregate_edges(n, src, dst, w, w, node_type)
+    sources = np.arange(3, dtype=np.int64)
+    cap = rng.integers(5, 60, 3).astype(np.float64) if capped else None
+    args = (g, sources, True, first_only, cap)
+    want = _walk_extremes_by_rounds(*args, None, None)
+    assert np.array_equal(walk_extremes(*args, cycle_rounds=rounds), want)
+
+
+def _onward_by_rounds(g, stop, upper, through):
+    """The former :func:`onward_totals`: every edge relaxed in every round."""
+    none = -np.inf if upper else np.inf
+    out = np.full(stop.shape, none)
+    if not len(g.src):
+        return out
+    better = np.maximum if upper else np.minimum
+    w = g.wmax if upper else g.wmin
+    for _ in range(g.n + 1):
+        on = out if through is None else np.where(through, out, none)
+        val = better(-stop, on)[:, g.dst] + w
+        nxt = out.copy()
+        for u in np.unique(g.src).tolist():
+            nxt[:, u] = better(out[:, u], better.reduce(val[:, g.src == u], axis=1))
+        if upper:
+            nxt = np.minimum(nxt, 1.0)
+        if np.array_equal(nxt, out):
+            break
+        out = nxt
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.booleans(), st.integers(1, 4), st.floats(0.0, 1.0), st.booleans())
+def test_onward_totals_match_whole_rounds(params, upper, n_rows, density, blocked):
+    """:func:`onward_totals` (after the first round, only the edges into nodes that
+    changed) equals relaxing every edge in every round, on random graphs with cycles,
+    bounds at some nodes only (the others' ``stop`` +inf / -inf) and ``through`` masks."""
+    g = _random_graph(*params)
+    rng = np.random.default_rng(params[0] + 2)
+    none = np.inf if upper else -np.inf
+    stop = np.where(rng.random((n_rows, g.n)) < density, rng.integers(0, 15, (n_rows, g.n)), none)
+    through = rng.random((n_rows, g.n)) < density if blocked else None
+    got = onward_totals(g, stop, upper, through)
+    assert np.array_equal(got, _onward_by_rounds(g, stop, upper, through))
+
+
+@pytest.mark.parametrize("rounds", [0, 8, CYCLE_ROUNDS, 24])
+def test_walk_extremes_settle_after_late_marking(rounds):
+    """A positive cycle at the head of a long chain, marked late: the cap then walks
+    down the chain for as many rounds as it has nodes, which the rounds before the
+    marking do not use up (the cycle's nodes at the cap, and every node after them)."""
+    n = 30
+    chain = np.arange(2, n - 1)
+    src = np.r_[0, chain, 4, n - 1]
+    dst = np.r_[2, chain + 1, 3, 1]
+    w = np.ones(len(src))
+    g = aggregate_edges(n, src, dst, w, w, np.r_[-1, -1, np.zeros(n - 2)].astype(np.int64))
+    args = (g, np.array([0]), True, False, np.array([1000.0]))
+    want = _walk_extremes_by_rounds(*args, None, None)
+    assert (want[0, 3:] == 1000).all()
+    assert np.array_equal(walk_extremes(*args, cycle_rounds=rounds), want)
 
 
 @settings(max_examples=200, deadline=None)

@@ -95,7 +95,10 @@ from .timecheck import (
     aggregate_edges,
     bound_violations,
     first_nodes,
+    intr_broken,
+    intr_reach,
     intr_violations,
+    merged_columns,
     run_starts,
     timed_graph,
     walk_extremes,
@@ -444,33 +447,44 @@ def onward_totals(
     smallest (smallest deltas); -inf / +inf without such a walk.  Bellman-Ford backwards
     from below (above): every value met is that of a real walk, so each round gives a
     bound on the answer; upper totals are cut at 1 (a walk with a positive value is
-    all a caller asks about, and positive cycles stop growing there)."""
+    all a caller asks about, and positive cycles stop growing there).  After the first
+    round only the edges into nodes the round before changed are relaxed, into their
+    sources alone (values only move one way, so the other edges are already folded in):
+    the totals of whole rounds."""
     none = -np.inf if upper else np.inf
     out = np.full(stop.shape, none)
     if not len(g.src):
         return out
     better = np.maximum if upper else np.minimum
     w = g.wmax if upper else g.wmin
-    runs = run_starts(g.src)  # edges sorted by source
-    heads = g.src[runs]
+    end = -stop  # a walk's value when it ends at a node
+    edges: np.ndarray | slice = slice(None)  # edges sorted by source
     for _ in range(g.n + 1):
-        on = out if through is None else np.where(through, out, none)
-        val = better(-stop, on)[:, g.dst] + w
-        nxt = out.copy()
-        nxt[:, heads] = better(out[:, heads], better.reduceat(val, runs, axis=1))
+        src, dst = g.src[edges], g.dst[edges]
+        runs = run_starts(src)
+        heads = src[runs]
+        on = out[:, dst] if through is None else np.where(through[:, dst], out[:, dst], none)
+        val = better(end[:, dst], on) + w[edges]
+        now = better(out[:, heads], better.reduceat(val, runs, axis=1))
         if upper:
-            nxt = np.minimum(nxt, 1.0)
-        if np.array_equal(nxt, out):
+            np.minimum(now, 1.0, out=now)
+        changed = (now != out[:, heads]).any(axis=0)
+        if not changed.any():
             break
-        out = nxt
+        out[:, heads] = now
+        moved = np.zeros(g.n, dtype=bool)
+        moved[heads[changed]] = True
+        edges = np.flatnonzero(moved[g.dst])
+        if not len(edges):
+            break
     return out
 
 
 class _TimedMerges:
     """Coarsening trials on a fine model: node groups (``group[n]``: the smallest id of
     the group of node ``n``) with incremental checks (:class:`~.check.MergeCheck` for
-    the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds, the
-    IntrBy reachability from scratch)."""
+    the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds,
+    IntrBy's walks grown from the current model's: :func:`~.timecheck.intr_reach`)."""
 
     def __init__(self, model: PartitionModel, codes: TimedCodes, ticks: np.ndarray):
         log = model.log
@@ -483,6 +497,8 @@ class _TimedMerges:
             model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
         )
         self.bounds = BoundCheck(self.fine, codes, self.n_types)
+        # IntrBy's walks (:func:`intr_reach`), grown from the current ones on each merge
+        self.intr = intr_reach(self.fine, codes) if len(codes.intr_a) else None
         self.spent = 0.0  # work units (:func:`check_units`) of the merge checks so far
         self.onward: list[np.ndarray] | None = None  # :meth:`doomed`, made lazily
 
@@ -562,10 +578,13 @@ class _TimedMerges:
         # IntrBy last: the untimed and bound checks refute most merges first (on the
         # benchmark's 601-event connection log IntrBy refuted none of 5,902)
         fix = self.bounds.check(g, (keep, gone))
-        if fix is None or intr_violations(g, self.codes).any():
+        intr = None
+        if fix is not None and self.intr is not None:
+            intr = intr_reach(g, self.codes, merged_columns(self.intr, keep, gone, True))
+        if fix is None or (intr is not None and intr_broken(g, self.codes, intr).any()):
             self.untimed.src, self.untimed.dst, self.untimed.fix = saved
             return False
-        self.bounds.fix = fix
+        self.bounds.fix, self.intr = fix, intr
         self.group = trial
         return True
 
@@ -1224,13 +1243,13 @@ def _merge_state(merges: _TimedMerges) -> tuple:
     """What :meth:`_TimedMerges.merge` replaces on success (it never mutates them): the
     state to put back to undo a merge."""
     u = merges.untimed
-    return merges.group, u.src, u.dst, u.fix, merges.bounds.fix
+    return merges.group, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr
 
 
 def _restore(merges: _TimedMerges, state: tuple) -> None:
     """Undo the merges made since :func:`_merge_state` gave ``state``."""
     u = merges.untimed
-    merges.group, u.src, u.dst, u.fix, merges.bounds.fix = state
+    merges.group, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr = state
 
 
 def hood_order(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
