@@ -359,7 +359,7 @@ def _sweep_stale(parent: Path, name: str) -> None:
         if not m or m["name"] != name:
             continue
         pid = int(m["pid"])
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or alive(pid):
             continue
         stale = parent / entry
         if stale.is_dir() and not stale.is_symlink():
@@ -369,7 +369,10 @@ def _sweep_stale(parent: Path, name: str) -> None:
                 stale.unlink()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal does; a number too large
+    for a pid, e.g. read from a crafted file name, counts as alive: nothing of it is
+    removed)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

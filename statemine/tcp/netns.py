@@ -17,7 +17,7 @@ import re
 import signal
 import subprocess
 
-from .tracing import alive
+from ..fileio import alive
 
 #: Prefix of statemine's namespaces and devices.
 PREFIX = "sm-"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import StatemineError
+from ..fileio import alive
 
 #: The two events recorded (tracefs paths under ``events/``).
 EVENTS = ("tcp/tcp_cong_state_set", "tcp/tcp_probe")
@@ -258,17 +259,6 @@ def _unmount(path: Path) -> bool:
         return False
     with contextlib.suppress(OSError):
         path.rmdir()
-    return True
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
