@@ -50,5 +50,10 @@ setup(
             ["statemine/parse/qlog/_runscan.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
         ),
+        Extension(
+            "statemine.infer.synoptic._walks",
+            ["statemine/infer/synoptic/_walks.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
+        ),
     ],
 )

@@ -17,6 +17,7 @@ from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 from statemine.infer.synoptic.log import EventLog
 from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.perfume_infer import (
+    _Dissolved,
     _merge_state,
     _restore,
     _TimedMerges,
@@ -158,6 +159,128 @@ def test_a_doomed_merge_always_fails(tmp_path_factory, traces, seed):
             merges.merge(q, p)
 
 
+def _doomed_one_by_one(merges: _TimedMerges, k: int, keep: int, gone: int) -> bool:
+    """The former ``_TimedMerges._doomed_pairs`` / ``_doomed_first`` of bound group ``k``
+    (statemine before session 25), one pair at a time, kept as the reference
+    :meth:`~_TimedMerges.doomed_among` is checked against."""
+    fix, onward = merges.bounds.fix, merges.onward
+    assert fix is not None and onward is not None
+    upper, first, sources, _, _ = merges.bounds.groups[k]
+    totals, reach, out = fix.totals[k], fix.reach[k], onward[k]
+    own = sources == merges.node_type[keep]
+    for a, b in ((keep, gone), (gone, keep)):
+        if first:
+            assert reach is not None
+            if (own & reach[:, a] & (out[:, b] > 0)).any():
+                return True
+            if ((np.where(own, -np.inf, totals[:, a]) + out[:, b]) > 0).any():
+                return True
+            continue
+        better = np.maximum if upper else np.minimum
+        start = np.where(own, 0.0, -np.inf if upper else np.inf)
+        total = better(totals[:, a], start) + out[:, b]
+        if (total > 0).any() if upper else (total < 0).any():
+            return True
+    return False
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_doomed_among_every_candidate_is_the_pairwise_rule(tmp_path_factory, traces, seed):
+    """:meth:`_TimedMerges.doomed_among` (every candidate of an event at once) answers for
+    each candidate what the former one-pair rule does, from the trace graph with random
+    merges made on the way."""
+    merges, pairs = _per_event_merges(write_log(tmp_path_factory.mktemp("a"), traces))
+    doomed = _check_doomed_among(merges, pairs, np.random.default_rng(seed), 12)
+    event("some doomed" if doomed else "none doomed")
+
+
+def test_doomed_among_on_always_precedes_bounds(tmp_path):
+    """The same on the benchmark's 124-event connection log, whose AlwaysPrecedes upper
+    bounds give first-``a`` groups (random logs seldom have them)."""
+    merges, pairs = _per_event_merges(_conn_log(tmp_path, 120))
+    assert any(group[1] for group in merges.bounds.groups)
+    assert _check_doomed_among(merges, pairs, np.random.default_rng(5), 60) > 0
+
+
+def test_doomed_among_in_polishing_trials(tmp_path):
+    """The same in polishing's trials on the 124-event connection log: first fit's model
+    with 2-4 nodes of one type dissolved (:class:`_Dissolved`), every dissolved event's
+    candidates (the kept nodes of its type) checked, then first fit made.  Here merged
+    nodes reach further than the trace graph's, and every rule of AlwaysPrecedes'
+    first-``a`` groups dooms candidates."""
+    log = _conn_log(tmp_path, 120)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    model = first_fit_model(log, codes, ticks, sides)
+    assert model is not None
+    rng = np.random.default_rng(3)
+    doomed = 0
+    for _ in range(20):
+        t = rng.choice(np.unique(model.node_type[2:]))
+        same = np.nonzero(model.node_type == t)[0]
+        nodes = rng.permutation(same)[: rng.integers(2, 5)]
+        hood = _Dissolved.of(model, codes, ticks, sides, nodes, np.arange(log.n_events))
+        merges = hood.merges
+        for p in range(model.n_nodes, merges.fine.n):
+            keeps = np.asarray(hood.own[int(merges.node_type[p])], dtype=np.int64)
+            doomed += _check_doomed_among(merges, [(int(q), p) for q in keeps], rng, 0, [p])
+    assert doomed > 0
+
+
+def test_doomed_among_a_later_a_made_a_first_a(tmp_path):
+    """AlwaysPrecedes ``a`` -> ``b`` within 3 (the first trace), and a valid model where
+    the second trace's second ``a`` reaches that ``b`` in 102 through a ``c`` node the
+    traces share: no first ``a`` starts that walk, until that ``a`` is merged with a first ``a``
+    (the rule of the rows of the merged nodes' own type, either way round)."""
+    traces = [[("a", 1), ("c", 1), ("b", 2)], [("a", 1), ("a", 1), ("c", 100)]]
+    log = write_log(tmp_path, traces)
+    _, codes, ticks = _codes(log)
+    part = np.array([2, 3, 4, 5, 6, 3], dtype=np.int64)  # the c events share node 3
+    node_type = np.r_[-1, -1, log.codes[[0, 1, 2, 3, 4]]].astype(np.int64)
+    merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
+    assert not violations(merges.fine, codes, len(log.types)).any()
+    first_a, later_a = 2, 6
+    assert merges.doomed_among(np.array([first_a]), later_a).tolist() == [True]
+    assert merges.doomed_among(np.array([later_a]), first_a).tolist() == [True]
+    pairs = [(first_a, later_a), (later_a, first_a), (5, later_a)]
+    assert _check_doomed_among(merges, pairs, np.random.default_rng(0), 0, [later_a]) == 2
+    assert _check_doomed_among(merges, pairs, np.random.default_rng(0), 0, [first_a]) == 1
+
+
+def _check_doomed_among(
+    merges: _TimedMerges,
+    pairs,
+    rng: np.random.Generator,
+    tries: int,
+    nodes: list[int] | None = None,
+) -> int:
+    """:meth:`~_TimedMerges.doomed_among` against :func:`_doomed_one_by_one` for the
+    candidates of ``tries`` random nodes (or of ``nodes``), each followed by a merge that
+    holds; the number of doomed candidates met."""
+    doomed = 0
+    for p in rng.permutation(merges.fine.n)[:tries].tolist() if nodes is None else nodes:
+        keeps = np.array([q for q, r in pairs if r == p and merges.group[q] == q], dtype=np.int64)
+        if merges.group[p] != p or not len(keeps):
+            continue
+        got = merges.doomed_among(keeps, p)
+        if merges.bounds.fix is None:
+            assert not got.any()
+            continue
+        want = np.zeros(len(keeps), dtype=bool)
+        for k, group in enumerate(merges.bounds.groups):
+            rule = merges._doomed_first if group[1] else merges._doomed_pairs
+            one = [_doomed_one_by_one(merges, k, q, p) for q in keeps.tolist()]
+            assert rule(k, keeps, p).tolist() == one
+            want |= one
+        assert got.tolist() == want.tolist()
+        doomed += int(want.sum())
+        free = keeps[~got]
+        if len(free):
+            merges.merge(int(free[0]), p)
+    return doomed
+
+
 def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
     """The benchmark's 124-event connection log, one node per event: every same-type
     merge that ``_doomed_first`` (AlwaysPrecedes' first-``a`` upper bounds) calls doomed
@@ -168,13 +291,15 @@ def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
     assert first, "the log has AlwaysPrecedes upper bounds"
     only_first = 0
     for q, p in pairs:
-        if not merges.doomed(q, p) or not any(merges._doomed_first(k, q, p) for k in first):
+        if not merges.doomed(q, p) or not any(
+            merges._doomed_first(k, np.array([q]), p)[0] for k in first
+        ):
             continue
         state = _merge_state(merges)
         assert not merges.merge(q, p), (q, p)
         _restore(merges, state)
         only_first += not any(
-            merges._doomed_pairs(k, q, p)
+            merges._doomed_pairs(k, np.array([q]), p)[0]
             for k in range(len(merges.bounds.groups))
             if k not in first
         )

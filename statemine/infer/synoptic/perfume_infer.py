@@ -84,6 +84,7 @@ from math import gcd, isqrt
 import numpy as np
 
 from ...errors import StatemineError
+from ._walks import onward as onward_rounds
 from .check import MergeCheck, violated
 from .log import EventLog
 from .model import INIT_NODE, TERM_NODE, PartitionModel
@@ -99,7 +100,6 @@ from .timecheck import (
     intr_reach,
     intr_violations,
     merged_columns,
-    run_starts,
     timed_graph,
     walk_extremes,
 )
@@ -450,33 +450,20 @@ def onward_totals(
     all a caller asks about, and positive cycles stop growing there).  After the first
     round only the edges into nodes the round before changed are relaxed, into their
     sources alone (values only move one way, so the other edges are already folded in):
-    the totals of whole rounds."""
-    none = -np.inf if upper else np.inf
-    out = np.full(stop.shape, none)
-    if not len(g.src):
-        return out
-    better = np.maximum if upper else np.minimum
-    w = g.wmax if upper else g.wmin
-    end = -stop  # a walk's value when it ends at a node
-    edges: np.ndarray | slice = slice(None)  # edges sorted by source
-    for _ in range(g.n + 1):
-        src, dst = g.src[edges], g.dst[edges]
-        runs = run_starts(src)
-        heads = src[runs]
-        on = out[:, dst] if through is None else np.where(through[:, dst], out[:, dst], none)
-        val = better(end[:, dst], on) + w[edges]
-        now = better(out[:, heads], better.reduceat(val, runs, axis=1))
-        if upper:
-            np.minimum(now, 1.0, out=now)
-        changed = (now != out[:, heads]).any(axis=0)
-        if not changed.any():
-            break
-        out[:, heads] = now
-        moved = np.zeros(g.n, dtype=bool)
-        moved[heads[changed]] = True
-        edges = np.flatnonzero(moved[g.dst])
-        if not len(edges):
-            break
+    the totals of whole rounds, at most ``g.n + 1`` of them (in C: :func:`~._walks.onward`)."""
+    out = np.full(stop.shape, -np.inf if upper else np.inf)
+    onward_rounds(
+        np.ascontiguousarray(g.src, dtype=np.int64),
+        np.ascontiguousarray(g.dst, dtype=np.int64),
+        np.ascontiguousarray(g.wmax if upper else g.wmin, dtype=np.float64),
+        np.ascontiguousarray(stop, dtype=np.float64),
+        None if through is None else np.ascontiguousarray(through, dtype=bool),
+        out,
+        len(g.src),
+        stop.shape[0],
+        g.n,
+        upper,
+    )
     return out
 
 
@@ -503,53 +490,61 @@ class _TimedMerges:
         self.onward: list[np.ndarray] | None = None  # :meth:`doomed`, made lazily
 
     def doomed(self, keep: int, gone: int) -> bool:
-        """Must merging groups ``keep`` and ``gone`` break a time bound?  Yes when, for
-        some bound group, a walk the merged model must have passes the tightest bound at
-        its end (:meth:`_doomed_pairs`, :meth:`_doomed_first`; each walk continues one
-        out of the fine model, before any merge: :func:`onward_totals`).  The merged
-        model has every walk of the current one, with totals at least these (merging
-        only adds walks and paths and widens ranges).  No check is spent: a cheap filter
-        before :meth:`merge`."""
-        fix = self.bounds.fix
-        if fix is None:
-            return False
+        """Must merging groups ``keep`` and ``gone`` break a time bound?
+        (:meth:`doomed_among` of one group.)"""
+        return bool(self.doomed_among(np.array([keep], dtype=np.int64), gone)[0])
+
+    def doomed_among(self, keeps: np.ndarray, gone: int) -> np.ndarray:
+        """Per group of ``keeps``: must merging it and group ``gone`` break a time bound?
+        Yes when, for some bound group, a walk the merged model must have passes the
+        tightest bound at its end (:meth:`_doomed_pairs`, :meth:`_doomed_first`; each
+        walk continues one out of the fine model, before any merge:
+        :func:`onward_totals`).  The merged model has every walk of the current one,
+        with totals at least these (merging only adds walks and paths and widens
+        ranges).  No check is spent: a cheap filter before :meth:`merge`, over every
+        candidate of an event at once (its answers hold until a merge is made)."""
+        out = np.zeros(len(keeps), dtype=bool)
+        if self.bounds.fix is None or not len(keeps):
+            return out
         if self.onward is None:
             nt = self.fine.node_type[None, :]
             self.onward = [
                 onward_totals(self.fine, stop, upper, (nt != src[:, None]) if first else None)
                 for upper, first, src, _, stop in self.bounds.groups
             ]
-        return any(
-            (self._doomed_first if first else self._doomed_pairs)(k, keep, gone)
-            for k, (_, first, _, _, _) in enumerate(self.bounds.groups)
-        )
+        for k, (_, first, _, _, _) in enumerate(self.bounds.groups):
+            out |= (self._doomed_first if first else self._doomed_pairs)(k, keeps, gone)
+            if out.all():
+                break
+        return out
 
-    def _doomed_pairs(self, k: int, keep: int, gone: int) -> bool:
-        """Bound group ``k`` counts every (a, later b) pair of a walk: a walk into one of
-        ``keep`` and ``gone`` (the current totals, or 0 at a source node) continued out
-        of the other passes the bound."""
+    def _doomed_pairs(self, k: int, keeps: np.ndarray, gone: int) -> np.ndarray:
+        """Bound group ``k`` counts every (a, later b) pair of a walk: per group of
+        ``keeps``, a walk into it or ``gone`` (the current totals, or 0 at a source node)
+        continued out of the other passes the bound."""
         assert self.bounds.fix is not None and self.onward is not None
         upper, _, sources, _, _ = self.bounds.groups[k]
         totals, onward = self.bounds.fix.totals[k], self.onward[k]
         better = np.maximum if upper else np.minimum
-        start = np.where(sources == self.node_type[keep], 0.0, -np.inf if upper else np.inf)
-        for a, b in ((keep, gone), (gone, keep)):
-            total = better(totals[:, a], start) + onward[:, b]
-            if (total > 0).any() if upper else (total < 0).any():
-                return True
-        return False
+        own = sources[:, None] == self.node_type[keeps][None, :]  # rows x keeps
+        start = np.where(own, 0.0, -np.inf if upper else np.inf)
+        into_keep = better(totals[:, keeps], start) + onward[:, gone, None]
+        into_gone = better(totals[:, gone, None], start) + onward[:, keeps]
+        if upper:
+            return ((into_keep > 0) | (into_gone > 0)).any(axis=0)
+        return ((into_keep < 0) | (into_gone < 0)).any(axis=0)
 
-    def _doomed_first(self, k: int, keep: int, gone: int) -> bool:
+    def _doomed_first(self, k: int, keeps: np.ndarray, gone: int) -> np.ndarray:
         """Bound group ``k`` is AlwaysPrecedes' upper bounds (walks from the first ``a``
         of a path to a ``b`` before the next ``a``), with ``onward`` walks whose inner
-        nodes are no ``a``.  Rows whose ``a`` is the merged nodes' type: one of them is a
-        first ``a`` (the current reach, which merging keeps) and a walk out of the other
-        passes the bound (the merged node is a first ``a`` with both nodes' edges).
-        Other rows: a walk from a first ``a`` into one of them (the current totals)
-        continued out of the other passes it.  On the benchmark's 2,000-event
-        connection log 10,245 of 17,217 merge checks failed on these bounds, which the
-        every-pair rule does not see (docs/synoptic-engine.md, "Merges that must fail
-        on AlwaysPrecedes' bounds")."""
+        nodes are no ``a``; per group of ``keeps``.  Rows whose ``a`` is the merged
+        nodes' type: one of them is a first ``a`` (the current reach, which merging
+        keeps) and a walk out of the other passes the bound (the merged node is a first
+        ``a`` with both nodes' edges).  Other rows: a walk from a first ``a`` into one of
+        them (the current totals) continued out of the other passes it.  On the
+        benchmark's 2,000-event connection log 10,245 of 17,217 merge checks failed on
+        these bounds, which the every-pair rule does not see (docs/synoptic-engine.md,
+        "Merges that must fail on AlwaysPrecedes' bounds")."""
         assert self.bounds.fix is not None and self.onward is not None
         _, _, sources, _, _ = self.bounds.groups[k]
         totals, reach, onward = (
@@ -558,13 +553,13 @@ class _TimedMerges:
             self.onward[k],
         )
         assert reach is not None
-        own = sources == self.node_type[keep]
-        for a, b in ((keep, gone), (gone, keep)):
-            if (own & reach[:, a] & (onward[:, b] > 0)).any():
-                return True
-            if ((np.where(own, -np.inf, totals[:, a]) + onward[:, b]) > 0).any():
-                return True
-        return False
+        own = sources[:, None] == self.node_type[keeps][None, :]  # rows x keeps
+        out_gone, out_keeps = onward[:, gone, None], onward[:, keeps]
+        hit = own & reach[:, keeps] & (out_gone > 0)
+        hit |= own & reach[:, gone, None] & (out_keeps > 0)
+        hit |= (np.where(own, -np.inf, totals[:, keeps]) + out_gone) > 0
+        hit |= (np.where(own, -np.inf, totals[:, gone, None]) + out_keeps) > 0
+        return hit.any(axis=0)
 
     def merge(self, keep: int, gone: int) -> bool:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
@@ -1094,9 +1089,8 @@ def _fit(
     same = np.asarray(nodes, dtype=np.int64)
     if same.size:
         same = same[~pair_conflicts(pn[same], sn[same], limit, pn[p], sn[p])]
+    same = same[~merges.doomed_among(same, p)]
     for q in same.tolist():
-        if merges.doomed(q, p):
-            continue
         if budget is not None:
             if budget[0] <= 0:
                 return None
@@ -1306,9 +1300,10 @@ def exact_repack(
         cands = np.asarray(own[t] + opened[t], dtype=np.int64)
         if cands.size and len(sides.limit):
             cands = cands[~pair_conflicts(pn[cands], sn[cands], sides.limit, pn[p], sn[p])]
+        # the answers hold for the whole loop: a failed merge changes nothing, and a
+        # merge that holds is undone before the next candidate
+        cands = cands[~merges.doomed_among(cands, p)]
         for q in cands.tolist():
-            if merges.doomed(q, p):
-                continue
             if budget[0] <= 0:
                 return None
             budget[0] -= 1

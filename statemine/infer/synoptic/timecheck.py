@@ -43,6 +43,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ._walks import closure as reach_closure
+from ._walks import relax_rounds
 from .check import InvariantCodes, violated_edges
 from .invariants import AP
 from .log import EventLog
@@ -335,50 +337,22 @@ def closure(
     every edge leaves a node of ``through[r]`` (bool arrays of shape (rows, ``g.n``)):
     the least ``x`` holding ``seeds`` with ``x[r, v]`` whenever an edge ``u -> v`` has
     ``x[r, u] & through[r, u]``, which iterating one edge step at a time reaches after
-    up to ``g.n`` rounds of every edge.  Here in one pass: a breadth-first search
-    (scipy's ``csgraph``, C) on the graph of ``rows x g.n`` nodes (row ``r``'s copy of
-    ``u -> v`` when ``through[r, u]``) from an extra node that has an edge to every
-    seed; the same set (reachability does not depend on the search order).  The graph
-    is built in CSR form directly (:func:`_sorted_csr`): through a COO matrix it cost
-    more than the search and than the one-step rounds on graphs that settle in a few.
-
-    ``init``: a subset of the answer known beforehand; then rounds instead, from
-    ``seeds | init``, each over the edges that leave the nodes the round before added
-    (the first over every edge): a merge check's answer is its model's before the
-    merge plus a few nodes, found in one or two rounds for a fraction of a search's
-    cost (with the edge order by target kept per graph, 5-7% less CPU for whole
-    Perfume runs on the benchmark's 2,000-10,008-event connection logs, the same
-    models)."""
-    if init is not None:
-        return _closure_from(g, seeds | init, through)
-    from scipy.sparse.csgraph import breadth_first_order
-
-    n_rows, n = seeds.shape
-    rows, k = np.nonzero(through[:, g.src])
-    root = n_rows * n  # the extra node, last: its edges keep the heads ascending
-    heads = np.concatenate([rows * n + g.src[k], np.full(np.count_nonzero(seeds), root)])
-    tails = np.concatenate([rows * n + g.dst[k], np.flatnonzero(seeds)])
-    found = breadth_first_order(
-        _sorted_csr(root + 1, heads, tails), root, directed=True, return_predecessors=False
+    up to ``g.n`` rounds of every edge.  Here a depth-first search per row in C
+    (:func:`~._walks.closure`; reachability does not depend on the search order).
+    ``init``: a subset of the answer known beforehand (e.g. the answer on a model this
+    one was made from by merging nodes), searched on from ``seeds | init``; the same
+    set."""
+    x = np.array(seeds if init is None else seeds | init, dtype=bool, order="C")
+    reach_closure(
+        np.ascontiguousarray(g.src, dtype=np.int64),
+        np.ascontiguousarray(g.dst, dtype=np.int64),
+        x,
+        np.ascontiguousarray(through, dtype=bool),
+        len(g.src),
+        x.shape[0],
+        g.n,
     )
-    out = np.zeros(root + 1, dtype=bool)
-    out[found] = True
-    return out[:root].reshape(n_rows, n)
-
-
-def _closure_from(g: TimedGraph, x: np.ndarray, through: np.ndarray) -> np.ndarray:
-    """:func:`closure` of the seeds ``x`` (rows x ``g.n``; changed in place) by rounds:
-    each adds the targets of the edges leaving the nodes the round before added."""
-    frontier = x & through
-    while True:
-        rows, k = np.nonzero(frontier[:, g.src])
-        if not len(rows):
-            return x
-        new = np.zeros_like(x)
-        new[rows, g.dst[k]] = True
-        new &= ~x
-        x |= new
-        frontier = new & through
+    return x
 
 
 def _sorted_csr(size: int, heads: np.ndarray, tails: np.ndarray) -> csr_array:
@@ -453,6 +427,9 @@ def _positive_cycles_rows(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
 #: check's rounds from the totals before the merge settle in a few).
 CYCLE_ROUNDS = 16
 
+#: :func:`~._walks.relax_rounds`'s answer when its rounds have not settled.
+ROUNDS_GROWING = 2
+
 
 def walk_extremes(
     g: TimedGraph,
@@ -486,7 +463,6 @@ def walk_extremes(
     cycles round by round.  The answer does not depend on it; on a graph without
     positive cycles that settles within it, no strongly connected components are
     computed."""
-    relax = _Relax(g, upper)
     none = -np.inf if upper else np.inf
     is_src = g.node_type[None, :] == sources[:, None]
     starts = is_src
@@ -527,10 +503,34 @@ def walk_extremes(
         return finish(own, at)
 
     x = np.full(start.shape, none) if init is None else init
+    first_round = 0
+    if cycle_rounds:
+        # The rounds before the marking in C (_walks.c: the same rounds, bit for bit);
+        # what has not settled goes on below, from the totals they leave.
+        x = np.array(x, dtype=np.float64, order="C")
+        status = relax_rounds(
+            np.ascontiguousarray(g.src, dtype=np.int64),
+            np.ascontiguousarray(g.dst, dtype=np.int64),
+            np.ascontiguousarray(g.wmax if upper else g.wmin, dtype=np.float64),
+            x,
+            np.ascontiguousarray(start),
+            np.ascontiguousarray(is_src) if first_only else None,
+            None if cap is None else np.ascontiguousarray(cap, dtype=np.float64),
+            None if stop is None else np.ascontiguousarray(stop, dtype=np.float64),
+            len(g.src),
+            x.shape[0],
+            g.n,
+            upper,
+            cycle_rounds,
+        )
+        if status != ROUNDS_GROWING:
+            return x
+        first_round = cycle_rounds
+    relax = _Relax(g, upper)
     cols: np.ndarray | None = None  # nodes whose totals the last round changed
     at: np.ndarray | slice = slice(None)  # the nodes the last round recomputed
     # n + 1 rounds from the marking on (which starts them again from the totals so far)
-    for rounds in range(cycle_rounds + g.n + 1):
+    for rounds in range(first_round, cycle_rounds + g.n + 1):
         if upper and rounds == cycle_rounds:
             # Not settled yet: mark the positive cycles' nodes from here on.  The totals
             # so far are those of real walks (capped), below the answer, so the rounds

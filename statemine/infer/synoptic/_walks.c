@@ -1,0 +1,386 @@
+/*
+ * statemine.infer.synoptic._walks: the first rounds of walk_extremes (timecheck.py), the
+ * Bellman-Ford rounds over a model's edges that Perfume's merge checks spend most of their
+ * time in (docs/synoptic-engine.md, "Merge checks in C"). timecheck.walk_extremes stays the
+ * reference: it calls relax_rounds for its first rounds and goes on in Python, from the
+ * totals these rounds leave, when they have not settled (positive cycles are looked for
+ * there). Each round here is a whole round of walk_extremes's step, in the same order of
+ * operations on the same doubles, so the totals are bit-identical to the Python rounds':
+ *
+ *     s[r, u]   = best(first_only and is_src[r, u] ? none : x[r, u], start[r, u])
+ *     out[r, v] = best(x[r, v], best over edges u -> v of s[r, u] + w)
+ *     out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
+ *
+ * best is max (upper) or min; none is -inf (upper) or +inf. Touches no Python object but
+ * its arguments; holds the GIL (a few microseconds per call on the models it serves).
+ *
+ * Written for statemine; no code taken from elsewhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* relax_rounds's answers (timecheck.py names them). */
+enum { SETTLED = 0, STOPPED = 1, GROWING = 2 };
+
+/* max (upper) or min of two totals, as numpy's maximum and minimum on numbers that are
+ * not NaN (the totals and deltas never are: sums of finite deltas and +-inf). */
+static inline double best(int upper, double a, double b)
+{
+    return upper ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+/* A contiguous buffer of obj (None: view->obj stays NULL) holding exactly count items of
+ * size bytes each; 0 on success, -1 with a ValueError set. */
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t count, Py_ssize_t size,
+                     int writable, const char *name)
+{
+    if (obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        return -1;
+    if (view->len != count * size) {
+        PyErr_Format(PyExc_ValueError, "relax_rounds: %s holds %zd bytes, not %zd", name,
+                     view->len, count * size);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *relax_rounds(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o;
+    Py_ssize_t n_edges, n_rows, n, rounds;
+    int upper;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
+                          &start_o, &mask_o, &cap_o, &stop_o, &n_edges, &n_rows, &n, &upper,
+                          &rounds))
+        return NULL;
+    if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
+        PyErr_SetString(PyExc_ValueError, "relax_rounds: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, w = {0}, x = {0}, start = {0}, mask = {0}, cap = {0},
+              stop = {0};
+    double *s = NULL, *out = NULL;
+    unsigned char *moved = NULL; /* per row and node: did the last round change its total */
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || x_o == Py_None ||
+        start_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "relax_rounds: only the mask, cap and stop may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(w_o, &w, n_edges, sizeof(double), 0, "w") ||
+        get_array(x_o, &x, cells, sizeof(double), 1, "x") ||
+        get_array(start_o, &start, cells, sizeof(double), 0, "start") ||
+        get_array(mask_o, &mask, cells, 1, 0, "mask") ||
+        get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
+        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop"))
+        goto done;
+    const int64_t *es = src.buf, *ed = dst.buf;
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
+            PyErr_SetString(PyExc_ValueError, "relax_rounds: an edge names no node");
+            goto done;
+        }
+    }
+    s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
+    moved = PyMem_Malloc((size_t)(cells ? cells : 1));
+    if (!s || !out || !moved) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const double none = upper ? -INFINITY : INFINITY;
+    const double *ew = w.buf, *st = start.buf, *cp = cap.buf, *lim = stop.buf;
+    const unsigned char *is_src = mask.buf;
+    double *xs = x.buf;
+    int status = GROWING;
+    memset(moved, 1, (size_t)cells);
+    for (Py_ssize_t round = 0; round < rounds; round++) {
+        int changed = 0;
+        for (Py_ssize_t r = 0; r < n_rows; r++) {
+            const double *xr = xs + r * n, *sr = st + r * n;
+            const unsigned char *mr = is_src ? is_src + r * n : NULL;
+            unsigned char *mv = moved + r * n;
+            double *o = out + r * n;
+            for (Py_ssize_t v = 0; v < n; v++) {
+                double a = (mr && mr[v]) ? none : xr[v];
+                s[v] = best(upper, a, sr[v]);
+                o[v] = none;
+            }
+            /* An edge out of a node whose total the last round kept gave its target
+             * no more than the target's total already holds (s is a function of x
+             * and fixed inputs), so only edges out of moved nodes are relaxed: the
+             * same totals as relaxing every edge. */
+            for (Py_ssize_t e = 0; e < n_edges; e++) {
+                if (!mv[es[e]])
+                    continue;
+                double t = s[es[e]] + ew[e];
+                double *at = o + ed[e];
+                if (upper ? t > *at : t < *at)
+                    *at = t;
+            }
+            for (Py_ssize_t v = 0; v < n; v++) {
+                double t = best(upper, xr[v], o[v]);
+                if (cp && t > cp[r])
+                    t = cp[r];
+                o[v] = t;
+                mv[v] = t != xr[v];
+                changed |= mv[v];
+            }
+        }
+        if (!changed) {
+            status = SETTLED;
+            break;
+        }
+        memcpy(xs, out, (size_t)cells * sizeof(double));
+        if (lim) {
+            for (Py_ssize_t i = 0; i < cells; i++) {
+                if (upper ? xs[i] > lim[i] : xs[i] < lim[i]) {
+                    status = STOPPED;
+                    break;
+                }
+            }
+            if (status == STOPPED)
+                break;
+        }
+    }
+    answer = PyLong_FromLong(status);
+done:
+    PyMem_Free(s);
+    PyMem_Free(out);
+    PyMem_Free(moved);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&mask);
+    PyBuffer_Release(&cap);
+    PyBuffer_Release(&stop);
+    return answer;
+}
+
+/* closure(src, dst, x, through, n_edges, n_rows, n): per row r, x[r] (bools, in place)
+ * grown by every node an edge u -> v leads to from a node u of x[r] with through[r, u],
+ * until nothing more is added: a depth-first search per row over the edges listed by
+ * source (a counting sort, so the edges may come in any order). */
+static PyObject *closure(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *x_o, *through_o;
+    Py_ssize_t n_edges, n_rows, n;
+    if (!PyArg_ParseTuple(args, "OOOOnnn:closure", &src_o, &dst_o, &x_o, &through_o, &n_edges,
+                          &n_rows, &n))
+        return NULL;
+    if (n_edges < 0 || n_rows < 0 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "closure: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, x = {0}, through = {0};
+    Py_ssize_t *first = NULL, *by_src = NULL, *stack = NULL;
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (src_o == Py_None || dst_o == Py_None || x_o == Py_None || through_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "closure: no argument may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(x_o, &x, cells, 1, 1, "x") ||
+        get_array(through_o, &through, cells, 1, 0, "through"))
+        goto done;
+    const int64_t *es = src.buf, *ed = dst.buf;
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
+            PyErr_SetString(PyExc_ValueError, "closure: an edge names no node");
+            goto done;
+        }
+    }
+    /* first[u] .. first[u + 1]: the targets of u's edges in by_src */
+    first = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    by_src = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
+    stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    if (!first || !by_src || !stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        first[es[e] + 1]++;
+    for (Py_ssize_t u = 0; u < n; u++)
+        first[u + 1] += first[u];
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        by_src[first[es[e]]++] = ed[e];
+    for (Py_ssize_t u = n; u > 0; u--) /* the fill moved each start to the next's */
+        first[u] = first[u - 1];
+    first[0] = 0;
+    unsigned char *xs = x.buf;
+    const unsigned char *ts = through.buf;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        unsigned char *xr = xs + r * n;
+        const unsigned char *tr = ts + r * n;
+        Py_ssize_t top = 0;
+        for (Py_ssize_t u = 0; u < n; u++)
+            if (xr[u] && tr[u])
+                stack[top++] = u;
+        while (top) { /* each node enters the stack at most once: when it joins x */
+            Py_ssize_t u = stack[--top];
+            for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
+                Py_ssize_t v = by_src[i];
+                if (xr[v])
+                    continue;
+                xr[v] = 1;
+                if (tr[v])
+                    stack[top++] = v;
+            }
+        }
+    }
+    answer = Py_NewRef(Py_None);
+done:
+    PyMem_Free(first);
+    PyMem_Free(by_src);
+    PyMem_Free(stack);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&through);
+    return answer;
+}
+
+/* onward(src, dst, w, stop, through, out, n_edges, n_rows, n, upper): per row r, out[r, v]
+ * (given as none everywhere) becomes the best over walks of >= 1 edge from v to a node x,
+ * whose inner nodes are all through[r] nodes (through None: any), of the walk's total
+ * minus stop[r, x], cut at 1 when upper: perfume_infer.onward_totals's rounds, row by row
+ * (a row's rounds do not depend on the others'), each
+ *
+ *     val       = best(-stop[r, y], through[r, y] ? out[r, y] : none) + w   (edge u -> y)
+ *     out[r, u] = best(out[r, u], best over u's edges of val)   (min 1 when upper)
+ *
+ * for at most n + 1 rounds, after the first over the edges into nodes the round before
+ * changed: the totals of whole rounds, bit for bit. */
+static PyObject *onward(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *w_o, *stop_o, *through_o, *out_o;
+    Py_ssize_t n_edges, n_rows, n;
+    int upper;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnp:onward", &src_o, &dst_o, &w_o, &stop_o, &through_o,
+                          &out_o, &n_edges, &n_rows, &n, &upper))
+        return NULL;
+    if (n_edges < 0 || n_rows < 0 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "onward: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, w = {0}, stop = {0}, through = {0}, out = {0};
+    double *cur = NULL;
+    unsigned char *moved = NULL;
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || stop_o == Py_None ||
+        out_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "onward: only through may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(w_o, &w, n_edges, sizeof(double), 0, "w") ||
+        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
+        get_array(through_o, &through, cells, 1, 0, "through") ||
+        get_array(out_o, &out, cells, sizeof(double), 1, "out"))
+        goto done;
+    const int64_t *es = src.buf, *ed = dst.buf;
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
+            PyErr_SetString(PyExc_ValueError, "onward: an edge names no node");
+            goto done;
+        }
+    }
+    cur = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    moved = PyMem_Malloc((size_t)(n ? n : 1));
+    if (!cur || !moved) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const double none = upper ? -INFINITY : INFINITY;
+    const double *ew = w.buf, *lim = stop.buf;
+    const unsigned char *ts = through.buf;
+    double *os = out.buf;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        double *o = os + r * n;
+        const double *sr = lim + r * n;
+        const unsigned char *tr = ts ? ts + r * n : NULL;
+        memset(moved, 1, (size_t)n);
+        for (Py_ssize_t round = 0; round <= n; round++) {
+            memcpy(cur, o, (size_t)n * sizeof(double)); /* the round before's totals */
+            for (Py_ssize_t e = 0; e < n_edges; e++) {
+                Py_ssize_t y = ed[e];
+                if (!moved[y])
+                    continue;
+                double t = best(upper, -sr[y], (!tr || tr[y]) ? cur[y] : none) + ew[e];
+                double *at = o + es[e];
+                if (upper ? t > *at : t < *at)
+                    *at = t;
+            }
+            int changed = 0;
+            for (Py_ssize_t v = 0; v < n; v++) {
+                if (upper && o[v] > 1.0)
+                    o[v] = 1.0;
+                moved[v] = o[v] != cur[v];
+                changed |= moved[v];
+            }
+            if (!changed)
+                break;
+        }
+    }
+    answer = Py_NewRef(Py_None);
+done:
+    PyMem_Free(cur);
+    PyMem_Free(moved);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&stop);
+    PyBuffer_Release(&through);
+    PyBuffer_Release(&out);
+    return answer;
+}
+
+static PyMethodDef methods[] = {
+    {"onward", onward, METH_VARARGS,
+     "onward(src, dst, w, stop, through, out, n_edges, n_rows, n, upper) -> None: out (rows "
+     "x n doubles, none everywhere on entry) set to onward_totals's answer."},
+    {"closure", closure, METH_VARARGS,
+     "closure(src, dst, x, through, n_edges, n_rows, n) -> None: x (rows x n bools) grown "
+     "in place by the nodes reached over edges that leave its through nodes."},
+    {"relax_rounds", relax_rounds, METH_VARARGS,
+     "relax_rounds(src, dst, w, x, start, mask, cap, stop, n_edges, n_rows, n, upper, rounds) "
+     "-> 0 (settled), 1 (a total passed stop) or 2 (still growing after rounds rounds); "
+     "x (rows x n doubles) holds the totals after the last round."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_walks", "Perfume's walk totals and reach in C.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__walks(void) { return PyModule_Create(&module); }

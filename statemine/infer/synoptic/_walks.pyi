@@ -1,0 +1,58 @@
+"""Types of the C rounds of Perfume's walk totals (``_walks.c``), for mypy."""
+
+import numpy as np
+
+def relax_rounds(
+    src: np.ndarray,
+    dst: np.ndarray,
+    w: np.ndarray,
+    x: np.ndarray,
+    start: np.ndarray,
+    mask: np.ndarray | None,
+    cap: np.ndarray | None,
+    stop: np.ndarray | None,
+    n_edges: int,
+    n_rows: int,
+    n: int,
+    upper: bool,
+    rounds: int,
+    /,
+) -> int:
+    """Up to ``rounds`` whole rounds of :func:`~.timecheck.walk_extremes` on the totals
+    ``x`` (float64, rows x ``n``, C order; updated in place) over the edges ``src[e] ->
+    dst[e]`` (int64) weighted ``w`` (float64), ``start`` the walks' start totals, ``mask``
+    (bool) the source nodes that end a first-``a`` walk, ``cap`` (float64 per row) the cap
+    on upper totals, ``stop`` the totals that end the rounds once passed: 0 when a round
+    changed nothing (``x`` is the answer), 1 when a total passed ``stop``, 2 when still
+    growing."""
+
+def closure(
+    src: np.ndarray,
+    dst: np.ndarray,
+    x: np.ndarray,
+    through: np.ndarray,
+    n_edges: int,
+    n_rows: int,
+    n: int,
+    /,
+) -> None:
+    """``x`` (bool, rows x ``n``, C order) grown in place: per row ``r``, every node an
+    edge ``src[e] -> dst[e]`` (int64) leads to from a node of ``x[r]`` that is a
+    ``through[r]`` node, until nothing more is added (:func:`~.timecheck.closure`)."""
+
+def onward(
+    src: np.ndarray,
+    dst: np.ndarray,
+    w: np.ndarray,
+    stop: np.ndarray,
+    through: np.ndarray | None,
+    out: np.ndarray,
+    n_edges: int,
+    n_rows: int,
+    n: int,
+    upper: bool,
+    /,
+) -> None:
+    """``out`` (float64, rows x ``n``, C order, -inf (``upper``) or +inf everywhere on
+    entry) set to :func:`~.perfume_infer.onward_totals`'s answer for the edges ``src[e]
+    -> dst[e]`` weighted ``w`` and the bounds ``stop`` (float64, rows x ``n``)."""

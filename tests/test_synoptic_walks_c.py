@@ -1,0 +1,110 @@
+"""The C rounds of Perfume's walk totals and reach (statemine/infer/synoptic/_walks.c) on
+graphs small enough to work out by hand, their three answers (settled, a total past
+``stop``, still growing), and their refusal of arrays that do not fit.  That they give
+:func:`~statemine.infer.synoptic.timecheck.walk_extremes`', ``closure``'s and
+``onward_totals``' former answers on random graphs is tested in
+tests/test_synoptic_perfume_reach.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from statemine.infer.synoptic._walks import closure, onward, relax_rounds
+
+INF = np.inf
+
+# INITIAL 0 -> 2 -> 3 -> 4 -> TERMINAL 1, edges weighted 0, 5, 7, 0 (as sorted by source)
+SRC = np.array([0, 2, 3, 4], dtype=np.int64)
+DST = np.array([2, 3, 4, 1], dtype=np.int64)
+W = np.array([0.0, 5.0, 7.0, 0.0])
+
+
+def _relax(x, start, stop=None, rounds=10, cap=None, mask=None, upper=True):
+    status = relax_rounds(SRC, DST, W, x, start, mask, cap, stop, 4, x.shape[0], 5, upper, rounds)
+    return status, x
+
+
+def test_walks_from_node_2_by_hand():
+    """Walks of >= 1 edge from node 2: 5 to node 3, 12 to node 4 and TERMINAL; settled."""
+    start = np.array([[-INF, -INF, 0.0, -INF, -INF]])
+    status, x = _relax(np.full((1, 5), -INF), start)
+    assert status == 0
+    assert x.tolist() == [[-INF, 12.0, -INF, 5.0, 12.0]]
+
+
+def test_lower_totals_and_the_cap():
+    """The smallest totals (the same here), and upper totals cut at the cap."""
+    start = np.array([[INF, INF, 0.0, INF, INF]])
+    status, x = _relax(np.full((1, 5), INF), start, upper=False)
+    assert (status, x.tolist()) == (0, [[INF, 12.0, INF, 5.0, 12.0]])
+    start = np.array([[-INF, -INF, 0.0, -INF, -INF]])
+    status, x = _relax(np.full((1, 5), -INF), start, cap=np.array([6.0]))
+    assert (status, x.tolist()) == (0, [[-INF, 6.0, -INF, 5.0, 6.0]])
+
+
+def test_a_total_past_stop_ends_the_rounds():
+    """A bound of 4 at node 3: the first round passes it (5) and the rounds stop there,
+    before node 4 is reached; a bound nobody passes leaves the answer settled."""
+    start = np.array([[-INF, -INF, 0.0, -INF, -INF]])
+    stop = np.full((1, 5), INF)
+    stop[0, 3] = 4.0
+    status, x = _relax(np.full((1, 5), -INF), start, stop)
+    assert (status, x.tolist()) == (1, [[-INF, -INF, -INF, 5.0, -INF]])
+    stop[0, 3] = 5.0
+    status, x = _relax(np.full((1, 5), -INF), start, stop)
+    assert (status, x.tolist()) == (0, [[-INF, 12.0, -INF, 5.0, 12.0]])
+
+
+def test_rounds_that_have_not_settled_say_so():
+    """One round reaches node 3 only; the caller goes on from there."""
+    start = np.array([[-INF, -INF, 0.0, -INF, -INF]])
+    status, x = _relax(np.full((1, 5), -INF), start, rounds=1)
+    assert (status, x.tolist()) == (2, [[-INF, -INF, -INF, 5.0, -INF]])
+    status, x = _relax(x, start, rounds=0)
+    assert status == 2
+
+
+def test_first_a_walks_end_at_the_next_a():
+    """With node 3 a source node masked (a first-``a`` walk ends at the next ``a``), walks
+    from node 2 stop at node 3."""
+    start = np.array([[-INF, -INF, 0.0, -INF, -INF]])
+    mask = np.array([[False, False, True, True, False]])
+    status, x = _relax(np.full((1, 5), -INF), start, mask=mask)
+    assert (status, x.tolist()) == (0, [[-INF, -INF, -INF, 5.0, -INF]])
+
+
+def test_reach_and_onward_by_hand():
+    """Reach from node 2, through every node but 3; onward totals to a bound of 10 at
+    node 4 (the walks 2 -> 3 -> 4 and 0 -> 2 -> 3 -> 4 are 12: 2 over it, cut at 1;
+    3 -> 4 is 7: 3 under it)."""
+    x = np.array([[False, False, True, False, False]])
+    through = np.array([[True, True, True, False, True]])
+    closure(SRC, DST, x, through, 4, 1, 5)
+    assert x.tolist() == [[False, False, True, True, False]]
+    stop = np.full((1, 5), INF)
+    stop[0, 4] = 10.0
+    out = np.full((1, 5), -INF)
+    onward(SRC, DST, W, stop, None, out, 4, 1, 5, True)
+    assert out.tolist() == [[1.0, -INF, 1.0, -3.0, -INF]]
+
+
+def test_arrays_that_do_not_fit_are_refused():
+    """Lengths that disagree with the sizes given, and edges naming no node: ValueError,
+    nothing read out of bounds."""
+    x = np.full((1, 5), -INF)
+    start = np.zeros((1, 5))
+    with pytest.raises(ValueError, match="x holds"):
+        relax_rounds(SRC, DST, W, x, start, None, None, None, 4, 1, 6, True, 3)
+    with pytest.raises(ValueError, match="src holds"):
+        relax_rounds(SRC[:3], DST, W, x, start, None, None, None, 4, 1, 5, True, 3)
+    with pytest.raises(ValueError, match="names no node"):
+        relax_rounds(SRC, DST + 4, W, x, start, None, None, None, 4, 1, 5, True, 3)
+    with pytest.raises(ValueError, match="names no node"):
+        closure(SRC, DST - 3, np.zeros((1, 5), bool), np.ones((1, 5), bool), 4, 1, 5)
+    with pytest.raises(ValueError, match="out holds"):
+        onward(SRC, DST, W, np.zeros((1, 5)), None, np.zeros(4), 4, 1, 5, True)
+    with pytest.raises(TypeError):
+        relax_rounds(SRC, DST, W, None, start, None, None, None, 4, 1, 5, True, 3)
+    with pytest.raises(ValueError, match="negative"):
+        closure(SRC, DST, np.zeros((1, 5), bool), np.ones((1, 5), bool), -1, 1, 5)
