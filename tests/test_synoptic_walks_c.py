@@ -1,5 +1,5 @@
-"""The C rounds of Perfume's walk totals and reach (statemine/infer/synoptic/_walks.c) on
-graphs small enough to work out by hand, their three answers (settled, a total past
+"""The C rounds of Perfume's walk totals and reach and of the untimed checks' bitsets
+(statemine/infer/synoptic/_walks.c) on graphs small enough to work out by hand, their three answers (settled, a total past
 ``stop``, still growing), and their refusal of arrays that do not fit.  That they give
 :func:`~statemine.infer.synoptic.timecheck.walk_extremes`', ``closure``'s and
 ``onward_totals``' former answers on random graphs is tested in
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from statemine.infer.synoptic._walks import closure, onward, relax_rounds
+from statemine.infer.synoptic._walks import bits_gather, bits_grow, closure, onward, relax_rounds
 
 INF = np.inf
 
@@ -108,3 +108,38 @@ def test_arrays_that_do_not_fit_are_refused():
         relax_rounds(SRC, DST, W, None, start, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="negative"):
         closure(SRC, DST, np.zeros((1, 5), bool), np.ones((1, 5), bool), -1, 1, 5)
+
+
+def test_bitsets_by_hand():
+    """Types as bits along the chain 0 -> 2 -> 3 -> 4 -> 1 (one word per row, 5 rows):
+    gather moves each row's bits one edge on; grow spreads bit 1 from node 2 as far as
+    ``allowed`` lets it (not into node 4), and a forbidden bit met on the way is a False."""
+    x = np.array([[0], [0], [2], [4], [0]], dtype=np.uint64)
+    out = np.zeros_like(x)
+    bits_gather(SRC, DST, x, out, 4, 5, 1)
+    assert out.ravel().tolist() == [0, 0, 0, 2, 4]
+    start = np.array([[0], [0], [2], [0], [0]], dtype=np.uint64)
+    allowed = np.array([[3], [3], [3], [3], [0]], dtype=np.uint64)
+    grown = start.copy()
+    assert bits_grow(SRC, DST, start, grown, allowed, None, 4, 5, 1) is True
+    assert grown.ravel().tolist() == [0, 0, 2, 2, 0]
+    forbidden = np.array([[0], [0], [0], [2], [0]], dtype=np.uint64)
+    grown = start.copy()
+    assert bits_grow(SRC, DST, start, grown, allowed, forbidden, 4, 5, 1) is False
+    allowed[4] = 3  # now node 4 and TERMINAL (1) get it too
+    grown = np.zeros_like(start)  # from below start: start's bits are taken in first
+    assert bits_grow(SRC, DST, start, grown, allowed, None, 4, 5, 1) is True
+    assert grown.ravel().tolist() == [0, 2, 2, 2, 2]
+
+
+def test_bitsets_that_do_not_fit_are_refused():
+    """Rows or words that disagree with the arrays, and edges naming no row: ValueError."""
+    x = np.zeros((5, 1), dtype=np.uint64)
+    with pytest.raises(ValueError, match="x holds"):
+        bits_gather(SRC, DST, x, x.copy(), 4, 5, 2)
+    with pytest.raises(ValueError, match="names no row"):
+        bits_gather(SRC, DST + 3, x, x.copy(), 4, 5, 1)
+    with pytest.raises(ValueError, match="names no row"):
+        bits_grow(SRC - 1, DST, x, x.copy(), x, None, 4, 5, 1)
+    with pytest.raises(ValueError, match="bad sizes"):
+        bits_grow(SRC, DST, x, x.copy(), None, None, 4, 5, 1)

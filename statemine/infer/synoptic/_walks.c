@@ -364,7 +364,145 @@ done:
     return answer;
 }
 
+/* The uint64 bitset rows x[rows][words] of check.py's untimed checks. */
+typedef struct {
+    Py_buffer frm, to, x, start, allowed, forbidden;
+} Bits;
+
+static void bits_release(Bits *b)
+{
+    PyBuffer_Release(&b->frm);
+    PyBuffer_Release(&b->to);
+    PyBuffer_Release(&b->x);
+    PyBuffer_Release(&b->start);
+    PyBuffer_Release(&b->allowed);
+    PyBuffer_Release(&b->forbidden);
+}
+
+/* Edges frm[e] -> to[e] (int64) between rows 0..rows-1: 0, or -1 with a ValueError. */
+static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_edges,
+                          Py_ssize_t rows, const char *name)
+{
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (frm[e] < 0 || frm[e] >= rows || to[e] < 0 || to[e] >= rows) {
+            PyErr_Format(PyExc_ValueError, "%s: an edge names no row", name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* bits_gather(frm, to, x, out, n_edges, rows, words): out[v] (zeros on entry) |= x[u] over
+ * the edges u -> v (check._Gather). */
+static PyObject *bits_gather(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *frm_o, *to_o, *x_o, *out_o;
+    Py_ssize_t n_edges, rows, words;
+    if (!PyArg_ParseTuple(args, "OOOOnnn:bits_gather", &frm_o, &to_o, &x_o, &out_o, &n_edges,
+                          &rows, &words))
+        return NULL;
+    Bits b = {0};
+    PyObject *answer = NULL;
+    Py_ssize_t cells = rows * words;
+    if (n_edges < 0 || rows < 0 || words < 0 || (rows && cells / rows != words) ||
+        frm_o == Py_None || to_o == Py_None || x_o == Py_None || out_o == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "bits_gather: bad sizes or a None");
+        goto done;
+    }
+    if (get_array(frm_o, &b.frm, n_edges, sizeof(int64_t), 0, "frm") ||
+        get_array(to_o, &b.to, n_edges, sizeof(int64_t), 0, "to") ||
+        get_array(x_o, &b.x, cells, sizeof(uint64_t), 0, "x") ||
+        get_array(out_o, &b.start, cells, sizeof(uint64_t), 1, "out"))
+        goto done;
+    const int64_t *fr = b.frm.buf, *tt = b.to.buf;
+    if (edges_in_range(fr, tt, n_edges, rows, "bits_gather"))
+        goto done;
+    const uint64_t *x = b.x.buf;
+    uint64_t *out = b.start.buf;
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        const uint64_t *from = x + fr[e] * words;
+        uint64_t *into = out + tt[e] * words;
+        for (Py_ssize_t w = 0; w < words; w++)
+            into[w] |= from[w];
+    }
+    answer = Py_NewRef(Py_None);
+done:
+    bits_release(&b);
+    return answer;
+}
+
+/* bits_grow(frm, to, start, x, allowed, forbidden, n_edges, rows, words) -> bool: x (in
+ * place; start <= x <= the answer on entry) becomes the least X >= start with
+ * X = start | (gather(X) & allowed), gather(X)[v] the or of X[u] over the edges u -> v
+ * (check._grow). The passes here add bits in place, edge by edge (a node's row may gain
+ * bits from one edge and pass them on over the next in the same pass); X only grows and
+ * stays below that least fix-point, and stops at a set closed under the rule, so it ends
+ * at the same fix-point as check._grow's whole rounds. False as soon as X meets forbidden
+ * (None: never): X only grows, so the fix-point meets it too. */
+static PyObject *bits_grow(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *frm_o, *to_o, *start_o, *x_o, *allowed_o, *forbidden_o;
+    Py_ssize_t n_edges, rows, words;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnn:bits_grow", &frm_o, &to_o, &start_o, &x_o,
+                          &allowed_o, &forbidden_o, &n_edges, &rows, &words))
+        return NULL;
+    Bits b = {0};
+    PyObject *answer = NULL;
+    Py_ssize_t cells = rows * words;
+    if (n_edges < 0 || rows < 0 || words < 0 || (rows && cells / rows != words) ||
+        frm_o == Py_None || to_o == Py_None || start_o == Py_None || x_o == Py_None ||
+        allowed_o == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "bits_grow: bad sizes or a None");
+        goto done;
+    }
+    if (get_array(frm_o, &b.frm, n_edges, sizeof(int64_t), 0, "frm") ||
+        get_array(to_o, &b.to, n_edges, sizeof(int64_t), 0, "to") ||
+        get_array(start_o, &b.start, cells, sizeof(uint64_t), 0, "start") ||
+        get_array(x_o, &b.x, cells, sizeof(uint64_t), 1, "x") ||
+        get_array(allowed_o, &b.allowed, cells, sizeof(uint64_t), 0, "allowed") ||
+        get_array(forbidden_o, &b.forbidden, cells, sizeof(uint64_t), 0, "forbidden"))
+        goto done;
+    const int64_t *fr = b.frm.buf, *tt = b.to.buf;
+    if (edges_in_range(fr, tt, n_edges, rows, "bits_grow"))
+        goto done;
+    uint64_t *x = b.x.buf;
+    const uint64_t *st = b.start.buf, *ok = b.allowed.buf, *bad = b.forbidden.buf;
+    int met = 0;
+    for (Py_ssize_t i = 0; i < cells; i++) {
+        x[i] |= st[i];
+        if (bad && (x[i] & bad[i]))
+            met = 1;
+    }
+    for (int changed = 1; changed && !met;) {
+        changed = 0;
+        for (Py_ssize_t e = 0; e < n_edges; e++) {
+            const uint64_t *from = x + fr[e] * words;
+            Py_ssize_t at = tt[e] * words;
+            for (Py_ssize_t w = 0; w < words; w++) {
+                uint64_t add = from[w] & ok[at + w] & ~x[at + w];
+                if (!add)
+                    continue;
+                x[at + w] |= add;
+                changed = 1;
+                if (bad && (add & bad[at + w]))
+                    met = 1;
+            }
+        }
+    }
+    answer = PyBool_FromLong(!met);
+done:
+    bits_release(&b);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
+    {"bits_gather", bits_gather, METH_VARARGS,
+     "bits_gather(frm, to, x, out, n_edges, rows, words) -> None: out[v] |= x[u] per edge."},
+    {"bits_grow", bits_grow, METH_VARARGS,
+     "bits_grow(frm, to, start, x, allowed, forbidden, n_edges, rows, words) -> bool: x "
+     "grown in place to the least fix-point; False once it meets forbidden."},
     {"onward", onward, METH_VARARGS,
      "onward(src, dst, w, stop, through, out, n_edges, n_rows, n, upper) -> None: out (rows "
      "x n doubles, none everywhere on entry) set to onward_totals's answer."},

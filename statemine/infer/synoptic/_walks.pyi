@@ -56,3 +56,32 @@ def onward(
     """``out`` (float64, rows x ``n``, C order, -inf (``upper``) or +inf everywhere on
     entry) set to :func:`~.perfume_infer.onward_totals`'s answer for the edges ``src[e]
     -> dst[e]`` weighted ``w`` and the bounds ``stop`` (float64, rows x ``n``)."""
+
+def bits_gather(
+    frm: np.ndarray,
+    to: np.ndarray,
+    x: np.ndarray,
+    out: np.ndarray,
+    n_edges: int,
+    rows: int,
+    words: int,
+    /,
+) -> None:
+    """``out[v] |= x[u]`` over the edges ``frm[e] -> to[e]`` (int64) of bitset rows
+    (uint64, ``rows`` x ``words``, C order)."""
+
+def bits_grow(
+    frm: np.ndarray,
+    to: np.ndarray,
+    start: np.ndarray,
+    x: np.ndarray,
+    allowed: np.ndarray,
+    forbidden: np.ndarray | None,
+    n_edges: int,
+    rows: int,
+    words: int,
+    /,
+) -> bool:
+    """``x`` (uint64 bitset rows, in place; ``start <= x <=`` the answer on entry) grown to
+    the least ``X >= start`` with ``X = start | (gather(X) & allowed)``
+    (:func:`~.check._grow`); False as soon as it meets ``forbidden``."""

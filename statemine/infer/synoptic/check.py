@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from ._walks import bits_gather, bits_grow
 from .invariants import AFBY, AP, NFBY, Invariants
 from .log import INITIAL
 
@@ -302,18 +303,19 @@ class MergeCheck:
 
 
 class _Gather:
-    """out[v] = OR of x[u] over edges u -> v, for bitset rows over nodes 0..n where row n
-    is always empty: every node also gathers row n, so one ``reduceat`` fills them all."""
+    """out[v] = OR of x[u] over edges u -> v, for bitset rows (uint64 words) over nodes
+    0..n, row n never an edge's end (in C: :func:`~._walks.bits_gather`)."""
 
     def __init__(self, frm: np.ndarray, to: np.ndarray, n: int):
-        to = np.concatenate([to, np.arange(n + 1)])
-        order = np.argsort(to, kind="stable")
-        self.frm = np.concatenate([frm, np.full(n + 1, n)])[order]
-        self.starts = np.searchsorted(to[order], np.arange(n + 1))
+        self.frm = np.ascontiguousarray(frm, dtype=np.int64)
+        self.to = np.ascontiguousarray(to, dtype=np.int64)
+        self.rows = n + 1
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        # ndarray.take: a few times faster than x[self.frm] on these small arrays
-        return np.bitwise_or.reduceat(x.take(self.frm, axis=0), self.starts, axis=0)
+        x = np.ascontiguousarray(x, dtype=np.uint64)
+        out = np.zeros_like(x)
+        bits_gather(self.frm, self.to, x, out, len(self.frm), self.rows, x.shape[1])
+        return out
 
 
 @overload
@@ -332,16 +334,22 @@ def _grow(
     forbidden: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The least X >= start with X = start | (gather(X) & allowed), iterated from ``x``
-    (start <= x <= that fix-point); None as soon as X meets ``forbidden``.  The tests
-    are the cheapest numpy has for these small arrays (~10 steps a call): a count of
-    nonzero words and a comparison of the bytes (same shape and dtype throughout)."""
-    while True:
-        nxt = start | (gather(x) & allowed)
-        if forbidden is not None and np.count_nonzero(nxt & forbidden):
-            return None
-        if nxt.tobytes() == x.tobytes():
-            return x
-        x = nxt
+    (start <= x <= that fix-point); None as soon as X meets ``forbidden`` (never when it
+    is None).  In C (:func:`~._walks.bits_grow`: bits added in place, edge by edge, to
+    the same fix-point)."""
+    x = np.array(x, dtype=np.uint64, order="C")
+    held = bits_grow(
+        gather.frm,
+        gather.to,
+        np.ascontiguousarray(start, dtype=np.uint64),
+        x,
+        np.ascontiguousarray(allowed, dtype=np.uint64),
+        None if forbidden is None else np.ascontiguousarray(forbidden, dtype=np.uint64),
+        len(gather.frm),
+        gather.rows,
+        x.shape[1],
+    )
+    return x if held else None
 
 
 def counterexample(
