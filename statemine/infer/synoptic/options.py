@@ -84,12 +84,12 @@ OPTIONS: tuple[Opt, ...] = (
     Opt(
         "polishChecks",
         "long",
-        8,
+        16,
         aliases=("polish-checks",),
         tools=("perfume",),
         help="statemine's own: merge checks per event spent polishing the model (groups "
         "of same-type nodes repacked; 0: off, the models of before; more: smaller models "
-        "for about proportionally more CPU, e.g. 32: about 4x the CPU, 6-22% fewer nodes on "
+        "for about proportionally more CPU, e.g. 32: about 2x the CPU, 3-13% fewer nodes on "
         "1e3-1e4-event logs)",
     ),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
