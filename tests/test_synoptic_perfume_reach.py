@@ -1,9 +1,12 @@
-"""Perfume's reachability in one breadth-first search (issue 31, helper "long19"):
+"""Perfume's reachability and walk totals against the former computations (issue 31):
 :func:`~statemine.infer.synoptic.timecheck.closure` and what is built on it
 (:func:`first_nodes`, :func:`intr_violations`, the unbounded tail of :func:`walk_extremes`)
 give the very sets the former one-edge-step-per-round iterations gave, on random graphs
-and on chains that take one round per node (session 20, helper "reach20": the search's
-graph built in CSR form directly, :func:`_sorted_csr`)."""
+and on chains that take one round per node; :func:`walk_extremes` (its first rounds in C
+since session 25) and :func:`onward_totals` (in C) give the former rounds' totals.  (A
+breadth-first search on a CSR graph, :func:`_sorted_csr`, helper "long19" and session 20,
+until the search moved to C in session 25; the CSR graph still serves the strongly
+connected components.)"""
 
 from __future__ import annotations
 

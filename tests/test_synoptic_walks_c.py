@@ -137,9 +137,9 @@ def test_bitsets_that_do_not_fit_are_refused():
     x = np.zeros((5, 1), dtype=np.uint64)
     with pytest.raises(ValueError, match="x holds"):
         bits_gather(SRC, DST, x, x.copy(), 4, 5, 2)
-    with pytest.raises(ValueError, match="names no row"):
+    with pytest.raises(ValueError, match="names no node"):
         bits_gather(SRC, DST + 3, x, x.copy(), 4, 5, 1)
-    with pytest.raises(ValueError, match="names no row"):
+    with pytest.raises(ValueError, match="names no node"):
         bits_grow(SRC - 1, DST, x, x.copy(), x, None, 4, 5, 1)
     with pytest.raises(ValueError, match="bad sizes"):
         bits_grow(SRC, DST, x, x.copy(), None, None, 4, 5, 1)

@@ -1,18 +1,25 @@
 /*
- * statemine.infer.synoptic._walks: the first rounds of walk_extremes (timecheck.py), the
- * Bellman-Ford rounds over a model's edges that Perfume's merge checks spend most of their
- * time in (docs/synoptic-engine.md, "Merge checks in C"). timecheck.walk_extremes stays the
- * reference: it calls relax_rounds for its first rounds and goes on in Python, from the
- * totals these rounds leave, when they have not settled (positive cycles are looked for
- * there). Each round here is a whole round of walk_extremes's step, in the same order of
- * operations on the same doubles, so the totals are bit-identical to the Python rounds':
+ * statemine.infer.synoptic._walks: the loops the Synoptic family's merge checks spend most
+ * of their time in, on a model's edge list (docs/synoptic-engine.md, "Merge checks in C"):
  *
- *     s[r, u]   = best(first_only and is_src[r, u] ? none : x[r, u], start[r, u])
- *     out[r, v] = best(x[r, v], best over edges u -> v of s[r, u] + w)
- *     out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
+ * - relax_rounds: the first rounds of timecheck.walk_extremes (Perfume's walk totals per
+ *   bound group), which stays the reference and goes on in Python, from the totals these
+ *   rounds leave, when they have not settled (positive cycles are looked for there).
+ *   Each round is a whole round of walk_extremes's step, in the same order of operations
+ *   on the same doubles, so the totals are bit-identical to the Python rounds':
  *
- * best is max (upper) or min; none is -inf (upper) or +inf. Touches no Python object but
- * its arguments; holds the GIL (a few microseconds per call on the models it serves).
+ *       s[r, u]   = best(first_only and is_src[r, u] ? none : x[r, u], start[r, u])
+ *       out[r, v] = best(x[r, v], best over edges u -> v of s[r, u] + w)
+ *       out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
+ *
+ *   best is max (upper) or min; none is -inf (upper) or +inf.
+ * - closure: timecheck.closure's reach, a depth-first search per row;
+ * - onward: perfume_infer.onward_totals's rounds (walks out of each node);
+ * - bits_gather, bits_grow: check.py's bitset gather and least fix-point (the untimed
+ *   invariants of Synoptic, k-tails and Perfume).
+ *
+ * Each touches no Python object but its arguments, checks every array's length and every
+ * edge's ends before reading, and holds the GIL (microseconds per call on these models).
  *
  * Written for statemine; no code taken from elsewhere.
  */
@@ -42,9 +49,23 @@ static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t count, Py_ssize_
     if (PyObject_GetBuffer(obj, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
         return -1;
     if (view->len != count * size) {
-        PyErr_Format(PyExc_ValueError, "relax_rounds: %s holds %zd bytes, not %zd", name,
+        PyErr_Format(PyExc_ValueError, "%s holds %zd bytes, not %zd", name,
                      view->len, count * size);
         return -1;
+    }
+    return 0;
+}
+
+/* Edges frm[e] -> to[e] (int64) between nodes (rows) 0..rows-1: 0, or -1 with a
+ * ValueError. */
+static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_edges,
+                          Py_ssize_t rows, const char *name)
+{
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (frm[e] < 0 || frm[e] >= rows || to[e] < 0 || to[e] >= rows) {
+            PyErr_Format(PyExc_ValueError, "%s: an edge names no node", name);
+            return -1;
+        }
     }
     return 0;
 }
@@ -88,12 +109,8 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
         get_array(stop_o, &stop, cells, sizeof(double), 0, "stop"))
         goto done;
     const int64_t *es = src.buf, *ed = dst.buf;
-    for (Py_ssize_t e = 0; e < n_edges; e++) {
-        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
-            PyErr_SetString(PyExc_ValueError, "relax_rounds: an edge names no node");
-            goto done;
-        }
-    }
+    if (edges_in_range(es, ed, n_edges, n, "relax_rounds"))
+        goto done;
     s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
     out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
     moved = PyMem_Malloc((size_t)(cells ? cells : 1));
@@ -206,12 +223,8 @@ static PyObject *closure(PyObject *self, PyObject *args)
         get_array(through_o, &through, cells, 1, 0, "through"))
         goto done;
     const int64_t *es = src.buf, *ed = dst.buf;
-    for (Py_ssize_t e = 0; e < n_edges; e++) {
-        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
-            PyErr_SetString(PyExc_ValueError, "closure: an edge names no node");
-            goto done;
-        }
-    }
+    if (edges_in_range(es, ed, n_edges, n, "closure"))
+        goto done;
     /* first[u] .. first[u + 1]: the targets of u's edges in by_src */
     first = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
     by_src = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
@@ -308,12 +321,8 @@ static PyObject *onward(PyObject *self, PyObject *args)
         get_array(out_o, &out, cells, sizeof(double), 1, "out"))
         goto done;
     const int64_t *es = src.buf, *ed = dst.buf;
-    for (Py_ssize_t e = 0; e < n_edges; e++) {
-        if (es[e] < 0 || es[e] >= n || ed[e] < 0 || ed[e] >= n) {
-            PyErr_SetString(PyExc_ValueError, "onward: an edge names no node");
-            goto done;
-        }
-    }
+    if (edges_in_range(es, ed, n_edges, n, "onward"))
+        goto done;
     cur = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
     moved = PyMem_Malloc((size_t)(n ? n : 1));
     if (!cur || !moved) {
@@ -377,19 +386,6 @@ static void bits_release(Bits *b)
     PyBuffer_Release(&b->start);
     PyBuffer_Release(&b->allowed);
     PyBuffer_Release(&b->forbidden);
-}
-
-/* Edges frm[e] -> to[e] (int64) between rows 0..rows-1: 0, or -1 with a ValueError. */
-static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_edges,
-                          Py_ssize_t rows, const char *name)
-{
-    for (Py_ssize_t e = 0; e < n_edges; e++) {
-        if (frm[e] < 0 || frm[e] >= rows || to[e] < 0 || to[e] >= rows) {
-            PyErr_Format(PyExc_ValueError, "%s: an edge names no row", name);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* bits_gather(frm, to, x, out, n_edges, rows, words): out[v] (zeros on entry) |= x[u] over

@@ -449,7 +449,8 @@ def walk_extremes(
     first ``a`` of a model path (:func:`first_nodes`) and do not pass another ``a`` node
     (Perfume's AlwaysPrecedes upper-bound automaton).
 
-    Bellman-Ford over all rows at once: n + 1 rounds at most; nodes still growing after
+    Bellman-Ford over all rows at once (the rounds before ``cycle_rounds`` in C,
+    :func:`~._walks.relax_rounds`, bit for bit): n + 1 rounds at most; nodes still growing after
     that are fed by a positive cycle, and so is everything they reach.  ``cap[r]``
     (upper only): totals above it are cut to it (a verdict against bounds below the cap
     is unchanged, and cycles stop growing there).  ``stop[r, v]``: return as soon as a
