@@ -163,12 +163,14 @@ def test_a_temporary_of_a_killed_writer_is_swept_by_the_next_one(tmp_path):
 @pytest.mark.slow
 def test_sigterm_at_random_moments_of_infer(tmp_path):
     """The real command, ended at moments spread over its run: each time --out holds the
-    previous run's whole set or the new one, never a mix, and nothing else is left."""
+    previous run's whole set or the new one, never a mix, and nothing else is left.  (A
+    whole run takes about 0.2 s on an idle machine, 2026-11-30, so the first moments fall
+    within it: before them every run here could finish first.)"""
     log = tmp_path / "run.log"
     log.write_text(GOOD)
     out = tmp_path / "out"
     runs = []
-    for delay in (0.2, 0.6, 0.9, 1.2, 1.5, 1.8, 2.4, 3.5):
+    for delay in (0.02, 0.05, 0.1, 0.15, 0.2, 0.6, 0.9, 1.2, 1.5, 1.8, 2.4, 3.5):
         proc = subprocess.Popen(
             [
                 sys.executable,
