@@ -83,15 +83,6 @@ def cleanup_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def signals_to_main_thread() -> None:
-    """Block SIGINT, SIGTERM and SIGHUP in the calling (helper) thread, so the kernel
-    delivers them to a thread that wakes the main one: a signal taken by a busy helper
-    thread only sets Python's flag, and a main thread asleep in ``poll`` (e.g. in
-    ``Popen.communicate``) would act on it when its wait ends, tens of seconds later
-    (a real-time run's SIGINT went unanswered for over 30 s under load, session 25)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-
-
 @contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP during the block and act on the first one after it

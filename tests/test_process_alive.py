@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from statemine.fileio import alive
 from statemine.tcp.netns import _stale
@@ -31,34 +30,3 @@ def test_a_pid_too_large_counts_as_alive_and_is_left_alone():
     assert alive(huge)
     assert not _stale(f"sm-{huge}-veth0", all_=False)
     assert _stale(f"sm-{huge}-veth0", all_=True)
-
-
-def test_helper_threads_leave_signals_to_the_main_thread():
-    """``signals_to_main_thread`` blocks SIGINT, SIGTERM and SIGHUP in the thread that calls
-    it (its ``SigBlk`` in /proc), not in the main thread: the kernel then hands them to a
-    thread whose wait they interrupt."""
-    import signal
-    import threading
-
-    from statemine.fileio import signals_to_main_thread
-
-    def blocked() -> set[int]:
-        tid = threading.get_native_id()
-        for line in Path(f"/proc/self/task/{tid}/status").read_text().splitlines():
-            if line.startswith("SigBlk:"):
-                mask = int(line.split()[1], 16)
-                return {s for s in range(1, 64) if mask & (1 << (s - 1))}
-        raise AssertionError("no SigBlk line")
-
-    seen: list[set[int]] = []
-
-    def helper() -> None:
-        signals_to_main_thread()
-        seen.append(blocked())
-
-    t = threading.Thread(target=helper)
-    t.start()
-    t.join()
-    wanted = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    assert wanted <= seen[0]
-    assert not wanted & blocked()

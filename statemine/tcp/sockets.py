@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fileio import signals_to_main_thread
-
 NETNS_DIR = Path("/run/netns")
 
 
@@ -85,7 +83,6 @@ class SocketWatch:
         self.sample()  # the last look
 
     def _run(self) -> None:
-        signals_to_main_thread()
         while not self._stop.wait(self.interval):
             self.sample()
 

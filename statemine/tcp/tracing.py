@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import StatemineError
-from ..fileio import alive, signals_to_main_thread
+from ..fileio import alive
 
 #: The two events recorded (tracefs paths under ``events/``).
 EVENTS = ("tcp/tcp_cong_state_set", "tcp/tcp_probe")
@@ -153,7 +153,6 @@ class Instance:
         fd = os.open(self.dir / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
 
         def run() -> None:
-            signals_to_main_thread()
             try:
                 with contextlib.closing(_Fd(fd)):
                     _copy(fd, out, self._stop)

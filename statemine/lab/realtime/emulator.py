@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...fileio import signals_to_main_thread
 from ..path import PathModel
 from ..variability import CpuTime
 
@@ -191,7 +190,6 @@ class Emulator:
         up to milliseconds late. ``fifo`` says whether it got it (root only). The loop
         sleeps in ``select`` whenever nothing is due, so it cannot starve the machine.
         """
-        signals_to_main_thread()
         cfd = self.fds[0]
         try:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(FIFO_PRIORITY))
