@@ -347,6 +347,10 @@ def _start_run(tmp_path: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "statemine.lab.realtime.run", str(tmp_path / "c.json")],
         cwd=ROOT,
+        # SIGINT as a terminal delivers it: a suite started as a background job inherits
+        # SIGINT ignored, and Python keeps it ignored (the run then finished its transfer
+        # and exited 0, session 25), as tests/test_faults.py's CHILD notes
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # wait until everything is set up and traffic flows
