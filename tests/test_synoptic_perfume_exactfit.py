@@ -248,6 +248,13 @@ def test_doomed_among_a_later_a_made_a_first_a(tmp_path):
     assert _check_doomed_among(merges, pairs, np.random.default_rng(0), 0, [first_a]) == 1
 
 
+def _group_rule(merges: _TimedMerges, k: int, keeps: np.ndarray, gone: int) -> np.ndarray:
+    """Bound group ``k``'s rule alone (:meth:`~_TimedMerges._doomed_group`) per keep."""
+    out = np.zeros(len(keeps), dtype=bool)
+    merges._doomed_group(k, np.asarray(keeps, dtype=np.int64), gone, out)
+    return out
+
+
 def _check_doomed_among(
     merges: _TimedMerges,
     pairs,
@@ -268,10 +275,9 @@ def _check_doomed_among(
             assert not got.any()
             continue
         want = np.zeros(len(keeps), dtype=bool)
-        for k, group in enumerate(merges.bounds.groups):
-            rule = merges._doomed_first if group[1] else merges._doomed_pairs
+        for k in range(len(merges.bounds.groups)):
             one = [_doomed_one_by_one(merges, k, q, p) for q in keeps.tolist()]
-            assert rule(k, keeps, p).tolist() == one
+            assert _group_rule(merges, k, keeps, p).tolist() == one
             want |= one
         assert got.tolist() == want.tolist()
         doomed += int(want.sum())
@@ -283,7 +289,7 @@ def _check_doomed_among(
 
 def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
     """The benchmark's 124-event connection log, one node per event: every same-type
-    merge that ``_doomed_first`` (AlwaysPrecedes' first-``a`` upper bounds) calls doomed
+    merge that AlwaysPrecedes' first-``a`` upper bounds' rule calls doomed
     fails the full check, and some of them are not seen by the every-pair rule (the
     filter is sound, and not idle)."""
     merges, pairs = _per_event_merges(_conn_log(tmp_path, 120))
@@ -292,14 +298,14 @@ def test_merges_doomed_on_always_precedes_bounds_fail(tmp_path):
     only_first = 0
     for q, p in pairs:
         if not merges.doomed(q, p) or not any(
-            merges._doomed_first(k, np.array([q]), p)[0] for k in first
+            _group_rule(merges, k, np.array([q]), p)[0] for k in first
         ):
             continue
         state = _merge_state(merges)
         assert not merges.merge(q, p), (q, p)
         _restore(merges, state)
         only_first += not any(
-            merges._doomed_pairs(k, np.array([q]), p)[0]
+            _group_rule(merges, k, np.array([q]), p)[0]
             for k in range(len(merges.bounds.groups))
             if k not in first
         )

@@ -13,6 +13,7 @@ from test_synoptic_perfume import traces_strategy, write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
 from statemine.infer.synoptic.perfume_infer import (
+    _repacked,
     first_fit_model,
     infer_perfume,
     polish,
@@ -37,6 +38,39 @@ def test_polish_keeps_every_invariant_and_never_grows(tmp_path_factory, traces, 
     again = polish(start, codes, ticks, sides, np.random.default_rng(seed), 300)
     assert np.array_equal(model.part, again.part)
     assert polish(start, codes, ticks, sides, np.random.default_rng(seed), 0) is start
+
+
+@settings(max_examples=30, deadline=None)
+@given(traces_strategy, st.integers(0, 2**16))
+def test_repacked_values_are_the_results_node_values(tmp_path_factory, traces, seed):
+    """Polishing keeps the side values of its model's nodes from trial to trial
+    (``_Dissolved.result_values``): after chained repacks of random same-type groups
+    they equal ``Sides.node_values`` of the repacked model from scratch, and a repack
+    given them makes the same model as one that computes them."""
+    log = write_log(tmp_path_factory.mktemp("v"), traces)
+    _, codes, ticks = _codes(log)
+    sides = timed_sides(log, codes, ticks)
+    model = first_fit_model(log, codes, ticks, sides)
+    values = sides.node_values(model.part, model.n_nodes)
+    rng = np.random.default_rng(seed)
+    rank = rng.permutation(log.n_events)
+    for _ in range(8):
+        types, counts = np.unique(model.node_type[2:], return_counts=True)
+        if not (counts >= 2).any():
+            break
+        same = np.nonzero(model.node_type == rng.choice(types[counts >= 2]))[0]
+        group = rng.choice(same, int(rng.integers(2, len(same) + 1)), replace=False)
+        hood = _repacked(model, codes, ticks, sides, group, rank, [10**6], values)
+        plain = repack(model, codes, ticks, sides, group, rank, [10**6])
+        if hood is None:
+            assert plain is None
+            continue
+        new = hood.result()
+        assert plain is not None and np.array_equal(new.part, plain.part)
+        want = sides.node_values(new.part, new.n_nodes)
+        got = hood.result_values()
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        model, values = new, got
 
 
 def test_polish_shrinks_first_fit_on_the_600_event_connection_log(tmp_path):

@@ -1,16 +1,25 @@
 """The C rounds of Perfume's walk totals and reach and of the untimed checks' bitsets
-(statemine/infer/synoptic/_walks.c) on graphs small enough to work out by hand, their three answers (settled, a total past
-``stop``, still growing), and their refusal of arrays that do not fit.  That they give
+and of the merges that must fail (statemine/infer/synoptic/_walks.c) on graphs small
+enough to work out by hand, their three answers (settled, a total past ``stop``, still
+growing), and their refusal of arrays that do not fit.  That they give
 :func:`~statemine.infer.synoptic.timecheck.walk_extremes`', ``closure``'s and
 ``onward_totals``' former answers on random graphs is tested in
-tests/test_synoptic_perfume_reach.py."""
+tests/test_synoptic_perfume_reach.py, and ``doomed``'s against the former one-pair rules
+in tests/test_synoptic_perfume_exactfit.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from statemine.infer.synoptic._walks import bits_gather, bits_grow, closure, onward, relax_rounds
+from statemine.infer.synoptic._walks import (
+    bits_gather,
+    bits_grow,
+    closure,
+    doomed,
+    onward,
+    relax_rounds,
+)
 
 INF = np.inf
 
@@ -143,3 +152,72 @@ def test_bitsets_that_do_not_fit_are_refused():
         bits_grow(SRC - 1, DST, x, x.copy(), x, None, 4, 5, 1)
     with pytest.raises(ValueError, match="bad sizes"):
         bits_grow(SRC, DST, x, x.copy(), None, None, 4, 5, 1)
+
+
+# Nodes 0-3 of types 0, 0, 1, 1; one bound row of source type 0 (bound 10, walks past it
+# are > 0 after the stop is taken off).
+TYPES = np.array([0, 0, 1, 1], dtype=np.int64)
+SOURCES = np.array([0], dtype=np.int64)
+
+
+def _doomed(totals, onward_, keeps, gone, upper=True, first=False, reach=None, out=None):
+    keeps = np.array(keeps, dtype=np.int64)
+    out = np.zeros(len(keeps), dtype=bool) if out is None else out
+    t, o = np.array([totals], dtype=float), np.array([onward_], dtype=float)
+    r = None if reach is None else np.array([reach], dtype=bool)
+    doomed(t, o, r, SOURCES, TYPES, keeps, gone, upper, first, out, 1, 4, len(keeps))
+    return out.tolist()
+
+
+def test_doomed_every_pair_by_hand():
+    """Merging nodes 2 and 3 (type 1): a walk into 2 totalling -4 (4 under the bound)
+    continued by 3's onward walk of 5 passes it; with 3 instead, 2's onward 3 does not.
+    Merging nodes 0 and 1 (the bound's own type): a walk may start at the merged node
+    (0), so 1's onward 2 passes only where it is positive."""
+    assert _doomed([-INF, -INF, -4.0, -INF], [-INF, -INF, 3.0, 5.0], [2], 3) == [True]
+    assert _doomed([-INF, -INF, -INF, -4.0], [-INF, -INF, 3.0, 5.0], [2], 3) == [False]
+    assert _doomed([-INF, -INF, -INF, -INF], [-1.0, 2.0, -INF, -INF], [0], 1) == [True]
+    assert _doomed([-INF, -INF, -INF, -INF], [-1.0, -2.0, -INF, -INF], [0], 1) == [False]
+    # lower bounds (totals and onward negated the other way): below 0 passes
+    assert _doomed([INF, INF, 4.0, INF], [INF, INF, -3.0, -5.0], [2], 3, upper=False) == [True]
+    assert _doomed([INF, INF, 6.0, INF], [INF, INF, -3.0, -5.0], [2], 3, upper=False) == [False]
+
+
+def test_doomed_first_a_by_hand_and_never_cleared():
+    """AlwaysPrecedes' rule: nodes of the bound's type (0, 1) doom a merge only when one
+    is a first ``a`` (``reach``) and the other's onward walk passes the bound, whatever
+    the totals; other types as the every-pair rule without the start at 0.  ``out``
+    only gains answers."""
+    onw = [-1.0, 2.0, -INF, -INF]
+    assert _doomed([5.0, 5.0, -INF, -INF], onw, [0], 1, first=True, reach=[1, 0, 0, 0]) == [True]
+    assert _doomed([5.0, 5.0, -INF, -INF], onw, [0], 1, first=True, reach=[0, 1, 0, 0]) == [False]
+    tot = [-INF, -INF, -4.0, -INF]
+    assert _doomed(tot, [-INF, -INF, 3.0, 5.0], [2], 3, first=True, reach=[0] * 4) == [True]
+    out = np.array([True])
+    assert _doomed([-INF] * 4, [-INF] * 4, [2], 3, out=out) == [True]
+
+
+def test_doomed_arrays_that_do_not_fit_are_refused():
+    """Nodes named out of range, sizes that disagree, no reach for the first-``a`` rule."""
+    with pytest.raises(ValueError, match="keep names no node"):
+        _doomed([0.0] * 4, [0.0] * 4, [4], 3)
+    with pytest.raises(ValueError, match="gone names no node"):
+        _doomed([0.0] * 4, [0.0] * 4, [1], -1)
+    with pytest.raises(TypeError, match="reach"):
+        _doomed([0.0] * 4, [0.0] * 4, [1], 2, first=True)
+    with pytest.raises(ValueError, match="totals holds"):
+        doomed(
+            np.zeros((1, 3)),
+            np.zeros((1, 4)),
+            None,
+            SOURCES,
+            TYPES,
+            np.array([1]),
+            2,
+            True,
+            False,
+            np.zeros(1, bool),
+            1,
+            4,
+            1,
+        )

@@ -15,6 +15,8 @@
  *   best is max (upper) or min; none is -inf (upper) or +inf.
  * - closure: timecheck.closure's reach, a depth-first search per row;
  * - onward: perfume_infer.onward_totals's rounds (walks out of each node);
+ * - doomed: perfume_infer._TimedMerges's merges that must fail, one bound group over
+ *   every candidate of an event;
  * - bits_gather, bits_grow: check.py's bitset gather and least fix-point (the untimed
  *   invariants of Synoptic, k-tails and Perfume).
  *
@@ -493,7 +495,105 @@ done:
     return answer;
 }
 
+/* doomed(totals, onward, reach, sources, node_type, keeps, gone, upper, first, out,
+ * n_rows, n, n_keeps): perfume_infer._TimedMerges's doomed-merge rules for one bound
+ * group, out[j] set (never cleared) when merging node keeps[j] and node gone must break a
+ * bound of the group.  totals, onward: rows x n doubles (the current walk totals, the
+ * walks out of each node); own = sources[r] == node_type[keeps[j]].
+ *
+ * Every (a, later b) pair (first 0):
+ *     s = own ? best(totals, 0) : totals;  s[keep] + onward[gone] or s[gone] +
+ *     onward[keep] past 0 (upper: > 0, else < 0)
+ * AlwaysPrecedes' first-a walks (first 1, upper; reach: rows x n bools, the first-a reach):
+ *     own: reach[keep] and onward[gone] > 0, or reach[gone] and onward[keep] > 0
+ *     else: totals[keep] + onward[gone] > 0 or totals[gone] + onward[keep] > 0
+ * (the numpy rules they replaced, in the same operations on the same doubles.) */
+static PyObject *doomed(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tot_o, *onw_o, *reach_o, *src_o, *type_o, *keeps_o, *out_o;
+    Py_ssize_t gone, n_rows, n, n_keeps;
+    int upper, first;
+    if (!PyArg_ParseTuple(args, "OOOOOOnppOnnn:doomed", &tot_o, &onw_o, &reach_o, &src_o,
+                          &type_o, &keeps_o, &gone, &upper, &first, &out_o, &n_rows, &n,
+                          &n_keeps))
+        return NULL;
+    if (n_rows < 0 || n < 0 || n_keeps < 0) {
+        PyErr_SetString(PyExc_ValueError, "doomed: negative size");
+        return NULL;
+    }
+    Py_buffer tot = {0}, onw = {0}, reach = {0}, src = {0}, type = {0}, keeps = {0},
+              out = {0};
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (tot_o == Py_None || onw_o == Py_None || src_o == Py_None || type_o == Py_None ||
+        keeps_o == Py_None || out_o == Py_None || (first && reach_o == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "doomed: only reach may be None, and not when first");
+        goto done;
+    }
+    if (get_array(tot_o, &tot, cells, sizeof(double), 0, "totals") ||
+        get_array(onw_o, &onw, cells, sizeof(double), 0, "onward") ||
+        get_array(reach_o, &reach, cells, 1, 0, "reach") ||
+        get_array(src_o, &src, n_rows, sizeof(int64_t), 0, "sources") ||
+        get_array(type_o, &type, n, sizeof(int64_t), 0, "node_type") ||
+        get_array(keeps_o, &keeps, n_keeps, sizeof(int64_t), 0, "keeps") ||
+        get_array(out_o, &out, n_keeps, 1, 1, "out"))
+        goto done;
+    const int64_t *kp = keeps.buf;
+    if (gone < 0 || gone >= n) {
+        PyErr_SetString(PyExc_ValueError, "doomed: gone names no node");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n_keeps; j++) {
+        if (kp[j] < 0 || kp[j] >= n) {
+            PyErr_SetString(PyExc_ValueError, "doomed: a keep names no node");
+            goto done;
+        }
+    }
+    const double *tt = tot.buf, *ow = onw.buf;
+    const unsigned char *rc = reach.buf;
+    const int64_t *sr = src.buf, *nt = type.buf;
+    unsigned char *o = out.buf;
+    const double none = upper ? -INFINITY : INFINITY;
+    for (Py_ssize_t j = 0; j < n_keeps; j++) {
+        Py_ssize_t k = kp[j];
+        for (Py_ssize_t r = 0; r < n_rows && !o[j]; r++) {
+            const double *t = tt + r * n, *w = ow + r * n;
+            int own = sr[r] == nt[k];
+            if (first) {
+                if (own)
+                    o[j] = (rc[r * n + k] && w[gone] > 0) || (rc[r * n + gone] && w[k] > 0);
+                else
+                    o[j] = t[k] + w[gone] > 0 || t[gone] + w[k] > 0;
+                continue;
+            }
+            double start = own ? 0.0 : none;
+            double into_keep = best(upper, t[k], start) + w[gone];
+            double into_gone = best(upper, t[gone], start) + w[k];
+            o[j] = upper ? (into_keep > 0 || into_gone > 0) : (into_keep < 0 || into_gone < 0);
+        }
+    }
+    answer = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&tot);
+    PyBuffer_Release(&onw);
+    PyBuffer_Release(&reach);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&type);
+    PyBuffer_Release(&keeps);
+    PyBuffer_Release(&out);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
+    {"doomed", doomed, METH_VARARGS,
+     "doomed(totals, onward, reach, sources, node_type, keeps, gone, upper, first, out, "
+     "n_rows, n, n_keeps) -> None: out[j] set where merging keeps[j] and gone must break "
+     "a bound of the group."},
     {"bits_gather", bits_gather, METH_VARARGS,
      "bits_gather(frm, to, x, out, n_edges, rows, words) -> None: out[v] |= x[u] per edge."},
     {"bits_grow", bits_grow, METH_VARARGS,

@@ -57,6 +57,29 @@ def onward(
     entry) set to :func:`~.perfume_infer.onward_totals`'s answer for the edges ``src[e]
     -> dst[e]`` weighted ``w`` and the bounds ``stop`` (float64, rows x ``n``)."""
 
+def doomed(
+    totals: np.ndarray,
+    onward: np.ndarray,
+    reach: np.ndarray | None,
+    sources: np.ndarray,
+    node_type: np.ndarray,
+    keeps: np.ndarray,
+    gone: int,
+    upper: bool,
+    first: bool,
+    out: np.ndarray,
+    n_rows: int,
+    n: int,
+    n_keeps: int,
+    /,
+) -> None:
+    """``out[j]`` (bool per keep, in place) set where merging node ``keeps[j]`` (int64) and
+    node ``gone`` must break a bound of one bound group: ``totals``, ``onward`` (float64,
+    rows x ``n``, C order) its walk totals and walks out of each node, ``reach`` (bool,
+    rows x ``n``) the first-``a`` reach (``first``: AlwaysPrecedes' rule), ``sources``
+    (int64 per row) the bounds' source types, ``node_type`` (int64 per node)
+    (:meth:`~.perfume_infer._TimedMerges._doomed_group`)."""
+
 def bits_gather(
     frm: np.ndarray,
     to: np.ndarray,

@@ -84,6 +84,7 @@ from math import gcd, isqrt
 import numpy as np
 
 from ...errors import StatemineError
+from ._walks import doomed as doomed_rule
 from ._walks import onward as onward_rounds
 from .check import MergeCheck, violated
 from .log import EventLog
@@ -103,7 +104,7 @@ from .timecheck import (
     timed_graph,
     walk_extremes,
 )
-from .timeconflicts import Sides, colour_nodes, pair_conflicts
+from .timeconflicts import NodeValues, Sides, colour_nodes, pair_conflicts
 
 #: Counterexample-guided untimed splits before the targeted history split finishes.
 UNTIMED_STEPS = 60
@@ -478,6 +479,7 @@ class _TimedMerges:
         self.n_types = len(log.types)
         self.fine = timed_graph(model.part, model.node_type, log, ticks)
         self.node_type = model.node_type
+        self.node_type_c = np.ascontiguousarray(model.node_type, dtype=np.int64)
         self.group = np.arange(model.n_nodes)
         self.codes = codes
         self.untimed = MergeCheck(
@@ -497,11 +499,10 @@ class _TimedMerges:
     def doomed_among(self, keeps: np.ndarray, gone: int) -> np.ndarray:
         """Per group of ``keeps``: must merging it and group ``gone`` break a time bound?
         Yes when, for some bound group, a walk the merged model must have passes the
-        tightest bound at its end (:meth:`_doomed_pairs`, :meth:`_doomed_first`; each
-        walk continues one out of the fine model, before any merge:
-        :func:`onward_totals`).  The merged model has every walk of the current one,
-        with totals at least these (merging only adds walks and paths and widens
-        ranges).  No check is spent: a cheap filter before :meth:`merge`, over every
+        tightest bound at its end (the rules: :meth:`_doomed_group`; each walk
+        continues one out of the fine model, before any merge: :func:`onward_totals`).
+        The merged model has every walk of the current one, with totals at least these
+        (merging only adds walks and paths and widens ranges).  No check is spent: a cheap filter before :meth:`merge`, over every
         candidate of an event at once (its answers hold until a merge is made)."""
         out = np.zeros(len(keeps), dtype=bool)
         if self.bounds.fix is None or not len(keeps):
@@ -512,54 +513,49 @@ class _TimedMerges:
                 onward_totals(self.fine, stop, upper, (nt != src[:, None]) if first else None)
                 for upper, first, src, _, stop in self.bounds.groups
             ]
-        for k, (_, first, _, _, _) in enumerate(self.bounds.groups):
-            out |= (self._doomed_first if first else self._doomed_pairs)(k, keeps, gone)
+        keeps = np.ascontiguousarray(keeps, dtype=np.int64)
+        for k in range(len(self.bounds.groups)):
+            self._doomed_group(k, keeps, gone, out)
             if out.all():
                 break
         return out
 
-    def _doomed_pairs(self, k: int, keeps: np.ndarray, gone: int) -> np.ndarray:
-        """Bound group ``k`` counts every (a, later b) pair of a walk: per group of
-        ``keeps``, a walk into it or ``gone`` (the current totals, or 0 at a source node)
-        continued out of the other passes the bound."""
-        assert self.bounds.fix is not None and self.onward is not None
-        upper, _, sources, _, _ = self.bounds.groups[k]
-        totals, onward = self.bounds.fix.totals[k], self.onward[k]
-        better = np.maximum if upper else np.minimum
-        own = sources[:, None] == self.node_type[keeps][None, :]  # rows x keeps
-        start = np.where(own, 0.0, -np.inf if upper else np.inf)
-        into_keep = better(totals[:, keeps], start) + onward[:, gone, None]
-        into_gone = better(totals[:, gone, None], start) + onward[:, keeps]
-        if upper:
-            return ((into_keep > 0) | (into_gone > 0)).any(axis=0)
-        return ((into_keep < 0) | (into_gone < 0)).any(axis=0)
+    def _doomed_group(self, k: int, keeps: np.ndarray, gone: int, out: np.ndarray) -> None:
+        """``out[j]`` set (never cleared) where merging group ``keeps[j]`` (int64) and
+        group ``gone`` must break a bound of bound group ``k`` (in C:
+        :func:`~._walks.doomed`), by the group's rule:
 
-    def _doomed_first(self, k: int, keeps: np.ndarray, gone: int) -> np.ndarray:
-        """Bound group ``k`` is AlwaysPrecedes' upper bounds (walks from the first ``a``
-        of a path to a ``b`` before the next ``a``), with ``onward`` walks whose inner
-        nodes are no ``a``; per group of ``keeps``.  Rows whose ``a`` is the merged
-        nodes' type: one of them is a first ``a`` (the current reach, which merging
-        keeps) and a walk out of the other passes the bound (the merged node is a first
-        ``a`` with both nodes' edges).  Other rows: a walk from a first ``a`` into one of
-        them (the current totals) continued out of the other passes it.  On the
-        benchmark's 2,000-event connection log 10,245 of 17,217 merge checks failed on
-        these bounds, which the every-pair rule does not see (docs/synoptic-engine.md,
-        "Merges that must fail on AlwaysPrecedes' bounds")."""
+        - every (a, later b) pair of a walk counts: a walk into one of the two (the
+          current totals, or 0 at a node of the bound's source type) continued out of
+          the other passes the bound;
+        - AlwaysPrecedes' upper bounds (walks from the first ``a`` of a path to a ``b``
+          before the next ``a``; ``onward`` walks whose inner nodes are no ``a``): rows
+          whose ``a`` is the merged nodes' type, one of them is a first ``a`` now (the
+          current reach, which merging keeps) and a walk out of the other passes the
+          bound (the merged node is a first ``a`` with both nodes' edges); other rows, a
+          walk from a first ``a`` into one of them (the current totals) continued out of
+          the other passes it.  On the benchmark's 2,000-event connection log 10,245 of
+          17,217 merge checks failed on these bounds, which the every-pair rule does not
+          see (docs/synoptic-engine.md, "Merges that must fail on AlwaysPrecedes'
+          bounds")."""
         assert self.bounds.fix is not None and self.onward is not None
-        _, _, sources, _, _ = self.bounds.groups[k]
-        totals, reach, onward = (
-            self.bounds.fix.totals[k],
-            self.bounds.fix.reach[k],
+        upper, first, sources, _, _ = self.bounds.groups[k]
+        totals, reach = self.bounds.fix.totals[k], self.bounds.fix.reach[k]
+        doomed_rule(
+            np.ascontiguousarray(totals, dtype=np.float64),
             self.onward[k],
+            None if reach is None else np.ascontiguousarray(reach, dtype=bool),
+            np.ascontiguousarray(sources, dtype=np.int64),
+            self.node_type_c,
+            keeps,
+            gone,
+            bool(upper),
+            bool(first),
+            out,
+            totals.shape[0],
+            totals.shape[1],
+            len(keeps),
         )
-        assert reach is not None
-        own = sources[:, None] == self.node_type[keeps][None, :]  # rows x keeps
-        out_gone, out_keeps = onward[:, gone, None], onward[:, keeps]
-        hit = own & reach[:, keeps] & (out_gone > 0)
-        hit |= own & reach[:, gone, None] & (out_keeps > 0)
-        hit |= (np.where(own, -np.inf, totals[:, keeps]) + out_gone) > 0
-        hit |= (np.where(own, -np.inf, totals[:, gone, None]) + out_keeps) > 0
-        return hit.any(axis=0)
 
     def merge(self, keep: int, gone: int) -> bool:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
@@ -1177,7 +1173,10 @@ class _Dissolved:
         sides: Sides,
         nodes: np.ndarray,
         rank: np.ndarray,
+        values: NodeValues | None = None,
     ) -> _Dissolved:
+        """``model`` with ``nodes`` dissolved; ``values``: ``model``'s node side values
+        (:meth:`~.timeconflicts.Sides.node_values`) when known, else computed here."""
         log = model.log
         events = np.nonzero(np.isin(model.part, nodes))[0]
         events = events[np.argsort(rank[events], kind="stable")]
@@ -1186,7 +1185,12 @@ class _Dissolved:
         part[events] = n0 + np.arange(len(events))
         node_type = np.concatenate([model.node_type, log.codes[events]])
         merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
-        pn, sn = sides.node_values(part, len(node_type))
+        if values is None:
+            pn, sn = sides.node_values(part, len(node_type))
+        else:  # the maxima over one event are its values; dissolved nodes hold none
+            pn = np.concatenate([values[0], sides.p[:, events].T])
+            sn = np.concatenate([values[1], sides.s[:, events].T])
+            pn[nodes] = sn[nodes] = -np.inf
         kept = np.ones(n0, dtype=bool)
         kept[[INIT_NODE, TERM_NODE]] = False
         kept[nodes] = False
@@ -1199,6 +1203,15 @@ class _Dissolved:
     def result(self) -> PartitionModel:
         """The model of the merges made so far."""
         return PartitionModel(self.log, self.merges.group[self.part], self.node_type).compact()
+
+    def result_values(self) -> NodeValues:
+        """:meth:`result`'s node side values: each group's are kept on its smallest id
+        (merges take the maxima in place), and :meth:`~.model.PartitionModel.compact`
+        keeps the used ids in order."""
+        used = np.zeros(len(self.node_type), dtype=bool)
+        used[[INIT_NODE, TERM_NODE]] = True
+        used[self.merges.group[self.part]] = True
+        return self.pn[used], self.sn[used]
 
 
 def repack(
@@ -1217,7 +1230,23 @@ def repack(
     run out (each check spends one).  Valid: splitting nodes of a valid model into
     one node per event keeps every invariant (each walk or path of the finer model is
     one of the coarser, with narrower edge ranges), and every merge is checked."""
-    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank)
+    hood = _repacked(model, codes, ticks, sides, nodes, rank, budget)
+    return None if hood is None else hood.result()
+
+
+def _repacked(
+    model: PartitionModel,
+    codes: TimedCodes,
+    ticks: np.ndarray,
+    sides: Sides,
+    nodes: np.ndarray,
+    rank: np.ndarray,
+    budget: list[int],
+    values: NodeValues | None = None,
+) -> _Dissolved | None:
+    """:func:`repack`'s neighbourhood after its first fit (``values``: ``model``'s node
+    side values, when known), or None."""
+    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank, values)
     merges, pn, sn, node_type, placed = hood.merges, hood.pn, hood.sn, hood.node_type, hood.own
     n0, events = model.n_nodes, hood.events
     made = 0
@@ -1231,7 +1260,7 @@ def repack(
             made += 1
             if made > len(nodes):
                 return None
-    return hood.result()
+    return hood
 
 
 def _merge_state(merges: _TimedMerges) -> tuple:
@@ -1412,6 +1441,7 @@ def polish(
         exact = POLISH_EXACT
     budget = [checks]
     best = model
+    values = sides.node_values(model.part, model.n_nodes)  # ``model``'s, kept with it
     while budget[0] > 0:
         counts = np.bincount(model.node_type[2:], minlength=len(log.types))
         if not (counts >= 2).any():
@@ -1423,11 +1453,14 @@ def polish(
         k = int(rng.integers(2, min(POLISH_GROUP, len(same)) + 1))
         group = rng.choice(same, k, replace=False)
         budget[0] -= TRIAL_CHECKS  # a trial's set-up: the loop ends
-        new = repack(model, codes, ticks, sides, group, rank, budget)
-        if new is not None and new.n_nodes <= model.n_nodes:
+        hood = _repacked(model, codes, ticks, sides, group, rank, budget, values)
+        if hood is None:
+            continue
+        new = hood.result()
+        if new.n_nodes <= model.n_nodes:
             if new.n_nodes < best.n_nodes:
                 best = new
-            model = new
+            model, values = new, hood.result_values()
     if checks <= 0:
         return best
     # repacks can leave two nodes that merge whole (the 2,000-event connection log, seed

@@ -36,6 +36,8 @@ from .log import EventLog
 from .timecheck import TimedCodes
 
 _NONE = -np.inf
+#: ``(P, S)`` of a model's nodes, shape (nodes, bounds): :meth:`Sides.node_values`.
+NodeValues = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class Sides:
     s: np.ndarray
     limit: np.ndarray
 
-    def node_values(self, part: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    def node_values(self, part: np.ndarray, n_nodes: int) -> NodeValues:
         """``(P, S)``, shape (nodes, bounds): the maxima over each node's events
         (events sorted by node, one ``reduceat`` per run of a node's events: the maxima
         ``np.maximum.at`` gives, at a fraction of its cost)."""
