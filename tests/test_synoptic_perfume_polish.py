@@ -13,12 +13,15 @@ from test_synoptic_perfume import traces_strategy, write_log
 from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
 from statemine.infer.synoptic.perfume_infer import (
+    _Dissolved,
+    _Known,
     _repacked,
     first_fit_model,
     infer_perfume,
     polish,
     repack,
 )
+from statemine.infer.synoptic.timecheck import BoundCheck, timed_graph
 from statemine.infer.synoptic.timeconflicts import perfume_lower_bound, timed_sides
 
 
@@ -42,35 +45,58 @@ def test_polish_keeps_every_invariant_and_never_grows(tmp_path_factory, traces, 
 
 @settings(max_examples=30, deadline=None)
 @given(traces_strategy, st.integers(0, 2**16))
-def test_repacked_values_are_the_results_node_values(tmp_path_factory, traces, seed):
-    """Polishing keeps the side values of its model's nodes from trial to trial
-    (``_Dissolved.result_values``): after chained repacks of random same-type groups
-    they equal ``Sides.node_values`` of the repacked model from scratch, and a repack
-    given them makes the same model as one that computes them."""
+def test_what_polishing_keeps_between_trials_is_the_models(tmp_path_factory, traces, seed):
+    """Polishing keeps its model's node side values, graph and walks from trial to trial
+    (``_Dissolved.result_known``): after chained repacks of random same-type groups they
+    equal ``Sides.node_values``, ``timed_graph`` and a ``BoundCheck`` made from scratch
+    on the repacked model; the walks a trial starts from (kept where the dissolved nodes
+    reach nowhere) give the walks of the dissolved model from scratch; and a repack
+    given them makes the same model as one that computes everything."""
     log = write_log(tmp_path_factory.mktemp("v"), traces)
     _, codes, ticks = _codes(log)
     sides = timed_sides(log, codes, ticks)
     model = first_fit_model(log, codes, ticks, sides)
-    values = sides.node_values(model.part, model.n_nodes)
+    known = _Known(sides.node_values(model.part, model.n_nodes))
     rng = np.random.default_rng(seed)
     rank = rng.permutation(log.n_events)
+    n_types = len(log.types)
     for _ in range(8):
         types, counts = np.unique(model.node_type[2:], return_counts=True)
         if not (counts >= 2).any():
             break
         same = np.nonzero(model.node_type == rng.choice(types[counts >= 2]))[0]
         group = rng.choice(same, int(rng.integers(2, len(same) + 1)), replace=False)
-        hood = _repacked(model, codes, ticks, sides, group, rank, [10**6], values)
+        hood = _repacked(model, codes, ticks, sides, group, rank, [10**6], known)
         plain = repack(model, codes, ticks, sides, group, rank, [10**6])
+        if known.walks is not None:
+            scratch = _Dissolved.of(model, codes, ticks, sides, group, rank).merges.bounds.fix
+            warm = _Dissolved.of(model, codes, ticks, sides, group, rank, known)
+            _assert_same_walks(warm.merges.bounds.fix, scratch)
         if hood is None:
             assert plain is None
             continue
         new = hood.result()
         assert plain is not None and np.array_equal(new.part, plain.part)
+        known = hood.result_known()
         want = sides.node_values(new.part, new.n_nodes)
-        got = hood.result_values()
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-        model, values = new, got
+        assert np.array_equal(known.values[0], want[0])
+        assert np.array_equal(known.values[1], want[1])
+        graph = timed_graph(new.part, new.node_type, log, ticks)
+        assert known.graph is not None
+        for col in ("src", "dst", "wmin", "wmax", "node_type"):
+            assert np.array_equal(getattr(known.graph, col), getattr(graph, col)), col
+        _assert_same_walks(known.walks, BoundCheck(graph, codes, n_types).fix)
+        model = new
+
+
+def _assert_same_walks(got, want) -> None:
+    assert (got is None) == (want is None)
+    if got is None:
+        return
+    for a, b in zip(got.totals, want.totals, strict=True):
+        assert np.array_equal(a, b)
+    for a, b in zip(got.reach, want.reach, strict=True):
+        assert (a is None and b is None) or np.array_equal(a, b)
 
 
 def test_polish_shrinks_first_fit_on_the_600_event_connection_log(tmp_path):

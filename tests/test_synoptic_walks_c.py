@@ -17,6 +17,7 @@ from statemine.infer.synoptic._walks import (
     bits_grow,
     closure,
     doomed,
+    merge_edges,
     onward,
     relax_rounds,
 )
@@ -221,3 +222,51 @@ def test_doomed_arrays_that_do_not_fit_are_refused():
             4,
             1,
         )
+
+
+def test_merged_graphs_are_the_renamed_edges_aggregated():
+    """``timecheck.merge_nodes`` (:func:`merge_edges`), node after node, on random graphs
+    with parallel edges: every time the graph ``aggregate_edges`` makes from the
+    original edges renamed to their merged nodes, edge for edge and bit for bit."""
+    from statemine.infer.synoptic.timecheck import aggregate_edges, merge_nodes
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 12))
+        m = int(rng.integers(0, 40))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        lo = rng.integers(0, 50, m).astype(float)
+        hi = lo + rng.integers(0, 50, m)
+        types = np.zeros(n, dtype=np.int64)
+        g = aggregate_edges(n, src, dst, lo, hi, types)
+        group = np.arange(n)
+        for _ in range(int(rng.integers(1, n + 1))):
+            keep, gone = (int(v) for v in rng.choice(n, 2, replace=False))
+            if group[keep] != keep or group[gone] != gone:
+                continue
+            group = np.where(group == gone, keep, group)
+            g = merge_nodes(g, keep, gone)
+            want = aggregate_edges(n, group[src], group[dst], lo, hi, types)
+            for got_col, want_col in zip(
+                (g.src, g.dst, g.wmin, g.wmax), (want.src, want.dst, want.wmin, want.wmax)
+            ):
+                assert got_col.tolist() == want_col.tolist()
+
+
+def test_merge_edges_refuses_what_does_not_fit():
+    """Unsorted or repeated edges, nodes out of range, arrays of other lengths."""
+    src, dst, w = np.array([0, 2], dtype=np.int64), np.array([2, 1], dtype=np.int64), np.zeros(2)
+
+    def call(s=src, d=dst, n=3, keep=2, gone=1, out=2):
+        outs = [np.empty(out, np.int64), np.empty(out, np.int64), np.empty(out), np.empty(out)]
+        return merge_edges(s, d, w, w, 2, n, keep, gone, *outs)
+
+    assert call() == 2
+    with pytest.raises(ValueError, match="not sorted"):
+        call(s=src[::-1].copy(), d=dst[::-1].copy())
+    with pytest.raises(ValueError, match="names no node"):
+        call(gone=3)
+    with pytest.raises(ValueError, match="names no node"):
+        call(n=2)
+    with pytest.raises(ValueError, match="out_src holds"):
+        call(out=1)

@@ -17,6 +17,8 @@
  * - onward: perfume_infer.onward_totals's rounds (walks out of each node);
  * - doomed: perfume_infer._TimedMerges's merges that must fail, one bound group over
  *   every candidate of an event;
+ * - merge_edges: a model's edge list after merging two nodes (timecheck.aggregate_edges
+ *   of the renamed edges);
  * - bits_gather, bits_grow: check.py's bitset gather and least fix-point (the untimed
  *   invariants of Synoptic, k-tails and Perfume).
  *
@@ -29,6 +31,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* relax_rounds's answers (timecheck.py names them). */
@@ -589,7 +592,130 @@ done:
     return answer;
 }
 
+/* One edge of merge_edges's lists: its key (src * n + dst) and range. */
+typedef struct {
+    int64_t key;
+    double lo, hi;
+} Edge;
+
+static int edge_order(const void *a, const void *b)
+{
+    int64_t x = ((const Edge *)a)->key, y = ((const Edge *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* merge_edges(src, dst, wmin, wmax, n_edges, n, keep, gone, out_src, out_dst, out_wmin,
+ * out_wmax) -> m: the edges src[e] -> dst[e] (sorted by src * n + dst, each pair once, as
+ * timecheck.aggregate_edges leaves them) with node gone renamed keep, parallel edges made
+ * one (min of wmin, max of wmax), in the first m entries of the out arrays (n_edges
+ * long), sorted the same way: aggregate_edges of the renamed edges, which min and max
+ * make the same whether taken at once or in two stages.  The edges not touching gone keep
+ * their order; the few that do are sorted and merged in. */
+static PyObject *merge_edges(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *lo_o, *hi_o, *osrc_o, *odst_o, *olo_o, *ohi_o;
+    Py_ssize_t n_edges, n, keep, gone;
+    if (!PyArg_ParseTuple(args, "OOOOnnnnOOOO:merge_edges", &src_o, &dst_o, &lo_o, &hi_o,
+                          &n_edges, &n, &keep, &gone, &osrc_o, &odst_o, &olo_o, &ohi_o))
+        return NULL;
+    if (n_edges < 0 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "merge_edges: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, lo = {0}, hi = {0}, osrc = {0}, odst = {0}, olo = {0},
+              ohi = {0};
+    Edge *moved = NULL;
+    PyObject *answer = NULL;
+    if (src_o == Py_None || dst_o == Py_None || lo_o == Py_None || hi_o == Py_None ||
+        osrc_o == Py_None || odst_o == Py_None || olo_o == Py_None || ohi_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "merge_edges: no array may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(lo_o, &lo, n_edges, sizeof(double), 0, "wmin") ||
+        get_array(hi_o, &hi, n_edges, sizeof(double), 0, "wmax") ||
+        get_array(osrc_o, &osrc, n_edges, sizeof(int64_t), 1, "out_src") ||
+        get_array(odst_o, &odst, n_edges, sizeof(int64_t), 1, "out_dst") ||
+        get_array(olo_o, &olo, n_edges, sizeof(double), 1, "out_wmin") ||
+        get_array(ohi_o, &ohi, n_edges, sizeof(double), 1, "out_wmax"))
+        goto done;
+    const int64_t *es = src.buf, *ed = dst.buf;
+    const double *el = lo.buf, *eh = hi.buf;
+    if (edges_in_range(es, ed, n_edges, n, "merge_edges"))
+        goto done;
+    if (keep < 0 || keep >= n || gone < 0 || gone >= n) {
+        PyErr_SetString(PyExc_ValueError, "merge_edges: keep or gone names no node");
+        goto done;
+    }
+    for (Py_ssize_t e = 1; e < n_edges; e++) {
+        if (es[e - 1] * n + ed[e - 1] >= es[e] * n + ed[e]) {
+            PyErr_SetString(PyExc_ValueError, "merge_edges: edges not sorted, or repeated");
+            goto done;
+        }
+    }
+    Py_ssize_t n_moved = 0;
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        n_moved += es[e] == gone || ed[e] == gone;
+    moved = PyMem_Malloc((size_t)(n_moved ? n_moved : 1) * sizeof(Edge));
+    if (!moved) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    n_moved = 0;
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        if (es[e] != gone && ed[e] != gone)
+            continue;
+        int64_t u = es[e] == gone ? keep : es[e], v = ed[e] == gone ? keep : ed[e];
+        moved[n_moved++] = (Edge){u * n + v, el[e], eh[e]};
+    }
+    qsort(moved, (size_t)n_moved, sizeof(Edge), edge_order);
+    int64_t *os = osrc.buf, *od = odst.buf;
+    double *ol = olo.buf, *oh = ohi.buf;
+    Py_ssize_t m = 0, i = 0, j = 0;
+    while (i < n_edges || j < n_moved) {
+        while (i < n_edges && (es[i] == gone || ed[i] == gone))
+            i++;
+        Edge next;
+        if (j < n_moved && (i >= n_edges || moved[j].key < es[i] * n + ed[i]))
+            next = moved[j++];
+        else if (i < n_edges) {
+            next = (Edge){es[i] * n + ed[i], el[i], eh[i]};
+            i++;
+        } else
+            break;
+        if (m && os[m - 1] * n + od[m - 1] == next.key) {
+            if (next.lo < ol[m - 1])
+                ol[m - 1] = next.lo;
+            if (next.hi > oh[m - 1])
+                oh[m - 1] = next.hi;
+            continue;
+        }
+        os[m] = next.key / n;
+        od[m] = next.key % n;
+        ol[m] = next.lo;
+        oh[m] = next.hi;
+        m++;
+    }
+    answer = PyLong_FromSsize_t(m);
+done:
+    PyMem_Free(moved);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&lo);
+    PyBuffer_Release(&hi);
+    PyBuffer_Release(&osrc);
+    PyBuffer_Release(&odst);
+    PyBuffer_Release(&olo);
+    PyBuffer_Release(&ohi);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
+    {"merge_edges", merge_edges, METH_VARARGS,
+     "merge_edges(src, dst, wmin, wmax, n_edges, n, keep, gone, out_src, out_dst, out_wmin, "
+     "out_wmax) -> m: the sorted edge list with gone renamed keep, parallel edges made one."},
     {"doomed", doomed, METH_VARARGS,
      "doomed(totals, onward, reach, sources, node_type, keeps, gone, upper, first, out, "
      "n_rows, n, n_keeps) -> None: out[j] set where merging keeps[j] and gone must break "

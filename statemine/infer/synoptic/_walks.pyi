@@ -80,6 +80,27 @@ def doomed(
     (int64 per row) the bounds' source types, ``node_type`` (int64 per node)
     (:meth:`~.perfume_infer._TimedMerges._doomed_group`)."""
 
+def merge_edges(
+    src: np.ndarray,
+    dst: np.ndarray,
+    wmin: np.ndarray,
+    wmax: np.ndarray,
+    n_edges: int,
+    n: int,
+    keep: int,
+    gone: int,
+    out_src: np.ndarray,
+    out_dst: np.ndarray,
+    out_wmin: np.ndarray,
+    out_wmax: np.ndarray,
+    /,
+) -> int:
+    """The edges ``src[e] -> dst[e]`` (int64; sorted by ``src * n + dst``, each pair once)
+    weighted ``wmin``/``wmax`` (float64) with node ``gone`` renamed ``keep`` and parallel
+    edges made one (min, max), in the first ``m`` entries of the ``out_*`` arrays
+    (``n_edges`` long), sorted the same way; returns ``m``
+    (:func:`~.timecheck.merge_nodes`)."""
+
 def bits_gather(
     frm: np.ndarray,
     to: np.ndarray,

@@ -94,12 +94,14 @@ from .timecheck import (
     BoundCheck,
     TimedCodes,
     TimedGraph,
-    aggregate_edges,
+    Walks,
     bound_violations,
+    closure,
     first_nodes,
     intr_broken,
     intr_reach,
     intr_violations,
+    merge_nodes,
     merged_columns,
     timed_graph,
     walk_extremes,
@@ -474,10 +476,19 @@ class _TimedMerges:
     the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds,
     IntrBy's walks grown from the current model's: :func:`~.timecheck.intr_reach`)."""
 
-    def __init__(self, model: PartitionModel, codes: TimedCodes, ticks: np.ndarray):
+    def __init__(
+        self,
+        model: PartitionModel,
+        codes: TimedCodes,
+        ticks: np.ndarray,
+        start: Walks | None = None,
+    ):
+        """``start``: walks known on ``model`` to start its walk totals from
+        (:class:`~.timecheck.BoundCheck`)."""
         log = model.log
         self.n_types = len(log.types)
         self.fine = timed_graph(model.part, model.node_type, log, ticks)
+        self.graph = self.fine  # the current model's: ``fine`` with the merges made
         self.node_type = model.node_type
         self.node_type_c = np.ascontiguousarray(model.node_type, dtype=np.int64)
         self.group = np.arange(model.n_nodes)
@@ -485,7 +496,7 @@ class _TimedMerges:
         self.untimed = MergeCheck(
             model.node_type, codes.untimed, self.n_types, self.fine.src, self.fine.dst
         )
-        self.bounds = BoundCheck(self.fine, codes, self.n_types)
+        self.bounds = BoundCheck(self.fine, codes, self.n_types, start)
         # IntrBy's walks (:func:`intr_reach`), grown from the current ones on each merge
         self.intr = intr_reach(self.fine, codes) if len(codes.intr_a) else None
         self.spent = 0.0  # work units (:func:`check_units`) of the merge checks so far
@@ -561,8 +572,7 @@ class _TimedMerges:
         """Merge group ``gone`` into group ``keep`` if every invariant still holds."""
         self.spent += check_units(self.fine.n)
         trial = np.where(self.group == gone, keep, self.group)
-        f = self.fine
-        g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, self.node_type)
+        g = merge_nodes(self.graph, keep, gone)
         saved = (self.untimed.src, self.untimed.dst, self.untimed.fix)
         if not self.untimed.merge(keep, gone):
             return False
@@ -576,7 +586,7 @@ class _TimedMerges:
             self.untimed.src, self.untimed.dst, self.untimed.fix = saved
             return False
         self.bounds.fix, self.intr = fix, intr
-        self.group = trial
+        self.group, self.graph = trial, g
         return True
 
 
@@ -1147,6 +1157,47 @@ def polish_split(left: float, nodes: list[int]) -> list[int]:
     return [int(left * (n / total) / check_units(n)) for n in nodes]
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What polishing knows of its current model between trials: its nodes' side values
+    (:meth:`~.timeconflicts.Sides.node_values`), and, once a trial has made it, its graph
+    and its walks (:class:`~.timecheck.BoundCheck`'s)."""
+
+    values: NodeValues
+    graph: TimedGraph | None = None
+    walks: Walks | None = None
+    upper: tuple[bool, ...] = ()  # per bound group of ``walks``: upper bounds?
+
+
+def _walks_outside(known: _Known, nodes: np.ndarray, n: int) -> Walks | None:
+    """The known model's walks kept at the nodes no walk from ``nodes`` reaches (every
+    walk into such a node avoids ``nodes``, so splitting them changes neither its totals
+    nor its first-``a`` reach) and set to "no walk" at the others and at ``n`` minus the
+    model's node count more nodes: walks to start from on the model with ``nodes``
+    split (below (upper) / above (lower) its own, reach a subset).  None when the graph
+    or walks are not known."""
+    if known.graph is None or known.walks is None:
+        return None
+    g = known.graph
+    seeds = np.zeros((1, g.n), dtype=bool)
+    seeds[0, nodes] = True
+    reached = closure(g, seeds, np.ones_like(seeds))[0]
+    totals: list[np.ndarray] = []
+    reach: list[np.ndarray | None] = []
+    for x, r, up in zip(known.walks.totals, known.walks.reach, known.upper, strict=True):
+        none = -np.inf if up else np.inf
+        t = np.full((x.shape[0], n), none)
+        t[:, : g.n] = np.where(reached, none, x)
+        totals.append(t)
+        if r is None:
+            reach.append(None)
+        else:
+            f = np.zeros((r.shape[0], n), dtype=bool)
+            f[:, : g.n] = r & ~reached
+            reach.append(f)
+    return Walks(totals, reach)
+
+
 @dataclass
 class _Dissolved:
     """A model whose neighbourhood ``nodes`` (same type or not) is dissolved into one node
@@ -1173,10 +1224,10 @@ class _Dissolved:
         sides: Sides,
         nodes: np.ndarray,
         rank: np.ndarray,
-        values: NodeValues | None = None,
+        known: _Known | None = None,
     ) -> _Dissolved:
-        """``model`` with ``nodes`` dissolved; ``values``: ``model``'s node side values
-        (:meth:`~.timeconflicts.Sides.node_values`) when known, else computed here."""
+        """``model`` with ``nodes`` dissolved; ``known``: what is known of ``model``
+        (else computed here)."""
         log = model.log
         events = np.nonzero(np.isin(model.part, nodes))[0]
         events = events[np.argsort(rank[events], kind="stable")]
@@ -1184,12 +1235,13 @@ class _Dissolved:
         part = model.part.copy()
         part[events] = n0 + np.arange(len(events))
         node_type = np.concatenate([model.node_type, log.codes[events]])
-        merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks)
-        if values is None:
+        start = None if known is None else _walks_outside(known, nodes, len(node_type))
+        merges = _TimedMerges(PartitionModel(log, part, node_type), codes, ticks, start)
+        if known is None:
             pn, sn = sides.node_values(part, len(node_type))
         else:  # the maxima over one event are its values; dissolved nodes hold none
-            pn = np.concatenate([values[0], sides.p[:, events].T])
-            sn = np.concatenate([values[1], sides.s[:, events].T])
+            pn = np.concatenate([known.values[0], sides.p[:, events].T])
+            sn = np.concatenate([known.values[1], sides.s[:, events].T])
             pn[nodes] = sn[nodes] = -np.inf
         kept = np.ones(n0, dtype=bool)
         kept[[INIT_NODE, TERM_NODE]] = False
@@ -1204,14 +1256,28 @@ class _Dissolved:
         """The model of the merges made so far."""
         return PartitionModel(self.log, self.merges.group[self.part], self.node_type).compact()
 
-    def result_values(self) -> NodeValues:
-        """:meth:`result`'s node side values: each group's are kept on its smallest id
-        (merges take the maxima in place), and :meth:`~.model.PartitionModel.compact`
+    def result_known(self) -> _Known:
+        """What is known of :meth:`result`'s model: each group's side values, edges and
+        walks are kept on its smallest id (merges take the maxima in place, and rename
+        the other's edges and walks to it), and :meth:`~.model.PartitionModel.compact`
         keeps the used ids in order."""
         used = np.zeros(len(self.node_type), dtype=bool)
         used[[INIT_NODE, TERM_NODE]] = True
         used[self.merges.group[self.part]] = True
-        return self.pn[used], self.sn[used]
+        new_id = np.cumsum(used) - 1
+        g = self.merges.graph
+        graph = TimedGraph(
+            int(used.sum()), new_id[g.src], new_id[g.dst], g.wmin, g.wmax, self.node_type[used]
+        )
+        fix = self.merges.bounds.fix
+        walks = None
+        if fix is not None:
+            walks = Walks(
+                [x[:, used] for x in fix.totals],
+                [None if r is None else r[:, used] for r in fix.reach],
+            )
+        upper = tuple(bool(group[0]) for group in self.merges.bounds.groups)
+        return _Known((self.pn[used], self.sn[used]), graph, walks, upper)
 
 
 def repack(
@@ -1242,11 +1308,11 @@ def _repacked(
     nodes: np.ndarray,
     rank: np.ndarray,
     budget: list[int],
-    values: NodeValues | None = None,
+    known: _Known | None = None,
 ) -> _Dissolved | None:
-    """:func:`repack`'s neighbourhood after its first fit (``values``: ``model``'s node
-    side values, when known), or None."""
-    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank, values)
+    """:func:`repack`'s neighbourhood after its first fit (``known``: what is known of
+    ``model``), or None."""
+    hood = _Dissolved.of(model, codes, ticks, sides, nodes, rank, known)
     merges, pn, sn, node_type, placed = hood.merges, hood.pn, hood.sn, hood.node_type, hood.own
     n0, events = model.n_nodes, hood.events
     made = 0
@@ -1267,13 +1333,13 @@ def _merge_state(merges: _TimedMerges) -> tuple:
     """What :meth:`_TimedMerges.merge` replaces on success (it never mutates them): the
     state to put back to undo a merge."""
     u = merges.untimed
-    return merges.group, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr
+    return merges.group, merges.graph, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr
 
 
 def _restore(merges: _TimedMerges, state: tuple) -> None:
     """Undo the merges made since :func:`_merge_state` gave ``state``."""
     u = merges.untimed
-    merges.group, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr = state
+    merges.group, merges.graph, u.src, u.dst, u.fix, merges.bounds.fix, merges.intr = state
 
 
 def hood_order(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
@@ -1441,7 +1507,7 @@ def polish(
         exact = POLISH_EXACT
     budget = [checks]
     best = model
-    values = sides.node_values(model.part, model.n_nodes)  # ``model``'s, kept with it
+    known = _Known(sides.node_values(model.part, model.n_nodes))  # ``model``'s, kept with it
     while budget[0] > 0:
         counts = np.bincount(model.node_type[2:], minlength=len(log.types))
         if not (counts >= 2).any():
@@ -1453,14 +1519,14 @@ def polish(
         k = int(rng.integers(2, min(POLISH_GROUP, len(same)) + 1))
         group = rng.choice(same, k, replace=False)
         budget[0] -= TRIAL_CHECKS  # a trial's set-up: the loop ends
-        hood = _repacked(model, codes, ticks, sides, group, rank, budget, values)
+        hood = _repacked(model, codes, ticks, sides, group, rank, budget, known)
         if hood is None:
             continue
         new = hood.result()
         if new.n_nodes <= model.n_nodes:
             if new.n_nodes < best.n_nodes:
                 best = new
-            model, values = new, hood.result_values()
+            model, known = new, hood.result_known()
     if checks <= 0:
         return best
     # repacks can leave two nodes that merge whole (the 2,000-event connection log, seed

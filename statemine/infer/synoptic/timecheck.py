@@ -44,7 +44,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ._walks import closure as reach_closure
-from ._walks import relax_rounds
+from ._walks import merge_edges, relax_rounds
 from .check import InvariantCodes, violated_edges
 from .invariants import AP
 from .log import EventLog
@@ -237,6 +237,40 @@ def aggregate_edges(
         np.maximum.reduceat(wmax[order], starts),
         node_type,
     )
+
+
+def merge_nodes(g: TimedGraph, keep: int, gone: int) -> TimedGraph:
+    """``g`` with node ``gone`` merged into ``keep`` (``gone`` left without edges): the
+    :func:`aggregate_edges` of its edges renamed, in C (:func:`~._walks.merge_edges`; min
+    and max give the same ranges whether parallel edges are joined at once or in two
+    stages, so a model's graph merged node by node is the one aggregated from its
+    events').
+
+    >>> g = aggregate_edges(
+    ...     4, np.array([0, 2, 3]), np.array([2, 1, 1]), np.array([0.0, 5.0, 7.0]),
+    ...     np.array([0.0, 5.0, 7.0]), np.array([-1, -1, 0, 0]))
+    >>> m = merge_nodes(g, 2, 3)
+    >>> m.src.tolist(), m.dst.tolist(), m.wmin.tolist(), m.wmax.tolist()
+    ([0, 2], [2, 1], [0.0, 5.0], [0.0, 7.0])
+    """
+    m = len(g.src)
+    src, dst = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    wmin, wmax = np.empty(m), np.empty(m)
+    k = merge_edges(
+        np.ascontiguousarray(g.src, dtype=np.int64),
+        np.ascontiguousarray(g.dst, dtype=np.int64),
+        np.ascontiguousarray(g.wmin, dtype=np.float64),
+        np.ascontiguousarray(g.wmax, dtype=np.float64),
+        m,
+        g.n,
+        keep,
+        gone,
+        src,
+        dst,
+        wmin,
+        wmax,
+    )
+    return TimedGraph(g.n, src[:k], dst[:k], wmin[:k], wmax[:k], g.node_type)
 
 
 def run_starts(key: np.ndarray) -> np.ndarray:
@@ -683,24 +717,31 @@ class BoundCheck:
     (``walk_extremes(init=...)``: merging only adds walks and widens edge ranges, so the
     current totals are below (upper) / above (lower) the merged model's) and first-``a``
     reach (``first_reach(init=...)``: merging only adds paths).  ``fix`` is None when a
-    bound already fails on the current model."""
+    bound already fails on the current model.  ``start``: walks known on ``g`` (totals
+    below (upper) / above (lower) its own, reach a subset of its: e.g. a coarser model's
+    at the nodes the nodes it split do not reach), to start its walks from."""
 
-    def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int):
+    def __init__(self, g: TimedGraph, codes: TimedCodes, n_types: int, start: Walks | None = None):
         self.groups = [
             (b.upper, b.first_only, b.sources, b.cap, b.stop)
             for b in _bound_groups(g, codes, n_types)
         ]
-        self.fix: Walks | None = self.check(g)
+        self.fix: Walks | None = None
+        self.fix = self.check(g, start=start)
 
-    def check(self, g: TimedGraph, merged: tuple[int, int] | None = None) -> Walks | None:
+    def check(
+        self, g: TimedGraph, merged: tuple[int, int] | None = None, start: Walks | None = None
+    ) -> Walks | None:
         """The walks of each bound group on ``g`` (the current model with node
-        ``merged[1]`` merged into ``merged[0]``, or the current model itself), None as
-        soon as a bound fails."""
+        ``merged[1]`` merged into ``merged[0]``, or the current model itself, its walks
+        from ``start`` when given), None as soon as a bound fails."""
         totals: list[np.ndarray] = []
         reach: list[np.ndarray | None] = []
         for k, (upper, first_only, sources, cap, stop) in enumerate(self.groups):
             init = seen = None
-            if merged is not None and self.fix is not None:
+            if start is not None:
+                init, seen = start.totals[k], start.reach[k]
+            elif merged is not None and self.fix is not None:
                 keep, gone = merged
                 init = merged_columns(self.fix.totals[k], keep, gone, upper)
                 old = self.fix.reach[k]
