@@ -2,14 +2,16 @@
  * statemine.infer.synoptic._walks: the loops the Synoptic family's merge checks spend most
  * of their time in, on a model's edge list (docs/synoptic-engine.md, "Merge checks in C"):
  *
- * - relax_rounds: the first rounds of timecheck.walk_extremes (Perfume's walk totals per
- *   bound group), which stays the reference and goes on in Python, from the totals these
- *   rounds leave, when they have not settled (positive cycles are looked for there).
+ * - relax_rounds: the rounds of timecheck.walk_extremes (Perfume's walk totals per bound
+ *   group): its first rounds, and, when they have not settled, the rounds with the nodes
+ *   on positive cycles marked (cyclic, found in Python).  walk_extremes's own rounds in
+ *   Python stay the reference (cycle_rounds=0), and finish what still grows after those.
  *   Each round is a whole round of walk_extremes's step, in the same order of operations
  *   on the same doubles, so the totals are bit-identical to the Python rounds':
  *
  *       s[r, u]   = best(first_only and is_src[r, u] ? none : x[r, u], start[r, u])
  *       out[r, v] = best(x[r, v], best over edges u -> v of s[r, u] + w)
+ *       out[r, v] = +inf if cyclic[r, v] and out[r, v] > -inf    (when cyclic is given)
  *       out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
  *
  *   best is max (upper) or min; none is -inf (upper) or +inf.
@@ -78,19 +80,19 @@ static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_ed
 static PyObject *relax_rounds(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o;
+    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o, *cyclic_o;
     Py_ssize_t n_edges, n_rows, n, rounds;
     int upper;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
-                          &start_o, &mask_o, &cap_o, &stop_o, &n_edges, &n_rows, &n, &upper,
-                          &rounds))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
+                          &start_o, &mask_o, &cap_o, &stop_o, &cyclic_o, &n_edges, &n_rows, &n,
+                          &upper, &rounds))
         return NULL;
     if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
         PyErr_SetString(PyExc_ValueError, "relax_rounds: negative size");
         return NULL;
     }
     Py_buffer src = {0}, dst = {0}, w = {0}, x = {0}, start = {0}, mask = {0}, cap = {0},
-              stop = {0};
+              stop = {0}, cyclic = {0};
     double *s = NULL, *out = NULL;
     unsigned char *moved = NULL; /* per row and node: did the last round change its total */
     PyObject *answer = NULL;
@@ -101,7 +103,8 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
     }
     if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || x_o == Py_None ||
         start_o == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "relax_rounds: only the mask, cap and stop may be None");
+        PyErr_SetString(PyExc_TypeError,
+                        "relax_rounds: only the mask, cap, stop and cyclic may be None");
         goto done;
     }
     if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
@@ -111,7 +114,8 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
         get_array(start_o, &start, cells, sizeof(double), 0, "start") ||
         get_array(mask_o, &mask, cells, 1, 0, "mask") ||
         get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
-        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop"))
+        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
+        get_array(cyclic_o, &cyclic, cells, 1, 0, "cyclic"))
         goto done;
     const int64_t *es = src.buf, *ed = dst.buf;
     if (edges_in_range(es, ed, n_edges, n, "relax_rounds"))
@@ -125,7 +129,7 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
     }
     const double none = upper ? -INFINITY : INFINITY;
     const double *ew = w.buf, *st = start.buf, *cp = cap.buf, *lim = stop.buf;
-    const unsigned char *is_src = mask.buf;
+    const unsigned char *is_src = mask.buf, *on_cycle = cyclic.buf;
     double *xs = x.buf;
     int status = GROWING;
     memset(moved, 1, (size_t)cells);
@@ -153,8 +157,11 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
                 if (upper ? t > *at : t < *at)
                     *at = t;
             }
+            const unsigned char *cr = on_cycle ? on_cycle + r * n : NULL;
             for (Py_ssize_t v = 0; v < n; v++) {
                 double t = best(upper, xr[v], o[v]);
+                if (cr && cr[v] && t > -INFINITY)
+                    t = INFINITY;
                 if (cp && t > cp[r])
                     t = cp[r];
                 o[v] = t;
@@ -191,6 +198,7 @@ done:
     PyBuffer_Release(&mask);
     PyBuffer_Release(&cap);
     PyBuffer_Release(&stop);
+    PyBuffer_Release(&cyclic);
     return answer;
 }
 
@@ -732,7 +740,8 @@ static PyMethodDef methods[] = {
      "closure(src, dst, x, through, n_edges, n_rows, n) -> None: x (rows x n bools) grown "
      "in place by the nodes reached over edges that leave its through nodes."},
     {"relax_rounds", relax_rounds, METH_VARARGS,
-     "relax_rounds(src, dst, w, x, start, mask, cap, stop, n_edges, n_rows, n, upper, rounds) "
+     "relax_rounds(src, dst, w, x, start, mask, cap, stop, cyclic, n_edges, n_rows, n, upper, "
+     "rounds) "
      "-> 0 (settled), 1 (a total passed stop) or 2 (still growing after rounds rounds); "
      "x (rows x n doubles) holds the totals after the last round."},
     {NULL, NULL, 0, NULL},

@@ -11,6 +11,7 @@ def relax_rounds(
     mask: np.ndarray | None,
     cap: np.ndarray | None,
     stop: np.ndarray | None,
+    cyclic: np.ndarray | None,
     n_edges: int,
     n_rows: int,
     n: int,
@@ -22,7 +23,8 @@ def relax_rounds(
     ``x`` (float64, rows x ``n``, C order; updated in place) over the edges ``src[e] ->
     dst[e]`` (int64) weighted ``w`` (float64), ``start`` the walks' start totals, ``mask``
     (bool) the source nodes that end a first-``a`` walk, ``cap`` (float64 per row) the cap
-    on upper totals, ``stop`` the totals that end the rounds once passed: 0 when a round
+    on upper totals, ``stop`` the totals that end the rounds once passed, ``cyclic`` (bool)
+    the nodes whose totals go to +inf once a walk reaches them: 0 when a round
     changed nothing (``x`` is the answer), 1 when a total passed ``stop``, 2 when still
     growing."""
 

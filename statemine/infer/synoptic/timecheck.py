@@ -483,9 +483,10 @@ def walk_extremes(
     first ``a`` of a model path (:func:`first_nodes`) and do not pass another ``a`` node
     (Perfume's AlwaysPrecedes upper-bound automaton).
 
-    Bellman-Ford over all rows at once (the rounds before ``cycle_rounds`` in C,
-    :func:`~._walks.relax_rounds`, bit for bit): n + 1 rounds at most; nodes still growing after
-    that are fed by a positive cycle, and so is everything they reach.  ``cap[r]``
+    Bellman-Ford over all rows at once (in C, :func:`~._walks.relax_rounds`, bit for
+    bit, unless ``cycle_rounds`` is 0: then the rounds here, the reference): n + 1
+    rounds at most; nodes still growing after that are fed by a positive cycle, and so
+    is everything they reach.  ``cap[r]``
     (upper only): totals above it are cut to it (a verdict against bounds below the cap
     is unchanged, and cycles stop growing there).  ``stop[r, v]``: return as soon as a
     total passes it (above for upper, below for lower; totals only move that way while
@@ -495,9 +496,9 @@ def walk_extremes(
     ``first`` (``first_only``): :func:`first_nodes`'s answer, when already known.
     ``cycle_rounds``: rounds before the nodes on positive cycles are looked for (and
     their totals set to +inf, then capped) in the graph; before that, totals grow along
-    cycles round by round.  The answer does not depend on it; on a graph without
-    positive cycles that settles within it, no strongly connected components are
-    computed."""
+    cycles round by round (0: from the first round, in Python).  The answer does not
+    depend on it; on a graph without positive cycles that settles within it, no
+    strongly connected components are computed."""
     none = -np.inf if upper else np.inf
     is_src = g.node_type[None, :] == sources[:, None]
     starts = is_src
@@ -538,12 +539,13 @@ def walk_extremes(
         return finish(own, at)
 
     x = np.full(start.shape, none) if init is None else init
-    first_round = 0
     if cycle_rounds:
-        # The rounds before the marking in C (_walks.c: the same rounds, bit for bit);
-        # what has not settled goes on below, from the totals they leave.
+        # The same rounds in C (_walks.c, bit for bit): ``cycle_rounds`` of them, then,
+        # when they have not settled, up to ``g.n + 1`` with the positive cycles' nodes
+        # marked; what still grows after that is answered by the rounds below, from the
+        # start (the answer does not depend on ``cycle_rounds``).
         x = np.array(x, dtype=np.float64, order="C")
-        status = relax_rounds(
+        args = (
             np.ascontiguousarray(g.src, dtype=np.int64),
             np.ascontiguousarray(g.dst, dtype=np.int64),
             np.ascontiguousarray(g.wmax if upper else g.wmin, dtype=np.float64),
@@ -552,20 +554,23 @@ def walk_extremes(
             np.ascontiguousarray(is_src) if first_only else None,
             None if cap is None else np.ascontiguousarray(cap, dtype=np.float64),
             None if stop is None else np.ascontiguousarray(stop, dtype=np.float64),
-            len(g.src),
-            x.shape[0],
-            g.n,
-            upper,
-            cycle_rounds,
         )
-        if status != ROUNDS_GROWING:
+        sizes = (len(g.src), x.shape[0], g.n, upper)
+        if relax_rounds(*args, None, *sizes, cycle_rounds) != ROUNDS_GROWING:
             return x
-        first_round = cycle_rounds
+        marks = None
+        if upper:
+            found = positive_cycle_nodes(g, is_src if first_only else None)
+            if found.any():
+                marks = np.ascontiguousarray(np.broadcast_to(found, x.shape))
+        if relax_rounds(*args, marks, *sizes, g.n + 1) != ROUNDS_GROWING:
+            return x
+        return walk_extremes(g, sources, upper, first_only, cap, stop, init, first, 0)
     relax = _Relax(g, upper)
     cols: np.ndarray | None = None  # nodes whose totals the last round changed
     at: np.ndarray | slice = slice(None)  # the nodes the last round recomputed
     # n + 1 rounds from the marking on (which starts them again from the totals so far)
-    for rounds in range(first_round, cycle_rounds + g.n + 1):
+    for rounds in range(cycle_rounds + g.n + 1):
         if upper and rounds == cycle_rounds:
             # Not settled yet: mark the positive cycles' nodes from here on.  The totals
             # so far are those of real walks (capped), below the answer, so the rounds
