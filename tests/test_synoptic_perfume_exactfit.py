@@ -32,7 +32,7 @@ from statemine.infer.synoptic.timecheck import (
     aggregate_edges,
     intr_broken,
     intr_reach,
-    merged_columns,
+    intr_reach_merged,
     timed_graph,
     violations,
 )
@@ -331,7 +331,7 @@ def test_merge_checks_keep_the_walks_of_a_check_from_scratch(tmp_path_factory, t
         if merges.intr is not None:
             trial = np.where(group == p, q, group)
             g = aggregate_edges(f.n, trial[f.src], trial[f.dst], f.wmin, f.wmax, f.node_type)
-            grown = intr_reach(g, codes, merged_columns(merges.intr, q, p, True))
+            grown = intr_reach_merged(g, codes, merges.intr, q, p)
             assert np.array_equal(grown, intr_reach(g, codes))
             event("IntrBy broken" if intr_broken(g, codes, grown).any() else "IntrBy kept")
         if not merges.merge(q, p):

@@ -32,7 +32,7 @@ W = np.array([0.0, 5.0, 7.0, 0.0])
 
 def _relax(x, start, stop=None, rounds=10, cap=None, mask=None, upper=True):
     status = relax_rounds(
-        SRC, DST, W, x, start, mask, cap, stop, None, 4, x.shape[0], 5, upper, rounds
+        SRC, DST, W, x, start, mask, cap, stop, None, None, 4, x.shape[0], 5, upper, rounds
     )
     return status, x
 
@@ -107,17 +107,17 @@ def test_arrays_that_do_not_fit_are_refused():
     x = np.full((1, 5), -INF)
     start = np.zeros((1, 5))
     with pytest.raises(ValueError, match="x holds"):
-        relax_rounds(SRC, DST, W, x, start, None, None, None, None, 4, 1, 6, True, 3)
+        relax_rounds(SRC, DST, W, x, start, None, None, None, None, None, 4, 1, 6, True, 3)
     with pytest.raises(ValueError, match="src holds"):
-        relax_rounds(SRC[:3], DST, W, x, start, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC[:3], DST, W, x, start, None, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="names no node"):
-        relax_rounds(SRC, DST + 4, W, x, start, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC, DST + 4, W, x, start, None, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="names no node"):
         closure(SRC, DST - 3, np.zeros((1, 5), bool), np.ones((1, 5), bool), 4, 1, 5)
     with pytest.raises(ValueError, match="out holds"):
         onward(SRC, DST, W, np.zeros((1, 5)), None, np.zeros(4), 4, 1, 5, True)
     with pytest.raises(TypeError):
-        relax_rounds(SRC, DST, W, None, start, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC, DST, W, None, start, None, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="negative"):
         closure(SRC, DST, np.zeros((1, 5), bool), np.ones((1, 5), bool), -1, 1, 5)
 

@@ -14,7 +14,10 @@
  *       out[r, v] = +inf if cyclic[r, v] and out[r, v] > -inf    (when cyclic is given)
  *       out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
  *
- *   best is max (upper) or min; none is -inf (upper) or +inf.
+ *   best is max (upper) or min; none is -inf (upper) or +inf.  A round relaxes only the
+ *   edges out of the nodes whose totals the round before changed; the first, those out
+ *   of the nodes of moved (None: every node; the caller knows x to be a fix-point of the
+ *   rounds at the others).
  * - closure: timecheck.closure's reach, a depth-first search per row;
  * - onward: perfume_infer.onward_totals's rounds (walks out of each node);
  * - doomed: perfume_infer._TimedMerges's merges that must fail, one bound group over
@@ -80,21 +83,23 @@ static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_ed
 static PyObject *relax_rounds(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o, *cyclic_o;
+    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o, *cyclic_o,
+        *moved_o;
     Py_ssize_t n_edges, n_rows, n, rounds;
     int upper;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
-                          &start_o, &mask_o, &cap_o, &stop_o, &cyclic_o, &n_edges, &n_rows, &n,
-                          &upper, &rounds))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
+                          &start_o, &mask_o, &cap_o, &stop_o, &cyclic_o, &moved_o, &n_edges,
+                          &n_rows, &n, &upper, &rounds))
         return NULL;
     if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
         PyErr_SetString(PyExc_ValueError, "relax_rounds: negative size");
         return NULL;
     }
     Py_buffer src = {0}, dst = {0}, w = {0}, x = {0}, start = {0}, mask = {0}, cap = {0},
-              stop = {0}, cyclic = {0};
+              stop = {0}, cyclic = {0}, moved0 = {0};
     double *s = NULL, *out = NULL;
     unsigned char *moved = NULL; /* per row and node: did the last round change its total */
+    Py_ssize_t *first = NULL;    /* first[u] .. first[u + 1] - 1: u's edges (src sorted) */
     PyObject *answer = NULL;
     Py_ssize_t cells = n_rows * n;
     if (n_rows && cells / n_rows != n) {
@@ -104,7 +109,7 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
     if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || x_o == Py_None ||
         start_o == Py_None) {
         PyErr_SetString(PyExc_TypeError,
-                        "relax_rounds: only the mask, cap, stop and cyclic may be None");
+                        "relax_rounds: only the mask, cap, stop, cyclic and moved may be None");
         goto done;
     }
     if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
@@ -115,7 +120,8 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
         get_array(mask_o, &mask, cells, 1, 0, "mask") ||
         get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
         get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
-        get_array(cyclic_o, &cyclic, cells, 1, 0, "cyclic"))
+        get_array(cyclic_o, &cyclic, cells, 1, 0, "cyclic") ||
+        get_array(moved_o, &moved0, cells, 1, 0, "moved"))
         goto done;
     const int64_t *es = src.buf, *ed = dst.buf;
     if (edges_in_range(es, ed, n_edges, n, "relax_rounds"))
@@ -123,16 +129,32 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
     s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
     out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
     moved = PyMem_Malloc((size_t)(cells ? cells : 1));
-    if (!s || !out || !moved) {
+    first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    if (!s || !out || !moved || !first) {
         PyErr_NoMemory();
         goto done;
+    }
+    /* The edges by source: a count per source, as they come (any order) */
+    int sorted = 1;
+    for (Py_ssize_t e = 1; e < n_edges && sorted; e++)
+        sorted = es[e - 1] <= es[e];
+    if (sorted) {
+        Py_ssize_t e = 0;
+        for (Py_ssize_t u = 0; u <= n; u++) {
+            while (e < n_edges && es[e] < u)
+                e++;
+            first[u] = e;
+        }
     }
     const double none = upper ? -INFINITY : INFINITY;
     const double *ew = w.buf, *st = start.buf, *cp = cap.buf, *lim = stop.buf;
     const unsigned char *is_src = mask.buf, *on_cycle = cyclic.buf;
     double *xs = x.buf;
     int status = GROWING;
-    memset(moved, 1, (size_t)cells);
+    if (moved0.obj)
+        memcpy(moved, moved0.buf, (size_t)cells);
+    else
+        memset(moved, 1, (size_t)cells);
     for (Py_ssize_t round = 0; round < rounds; round++) {
         int changed = 0;
         for (Py_ssize_t r = 0; r < n_rows; r++) {
@@ -148,14 +170,27 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
             /* An edge out of a node whose total the last round kept gave its target
              * no more than the target's total already holds (s is a function of x
              * and fixed inputs), so only edges out of moved nodes are relaxed: the
-             * same totals as relaxing every edge. */
-            for (Py_ssize_t e = 0; e < n_edges; e++) {
-                if (!mv[es[e]])
-                    continue;
-                double t = s[es[e]] + ew[e];
-                double *at = o + ed[e];
-                if (upper ? t > *at : t < *at)
-                    *at = t;
+             * same totals as relaxing every edge (max and min in any order). */
+            if (sorted) {
+                for (Py_ssize_t u = 0; u < n; u++) {
+                    if (!mv[u])
+                        continue;
+                    for (Py_ssize_t e = first[u]; e < first[u + 1]; e++) {
+                        double t = s[u] + ew[e];
+                        double *at = o + ed[e];
+                        if (upper ? t > *at : t < *at)
+                            *at = t;
+                    }
+                }
+            } else {
+                for (Py_ssize_t e = 0; e < n_edges; e++) {
+                    if (!mv[es[e]])
+                        continue;
+                    double t = s[es[e]] + ew[e];
+                    double *at = o + ed[e];
+                    if (upper ? t > *at : t < *at)
+                        *at = t;
+                }
             }
             const unsigned char *cr = on_cycle ? on_cycle + r * n : NULL;
             for (Py_ssize_t v = 0; v < n; v++) {
@@ -190,6 +225,8 @@ done:
     PyMem_Free(s);
     PyMem_Free(out);
     PyMem_Free(moved);
+    PyMem_Free(first);
+    PyBuffer_Release(&moved0);
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
     PyBuffer_Release(&w);
@@ -740,8 +777,8 @@ static PyMethodDef methods[] = {
      "closure(src, dst, x, through, n_edges, n_rows, n) -> None: x (rows x n bools) grown "
      "in place by the nodes reached over edges that leave its through nodes."},
     {"relax_rounds", relax_rounds, METH_VARARGS,
-     "relax_rounds(src, dst, w, x, start, mask, cap, stop, cyclic, n_edges, n_rows, n, upper, "
-     "rounds) "
+     "relax_rounds(src, dst, w, x, start, mask, cap, stop, cyclic, moved, n_edges, n_rows, n, "
+     "upper, rounds) "
      "-> 0 (settled), 1 (a total passed stop) or 2 (still growing after rounds rounds); "
      "x (rows x n doubles) holds the totals after the last round."},
     {NULL, NULL, 0, NULL},

@@ -12,6 +12,7 @@ def relax_rounds(
     cap: np.ndarray | None,
     stop: np.ndarray | None,
     cyclic: np.ndarray | None,
+    moved: np.ndarray | None,
     n_edges: int,
     n_rows: int,
     n: int,
@@ -24,7 +25,9 @@ def relax_rounds(
     dst[e]`` (int64) weighted ``w`` (float64), ``start`` the walks' start totals, ``mask``
     (bool) the source nodes that end a first-``a`` walk, ``cap`` (float64 per row) the cap
     on upper totals, ``stop`` the totals that end the rounds once passed, ``cyclic`` (bool)
-    the nodes whose totals go to +inf once a walk reaches them: 0 when a round
+    the nodes whose totals go to +inf once a walk reaches them, ``moved`` (bool) the nodes
+    whose edges the first round relaxes (None: all; ``x`` a fix-point at the others): 0
+    when a round
     changed nothing (``x`` is the answer), 1 when a total passed ``stop``, 2 when still
     growing."""
 

@@ -100,9 +100,9 @@ from .timecheck import (
     first_nodes,
     intr_broken,
     intr_reach,
+    intr_reach_merged,
     intr_violations,
     merge_nodes,
-    merged_columns,
     timed_graph,
     walk_extremes,
 )
@@ -474,7 +474,7 @@ class _TimedMerges:
     """Coarsening trials on a fine model: node groups (``group[n]``: the smallest id of
     the group of node ``n``) with incremental checks (:class:`~.check.MergeCheck` for
     the untimed invariants, :class:`~.timecheck.BoundCheck` for the time bounds,
-    IntrBy's walks grown from the current model's: :func:`~.timecheck.intr_reach`)."""
+    IntrBy's walks grown from the current model's: :func:`~.timecheck.intr_reach_merged`)."""
 
     def __init__(
         self,
@@ -581,7 +581,7 @@ class _TimedMerges:
         fix = self.bounds.check(g, (keep, gone))
         intr = None
         if fix is not None and self.intr is not None:
-            intr = intr_reach(g, self.codes, merged_columns(self.intr, keep, gone, True))
+            intr = intr_reach_merged(g, self.codes, self.intr, keep, gone)
         if fix is None or (intr is not None and intr_broken(g, self.codes, intr).any()):
             self.untimed.src, self.untimed.dst, self.untimed.fix = saved
             return False

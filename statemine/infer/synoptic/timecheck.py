@@ -475,6 +475,7 @@ def walk_extremes(
     init: np.ndarray | None = None,
     first: np.ndarray | None = None,
     cycle_rounds: int = CYCLE_ROUNDS,
+    changed: np.ndarray | None = None,
 ) -> np.ndarray:
     """``out[r, v]``: the largest (``upper``, edges weighted by their largest delta) or
     smallest (edges weighted by their smallest delta) total of a walk of >= 1 edge from a
@@ -498,7 +499,11 @@ def walk_extremes(
     their totals set to +inf, then capped) in the graph; before that, totals grow along
     cycles round by round (0: from the first round, in Python).  The answer does not
     depend on it; on a graph without positive cycles that settles within it, no
-    strongly connected components are computed."""
+    strongly connected components are computed.  ``changed`` (with ``init``; rows x
+    nodes): the nodes outside which ``init`` is known to be a fix-point of the rounds
+    (e.g. the answer on the graph before a merge, at the nodes other than the merged
+    one and new first ``a``), so the first round relaxes only their edges; the answer
+    is the same."""
     none = -np.inf if upper else np.inf
     is_src = g.node_type[None, :] == sources[:, None]
     starts = is_src
@@ -556,14 +561,15 @@ def walk_extremes(
             None if stop is None else np.ascontiguousarray(stop, dtype=np.float64),
         )
         sizes = (len(g.src), x.shape[0], g.n, upper)
-        if relax_rounds(*args, None, *sizes, cycle_rounds) != ROUNDS_GROWING:
+        moved = None if changed is None or init is None else np.ascontiguousarray(changed)
+        if relax_rounds(*args, None, moved, *sizes, cycle_rounds) != ROUNDS_GROWING:
             return x
         marks = None
         if upper:
             found = positive_cycle_nodes(g, is_src if first_only else None)
             if found.any():
                 marks = np.ascontiguousarray(np.broadcast_to(found, x.shape))
-        if relax_rounds(*args, marks, *sizes, g.n + 1) != ROUNDS_GROWING:
+        if relax_rounds(*args, marks, None, *sizes, g.n + 1) != ROUNDS_GROWING:
             return x
         return walk_extremes(g, sources, upper, first_only, cap, stop, init, first, 0)
     relax = _Relax(g, upper)
@@ -743,20 +749,30 @@ class BoundCheck:
         totals: list[np.ndarray] = []
         reach: list[np.ndarray | None] = []
         for k, (upper, first_only, sources, cap, stop) in enumerate(self.groups):
-            init = seen = None
+            init = seen = changed = None
             if start is not None:
                 init, seen = start.totals[k], start.reach[k]
             elif merged is not None and self.fix is not None:
+                # the totals before are a fix-point of the rounds here but at the merged
+                # node and, for first-``a`` walks, at new first ``a`` (walk_extremes)
                 keep, gone = merged
                 init = merged_columns(self.fix.totals[k], keep, gone, upper)
+                changed = np.zeros(init.shape, dtype=bool)
+                changed[:, keep] = True
                 old = self.fix.reach[k]
                 if old is not None:
                     seen = merged_columns(old, keep, gone, True)
             first = None
             if first_only:
+                before = seen
                 seen = first_reach(g, sources, seen)
-                first = seen & (g.node_type[None, :] == sources[:, None])
-            x = walk_extremes(g, sources, upper, first_only, cap, stop, init, first)
+                is_a = g.node_type[None, :] == sources[:, None]
+                first = seen & is_a
+                if changed is not None and before is not None:
+                    changed |= first & ~before
+            x = walk_extremes(
+                g, sources, upper, first_only, cap, stop, init, first, changed=changed
+            )
             if ((x > stop) if upper else (x < stop)).any():
                 return None
             totals.append(x)
@@ -784,6 +800,19 @@ def intr_reach(g: TimedGraph, codes: TimedCodes, init: np.ndarray | None = None)
     is_a = nt == codes.intr_a[:, None]
     through = ~is_a & (nt != codes.intr_b[:, None])
     return closure(g, _Reach(g)(is_a), through, init)
+
+
+def intr_reach_merged(
+    g: TimedGraph, codes: TimedCodes, before: np.ndarray, keep: int, gone: int
+) -> np.ndarray:
+    """:func:`intr_reach` on ``g``, a graph with node ``gone`` merged into ``keep`` (one
+    type), from ``before``, the answer on the graph before the merge: its columns merged
+    hold every walk's first edge here (an edge ``u -> v`` here is one of the graph before
+    with ``gone`` renamed, and ``u`` is an ``a`` node here exactly when it was there), so
+    the search grows from them without looking for first edges again."""
+    nt = g.node_type[None, :]
+    through = (nt != codes.intr_a[:, None]) & (nt != codes.intr_b[:, None])
+    return closure(g, merged_columns(before, keep, gone, True), through)
 
 
 def intr_broken(g: TimedGraph, codes: TimedCodes, reach: np.ndarray) -> np.ndarray:
