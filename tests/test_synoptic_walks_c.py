@@ -18,6 +18,7 @@ from statemine.infer.synoptic._walks import (
     closure,
     doomed,
     merge_edges,
+    merged_rounds,
     onward,
     relax_rounds,
 )
@@ -32,7 +33,7 @@ W = np.array([0.0, 5.0, 7.0, 0.0])
 
 def _relax(x, start, stop=None, rounds=10, cap=None, mask=None, upper=True):
     status = relax_rounds(
-        SRC, DST, W, x, start, mask, cap, stop, None, None, 4, x.shape[0], 5, upper, rounds
+        SRC, DST, W, x, start, mask, cap, stop, None, 4, x.shape[0], 5, upper, rounds
     )
     return status, x
 
@@ -107,17 +108,17 @@ def test_arrays_that_do_not_fit_are_refused():
     x = np.full((1, 5), -INF)
     start = np.zeros((1, 5))
     with pytest.raises(ValueError, match="x holds"):
-        relax_rounds(SRC, DST, W, x, start, None, None, None, None, None, 4, 1, 6, True, 3)
+        relax_rounds(SRC, DST, W, x, start, None, None, None, None, 4, 1, 6, True, 3)
     with pytest.raises(ValueError, match="src holds"):
-        relax_rounds(SRC[:3], DST, W, x, start, None, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC[:3], DST, W, x, start, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="names no node"):
-        relax_rounds(SRC, DST + 4, W, x, start, None, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC, DST + 4, W, x, start, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="names no node"):
         closure(SRC, DST - 3, np.zeros((1, 5), bool), np.ones((1, 5), bool), 4, 1, 5)
     with pytest.raises(ValueError, match="out holds"):
         onward(SRC, DST, W, np.zeros((1, 5)), None, np.zeros(4), 4, 1, 5, True)
     with pytest.raises(TypeError):
-        relax_rounds(SRC, DST, W, None, start, None, None, None, None, None, 4, 1, 5, True, 3)
+        relax_rounds(SRC, DST, W, None, start, None, None, None, None, 4, 1, 5, True, 3)
     with pytest.raises(ValueError, match="negative"):
         closure(SRC, DST, np.zeros((1, 5), bool), np.ones((1, 5), bool), -1, 1, 5)
 
@@ -272,3 +273,54 @@ def test_merge_edges_refuses_what_does_not_fit():
         call(n=2)
     with pytest.raises(ValueError, match="out_src holds"):
         call(out=1)
+
+
+def _merged(stop=None, x=None, keep=3, gone=4, first=None):
+    """Walks from the type-0 node 2 of INITIAL -> 2 -> {3, 4} -> TERMINAL (2 -> 3 in 5,
+    2 -> 4 in 7) before node 4 is merged into node 3 (one type): 3 and TERMINAL at 5 and
+    7; after it, 2 -> 3 in 5-7."""
+    before = np.array([[-INF, 7.0, -INF, 5.0, 7.0]])
+    src, dst = np.array([0, 2, 3], dtype=np.int64), np.array([2, 3, 1], dtype=np.int64)
+    types, sources = np.array([-1, -1, 0, 1, 1], dtype=np.int64), np.array([0], dtype=np.int64)
+    stop = np.full((1, 5), INF) if stop is None else stop
+    x = np.empty((1, 5)) if x is None else x
+    status = merged_rounds(
+        src,
+        dst,
+        np.array([0.0, 7.0, 0.0]),
+        before,
+        keep,
+        gone,
+        types,
+        sources,
+        first,
+        None,
+        None,
+        stop,
+        x,
+        3,
+        1,
+        5,
+        True,
+        16,
+    )
+    return status, x
+
+
+def test_merged_rounds_by_hand():
+    """After the merge node 3's walks reach 7 and node 4 has none (settled); with a bound
+    of 6 at node 3 the rounds stop; first-``a`` walks from no first ``a`` reach nothing
+    new, so the merged totals before stay."""
+    status, x = _merged()
+    assert (status, x.tolist()) == (0, [[-INF, 7.0, -INF, 7.0, -INF]])
+    assert _merged(stop=np.array([[INF, INF, INF, 6.0, INF]]))[0] == 1
+    status, x = _merged(first=np.zeros((1, 5), dtype=bool))
+    assert (status, x.tolist()) == (0, [[-INF, 7.0, -INF, 7.0, -INF]])
+
+
+def test_merged_rounds_refuses_what_does_not_fit():
+    """Nodes out of range, arrays of other sizes."""
+    with pytest.raises(ValueError, match="names no node"):
+        _merged(gone=5)
+    with pytest.raises(ValueError, match="x holds"):
+        _merged(x=np.empty((1, 4)))

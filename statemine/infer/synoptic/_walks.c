@@ -15,9 +15,12 @@
  *       out[r, v] = min(out[r, v], cap[r])                       (upper, when capped)
  *
  *   best is max (upper) or min; none is -inf (upper) or +inf.  A round relaxes only the
- *   edges out of the nodes whose totals the round before changed; the first, those out
- *   of the nodes of moved (None: every node; the caller knows x to be a fix-point of the
- *   rounds at the others).
+ *   edges out of the nodes whose totals the round before changed; the first, out of
+ *   every node (relax_rounds) or of those where x may not be a fix-point of the rounds
+ *   (merged_rounds).
+ * - merged_rounds: the same rounds for timecheck.BoundCheck's check of a merge, from the
+ *   totals before it (their columns merged, the walks' starts and the first round's
+ *   nodes set up here);
  * - closure: timecheck.closure's reach, a depth-first search per row;
  * - onward: perfume_infer.onward_totals's rounds (walks out of each node);
  * - doomed: perfume_infer._TimedMerges's merges that must fail, one bound group over
@@ -80,61 +83,34 @@ static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_ed
     return 0;
 }
 
-static PyObject *relax_rounds(PyObject *self, PyObject *args)
-{
-    (void)self;
-    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o, *cyclic_o,
-        *moved_o;
-    Py_ssize_t n_edges, n_rows, n, rounds;
+/* The inputs of the rounds (timecheck.walk_extremes's step), sizes checked by the caller:
+ * edges src[e] -> dst[e] weighted w, rows x n totals; start, mask (is_src), cap, stop and
+ * cyclic as relax_rounds's arguments, moved the nodes whose edges the first round
+ * relaxes (mask, cap, stop, cyclic, moved may be NULL; moved NULL: every node). */
+typedef struct {
+    const int64_t *src, *dst;
+    const double *w, *start, *cap, *stop;
+    const unsigned char *mask, *cyclic, *moved;
+    Py_ssize_t n_edges, n_rows, n;
     int upper;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
-                          &start_o, &mask_o, &cap_o, &stop_o, &cyclic_o, &moved_o, &n_edges,
-                          &n_rows, &n, &upper, &rounds))
-        return NULL;
-    if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
-        PyErr_SetString(PyExc_ValueError, "relax_rounds: negative size");
-        return NULL;
-    }
-    Py_buffer src = {0}, dst = {0}, w = {0}, x = {0}, start = {0}, mask = {0}, cap = {0},
-              stop = {0}, cyclic = {0}, moved0 = {0};
-    double *s = NULL, *out = NULL;
-    unsigned char *moved = NULL; /* per row and node: did the last round change its total */
-    Py_ssize_t *first = NULL;    /* first[u] .. first[u + 1] - 1: u's edges (src sorted) */
-    PyObject *answer = NULL;
-    Py_ssize_t cells = n_rows * n;
-    if (n_rows && cells / n_rows != n) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || x_o == Py_None ||
-        start_o == Py_None) {
-        PyErr_SetString(PyExc_TypeError,
-                        "relax_rounds: only the mask, cap, stop, cyclic and moved may be None");
-        goto done;
-    }
-    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
-        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
-        get_array(w_o, &w, n_edges, sizeof(double), 0, "w") ||
-        get_array(x_o, &x, cells, sizeof(double), 1, "x") ||
-        get_array(start_o, &start, cells, sizeof(double), 0, "start") ||
-        get_array(mask_o, &mask, cells, 1, 0, "mask") ||
-        get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
-        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
-        get_array(cyclic_o, &cyclic, cells, 1, 0, "cyclic") ||
-        get_array(moved_o, &moved0, cells, 1, 0, "moved"))
-        goto done;
-    const int64_t *es = src.buf, *ed = dst.buf;
-    if (edges_in_range(es, ed, n_edges, n, "relax_rounds"))
-        goto done;
-    s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
-    out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
-    moved = PyMem_Malloc((size_t)(cells ? cells : 1));
-    first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+} Rounds;
+
+/* Up to `rounds` rounds on the totals x (in place): SETTLED, STOPPED or GROWING, or -1
+ * with MemoryError set. */
+static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
+{
+    const Py_ssize_t n = p->n, n_edges = p->n_edges, cells = p->n_rows * n;
+    const int64_t *es = p->src, *ed = p->dst;
+    double *s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    double *out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
+    unsigned char *moved = PyMem_Malloc((size_t)(cells ? cells : 1)); /* changed last round */
+    Py_ssize_t *first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t)); /* u's edges */
+    int status = -1;
     if (!s || !out || !moved || !first) {
         PyErr_NoMemory();
         goto done;
     }
-    /* The edges by source: a count per source, as they come (any order) */
+    /* the edges by source: first[u] .. first[u + 1] - 1 when src is sorted */
     int sorted = 1;
     for (Py_ssize_t e = 1; e < n_edges && sorted; e++)
         sorted = es[e - 1] <= es[e];
@@ -146,18 +122,18 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
             first[u] = e;
         }
     }
+    const int upper = p->upper;
     const double none = upper ? -INFINITY : INFINITY;
-    const double *ew = w.buf, *st = start.buf, *cp = cap.buf, *lim = stop.buf;
-    const unsigned char *is_src = mask.buf, *on_cycle = cyclic.buf;
-    double *xs = x.buf;
-    int status = GROWING;
-    if (moved0.obj)
-        memcpy(moved, moved0.buf, (size_t)cells);
+    const double *ew = p->w, *st = p->start, *cp = p->cap, *lim = p->stop;
+    const unsigned char *is_src = p->mask, *on_cycle = p->cyclic;
+    status = GROWING;
+    if (p->moved)
+        memcpy(moved, p->moved, (size_t)cells);
     else
         memset(moved, 1, (size_t)cells);
     for (Py_ssize_t round = 0; round < rounds; round++) {
         int changed = 0;
-        for (Py_ssize_t r = 0; r < n_rows; r++) {
+        for (Py_ssize_t r = 0; r < p->n_rows; r++) {
             const double *xr = xs + r * n, *sr = st + r * n;
             const unsigned char *mr = is_src ? is_src + r * n : NULL;
             unsigned char *mv = moved + r * n;
@@ -220,13 +196,60 @@ static PyObject *relax_rounds(PyObject *self, PyObject *args)
                 break;
         }
     }
-    answer = PyLong_FromLong(status);
 done:
     PyMem_Free(s);
     PyMem_Free(out);
     PyMem_Free(moved);
     PyMem_Free(first);
-    PyBuffer_Release(&moved0);
+    return status;
+}
+
+static PyObject *relax_rounds(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *w_o, *x_o, *start_o, *mask_o, *cap_o, *stop_o, *cyclic_o;
+    Py_ssize_t n_edges, n_rows, n, rounds;
+    int upper;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnnpn:relax_rounds", &src_o, &dst_o, &w_o, &x_o,
+                          &start_o, &mask_o, &cap_o, &stop_o, &cyclic_o, &n_edges, &n_rows, &n,
+                          &upper, &rounds))
+        return NULL;
+    if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
+        PyErr_SetString(PyExc_ValueError, "relax_rounds: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, w = {0}, x = {0}, start = {0}, mask = {0}, cap = {0},
+              stop = {0}, cyclic = {0};
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || x_o == Py_None ||
+        start_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError,
+                        "relax_rounds: only the mask, cap, stop and cyclic may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(w_o, &w, n_edges, sizeof(double), 0, "w") ||
+        get_array(x_o, &x, cells, sizeof(double), 1, "x") ||
+        get_array(start_o, &start, cells, sizeof(double), 0, "start") ||
+        get_array(mask_o, &mask, cells, 1, 0, "mask") ||
+        get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
+        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
+        get_array(cyclic_o, &cyclic, cells, 1, 0, "cyclic"))
+        goto done;
+    if (edges_in_range(src.buf, dst.buf, n_edges, n, "relax_rounds"))
+        goto done;
+    Rounds p = {src.buf, dst.buf, w.buf, start.buf, cap.buf, stop.buf, mask.buf, cyclic.buf,
+                NULL, n_edges, n_rows, n, upper};
+    int status = run_rounds(&p, x.buf, rounds);
+    if (status >= 0)
+        answer = PyLong_FromLong(status);
+done:
     PyBuffer_Release(&src);
     PyBuffer_Release(&dst);
     PyBuffer_Release(&w);
@@ -236,6 +259,117 @@ done:
     PyBuffer_Release(&cap);
     PyBuffer_Release(&stop);
     PyBuffer_Release(&cyclic);
+    return answer;
+}
+
+/* merged_rounds(src, dst, w, before, keep, gone, node_type, sources, first, extra, cap,
+ * stop, x, n_edges, n_rows, n, upper, rounds) -> status: timecheck.BoundCheck's walks of
+ * one bound group on a graph with node gone merged into keep (one type), from the totals
+ * before the merge: x (rows x n, written) = before with gone's column merged into keep's
+ * (best) and emptied, walks starting at the nodes of type sources[r] (first, rows x n
+ * bools, given: at those nodes, AlwaysPrecedes' first-a walks, which end at the next a),
+ * the first round relaxing the edges out of keep and out of the nodes of extra (rows x
+ * n bools or None: new first a's); then relax_rounds's rounds, and STOPPED also when a
+ * total passes stop once they have settled. */
+static PyObject *merged_rounds(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *src_o, *dst_o, *w_o, *before_o, *type_o, *sources_o, *first_o, *extra_o, *cap_o,
+        *stop_o, *x_o;
+    Py_ssize_t keep, gone, n_edges, n_rows, n, rounds;
+    int upper;
+    if (!PyArg_ParseTuple(args, "OOOOnnOOOOOOOnnnpn:merged_rounds", &src_o, &dst_o, &w_o,
+                          &before_o, &keep, &gone, &type_o, &sources_o, &first_o, &extra_o,
+                          &cap_o, &stop_o, &x_o, &n_edges, &n_rows, &n, &upper, &rounds))
+        return NULL;
+    if (n_edges < 0 || n_rows < 0 || n < 0 || rounds < 0) {
+        PyErr_SetString(PyExc_ValueError, "merged_rounds: negative size");
+        return NULL;
+    }
+    Py_buffer src = {0}, dst = {0}, w = {0}, before = {0}, type = {0}, sources = {0},
+              first = {0}, extra = {0}, cap = {0}, stop = {0}, x = {0};
+    double *start = NULL;
+    unsigned char *mask = NULL, *moved = NULL;
+    PyObject *answer = NULL;
+    Py_ssize_t cells = n_rows * n;
+    if (n_rows && cells / n_rows != n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (src_o == Py_None || dst_o == Py_None || w_o == Py_None || before_o == Py_None ||
+        type_o == Py_None || sources_o == Py_None || stop_o == Py_None || x_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "merged_rounds: only first, extra and cap may be None");
+        goto done;
+    }
+    if (get_array(src_o, &src, n_edges, sizeof(int64_t), 0, "src") ||
+        get_array(dst_o, &dst, n_edges, sizeof(int64_t), 0, "dst") ||
+        get_array(w_o, &w, n_edges, sizeof(double), 0, "w") ||
+        get_array(before_o, &before, cells, sizeof(double), 0, "before") ||
+        get_array(type_o, &type, n, sizeof(int64_t), 0, "node_type") ||
+        get_array(sources_o, &sources, n_rows, sizeof(int64_t), 0, "sources") ||
+        get_array(first_o, &first, cells, 1, 0, "first") ||
+        get_array(extra_o, &extra, cells, 1, 0, "extra") ||
+        get_array(cap_o, &cap, n_rows, sizeof(double), 0, "cap") ||
+        get_array(stop_o, &stop, cells, sizeof(double), 0, "stop") ||
+        get_array(x_o, &x, cells, sizeof(double), 1, "x"))
+        goto done;
+    if (edges_in_range(src.buf, dst.buf, n_edges, n, "merged_rounds"))
+        goto done;
+    if (keep < 0 || keep >= n || gone < 0 || gone >= n) {
+        PyErr_SetString(PyExc_ValueError, "merged_rounds: keep or gone names no node");
+        goto done;
+    }
+    start = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
+    moved = PyMem_Malloc((size_t)(cells ? cells : 1));
+    mask = first.obj ? PyMem_Malloc((size_t)(cells ? cells : 1)) : NULL;
+    if (!start || !moved || (first.obj && !mask)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const double none = upper ? -INFINITY : INFINITY;
+    const double *old = before.buf;
+    const int64_t *nt = type.buf, *src_type = sources.buf;
+    const unsigned char *fa = first.buf, *ex = extra.buf;
+    double *xs = x.buf;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        for (Py_ssize_t v = 0; v < n; v++) {
+            Py_ssize_t i = r * n + v;
+            int is_src = nt[v] == src_type[r];
+            xs[i] = old[i];
+            start[i] = (fa ? fa[i] : is_src) ? 0.0 : none;
+            if (mask)
+                mask[i] = (unsigned char)is_src;
+            moved[i] = v == keep || (ex && ex[i]);
+        }
+        xs[r * n + keep] = best(upper, old[r * n + keep], old[r * n + gone]);
+        xs[r * n + gone] = none;
+    }
+    Rounds p = {src.buf, dst.buf, w.buf, start, cap.buf, stop.buf, mask, NULL, moved,
+                n_edges, n_rows, n, upper};
+    int status = run_rounds(&p, xs, rounds);
+    if (status < 0)
+        goto done;
+    const double *lim = stop.buf;
+    for (Py_ssize_t i = 0; i < cells && status != STOPPED; i++) {
+        if (upper ? xs[i] > lim[i] : xs[i] < lim[i])
+            status = STOPPED;
+    }
+    answer = PyLong_FromLong(status);
+done:
+    PyMem_Free(start);
+    PyMem_Free(moved);
+    PyMem_Free(mask);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&before);
+    PyBuffer_Release(&type);
+    PyBuffer_Release(&sources);
+    PyBuffer_Release(&first);
+    PyBuffer_Release(&extra);
+    PyBuffer_Release(&cap);
+    PyBuffer_Release(&stop);
+    PyBuffer_Release(&x);
     return answer;
 }
 
@@ -758,6 +892,10 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"merged_rounds", merged_rounds, METH_VARARGS,
+     "merged_rounds(src, dst, w, before, keep, gone, node_type, sources, first, extra, cap, "
+     "stop, x, n_edges, n_rows, n, upper, rounds) -> status: one bound group's walk rounds "
+     "after merging gone into keep, from the totals before; x holds the totals."},
     {"merge_edges", merge_edges, METH_VARARGS,
      "merge_edges(src, dst, wmin, wmax, n_edges, n, keep, gone, out_src, out_dst, out_wmin, "
      "out_wmax) -> m: the sorted edge list with gone renamed keep, parallel edges made one."},
@@ -777,8 +915,8 @@ static PyMethodDef methods[] = {
      "closure(src, dst, x, through, n_edges, n_rows, n) -> None: x (rows x n bools) grown "
      "in place by the nodes reached over edges that leave its through nodes."},
     {"relax_rounds", relax_rounds, METH_VARARGS,
-     "relax_rounds(src, dst, w, x, start, mask, cap, stop, cyclic, moved, n_edges, n_rows, n, "
-     "upper, rounds) "
+     "relax_rounds(src, dst, w, x, start, mask, cap, stop, cyclic, n_edges, n_rows, n, upper, "
+     "rounds) "
      "-> 0 (settled), 1 (a total passed stop) or 2 (still growing after rounds rounds); "
      "x (rows x n doubles) holds the totals after the last round."},
     {NULL, NULL, 0, NULL},

@@ -12,7 +12,6 @@ def relax_rounds(
     cap: np.ndarray | None,
     stop: np.ndarray | None,
     cyclic: np.ndarray | None,
-    moved: np.ndarray | None,
     n_edges: int,
     n_rows: int,
     n: int,
@@ -25,11 +24,38 @@ def relax_rounds(
     dst[e]`` (int64) weighted ``w`` (float64), ``start`` the walks' start totals, ``mask``
     (bool) the source nodes that end a first-``a`` walk, ``cap`` (float64 per row) the cap
     on upper totals, ``stop`` the totals that end the rounds once passed, ``cyclic`` (bool)
-    the nodes whose totals go to +inf once a walk reaches them, ``moved`` (bool) the nodes
-    whose edges the first round relaxes (None: all; ``x`` a fix-point at the others): 0
-    when a round
+    the nodes whose totals go to +inf once a walk reaches them: 0 when a round
     changed nothing (``x`` is the answer), 1 when a total passed ``stop``, 2 when still
     growing."""
+
+def merged_rounds(
+    src: np.ndarray,
+    dst: np.ndarray,
+    w: np.ndarray,
+    before: np.ndarray,
+    keep: int,
+    gone: int,
+    node_type: np.ndarray,
+    sources: np.ndarray,
+    first: np.ndarray | None,
+    extra: np.ndarray | None,
+    cap: np.ndarray | None,
+    stop: np.ndarray,
+    x: np.ndarray,
+    n_edges: int,
+    n_rows: int,
+    n: int,
+    upper: bool,
+    rounds: int,
+    /,
+) -> int:
+    """:func:`relax_rounds`'s rounds for one bound group after merging node ``gone`` into
+    ``keep`` (one type), from ``before`` (float64, rows x ``n``: the totals before the
+    merge, a fix-point of the rounds but at ``keep`` and the nodes of ``extra``): ``x``
+    (written) starts as ``before`` with ``gone``'s column merged into ``keep``'s, walks
+    start at the nodes of type ``sources[r]`` (``first``: at those nodes, AlwaysPrecedes'
+    first-``a`` walks); the answer as :func:`relax_rounds`'s, and 1 also when a total
+    passes ``stop`` once they have settled (:meth:`~.timecheck.BoundCheck._merged_walks`)."""
 
 def closure(
     src: np.ndarray,

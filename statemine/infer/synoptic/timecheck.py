@@ -44,7 +44,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ._walks import closure as reach_closure
-from ._walks import merge_edges, relax_rounds
+from ._walks import merge_edges, merged_rounds, relax_rounds
 from .check import InvariantCodes, violated_edges
 from .invariants import AP
 from .log import EventLog
@@ -461,8 +461,9 @@ def _positive_cycles_rows(g: TimedGraph, keep: np.ndarray) -> np.ndarray:
 #: check's rounds from the totals before the merge settle in a few).
 CYCLE_ROUNDS = 16
 
-#: :func:`~._walks.relax_rounds`'s answer when its rounds have not settled.
-ROUNDS_GROWING = 2
+#: :func:`~._walks.relax_rounds`'s answers when a total passed ``stop`` and when its
+#: rounds have not settled.
+ROUNDS_STOPPED, ROUNDS_GROWING = 1, 2
 
 
 def walk_extremes(
@@ -475,7 +476,6 @@ def walk_extremes(
     init: np.ndarray | None = None,
     first: np.ndarray | None = None,
     cycle_rounds: int = CYCLE_ROUNDS,
-    changed: np.ndarray | None = None,
 ) -> np.ndarray:
     """``out[r, v]``: the largest (``upper``, edges weighted by their largest delta) or
     smallest (edges weighted by their smallest delta) total of a walk of >= 1 edge from a
@@ -499,11 +499,7 @@ def walk_extremes(
     their totals set to +inf, then capped) in the graph; before that, totals grow along
     cycles round by round (0: from the first round, in Python).  The answer does not
     depend on it; on a graph without positive cycles that settles within it, no
-    strongly connected components are computed.  ``changed`` (with ``init``; rows x
-    nodes): the nodes outside which ``init`` is known to be a fix-point of the rounds
-    (e.g. the answer on the graph before a merge, at the nodes other than the merged
-    one and new first ``a``), so the first round relaxes only their edges; the answer
-    is the same."""
+    strongly connected components are computed."""
     none = -np.inf if upper else np.inf
     is_src = g.node_type[None, :] == sources[:, None]
     starts = is_src
@@ -561,15 +557,14 @@ def walk_extremes(
             None if stop is None else np.ascontiguousarray(stop, dtype=np.float64),
         )
         sizes = (len(g.src), x.shape[0], g.n, upper)
-        moved = None if changed is None or init is None else np.ascontiguousarray(changed)
-        if relax_rounds(*args, None, moved, *sizes, cycle_rounds) != ROUNDS_GROWING:
+        if relax_rounds(*args, None, *sizes, cycle_rounds) != ROUNDS_GROWING:
             return x
         marks = None
         if upper:
             found = positive_cycle_nodes(g, is_src if first_only else None)
             if found.any():
                 marks = np.ascontiguousarray(np.broadcast_to(found, x.shape))
-        if relax_rounds(*args, marks, None, *sizes, g.n + 1) != ROUNDS_GROWING:
+        if relax_rounds(*args, marks, *sizes, g.n + 1) != ROUNDS_GROWING:
             return x
         return walk_extremes(g, sources, upper, first_only, cap, stop, init, first, 0)
     relax = _Relax(g, upper)
@@ -749,35 +744,76 @@ class BoundCheck:
         totals: list[np.ndarray] = []
         reach: list[np.ndarray | None] = []
         for k, (upper, first_only, sources, cap, stop) in enumerate(self.groups):
-            init = seen = changed = None
+            init = seen = before = None
             if start is not None:
                 init, seen = start.totals[k], start.reach[k]
             elif merged is not None and self.fix is not None:
-                # the totals before are a fix-point of the rounds here but at the merged
-                # node and, for first-``a`` walks, at new first ``a`` (walk_extremes)
-                keep, gone = merged
-                init = merged_columns(self.fix.totals[k], keep, gone, upper)
-                changed = np.zeros(init.shape, dtype=bool)
-                changed[:, keep] = True
                 old = self.fix.reach[k]
                 if old is not None:
-                    seen = merged_columns(old, keep, gone, True)
+                    seen = merged_columns(old, keep=merged[0], gone=merged[1], upper=True)
             first = None
             if first_only:
                 before = seen
                 seen = first_reach(g, sources, seen)
-                is_a = g.node_type[None, :] == sources[:, None]
-                first = seen & is_a
-                if changed is not None and before is not None:
-                    changed |= first & ~before
-            x = walk_extremes(
-                g, sources, upper, first_only, cap, stop, init, first, changed=changed
-            )
-            if ((x > stop) if upper else (x < stop)).any():
+                first = seen & (g.node_type[None, :] == sources[:, None])
+            if merged is not None and self.fix is not None and start is None:
+                # the totals before, their columns merged, are a fix-point of the rounds
+                # here but at the merged node and, for first-``a`` walks, at new first
+                # ``a``: the first round starts there
+                new_first = None if first is None or before is None else first & ~before
+                x = self._merged_walks(g, k, merged, first, new_first)
+            else:
+                x = walk_extremes(g, sources, upper, first_only, cap, stop, init, first)
+            if x is None or ((x > stop) if upper else (x < stop)).any():
                 return None
             totals.append(x)
             reach.append(seen)
         return Walks(totals, reach)
+
+    def _merged_walks(
+        self,
+        g: TimedGraph,
+        k: int,
+        merged: tuple[int, int],
+        first: np.ndarray | None,
+        new_first: np.ndarray | None,
+    ) -> np.ndarray | None:
+        """Bound group ``k``'s walks on ``g`` (the current model with ``merged[1]``
+        merged into ``merged[0]``) from the current ones, in C
+        (:func:`~._walks.merged_rounds`: :func:`walk_extremes`'s rounds with ``init``
+        the merged columns, the first relaxing only the edges out of the merged node and
+        ``new_first``, where the totals before may not be a fix-point); None when a
+        bound fails.  Walks still growing after ``CYCLE_ROUNDS`` go on in
+        :func:`walk_extremes` from the totals reached."""
+        assert self.fix is not None
+        upper, first_only, sources, cap, stop = self.groups[k]
+        before = np.ascontiguousarray(self.fix.totals[k], dtype=np.float64)
+        x = np.empty_like(before)
+        status = merged_rounds(
+            np.ascontiguousarray(g.src, dtype=np.int64),
+            np.ascontiguousarray(g.dst, dtype=np.int64),
+            np.ascontiguousarray(g.wmax if upper else g.wmin, dtype=np.float64),
+            before,
+            merged[0],
+            merged[1],
+            np.ascontiguousarray(g.node_type, dtype=np.int64),
+            np.ascontiguousarray(sources, dtype=np.int64),
+            None if first is None else np.ascontiguousarray(first),
+            None if new_first is None else np.ascontiguousarray(new_first),
+            None if cap is None else np.ascontiguousarray(cap, dtype=np.float64),
+            np.ascontiguousarray(stop, dtype=np.float64),
+            x,
+            len(g.src),
+            len(before),
+            g.n,
+            upper,
+            CYCLE_ROUNDS,
+        )
+        if status == ROUNDS_STOPPED:
+            return None
+        if status == ROUNDS_GROWING:
+            x = walk_extremes(g, sources, upper, first_only, cap, stop, x, first, 1)
+        return x
 
 
 def merged_columns(x: np.ndarray, keep: int, gone: int, upper: bool) -> np.ndarray:
