@@ -84,13 +84,13 @@ OPTIONS: tuple[Opt, ...] = (
     Opt(
         "polishChecks",
         "long",
-        16,
+        24,
         aliases=("polish-checks",),
         tools=("perfume",),
         help="statemine's own: merge checks per event spent polishing the model (groups "
         "of same-type nodes repacked; 0: off, the models of before; more: smaller models "
-        "for about proportionally more CPU, e.g. 32: about 2x the CPU, 3-13% fewer nodes on "
-        "1e3-1e4-event logs)",
+        "for about proportionally more CPU, e.g. 32: 1.2-1.5x the CPU, 0-7% fewer nodes "
+        "on 1e3-1e4-event logs)",
     ),
     Opt("separateVTimeIndexSets", "str", None, tools=_SYN, refuse_reason=_NO_PO),
     Opt("multipleRelations", "bool", False, tools=_SYN, refuse_reason=_NO_PO),

@@ -1111,8 +1111,10 @@ def _fit(
 #: Merge checks a polishing pass (:func:`polish`) may spend per event of the model it
 #: polishes (deterministic: a count, not a time; docs/synoptic-engine.md, "Polishing"; 10 until
 #: merges that must fail were filtered out for free, :meth:`_TimedMerges.doomed`; 8 until
-#: the checks' walks ran in C, at half a check's CPU: "Merge checks in C").
-POLISH_CHECKS = 16
+#: the checks' walks ran in C, at half a check's CPU: "Merge checks in C"; 16 until the
+#: merge checks and trial set-ups ran in C and from the model's walks: "Merge checks in
+#: C, continued").
+POLISH_CHECKS = 24
 #: Nodes of one type dissolved and repacked per polishing trial: 2 to this many.
 POLISH_GROUP = 4
 #: A check costs about its model's nodes (Bellman-Ford over the model's edges): models
