@@ -513,8 +513,9 @@ class _TimedMerges:
         tightest bound at its end (the rules: :meth:`_doomed_group`; each walk
         continues one out of the fine model, before any merge: :func:`onward_totals`).
         The merged model has every walk of the current one, with totals at least these
-        (merging only adds walks and paths and widens ranges).  No check is spent: a cheap filter before :meth:`merge`, over every
-        candidate of an event at once (its answers hold until a merge is made)."""
+        (merging only adds walks and paths and widens ranges).  No check is spent: a
+        cheap filter before :meth:`merge`, over every candidate of an event at once (its
+        answers hold until a merge is made)."""
         out = np.zeros(len(keeps), dtype=bool)
         if self.bounds.fix is None or not len(keeps):
             return out

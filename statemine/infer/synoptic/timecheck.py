@@ -743,20 +743,20 @@ class BoundCheck:
         from ``start`` when given), None as soon as a bound fails."""
         totals: list[np.ndarray] = []
         reach: list[np.ndarray | None] = []
+        fix = self.fix if merged is not None else None  # the walks before the merge
         for k, (upper, first_only, sources, cap, stop) in enumerate(self.groups):
             init = seen = before = None
             if start is not None:
                 init, seen = start.totals[k], start.reach[k]
-            elif merged is not None and self.fix is not None:
-                old = self.fix.reach[k]
+            elif fix is not None and merged is not None:
+                old = fix.reach[k]
                 if old is not None:
-                    seen = merged_columns(old, keep=merged[0], gone=merged[1], upper=True)
+                    seen = merged_columns(old, merged[0], merged[1], True)
             first = None
             if first_only:
-                before = seen
-                seen = first_reach(g, sources, seen)
+                before, seen = seen, first_reach(g, sources, seen)
                 first = seen & (g.node_type[None, :] == sources[:, None])
-            if merged is not None and self.fix is not None and start is None:
+            if fix is not None and merged is not None:
                 # the totals before, their columns merged, are a fix-point of the rounds
                 # here but at the merged node and, for first-``a`` walks, at new first
                 # ``a``: the first round starts there
