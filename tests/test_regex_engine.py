@@ -12,6 +12,7 @@ A longer run: ``STATEMINE_FUZZ_EXAMPLES=20000 python3 -m pytest tests/test_regex
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -190,6 +191,10 @@ def test_catastrophic_pattern_runs_in_linear_time(tmp_path):
         ("-r", r"^(?<TYPE>a*+)$", r"possessive"),
         ("-r", r"^(?<TYPE>a?)*$", r"group TYPE is inside a repetition"),
         ("-r", r"^(?:(?<A>b*)|a)+(?<TYPE>x)$", r"group A is inside a repetition"),
+        # found by test_re2_captures_what_java_captures: Java TYPE=" b " on "a b .", RE2 " b ."
+        ("-r", r"^(\w)(?<TYPE>([^a]??)+)((\S)?)$", r"may prefer to .* lazy quantifier"),
+        ("-r", r"^(?<TYPE>x)(|a)+$", r"empty alternative"),
+        ("-r", r"^(?<TYPE>x)(?:b*?){1,3}$", r"may prefer to"),
         ("-r", r"^(?<TYPE>[[:alpha:]]+)$", r"'\[' inside a character class"),
         ("-r", r"^(?<TYPE>[a-z&&[^b]])$", r"inside a character class"),
         ("-r", r"^(?<TYPE>[^\S,])$", r"negated class"),
@@ -213,6 +218,23 @@ def test_allowed_repetitions_of_groups():
     """A repeated group whose body cannot be empty, or an unnamed group, is fine."""
     assert compile_regex(r"^(?<TYPE>(?:a|b)+)(x*)+$").pattern.fullmatch("abx") == {"TYPE": "ab"}
     assert compile_regex(r"^(?:(?<TYPE>a|b))+$").pattern.fullmatch("ab") == {"TYPE": "b"}
+
+
+@pytest.mark.parametrize("body", [r"a*", r"[^a]?", r"\S?", r"(?:a|b)?", r"(?:ab?)*"])
+@pytest.mark.parametrize("quantifier", ["+", "*", "{1,3}", "{2}"])
+def test_greedy_bodies_that_can_be_empty_capture_as_java(body, quantifier):
+    """Repetitions of greedy bodies that can match the empty string are accepted, and
+    the groups around them capture as a backtracking engine's (Python's ``re``: Java's
+    rules here) on every line of up to 4 of a, b, space, '.' (refusing the others
+    suffices: on such templates 55 of 800 patterns whose body holds a lazy quantifier or
+    an alternative that can be empty differed, none of 240 others)."""
+    chars = ["a", "b", " ", "."]
+    texts = ["".join(t) for n in range(5) for t in itertools.product(chars, repeat=n)]
+    for head, tail in [("", r"((\S)?)"), (r"(\w)", r"(a*)"), (r"(a?)", r"([^a]*)")]:
+        pattern = f"^{head}(?<TYPE>({body}){quantifier}){tail}$"
+        r = compile_regex(pattern)
+        for text in texts:
+            assert r.pattern.fullmatch(text) == _python_groups(pattern, text), (pattern, text)
 
 
 @pytest.mark.parametrize(

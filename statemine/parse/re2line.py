@@ -13,8 +13,12 @@ rewritten) and returns it in RE2's syntax with Java's meaning, or refuses it (a 
   quantifiers need a backtracking engine: refused;
 * a named group inside a repetition whose body can match the empty string
   (``(?<TYPE>.*)+``, ``(?:(?<A>a?))*``): Java keeps the last, empty, iteration (``""``),
-  RE2 the last non-empty one; refused (a differential fuzz test against a backtracking
-  engine finds no other difference in capture or match, see tests/test_regex_engine.py);
+  RE2 the last non-empty one; refused;
+* a repetition whose body can match the empty string and may prefer to (a lazy
+  quantifier or an empty alternative inside: ``(a??)+``): Java ends it at an empty
+  iteration, RE2 may go on, so the groups around it can end elsewhere; refused (with
+  these, the differential fuzz tests against Java and a backtracking engine find no
+  other difference in capture or match, see tests/test_regex_engine.py);
 * ``\s`` is Java's ``[ \t\n\x0B\f\r]`` (RE2's lacks the vertical tab), ``\S`` its
   complement; ``.`` excludes Java's line terminators ``\r``, ``\n``, U+0085, U+2028,
   U+2029 (RE2's ``.`` only ``\n``), except under ``(?s)``;
@@ -144,8 +148,33 @@ def _refuse(tree: _sre_parse.SubPattern, named: dict[int, str], where: str) -> N
                     "match the empty string (as in (?<TYPE>.*)+); Java and RE2 capture "
                     "different iterations there, so write it without that repetition"
                 )
+            if _prefers_empty(av[2]):
+                raise UsageError(
+                    f"{where}: a repetition whose body can match the empty string and may "
+                    "prefer to (a lazy quantifier or an empty alternative inside, as in "
+                    "(a??)+): Java ends it at an empty iteration and RE2 may go on, so the "
+                    "groups around it can capture differently; write its body so that it "
+                    "takes at least one character"
+                )
         for child in _children(op, av):
             _refuse(child, named, where)
+
+
+def _prefers_empty(tree: _sre_parse.SubPattern) -> bool:
+    r"""Does ``tree`` hold a lazy quantifier, or an alternation one of whose branches can
+    match the empty string?  Then a repetition of it may prefer an empty iteration where
+    a greedy one would not, and there Java's backtracking ends the repetition while RE2
+    can go on (tests/test_regex_engine.py's fuzzers found ``^(\w)(?<TYPE>([^a]??)+)((\S)?)$``
+    on ``a b .``: Java ``TYPE`` = ``" b "``, RE2 ``" b ."``; google/re2 issue 245 and the
+    ``(|a)*`` fix of 2021 discuss such preferences)."""
+    for op, av in _items(tree):
+        if op == "MIN_REPEAT":
+            return True
+        if op == "BRANCH" and any(b.getwidth()[0] == 0 for b in av[1]):
+            return True
+        if any(_prefers_empty(c) for c in _children(op, av)):
+            return True
+    return False
 
 
 def _has_scoped_dotall(tree: _sre_parse.SubPattern) -> bool:
