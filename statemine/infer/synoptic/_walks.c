@@ -83,6 +83,24 @@ static int edges_in_range(const int64_t *frm, const int64_t *to, Py_ssize_t n_ed
     return 0;
 }
 
+/* The edges grouped by source, a stable counting sort (the edges may come in any order):
+ * edge order[i] for first[u] <= i < first[u + 1] leaves node u (first: n + 1 entries,
+ * order: n_edges). */
+static void by_source(const int64_t *frm, Py_ssize_t n_edges, Py_ssize_t n, Py_ssize_t *first,
+                      Py_ssize_t *order)
+{
+    memset(first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        first[frm[e] + 1]++;
+    for (Py_ssize_t u = 0; u < n; u++)
+        first[u + 1] += first[u];
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        order[first[frm[e]]++] = e;
+    for (Py_ssize_t u = n; u > 0; u--) /* the fill moved each start to the next's */
+        first[u] = first[u - 1];
+    first[0] = 0;
+}
+
 /* The inputs of the rounds (timecheck.walk_extremes's step), sizes checked by the caller:
  * edges src[e] -> dst[e] weighted w, rows x n totals; start, mask (is_src), cap, stop and
  * cyclic as relax_rounds's arguments, moved the nodes whose edges the first round
@@ -104,24 +122,14 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
     double *s = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
     double *out = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(double));
     unsigned char *moved = PyMem_Malloc((size_t)(cells ? cells : 1)); /* changed last round */
-    Py_ssize_t *first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t)); /* u's edges */
+    Py_ssize_t *first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *order = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
     int status = -1;
-    if (!s || !out || !moved || !first) {
+    if (!s || !out || !moved || !first || !order) {
         PyErr_NoMemory();
         goto done;
     }
-    /* the edges by source: first[u] .. first[u + 1] - 1 when src is sorted */
-    int sorted = 1;
-    for (Py_ssize_t e = 1; e < n_edges && sorted; e++)
-        sorted = es[e - 1] <= es[e];
-    if (sorted) {
-        Py_ssize_t e = 0;
-        for (Py_ssize_t u = 0; u <= n; u++) {
-            while (e < n_edges && es[e] < u)
-                e++;
-            first[u] = e;
-        }
-    }
+    by_source(es, n_edges, n, first, order);
     const int upper = p->upper;
     const double none = upper ? -INFINITY : INFINITY;
     const double *ew = p->w, *st = p->start, *cp = p->cap, *lim = p->stop;
@@ -147,22 +155,12 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
              * no more than the target's total already holds (s is a function of x
              * and fixed inputs), so only edges out of moved nodes are relaxed: the
              * same totals as relaxing every edge (max and min in any order). */
-            if (sorted) {
-                for (Py_ssize_t u = 0; u < n; u++) {
-                    if (!mv[u])
-                        continue;
-                    for (Py_ssize_t e = first[u]; e < first[u + 1]; e++) {
-                        double t = s[u] + ew[e];
-                        double *at = o + ed[e];
-                        if (upper ? t > *at : t < *at)
-                            *at = t;
-                    }
-                }
-            } else {
-                for (Py_ssize_t e = 0; e < n_edges; e++) {
-                    if (!mv[es[e]])
-                        continue;
-                    double t = s[es[e]] + ew[e];
+            for (Py_ssize_t u = 0; u < n; u++) {
+                if (!mv[u])
+                    continue;
+                for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
+                    Py_ssize_t e = order[i];
+                    double t = s[u] + ew[e];
                     double *at = o + ed[e];
                     if (upper ? t > *at : t < *at)
                         *at = t;
@@ -201,6 +199,7 @@ done:
     PyMem_Free(out);
     PyMem_Free(moved);
     PyMem_Free(first);
+    PyMem_Free(order);
     return status;
 }
 
@@ -409,23 +408,14 @@ static PyObject *closure(PyObject *self, PyObject *args)
     const int64_t *es = src.buf, *ed = dst.buf;
     if (edges_in_range(es, ed, n_edges, n, "closure"))
         goto done;
-    /* first[u] .. first[u + 1]: the targets of u's edges in by_src */
-    first = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    first = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
     by_src = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
     stack = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
     if (!first || !by_src || !stack) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t e = 0; e < n_edges; e++)
-        first[es[e] + 1]++;
-    for (Py_ssize_t u = 0; u < n; u++)
-        first[u + 1] += first[u];
-    for (Py_ssize_t e = 0; e < n_edges; e++)
-        by_src[first[es[e]]++] = ed[e];
-    for (Py_ssize_t u = n; u > 0; u--) /* the fill moved each start to the next's */
-        first[u] = first[u - 1];
-    first[0] = 0;
+    by_source(es, n_edges, n, first, by_src);
     unsigned char *xs = x.buf;
     const unsigned char *ts = through.buf;
     for (Py_ssize_t r = 0; r < n_rows; r++) {
@@ -438,7 +428,7 @@ static PyObject *closure(PyObject *self, PyObject *args)
         while (top) { /* each node enters the stack at most once: when it joins x */
             Py_ssize_t u = stack[--top];
             for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
-                Py_ssize_t v = by_src[i];
+                Py_ssize_t v = ed[by_src[i]];
                 if (xr[v])
                     continue;
                 xr[v] = 1;

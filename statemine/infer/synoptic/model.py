@@ -121,11 +121,17 @@ class PartitionModel:
         sizes[INIT_NODE] = sizes[TERM_NODE] = self.log.n_traces
         return sizes
 
-    def compact(self) -> PartitionModel:
-        """The same model with empty nodes dropped and ids renumbered densely."""
+    def used(self) -> np.ndarray:
+        """Per node: does it hold an event (INITIAL and TERMINAL always)?"""
         used = np.zeros(self.n_nodes, dtype=bool)
         used[[INIT_NODE, TERM_NODE]] = True
         used[self.part] = True
+        return used
+
+    def compact(self) -> PartitionModel:
+        """The same model with empty nodes dropped and ids renumbered densely (the ids of
+        :meth:`used` nodes, in order)."""
+        used = self.used()
         if used.all():
             return self
         new_id = np.cumsum(used) - 1

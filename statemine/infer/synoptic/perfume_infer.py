@@ -489,8 +489,7 @@ class _TimedMerges:
         self.n_types = len(log.types)
         self.fine = timed_graph(model.part, model.node_type, log, ticks)
         self.graph = self.fine  # the current model's: ``fine`` with the merges made
-        self.node_type = model.node_type
-        self.node_type_c = np.ascontiguousarray(model.node_type, dtype=np.int64)
+        self.node_type = np.ascontiguousarray(model.node_type, dtype=np.int64)
         self.group = np.arange(model.n_nodes)
         self.codes = codes
         self.untimed = MergeCheck(
@@ -558,7 +557,7 @@ class _TimedMerges:
             self.onward[k],
             None if reach is None else np.ascontiguousarray(reach, dtype=bool),
             np.ascontiguousarray(sources, dtype=np.int64),
-            self.node_type_c,
+            self.node_type,
             keeps,
             gone,
             bool(upper),
@@ -1255,18 +1254,20 @@ class _Dissolved:
         }
         return cls(log, events, part, node_type, merges, pn, sn, own)
 
+    def _merged(self) -> PartitionModel:
+        """The merges made so far, before :meth:`~.model.PartitionModel.compact`."""
+        return PartitionModel(self.log, self.merges.group[self.part], self.node_type)
+
     def result(self) -> PartitionModel:
         """The model of the merges made so far."""
-        return PartitionModel(self.log, self.merges.group[self.part], self.node_type).compact()
+        return self._merged().compact()
 
     def result_known(self) -> _Known:
         """What is known of :meth:`result`'s model: each group's side values, edges and
         walks are kept on its smallest id (merges take the maxima in place, and rename
         the other's edges and walks to it), and :meth:`~.model.PartitionModel.compact`
         keeps the used ids in order."""
-        used = np.zeros(len(self.node_type), dtype=bool)
-        used[[INIT_NODE, TERM_NODE]] = True
-        used[self.merges.group[self.part]] = True
+        used = self._merged().used()
         new_id = np.cumsum(used) - 1
         g = self.merges.graph
         graph = TimedGraph(

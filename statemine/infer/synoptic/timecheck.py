@@ -763,8 +763,9 @@ class BoundCheck:
                 new_first = None if first is None or before is None else first & ~before
                 x = self._merged_walks(g, k, merged, first, new_first)
             else:
-                x = walk_extremes(g, sources, upper, first_only, cap, stop, init, first)
-            if x is None or ((x > stop) if upper else (x < stop)).any():
+                walks = walk_extremes(g, sources, upper, first_only, cap, stop, init, first)
+                x = _within(walks, stop, upper)
+            if x is None:
                 return None
             totals.append(x)
             reach.append(seen)
@@ -809,11 +810,17 @@ class BoundCheck:
             upper,
             CYCLE_ROUNDS,
         )
-        if status == ROUNDS_STOPPED:
+        if status == ROUNDS_STOPPED:  # merged_rounds also looks once the rounds settled
             return None
         if status == ROUNDS_GROWING:
-            x = walk_extremes(g, sources, upper, first_only, cap, stop, x, first, 1)
+            walks = walk_extremes(g, sources, upper, first_only, cap, stop, x, first, 1)
+            return _within(walks, stop, upper)
         return x
+
+
+def _within(x: np.ndarray, stop: np.ndarray, upper: bool) -> np.ndarray | None:
+    """``x`` unless a total passes ``stop`` (above it for upper bounds, below for lower)."""
+    return None if ((x > stop) if upper else (x < stop)).any() else x
 
 
 def merged_columns(x: np.ndarray, keep: int, gone: int, upper: bool) -> np.ndarray:
