@@ -49,6 +49,7 @@ import re
 # would accept (``\pL``, ``\Q...\E``, ``\x{e9}``) stays refused, in words.
 import re._parser as _sre_parse  # no typeshed stub: typed Any
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import re2
@@ -120,15 +121,18 @@ def _children(op: str, av: Any) -> list:
     return []
 
 
+def _walk(tree: _sre_parse.SubPattern) -> Iterator[tuple[str, Any]]:
+    """Every (op name, argument) item of ``tree`` and of its sub-patterns, each item
+    before the items inside it."""
+    for op, av in _items(tree):
+        yield op, av
+        for child in _children(op, av):
+            yield from _walk(child)
+
+
 def _named_groups_in(tree: _sre_parse.SubPattern, named: dict[int, str]) -> list[str]:
     """Names of the named groups anywhere inside ``tree``."""
-    out = []
-    for op, av in _items(tree):
-        if op == "SUBPATTERN" and av[0] in named:
-            out.append(named[av[0]])
-        for child in _children(op, av):
-            out += _named_groups_in(child, named)
-    return out
+    return [named[av[0]] for op, av in _walk(tree) if op == "SUBPATTERN" and av[0] in named]
 
 
 def _refuse(tree: _sre_parse.SubPattern, named: dict[int, str], where: str) -> None:
@@ -167,24 +171,15 @@ def _prefers_empty(tree: _sre_parse.SubPattern) -> bool:
     can go on (tests/test_regex_engine.py's fuzzers found ``^(\w)(?<TYPE>([^a]??)+)((\S)?)$``
     on ``a b .``: Java ``TYPE`` = ``" b "``, RE2 ``" b ."``; google/re2 issue 245 and the
     ``(|a)*`` fix of 2021 discuss such preferences)."""
-    for op, av in _items(tree):
-        if op == "MIN_REPEAT":
-            return True
-        if op == "BRANCH" and any(b.getwidth()[0] == 0 for b in av[1]):
-            return True
-        if any(_prefers_empty(c) for c in _children(op, av)):
-            return True
-    return False
+    return any(
+        op == "MIN_REPEAT" or (op == "BRANCH" and any(b.getwidth()[0] == 0 for b in av[1]))
+        for op, av in _walk(tree)
+    )
 
 
 def _has_scoped_dotall(tree: _sre_parse.SubPattern) -> bool:
     """Does a ``(?s:...)`` group appear anywhere?"""
-    for op, av in _items(tree):
-        if op == "SUBPATTERN" and av[1] & re.DOTALL:
-            return True
-        if any(_has_scoped_dotall(c) for c in _children(op, av)):
-            return True
-    return False
+    return any(op == "SUBPATTERN" and av[1] & re.DOTALL for op, av in _walk(tree))
 
 
 def _rewrite(pattern: str, where: str, dotall: bool) -> str:
