@@ -153,6 +153,12 @@ def read_conn(text: str) -> tuple[EventLog, pd.DataFrame, TimedCodes, np.ndarray
     return log, frame, TimedCodes.from_frame(frame, log.types, scale), ticks
 
 
+def load_conn(n: int) -> tuple[EventLog, pd.DataFrame, TimedCodes, np.ndarray]:
+    """The benchmark's connection log of about ``n`` events, ``interleaved_log(n,
+    default_rng(n))`` (what ``--kinds conn`` writes), read by :func:`read_conn`."""
+    return read_conn(interleaved_log(n, np.random.default_rng(n)))
+
+
 def bound_and_cpu(log, table) -> tuple[int, float]:
     """The lower bound on the nodes of every valid model of ``log`` (its constrained
     invariants ``table``) and the CPU seconds it took."""

@@ -45,7 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_perfume import interleaved_log, read_conn
+from bench_perfume import load_conn
 
 from statemine.infer.synoptic.graphbounds import largest_clique
 from statemine.infer.synoptic.log import EventLog
@@ -411,7 +411,7 @@ def polished_line(
 
 def load(events: int) -> tuple[EventLog, TimedCodes, np.ndarray]:
     """``interleaved_log(events, default_rng(events))`` read as the benchmark does."""
-    log, _, codes, ticks = read_conn(interleaved_log(events, np.random.default_rng(events)))
+    log, _, codes, ticks = load_conn(events)
     return log, codes, ticks
 
 
