@@ -180,6 +180,7 @@ def evolve(
     rng = np.random.default_rng(seed + 1000)
     for gen in range(1, generations + 1):
         i, j = rng.choice(population, 2, replace=False)
+        sizes = [members[i].n_nodes, members[j].n_nodes]
         made = child(
             members[i], crossover(log, members[i], members[j], rng), codes, ticks, sides, rank
         )
@@ -190,10 +191,9 @@ def evolve(
         if new.n_nodes <= members[worst].n_nodes and not copy:
             members[worst] = new
         if report:
-            sizes = sorted(m.n_nodes for m in members)
             report(
-                f"generation {gen}: {members[i].n_nodes} x {members[j].n_nodes} -> child "
-                f"{made.n_nodes}, polished {new.n_nodes}; population {sizes} "
+                f"generation {gen}: {sizes[0]} x {sizes[1]} -> child {made.n_nodes}, "
+                f"polished {new.n_nodes}; population {sorted(m.n_nodes for m in members)} "
                 f"({time.process_time() - c0:.1f} CPU s)"
             )
     return min(members, key=lambda m: m.n_nodes)
