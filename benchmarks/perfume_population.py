@@ -50,7 +50,7 @@ from statemine.infer.synoptic.perfume_infer import (
 from statemine.infer.synoptic.timecheck import TimedCodes
 from statemine.infer.synoptic.timeconflicts import Sides, pair_conflicts, timed_sides
 
-Groups = Callable[[EventLog, PartitionModel, PartitionModel, np.random.Generator], list]
+Groups = Callable[[EventLog, PartitionModel, PartitionModel, np.random.Generator], list[np.ndarray]]
 
 
 def type_groups(
