@@ -41,14 +41,13 @@ from statemine.infer.synoptic.model import PartitionModel
 from statemine.infer.synoptic.perfume_infer import (
     _Dissolved,
     _fit,
-    first_fit_order,
+    first_fit_rank,
     infer_perfume,
     polish,
     polish_budget,
-    short_traces,
 )
 from statemine.infer.synoptic.timecheck import TimedCodes
-from statemine.infer.synoptic.timeconflicts import Sides, pair_conflicts, timed_sides
+from statemine.infer.synoptic.timeconflicts import Sides, timed_sides
 
 Groups = Callable[[EventLog, PartitionModel, PartitionModel, np.random.Generator], list[np.ndarray]]
 
@@ -131,14 +130,7 @@ def child(
         placed[int(log.codes[events[0]])].append(head)
         alone[events[0]] = False
         for e in events[1:].tolist():
-            p = int(node[e])
-            if pair_conflicts(pn[[head]], sn[[head]], sides.limit, pn[p], sn[p])[0]:
-                continue
-            if merges.doomed(head, p) or not merges.merge(head, p):
-                continue
-            np.maximum(pn[head], pn[p], out=pn[head])
-            np.maximum(sn[head], sn[p], out=sn[head])
-            alone[e] = False
+            alone[e] = not _fit(int(node[e]), [head], merges, pn, sn, sides.limit)
     rest = np.nonzero(alone)[0]
     for e in rest[np.argsort(rank[rest], kind="stable")].tolist():
         p = int(node[e])
@@ -167,8 +159,7 @@ def evolve(
     Deterministic for a seed (the search's generator: ``default_rng(seed + 1000)``).
     ``report``: called with a line per member and generation."""
     sides = timed_sides(log, codes, ticks)
-    rank = np.empty(log.n_events, dtype=np.int64)
-    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    rank = first_fit_rank(log, ticks)
     c0 = time.process_time()
     members = []
     for s in range(seed, seed + population):

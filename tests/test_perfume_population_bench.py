@@ -20,7 +20,7 @@ from bench_perfume import load_conn
 from perfume_population import child, evolve, gpx_groups, type_groups
 
 from statemine.infer.synoptic.formats import to_json
-from statemine.infer.synoptic.perfume_infer import first_fit_order, infer_perfume, short_traces
+from statemine.infer.synoptic.perfume_infer import first_fit_rank, infer_perfume
 from statemine.infer.synoptic.timeconflicts import timed_sides
 
 
@@ -30,8 +30,7 @@ def conn():
     engine's models (seeds 1 and 2) and first fit's event ranks."""
     log, frame, codes, ticks = load_conn(150)
     sides = timed_sides(log, codes, ticks)
-    rank = np.empty(log.n_events, dtype=np.int64)
-    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    rank = first_fit_rank(log, ticks)
     a, b = (infer_perfume(log, codes, ticks, s) for s in (1, 2))
     return log, frame, codes, ticks, sides, rank, a, b
 

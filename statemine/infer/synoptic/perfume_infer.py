@@ -889,6 +889,21 @@ def first_fit_order(log: EventLog, ticks: np.ndarray, by_length: bool = True) ->
     return np.lexsort((elapsed, position, -length))
 
 
+def first_fit_rank(log: EventLog, ticks: np.ndarray, by_length: bool | None = None) -> np.ndarray:
+    """Each event's place in :func:`first_fit_order` (``by_length``; default:
+    :func:`short_traces`): the inverse permutation, 0 for the first event placed.
+
+    >>> log = EventLog.from_sequences([["a"], ["a", "b"]])
+    >>> first_fit_rank(log, np.array([0, 0, 5])).tolist()
+    [2, 0, 1]
+    """
+    if by_length is None:
+        by_length = short_traces(log)
+    rank = np.empty(log.n_events, dtype=np.int64)
+    rank[first_fit_order(log, ticks, by_length)] = np.arange(log.n_events)
+    return rank
+
+
 def select_traces(log: EventLog, traces: np.ndarray) -> tuple[EventLog, np.ndarray]:
     """The traces ``traces`` of ``log`` (in that order) as a log of their own (same type
     codes), and per event of the new log its index in ``log``."""
@@ -993,8 +1008,7 @@ def first_fit_model(
         node_types = start.node_type[2:].tolist()
         # start's nodes tried in first fit's creation order: by the first of their
         # events in first fit's order of start's log
-        rank = np.empty(n_start, dtype=np.int64)
-        rank[first_fit_order(start.log, ticks[:n_start], by_length)] = np.arange(n_start)
+        rank = first_fit_rank(start.log, ticks[:n_start], by_length)
         created = np.full(start.n_nodes - 2, n_start, dtype=np.int64)
         np.minimum.at(created, start.part - 2, rank)
         for q in np.argsort(created, kind="stable").tolist():
@@ -1505,8 +1519,7 @@ def polish(
     two, whole nodes that now merge are merged (:func:`coarsen_sided`; merges that must
     fail are not checked), its checks taken from the exact stage's."""
     log = model.log
-    rank = np.empty(log.n_events, dtype=np.int64)
-    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    rank = first_fit_rank(log, ticks)
     if exact is None:
         exact = POLISH_EXACT
     budget = [checks]
@@ -1566,8 +1579,7 @@ def fold_repack(
     ``per_event`` per event repacked, within ``left`` work units (:func:`check_units`);
     the work spent is added to ``work[0]``.  The older nodes keep their ids."""
     log = model.log
-    rank = np.empty(log.n_events, dtype=np.int64)
-    rank[first_fit_order(log, ticks, short_traces(log))] = np.arange(log.n_events)
+    rank = first_fit_rank(log, ticks)
     for t in np.unique(model.node_type[n_old:]).tolist():
         group = np.nonzero(model.node_type == t)[0]
         group = group[group >= n_old]
