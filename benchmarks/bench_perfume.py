@@ -16,7 +16,9 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   all connections interleaved by time, read with ``-m '\\k<conn>'``;
 * *lab logs* (``--lab FOLDER``, issue 31): whole traces of a shipped lab folder
   (``traces/FOLDER/traces-cache.parquet``: real stacks' congestion states and events, in
-  virtual or real time), in the same ``conn`` layout (:func:`lab_log`).
+  virtual or real time) or of any folder ``statemine lab run`` wrote (``--lab PATH``; the
+  shipped folders give at most about 2,000 events, ``examples/scenarios/short-transfers.toml``
+  about 9,000), in the same ``conn`` layout (:func:`lab_log`).
 
 Per log: events, the model's nodes, wall and CPU seconds of one whole run (parse, mining,
 refinement, coarsening, files written), the peak of Python and numpy allocations
@@ -216,7 +218,8 @@ def cpu_s() -> float:
 
 def write_kind(kind: str, n: int, path: Path, max_trace: int) -> None:
     """The benchmark's log of ``kind`` and about ``n`` events at ``path`` (seeded by
-    ``n``); ``lab-FOLDER``: :func:`lab_log` of ``traces/FOLDER``."""
+    ``n``); ``lab-FOLDER``: :func:`lab_log` of ``traces/FOLDER`` (an absolute ``FOLDER``
+    is itself)."""
     rng = np.random.default_rng(n)
     if kind.startswith("lab-"):
         path.write_text(lab_log(TRACES / kind[4:], n, rng, max_trace))
@@ -236,7 +239,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
     parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
     parser.add_argument(
-        "--lab", default="", help="shipped lab folders (traces/FOLDER) instead of --kinds"
+        "--lab",
+        default="",
+        help="lab folders instead of --kinds: names under traces/, or paths (a folder of"
+        " `statemine lab run`, e.g. of examples/scenarios/short-transfers.toml)",
     )
     parser.add_argument(
         "--max-trace", type=int, default=40, help="lab logs: longest trace taken (events)"
@@ -255,7 +261,11 @@ def main() -> None:
     )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
-    kinds = [f"lab-{f}" for f in opts.lab.split(",")] if opts.lab else opts.kinds.split(",")
+    # (kind for write_kind, name in the table and file names): a lab path is resolved
+    labs = [Path(f).resolve() if "/" in f else f for f in opts.lab.split(",") if f]
+    kinds = [(f"lab-{f}", f"lab-{Path(f).name}") for f in labs] or [
+        (k, k) for k in opts.kinds.split(",")
+    ]
     seeds = [int(x) for x in opts.seeds.split(",")]
     extra = ("--exactBudget", f"{opts.exact_budget:g}") if opts.exact_budget > 0 else ()
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -264,13 +274,13 @@ def main() -> None:
     print(f"{'log':24s} " + " ".join(f"{h:>{6 if h in ('nodes', 'bound') else 8}s}" for h in head))
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        for kind in kinds:
+        for kind, name in kinds:
             for n in sizes:
-                path = tmp / f"{kind}-{n}.log"
+                path = tmp / f"{name}-{n}.log"
                 write_kind(kind, n, path, opts.max_trace)
                 for k, seed in enumerate(seeds):
                     bound = opts.bound and k == 0
-                    run(f"{kind}-{n}", path, tmp, not opts.no_peak, bound, seed, extra)
+                    run(f"{name}-{n}", path, tmp, not opts.no_peak, bound, seed, extra)
 
 
 if __name__ == "__main__":

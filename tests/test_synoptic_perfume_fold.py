@@ -1,8 +1,11 @@
 """Perfume's folds on long logs (issue 31, helper "perfumelevel"): what a fold leaves of a
-new run placed event by event into the open model (perfume_infer.fold_repack), and the
-open model of a log that is not dense closed past ``CLOSE_NODES`` nodes."""
+new run placed event by event into the open model (perfume_infer.fold_repack), the open
+model polished run by run, and which logs are dense."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -12,6 +15,7 @@ from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
 
 from statemine.infer.synoptic import perfume_infer
 from statemine.infer.synoptic.model import PartitionModel
+from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume_infer import (
     FOLD_CHECKS,
     check_units,
@@ -21,7 +25,9 @@ from statemine.infer.synoptic.perfume_infer import (
     pieces,
     polish_budget,
     select_traces,
+    short_traces,
 )
+from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timeconflicts import Sides, timed_sides
 
 
@@ -179,22 +185,65 @@ def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
     assert len(again) == start.n_nodes - 2 == len({b for _, b in again})
 
 
-def test_a_log_placed_run_by_run_is_dense_only_past_the_share(tmp_path, monkeypatch):
-    """The 904-event connection log in runs of 300 events with ``fold_nodes`` 10 (its first
-    run's first fit has more): with ``DENSE_SHARE`` above the run's nodes per event the log
-    is not dense, and its open model is polished after each run (the events polished grow
-    run by run); with ``DENSE_SHARE`` 0 it is dense: every run's model closes alone and is
-    polished once at the end, on its own events.  Both models valid (reference checker)."""
-    log = _conn_log(tmp_path, 900)
-    inv, codes, ticks = _codes(log)
+def _state_log(tmp_path, n: int):
+    """The benchmark's state log of about ``n`` events (traces of 16-19 events on
+    average: not short-trace), read as ``bench_perfume`` reads it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_synoptic import REGEX, SEPARATOR, state_log
+    from bench_synoptic import write_log as write_states
+
+    path = tmp_path / "states.log"
+    write_states(state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0))
+    return read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
+
+
+def test_a_log_is_dense_only_past_the_share_and_never_when_short_trace(tmp_path, monkeypatch):
+    """In runs of 300 events with ``fold_nodes`` 10 (every first run's first fit has
+    more): a state log of about 900 events (not short-trace) with ``DENSE_SHARE`` above
+    its run's nodes per event is not dense, and its open model is polished after each
+    run (the events polished grow run by run); with ``DENSE_SHARE`` 0 it is dense: every
+    run's model closes alone and is polished once at the end, on its own events.  The
+    904-event connection log (short-trace) is not dense even with ``DENSE_SHARE`` 0.
+    Every model valid (reference checker)."""
     calls = _record_polish(monkeypatch)
-    for share in (1.0, 0.0):
+    states, conn = _state_log(tmp_path, 900), _conn_log(tmp_path, 900)
+    assert not short_traces(states) and short_traces(conn)
+    for log, share, dense in ((states, 1.0, False), (states, 0.0, True), (conn, 0.0, False)):
+        inv, codes, ticks = _codes(log)
         monkeypatch.setattr(perfume_infer, "DENSE_SHARE", share)
         calls.clear()
         model = infer_pieces(log, codes, ticks, 3, 300, fold_nodes=10)
         assert_valid(model, log, inv)
         events = [c[0] for c in calls]
-        if share:
-            assert len(events) == 3 and events == sorted(events) and events[-1] == log.n_events
-        else:
+        if dense:
             assert len(events) >= 3 and sum(events) == log.n_events
+        else:
+            assert len(events) >= 3 and events == sorted(events) and events[-1] == log.n_events
+
+
+def test_a_folded_model_is_polished_after_each_run_and_at_the_end(tmp_path, monkeypatch):
+    """The 904-event connection log in runs of 300 events, each run's own model folded in
+    (``fit_folds=False``, the path of mixed logs): the open model is polished after its
+    first run and after each fold, with :func:`polish_budget` of ``GROW_CHECKS *
+    POLISH_CHECKS`` per event of the run on the model as it is then; those checks count
+    in the work budget, and the model is polished once more at the end, on the whole log,
+    with what is left of it (:func:`polish_split`).  Valid (reference checker)."""
+    log = _conn_log(tmp_path, 900)
+    inv, codes, ticks = _codes(log)
+    calls = _record_polish(monkeypatch)
+    model = infer_pieces(log, codes, ticks, 3, 300, fit_folds=False)
+    assert_valid(model, log, inv)
+    ordered = perfume_infer.longest_first(log)[0]
+    runs = pieces(ordered, 300)
+    assert len(runs) == 3 and len(calls) == 4
+    per_event = int(perfume_infer.GROW_CHECKS * perfume_infer.POLISH_CHECKS)
+    placed = 0
+    for (first, last), (events, nodes, checks) in zip(runs, calls[:-1], strict=True):
+        run = int(ordered.starts[last] - ordered.starts[first])
+        placed += run
+        assert events == placed
+        assert checks == polish_budget(run, nodes, per_event)
+    events, nodes, checks = calls[-1]
+    grown = sum(c[2] * check_units(c[1]) for c in calls[:-1])
+    budget = perfume_infer.PIECE_WORK * perfume_infer.POLISH_CHECKS * log.n_events
+    assert events == log.n_events and 0 < checks * check_units(nodes) <= budget - grown

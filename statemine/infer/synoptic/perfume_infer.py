@@ -1597,19 +1597,23 @@ def fold_repack(
     return model
 
 
-#: A model folded piece by piece is closed (later pieces start a new one) past this
+#: A dense log's models (below) are closed (later pieces start a new one) past this
 #: many nodes, which bounds the cost of each fold (connection logs of 2,000 / 5,000
 #: events: 448 / 942 nodes with 150, 388 / 852 with 300, for 15-35% more CPU).
 FOLD_NODES = 300
-#: A log placed run by run into the open model (not mixed) is dense only when its first
-#: run's first fit also has more than this many nodes per event: the state and event
-#: logs' first runs have 0.36-0.52 (dense pieces give them 3-6% fewer nodes at 2,000
-#: events), connection logs' 0.24-0.30, where one of 302 nodes fell on the dense path
-#: (5,000 events: 462 nodes against 395; docs/synoptic-engine.md, "The dense cliff").
+#: A log is dense when it is not short-trace (:func:`short_traces`: a short-trace log's
+#: traces share most of their nodes, which models side by side repeat; real stacks'
+#: logs of 5,000 / 10,000 events: 496 / 930 nodes dense, 362 / 605 not,
+#: docs/synoptic-engine.md "Real stacks' logs past 2,000 events"), its first run's first
+#: fit has more than ``FOLD_NODES`` nodes and, placed run by run into the open model,
+#: more than this many nodes per event: the state and event logs' first runs have
+#: 0.36-0.52 (dense pieces give them 3-6% fewer nodes at 2,000 events).
 DENSE_SHARE = 1 / 3
-#: ... unless no run's own model passed ``FOLD_NODES`` nodes (not a dense log): then the
-#: model is closed past this many (its new runs' events absorbed by :func:`fold_repack`).
-CLOSE_NODES = 600
+#: A log that is not dense has its one open model closed past this many nodes (its new
+#: runs' events absorbed by :func:`fold_repack`), a guard on the cost of a check: real
+#: stacks' logs of 20,000 events reach 1,065 nodes before the last polishing (600 closed
+#: them at 10,000 events, 730 nodes against 605).
+CLOSE_NODES = 2_000
 
 
 def infer_pieces(
@@ -1641,12 +1645,13 @@ def infer_pieces(
     ``fold_checks`` merge checks per event, the events of the run's nodes left over
     placed one by one, :func:`fold_repack`) until that model passes ``close_nodes``
     nodes (``fold_nodes`` once the log is dense, below), when the next run starts a new
-    one; the models are then put side by side.  A log of several runs placed straight
+    one; the models are then put side by side.  A log of several runs placed or folded
     into the open model (and not dense) has that model :func:`polish` ed after each run
     with ``grow_checks * polish_checks`` checks per event of the run
     (:func:`polish_budget`): checks on the smaller early models remove more nodes, and a
     polished model takes later runs with fewer new nodes (the 10,008-event connection
-    log, seeds 1-2: 422 and 361 nodes instead of 513 and 477, for 1.15x the CPU).  A
+    log, seeds 1-2: 422 and 361 nodes instead of 513 and 477, for 1.15x the CPU; a real
+    stacks' log of 10,004 events, folded: 605 instead of 661).  A
     path of a side-by-side union stays in one model's nodes (only INITIAL and TERMINAL
     are shared, and no timed walk passes them), and a run's traces satisfy the whole
     log's invariants (each holds on every subset of the traces, with bounds at least as
@@ -1654,10 +1659,11 @@ def infer_pieces(
     most ``close_nodes`` plus one run's nodes; :func:`fold_repack` within the work
     budget; first fit into the open model checks on its nodes plus the run's unplaced
     events, stage by stage).  Once a model's first run has more than ``fold_nodes`` nodes
-    (and, placed run by run, more than ``DENSE_SHARE`` nodes per event: a dense log; it
-    is closed unfolded), the runs after it have about ``dense_size`` events (first fit's
-    cost per event grows with the run).  Once every run is placed, the models not
-    polished run by run are :func:`polish` ed with what is left of ``PIECE_WORK *
+    (and, placed run by run, more than ``DENSE_SHARE`` nodes per event) in a log that is
+    not short-trace (a dense log; it is closed unfolded), the runs after it have about
+    ``dense_size`` events (first fit's cost per event grows with the run).  Once every
+    run is placed, the models not placed into run by run are :func:`polish` ed with
+    what is left of ``PIECE_WORK *
     polish_checks`` work units per event once first fit and the folds (both steps) took
     theirs, shared between the models in proportion to their nodes (:func:`polish_split`,
     :func:`check_units`), so the CPU per event stays flat however first fit's cost grows
@@ -1704,23 +1710,28 @@ def infer_pieces(
         prng = np.random.default_rng(seeds.spawn(1)[0]) if polish_checks > 0 else None
         done.append((first, model, prng))
 
-    grown: set[int] = set()  # first traces of the models polished run by run
+    grown: set[int] = set()  # first traces of the models placed into and polished run by run
 
     def grow(first: int, hi: int, model: PartitionModel, run_events: int) -> PartitionModel:
         """``model`` (traces ``first`` on, to event ``hi``) polished after a run of
-        ``run_events`` events was placed in it (:func:`polish_budget` with
-        ``grow_checks * polish_checks`` per event of the run)."""
-        grown.add(first)
+        ``run_events`` events was placed or folded in it (:func:`polish_budget` with
+        ``grow_checks * polish_checks`` per event of the run).  A folded model's checks
+        count in the work budget, and it is polished again at the end with its share
+        of what is left (:func:`polish_split`); a placed one's do not, and it is not."""
         lo = int(log.starts[first])
         prng = np.random.default_rng(seeds.spawn(1)[0])
         checks = polish_budget(run_events, model.n_nodes, int(grow_checks * polish_checks))
+        if fit:
+            grown.add(first)
+        else:
+            work[0] += checks * check_units(model.n_nodes)
         return polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), prng, checks)
 
     close_at = max(fold_nodes, close_nodes)
     last = 0
     fit = fit_folds and not mixed
-    # polished run by run: several runs placed into one open model (not once dense)
-    growing = fit and grow_checks > 0 and polish_checks > 0 and len(pieces(log, size)) > 1
+    # polished run by run: several runs placed or folded into one open model (not once dense)
+    growing = grow_checks > 0 and polish_checks > 0 and len(pieces(log, size)) > 1
     while last < log.n_traces:
         first = last
         last = first + pieces(sub_log(log, first, log.n_traces), size)[0][1]
@@ -1749,7 +1760,11 @@ def infer_pieces(
         piece = first_fit_best(
             sub, codes, ticks[lo:hi], _side_slice(sides, lo, hi), by_length, work, mixed
         )
-        if piece.n_nodes > fold_nodes and (not fit or piece.n_nodes > DENSE_SHARE * sub.n_events):
+        if (
+            not by_length
+            and piece.n_nodes > fold_nodes
+            and (not fit or piece.n_nodes > DENSE_SHARE * sub.n_events)
+        ):
             size = min(size, dense_size)
             close_at = fold_nodes
             growing = False  # each run's model closes alone: polished at the end
@@ -1788,6 +1803,8 @@ def infer_pieces(
                     left,
                     work,
                 )
+            if growing:
+                open_model = grow(open_first, hi, open_model, hi - lo)
         if open_model.n_nodes > close_at:
             close(open_first, open_model)
             open_first, open_model = None, None
