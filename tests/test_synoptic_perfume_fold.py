@@ -225,9 +225,10 @@ def test_a_folded_model_is_polished_after_each_run_and_at_the_end(tmp_path, monk
     """The 904-event connection log in runs of 300 events, each run's own model folded in
     (``fit_folds=False``, the path of mixed logs): the open model is polished after its
     first run and after each fold, with :func:`polish_budget` of ``GROW_CHECKS *
-    POLISH_CHECKS`` per event of the run on the model as it is then; those checks count
-    in the work budget, and the model is polished once more at the end, on the whole log,
-    with what is left of it (:func:`polish_split`).  Valid (reference checker)."""
+    POLISH_CHECKS`` per event of the run on the model as it is then; those checks come
+    out of the work budget (none once first fit and the folds used it up), and the model
+    is polished once more at the end, on the whole log, with what is left of it
+    (:func:`polish_split`).  Valid (reference checker)."""
     log = _conn_log(tmp_path, 900)
     inv, codes, ticks = _codes(log)
     calls = _record_polish(monkeypatch)
@@ -247,6 +248,11 @@ def test_a_folded_model_is_polished_after_each_run_and_at_the_end(tmp_path, monk
     grown = sum(c[2] * check_units(c[1]) for c in calls[:-1])
     budget = perfume_infer.PIECE_WORK * perfume_infer.POLISH_CHECKS * log.n_events
     assert events == log.n_events and 0 < checks * check_units(nodes) <= budget - grown
+    # a budget that first fit and the folds use up leaves the polishing nothing
+    monkeypatch.setattr(perfume_infer, "PIECE_WORK", 0.01)
+    calls.clear()
+    assert_valid(infer_pieces(log, codes, ticks, 3, 300, fit_folds=False), log, inv)
+    assert len(calls) == 4 and all(c[2] == 0 for c in calls)
 
 
 def test_a_real_stacks_log_is_folded_into_one_model():

@@ -1716,15 +1716,19 @@ def infer_pieces(
         """``model`` (traces ``first`` on, to event ``hi``) polished after a run of
         ``run_events`` events was placed or folded in it (:func:`polish_budget` with
         ``grow_checks * polish_checks`` per event of the run).  A folded model's checks
-        count in the work budget, and it is polished again at the end with its share
-        of what is left (:func:`polish_split`); a placed one's do not, and it is not."""
+        come out of the work budget (at most what is left of it for the events so far),
+        and it is polished again at the end with its share of what is left
+        (:func:`polish_split`); a placed one's do not, and it is not."""
         lo = int(log.starts[first])
         prng = np.random.default_rng(seeds.spawn(1)[0])
         checks = polish_budget(run_events, model.n_nodes, int(grow_checks * polish_checks))
         if fit:
             grown.add(first)
         else:
-            work[0] += checks * check_units(model.n_nodes)
+            unit = check_units(model.n_nodes)
+            left = PIECE_WORK * polish_checks * (closed[0] + hi - lo) - work[0]
+            checks = min(checks, max(0, int(left / unit)))
+            work[0] += checks * unit
         return polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), prng, checks)
 
     close_at = max(fold_nodes, close_nodes)
