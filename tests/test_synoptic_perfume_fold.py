@@ -11,11 +11,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_synoptic_perfume import traces_strategy, write_log
-from test_synoptic_timeconflicts import _codes, _conn_log, assert_valid
+from test_synoptic_timeconflicts import _codes, _conn_log, _state_log, assert_valid
 
 from statemine.infer.synoptic import perfume_infer
 from statemine.infer.synoptic.model import PartitionModel
-from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume_infer import (
     FOLD_CHECKS,
     check_units,
@@ -27,7 +26,6 @@ from statemine.infer.synoptic.perfume_infer import (
     select_traces,
     short_traces,
 )
-from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timeconflicts import Sides, timed_sides
 
 
@@ -183,18 +181,6 @@ def test_first_fit_from_a_start_model_keeps_it_and_every_invariant(
     assert same is not None and same.n_nodes == start.n_nodes
     again = set(zip(start.part.tolist(), same.part.tolist(), strict=True))
     assert len(again) == start.n_nodes - 2 == len({b for _, b in again})
-
-
-def _state_log(tmp_path, n: int):
-    """The benchmark's state log of about ``n`` events (traces of 16-19 events on
-    average: not short-trace), read as ``bench_perfume`` reads it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from bench_synoptic import REGEX, SEPARATOR, state_log
-    from bench_synoptic import write_log as write_states
-
-    path = tmp_path / "states.log"
-    write_states(state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0))
-    return read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
 
 
 def test_a_log_is_dense_only_past_the_share_and_never_when_short_trace(tmp_path, monkeypatch):

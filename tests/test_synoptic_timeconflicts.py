@@ -141,6 +141,18 @@ def _conn_log(tmp_path: Path, n: int) -> EventLog:
     return read_log(parse_args(["-r", CONN_REGEX, "-m", CONN_MAPPING, str(path)], "perfume"))
 
 
+def _state_log(tmp_path: Path, n: int) -> EventLog:
+    """The benchmark's state log of about ``n`` events (median trace 16-19 events: not
+    short-trace), read as ``bench_perfume`` reads it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_synoptic import REGEX, SEPARATOR, state_log
+    from bench_synoptic import write_log as write_states
+
+    path = tmp_path / "states.log"
+    write_states(state_log(n, np.random.default_rng(n)), path, np.random.default_rng(0))
+    return read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
+
+
 def test_piece_by_piece_model_of_interleaved_connections(tmp_path):
     """A 900-event log of interleaved connections, every delay distinct: the model (one
     piece of at most ``FIRST_FIT_EVENTS`` events) and the model made in pieces of 300
@@ -360,15 +372,9 @@ def test_long_trace_logs_keep_the_elapsed_order(tmp_path):
     order of the time since the trace's start (by length it gave 354 nodes instead of
     335 on the benchmark's 622-event state log), and its pieces are not reordered; the
     benchmark's connection log (median 7 events) is a short-trace log."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from bench_synoptic import REGEX, SEPARATOR, state_log
-    from bench_synoptic import write_log as write_states
-
     from statemine.infer.synoptic.perfume_infer import elapsed_ticks
 
-    path = tmp_path / "states.log"
-    write_states(state_log(300, np.random.default_rng(300)), path, np.random.default_rng(0))
-    log = read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
+    log = _state_log(tmp_path, 300)
     _, codes, ticks = _codes(log)
     assert not short_traces(log)
     assert np.array_equal(
@@ -461,15 +467,9 @@ def test_dense_logs_go_on_in_smaller_pieces(tmp_path, monkeypatch):
     ``FIRST_FIT_EVENTS`` events) has more than ``FOLD_NODES`` nodes by first fit, so the
     rest goes in pieces of about ``PIECE_EVENTS`` events (first fit's cost per event grows
     with the piece), not one piece of the remaining ~900; the model stays valid."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from bench_synoptic import REGEX, SEPARATOR, state_log
-    from bench_synoptic import write_log as write_states
-
     import statemine.infer.synoptic.perfume_infer as perfume_infer
 
-    path = tmp_path / "states.log"
-    write_states(state_log(1900, np.random.default_rng(1900)), path, np.random.default_rng(0))
-    log = read_log(parse_args(["-r", REGEX, "-s", SEPARATOR, str(path)], "perfume"))
+    log = _state_log(tmp_path, 1900)
     inv, codes, ticks = _codes(log)
     sizes: list[tuple[int, int]] = []
     real = perfume_infer.first_fit_model
