@@ -1701,6 +1701,12 @@ def infer_pieces(
 
     work = [0.0]  # work units spent so far (:func:`check_units`)
     closed = [0]  # events of the models closed so far
+
+    def left(open_events: int) -> float:
+        """Work units left of the budget for the closed models' events and the open
+        model's ``open_events``."""
+        return PIECE_WORK * polish_checks * (closed[0] + open_events) - work[0]
+
     # closed models (first trace, model, polishing's generator), polished at the end
     done: list[tuple[int, PartitionModel, np.random.Generator | None]] = []
 
@@ -1726,8 +1732,7 @@ def infer_pieces(
             grown.add(first)
         else:
             unit = check_units(model.n_nodes)
-            left = PIECE_WORK * polish_checks * (closed[0] + hi - lo) - work[0]
-            checks = min(checks, max(0, int(left / unit)))
+            checks = min(checks, max(0, int(left(hi - lo) / unit)))
             work[0] += checks * unit
         return polish(model, codes, ticks[lo:hi], _side_slice(sides, lo, hi), prng, checks)
 
@@ -1796,7 +1801,6 @@ def infer_pieces(
                 work,
             )
             if fold_checks > 0 and polish_checks > 0:
-                left = PIECE_WORK * polish_checks * (closed[0] + both.n_events) - work[0]
                 open_model = fold_repack(
                     open_model,
                     int((~fresh).sum()),
@@ -1804,7 +1808,7 @@ def infer_pieces(
                     ticks[olo:hi],
                     _side_slice(sides, olo, hi),
                     fold_checks,
-                    left,
+                    left(both.n_events),
                     work,
                 )
             if growing:
@@ -1814,8 +1818,7 @@ def infer_pieces(
             open_first, open_model = None, None
     if open_model is not None and open_first is not None:
         close(open_first, open_model)
-    left = PIECE_WORK * polish_checks * closed[0] - work[0]
-    shares = polish_split(left, [0 if f in grown else m.n_nodes for f, m, _ in done])
+    shares = polish_split(left(0), [0 if f in grown else m.n_nodes for f, m, _ in done])
     for (first, model, prng), checks in zip(done, shares, strict=True):
         lo, hi = int(log.starts[first]), int(log.starts[first] + model.log.n_events)
         if prng is not None and first not in grown:
