@@ -37,11 +37,35 @@ from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks, timed_graph, violations
 from statemine.infer.synoptic.timeconflicts import (
     _clique,
+    conflict_degrees,
     cycle_conflicts,
     perfume_lower_bound,
     timed_sides,
     timed_type_bounds,
 )
+
+
+@pytest.mark.parametrize("block", [1, 300, 8 << 20])
+def test_conflict_degrees_count_the_pairs_one_by_one(block, monkeypatch):
+    """Degrees in row blocks of any size (one row; a few; all at once) against the
+    module doc's rule applied to each pair in plain Python."""
+    monkeypatch.setattr("statemine.infer.synoptic.timeconflicts.DEGREE_BLOCK_BYTES", block)
+    rng = np.random.default_rng(7)
+    for n, k in [(1, 1), (9, 3), (40, 12), (5, 0)]:
+        pe, se = rng.normal(size=(n, k)), rng.normal(size=(n, k))
+        pe[rng.random((n, k)) < 0.3] = -np.inf  # undefined sides never conflict
+        limit = rng.normal(size=k) + 1.0
+        want = [
+            sum(
+                any(
+                    pe[x, b] + se[y, b] > limit[b] or pe[y, b] + se[x, b] > limit[b]
+                    for b in range(k)
+                )
+                for y in range(n)
+            )
+            for x in range(n)
+        ]
+        assert conflict_degrees(pe, se, limit).tolist() == want
 
 
 def _codes(log: EventLog):

@@ -106,7 +106,7 @@ from .timecheck import (
     timed_graph,
     walk_extremes,
 )
-from .timeconflicts import NodeValues, Sides, colour_nodes, pair_conflicts
+from .timeconflicts import NodeValues, Sides, colour_nodes, conflict_degrees, pair_conflicts
 
 #: Counterexample-guided untimed splits before the targeted history split finishes.
 UNTIMED_STEPS = 60
@@ -1366,9 +1366,7 @@ def hood_order(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
     (fail first, DSATUR's order made static), ties in the given order."""
     if not len(pe) or not len(limit):
         return np.arange(len(pe))
-    clash = ((pe[:, None, :] + se[None, :, :]) > limit).any(axis=2)
-    clash |= clash.T
-    return np.argsort(-clash.sum(axis=1), kind="stable")
+    return np.argsort(-conflict_degrees(pe, se, limit), kind="stable")
 
 
 def exact_repack(

@@ -159,6 +159,34 @@ def pair_conflicts(
     return ((px[None, :] + sn > limit).any(axis=1)) | ((pn + sx[None, :] > limit).any(axis=1))
 
 
+#: Bytes of the float temporaries :func:`conflict_degrees` makes at once (rows x
+#: events x bounds x 8).
+DEGREE_BLOCK_BYTES = 8 << 20
+
+
+def conflict_degrees(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Per event (side values ``pe``, ``se``: events x bounds): how many of the events
+    it conflicts with (module doc, either order; itself included when it conflicts
+    with itself).  Rows in blocks of at most ``DEGREE_BLOCK_BYTES`` of temporaries, so
+    memory is O(events) per row whatever the bounds (one events x events x bounds array
+    took 308 MiB for the 688 events and 76 bounds of one neighbourhood of a
+    5,000-event lab log).
+
+    >>> pe = np.array([[0.0], [5.0], [1.0]]); se = np.array([[1.0], [0.0], [5.0]])
+    >>> conflict_degrees(pe, se, np.array([4.0])).tolist()
+    [2, 3, 3]
+    """
+    n, k = pe.shape
+    out = np.zeros(n, dtype=np.int64)
+    rows = max(1, DEGREE_BLOCK_BYTES // max(1, 2 * 8 * n * k))
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        clash = ((pe[lo:hi, None, :] + se[None, :, :]) > limit).any(axis=2)
+        clash |= ((se[lo:hi, None, :] + pe[None, :, :]) > limit).any(axis=2)
+        out[lo:hi] = clash.sum(axis=1)
+    return out
+
+
 def _clique(adj: np.ndarray) -> int:
     """Size of a clique of ``adj`` (greedy: drop a vertex of least degree until the rest
     is a clique); a lower bound on the largest."""
