@@ -348,9 +348,16 @@ def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, 
     above the answer) equal the former computation, which marks positive cycles from the
     first round, whichever round ``cycle_rounds`` starts the marking at."""
     g = _random_graph(*params)
-    first_only = first_only and upper
     rng = np.random.default_rng(seed)
-    sources = np.arange(params[3], dtype=np.int64)
+    _assert_walks_as_the_former_rounds(g, params[3], upper, first_only, mode, rng, rounds)
+
+
+def _assert_walks_as_the_former_rounds(g, n_types, upper, first_only, mode, rng, rounds):
+    """:func:`walk_extremes` of ``g`` (every type of ``n_types`` a source; ``mode``: bit
+    1 a cap, bit 2 a ``stop``) from the C rounds alone (``rounds`` its ``cycle_rounds``)
+    against :func:`_walk_extremes_by_rounds`, also from an ``init`` below the answer."""
+    first_only = first_only and upper
+    sources = np.arange(n_types, dtype=np.int64)
     cap = rng.integers(0, 12, len(sources)).astype(np.float64) if upper and mode & 1 else None
     args = (g, sources, upper, first_only, cap)
     want = _walk_extremes_by_rounds(*args, None, None)
@@ -369,6 +376,32 @@ def test_walk_extremes_match_the_former_rounds(params, upper, first_only, mode, 
     with _c_rounds_alone(rounds):
         got = walk_extremes(*args, None, init.copy(), cycle_rounds=rounds)
     assert np.array_equal(got, _walk_extremes_by_rounds(*args, None, init.copy()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**31),
+    st.integers(12, 300),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 3),
+    st.sampled_from([1, 3, CYCLE_ROUNDS]),
+)
+def test_walk_extremes_on_long_graphs_without_cycles(seed, n, upper, first_only, mode, rounds):
+    """Chains with skips forward and no edge back (a trace-chain model: the C rounds
+    end them by one pass in topological order once ``SORT_AFTER`` rounds have not
+    settled) give the former rounds' totals, upper and lower, capped or not, with a
+    ``stop`` and from an ``init``."""
+    rng = np.random.default_rng(seed)
+    node_type = np.r_[-1, -1, rng.integers(0, 3, n - 2)].astype(np.int64)
+    chain = np.arange(2, n - 1)
+    skip = rng.integers(2, n - 3, n // 3)
+    src = np.r_[0, chain, skip, n - 1]
+    dst = np.r_[2, chain + 1, np.minimum(skip + rng.integers(1, 8, len(skip)), n - 1), 1]
+    wmin = rng.integers(0, 4, len(src)).astype(np.float64)
+    wmax = wmin + rng.integers(0, 3, len(src))
+    g = aggregate_edges(n, src, dst, wmin, wmax, node_type)
+    _assert_walks_as_the_former_rounds(g, 3, upper, first_only, mode, rng, rounds)
 
 
 @settings(max_examples=200, deadline=None)

@@ -4,13 +4,15 @@ enough to work out by hand, their three answers (settled, a total past ``stop``,
 growing), and their refusal of arrays that do not fit.  That they give
 :func:`~statemine.infer.synoptic.timecheck.walk_extremes`', ``closure``'s and
 ``onward_totals``' former answers on random graphs is tested in
-tests/test_synoptic_perfume_reach.py, and ``doomed``'s against the former one-pair rules
+tests/test_synoptic_perfume_reach.py (``bits_grow``'s against whole rounds here), and ``doomed``'s against the former one-pair rules
 in tests/test_synoptic_perfume_exactfit.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from statemine.infer.synoptic._walks import (
     bits_gather,
@@ -143,6 +145,47 @@ def test_bitsets_by_hand():
     grown = np.zeros_like(start)  # from below start: start's bits are taken in first
     assert bits_grow(SRC, DST, start, grown, allowed, None, 4, 5, 1) is True
     assert grown.ravel().tolist() == [0, 2, 2, 2, 2]
+
+
+def _grow_by_rounds(frm, to, start, allowed):
+    """The least X >= start with X = start | (gather(X) & allowed), in whole rounds over
+    every edge (numpy; the reference)."""
+    x = start.copy()
+    while True:
+        gathered = np.zeros_like(x)
+        np.bitwise_or.at(gathered, to, x[frm])
+        more = start | (gathered & allowed)
+        if np.array_equal(more, x):
+            return x
+        x = more
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.integers(2, 200), st.integers(1, 3), st.booleans())
+def test_bits_grow_reaches_the_fixpoint_of_whole_rounds(seed, rows, words, chain):
+    """Random graphs (self-loops, cycles) or long chains walked backwards (each bit one
+    row further per round): the work list ends at the whole rounds' fix-point, from
+    ``start`` or from a set between it and the answer, and a forbidden bit of that
+    fix-point is met, whatever the edges' order."""
+    rng = np.random.default_rng(seed)
+    if chain:
+        frm = np.arange(rows - 1, 0, -1, dtype=np.int64)
+        to = frm - 1
+    else:
+        frm = rng.integers(0, rows, 3 * rows).astype(np.int64)
+        to = rng.integers(0, rows, 3 * rows).astype(np.int64)
+    bits = lambda p: np.where(  # noqa: E731
+        rng.random((rows, words)) < p, rng.integers(0, 2**63, (rows, words)), 0
+    ).astype(np.uint64)
+    start, allowed = bits(0.1), ~bits(0.3)
+    want = _grow_by_rounds(frm, to, start, allowed)
+    for x in (start.copy(), start | (want & bits(0.5))):
+        assert bits_grow(frm, to, start, x, allowed, None, len(frm), rows, words) is True
+        assert np.array_equal(x, want)
+    forbidden = bits(0.05)
+    met = bool((want & forbidden).any())
+    x = start.copy()
+    assert bits_grow(frm, to, start, x, allowed, forbidden, len(frm), rows, words) is not met
 
 
 def test_bitsets_that_do_not_fit_are_refused():

@@ -113,8 +113,115 @@ typedef struct {
     int upper;
 } Rounds;
 
+/* One row's totals after a round's relaxations: best of the total before (xr[v]) and
+ * the round's (o[v]), then the positive cycles' +inf (cr, may be NULL) and the cap (cp,
+ * may be NULL; upper). Applying it twice gives what applying it once does. */
+static inline double settle_total(int upper, double before, double relaxed,
+                                  const unsigned char *cr, const double *cp, Py_ssize_t v)
+{
+    double t = best(upper, before, relaxed);
+    if (cr && cr[v] && t > -INFINITY)
+        t = INFINITY;
+    if (cp && t > *cp)
+        t = *cp;
+    return t;
+}
+
+/* Rounds after which run_rounds, not settled yet, looks for a cycle: on a graph with
+ * none (a trace-chain model, say), the rounds would take as many rounds as its longest
+ * path, and one pass in topological order gives what they would end at. */
+enum { SORT_AFTER = 8 };
+
+/* A topological order of the n nodes (edges src[e] -> dst[e], grouped by source as
+ * by_source leaves them in first/order) into topo, by Kahn's algorithm: 1 when there is
+ * one (no cycle), 0 when some cycle leaves nodes out; -1 with MemoryError set. */
+static int topological(const int64_t *dst, Py_ssize_t n_edges, Py_ssize_t n,
+                       const Py_ssize_t *first, const Py_ssize_t *order, Py_ssize_t *topo)
+{
+    Py_ssize_t *indeg = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    if (!indeg) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t e = 0; e < n_edges; e++)
+        indeg[dst[e]]++;
+    Py_ssize_t done = 0, placed = 0;
+    for (Py_ssize_t v = 0; v < n; v++)
+        if (!indeg[v])
+            topo[placed++] = v;
+    while (done < placed) {
+        Py_ssize_t u = topo[done++];
+        for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
+            Py_ssize_t v = dst[order[i]];
+            if (!--indeg[v])
+                topo[placed++] = v;
+        }
+    }
+    PyMem_Free(indeg);
+    return placed == n;
+}
+
+/* The rounds' end on a graph without a cycle, from totals x between their start and
+ * their end (in place): per row, nodes in topological order (topo), each node's total
+ * settle_total(x, best over its edges u -> v of s(u) + w) with its sources' totals
+ * final. Unrolling the rounds, a node's end total is settle_total of its start and the
+ * best its edges ever gave (settle_total of a settled total and more is settle_total of
+ * the start and the best of both), and the best an edge gives is from its source's end
+ * total (a sum grows with its term): these very doubles. 1 when a changed total passes
+ * stop (the totals it did not change passed no stop before), else 0; -1 with
+ * MemoryError set. */
+static int topological_pass(const Rounds *p, double *xs, const Py_ssize_t *topo)
+{
+    const Py_ssize_t n = p->n, n_edges = p->n_edges;
+    Py_ssize_t *into = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *by_dst = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
+    if (!into || !by_dst) {
+        PyMem_Free(into);
+        PyMem_Free(by_dst);
+        PyErr_NoMemory();
+        return -1;
+    }
+    by_source(p->dst, n_edges, n, into, by_dst); /* the edges grouped by target */
+    const int upper = p->upper;
+    const double none = upper ? -INFINITY : INFINITY;
+    int stopped = 0;
+    for (Py_ssize_t r = 0; r < p->n_rows; r++) {
+        double *xr = xs + r * n;
+        const double *sr = p->start + r * n, *lim = p->stop ? p->stop + r * n : NULL;
+        const unsigned char *mr = p->mask ? p->mask + r * n : NULL;
+        const unsigned char *cr = p->cyclic ? p->cyclic + r * n : NULL;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_ssize_t v = topo[k];
+            double relaxed = none;
+            for (Py_ssize_t i = into[v]; i < into[v + 1]; i++) {
+                Py_ssize_t e = by_dst[i], u = p->src[e];
+                double t = best(upper, (mr && mr[u]) ? none : xr[u], sr[u]) + p->w[e];
+                if (upper ? t > relaxed : t < relaxed)
+                    relaxed = t;
+            }
+            double t = settle_total(upper, xr[v], relaxed, cr, p->cap ? p->cap + r : NULL, v);
+            if (t != xr[v] && lim && (upper ? t > lim[v] : t < lim[v]))
+                stopped = 1;
+            xr[v] = t;
+        }
+    }
+    PyMem_Free(into);
+    PyMem_Free(by_dst);
+    return stopped;
+}
+
 /* Up to `rounds` rounds on the totals x (in place): SETTLED, STOPPED or GROWING, or -1
- * with MemoryError set. */
+ * with MemoryError set.
+ *
+ * The first round visits every node of every row. A later round relaxes only the edges
+ * out of the nodes whose totals the round before changed (the row's frontier) and
+ * settles only their targets: any other node's total is one the first round already
+ * settled (settle_total twice is settle_total once) and no relaxed edge reaches it, so
+ * the round leaves it as it is. The totals are those of whole rounds, bit for bit, at
+ * O(frontier's edges) a round instead of O(rows x nodes). Still growing after
+ * SORT_AFTER rounds on a graph without a cycle, one topological_pass ends them (SETTLED
+ * or STOPPED where the rounds, given enough of them, would end): a trace-chain model
+ * of n nodes took n rounds of O(n) nodes each. */
 static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
 {
     const Py_ssize_t n = p->n, n_edges = p->n_edges, cells = p->n_rows * n;
@@ -124,8 +231,15 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
     unsigned char *moved = PyMem_Malloc((size_t)(cells ? cells : 1)); /* changed last round */
     Py_ssize_t *first = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     Py_ssize_t *order = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
+    /* per row, the nodes it changed last round (front + r * n, count[r] of them) */
+    Py_ssize_t *front = PyMem_Malloc((size_t)(cells ? cells : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *count = PyMem_Malloc((size_t)(p->n_rows ? p->n_rows : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *hit = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t)); /* targets */
+    unsigned char *is_hit = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    Py_ssize_t *topo = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
     int status = -1;
-    if (!s || !out || !moved || !first || !order) {
+    if (!s || !out || !moved || !first || !order || !front || !count || !hit || !is_hit ||
+        !topo) {
         PyErr_NoMemory();
         goto done;
     }
@@ -139,7 +253,10 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
         memcpy(moved, p->moved, (size_t)cells);
     else
         memset(moved, 1, (size_t)cells);
-    for (Py_ssize_t round = 0; round < rounds; round++) {
+    Py_ssize_t round = 0;
+    if (rounds > 0) {
+        /* the first round: every node */
+        round = 1;
         int changed = 0;
         for (Py_ssize_t r = 0; r < p->n_rows; r++) {
             const double *xr = xs + r * n, *sr = st + r * n;
@@ -167,31 +284,89 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
                 }
             }
             const unsigned char *cr = on_cycle ? on_cycle + r * n : NULL;
+            Py_ssize_t *fr = front + r * n;
+            count[r] = 0;
             for (Py_ssize_t v = 0; v < n; v++) {
-                double t = best(upper, xr[v], o[v]);
-                if (cr && cr[v] && t > -INFINITY)
-                    t = INFINITY;
-                if (cp && t > cp[r])
-                    t = cp[r];
+                double t = settle_total(upper, xr[v], o[v], cr, cp ? cp + r : NULL, v);
                 o[v] = t;
-                mv[v] = t != xr[v];
-                changed |= mv[v];
+                if (t != xr[v])
+                    fr[count[r]++] = v;
             }
+            changed |= count[r] > 0;
         }
         if (!changed) {
             status = SETTLED;
-            break;
+            goto done;
         }
         memcpy(xs, out, (size_t)cells * sizeof(double));
         if (lim) {
             for (Py_ssize_t i = 0; i < cells; i++) {
                 if (upper ? xs[i] > lim[i] : xs[i] < lim[i]) {
                     status = STOPPED;
-                    break;
+                    goto done;
                 }
             }
-            if (status == STOPPED)
-                break;
+        }
+    }
+    int sorted = 0; /* 1: looked for a cycle and found one */
+    for (; round < rounds; round++) {
+        if (round >= SORT_AFTER && !sorted) {
+            sorted = 1;
+            int acyclic = topological(ed, n_edges, n, first, order, topo);
+            if (acyclic < 0) {
+                status = -1;
+                goto done;
+            }
+            if (acyclic) {
+                int stop_met = topological_pass(p, xs, topo);
+                status = stop_met < 0 ? -1 : stop_met ? STOPPED : SETTLED;
+                goto done;
+            }
+        }
+        int changed = 0, stopped = 0;
+        for (Py_ssize_t r = 0; r < p->n_rows; r++) {
+            double *xr = xs + r * n;
+            const double *sr = st + r * n;
+            const unsigned char *mr = is_src ? is_src + r * n : NULL;
+            const unsigned char *cr = on_cycle ? on_cycle + r * n : NULL;
+            Py_ssize_t *fr = front + r * n, n_hit = 0;
+            double *o = out; /* this row's round totals, at its targets only */
+            for (Py_ssize_t k = 0; k < count[r]; k++) {
+                Py_ssize_t u = fr[k];
+                double su = best(upper, (mr && mr[u]) ? none : xr[u], sr[u]);
+                for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
+                    Py_ssize_t e = order[i], v = ed[e];
+                    double t = su + ew[e];
+                    if (!is_hit[v]) {
+                        is_hit[v] = 1;
+                        hit[n_hit++] = v;
+                        o[v] = none;
+                    }
+                    if (upper ? t > o[v] : t < o[v])
+                        o[v] = t;
+                }
+            }
+            count[r] = 0;
+            for (Py_ssize_t k = 0; k < n_hit; k++) {
+                Py_ssize_t v = hit[k];
+                is_hit[v] = 0;
+                double t = settle_total(upper, xr[v], o[v], cr, cp ? cp + r : NULL, v);
+                if (t == xr[v])
+                    continue;
+                xr[v] = t;
+                fr[count[r]++] = v;
+                if (lim && (upper ? t > lim[r * n + v] : t < lim[r * n + v]))
+                    stopped = 1;
+            }
+            changed |= count[r] > 0;
+        }
+        if (!changed) {
+            status = SETTLED;
+            break;
+        }
+        if (stopped) {
+            status = STOPPED;
+            break;
         }
     }
 done:
@@ -200,6 +375,11 @@ done:
     PyMem_Free(moved);
     PyMem_Free(first);
     PyMem_Free(order);
+    PyMem_Free(front);
+    PyMem_Free(count);
+    PyMem_Free(hit);
+    PyMem_Free(is_hit);
+    PyMem_Free(topo);
     return status;
 }
 
@@ -605,11 +785,13 @@ done:
 /* bits_grow(frm, to, start, x, allowed, forbidden, n_edges, rows, words) -> bool: x (in
  * place; start <= x <= the answer on entry) becomes the least X >= start with
  * X = start | (gather(X) & allowed), gather(X)[v] the or of X[u] over the edges u -> v
- * (check._grow). The passes here add bits in place, edge by edge (a node's row may gain
- * bits from one edge and pass them on over the next in the same pass); X only grows and
- * stays below that least fix-point, and stops at a set closed under the rule, so it ends
- * at the same fix-point as check._grow's whole rounds. False as soon as X meets forbidden
- * (None: never): X only grows, so the fix-point meets it too. */
+ * (check._grow). Bits are added in place along a work list: every node once, then each
+ * node whose row gained bits passes them on over its edges (listed by source), until no
+ * row gains any. X only grows and stays below that least fix-point, and stops at a set
+ * closed under the rule, so it ends at the same fix-point as check._grow's whole rounds,
+ * in O(edges x words) per bit a row gains (passes over every edge until none adds a bit
+ * took O(nodes) passes on a trace chain). False as soon as X meets forbidden (None:
+ * never): X only grows, so the fix-point meets it too. */
 static PyObject *bits_grow(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -620,6 +802,8 @@ static PyObject *bits_grow(PyObject *self, PyObject *args)
         return NULL;
     Bits b = {0};
     PyObject *answer = NULL;
+    Py_ssize_t *first = NULL, *order = NULL, *queue = NULL;
+    unsigned char *queued = NULL;
     Py_ssize_t cells = rows * words;
     if (n_edges < 0 || rows < 0 || words < 0 || (rows && cells / rows != words) ||
         frm_o == Py_None || to_o == Py_None || start_o == Py_None || x_o == Py_None ||
@@ -645,24 +829,55 @@ static PyObject *bits_grow(PyObject *self, PyObject *args)
         if (bad && (x[i] & bad[i]))
             met = 1;
     }
-    for (int changed = 1; changed && !met;) {
-        changed = 0;
-        for (Py_ssize_t e = 0; e < n_edges; e++) {
-            const uint64_t *from = x + fr[e] * words;
-            Py_ssize_t at = tt[e] * words;
+    if (met)
+        goto answer;
+    first = PyMem_Malloc((size_t)(rows + 1) * sizeof(Py_ssize_t));
+    order = PyMem_Malloc((size_t)(n_edges ? n_edges : 1) * sizeof(Py_ssize_t));
+    queue = PyMem_Malloc((size_t)(rows ? rows : 1) * sizeof(Py_ssize_t));
+    queued = PyMem_Malloc((size_t)(rows ? rows : 1));
+    if (!first || !order || !queue || !queued) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    by_source(fr, n_edges, rows, first, order);
+    /* a ring of the queued nodes: each node at most once in it, so rows slots suffice */
+    Py_ssize_t head = 0, size = rows;
+    for (Py_ssize_t u = 0; u < rows; u++) {
+        queue[u] = u;
+        queued[u] = 1;
+    }
+    while (size && !met) {
+        Py_ssize_t u = queue[head];
+        head = head + 1 == rows ? 0 : head + 1;
+        size--;
+        queued[u] = 0;
+        const uint64_t *from = x + u * words;
+        for (Py_ssize_t i = first[u]; i < first[u + 1] && !met; i++) {
+            Py_ssize_t v = tt[order[i]], at = v * words, gained = 0;
             for (Py_ssize_t w = 0; w < words; w++) {
                 uint64_t add = from[w] & ok[at + w] & ~x[at + w];
                 if (!add)
                     continue;
                 x[at + w] |= add;
-                changed = 1;
+                gained = 1;
                 if (bad && (add & bad[at + w]))
                     met = 1;
             }
+            if (gained && !queued[v]) {
+                Py_ssize_t tail = head + size;
+                queue[tail >= rows ? tail - rows : tail] = v;
+                size++;
+                queued[v] = 1;
+            }
         }
     }
+answer:
     answer = PyBool_FromLong(!met);
 done:
+    PyMem_Free(first);
+    PyMem_Free(order);
+    PyMem_Free(queue);
+    PyMem_Free(queued);
     bits_release(&b);
     return answer;
 }
