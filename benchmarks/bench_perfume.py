@@ -11,6 +11,10 @@ traces, ``-r '^(?<DTIME>)(?<TYPE>)$' -s '^--$'``):
   approaches one node per event (``perfume_infer``'s module doc: the caps that bound it);
 * *event logs*: the same states with point events (loss, tlp, rto, acks, close/timeout;
   ``bench_synoptic.event_log``), the same random delays;
+* *one-trace logs* (``chain``, not in the default kinds): a state log's traces joined
+  into one, as from one long connection: every merge closes a cycle that breaks an upper
+  bound, so the model is the trace chain, and what is measured is that finding it stays
+  linear (it took O(n^2) per merge check before session 30);
 * *interleaved connections* (``conn``, issue 31): short connections of the CC states
   (3-11 events, RetransmissionTimeout now and then), lines ``<us> <conn> <Type>`` of
   all connections interleaved by time, read with ``-m '\\k<conn>'``;
@@ -229,6 +233,9 @@ def write_kind(kind: str, n: int, path: Path, max_trace: int) -> None:
         traces = latency_log(n // 5, rng)
         text = "\n--\n".join("\n".join(f"{t} {e}" for e, t in tr) for tr in traces)
         path.write_text(text + "\n")
+    elif kind == "chain":
+        joined = [state for trace in state_log(n, rng) for state in trace]
+        write_log([joined], path, np.random.default_rng(0))
     else:
         make = state_log if kind == "states" else event_log
         write_log(make(n, rng), path, np.random.default_rng(0))
@@ -237,7 +244,9 @@ def write_kind(kind: str, n: int, path: Path, max_trace: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="events per log")
-    parser.add_argument("--kinds", default="latency,states,events,conn", help="log kinds to run")
+    parser.add_argument(
+        "--kinds", default="latency,states,events,conn", help="log kinds to run (and chain)"
+    )
     parser.add_argument(
         "--lab",
         default="",
