@@ -167,10 +167,10 @@ DEGREE_BLOCK_BYTES = 8 << 20
 def conflict_degrees(pe: np.ndarray, se: np.ndarray, limit: np.ndarray) -> np.ndarray:
     """Per event (side values ``pe``, ``se``: events x bounds): how many of the events
     it conflicts with (module doc, either order; itself included when it conflicts
-    with itself).  Rows in blocks of at most ``DEGREE_BLOCK_BYTES`` of temporaries, so
-    memory is O(events) per row whatever the bounds (one events x events x bounds array
-    took 308 MiB for the 688 events and 76 bounds of one neighbourhood of a
-    5,000-event lab log).
+    with itself).  Rows in blocks of at most ``DEGREE_BLOCK_BYTES`` of temporaries (one
+    row's, events x bounds x 16 bytes, when that is more), not one events x events x
+    bounds array (308 MiB for the 688 events and 76 bounds of one neighbourhood of a
+    5,004-event lab log).
 
     >>> pe = np.array([[0.0], [5.0], [1.0]]); se = np.array([[1.0], [0.0], [5.0]])
     >>> conflict_degrees(pe, se, np.array([4.0])).tolist()
