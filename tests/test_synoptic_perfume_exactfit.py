@@ -112,8 +112,9 @@ def test_exact_repack_agrees_with_brute_force(tmp_path_factory, traces, seed, fi
         assert len(set(zip(a.tolist(), b.tolist()))) == len(set(a.tolist()))
 
 
-def test_exact_repack_stops_when_its_checks_run_out(tmp_path):
-    """With no merge checks left the move gives None (deterministic, a count)."""
+def _exact_repack_of_a_tiny_log(tmp_path):
+    """``exact_repack`` on a two-trace log's model of one node per event, moving the
+    nodes of its first event's type: a function of the budget (a one-item list)."""
     traces = [[("a", 1), ("b", 2), ("a", 3)], [("a", 2), ("b", 1), ("a", 1)]]
     log = write_log(tmp_path, traces)
     _, codes, ticks = _codes(log)
@@ -121,7 +122,13 @@ def test_exact_repack_stops_when_its_checks_run_out(tmp_path):
     node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
     model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
     group = np.nonzero(model.node_type == model.node_type[2])[0][:3]
-    assert exact_repack(model, codes, ticks, sides, group, np.arange(log.n_events), [0]) is None
+    rank = np.arange(log.n_events)
+    return lambda budget: exact_repack(model, codes, ticks, sides, group, rank, budget)
+
+
+def test_exact_repack_stops_when_its_checks_run_out(tmp_path):
+    """With no merge checks left the move gives None (deterministic, a count)."""
+    assert _exact_repack_of_a_tiny_log(tmp_path)([0]) is None
 
 
 def test_exact_repack_leaves_nothing_for_the_cyclic_collector(tmp_path, monkeypatch):
@@ -129,13 +136,7 @@ def test_exact_repack_leaves_nothing_for_the_cyclic_collector(tmp_path, monkeypa
     counting alone (the collector off): a search that held itself in a reference cycle
     kept every dead search's arrays until the collector ran (522 MiB on a 10,007-event
     one-trace log)."""
-    traces = [[("a", 1), ("b", 2), ("a", 3)], [("a", 2), ("b", 1), ("a", 1)]]
-    log = write_log(tmp_path, traces)
-    _, codes, ticks = _codes(log)
-    sides = timed_sides(log, codes, ticks)
-    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
-    model = PartitionModel(log, np.arange(log.n_events, dtype=np.int64) + 2, node_type)
-    group = np.nonzero(model.node_type == model.node_type[2])[0][:3]
+    repack = _exact_repack_of_a_tiny_log(tmp_path)
     made = []
     of = _Dissolved.of
 
@@ -149,7 +150,7 @@ def test_exact_repack_leaves_nothing_for_the_cyclic_collector(tmp_path, monkeypa
     gc.disable()
     try:
         for budget in ([10**6], [1]):  # a search that ends, one that runs out
-            exact_repack(model, codes, ticks, sides, group, np.arange(log.n_events), budget)
+            repack(budget)
         assert len(made) == 2 and all(ref() is None for ref in made)
     finally:
         gc.enable()
