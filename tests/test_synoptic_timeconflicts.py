@@ -68,6 +68,94 @@ def test_conflict_degrees_count_the_pairs_one_by_one(block, monkeypatch):
         assert conflict_degrees(pe, se, limit).tolist() == want
 
 
+def _conflicts_one_by_one(pn, sn, limit, q, x) -> bool:
+    """The module doc's rule for nodes ``q`` and ``x`` in plain Python."""
+    return any(
+        pn[x, b] + sn[q, b] > limit[b] or pn[q, b] + sn[x, b] > limit[b] for b in range(len(limit))
+    )
+
+
+def _side_values(rng, n: int, k: int, layout: str, undefined: float = 0.3):
+    """Random side values (a share ``undefined`` of them -inf) in ``layout`` order ("C"
+    or "F"); with most undefined, a conflict has about one witness bound."""
+    pn, sn = rng.normal(size=(n, k)), rng.normal(size=(n, k))
+    pn[rng.random((n, k)) < undefined] = -np.inf
+    sn[rng.random((n, k)) < undefined] = -np.inf
+    if layout == "F":
+        return np.asfortranarray(pn), np.asfortranarray(sn)
+    return pn, sn
+
+
+@pytest.mark.parametrize("whole", [0, 8_192])
+def test_without_conflict_keeps_the_rows_one_by_one(whole, monkeypatch):
+    """Rows tested on all bounds at once or bounds block by block (4, 8, 16, ...), in
+    either memory layout: the rows of no conflict, in the order given, as the rule
+    applied to each pair says."""
+    from statemine.infer.synoptic.timeconflicts import without_conflict
+
+    monkeypatch.setattr("statemine.infer.synoptic.timeconflicts.WHOLE_TEST_VALUES", whole)
+    rng = np.random.default_rng(11)
+    cases = [(1, 1, "C", 0.3), (30, 3, "F", 0.3), (60, 40, "F", 0.3), (60, 40, "C", 0.3)]
+    cases += [(60, 40, "F", 0.97), (8, 0, "F", 0.3)]
+    for n, k, layout, undefined in cases:
+        pn, sn = _side_values(rng, n, k, layout, undefined)
+        limit = rng.normal(size=k) + 1.5
+        for x in range(min(n, 10)):
+            rows = rng.permutation(n)[: n // 2 + 1]
+            want = [q for q in rows if not _conflicts_one_by_one(pn, sn, limit, q, x)]
+            got = without_conflict(pn, sn, rows, limit, pn[x], sn[x])
+            assert got.tolist() == want
+    # each row conflicts with the last node through one bound alone, bound j for row j
+    # (S side for even j, P side for odd): no bound is skipped
+    k = 40
+    pn = np.full((k + 3, k), -np.inf, order="F")
+    sn = np.full((k + 3, k), -np.inf, order="F")
+    for j in range(k):
+        (pn if j % 2 else sn)[j, j] = 1.0
+    pn[-1] = sn[-1] = 1.0
+    got = without_conflict(pn, sn, np.arange(k + 2), np.full(k, 1.5), pn[-1], sn[-1])
+    assert got.tolist() == [k, k + 1]
+
+
+@pytest.mark.parametrize("run", [1, 3, 64])
+def test_node_runs_keep_the_nodes_one_by_one(run, monkeypatch):
+    """:class:`NodeRuns` in runs of 1, 3 or 64 nodes, built node by node or at once,
+    renumbered, its nodes' values raised after they were added (merges take maxima):
+    the nodes of no conflict in the order added, as the rule applied to each pair says
+    (the runs' least values only skip runs that conflict whole)."""
+    from statemine.infer.synoptic.timeconflicts import NodeRuns
+
+    monkeypatch.setattr("statemine.infer.synoptic.timeconflicts.RUN_NODES", run)
+    monkeypatch.setattr("statemine.infer.synoptic.timeconflicts.WHOLE_TEST_VALUES", 0)
+    rng = np.random.default_rng(12)
+    for n, k, undefined in [(1, 2, 0.3), (50, 3, 0.3), (200, 12, 0.3), (200, 12, 0.9)]:
+        pn, sn = _side_values(rng, n, k, "F", undefined)
+        limit = rng.normal(size=k) + 2.0
+        if n == 50:  # whole numbers: ties with the limit, which are no conflict
+            pn, sn = np.round(pn), np.round(sn)
+            limit = np.round(limit)
+        ids = rng.permutation(n)[: n - n // 4]
+        one = NodeRuns(k)
+        for q in ids.tolist():
+            one.add(q, pn[q], sn[q])
+        whole = NodeRuns.of(ids, pn, sn)
+        raised = rng.random((n, k)) < 0.2  # merges after the nodes were added
+        pn[raised] += rng.random(int(raised.sum()))
+        sn[raised] += rng.random(int(raised.sum()))
+        new_id = rng.permutation(n)
+        for runs in (one, whole):
+            runs.renumber(new_id)
+            assert runs.ids.tolist() == new_id[ids].tolist()
+        back = np.empty(n, dtype=np.int64)
+        back[new_id] = np.arange(n)
+        pn2, sn2 = np.asfortranarray(pn[back]), np.asfortranarray(sn[back])  # moved with ids
+        for x in range(0, n, max(1, n // 15)):
+            want = [int(new_id[q]) for q in ids if not _conflicts_one_by_one(pn, sn, limit, q, x)]
+            for runs in (one, whole):
+                got = runs.compatible(pn2, sn2, limit, pn[x], sn[x])
+                assert got.tolist() == want
+
+
 def _codes(log: EventLog):
     inv = mine_constrained(log)
     ticks, scale = exact_ticks(log)

@@ -106,7 +106,15 @@ from .timecheck import (
     timed_graph,
     walk_extremes,
 )
-from .timeconflicts import NodeValues, Sides, colour_nodes, conflict_degrees, pair_conflicts
+from .timeconflicts import (
+    NodeRuns,
+    NodeValues,
+    Sides,
+    colour_nodes,
+    conflict_degrees,
+    node_rows,
+    without_conflict,
+)
 
 #: Counterexample-guided untimed splits before the targeted history split finishes.
 UNTIMED_STEPS = 60
@@ -721,17 +729,18 @@ def coarsen_sided(
         reps = reps[model.node_type[reps] >= 0]
         if fresh is not None:
             reps = reps[fresh[reps]]
+        # per type, the nodes a node may merge into (id order), live at the pass's start
+        alive = np.nonzero((merges.group == np.arange(n)) & old)[0]
+        runs = {
+            t: NodeRuns.of(alive[model.node_type[alive] == t], pn, sn)
+            for t in np.unique(model.node_type[reps]).tolist()
+        }
         for p in rng.permutation(reps).tolist():
             if merges.group[p] != p:
                 continue
-            same = np.nonzero(
-                (merges.group == np.arange(n)) & (model.node_type == model.node_type[p]) & old
-            )[0]
-            same = same[same != p]
-            if not same.size:
-                continue
-            ok = ~pair_conflicts(pn[same], sn[same], sides.limit, pn[p], sn[p])
-            for q in rng.permutation(same[ok]).tolist():
+            ok = runs[int(model.node_type[p])].compatible(pn, sn, sides.limit, pn[p], sn[p])
+            ok = ok[(merges.group[ok] == ok) & (ok != p)]
+            for q in rng.permutation(ok).tolist():
                 if merges.group[p] != p or merges.group[q] != q:
                     continue
                 keep, gone = (min(p, q), max(p, q)) if fresh is None else (q, p)
@@ -998,21 +1007,28 @@ def first_fit_model(
     node_of = np.full(log.n_events, -1, dtype=np.int64)  # creation index of each node
     founder: list[int] = []  # per node: its first event
     node_types: list[int] = []
-    placed: list[list[int]] = [[] for _ in log.types]  # working ids: creation index + 2
+    # per type, working ids (creation index + 2) in creation order
+    placed = [NodeRuns(len(sides.limit)) for _ in log.types]
     started = np.zeros(log.n_traces, dtype=bool)
+    # side values of the nodes made so far (working ids), carried from stage to stage:
+    # each stage's merges update them in place (:func:`_fit`), as the maxima over the
+    # nodes' events (:meth:`~.timeconflicts.Sides.node_values`) would be recomputed
+    pn_made = sn_made = np.full((2, len(sides.limit)), -np.inf)
     if start is not None:
         node_of[:n_start] = start.part - 2
         starts_of = np.full(start.n_nodes - 2, n_start, dtype=np.int64)
         np.minimum.at(starts_of, start.part - 2, np.arange(n_start))
         founder = starts_of.tolist()
         node_types = start.node_type[2:].tolist()
+        start_sides = Sides(sides.p[:, :n_start], sides.s[:, :n_start], sides.limit)
+        pn_made, sn_made = start_sides.node_values(start.part, start.n_nodes)
         # start's nodes tried in first fit's creation order: by the first of their
         # events in first fit's order of start's log
         rank = first_fit_rank(start.log, ticks[:n_start], by_length)
         created = np.full(start.n_nodes - 2, n_start, dtype=np.int64)
         np.minimum.at(created, start.part - 2, rank)
         for q in np.argsort(created, kind="stable").tolist():
-            placed[node_types[q]].append(q + 2)
+            placed[node_types[q]].add(q + 2, pn_made[q + 2], sn_made[q + 2])
         started[:k_start] = True
     for stage in first_fit_stages(order, stage_events or max(len(order), 1)):
         started[log.trace_of[stage]] = True
@@ -1027,22 +1043,24 @@ def first_fit_model(
             [[-1, -1], node_types, log.codes[stage], log.codes[later]]
         ).astype(np.int64)
         merges = _TimedMerges(PartitionModel(sub, part, node_type), codes, ticks[idx])
-        pn, sn = Sides(sides.p[:, idx], sides.s[:, idx], sides.limit).node_values(
-            part, len(node_type)
-        )
+        # rows of the nodes made and of the stage's events (no later event is read)
+        pn = node_rows(pn_made, sides.p[:, stage].T)
+        sn = node_rows(sn_made, sides.s[:, stage].T)
         for p in range(n0, n0 + len(stage)):
             t = int(node_type[p])
             if not _fit(p, placed[t], merges, pn, sn, sides.limit):
-                placed[t].append(p)
+                placed[t].add(p, pn[p], sn[p])
         # number the stage's new nodes on in creation order (working id order)
         roots = merges.group
         n1 = n0 + len(stage)
         new = np.nonzero(roots[n0:n1] == np.arange(n0, n1))[0] + n0
         renum = np.arange(len(node_type))
         renum[new] = n0 + np.arange(len(new))
-        for t, nodes in enumerate(placed):
-            placed[t] = [int(renum[q]) for q in nodes]
+        for runs in placed:
+            runs.renumber(renum)
         node_of[stage] = renum[roots[fresh[stage]]] - 2
+        pn_made = node_rows(pn[:n0], pn[new])
+        sn_made = node_rows(sn[:n0], sn[new])
         if work is not None:
             work[0] += merges.spent
         founder.extend(stage[new - n0].tolist())
@@ -1094,7 +1112,7 @@ def first_fit_best(
 
 def _fit(
     p: int,
-    nodes: list[int],
+    nodes: list[int] | NodeRuns,
     merges: _TimedMerges,
     pn: np.ndarray,
     sn: np.ndarray,
@@ -1106,9 +1124,10 @@ def _fit(
     ``pn``/``sn``, updated in place) whose merge keeps every invariant; True when merged,
     False when none takes it, None when the merge checks in ``budget[0]`` (each check
     spends one) run out first."""
-    same = np.asarray(nodes, dtype=np.int64)
-    if same.size:
-        same = same[~pair_conflicts(pn[same], sn[same], limit, pn[p], sn[p])]
+    if isinstance(nodes, NodeRuns):
+        same = nodes.compatible(pn, sn, limit, pn[p], sn[p])
+    else:
+        same = without_conflict(pn, sn, np.asarray(nodes, dtype=np.int64), limit, pn[p], sn[p])
     same = same[~merges.doomed_among(same, p)]
     for q in same.tolist():
         if budget is not None:
@@ -1256,8 +1275,8 @@ class _Dissolved:
         if known is None:
             pn, sn = sides.node_values(part, len(node_type))
         else:  # the maxima over one event are its values; dissolved nodes hold none
-            pn = np.concatenate([known.values[0], sides.p[:, events].T])
-            sn = np.concatenate([known.values[1], sides.s[:, events].T])
+            pn = node_rows(known.values[0], sides.p[:, events].T)
+            sn = node_rows(known.values[1], sides.s[:, events].T)
             pn[nodes] = sn[nodes] = -np.inf
         kept = np.ones(n0, dtype=bool)
         kept[[INIT_NODE, TERM_NODE]] = False
@@ -1295,7 +1314,9 @@ class _Dissolved:
                 [None if r is None else r[:, used] for r in fix.reach],
             )
         upper = tuple(bool(group[0]) for group in self.merges.bounds.groups)
-        return _Known((self.pn[used], self.sn[used]), graph, walks, upper)
+        # column-major, as the side values are kept (:func:`~.timeconflicts.node_rows`)
+        values = (self.pn.T[:, used].T, self.sn.T[:, used].T)
+        return _Known(values, graph, walks, upper)
 
 
 def repack(
@@ -1427,7 +1448,7 @@ class _HoodSearch:
         t = int(hood.node_type[p])
         cands = np.asarray(hood.own[t] + self.opened[t], dtype=np.int64)
         if cands.size and len(self.limit):
-            cands = cands[~pair_conflicts(pn[cands], sn[cands], self.limit, pn[p], sn[p])]
+            cands = without_conflict(pn, sn, cands, self.limit, pn[p], sn[p])
         # the answers hold for the whole loop: a failed merge changes nothing, and a
         # merge that holds is undone before the next candidate
         cands = cands[~merges.doomed_among(cands, p)]
