@@ -55,16 +55,7 @@ def test_conflict_degrees_count_the_pairs_one_by_one(block, monkeypatch):
         pe, se = rng.normal(size=(n, k)), rng.normal(size=(n, k))
         pe[rng.random((n, k)) < 0.3] = -np.inf  # undefined sides never conflict
         limit = rng.normal(size=k) + 1.0
-        want = [
-            sum(
-                any(
-                    pe[x, b] + se[y, b] > limit[b] or pe[y, b] + se[x, b] > limit[b]
-                    for b in range(k)
-                )
-                for y in range(n)
-            )
-            for x in range(n)
-        ]
+        want = [sum(_conflicts_one_by_one(pe, se, limit, y, x) for y in range(n)) for x in range(n)]
         assert conflict_degrees(pe, se, limit).tolist() == want
 
 
