@@ -80,6 +80,46 @@ def test_rounds_that_have_not_settled_say_so():
     assert status == 2
 
 
+def _chain_with_a_cycle(w_back: float, n: int = 40):
+    """INITIAL 0 -> 2 -> 3 -> ... -> n - 1 -> TERMINAL 1, each edge weighted 1 but 3 ->
+    4 (0), and an edge 4 -> 3 weighted ``w_back`` (a cycle at the chain's head)."""
+    src = np.r_[0, np.arange(2, n), 4].astype(np.int64)
+    dst = np.r_[2, np.arange(3, n), 1, 3].astype(np.int64)
+    w = np.r_[np.ones(n - 1), w_back]
+    w[2] = 0.0
+    return src, dst, w
+
+
+def test_long_chains_with_a_cycle_end_in_one_pass():
+    """Walks from node 2 down a chain of 40 nodes take 38 rounds; after 8 of them the
+    strongly connected components are ordered and one pass over them ends the rounds
+    (here within 9): with the cycle 3 -> 4 -> 3 of weight 0 + 0 walks do not grow around
+    it, and with weight 0 + 1 marked as a positive cycle (its nodes +inf, then the cap
+    down the chain); not marked, it grows round after round and the rounds say so."""
+    n = 40
+    start = np.full((1, n), -INF)
+    start[0, 2] = 0.0
+
+    def run(w_back, cyclic=None, cap=None):
+        src, dst, w = _chain_with_a_cycle(w_back, n)
+        x = np.full((1, n), -INF)
+        status = relax_rounds(
+            src, dst, w, x, start, None, cap, None, cyclic, len(src), 1, n, True, 9
+        )
+        return status, x
+
+    status, x = run(0.0)
+    assert status == 0
+    assert x[0, 3:].tolist() == [1, *range(1, n - 3)] and x[0, 1] == n - 3
+    cyclic = np.zeros((1, n), dtype=bool)
+    cyclic[0, 3:5] = True
+    status, x = run(1.0, cyclic, np.array([100.0]))
+    assert status == 0
+    assert (x[0, 3:] == 100.0).all() and x[0, 1] == 100.0
+    status, x = run(1.0)
+    assert status == 2
+
+
 def test_first_a_walks_end_at_the_next_a():
     """With node 3 a source node masked (a first-``a`` walk ends at the next ``a``), walks
     from node 2 stop at node 3."""

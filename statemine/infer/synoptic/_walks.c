@@ -127,50 +127,154 @@ static inline double settle_total(int upper, double before, double relaxed,
     return t;
 }
 
-/* Rounds after which run_rounds, not settled yet, looks for a cycle: on a graph with
- * none (a trace-chain model, say), the rounds would take as many rounds as its longest
- * path, and one pass in topological order gives what they would end at. */
+/* Rounds after which run_rounds, not settled yet, orders the graph's strongly connected
+ * components: on a graph where walks do not grow around a cycle (a trace-chain model, say,
+ * or one whose positive cycles are marked), the rounds take as many rounds as its longest
+ * path, and one pass over the components in topological order gives what they end at. */
 enum { SORT_AFTER = 8 };
 
-/* A topological order of the n nodes (edges src[e] -> dst[e], grouped by source as
- * by_source leaves them in first/order) into topo, by Kahn's algorithm: 1 when there is
- * one (no cycle), 0 when some cycle leaves nodes out; -1 with MemoryError set. */
-static int topological(const int64_t *dst, Py_ssize_t n_edges, Py_ssize_t n,
-                       const Py_ssize_t *first, const Py_ssize_t *order, Py_ssize_t *topo)
+/* A node's place in a depth-first search's order (components sorts by it). */
+typedef struct {
+    Py_ssize_t post, node;
+} Finish;
+
+static int later_finish_first(const void *a, const void *b)
 {
-    Py_ssize_t *indeg = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-    if (!indeg) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t e = 0; e < n_edges; e++)
-        indeg[dst[e]]++;
-    Py_ssize_t done = 0, placed = 0;
-    for (Py_ssize_t v = 0; v < n; v++)
-        if (!indeg[v])
-            topo[placed++] = v;
-    while (done < placed) {
-        Py_ssize_t u = topo[done++];
-        for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
-            Py_ssize_t v = dst[order[i]];
-            if (!--indeg[v])
-                topo[placed++] = v;
-        }
-    }
-    PyMem_Free(indeg);
-    return placed == n;
+    Py_ssize_t x = ((const Finish *)a)->post, y = ((const Finish *)b)->post;
+    return (x < y) - (x > y);
 }
 
-/* The rounds' end on a graph without a cycle, from totals x between their start and
- * their end (in place): per row, nodes in topological order (topo), each node's total
- * settle_total(x, best over its edges u -> v of s(u) + w) with its sources' totals
- * final. Unrolling the rounds, a node's end total is settle_total of its start and the
- * best its edges ever gave (settle_total of a settled total and more is settle_total of
- * the start and the best of both), and the best an edge gives is from its source's end
- * total (a sum grows with its term): these very doubles. 1 when a changed total passes
- * stop (the totals it did not change passed no stop before), else 0; -1 with
- * MemoryError set. */
-static int topological_pass(const Rounds *p, double *xs, const Py_ssize_t *topo)
+/* The strongly connected components of the n nodes (edges src[e] -> dst[e], grouped by
+ * source as by_source leaves them in first/order), by Tarjan's algorithm without
+ * recursion (R. Tarjan, "Depth-first search and linear graph algorithms", SIAM J.
+ * Comput. 1(2), 1972): seq holds the nodes, each component's contiguous from bound[c]
+ * to bound[c + 1] (bound: n + 1 entries, *n_comp components), components in topological
+ * order (Tarjan's algorithm finds them sinks first) and a component's nodes in reverse
+ * post-order of the search, so that every edge inside a component but the search's
+ * back edges points forward in seq.  0, or -1 with MemoryError set. */
+static int components(const int64_t *dst, Py_ssize_t n, const Py_ssize_t *first,
+                      const Py_ssize_t *order, Py_ssize_t *seq, Py_ssize_t *bound,
+                      Py_ssize_t *n_comp)
+{
+    size_t size = (size_t)(n ? n : 1);
+    Py_ssize_t *index = PyMem_Malloc(size * sizeof(Py_ssize_t)); /* -1: not seen yet */
+    Py_ssize_t *low = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    Py_ssize_t *post = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    Py_ssize_t *stack = PyMem_Malloc(size * sizeof(Py_ssize_t)); /* Tarjan's stack */
+    Py_ssize_t *calls = PyMem_Malloc(size * sizeof(Py_ssize_t));  /* the search's path */
+    Py_ssize_t *next = PyMem_Malloc(size * sizeof(Py_ssize_t));   /* its next edge */
+    unsigned char *held = PyMem_Calloc(size, 1);                 /* on Tarjan's stack */
+    Finish *found = PyMem_Malloc(size * sizeof(Finish));
+    int status = -1;
+    if (!index || !low || !post || !stack || !calls || !next || !held || !found) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < n; v++)
+        index[v] = -1;
+    Py_ssize_t seen = 0, finished = 0, held_n = 0, end = n, comps = 0;
+    for (Py_ssize_t root = 0; root < n; root++) {
+        if (index[root] >= 0)
+            continue;
+        Py_ssize_t depth = 0;
+        calls[depth++] = root;
+        index[root] = low[root] = seen++;
+        next[root] = first[root];
+        stack[held_n++] = root;
+        held[root] = 1;
+        while (depth) {
+            Py_ssize_t u = calls[depth - 1];
+            if (next[u] < first[u + 1]) {
+                Py_ssize_t v = dst[order[next[u]++]];
+                if (index[v] < 0) {
+                    index[v] = low[v] = seen++;
+                    next[v] = first[v];
+                    stack[held_n++] = v;
+                    held[v] = 1;
+                    calls[depth++] = v;
+                } else if (held[v] && index[v] < low[u]) {
+                    low[u] = index[v];
+                }
+                continue;
+            }
+            post[u] = finished++;
+            depth--;
+            if (depth && low[u] < low[calls[depth - 1]])
+                low[calls[depth - 1]] = low[u];
+            if (low[u] != index[u])
+                continue;
+            /* u roots a component: the stack down to u; placed before those found
+             * so far (they are its successors') */
+            Py_ssize_t k = 0;
+            for (;;) {
+                Py_ssize_t w = stack[--held_n];
+                held[w] = 0;
+                found[k].post = post[w];
+                found[k++].node = w;
+                if (w == u)
+                    break;
+            }
+            qsort(found, (size_t)k, sizeof(Finish), later_finish_first);
+            end -= k;
+            for (Py_ssize_t i = 0; i < k; i++)
+                seq[end + i] = found[i].node;
+            bound[comps++] = end; /* reversed below */
+        }
+    }
+    /* bound holds each component's start, sinks first: reverse it, then close it */
+    for (Py_ssize_t i = 0; i < comps / 2; i++) {
+        Py_ssize_t t = bound[i];
+        bound[i] = bound[comps - 1 - i];
+        bound[comps - 1 - i] = t;
+    }
+    bound[comps] = n;
+    *n_comp = comps;
+    status = 0;
+done:
+    PyMem_Free(index);
+    PyMem_Free(low);
+    PyMem_Free(post);
+    PyMem_Free(stack);
+    PyMem_Free(calls);
+    PyMem_Free(next);
+    PyMem_Free(held);
+    PyMem_Free(found);
+    return status;
+}
+
+/* 1 when the component pass may end the rounds: no edge inside a component (comp: each
+ * node's) could make walks grow around its cycle (upper: weight > 0; lower: < 0), or
+ * positive cycles are marked (p->cyclic, upper: a walk reaching one is +inf at once). */
+static int cycles_settle(const Rounds *p, const Py_ssize_t *comp)
+{
+    if (p->upper && p->cyclic)
+        return 1;
+    for (Py_ssize_t e = 0; e < p->n_edges; e++) {
+        if (comp[p->src[e]] == comp[p->dst[e]] && (p->upper ? p->w[e] > 0 : p->w[e] < 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* The rounds' end from totals x between their start and their end (in place), per row
+ * over the components in topological order (seq, bound: components's), once their
+ * sources' totals are final: each node's total settle_total(x, best over its edges u ->
+ * v of s(u) + w).  A component of one node without a self-loop takes one pass (its
+ * sources' totals are final); a larger one, passes over its nodes in place until none
+ * changes, at most its size + 1 of them (no walk grows around a cycle, cycles_settle,
+ * so its totals come from paths of fewer edges than it has nodes).
+ *
+ * Why these are the rounds' very doubles: a round maps totals x to F(x), F monotone (best,
+ * a sum with a fixed term, the +inf of a marked node and the cap are) and F(x) >= x
+ * (above for upper, below for lower); from an x between the start and the end, the
+ * rounds end at the least fix-point of F beyond x, and so do updates of single nodes in
+ * any order that go on until none changes (each stays below that fix-point, by
+ * monotony, and ends at a fix-point).  SETTLED, STOPPED when a changed total passes
+ * stop (the totals it did not change passed no stop before; they are final even so),
+ * GROWING when a component has not settled in its passes (x then holds totals of real
+ * walks, between the start and the end); -1 with MemoryError set. */
+static int component_pass(const Rounds *p, double *xs, const Py_ssize_t *seq,
+                          const Py_ssize_t *bound, Py_ssize_t n_comp)
 {
     const Py_ssize_t n = p->n, n_edges = p->n_edges;
     Py_ssize_t *into = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
@@ -184,30 +288,50 @@ static int topological_pass(const Rounds *p, double *xs, const Py_ssize_t *topo)
     by_source(p->dst, n_edges, n, into, by_dst); /* the edges grouped by target */
     const int upper = p->upper;
     const double none = upper ? -INFINITY : INFINITY;
-    int stopped = 0;
-    for (Py_ssize_t r = 0; r < p->n_rows; r++) {
+    int stopped = 0, growing = 0;
+    for (Py_ssize_t r = 0; r < p->n_rows && !growing; r++) {
         double *xr = xs + r * n;
         const double *sr = p->start + r * n, *lim = p->stop ? p->stop + r * n : NULL;
+        const double *cp = p->cap ? p->cap + r : NULL;
         const unsigned char *mr = p->mask ? p->mask + r * n : NULL;
         const unsigned char *cr = p->cyclic ? p->cyclic + r * n : NULL;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            Py_ssize_t v = topo[k];
-            double relaxed = none;
-            for (Py_ssize_t i = into[v]; i < into[v + 1]; i++) {
-                Py_ssize_t e = by_dst[i], u = p->src[e];
-                double t = best(upper, (mr && mr[u]) ? none : xr[u], sr[u]) + p->w[e];
-                if (upper ? t > relaxed : t < relaxed)
-                    relaxed = t;
+        for (Py_ssize_t c = 0; c < n_comp && !growing; c++) {
+            Py_ssize_t lo = bound[c], hi = bound[c + 1];
+            Py_ssize_t passes = hi - lo + 1;
+            if (passes == 2) {
+                Py_ssize_t v = seq[lo], loops = 0;
+                for (Py_ssize_t i = into[v]; i < into[v + 1]; i++)
+                    loops += p->src[by_dst[i]] == v;
+                if (!loops)
+                    passes = 1; /* no cycle: its sources' totals are final */
             }
-            double t = settle_total(upper, xr[v], relaxed, cr, p->cap ? p->cap + r : NULL, v);
-            if (t != xr[v] && lim && (upper ? t > lim[v] : t < lim[v]))
-                stopped = 1;
-            xr[v] = t;
+            int changed = 1;
+            for (Py_ssize_t k = 0; k < passes && changed; k++) {
+                changed = 0;
+                for (Py_ssize_t j = lo; j < hi; j++) {
+                    Py_ssize_t v = seq[j];
+                    double relaxed = none;
+                    for (Py_ssize_t i = into[v]; i < into[v + 1]; i++) {
+                        Py_ssize_t e = by_dst[i], u = p->src[e];
+                        double t = best(upper, (mr && mr[u]) ? none : xr[u], sr[u]) + p->w[e];
+                        if (upper ? t > relaxed : t < relaxed)
+                            relaxed = t;
+                    }
+                    double t = settle_total(upper, xr[v], relaxed, cr, cp, v);
+                    if (t == xr[v])
+                        continue;
+                    changed = 1;
+                    if (lim && (upper ? t > lim[v] : t < lim[v]))
+                        stopped = 1;
+                    xr[v] = t;
+                }
+            }
+            growing = changed && passes > 1;
         }
     }
     PyMem_Free(into);
     PyMem_Free(by_dst);
-    return stopped;
+    return stopped ? STOPPED : growing ? GROWING : SETTLED;
 }
 
 /* Up to `rounds` rounds on the totals x (in place): SETTLED, STOPPED or GROWING, or -1
@@ -219,9 +343,11 @@ static int topological_pass(const Rounds *p, double *xs, const Py_ssize_t *topo)
  * settled (settle_total twice is settle_total once) and no relaxed edge reaches it, so
  * the round leaves it as it is. The totals are those of whole rounds, bit for bit, at
  * O(frontier's edges) a round instead of O(rows x nodes). Still growing after
- * SORT_AFTER rounds on a graph without a cycle, one topological_pass ends them (SETTLED
- * or STOPPED where the rounds, given enough of them, would end): a trace-chain model
- * of n nodes took n rounds of O(n) nodes each. */
+ * SORT_AFTER rounds where no walk grows around a cycle (cycles_settle), one
+ * component_pass ends them (where the rounds, given enough of them, would end): a
+ * trace-chain model of n nodes took n rounds of O(n) nodes each, and so did one with a
+ * few positive cycles, marked, before the component pass (issue 31: a one-trace log of
+ * 20,000 events did not finish). */
 static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
 {
     const Py_ssize_t n = p->n, n_edges = p->n_edges, cells = p->n_rows * n;
@@ -236,10 +362,13 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
     Py_ssize_t *count = PyMem_Malloc((size_t)(p->n_rows ? p->n_rows : 1) * sizeof(Py_ssize_t));
     Py_ssize_t *hit = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t)); /* targets */
     unsigned char *is_hit = PyMem_Calloc((size_t)(n ? n : 1), 1);
-    Py_ssize_t *topo = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    /* the strongly connected components (components's seq and bound), each node's */
+    Py_ssize_t *seq = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *bound = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *comp = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
     int status = -1;
     if (!s || !out || !moved || !first || !order || !front || !count || !hit || !is_hit ||
-        !topo) {
+        !seq || !bound || !comp) {
         PyErr_NoMemory();
         goto done;
     }
@@ -308,18 +437,20 @@ static int run_rounds(const Rounds *p, double *xs, Py_ssize_t rounds)
             }
         }
     }
-    int sorted = 0; /* 1: looked for a cycle and found one */
+    int sorted = 0; /* 1: ordered the components and found cycles walks grow around */
     for (; round < rounds; round++) {
         if (round >= SORT_AFTER && !sorted) {
             sorted = 1;
-            int acyclic = topological(ed, n_edges, n, first, order, topo);
-            if (acyclic < 0) {
+            Py_ssize_t n_comp = 0;
+            if (components(ed, n, first, order, seq, bound, &n_comp) < 0) {
                 status = -1;
                 goto done;
             }
-            if (acyclic) {
-                int stop_met = topological_pass(p, xs, topo);
-                status = stop_met < 0 ? -1 : stop_met ? STOPPED : SETTLED;
+            for (Py_ssize_t c = 0; c < n_comp; c++)
+                for (Py_ssize_t j = bound[c]; j < bound[c + 1]; j++)
+                    comp[seq[j]] = c;
+            if (cycles_settle(p, comp)) {
+                status = component_pass(p, xs, seq, bound, n_comp);
                 goto done;
             }
         }
@@ -379,7 +510,9 @@ done:
     PyMem_Free(count);
     PyMem_Free(hit);
     PyMem_Free(is_hit);
-    PyMem_Free(topo);
+    PyMem_Free(seq);
+    PyMem_Free(bound);
+    PyMem_Free(comp);
     return status;
 }
 
