@@ -10,7 +10,9 @@ connected components.)"""
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -440,6 +442,40 @@ def test_walk_extremes_on_long_graphs_with_cycles(seed, n, back, upper, first_on
     wmax = wmin + np.where(rng.random(len(src)) < 0.7, 0, rng.integers(0, 3, len(src)))
     g = aggregate_edges(n, src, dst, wmin, wmax, node_type)
     _assert_walks_as_the_former_rounds(g, 3, upper, first_only, mode, rng, rounds)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_walk_extremes_on_merged_one_trace_logs(tmp_path, seed):
+    """A model as first fit builds one from a heavy-tailed one-trace log (the benchmark's
+    ``cycles`` kind: the trace chain with a few events merged into earlier ones of their
+    type, closing cycles whose largest delta is positive): the C rounds alone end at the
+    former rounds' totals, upper and lower, from the start and from an ``init``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_perfume import cycles_log
+
+    from statemine.infer.synoptic.options import parse_args
+    from statemine.infer.synoptic.run import read_log
+    from statemine.infer.synoptic.timecheck import exact_ticks, timed_graph
+
+    rng = np.random.default_rng(700 + seed)
+    path = tmp_path / "cycles.log"
+    path.write_text(cycles_log(400, rng))
+    log = read_log(parse_args(["-r", "^(?<DTIME>)(?<TYPE>)$", str(path)], "perfume"))
+    ticks, _ = exact_ticks(log)
+    node = np.arange(log.n_events)
+    for i in np.nonzero(rng.random(log.n_events) < 0.05)[0]:
+        earlier = np.nonzero(log.codes[:i] == log.codes[i])[0]
+        if len(earlier):
+            node[i] = node[rng.choice(earlier)]
+    _, part = np.unique(node, return_inverse=True)
+    part = part.astype(np.int64) + 2
+    node_type = np.full(part.max() + 1, -1, dtype=np.int64)
+    node_type[part] = log.codes
+    g = timed_graph(part, node_type, log, ticks)
+    assert positive_cycle_nodes(g).any()
+    n_types = len(log.types)
+    for upper in (True, False):
+        _assert_walks_as_the_former_rounds(g, n_types, upper, upper, 0, rng, CYCLE_ROUNDS)
 
 
 @settings(max_examples=200, deadline=None)
