@@ -34,7 +34,9 @@ refinement, coarsening, files written), the peak of Python and numpy allocations
 (tracemalloc, a second run) and the process's peak RSS so far (``ru_maxrss``: it only
 grows, so run one log per process, ``--sizes N --kinds K``, to read it per log) and the
 CPU milliseconds per event; with ``--bound``, the lower bound on any valid model's nodes
-(``timeconflicts.perfume_lower_bound``) and its CPU seconds (not in the run's).  The
+(``timeconflicts.perfume_lower_bound``) and its CPU seconds (not in the run's);
+``--clique-events N`` lets its per-type clique bounds look at N events a type, not 3,000
+(a one-trace log's bound stops near 3,000 a type otherwise; memory: N squared bytes).  The
 load average is printed first (the machine is shared: read the CPU seconds).
 
 CPU per event (``cpu s`` / ``events``) is the figure to compare across sizes: it should
@@ -69,7 +71,11 @@ from statemine.infer.synoptic.options import parse_args
 from statemine.infer.synoptic.perfume import mine_constrained
 from statemine.infer.synoptic.run import read_log
 from statemine.infer.synoptic.timecheck import TimedCodes, exact_ticks
-from statemine.infer.synoptic.timeconflicts import perfume_lower_bound
+from statemine.infer.synoptic.timeconflicts import (
+    CLIQUE_EVENTS,
+    perfume_lower_bound,
+    perfume_type_bounds,
+)
 
 
 def latency_log(n_traces: int, rng: np.random.Generator) -> list[list[tuple[str, int]]]:
@@ -170,13 +176,15 @@ def load_conn(n: int) -> tuple[EventLog, pd.DataFrame, TimedCodes, np.ndarray]:
     return read_conn(interleaved_log(n, np.random.default_rng(n)))
 
 
-def bound_and_cpu(log, table) -> tuple[int, float]:
+def bound_and_cpu(log, table, clique_events: int = CLIQUE_EVENTS) -> tuple[int, float]:
     """The lower bound on the nodes of every valid model of ``log`` (its constrained
-    invariants ``table``) and the CPU seconds it took."""
+    invariants ``table``; the per-type bounds over at most ``clique_events`` events a
+    type) and the CPU seconds it took."""
     c0 = time.process_time()
     ticks, scale = exact_ticks(log)
-    bound = perfume_lower_bound(log, TimedCodes.from_frame(table, log.types, scale), ticks)
-    return bound, time.process_time() - c0
+    codes = TimedCodes.from_frame(table, log.types, scale)
+    per_type = perfume_type_bounds(log, codes, ticks, clique_events)
+    return perfume_lower_bound(log, codes, ticks, per_type), time.process_time() - c0
 
 
 def run(
@@ -187,11 +195,12 @@ def run(
     bound: bool = False,
     seed: int = 1,
     extra_args: tuple[str, ...] = (),
+    clique_events: int = CLIQUE_EVENTS,
 ) -> None:
     """One row: ``--engine perfume`` on ``path`` with ``--randomSeed=seed`` (and
     ``extra_args``, e.g. ``--exactBudget 10``), timed, then again under tracemalloc
-    (``peak_run``; else the peak column is nan); with ``bound``, the lower bound and its
-    CPU seconds."""
+    (``peak_run``; else the peak column is nan); with ``bound``, the lower bound
+    (:func:`bound_and_cpu`) and its CPU seconds."""
     conn = "conn" in name or name.startswith("lab-")
     split = ["-r", CONN_REGEX, "-m", CONN_MAPPING] if conn else ["-r", REGEX, "-s", SEPARATOR]
     args = [*split, f"--randomSeed={seed}", *extra_args, "-o", str(tmp / name), str(path)]
@@ -208,7 +217,7 @@ def run(
     log = done.result.log
     extra = ""
     if bound:
-        value, bound_cpu = bound_and_cpu(log, done.result.table)
+        value, bound_cpu = bound_and_cpu(log, done.result.table, clique_events)
         extra = f" {value:>6d} {bound_cpu:>8.2f}"
     label = name if seed == 1 and not extra_args else f"{name} s{seed}{' '.join(extra_args)}"
     print(
@@ -282,6 +291,12 @@ def main() -> None:
     parser.add_argument(
         "--bound", action="store_true", help="add the lower bound and its CPU seconds"
     )
+    parser.add_argument(
+        "--clique-events",
+        type=int,
+        default=CLIQUE_EVENTS,
+        help="--bound: events a type its clique bound looks at (memory: their square, bytes)",
+    )
     opts = parser.parse_args()
     sizes = [int(x) for x in opts.sizes.split(",")]
     # (kind for write_kind, name in the table and file names): a lab path is resolved
@@ -303,7 +318,8 @@ def main() -> None:
                 write_kind(kind, n, path, opts.max_trace)
                 for k, seed in enumerate(seeds):
                     bound = opts.bound and k == 0
-                    run(f"{name}-{n}", path, tmp, not opts.no_peak, bound, seed, extra)
+                    args = (not opts.no_peak, bound, seed, extra, opts.clique_events)
+                    run(f"{name}-{n}", path, tmp, *args)
 
 
 if __name__ == "__main__":

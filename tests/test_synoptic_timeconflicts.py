@@ -204,6 +204,42 @@ def test_the_time_bound_is_below_every_valid_model(tmp_path_factory, traces, see
     assert (bound <= per_type).all()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_trace_bound_is_the_trace_chain_and_its_clique_cap(tmp_path, seed):
+    """A heavy-tailed one-trace log (the benchmark's ``cycles`` kind, 300 events): every
+    same-type pair of events conflicts, so each type's bound is its count of events and
+    the trace chain (events + 2 nodes) is the smallest valid model, which the engine
+    finds; with ``clique_events`` 20 a type's bound is min(count, 20).  The independent
+    reference confirms conflicts: the chain with one sampled same-type pair merged breaks
+    some mined invariant.  (At 100 events, one of three such logs had a type with a pair
+    that does not conflict: 39 of 40.)"""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_perfume import cycles_log
+
+    path = tmp_path / "cycles.log"
+    path.write_text(cycles_log(300, np.random.default_rng(seed)))
+    log = read_log(parse_args(["-r", "^(?<DTIME>)(?<TYPE>)$", str(path)], "perfume"))
+    inv, codes, ticks = _codes(log)
+    counts = np.bincount(log.codes, minlength=len(log.types))
+    sides = timed_sides(log, codes, ticks)
+    assert timed_type_bounds(log, sides, codes, ticks).tolist() == counts.tolist()
+    capped = timed_type_bounds(log, sides, codes, ticks, clique_events=20)
+    assert capped.tolist() == np.minimum(counts, 20).tolist()
+    assert perfume_lower_bound(log, codes, ticks) == log.n_events + 2
+    assert infer_perfume(log, codes, ticks, 1).n_nodes == log.n_events + 2
+    rng = np.random.default_rng(seed)
+    node_type = np.concatenate([[-1, -1], log.codes]).astype(np.int64)
+    for _ in range(3):  # the reference takes about 8 s per model of 300 nodes
+        x, y = rng.choice(
+            np.nonzero(log.codes == log.codes[rng.integers(log.n_events)])[0], 2, replace=False
+        )
+        part = np.arange(log.n_events, dtype=np.int64) + 2
+        part[y] = part[x]
+        g = _reference_graph(PartitionModel(log, part, node_type).compact())
+        assert violated_rows(g, inv.to_dict("records")), (x, y)
+
+
 PERFUME_CASES = {"perfume-repo-radius-auth": 8, "perfume-hand-split-latency": 15}
 
 

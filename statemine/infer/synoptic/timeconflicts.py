@@ -371,13 +371,14 @@ def timed_type_bounds(
     sides: Sides,
     codes: TimedCodes | None = None,
     ticks: np.ndarray | None = None,
+    clique_events: int = CLIQUE_EVENTS,
 ) -> np.ndarray:
     """Per type: a lower bound on its nodes in every model, the chromatic number of its
     events' conflict graph (every node is a set of pairwise compatible events) as far as
     :func:`~.graphbounds.chromatic_lower_bound` proves it from the largest clique
     (:func:`~.graphbounds.max_clique`, the greedy one when larger), both within fixed
-    step budgets.  At most ``CLIQUE_EVENTS`` events a type, those with the largest
-    ``p + s``.  Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the
+    step budgets.  At most ``clique_events`` events a type, those with the largest
+    ``p + s`` (a conflict matrix of ``clique_events`` squared bytes per type).  Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the
     cycles of :func:`cycle_conflicts`."""
     from .graphbounds import chromatic_lower_bound, max_clique, twin_quotient
 
@@ -389,9 +390,9 @@ def timed_type_bounds(
         if ev.size < 2:
             continue
         p, s = sides.p[:, ev].T, sides.s[:, ev].T
-        if ev.size > CLIQUE_EVENTS:
+        if ev.size > clique_events:
             score = np.max(np.maximum(p, s) - sides.limit / 2, axis=1)
-            keep = np.argsort(-score, kind="stable")[:CLIQUE_EVENTS]
+            keep = np.argsort(-score, kind="stable")[:clique_events]
             p, s, ev = p[keep], s[keep], ev[keep]
         adj = np.zeros((len(p), len(p)), dtype=bool)
         for k in range(len(sides.limit)):
@@ -463,14 +464,17 @@ def colour_nodes(
     return new_part, np.asarray(new_types, dtype=np.int64)
 
 
-def perfume_type_bounds(log: EventLog, codes: TimedCodes, ticks: np.ndarray) -> np.ndarray:
+def perfume_type_bounds(
+    log: EventLog, codes: TimedCodes, ticks: np.ndarray, clique_events: int = CLIQUE_EVENTS
+) -> np.ndarray:
     """Per type code a lower bound on its nodes in every valid model: the larger of the
     untimed bound (:func:`~.bounds.type_lower_bounds` of the untimed forms) and the time
     and cycle bound (:func:`timed_type_bounds`: exact clique and colouring bounds within
-    fixed budgets)."""
+    fixed budgets, over at most ``clique_events`` events a type)."""
     from .bounds import type_lower_bounds
 
-    timed = timed_type_bounds(log, timed_sides(log, codes, ticks), codes, ticks)
+    sides = timed_sides(log, codes, ticks)
+    timed = timed_type_bounds(log, sides, codes, ticks, clique_events)
     if len(codes.untimed):
         timed = np.maximum(timed, type_lower_bounds(log, codes.untimed)[: len(timed)])
     return timed
