@@ -378,8 +378,9 @@ def timed_type_bounds(
     :func:`~.graphbounds.chromatic_lower_bound` proves it from the largest clique
     (:func:`~.graphbounds.max_clique`, the greedy one when larger), both within fixed
     step budgets.  At most ``clique_events`` events a type, those with the largest
-    ``p + s`` (a conflict matrix of ``clique_events`` squared bytes per type).  Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the
-    cycles of :func:`cycle_conflicts`."""
+    ``p + s`` (a conflict matrix of ``clique_events`` squared bytes per type).
+    Conflicts: in time (module doc) and, given ``codes`` and ``ticks``, the cycles of
+    :func:`cycle_conflicts`."""
     from .graphbounds import chromatic_lower_bound, max_clique, twin_quotient
 
     out = np.ones(len(log.types), dtype=np.int64)
