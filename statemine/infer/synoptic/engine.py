@@ -122,6 +122,15 @@ NEIGHBOURHOOD_STREAM = 3
 #: two-capture logs; random region bits reach others.  20 up to 2,000 events (was 1,000):
 #: at 1,024 events seeds 1-5 give 70-72 nodes instead of 70-75 for about 1 CPU s more.
 REGION_RANDOM_STARTS: tuple[tuple[int | None, int], ...] = ((2_000, 20), (5_000, 8), (None, 0))
+#: Above 5,000 events (no random starts) and up to ``SECOND_PASS_MAX_EVENTS``, the region
+#: stages run a second time with this many random starts, and the smaller model is kept
+#: (ties: the first pass's), at about twice the CPU of those logs.  Random starts in place
+#: of the first pass do not do: on fresh two-capture logs (seeds 1-5) they took 10,016
+#: events from 67, 65, 58, 64, 64 nodes to 58, 58, 58, 64, 58 (58: the proved minimum) but
+#: 10,028 events from 56 on every seed to 57-62; the better of both passes is never above
+#: the first (docs/synoptic-engine.md, "Fresh logs, session 34").
+SECOND_PASS_STARTS = 8
+SECOND_PASS_MAX_EVENTS = 30_000
 #: Rounds of :func:`~.regions.neighbourhood_search` after the region search: up to
 #: ``NEIGHBOURHOOD_SMALL_EVENTS`` events ``NEIGHBOURHOOD_MAX_ROUNDS``, above this many
 #: divided by the events (each round costs O(events), about 0.05 s at 1e4 events): 29
@@ -230,6 +239,47 @@ def random_region_starts(n_events: int) -> int:
     return next(k for limit, k in REGION_RANDOM_STARTS if limit is None or n_events <= limit)
 
 
+def second_pass_starts(n_events: int) -> int:
+    """Random starts of the second pass of the region stages on a log of ``n_events``
+    events (``SECOND_PASS_STARTS``; 0: no second pass): only where the first has none."""
+    if random_region_starts(n_events) or n_events > SECOND_PASS_MAX_EVENTS:
+        return 0
+    return SECOND_PASS_STARTS
+
+
+def region_stages(
+    starts: list[PartitionModel],
+    inv: InvariantCodes,
+    failing: np.ndarray,
+    seed: int,
+    n_random: int,
+    bound: int,
+) -> PartitionModel:
+    """:func:`regions_search` from ``starts`` with ``n_random`` random starts, then, while
+    above ``bound``, :func:`~.elimination.elimination_search`,
+    :func:`~.elimination.recombine` (the region search's start models as partners) and
+    :func:`~.elimination.grow_coarsen`, each with its round count for the log's size.
+    Sound, never larger than the region search's model; deterministic for ``seed``."""
+    log = starts[0].log
+    k = recombine_rounds(log.n_events)
+    # the start models are kept only where recombination will use them
+    pool: list[PartitionModel] | None = [] if k > 0 else None
+    rounds = neighbourhood_rounds(log.n_events)
+    best = regions_search(starts, inv, failing, seed, n_random, bound, rounds, pool)
+    if best.n_nodes > bound:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, ELIMINATION_STREAM]))
+        runs = free_runs(log, inv.select(failing))
+        best = elimination_search(
+            best, inv, failing, runs, rng, elimination_rounds(log.n_events), bound
+        )
+        if best.n_nodes > bound and pool is not None:
+            cross = np.random.default_rng(np.random.SeedSequence([seed, RECOMBINE_STREAM]))
+            best = recombine(best, pool, inv, failing, runs, cross, k, bound)
+        if best.n_nodes > bound and log.n_events <= GROW_MAX_EVENTS:
+            best = grow_coarsen(best, inv, failing, runs, rng)
+    return best
+
+
 def neighbourhood_rounds(n_events: int) -> int:
     """Rounds of :func:`~.regions.neighbourhood_search` on a log of ``n_events`` events
     (``NEIGHBOURHOOD_EVENT_ROUNDS``, ``NEIGHBOURHOOD_MAX_ROUNDS``; none above
@@ -315,13 +365,13 @@ def infer_log(
     splitting (Synoptic's) with several seeds derived from ``seed`` (see
     :func:`attempt_plan`), each finished after a number of steps by the global or targeted
     history split.  Each is coarsened and the model with the fewest nodes wins (ties: the
-    first); :func:`regions_search` (on logs up to 5,000 events, or where the attempts
-    leave ``REGIONS_MIN_GAP`` nodes above the bound; then
+    first); :func:`region_stages` (on logs up to 5,000 events, or where the attempts
+    leave ``REGIONS_MIN_GAP`` nodes above the bound: :func:`regions_search`, then
     :func:`~.elimination.elimination_search`, ``elimination_rounds`` rounds,
     :func:`~.elimination.recombine` with the region search's start models as partners,
     ``recombine_rounds`` rounds, and :func:`~.elimination.grow_coarsen`, which may add
-    groups to drop more) and
-    :func:`local_search` then look for a smaller one.  Every step
+    groups to drop more; a second time with :func:`second_pass_starts` random starts,
+    the smaller kept) and :func:`local_search` then look for a smaller one.  Every step
     stops once the model has :func:`~.bounds.node_lower_bound` nodes, which no model can
     undercut.  Deterministic for a seed.
 
@@ -364,23 +414,12 @@ def infer_log(
     assert best is not None  # the plan begins with the targeted split
     gap = best.n_nodes - bound
     if classes is not None and gap > 0 and (log.n_events <= 5_000 or gap >= REGIONS_MIN_GAP):
-        n_random = random_region_starts(log.n_events)
-        rounds = neighbourhood_rounds(log.n_events)
-        k = recombine_rounds(log.n_events)
-        # the start models are kept only where recombination will use them
-        pool: list[PartitionModel] | None = [] if k > 0 else None
-        best = regions_search([targeted, best], codes, bad, seed, n_random, bound, rounds, pool)
-        if best.n_nodes > bound:
-            rng = np.random.default_rng(np.random.SeedSequence([seed, ELIMINATION_STREAM]))
-            runs = free_runs(log, codes.select(bad))
-            best = elimination_search(
-                best, codes, bad, runs, rng, elimination_rounds(log.n_events), bound
-            )
-            if best.n_nodes > bound and pool is not None:
-                cross = np.random.default_rng(np.random.SeedSequence([seed, RECOMBINE_STREAM]))
-                best = recombine(best, pool, codes, bad, runs, cross, k, bound)
-            if best.n_nodes > bound and log.n_events <= GROW_MAX_EVENTS:
-                best = grow_coarsen(best, codes, bad, runs, rng)
+        starts = [targeted, best]
+        best = region_stages(starts, codes, bad, seed, random_region_starts(log.n_events), bound)
+        extra = second_pass_starts(log.n_events)
+        if extra and best.n_nodes > bound:
+            other = region_stages(starts, codes, bad, seed, extra, bound)
+            best = other if other.n_nodes < best.n_nodes else best
     if classes is not None and type_bounds is not None and best.n_nodes > bound:
         best = local_search(best, codes, classes, type_bounds, seed)
     if classes is not None and exact_budget > 0 and best.n_nodes > bound:
